@@ -1,0 +1,64 @@
+//! The command line: parses arguments, calls the library, prints. Nothing
+//! else in skoop knows about terminals or output formats.
+
+mod collect;
+mod snapshot;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+/// skoop works out, hop by hop, what each Linux network stack in a Kubernetes
+/// cluster does with a packet, and reports where it stops and why.
+///
+/// Everything skoop concludes comes from a snapshot: a directory holding the
+/// cluster's Kubernetes objects and, per network namespace, the plain output
+/// of `ip`, `iptables-save`, `sysctl` and friends. Collect one with
+/// `skoop collect local`, or by hand (see README.md), then check it with
+/// `skoop snapshot check`.
+#[derive(Debug, Parser)]
+#[command(name = "skoop", version, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Collect network-namespace dumps from this machine.
+    #[command(subcommand)]
+    Collect(collect::CollectCommand),
+    /// Inspect snapshot directories.
+    #[command(subcommand)]
+    Snapshot(snapshot::SnapshotCommand),
+}
+
+/// How a command prints its result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum OutputFormat {
+    /// Human-readable text.
+    Text,
+    /// One JSON document on stdout.
+    Json,
+}
+
+/// Exit code when the arguments or the input cannot be used at all.
+const EXIT_USAGE: u8 = 2;
+
+pub fn run() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::from(EXIT_USAGE)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    match cli.command {
+        Command::Collect(command) => collect::run(command),
+        Command::Snapshot(command) => snapshot::run(command),
+    }
+}

@@ -1,0 +1,205 @@
+//! Data in: a snapshot directory (DESIGN §3) read into typed models.
+//!
+//! ```text
+//! <snapshot>/
+//!   cluster/**/*.yaml|*.yml|*.json     Kubernetes objects as kubectl writes them
+//!   nodes/<node>/host/                 the node's root network namespace
+//!   nodes/<node>/pods/<ns>/<pod>/      one pod's network namespace
+//! ```
+//!
+//! Loading never stops at the first problem: [`Snapshot::load`] returns what it
+//! could read and every [`Problem`] it met, each with file, line and column.
+
+pub mod cluster;
+pub mod netns;
+pub mod problem;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+pub use problem::{ParseIssue, Parsed, Problem};
+
+use cluster::Cluster;
+use netns::{DUMP_FILES, NetnsDump};
+
+/// Which network namespace a dump belongs to.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum NetnsId {
+    /// A node's root network namespace.
+    Host { node: String },
+    /// A pod's network namespace on a node.
+    Pod {
+        node: String,
+        namespace: String,
+        name: String,
+    },
+}
+
+impl NetnsId {
+    pub fn node(&self) -> &str {
+        match self {
+            NetnsId::Host { node } | NetnsId::Pod { node, .. } => node,
+        }
+    }
+}
+
+impl fmt::Display for NetnsId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NetnsId::Host { node } => write!(f, "node/{node}"),
+            NetnsId::Pod {
+                node,
+                namespace,
+                name,
+            } => write!(f, "{namespace}/{name} (on {node})"),
+        }
+    }
+}
+
+/// One namespace dump and the directory it came from.
+#[derive(Debug, Clone)]
+pub struct NetnsEntry {
+    pub dir: PathBuf,
+    pub dump: NetnsDump,
+}
+
+/// Everything a diagnosis reads.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    pub root: PathBuf,
+    pub cluster: Cluster,
+    pub namespaces: BTreeMap<NetnsId, NetnsEntry>,
+}
+
+/// Why a directory could not be read as a snapshot at all.
+#[derive(Debug, thiserror::Error)]
+pub enum SnapshotError {
+    #[error("{0}: no such directory")]
+    NotFound(PathBuf),
+    #[error("{0}: cannot read directory: {1}")]
+    Unreadable(PathBuf, std::io::Error),
+    #[error("{0}: not a snapshot (expected a cluster/ or nodes/ directory in it)")]
+    NotASnapshot(PathBuf),
+}
+
+impl Snapshot {
+    /// Loads a snapshot directory. `Err` only when `root` is not a snapshot at
+    /// all; every problem inside one is returned beside the snapshot.
+    pub fn load(root: &Path) -> Result<(Snapshot, Vec<Problem>), SnapshotError> {
+        if !root.is_dir() {
+            return Err(SnapshotError::NotFound(root.to_path_buf()));
+        }
+        std::fs::read_dir(root).map_err(|e| SnapshotError::Unreadable(root.to_path_buf(), e))?;
+        let cluster_dir = root.join("cluster");
+        let nodes_dir = root.join("nodes");
+        if !cluster_dir.is_dir() && !nodes_dir.is_dir() {
+            return Err(SnapshotError::NotASnapshot(root.to_path_buf()));
+        }
+
+        let mut problems = Vec::new();
+        let cluster = if cluster_dir.is_dir() {
+            let (cluster, cluster_problems) = cluster::load(&cluster_dir);
+            problems.extend(cluster_problems);
+            cluster
+        } else {
+            Cluster::default()
+        };
+
+        let mut namespaces = BTreeMap::new();
+        for (id, dir) in discover_namespaces(&nodes_dir, &mut problems) {
+            let (dump, dump_problems) = NetnsDump::load(&dir);
+            problems.extend(dump_problems);
+            report_unexpected_files(&dir, &mut problems);
+            namespaces.insert(id, NetnsEntry { dir, dump });
+        }
+
+        let snapshot = Snapshot {
+            root: root.to_path_buf(),
+            cluster,
+            namespaces,
+        };
+        Ok((snapshot, problems))
+    }
+}
+
+/// Finds `nodes/<node>/host` and `nodes/<node>/pods/<ns>/<pod>` directories.
+fn discover_namespaces(nodes_dir: &Path, problems: &mut Vec<Problem>) -> Vec<(NetnsId, PathBuf)> {
+    let mut found = Vec::new();
+    for (node, node_dir) in subdirectories(nodes_dir, problems) {
+        for (entry, entry_dir) in subdirectories(&node_dir, problems) {
+            match entry.as_str() {
+                "host" => found.push((NetnsId::Host { node: node.clone() }, entry_dir)),
+                "pods" => {
+                    for (namespace, ns_dir) in subdirectories(&entry_dir, problems) {
+                        for (name, pod_dir) in subdirectories(&ns_dir, problems) {
+                            let id = NetnsId::Pod {
+                                node: node.clone(),
+                                namespace: namespace.clone(),
+                                name,
+                            };
+                            found.push((id, pod_dir));
+                        }
+                    }
+                }
+                _ => problems.push(Problem::in_file(
+                    &entry_dir,
+                    "unexpected directory: a node holds only host/ and pods/<namespace>/<pod>/",
+                )),
+            }
+        }
+    }
+    found
+}
+
+/// The sorted subdirectories of `dir` with their names; a missing `dir` has none.
+fn subdirectories(dir: &Path, problems: &mut Vec<Problem>) -> Vec<(String, PathBuf)> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Vec::new(),
+        Err(e) => {
+            problems.push(Problem::in_file(dir, format!("cannot read directory: {e}")));
+            return Vec::new();
+        }
+    };
+    let mut dirs = Vec::new();
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if !path.is_dir() {
+            continue;
+        }
+        match entry.file_name().into_string() {
+            Ok(name) => dirs.push((name, path)),
+            Err(_) => problems.push(Problem::in_file(&path, "directory name is not UTF-8")),
+        }
+    }
+    dirs.sort();
+    dirs
+}
+
+/// A file in a namespace directory that the contract does not name is most
+/// likely a misspelt dump: say so rather than silently treat it as absent.
+fn report_unexpected_files(dir: &Path, problems: &mut Vec<Problem>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut unexpected: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|path| {
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            !DUMP_FILES.iter().any(|f| f.name == name)
+        })
+        .collect();
+    unexpected.sort();
+    for path in unexpected {
+        let expected: Vec<&str> = DUMP_FILES.iter().map(|f| f.name).collect();
+        problems.push(Problem::in_file(
+            &path,
+            format!(
+                "unexpected file in a namespace dump (expected only: {})",
+                expected.join(", ")
+            ),
+        ));
+    }
+}

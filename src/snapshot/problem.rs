@@ -1,0 +1,117 @@
+//! Problems found while reading a snapshot.
+//!
+//! Parsers never stop at the first problem and never panic: they return what
+//! they could read together with a list of [`ParseIssue`]s. The loader attaches
+//! the file path and turns them into [`Problem`]s.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// One thing wrong in the text handed to a parser, positioned within that text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseIssue {
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column, where the position within the line is meaningful.
+    pub column: Option<usize>,
+    pub message: String,
+}
+
+impl ParseIssue {
+    pub fn at_line(line: usize, message: impl Into<String>) -> Self {
+        ParseIssue {
+            line,
+            column: None,
+            message: message.into(),
+        }
+    }
+
+    pub fn at(line: usize, column: usize, message: impl Into<String>) -> Self {
+        ParseIssue {
+            line,
+            column: Some(column),
+            message: message.into(),
+        }
+    }
+}
+
+/// What every dump parser returns: the value when the file could be read at
+/// all (possibly missing the parts that were malformed), and every issue found.
+pub type Parsed<T> = (Option<T>, Vec<ParseIssue>);
+
+/// A problem in a snapshot file, ready to show to a user as `file:line:col: message`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Problem {
+    pub file: PathBuf,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub column: Option<usize>,
+    pub message: String,
+}
+
+impl Problem {
+    /// A problem with the file as a whole (unreadable, not UTF-8, ...).
+    pub fn in_file(file: &Path, message: impl Into<String>) -> Self {
+        Problem {
+            file: file.to_path_buf(),
+            line: None,
+            column: None,
+            message: message.into(),
+        }
+    }
+
+    pub fn from_issue(file: &Path, issue: ParseIssue) -> Self {
+        Problem {
+            file: file.to_path_buf(),
+            line: Some(issue.line),
+            column: issue.column,
+            message: issue.message,
+        }
+    }
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file.display())?;
+        if let Some(line) = self.line {
+            write!(f, ":{line}")?;
+            if let Some(column) = self.column {
+                write!(f, ":{column}")?;
+            }
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+/// 1-based (line, column) of a byte offset in `text`; columns count characters.
+pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(text.len());
+    let before = &text[..text.floor_char_boundary(offset)];
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    (line, before[line_start..].chars().count() + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_col_counts_from_one() {
+        let text = "ab\ncdé\nf";
+        assert_eq!(line_col(text, 0), (1, 1));
+        assert_eq!(line_col(text, 3), (2, 1));
+        assert_eq!(line_col(text, 8), (3, 1));
+        assert_eq!(line_col(text, 7), (2, 4));
+        assert_eq!(line_col(text, 100), (3, 2));
+    }
+
+    #[test]
+    fn problem_displays_as_file_line_col() {
+        let p = Problem::from_issue(Path::new("a/b.json"), ParseIssue::at(3, 7, "expected ]"));
+        assert_eq!(p.to_string(), "a/b.json:3:7: expected ]");
+        let p = Problem::in_file(Path::new("x.txt"), "not UTF-8");
+        assert_eq!(p.to_string(), "x.txt: not UTF-8");
+    }
+}
