@@ -189,3 +189,22 @@ fn line_col_of_bytes(bytes: &[u8], offset: usize) -> (usize, usize) {
     let valid = std::str::from_utf8(&bytes[..offset]).unwrap_or_default();
     line_col(valid, offset)
 }
+
+/// Runs every dump parser over the same text and returns all their issues.
+/// For fuzzing and property tests: whatever the input, no parser may panic
+/// and every issue must point inside the input.
+pub fn parse_any_dump(text: &str) -> Vec<super::problem::ParseIssue> {
+    let mut issues = Vec::new();
+    issues.extend(link::parse(text).1);
+    issues.extend(addr::parse(text).1);
+    issues.extend(route::parse(text).1);
+    issues.extend(rule::parse(text).1);
+    issues.extend(neigh::parse(text).1);
+    issues.extend(fdb::parse(text).1);
+    issues.extend(iptables::parse(text).1);
+    issues.extend(ipset::parse(text).1);
+    issues.extend(ipvs::parse(text).1);
+    issues.extend(sysctl::parse(text).1);
+    issues.extend(sockets::parse(text).1);
+    issues
+}
