@@ -10,6 +10,8 @@ pub mod fdb;
 pub mod ipset;
 pub mod iptables;
 pub mod ipvs;
+mod json;
+mod keyword;
 pub mod link;
 pub mod neigh;
 pub mod route;

@@ -1,9 +1,280 @@
-//! PLACEHOLDER: replaced by the parser for this dump file.
-use crate::snapshot::problem::Parsed;
+//! `ss -H -tuln`: the TCP and UDP sockets waiting for packets.
+//!
+//! Each line is `Netid State Recv-Q Send-Q Local:Port Peer:Port`, columns
+//! separated by spaces. The peer (always a wildcard for these sockets) and
+//! any further columns are ignored.
 
-#[derive(Debug, Clone)]
-pub struct ListeningSocket;
+use std::net::IpAddr;
 
-pub fn parse(_text: &str) -> Parsed<Vec<ListeningSocket>> {
-    (None, Vec::new())
+use super::keyword::keyword_enum;
+use crate::snapshot::problem::{ParseIssue, Parsed};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SocketProtocol {
+    Tcp,
+    Udp,
+}
+
+keyword_enum! {
+    pub enum SocketState {
+        /// A TCP socket accepting connections.
+        Listen = "LISTEN",
+        /// A bound UDP socket.
+        Unconn = "UNCONN",
+    }
+}
+
+/// The address a socket is bound to, as ss prints it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LocalAddress {
+    /// `*`: a dual-stack IPv6 socket, bound to every address of both families.
+    AnyDualStack,
+    /// One address; `0.0.0.0` is every IPv4 address and `[::]` every IPv6
+    /// address (an IPv6-only socket).
+    Ip(IpAddr),
+}
+
+/// One listening socket.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListeningSocket {
+    pub protocol: SocketProtocol,
+    pub state: SocketState,
+    pub recv_q: u64,
+    pub send_q: u64,
+    pub address: LocalAddress,
+    /// The device the socket is bound to (`127.0.0.53%lo`): it only sees
+    /// packets arriving there.
+    pub interface: Option<String>,
+    pub port: u16,
+}
+
+/// Reads `ss -H -tuln` output. A line that cannot be read is an issue at
+/// the column of the field that is wrong; the other lines are kept. No
+/// listening socket at all is an empty, valid dump.
+pub fn parse(text: &str) -> Parsed<Vec<ListeningSocket>> {
+    let mut sockets = Vec::new();
+    let mut issues = Vec::new();
+    for (index, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match parse_line(line) {
+            Ok(socket) => sockets.push(socket),
+            Err((column, message)) => issues.push(ParseIssue::at(index + 1, column, message)),
+        }
+    }
+    (Some(sockets), issues)
+}
+
+/// A line's failure: the 1-based column where it is, and what is wrong.
+type LineError = (usize, String);
+
+fn parse_line(line: &str) -> Result<ListeningSocket, LineError> {
+    let fields = fields(line);
+    let field = |n: usize, name: &str| {
+        fields.get(n).copied().ok_or_else(|| {
+            let end = line.chars().count() + 1;
+            (end, format!("line ends before the {name} column"))
+        })
+    };
+    let (column, netid) = field(0, "Netid")?;
+    let protocol = match netid {
+        "tcp" => SocketProtocol::Tcp,
+        "udp" => SocketProtocol::Udp,
+        _ => return Err((column, format!("{netid:?} is not tcp or udp"))),
+    };
+    let (_, state) = field(1, "State")?;
+    let recv_q = queue(field(2, "Recv-Q")?)?;
+    let send_q = queue(field(3, "Send-Q")?)?;
+    let (column, local) = field(4, "Local Address:Port")?;
+    let (address, interface, port) =
+        local_address(local).map_err(|message| (column, format!("{local:?}: {message}")))?;
+    field(5, "Peer Address:Port")?;
+    Ok(ListeningSocket {
+        protocol,
+        state: SocketState::from(state),
+        recv_q,
+        send_q,
+        address,
+        interface,
+        port,
+    })
+}
+
+/// The whitespace-separated fields of a line, each with its 1-based column.
+fn fields(line: &str) -> Vec<(usize, &str)> {
+    let mut fields = Vec::new();
+    let mut start = None;
+    for (column, (offset, c)) in line.char_indices().enumerate() {
+        match (c.is_whitespace(), start) {
+            (false, None) => start = Some((column + 1, offset)),
+            (true, Some((start_column, start_offset))) => {
+                fields.push((start_column, &line[start_offset..offset]));
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    if let Some((start_column, start_offset)) = start {
+        fields.push((start_column, &line[start_offset..]));
+    }
+    fields
+}
+
+fn queue((column, text): (usize, &str)) -> Result<u64, LineError> {
+    text.parse()
+        .map_err(|_| (column, format!("queue length {text:?} is not a number")))
+}
+
+/// `ADDRESS[%IFACE]:PORT`, where ADDRESS is `*`, an IPv4 address or a
+/// bracketed IPv6 address. Interface names cannot contain `:`, so the port
+/// follows the last one.
+fn local_address(text: &str) -> Result<(LocalAddress, Option<String>, u16), String> {
+    let (host, port) = text.rsplit_once(':').ok_or("expected ADDRESS:PORT")?;
+    let port = port
+        .parse()
+        .map_err(|_| format!("port {port:?} is not a number"))?;
+    let (address, interface) = match host.split_once('%') {
+        Some((address, interface)) if !interface.is_empty() => {
+            (address, Some(interface.to_owned()))
+        }
+        Some(_) => return Err("empty interface name after %".into()),
+        None => (host, None),
+    };
+    let address = match address {
+        "*" => LocalAddress::AnyDualStack,
+        _ => {
+            let bare = match address.strip_prefix('[') {
+                Some(inner) => inner
+                    .strip_suffix(']')
+                    .ok_or("IPv6 address without its closing ]")?,
+                None => address,
+            };
+            LocalAddress::Ip(
+                bare.parse()
+                    .map_err(|_| format!("{address:?} is not an address"))?,
+            )
+        }
+    };
+    Ok((address, interface, port))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NODE: &str = include_str!("../../../tests/fixtures/dumps/node/ss.txt");
+    const POD: &str = include_str!("../../../tests/fixtures/dumps/pod/ss.txt");
+
+    fn sockets(text: &str) -> Vec<ListeningSocket> {
+        let (sockets, issues) = parse(text);
+        assert!(issues.is_empty(), "{issues:?}");
+        sockets.expect("always a value")
+    }
+
+    fn ip(text: &str) -> LocalAddress {
+        LocalAddress::Ip(text.parse().expect("an address"))
+    }
+
+    /// (protocol, address, interface, port) of every socket.
+    fn bound(
+        sockets: &[ListeningSocket],
+    ) -> Vec<(SocketProtocol, LocalAddress, Option<&str>, u16)> {
+        sockets
+            .iter()
+            .map(|s| (s.protocol, s.address, s.interface.as_deref(), s.port))
+            .collect()
+    }
+
+    #[test]
+    fn every_address_form_of_the_node_is_read() {
+        use SocketProtocol::{Tcp, Udp};
+        let sockets = sockets(NODE);
+        let expected = [
+            (Udp, ip("0.0.0.0"), None, 8472),
+            (Udp, ip("127.0.0.53"), Some("lo"), 53),
+            (Udp, ip("0.0.0.0"), Some("eth0"), 68),
+            (Udp, ip("192.168.50.1"), None, 123),
+            (Udp, ip("0.0.0.0"), None, 4789),
+            (Udp, LocalAddress::AnyDualStack, None, 5353),
+            (Tcp, ip("127.0.0.1"), None, 10248),
+            (Tcp, ip("127.0.0.53"), Some("lo"), 53),
+            (Tcp, ip("0.0.0.0"), None, 10250),
+            (Tcp, ip("::1"), None, 631),
+            (Tcp, ip("::"), None, 22),
+            (Tcp, ip("fe80::1"), Some("eth0"), 7000),
+            (Tcp, LocalAddress::AnyDualStack, None, 9100),
+        ];
+        // ss lists sockets in hash order, which changes from run to run.
+        let found = bound(&sockets);
+        assert_eq!(found.len(), expected.len());
+        for socket in expected {
+            assert!(found.contains(&socket), "{socket:?} not in {found:?}");
+        }
+    }
+
+    #[test]
+    fn tcp_sockets_listen_and_udp_sockets_are_unconnected() {
+        let sockets = sockets(NODE);
+        for socket in &sockets {
+            let expected = match socket.protocol {
+                SocketProtocol::Tcp => SocketState::Listen,
+                SocketProtocol::Udp => SocketState::Unconn,
+            };
+            assert_eq!(socket.state, expected);
+        }
+        let kubelet = sockets
+            .iter()
+            .find(|s| s.port == 10250)
+            .expect("kubelet port");
+        assert_eq!((kubelet.recv_q, kubelet.send_q), (0, 5));
+    }
+
+    #[test]
+    fn pod_listens_on_tcp_and_dual_stack_udp() {
+        let pod = sockets(POD);
+        let found = bound(&pod);
+        assert_eq!(found.len(), 2);
+        assert!(found.contains(&(SocketProtocol::Udp, LocalAddress::AnyDualStack, None, 53)));
+        assert!(found.contains(&(SocketProtocol::Tcp, ip("0.0.0.0"), None, 8080)));
+    }
+
+    #[test]
+    fn no_listening_socket_is_an_empty_dump() {
+        assert_eq!(parse(""), (Some(vec![]), vec![]));
+    }
+
+    #[test]
+    fn garbage_lines_are_issues_at_the_wrong_field_and_the_rest_is_kept() {
+        let text = "Netid State  Recv-Q Send-Q Local Address:Port Peer Address:Port\n\
+                    tcp LISTEN 0      4096   0.0.0.0:22 0.0.0.0:*\n\
+                    tcp LISTEN x      4096   0.0.0.0:23 0.0.0.0:*\n\
+                    udp UNCONN 0      0      10.0.0.300:53 0.0.0.0:*\n\
+                    udp UNCONN 0      0      [::1:53 [::]:*\n\
+                    tcp LISTEN 0      4096   0.0.0.0:http 0.0.0.0:*\n\
+                    tcp LISTEN 0      4096\n\
+                    tcp LISTEN 0      4096   *:8080 *:* users:((\"nc\",pid=1,fd=3))\n";
+        let (sockets, issues) = parse(text);
+        let ports: Vec<_> = sockets
+            .expect("always a value")
+            .iter()
+            .map(|s| s.port)
+            .collect();
+        assert_eq!(ports, [22, 8080]);
+        let found: Vec<_> = issues
+            .iter()
+            .map(|i| (i.line, i.column.expect("a column"), i.message.as_str()))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                (1, 1, r#""Netid" is not tcp or udp"#),
+                (3, 12, r#"queue length "x" is not a number"#),
+                (4, 26, r#""10.0.0.300:53": "10.0.0.300" is not an address"#),
+                (5, 26, r#""[::1:53": IPv6 address without its closing ]"#),
+                (6, 26, r#""0.0.0.0:http": port "http" is not a number"#),
+                (7, 23, "line ends before the Local Address:Port column"),
+            ]
+        );
+    }
 }
