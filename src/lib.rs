@@ -7,4 +7,5 @@
 //! thin shell over these.
 
 pub mod collect;
+pub mod netstack;
 pub mod snapshot;

@@ -2,6 +2,7 @@
 //! else in skoop knows about terminals or output formats.
 
 mod collect;
+mod route;
 mod snapshot;
 
 use std::process::ExitCode;
@@ -28,6 +29,9 @@ enum Command {
     /// Collect network-namespace dumps from this machine.
     #[command(subcommand)]
     Collect(collect::CollectCommand),
+    /// Ask the kernel model how one namespace dump routes a packet.
+    #[command(subcommand)]
+    Route(route::RouteCommand),
     /// Inspect snapshot directories.
     #[command(subcommand)]
     Snapshot(snapshot::SnapshotCommand),
@@ -59,6 +63,39 @@ pub fn run() -> ExitCode {
     };
     match cli.command {
         Command::Collect(command) => collect::run(command),
+        Command::Route(command) => route::run(command),
         Command::Snapshot(command) => snapshot::run(command),
     }
+}
+
+/// Prints a value as pretty JSON on stdout; `Err` carries the exit code when
+/// it cannot be encoded.
+fn print_json(value: &impl serde::Serialize) -> Result<(), ExitCode> {
+    match serde_json::to_string_pretty(value) {
+        Ok(json) => {
+            println!("{json}");
+            Ok(())
+        }
+        Err(e) => {
+            eprintln!("error: cannot encode the result as JSON: {e}");
+            Err(ExitCode::from(EXIT_USAGE))
+        }
+    }
+}
+
+/// Problems met while reading input that the command could still use: shown
+/// on stderr so that they never mix with the result on stdout.
+fn report_problems(problems: &[skoop::snapshot::Problem]) {
+    for problem in problems {
+        eprintln!("warning: {problem}");
+    }
+}
+
+/// A packet mark as iptables and iproute2 print it: decimal or 0x-hex.
+fn parse_mark(text: &str) -> Result<u32, String> {
+    let parsed = match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        Some(hex) => u32::from_str_radix(hex, 16),
+        None => text.parse(),
+    };
+    parsed.map_err(|_| format!("{text:?} is not a 32-bit mark (decimal or 0x-hex)"))
 }

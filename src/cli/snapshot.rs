@@ -7,7 +7,7 @@ use clap::{Args, Subcommand};
 use serde::Serialize;
 use skoop::snapshot::{Problem, Snapshot};
 
-use super::{EXIT_USAGE, OutputFormat};
+use super::{EXIT_USAGE, OutputFormat, print_json};
 
 #[derive(Debug, Subcommand)]
 pub enum SnapshotCommand {
@@ -72,13 +72,11 @@ fn check(args: CheckArgs) -> ExitCode {
         problems: &problems,
     };
     match args.output {
-        OutputFormat::Json => match serde_json::to_string_pretty(&report) {
-            Ok(json) => println!("{json}"),
-            Err(e) => {
-                eprintln!("error: cannot encode the report as JSON: {e}");
-                return ExitCode::from(EXIT_USAGE);
+        OutputFormat::Json => {
+            if let Err(code) = print_json(&report) {
+                return code;
             }
-        },
+        }
         OutputFormat::Text => print_text(&report),
     }
     if problems.is_empty() {

@@ -1,0 +1,305 @@
+//! `skoop route lookup`: the kernel's route lookup on one namespace dump, as
+//! `ip route get` would answer it on the live namespace.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Subcommand};
+use serde::Serialize;
+use skoop::netstack::Tri;
+use skoop::netstack::routing::{
+    Fib, FlowKey, LookupOutcome, RouteLookup, RouteStep, TableResult, describe_route,
+    describe_rule, table_name,
+};
+use skoop::snapshot::netns::NetnsDump;
+
+use super::{EXIT_USAGE, OutputFormat, parse_mark, print_json, report_problems};
+
+#[derive(Debug, Subcommand)]
+pub enum RouteCommand {
+    /// Which route the kernel picks for a destination, and the policy rule that led there.
+    ///
+    /// Answers like `ip route get` on the live namespace: the rules are tried in
+    /// priority order, each selected table is searched longest prefix first,
+    /// throw routes and suppressed results go on to the next rule. A multipath
+    /// route prints every nexthop with its share of flows.
+    ///
+    /// Exit status: 0 routed, 1 unroutable (no route, unreachable, prohibit,
+    /// blackhole) or unknown, 2 bad arguments or unreadable dump.
+    ///
+    /// Example: skoop route lookup --netns snap/nodes/node-1/host --dst 10.244.1.5
+    Lookup(LookupArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct LookupArgs {
+    /// A namespace dump directory (holding ip-route.json, ip-rule.json, ip-addr.json).
+    #[arg(long, value_name = "DIR")]
+    netns: PathBuf,
+    /// Destination address.
+    #[arg(long)]
+    dst: IpAddr,
+    /// Source address (as `ip route get ... from`).
+    #[arg(long)]
+    src: Option<IpAddr>,
+    /// Interface the packet arrived on; without it the packet is locally generated.
+    #[arg(long, value_name = "IF")]
+    iif: Option<String>,
+    /// Interface the sender is bound to.
+    #[arg(long, value_name = "IF")]
+    oif: Option<String>,
+    /// Packet mark (fwmark), decimal or 0x-hex.
+    #[arg(long, value_parser = parse_mark, default_value = "0")]
+    mark: u32,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value_t = OutputFormat::Text)]
+    output: OutputFormat,
+}
+
+pub fn run(command: RouteCommand) -> ExitCode {
+    match command {
+        RouteCommand::Lookup(args) => lookup(args),
+    }
+}
+
+/// One path in `ip -j route get` field names, plus how it was chosen.
+#[derive(Debug, Serialize)]
+struct RoutedJson {
+    #[serde(rename = "type")]
+    route_type: String,
+    dst: IpAddr,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    gateway: Option<IpAddr>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dev: Option<String>,
+    table: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prefsrc: Option<IpAddr>,
+    flags: Vec<&'static str>,
+    /// The share of flows that take this path (several for multipath).
+    probability: f64,
+    /// The policy rule whose table held the route, in `ip rule` syntax.
+    rule: String,
+    /// The route, in `ip route` syntax.
+    route: String,
+}
+
+#[derive(Debug, Serialize)]
+struct FailedJson {
+    dst: IpAddr,
+    error: &'static str,
+    message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rule: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    route: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+enum LookupJson {
+    Routed {
+        routes: Vec<RoutedJson>,
+        trace: Vec<String>,
+    },
+    Failed {
+        failure: FailedJson,
+        trace: Vec<String>,
+    },
+    Unknown {
+        dst: IpAddr,
+        error: &'static str,
+        message: String,
+        trace: Vec<String>,
+    },
+}
+
+fn lookup(args: LookupArgs) -> ExitCode {
+    if !args.netns.is_dir() {
+        eprintln!(
+            "error: {}: no such namespace dump directory",
+            args.netns.display()
+        );
+        return ExitCode::from(EXIT_USAGE);
+    }
+    let (dump, problems) = NetnsDump::load(&args.netns);
+    report_problems(&problems);
+    let (Some(routes), Some(rules), Some(addrs)) = (&dump.routes, &dump.rules, &dump.addrs) else {
+        eprintln!(
+            "error: {}: a route lookup needs ip-route.json, ip-rule.json and ip-addr.json",
+            args.netns.display()
+        );
+        return ExitCode::from(EXIT_USAGE);
+    };
+    let fib = Fib::new(rules, routes, addrs, dump.sysctls.as_ref());
+    let flow = FlowKey {
+        src: args.src,
+        iif: args.iif.clone(),
+        oif: args.oif.clone(),
+        mark: args.mark,
+        ..FlowKey::to(args.dst)
+    };
+    let result = fib.lookup(&flow);
+    let trace = trace_lines(&fib, &result);
+    let (json, routed) = match &result.outcome {
+        LookupOutcome::Routed {
+            rule,
+            route,
+            route_type,
+            paths,
+        } => {
+            let route_entry = &fib.routes[*route];
+            let routes = paths
+                .iter()
+                .map(|path| RoutedJson {
+                    route_type: route_type.as_str().to_string(),
+                    dst: args.dst,
+                    gateway: path.gateway,
+                    dev: path.dev.clone(),
+                    table: table_name(&route_entry.table),
+                    prefsrc: path.prefsrc,
+                    flags: if path.onlink {
+                        vec!["onlink"]
+                    } else {
+                        Vec::new()
+                    },
+                    probability: path.probability,
+                    rule: describe_rule(fib.rules[*rule]),
+                    route: describe_route(route_entry),
+                })
+                .collect();
+            (LookupJson::Routed { routes, trace }, true)
+        }
+        LookupOutcome::Failed { error, rule, route } => {
+            let failure = FailedJson {
+                dst: args.dst,
+                error: error.as_str(),
+                message: error.to_string(),
+                rule: rule.map(|r| describe_rule(fib.rules[r])),
+                route: route.map(|r| describe_route(&fib.routes[r])),
+            };
+            (LookupJson::Failed { failure, trace }, false)
+        }
+        LookupOutcome::Unknown { reason } => (
+            LookupJson::Unknown {
+                dst: args.dst,
+                error: "unknown",
+                message: reason.clone(),
+                trace,
+            },
+            false,
+        ),
+    };
+    match args.output {
+        OutputFormat::Json => {
+            if let Err(code) = print_json(&json) {
+                return code;
+            }
+        }
+        OutputFormat::Text => print_text(&json),
+    }
+    if routed {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+fn print_text(json: &LookupJson) {
+    match json {
+        LookupJson::Routed { routes, trace } => {
+            for path in routes {
+                let mut line = format!("{}", path.dst);
+                if path.route_type != "unicast" {
+                    line = format!("{} {line}", path.route_type);
+                }
+                if let Some(gateway) = path.gateway {
+                    line.push_str(&format!(" via {gateway}"));
+                }
+                if let Some(dev) = &path.dev {
+                    line.push_str(&format!(" dev {dev}"));
+                }
+                line.push_str(&format!(" table {}", path.table));
+                if let Some(src) = path.prefsrc {
+                    line.push_str(&format!(" src {src}"));
+                }
+                if routes.len() > 1 {
+                    line.push_str(&format!(
+                        " (multipath, {:.0}% of flows)",
+                        path.probability * 100.0
+                    ));
+                }
+                println!("{line}");
+            }
+            if let Some(first) = routes.first() {
+                println!("  route: {}", first.route);
+                println!("  rule:  {}", first.rule);
+            }
+            print_trace(trace);
+        }
+        LookupJson::Failed { failure, trace } => {
+            println!("{}: {}", failure.dst, failure.message);
+            if let Some(route) = &failure.route {
+                println!("  route: {route}");
+            }
+            if let Some(rule) = &failure.rule {
+                println!("  rule:  {rule}");
+            }
+            print_trace(trace);
+        }
+        LookupJson::Unknown {
+            dst,
+            message,
+            trace,
+            ..
+        } => {
+            println!("{dst}: unknown: {message}");
+            print_trace(trace);
+        }
+    }
+}
+
+fn print_trace(trace: &[String]) {
+    println!("  trace:");
+    for line in trace {
+        println!("    {line}");
+    }
+}
+
+/// The lookup's steps as readable lines.
+fn trace_lines(fib: &Fib, lookup: &RouteLookup) -> Vec<String> {
+    lookup
+        .steps
+        .iter()
+        .map(|step| match step {
+            RouteStep::Rule { rule, matched } => {
+                let verdict = match matched {
+                    Tri::True => "matches",
+                    Tri::False => "does not match",
+                    Tri::Unknown => "unknown",
+                };
+                format!("rule {}: {verdict}", describe_rule(fib.rules[*rule]))
+            }
+            RouteStep::Table { table, result, .. } => {
+                let table = table_name(table);
+                match result {
+                    TableResult::NoMatch => format!("table {table}: no route matches"),
+                    TableResult::Found(r) => {
+                        format!("table {table}: {}", describe_route(&fib.routes[*r]))
+                    }
+                    TableResult::Throw(r) => {
+                        format!(
+                            "table {table}: {} -> next rule",
+                            describe_route(&fib.routes[*r])
+                        )
+                    }
+                    TableResult::Suppressed(r) => format!(
+                        "table {table}: {} suppressed by suppress_prefixlength -> next rule",
+                        describe_route(&fib.routes[*r])
+                    ),
+                }
+            }
+        })
+        .collect()
+}

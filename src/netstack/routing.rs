@@ -1,0 +1,809 @@
+//! Policy routing as the Linux kernel does it.
+//!
+//! Rules are tried in priority order (the kernel's `fib_rules_lookup`); a
+//! matching rule's action looks a table up, jumps, or fails the lookup. A
+//! table lookup is longest-prefix match, then the lowest metric
+//! (`fib_table_lookup`). A `throw` route, or no matching route at all, hands
+//! the lookup back to the next rule, as does a result that a rule's
+//! `suppress_prefixlength` rejects. Blackhole, unreachable and prohibit routes
+//! and rule actions end it with the kernel's error. A multipath route yields
+//! every live nexthop as its own branch.
+//!
+//! Whatever the dump cannot tell (a TOS given by name, a rule action this
+//! model does not know, a default route of unknown family) makes the lookup
+//! [`LookupOutcome::Unknown`] at that point instead of a guess.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::net::IpAddr;
+
+use ipnet::IpNet;
+
+use super::Tri;
+use crate::snapshot::netns::addr::{Family, InterfaceAddrs};
+use crate::snapshot::netns::route::{Route, RouteFlag, RouteTable, RouteType, Scope, Tos};
+use crate::snapshot::netns::rule::{IpProto, PolicyRule, RuleAction};
+use crate::snapshot::netns::sysctl::Sysctls;
+
+/// The flow a lookup is for: what the kernel puts in its `flowi` key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FlowKey {
+    pub dst: IpAddr,
+    /// The source address when it is already chosen (a forwarded packet, a bound socket).
+    pub src: Option<IpAddr>,
+    /// The interface the packet arrived on; `None` for a locally generated
+    /// packet, which rules see as arriving on `lo`.
+    pub iif: Option<String>,
+    /// The interface the sender insists on (`SO_BINDTODEVICE`, `ip route get oif`).
+    pub oif: Option<String>,
+    pub mark: u32,
+    pub tos: u8,
+    pub uid: u32,
+    pub ip_proto: Option<IpProto>,
+    pub sport: Option<u16>,
+    pub dport: Option<u16>,
+}
+
+impl FlowKey {
+    /// A locally generated packet to `dst` with nothing else set.
+    pub fn to(dst: IpAddr) -> FlowKey {
+        FlowKey {
+            dst,
+            src: None,
+            iif: None,
+            oif: None,
+            mark: 0,
+            tos: 0,
+            uid: 0,
+            ip_proto: None,
+            sport: None,
+            dport: None,
+        }
+    }
+
+    fn family(&self) -> Family {
+        Family::of(self.dst)
+    }
+}
+
+/// Why the kernel refuses to route: the error `ip route get` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RouteError {
+    /// No rule produced a route (`ENETUNREACH`, "Network is unreachable").
+    NoRoute,
+    /// An `unreachable` route (`EHOSTUNREACH`) or rule (`ENETUNREACH`).
+    Unreachable,
+    /// A `prohibit` route or rule (`EACCES`, "Permission denied").
+    Prohibit,
+    /// A `blackhole` route or rule (`EINVAL`, "Invalid argument").
+    Blackhole,
+}
+
+impl RouteError {
+    /// The stable name used in JSON output and findings.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RouteError::NoRoute => "no_route",
+            RouteError::Unreachable => "unreachable",
+            RouteError::Prohibit => "prohibit",
+            RouteError::Blackhole => "blackhole",
+        }
+    }
+}
+
+impl fmt::Display for RouteError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            RouteError::NoRoute => "no route (network is unreachable)",
+            RouteError::Unreachable => "unreachable route (no route to host)",
+            RouteError::Prohibit => "prohibit route (permission denied)",
+            RouteError::Blackhole => "blackhole route (packet silently discarded)",
+        })
+    }
+}
+
+/// One way out chosen by a lookup. A multipath route gives several.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RoutePath {
+    pub gateway: Option<IpAddr>,
+    pub dev: Option<String>,
+    /// The source address the kernel would give a locally generated packet.
+    pub prefsrc: Option<IpAddr>,
+    pub onlink: bool,
+    /// The share of flows that take this path (1.0 for a single path).
+    pub probability: f64,
+}
+
+/// What a lookup concluded.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LookupOutcome {
+    Routed {
+        /// Index into [`Fib::rules`] of the rule whose table held the route.
+        rule: usize,
+        /// Index into [`Fib::routes`].
+        route: usize,
+        route_type: RouteType,
+        paths: Vec<RoutePath>,
+    },
+    Failed {
+        error: RouteError,
+        /// The rule that failed the lookup or whose table held the failing route;
+        /// `None` when no rule produced anything.
+        rule: Option<usize>,
+        /// The blackhole/unreachable/prohibit route, when a route (not a rule) failed it.
+        route: Option<usize>,
+    },
+    /// The dump cannot tell what the kernel does; the reason says why.
+    Unknown { reason: String },
+}
+
+/// One step of a lookup, in the order the kernel takes them.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RouteStep {
+    /// A rule was tested against the flow.
+    Rule { rule: usize, matched: Tri },
+    /// A table was searched on behalf of a rule.
+    Table {
+        rule: usize,
+        table: RouteTable,
+        result: TableResult,
+    },
+}
+
+/// What one table search found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TableResult {
+    /// No route covers the destination: the next rule is tried.
+    NoMatch,
+    /// A route was found (index into [`Fib::routes`]).
+    Found(usize),
+    /// A `throw` route: the next rule is tried.
+    Throw(usize),
+    /// A route was found but the rule's `suppress_prefixlength` rejects it.
+    Suppressed(usize),
+}
+
+/// A lookup's outcome and how it got there.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RouteLookup {
+    pub outcome: LookupOutcome,
+    pub steps: Vec<RouteStep>,
+}
+
+/// The routing state of one namespace: rules, tables, addresses.
+#[derive(Debug)]
+pub struct Fib<'a> {
+    /// Rules in the order the kernel tries them (priority, then dump order).
+    pub rules: Vec<&'a PolicyRule>,
+    pub routes: &'a [Route],
+    addrs: &'a [InterfaceAddrs],
+    sysctls: Option<&'a Sysctls>,
+    tables: HashMap<&'a RouteTable, TableIndex>,
+}
+
+/// The routes of one table for one family, grouped by prefix length, longest first.
+#[derive(Debug, Default)]
+struct FamilyIndex {
+    by_len: Vec<(u8, HashMap<IpNet, Vec<usize>>)>,
+    /// `default` routes whose family the dump does not show.
+    unknown_family_defaults: Vec<usize>,
+}
+
+#[derive(Debug, Default)]
+struct TableIndex {
+    v4: FamilyIndex,
+    v6: FamilyIndex,
+}
+
+/// Upper bound on rule steps, as a guard against `goto` loops (the kernel
+/// only allows forward gotos; a dump could still show anything).
+const MAX_RULE_STEPS: usize = 10_000;
+
+impl<'a> Fib<'a> {
+    pub fn new(
+        rules: &'a [PolicyRule],
+        routes: &'a [Route],
+        addrs: &'a [InterfaceAddrs],
+        sysctls: Option<&'a Sysctls>,
+    ) -> Fib<'a> {
+        let mut ordered: Vec<&PolicyRule> = rules.iter().collect();
+        ordered.sort_by_key(|rule| rule.priority);
+
+        let mut tables: HashMap<&RouteTable, TableIndex> = HashMap::new();
+        for (index, route) in routes.iter().enumerate() {
+            let table = tables.entry(&route.table).or_default();
+            match route.destination() {
+                Some(prefix) => {
+                    let family = match prefix {
+                        IpNet::V4(_) => &mut table.v4,
+                        IpNet::V6(_) => &mut table.v6,
+                    };
+                    family.insert(prefix, index);
+                }
+                None => {
+                    table.v4.unknown_family_defaults.push(index);
+                    table.v6.unknown_family_defaults.push(index);
+                }
+            }
+        }
+        for table in tables.values_mut() {
+            for family in [&mut table.v4, &mut table.v6] {
+                family
+                    .by_len
+                    .sort_by_key(|(len, _)| std::cmp::Reverse(*len));
+                for (_, buckets) in &mut family.by_len {
+                    for candidates in buckets.values_mut() {
+                        // The kernel keeps routes of one prefix ordered by TOS
+                        // (specific first), then by metric; the sort is stable,
+                        // so equal ones stay in dump order.
+                        candidates.sort_by_key(|&i| {
+                            let tos = match routes[i].tos {
+                                Some(Tos::Value(tos)) => tos,
+                                _ => 0,
+                            };
+                            (std::cmp::Reverse(tos), routes[i].metric.unwrap_or(0))
+                        });
+                    }
+                }
+            }
+        }
+        Fib {
+            rules: ordered,
+            routes,
+            addrs,
+            sysctls,
+            tables,
+        }
+    }
+
+    /// Looks the flow up as the kernel would.
+    pub fn lookup(&self, flow: &FlowKey) -> RouteLookup {
+        let mut steps = Vec::new();
+        if flow.family() == Family::Ipv6 {
+            // `ip rule show` lists the IPv4 rules only; IPv6 has its own.
+            let reason =
+                "IPv6 policy rules are not in the snapshot (ip-rule.json holds IPv4 rules)";
+            return RouteLookup {
+                outcome: LookupOutcome::Unknown {
+                    reason: reason.into(),
+                },
+                steps,
+            };
+        }
+        let outcome = self.walk_rules(flow, &mut steps);
+        RouteLookup { outcome, steps }
+    }
+
+    /// Whether `address` is one of this namespace's own, as the kernel decides
+    /// it: a `local` route for it in the local table.
+    pub fn is_local(&self, address: IpAddr) -> Tri {
+        match self.search_table(&RouteTable::Local, address, &FlowKey::to(address)) {
+            Search::Found(index) => Tri::from(self.routes[index].route_type == RouteType::Local),
+            Search::NoMatch => Tri::False,
+            Search::Unknown(_) => Tri::Unknown,
+        }
+    }
+
+    fn walk_rules(&self, flow: &FlowKey, steps: &mut Vec<RouteStep>) -> LookupOutcome {
+        let mut position = 0;
+        let mut budget = MAX_RULE_STEPS;
+        while let Some(rule) = self.rules.get(position) {
+            budget -= 1;
+            if budget == 0 {
+                return LookupOutcome::Unknown {
+                    reason: "policy rules loop through goto".into(),
+                };
+            }
+            let matched = rule_matches(rule, flow);
+            steps.push(RouteStep::Rule {
+                rule: position,
+                matched,
+            });
+            match matched {
+                Tri::False => {
+                    position += 1;
+                    continue;
+                }
+                Tri::Unknown => {
+                    return LookupOutcome::Unknown {
+                        reason: format!(
+                            "cannot tell whether rule {} matches (a selector the dump does not resolve)",
+                            rule.priority
+                        ),
+                    };
+                }
+                Tri::True => {}
+            }
+            let table = match &rule.action {
+                RuleAction::Lookup(table) => table,
+                RuleAction::Nop
+                | RuleAction::Goto {
+                    unresolved: true, ..
+                } => {
+                    position += 1;
+                    continue;
+                }
+                RuleAction::Goto {
+                    priority,
+                    unresolved: false,
+                } => {
+                    // The kernel jumps to the first rule with exactly that priority.
+                    match self.rules.iter().position(|r| r.priority == *priority) {
+                        Some(target) if target > position => position = target,
+                        _ => position += 1,
+                    }
+                    continue;
+                }
+                RuleAction::Blackhole => return failed(RouteError::Blackhole, position, None),
+                RuleAction::Unreachable => return failed(RouteError::Unreachable, position, None),
+                RuleAction::Prohibit => return failed(RouteError::Prohibit, position, None),
+                RuleAction::L3mdev | RuleAction::Other(_) => {
+                    return LookupOutcome::Unknown {
+                        reason: format!(
+                            "rule {} has an action this model does not evaluate",
+                            rule.priority
+                        ),
+                    };
+                }
+            };
+            let result = match self.search_table(table, flow.dst, flow) {
+                Search::Unknown(reason) => return LookupOutcome::Unknown { reason },
+                Search::NoMatch => TableResult::NoMatch,
+                Search::Found(index) => {
+                    let route = &self.routes[index];
+                    let prefix_len = route.destination().map_or(0, |p| p.prefix_len());
+                    if route.route_type == RouteType::Throw {
+                        TableResult::Throw(index)
+                    } else if rule
+                        .suppress_prefixlength
+                        .is_some_and(|len| u32::from(prefix_len) <= len)
+                    {
+                        TableResult::Suppressed(index)
+                    } else {
+                        TableResult::Found(index)
+                    }
+                }
+            };
+            steps.push(RouteStep::Table {
+                rule: position,
+                table: table.clone(),
+                result: result.clone(),
+            });
+            if let TableResult::Found(index) = result {
+                return self.conclude(position, index, flow);
+            }
+            position += 1;
+        }
+        LookupOutcome::Failed {
+            error: RouteError::NoRoute,
+            rule: None,
+            route: None,
+        }
+    }
+
+    /// The outcome once a table produced `route`.
+    fn conclude(&self, rule: usize, index: usize, flow: &FlowKey) -> LookupOutcome {
+        let route = &self.routes[index];
+        let error = match route.route_type {
+            RouteType::Blackhole => Some(RouteError::Blackhole),
+            RouteType::Unreachable => Some(RouteError::Unreachable),
+            RouteType::Prohibit => Some(RouteError::Prohibit),
+            RouteType::Nat => {
+                return LookupOutcome::Unknown {
+                    reason: "route type nat is not evaluated".into(),
+                };
+            }
+            _ => None,
+        };
+        if let Some(error) = error {
+            return failed(error, rule, Some(index));
+        }
+        let live = self.live_nexthops(route, flow);
+        let total: u32 = live.iter().map(|hop| hop.weight).sum();
+        let paths = live
+            .into_iter()
+            .map(|hop| RoutePath {
+                prefsrc: route
+                    .prefsrc
+                    .or_else(|| self.select_source(hop.dev, hop.gateway.unwrap_or(flow.dst))),
+                gateway: hop.gateway,
+                dev: hop.dev.map(str::to_string),
+                onlink: hop.flags.contains(&RouteFlag::Onlink)
+                    || route.has_flag(&RouteFlag::Onlink),
+                probability: f64::from(hop.weight) / f64::from(total.max(1)),
+            })
+            .collect();
+        LookupOutcome::Routed {
+            rule,
+            route: index,
+            route_type: route.route_type.clone(),
+            paths,
+        }
+    }
+
+    /// Searches one table: longest prefix first, then the order the kernel
+    /// keeps routes of one prefix in. A route none of whose nexthops can be
+    /// used is passed over, as the kernel's trie walk does.
+    fn search_table(&self, table: &RouteTable, dst: IpAddr, flow: &FlowKey) -> Search {
+        let Some(index) = self.tables.get(table) else {
+            return Search::NoMatch;
+        };
+        let family = match flow.family() {
+            Family::Ipv4 => &index.v4,
+            Family::Ipv6 => &index.v6,
+        };
+        for (len, buckets) in &family.by_len {
+            let Ok(key) = IpNet::new(dst, *len).map(|net| net.trunc()) else {
+                continue;
+            };
+            let Some(candidates) = buckets.get(&key) else {
+                continue;
+            };
+            for &candidate in candidates {
+                match self.usable(&self.routes[candidate], flow) {
+                    Tri::True => return Search::Found(candidate),
+                    Tri::False => {}
+                    Tri::Unknown => {
+                        return Search::Unknown(format!(
+                            "cannot tell whether route {} in table {} applies",
+                            describe_route(&self.routes[candidate]),
+                            table_name(table)
+                        ));
+                    }
+                }
+            }
+        }
+        if let Some(&first) = family.unknown_family_defaults.first() {
+            return Search::Unknown(format!(
+                "table {} has a default route ({}) whose family the dump does not show",
+                table_name(table),
+                describe_route(&self.routes[first])
+            ));
+        }
+        Search::NoMatch
+    }
+
+    /// Whether the kernel would take `route` for the flow: TOS, the
+    /// requested output interface, and at least one live nexthop.
+    fn usable(&self, route: &Route, flow: &FlowKey) -> Tri {
+        match &route.tos {
+            Some(Tos::Value(0)) | None => {}
+            Some(Tos::Value(tos)) if *tos == flow.tos => {}
+            Some(Tos::Value(_)) => return Tri::False,
+            Some(Tos::Named(_)) => return Tri::Unknown,
+        }
+        let carries_traffic = matches!(
+            route.route_type,
+            RouteType::Unicast
+                | RouteType::Local
+                | RouteType::Broadcast
+                | RouteType::Anycast
+                | RouteType::Multicast
+        );
+        if carries_traffic && self.live_nexthops(route, flow).is_empty() {
+            return Tri::False;
+        }
+        Tri::True
+    }
+
+    /// The nexthops the kernel may use: not dead, not without carrier where
+    /// `ignore_routes_with_linkdown` is set, and on the requested output
+    /// interface if there is one.
+    fn live_nexthops<'r>(&self, route: &'r Route, flow: &FlowKey) -> Vec<Hop<'r>> {
+        let hops = if route.nexthops.is_empty() {
+            vec![Hop {
+                gateway: route.gateway,
+                dev: route.dev.as_deref(),
+                weight: 1,
+                flags: &route.flags,
+            }]
+        } else {
+            route
+                .nexthops
+                .iter()
+                .map(|n| Hop {
+                    gateway: n.gateway,
+                    dev: n.dev.as_deref(),
+                    weight: n.weight.max(1),
+                    flags: &n.flags,
+                })
+                .collect()
+        };
+        hops.into_iter()
+            .filter(|hop| {
+                if hop.flags.contains(&RouteFlag::Dead) {
+                    return false;
+                }
+                if hop.flags.contains(&RouteFlag::Linkdown) && self.ignores_linkdown(hop.dev) {
+                    return false;
+                }
+                match (&flow.oif, hop.dev) {
+                    (Some(oif), Some(dev)) => oif == dev,
+                    _ => true,
+                }
+            })
+            .collect()
+    }
+
+    fn ignores_linkdown(&self, dev: Option<&str>) -> bool {
+        let Some(sysctls) = self.sysctls else {
+            return false;
+        };
+        ["all", dev.unwrap_or("all")].iter().any(|ifname| {
+            let key = Sysctls::interface_key(Family::Ipv4, ifname, "ignore_routes_with_linkdown");
+            matches!(sysctls.get_i64(&key), Ok(Some(value)) if value != 0)
+        })
+    }
+
+    /// The kernel's source address choice when the route names none
+    /// (`inet_select_addr`): a primary address on the outgoing device in the
+    /// same prefix as the next hop, else the device's first usable address,
+    /// else the first usable address of any other device.
+    pub fn select_source(&self, dev: Option<&str>, next_hop: IpAddr) -> Option<IpAddr> {
+        let family = Family::of(next_hop);
+        let usable = |addr: &&crate::snapshot::netns::addr::InterfaceAddr| {
+            addr.family() == family && !addr.secondary && addr.scope != Scope::Host
+        };
+        let on_dev: Vec<_> = self
+            .addrs
+            .iter()
+            .filter(|iface| Some(iface.ifname.as_str()) == dev)
+            .flat_map(|iface| iface.addresses.iter())
+            .filter(usable)
+            .collect();
+        on_dev
+            .iter()
+            .find(|addr| addr.network.contains(&next_hop))
+            .or_else(|| on_dev.first())
+            .map(|addr| addr.local)
+            .or_else(|| {
+                self.addrs
+                    .iter()
+                    .flat_map(|iface| iface.addresses.iter())
+                    .find(|addr| usable(addr) && addr.scope == Scope::Global)
+                    .map(|addr| addr.local)
+            })
+    }
+}
+
+/// One nexthop of a route as the lookup sees it.
+struct Hop<'r> {
+    gateway: Option<IpAddr>,
+    dev: Option<&'r str>,
+    weight: u32,
+    flags: &'r [RouteFlag],
+}
+
+enum Search {
+    Found(usize),
+    NoMatch,
+    Unknown(String),
+}
+
+fn failed(error: RouteError, rule: usize, route: Option<usize>) -> LookupOutcome {
+    LookupOutcome::Failed {
+        error,
+        rule: Some(rule),
+        route,
+    }
+}
+
+impl FamilyIndex {
+    fn insert(&mut self, prefix: IpNet, route: usize) {
+        let len = prefix.prefix_len();
+        let position = match self.by_len.iter().position(|(l, _)| *l == len) {
+            Some(position) => position,
+            None => {
+                self.by_len.push((len, HashMap::new()));
+                self.by_len.len() - 1
+            }
+        };
+        self.by_len[position]
+            .1
+            .entry(prefix.trunc())
+            .or_default()
+            .push(route);
+    }
+}
+
+/// Whether a rule's selectors match the flow (`fib_rule_match`), before `not`
+/// inverts the result.
+fn rule_matches(rule: &PolicyRule, flow: &FlowKey) -> Tri {
+    if rule.iif_detached || rule.oif_detached {
+        // A rule bound to a device that does not exist matches nothing, `not` or not.
+        return Tri::False;
+    }
+    let selectors = selectors_match(rule, flow);
+    if rule.not { !selectors } else { selectors }
+}
+
+fn selectors_match(rule: &PolicyRule, flow: &FlowKey) -> Tri {
+    let family_matches =
+        |net: &IpNet, address: IpAddr| Family::of(net.addr()) == Family::of(address);
+    if let Some(src) = &rule.src {
+        // A lookup with no source yet matches as the unspecified address, as in the kernel.
+        let address = flow.src.unwrap_or(match flow.dst {
+            IpAddr::V4(_) => IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
+            IpAddr::V6(_) => IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED),
+        });
+        if !(family_matches(src, address) && src.contains(&address)) {
+            return Tri::False;
+        }
+    }
+    if let Some(dst) = &rule.dst
+        && !(family_matches(dst, flow.dst) && dst.contains(&flow.dst))
+    {
+        return Tri::False;
+    }
+    if let Some(iif) = &rule.iif {
+        let arrived_on = flow.iif.as_deref().unwrap_or("lo");
+        if iif != arrived_on {
+            return Tri::False;
+        }
+    }
+    if let Some(oif) = &rule.oif
+        && flow.oif.as_deref() != Some(oif.as_str())
+    {
+        return Tri::False;
+    }
+    if let Some(fwmark) = &rule.fwmark
+        && (flow.mark ^ fwmark.mark) & fwmark.mask != 0
+    {
+        return Tri::False;
+    }
+    match &rule.tos {
+        None | Some(Tos::Value(0)) => {}
+        Some(Tos::Value(tos)) if *tos == flow.tos => {}
+        Some(Tos::Value(_)) => return Tri::False,
+        Some(Tos::Named(_)) => return Tri::Unknown,
+    }
+    if let Some(range) = &rule.uidrange
+        && !range.contains(&flow.uid)
+    {
+        return Tri::False;
+    }
+    if let Some(proto) = &rule.ipproto
+        && flow.ip_proto.as_ref() != Some(proto)
+    {
+        return Tri::False;
+    }
+    for (range, port) in [(&rule.sport, flow.sport), (&rule.dport, flow.dport)] {
+        if let Some(range) = range
+            && !port.is_some_and(|port| range.contains(&port))
+        {
+            return Tri::False;
+        }
+    }
+    if rule.suppress_ifgroup.is_some() {
+        // Matching is unaffected; the group only matters after a lookup, and
+        // the dump does not tell which devices are in which group.
+        return Tri::Unknown;
+    }
+    Tri::True
+}
+
+/// `ip route`-style text of a route, for messages and traces.
+pub fn describe_route(route: &Route) -> String {
+    let mut text = String::new();
+    if route.route_type != RouteType::Unicast {
+        text.push_str(route.route_type.as_str());
+        text.push(' ');
+    }
+    match route.destination() {
+        Some(prefix) if prefix.prefix_len() == 0 => text.push_str("default"),
+        Some(prefix) => text.push_str(&prefix.to_string()),
+        None => text.push_str("default"),
+    }
+    if let Some(gateway) = route.gateway {
+        text.push_str(&format!(" via {gateway}"));
+    }
+    if let Some(dev) = &route.dev {
+        text.push_str(&format!(" dev {dev}"));
+    }
+    for hop in &route.nexthops {
+        text.push_str(" nexthop");
+        if let Some(gateway) = hop.gateway {
+            text.push_str(&format!(" via {gateway}"));
+        }
+        if let Some(dev) = &hop.dev {
+            text.push_str(&format!(" dev {dev}"));
+        }
+        text.push_str(&format!(" weight {}", hop.weight));
+    }
+    if let Some(metric) = route.metric {
+        text.push_str(&format!(" metric {metric}"));
+    }
+    if route.has_flag(&RouteFlag::Onlink) {
+        text.push_str(" onlink");
+    }
+    text
+}
+
+/// `ip rule`-style text of a rule: `100: from all fwmark 0x10/0xff lookup 100`.
+pub fn describe_rule(rule: &PolicyRule) -> String {
+    let mut text = format!("{}:", rule.priority);
+    if rule.not {
+        text.push_str(" not");
+    }
+    match &rule.src {
+        Some(src) => text.push_str(&format!(" from {}", host_or_prefix(src))),
+        None => text.push_str(" from all"),
+    }
+    if let Some(dst) = &rule.dst {
+        text.push_str(&format!(" to {}", host_or_prefix(dst)));
+    }
+    if let Some(tos) = &rule.tos {
+        match tos {
+            Tos::Value(value) => text.push_str(&format!(" tos 0x{value:02x}")),
+            Tos::Named(name) => text.push_str(&format!(" tos {name}")),
+        }
+    }
+    if let Some(fwmark) = &rule.fwmark {
+        text.push_str(&format!(" fwmark {:#x}", fwmark.mark));
+        if fwmark.mask != u32::MAX {
+            text.push_str(&format!("/{:#x}", fwmark.mask));
+        }
+    }
+    if let Some(iif) = &rule.iif {
+        text.push_str(&format!(" iif {iif}"));
+    }
+    if let Some(oif) = &rule.oif {
+        text.push_str(&format!(" oif {oif}"));
+    }
+    if let Some(uids) = &rule.uidrange {
+        text.push_str(&format!(" uidrange {}-{}", uids.start(), uids.end()));
+    }
+    if let Some(proto) = &rule.ipproto {
+        text.push_str(&format!(" ipproto {}", proto.as_str()));
+    }
+    for (name, range) in [("sport", &rule.sport), ("dport", &rule.dport)] {
+        if let Some(range) = range {
+            text.push_str(&format!(" {name} {}", range.start()));
+            if range.start() != range.end() {
+                text.push_str(&format!("-{}", range.end()));
+            }
+        }
+    }
+    match &rule.action {
+        RuleAction::Lookup(table) => text.push_str(&format!(" lookup {}", table_name(table))),
+        RuleAction::L3mdev => text.push_str(" lookup [l3mdev-table]"),
+        RuleAction::Goto {
+            priority,
+            unresolved,
+        } => {
+            text.push_str(&format!(" goto {priority}"));
+            if *unresolved {
+                text.push_str(" [unresolved]");
+            }
+        }
+        RuleAction::Nop => text.push_str(" nop"),
+        RuleAction::Blackhole => text.push_str(" blackhole"),
+        RuleAction::Unreachable => text.push_str(" unreachable"),
+        RuleAction::Prohibit => text.push_str(" prohibit"),
+        RuleAction::Other(action) => text.push_str(&format!(" {action}")),
+    }
+    if let Some(len) = rule.suppress_prefixlength {
+        text.push_str(&format!(" suppress_prefixlength {len}"));
+    }
+    text
+}
+
+/// A prefix as iproute2 prints selectors: a host without its length.
+fn host_or_prefix(net: &IpNet) -> String {
+    if net.prefix_len() == net.max_prefix_len() {
+        net.addr().to_string()
+    } else {
+        net.to_string()
+    }
+}
+
+/// The name iproute2 prints for a table.
+pub fn table_name(table: &RouteTable) -> String {
+    match table {
+        RouteTable::Main => "main".into(),
+        RouteTable::Local => "local".into(),
+        RouteTable::Default => "default".into(),
+        RouteTable::Id(id) => id.to_string(),
+        RouteTable::Named(name) => name.clone(),
+    }
+}
