@@ -134,7 +134,8 @@ impl Cluster {
                 port: 80,
             },
         };
-        let rules = kube_proxy::rules(&cluster.service, &cluster.endpoints());
+        let endpoints: Vec<&Pod> = cluster.pods().collect();
+        let rules = kube_proxy::rules(&cluster.service, &endpoints);
         for node in &cluster.nodes {
             node.ns.restore_iptables(&rules);
             node.ns.restore_iptables(&cni.iptables_rules(node));

@@ -7,7 +7,7 @@
 
 use sha2::{Digest, Sha256};
 
-use crate::cluster::{CLUSTER_CIDR, Node, POD_PORT, Pod, Service};
+use crate::cluster::{CLUSTER_CIDR, POD_PORT, Pod, Service};
 
 /// kube-proxy's `--iptables-masquerade-bit` 14, as a mark.
 const MASQ_MARK: &str = "0x4000";
@@ -15,7 +15,7 @@ const MASQ_MARK: &str = "0x4000";
 /// The `iptables-restore` input kube-proxy's rules amount to on a node that
 /// has nothing else, in the order kube-proxy leaves them: it inserts its
 /// jumps at the top of the built-in chains, in reverse of the order below.
-pub fn rules(service: &Service, endpoints: &[(&Node, &Pod)]) -> String {
+pub fn rules(service: &Service, endpoints: &[&Pod]) -> String {
     let port_name = format!(
         "{}/{}:{}",
         service.namespace, service.name, service.port_name
@@ -23,7 +23,7 @@ pub fn rules(service: &Service, endpoints: &[(&Node, &Pod)]) -> String {
     let svc_chain = format!("KUBE-SVC-{}", chain_hash(&format!("{port_name}tcp")));
     let seps: Vec<(String, String)> = endpoints
         .iter()
-        .map(|(_, pod)| {
+        .map(|pod| {
             let endpoint = format!("{}:{POD_PORT}", pod.ip);
             let chain = format!(
                 "KUBE-SEP-{}",
@@ -107,7 +107,7 @@ COMMIT
             "-A {svc_chain} -m comment --comment \"{port_name} -> {endpoint}\"{statistic} -j {chain}\n"
         ));
     }
-    for ((chain, endpoint), (_, pod)) in seps.iter().zip(endpoints) {
+    for ((chain, endpoint), pod) in seps.iter().zip(endpoints) {
         nat.push_str(&format!(
             "-A {chain} -m comment --comment {port_name} -s {} -j KUBE-MARK-MASQ
 -A {chain} -m comment --comment {port_name} -m tcp -p tcp -j DNAT --to-destination {endpoint}
