@@ -1,0 +1,255 @@
+//! A little Kubernetes cluster out of network namespaces: an underlay bridge,
+//! nodes on it, pods on each node, one ClusterIP service programmed by
+//! kube-proxy's rules, and a process listening in every pod. What makes pods
+//! reach each other is the [`Cni`]'s job.
+
+use std::net::Ipv4Addr;
+use std::time::Duration;
+
+use ipnet::Ipv4Net;
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+use crate::kube_proxy;
+use crate::lab::{Lab, Netns};
+
+/// The pod network of the whole cluster (kube-controller-manager's
+/// `--cluster-cidr`, kube-proxy's `clusterCIDR`, flannel's `Network`).
+pub const CLUSTER_CIDR: &str = "10.244.0.0/16";
+/// The Kubernetes namespace of the lab's workload.
+pub const APP_NAMESPACE: &str = "default";
+/// The port every pod listens on and the service targets.
+pub const POD_PORT: u16 = 8080;
+/// The underlay's router, the nodes' default gateway.
+const UNDERLAY_GATEWAY: &str = "172.18.0.1";
+
+/// What a CNI does to the namespaces, and what it says about that in the
+/// Kubernetes objects. One implementation per CNI and mode.
+pub trait Cni {
+    /// Prepares a node before any pod is attached (bridges, tunnel devices).
+    fn setup_node(&self, node: &Node);
+    /// Gives `pod` its interface and address on `node`.
+    fn attach_pod(&self, node: &Node, pod: &Pod);
+    /// Makes `node` reach every other node's pods, once every node exists.
+    fn connect(&self, node: &Node, peers: &[&Node]);
+    /// The CNI agent's iptables rules on `node`, as `iptables-restore` input.
+    /// They are added after kube-proxy's, as on a real node where the agent
+    /// appends to the chains kube-proxy prepends to.
+    fn iptables_rules(&self, node: &Node) -> String;
+    /// The annotations the CNI's agent puts on `node`'s Node object.
+    fn node_annotations(&self, node: &Node) -> Map<String, Value>;
+    /// The CNI's own Kubernetes objects (its ConfigMap, DaemonSet, ...) in
+    /// a cluster of `nodes`.
+    fn objects(&self, nodes: &[Node]) -> Vec<Value>;
+}
+
+/// A built cluster.
+pub struct Cluster {
+    pub underlay: Netns,
+    pub nodes: Vec<Node>,
+    pub service: Service,
+}
+
+pub struct Node {
+    /// The Kubernetes node name, also its directory in a snapshot.
+    pub name: String,
+    pub ns: Netns,
+    /// The node's address on the underlay (its InternalIP), on `eth0`.
+    pub ip: Ipv4Addr,
+    pub pod_cidr: Ipv4Net,
+    pub pods: Vec<Pod>,
+}
+
+impl Node {
+    /// The first address of the pod CIDR: the pods' gateway.
+    pub fn gateway(&self) -> Ipv4Addr {
+        self.pod_cidr.hosts().next().expect("pod CIDR has hosts")
+    }
+}
+
+pub struct Pod {
+    pub namespace: String,
+    pub name: String,
+    pub ns: Netns,
+    pub ip: Ipv4Addr,
+    /// The node-side end of the pod's veth, as the CNI bridge plugin names it.
+    pub host_veth: String,
+}
+
+/// The lab's one ClusterIP service, selecting every pod.
+pub struct Service {
+    pub namespace: String,
+    pub name: String,
+    pub port_name: String,
+    pub cluster_ip: Ipv4Addr,
+    pub port: u16,
+}
+
+/// The shape of a cluster to build.
+pub struct Topology {
+    pub nodes: u8,
+    pub pods_per_node: u8,
+}
+
+impl Cluster {
+    /// Builds the cluster in `lab`: underlay, nodes, pods, the CNI, the
+    /// service's kube-proxy rules, and a listener in every pod.
+    pub fn build(lab: &mut Lab, topology: &Topology, cni: &dyn Cni) -> Cluster {
+        let underlay = lab.netns("underlay");
+        underlay.ip(&format!(
+            "link add br0 address {} type bridge",
+            mac("underlay/br0")
+        ));
+        underlay.ip(&format!("addr add {UNDERLAY_GATEWAY}/24 dev br0"));
+        underlay.ip("link set br0 up");
+
+        let mut pod_number = 0;
+        let mut nodes = Vec::new();
+        for n in 1..=topology.nodes {
+            let node = add_node(lab, &underlay, n);
+            cni.setup_node(&node);
+            nodes.push(node);
+        }
+        for node in &mut nodes {
+            for _ in 0..topology.pods_per_node {
+                let pod = add_pod(lab, node, pod_number);
+                cni.attach_pod(node, &pod);
+                node.pods.push(pod);
+                pod_number += 1;
+            }
+        }
+        for node in &nodes {
+            let peers: Vec<&Node> = nodes.iter().filter(|p| p.name != node.name).collect();
+            cni.connect(node, &peers);
+        }
+
+        let cluster = Cluster {
+            underlay,
+            nodes,
+            service: Service {
+                namespace: APP_NAMESPACE.into(),
+                name: "web".into(),
+                port_name: "http".into(),
+                cluster_ip: Ipv4Addr::new(10, 96, 0, 100),
+                port: 80,
+            },
+        };
+        let endpoints: Vec<&Pod> = cluster.pods().collect();
+        let rules = kube_proxy::rules(&cluster.service, &endpoints);
+        for node in &cluster.nodes {
+            node.ns.restore_iptables(&rules);
+            node.ns.restore_iptables(&cni.iptables_rules(node));
+        }
+        cluster.start_listeners(lab);
+        cluster
+    }
+
+    /// Starts a listener in every pod, as its container would, and waits
+    /// until each one accepts connections.
+    fn start_listeners(&self, lab: &mut Lab) {
+        let port = POD_PORT.to_string();
+        for pod in self.pods() {
+            lab.spawn(&pod.ns, &["nc", "-lk", &port]);
+        }
+        let listening = format!(":{POD_PORT} ");
+        for pod in self.pods() {
+            pod.ns
+                .wait_for(&["ss", "-H", "-tln"], Duration::from_secs(5), |out| {
+                    out.contains(&listening)
+                });
+        }
+    }
+
+    pub fn pods(&self) -> impl Iterator<Item = &Pod> {
+        self.nodes.iter().flat_map(|n| &n.pods)
+    }
+
+    /// Every pod as a service endpoint, with the node it runs on.
+    pub fn endpoints(&self) -> Vec<(&Node, &Pod)> {
+        self.nodes
+            .iter()
+            .flat_map(|n| n.pods.iter().map(move |p| (n, p)))
+            .collect()
+    }
+
+    /// Every namespace of the cluster, for waiting on all of them.
+    pub fn all_netns(&self) -> Vec<&Netns> {
+        let mut all = vec![&self.underlay];
+        for node in &self.nodes {
+            all.push(&node.ns);
+            all.extend(node.pods.iter().map(|p| &p.ns));
+        }
+        all
+    }
+}
+
+/// Node `n` (1-based): `node-n`, `eth0` at 172.18.0.(10+n) on the underlay,
+/// pod CIDR 10.244.n.0/24, forwarding on, default route to the underlay router.
+fn add_node(lab: &mut Lab, underlay: &Netns, n: u8) -> Node {
+    let name = format!("node-{n}");
+    let ns = lab.netns(&name);
+    let ip = Ipv4Addr::new(172, 18, 0, 10 + n);
+    underlay.ip(&format!(
+        "link add {name} address {} type veth peer name eth0 address {} netns {}",
+        mac(&format!("underlay/{name}")),
+        mac(&format!("{name}/eth0")),
+        ns.name
+    ));
+    underlay.ip(&format!("link set {name} master br0 up"));
+    ns.ip(&format!("addr add {ip}/24 dev eth0"));
+    ns.ip("link set eth0 up");
+    ns.ip(&format!(
+        "route add default via {UNDERLAY_GATEWAY} dev eth0"
+    ));
+    ns.run(&["sysctl", "-qw", "net.ipv4.ip_forward=1"]);
+    Node {
+        name,
+        ns,
+        ip,
+        pod_cidr: format!("10.244.{n}.0/24").parse().expect("pod CIDR"),
+        pods: Vec::new(),
+    }
+}
+
+/// Pod `web-<number>` on `node`, at the pod CIDR's next free address (the
+/// gateway is .1, so pods start at .2 as host-local IPAM hands them out).
+fn add_pod(lab: &mut Lab, node: &Node, number: usize) -> Pod {
+    let name = format!("web-{number}");
+    let ns = lab.netns(&format!("{}-{name}", node.name));
+    let offset = 2 + u32::try_from(node.pods.len()).expect("few pods");
+    let ip = Ipv4Addr::from(u32::from(node.pod_cidr.network()) + offset);
+    let host_veth = format!(
+        "veth{}",
+        &hex_digest(&format!("{APP_NAMESPACE}/{name}"))[..8]
+    );
+    Pod {
+        namespace: APP_NAMESPACE.into(),
+        name,
+        ns,
+        ip,
+        host_veth,
+    }
+}
+
+/// A MAC address fixed by `seed` (locally administered, unicast), so that
+/// every run of the lab builds the same link layer and the example snapshot
+/// only changes when the lab does.
+pub fn mac(seed: &str) -> String {
+    let digest = Sha256::digest(seed.as_bytes());
+    let mut bytes = [0u8; 6];
+    bytes.copy_from_slice(&digest[..6]);
+    bytes[0] = (bytes[0] & 0xfe) | 0x02;
+    bytes
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+/// The SHA-256 of `text` in hex: stable, realistic-looking identifiers.
+pub fn hex_digest(text: &str) -> String {
+    Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}

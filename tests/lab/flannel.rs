@@ -1,0 +1,304 @@
+//! Flannel with the VXLAN backend, done by hand exactly as flanneld and the
+//! flannel CNI plugin (delegating to the bridge plugin) leave a node:
+//!
+//! - `cni0` bridge holding the pod CIDR's first address, MTU 1450, pod veths
+//!   in hairpin mode (`hairpinMode: true` in the CNI config);
+//! - `flannel.1` VXLAN device (VNI 1, UDP 8472, local = node IP, dev eth0,
+//!   nolearning, MTU 1450) with address `<pod CIDR network>/32`;
+//! - per remote node: route `<its CIDR> via <its CIDR network> dev flannel.1
+//!   onlink`, permanent neighbour `<its CIDR network> lladdr <its VTEP MAC>`,
+//!   FDB entry `<its VTEP MAC> dst <its node IP> self permanent`;
+//! - `--ip-masq` rules (`FLANNEL-POSTRTG`) and forward rules (`FLANNEL-FWD`).
+
+use serde_json::{Map, Value, json};
+
+use crate::cluster::{CLUSTER_CIDR, Cni, Node, Pod, mac};
+use crate::objects;
+
+/// The VXLAN network identifier and UDP port flannel uses by default.
+const VNI: u32 = 1;
+const VXLAN_PORT: u16 = 8472;
+/// 1500 on the underlay less the 50 bytes of VXLAN encapsulation.
+const MTU: u16 = 1450;
+const VTEP: &str = "flannel.1";
+const BRIDGE: &str = "cni0";
+/// The kube-proxy mark flannel's first masquerade rule lets through.
+const KUBE_PROXY_MARK: &str = "0x4000/0x4000";
+
+pub struct FlannelVxlan;
+
+impl Cni for FlannelVxlan {
+    fn setup_node(&self, node: &Node) {
+        let ns = &node.ns;
+        ns.ip(&format!(
+            "link add {BRIDGE} address {} mtu {MTU} type bridge",
+            mac(&format!("{}/{BRIDGE}", node.name))
+        ));
+        ns.ip(&format!(
+            "addr add {}/{} dev {BRIDGE}",
+            node.gateway(),
+            node.pod_cidr.prefix_len()
+        ));
+        ns.ip(&format!("link set {BRIDGE} up"));
+
+        ns.ip(&format!(
+            "link add {VTEP} address {} mtu {MTU} type vxlan id {VNI} local {} dev eth0 dstport {VXLAN_PORT} nolearning",
+            mac(&format!("{}/{VTEP}", node.name)),
+            node.ip
+        ));
+        ns.ip(&format!(
+            "addr add {}/32 dev {VTEP}",
+            node.pod_cidr.network()
+        ));
+        ns.ip(&format!("link set {VTEP} up"));
+    }
+
+    fn attach_pod(&self, node: &Node, pod: &Pod) {
+        let veth = &pod.host_veth;
+        node.ns.ip(&format!(
+            "link add {veth} address {} mtu {MTU} type veth peer name eth0 address {} mtu {MTU} netns {}",
+            mac(&format!("{}/{veth}", node.name)),
+            mac(&format!("{}/{}/eth0", pod.namespace, pod.name)),
+            pod.ns.name
+        ));
+        node.ns.ip(&format!("link set {veth} master {BRIDGE} up"));
+        node.ns
+            .run(&["bridge", "link", "set", "dev", veth, "hairpin", "on"]);
+
+        let gateway = node.gateway();
+        pod.ns.ip(&format!(
+            "addr add {}/{} dev eth0",
+            pod.ip,
+            node.pod_cidr.prefix_len()
+        ));
+        pod.ns.ip("link set eth0 up");
+        // The bridge plugin's default route (isDefaultGateway) and the route
+        // to the cluster network the flannel plugin adds to host-local IPAM.
+        pod.ns
+            .ip(&format!("route add default via {gateway} dev eth0"));
+        pod.ns
+            .ip(&format!("route add {CLUSTER_CIDR} via {gateway} dev eth0"));
+    }
+
+    fn connect(&self, node: &Node, peers: &[&Node]) {
+        for peer in peers {
+            let vtep_mac = vtep_mac(peer);
+            let peer_vtep_ip = peer.pod_cidr.network();
+            node.ns.ip(&format!(
+                "route add {} via {peer_vtep_ip} dev {VTEP} onlink",
+                peer.pod_cidr
+            ));
+            node.ns.ip(&format!(
+                "neigh add {peer_vtep_ip} lladdr {vtep_mac} dev {VTEP} nud permanent"
+            ));
+            node.ns.run(&[
+                "bridge",
+                "fdb",
+                "add",
+                &vtep_mac,
+                "dev",
+                VTEP,
+                "dst",
+                &peer.ip.to_string(),
+                "self",
+                "permanent",
+            ]);
+        }
+    }
+
+    fn iptables_rules(&self, node: &Node) -> String {
+        let subnet = node.pod_cidr;
+        let masq = "-m comment --comment \"flanneld masq\"";
+        let fwd = "-m comment --comment \"flanneld forward\"";
+        format!(
+            "*nat
+:FLANNEL-POSTRTG - [0:0]
+-A POSTROUTING {masq} -j FLANNEL-POSTRTG
+-A FLANNEL-POSTRTG -m mark --mark {KUBE_PROXY_MARK} {masq} -j RETURN
+-A FLANNEL-POSTRTG -s {subnet} -d {CLUSTER_CIDR} {masq} -j RETURN
+-A FLANNEL-POSTRTG -s {CLUSTER_CIDR} -d {subnet} {masq} -j RETURN
+-A FLANNEL-POSTRTG ! -s {CLUSTER_CIDR} -d {subnet} {masq} -j RETURN
+-A FLANNEL-POSTRTG -s {CLUSTER_CIDR} ! -d 224.0.0.0/4 {masq} -j MASQUERADE --random-fully
+-A FLANNEL-POSTRTG ! -s {CLUSTER_CIDR} -d {CLUSTER_CIDR} {masq} -j MASQUERADE --random-fully
+COMMIT
+*filter
+:FLANNEL-FWD - [0:0]
+-A FORWARD {fwd} -j FLANNEL-FWD
+-A FLANNEL-FWD -s {CLUSTER_CIDR} {fwd} -j ACCEPT
+-A FLANNEL-FWD -d {CLUSTER_CIDR} {fwd} -j ACCEPT
+COMMIT
+"
+        )
+    }
+
+    fn node_annotations(&self, node: &Node) -> Map<String, Value> {
+        let backend_data = json!({"VNI": VNI, "VtepMAC": vtep_mac(node)}).to_string();
+        let mut annotations = Map::new();
+        for (key, value) in [
+            ("backend-data", backend_data),
+            ("backend-type", "vxlan".to_string()),
+            ("kube-subnet-manager", "true".to_string()),
+            ("public-ip", node.ip.to_string()),
+        ] {
+            annotations.insert(format!("flannel.alpha.coreos.com/{key}"), value.into());
+        }
+        annotations
+    }
+
+    fn objects(&self, nodes: &[Node]) -> Vec<Value> {
+        // Verbatim as in flannel's manifest, key order included.
+        let cni_conf = r#"{
+  "name": "cbr0",
+  "cniVersion": "0.3.1",
+  "plugins": [
+    {
+      "type": "flannel",
+      "delegate": {
+        "hairpinMode": true,
+        "isDefaultGateway": true
+      }
+    },
+    {
+      "type": "portmap",
+      "capabilities": {
+        "portMappings": true
+      }
+    }
+  ]
+}
+"#;
+        let net_conf = format!(
+            r#"{{
+  "Network": "{CLUSTER_CIDR}",
+  "Backend": {{
+    "Type": "vxlan"
+  }}
+}}
+"#
+        );
+        let labels = json!({"app": "flannel", "k8s-app": "flannel", "tier": "node"});
+        vec![
+            objects::namespace(
+                "kube-flannel",
+                json!({"pod-security.kubernetes.io/enforce": "privileged"}),
+            ),
+            json!({
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": objects::metadata("ConfigMap", Some("kube-flannel"), "kube-flannel-cfg", labels.clone()),
+                "data": {
+                    "cni-conf.json": cni_conf,
+                    "net-conf.json": net_conf,
+                },
+            }),
+            daemon_set(labels, nodes.len()),
+        ]
+    }
+}
+
+/// The MAC address the kernel reports for `node`'s VXLAN device: what
+/// flanneld publishes in the node's `backend-data` annotation.
+fn vtep_mac(node: &Node) -> String {
+    let out = node.ns.run(&["ip", "-j", "link", "show", VTEP]);
+    let links: Value = serde_json::from_str(&out).expect("ip -j link output");
+    links[0]["address"]
+        .as_str()
+        .expect("flannel.1 has a MAC address")
+        .to_string()
+}
+
+/// The kube-flannel-ds DaemonSet of flannel's own manifest (kube-flannel.yml),
+/// running on all `nodes` nodes.
+fn daemon_set(labels: Value, nodes: usize) -> Value {
+    let image = "ghcr.io/flannel-io/flannel:v0.26.4";
+    let cni_plugin_image = "ghcr.io/flannel-io/flannel-cni-plugin:v1.6.2-flannel1";
+    json!({
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": objects::metadata("DaemonSet", Some("kube-flannel"), "kube-flannel-ds", labels),
+        "spec": {
+            "revisionHistoryLimit": 10,
+            "selector": {"matchLabels": {"app": "flannel"}},
+            "template": {
+                "metadata": {"labels": {"app": "flannel", "tier": "node"}},
+                "spec": {
+                    "containers": [{
+                        "name": "kube-flannel",
+                        "image": image,
+                        "command": ["/opt/bin/flanneld"],
+                        "args": ["--ip-masq", "--kube-subnet-mgr"],
+                        "env": [
+                            {"name": "POD_NAME", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}}},
+                            {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}},
+                            {"name": "EVENT_QUEUE_DEPTH", "value": "5000"}
+                        ],
+                        "imagePullPolicy": "IfNotPresent",
+                        "resources": {"requests": {"cpu": "100m", "memory": "50Mi"}},
+                        "securityContext": {"capabilities": {"add": ["NET_ADMIN", "NET_RAW"]}, "privileged": false},
+                        "terminationMessagePath": "/dev/termination-log",
+                        "terminationMessagePolicy": "File",
+                        "volumeMounts": [
+                            {"mountPath": "/run/flannel", "name": "run"},
+                            {"mountPath": "/etc/kube-flannel/", "name": "flannel-cfg"},
+                            {"mountPath": "/run/xtables.lock", "name": "xtables-lock"}
+                        ]
+                    }],
+                    "initContainers": [
+                        {
+                            "name": "install-cni-plugin",
+                            "image": cni_plugin_image,
+                            "command": ["cp"],
+                            "args": ["-f", "/flannel", "/opt/cni/bin/flannel"],
+                            "imagePullPolicy": "IfNotPresent",
+                            "resources": {},
+                            "terminationMessagePath": "/dev/termination-log",
+                            "terminationMessagePolicy": "File",
+                            "volumeMounts": [{"mountPath": "/opt/cni/bin", "name": "cni-plugin"}]
+                        },
+                        {
+                            "name": "install-cni",
+                            "image": image,
+                            "command": ["cp"],
+                            "args": ["-f", "/etc/kube-flannel/cni-conf.json", "/etc/cni/net.d/10-flannel.conflist"],
+                            "imagePullPolicy": "IfNotPresent",
+                            "resources": {},
+                            "terminationMessagePath": "/dev/termination-log",
+                            "terminationMessagePolicy": "File",
+                            "volumeMounts": [
+                                {"mountPath": "/etc/cni/net.d", "name": "cni"},
+                                {"mountPath": "/etc/kube-flannel/", "name": "flannel-cfg"}
+                            ]
+                        }
+                    ],
+                    "dnsPolicy": "ClusterFirst",
+                    "hostNetwork": true,
+                    "priorityClassName": "system-node-critical",
+                    "restartPolicy": "Always",
+                    "schedulerName": "default-scheduler",
+                    "securityContext": {},
+                    "serviceAccount": "flannel",
+                    "serviceAccountName": "flannel",
+                    "terminationGracePeriodSeconds": 30,
+                    "tolerations": [{"effect": "NoSchedule", "operator": "Exists"}],
+                    "volumes": [
+                        {"hostPath": {"path": "/run/flannel", "type": ""}, "name": "run"},
+                        {"hostPath": {"path": "/opt/cni/bin", "type": ""}, "name": "cni-plugin"},
+                        {"hostPath": {"path": "/etc/cni/net.d", "type": ""}, "name": "cni"},
+                        {"configMap": {"defaultMode": 420, "name": "kube-flannel-cfg"}, "name": "flannel-cfg"},
+                        {"hostPath": {"path": "/run/xtables.lock", "type": "FileOrCreate"}, "name": "xtables-lock"}
+                    ]
+                }
+            },
+            "updateStrategy": {"rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}, "type": "RollingUpdate"}
+        },
+        "status": {
+            "currentNumberScheduled": nodes,
+            "desiredNumberScheduled": nodes,
+            "numberAvailable": nodes,
+            "numberMisscheduled": 0,
+            "numberReady": nodes,
+            "observedGeneration": 1,
+            "updatedNumberScheduled": nodes
+        }
+    })
+}

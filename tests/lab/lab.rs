@@ -1,0 +1,220 @@
+//! One run of the lab: the network namespaces and processes it creates, all
+//! removed again when the [`Lab`] is dropped, on success, failure or panic.
+
+use std::io::Read;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// What a test does when the lab cannot run here.
+pub enum Availability {
+    Run,
+    /// `SKOOP_LAB=skip`: the test returns at once (and says so on stderr).
+    Skip,
+}
+
+/// The lab's tools, and the Debian packages that install them.
+const TOOLS: &[(&str, &str)] = &[
+    ("ip", "iproute2"),
+    ("bridge", "iproute2"),
+    ("ss", "iproute2"),
+    ("iptables-restore", "iptables"),
+    ("iptables-save", "iptables"),
+    ("ipset", "ipset"),
+    ("sysctl", "procps"),
+    ("nc", "netcat-openbsd"),
+    ("ping", "iputils-ping"),
+];
+
+/// Decides whether the lab can run: it needs root and its tools. Otherwise a
+/// test fails with a message saying what is missing and how to skip, rather
+/// than silently passing.
+pub fn availability() -> Availability {
+    if std::env::var("SKOOP_LAB").is_ok_and(|v| v == "skip") {
+        eprintln!("lab skipped: SKOOP_LAB=skip");
+        return Availability::Skip;
+    }
+    let uid = Command::new("id").arg("-u").output().map(|o| o.stdout);
+    if !uid.is_ok_and(|uid| uid == b"0\n") {
+        panic!(
+            "the lab builds network namespaces and needs root; run the tests as root, \
+             or set SKOOP_LAB=skip to skip the lab tests"
+        );
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let missing: Vec<String> = TOOLS
+        .iter()
+        .filter(|(tool, _)| !std::env::split_paths(&path).any(|dir| dir.join(tool).is_file()))
+        .map(|(tool, package)| format!("{tool} ({package})"))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "the lab needs {}; install them, or set SKOOP_LAB=skip to skip the lab tests",
+        missing.join(", ")
+    );
+    Availability::Run
+}
+
+/// One lab run. Every namespace name starts with a prefix unique to the run
+/// (`sklab-` and 6 random hex digits), so labs in parallel tests never meet.
+pub struct Lab {
+    prefix: String,
+    namespaces: Vec<Netns>,
+    processes: Vec<Child>,
+}
+
+impl Lab {
+    pub fn new() -> Lab {
+        let mut random = [0u8; 3];
+        std::fs::File::open("/dev/urandom")
+            .and_then(|mut f| f.read_exact(&mut random))
+            .expect("read /dev/urandom");
+        let hex: String = random.iter().map(|b| format!("{b:02x}")).collect();
+        Lab {
+            prefix: format!("sklab-{hex}"),
+            namespaces: Vec::new(),
+            processes: Vec::new(),
+        }
+    }
+
+    /// Creates network namespace `<prefix>-<role>` with its loopback up.
+    pub fn netns(&mut self, role: &str) -> Netns {
+        let ns = Netns {
+            name: format!("{}-{role}", self.prefix),
+        };
+        // Recorded before it exists, so that a half-made namespace is removed too.
+        self.namespaces.push(ns.clone());
+        command(&["ip", "netns", "add", &ns.name]);
+        ns.ip("link set lo up");
+        ns
+    }
+
+    /// Starts `argv` in the background inside `ns`; it is killed at cleanup.
+    pub fn spawn(&mut self, ns: &Netns, argv: &[&str]) {
+        let child = Command::new("ip")
+            .args(["netns", "exec", &ns.name])
+            .args(argv)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("start {argv:?} in {}: {e}", ns.name));
+        self.processes.push(child);
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        for child in &mut self.processes {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        for ns in self.namespaces.iter().rev() {
+            // Anything else still running in the namespace would keep it alive.
+            if let Ok(pids) = Command::new("ip")
+                .args(["netns", "pids", &ns.name])
+                .output()
+            {
+                for pid in String::from_utf8_lossy(&pids.stdout).split_whitespace() {
+                    let _ = Command::new("kill").args(["-KILL", pid]).status();
+                }
+            }
+            let _ = Command::new("ip")
+                .args(["netns", "del", &ns.name])
+                .stderr(Stdio::null())
+                .status();
+        }
+    }
+}
+
+/// A network namespace of the lab, by its `ip netns` name.
+#[derive(Debug, Clone)]
+pub struct Netns {
+    pub name: String,
+}
+
+impl Netns {
+    /// `ip -n NAME <args>`, split on whitespace; panics if it fails.
+    pub fn ip(&self, args: &str) {
+        let mut argv = vec!["ip", "-n", &self.name];
+        argv.extend(args.split_whitespace());
+        command(&argv);
+    }
+
+    /// Runs `argv` inside the namespace and returns what happened.
+    pub fn exec(&self, argv: &[&str]) -> Output {
+        Command::new("ip")
+            .args(["netns", "exec", &self.name])
+            .args(argv)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap_or_else(|e| panic!("run {argv:?} in {}: {e}", self.name))
+    }
+
+    /// Runs `argv` inside the namespace; panics if it fails, else returns stdout.
+    pub fn run(&self, argv: &[&str]) -> String {
+        let output = self.exec(argv);
+        if !output.status.success() {
+            panic!(
+                "{argv:?} in {} failed ({}): {}",
+                self.name,
+                output.status,
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
+    /// Feeds `rules` to `iptables-restore --noflush`, adding to what is there.
+    pub fn restore_iptables(&self, rules: &str) {
+        let mut child = Command::new("ip")
+            .args(["netns", "exec", &self.name, "iptables-restore", "--noflush"])
+            .stdin(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start iptables-restore");
+        {
+            use std::io::Write;
+            let mut stdin = child.stdin.take().expect("iptables-restore stdin");
+            stdin.write_all(rules.as_bytes()).expect("write rules");
+        }
+        let output = child.wait_with_output().expect("wait for iptables-restore");
+        assert!(
+            output.status.success(),
+            "iptables-restore in {} failed: {}\n{rules}",
+            self.name,
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+
+    /// Waits up to `timeout` for `ready` to hold of `argv`'s output.
+    pub fn wait_for(&self, argv: &[&str], timeout: Duration, ready: impl Fn(&str) -> bool) {
+        let start = Instant::now();
+        loop {
+            let output = self.run(argv);
+            if ready(&output) {
+                return;
+            }
+            assert!(
+                start.elapsed() < timeout,
+                "{argv:?} in {} not ready after {timeout:?}; last output:\n{output}",
+                self.name
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+/// Runs a command in the root namespace (only `ip netns` and `ip -n`, which
+/// act on the lab's own namespaces); panics if it fails.
+fn command(argv: &[&str]) {
+    let output = Command::new(argv[0])
+        .args(&argv[1..])
+        .output()
+        .unwrap_or_else(|e| panic!("run {argv:?}: {e}"));
+    assert!(
+        output.status.success(),
+        "{argv:?} failed ({}): {}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+}

@@ -1,0 +1,15 @@
+//! The lab: real little Kubernetes clusters built out of Linux network
+//! namespaces, the ground truth skoop's answers are checked against
+//! (DESIGN §6). See `tests/lab/README.md`.
+//!
+//! Needs root, iproute2, iptables, netcat-openbsd and ping; without root every
+//! test fails saying so, unless `SKOOP_LAB=skip`.
+
+mod cluster;
+mod collect_cli;
+mod flannel;
+mod flannel_vxlan;
+mod kube_proxy;
+mod lab;
+mod objects;
+mod snapshot;
