@@ -77,6 +77,10 @@ pub enum RouteError {
     Prohibit,
     /// A `blackhole` route or rule (`EINVAL`, "Invalid argument").
     Blackhole,
+    /// A received packet with an address that may not arrive from outside
+    /// (a loopback, multicast or `0/8` source; a loopback destination): the
+    /// kernel drops it before routing (`EINVAL`).
+    Martian,
 }
 
 impl RouteError {
@@ -87,6 +91,7 @@ impl RouteError {
             RouteError::Unreachable => "unreachable",
             RouteError::Prohibit => "prohibit",
             RouteError::Blackhole => "blackhole",
+            RouteError::Martian => "martian",
         }
     }
 }
@@ -98,6 +103,7 @@ impl fmt::Display for RouteError {
             RouteError::Unreachable => "unreachable route (no route to host)",
             RouteError::Prohibit => "prohibit route (permission denied)",
             RouteError::Blackhole => "blackhole route (packet silently discarded)",
+            RouteError::Martian => "martian address (dropped on input before routing)",
         })
     }
 }
@@ -270,6 +276,9 @@ impl<'a> Fib<'a> {
                 steps,
             };
         }
+        if let Some(outcome) = self.reject_martian(flow) {
+            return RouteLookup { outcome, steps };
+        }
         let outcome = self.walk_rules(flow, &mut steps);
         RouteLookup { outcome, steps }
     }
@@ -282,6 +291,49 @@ impl<'a> Fib<'a> {
             Search::NoMatch => Tri::False,
             Search::Unknown(_) => Tri::Unknown,
         }
+    }
+
+    /// A packet arriving from outside with an address that must never
+    /// appear on the wire is refused before any rule is read
+    /// (`ip_route_input_slow`): multicast, limited-broadcast or `0/8`
+    /// sources, `0/8` destinations, and loopback addresses unless
+    /// `route_localnet` is on.
+    fn reject_martian(&self, flow: &FlowKey) -> Option<LookupOutcome> {
+        let iif = flow.iif.as_deref().filter(|iif| *iif != "lo")?;
+        let (IpAddr::V4(dst), src) = (flow.dst, flow.src) else {
+            return None;
+        };
+        let src = match src {
+            Some(IpAddr::V4(src)) => src,
+            _ => std::net::Ipv4Addr::UNSPECIFIED,
+        };
+        let martian = || {
+            Some(LookupOutcome::Failed {
+                error: RouteError::Martian,
+                rule: None,
+                route: None,
+            })
+        };
+        if src.is_multicast() || src.is_broadcast() {
+            return martian();
+        }
+        if dst.is_broadcast() || dst.is_multicast() {
+            return Some(LookupOutcome::Unknown {
+                reason: "broadcast and multicast input routing is not modelled".into(),
+            });
+        }
+        let zeronet = |a: std::net::Ipv4Addr| a.octets()[0] == 0;
+        if zeronet(src) || zeronet(dst) {
+            return martian();
+        }
+        if (dst.is_loopback() || src.is_loopback()) && !self.route_localnet(iif) {
+            return martian();
+        }
+        None
+    }
+
+    fn route_localnet(&self, iif: &str) -> bool {
+        self.sysctl_on_any(iif, "route_localnet")
     }
 
     fn walk_rules(&self, flow: &FlowKey, steps: &mut Vec<RouteStep>) -> LookupOutcome {
@@ -398,6 +450,11 @@ impl<'a> Fib<'a> {
         if let Some(error) = error {
             return failed(error, rule, Some(index));
         }
+        // The kernel hands packets for itself to the loopback device: every
+        // local route, and broadcasts that arrived from outside.
+        let received = flow.iif.as_deref().is_some_and(|iif| iif != "lo");
+        let delivered_locally = route.route_type == RouteType::Local
+            || (route.route_type == RouteType::Broadcast && received);
         let live = self.live_nexthops(route, flow);
         let total: u32 = live.iter().map(|hop| hop.weight).sum();
         let paths = live
@@ -407,7 +464,11 @@ impl<'a> Fib<'a> {
                     .prefsrc
                     .or_else(|| self.select_source(hop.dev, hop.gateway.unwrap_or(flow.dst))),
                 gateway: hop.gateway,
-                dev: hop.dev.map(str::to_string),
+                dev: if delivered_locally {
+                    Some("lo".to_string())
+                } else {
+                    hop.dev.map(str::to_string)
+                },
                 onlink: hop.flags.contains(&RouteFlag::Onlink)
                     || route.has_flag(&RouteFlag::Onlink),
                 probability: f64::from(hop.weight) / f64::from(total.max(1)),
@@ -526,11 +587,18 @@ impl<'a> Fib<'a> {
     }
 
     fn ignores_linkdown(&self, dev: Option<&str>) -> bool {
+        self.sysctl_on_any(dev.unwrap_or("all"), "ignore_routes_with_linkdown")
+    }
+
+    /// Whether an IPv4 per-interface setting is on for `ifname` or for `all`
+    /// (the kernel ORs the two for these settings). Not collected: off, the
+    /// kernel's default.
+    fn sysctl_on_any(&self, ifname: &str, setting: &str) -> bool {
         let Some(sysctls) = self.sysctls else {
             return false;
         };
-        ["all", dev.unwrap_or("all")].iter().any(|ifname| {
-            let key = Sysctls::interface_key(Family::Ipv4, ifname, "ignore_routes_with_linkdown");
+        ["all", ifname].iter().any(|ifname| {
+            let key = Sysctls::interface_key(Family::Ipv4, ifname, setting);
             matches!(sysctls.get_i64(&key), Ok(Some(value)) if value != 0)
         })
     }

@@ -12,4 +12,5 @@ mod flannel_vxlan;
 mod kube_proxy;
 mod lab;
 mod objects;
+mod routing;
 mod snapshot;

@@ -37,7 +37,7 @@ fn settle(cluster: &Cluster) {
 }
 
 /// Runs the built skoop binary's `collect local`, as the contract says.
-fn collect_local(netns: &str, out: &Path) {
+pub fn collect_local(netns: &str, out: &Path) {
     let output = Command::new(env!("CARGO_BIN_EXE_skoop"))
         .args(["collect", "local", "--netns", netns, "--out"])
         .arg(out)
