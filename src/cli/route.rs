@@ -85,6 +85,7 @@ struct RoutedJson {
     route: String,
 }
 
+/// Why there is no route: the kernel's error kind, or `unknown`.
 #[derive(Debug, Serialize)]
 struct FailedJson {
     dst: IpAddr,
@@ -104,13 +105,8 @@ enum LookupJson {
         trace: Vec<String>,
     },
     Failed {
+        #[serde(flatten)]
         failure: FailedJson,
-        trace: Vec<String>,
-    },
-    Unknown {
-        dst: IpAddr,
-        error: &'static str,
-        message: String,
         trace: Vec<String>,
     },
 }
@@ -181,15 +177,16 @@ fn lookup(args: LookupArgs) -> ExitCode {
             };
             (LookupJson::Failed { failure, trace }, false)
         }
-        LookupOutcome::Unknown { reason } => (
-            LookupJson::Unknown {
+        LookupOutcome::Unknown { reason } => {
+            let failure = FailedJson {
                 dst: args.dst,
                 error: "unknown",
-                message: reason.clone(),
-                trace,
-            },
-            false,
-        ),
+                message: format!("unknown: {reason}"),
+                rule: None,
+                route: None,
+            };
+            (LookupJson::Failed { failure, trace }, false)
+        }
     };
     match args.output {
         OutputFormat::Json => {
@@ -248,19 +245,13 @@ fn print_text(json: &LookupJson) {
             }
             print_trace(trace);
         }
-        LookupJson::Unknown {
-            dst,
-            message,
-            trace,
-            ..
-        } => {
-            println!("{dst}: unknown: {message}");
-            print_trace(trace);
-        }
     }
 }
 
 fn print_trace(trace: &[String]) {
+    if trace.is_empty() {
+        return;
+    }
     println!("  trace:");
     for line in trace {
         println!("    {line}");

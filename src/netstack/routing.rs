@@ -759,7 +759,7 @@ pub fn describe_route(route: &Route) -> String {
     }
     match route.destination() {
         Some(prefix) if prefix.prefix_len() == 0 => text.push_str("default"),
-        Some(prefix) => text.push_str(&prefix.to_string()),
+        Some(prefix) => text.push_str(&host_or_prefix(&prefix)),
         None => text.push_str("default"),
     }
     if let Some(gateway) = route.gateway {
