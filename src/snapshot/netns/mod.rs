@@ -24,7 +24,8 @@ use std::path::Path;
 use super::problem::{Parsed, Problem, line_col};
 
 /// The files of one namespace dump, with the command that writes each.
-/// This table is the snapshot contract; `collect` writes exactly these.
+/// This table is the snapshot contract; `collect` runs exactly these commands
+/// (keeping only the `net.*` lines of `sysctl -a`, which is all DESIGN §3 needs).
 pub const DUMP_FILES: &[DumpFile] = &[
     DumpFile {
         name: "ip-link.json",
