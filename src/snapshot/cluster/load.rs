@@ -232,12 +232,14 @@ fn objects_in<'a>(
     let kind = field("kind", inherited.map(|(_, kind)| kind));
     let (api_version, kind) = match (api_version, kind) {
         (Ok(api_version), Ok(kind)) => (api_version, kind),
-        (api_version, kind) => {
-            let messages: Vec<String> = [api_version.err(), kind.err()]
-                .into_iter()
-                .flatten()
-                .collect();
-            issues.push(at(format!("{}; skipped", messages.join("; "))));
+        (Err(_), Err(_)) if value.get("apiVersion").is_none() && value.get("kind").is_none() => {
+            issues.push(at(
+                "no apiVersion and no kind: not a Kubernetes object; skipped".to_owned(),
+            ));
+            return;
+        }
+        (Err(message), _) | (_, Err(message)) => {
+            issues.push(at(format!("{message}; skipped")));
             return;
         }
     };
@@ -290,4 +292,16 @@ fn describe(data: &Data) -> &'static str {
         Data::Seq(_) => "a list",
         Data::Map(_) => "a mapping",
     }
+}
+
+/// Loads one file's text as if read from `path`, which decides the format.
+#[cfg(test)]
+pub(super) fn load_file_text(path: &Path, text: &str) -> (Cluster, Vec<Problem>) {
+    let mut cluster = Cluster::default();
+    let mut problems = Vec::new();
+    match format_of(path) {
+        Some(format) => load_text(path, text, format, &mut cluster, &mut problems),
+        None => panic!("{} is not a .yaml, .yml or .json path", path.display()),
+    }
+    (cluster, problems)
 }

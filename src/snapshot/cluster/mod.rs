@@ -21,6 +21,8 @@ mod document;
 mod load;
 mod model;
 mod selector;
+#[cfg(test)]
+mod tests;
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
