@@ -44,7 +44,7 @@ pub(super) fn read_object(
         None => {
             if let Some(typed) = TYPED_KINDS
                 .iter()
-                .find(|t| t.kind == kind && group(t.api_version) == group(api_version))
+                .find(|t| t.kind == kind && api_group(t.api_version) == api_group(api_version))
             {
                 cx.issue(
                     FieldPath::default().field("apiVersion"),
@@ -95,11 +95,6 @@ fn identity(kind: &str, value: &Value) -> String {
         (_, Some(name)) => format!("{kind} {name}"),
         (_, None) => format!("{kind} (without metadata.name)"),
     }
-}
-
-/// The API group of an apiVersion: `apps` of `apps/v1`, empty for the core `v1`.
-fn group(api_version: &str) -> &str {
-    api_version.rsplit_once('/').map_or("", |(group, _)| group)
 }
 
 /// Issues found while converting one object, by field path.
@@ -268,21 +263,28 @@ impl Conversion {
         }
     }
 
-    fn port(&mut self, number: i32, path: FieldPath, what: &str) -> Option<u16> {
+    /// A port number; `consequence` says what is dropped when it is not one.
+    fn port(&mut self, number: i32, path: FieldPath, consequence: &str) -> Option<u16> {
         match port_number(number) {
             Ok(port) => Some(port),
             Err(message) => {
-                self.issue(path, format!("{message}; {what} ignored"));
+                self.issue(path, format!("{message}; {consequence}"));
                 None
             }
         }
     }
 
-    fn enumerated<T: ApiEnum>(&mut self, text: &str, path: FieldPath, what: &str) -> Option<T> {
+    /// A value of an API enumeration; `consequence` says what is dropped when it is not one.
+    fn enumerated<T: ApiEnum>(
+        &mut self,
+        text: &str,
+        path: FieldPath,
+        consequence: &str,
+    ) -> Option<T> {
         match parse_enum(text) {
             Ok(value) => Some(value),
             Err(message) => {
-                self.issue(path, format!("{message}; {what}"));
+                self.issue(path, format!("{message}; {consequence}"));
                 None
             }
         }
@@ -293,11 +295,11 @@ impl Conversion {
         &mut self,
         protocol: Option<&str>,
         path: FieldPath,
-        what: &str,
+        consequence: &str,
     ) -> Option<Protocol> {
         match protocol {
             None => Some(Protocol::Tcp),
-            Some(text) => self.enumerated(text, path, what),
+            Some(text) => self.enumerated(text, path, consequence),
         }
     }
 
@@ -530,14 +532,18 @@ fn container_port(
     path: FieldPath,
     cx: &mut Conversion,
 ) -> Option<ContainerPort> {
-    let container_port = cx.port(port.container_port, path.field("containerPort"), "port")?;
+    let container_port = cx.port(
+        port.container_port,
+        path.field("containerPort"),
+        "port ignored",
+    )?;
     let protocol = cx.protocol(
         port.protocol.as_deref(),
         path.field("protocol"),
         "port ignored",
     )?;
     let host_port = match port.host_port {
-        Some(number) => Some(cx.port(number, path.field("hostPort"), "port")?),
+        Some(number) => Some(cx.port(number, path.field("hostPort"), "port ignored")?),
         None => None,
     };
     Some(ContainerPort {
@@ -648,7 +654,7 @@ fn service_port(
     path: FieldPath,
     cx: &mut Conversion,
 ) -> Option<ServicePort> {
-    let number = cx.port(port.port, path.field("port"), "port")?;
+    let number = cx.port(port.port, path.field("port"), "port ignored")?;
     let protocol = cx.protocol(
         port.protocol.as_deref(),
         path.field("protocol"),
@@ -657,12 +663,12 @@ fn service_port(
     let target_port = match port.target_port {
         None => PortRef::Number(number),
         Some(IntOrString::Int(target)) => {
-            PortRef::Number(cx.port(target, path.field("targetPort"), "port")?)
+            PortRef::Number(cx.port(target, path.field("targetPort"), "port ignored")?)
         }
         Some(IntOrString::String(name)) => PortRef::Name(name),
     };
     let node_port = match port.node_port {
-        Some(node_port) => Some(cx.port(node_port, path.field("nodePort"), "port")?),
+        Some(node_port) => Some(cx.port(node_port, path.field("nodePort"), "port ignored")?),
         None => None,
     };
     Some(ServicePort {
@@ -695,7 +701,7 @@ impl Typed for discovery::EndpointSlice {
                     "port ignored",
                 )?;
                 let number = match port.port {
-                    Some(number) => Some(cx.port(number, path.field("port"), "port")?),
+                    Some(number) => Some(cx.port(number, path.field("port"), "port ignored")?),
                     None => None,
                 };
                 Some(EndpointPort {
@@ -812,7 +818,7 @@ impl Typed for core::Endpoints {
                                 at.field("protocol"),
                                 "port ignored",
                             )?,
-                            port: Some(cx.port(port.port, at.field("port"), "port")?),
+                            port: Some(cx.port(port.port, at.field("port"), "port ignored")?),
                             name: non_empty(port.name),
                         })
                     })

@@ -106,12 +106,8 @@ struct GenericKey {
 
 impl GenericKey {
     fn of(object: &GenericObject) -> Self {
-        let group = object
-            .api_version
-            .rsplit_once('/')
-            .map_or("", |(group, _)| group);
         GenericKey {
-            group: group.to_owned(),
+            group: object.group().to_owned(),
             kind: object.kind.clone(),
             namespace: object.meta.namespace.clone(),
             name: object.meta.name.clone(),

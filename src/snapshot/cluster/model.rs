@@ -453,6 +453,18 @@ pub struct GenericObject {
     pub value: serde_json::Value,
 }
 
+impl GenericObject {
+    /// The API group: `crd.projectcalico.org` of `crd.projectcalico.org/v1`.
+    pub fn group(&self) -> &str {
+        api_group(&self.api_version)
+    }
+}
+
+/// The API group of an apiVersion: `apps` of `apps/v1`, empty for the core `v1`.
+pub(super) fn api_group(api_version: &str) -> &str {
+    api_version.rsplit_once('/').map_or("", |(group, _)| group)
+}
+
 /// Any object the loader read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Object {

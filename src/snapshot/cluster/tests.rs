@@ -865,3 +865,56 @@ fn requirement_values_are_a_set() {
     let expected: BTreeSet<String> = ["a".to_string(), "b".to_string()].into();
     assert_eq!(requirement.values, expected);
 }
+
+/// Every fixture file, as (name to load it as, text).
+fn fixture_texts() -> Vec<(String, String)> {
+    let mut texts = Vec::new();
+    for dir in ["kubectl", "broken"] {
+        let mut stack = vec![fixture(dir)];
+        while let Some(path) = stack.pop() {
+            if path.is_dir() {
+                stack.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+            } else if let Ok(text) = std::fs::read_to_string(&path) {
+                let name = path.file_name().unwrap().to_string_lossy().into_owned();
+                if name.ends_with(".yaml") || name.ends_with(".json") {
+                    texts.push((name, text));
+                }
+            }
+        }
+    }
+    texts.sort();
+    texts
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+
+    /// Cut anywhere and with one character changed, a kubectl file loads
+    /// what it can and reports the rest at real positions; it never panics.
+    #[test]
+    fn damaged_kubectl_files_never_panic(
+        which in proptest::prelude::any::<proptest::sample::Index>(),
+        cut in 0.0..=1.0f64,
+        change in proptest::option::of((0.0..1.0f64, proptest::sample::select(b"{}[]:,-\"' \n#&*!|>0aZ".to_vec()))),
+    ) {
+        let texts = fixture_texts();
+        let (name, text) = which.get(&texts);
+        let mut bytes = text.as_bytes().to_vec();
+        bytes.truncate((bytes.len() as f64 * cut) as usize);
+        if let Some((at, byte)) = change {
+            let at = (bytes.len() as f64 * at) as usize;
+            if let Some(b) = bytes.get_mut(at) {
+                *b = byte;
+            }
+        }
+        let text = String::from_utf8(bytes).unwrap();
+        let (_, problems) = load_file_text(Path::new(name), &text);
+        let lines = text.lines().count().max(1);
+        for problem in problems {
+            if let Some(line) = problem.line {
+                proptest::prop_assert!((1..=lines + 1).contains(&line), "{problem}");
+            }
+            proptest::prop_assert!(problem.column.is_none_or(|c| c >= 1), "{problem}");
+        }
+    }
+}
