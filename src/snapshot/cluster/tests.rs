@@ -466,6 +466,7 @@ fn broken_files_cost_only_what_is_broken() {
             )
             .as_str(),
             "empty.yaml: no Kubernetes object in this file",
+            "latin1.yaml:4:16: not valid UTF-8",
             "no-kind.yaml:1:1: no apiVersion and no kind: not a Kubernetes object; skipped",
             "pods-table.yaml:1:1: expected a Kubernetes object (a mapping with apiVersion and kind), found a string",
             "truncated.json:12:21: EOF while parsing a string",
