@@ -7,7 +7,7 @@ use super::Cluster;
 use super::convert::read_object;
 use super::document::{Data, Value, parse_json, parse_yaml};
 use super::model::{Object, ObjectSource};
-use crate::snapshot::problem::{ParseIssue, Problem, line_col};
+use crate::snapshot::problem::{self, ParseIssue, Problem};
 
 /// Reads every `*.yaml`, `*.yml` and `*.json` file under `dir`, recursively,
 /// in sorted path order. Dotfiles and dot-directories are skipped; any other
@@ -89,22 +89,17 @@ fn format_of(path: &Path) -> Option<Format> {
 }
 
 fn read_text(path: &Path, problems: &mut Vec<Problem>) -> Option<String> {
-    let bytes = match std::fs::read(path) {
-        Ok(bytes) => bytes,
-        Err(e) => {
-            problems.push(Problem::in_file(path, format!("cannot read: {e}")));
-            return None;
+    match problem::read_text(path) {
+        Ok(Some(text)) => Some(text),
+        Ok(None) => {
+            problems.push(Problem::in_file(
+                path,
+                "cannot read: the file disappeared while loading",
+            ));
+            None
         }
-    };
-    match String::from_utf8(bytes) {
-        Ok(text) => Some(text),
-        Err(e) => {
-            let valid_up_to = e.utf8_error().valid_up_to();
-            let valid = e.as_bytes().get(..valid_up_to).unwrap_or_default();
-            let (line, column) =
-                line_col(std::str::from_utf8(valid).unwrap_or_default(), valid_up_to);
-            let issue = ParseIssue::at(line, column, "not valid UTF-8");
-            problems.push(Problem::from_issue(path, issue));
+        Err(problem) => {
+            problems.push(problem);
             None
         }
     }
