@@ -2,6 +2,7 @@
 //! else in skoop knows about terminals or output formats.
 
 mod collect;
+mod diagnose;
 mod route;
 mod snapshot;
 
@@ -29,6 +30,8 @@ enum Command {
     /// Collect network-namespace dumps from this machine.
     #[command(subcommand)]
     Collect(collect::CollectCommand),
+    /// Follow a packet through a snapshot and say where it stops, and why.
+    Diagnose(diagnose::DiagnoseArgs),
     /// Ask the kernel model how one namespace dump routes a packet.
     #[command(subcommand)]
     Route(route::RouteCommand),
@@ -63,6 +66,7 @@ pub fn run() -> ExitCode {
     };
     match cli.command {
         Command::Collect(command) => collect::run(command),
+        Command::Diagnose(args) => diagnose::run(args),
         Command::Route(command) => route::run(command),
         Command::Snapshot(command) => snapshot::run(command),
     }

@@ -1,0 +1,1207 @@
+//! The walk itself: one namespace at a time, as the kernel would move the packet.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::net::IpAddr;
+
+use petgraph::graph::{DiGraph, NodeIndex};
+
+use super::target::{Protocol, Resolved};
+use super::topology::Topology;
+use super::{
+    Diagnosis, Disposition, Finding, Hop, HopKind, Link, LinkKind, PathResult, Severity, Step,
+};
+use crate::netstack::routing::{
+    Fib, FlowKey, LookupOutcome, RouteError, describe_route, describe_rule, table_name,
+};
+use crate::snapshot::cluster::IpOwner;
+use crate::snapshot::netns::addr::Family;
+use crate::snapshot::netns::link::{
+    Link as Device, LinkFlag, LinkKind as DeviceKind, LinkLayerAddress, MacAddr, VxlanInfo,
+};
+use crate::snapshot::netns::neigh::NeighbourState;
+use crate::snapshot::netns::route::RouteType;
+use crate::snapshot::netns::sockets::{LocalAddress, SocketProtocol, SocketState};
+use crate::snapshot::netns::sysctl::Sysctls;
+use crate::snapshot::{NetnsId, Snapshot};
+
+/// A walk longer than this is a loop the per-visit check did not catch.
+const MAX_VISITS: usize = 64;
+
+/// The packet as the walker carries it.
+#[derive(Debug, Clone, PartialEq)]
+struct Packet {
+    src: Option<IpAddr>,
+    dst: IpAddr,
+    protocol: Protocol,
+    dport: Option<u16>,
+    /// Set while the packet is the outer UDP packet of a VXLAN tunnel.
+    tunnel: Option<Box<Tunnelled>>,
+}
+
+/// What a VXLAN packet carries.
+#[derive(Debug, Clone, PartialEq)]
+struct Tunnelled {
+    vni: u32,
+    /// The destination MAC of the inner frame: the remote VTEP device's, if the
+    /// neighbour and FDB entries are right.
+    inner_mac: MacAddr,
+    inner: Packet,
+}
+
+impl fmt::Display for Packet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.src {
+            Some(src) => write!(f, "{src}")?,
+            None => f.write_str("(source not chosen yet)")?,
+        }
+        match self.dport {
+            Some(port) => write!(
+                f,
+                " -> {} {}",
+                std::net::SocketAddr::new(self.dst, port),
+                self.protocol
+            )?,
+            None => write!(f, " -> {} {}", self.dst, self.protocol)?,
+        }
+        if let Some(tunnel) = &self.tunnel {
+            write!(
+                f,
+                " [vxlan {} to {}: {}]",
+                tunnel.vni, tunnel.inner_mac, tunnel.inner
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// How the packet came to be in a namespace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Arrival {
+    /// Generated here (by a socket, or by a tunnel device encapsulating).
+    Local,
+    /// Arrived on this interface.
+    Received(String),
+}
+
+/// The state of one branch of the walk.
+#[derive(Debug, Clone)]
+struct Branch {
+    hops: Vec<NodeIndex>,
+    probability: f64,
+    /// (namespace, packet, arrival) already seen on this branch.
+    seen: Vec<(NetnsId, String, Arrival)>,
+}
+
+struct Walker<'s> {
+    snapshot: &'s Snapshot,
+    topology: Topology<'s>,
+    fibs: HashMap<&'s NetnsId, Fib<'s>>,
+    graph: DiGraph<Hop, Link>,
+    paths: Vec<PathResult>,
+    findings: Vec<Finding>,
+}
+
+pub(crate) fn walk(snapshot: &Snapshot, resolved: &Resolved) -> Diagnosis {
+    let mut fibs = HashMap::new();
+    for (id, entry) in &snapshot.namespaces {
+        let dump = &entry.dump;
+        if let (Some(rules), Some(routes), Some(addrs)) = (&dump.rules, &dump.routes, &dump.addrs) {
+            fibs.insert(id, Fib::new(rules, routes, addrs, dump.sysctls.as_ref()));
+        }
+    }
+    let mut walker = Walker {
+        snapshot,
+        topology: Topology::new(snapshot),
+        fibs,
+        graph: DiGraph::new(),
+        paths: Vec::new(),
+        findings: Vec::new(),
+    };
+    let packet = Packet {
+        src: resolved.src,
+        dst: resolved.dst,
+        protocol: resolved.protocol,
+        dport: resolved.dport,
+        tunnel: None,
+    };
+    let branch = Branch {
+        hops: Vec::new(),
+        probability: 1.0,
+        seen: Vec::new(),
+    };
+    walker.visit(&resolved.source, packet, Arrival::Local, None, branch);
+    Diagnosis {
+        summary: resolved.summary.clone(),
+        graph: walker.graph,
+        paths: walker.paths,
+        findings: walker.findings,
+    }
+}
+
+/// Why a path stopped, before it is recorded.
+struct Stop {
+    disposition: Disposition,
+    id: &'static str,
+    reason: String,
+    evidence: String,
+}
+
+impl<'s> Walker<'s> {
+    /// Enters a namespace: a new hop in the graph.
+    fn visit(
+        &mut self,
+        ns: &NetnsId,
+        packet: Packet,
+        arrival: Arrival,
+        from: Option<(NodeIndex, Link)>,
+        mut branch: Branch,
+    ) {
+        let hop = self.graph.add_node(Hop {
+            id: hop_id(ns),
+            kind: match ns {
+                NetnsId::Pod { .. } => HopKind::Pod,
+                NetnsId::Host { .. } => HopKind::Node,
+            },
+            node: Some(ns.node().to_string()),
+            steps: Vec::new(),
+        });
+        if let Some((previous, link)) = from {
+            self.graph.add_edge(previous, hop, link);
+        }
+        branch.hops.push(hop);
+        self.process(ns, hop, packet, arrival, branch);
+    }
+
+    /// What the namespace's kernel does with a packet that is in it.
+    fn process(
+        &mut self,
+        ns: &NetnsId,
+        hop: NodeIndex,
+        packet: Packet,
+        arrival: Arrival,
+        mut branch: Branch,
+    ) {
+        let key = (ns.clone(), packet.to_string(), arrival.clone());
+        if branch.seen.contains(&key) || branch.seen.len() >= MAX_VISITS {
+            let reason = format!(
+                "the packet comes back to {} as it was: a forwarding loop",
+                hop_id(ns)
+            );
+            return self.stop(
+                hop,
+                branch,
+                Stop {
+                    disposition: Disposition::Loop,
+                    id: "engine.loop",
+                    reason,
+                    evidence: hop_id(ns),
+                },
+            );
+        }
+        branch.seen.push(key);
+        self.step(
+            hop,
+            match &arrival {
+                Arrival::Local => Step::Sent {
+                    packet: packet.to_string(),
+                },
+                Arrival::Received(interface) => Step::Received {
+                    interface: interface.clone(),
+                    packet: packet.to_string(),
+                },
+            },
+        );
+        if let Some(stop) = self.untranslated_service(&packet) {
+            return self.stop(hop, branch, stop);
+        }
+        let Some(fib) = self.fibs.get(ns) else {
+            return self.stop(
+                hop,
+                branch,
+                self.missing(
+                    ns,
+                    "ip-route.json, ip-rule.json and ip-addr.json",
+                    "route the packet",
+                ),
+            );
+        };
+        let iif = match &arrival {
+            Arrival::Local => None,
+            Arrival::Received(interface) => Some(interface.clone()),
+        };
+        let flow = FlowKey {
+            src: if iif.is_some() { packet.src } else { None },
+            iif: iif.clone(),
+            dport: packet.dport,
+            ..FlowKey::to(packet.dst)
+        };
+        let lookup = fib.lookup(&flow);
+        let routes = fib.routes;
+        let rule_text = |index: Option<usize>| {
+            index.map_or_else(|| "-".to_string(), |r| describe_rule(fib.rules[r]))
+        };
+        let (rule_text, route_entry) = match &lookup.outcome {
+            LookupOutcome::Routed { rule, route, .. } => {
+                (rule_text(Some(*rule)), Some(&routes[*route]))
+            }
+            LookupOutcome::Failed { rule, route, .. } => {
+                (rule_text(*rule), route.map(|r| &routes[r]))
+            }
+            LookupOutcome::Unknown { .. } => (rule_text(None), None),
+        };
+        let routes_file = self.file(ns, "ip-route.json");
+        match lookup.outcome {
+            LookupOutcome::Unknown { reason } => {
+                let stop = Stop {
+                    disposition: Disposition::InsufficientInfo,
+                    id: "kernel.route.unknown",
+                    reason,
+                    evidence: routes_file,
+                };
+                self.stop(hop, branch, stop)
+            }
+            LookupOutcome::Failed { error, .. } => {
+                let route_text = route_entry.map(describe_route);
+                self.step(
+                    hop,
+                    Step::Route {
+                        rule: rule_text.clone(),
+                        table: route_entry
+                            .map(|r| table_name(&r.table))
+                            .unwrap_or_else(|| "-".into()),
+                        route: route_text.clone().unwrap_or_else(|| "-".into()),
+                        result: error.to_string(),
+                    },
+                );
+                let (disposition, id) = match error {
+                    RouteError::NoRoute => (Disposition::NoRoute, "kernel.route.none"),
+                    RouteError::Martian => (Disposition::NoRoute, "kernel.route.martian"),
+                    RouteError::Unreachable => {
+                        (Disposition::UnreachableRoute, "kernel.route.unreachable")
+                    }
+                    RouteError::Prohibit => {
+                        (Disposition::UnreachableRoute, "kernel.route.prohibit")
+                    }
+                    RouteError::Blackhole => {
+                        (Disposition::UnreachableRoute, "kernel.route.blackhole")
+                    }
+                };
+                let reason = match &route_text {
+                    Some(route) => format!(
+                        "{} has {error}: {route} (selected by rule {rule_text})",
+                        hop_id(ns),
+                    ),
+                    None => format!("{} has {error} to {}", hop_id(ns), packet.dst),
+                };
+                self.stop(
+                    hop,
+                    branch,
+                    Stop {
+                        disposition,
+                        id,
+                        reason,
+                        evidence: routes_file,
+                    },
+                )
+            }
+            LookupOutcome::Routed {
+                route_type, paths, ..
+            } => {
+                let route_entry = route_entry.expect("a routed lookup names its route");
+                let route_step = |result: String| Step::Route {
+                    rule: rule_text.clone(),
+                    table: table_name(&route_entry.table),
+                    route: describe_route(route_entry),
+                    result,
+                };
+                match route_type {
+                    RouteType::Local => {
+                        self.step(hop, route_step("local delivery".into()));
+                        if let Some(stop) = self.reverse_path_filter(ns, &packet, iif.as_deref()) {
+                            return self.stop(hop, branch, stop);
+                        }
+                        self.deliver(ns, hop, packet, iif.as_deref().unwrap_or("lo"), branch)
+                    }
+                    RouteType::Unicast => {
+                        let shared = branch.probability;
+                        for path in paths {
+                            let mut branch = branch.clone();
+                            branch.probability = shared * path.probability;
+                            let mut packet = packet.clone();
+                            if packet.src.is_none() {
+                                packet.src = path.prefsrc;
+                            }
+                            let dev = path.dev.clone().unwrap_or_default();
+                            let via = match path.gateway {
+                                Some(gateway) => format!("via {gateway} dev {dev}"),
+                                None => format!("dev {dev}"),
+                            };
+                            self.step(hop, route_step(via));
+                            if let Some(iif) = &iif
+                                && let Some(stop) = self
+                                    .forwarding(ns, iif)
+                                    .or_else(|| self.reverse_path_filter(ns, &packet, Some(iif)))
+                            {
+                                self.stop(hop, branch, stop);
+                                continue;
+                            }
+                            let next_hop = path.gateway.unwrap_or(packet.dst);
+                            self.egress(ns, hop, &dev, next_hop, packet, branch);
+                        }
+                    }
+                    other => {
+                        self.step(hop, route_step(format!("{} route", other.as_str())));
+                        let reason = format!("{} routes are not modelled", other.as_str());
+                        self.stop(
+                            hop,
+                            branch,
+                            Stop {
+                                disposition: Disposition::InsufficientInfo,
+                                id: "kernel.route.unmodelled",
+                                reason,
+                                evidence: routes_file,
+                            },
+                        )
+                    }
+                }
+            }
+        }
+    }
+
+    /// kube-proxy translates service addresses in netfilter's nat table;
+    /// until that is evaluated, a packet still addressed to a service IP
+    /// cannot be followed honestly.
+    fn untranslated_service(&self, packet: &Packet) -> Option<Stop> {
+        let service =
+            self.snapshot
+                .cluster
+                .by_ip(packet.dst)
+                .iter()
+                .find_map(|owner| match owner {
+                    IpOwner::ServiceClusterIp { namespace, name }
+                    | IpOwner::ServiceExternalIp { namespace, name }
+                    | IpOwner::ServiceLoadBalancerIp { namespace, name } => {
+                        Some(format!("{namespace}/{name}"))
+                    }
+                    _ => None,
+                })?;
+        Some(Stop {
+            disposition: Disposition::InsufficientInfo,
+            id: "engine.service.untranslated",
+            reason: format!(
+                "{} is an address of service {service}; its translation to a backend (kube-proxy's netfilter rules) is not evaluated yet",
+                packet.dst
+            ),
+            evidence: format!("service {service}"),
+        })
+    }
+
+    /// IPv4 forwarding on the interface the packet came in on.
+    fn forwarding(&self, ns: &NetnsId, iif: &str) -> Option<Stop> {
+        let Some(sysctls) = self.sysctls(ns) else {
+            return Some(self.missing(ns, "sysctl.txt", "tell whether it forwards packets"));
+        };
+        let key = Sysctls::interface_key(Family::Ipv4, iif, "forwarding");
+        let (key, value) = match sysctls.get_i64(&key) {
+            Ok(Some(value)) => (key, value),
+            _ => match sysctls.get_i64("net.ipv4.ip_forward") {
+                Ok(Some(value)) => ("net.ipv4.ip_forward".to_string(), value),
+                _ => {
+                    return Some(self.missing(
+                        ns,
+                        "net.ipv4.ip_forward in sysctl.txt",
+                        "tell whether it forwards packets",
+                    ));
+                }
+            },
+        };
+        (value == 0).then(|| Stop {
+            disposition: Disposition::ForwardingDisabled,
+            id: "kernel.sysctl.forwarding",
+            reason: format!(
+                "{} does not forward packets arriving on {iif}: {key} = 0",
+                hop_id(ns)
+            ),
+            evidence: format!("{}: {key} = 0", self.file(ns, "sysctl.txt")),
+        })
+    }
+
+    /// Reverse-path filtering (`rp_filter`): strict mode drops a packet
+    /// whose source is not routed back out of the interface it came in on,
+    /// loose mode one whose source is not routable at all.
+    fn reverse_path_filter(
+        &self,
+        ns: &NetnsId,
+        packet: &Packet,
+        iif: Option<&str>,
+    ) -> Option<Stop> {
+        let (iif, src) = (iif?, packet.src?);
+        if iif == "lo" {
+            return None;
+        }
+        let sysctls = self.sysctls(ns)?;
+        let mode = ["all", iif]
+            .iter()
+            .filter_map(|ifname| {
+                sysctls
+                    .get_i64(&Sysctls::interface_key(Family::Ipv4, ifname, "rp_filter"))
+                    .ok()
+                    .flatten()
+            })
+            .max()
+            .unwrap_or(0);
+        if mode == 0 {
+            return None;
+        }
+        let fib = self.fibs.get(ns)?;
+        let back = fib.lookup(&FlowKey {
+            src: Some(packet.dst),
+            ..FlowKey::to(src)
+        });
+        let passes = match &back.outcome {
+            LookupOutcome::Routed {
+                paths, route_type, ..
+            } => {
+                *route_type == RouteType::Local
+                    || mode == 2
+                    || paths.iter().any(|p| p.dev.as_deref() == Some(iif))
+            }
+            LookupOutcome::Failed { .. } => false,
+            LookupOutcome::Unknown { .. } => return None,
+        };
+        (!passes).then(|| Stop {
+            disposition: Disposition::RpFilter,
+            id: "kernel.sysctl.rp_filter",
+            reason: format!(
+                "{} drops packets from {src} arriving on {iif}: rp_filter = {mode} ({}) and the route back to {src} does not leave by {iif}",
+                hop_id(ns),
+                if mode == 1 { "strict" } else { "loose" }
+            ),
+            evidence: format!("{}: rp_filter = {mode}", self.file(ns, "sysctl.txt")),
+        })
+    }
+
+    /// The packet is for this namespace: a tunnel device or a socket takes it.
+    fn deliver(&mut self, ns: &NetnsId, hop: NodeIndex, packet: Packet, iif: &str, branch: Branch) {
+        if let Some(tunnel) = &packet.tunnel {
+            return self.decapsulate(ns, hop, &packet, tunnel, branch);
+        }
+        match packet.protocol {
+            Protocol::Icmp => {
+                let ignored = self
+                    .sysctls(ns)
+                    .and_then(|s| s.get_i64("net.ipv4.icmp_echo_ignore_all").ok().flatten());
+                if ignored == Some(1) {
+                    let reason = format!(
+                        "{} ignores echo requests: net.ipv4.icmp_echo_ignore_all = 1",
+                        hop_id(ns)
+                    );
+                    let evidence = self.file(ns, "sysctl.txt");
+                    return self.stop(
+                        hop,
+                        branch,
+                        Stop {
+                            disposition: Disposition::NoListener,
+                            id: "kernel.sysctl.icmp_echo_ignore_all",
+                            reason,
+                            evidence,
+                        },
+                    );
+                }
+                self.step(
+                    hop,
+                    Step::Delivered {
+                        socket: "the kernel's ICMP echo responder".into(),
+                    },
+                );
+                self.finish(branch, Disposition::Delivered);
+            }
+            Protocol::Tcp | Protocol::Udp => {
+                let Some(sockets) = self
+                    .snapshot
+                    .namespaces
+                    .get(ns)
+                    .and_then(|e| e.dump.sockets.as_ref())
+                else {
+                    return self.stop(
+                        hop,
+                        branch,
+                        self.missing(ns, "ss.txt", "tell whether anything listens"),
+                    );
+                };
+                let (wanted, state) = match packet.protocol {
+                    Protocol::Tcp => (SocketProtocol::Tcp, SocketState::Listen),
+                    _ => (SocketProtocol::Udp, SocketState::Unconn),
+                };
+                let listener = sockets.iter().find(|s| {
+                    s.protocol == wanted
+                        && s.state == state
+                        && Some(s.port) == packet.dport
+                        && s.interface.as_deref().is_none_or(|bound| bound == iif)
+                        && match s.address {
+                            LocalAddress::AnyDualStack => true,
+                            LocalAddress::Ip(address) => {
+                                address == packet.dst
+                                    || (address.is_unspecified()
+                                        && Family::of(address) == Family::of(packet.dst))
+                            }
+                        }
+                });
+                match listener {
+                    Some(socket) => {
+                        let address = match socket.address {
+                            LocalAddress::AnyDualStack => "*".to_string(),
+                            LocalAddress::Ip(address) => address.to_string(),
+                        };
+                        let socket = format!("{} {}:{}", packet.protocol, address, socket.port);
+                        self.step(hop, Step::Delivered { socket });
+                        self.finish(branch, Disposition::Delivered);
+                    }
+                    None => {
+                        let port = packet.dport.map_or("-".to_string(), |p| p.to_string());
+                        let reason = format!(
+                            "nothing in {} listens on {} port {port} (the kernel answers with a reset or port unreachable)",
+                            hop_id(ns),
+                            packet.protocol
+                        );
+                        let evidence = self.file(ns, "ss.txt");
+                        self.stop(
+                            hop,
+                            branch,
+                            Stop {
+                                disposition: Disposition::NoListener,
+                                id: "kernel.socket.no-listener",
+                                reason,
+                                evidence,
+                            },
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// A VXLAN packet reached its VTEP: the device with that UDP port and VNI
+    /// takes the inner frame, if it is addressed to the device's MAC.
+    fn decapsulate(
+        &mut self,
+        ns: &NetnsId,
+        hop: NodeIndex,
+        outer: &Packet,
+        tunnel: &Tunnelled,
+        branch: Branch,
+    ) {
+        let device = self
+            .topology
+            .links(ns)
+            .into_iter()
+            .flatten()
+            .find(|link| match link.kind() {
+                Some(DeviceKind::Vxlan(info)) => {
+                    info.id == tunnel.vni
+                        && info.port == outer.dport
+                        && info.local.is_none_or(|local| local == outer.dst)
+                }
+                _ => false,
+            });
+        let Some(device) = device else {
+            let reason = format!(
+                "no VXLAN device in {} takes VNI {} on UDP port {}",
+                hop_id(ns),
+                tunnel.vni,
+                outer.dport.unwrap_or_default()
+            );
+            let evidence = self.file(ns, "ip-link.json");
+            return self.stop(
+                hop,
+                branch,
+                Stop {
+                    disposition: Disposition::NoListener,
+                    id: "kernel.vxlan.no-device",
+                    reason,
+                    evidence,
+                },
+            );
+        };
+        if device.address != Some(LinkLayerAddress::Mac(tunnel.inner_mac)) {
+            let reason = format!(
+                "the tunnelled frame is addressed to {} but {}'s {} has another MAC ({}): the sender's neighbour/FDB entries are stale",
+                tunnel.inner_mac,
+                hop_id(ns),
+                device.ifname,
+                device.address.as_ref().map_or("none".to_string(), mac_text)
+            );
+            let evidence = self.file(ns, "ip-link.json");
+            return self.stop(
+                hop,
+                branch,
+                Stop {
+                    disposition: Disposition::NeighborFailed,
+                    id: "kernel.vxlan.mac-mismatch",
+                    reason,
+                    evidence,
+                },
+            );
+        }
+        self.step(
+            hop,
+            Step::Decapsulated {
+                device: device.ifname.clone(),
+                inner: tunnel.inner.to_string(),
+            },
+        );
+        self.process(
+            ns,
+            hop,
+            tunnel.inner.clone(),
+            Arrival::Received(device.ifname.clone()),
+            branch,
+        );
+    }
+
+    /// Sends the packet out of `dev` towards `next_hop`.
+    fn egress(
+        &mut self,
+        ns: &NetnsId,
+        hop: NodeIndex,
+        dev: &str,
+        next_hop: IpAddr,
+        packet: Packet,
+        branch: Branch,
+    ) {
+        let Some(device) = self.topology.link(ns, dev) else {
+            return self.stop(
+                hop,
+                branch,
+                self.missing(
+                    ns,
+                    &format!("device {dev} in ip-link.json"),
+                    "send the packet",
+                ),
+            );
+        };
+        if let Some(stop) = self.device_down(ns, device) {
+            return self.stop(hop, branch, stop);
+        }
+        match device.kind() {
+            Some(DeviceKind::Vxlan(info)) => {
+                self.vxlan_egress(ns, hop, device, info, next_hop, packet, branch)
+            }
+            Some(DeviceKind::Bridge(_)) => {
+                self.bridge_egress(ns, hop, device, next_hop, packet, branch)
+            }
+            _ => match self.topology.veth_peer(ns, device) {
+                Some(peer) => {
+                    self.veth_egress(hop, device, peer.ns, peer.link, next_hop, packet, branch)
+                }
+                None => self.underlay_egress(ns, hop, device, next_hop, packet, branch),
+            },
+        }
+    }
+
+    /// A device that is administratively down, or has no carrier, sends nothing.
+    fn device_down(&self, ns: &NetnsId, device: &Device) -> Option<Stop> {
+        let up = device.has_flag(&LinkFlag::Up);
+        let carrier = device.has_flag(&LinkFlag::LowerUp) || device.ifname == "lo";
+        if up && carrier {
+            return None;
+        }
+        let state = if up {
+            "has no carrier (its peer or link is down)"
+        } else {
+            "is down"
+        };
+        Some(Stop {
+            disposition: Disposition::NeighborFailed,
+            id: "kernel.device.down",
+            reason: format!("{} sends by {}, which {state}", hop_id(ns), device.ifname),
+            evidence: self.file(ns, "ip-link.json"),
+        })
+    }
+
+    /// VXLAN: the next hop's neighbour entry gives the remote VTEP device's
+    /// MAC, the FDB gives the VTEP's address; the packet leaves inside UDP.
+    #[allow(clippy::too_many_arguments)]
+    fn vxlan_egress(
+        &mut self,
+        ns: &NetnsId,
+        hop: NodeIndex,
+        device: &Device,
+        info: &VxlanInfo,
+        next_hop: IpAddr,
+        packet: Packet,
+        branch: Branch,
+    ) {
+        let dump = &self.snapshot.namespaces[ns].dump;
+        let Some(neighbours) = &dump.neighbours else {
+            return self.stop(
+                hop,
+                branch,
+                self.missing(ns, "ip-neigh.json", "resolve the VXLAN next hop"),
+            );
+        };
+        let entry = neighbours
+            .iter()
+            .find(|n| n.dev == device.ifname && n.dst == next_hop);
+        let mac = match entry.and_then(|n| n.lladdr.as_ref()) {
+            Some(LinkLayerAddress::Mac(mac))
+                if !entry.is_some_and(|n| {
+                    n.has_state(&NeighbourState::Failed) || n.has_state(&NeighbourState::Incomplete)
+                }) =>
+            {
+                *mac
+            }
+            _ => {
+                let reason = format!(
+                    "{} has no usable neighbour entry for {next_hop} on {} (VXLAN devices without learning do not ARP: the entry must be programmed)",
+                    hop_id(ns),
+                    device.ifname
+                );
+                self.step(
+                    hop,
+                    Step::Neighbour {
+                        address: next_hop,
+                        interface: device.ifname.clone(),
+                        result: "missing".into(),
+                    },
+                );
+                let evidence = self.file(ns, "ip-neigh.json");
+                return self.stop(
+                    hop,
+                    branch,
+                    Stop {
+                        disposition: Disposition::NeighborFailed,
+                        id: "kernel.neighbour.missing",
+                        reason,
+                        evidence,
+                    },
+                );
+            }
+        };
+        self.step(
+            hop,
+            Step::Neighbour {
+                address: next_hop,
+                interface: device.ifname.clone(),
+                result: mac.to_string(),
+            },
+        );
+        let Some(fdb) = &dump.fdb else {
+            return self.stop(
+                hop,
+                branch,
+                self.missing(ns, "bridge-fdb.json", "find the remote VTEP"),
+            );
+        };
+        let Some(vtep) = fdb
+            .iter()
+            .find(|e| e.ifname == device.ifname && e.mac == mac)
+            .and_then(|e| e.dst)
+        else {
+            let reason = format!(
+                "{} has no FDB entry on {} for {mac}: the remote VTEP is unknown",
+                hop_id(ns),
+                device.ifname
+            );
+            let evidence = self.file(ns, "bridge-fdb.json");
+            return self.stop(
+                hop,
+                branch,
+                Stop {
+                    disposition: Disposition::NeighborFailed,
+                    id: "kernel.fdb.missing",
+                    reason,
+                    evidence,
+                },
+            );
+        };
+        let Some(port) = info.port else {
+            return self.stop(
+                hop,
+                branch,
+                self.missing(
+                    ns,
+                    &format!("the UDP port of {}", device.ifname),
+                    "encapsulate",
+                ),
+            );
+        };
+        let outer = Packet {
+            src: info.local,
+            dst: vtep,
+            protocol: Protocol::Udp,
+            dport: Some(port),
+            tunnel: Some(Box::new(Tunnelled {
+                vni: info.id,
+                inner_mac: mac,
+                inner: packet,
+            })),
+        };
+        self.step(
+            hop,
+            Step::Encapsulated {
+                device: device.ifname.clone(),
+                outer: outer.to_string(),
+            },
+        );
+        // The VXLAN driver routes the outer packet like a locally generated one.
+        self.process(ns, hop, outer, Arrival::Local, branch);
+    }
+
+    /// A bridge device of this namespace: the frame goes to the port behind
+    /// which the next hop answers ARP.
+    fn bridge_egress(
+        &mut self,
+        ns: &NetnsId,
+        hop: NodeIndex,
+        bridge: &Device,
+        next_hop: IpAddr,
+        packet: Packet,
+        branch: Branch,
+    ) {
+        for port in self.topology.bridge_ports(ns, &bridge.ifname) {
+            if let Some(peer) = self.topology.veth_peer(ns, port)
+                && self.owns(peer.ns, next_hop)
+            {
+                self.step(
+                    hop,
+                    Step::Bridged {
+                        bridge: bridge.ifname.clone(),
+                        port: port.ifname.clone(),
+                    },
+                );
+                return self.cross(
+                    hop,
+                    port,
+                    LinkKind::BridgePort,
+                    peer.ns,
+                    &peer.link.ifname,
+                    packet,
+                    branch,
+                );
+            }
+        }
+        let reason = format!(
+            "no device on bridge {} of {} answers ARP for {next_hop}",
+            bridge.ifname,
+            hop_id(ns)
+        );
+        let evidence = self.file(ns, "ip-link.json");
+        self.stop(
+            hop,
+            branch,
+            Stop {
+                disposition: Disposition::NeighborFailed,
+                id: "kernel.neighbour.unanswered",
+                reason,
+                evidence,
+            },
+        )
+    }
+
+    /// A veth whose other end is in another namespace of the snapshot.
+    #[allow(clippy::too_many_arguments)]
+    fn veth_egress(
+        &mut self,
+        hop: NodeIndex,
+        device: &Device,
+        peer_ns: &'s NetnsId,
+        peer: &'s Device,
+        next_hop: IpAddr,
+        packet: Packet,
+        branch: Branch,
+    ) {
+        if let Some(stop) = self.device_down(peer_ns, peer) {
+            return self.stop(hop, branch, stop);
+        }
+        let Some(bridge) = peer.master.clone() else {
+            // A plain veth pair: the peer answers ARP for its own addresses.
+            if self.owns(peer_ns, next_hop) {
+                return self.cross(
+                    hop,
+                    device,
+                    LinkKind::Veth,
+                    peer_ns,
+                    &peer.ifname,
+                    packet,
+                    branch,
+                );
+            }
+            let reason = format!(
+                "{next_hop} is not an address of {} behind {}",
+                hop_id(peer_ns),
+                device.ifname
+            );
+            let evidence = self.file(peer_ns, "ip-addr.json");
+            return self.stop(
+                hop,
+                branch,
+                Stop {
+                    disposition: Disposition::NeighborFailed,
+                    id: "kernel.neighbour.unanswered",
+                    reason,
+                    evidence,
+                },
+            );
+        };
+        // The peer is a bridge port: the bridge itself (the node's stack) or
+        // another port answers ARP for the next hop.
+        if self.owns(peer_ns, next_hop) {
+            let link = Link {
+                kind: LinkKind::Veth,
+                from_interface: device.ifname.clone(),
+                to_interface: Some(peer.ifname.clone()),
+                packet: packet.to_string(),
+            };
+            return self.visit(
+                peer_ns,
+                packet,
+                Arrival::Received(bridge),
+                Some((hop, link)),
+                branch,
+            );
+        }
+        for port in self.topology.bridge_ports(peer_ns, &bridge) {
+            if port.ifname == peer.ifname {
+                continue;
+            }
+            if let Some(far) = self.topology.veth_peer(peer_ns, port)
+                && self.owns(far.ns, next_hop)
+            {
+                // The frame crosses the node's bridge without entering its IP stack.
+                let link = Link {
+                    kind: LinkKind::Veth,
+                    from_interface: device.ifname.clone(),
+                    to_interface: Some(peer.ifname.clone()),
+                    packet: packet.to_string(),
+                };
+                let bridge_hop = self.graph.add_node(Hop {
+                    id: hop_id(peer_ns),
+                    kind: HopKind::Node,
+                    node: Some(peer_ns.node().to_string()),
+                    steps: vec![Step::Bridged {
+                        bridge: bridge.clone(),
+                        port: port.ifname.clone(),
+                    }],
+                });
+                self.graph.add_edge(hop, bridge_hop, link);
+                let mut branch = branch;
+                branch.hops.push(bridge_hop);
+                return self.cross(
+                    bridge_hop,
+                    port,
+                    LinkKind::BridgePort,
+                    far.ns,
+                    &far.link.ifname,
+                    packet,
+                    branch,
+                );
+            }
+        }
+        let reason = format!(
+            "no device on bridge {bridge} of {} answers ARP for {next_hop}",
+            hop_id(peer_ns)
+        );
+        let evidence = self.file(peer_ns, "ip-addr.json");
+        self.stop(
+            hop,
+            branch,
+            Stop {
+                disposition: Disposition::NeighborFailed,
+                id: "kernel.neighbour.unanswered",
+                reason,
+                evidence,
+            },
+        )
+    }
+
+    /// A device whose far end is not in the snapshot (a node's NIC): the
+    /// next hop is whichever node holds that address, or outside the cluster.
+    fn underlay_egress(
+        &mut self,
+        ns: &NetnsId,
+        hop: NodeIndex,
+        device: &Device,
+        next_hop: IpAddr,
+        packet: Packet,
+        branch: Branch,
+    ) {
+        let owner = self
+            .topology
+            .owners(next_hop)
+            .iter()
+            .find(|(owner, _)| *owner != ns)
+            .copied();
+        if let Some((owner, interface)) = owner {
+            return self.cross(
+                hop,
+                device,
+                LinkKind::Underlay,
+                owner,
+                interface,
+                packet,
+                branch,
+            );
+        }
+        let cluster_owner = self
+            .snapshot
+            .cluster
+            .by_ip(packet.dst)
+            .iter()
+            .find_map(|owner| match owner {
+                IpOwner::Pod {
+                    namespace, name, ..
+                } => Some(format!("pod {namespace}/{name}")),
+                IpOwner::Node { name } => Some(format!("node {name}")),
+                _ => None,
+            });
+        if let Some(owner) = cluster_owner {
+            let reason = format!(
+                "{} sends the packet for {owner} to {next_hop} by {}, and no namespace in the snapshot holds {next_hop}",
+                hop_id(ns),
+                device.ifname
+            );
+            let stop = Stop {
+                disposition: Disposition::InsufficientInfo,
+                id: "engine.next-hop.unknown",
+                reason,
+                evidence: self.file(ns, "ip-route.json"),
+            };
+            return self.stop(hop, branch, stop);
+        }
+        let outside = self.graph.add_node(Hop {
+            id: packet.dst.to_string(),
+            kind: HopKind::External,
+            node: None,
+            steps: Vec::new(),
+        });
+        let link = Link {
+            kind: LinkKind::Outside,
+            from_interface: device.ifname.clone(),
+            to_interface: None,
+            packet: packet.to_string(),
+        };
+        self.graph.add_edge(hop, outside, link);
+        let mut branch = branch;
+        branch.hops.push(outside);
+        self.finish(branch, Disposition::ExitsCluster);
+    }
+
+    /// Moves the packet over a link into another namespace.
+    #[allow(clippy::too_many_arguments)]
+    fn cross(
+        &mut self,
+        hop: NodeIndex,
+        device: &Device,
+        kind: LinkKind,
+        to: &NetnsId,
+        interface: &str,
+        packet: Packet,
+        branch: Branch,
+    ) {
+        let link = Link {
+            kind,
+            from_interface: device.ifname.clone(),
+            to_interface: Some(interface.to_string()),
+            packet: packet.to_string(),
+        };
+        self.visit(
+            to,
+            packet,
+            Arrival::Received(interface.to_string()),
+            Some((hop, link)),
+            branch,
+        );
+    }
+
+    /// Whether a namespace holds an address (and so answers ARP for it).
+    fn owns(&self, ns: &NetnsId, address: IpAddr) -> bool {
+        self.topology
+            .owners(address)
+            .iter()
+            .any(|(owner, _)| *owner == ns)
+    }
+
+    fn sysctls(&self, ns: &NetnsId) -> Option<&'s Sysctls> {
+        self.snapshot.namespaces.get(ns)?.dump.sysctls.as_ref()
+    }
+
+    /// The path of a dump file, as evidence.
+    fn file(&self, ns: &NetnsId, name: &str) -> String {
+        match self.snapshot.namespaces.get(ns) {
+            Some(entry) => entry.dir.join(name).display().to_string(),
+            None => format!("{} (no dump)", hop_id(ns)),
+        }
+    }
+
+    /// A stop for want of a dump file.
+    fn missing(&self, ns: &NetnsId, what: &str, to_do: &str) -> Stop {
+        Stop {
+            disposition: Disposition::InsufficientInfo,
+            id: "snapshot.missing",
+            reason: format!(
+                "the snapshot lacks {what} for {}, needed to {to_do}",
+                hop_id(ns)
+            ),
+            evidence: self
+                .snapshot
+                .namespaces
+                .get(ns)
+                .map_or_else(|| hop_id(ns), |e| e.dir.display().to_string()),
+        }
+    }
+
+    fn step(&mut self, hop: NodeIndex, step: Step) {
+        self.graph[hop].steps.push(step);
+    }
+
+    fn stop(&mut self, hop: NodeIndex, branch: Branch, stop: Stop) {
+        self.step(
+            hop,
+            Step::Stopped {
+                disposition: stop.disposition,
+                reason: stop.reason.clone(),
+            },
+        );
+        let severity = match stop.disposition {
+            Disposition::InsufficientInfo => Severity::Warning,
+            _ => Severity::Fatal,
+        };
+        self.findings.push(Finding {
+            id: stop.id.to_string(),
+            severity,
+            hop: self.graph[hop].id.clone(),
+            hop_index: hop.index(),
+            message: stop.reason,
+            evidence: stop.evidence,
+            expected: None,
+        });
+        self.finish(branch, stop.disposition);
+    }
+
+    fn finish(&mut self, branch: Branch, disposition: Disposition) {
+        self.paths.push(PathResult {
+            disposition,
+            probability: branch.probability,
+            hops: branch.hops.iter().map(|h| h.index()).collect(),
+        });
+    }
+}
+
+/// Hop ids as the JSON contract names them: pods `NS/NAME`, nodes their name.
+fn hop_id(ns: &NetnsId) -> String {
+    match ns {
+        NetnsId::Host { node } => node.clone(),
+        NetnsId::Pod {
+            namespace, name, ..
+        } => format!("{namespace}/{name}"),
+    }
+}
+
+fn mac_text(address: &LinkLayerAddress) -> String {
+    match address {
+        LinkLayerAddress::Mac(mac) => mac.to_string(),
+        LinkLayerAddress::Other(text) => text.clone(),
+    }
+}
