@@ -1,11 +1,405 @@
-//! PLACEHOLDER: replaced by the cluster object loader and model.
-use std::path::Path;
+//! The Kubernetes objects of a snapshot (`<snapshot>/cluster/`), read into
+//! skoop's own compact cluster model.
+//!
+//! Files hold objects exactly as `kubectl get ... -o yaml|json` writes them:
+//! single objects, `kind: List` (or `PodList` and friends), multi-document
+//! YAML, one or more JSON values. Node, Pod, Service, EndpointSlice,
+//! Endpoints, ConfigMap, DaemonSet, NetworkPolicy and Namespace are typed;
+//! every other kind is a [`GenericObject`] that packs query by apiVersion and
+//! kind. The code names no CNI.
+//!
+//! Invariants:
+//! - k8s-openapi stays inside this module: the model is skoop's own, so the
+//!   engine never depends on it.
+//! - Loading never stops at the first problem and never panics. A broken
+//!   document, a field of the wrong type or an invalid IP costs only that
+//!   document, object or field, and is reported with file, line and column.
 
-use super::problem::Problem;
+mod convert;
+mod de;
+mod document;
+mod load;
+mod model;
+mod selector;
+#[cfg(test)]
+mod tests;
 
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+pub use load::load;
+pub use model::{
+    AddressType, ApiEnum, ConfigMap, Container, ContainerPort, DaemonSet, Endpoint,
+    EndpointAddress, EndpointConditions, EndpointPort, EndpointSlice, EndpointSubset, Endpoints,
+    GenericObject, Labels, Namespace, NetworkPolicy, NetworkPolicyPeer, NetworkPolicyPort,
+    NetworkPolicyRule, Node, NodeAddress, Object, ObjectMeta, ObjectReference, ObjectSource, Pod,
+    PodPhase, PolicyTypes, PortRef, Protocol, Service, ServicePort, ServiceType, SessionAffinity,
+    TemplateContainer, TrafficPolicy,
+};
+pub use selector::{LabelSelector, LabelSelectorRequirement, RequirementError, SelectorOperator};
+
+/// The cluster's objects, with lookups by name, by IP and by NodePort.
 #[derive(Debug, Default, Clone)]
-pub struct Cluster;
+pub struct Cluster {
+    nodes: BTreeMap<String, Node>,
+    namespaces: BTreeMap<String, Namespace>,
+    pods: ByNamespace<Pod>,
+    services: ByNamespace<Service>,
+    endpoint_slices: ByNamespace<EndpointSlice>,
+    endpoints: ByNamespace<Endpoints>,
+    config_maps: ByNamespace<ConfigMap>,
+    daemon_sets: ByNamespace<DaemonSet>,
+    network_policies: ByNamespace<NetworkPolicy>,
+    others: BTreeMap<GenericKey, GenericObject>,
+    ips: BTreeMap<IpAddr, Vec<IpOwner>>,
+    node_ports: BTreeMap<(Protocol, u16), (String, String)>,
+}
 
-pub fn load(_dir: &Path) -> (Cluster, Vec<Problem>) {
-    (Cluster, Vec::new())
+/// What an IP of the cluster belongs to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IpOwner {
+    /// One of a pod's `status.podIPs`. A `host_network` pod has its node's
+    /// IPs, so the node owns the same address.
+    Pod {
+        namespace: String,
+        name: String,
+        host_network: bool,
+    },
+    /// An `InternalIP` or `ExternalIP` of a node.
+    Node {
+        name: String,
+    },
+    ServiceClusterIp {
+        namespace: String,
+        name: String,
+    },
+    ServiceExternalIp {
+        namespace: String,
+        name: String,
+    },
+    ServiceLoadBalancerIp {
+        namespace: String,
+        name: String,
+    },
+}
+
+/// An object whose kind, namespace and name were already taken.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{kind} {name} is defined twice (first at {first})")]
+pub struct DuplicateObject {
+    pub kind: String,
+    /// `namespace/name`, or `name` alone for a cluster-scoped object.
+    pub name: String,
+    pub first: ObjectSource,
+}
+
+/// Generic objects are the same object when group, kind, namespace and name
+/// agree: two versions of one group serve the same object, while two groups
+/// (Calico's `crd.projectcalico.org` and `projectcalico.org`) are distinct.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct GenericKey {
+    group: String,
+    kind: String,
+    namespace: String,
+    name: String,
+}
+
+impl GenericKey {
+    fn of(object: &GenericObject) -> Self {
+        GenericKey {
+            group: object.group().to_owned(),
+            kind: object.kind.clone(),
+            namespace: object.meta.namespace.clone(),
+            name: object.meta.name.clone(),
+        }
+    }
+}
+
+/// Namespaced objects of one kind: namespace, then name.
+#[derive(Debug, Clone)]
+struct ByNamespace<T>(BTreeMap<String, BTreeMap<String, T>>);
+
+impl<T> Default for ByNamespace<T> {
+    fn default() -> Self {
+        ByNamespace(BTreeMap::new())
+    }
+}
+
+impl<T> ByNamespace<T> {
+    fn get(&self, namespace: &str, name: &str) -> Option<&T> {
+        self.0.get(namespace)?.get(name)
+    }
+
+    fn in_namespace(&self, namespace: &str) -> impl Iterator<Item = &T> {
+        self.0.get(namespace).into_iter().flat_map(BTreeMap::values)
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &T> {
+        self.0.values().flat_map(BTreeMap::values)
+    }
+
+    /// Inserts unless the name is taken; the first object stays.
+    fn insert(&mut self, namespace: String, name: String, object: T) {
+        self.0
+            .entry(namespace)
+            .or_default()
+            .entry(name)
+            .or_insert(object);
+    }
+}
+
+impl Cluster {
+    /// Adds an object and indexes its IPs and NodePorts. An object whose
+    /// kind, namespace and name are taken is refused; the first one stays.
+    /// A NodePort already claimed stays with its first service.
+    pub fn insert(&mut self, object: Object) -> Result<(), DuplicateObject> {
+        let owners = ip_owners(&object);
+        let node_ports = node_ports(&object);
+        if let Some(first) = self.source_of_same(&object) {
+            let meta = object.meta();
+            let name = if meta.namespace.is_empty() {
+                meta.name.clone()
+            } else {
+                format!("{}/{}", meta.namespace, meta.name)
+            };
+            return Err(DuplicateObject {
+                kind: object.kind().to_owned(),
+                name,
+                first: first.clone(),
+            });
+        }
+        let (namespace, name) = (object.meta().namespace.clone(), object.meta().name.clone());
+        match object {
+            Object::Node(node) => {
+                self.nodes.entry(name).or_insert(node);
+            }
+            Object::Namespace(object) => {
+                self.namespaces.entry(name).or_insert(object);
+            }
+            Object::Pod(pod) => self.pods.insert(namespace, name, pod),
+            Object::Service(service) => self.services.insert(namespace, name, service),
+            Object::EndpointSlice(slice) => self.endpoint_slices.insert(namespace, name, slice),
+            Object::Endpoints(endpoints) => self.endpoints.insert(namespace, name, endpoints),
+            Object::ConfigMap(config_map) => self.config_maps.insert(namespace, name, config_map),
+            Object::DaemonSet(daemon_set) => self.daemon_sets.insert(namespace, name, daemon_set),
+            Object::NetworkPolicy(policy) => self.network_policies.insert(namespace, name, policy),
+            Object::Generic(object) => {
+                self.others.entry(GenericKey::of(&object)).or_insert(object);
+            }
+        }
+        for (ip, owner) in owners {
+            self.ips.entry(ip).or_default().push(owner);
+        }
+        for (key, service) in node_ports {
+            self.node_ports.entry(key).or_insert(service);
+        }
+        Ok(())
+    }
+
+    /// Where an object with the same identity as `object` was read from.
+    fn source_of_same(&self, object: &Object) -> Option<&ObjectSource> {
+        let meta = object.meta();
+        let (namespace, name) = (meta.namespace.as_str(), meta.name.as_str());
+        let existing = match object {
+            Object::Node(_) => self.node(name).map(|o| &o.meta),
+            Object::Namespace(_) => self.namespace(name).map(|o| &o.meta),
+            Object::Pod(_) => self.pod(namespace, name).map(|o| &o.meta),
+            Object::Service(_) => self.service(namespace, name).map(|o| &o.meta),
+            Object::EndpointSlice(_) => self.endpoint_slices.get(namespace, name).map(|o| &o.meta),
+            Object::Endpoints(_) => self.endpoints.get(namespace, name).map(|o| &o.meta),
+            Object::ConfigMap(_) => self.config_map(namespace, name).map(|o| &o.meta),
+            Object::DaemonSet(_) => self.daemon_set(namespace, name).map(|o| &o.meta),
+            Object::NetworkPolicy(_) => self.network_policies.get(namespace, name).map(|o| &o.meta),
+            Object::Generic(generic) => self.others.get(&GenericKey::of(generic)).map(|o| &o.meta),
+        };
+        existing.map(|meta| &meta.source)
+    }
+
+    pub fn nodes(&self) -> impl Iterator<Item = &Node> {
+        self.nodes.values()
+    }
+
+    pub fn node(&self, name: &str) -> Option<&Node> {
+        self.nodes.get(name)
+    }
+
+    pub fn namespaces(&self) -> impl Iterator<Item = &Namespace> {
+        self.namespaces.values()
+    }
+
+    pub fn namespace(&self, name: &str) -> Option<&Namespace> {
+        self.namespaces.get(name)
+    }
+
+    pub fn pods(&self) -> impl Iterator<Item = &Pod> {
+        self.pods.iter()
+    }
+
+    pub fn pod(&self, namespace: &str, name: &str) -> Option<&Pod> {
+        self.pods.get(namespace, name)
+    }
+
+    /// The pods of `namespace` whose labels `selector` matches.
+    pub fn pods_matching<'a>(
+        &'a self,
+        namespace: &str,
+        selector: &'a LabelSelector,
+    ) -> impl Iterator<Item = &'a Pod> {
+        self.pods
+            .in_namespace(namespace)
+            .filter(|pod| selector.matches(&pod.meta.labels))
+    }
+
+    pub fn services(&self) -> impl Iterator<Item = &Service> {
+        self.services.iter()
+    }
+
+    pub fn service(&self, namespace: &str, name: &str) -> Option<&Service> {
+        self.services.get(namespace, name)
+    }
+
+    pub fn endpoint_slices(&self) -> impl Iterator<Item = &EndpointSlice> {
+        self.endpoint_slices.iter()
+    }
+
+    /// The EndpointSlices labelled as belonging to `service`.
+    pub fn endpoint_slices_for<'a>(
+        &'a self,
+        service: &'a Service,
+    ) -> impl Iterator<Item = &'a EndpointSlice> {
+        self.endpoint_slices
+            .in_namespace(&service.meta.namespace)
+            .filter(|slice| slice.service_name.as_deref() == Some(service.meta.name.as_str()))
+    }
+
+    pub fn endpoints(&self) -> impl Iterator<Item = &Endpoints> {
+        self.endpoints.iter()
+    }
+
+    /// The Endpoints object of `service` (it bears the service's name).
+    pub fn endpoints_for(&self, service: &Service) -> Option<&Endpoints> {
+        self.endpoints
+            .get(&service.meta.namespace, &service.meta.name)
+    }
+
+    pub fn config_maps(&self) -> impl Iterator<Item = &ConfigMap> {
+        self.config_maps.iter()
+    }
+
+    pub fn config_map(&self, namespace: &str, name: &str) -> Option<&ConfigMap> {
+        self.config_maps.get(namespace, name)
+    }
+
+    pub fn daemon_sets(&self) -> impl Iterator<Item = &DaemonSet> {
+        self.daemon_sets.iter()
+    }
+
+    pub fn daemon_set(&self, namespace: &str, name: &str) -> Option<&DaemonSet> {
+        self.daemon_sets.get(namespace, name)
+    }
+
+    pub fn network_policies(&self) -> impl Iterator<Item = &NetworkPolicy> {
+        self.network_policies.iter()
+    }
+
+    /// The NetworkPolicies of `namespace`: the ones that can select its pods.
+    pub fn network_policies_in(&self, namespace: &str) -> impl Iterator<Item = &NetworkPolicy> {
+        self.network_policies.in_namespace(namespace)
+    }
+
+    /// Every object without a typed model.
+    pub fn others(&self) -> impl Iterator<Item = &GenericObject> {
+        self.others.values()
+    }
+
+    /// The generic objects of exactly this apiVersion and kind.
+    pub fn objects<'a>(
+        &'a self,
+        api_version: &'a str,
+        kind: &'a str,
+    ) -> impl Iterator<Item = &'a GenericObject> {
+        self.others
+            .values()
+            .filter(move |o| o.api_version == api_version && o.kind == kind)
+    }
+
+    /// Everything that owns `ip`: several owners are normal (a hostNetwork
+    /// pod and its node; a finished pod and the running one that reuses its IP).
+    pub fn by_ip(&self, ip: IpAddr) -> &[IpOwner] {
+        self.ips.get(&ip).map_or(&[], Vec::as_slice)
+    }
+
+    /// The service that claimed this NodePort first.
+    pub fn service_by_node_port(&self, protocol: Protocol, port: u16) -> Option<&Service> {
+        let (namespace, name) = self.node_ports.get(&(protocol, port))?;
+        self.service(namespace, name)
+    }
+}
+
+fn ip_owners(object: &Object) -> Vec<(IpAddr, IpOwner)> {
+    let key = |meta: &ObjectMeta| (meta.namespace.clone(), meta.name.clone());
+    match object {
+        Object::Pod(pod) => pod
+            .ips
+            .iter()
+            .map(|ip| {
+                let (namespace, name) = key(&pod.meta);
+                let owner = IpOwner::Pod {
+                    namespace,
+                    name,
+                    host_network: pod.host_network,
+                };
+                (*ip, owner)
+            })
+            .collect(),
+        Object::Node(node) => node
+            .addresses
+            .iter()
+            .filter_map(NodeAddress::ip)
+            .map(|ip| {
+                let owner = IpOwner::Node {
+                    name: node.meta.name.clone(),
+                };
+                (ip, owner)
+            })
+            .collect(),
+        Object::Service(service) => {
+            let owned = |ips: &[IpAddr], owner: fn(String, String) -> IpOwner| {
+                ips.iter()
+                    .map(|ip| {
+                        let (namespace, name) = key(&service.meta);
+                        (*ip, owner(namespace, name))
+                    })
+                    .collect::<Vec<_>>()
+            };
+            let mut owners = owned(&service.cluster_ips, |namespace, name| {
+                IpOwner::ServiceClusterIp { namespace, name }
+            });
+            owners.extend(owned(&service.external_ips, |namespace, name| {
+                IpOwner::ServiceExternalIp { namespace, name }
+            }));
+            owners.extend(owned(&service.load_balancer_ips, |namespace, name| {
+                IpOwner::ServiceLoadBalancerIp { namespace, name }
+            }));
+            owners
+        }
+        _ => Vec::new(),
+    }
+}
+
+fn node_ports(object: &Object) -> Vec<((Protocol, u16), (String, String))> {
+    let Object::Service(service) = object else {
+        return Vec::new();
+    };
+    service
+        .ports
+        .iter()
+        .filter_map(|port| {
+            let key = (port.protocol, port.node_port?);
+            Some((
+                key,
+                (service.meta.namespace.clone(), service.meta.name.clone()),
+            ))
+        })
+        .collect()
 }

@@ -21,7 +21,7 @@ pub mod sysctl;
 
 use std::path::Path;
 
-use super::problem::{Parsed, Problem, line_col};
+use super::problem::{Parsed, Problem, read_text};
 
 /// The files of one namespace dump, with the command that writes each.
 /// This table is the snapshot contract; `collect` runs exactly these commands
@@ -158,24 +158,11 @@ fn load_file<T>(
     problems: &mut Vec<Problem>,
 ) -> Option<T> {
     let path = dir.join(name);
-    let bytes = match std::fs::read(&path) {
-        Ok(bytes) => bytes,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
-        Err(e) => {
-            problems.push(Problem::in_file(&path, format!("cannot read: {e}")));
-            return None;
-        }
-    };
-    let text = match String::from_utf8(bytes) {
-        Ok(text) => text,
-        Err(e) => {
-            let (line, column) = line_col_of_bytes(e.as_bytes(), e.utf8_error().valid_up_to());
-            problems.push(Problem {
-                file: path,
-                line: Some(line),
-                column: Some(column),
-                message: "not valid UTF-8".into(),
-            });
+    let text = match read_text(&path) {
+        Ok(Some(text)) => text,
+        Ok(None) => return None,
+        Err(problem) => {
+            problems.push(problem);
             return None;
         }
     };
@@ -186,11 +173,6 @@ fn load_file<T>(
             .map(|issue| Problem::from_issue(&path, issue)),
     );
     value
-}
-
-fn line_col_of_bytes(bytes: &[u8], offset: usize) -> (usize, usize) {
-    let valid = std::str::from_utf8(&bytes[..offset]).unwrap_or_default();
-    line_col(valid, offset)
 }
 
 /// Runs every dump parser over the same text and returns all their issues.

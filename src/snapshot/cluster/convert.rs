@@ -1,0 +1,1076 @@
+//! From a document tree to skoop's model: typed kinds through k8s-openapi
+//! (so that IntOrString, quantities and timestamps are read as the API
+//! defines them), then into the model; every other kind as a generic object.
+//!
+//! This is the only place that names k8s-openapi types.
+
+use std::collections::BTreeSet;
+use std::net::IpAddr;
+
+use ipnet::IpNet;
+use k8s_openapi::api::apps::v1 as apps;
+use k8s_openapi::api::core::v1 as core;
+use k8s_openapi::api::discovery::v1 as discovery;
+use k8s_openapi::api::networking::v1 as networking;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use k8s_openapi::{ClusterResourceScope, Metadata, NamespaceResourceScope, Resource};
+use serde::de::DeserializeOwned;
+
+use super::de::{FieldError, from_value};
+use super::document::{FieldPath, Position, Segment, Value};
+use super::model::*;
+use super::selector::{LabelSelector, LabelSelectorRequirement, SelectorOperator};
+use crate::snapshot::problem::ParseIssue;
+
+/// The label that ties an EndpointSlice to its Service.
+const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
+
+/// Reads one object of the given apiVersion and kind from `value`: the
+/// object, unless it had to be skipped, and every issue found, positioned
+/// and prefixed with the object's kind and name.
+pub(super) fn read_object(
+    value: &Value,
+    api_version: &str,
+    kind: &str,
+    source: ObjectSource,
+) -> (Option<Object>, Vec<ParseIssue>) {
+    let mut cx = Conversion::default();
+    let typed = TYPED_KINDS
+        .iter()
+        .find(|t| t.api_version == api_version && t.kind == kind);
+    let result = match typed {
+        Some(typed) => (typed.read)(value, source, &mut cx),
+        None => {
+            if let Some(typed) = TYPED_KINDS
+                .iter()
+                .find(|t| t.kind == kind && api_group(t.api_version) == api_group(api_version))
+            {
+                cx.issue(
+                    FieldPath::default().field("apiVersion"),
+                    format!(
+                        "skoop reads {kind} only in {}; kept as a generic object",
+                        typed.api_version
+                    ),
+                );
+            }
+            read_generic(value, api_version, kind, source, &mut cx)
+        }
+    };
+    let name = identity(kind, value);
+    let mut issues: Vec<ParseIssue> = cx
+        .issues
+        .into_iter()
+        .map(|(path, message)| issue(value.locate(&path), &name, &path, &message))
+        .collect();
+    let object = match result {
+        Ok(object) => object,
+        Err(error) => {
+            let position = error.position.unwrap_or_else(|| value.locate(&error.path));
+            let message = format!("{}; object skipped", error.message);
+            issues.push(issue(position, &name, &error.path, &message));
+            None
+        }
+    };
+    (object, issues)
+}
+
+fn issue(position: Position, name: &str, path: &FieldPath, message: &str) -> ParseIssue {
+    let message = if path.is_empty() {
+        format!("{name}: {message}")
+    } else {
+        format!("{name}: {path}: {message}")
+    };
+    ParseIssue::at(position.line, position.column, message)
+}
+
+/// How problems name an object: `Pod default/web-0`, `Node worker-1`.
+fn identity(kind: &str, value: &Value) -> String {
+    let metadata = value.get("metadata");
+    let field = |name| metadata.and_then(|m| m.get(name)).and_then(Value::as_str);
+    match (field("namespace"), field("name")) {
+        (Some(namespace), Some(name)) if !namespace.is_empty() => {
+            format!("{kind} {namespace}/{name}")
+        }
+        (_, Some(name)) => format!("{kind} {name}"),
+        (_, None) => format!("{kind} (without metadata.name)"),
+    }
+}
+
+/// Issues found while converting one object, by field path.
+#[derive(Default)]
+struct Conversion {
+    issues: Vec<(FieldPath, String)>,
+}
+
+/// A kind with a typed model, and how to read it.
+struct TypedKind {
+    api_version: &'static str,
+    kind: &'static str,
+    read: fn(&Value, ObjectSource, &mut Conversion) -> Result<Option<Object>, FieldError>,
+}
+
+const fn typed<K: Typed>() -> TypedKind {
+    TypedKind {
+        api_version: K::API_VERSION,
+        kind: K::KIND,
+        read: read_typed::<K>,
+    }
+}
+
+const TYPED_KINDS: &[TypedKind] = &[
+    typed::<core::Node>(),
+    typed::<core::Pod>(),
+    typed::<core::Service>(),
+    typed::<discovery::EndpointSlice>(),
+    typed::<core::Endpoints>(),
+    typed::<core::ConfigMap>(),
+    typed::<apps::DaemonSet>(),
+    typed::<networking::NetworkPolicy>(),
+    typed::<core::Namespace>(),
+];
+
+/// A k8s-openapi resource with a model here.
+trait Typed: Resource<Scope: Scope> + Metadata<Ty = meta::ObjectMeta> + DeserializeOwned {
+    /// The model of this object; `None` when it had to be skipped (an issue says why).
+    fn convert(self, meta: ObjectMeta, cx: &mut Conversion) -> Option<Object>;
+}
+
+/// What an object's `metadata.namespace` means.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Namespacing {
+    /// A namespaced kind: the namespace must be written.
+    Required,
+    /// A cluster-scoped kind: any namespace written is meaningless.
+    Ignored,
+    /// A kind this model does not know: take what is written.
+    AsWritten,
+}
+
+/// The [`Namespacing`] of a k8s-openapi resource scope.
+trait Scope {
+    const NAMESPACING: Namespacing;
+}
+
+impl Scope for NamespaceResourceScope {
+    const NAMESPACING: Namespacing = Namespacing::Required;
+}
+
+impl Scope for ClusterResourceScope {
+    const NAMESPACING: Namespacing = Namespacing::Ignored;
+}
+
+fn read_typed<K: Typed>(
+    value: &Value,
+    source: ObjectSource,
+    cx: &mut Conversion,
+) -> Result<Option<Object>, FieldError> {
+    let mut object: K = from_value(value)?;
+    let metadata = std::mem::take(object.metadata_mut());
+    let Some(meta) = cx.object_meta(metadata, K::Scope::NAMESPACING, source) else {
+        return Ok(None);
+    };
+    Ok(object.convert(meta, cx))
+}
+
+fn read_generic(
+    value: &Value,
+    api_version: &str,
+    kind: &str,
+    source: ObjectSource,
+    cx: &mut Conversion,
+) -> Result<Option<Object>, FieldError> {
+    let metadata = match value.get("metadata") {
+        Some(metadata) => from_value::<meta::ObjectMeta>(metadata)
+            .map_err(|e| e.within(Segment::Field("metadata".into())))?,
+        None => meta::ObjectMeta::default(),
+    };
+    let Some(meta) = cx.object_meta(metadata, Namespacing::AsWritten, source) else {
+        return Ok(None);
+    };
+    Ok(Some(Object::Generic(GenericObject {
+        api_version: api_version.to_owned(),
+        kind: kind.to_owned(),
+        meta,
+        value: value.to_json(),
+    })))
+}
+
+fn root() -> FieldPath {
+    FieldPath::default()
+}
+
+/// `Some(s)` unless absent or empty, as the API treats optional names.
+fn non_empty(s: Option<String>) -> Option<String> {
+    s.filter(|s| !s.is_empty())
+}
+
+impl Conversion {
+    fn issue(&mut self, path: FieldPath, message: impl Into<String>) {
+        self.issues.push((path, message.into()));
+    }
+
+    fn object_meta(
+        &mut self,
+        metadata: meta::ObjectMeta,
+        namespacing: Namespacing,
+        source: ObjectSource,
+    ) -> Option<ObjectMeta> {
+        let path = root().field("metadata");
+        let Some(name) = non_empty(metadata.name) else {
+            self.issue(path.field("name"), "object has no name; object skipped");
+            return None;
+        };
+        let namespace = match (namespacing, non_empty(metadata.namespace)) {
+            (Namespacing::Ignored, _) => String::new(),
+            (_, Some(namespace)) => namespace,
+            (Namespacing::AsWritten, None) => String::new(),
+            (Namespacing::Required, None) => {
+                self.issue(
+                    path.field("namespace"),
+                    "namespaced object has no namespace (kubectl always writes it); object skipped",
+                );
+                return None;
+            }
+        };
+        Some(ObjectMeta {
+            namespace,
+            name,
+            labels: metadata.labels.unwrap_or_default(),
+            annotations: metadata.annotations.unwrap_or_default(),
+            source,
+        })
+    }
+
+    fn ip(&mut self, text: &str, path: FieldPath) -> Option<IpAddr> {
+        match text.parse() {
+            Ok(ip) => Some(ip),
+            Err(_) => {
+                self.issue(path, format!("{text:?} is not an IP address; ignored"));
+                None
+            }
+        }
+    }
+
+    /// A CIDR with its host bits cleared, as Go's `net.ParseCIDR` returns it.
+    fn cidr(&mut self, text: &str, path: FieldPath) -> Option<IpNet> {
+        match parse_cidr(text) {
+            Ok(net) => Some(net),
+            Err(message) => {
+                self.issue(path, format!("{message}; ignored"));
+                None
+            }
+        }
+    }
+
+    /// A port number; `consequence` says what is dropped when it is not one.
+    fn port(&mut self, number: i32, path: FieldPath, consequence: &str) -> Option<u16> {
+        match port_number(number) {
+            Ok(port) => Some(port),
+            Err(message) => {
+                self.issue(path, format!("{message}; {consequence}"));
+                None
+            }
+        }
+    }
+
+    /// A value of an API enumeration; `consequence` says what is dropped when it is not one.
+    fn enumerated<T: ApiEnum>(
+        &mut self,
+        text: &str,
+        path: FieldPath,
+        consequence: &str,
+    ) -> Option<T> {
+        match parse_enum(text) {
+            Ok(value) => Some(value),
+            Err(message) => {
+                self.issue(path, format!("{message}; {consequence}"));
+                None
+            }
+        }
+    }
+
+    /// A port's protocol; the API's default is TCP.
+    fn protocol(
+        &mut self,
+        protocol: Option<&str>,
+        path: FieldPath,
+        consequence: &str,
+    ) -> Option<Protocol> {
+        match protocol {
+            None => Some(Protocol::Tcp),
+            Some(text) => self.enumerated(text, path, consequence),
+        }
+    }
+
+    /// The status of the condition of type `wanted`: `None` when absent or `Unknown`.
+    fn condition<'a>(
+        &mut self,
+        conditions: impl Iterator<Item = (&'a str, &'a str)>,
+        wanted: &str,
+        path: FieldPath,
+    ) -> Option<bool> {
+        let (index, status) = conditions
+            .enumerate()
+            .find(|(_, (kind, _))| *kind == wanted)
+            .map(|(i, (_, status))| (i, status))?;
+        match status {
+            "True" => Some(true),
+            "False" => Some(false),
+            "Unknown" => None,
+            other => {
+                self.issue(
+                    path.index(index).field("status"),
+                    format!("condition status {other:?} is not True, False or Unknown; ignored"),
+                );
+                None
+            }
+        }
+    }
+
+    fn ips<'a>(&mut self, texts: impl Iterator<Item = (FieldPath, &'a str)>) -> Vec<IpAddr> {
+        texts
+            .filter_map(|(path, text)| self.ip(text, path))
+            .collect()
+    }
+}
+
+fn parse_cidr(text: &str) -> Result<IpNet, String> {
+    text.parse::<IpNet>()
+        .map(|net| net.trunc())
+        .map_err(|_| format!("{text:?} is not a CIDR"))
+}
+
+fn port_number(number: i32) -> Result<u16, String> {
+    u16::try_from(number)
+        .ok()
+        .filter(|&port| port != 0)
+        .ok_or_else(|| format!("port {number} is not in 1-65535"))
+}
+
+fn parse_enum<T: ApiEnum>(text: &str) -> Result<T, String> {
+    T::from_api(text).ok_or_else(|| {
+        let expected: Vec<&str> = T::VALUES.iter().map(|(spelling, _)| *spelling).collect();
+        format!("{text:?} is not one of {}", expected.join(", "))
+    })
+}
+
+/// A selector as the API defines it; `Err` names the offending field.
+fn label_selector(
+    selector: meta::LabelSelector,
+    path: FieldPath,
+) -> Result<LabelSelector, (FieldPath, String)> {
+    let mut match_expressions = Vec::new();
+    for (i, requirement) in selector
+        .match_expressions
+        .unwrap_or_default()
+        .into_iter()
+        .enumerate()
+    {
+        let at = path.field("matchExpressions").index(i);
+        let operator = parse_enum::<SelectorOperator>(&requirement.operator)
+            .map_err(|message| (at.field("operator"), message))?;
+        let values: BTreeSet<String> = requirement.values.unwrap_or_default().into_iter().collect();
+        let requirement = LabelSelectorRequirement::new(requirement.key, operator, values)
+            .map_err(|e| (at, e.to_string()))?;
+        match_expressions.push(requirement);
+    }
+    Ok(LabelSelector {
+        match_labels: selector.match_labels.unwrap_or_default(),
+        match_expressions,
+    })
+}
+
+fn object_reference(reference: core::ObjectReference) -> ObjectReference {
+    ObjectReference {
+        kind: reference.kind,
+        namespace: reference.namespace,
+        name: reference.name,
+    }
+}
+
+impl Typed for core::Node {
+    fn convert(self, meta: ObjectMeta, cx: &mut Conversion) -> Option<Object> {
+        let spec = self.spec.unwrap_or_default();
+        let status = self.status.unwrap_or_default();
+        let spec_path = root().field("spec");
+        let pod_cidrs = match spec.pod_cidrs.filter(|cidrs| !cidrs.is_empty()) {
+            Some(cidrs) => {
+                let path = spec_path.field("podCIDRs");
+                cidrs
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, cidr)| cx.cidr(cidr, path.index(i)))
+                    .collect()
+            }
+            None => non_empty(spec.pod_cidr)
+                .and_then(|cidr| cx.cidr(&cidr, spec_path.field("podCIDR")))
+                .into_iter()
+                .collect(),
+        };
+        let status_path = root().field("status");
+        let addresses_path = status_path.field("addresses");
+        let addresses = status
+            .addresses
+            .unwrap_or_default()
+            .into_iter()
+            .enumerate()
+            .filter_map(|(i, address)| node_address(address, addresses_path.index(i), cx))
+            .collect();
+        let conditions = status.conditions.unwrap_or_default();
+        let ready = cx.condition(
+            conditions
+                .iter()
+                .map(|c| (c.type_.as_str(), c.status.as_str())),
+            "Ready",
+            status_path.field("conditions"),
+        );
+        Some(Object::Node(Node {
+            meta,
+            pod_cidrs,
+            addresses,
+            ready,
+        }))
+    }
+}
+
+fn node_address(
+    address: core::NodeAddress,
+    path: FieldPath,
+    cx: &mut Conversion,
+) -> Option<NodeAddress> {
+    let ip_path = path.field("address");
+    Some(match address.type_.as_str() {
+        "InternalIP" => NodeAddress::InternalIp(cx.ip(&address.address, ip_path)?),
+        "ExternalIP" => NodeAddress::ExternalIp(cx.ip(&address.address, ip_path)?),
+        "Hostname" => NodeAddress::Hostname(address.address),
+        "InternalDNS" => NodeAddress::InternalDns(address.address),
+        "ExternalDNS" => NodeAddress::ExternalDns(address.address),
+        _ => NodeAddress::Other {
+            kind: address.type_,
+            address: address.address,
+        },
+    })
+}
+
+impl Typed for core::Pod {
+    fn convert(self, meta: ObjectMeta, cx: &mut Conversion) -> Option<Object> {
+        let spec = self.spec.unwrap_or_default();
+        let status = self.status.unwrap_or_default();
+        let status_path = root().field("status");
+        let ips = match status.pod_ips.filter(|ips| !ips.is_empty()) {
+            Some(ips) => {
+                let path = status_path.field("podIPs");
+                cx.ips(
+                    ips.iter()
+                        .enumerate()
+                        .map(|(i, ip)| (path.index(i).field("ip"), ip.ip.as_str())),
+                )
+            }
+            None => non_empty(status.pod_ip)
+                .and_then(|ip| cx.ip(&ip, status_path.field("podIP")))
+                .into_iter()
+                .collect(),
+        };
+        let host_ip =
+            non_empty(status.host_ip).and_then(|ip| cx.ip(&ip, status_path.field("hostIP")));
+        let phase = status
+            .phase
+            .as_deref()
+            .and_then(|phase| cx.enumerated(phase, status_path.field("phase"), "phase ignored"));
+        let conditions = status.conditions.unwrap_or_default();
+        let conditions_path = status_path.field("conditions");
+        let pairs = || {
+            conditions
+                .iter()
+                .map(|c| (c.type_.as_str(), c.status.as_str()))
+        };
+        let ready = cx.condition(pairs(), "Ready", conditions_path.clone());
+        let containers_ready = cx.condition(pairs(), "ContainersReady", conditions_path);
+        let statuses = status.container_statuses.unwrap_or_default();
+        let containers_path = root().field("spec").field("containers");
+        let containers = spec
+            .containers
+            .into_iter()
+            .enumerate()
+            .map(|(i, container)| {
+                let ready = statuses
+                    .iter()
+                    .find(|s| s.name == container.name)
+                    .map(|s| s.ready);
+                let ports_path = containers_path.index(i).field("ports");
+                let ports = container
+                    .ports
+                    .unwrap_or_default()
+                    .into_iter()
+                    .enumerate()
+                    .filter_map(|(j, port)| container_port(port, ports_path.index(j), cx))
+                    .collect();
+                Container {
+                    name: container.name,
+                    ready,
+                    ports,
+                }
+            })
+            .collect();
+        Some(Object::Pod(Pod {
+            meta,
+            node_name: non_empty(spec.node_name),
+            host_network: spec.host_network.unwrap_or(false),
+            ips,
+            host_ip,
+            phase,
+            ready,
+            containers_ready,
+            containers,
+        }))
+    }
+}
+
+fn container_port(
+    port: core::ContainerPort,
+    path: FieldPath,
+    cx: &mut Conversion,
+) -> Option<ContainerPort> {
+    let container_port = cx.port(
+        port.container_port,
+        path.field("containerPort"),
+        "port ignored",
+    )?;
+    let protocol = cx.protocol(
+        port.protocol.as_deref(),
+        path.field("protocol"),
+        "port ignored",
+    )?;
+    let host_port = match port.host_port {
+        Some(number) => Some(cx.port(number, path.field("hostPort"), "port ignored")?),
+        None => None,
+    };
+    Some(ContainerPort {
+        name: non_empty(port.name),
+        container_port,
+        host_port,
+        protocol,
+    })
+}
+
+impl Typed for core::Service {
+    fn convert(self, meta: ObjectMeta, cx: &mut Conversion) -> Option<Object> {
+        let spec = self.spec.unwrap_or_default();
+        let spec_path = root().field("spec");
+        let service_type = match spec.type_.as_deref() {
+            None => ServiceType::ClusterIp,
+            Some(text) => cx.enumerated(text, spec_path.field("type"), "object skipped")?,
+        };
+        let session_affinity = match spec.session_affinity.as_deref() {
+            None => SessionAffinity::None,
+            Some(text) => {
+                cx.enumerated(text, spec_path.field("sessionAffinity"), "object skipped")?
+            }
+        };
+        let cluster_ip_texts: Vec<(FieldPath, String)> =
+            match spec.cluster_ips.filter(|ips| !ips.is_empty()) {
+                Some(ips) => {
+                    let path = spec_path.field("clusterIPs");
+                    ips.into_iter()
+                        .enumerate()
+                        .map(|(i, ip)| (path.index(i), ip))
+                        .collect()
+                }
+                None => non_empty(spec.cluster_ip)
+                    .map(|ip| (spec_path.field("clusterIP"), ip))
+                    .into_iter()
+                    .collect(),
+            };
+        let headless = cluster_ip_texts.iter().any(|(_, ip)| ip == "None");
+        let cluster_ips = if headless {
+            Vec::new()
+        } else {
+            cx.ips(
+                cluster_ip_texts
+                    .iter()
+                    .map(|(path, ip)| (path.clone(), ip.as_str())),
+            )
+        };
+        let external_ips_path = spec_path.field("externalIPs");
+        let external_ips = cx.ips(
+            spec.external_ips
+                .iter()
+                .flatten()
+                .enumerate()
+                .map(|(i, ip)| (external_ips_path.index(i), ip.as_str())),
+        );
+        let ingress = self
+            .status
+            .and_then(|status| status.load_balancer)
+            .and_then(|lb| lb.ingress)
+            .unwrap_or_default();
+        let ingress_path = root()
+            .field("status")
+            .field("loadBalancer")
+            .field("ingress");
+        let load_balancer_ips = cx.ips(ingress.iter().enumerate().filter_map(|(i, entry)| {
+            let ip = entry.ip.as_deref().filter(|ip| !ip.is_empty())?;
+            Some((ingress_path.index(i).field("ip"), ip))
+        }));
+        let ports_path = spec_path.field("ports");
+        let ports = spec
+            .ports
+            .unwrap_or_default()
+            .into_iter()
+            .enumerate()
+            .filter_map(|(i, port)| service_port(port, ports_path.index(i), cx))
+            .collect();
+        let traffic_policy = |cx: &mut Conversion, policy: Option<String>, field: &str| {
+            non_empty(policy)
+                .and_then(|text| cx.enumerated(&text, spec_path.field(field), "ignored"))
+        };
+        let external_traffic_policy =
+            traffic_policy(cx, spec.external_traffic_policy, "externalTrafficPolicy");
+        let internal_traffic_policy =
+            traffic_policy(cx, spec.internal_traffic_policy, "internalTrafficPolicy");
+        Some(Object::Service(Service {
+            meta,
+            service_type,
+            cluster_ips,
+            headless,
+            external_ips,
+            load_balancer_ips,
+            external_name: non_empty(spec.external_name),
+            ports,
+            selector: spec
+                .selector
+                .filter(|selector| !selector.is_empty())
+                .map(LabelSelector::from_labels),
+            external_traffic_policy,
+            internal_traffic_policy,
+            session_affinity,
+        }))
+    }
+}
+
+fn service_port(
+    port: core::ServicePort,
+    path: FieldPath,
+    cx: &mut Conversion,
+) -> Option<ServicePort> {
+    let number = cx.port(port.port, path.field("port"), "port ignored")?;
+    let protocol = cx.protocol(
+        port.protocol.as_deref(),
+        path.field("protocol"),
+        "port ignored",
+    )?;
+    let target_port = match port.target_port {
+        None => PortRef::Number(number),
+        Some(IntOrString::Int(target)) => {
+            PortRef::Number(cx.port(target, path.field("targetPort"), "port ignored")?)
+        }
+        Some(IntOrString::String(name)) => PortRef::Name(name),
+    };
+    let node_port = match port.node_port {
+        Some(node_port) => Some(cx.port(node_port, path.field("nodePort"), "port ignored")?),
+        None => None,
+    };
+    Some(ServicePort {
+        name: non_empty(port.name),
+        protocol,
+        port: number,
+        target_port,
+        node_port,
+    })
+}
+
+impl Typed for discovery::EndpointSlice {
+    fn convert(self, meta: ObjectMeta, cx: &mut Conversion) -> Option<Object> {
+        let address_type: AddressType = cx.enumerated(
+            &self.address_type,
+            root().field("addressType"),
+            "object skipped",
+        )?;
+        let ports_path = root().field("ports");
+        let ports = self
+            .ports
+            .unwrap_or_default()
+            .into_iter()
+            .enumerate()
+            .filter_map(|(i, port)| {
+                let path = ports_path.index(i);
+                let protocol = cx.protocol(
+                    port.protocol.as_deref(),
+                    path.field("protocol"),
+                    "port ignored",
+                )?;
+                let number = match port.port {
+                    Some(number) => Some(cx.port(number, path.field("port"), "port ignored")?),
+                    None => None,
+                };
+                Some(EndpointPort {
+                    name: non_empty(port.name),
+                    protocol,
+                    port: number,
+                })
+            })
+            .collect();
+        let endpoints_path = root().field("endpoints");
+        let endpoints = self
+            .endpoints
+            .unwrap_or_default()
+            .into_iter()
+            .enumerate()
+            .map(|(i, endpoint)| {
+                let path = endpoints_path.index(i).field("addresses");
+                let (addresses, fqdns) = match address_type {
+                    AddressType::Fqdn => (Vec::new(), endpoint.addresses),
+                    AddressType::Ipv4 | AddressType::Ipv6 => (
+                        slice_addresses(&endpoint.addresses, address_type, &path, cx),
+                        Vec::new(),
+                    ),
+                };
+                let conditions = endpoint.conditions.unwrap_or_default();
+                Endpoint {
+                    addresses,
+                    fqdns,
+                    conditions: EndpointConditions {
+                        ready: conditions.ready,
+                        serving: conditions.serving,
+                        terminating: conditions.terminating,
+                    },
+                    node_name: non_empty(endpoint.node_name),
+                    target_ref: endpoint.target_ref.map(object_reference),
+                }
+            })
+            .collect();
+        Some(Object::EndpointSlice(EndpointSlice {
+            service_name: meta.labels.get(SERVICE_NAME_LABEL).cloned(),
+            meta,
+            address_type,
+            ports,
+            endpoints,
+        }))
+    }
+}
+
+/// The addresses of an IPv4 or IPv6 slice; one of the other family is an issue.
+fn slice_addresses(
+    texts: &[String],
+    address_type: AddressType,
+    path: &FieldPath,
+    cx: &mut Conversion,
+) -> Vec<IpAddr> {
+    texts
+        .iter()
+        .enumerate()
+        .filter_map(|(i, text)| {
+            let ip = cx.ip(text, path.index(i))?;
+            let fits = match address_type {
+                AddressType::Ipv4 => ip.is_ipv4(),
+                AddressType::Ipv6 => ip.is_ipv6(),
+                AddressType::Fqdn => false,
+            };
+            if !fits {
+                cx.issue(
+                    path.index(i),
+                    format!("{ip} is not an address of this {address_type} slice; ignored"),
+                );
+            }
+            fits.then_some(ip)
+        })
+        .collect()
+}
+
+impl Typed for core::Endpoints {
+    fn convert(self, meta: ObjectMeta, cx: &mut Conversion) -> Option<Object> {
+        let subsets_path = root().field("subsets");
+        let subsets = self
+            .subsets
+            .unwrap_or_default()
+            .into_iter()
+            .enumerate()
+            .map(|(i, subset)| {
+                let path = subsets_path.index(i);
+                let mut addresses = |list: Option<Vec<core::EndpointAddress>>, field: &str| {
+                    let list_path = path.field(field);
+                    list.unwrap_or_default()
+                        .into_iter()
+                        .enumerate()
+                        .filter_map(|(j, address)| {
+                            let ip = cx.ip(&address.ip, list_path.index(j).field("ip"))?;
+                            Some(EndpointAddress {
+                                ip,
+                                node_name: non_empty(address.node_name),
+                                target_ref: address.target_ref.map(object_reference),
+                            })
+                        })
+                        .collect()
+                };
+                let ready = addresses(subset.addresses, "addresses");
+                let not_ready = addresses(subset.not_ready_addresses, "notReadyAddresses");
+                let ports = subset
+                    .ports
+                    .unwrap_or_default()
+                    .into_iter()
+                    .enumerate()
+                    .filter_map(|(j, port)| {
+                        let at = path.field("ports").index(j);
+                        Some(EndpointPort {
+                            protocol: cx.protocol(
+                                port.protocol.as_deref(),
+                                at.field("protocol"),
+                                "port ignored",
+                            )?,
+                            port: Some(cx.port(port.port, at.field("port"), "port ignored")?),
+                            name: non_empty(port.name),
+                        })
+                    })
+                    .collect();
+                EndpointSubset {
+                    addresses: ready,
+                    not_ready_addresses: not_ready,
+                    ports,
+                }
+            })
+            .collect();
+        Some(Object::Endpoints(Endpoints { meta, subsets }))
+    }
+}
+
+impl Typed for core::ConfigMap {
+    fn convert(self, meta: ObjectMeta, _cx: &mut Conversion) -> Option<Object> {
+        Some(Object::ConfigMap(ConfigMap {
+            meta,
+            data: self.data.unwrap_or_default(),
+        }))
+    }
+}
+
+impl Typed for apps::DaemonSet {
+    fn convert(self, meta: ObjectMeta, cx: &mut Conversion) -> Option<Object> {
+        let spec_path = root().field("spec");
+        let selector = match label_selector(self.spec.selector, spec_path.field("selector")) {
+            Ok(selector) => Some(selector),
+            Err((path, message)) => {
+                cx.issue(path, format!("{message}; selector ignored"));
+                None
+            }
+        };
+        let pod_spec = self.spec.template.spec.unwrap_or_default();
+        let template_containers = |containers: Vec<core::Container>| {
+            containers
+                .into_iter()
+                .map(|c| TemplateContainer {
+                    name: c.name,
+                    image: non_empty(c.image),
+                })
+                .collect()
+        };
+        Some(Object::DaemonSet(DaemonSet {
+            meta,
+            selector,
+            containers: template_containers(pod_spec.containers),
+            init_containers: template_containers(pod_spec.init_containers.unwrap_or_default()),
+        }))
+    }
+}
+
+impl Typed for core::Namespace {
+    fn convert(self, meta: ObjectMeta, _cx: &mut Conversion) -> Option<Object> {
+        Some(Object::Namespace(Namespace { meta }))
+    }
+}
+
+impl Typed for networking::NetworkPolicy {
+    fn convert(self, meta: ObjectMeta, cx: &mut Conversion) -> Option<Object> {
+        let spec = self.spec.unwrap_or_default();
+        let spec_path = root().field("spec");
+        // Without a readable pod selector or policy types nothing about the
+        // policy can be evaluated, so it is skipped rather than half-kept.
+        let pod_selector = match spec.pod_selector {
+            None => LabelSelector::default(),
+            Some(selector) => match label_selector(selector, spec_path.field("podSelector")) {
+                Ok(selector) => selector,
+                Err((path, message)) => {
+                    cx.issue(path, format!("{message}; object skipped"));
+                    return None;
+                }
+            },
+        };
+        let ingress = spec.ingress.unwrap_or_default();
+        let egress = spec.egress.unwrap_or_default();
+        let policy_types = match spec.policy_types.filter(|types| !types.is_empty()) {
+            // The API's defaulting.
+            None => PolicyTypes {
+                ingress: true,
+                egress: !egress.is_empty(),
+            },
+            Some(types) => {
+                let mut policy_types = PolicyTypes {
+                    ingress: false,
+                    egress: false,
+                };
+                for (i, text) in types.iter().enumerate() {
+                    match text.as_str() {
+                        "Ingress" => policy_types.ingress = true,
+                        "Egress" => policy_types.egress = true,
+                        other => {
+                            cx.issue(
+                                spec_path.field("policyTypes").index(i),
+                                format!("{other:?} is not one of Ingress, Egress; object skipped"),
+                            );
+                            return None;
+                        }
+                    }
+                }
+                policy_types
+            }
+        };
+        let ingress_path = spec_path.field("ingress");
+        let ingress = ingress
+            .into_iter()
+            .enumerate()
+            .map(|(i, rule)| {
+                let path = ingress_path.index(i);
+                policy_rule(rule.from, rule.ports, path, "from", cx)
+            })
+            .collect();
+        let egress_path = spec_path.field("egress");
+        let egress = egress
+            .into_iter()
+            .enumerate()
+            .map(|(i, rule)| {
+                let path = egress_path.index(i);
+                policy_rule(rule.to, rule.ports, path, "to", cx)
+            })
+            .collect();
+        Some(Object::NetworkPolicy(NetworkPolicy {
+            meta,
+            pod_selector,
+            policy_types,
+            ingress,
+            egress,
+        }))
+    }
+}
+
+/// One ingress or egress rule. Peers and ports that cannot be read are kept
+/// as `Invalid` (and reported): dropping one would widen or narrow the rule.
+fn policy_rule(
+    peers: Option<Vec<networking::NetworkPolicyPeer>>,
+    ports: Option<Vec<networking::NetworkPolicyPort>>,
+    path: FieldPath,
+    peers_field: &str,
+    cx: &mut Conversion,
+) -> NetworkPolicyRule {
+    let peers = peers
+        .unwrap_or_default()
+        .into_iter()
+        .enumerate()
+        .map(|(i, peer)| {
+            let at = path.field(peers_field).index(i);
+            policy_peer(peer, &at).unwrap_or_else(|(path, reason)| {
+                cx.issue(
+                    path,
+                    format!("{reason}; this peer is unknown to evaluation"),
+                );
+                NetworkPolicyPeer::Invalid { reason }
+            })
+        })
+        .collect();
+    let ports = ports
+        .unwrap_or_default()
+        .into_iter()
+        .enumerate()
+        .map(|(i, port)| {
+            let at = path.field("ports").index(i);
+            policy_port(port, &at).unwrap_or_else(|(path, reason)| {
+                cx.issue(
+                    path,
+                    format!("{reason}; this port is unknown to evaluation"),
+                );
+                NetworkPolicyPort::Invalid { reason }
+            })
+        })
+        .collect();
+    NetworkPolicyRule { peers, ports }
+}
+
+fn policy_peer(
+    peer: networking::NetworkPolicyPeer,
+    path: &FieldPath,
+) -> Result<NetworkPolicyPeer, (FieldPath, String)> {
+    let pods = peer
+        .pod_selector
+        .map(|s| label_selector(s, path.field("podSelector")))
+        .transpose()?;
+    let namespaces = peer
+        .namespace_selector
+        .map(|s| label_selector(s, path.field("namespaceSelector")))
+        .transpose()?;
+    match (pods, namespaces, peer.ip_block) {
+        (Some(pods), None, None) => Ok(NetworkPolicyPeer::Pods(pods)),
+        (None, Some(namespaces), None) => Ok(NetworkPolicyPeer::Namespaces(namespaces)),
+        (Some(pods), Some(namespaces), None) => {
+            Ok(NetworkPolicyPeer::PodsInNamespaces { pods, namespaces })
+        }
+        (None, None, Some(block)) => {
+            let block_path = path.field("ipBlock");
+            let cidr = parse_cidr(&block.cidr).map_err(|m| (block_path.field("cidr"), m))?;
+            let except = block
+                .except
+                .unwrap_or_default()
+                .iter()
+                .enumerate()
+                .map(|(i, text)| {
+                    parse_cidr(text).map_err(|m| (block_path.field("except").index(i), m))
+                })
+                .collect::<Result<_, _>>()?;
+            Ok(NetworkPolicyPeer::IpBlock { cidr, except })
+        }
+        (None, None, None) => Err((
+            path.clone(),
+            "a peer needs podSelector, namespaceSelector or ipBlock".to_owned(),
+        )),
+        (_, _, Some(_)) => Err((
+            path.field("ipBlock"),
+            "ipBlock cannot be combined with podSelector or namespaceSelector".to_owned(),
+        )),
+    }
+}
+
+fn policy_port(
+    port: networking::NetworkPolicyPort,
+    path: &FieldPath,
+) -> Result<NetworkPolicyPort, (FieldPath, String)> {
+    let protocol = match port.protocol.as_deref() {
+        None => Protocol::Tcp,
+        Some(text) => parse_enum(text).map_err(|m| (path.field("protocol"), m))?,
+    };
+    let number = |n: i32, field: &str| port_number(n).map_err(|m| (path.field(field), m));
+    let start = match port.port {
+        None => None,
+        Some(IntOrString::Int(n)) => Some(PortRef::Number(number(n, "port")?)),
+        Some(IntOrString::String(name)) => Some(PortRef::Name(name)),
+    };
+    let end_port = port.end_port.map(|n| number(n, "endPort")).transpose()?;
+    if let Some(end) = end_port {
+        match start {
+            Some(PortRef::Number(start)) if start <= end => {}
+            Some(PortRef::Number(start)) => {
+                return Err((
+                    path.field("endPort"),
+                    format!("endPort {end} is below port {start}"),
+                ));
+            }
+            _ => {
+                return Err((
+                    path.field("endPort"),
+                    "endPort needs a numeric port".to_owned(),
+                ));
+            }
+        }
+    }
+    Ok(NetworkPolicyPort::Port {
+        protocol,
+        port: start,
+        end_port,
+    })
+}

@@ -1,0 +1,302 @@
+//! Reading `<snapshot>/cluster/`: files, their documents, the items of
+//! Lists, and finally objects.
+
+use std::path::{Path, PathBuf};
+
+use super::Cluster;
+use super::convert::read_object;
+use super::document::{Data, Value, parse_json, parse_yaml};
+use super::model::{Object, ObjectSource};
+use crate::snapshot::problem::{self, ParseIssue, Problem};
+
+/// Reads every `*.yaml`, `*.yml` and `*.json` file under `dir`, recursively,
+/// in sorted path order. Dotfiles and dot-directories are skipped; any other
+/// file is reported and skipped. Returns what could be read and every problem.
+pub fn load(dir: &Path) -> (Cluster, Vec<Problem>) {
+    let mut problems = Vec::new();
+    let mut files = Vec::new();
+    find_files(dir, &mut files, &mut problems);
+    files.sort();
+    let mut cluster = Cluster::default();
+    for (path, format) in files {
+        if let Some(text) = read_text(&path, &mut problems) {
+            load_text(&path, &text, format, &mut cluster, &mut problems);
+        }
+    }
+    (cluster, problems)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Format {
+    Yaml,
+    Json,
+}
+
+fn find_files(dir: &Path, files: &mut Vec<(PathBuf, Format)>, problems: &mut Vec<Problem>) {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) => {
+            problems.push(Problem::in_file(dir, format!("cannot read directory: {e}")));
+            return;
+        }
+    };
+    for entry in entries {
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(e) => {
+                problems.push(Problem::in_file(dir, format!("cannot read directory: {e}")));
+                continue;
+            }
+        };
+        let path = entry.path();
+        if entry.file_name().as_encoded_bytes().starts_with(b".") {
+            continue;
+        }
+        let file_type = match entry.file_type() {
+            Ok(file_type) => file_type,
+            Err(e) => {
+                problems.push(Problem::in_file(&path, format!("cannot read: {e}")));
+                continue;
+            }
+        };
+        if file_type.is_dir() {
+            find_files(&path, files, problems);
+        } else if file_type.is_symlink() && path.is_dir() {
+            // Links to files are read; links to directories could loop.
+            problems.push(Problem::in_file(
+                &path,
+                "symbolic link to a directory: not followed",
+            ));
+        } else {
+            match format_of(&path) {
+                Some(format) => files.push((path, format)),
+                None => problems.push(Problem::in_file(
+                    &path,
+                    "not a YAML or JSON file (expected .yaml, .yml or .json); ignored",
+                )),
+            }
+        }
+    }
+}
+
+fn format_of(path: &Path) -> Option<Format> {
+    let extension = path.extension()?.to_str()?.to_ascii_lowercase();
+    match extension.as_str() {
+        "yaml" | "yml" => Some(Format::Yaml),
+        "json" => Some(Format::Json),
+        _ => None,
+    }
+}
+
+fn read_text(path: &Path, problems: &mut Vec<Problem>) -> Option<String> {
+    match problem::read_text(path) {
+        Ok(Some(text)) => Some(text),
+        Ok(None) => {
+            problems.push(Problem::in_file(
+                path,
+                "cannot read: the file disappeared while loading",
+            ));
+            None
+        }
+        Err(problem) => {
+            problems.push(problem);
+            None
+        }
+    }
+}
+
+/// Reads the objects of one file's text into `cluster`.
+fn load_text(
+    path: &Path,
+    text: &str,
+    format: Format,
+    cluster: &mut Cluster,
+    problems: &mut Vec<Problem>,
+) {
+    // Editors do not count a byte-order mark as a column, and serde_json refuses it.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let (documents, parse_issues) = match format {
+        Format::Yaml => parse_yaml(text),
+        Format::Json => parse_json(text),
+    };
+    if documents.is_empty() && parse_issues.is_empty() {
+        problems.push(Problem::in_file(path, "no Kubernetes object in this file"));
+    }
+    let mut issues = parse_issues;
+    let mut objects = Vec::new();
+    for document in &documents {
+        objects_in(document, None, &mut objects, &mut issues);
+    }
+    problems.extend(
+        issues
+            .into_iter()
+            .map(|issue| Problem::from_issue(path, issue)),
+    );
+    for found in objects {
+        let source = ObjectSource {
+            file: path.to_path_buf(),
+            line: found.value.position.line,
+        };
+        let (object, issues) = read_object(found.value, &found.api_version, &found.kind, source);
+        problems.extend(
+            issues
+                .into_iter()
+                .map(|issue| Problem::from_issue(path, issue)),
+        );
+        if let Some(object) = object {
+            let at = found.value.position;
+            for message in insert(cluster, object) {
+                problems.push(Problem::from_issue(
+                    path,
+                    ParseIssue::at(at.line, at.column, message),
+                ));
+            }
+        }
+    }
+}
+
+/// Inserts `object`, returning what is wrong with doing so.
+fn insert(cluster: &mut Cluster, object: Object) -> Vec<String> {
+    let claims: Vec<_> = match &object {
+        Object::Service(service) => service
+            .ports
+            .iter()
+            .filter_map(|port| Some((port.protocol, port.node_port?)))
+            .collect(),
+        _ => Vec::new(),
+    };
+    let (namespace, name) = (object.meta().namespace.clone(), object.meta().name.clone());
+    if let Err(duplicate) = cluster.insert(object) {
+        return vec![format!("{duplicate}; this one is ignored")];
+    }
+    claims
+        .into_iter()
+        .filter_map(|(protocol, port)| {
+            let owner = cluster.service_by_node_port(protocol, port)?;
+            let same = owner.meta.namespace == namespace && owner.meta.name == name;
+            (!same).then(|| {
+                format!(
+                    "NodePort {port}/{protocol} of Service {namespace}/{name} is already used by Service {}/{} ({})",
+                    owner.meta.namespace, owner.meta.name, owner.meta.source
+                )
+            })
+        })
+        .collect()
+}
+
+/// An object found in a document, with the apiVersion and kind it has or
+/// inherits from its List.
+struct Found<'a> {
+    value: &'a Value,
+    api_version: String,
+    kind: String,
+}
+
+/// Collects the objects of `value`: itself, or the items of a List. Items of
+/// a typed list (`PodList`) may leave out apiVersion and kind, as the API
+/// server writes them; items of a `kind: List` may not.
+fn objects_in<'a>(
+    value: &'a Value,
+    inherited: Option<(&str, &str)>,
+    found: &mut Vec<Found<'a>>,
+    issues: &mut Vec<ParseIssue>,
+) {
+    let at = |message: String| ParseIssue::at(value.position.line, value.position.column, message);
+    if !matches!(value.data, Data::Map(_)) {
+        issues.push(at(format!(
+            "expected a Kubernetes object (a mapping with apiVersion and kind), found {}",
+            describe(&value.data)
+        )));
+        return;
+    }
+    let field = |name: &str, inherited: Option<&str>| match value.get(name) {
+        Some(Value {
+            data: Data::String(text),
+            ..
+        }) if !text.is_empty() => Ok(text.clone()),
+        Some(Value {
+            data: Data::String(_) | Data::Null,
+            ..
+        })
+        | None => inherited
+            .map(str::to_owned)
+            .ok_or(format!("object has no {name}")),
+        Some(other) => Err(format!("{name} is {}, not a string", describe(&other.data))),
+    };
+    let api_version = field("apiVersion", inherited.map(|(api_version, _)| api_version));
+    let kind = field("kind", inherited.map(|(_, kind)| kind));
+    let (api_version, kind) = match (api_version, kind) {
+        (Ok(api_version), Ok(kind)) => (api_version, kind),
+        (Err(_), Err(_)) if value.get("apiVersion").is_none() && value.get("kind").is_none() => {
+            issues.push(at(
+                "no apiVersion and no kind: not a Kubernetes object; skipped".to_owned(),
+            ));
+            return;
+        }
+        (Err(message), _) | (_, Err(message)) => {
+            issues.push(at(format!("{message}; skipped")));
+            return;
+        }
+    };
+    let item_kind = kind.strip_suffix("List").filter(|k| !k.is_empty());
+    let items = value.get("items");
+    match (kind.as_str(), item_kind, items) {
+        ("List", _, None) => issues.push(at("List without items; skipped".to_owned())),
+        ("List", _, Some(items)) => each_item(items, None, found, issues),
+        (_, Some(item_kind), Some(items)) => {
+            each_item(items, Some((&api_version, item_kind)), found, issues);
+        }
+        _ => found.push(Found {
+            value,
+            api_version,
+            kind,
+        }),
+    }
+}
+
+fn each_item<'a>(
+    items: &'a Value,
+    inherited: Option<(&str, &str)>,
+    found: &mut Vec<Found<'a>>,
+    issues: &mut Vec<ParseIssue>,
+) {
+    match &items.data {
+        Data::Seq(items) => {
+            for item in items {
+                objects_in(item, inherited, found, issues);
+            }
+        }
+        Data::Null => {}
+        other => issues.push(ParseIssue::at(
+            items.position.line,
+            items.position.column,
+            format!(
+                "items of a List is {}, not a list; skipped",
+                describe(other)
+            ),
+        )),
+    }
+}
+
+fn describe(data: &Data) -> &'static str {
+    match data {
+        Data::Null => "null",
+        Data::Bool(_) => "a boolean",
+        Data::Int(_) | Data::UInt(_) | Data::Float(_) => "a number",
+        Data::String(_) => "a string",
+        Data::Seq(_) => "a list",
+        Data::Map(_) => "a mapping",
+    }
+}
+
+/// Loads one file's text as if read from `path`, which decides the format.
+#[cfg(test)]
+pub(super) fn load_file_text(path: &Path, text: &str) -> (Cluster, Vec<Problem>) {
+    let mut cluster = Cluster::default();
+    let mut problems = Vec::new();
+    match format_of(path) {
+        Some(format) => load_text(path, text, format, &mut cluster, &mut problems),
+        None => panic!("{} is not a .yaml, .yml or .json path", path.display()),
+    }
+    (cluster, problems)
+}
