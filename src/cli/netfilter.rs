@@ -13,9 +13,10 @@ use skoop::netstack::netfilter::{
     Verdict,
 };
 use skoop::netstack::routing::Fib;
+use skoop::snapshot::Problem;
 use skoop::snapshot::netns::NetnsDump;
 use skoop::snapshot::netns::iptables::{self, Protocol, TcpFlagBits};
-use skoop::snapshot::{Problem, read_text};
+use skoop::snapshot::problem::read_text;
 
 use super::{EXIT_USAGE, OutputFormat, parse_mark, print_json, report_problems};
 
@@ -149,7 +150,11 @@ fn load(args: &TraceArgs) -> Result<Input, ExitCode> {
     let Some(file) = &args.rules else {
         return Err(usage("give --netns DIR or --rules FILE".into()));
     };
-    let text = read_text(file).map_err(|problem| usage(problem.to_string()))?;
+    let text = match read_text(file) {
+        Ok(Some(text)) => text,
+        Ok(None) => return Err(usage(format!("{}: no such file", file.display()))),
+        Err(problem) => return Err(usage(problem.to_string())),
+    };
     let (ruleset, issues) = iptables::parse(&text);
     let problems: Vec<Problem> = issues
         .into_iter()
@@ -157,7 +162,10 @@ fn load(args: &TraceArgs) -> Result<Input, ExitCode> {
         .collect();
     report_problems(&problems);
     let Some(ruleset) = ruleset else {
-        return Err(usage(format!("{}: not an iptables-save dump", file.display())));
+        return Err(usage(format!(
+            "{}: not an iptables-save dump",
+            file.display()
+        )));
     };
     Ok(Input {
         ruleset,
@@ -302,21 +310,25 @@ enum StepJson {
         before: String,
         after: String,
     },
-    Route {
-        destination: IpAddr,
-        /// local, out, failed or unknown.
-        decision: &'static str,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        dev: Option<String>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        gateway: Option<IpAddr>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        rule: Option<String>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        route: Option<String>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        reason: Option<String>,
-    },
+    Route(RouteJson),
+}
+
+/// The routing decision between hooks.
+#[derive(Debug, Serialize)]
+struct RouteJson {
+    destination: IpAddr,
+    /// local, out, failed or unknown.
+    decision: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dev: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    gateway: Option<IpAddr>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rule: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    route: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
 }
 
 impl From<&Outcome<'_>> for OutcomeJson {
@@ -437,7 +449,7 @@ impl From<&Step<'_>> for StepJson {
                 destination,
                 choice,
             } => {
-                let none = || StepJson::Route {
+                let none = || RouteJson {
                     destination: *destination,
                     decision: "unknown",
                     dev: None,
@@ -447,36 +459,36 @@ impl From<&Step<'_>> for StepJson {
                     reason: None,
                 };
                 match choice.clone() {
-                    RouteChoice::Local { rule, route } => StepJson::Route {
+                    RouteChoice::Local { rule, route } => StepJson::Route(RouteJson {
                         decision: "local",
                         rule,
                         route,
                         ..none()
-                    },
+                    }),
                     RouteChoice::Out {
                         dev,
                         gateway,
                         rule,
                         route,
-                    } => StepJson::Route {
+                    } => StepJson::Route(RouteJson {
                         decision: "out",
                         dev,
                         gateway,
                         rule,
                         route,
                         ..none()
-                    },
-                    RouteChoice::Failed { error, rule, route } => StepJson::Route {
+                    }),
+                    RouteChoice::Failed { error, rule, route } => StepJson::Route(RouteJson {
                         decision: "failed",
                         rule,
                         route,
                         reason: Some(error.to_string()),
                         ..none()
-                    },
-                    RouteChoice::Unknown { reason } => StepJson::Route {
+                    }),
+                    RouteChoice::Unknown { reason } => StepJson::Route(RouteJson {
                         reason: Some(reason),
                         ..none()
-                    },
+                    }),
                 }
             }
         }
@@ -540,7 +552,8 @@ fn step_line(step: &StepJson) -> String {
                 Tri::False => "no match",
                 Tri::Unknown => "UNKNOWN",
             };
-            let mut out = format!("{hook} {table} {chain} #{rule} (line {line}): {matched}: {text}");
+            let mut out =
+                format!("{hook} {table} {chain} #{rule} (line {line}): {matched}: {text}");
             if let Some(assumption) = assumption {
                 out.push_str(&format!(" [{assumption}]"));
             }
@@ -559,7 +572,7 @@ fn step_line(step: &StepJson) -> String {
             before,
             after,
         } => format!("{hook} {table}: {kind} {before} -> {after}"),
-        StepJson::Route {
+        StepJson::Route(RouteJson {
             destination,
             decision,
             dev,
@@ -567,7 +580,7 @@ fn step_line(step: &StepJson) -> String {
             route,
             reason,
             ..
-        } => {
+        }) => {
             let mut out = format!("route {destination}: {decision}");
             if let Some(dev) = dev {
                 out.push_str(&format!(" dev {dev}"));

@@ -103,7 +103,10 @@ enum Flow {
     /// Go on with the next rule.
     Next,
     /// Continue at rule 0 of `chain`, pushing a return point or not.
-    Enter { chain: usize, push: bool },
+    Enter {
+        chain: usize,
+        push: bool,
+    },
     Return,
     /// The table let the packet through (ACCEPT, a NAT target).
     TableAccept,
@@ -161,7 +164,10 @@ impl<'a> Walk<'_, 'a, '_> {
                 return;
             }
             let Some(chain) = table.chains.get(cursor.chain) else {
-                branch.stop_unknown(format!("table {} has no chain {}", table.name, cursor.chain));
+                branch.stop_unknown(format!(
+                    "table {} has no chain {}",
+                    table.name, cursor.chain
+                ));
                 out.push(branch);
                 return;
             };
@@ -355,11 +361,9 @@ impl<'a> Walk<'_, 'a, '_> {
             },
             Target::Masquerade(masquerade) => self.masquerade(masquerade.ports, rule, branch),
             Target::Redirect(redirect) => self.redirect(redirect.ports, rule, branch),
-            Target::Unsupported { name, .. } => self.unknown(
-                branch,
-                rule,
-                &format!("target {name} is not modelled"),
-            ),
+            Target::Unsupported { name, .. } => {
+                self.unknown(branch, rule, &format!("target {name} is not modelled"))
+            }
         }
     }
 
@@ -462,7 +466,9 @@ impl<'a> Walk<'_, 'a, '_> {
             },
         };
         let share = 1.0 / addresses.len() as f64;
-        let (first, others) = addresses.split_first().map_or((current.addr, &[][..]), |(f, o)| (*f, o));
+        let (first, others) = addresses
+            .split_first()
+            .map_or((current.addr, &[][..]), |(f, o)| (*f, o));
         for &addr in others {
             let mut other = branch.clone();
             other.probability *= share;

@@ -13,8 +13,8 @@ use crate::netstack::routing::{FlowKey, LookupOutcome};
 use crate::snapshot::netns::iptables::{
     AddrTypeMatch, AddrTypes, ConntrackMatch, CtDirection, CtStates, CtStatuses, IcmpType,
     Interface, Invertible, LimitInterface, Match, MultiportMatch, OwnerMatch, PacketType,
-    PhysdevMatch, PortDirection, PortMatch, PortRange, Protocol, RecentCommand, Rule,
-    RpfilterMatch, Statistic, TableName, TcpMatch, TtlTest,
+    PhysdevMatch, PortDirection, PortMatch, PortRange, Protocol, RecentCommand, RpfilterMatch,
+    Rule, Statistic, TableName, TcpMatch, TtlTest,
 };
 use crate::snapshot::netns::route::{RouteTable, RouteType};
 
@@ -190,10 +190,16 @@ impl Tester<'_, '_, '_, '_> {
             Match::IpRange(range) => {
                 let mut test = Test::from(true);
                 if let Some(src) = range.source {
-                    test = and(test, invert(src.value.contains(packet.src).into(), src.invert));
+                    test = and(
+                        test,
+                        invert(src.value.contains(packet.src).into(), src.invert),
+                    );
                 }
                 if let Some(dst) = range.destination {
-                    test = and(test, invert(dst.value.contains(packet.dst).into(), dst.invert));
+                    test = and(
+                        test,
+                        invert(dst.value.contains(packet.dst).into(), dst.invert),
+                    );
                 }
                 test
             }
@@ -212,9 +218,10 @@ impl Tester<'_, '_, '_, '_> {
             Match::Owner(owner) => self.owner(owner),
             Match::Recent(recent) => {
                 let test = match recent.command.value {
-                    RecentCommand::Set => {
-                        assumed(true, "recent --set: always matches (it records the address)")
-                    }
+                    RecentCommand::Set => assumed(
+                        true,
+                        "recent --set: always matches (it records the address)",
+                    ),
                     RecentCommand::Check | RecentCommand::Update | RecentCommand::Remove => {
                         assumed(
                             false,
@@ -225,10 +232,9 @@ impl Tester<'_, '_, '_, '_> {
                 invert(test, recent.command.invert)
             }
             Match::Limit(_) => assumed(true, "limit: assumed the rate is not exceeded"),
-            Match::HashLimit(limit) => assumed(
-                !limit.above,
-                "hashlimit: assumed the rate is not exceeded",
-            ),
+            Match::HashLimit(limit) => {
+                assumed(!limit.above, "hashlimit: assumed the rate is not exceeded")
+            }
             Match::Socket(_) => unknown("-m socket depends on the live sockets"),
             Match::U32(_) => unknown("-m u32 is not modelled"),
             Match::Bpf(_) => unknown("-m bpf is not modelled"),
@@ -326,11 +332,14 @@ impl Tester<'_, '_, '_, '_> {
         let (Some(sport), Some(dport)) = (packet.sport, packet.dport) else {
             return false.into();
         };
-        let hit = multiport.ports.iter().any(|range| match multiport.direction {
-            PortDirection::Source => range.contains(sport),
-            PortDirection::Destination => range.contains(dport),
-            PortDirection::Either => range.contains(sport) || range.contains(dport),
-        });
+        let hit = multiport
+            .ports
+            .iter()
+            .any(|range| match multiport.direction {
+                PortDirection::Source => range.contains(sport),
+                PortDirection::Destination => range.contains(dport),
+                PortDirection::Either => range.contains(sport) || range.contains(dport),
+            });
         invert(hit.into(), multiport.invert)
     }
 
@@ -394,7 +403,11 @@ impl Tester<'_, '_, '_, '_> {
             .routes
             .iter()
             .filter(|r| r.table == RouteTable::Local)
-            .filter_map(|r| r.destination().filter(|d| d.contains(&addr)).map(|d| (d, r)))
+            .filter_map(|r| {
+                r.destination()
+                    .filter(|d| d.contains(&addr))
+                    .map(|d| (d, r))
+            })
             .max_by_key(|(d, _)| d.prefix_len());
         let Some((_, route)) = best else {
             return Ok(match context.local_addresses.contains(&addr) {
@@ -492,18 +505,13 @@ impl Tester<'_, '_, '_, '_> {
             known.unwrap_or_else(|| unknown("the connection's tuple is not known (not a new one)"))
         };
         let net = |test: Option<Invertible<IpNet>>, addr: IpAddr| {
-            test.map(|t| {
-                tuple(new.then(|| invert(t.value.contains(&addr).into(), t.invert)))
-            })
+            test.map(|t| tuple(new.then(|| invert(t.value.contains(&addr).into(), t.invert))))
         };
         let port = |test: Option<Invertible<PortRange>>, port: Option<u16>| {
             test.map(|t| {
-                tuple(new.then(|| {
-                    invert(
-                        port.is_some_and(|p| t.value.contains(p)).into(),
-                        t.invert,
-                    )
-                }))
+                tuple(
+                    new.then(|| invert(port.is_some_and(|p| t.value.contains(p)).into(), t.invert)),
+                )
             })
         };
         // A new connection's reply tuple is the current packet reversed.
@@ -522,7 +530,8 @@ impl Tester<'_, '_, '_, '_> {
             port(ct.original_destination_port, original.dport),
             port(ct.reply_source_port, packet.dport),
             port(ct.reply_destination_port, packet.sport),
-            ct.status.map(|status| invert(self.status(status.value), status.invert)),
+            ct.status
+                .map(|status| invert(self.status(status.value), status.invert)),
             ct.direction.map(|direction| match (new, direction) {
                 (true, direction) => Test::from(direction == CtDirection::Original),
                 (false, _) => unknown("the packet's direction in its connection is not known"),
@@ -594,7 +603,10 @@ impl Tester<'_, '_, '_, '_> {
             test = and(test, exists.into());
         }
         if let Some(uid) = &owner.uid {
-            test = and(test, invert(uid.value.contains(&socket.uid).into(), uid.invert));
+            test = and(
+                test,
+                invert(uid.value.contains(&socket.uid).into(), uid.invert),
+            );
         }
         if let Some(gid) = &owner.gid {
             let hit = gid.value.contains(&socket.gid);

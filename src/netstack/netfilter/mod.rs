@@ -236,11 +236,17 @@ pub enum Verdict {
     /// Passed every hook on its path (delivered locally, or sent out).
     Accept,
     Drop,
-    Reject { with: RejectWith },
+    Reject {
+        with: RejectWith,
+    },
     /// Routing refused the packet between hooks (the kernel drops it).
-    Unroutable { error: RouteError },
+    Unroutable {
+        error: RouteError,
+    },
     /// The model cannot tell; `reason` names the rule or the missing data.
-    Unknown { reason: String },
+    Unknown {
+        reason: String,
+    },
 }
 
 impl Verdict {
@@ -275,16 +281,28 @@ impl fmt::Display for Endpoint {
 /// What a target changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Translation {
-    Dnat { before: Endpoint, after: Endpoint },
+    Dnat {
+        before: Endpoint,
+        after: Endpoint,
+    },
     /// Also REDIRECT (a DNAT to the namespace itself).
-    Redirect { before: Endpoint, after: Endpoint },
-    Snat { before: Endpoint, after: Endpoint },
+    Redirect {
+        before: Endpoint,
+        after: Endpoint,
+    },
+    Snat {
+        before: Endpoint,
+        after: Endpoint,
+    },
     /// `after` is `None` when the outgoing device's address is not known.
     Masquerade {
         before: Endpoint,
         after: Option<Endpoint>,
     },
-    Mark { before: u32, after: u32 },
+    Mark {
+        before: u32,
+        after: u32,
+    },
     /// `None`: the connection mark is not known.
     ConnMark {
         before: Option<u32>,
@@ -348,7 +366,10 @@ pub enum Step<'a> {
         translation: Translation,
     },
     /// The routing decision between hooks.
-    Route { destination: IpAddr, choice: RouteChoice },
+    Route {
+        destination: IpAddr,
+        choice: RouteChoice,
+    },
 }
 
 /// One way the packet can go, with its share of packets of this flow.
@@ -372,12 +393,8 @@ impl Outcome<'_> {
 
     /// Whether SNAT or MASQUERADE applied.
     pub fn masquerade(&self) -> bool {
-        self.translations().any(|t| {
-            matches!(
-                t,
-                Translation::Snat { .. } | Translation::Masquerade { .. }
-            )
-        })
+        self.translations()
+            .any(|t| matches!(t, Translation::Snat { .. } | Translation::Masquerade { .. }))
     }
 
     fn translations(&self) -> impl DoubleEndedIterator<Item = &Translation> {
@@ -714,10 +731,7 @@ fn choose_out_interface<'a>(
 
 /// After OUTPUT, the kernel routes a locally generated packet again when
 /// mangle changed its mark or nat its destination (`ip_route_me_harder`).
-fn reroute_if_changed<'a>(
-    branch: chains::Branch<'a>,
-    context: &Context<'_>,
-) -> chains::Branch<'a> {
+fn reroute_if_changed<'a>(branch: chains::Branch<'a>, context: &Context<'_>) -> chains::Branch<'a> {
     if branch.verdict.is_some() || !branch.rerouting_needed() {
         return branch;
     }

@@ -7,7 +7,10 @@ use crate::snapshot::netns::iptables::SetMatch;
 
 pub(super) fn test(sets: Option<&IpSets>, set: &SetMatch, _packet: &Packet) -> Test {
     match sets {
-        None => Test::unknown(format!("ipset `{}`: ipset-save.txt was not collected", set.name)),
+        None => Test::unknown(format!(
+            "ipset `{}`: ipset-save.txt was not collected",
+            set.name
+        )),
         Some(_) => Test::unknown(format!("ipset `{}`: PENDING ipset model", set.name)),
     }
 }
