@@ -3,6 +3,7 @@
 
 mod collect;
 mod diagnose;
+mod netfilter;
 mod route;
 mod snapshot;
 
@@ -32,6 +33,9 @@ enum Command {
     Collect(collect::CollectCommand),
     /// Follow a packet through a snapshot and say where it stops, and why.
     Diagnose(diagnose::DiagnoseArgs),
+    /// Ask the kernel model what one namespace's iptables rules do with a packet.
+    #[command(subcommand)]
+    Netfilter(netfilter::NetfilterCommand),
     /// Ask the kernel model how one namespace dump routes a packet.
     #[command(subcommand)]
     Route(route::RouteCommand),
@@ -67,6 +71,7 @@ pub fn run() -> ExitCode {
     match cli.command {
         Command::Collect(command) => collect::run(command),
         Command::Diagnose(args) => diagnose::run(args),
+        Command::Netfilter(command) => netfilter::run(command),
         Command::Route(command) => route::run(command),
         Command::Snapshot(command) => snapshot::run(command),
     }
