@@ -263,16 +263,28 @@ fn step_line(step: &Step, verbose: bool) -> String {
         }
         Step::Route {
             rule,
-            table,
             route,
             result,
         } => {
-            if verbose {
-                format!("route: {result} ({route}; table {table}; rule {rule})")
+            if verbose && !rule.is_empty() {
+                format!("route: {result} ({route}; rule {rule})")
             } else {
                 format!("route: {result} ({route})")
             }
         }
+        Step::Translated {
+            hook,
+            table,
+            translation,
+        } => format!("netfilter {hook} {table}: {translation}"),
+        Step::Netfilter {
+            decision,
+            rule,
+            line,
+        } => match line {
+            Some(line) => format!("netfilter: {decision}, line {line}: {rule}"),
+            None => format!("netfilter: {decision}"),
+        },
         Step::Neighbour {
             address,
             interface,

@@ -102,9 +102,21 @@ pub enum Step {
     /// A route was chosen (or refused).
     Route {
         rule: String,
-        table: String,
         route: String,
         result: String,
+    },
+    /// Netfilter rewrote the packet.
+    Translated {
+        hook: String,
+        table: String,
+        translation: String,
+    },
+    /// A netfilter rule (or chain policy) decided the packet's fate.
+    Netfilter {
+        decision: String,
+        rule: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        line: Option<usize>,
     },
     /// A neighbour (ARP) resolution.
     Neighbour {

@@ -11,11 +11,17 @@ use super::topology::Topology;
 use super::{
     Diagnosis, Disposition, Finding, Hop, HopKind, Link, LinkKind, PathResult, Severity, Step,
 };
+use crate::netstack::Tri;
+use crate::netstack::netfilter::{
+    self, Context, Netfilter, Outcome, PacketPath, RouteChoice, Step as NetfilterStep, Translation,
+    Verdict,
+};
 use crate::netstack::routing::{
-    Fib, FlowKey, LookupOutcome, RouteError, describe_route, describe_rule, table_name,
+    Fib, FlowKey, LookupOutcome, RouteError, describe_route, describe_rule,
 };
 use crate::snapshot::cluster::IpOwner;
 use crate::snapshot::netns::addr::Family;
+use crate::snapshot::netns::iptables::{Policy as IptablesPolicy, Protocol as IpProtocol};
 use crate::snapshot::netns::link::{
     Link as Device, LinkFlag, LinkKind as DeviceKind, LinkLayerAddress, MacAddr, VxlanInfo,
 };
@@ -37,6 +43,23 @@ struct Packet {
     dport: Option<u16>,
     /// Set while the packet is the outer UDP packet of a VXLAN tunnel.
     tunnel: Option<Box<Tunnelled>>,
+}
+
+impl Packet {
+    /// The packet as netfilter sees it: the first packet of a new connection
+    /// from an ephemeral port.
+    fn netfilter_packet(&self, src: IpAddr) -> netfilter::Packet {
+        let protocol = match self.protocol {
+            Protocol::Tcp => IpProtocol::TCP,
+            Protocol::Udp => IpProtocol::UDP,
+            Protocol::Icmp => IpProtocol::ICMP,
+        };
+        let mut packet = netfilter::Packet::new(src, self.dst, protocol);
+        if packet.dport.is_some() {
+            packet.dport = self.dport;
+        }
+        packet
+    }
 }
 
 /// What a VXLAN packet carries.
@@ -93,10 +116,16 @@ struct Branch {
     seen: Vec<(NetnsId, String, Arrival)>,
 }
 
-struct Walker<'s> {
+/// The kernel models of every namespace, built once per walk.
+struct Models<'s> {
+    fibs: HashMap<&'s NetnsId, Fib<'s>>,
+    netfilters: HashMap<&'s NetnsId, Netfilter<'s>>,
+}
+
+struct Walker<'s, 'm> {
     snapshot: &'s Snapshot,
     topology: Topology<'s>,
-    fibs: HashMap<&'s NetnsId, Fib<'s>>,
+    models: &'m Models<'s>,
     graph: DiGraph<Hop, Link>,
     paths: Vec<PathResult>,
     findings: Vec<Finding>,
@@ -110,10 +139,19 @@ pub(crate) fn walk(snapshot: &Snapshot, resolved: &Resolved) -> Diagnosis {
             fibs.insert(id, Fib::new(rules, routes, addrs, dump.sysctls.as_ref()));
         }
     }
+    let netfilters = snapshot
+        .namespaces
+        .iter()
+        .filter_map(|(id, entry)| {
+            let ruleset = entry.dump.iptables.as_ref()?;
+            Some((id, Netfilter::new(ruleset, entry.dump.ipsets.as_ref())))
+        })
+        .collect();
+    let models = Models { fibs, netfilters };
     let mut walker = Walker {
         snapshot,
         topology: Topology::new(snapshot),
-        fibs,
+        models: &models,
         graph: DiGraph::new(),
         paths: Vec::new(),
         findings: Vec::new(),
@@ -147,7 +185,7 @@ struct Stop {
     evidence: String,
 }
 
-impl<'s> Walker<'s> {
+impl<'s> Walker<'s, '_> {
     /// Enters a namespace: a new hop in the graph.
     fn visit(
         &mut self,
@@ -212,189 +250,375 @@ impl<'s> Walker<'s> {
                 },
             },
         );
-        if let Some(stop) = self.untranslated_service(&packet) {
-            return self.stop(hop, branch, stop);
-        }
-        let Some(fib) = self.fibs.get(ns) else {
-            return self.stop(
-                hop,
-                branch,
-                self.missing(
-                    ns,
-                    "ip-route.json, ip-rule.json and ip-addr.json",
-                    "route the packet",
-                ),
+        let models = self.models;
+        let Some(fib) = models.fibs.get(ns) else {
+            let stop = self.missing(
+                ns,
+                "ip-route.json, ip-rule.json and ip-addr.json",
+                "route the packet",
             );
+            return self.stop(hop, branch, stop);
         };
-        let iif = match &arrival {
-            Arrival::Local => None,
-            Arrival::Received(interface) => Some(interface.clone()),
+        let Some(netfilter) = models.netfilters.get(ns) else {
+            let stop = self.missing(ns, "iptables-save.txt", "evaluate its netfilter rules");
+            return self.stop(hop, branch, stop);
         };
-        let flow = FlowKey {
-            src: if iif.is_some() { packet.src } else { None },
-            iif: iif.clone(),
-            dport: packet.dport,
-            ..FlowKey::to(packet.dst)
+        let context = Context {
+            fib: Some(fib),
+            interfaces: self.snapshot.namespaces[ns]
+                .dump
+                .addrs
+                .as_deref()
+                .unwrap_or_default(),
+            local_addresses: &[],
         };
-        let lookup = fib.lookup(&flow);
-        let routes = fib.routes;
-        let rule_text = |index: Option<usize>| {
-            index.map_or_else(|| "-".to_string(), |r| describe_rule(fib.rules[r]))
-        };
-        let (rule_text, route_entry) = match &lookup.outcome {
-            LookupOutcome::Routed { rule, route, .. } => {
-                (rule_text(Some(*rule)), Some(&routes[*route]))
+        match &arrival {
+            Arrival::Received(iif) => {
+                let mut filtered = packet.netfilter_packet(packet.src.unwrap_or(packet.dst));
+                filtered.in_iface = Some(iif.clone());
+                let outcomes = netfilter.traverse(PacketPath::Received, filtered, &context);
+                let forks = self.fork(hop, &branch, outcomes.len());
+                for (outcome, (hop, branch)) in outcomes.into_iter().zip(forks) {
+                    self.after_netfilter(ns, hop, &packet, outcome, Some(iif), None, branch);
+                }
             }
-            LookupOutcome::Failed { rule, route, .. } => {
-                (rule_text(*rule), route.map(|r| &routes[r]))
-            }
-            LookupOutcome::Unknown { .. } => (rule_text(None), None),
-        };
-        let routes_file = self.file(ns, "ip-route.json");
-        match lookup.outcome {
-            LookupOutcome::Unknown { reason } => {
-                let stop = Stop {
-                    disposition: Disposition::InsufficientInfo,
-                    id: "kernel.route.unknown",
-                    reason,
-                    evidence: routes_file,
-                };
-                self.stop(hop, branch, stop)
-            }
-            LookupOutcome::Failed { error, .. } => {
-                let route_text = route_entry.map(describe_route);
-                self.step(
-                    hop,
-                    Step::Route {
-                        rule: rule_text.clone(),
-                        table: route_entry
-                            .map(|r| table_name(&r.table))
-                            .unwrap_or_else(|| "-".into()),
-                        route: route_text.clone().unwrap_or_else(|| "-".into()),
-                        result: error.to_string(),
-                    },
-                );
-                let (disposition, id) = match error {
-                    RouteError::NoRoute => (Disposition::NoRoute, "kernel.route.none"),
-                    RouteError::Martian => (Disposition::NoRoute, "kernel.route.martian"),
-                    RouteError::Unreachable => {
-                        (Disposition::UnreachableRoute, "kernel.route.unreachable")
+            Arrival::Local => {
+                // A socket's packet is routed first (that picks its source
+                // address), then meets OUTPUT and POSTROUTING.
+                let lookup = fib.lookup(&FlowKey {
+                    dport: packet.dport,
+                    ..FlowKey::to(packet.dst)
+                });
+                let paths = match lookup.outcome {
+                    LookupOutcome::Routed { paths, .. } => paths,
+                    LookupOutcome::Failed { error, rule, route } => {
+                        let choice = RouteChoice::Failed {
+                            error,
+                            rule: rule.map(|r| describe_rule(fib.rules[r])),
+                            route: route.map(|r| describe_route(&fib.routes[r])),
+                        };
+                        return self.route_failed(ns, hop, &packet, &choice, branch);
                     }
-                    RouteError::Prohibit => {
-                        (Disposition::UnreachableRoute, "kernel.route.prohibit")
-                    }
-                    RouteError::Blackhole => {
-                        (Disposition::UnreachableRoute, "kernel.route.blackhole")
+                    LookupOutcome::Unknown { reason } => {
+                        let evidence = self.file(ns, "ip-route.json");
+                        let stop = Stop {
+                            disposition: Disposition::InsufficientInfo,
+                            id: "kernel.route.unknown",
+                            reason,
+                            evidence,
+                        };
+                        return self.stop(hop, branch, stop);
                     }
                 };
-                let reason = match &route_text {
-                    Some(route) => format!(
-                        "{} has {error}: {route} (selected by rule {rule_text})",
-                        hop_id(ns),
-                    ),
-                    None => format!("{} has {error} to {}", hop_id(ns), packet.dst),
-                };
-                self.stop(
-                    hop,
-                    branch,
-                    Stop {
-                        disposition,
-                        id,
-                        reason,
-                        evidence: routes_file,
-                    },
-                )
-            }
-            LookupOutcome::Routed {
-                route_type, paths, ..
-            } => {
-                let route_entry = route_entry.expect("a routed lookup names its route");
-                let route_step = |result: String| Step::Route {
-                    rule: rule_text.clone(),
-                    table: table_name(&route_entry.table),
-                    route: describe_route(route_entry),
-                    result,
-                };
-                match route_type {
-                    RouteType::Local => {
-                        self.step(hop, route_step("local delivery".into()));
-                        if let Some(stop) = self.reverse_path_filter(ns, &packet, iif.as_deref()) {
-                            return self.stop(hop, branch, stop);
-                        }
-                        self.deliver(ns, hop, packet, iif.as_deref().unwrap_or("lo"), branch)
+                // Every (path, netfilter outcome) pair is a branch of its own.
+                let mut ways = Vec::new();
+                for path in paths {
+                    let mut packet = packet.clone();
+                    packet.src = packet.src.or(path.prefsrc);
+                    let routed = (path.dev.clone(), path.gateway);
+                    let Some(src) = packet.src else {
+                        ways.push((packet, path.probability, routed, None));
+                        continue;
+                    };
+                    let mut filtered = packet.netfilter_packet(src);
+                    filtered.out_iface = path.dev.clone();
+                    for outcome in netfilter.traverse(PacketPath::Output, filtered, &context) {
+                        ways.push((
+                            packet.clone(),
+                            path.probability,
+                            routed.clone(),
+                            Some(outcome),
+                        ));
                     }
-                    RouteType::Unicast => {
-                        let shared = branch.probability;
-                        for path in paths {
-                            let mut branch = branch.clone();
-                            branch.probability = shared * path.probability;
-                            let mut packet = packet.clone();
-                            if packet.src.is_none() {
-                                packet.src = path.prefsrc;
-                            }
-                            let dev = path.dev.clone().unwrap_or_default();
-                            let via = match path.gateway {
-                                Some(gateway) => format!("via {gateway} dev {dev}"),
-                                None => format!("dev {dev}"),
-                            };
-                            self.step(hop, route_step(via));
-                            if let Some(iif) = &iif
-                                && let Some(stop) = self
-                                    .forwarding(ns, iif)
-                                    .or_else(|| self.reverse_path_filter(ns, &packet, Some(iif)))
-                            {
-                                self.stop(hop, branch, stop);
-                                continue;
-                            }
-                            let next_hop = path.gateway.unwrap_or(packet.dst);
-                            self.egress(ns, hop, &dev, next_hop, packet, branch);
-                        }
-                    }
-                    other => {
-                        self.step(hop, route_step(format!("{} route", other.as_str())));
-                        let reason = format!("{} routes are not modelled", other.as_str());
-                        self.stop(
+                }
+                let forks = self.fork(hop, &branch, ways.len());
+                for ((packet, share, routed, outcome), (hop, mut branch)) in
+                    ways.into_iter().zip(forks)
+                {
+                    branch.probability *= share;
+                    match outcome {
+                        Some(outcome) => self.after_netfilter(
+                            ns,
                             hop,
+                            &packet,
+                            outcome,
+                            None,
+                            Some(routed),
                             branch,
-                            Stop {
-                                disposition: Disposition::InsufficientInfo,
-                                id: "kernel.route.unmodelled",
+                        ),
+                        None => {
+                            let reason = format!(
+                                "{} has no address to send from by {}",
+                                hop_id(ns),
+                                routed.0.as_deref().unwrap_or("?")
+                            );
+                            let stop = Stop {
+                                disposition: Disposition::NoRoute,
+                                id: "kernel.route.no-source",
                                 reason,
-                                evidence: routes_file,
-                            },
-                        )
+                                evidence: self.file(ns, "ip-addr.json"),
+                            };
+                            self.stop(hop, branch, stop);
+                        }
                     }
                 }
             }
         }
     }
 
-    /// kube-proxy translates service addresses in netfilter's nat table;
-    /// until that is evaluated, a packet still addressed to a service IP
-    /// cannot be followed honestly.
-    fn untranslated_service(&self, packet: &Packet) -> Option<Stop> {
-        let service =
-            self.snapshot
-                .cluster
-                .by_ip(packet.dst)
-                .iter()
-                .find_map(|owner| match owner {
-                    IpOwner::ServiceClusterIp { namespace, name }
-                    | IpOwner::ServiceExternalIp { namespace, name }
-                    | IpOwner::ServiceLoadBalancerIp { namespace, name } => {
-                        Some(format!("{namespace}/{name}"))
-                    }
-                    _ => None,
-                })?;
-        Some(Stop {
-            disposition: Disposition::InsufficientInfo,
-            id: "engine.service.untranslated",
-            reason: format!(
-                "{} is an address of service {service}; its translation to a backend (kube-proxy's netfilter rules) is not evaluated yet",
-                packet.dst
+    /// Gives each of `count` ways out of `hop` its own copy of the hop (with
+    /// the steps so far and the link that led in), so that the steps of one
+    /// branch never show up in another. The first way keeps `hop` itself.
+    fn fork(&mut self, hop: NodeIndex, branch: &Branch, count: usize) -> Vec<(NodeIndex, Branch)> {
+        let base = self.graph[hop].clone();
+        let incoming = branch.hops.iter().rev().nth(1).and_then(|&previous| {
+            let edge = self.graph.find_edge(previous, hop)?;
+            Some((previous, self.graph[edge].clone()))
+        });
+        let mut forks = Vec::with_capacity(count);
+        for index in 0..count {
+            let mut branch = branch.clone();
+            let node = if index == 0 {
+                hop
+            } else {
+                let node = self.graph.add_node(base.clone());
+                if let Some((previous, link)) = &incoming {
+                    self.graph.add_edge(*previous, node, link.clone());
+                }
+                if let Some(last) = branch.hops.last_mut() {
+                    *last = node;
+                }
+                node
+            };
+            forks.push((node, branch));
+        }
+        forks
+    }
+
+    /// Follows one netfilter outcome: a verdict, or the (translated) packet
+    /// delivered here or sent on. `routed` is the route already chosen for a
+    /// locally generated packet, which netfilter only reports when it re-routes.
+    #[allow(clippy::too_many_arguments)]
+    fn after_netfilter(
+        &mut self,
+        ns: &NetnsId,
+        hop: NodeIndex,
+        packet: &Packet,
+        outcome: Outcome<'s>,
+        iif: Option<&String>,
+        routed: Option<(Option<String>, Option<IpAddr>)>,
+        mut branch: Branch,
+    ) {
+        branch.probability *= outcome.probability;
+        let rules_file = self.file(ns, "iptables-save.txt");
+        for step in &outcome.trace {
+            if let NetfilterStep::Translation {
+                hook,
+                table,
+                translation,
+            } = step
+                && !matches!(
+                    translation,
+                    Translation::Mark { .. } | Translation::ConnMark { .. }
+                )
+            {
+                self.step(
+                    hop,
+                    Step::Translated {
+                        hook: hook.to_string(),
+                        table: table.as_str().to_string(),
+                        translation: translation.to_string(),
+                    },
+                );
+            }
+        }
+        let route = outcome.trace.iter().rev().find_map(|step| match step {
+            NetfilterStep::Route { choice, .. } => Some(choice.clone()),
+            _ => None,
+        });
+        match &outcome.verdict {
+            Verdict::Drop | Verdict::Reject { .. } => {
+                let (decision, line, text) = deciding_rule(&outcome.trace);
+                self.step(
+                    hop,
+                    Step::Netfilter {
+                        decision: decision.clone(),
+                        rule: text.clone(),
+                        line,
+                    },
+                );
+                let verb = if matches!(outcome.verdict, Verdict::Drop) {
+                    "drops"
+                } else {
+                    "rejects"
+                };
+                let reason = format!("{}'s netfilter {verb} the packet: {decision}", hop_id(ns));
+                let evidence = match line {
+                    Some(line) => format!("{rules_file}:{line}: {text}"),
+                    None => format!("{rules_file}: {text}"),
+                };
+                let stop = Stop {
+                    disposition: Disposition::DeniedByNetfilter,
+                    id: "kernel.netfilter.denied",
+                    reason,
+                    evidence,
+                };
+                return self.stop(hop, branch, stop);
+            }
+            Verdict::Unknown { reason } => {
+                let stop = Stop {
+                    disposition: Disposition::InsufficientInfo,
+                    id: "kernel.netfilter.unknown",
+                    reason: reason.clone(),
+                    evidence: rules_file,
+                };
+                return self.stop(hop, branch, stop);
+            }
+            Verdict::Unroutable { .. } | Verdict::Accept => {}
+        }
+        let mut packet = packet.clone();
+        packet.src = Some(outcome.packet.src);
+        packet.dst = outcome.packet.dst;
+        packet.dport = outcome.packet.dport;
+        let choice = match (route, routed) {
+            (Some(choice), _) => choice,
+            (None, Some((dev, gateway))) => RouteChoice::Out {
+                dev,
+                gateway,
+                rule: None,
+                route: None,
+            },
+            (None, None) => {
+                let reason = "netfilter reported no routing decision for the packet".to_string();
+                let stop = Stop {
+                    disposition: Disposition::InsufficientInfo,
+                    id: "engine.route.missing",
+                    reason,
+                    evidence: rules_file,
+                };
+                return self.stop(hop, branch, stop);
+            }
+        };
+        match choice {
+            RouteChoice::Local { rule, route } => {
+                self.step(
+                    hop,
+                    Step::Route {
+                        rule: rule.unwrap_or_default(),
+                        route: route.unwrap_or_default(),
+                        result: "local delivery".into(),
+                    },
+                );
+                if let Some(stop) = self.reverse_path_filter(ns, &packet, iif.map(String::as_str)) {
+                    return self.stop(hop, branch, stop);
+                }
+                self.deliver(ns, hop, packet, iif.map_or("lo", String::as_str), branch)
+            }
+            RouteChoice::Out {
+                dev,
+                gateway,
+                rule,
+                route,
+            } => {
+                let dev = dev.unwrap_or_default();
+                let via = match gateway {
+                    Some(gateway) => format!("via {gateway} dev {dev}"),
+                    None => format!("dev {dev}"),
+                };
+                if rule.is_some() || route.is_some() {
+                    self.step(
+                        hop,
+                        Step::Route {
+                            rule: rule.unwrap_or_default(),
+                            route: route.unwrap_or_default(),
+                            result: via,
+                        },
+                    );
+                }
+                if let Some(iif) = iif
+                    && let Some(stop) = self
+                        .forwarding(ns, iif)
+                        .or_else(|| self.reverse_path_filter(ns, &packet, Some(iif)))
+                {
+                    return self.stop(hop, branch, stop);
+                }
+                let next_hop = gateway.unwrap_or(packet.dst);
+                self.egress(ns, hop, &dev, next_hop, packet, branch)
+            }
+            failed @ RouteChoice::Failed { .. } => {
+                self.route_failed(ns, hop, &packet, &failed, branch)
+            }
+            RouteChoice::Unknown { reason } => {
+                let stop = Stop {
+                    disposition: Disposition::InsufficientInfo,
+                    id: "kernel.route.unknown",
+                    reason,
+                    evidence: self.file(ns, "ip-route.json"),
+                };
+                self.stop(hop, branch, stop)
+            }
+        }
+    }
+
+    /// The kernel refused to route the packet.
+    fn route_failed(
+        &mut self,
+        ns: &NetnsId,
+        hop: NodeIndex,
+        packet: &Packet,
+        choice: &RouteChoice,
+        branch: Branch,
+    ) {
+        let RouteChoice::Failed { error, rule, route } = choice else {
+            return;
+        };
+        let rule = rule.clone().unwrap_or_else(|| "-".into());
+        self.step(
+            hop,
+            Step::Route {
+                rule: rule.clone(),
+                route: route.clone().unwrap_or_else(|| "-".into()),
+                result: error.to_string(),
+            },
+        );
+        let (disposition, id) = match error {
+            RouteError::NoRoute => (Disposition::NoRoute, "kernel.route.none"),
+            RouteError::Martian => (Disposition::NoRoute, "kernel.route.martian"),
+            RouteError::Unreachable => (Disposition::UnreachableRoute, "kernel.route.unreachable"),
+            RouteError::Prohibit => (Disposition::UnreachableRoute, "kernel.route.prohibit"),
+            RouteError::Blackhole => (Disposition::UnreachableRoute, "kernel.route.blackhole"),
+        };
+        let reason = match route {
+            Some(route) => format!(
+                "{} has {error}: {route} (selected by rule {rule})",
+                hop_id(ns)
             ),
-            evidence: format!("service {service}"),
-        })
+            None => format!("{} has {error} to {}", hop_id(ns), packet.dst),
+        };
+        let stop = Stop {
+            disposition,
+            id,
+            reason,
+            evidence: self.file(ns, "ip-route.json"),
+        };
+        self.stop(hop, branch, stop)
+    }
+
+    /// The service whose address `packet` is still sent to: kube-proxy's
+    /// translation never applied to it.
+    fn untranslated_service(&self, packet: &Packet) -> Option<String> {
+        self.snapshot
+            .cluster
+            .by_ip(packet.dst)
+            .iter()
+            .find_map(|owner| match owner {
+                IpOwner::ServiceClusterIp { namespace, name }
+                | IpOwner::ServiceExternalIp { namespace, name }
+                | IpOwner::ServiceLoadBalancerIp { namespace, name } => {
+                    Some(format!("{namespace}/{name}"))
+                }
+                _ => None,
+            })
     }
 
     /// IPv4 forwarding on the interface the packet came in on.
@@ -454,7 +678,7 @@ impl<'s> Walker<'s> {
         if mode == 0 {
             return None;
         }
-        let fib = self.fibs.get(ns)?;
+        let fib = self.models.fibs.get(ns)?;
         let back = fib.lookup(&FlowKey {
             src: Some(packet.dst),
             ..FlowKey::to(src)
@@ -1070,6 +1294,22 @@ impl<'s> Walker<'s> {
             };
             return self.stop(hop, branch, stop);
         }
+        if let Some(service) = self.untranslated_service(&packet) {
+            self.findings.push(Finding {
+                id: "kernel.netfilter.service-untranslated".into(),
+                severity: Severity::Fatal,
+                hop: hop_id(ns),
+                hop_index: hop.index(),
+                message: format!(
+                    "{} is service {service}'s address, but no netfilter rule of {} translated it to a backend, so the packet leaves by {} as if for the internet",
+                    packet.dst,
+                    hop_id(ns),
+                    device.ifname
+                ),
+                evidence: self.file(ns, "iptables-save.txt"),
+                expected: Some("a DNAT to one of the service's ready endpoints (kube-proxy's KUBE-SERVICES rules)".into()),
+            });
+        }
         let outside = self.graph.add_node(Hop {
             id: packet.dst.to_string(),
             kind: HopKind::External,
@@ -1204,4 +1444,43 @@ fn mac_text(address: &LinkLayerAddress) -> String {
         LinkLayerAddress::Mac(mac) => mac.to_string(),
         LinkLayerAddress::Other(text) => text.clone(),
     }
+}
+
+/// The rule (or chain policy) that decided a drop or reject: the last rule
+/// that matched, or the policy that ended the walk.
+fn deciding_rule(trace: &[NetfilterStep<'_>]) -> (String, Option<usize>, String) {
+    for step in trace.iter().rev() {
+        match step {
+            NetfilterStep::Rule {
+                hook,
+                table,
+                chain,
+                rule,
+                matched: Tri::True,
+                ..
+            } => {
+                let decision = format!(
+                    "rule {} of chain {chain} (table {table}, {hook})",
+                    rule.number
+                );
+                return (decision, Some(rule.line), rule.text.clone());
+            }
+            NetfilterStep::Policy {
+                hook,
+                table,
+                chain,
+                policy,
+            } => {
+                let policy = match policy {
+                    IptablesPolicy::Accept => "ACCEPT",
+                    IptablesPolicy::Drop => "DROP",
+                };
+                let decision =
+                    format!("the {policy} policy of chain {chain} (table {table}, {hook})");
+                return (decision, None, format!(":{chain} {policy}"));
+            }
+            _ => {}
+        }
+    }
+    ("no rule is recorded".into(), None, String::new())
 }
