@@ -916,9 +916,9 @@ impl<'s> Walker<'s, '_> {
                 self.bridge_egress(ns, hop, device, next_hop, packet, branch)
             }
             _ => match self.topology.veth_peer(ns, device) {
-                Some(peer) => {
-                    self.veth_egress(hop, device, peer.ns, peer.link, next_hop, packet, branch)
-                }
+                Some(peer) => self.veth_egress(
+                    ns, hop, device, peer.ns, peer.link, next_hop, packet, branch,
+                ),
                 None => self.underlay_egress(ns, hop, device, next_hop, packet, branch),
             },
         }
@@ -1096,6 +1096,7 @@ impl<'s> Walker<'s, '_> {
                     },
                 );
                 return self.cross(
+                    ns,
                     hop,
                     port,
                     LinkKind::BridgePort,
@@ -1128,6 +1129,7 @@ impl<'s> Walker<'s, '_> {
     #[allow(clippy::too_many_arguments)]
     fn veth_egress(
         &mut self,
+        ns: &NetnsId,
         hop: NodeIndex,
         device: &Device,
         peer_ns: &'s NetnsId,
@@ -1143,6 +1145,7 @@ impl<'s> Walker<'s, '_> {
             // A plain veth pair: the peer answers ARP for its own addresses.
             if self.owns(peer_ns, next_hop) {
                 return self.cross(
+                    ns,
                     hop,
                     device,
                     LinkKind::Veth,
@@ -1213,6 +1216,7 @@ impl<'s> Walker<'s, '_> {
                 let mut branch = branch;
                 branch.hops.push(bridge_hop);
                 return self.cross(
+                    peer_ns,
                     bridge_hop,
                     port,
                     LinkKind::BridgePort,
@@ -1259,6 +1263,7 @@ impl<'s> Walker<'s, '_> {
             .copied();
         if let Some((owner, interface)) = owner {
             return self.cross(
+                ns,
                 hop,
                 device,
                 LinkKind::Underlay,
@@ -1268,6 +1273,27 @@ impl<'s> Walker<'s, '_> {
                 branch,
             );
         }
+        // A next hop that is a node of the cluster whose dump is missing:
+        // the snapshot cannot tell what happens there.
+        let missing_node =
+            self.snapshot
+                .cluster
+                .by_ip(next_hop)
+                .iter()
+                .find_map(|owner| match owner {
+                    IpOwner::Node { name } => Some(name.clone()),
+                    _ => None,
+                });
+        if let Some(node) = missing_node {
+            let stop = self.missing(
+                &NetnsId::Host { node },
+                "the node's namespace dump",
+                "follow the packet further",
+            );
+            return self.stop(hop, branch, stop);
+        }
+        // Otherwise the packet leaves the cluster's namespaces. For a
+        // destination inside the cluster that is the fault itself.
         let cluster_owner = self
             .snapshot
             .cluster
@@ -1280,34 +1306,40 @@ impl<'s> Walker<'s, '_> {
                 IpOwner::Node { name } => Some(format!("node {name}")),
                 _ => None,
             });
-        if let Some(owner) = cluster_owner {
-            let reason = format!(
-                "{} sends the packet for {owner} to {next_hop} by {}, and no namespace in the snapshot holds {next_hop}",
-                hop_id(ns),
-                device.ifname
-            );
-            let stop = Stop {
-                disposition: Disposition::InsufficientInfo,
-                id: "engine.next-hop.unknown",
-                reason,
-                evidence: self.file(ns, "ip-route.json"),
-            };
-            return self.stop(hop, branch, stop);
-        }
-        if let Some(service) = self.untranslated_service(&packet) {
-            self.findings.push(Finding {
-                id: "kernel.netfilter.service-untranslated".into(),
-                severity: Severity::Fatal,
-                hop: hop_id(ns),
-                hop_index: hop.index(),
-                message: format!(
+        let lost = match (cluster_owner, self.untranslated_service(&packet)) {
+            (Some(owner), _) => Some((
+                "kernel.route.leaves-cluster",
+                format!(
+                    "{} sends the packet for {owner} out of the cluster: its route to {} leads by {} to {next_hop}, which no node or pod holds",
+                    hop_id(ns),
+                    packet.dst,
+                    device.ifname
+                ),
+                "a route to the destination through the cluster network",
+                self.file(ns, "ip-route.json"),
+            )),
+            (None, Some(service)) => Some((
+                "kernel.netfilter.service-untranslated",
+                format!(
                     "{} is service {service}'s address, but no netfilter rule of {} translated it to a backend, so the packet leaves by {} as if for the internet",
                     packet.dst,
                     hop_id(ns),
                     device.ifname
                 ),
-                evidence: self.file(ns, "iptables-save.txt"),
-                expected: Some("a DNAT to one of the service's ready endpoints (kube-proxy's KUBE-SERVICES rules)".into()),
+                "a DNAT to one of the service's ready endpoints (kube-proxy's KUBE-SERVICES rules)",
+                self.file(ns, "iptables-save.txt"),
+            )),
+            (None, None) => None,
+        };
+        if let Some((id, message, expected, evidence)) = lost {
+            self.findings.push(Finding {
+                id: id.into(),
+                severity: Severity::Fatal,
+                hop: hop_id(ns),
+                hop_index: hop.index(),
+                message,
+                evidence,
+                expected: Some(expected.into()),
             });
         }
         let outside = self.graph.add_node(Hop {
@@ -1332,6 +1364,7 @@ impl<'s> Walker<'s, '_> {
     #[allow(clippy::too_many_arguments)]
     fn cross(
         &mut self,
+        from: &NetnsId,
         hop: NodeIndex,
         device: &Device,
         kind: LinkKind,
@@ -1340,6 +1373,15 @@ impl<'s> Walker<'s, '_> {
         packet: Packet,
         branch: Branch,
     ) {
+        // Both ends of the link must be up and have carrier (a bridge port
+        // that is down is disabled, and forwards nothing).
+        let receiver = self.topology.link(to, interface);
+        let down = self
+            .device_down(from, device)
+            .or_else(|| receiver.and_then(|link| self.device_down(to, link)));
+        if let Some(stop) = down {
+            return self.stop(hop, branch, stop);
+        }
         let link = Link {
             kind,
             from_interface: device.ifname.clone(),
