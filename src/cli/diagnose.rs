@@ -183,17 +183,20 @@ fn report(diagnosis: &Diagnosis) -> Report<'_> {
 }
 
 fn print_text(diagnosis: &Diagnosis, verbose: bool) {
+    // The verdict first, then where it stops.
     let disposition = diagnosis.disposition();
-    let mark = if disposition == Disposition::Delivered {
-        "ok"
-    } else {
-        "FAIL"
-    };
-    println!("{mark}: {}: {disposition}", diagnosis.summary);
+    out!("{}: {disposition}", diagnosis.summary);
+    for finding in diagnosis
+        .findings
+        .iter()
+        .filter(|f| f.severity == Severity::Fatal)
+    {
+        out!("  stops at {}: {}", finding.hop, finding.message);
+    }
     let count = diagnosis.paths.len();
     for (number, path) in diagnosis.paths.iter().enumerate() {
-        println!();
-        println!(
+        out!();
+        out!(
             "path {} of {count} ({:.0}% of flows): {}",
             number + 1,
             path.probability * 100.0,
@@ -213,12 +216,13 @@ fn print_text(diagnosis: &Diagnosis, verbose: bool) {
                     .and_then(|v| v.as_str().map(str::to_string))
                     .unwrap_or_default();
                 if verbose {
-                    println!(
+                    out!(
                         "   | {kind} {} -> {to}: {}",
-                        link.from_interface, link.packet
+                        link.from_interface,
+                        link.packet
                     );
                 } else {
-                    println!("   | {kind} {} -> {to}", link.from_interface);
+                    out!("   | {kind} {} -> {to}", link.from_interface);
                 }
             }
             previous = Some(index);
@@ -228,25 +232,27 @@ fn print_text(diagnosis: &Diagnosis, verbose: bool) {
                 engine::HopKind::Node => "node".to_string(),
                 engine::HopKind::External => "outside the cluster".to_string(),
             };
-            println!("  {} [{what}]", hop.id);
+            out!("  {} [{what}]", hop.id);
             for step in &hop.steps {
-                println!("      {}", step_line(step, verbose));
+                out!("      {}", step_line(step, verbose));
             }
         }
     }
     if !diagnosis.findings.is_empty() {
-        println!();
-        println!("findings:");
+        out!();
+        out!("findings:");
         for finding in &diagnosis.findings {
             let severity = serde_json::to_value(finding.severity)
                 .ok()
                 .and_then(|v| v.as_str().map(str::to_string))
                 .unwrap_or_default();
-            println!(
+            out!(
                 "  {severity} {} at {}: {}",
-                finding.id, finding.hop, finding.message
+                finding.id,
+                finding.hop,
+                finding.message
             );
-            println!("      evidence: {}", finding.evidence);
+            out!("      evidence: {}", finding.evidence);
         }
     }
 }

@@ -1,6 +1,18 @@
 //! The command line: parses arguments, calls the library, prints. Nothing
 //! else in skoop knows about terminals or output formats.
 
+/// `out!` for command output. When stdout is closed early
+/// (`skoop ... | head`) the process ends quietly with status 141, as a
+/// SIGPIPE would end it, instead of panicking.
+macro_rules! out {
+    () => {
+        $crate::cli::write_stdout(format_args!(""))
+    };
+    ($($arg:tt)*) => {
+        $crate::cli::write_stdout(format_args!($($arg)*))
+    };
+}
+
 mod collect;
 mod diagnose;
 mod netfilter;
@@ -77,12 +89,29 @@ pub fn run() -> ExitCode {
     }
 }
 
+/// Writes one line to stdout; see [`out!`].
+fn write_stdout(args: std::fmt::Arguments) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    let written = stdout
+        .write_fmt(args)
+        .and_then(|()| stdout.write_all(b"\n"));
+    match written {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(141),
+        Err(e) => {
+            eprintln!("error: cannot write to stdout: {e}");
+            std::process::exit(i32::from(EXIT_USAGE));
+        }
+    }
+}
+
 /// Prints a value as pretty JSON on stdout; `Err` carries the exit code when
 /// it cannot be encoded.
 fn print_json(value: &impl serde::Serialize) -> Result<(), ExitCode> {
     match serde_json::to_string_pretty(value) {
         Ok(json) => {
-            println!("{json}");
+            out!("{json}");
             Ok(())
         }
         Err(e) => {

@@ -11,10 +11,14 @@ use crate::snapshot::{NetnsId, Snapshot};
 /// A source or destination as the user writes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Endpoint {
-    /// `NS/NAME`
-    Pod { namespace: String, name: String },
-    /// `node/NAME`
-    Node(String),
+    /// `NS/NAME[:PORT]`
+    Pod {
+        namespace: String,
+        name: String,
+        port: Option<u16>,
+    },
+    /// `node/NAME[:PORT]`
+    Node { name: String, port: Option<u16> },
     /// `svc/NS/NAME[:PORT]`
     Service {
         namespace: String,
@@ -66,10 +70,14 @@ impl FromStr for Endpoint {
     fn from_str(text: &str) -> Result<Endpoint, TargetError> {
         let malformed = || TargetError::Malformed(text.to_string());
         if let Some(rest) = text.strip_prefix("node/") {
-            return match rest {
+            let (name, port) = split_port(text, rest)?;
+            return match name {
                 "" => Err(malformed()),
                 name if name.contains('/') => Err(malformed()),
-                name => Ok(Endpoint::Node(name.to_string())),
+                name => Ok(Endpoint::Node {
+                    name: name.to_string(),
+                    port,
+                }),
             };
         }
         if let Some(rest) = text.strip_prefix("svc/") {
@@ -99,13 +107,15 @@ impl FromStr for Endpoint {
                 port: Some(socket.port()),
             });
         }
-        match text.split_once('/') {
+        let (path, port) = split_port(text, text)?;
+        match path.split_once('/') {
             Some((namespace, name))
                 if !namespace.is_empty() && !name.is_empty() && !name.contains('/') =>
             {
                 Ok(Endpoint::Pod {
                     namespace: namespace.into(),
                     name: name.into(),
+                    port,
                 })
             }
             _ => Err(malformed()),
@@ -124,11 +134,20 @@ fn split_port<'a>(whole: &str, text: &'a str) -> Result<(&'a str, Option<u16>), 
     }
 }
 
+/// `:PORT`, or nothing.
+fn port_suffix(port: Option<u16>) -> String {
+    port.map(|p| format!(":{p}")).unwrap_or_default()
+}
+
 impl fmt::Display for Endpoint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Endpoint::Pod { namespace, name } => write!(f, "{namespace}/{name}"),
-            Endpoint::Node(name) => write!(f, "node/{name}"),
+            Endpoint::Pod {
+                namespace,
+                name,
+                port,
+            } => write!(f, "{namespace}/{name}{}", port_suffix(*port)),
+            Endpoint::Node { name, port } => write!(f, "node/{name}{}", port_suffix(*port)),
             Endpoint::Service {
                 namespace,
                 name,
@@ -204,7 +223,9 @@ pub(crate) fn resolve(snapshot: &Snapshot, request: &Request) -> Result<Resolved
         (Some(port), _) | (None, Some(port)) => Some(port),
         (None, None) if request.protocol == Protocol::Icmp => None,
         (None, None) => match &request.to {
-            Endpoint::Pod { namespace, name } => single_declared_port(snapshot, namespace, name)
+            Endpoint::Pod {
+                namespace, name, ..
+            } => single_declared_port(snapshot, namespace, name)
                 .ok_or(TargetError::PortRequired(request.protocol))?,
             _ => return Err(TargetError::PortRequired(request.protocol)),
         }
@@ -245,8 +266,10 @@ fn resolve_source(
     from: &Endpoint,
 ) -> Result<(NetnsId, Option<IpAddr>), TargetError> {
     match from {
-        Endpoint::Pod { namespace, name } => pod_namespace(snapshot, namespace, name),
-        Endpoint::Node(name) => {
+        Endpoint::Pod {
+            namespace, name, ..
+        } => pod_namespace(snapshot, namespace, name),
+        Endpoint::Node { name, .. } => {
             snapshot
                 .cluster
                 .node(name)
@@ -306,15 +329,19 @@ fn resolve_destination(
     to: &Endpoint,
 ) -> Result<(IpAddr, Option<u16>), TargetError> {
     match to {
-        Endpoint::Pod { namespace, name } => {
+        Endpoint::Pod {
+            namespace,
+            name,
+            port,
+        } => {
             let pod = pod(snapshot, namespace, name)?;
             let ip = pod
                 .ips
                 .first()
                 .ok_or_else(|| TargetError::PodWithoutIp(namespace.clone(), name.clone()))?;
-            Ok((*ip, None))
+            Ok((*ip, *port))
         }
-        Endpoint::Node(name) => {
+        Endpoint::Node { name, port } => {
             let node = snapshot
                 .cluster
                 .node(name)
@@ -324,7 +351,7 @@ fn resolve_destination(
                 .iter()
                 .find_map(|a| a.ip())
                 .ok_or_else(|| TargetError::NodeWithoutIp(name.clone()))?;
-            Ok((ip, None))
+            Ok((ip, *port))
         }
         Endpoint::Service {
             namespace,
@@ -380,9 +407,31 @@ mod tests {
                 Endpoint::Pod {
                     namespace: "default".into(),
                     name: "web-0".into(),
+                    port: None,
                 },
             ),
-            ("node/node-1", Endpoint::Node("node-1".into())),
+            (
+                "node/node-1",
+                Endpoint::Node {
+                    name: "node-1".into(),
+                    port: None,
+                },
+            ),
+            (
+                "node/node-1:30080",
+                Endpoint::Node {
+                    name: "node-1".into(),
+                    port: Some(30080),
+                },
+            ),
+            (
+                "default/web-0:8080",
+                Endpoint::Pod {
+                    namespace: "default".into(),
+                    name: "web-0".into(),
+                    port: Some(8080),
+                },
+            ),
             (
                 "svc/default/web",
                 Endpoint::Service {

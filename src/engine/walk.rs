@@ -238,18 +238,18 @@ impl<'s> Walker<'s, '_> {
             );
         }
         branch.seen.push(key);
-        self.step(
-            hop,
-            match &arrival {
-                Arrival::Local => Step::Sent {
-                    packet: packet.to_string(),
-                },
-                Arrival::Received(interface) => Step::Received {
+        // A locally generated packet is recorded once routing has chosen
+        // its source address.
+        if let Arrival::Received(interface) = &arrival {
+            let packet = packet.to_string();
+            self.step(
+                hop,
+                Step::Received {
                     interface: interface.clone(),
-                    packet: packet.to_string(),
+                    packet,
                 },
-            },
-        );
+            );
+        }
         let models = self.models;
         let Some(fib) = models.fibs.get(ns) else {
             let stop = self.missing(
@@ -290,7 +290,16 @@ impl<'s> Walker<'s, '_> {
                     ..FlowKey::to(packet.dst)
                 });
                 let paths = match lookup.outcome {
-                    LookupOutcome::Routed { paths, .. } => paths,
+                    LookupOutcome::Routed {
+                        paths, rule, route, ..
+                    } => {
+                        let rule_text = describe_rule(fib.rules[rule]);
+                        let route_text = describe_route(&fib.routes[route]);
+                        paths
+                            .into_iter()
+                            .map(|path| (path, rule_text.clone(), route_text.clone()))
+                            .collect::<Vec<_>>()
+                    }
                     LookupOutcome::Failed { error, rule, route } => {
                         let choice = RouteChoice::Failed {
                             error,
@@ -312,10 +321,15 @@ impl<'s> Walker<'s, '_> {
                 };
                 // Every (path, netfilter outcome) pair is a branch of its own.
                 let mut ways = Vec::new();
-                for path in paths {
+                for (path, rule, route) in paths {
                     let mut packet = packet.clone();
                     packet.src = packet.src.or(path.prefsrc);
-                    let routed = (path.dev.clone(), path.gateway);
+                    let routed = RouteChoice::Out {
+                        dev: path.dev.clone(),
+                        gateway: path.gateway,
+                        rule: Some(rule),
+                        route: Some(route),
+                    };
                     let Some(src) = packet.src else {
                         ways.push((packet, path.probability, routed, None));
                         continue;
@@ -336,6 +350,12 @@ impl<'s> Walker<'s, '_> {
                     ways.into_iter().zip(forks)
                 {
                     branch.probability *= share;
+                    self.step(
+                        hop,
+                        Step::Sent {
+                            packet: packet.to_string(),
+                        },
+                    );
                     match outcome {
                         Some(outcome) => self.after_netfilter(
                             ns,
@@ -350,7 +370,10 @@ impl<'s> Walker<'s, '_> {
                             let reason = format!(
                                 "{} has no address to send from by {}",
                                 hop_id(ns),
-                                routed.0.as_deref().unwrap_or("?")
+                                match &routed {
+                                    RouteChoice::Out { dev: Some(dev), .. } => dev.as_str(),
+                                    _ => "?",
+                                }
                             );
                             let stop = Stop {
                                 disposition: Disposition::NoRoute,
@@ -406,7 +429,7 @@ impl<'s> Walker<'s, '_> {
         packet: &Packet,
         outcome: Outcome<'s>,
         iif: Option<&String>,
-        routed: Option<(Option<String>, Option<IpAddr>)>,
+        routed: Option<RouteChoice>,
         mut branch: Branch,
     ) {
         branch.probability *= outcome.probability;
@@ -480,24 +503,15 @@ impl<'s> Walker<'s, '_> {
         packet.src = Some(outcome.packet.src);
         packet.dst = outcome.packet.dst;
         packet.dport = outcome.packet.dport;
-        let choice = match (route, routed) {
-            (Some(choice), _) => choice,
-            (None, Some((dev, gateway))) => RouteChoice::Out {
-                dev,
-                gateway,
-                rule: None,
-                route: None,
-            },
-            (None, None) => {
-                let reason = "netfilter reported no routing decision for the packet".to_string();
-                let stop = Stop {
-                    disposition: Disposition::InsufficientInfo,
-                    id: "engine.route.missing",
-                    reason,
-                    evidence: rules_file,
-                };
-                return self.stop(hop, branch, stop);
-            }
+        let Some(choice) = route.or(routed) else {
+            let reason = "netfilter reported no routing decision for the packet".to_string();
+            let stop = Stop {
+                disposition: Disposition::InsufficientInfo,
+                id: "engine.route.missing",
+                reason,
+                evidence: rules_file,
+            };
+            return self.stop(hop, branch, stop);
         };
         match choice {
             RouteChoice::Local { rule, route } => {

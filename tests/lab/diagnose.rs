@@ -309,10 +309,12 @@ fn run_case(fault: &Fault) -> Option<Row> {
         from: Endpoint::Pod {
             namespace: from.namespace.clone(),
             name: from.name.clone(),
+            port: None,
         },
         to: Endpoint::Pod {
             namespace: to.namespace.clone(),
             name: to.name.clone(),
+            port: None,
         },
         port: fault.port,
         protocol: fault.protocol,
