@@ -54,18 +54,42 @@ fn json_follows_the_contract() {
     assert_eq!(report["disposition"], "delivered");
     let hops = report["hops"].as_array().unwrap();
     let ids: Vec<&str> = hops.iter().map(|h| h["id"].as_str().unwrap()).collect();
-    assert_eq!(ids, ["default/web-0", "node-1", "node-2", "default/web-3"]);
+    // There and back: the answer is walked to the sender too.
+    assert_eq!(
+        ids,
+        [
+            "default/web-0",
+            "node-1",
+            "node-2",
+            "default/web-3",
+            "default/web-3",
+            "node-2",
+            "node-1",
+            "default/web-0"
+        ]
+    );
     assert_eq!(hops[0]["kind"], "pod");
     assert_eq!(hops[1]["kind"], "node");
     let path = &report["paths"][0];
-    assert_eq!(path["hops"], serde_json::json!([0, 1, 2, 3]));
+    assert_eq!(path["hops"], serde_json::json!([0, 1, 2, 3, 4, 5, 6, 7]));
     let kinds: Vec<&str> = report["links"]
         .as_array()
         .unwrap()
         .iter()
         .map(|l| l["kind"].as_str().unwrap())
         .collect();
-    assert_eq!(kinds, ["veth", "underlay", "bridge_port"]);
+    assert_eq!(
+        kinds,
+        [
+            "veth",
+            "underlay",
+            "bridge_port",
+            "local",
+            "veth",
+            "underlay",
+            "bridge_port"
+        ]
+    );
     assert!(report["findings"].as_array().unwrap().is_empty());
 }
 
@@ -80,17 +104,26 @@ fn a_service_fans_out_to_every_backend() {
         .map(|p| p["probability"].as_f64().unwrap())
         .sum();
     assert!((total - 1.0).abs() < 1e-9, "probabilities sum to {total}");
+    // The backend of each path is the hop whose socket took the request.
     let mut ends: Vec<String> = paths
         .iter()
         .map(|p| {
-            let last = p["hops"]
+            let backend = p["hops"]
                 .as_array()
                 .unwrap()
-                .last()
+                .iter()
+                .map(|h| &report["hops"][h.as_u64().unwrap() as usize])
+                .find(|hop| {
+                    hop["steps"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .any(|s| s["kind"] == "delivered" && s["socket"] == "tcp 0.0.0.0:8080")
+                });
+            backend.expect("a backend took the request")["id"]
+                .as_str()
                 .unwrap()
-                .as_u64()
-                .unwrap() as usize;
-            report["hops"][last]["id"].as_str().unwrap().to_string()
+                .to_string()
         })
         .collect();
     ends.sort();

@@ -147,6 +147,8 @@ pub enum LinkKind {
     BridgePort,
     Vxlan,
     Underlay,
+    /// Within one namespace: the destination's socket answering.
+    Local,
     /// Leaving the cluster.
     Outside,
 }

@@ -13,15 +13,17 @@ use super::{
 };
 use crate::netstack::Tri;
 use crate::netstack::netfilter::{
-    self, Context, Netfilter, Outcome, PacketPath, RouteChoice, Step as NetfilterStep, Translation,
-    Verdict,
+    self, Context, CtState, Netfilter, Outcome, PacketPath, RouteChoice, Step as NetfilterStep,
+    Translation, Verdict,
 };
 use crate::netstack::routing::{
     Fib, FlowKey, LookupOutcome, RouteError, describe_route, describe_rule,
 };
 use crate::snapshot::cluster::IpOwner;
 use crate::snapshot::netns::addr::Family;
-use crate::snapshot::netns::iptables::{Policy as IptablesPolicy, Protocol as IpProtocol};
+use crate::snapshot::netns::iptables::{
+    Policy as IptablesPolicy, Protocol as IpProtocol, TcpFlagBits,
+};
 use crate::snapshot::netns::link::{
     Link as Device, LinkFlag, LinkKind as DeviceKind, LinkLayerAddress, MacAddr, VxlanInfo,
 };
@@ -30,6 +32,9 @@ use crate::snapshot::netns::route::RouteType;
 use crate::snapshot::netns::sockets::{LocalAddress, SocketProtocol, SocketState};
 use crate::snapshot::netns::sysctl::Sysctls;
 use crate::snapshot::{NetnsId, Snapshot};
+
+/// The source port of the flow's first packet (any ephemeral port would do).
+const EPHEMERAL_PORT: u16 = 40000;
 
 /// A walk longer than this is a loop the per-visit check did not catch.
 const MAX_VISITS: usize = 64;
@@ -40,7 +45,10 @@ struct Packet {
     src: Option<IpAddr>,
     dst: IpAddr,
     protocol: Protocol,
+    sport: Option<u16>,
     dport: Option<u16>,
+    /// The answer to the flow: netfilter sees it as ESTABLISHED.
+    reply: bool,
     /// Set while the packet is the outer UDP packet of a VXLAN tunnel.
     tunnel: Option<Box<Tunnelled>>,
 }
@@ -56,7 +64,15 @@ impl Packet {
         };
         let mut packet = netfilter::Packet::new(src, self.dst, protocol);
         if packet.dport.is_some() {
+            packet.sport = self.sport;
             packet.dport = self.dport;
+        }
+        if self.reply {
+            packet.ct_state = CtState::Established;
+            packet.tcp_flags = packet
+                .tcp_flags
+                .map(|_| TcpFlagBits(TcpFlagBits::SYN.0 | TcpFlagBits::ACK.0));
+            packet.icmp = packet.icmp.map(|_| (0, 0));
         }
         packet
     }
@@ -87,6 +103,9 @@ impl fmt::Display for Packet {
             )?,
             None => write!(f, " -> {} {}", self.dst, self.protocol)?,
         }
+        if self.reply {
+            f.write_str(" (reply)")?;
+        }
         if let Some(tunnel) = &self.tunnel {
             write!(
                 f,
@@ -114,6 +133,13 @@ struct Branch {
     probability: f64,
     /// (namespace, packet, arrival) already seen on this branch.
     seen: Vec<(NetnsId, String, Arrival)>,
+    /// The sender: its namespace, address and port, once routing chose them.
+    origin: Option<(NetnsId, IpAddr, Option<u16>)>,
+    /// The translations netfilter made on the way there, which conntrack
+    /// undoes for the reply in the same namespaces.
+    nat: Vec<(NetnsId, Translation)>,
+    /// Walking the reply back to the sender.
+    reply: bool,
 }
 
 /// The kernel models of every namespace, built once per walk.
@@ -160,13 +186,19 @@ pub(crate) fn walk(snapshot: &Snapshot, resolved: &Resolved) -> Diagnosis {
         src: resolved.src,
         dst: resolved.dst,
         protocol: resolved.protocol,
+        // The client's ephemeral port, as netfilter's model assumes it.
+        sport: matches!(resolved.protocol, Protocol::Tcp | Protocol::Udp).then_some(EPHEMERAL_PORT),
         dport: resolved.dport,
+        reply: false,
         tunnel: None,
     };
     let branch = Branch {
         hops: Vec::new(),
         probability: 1.0,
         seen: Vec::new(),
+        origin: None,
+        nat: Vec::new(),
+        reply: false,
     };
     walker.visit(&resolved.source, packet, Arrival::Local, None, branch);
     Diagnosis {
@@ -216,7 +248,7 @@ impl<'s> Walker<'s, '_> {
         &mut self,
         ns: &NetnsId,
         hop: NodeIndex,
-        packet: Packet,
+        mut packet: Packet,
         arrival: Arrival,
         mut branch: Branch,
     ) {
@@ -249,6 +281,9 @@ impl<'s> Walker<'s, '_> {
                     packet,
                 },
             );
+        }
+        if branch.reply {
+            self.undo_nat(ns, hop, &mut packet, &branch);
         }
         let models = self.models;
         let Some(fib) = models.fibs.get(ns) else {
@@ -356,6 +391,11 @@ impl<'s> Walker<'s, '_> {
                             packet: packet.to_string(),
                         },
                     );
+                    if branch.origin.is_none()
+                        && let Some(src) = packet.src
+                    {
+                        branch.origin = Some((ns.clone(), src, packet.sport));
+                    }
                     match outcome {
                         Some(outcome) => self.after_netfilter(
                             ns,
@@ -502,7 +542,23 @@ impl<'s> Walker<'s, '_> {
         let mut packet = packet.clone();
         packet.src = Some(outcome.packet.src);
         packet.dst = outcome.packet.dst;
+        packet.sport = outcome.packet.sport;
         packet.dport = outcome.packet.dport;
+        if !branch.reply {
+            for step in &outcome.trace {
+                if let NetfilterStep::Translation { translation, .. } = step
+                    && matches!(
+                        translation,
+                        Translation::Dnat { .. }
+                            | Translation::Redirect { .. }
+                            | Translation::Snat { .. }
+                            | Translation::Masquerade { .. }
+                    )
+                {
+                    branch.nat.push((ns.clone(), *translation));
+                }
+            }
+        }
         let Some(choice) = route.or(routed) else {
             let reason = "netfilter reported no routing decision for the packet".to_string();
             let stop = Stop {
@@ -725,6 +781,9 @@ impl<'s> Walker<'s, '_> {
         if let Some(tunnel) = &packet.tunnel {
             return self.decapsulate(ns, hop, &packet, tunnel, branch);
         }
+        if branch.reply {
+            return self.reply_arrived(ns, hop, &packet, branch);
+        }
         match packet.protocol {
             Protocol::Icmp => {
                 let ignored = self
@@ -753,7 +812,7 @@ impl<'s> Walker<'s, '_> {
                         socket: "the kernel's ICMP echo responder".into(),
                     },
                 );
-                self.finish(branch, Disposition::Delivered);
+                self.answer(ns, hop, &packet, branch);
             }
             Protocol::Tcp | Protocol::Udp => {
                 let Some(sockets) = self
@@ -794,7 +853,7 @@ impl<'s> Walker<'s, '_> {
                         };
                         let socket = format!("{} {}:{}", packet.protocol, address, socket.port);
                         self.step(hop, Step::Delivered { socket });
-                        self.finish(branch, Disposition::Delivered);
+                        self.answer(ns, hop, &packet, branch);
                     }
                     None => {
                         let port = packet.dport.map_or("-".to_string(), |p| p.to_string());
@@ -816,6 +875,109 @@ impl<'s> Walker<'s, '_> {
                         );
                     }
                 }
+            }
+        }
+    }
+
+    /// The destination answers: the reply is walked back to the sender,
+    /// since a flow only works when its answers arrive too.
+    fn answer(&mut self, ns: &NetnsId, hop: NodeIndex, packet: &Packet, mut branch: Branch) {
+        let Some(sender) = packet.src else {
+            return self.finish(branch, Disposition::Delivered);
+        };
+        let reply = Packet {
+            src: Some(packet.dst),
+            dst: sender,
+            protocol: packet.protocol,
+            sport: packet.dport,
+            dport: packet.sport,
+            reply: true,
+            tunnel: None,
+        };
+        branch.reply = true;
+        let link = Link {
+            kind: LinkKind::Local,
+            from_interface: "socket".into(),
+            to_interface: None,
+            packet: reply.to_string(),
+        };
+        self.visit(ns, reply, Arrival::Local, Some((hop, link)), branch);
+    }
+
+    /// conntrack undoes the forward direction's NAT for the reply in the
+    /// namespace that made it: the reply's destination is un-SNATed, its
+    /// source un-DNATed.
+    fn undo_nat(&mut self, ns: &NetnsId, hop: NodeIndex, packet: &mut Packet, branch: &Branch) {
+        for (at, translation) in &branch.nat {
+            if at != ns {
+                continue;
+            }
+            let undone = match *translation {
+                Translation::Dnat { before, after } | Translation::Redirect { before, after }
+                    if packet.src == Some(after.addr)
+                        && after.port.is_none_or(|p| packet.sport == Some(p)) =>
+                {
+                    packet.src = Some(before.addr);
+                    packet.sport = before.port.or(packet.sport);
+                    Some(format!("un-dnat {after} -> {before}"))
+                }
+                Translation::Snat { before, after }
+                | Translation::Masquerade {
+                    before,
+                    after: Some(after),
+                } if packet.dst == after.addr
+                    && after.port.is_none_or(|p| packet.dport == Some(p)) =>
+                {
+                    packet.dst = before.addr;
+                    packet.dport = before.port.or(packet.dport);
+                    Some(format!("un-snat {after} -> {before}"))
+                }
+                _ => None,
+            };
+            if let Some(translation) = undone {
+                self.step(
+                    hop,
+                    Step::Translated {
+                        hook: "conntrack".into(),
+                        table: "reply".into(),
+                        translation,
+                    },
+                );
+            }
+        }
+    }
+
+    /// The reply is in a namespace that takes it: it must be the sender's.
+    fn reply_arrived(&mut self, ns: &NetnsId, hop: NodeIndex, packet: &Packet, branch: Branch) {
+        match &branch.origin {
+            Some((origin, address, port))
+                if origin == ns && *address == packet.dst && *port == packet.dport =>
+            {
+                self.step(
+                    hop,
+                    Step::Delivered {
+                        socket: "the sender's connection (the reply arrived)".into(),
+                    },
+                );
+                self.finish(branch, Disposition::Delivered);
+            }
+            origin => {
+                let sender = origin.as_ref().map_or_else(
+                    || "?".to_string(),
+                    |(ns, address, _)| format!("{address} in {}", hop_id(ns)),
+                );
+                let reason = format!(
+                    "the reply is delivered in {} to {}, but the connection was opened from {sender}: the sender never sees the answer",
+                    hop_id(ns),
+                    packet.dst
+                );
+                let stop = Stop {
+                    disposition: Disposition::NoListener,
+                    id: "engine.reply.misdelivered",
+                    reason,
+                    evidence: hop_id(ns),
+                };
+                self.stop(hop, branch, stop);
             }
         }
     }
@@ -1069,7 +1231,10 @@ impl<'s> Walker<'s, '_> {
             src: info.local,
             dst: vtep,
             protocol: Protocol::Udp,
+            sport: Some(EPHEMERAL_PORT),
             dport: Some(port),
+            // Each VXLAN datagram is a packet of its own to netfilter.
+            reply: false,
             tunnel: Some(Box::new(Tunnelled {
                 vni: info.id,
                 inner_mac: mac,
@@ -1452,7 +1617,10 @@ impl<'s> Walker<'s, '_> {
         self.graph[hop].steps.push(step);
     }
 
-    fn stop(&mut self, hop: NodeIndex, branch: Branch, stop: Stop) {
+    fn stop(&mut self, hop: NodeIndex, branch: Branch, mut stop: Stop) {
+        if branch.reply {
+            stop.reason = format!("on the way back: {}", stop.reason);
+        }
         self.step(
             hop,
             Step::Stopped {

@@ -5,7 +5,8 @@
 //! the faulty hop.
 //!
 //! With `SKOOP_WRITE_ACCURACY=1` the agreement table is written to
-//! `docs/accuracy.md`.
+//! `docs/accuracy.md`; with `SKOOP_LAB_CASE=<fault name> SKOOP_LAB_SAVE=DIR`
+//! that case's snapshot is saved to DIR.
 
 use std::sync::Mutex;
 
@@ -28,6 +29,8 @@ struct Fault {
     expected: Disposition,
     protocol: Protocol,
     port: Option<u16>,
+    /// The flow goes to the lab's ClusterIP service instead of the pod.
+    to_service: bool,
 }
 
 /// The flow every case checks: the first pod of node-1 to the last pod of node-2.
@@ -49,6 +52,7 @@ const FAULTS: &[Fault] = &[
         expected: Disposition::Delivered,
         protocol: Protocol::Tcp,
         port: Some(8080),
+        to_service: false,
     },
     Fault {
         name: "healthy (icmp)",
@@ -57,6 +61,7 @@ const FAULTS: &[Fault] = &[
         expected: Disposition::Delivered,
         protocol: Protocol::Icmp,
         port: None,
+        to_service: false,
     },
     Fault {
         name: "nothing listens on the port",
@@ -65,6 +70,7 @@ const FAULTS: &[Fault] = &[
         expected: Disposition::NoListener,
         protocol: Protocol::Tcp,
         port: Some(9999),
+        to_service: false,
     },
     Fault {
         name: "route to the remote pod CIDR deleted on node-1",
@@ -73,6 +79,7 @@ const FAULTS: &[Fault] = &[
         expected: Disposition::ExitsCluster,
         protocol: Protocol::Tcp,
         port: Some(8080),
+        to_service: false,
     },
     Fault {
         name: "flannel.1 down on node-1",
@@ -81,6 +88,7 @@ const FAULTS: &[Fault] = &[
         expected: Disposition::ExitsCluster,
         protocol: Protocol::Tcp,
         port: Some(8080),
+        to_service: false,
     },
     Fault {
         name: "VXLAN neighbour entry missing on node-1",
@@ -95,6 +103,7 @@ const FAULTS: &[Fault] = &[
         expected: Disposition::NeighborFailed,
         protocol: Protocol::Tcp,
         port: Some(8080),
+        to_service: false,
     },
     Fault {
         name: "VXLAN FDB entry missing on node-1",
@@ -126,6 +135,7 @@ const FAULTS: &[Fault] = &[
         expected: Disposition::NeighborFailed,
         protocol: Protocol::Tcp,
         port: Some(8080),
+        to_service: false,
     },
     Fault {
         name: "ip_forward off on node-2",
@@ -134,6 +144,7 @@ const FAULTS: &[Fault] = &[
         expected: Disposition::ForwardingDisabled,
         protocol: Protocol::Tcp,
         port: Some(8080),
+        to_service: false,
     },
     Fault {
         name: "FORWARD drop for the pod on node-1",
@@ -157,6 +168,7 @@ const FAULTS: &[Fault] = &[
         expected: Disposition::DeniedByNetfilter,
         protocol: Protocol::Tcp,
         port: Some(8080),
+        to_service: false,
     },
     Fault {
         name: "INPUT drop of VXLAN on node-2",
@@ -173,6 +185,7 @@ const FAULTS: &[Fault] = &[
         expected: Disposition::DeniedByNetfilter,
         protocol: Protocol::Tcp,
         port: Some(8080),
+        to_service: false,
     },
     Fault {
         name: "REJECT of the port in the destination pod",
@@ -186,6 +199,7 @@ const FAULTS: &[Fault] = &[
         expected: Disposition::DeniedByNetfilter,
         protocol: Protocol::Tcp,
         port: Some(8080),
+        to_service: false,
     },
     Fault {
         name: "pod's route to the cluster via a gateway nobody has",
@@ -206,6 +220,7 @@ const FAULTS: &[Fault] = &[
         expected: Disposition::NeighborFailed,
         protocol: Protocol::Tcp,
         port: Some(8080),
+        to_service: false,
     },
     Fault {
         name: "pod lo down (the kernel still delivers)",
@@ -217,6 +232,7 @@ const FAULTS: &[Fault] = &[
         expected: Disposition::Delivered,
         protocol: Protocol::Tcp,
         port: Some(8080),
+        to_service: false,
     },
     Fault {
         name: "strict rp_filter on node-2 with the route back via eth0",
@@ -245,6 +261,7 @@ const FAULTS: &[Fault] = &[
         expected: Disposition::RpFilter,
         protocol: Protocol::Tcp,
         port: Some(8080),
+        to_service: false,
     },
     Fault {
         name: "veth of the destination pod down on node-2",
@@ -256,12 +273,67 @@ const FAULTS: &[Fault] = &[
         expected: Disposition::NeighborFailed,
         protocol: Protocol::Tcp,
         port: Some(8080),
+        to_service: false,
+    },
+    Fault {
+        name: "VXLAN FDB entry missing on node-2 (the reply is lost)",
+        inject: |c| {
+            let fdb = c.nodes[1]
+                .ns
+                .run(&["bridge", "fdb", "show", "dev", "flannel.1"]);
+            let remote = fdb
+                .lines()
+                .find(|l| l.contains("dst 172.18.0.11"))
+                .expect("FDB entry for node-1");
+            let mac = remote.split_whitespace().next().expect("MAC");
+            node_run(
+                c,
+                1,
+                &[
+                    "bridge",
+                    "fdb",
+                    "del",
+                    mac,
+                    "dev",
+                    "flannel.1",
+                    "dst",
+                    "172.18.0.11",
+                ],
+            );
+        },
+        blamed: Some("node-2"),
+        expected: Disposition::NeighborFailed,
+        protocol: Protocol::Tcp,
+        port: Some(8080),
+        to_service: false,
+    },
+    Fault {
+        name: "healthy, to the ClusterIP service",
+        inject: |_| {},
+        blamed: None,
+        expected: Disposition::Delivered,
+        protocol: Protocol::Tcp,
+        port: Some(80),
+        to_service: true,
+    },
+    Fault {
+        name: "kube-proxy's service rules flushed on node-1",
+        inject: |c| node_run(c, 0, &["iptables", "-t", "nat", "-F", "KUBE-SERVICES"]),
+        blamed: Some("node-1"),
+        expected: Disposition::ExitsCluster,
+        protocol: Protocol::Tcp,
+        port: Some(80),
+        to_service: true,
     },
 ];
 
 /// What the kernel says: does the flow work?
-fn kernel_delivers(from: &Pod, to: &Pod, fault: &Fault) -> bool {
-    let ip = to.ip.to_string();
+fn kernel_delivers(cluster: &Cluster, from: &Pod, to: &Pod, fault: &Fault) -> bool {
+    let ip = if fault.to_service {
+        cluster.service.cluster_ip.to_string()
+    } else {
+        to.ip.to_string()
+    };
     let output = match fault.protocol {
         Protocol::Icmp => from.ns.exec(&["ping", "-c", "1", "-W", "2", &ip]),
         _ => {
@@ -295,10 +367,15 @@ fn run_case(fault: &Fault) -> Option<Row> {
     );
     (fault.inject)(&cluster);
     let (from, to) = endpoints(&cluster);
-    let kernel = kernel_delivers(from, to, fault);
+    let kernel = kernel_delivers(&cluster, from, to, fault);
 
     let dir = tempfile::tempdir().expect("temp dir");
     snapshot::collect(&cluster, &FlannelVxlan, dir.path());
+    // `SKOOP_LAB_CASE=<fault name> SKOOP_LAB_SAVE=DIR` keeps this case's snapshot
+    // (how examples/flannel-vxlan-broken is made).
+    if std::env::var("SKOOP_LAB_CASE").is_ok_and(|case| case == fault.name) {
+        snapshot::save_if_asked(dir.path());
+    }
     let (loaded, problems) = Snapshot::load(dir.path()).expect("a snapshot");
     assert!(
         problems.is_empty(),
@@ -311,10 +388,18 @@ fn run_case(fault: &Fault) -> Option<Row> {
             name: from.name.clone(),
             port: None,
         },
-        to: Endpoint::Pod {
-            namespace: to.namespace.clone(),
-            name: to.name.clone(),
-            port: None,
+        to: if fault.to_service {
+            Endpoint::Service {
+                namespace: cluster.service.namespace.clone(),
+                name: cluster.service.name.clone(),
+                port: None,
+            }
+        } else {
+            Endpoint::Pod {
+                namespace: to.namespace.clone(),
+                name: to.name.clone(),
+                port: None,
+            }
         },
         port: fault.port,
         protocol: fault.protocol,
@@ -425,7 +510,8 @@ fn accuracy_table(rows: &[Row]) -> String {
          Generated by `tests/lab/diagnose.rs` (`SKOOP_WRITE_ACCURACY=1 cargo test --test lab diagnosis_agrees`).\n\
          Each row is a fresh 2-node Flannel VXLAN lab (2 pods per node, kube-proxy's rules for a ClusterIP\n\
          service, flanneld's routes, neighbours, FDB entries and masquerade rules) with one fault injected.\n\
-         The flow is `default/web-0` (node-1) to `default/web-3` (node-2). *Kernel* is what a real TCP\n\
+         The flow is `default/web-0` (node-1) to `default/web-3` (node-2), or to the service's ClusterIP\n\
+         (10.96.0.100:80, four backends on both nodes) where the fault says so. *Kernel* is what a real TCP\n\
          connect (`nc -z`) or ping between the namespaces did; *skoop* is the diagnosis of a snapshot\n\
          collected right after with `skoop collect local`. *Blamed* is the hop of the fatal finding.\n\n\
          | topology | fault | kernel | skoop | blamed hop | agree |\n|---|---|---|---|---|---|\n",
