@@ -180,7 +180,7 @@ pub struct Finding {
     pub message: String,
     /// The snapshot file (and what in it) the finding rests on.
     pub evidence: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// What the cluster should have had instead, where that is known.
     pub expected: Option<String>,
 }
 
