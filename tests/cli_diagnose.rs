@@ -215,3 +215,30 @@ fn bad_input_is_a_clear_error_with_exit_2() {
         .unwrap();
     assert_eq!(output.status.code(), Some(2));
 }
+
+/// In the host-gw lab a node's `eth0` (ifindex 2, peer 4 in the underlay)
+/// and its pod veth (ifindex 4, peer 2 in the pod) share one key of the
+/// ifindex index; the veth pairing must not join a namespace to itself.
+#[test]
+fn host_gw_example_pairs_veths_despite_colliding_ifindexes() {
+    let output = Command::new(env!("CARGO_BIN_EXE_skoop"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args([
+            "diagnose",
+            "--snapshot",
+            "examples/flannel-host-gw",
+            "--from",
+            "default/web-0",
+            "--to",
+            "default/web-3:8080",
+        ])
+        .output()
+        .expect("run skoop");
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("route: via 172.18.0.12 dev eth0 (10.244.2.0/24 via 172.18.0.12 dev eth0)"),
+        "{text}"
+    );
+    assert!(text.contains("| underlay eth0 -> eth0"), "{text}");
+}

@@ -14,7 +14,7 @@ use skoop::engine::{self, Disposition, Endpoint, Protocol, Request};
 use skoop::snapshot::Snapshot;
 
 use crate::cluster::{Cluster, Pod, Topology};
-use crate::flannel::FlannelVxlan;
+use crate::flannel::Flannel;
 use crate::lab::{Availability, Lab, availability};
 use crate::snapshot;
 
@@ -44,7 +44,8 @@ fn node_run(cluster: &Cluster, node: usize, argv: &[&str]) {
     cluster.nodes[node].ns.run(argv);
 }
 
-const FAULTS: &[Fault] = &[
+/// The cases of the VXLAN lab.
+const VXLAN_FAULTS: &[Fault] = &[
     Fault {
         name: "healthy (tcp)",
         inject: |_| {},
@@ -327,6 +328,118 @@ const FAULTS: &[Fault] = &[
     },
 ];
 
+/// The cases of the host-gw lab: pod CIDRs routed via the peer node's address.
+const HOST_GW_FAULTS: &[Fault] = &[
+    Fault {
+        name: "healthy (tcp)",
+        inject: |_| {},
+        blamed: None,
+        expected: Disposition::Delivered,
+        protocol: Protocol::Tcp,
+        port: Some(8080),
+        to_service: false,
+    },
+    Fault {
+        name: "healthy (icmp)",
+        inject: |_| {},
+        blamed: None,
+        expected: Disposition::Delivered,
+        protocol: Protocol::Icmp,
+        port: None,
+        to_service: false,
+    },
+    Fault {
+        name: "healthy, to the ClusterIP service",
+        inject: |_| {},
+        blamed: None,
+        expected: Disposition::Delivered,
+        protocol: Protocol::Tcp,
+        port: Some(80),
+        to_service: true,
+    },
+    Fault {
+        name: "route to the remote pod CIDR deleted on node-1",
+        inject: |c| node_run(c, 0, &["ip", "route", "del", "10.244.2.0/24"]),
+        blamed: Some("node-1"),
+        expected: Disposition::ExitsCluster,
+        protocol: Protocol::Tcp,
+        port: Some(8080),
+        to_service: false,
+    },
+    Fault {
+        name: "route to the remote pod CIDR via the wrong node on node-2 (the reply is lost)",
+        inject: |c| {
+            node_run(
+                c,
+                1,
+                &[
+                    "ip",
+                    "route",
+                    "replace",
+                    "10.244.1.0/24",
+                    "via",
+                    "172.18.0.99",
+                    "dev",
+                    "eth0",
+                ],
+            )
+        },
+        blamed: Some("node-2"),
+        expected: Disposition::ExitsCluster,
+        protocol: Protocol::Tcp,
+        port: Some(8080),
+        to_service: false,
+    },
+    Fault {
+        name: "ip_forward off on node-2",
+        inject: |c| node_run(c, 1, &["sysctl", "-q", "-w", "net.ipv4.ip_forward=0"]),
+        blamed: Some("node-2"),
+        expected: Disposition::ForwardingDisabled,
+        protocol: Protocol::Tcp,
+        port: Some(8080),
+        to_service: false,
+    },
+    Fault {
+        name: "FORWARD drop of the cluster CIDR on node-2",
+        inject: |c| {
+            node_run(
+                c,
+                1,
+                &[
+                    "iptables",
+                    "-I",
+                    "FORWARD",
+                    "1",
+                    "-s",
+                    "10.244.0.0/16",
+                    "-j",
+                    "DROP",
+                ],
+            )
+        },
+        blamed: Some("node-2"),
+        expected: Disposition::DeniedByNetfilter,
+        protocol: Protocol::Tcp,
+        port: Some(8080),
+        to_service: false,
+    },
+    Fault {
+        name: "cni0 down on node-2",
+        inject: |c| node_run(c, 1, &["ip", "link", "set", "cni0", "down"]),
+        blamed: Some("node-2"),
+        expected: Disposition::ExitsCluster,
+        protocol: Protocol::Tcp,
+        port: Some(8080),
+        to_service: false,
+    },
+];
+
+/// Each lab topology with its cases.
+const TOPOLOGIES: &[(Flannel, &[Fault])] = &[
+    (Flannel::VXLAN, VXLAN_FAULTS),
+    (Flannel::HOST_GW, HOST_GW_FAULTS),
+];
+
 /// What the kernel says: does the flow work?
 fn kernel_delivers(cluster: &Cluster, from: &Pod, to: &Pod, fault: &Fault) -> bool {
     let ip = if fault.to_service {
@@ -346,13 +459,14 @@ fn kernel_delivers(cluster: &Cluster, from: &Pod, to: &Pod, fault: &Fault) -> bo
 
 /// One row of the agreement table.
 struct Row {
+    topology: String,
     fault: &'static str,
     kernel: bool,
     skoop: Disposition,
     blamed: String,
 }
 
-fn run_case(fault: &Fault) -> Option<Row> {
+fn run_case(cni: &Flannel, fault: &Fault) -> Option<Row> {
     let Availability::Run = availability() else {
         return None;
     };
@@ -363,17 +477,18 @@ fn run_case(fault: &Fault) -> Option<Row> {
             nodes: 2,
             pods_per_node: 2,
         },
-        &FlannelVxlan,
+        cni,
     );
     (fault.inject)(&cluster);
     let (from, to) = endpoints(&cluster);
     let kernel = kernel_delivers(&cluster, from, to, fault);
 
     let dir = tempfile::tempdir().expect("temp dir");
-    snapshot::collect(&cluster, &FlannelVxlan, dir.path());
-    // `SKOOP_LAB_CASE=<fault name> SKOOP_LAB_SAVE=DIR` keeps this case's snapshot
-    // (how examples/flannel-vxlan-broken is made).
-    if std::env::var("SKOOP_LAB_CASE").is_ok_and(|case| case == fault.name) {
+    snapshot::collect(&cluster, cni, dir.path());
+    // `SKOOP_LAB_CASE="<topology>: <fault name>" SKOOP_LAB_SAVE=DIR` keeps this
+    // case's snapshot (how examples/flannel-vxlan-broken is made).
+    let case = format!("flannel-{}: {}", cni.backend_name(), fault.name);
+    if std::env::var("SKOOP_LAB_CASE").is_ok_and(|wanted| wanted == case) {
         snapshot::save_if_asked(dir.path());
     }
     let (loaded, problems) = Snapshot::load(dir.path()).expect("a snapshot");
@@ -412,7 +527,9 @@ fn run_case(fault: &Fault) -> Option<Row> {
         .map(|f| f.hop.clone())
         .collect::<Vec<_>>()
         .join(", ");
+    let topology = format!("flannel-{}", cni.backend_name());
     let row = Row {
+        topology,
         fault: fault.name,
         kernel,
         skoop: diagnosis.disposition(),
@@ -458,16 +575,20 @@ fn run_case(fault: &Fault) -> Option<Row> {
 }
 
 #[test]
-fn diagnosis_agrees_with_the_kernel_on_every_flannel_vxlan_fault() {
+fn diagnosis_agrees_with_the_kernel_on_every_lab_fault() {
+    let cases: Vec<(&Flannel, &Fault)> = TOPOLOGIES
+        .iter()
+        .flat_map(|(cni, faults)| faults.iter().map(move |fault| (cni, fault)))
+        .collect();
     let rows = Mutex::new(Vec::new());
     let failures = Mutex::new(Vec::new());
     // Cases run two at a time: each builds its own lab.
     std::thread::scope(|scope| {
-        for chunk in FAULTS.chunks(FAULTS.len().div_ceil(2)) {
+        for chunk in cases.chunks(cases.len().div_ceil(2)) {
             let (rows, failures) = (&rows, &failures);
             scope.spawn(move || {
-                for fault in chunk {
-                    match std::panic::catch_unwind(|| run_case(fault)) {
+                for (cni, fault) in chunk {
+                    match std::panic::catch_unwind(|| run_case(cni, fault)) {
                         Ok(Some(row)) => rows.lock().unwrap().push(row),
                         Ok(None) => {}
                         Err(panic) => {
@@ -476,10 +597,8 @@ fn diagnosis_agrees_with_the_kernel_on_every_flannel_vxlan_fault() {
                                 .cloned()
                                 .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
                                 .unwrap_or_default();
-                            failures
-                                .lock()
-                                .unwrap()
-                                .push(format!("{}: {message}", fault.name));
+                            let case = format!("flannel-{}: {}", cni.backend_name(), fault.name);
+                            failures.lock().unwrap().push(format!("{case}: {message}"));
                         }
                     }
                 }
@@ -488,7 +607,11 @@ fn diagnosis_agrees_with_the_kernel_on_every_flannel_vxlan_fault() {
     });
     let failures = failures.into_inner().unwrap();
     let mut rows = rows.into_inner().unwrap();
-    rows.sort_by_key(|row| FAULTS.iter().position(|f| f.name == row.fault));
+    rows.sort_by_key(|row| {
+        cases.iter().position(|(cni, f)| {
+            f.name == row.fault && format!("flannel-{}", cni.backend_name()) == row.topology
+        })
+    });
     let table = accuracy_table(&rows);
     eprintln!("{table}");
     if std::env::var("SKOOP_WRITE_ACCURACY").is_ok_and(|v| v == "1") {
@@ -499,7 +622,7 @@ fn diagnosis_agrees_with_the_kernel_on_every_flannel_vxlan_fault() {
         failures.is_empty(),
         "{} of {} cases failed:\n{}",
         failures.len(),
-        FAULTS.len(),
+        cases.len(),
         failures.join("\n\n")
     );
 }
@@ -508,8 +631,9 @@ fn accuracy_table(rows: &[Row]) -> String {
     let mut text = String::from(
         "# Accuracy: skoop diagnose against the kernel\n\n\
          Generated by `tests/lab/diagnose.rs` (`SKOOP_WRITE_ACCURACY=1 cargo test --test lab diagnosis_agrees`).\n\
-         Each row is a fresh 2-node Flannel VXLAN lab (2 pods per node, kube-proxy's rules for a ClusterIP\n\
-         service, flanneld's routes, neighbours, FDB entries and masquerade rules) with one fault injected.\n\
+         Each row is a fresh 2-node Flannel lab (VXLAN or host-gw; 2 pods per node, kube-proxy's rules\n\
+         for a ClusterIP service, flanneld's routes, neighbours, FDB entries and masquerade rules) with\n\
+         one fault injected.\n\
          The flow is `default/web-0` (node-1) to `default/web-3` (node-2), or to the service's ClusterIP\n\
          (10.96.0.100:80, four backends on both nodes) where the fault says so. *Kernel* is what a real TCP\n\
          connect (`nc -z`) or ping between the namespaces did; *skoop* is the diagnosis of a snapshot\n\
@@ -520,7 +644,8 @@ fn accuracy_table(rows: &[Row]) -> String {
         let kernel = if row.kernel { "delivered" } else { "fails" };
         let agree = (row.skoop == Disposition::Delivered) == row.kernel;
         text.push_str(&format!(
-            "| flannel-vxlan | {} | {kernel} | {} | {} | {} |\n",
+            "| {} | {} | {kernel} | {} | {} | {} |\n",
+            row.topology,
             row.fault,
             row.skoop,
             if row.blamed.is_empty() {
