@@ -1687,7 +1687,7 @@ fn deciding_rule(trace: &[NetfilterStep<'_>]) -> (String, Option<usize>, String)
                     "rule {} of chain {chain} (table {table}, {hook})",
                     rule.number
                 );
-                return (decision, Some(rule.line), rule.text.clone());
+                return (decision, Some(rule.line), rule.text.to_string());
             }
             NetfilterStep::Policy {
                 hook,
