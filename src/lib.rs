@@ -8,4 +8,5 @@
 
 pub mod collect;
 pub mod netstack;
+pub mod packs;
 pub mod snapshot;

@@ -2,6 +2,7 @@
 //! else in skoop knows about terminals or output formats.
 
 mod collect;
+mod packs;
 mod route;
 mod snapshot;
 
@@ -29,6 +30,9 @@ enum Command {
     /// Collect network-namespace dumps from this machine.
     #[command(subcommand)]
     Collect(collect::CollectCommand),
+    /// List, show, lint, test and create rule packs.
+    #[command(subcommand)]
+    Packs(packs::PacksCommand),
     /// Ask the kernel model how one namespace dump routes a packet.
     #[command(subcommand)]
     Route(route::RouteCommand),
@@ -63,6 +67,7 @@ pub fn run() -> ExitCode {
     };
     match cli.command {
         Command::Collect(command) => collect::run(command),
+        Command::Packs(command) => packs::run(command),
         Command::Route(command) => route::run(command),
         Command::Snapshot(command) => snapshot::run(command),
     }
