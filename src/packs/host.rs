@@ -739,27 +739,26 @@ fn register_context(engine: &mut Engine) {
 mod tests {
     use super::*;
 
-    /// Every example of the host API section of docs/packs.md, run: a row
-    /// `| ... | `EXPR` | `RESULT` |` must evaluate to RESULT.
+    /// Every example of the host API table of docs/packs.md, run: a row
+    /// `| function | `EXPR` | `RESULT` |` must evaluate to RESULT.
     #[test]
     fn every_documented_example_evaluates_to_its_documented_result() {
         let docs = include_str!("../../docs/packs.md");
-        let section = docs
+        let table = docs
             .split("<!-- host-api-examples -->")
             .nth(1)
-            .expect("docs/packs.md has the host API examples section");
+            .and_then(|rest| rest.trim_start().split("\n\n").next())
+            .expect("docs/packs.md has the host API examples table");
         let engine = super::super::sandbox::engine();
         let mut count = 0;
-        for line in section.lines().filter(|l| l.starts_with("| `")) {
-            let cells: Vec<&str> = line.split(" | ").collect();
-            let code = |cell: &str| {
-                cell.trim()
-                    .trim_start_matches("| ")
-                    .trim_end_matches(" |")
-                    .trim_matches('`')
-                    .replace("\\|", "|")
+        // Rows after the header and its separator: | function | `EXPR` | `RESULT` |
+        for line in table.lines().skip(2) {
+            let cells: Vec<&str> = line.trim_matches('|').split(" | ").collect();
+            let [_, expression, expected] = cells.as_slice() else {
+                panic!("not a row of three cells: {line}");
             };
-            let (expression, expected) = (code(cells[1]), code(cells[2]));
+            let code = |cell: &str| cell.trim().trim_matches('`').to_owned();
+            let (expression, expected) = (code(expression), code(expected));
             let value: Dynamic = engine
                 .eval(&expression)
                 .unwrap_or_else(|e| panic!("{expression}: {e}"));
