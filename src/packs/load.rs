@@ -384,6 +384,9 @@ impl Loader<'_> {
             return Vec::new();
         };
         let mut parameters = Vec::new();
+        // Every parameter declared with a valid type, for checking overrides
+        // even when its default is wrong.
+        let mut declared: Vec<(String, ParamType, Vec<ParamValue>)> = Vec::new();
         for (key, value) in fields.all() {
             let what = format!("parameter {}", key.name);
             let Some(mut f) = Fields::of(value, &what, issues) else {
@@ -430,6 +433,7 @@ impl Loader<'_> {
                         .collect()
                 })
                 .unwrap_or_default();
+            declared.push((key.name.clone(), param_type, allowed.clone()));
             let Some(default) = default.and_then(|d| {
                 let value = typed(d, issues)?;
                 check_allowed(&value, &allowed)
@@ -449,21 +453,30 @@ impl Loader<'_> {
             });
         }
         for o in overrides.iter().filter(|o| o.pack == pack) {
-            let Some(parameter) = parameters.iter_mut().find(|p| p.name == o.param) else {
-                let known: Vec<&str> = parameters.iter().map(|p| p.name.as_str()).collect();
+            let Some((_, param_type, allowed)) =
+                declared.iter().find(|(name, ..)| *name == o.param)
+            else {
+                let known: Vec<&str> = declared.iter().map(|(name, ..)| name.as_str()).collect();
                 self.problems.push(o.problem(format!(
                     "pack {pack} has no parameter {} (it has: {})",
                     o.param,
-                    known.join(", ")
+                    if known.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        known.join(", ")
+                    }
                 )));
                 continue;
             };
-            match parameter
-                .param_type
+            match param_type
                 .parse(&o.value)
-                .and_then(|v| check_allowed(&v, &parameter.allowed).map(|()| v))
+                .and_then(|v| check_allowed(&v, allowed).map(|()| v))
             {
-                Ok(value) => parameter.value = value,
+                Ok(value) => {
+                    if let Some(parameter) = parameters.iter_mut().find(|p| p.name == o.param) {
+                        parameter.value = value;
+                    }
+                }
                 Err(message) => self
                     .problems
                     .push(o.problem(format!("parameter {pack}.{}: {message}", o.param))),
@@ -498,9 +511,19 @@ impl Loader<'_> {
                         ast,
                     });
                 }
-                Err(error) => self.problems.push(
-                    ScriptError::from_rhai(&error, &self.source.dir, file, None).to_problem(),
-                ),
+                Err(error) => {
+                    // rhai gives an unresolvable import no position: find it.
+                    let fallback = match &*error {
+                        rhai::EvalAltResult::ErrorModuleNotFound(path, _) => text
+                            .find(&format!("\"{path}\""))
+                            .map(|offset| crate::snapshot::problem::line_col(text, offset)),
+                        _ => None,
+                    };
+                    self.problems.push(
+                        ScriptError::from_rhai(&error, &self.source.dir, file, fallback)
+                            .to_problem(),
+                    )
+                }
             }
         }
         // Library modules nobody imports must still compile.
