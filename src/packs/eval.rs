@@ -11,7 +11,7 @@ use std::sync::Arc;
 use rhai::{CallFnOptions, Dynamic, Engine, EvalAltResult, Scope};
 
 use super::host::{
-    Insufficient, json_to_dynamic, link_is_up, link_kind, lladdr_text, socket_protocol,
+    Insufficient, display, json_to_dynamic, link_is_up, link_kind, lladdr_text, socket_protocol,
 };
 use super::model::*;
 use super::sandbox::{ScriptError, function_position};
@@ -101,6 +101,9 @@ pub struct Finding {
     pub remediation: Option<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub references: Vec<String>,
+    /// Why the script stopped, for `script-error` findings.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_kind: Option<super::sandbox::ScriptErrorKind>,
 }
 
 /// A failure before the check could conclude.
@@ -157,7 +160,7 @@ impl Evaluator<'_> {
                 for part in parts {
                     match part {
                         TemplatePart::Text(t) => text.push_str(t),
-                        TemplatePart::Expression(ast) => text.push_str(&eval(ast)?.to_string()),
+                        TemplatePart::Expression(ast) => text.push_str(&display(&eval(ast)?)),
                     }
                 }
                 Ok(text.into())
@@ -166,7 +169,7 @@ impl Evaluator<'_> {
     }
 
     fn text(&self, value: &Value, ctx: &Context) -> Result<String, Stop> {
-        self.value(value, ctx, &[]).map(|v| v.to_string())
+        self.value(value, ctx, &[]).map(|v| display(&v))
     }
 
     fn optional_text(&self, value: Option<&Value>, ctx: &Context) -> Result<Option<String>, Stop> {
@@ -238,14 +241,16 @@ impl Evaluator<'_> {
                     line: error.line,
                     column: error.column,
                 }];
-                vec![self.finding(
+                let mut finding = self.finding(
                     check,
                     ctx,
                     FindingStatus::ScriptError,
                     error.to_string(),
                     evidence,
                     None,
-                )]
+                );
+                finding.error_kind = Some(error.kind);
+                vec![finding]
             }
         }
     }
@@ -266,11 +271,12 @@ impl Evaluator<'_> {
     /// A finding about the pack itself (`PACK.WHAT`): its mode selection or
     /// a hook failed or could not decide.
     pub fn pack_finding(&self, ctx: &Context, what: &str, stop: Stop) -> Finding {
-        let (status, message, evidence) = match stop {
+        let (status, message, evidence, error_kind) = match stop {
             Stop::Unknown(reason) => (
                 FindingStatus::Unknown,
                 format!("cannot tell: {reason}"),
                 Vec::new(),
+                None,
             ),
             Stop::Error(error) => {
                 let evidence = vec![Evidence {
@@ -278,7 +284,12 @@ impl Evaluator<'_> {
                     line: error.line,
                     column: error.column,
                 }];
-                (FindingStatus::ScriptError, error.to_string(), evidence)
+                (
+                    FindingStatus::ScriptError,
+                    error.to_string(),
+                    evidence,
+                    Some(error.kind),
+                )
             }
         };
         Finding {
@@ -292,6 +303,7 @@ impl Evaluator<'_> {
             expected: None,
             remediation: None,
             references: Vec::new(),
+            error_kind,
         }
     }
 
@@ -301,7 +313,7 @@ impl Evaluator<'_> {
             ("expected", Dynamic::from(failure.expected.clone())),
         ];
         let message = match self.value(&check.message, ctx, &extra) {
-            Ok(message) => message.to_string(),
+            Ok(message) => display(&message),
             Err(Stop::Unknown(reason)) => format!("{} (cannot tell: {reason})", failure.actual),
             Err(Stop::Error(error)) => {
                 format!("{} (message template failed: {error})", failure.actual)
@@ -342,6 +354,7 @@ impl Evaluator<'_> {
             expected,
             remediation,
             references: check.references.clone(),
+            error_kind: None,
         }
     }
 
@@ -685,7 +698,7 @@ fn script_failures(
             }));
         }
         if let Some(map) = item.clone().try_cast::<rhai::Map>() {
-            let field = |k: &str| map.get(k).map(|v| v.to_string()).unwrap_or_default();
+            let field = |k: &str| map.get(k).map(display).unwrap_or_default();
             return Ok(Some(Failure {
                 actual: field("actual"),
                 expected: field("expected"),

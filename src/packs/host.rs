@@ -100,6 +100,24 @@ fn as_ip(value: &Dynamic) -> Fallible<IpAddr> {
     }
 }
 
+/// A script value as text, as the script's own `to_string` shows it:
+/// `Dynamic`'s `Display` names the Rust type of host values instead.
+pub fn display(value: &Dynamic) -> String {
+    if let Some(ip) = value.clone().try_cast::<IpAddr>() {
+        return ip.to_string();
+    }
+    if let Some(net) = value.clone().try_cast::<IpNet>() {
+        return net.to_string();
+    }
+    if let Some(node) = value.clone().try_cast::<NodeRef>() {
+        return format!("node/{}", node.name);
+    }
+    if let Some(pod) = value.clone().try_cast::<PodRef>() {
+        return format!("{}/{}", pod.namespace, pod.name);
+    }
+    value.to_string()
+}
+
 /// Registers every type and function of the host API.
 pub fn register(engine: &mut Engine) {
     register_addresses(engine);
@@ -765,7 +783,7 @@ mod tests {
             let shown = if value.is_string() {
                 format!("{:?}", value.clone().into_string().unwrap_or_default())
             } else {
-                value.to_string()
+                display(&value)
             };
             assert_eq!(shown, expected, "{expression}");
             count += 1;
