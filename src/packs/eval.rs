@@ -531,7 +531,7 @@ impl Evaluator<'_> {
                         _ => false,
                     })
                     .collect();
-                let mut expected = format!("{dst}");
+                let mut expected = dst.clone();
                 if let Some(via) = &via {
                     expected.push_str(&format!(" via {via}"));
                 }

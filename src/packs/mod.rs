@@ -263,7 +263,7 @@ impl LoadedPacks {
         &self,
         pack: &Pack,
         snapshot: &Arc<Snapshot>,
-    ) -> Result<Option<String>, Finding> {
+    ) -> Result<Option<String>, Box<Finding>> {
         let ctx = Context::new(
             pack.params.clone(),
             snapshot.clone(),
@@ -281,7 +281,7 @@ impl LoadedPacks {
             };
             if evaluator
                 .condition(when, &ctx)
-                .map_err(|stop| evaluator.pack_finding(&ctx, "mode", stop))?
+                .map_err(|stop| Box::new(evaluator.pack_finding(&ctx, "mode", stop)))?
             {
                 return Ok(Some(mode.name.clone()));
             }
@@ -326,7 +326,7 @@ impl LoadedPacks {
             let mode = match self.active_mode(pack, snapshot) {
                 Ok(mode) => mode,
                 Err(finding) => {
-                    findings.push(finding);
+                    findings.push(*finding);
                     continue;
                 }
             };
@@ -354,7 +354,7 @@ impl LoadedPacks {
         hook: &str,
         hop: &Arc<HopScope>,
         arg: Dynamic,
-    ) -> Result<Dynamic, Finding> {
+    ) -> Result<Dynamic, Box<Finding>> {
         let Some(pack) = self.get(pack) else {
             return Ok(Dynamic::UNIT);
         };
@@ -368,7 +368,7 @@ impl LoadedPacks {
         let ctx = eval::hop_context(&pack.params, hop);
         evaluator
             .call(function, vec![Dynamic::from(ctx.clone()), arg])
-            .map_err(|stop| evaluator.pack_finding(&ctx, &format!("hook.{hook}"), stop))
+            .map_err(|stop| Box::new(evaluator.pack_finding(&ctx, &format!("hook.{hook}"), stop)))
     }
 }
 
