@@ -7,6 +7,7 @@
 //! thin shell over these.
 
 pub mod collect;
+pub mod engine;
 pub mod netstack;
 pub mod packs;
 pub mod snapshot;

@@ -108,7 +108,7 @@ fn list(load: &LoadArgs) -> ExitCode {
         } else {
             pack.dir.display().to_string()
         };
-        println!(
+        out!(
             "{:<16} {:<8} {:<6} {:>3} checks  {}  ({origin})",
             pack.name,
             pack.version.to_string(),
@@ -133,7 +133,7 @@ fn show(name: &str, load: &LoadArgs) -> ExitCode {
         );
         return ExitCode::from(EXIT_USAGE);
     };
-    print!("{}", describe(pack));
+    out!("{}", describe(pack).trim_end());
     ExitCode::SUCCESS
 }
 
@@ -231,7 +231,7 @@ fn lint(dirs: &[PathBuf], overrides: &[Override]) -> ExitCode {
     let (loaded, more) = LoadedPacks::load(sources, overrides);
     problems.extend(more);
     for problem in &problems {
-        println!("{problem}");
+        out!("{problem}");
     }
     for dir in &names {
         if let Some(pack) = loaded.packs().iter().find(|p| &p.dir == dir) {
@@ -266,9 +266,9 @@ fn test(dirs: &[PathBuf]) -> ExitCode {
             let (loaded, problems) = LoadedPacks::load(vec![source.clone()], &[]);
             let Some(pack) = loaded.packs().first() else {
                 for problem in &problems {
-                    println!("{problem}");
+                    out!("{problem}");
                 }
-                println!(
+                out!(
                     "test {} ... FAILED (the pack does not load)",
                     source.dir.display()
                 );
@@ -278,9 +278,9 @@ fn test(dirs: &[PathBuf]) -> ExitCode {
             match testing::run_pack_tests(&source, &pack.name) {
                 Err(problems) => {
                     for problem in &problems {
-                        println!("{problem}");
+                        out!("{problem}");
                     }
-                    println!(
+                    out!(
                         "test {} ... FAILED (its tests cannot run)",
                         source.dir.display()
                     );
@@ -289,12 +289,12 @@ fn test(dirs: &[PathBuf]) -> ExitCode {
                 Ok(results) => {
                     for result in results {
                         if result.passed() {
-                            println!("test {} ... ok", result.dir.display());
+                            out!("test {} ... ok", result.dir.display());
                             passed += 1;
                         } else {
-                            println!("test {} ... FAILED", result.dir.display());
+                            out!("test {} ... FAILED", result.dir.display());
                             for failure in &result.failures {
-                                println!("    {failure}");
+                                out!("    {failure}");
                             }
                             failed += 1;
                         }
@@ -303,8 +303,8 @@ fn test(dirs: &[PathBuf]) -> ExitCode {
             }
         }
     }
-    println!();
-    println!("{passed} passed, {failed} failed");
+    out!();
+    out!("{passed} passed, {failed} failed");
     if unusable {
         ExitCode::from(EXIT_USAGE)
     } else if failed > 0 {
@@ -323,9 +323,9 @@ fn new(name: &str, kind: Kind, dir: Option<PathBuf>) -> ExitCode {
     match scaffold::new_pack(&dir, name, kind) {
         Ok(files) => {
             for file in files {
-                println!("created {}", file.display());
+                out!("created {}", file.display());
             }
-            println!("\nrun its tests with: skoop packs test {}", dir.display());
+            out!("\nrun its tests with: skoop packs test {}", dir.display());
             ExitCode::SUCCESS
         }
         Err(error) => {

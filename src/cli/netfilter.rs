@@ -1,0 +1,600 @@
+//! `skoop netfilter trace`: one packet through one namespace's iptables
+//! rules, as the kernel would run it, with every rule visited.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Subcommand, ValueEnum};
+use serde::Serialize;
+use skoop::netstack::Tri;
+use skoop::netstack::netfilter::{
+    Context, CtState, Netfilter, Outcome, Packet, PacketPath, RouteChoice, Step, Translation,
+    Verdict,
+};
+use skoop::netstack::routing::Fib;
+use skoop::snapshot::Problem;
+use skoop::snapshot::netns::NetnsDump;
+use skoop::snapshot::netns::iptables::{self, Protocol, TcpFlagBits};
+use skoop::snapshot::problem::read_text;
+
+use super::{EXIT_USAGE, OutputFormat, parse_mark, print_json, report_problems};
+
+#[derive(Debug, Subcommand)]
+pub enum NetfilterCommand {
+    /// What the iptables rules of one namespace do with a packet, rule by rule.
+    ///
+    /// The packet goes through the hooks of its path in kernel order (raw,
+    /// mangle, nat, filter), with jumps, gotos, RETURNs and policies; NAT and
+    /// MARK rewrite it for the rules after them. A `statistic` rule or a
+    /// multipath route splits the result into outcomes, each with its
+    /// probability. A rule the model cannot evaluate makes its outcome
+    /// `unknown`, naming the rule.
+    ///
+    /// Exit status: 0 when every outcome accepts, 1 when some drop, reject or
+    /// are unknown, 2 for bad arguments or an unreadable dump.
+    ///
+    /// Example: skoop netfilter trace --netns snap/nodes/node-1/host
+    /// --src 10.244.1.2 --dst 10.96.0.100 --proto tcp --dport 80 --in-iface cni0
+    Trace(TraceArgs),
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("input").required(true).args(["netns", "rules"])))]
+pub struct TraceArgs {
+    /// A namespace dump directory (iptables-save.txt; ip-route.json, ip-rule.json,
+    /// ip-addr.json for routing and local addresses; ipset-save.txt for sets).
+    #[arg(long, value_name = "DIR")]
+    netns: Option<PathBuf>,
+    /// An iptables-save file alone (no routing: give --local-ip and --out-iface).
+    #[arg(long, value_name = "FILE")]
+    rules: Option<PathBuf>,
+    /// Source address.
+    #[arg(long)]
+    src: IpAddr,
+    /// Destination address.
+    #[arg(long)]
+    dst: IpAddr,
+    /// Protocol.
+    #[arg(long, value_enum)]
+    proto: Proto,
+    /// Source port (tcp, udp).
+    #[arg(long, default_value_t = 40000)]
+    sport: u16,
+    /// Destination port (tcp, udp: required).
+    #[arg(long)]
+    dport: Option<u16>,
+    /// Which way the packet goes through the namespace.
+    #[arg(long, value_enum, default_value_t = PathArg::Received)]
+    path: PathArg,
+    /// The interface the packet arrives on.
+    #[arg(long, value_name = "IF")]
+    in_iface: Option<String>,
+    /// The interface the packet leaves by (otherwise the route decides).
+    #[arg(long, value_name = "IF")]
+    out_iface: Option<String>,
+    /// An address of this namespace (for addrtype and the INPUT/FORWARD
+    /// decision); may be repeated. Added to those of the dump.
+    #[arg(long = "local-ip", value_name = "IP")]
+    local_ip: Vec<IpAddr>,
+    /// Packet mark, decimal or 0x-hex.
+    #[arg(long, value_parser = parse_mark, default_value = "0")]
+    mark: u32,
+    /// The connection state to assume.
+    #[arg(long, value_enum, default_value_t = CtArg::New)]
+    ct_state: CtArg,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value_t = OutputFormat::Text)]
+    output: OutputFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Proto {
+    Tcp,
+    Udp,
+    Icmp,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum PathArg {
+    /// Arrives on an interface; routing picks INPUT or FORWARD.
+    Received,
+    Forward,
+    Input,
+    /// Locally generated.
+    Output,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum CtArg {
+    /// The first packet of a connection (nat rules apply).
+    New,
+    /// A packet of a connection that has seen replies (nat rules are skipped).
+    Established,
+}
+
+pub fn run(command: NetfilterCommand) -> ExitCode {
+    match command {
+        NetfilterCommand::Trace(args) => trace(args),
+    }
+}
+
+/// What the command reads: the rules and, from a namespace dump, the rest.
+struct Input {
+    ruleset: iptables::Ruleset,
+    dump: NetnsDump,
+}
+
+fn load(args: &TraceArgs) -> Result<Input, ExitCode> {
+    let usage = |message: String| {
+        eprintln!("error: {message}");
+        ExitCode::from(EXIT_USAGE)
+    };
+    if let Some(dir) = &args.netns {
+        if !dir.is_dir() {
+            return Err(usage(format!(
+                "{}: no such namespace dump directory",
+                dir.display()
+            )));
+        }
+        let (mut dump, problems) = NetnsDump::load(dir);
+        report_problems(&problems);
+        let Some(ruleset) = dump.iptables.take() else {
+            return Err(usage(format!(
+                "{}: no readable iptables-save.txt",
+                dir.display()
+            )));
+        };
+        return Ok(Input { ruleset, dump });
+    }
+    let Some(file) = &args.rules else {
+        return Err(usage("give --netns DIR or --rules FILE".into()));
+    };
+    let text = match read_text(file) {
+        Ok(Some(text)) => text,
+        Ok(None) => return Err(usage(format!("{}: no such file", file.display()))),
+        Err(problem) => return Err(usage(problem.to_string())),
+    };
+    let (ruleset, issues) = iptables::parse(&text);
+    let problems: Vec<Problem> = issues
+        .into_iter()
+        .map(|issue| Problem::from_issue(file, issue))
+        .collect();
+    report_problems(&problems);
+    let Some(ruleset) = ruleset else {
+        return Err(usage(format!(
+            "{}: not an iptables-save dump",
+            file.display()
+        )));
+    };
+    Ok(Input {
+        ruleset,
+        dump: NetnsDump::default(),
+    })
+}
+
+fn packet(args: &TraceArgs) -> Result<Packet, String> {
+    let proto = match args.proto {
+        Proto::Tcp => Protocol::TCP,
+        Proto::Udp => Protocol::UDP,
+        Proto::Icmp => Protocol::ICMP,
+    };
+    if args.src.is_ipv4() != args.dst.is_ipv4() {
+        return Err("--src and --dst must be of one address family".into());
+    }
+    let mut packet = Packet::new(args.src, args.dst, proto);
+    if proto != Protocol::ICMP {
+        let Some(dport) = args.dport else {
+            return Err(format!("--proto {:?} needs --dport", args.proto).to_lowercase());
+        };
+        packet.sport = Some(args.sport);
+        packet.dport = Some(dport);
+    }
+    packet.mark = args.mark;
+    packet.in_iface = args.in_iface.clone();
+    packet.out_iface = args.out_iface.clone();
+    if args.ct_state == CtArg::Established {
+        packet.ct_state = CtState::Established;
+        packet.ct_mark = None;
+        packet.tcp_flags = (proto == Protocol::TCP).then_some(TcpFlagBits::ACK);
+    }
+    Ok(packet)
+}
+
+fn trace(args: TraceArgs) -> ExitCode {
+    let packet = match packet(&args) {
+        Ok(packet) => packet,
+        Err(message) => {
+            eprintln!("error: {message}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let input = match load(&args) {
+        Ok(input) => input,
+        Err(code) => return code,
+    };
+    let dump = &input.dump;
+    let fib = match (&dump.rules, &dump.routes, &dump.addrs) {
+        (Some(rules), Some(routes), Some(addrs)) => {
+            Some(Fib::new(rules, routes, addrs, dump.sysctls.as_ref()))
+        }
+        _ => None,
+    };
+    let context = Context {
+        fib: fib.as_ref(),
+        interfaces: dump.addrs.as_deref().unwrap_or_default(),
+        local_addresses: &args.local_ip,
+    };
+    let netfilter = Netfilter::new(&input.ruleset, dump.ipsets.as_ref());
+    let path = match args.path {
+        PathArg::Received => PacketPath::Received,
+        PathArg::Forward => PacketPath::Forward,
+        PathArg::Input => PacketPath::Input,
+        PathArg::Output => PacketPath::Output,
+    };
+    let outcomes = netfilter.traverse(path, packet, &context);
+    let all_accept = outcomes.iter().all(|o| o.verdict == Verdict::Accept);
+    let json = TraceJson {
+        outcomes: outcomes.iter().map(OutcomeJson::from).collect(),
+    };
+    match args.output {
+        OutputFormat::Json => {
+            if let Err(code) = print_json(&json) {
+                return code;
+            }
+        }
+        OutputFormat::Text => print_text(&json),
+    }
+    if all_accept {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct TraceJson {
+    outcomes: Vec<OutcomeJson>,
+}
+
+#[derive(Debug, Serialize)]
+struct OutcomeJson {
+    probability: f64,
+    verdict: &'static str,
+    /// Why the verdict is what it is, when the verdict alone does not say
+    /// (the reject type, the routing error, what is unknown).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
+    packet: PacketJson,
+    dnat: Option<String>,
+    masquerade: bool,
+    trace: Vec<StepJson>,
+}
+
+#[derive(Debug, Serialize)]
+struct PacketJson {
+    src: IpAddr,
+    dst: IpAddr,
+    sport: Option<u16>,
+    dport: Option<u16>,
+    proto: String,
+    mark: String,
+}
+
+/// One trace step; `step` says which kind.
+#[derive(Debug, Serialize)]
+#[serde(tag = "step", rename_all = "lowercase")]
+enum StepJson {
+    Rule {
+        hook: &'static str,
+        table: &'static str,
+        chain: String,
+        rule: usize,
+        line: usize,
+        text: String,
+        #[serde(rename = "match")]
+        matched: Tri,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        assumption: Option<String>,
+    },
+    Policy {
+        hook: &'static str,
+        table: &'static str,
+        chain: String,
+        policy: &'static str,
+    },
+    Translation {
+        hook: &'static str,
+        table: &'static str,
+        kind: &'static str,
+        before: String,
+        after: String,
+    },
+    Route(RouteJson),
+}
+
+/// The routing decision between hooks.
+#[derive(Debug, Serialize)]
+struct RouteJson {
+    destination: IpAddr,
+    /// local, out, failed or unknown.
+    decision: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dev: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    gateway: Option<IpAddr>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rule: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    route: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
+}
+
+impl From<&Outcome<'_>> for OutcomeJson {
+    fn from(outcome: &Outcome<'_>) -> OutcomeJson {
+        let packet = &outcome.packet;
+        let reason = match &outcome.verdict {
+            Verdict::Accept | Verdict::Drop => None,
+            Verdict::Reject { with } => Some(format!("reject with {with:?}")),
+            Verdict::Unroutable { error } => Some(format!("routing: {error}")),
+            Verdict::Unknown { reason } => Some(reason.clone()),
+        };
+        OutcomeJson {
+            probability: outcome.probability,
+            verdict: outcome.verdict.as_str(),
+            reason,
+            packet: PacketJson {
+                src: packet.src,
+                dst: packet.dst,
+                sport: packet.sport,
+                dport: packet.dport,
+                proto: packet
+                    .proto
+                    .name()
+                    .map_or_else(|| packet.proto.0.to_string(), str::to_string),
+                mark: format!("{:#x}", packet.mark),
+            },
+            dnat: outcome.dnat().map(|endpoint| endpoint.to_string()),
+            masquerade: outcome.masquerade(),
+            trace: outcome.trace.iter().map(StepJson::from).collect(),
+        }
+    }
+}
+
+fn hook_name(hook: skoop::netstack::netfilter::Hook) -> &'static str {
+    hook.chain()
+}
+
+fn mark(mark: Option<u32>) -> String {
+    mark.map_or_else(|| "unknown".to_string(), |m| format!("{m:#x}"))
+}
+
+impl From<&Step<'_>> for StepJson {
+    fn from(step: &Step<'_>) -> StepJson {
+        match step {
+            Step::Rule {
+                hook,
+                table,
+                chain,
+                rule,
+                matched,
+                assumption,
+            } => StepJson::Rule {
+                hook: hook_name(*hook),
+                table: table.as_str(),
+                chain: chain.to_string(),
+                rule: rule.number,
+                line: rule.line,
+                text: rule.text.to_string(),
+                matched: *matched,
+                assumption: assumption.clone(),
+            },
+            Step::Policy {
+                hook,
+                table,
+                chain,
+                policy,
+            } => StepJson::Policy {
+                hook: hook_name(*hook),
+                table: table.as_str(),
+                chain: chain.to_string(),
+                policy: match policy {
+                    iptables::Policy::Accept => "ACCEPT",
+                    iptables::Policy::Drop => "DROP",
+                },
+            },
+            Step::Translation {
+                hook,
+                table,
+                translation,
+            } => {
+                let (kind, before, after) = match translation {
+                    Translation::Dnat { before, after } => {
+                        ("dnat", before.to_string(), after.to_string())
+                    }
+                    Translation::Redirect { before, after } => {
+                        ("redirect", before.to_string(), after.to_string())
+                    }
+                    Translation::Snat { before, after } => {
+                        ("snat", before.to_string(), after.to_string())
+                    }
+                    Translation::Masquerade { before, after } => (
+                        "masquerade",
+                        before.to_string(),
+                        after.map_or_else(
+                            || "the outgoing device's address (not known)".to_string(),
+                            |a| a.to_string(),
+                        ),
+                    ),
+                    Translation::Mark { before, after } => {
+                        ("mark", mark(Some(*before)), mark(Some(*after)))
+                    }
+                    Translation::ConnMark { before, after } => {
+                        ("connmark", mark(*before), mark(*after))
+                    }
+                    Translation::Untracked => {
+                        ("notrack", "tracked".to_string(), "untracked".to_string())
+                    }
+                };
+                StepJson::Translation {
+                    hook: hook_name(*hook),
+                    table: table.as_str(),
+                    kind,
+                    before,
+                    after,
+                }
+            }
+            Step::Route {
+                destination,
+                choice,
+            } => {
+                let none = || RouteJson {
+                    destination: *destination,
+                    decision: "unknown",
+                    dev: None,
+                    gateway: None,
+                    rule: None,
+                    route: None,
+                    reason: None,
+                };
+                match choice.clone() {
+                    RouteChoice::Local { rule, route } => StepJson::Route(RouteJson {
+                        decision: "local",
+                        rule,
+                        route,
+                        ..none()
+                    }),
+                    RouteChoice::Out {
+                        dev,
+                        gateway,
+                        rule,
+                        route,
+                    } => StepJson::Route(RouteJson {
+                        decision: "out",
+                        dev,
+                        gateway,
+                        rule,
+                        route,
+                        ..none()
+                    }),
+                    RouteChoice::Failed { error, rule, route } => StepJson::Route(RouteJson {
+                        decision: "failed",
+                        rule,
+                        route,
+                        reason: Some(error.to_string()),
+                        ..none()
+                    }),
+                    RouteChoice::Unknown { reason } => StepJson::Route(RouteJson {
+                        reason: Some(reason),
+                        ..none()
+                    }),
+                }
+            }
+        }
+    }
+}
+
+fn print_text(json: &TraceJson) {
+    let count = json.outcomes.len();
+    for (index, outcome) in json.outcomes.iter().enumerate() {
+        let packet = &outcome.packet;
+        let endpoint = |addr: IpAddr, port: Option<u16>| match port {
+            Some(port) => format!("{addr}:{port}"),
+            None => addr.to_string(),
+        };
+        let mut line = format!(
+            "{}: {} {} -> {} mark {}",
+            outcome.verdict,
+            packet.proto,
+            endpoint(packet.src, packet.sport),
+            endpoint(packet.dst, packet.dport),
+            packet.mark
+        );
+        if count > 1 {
+            line = format!(
+                "outcome {} of {count} ({:.1}% of packets): {line}",
+                index + 1,
+                outcome.probability * 100.0
+            );
+        }
+        out!("{line}");
+        if let Some(reason) = &outcome.reason {
+            out!("  reason: {reason}");
+        }
+        if let Some(dnat) = &outcome.dnat {
+            out!("  dnat: {dnat}");
+        }
+        if outcome.masquerade {
+            out!("  masquerade: source rewritten");
+        }
+        out!("  trace:");
+        for step in &outcome.trace {
+            out!("    {}", step_line(step));
+        }
+    }
+}
+
+fn step_line(step: &StepJson) -> String {
+    match step {
+        StepJson::Rule {
+            hook,
+            table,
+            chain,
+            rule,
+            line,
+            text,
+            matched,
+            assumption,
+        } => {
+            let matched = match matched {
+                Tri::True => "match",
+                Tri::False => "no match",
+                Tri::Unknown => "UNKNOWN",
+            };
+            let mut out =
+                format!("{hook} {table} {chain} #{rule} (line {line}): {matched}: {text}");
+            if let Some(assumption) = assumption {
+                out.push_str(&format!(" [{assumption}]"));
+            }
+            out
+        }
+        StepJson::Policy {
+            hook,
+            table,
+            chain,
+            policy,
+        } => format!("{hook} {table} {chain}: policy {policy}"),
+        StepJson::Translation {
+            hook,
+            table,
+            kind,
+            before,
+            after,
+        } => format!("{hook} {table}: {kind} {before} -> {after}"),
+        StepJson::Route(RouteJson {
+            destination,
+            decision,
+            dev,
+            gateway,
+            route,
+            reason,
+            ..
+        }) => {
+            let mut out = format!("route {destination}: {decision}");
+            if let Some(dev) = dev {
+                out.push_str(&format!(" dev {dev}"));
+            }
+            if let Some(gateway) = gateway {
+                out.push_str(&format!(" via {gateway}"));
+            }
+            if let Some(route) = route {
+                out.push_str(&format!(" ({route})"));
+            }
+            if let Some(reason) = reason {
+                out.push_str(&format!(": {reason}"));
+            }
+            out
+        }
+    }
+}

@@ -1,0 +1,787 @@
+//! Netfilter as the Linux kernel runs iptables rules: which tables a packet
+//! meets at each hook and in what order, how it walks their chains (jump,
+//! goto, RETURN, policies), what each match and target does, and how NAT and
+//! MARK rewrite the packet that later rules see.
+//!
+//! A [`Netfilter`] is built once per namespace from the parsed ruleset and
+//! indexed for speed; evaluating a packet returns every [`Outcome`] it can
+//! have: one per `statistic` branch or multipath route, each with its
+//! probability, the rewritten packet, the verdict and the ordered trace.
+//!
+//! Three-valued: a match the model cannot evaluate (u32, bpf, an unknown
+//! module, an ipset that was not collected) is [`Tri::Unknown`] for that
+//! packet. A rule whose match is unknown and whose target would change the
+//! packet's fate (a verdict, a jump, NAT, a mark) ends that outcome as
+//! [`Verdict::Unknown`] at that rule, naming it: the model does not guess
+//! whether it fired. Only when the target changes nothing the model tracks
+//! (LOG, NFLOG, TRACE, no target) does evaluation go on past it.
+//!
+//! Connection tracking is not in a dump, so the packet says what to assume
+//! ([`CtState`]): a `New` packet is the first of its connection, so the nat
+//! table is consulted; any other packet skips nat, and the translation its
+//! connection already has is not known (a reply's un-NAT is not modelled).
+
+mod chains;
+mod index;
+mod matching;
+mod sets;
+#[cfg(test)]
+mod tests;
+
+use std::fmt;
+use std::net::IpAddr;
+
+use serde::Serialize;
+
+use super::Tri;
+use super::routing::{Fib, FlowKey, LookupOutcome, RouteError, describe_route, describe_rule};
+use crate::snapshot::netns::addr::InterfaceAddrs;
+use crate::snapshot::netns::ipset::IpSets;
+use crate::snapshot::netns::iptables::{
+    Policy, Protocol, RejectWith, Rule, Ruleset, TableName, TcpFlagBits,
+};
+use crate::snapshot::netns::rule::IpProto;
+use index::IndexedTable;
+
+/// A netfilter hook: where in the stack the kernel runs a packet through the tables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Hook {
+    Prerouting,
+    Input,
+    Forward,
+    Output,
+    Postrouting,
+}
+
+impl Hook {
+    /// The tables at this hook in the kernel's priority order (raw -300,
+    /// mangle -150, nat DNAT -100, filter 0, security 50, nat SNAT 100).
+    pub fn tables(self) -> &'static [TableName] {
+        use TableName::*;
+        match self {
+            Hook::Prerouting => &[Raw, Mangle, Nat],
+            Hook::Input => &[Mangle, Filter, Security, Nat],
+            Hook::Forward => &[Mangle, Filter, Security],
+            Hook::Output => &[Raw, Mangle, Nat, Filter, Security],
+            Hook::Postrouting => &[Mangle, Nat],
+        }
+    }
+
+    /// The built-in chain of this hook.
+    pub fn chain(self) -> &'static str {
+        match self {
+            Hook::Prerouting => "PREROUTING",
+            Hook::Input => "INPUT",
+            Hook::Forward => "FORWARD",
+            Hook::Output => "OUTPUT",
+            Hook::Postrouting => "POSTROUTING",
+        }
+    }
+
+    /// Whether the packet has an input interface here (`-i` can match).
+    fn has_in_interface(self) -> bool {
+        matches!(self, Hook::Prerouting | Hook::Input | Hook::Forward)
+    }
+
+    /// Whether the packet has an output interface here (`-o` can match).
+    fn has_out_interface(self) -> bool {
+        matches!(self, Hook::Forward | Hook::Output | Hook::Postrouting)
+    }
+}
+
+impl fmt::Display for Hook {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.chain())
+    }
+}
+
+/// Which way through the namespace a packet goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PacketPath {
+    /// Arrives on an interface: PREROUTING, then the routing decision on the
+    /// (possibly translated) destination picks INPUT or FORWARD -> POSTROUTING.
+    Received,
+    /// Forwarded: FORWARD -> POSTROUTING.
+    Forward,
+    /// Delivered locally: INPUT.
+    Input,
+    /// Locally generated: OUTPUT -> POSTROUTING.
+    Output,
+}
+
+/// The connection tracking state to assume for the packet (the dump has no
+/// conntrack table).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CtState {
+    /// The first packet of a new connection, in its original direction.
+    New,
+    /// A later packet of a connection that has seen traffic both ways.
+    Established,
+    Related,
+    Invalid,
+    /// Marked NOTRACK/CT --notrack in the raw table.
+    Untracked,
+}
+
+/// The bridge ports of a bridged packet (`-m physdev`), as br_netfilter shows them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BridgePorts {
+    pub physdev_in: Option<String>,
+    pub physdev_out: Option<String>,
+}
+
+/// The local socket that sent a locally generated packet (`-m owner`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SocketOwner {
+    pub uid: u32,
+    pub gid: u32,
+}
+
+/// A packet as netfilter sees it, with what the kernel knows about it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Packet {
+    pub src: IpAddr,
+    pub dst: IpAddr,
+    pub proto: Protocol,
+    /// TCP/UDP/SCTP ports; `None` for other protocols.
+    pub sport: Option<u16>,
+    pub dport: Option<u16>,
+    /// TCP header flags.
+    pub tcp_flags: Option<TcpFlagBits>,
+    /// ICMP type and code.
+    pub icmp: Option<(u8, u8)>,
+    /// IP total length in bytes.
+    pub length: u16,
+    pub ttl: u8,
+    /// The packet mark (fwmark).
+    pub mark: u32,
+    /// The interface the packet arrived on. `None` where the hook has an
+    /// input interface means not known.
+    pub in_iface: Option<String>,
+    /// The interface the packet leaves by. `None` where the hook has an
+    /// output interface (and no route decides it) means not known.
+    pub out_iface: Option<String>,
+    pub ct_state: CtState,
+    /// The connection mark; `None`: not known (a connection older than this packet).
+    pub ct_mark: Option<u32>,
+    /// `Some` for a bridged packet seen through br_netfilter.
+    pub bridge: Option<BridgePorts>,
+    /// The sending socket of a locally generated packet, when known.
+    pub owner: Option<SocketOwner>,
+}
+
+impl Packet {
+    /// A packet of `proto` from `src` to `dst`, the first of its connection
+    /// (a SYN for TCP, an echo request for ICMP), 64 bytes, TTL 64, no mark.
+    pub fn new(src: IpAddr, dst: IpAddr, proto: Protocol) -> Packet {
+        let ports = matches!(proto, Protocol::TCP | Protocol::UDP | Protocol::SCTP);
+        Packet {
+            src,
+            dst,
+            proto,
+            sport: ports.then_some(40000),
+            dport: ports.then_some(80),
+            tcp_flags: (proto == Protocol::TCP).then_some(TcpFlagBits::SYN),
+            icmp: (proto == Protocol::ICMP).then_some((8, 0)),
+            length: 64,
+            ttl: 64,
+            mark: 0,
+            in_iface: None,
+            out_iface: None,
+            ct_state: CtState::New,
+            ct_mark: Some(0),
+            bridge: None,
+            owner: None,
+        }
+    }
+
+    /// The 5-tuple fields routing reads.
+    fn flow(&self) -> FlowKey {
+        FlowKey {
+            src: Some(self.src),
+            iif: self.in_iface.clone(),
+            mark: self.mark,
+            ip_proto: match self.proto {
+                Protocol::TCP => Some(IpProto::Tcp),
+                Protocol::UDP => Some(IpProto::Udp),
+                Protocol::ICMP => Some(IpProto::Icmp),
+                _ => None,
+            },
+            sport: self.sport,
+            dport: self.dport,
+            ..FlowKey::to(self.dst)
+        }
+    }
+}
+
+/// What the namespace offers beyond its rules: routing (which decides
+/// INPUT or FORWARD, the output interface, MASQUERADE's address) and its
+/// local addresses (for `-m addrtype`).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Context<'a> {
+    pub fib: Option<&'a Fib<'a>>,
+    /// The namespace's addresses per interface (REDIRECT's address).
+    pub interfaces: &'a [InterfaceAddrs],
+    /// Addresses to treat as local besides what the routing tables say.
+    /// Without a `fib`, these are all the local addresses there are.
+    pub local_addresses: &'a [IpAddr],
+}
+
+/// How a packet left the rules.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    /// Passed every hook on its path (delivered locally, or sent out).
+    Accept,
+    Drop,
+    Reject {
+        with: RejectWith,
+    },
+    /// Routing refused the packet between hooks (the kernel drops it).
+    Unroutable {
+        error: RouteError,
+    },
+    /// The model cannot tell; `reason` names the rule or the missing data.
+    Unknown {
+        reason: String,
+    },
+}
+
+impl Verdict {
+    /// The word the CLI contract uses: accept, drop, reject or unknown.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Verdict::Accept => "accept",
+            Verdict::Drop | Verdict::Unroutable { .. } => "drop",
+            Verdict::Reject { .. } => "reject",
+            Verdict::Unknown { .. } => "unknown",
+        }
+    }
+}
+
+/// One address and port of a packet, before or after a translation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Endpoint {
+    pub addr: IpAddr,
+    pub port: Option<u16>,
+}
+
+impl fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.addr, self.port) {
+            (addr, None) => write!(f, "{addr}"),
+            (IpAddr::V4(addr), Some(port)) => write!(f, "{addr}:{port}"),
+            (IpAddr::V6(addr), Some(port)) => write!(f, "[{addr}]:{port}"),
+        }
+    }
+}
+
+/// What a target changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Translation {
+    Dnat {
+        before: Endpoint,
+        after: Endpoint,
+    },
+    /// Also REDIRECT (a DNAT to the namespace itself).
+    Redirect {
+        before: Endpoint,
+        after: Endpoint,
+    },
+    Snat {
+        before: Endpoint,
+        after: Endpoint,
+    },
+    /// `after` is `None` when the outgoing device's address is not known.
+    Masquerade {
+        before: Endpoint,
+        after: Option<Endpoint>,
+    },
+    Mark {
+        before: u32,
+        after: u32,
+    },
+    /// `None`: the connection mark is not known.
+    ConnMark {
+        before: Option<u32>,
+        after: Option<u32>,
+    },
+    /// NOTRACK or CT --notrack: the connection is not tracked.
+    Untracked,
+}
+
+impl fmt::Display for Translation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mark = |mark: Option<u32>| mark.map_or("unknown".to_string(), |m| format!("{m:#x}"));
+        match self {
+            Translation::Dnat { before, after } => write!(f, "dnat {before} -> {after}"),
+            Translation::Redirect { before, after } => write!(f, "redirect {before} -> {after}"),
+            Translation::Snat { before, after } => write!(f, "snat {before} -> {after}"),
+            Translation::Masquerade {
+                before,
+                after: Some(after),
+            } => {
+                write!(f, "masquerade {before} -> {after}")
+            }
+            Translation::Masquerade {
+                before,
+                after: None,
+            } => {
+                write!(
+                    f,
+                    "masquerade {before} -> the outgoing device's address (not known)"
+                )
+            }
+            Translation::Mark { before, after } => {
+                write!(f, "mark {} -> {}", mark(Some(*before)), mark(Some(*after)))
+            }
+            Translation::ConnMark { before, after } => {
+                write!(f, "connmark {} -> {}", mark(*before), mark(*after))
+            }
+            Translation::Untracked => f.write_str("notrack"),
+        }
+    }
+}
+
+/// The routing decision between hooks.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RouteChoice {
+    /// Delivered to this namespace (INPUT).
+    Local {
+        rule: Option<String>,
+        route: Option<String>,
+    },
+    /// Sent out of `dev` (FORWARD or OUTPUT -> POSTROUTING).
+    Out {
+        dev: Option<String>,
+        gateway: Option<IpAddr>,
+        rule: Option<String>,
+        route: Option<String>,
+    },
+    Failed {
+        error: RouteError,
+        rule: Option<String>,
+        route: Option<String>,
+    },
+    Unknown {
+        reason: String,
+    },
+}
+
+/// One step of an evaluation, in the order the kernel takes them.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step<'a> {
+    /// A rule was tested (rules the index rules out, because they test
+    /// another destination or port, are not listed).
+    Rule {
+        hook: Hook,
+        table: TableName,
+        chain: &'a str,
+        rule: &'a Rule,
+        matched: Tri,
+        /// What the model assumed to decide the match (`-m limit`, a
+        /// `statistic` branch, ...).
+        assumption: Option<String>,
+    },
+    /// No rule decided: the built-in chain's policy did.
+    Policy {
+        hook: Hook,
+        table: TableName,
+        chain: &'a str,
+        policy: Policy,
+    },
+    /// A target rewrote the packet or its connection.
+    Translation {
+        hook: Hook,
+        table: TableName,
+        translation: Translation,
+    },
+    /// The routing decision between hooks.
+    Route {
+        destination: IpAddr,
+        choice: RouteChoice,
+    },
+}
+
+/// One way the packet can go, with its share of packets of this flow.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome<'a> {
+    pub probability: f64,
+    pub verdict: Verdict,
+    /// The packet as it leaves (or stops), after every translation.
+    pub packet: Packet,
+    pub trace: Vec<Step<'a>>,
+}
+
+impl Outcome<'_> {
+    /// The destination after DNAT or REDIRECT, if either applied.
+    pub fn dnat(&self) -> Option<Endpoint> {
+        self.translations().rev().find_map(|t| match t {
+            Translation::Dnat { after, .. } | Translation::Redirect { after, .. } => Some(*after),
+            _ => None,
+        })
+    }
+
+    /// Whether SNAT or MASQUERADE applied.
+    pub fn masquerade(&self) -> bool {
+        self.translations()
+            .any(|t| matches!(t, Translation::Snat { .. } | Translation::Masquerade { .. }))
+    }
+
+    fn translations(&self) -> impl DoubleEndedIterator<Item = &Translation> {
+        self.trace.iter().filter_map(|step| match step {
+            Step::Translation { translation, .. } => Some(translation),
+            _ => None,
+        })
+    }
+}
+
+/// The iptables rules of one namespace, indexed for evaluation.
+#[derive(Debug)]
+pub struct Netfilter<'a> {
+    tables: Vec<IndexedTable<'a>>,
+    ipsets: Option<&'a IpSets>,
+}
+
+impl<'a> Netfilter<'a> {
+    /// Indexes `ruleset`; `ipsets` is `None` when `ipset save` was not
+    /// collected (every `-m set` test is then unknown).
+    pub fn new(ruleset: &'a Ruleset, ipsets: Option<&'a IpSets>) -> Netfilter<'a> {
+        Netfilter {
+            tables: ruleset.tables.iter().map(IndexedTable::new).collect(),
+            ipsets,
+        }
+    }
+
+    fn table(&self, name: TableName) -> Option<&IndexedTable<'a>> {
+        self.tables.iter().find(|t| t.table.name == name)
+    }
+
+    /// Runs `packet` through every table at `hook`. Outcomes that pass all
+    /// tables have [`Verdict::Accept`].
+    pub fn hook(&self, hook: Hook, packet: Packet, context: &Context<'_>) -> Vec<Outcome<'a>> {
+        let local_origin =
+            hook == Hook::Output || (hook == Hook::Postrouting && packet.in_iface.is_none());
+        let start = chains::Branch::start(packet, local_origin);
+        let mut outcomes = Vec::new();
+        for branch in self.run_hook(hook, start, context) {
+            outcomes.push(branch.finish());
+        }
+        outcomes
+    }
+
+    /// Runs `packet` along `path` through this namespace: the hooks it
+    /// meets, with the routing decisions between them.
+    pub fn traverse(
+        &self,
+        path: PacketPath,
+        packet: Packet,
+        context: &Context<'_>,
+    ) -> Vec<Outcome<'a>> {
+        let start = chains::Branch::start(packet, path == PacketPath::Output);
+        let mut outcomes = Vec::new();
+        match path {
+            PacketPath::Received => {
+                for branch in self.run_hook(Hook::Prerouting, start, context) {
+                    for routed in route_received(branch, context) {
+                        let next = match routed.next {
+                            Some(next) => next,
+                            None => {
+                                outcomes.push(routed.branch.finish());
+                                continue;
+                            }
+                        };
+                        self.after_routing(next, routed.branch, context, &mut outcomes);
+                    }
+                }
+            }
+            PacketPath::Forward | PacketPath::Input => {
+                let mut branch = start;
+                if path == PacketPath::Forward && branch.packet.out_iface.is_none() {
+                    branch = choose_out_interface(branch, context);
+                }
+                let next = if path == PacketPath::Forward {
+                    Hook::Forward
+                } else {
+                    Hook::Input
+                };
+                self.after_routing(next, branch, context, &mut outcomes);
+            }
+            PacketPath::Output => {
+                let mut branch = start;
+                if branch.packet.out_iface.is_none() {
+                    branch = choose_out_interface(branch, context);
+                }
+                branch.routed_as = Some((branch.packet.dst, branch.packet.mark));
+                for after_output in self.run_hook(Hook::Output, branch, context) {
+                    self.continue_to(Hook::Postrouting, after_output, context, &mut outcomes);
+                }
+            }
+        }
+        outcomes
+    }
+
+    /// INPUT, or FORWARD then POSTROUTING.
+    fn after_routing(
+        &self,
+        next: Hook,
+        branch: chains::Branch<'a>,
+        context: &Context<'_>,
+        outcomes: &mut Vec<Outcome<'a>>,
+    ) {
+        match next {
+            Hook::Forward => {
+                for forwarded in self.run_hook(Hook::Forward, branch, context) {
+                    self.continue_to(Hook::Postrouting, forwarded, context, outcomes);
+                }
+            }
+            hook => self.continue_to(hook, branch, context, outcomes),
+        }
+    }
+
+    /// Runs the last hook of a path and collects the outcomes.
+    fn continue_to(
+        &self,
+        hook: Hook,
+        branch: chains::Branch<'a>,
+        context: &Context<'_>,
+        outcomes: &mut Vec<Outcome<'a>>,
+    ) {
+        if branch.verdict.is_some() {
+            outcomes.push(branch.finish());
+            return;
+        }
+        for done in self.run_hook(hook, branch, context) {
+            outcomes.push(done.finish());
+        }
+    }
+
+    /// Every table of `hook` in order; branches stopped by a verdict pass through.
+    fn run_hook(
+        &self,
+        hook: Hook,
+        branch: chains::Branch<'a>,
+        context: &Context<'_>,
+    ) -> Vec<chains::Branch<'a>> {
+        let mut live = vec![branch];
+        for &name in hook.tables() {
+            let Some(table) = self.table(name) else {
+                continue;
+            };
+            let mut next = Vec::with_capacity(live.len());
+            for branch in live {
+                // The nat table sees only a connection's first packet.
+                let skip = name == TableName::Nat && branch.packet.ct_state != CtState::New;
+                if branch.verdict.is_some() || skip {
+                    next.push(branch);
+                    continue;
+                }
+                let walk = chains::Walk {
+                    netfilter: self,
+                    table,
+                    hook,
+                    context,
+                };
+                walk.run(branch, &mut next);
+            }
+            // A locally generated packet is routed again when mangle changed
+            // its mark or nat its destination (`ip_route_me_harder`).
+            if hook == Hook::Output && matches!(name, TableName::Mangle | TableName::Nat) {
+                next = next
+                    .into_iter()
+                    .map(|branch| reroute_if_changed(branch, context))
+                    .collect();
+            }
+            live = next;
+        }
+        live
+    }
+}
+
+/// A branch after the routing decision, and the hook it goes to next
+/// (`None`: stopped).
+struct Routed<'a> {
+    branch: chains::Branch<'a>,
+    next: Option<Hook>,
+}
+
+/// The routing decision for a received packet: INPUT for a local
+/// destination, FORWARD (one branch per multipath nexthop) otherwise.
+fn route_received<'a>(mut branch: chains::Branch<'a>, context: &Context<'_>) -> Vec<Routed<'a>> {
+    if branch.verdict.is_some() {
+        return vec![Routed { branch, next: None }];
+    }
+    let destination = branch.packet.dst;
+    let Some(fib) = context.fib else {
+        // Without routing tables, the local address list decides.
+        let local = is_local(context, destination);
+        let (choice, next) = match local {
+            Tri::True => (
+                RouteChoice::Local {
+                    rule: None,
+                    route: None,
+                },
+                Some(Hook::Input),
+            ),
+            Tri::False => (
+                RouteChoice::Out {
+                    dev: branch.packet.out_iface.clone(),
+                    gateway: None,
+                    rule: None,
+                    route: None,
+                },
+                Some(Hook::Forward),
+            ),
+            Tri::Unknown => {
+                let reason = format!(
+                    "no routing tables and no local addresses: cannot tell whether {destination} is local"
+                );
+                branch.stop_unknown(reason.clone());
+                (RouteChoice::Unknown { reason }, None)
+            }
+        };
+        branch.trace.push(Step::Route {
+            destination,
+            choice,
+        });
+        return vec![Routed { branch, next }];
+    };
+    let lookup = fib.lookup(&branch.packet.flow());
+    match lookup.outcome {
+        LookupOutcome::Routed {
+            rule,
+            route,
+            route_type: _,
+            paths,
+        } => {
+            let rule_text = Some(describe_rule(fib.rules[rule]));
+            let route_text = fib.routes.get(route).map(describe_route);
+            let mut routed = Vec::with_capacity(paths.len());
+            for path in paths {
+                let mut b = branch.clone();
+                b.probability *= path.probability;
+                let local = path.dev.as_deref() == Some("lo");
+                let choice = if local {
+                    RouteChoice::Local {
+                        rule: rule_text.clone(),
+                        route: route_text.clone(),
+                    }
+                } else {
+                    b.packet.out_iface = path.dev.clone();
+                    b.next_hop = Some(path.gateway.unwrap_or(destination));
+                    RouteChoice::Out {
+                        dev: path.dev.clone(),
+                        gateway: path.gateway,
+                        rule: rule_text.clone(),
+                        route: route_text.clone(),
+                    }
+                };
+                b.trace.push(Step::Route {
+                    destination,
+                    choice,
+                });
+                let next = Some(if local { Hook::Input } else { Hook::Forward });
+                routed.push(Routed { branch: b, next });
+            }
+            if routed.is_empty() {
+                let reason = "the route has no live nexthop".to_string();
+                branch.stop_unknown(reason.clone());
+                branch.trace.push(Step::Route {
+                    destination,
+                    choice: RouteChoice::Unknown { reason },
+                });
+                routed.push(Routed { branch, next: None });
+            }
+            routed
+        }
+        LookupOutcome::Failed { error, rule, route } => {
+            branch.trace.push(Step::Route {
+                destination,
+                choice: RouteChoice::Failed {
+                    error,
+                    rule: rule.map(|r| describe_rule(fib.rules[r])),
+                    route: route.and_then(|r| fib.routes.get(r)).map(describe_route),
+                },
+            });
+            branch.verdict = Some(Verdict::Unroutable { error });
+            vec![Routed { branch, next: None }]
+        }
+        LookupOutcome::Unknown { reason } => {
+            branch.trace.push(Step::Route {
+                destination,
+                choice: RouteChoice::Unknown {
+                    reason: reason.clone(),
+                },
+            });
+            branch.stop_unknown(format!("routing: {reason}"));
+            vec![Routed { branch, next: None }]
+        }
+    }
+}
+
+/// For a forced forward or output path without `--out-iface`: the route
+/// decides the output interface (the first nexthop of a multipath route).
+fn choose_out_interface<'a>(
+    mut branch: chains::Branch<'a>,
+    context: &Context<'_>,
+) -> chains::Branch<'a> {
+    let Some(fib) = context.fib else {
+        return branch;
+    };
+    let destination = branch.packet.dst;
+    let lookup = fib.lookup(&branch.packet.flow());
+    let choice = match lookup.outcome {
+        LookupOutcome::Routed {
+            rule, route, paths, ..
+        } => {
+            let first = paths.into_iter().next();
+            let dev = first.as_ref().and_then(|p| p.dev.clone());
+            let gateway = first.as_ref().and_then(|p| p.gateway);
+            branch.packet.out_iface = dev.clone();
+            branch.next_hop = Some(gateway.unwrap_or(destination));
+            RouteChoice::Out {
+                dev,
+                gateway,
+                rule: Some(describe_rule(fib.rules[rule])),
+                route: fib.routes.get(route).map(describe_route),
+            }
+        }
+        LookupOutcome::Failed { error, rule, route } => RouteChoice::Failed {
+            error,
+            rule: rule.map(|r| describe_rule(fib.rules[r])),
+            route: route.and_then(|r| fib.routes.get(r)).map(describe_route),
+        },
+        LookupOutcome::Unknown { reason } => RouteChoice::Unknown { reason },
+    };
+    branch.trace.push(Step::Route {
+        destination,
+        choice,
+    });
+    branch
+}
+
+/// After OUTPUT, the kernel routes a locally generated packet again when
+/// mangle changed its mark or nat its destination (`ip_route_me_harder`).
+fn reroute_if_changed<'a>(branch: chains::Branch<'a>, context: &Context<'_>) -> chains::Branch<'a> {
+    if branch.verdict.is_some() || !branch.rerouting_needed() {
+        return branch;
+    }
+    let mut branch = branch;
+    branch.packet.out_iface = None;
+    branch.routed_as = Some((branch.packet.dst, branch.packet.mark));
+    choose_out_interface(branch, context)
+}
+
+/// Whether `address` is one of the namespace's own.
+fn is_local(context: &Context<'_>, address: IpAddr) -> Tri {
+    if context.local_addresses.contains(&address) {
+        return Tri::True;
+    }
+    match context.fib {
+        Some(fib) => fib.is_local(address),
+        None if context.local_addresses.is_empty() => Tri::Unknown,
+        None => Tri::False,
+    }
+}

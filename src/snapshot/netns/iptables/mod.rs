@@ -1,0 +1,318 @@
+//! `iptables-save` output (with or without `-c`) read into a typed ruleset:
+//! tables in file order, their chains in declaration order, and each chain's
+//! rules in order with typed matches and target.
+//!
+//! The kernel model evaluates packets through this, so every value a rule
+//! tests (networks, port ranges, marks, flag sets) is read here, once.
+//! Anything the parser does not understand is kept, never dropped or
+//! guessed: an unknown module or option is a [`Match::Unsupported`], an
+//! unknown target a [`Target::Unsupported`], both with their text as written,
+//! so that evaluation can say the outcome of that rule is unknown.
+//!
+//! The file is read the way `iptables-restore` reads it: `*table` opens a
+//! table, `:CHAIN POLICY [packets:bytes]` declares a chain, `-A CHAIN ...`
+//! appends a rule (optionally preceded by `[packets:bytes]`), `COMMIT` ends
+//! the table, `#` starts a comment line. A chain must be declared before a
+//! rule names it. A malformed line is an issue with its line and column, and
+//! the rest of the table still loads.
+//!
+//! A node with 10,000 services has about 150,000 rules (20 MB): reading
+//! avoids per-word allocations (rule texts and comments are slices of one
+//! shared copy of the dump, [`DumpText`]), and a large dump's rule lines are
+//! read on several threads (see `read.rs`), with the same result as one.
+
+pub mod generate;
+mod matches;
+mod read;
+mod rule;
+mod targets;
+mod values;
+mod words;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::Arc;
+
+pub use matches::{
+    AddrTypeMatch, AddrTypes, BpfInstruction, BpfMatch, BpfProgram, ConntrackMatch, CtDirection,
+    CtStates, CtStatuses, HashLimitMatch, HashLimitMode, IpRangeMatch, LimitInterface, LimitMatch,
+    Match, MultiportMatch, OwnerMatch, PacketType, PhysdevMatch, PortDirection, PortMatch, Rate,
+    RateUnit, RecentCommand, RecentMatch, RecentSide, RpfilterMatch, SetDirection, SetMatch,
+    SocketMatch, Statistic, TcpFlagBits, TcpFlags, TcpMatch, TimeUnit, TtlTest, U32Match, U32Step,
+    U32Test,
+};
+pub use targets::{
+    ChainRef, ConnMarkAction, CtTarget, CtZone, LogTarget, MasqueradeTarget, NatRange, NatTarget,
+    NfLogTarget, RedirectTarget, RejectWith, Target, XMark,
+};
+pub use values::{AddressRange, IcmpType, Interface, Invertible, MarkMask, PortRange, Protocol};
+
+pub(crate) use values::{BadValue, ip_addr, ip_net, number, prefix_len};
+pub(crate) use words::{Word, column, split_words};
+
+use crate::snapshot::problem::Parsed;
+
+/// Everything `iptables-save` printed.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Ruleset {
+    /// In file order.
+    pub tables: Vec<Table>,
+}
+
+impl Ruleset {
+    pub fn table(&self, name: TableName) -> Option<&Table> {
+        self.tables.iter().find(|t| t.name == name)
+    }
+}
+
+/// The iptables tables, in the order netfilter visits them at a hook.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum TableName {
+    Raw,
+    Mangle,
+    Nat,
+    Filter,
+    Security,
+}
+
+impl TableName {
+    const ALL: [TableName; 5] = [
+        TableName::Raw,
+        TableName::Mangle,
+        TableName::Nat,
+        TableName::Filter,
+        TableName::Security,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TableName::Raw => "raw",
+            TableName::Mangle => "mangle",
+            TableName::Nat => "nat",
+            TableName::Filter => "filter",
+            TableName::Security => "security",
+        }
+    }
+
+    /// The chains the kernel creates in this table, which have a policy.
+    pub fn builtin_chains(self) -> &'static [&'static str] {
+        match self {
+            TableName::Raw => &["PREROUTING", "OUTPUT"],
+            TableName::Mangle => &["PREROUTING", "INPUT", "FORWARD", "OUTPUT", "POSTROUTING"],
+            TableName::Nat => &["PREROUTING", "INPUT", "OUTPUT", "POSTROUTING"],
+            TableName::Filter | TableName::Security => &["INPUT", "FORWARD", "OUTPUT"],
+        }
+    }
+
+    fn parse(name: &str) -> Option<TableName> {
+        Self::ALL.into_iter().find(|t| t.as_str() == name)
+    }
+}
+
+impl fmt::Display for TableName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One `*table` ... `COMMIT` section.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Table {
+    pub name: TableName,
+    /// Line of `*table`.
+    pub line: usize,
+    /// False when the file ends before the table's `COMMIT`: it may be
+    /// missing rules (a truncated dump).
+    pub committed: bool,
+    /// In declaration order.
+    pub chains: Vec<Chain>,
+    by_name: ChainIndex,
+}
+
+impl Table {
+    fn new(name: TableName, line: usize) -> Table {
+        Table {
+            name,
+            line,
+            committed: false,
+            chains: Vec::new(),
+            by_name: ChainIndex::default(),
+        }
+    }
+
+    pub fn chain(&self, name: &str) -> Option<&Chain> {
+        self.chain_index(name).and_then(|i| self.chains.get(i))
+    }
+
+    /// The position of chain `name` in [`Table::chains`], as [`ChainRef`] holds it.
+    pub fn chain_index(&self, name: &str) -> Option<usize> {
+        self.by_name.get(name).copied()
+    }
+}
+
+/// Chain names to positions in [`Table::chains`]. Every rule and every jump
+/// looks a chain up, so the hash is a cheap multiplicative one (as rustc's
+/// FxHash) rather than SipHash: a dump is data to diagnose, not input from
+/// an attacker, and a crafted one could at worst slow its own parse down.
+pub(crate) type ChainIndex = HashMap<Arc<str>, usize, BuildHasherDefault<ChainNameHasher>>;
+
+#[derive(Default)]
+pub(crate) struct ChainNameHasher(u64);
+
+impl ChainNameHasher {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+}
+
+impl Hasher for ChainNameHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            self.add(<[u8; 8]>::try_from(chunk).map_or(0, u64::from_le_bytes));
+        }
+        let tail = chunks
+            .remainder()
+            .iter()
+            .fold(0, |word, &b| (word << 8) | u64::from(b));
+        self.add(tail);
+    }
+}
+
+/// A chain and its rules.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Chain {
+    /// Shared with every [`ChainRef`] to this chain.
+    pub name: Arc<str>,
+    /// A built-in chain's policy; `None` for user-defined chains.
+    pub policy: Option<Policy>,
+    /// The policy's counters on a built-in chain (zero on user-defined ones).
+    pub counters: Option<Counters>,
+    /// Line of the `:CHAIN` declaration.
+    pub line: usize,
+    /// In order.
+    pub rules: Vec<Rule>,
+}
+
+/// What a built-in chain does with a packet no rule decided on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Policy {
+    Accept,
+    Drop,
+}
+
+/// Packet and byte counters (`[packets:bytes]`, `iptables-save -c`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Counters {
+    pub packets: u64,
+    pub bytes: u64,
+}
+
+/// One `-A` rule.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rule {
+    /// 1-based line in the file.
+    pub line: usize,
+    /// 1-based position in its chain, as `iptables -L --line-numbers` shows.
+    pub number: usize,
+    /// The rule as written, from `-A` on (without its counters).
+    pub text: DumpText,
+    pub counters: Option<Counters>,
+    pub matches: Vec<Match>,
+    /// `None` for a rule without `-j`/`-g`: it only counts packets.
+    pub target: Option<Target>,
+}
+
+/// Text read from the dump (a rule as written, a comment): a slice of the
+/// dump, which every rule shares instead of copying its piece of it (a large
+/// dump has 150,000 rules), or its own text when escapes had to be resolved.
+#[derive(Clone)]
+pub struct DumpText {
+    dump: Arc<str>,
+    start: usize,
+    end: usize,
+}
+
+impl DumpText {
+    pub fn as_str(&self) -> &str {
+        self.dump.get(self.start..self.end).unwrap_or_default()
+    }
+}
+
+impl From<&str> for DumpText {
+    fn from(text: &str) -> Self {
+        DumpText {
+            dump: Arc::from(text),
+            start: 0,
+            end: text.len(),
+        }
+    }
+}
+
+impl std::ops::Deref for DumpText {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl fmt::Display for DumpText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl fmt::Debug for DumpText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl PartialEq for DumpText {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl PartialEq<&str> for DumpText {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+/// A line being read, and where it is in the dump.
+#[derive(Clone, Copy)]
+pub(crate) struct DumpLine<'a> {
+    pub text: &'a str,
+    /// Byte offset of the line in the dump.
+    pub start: usize,
+    pub dump: &'a Arc<str>,
+}
+
+impl DumpLine<'_> {
+    /// The text at byte `range` of the line.
+    pub fn slice(&self, range: std::ops::Range<usize>) -> DumpText {
+        DumpText {
+            dump: Arc::clone(self.dump),
+            start: self.start + range.start,
+            end: self.start + range.end,
+        }
+    }
+}
+
+/// Reads `iptables-save` output. `None` only when the text has content but
+/// not one table could be read from it: it is then not a ruleset (an error
+/// message captured instead of the dump, say), not an empty one.
+pub fn parse(text: &str) -> Parsed<Ruleset> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    read::read(text, threads)
+}
+
+#[cfg(test)]
+pub(crate) mod tests;
