@@ -7,7 +7,7 @@ use std::net::IpAddr;
 use ipnet::IpNet;
 
 use super::chains::{Branch, Walk};
-use super::{CtState, Packet, is_local, sets};
+use super::{Assumption, CtState, Packet, is_local, sets};
 use crate::netstack::Tri;
 use crate::netstack::routing::{FlowKey, LookupOutcome};
 use crate::snapshot::netns::iptables::{
@@ -25,7 +25,7 @@ pub(super) struct RuleTest {
     /// The share of packets a `statistic` test lets through (1.0 without one).
     pub probability: f64,
     /// What the model assumed to decide (`-m limit`, `-m recent`).
-    pub assumption: Option<String>,
+    pub assumption: Option<Assumption>,
     /// Why the truth is unknown.
     pub unknown: Option<String>,
 }
@@ -109,7 +109,7 @@ pub(super) fn test_rule(walk: &Walk<'_, '_, '_>, branch: &Branch<'_>, rule: &Rul
         let test = tester.test(m);
         match test.note {
             Note::None => {}
-            Note::Assumed(what) => result.assumption = Some(what.to_string()),
+            Note::Assumed(what) => result.assumption = Some(Assumption::Stated(what)),
             Note::Unknown(why) => {
                 if result.unknown.is_none() {
                     result.unknown = Some(why);
