@@ -473,7 +473,9 @@ impl<'a> Walk<'_, 'a, '_> {
         let (first, others) = addresses
             .split_first()
             .map_or((current.addr, &[][..]), |(f, o)| (*f, o));
-        for &addr in others {
+        // Pending branches are taken last first: push them in reverse so
+        // that outcomes come out in address order.
+        for &addr in others.iter().rev() {
             let mut other = branch.clone();
             other.probability *= share;
             self.rewrite(&mut other, side, Endpoint { addr, port });

@@ -675,7 +675,7 @@ fn physdev_test(physdev: &PhysdevMatch, packet: &Packet) -> Test {
             invert(t.value.matches(port.unwrap_or("")).into(), t.invert)
         })
     };
-    let flag = |test: Option<bool>, value: bool| test.map_or(true, |want| want == value);
+    let flag = |test: Option<bool>, value: bool| test.is_none_or(|want| want == value);
     let mut test = port(physdev.physdev_in.as_ref(), bridge.physdev_in.as_deref());
     test = and(
         test,
