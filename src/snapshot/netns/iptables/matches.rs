@@ -7,6 +7,7 @@ use std::ops::RangeInclusive;
 
 use ipnet::IpNet;
 
+use super::DumpText;
 use super::rule::{Extension, OptionArgs, WordIssue, extensions, text};
 use super::values::{
     AddressRange, BadValue, IcmpType, Interface, Invertible, MarkMask, PortRange, Protocol, bad,
@@ -51,7 +52,7 @@ pub enum Match {
     /// `-m set --match-set`
     Set(Box<SetMatch>),
     /// `-m comment --comment`: always matches; says which object the rule is for.
-    Comment(String),
+    Comment(DumpText),
     /// `-m statistic`
     Statistic(Invertible<Statistic>),
     /// `-m physdev`
@@ -510,23 +511,23 @@ extensions! {
         "icmp" => Icmp(IcmpState),
         "multiport" => Multiport(MultiportState),
         "addrtype" => AddrType(AddrTypeMatch),
-        "conntrack" => Conntrack(ConntrackMatch),
+        "conntrack" => Conntrack(ConntrackState),
         "state" => State(StateState),
         "mark" => Mark(MarkState),
         "connmark" => ConnMark(ConnMarkState),
         "set" => Set(SetState),
         "comment" => Comment(CommentState),
         "statistic" => Statistic(StatisticState),
-        "physdev" => Physdev(PhysdevMatch),
+        "physdev" => Physdev(Box<PhysdevMatch>),
         "rpfilter" => Rpfilter(RpfilterMatch),
-        "iprange" => IpRange(IpRangeMatch),
+        "iprange" => IpRange(Box<IpRangeMatch>),
         "length" => Length(LengthState),
         "ttl" => Ttl(TtlState),
         "pkttype" => PacketType(PacketTypeState),
         "owner" => Owner(OwnerMatch),
-        "recent" => Recent(RecentState),
+        "recent" => Recent(Box<RecentState>),
         "limit" => Limit(LimitState),
-        "hashlimit" => HashLimit(HashLimitState),
+        "hashlimit" => HashLimit(Box<HashLimitState>),
         "socket" => Socket(SocketMatch),
         "u32" => U32(U32State),
         "bpf" => Bpf(BpfState),
@@ -745,7 +746,11 @@ fn u32_range(text: &str) -> Result<RangeInclusive<u32>, BadValue> {
     }
 }
 
-impl Extension for ConntrackMatch {
+/// `-m conntrack`, read straight into the box its match is kept in.
+#[derive(Default)]
+pub(super) struct ConntrackState(Box<ConntrackMatch>);
+
+impl Extension for ConntrackState {
     type Output = Match;
 
     fn option(
@@ -753,22 +758,23 @@ impl Extension for ConntrackMatch {
         name: &str,
         args: &mut OptionArgs<'_, '_>,
     ) -> Option<Result<(), WordIssue>> {
+        let ct = &mut *self.0;
         let port = |a: &mut OptionArgs<'_, '_>| a.invertible(ports);
         let net = |a: &mut OptionArgs<'_, '_>| a.invertible(ip_net);
         Some(match name {
-            "--ctstate" => args.once(&mut self.state, |a| a.invertible(CtStates::parse)),
-            "--ctstatus" => args.once(&mut self.status, |a| a.invertible(CtStatuses::parse)),
-            "--ctproto" => args.once(&mut self.protocol, |a| a.invertible(Protocol::parse)),
-            "--ctorigsrc" => args.once(&mut self.original_source, net),
-            "--ctorigdst" => args.once(&mut self.original_destination, net),
-            "--ctreplsrc" => args.once(&mut self.reply_source, net),
-            "--ctrepldst" => args.once(&mut self.reply_destination, net),
-            "--ctorigsrcport" => args.once(&mut self.original_source_port, port),
-            "--ctorigdstport" => args.once(&mut self.original_destination_port, port),
-            "--ctreplsrcport" => args.once(&mut self.reply_source_port, port),
-            "--ctrepldstport" => args.once(&mut self.reply_destination_port, port),
-            "--ctexpire" => args.once(&mut self.expire, |a| a.invertible(u32_range)),
-            "--ctdir" => args.once(&mut self.direction, |a| {
+            "--ctstate" => args.once(&mut ct.state, |a| a.invertible(CtStates::parse)),
+            "--ctstatus" => args.once(&mut ct.status, |a| a.invertible(CtStatuses::parse)),
+            "--ctproto" => args.once(&mut ct.protocol, |a| a.invertible(Protocol::parse)),
+            "--ctorigsrc" => args.once(&mut ct.original_source, net),
+            "--ctorigdst" => args.once(&mut ct.original_destination, net),
+            "--ctreplsrc" => args.once(&mut ct.reply_source, net),
+            "--ctrepldst" => args.once(&mut ct.reply_destination, net),
+            "--ctorigsrcport" => args.once(&mut ct.original_source_port, port),
+            "--ctorigdstport" => args.once(&mut ct.original_destination_port, port),
+            "--ctreplsrcport" => args.once(&mut ct.reply_source_port, port),
+            "--ctrepldstport" => args.once(&mut ct.reply_destination_port, port),
+            "--ctexpire" => args.once(&mut ct.expire, |a| a.invertible(u32_range)),
+            "--ctdir" => args.once(&mut ct.direction, |a| {
                 a.value(|dir| match dir {
                     "ORIGINAL" => Ok(CtDirection::Original),
                     "REPLY" => Ok(CtDirection::Reply),
@@ -780,7 +786,7 @@ impl Extension for ConntrackMatch {
     }
 
     fn finish(self, _word: usize) -> Result<Match, WordIssue> {
-        Ok(Match::Conntrack(Box::new(self)))
+        Ok(Match::Conntrack(self.0))
     }
 }
 
@@ -847,20 +853,25 @@ impl Extension for ConnMarkState {
     }
 }
 
+/// `-m set`, read straight into the box its match is kept in.
 pub(super) struct SetState {
-    set: Option<(bool, String, Vec<SetDirection>)>,
-    return_nomatch: bool,
-    update_counters: bool,
-    update_subcounters: bool,
+    set: Box<SetMatch>,
+    /// Whether `--match-set` was read.
+    named: Option<()>,
 }
 
 impl Default for SetState {
     fn default() -> Self {
         SetState {
-            set: None,
-            return_nomatch: false,
-            update_counters: true,
-            update_subcounters: true,
+            set: Box::new(SetMatch {
+                invert: false,
+                name: String::new(),
+                directions: Vec::new(),
+                return_nomatch: false,
+                update_counters: true,
+                update_subcounters: true,
+            }),
+            named: None,
         }
     }
 }
@@ -888,17 +899,21 @@ impl Extension for SetState {
         name: &str,
         args: &mut OptionArgs<'_, '_>,
     ) -> Option<Result<(), WordIssue>> {
+        let set = &mut *self.set;
         Some(match name {
-            "--match-set" => args.once(&mut self.set, |a| {
-                Ok((a.invert(), a.arg(text)?, a.arg(set_directions)?))
+            "--match-set" => args.once(&mut self.named, |a| {
+                set.invert = a.invert();
+                set.name = a.arg(text)?;
+                set.directions = a.arg(set_directions)?;
+                Ok(())
             }),
-            "--return-nomatch" => a_flag(args, &mut self.return_nomatch),
+            "--return-nomatch" => a_flag(args, &mut set.return_nomatch),
             "--update-counters" => {
-                self.update_counters = !args.invert();
+                set.update_counters = !args.invert();
                 Ok(())
             }
             "--update-subcounters" => {
-                self.update_subcounters = !args.invert();
+                set.update_subcounters = !args.invert();
                 Ok(())
             }
             _ => return None,
@@ -906,15 +921,8 @@ impl Extension for SetState {
     }
 
     fn finish(self, word: usize) -> Result<Match, WordIssue> {
-        let (invert, name, directions) = required(self.set, word, "`--match-set`")?;
-        Ok(Match::Set(Box::new(SetMatch {
-            invert,
-            name,
-            directions,
-            return_nomatch: self.return_nomatch,
-            update_counters: self.update_counters,
-            update_subcounters: self.update_subcounters,
-        })))
+        required(self.named, word, "`--match-set`")?;
+        Ok(Match::Set(self.set))
     }
 }
 
@@ -926,7 +934,7 @@ fn a_flag(args: &mut OptionArgs<'_, '_>, flag: &mut bool) -> Result<(), WordIssu
 }
 
 #[derive(Default)]
-pub(super) struct CommentState(Option<String>);
+pub(super) struct CommentState(Option<DumpText>);
 
 impl Extension for CommentState {
     type Output = Match;
@@ -937,7 +945,7 @@ impl Extension for CommentState {
         args: &mut OptionArgs<'_, '_>,
     ) -> Option<Result<(), WordIssue>> {
         Some(match name {
-            "--comment" => args.once(&mut self.0, |a| a.value(text)),
+            "--comment" => args.once(&mut self.0, OptionArgs::dump_text),
             _ => return None,
         })
     }
@@ -947,9 +955,16 @@ impl Extension for CommentState {
     }
 }
 
+/// `--mode` of `-m statistic`.
+#[derive(Clone, Copy)]
+enum StatisticMode {
+    Random,
+    Nth,
+}
+
 #[derive(Default)]
 pub(super) struct StatisticState {
-    mode: Option<String>,
+    mode: Option<StatisticMode>,
     probability: Option<Invertible<f64>>,
     every: Option<Invertible<u32>>,
     packet: Option<u32>,
@@ -971,7 +986,13 @@ impl Extension for StatisticState {
         args: &mut OptionArgs<'_, '_>,
     ) -> Option<Result<(), WordIssue>> {
         Some(match name {
-            "--mode" => args.once(&mut self.mode, |a| a.value(text)),
+            "--mode" => args.once(&mut self.mode, |a| {
+                a.value(|mode| match mode {
+                    "random" => Ok(StatisticMode::Random),
+                    "nth" => Ok(StatisticMode::Nth),
+                    _ => bad(format!("`{mode}` is not a statistic mode (random or nth)")),
+                })
+            }),
             "--probability" => args.once(&mut self.probability, |a| a.invertible(probability)),
             "--every" => args.once(&mut self.every, |a| a.invertible(number)),
             "--packet" => args.once(&mut self.packet, |a| a.value(number)),
@@ -981,14 +1002,14 @@ impl Extension for StatisticState {
 
     fn finish(self, word: usize) -> Result<Match, WordIssue> {
         let mode = required(self.mode, word, "`--mode`")?;
-        let statistic = match (mode.as_str(), self.probability, self.every) {
-            ("random", Some(p), None) if self.packet.is_none() => Invertible {
+        let statistic = match (mode, self.probability, self.every) {
+            (StatisticMode::Random, Some(p), None) if self.packet.is_none() => Invertible {
                 invert: p.invert,
                 value: Statistic::Random {
                     probability: p.value,
                 },
             },
-            ("nth", None, Some(every)) => Invertible {
+            (StatisticMode::Nth, None, Some(every)) => Invertible {
                 invert: every.invert,
                 value: Statistic::Nth {
                     every: every.value,
@@ -998,9 +1019,7 @@ impl Extension for StatisticState {
             _ => {
                 return Err(WordIssue::new(
                     word,
-                    format!(
-                        "statistic `--mode {mode}` needs `--probability` (random) or `--every` (nth)"
-                    ),
+                    "statistic needs `--mode random --probability P` or `--mode nth --every N`",
                 ));
             }
         };

@@ -15,9 +15,15 @@
 //! the table, `#` starts a comment line. A chain must be declared before a
 //! rule names it. A malformed line is an issue with its line and column, and
 //! the rest of the table still loads.
+//!
+//! A node with 10,000 services has about 150,000 rules (20 MB): reading
+//! avoids per-word allocations (rule texts and comments are slices of one
+//! shared copy of the dump, [`DumpText`]), and a large dump's rule lines are
+//! read on several threads (see `read.rs`), with the same result as one.
 
 pub mod generate;
 mod matches;
+mod read;
 mod rule;
 mod targets;
 mod values;
@@ -25,6 +31,8 @@ mod words;
 
 use std::collections::HashMap;
 use std::fmt;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::Arc;
 
 pub use matches::{
     AddrTypeMatch, AddrTypes, BpfInstruction, BpfMatch, BpfProgram, ConntrackMatch, CtDirection,
@@ -43,8 +51,7 @@ pub use values::{AddressRange, IcmpType, Interface, Invertible, MarkMask, PortRa
 pub(crate) use values::{BadValue, ip_addr, ip_net, number, prefix_len};
 pub(crate) use words::{Word, column, split_words};
 
-use crate::snapshot::problem::{ParseIssue, Parsed};
-use rule::{RuleReader, WordIssue};
+use crate::snapshot::problem::Parsed;
 
 /// Everything `iptables-save` printed.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -120,7 +127,7 @@ pub struct Table {
     pub committed: bool,
     /// In declaration order.
     pub chains: Vec<Chain>,
-    by_name: HashMap<String, usize>,
+    by_name: ChainIndex,
 }
 
 impl Table {
@@ -130,7 +137,7 @@ impl Table {
             line,
             committed: false,
             chains: Vec::new(),
-            by_name: HashMap::new(),
+            by_name: ChainIndex::default(),
         }
     }
 
@@ -144,10 +151,44 @@ impl Table {
     }
 }
 
+/// Chain names to positions in [`Table::chains`]. Every rule and every jump
+/// looks a chain up, so the hash is a cheap multiplicative one (as rustc's
+/// FxHash) rather than SipHash: a dump is data to diagnose, not input from
+/// an attacker, and a crafted one could at worst slow its own parse down.
+pub(crate) type ChainIndex = HashMap<Arc<str>, usize, BuildHasherDefault<ChainNameHasher>>;
+
+#[derive(Default)]
+pub(crate) struct ChainNameHasher(u64);
+
+impl ChainNameHasher {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+}
+
+impl Hasher for ChainNameHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            self.add(<[u8; 8]>::try_from(chunk).map_or(0, u64::from_le_bytes));
+        }
+        let tail = chunks
+            .remainder()
+            .iter()
+            .fold(0, |word, &b| (word << 8) | u64::from(b));
+        self.add(tail);
+    }
+}
+
 /// A chain and its rules.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Chain {
-    pub name: String,
+    /// Shared with every [`ChainRef`] to this chain.
+    pub name: Arc<str>,
     /// A built-in chain's policy; `None` for user-defined chains.
     pub policy: Option<Policy>,
     /// The policy's counters on a built-in chain (zero on user-defined ones).
@@ -180,400 +221,98 @@ pub struct Rule {
     /// 1-based position in its chain, as `iptables -L --line-numbers` shows.
     pub number: usize,
     /// The rule as written, from `-A` on (without its counters).
-    pub text: String,
+    pub text: DumpText,
     pub counters: Option<Counters>,
     pub matches: Vec<Match>,
     /// `None` for a rule without `-j`/`-g`: it only counts packets.
     pub target: Option<Target>,
 }
 
+/// Text read from the dump (a rule as written, a comment): a slice of the
+/// dump, which every rule shares instead of copying its piece of it (a large
+/// dump has 150,000 rules), or its own text when escapes had to be resolved.
+#[derive(Clone)]
+pub struct DumpText {
+    dump: Arc<str>,
+    start: usize,
+    end: usize,
+}
+
+impl DumpText {
+    pub fn as_str(&self) -> &str {
+        self.dump.get(self.start..self.end).unwrap_or_default()
+    }
+}
+
+impl From<&str> for DumpText {
+    fn from(text: &str) -> Self {
+        DumpText {
+            dump: Arc::from(text),
+            start: 0,
+            end: text.len(),
+        }
+    }
+}
+
+impl std::ops::Deref for DumpText {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl fmt::Display for DumpText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl fmt::Debug for DumpText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl PartialEq for DumpText {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl PartialEq<&str> for DumpText {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+/// A line being read, and where it is in the dump.
+#[derive(Clone, Copy)]
+pub(crate) struct DumpLine<'a> {
+    pub text: &'a str,
+    /// Byte offset of the line in the dump.
+    pub start: usize,
+    pub dump: &'a Arc<str>,
+}
+
+impl DumpLine<'_> {
+    /// The text at byte `range` of the line.
+    pub fn slice(&self, range: std::ops::Range<usize>) -> DumpText {
+        DumpText {
+            dump: Arc::clone(self.dump),
+            start: self.start + range.start,
+            end: self.start + range.end,
+        }
+    }
+}
+
 /// Reads `iptables-save` output. `None` only when the text has content but
 /// not one table could be read from it: it is then not a ruleset (an error
 /// message captured instead of the dump, say), not an empty one.
 pub fn parse(text: &str) -> Parsed<Ruleset> {
-    let mut reader = Reader::default();
-    for (index, line) in text.lines().enumerate() {
-        reader.line(index + 1, line);
-    }
-    reader.finish()
-}
-
-/// The table lines go to.
-enum Open {
-    None,
-    Table(Table),
-    /// A table this parser does not know: its lines are skipped until COMMIT.
-    Unknown,
-}
-
-struct Reader<'a> {
-    tables: Vec<Table>,
-    open: Open,
-    issues: Vec<ParseIssue>,
-    words: Vec<Word<'a>>,
-    rules: RuleReader,
-    rule_issues: Vec<WordIssue>,
-    /// The chain the last rule went to: rules of a chain come together.
-    last_chain: Option<(&'a str, usize)>,
-}
-
-impl Default for Reader<'_> {
-    fn default() -> Self {
-        Reader {
-            tables: Vec::new(),
-            open: Open::None,
-            issues: Vec::new(),
-            words: Vec::new(),
-            rules: RuleReader::default(),
-            rule_issues: Vec::new(),
-            last_chain: None,
-        }
-    }
-}
-
-/// Reads a decimal counter.
-fn parse_counter(text: &str) -> Option<u64> {
-    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    text.parse().ok()
-}
-
-/// Reads `[packets:bytes]`.
-fn parse_counters(text: &str) -> Option<Counters> {
-    let (packets, bytes) = text.strip_prefix('[')?.strip_suffix(']')?.split_once(':')?;
-    Some(Counters {
-        packets: parse_counter(packets)?,
-        bytes: parse_counter(bytes)?,
-    })
-}
-
-impl<'a> Reader<'a> {
-    fn issue_at(
-        &mut self,
-        line_number: usize,
-        line: &str,
-        offset: usize,
-        message: impl Into<String>,
-    ) {
-        self.issues
-            .push(ParseIssue::at(line_number, column(line, offset), message));
-    }
-
-    fn line(&mut self, number: usize, line: &'a str) {
-        let content = line.trim_start();
-        let offset = line.len() - content.len();
-        if content.is_empty() || content.starts_with('#') {
-            return;
-        }
-        if let Some(name) = content.strip_prefix('*') {
-            self.table_header(number, line, offset, name.trim_end());
-            return;
-        }
-        if content.trim_end() == "COMMIT" {
-            self.commit(number, line, offset);
-            return;
-        }
-        let kind = match content.as_bytes()[0] {
-            b':' => "chain",
-            b'[' | b'-' => "rule",
-            _ => {
-                self.issue_at(
-                    number,
-                    line,
-                    offset,
-                    "expected `*table`, `:CHAIN POLICY`, a rule or `COMMIT`",
-                );
-                return;
-            }
-        };
-        let Open::Table(_) = self.open else {
-            if matches!(self.open, Open::None) {
-                self.issue_at(
-                    number,
-                    line,
-                    offset,
-                    format!("{kind} outside of a table (no `*table` line before it)"),
-                );
-            }
-            return;
-        };
-        if let Err(unclosed) = split_words(line, &mut self.words) {
-            self.issue_at(number, line, unclosed.start, unclosed.to_string());
-            return;
-        }
-        if kind == "chain" {
-            self.chain(number, line);
-        } else {
-            self.rule(number, line);
-        }
-    }
-
-    fn table_header(&mut self, number: usize, line: &str, offset: usize, name: &str) {
-        if let Open::Table(table) = std::mem::replace(&mut self.open, Open::None) {
-            self.issue_at(
-                number,
-                line,
-                offset,
-                format!(
-                    "table `{}` (line {}) has no COMMIT before this table starts",
-                    table.name, table.line
-                ),
-            );
-            self.close(table);
-        }
-        self.last_chain = None;
-        self.open = match TableName::parse(name) {
-            Some(name) => Open::Table(Table::new(name, number)),
-            None => {
-                self.issue_at(
-                    number,
-                    line,
-                    offset + 1,
-                    format!("unknown table `{name}` (expected raw, mangle, nat, filter or security); its lines are skipped"),
-                );
-                Open::Unknown
-            }
-        };
-    }
-
-    fn commit(&mut self, number: usize, line: &str, offset: usize) {
-        match std::mem::replace(&mut self.open, Open::None) {
-            Open::Table(mut table) => {
-                table.committed = true;
-                self.close(table);
-            }
-            Open::Unknown => {}
-            Open::None => self.issue_at(number, line, offset, "COMMIT outside of a table"),
-        }
-    }
-
-    /// Adds a finished table; a table given twice replaces the earlier one,
-    /// as `iptables-restore` flushes a table before restoring it.
-    fn close(&mut self, table: Table) {
-        match self.tables.iter_mut().find(|t| t.name == table.name) {
-            Some(earlier) => {
-                self.issues.push(ParseIssue::at_line(
-                    table.line,
-                    format!(
-                        "table `{}` appears again (first at line {}); this one replaces it",
-                        table.name, earlier.line
-                    ),
-                ));
-                *earlier = table;
-            }
-            None => self.tables.push(table),
-        }
-    }
-
-    /// `:NAME POLICY [packets:bytes]`
-    fn chain(&mut self, number: usize, line: &str) {
-        let Open::Table(table) = &mut self.open else {
-            return;
-        };
-        let words = &self.words;
-        let mut issues = Vec::new();
-        let name = words[0].text.get(1..).unwrap_or_default();
-        if name.is_empty() {
-            issues.push((
-                words[0].start,
-                "chain declaration without a name".to_owned(),
-            ));
-        }
-        let builtin = table.name.builtin_chains().contains(&name);
-        let policy = match words.get(1).map(|w| (&*w.text, w.start)) {
-            Some(("ACCEPT", _)) => Some(Policy::Accept),
-            Some(("DROP", _)) => Some(Policy::Drop),
-            Some(("-", _)) => None,
-            Some((other, at)) => {
-                issues.push((
-                    at,
-                    format!(
-                        "`{other}` is not a policy (ACCEPT, DROP, or `-` for a user-defined chain)"
-                    ),
-                ));
-                None
-            }
-            None => {
-                issues.push((
-                    line.len(),
-                    "chain declaration without a policy (`-` for a user-defined chain)".to_owned(),
-                ));
-                None
-            }
-        };
-        let policy = match (builtin, policy, words.get(1)) {
-            (true, None, Some(word)) if &*word.text == "-" => {
-                issues.push((
-                    word.start,
-                    format!("built-in chain `{name}` needs a policy, ACCEPT or DROP"),
-                ));
-                None
-            }
-            (false, Some(_), Some(word)) => {
-                issues.push((
-                    word.start,
-                    format!("user-defined chain `{name}` cannot have a policy"),
-                ));
-                None
-            }
-            (_, policy, _) => policy,
-        };
-        let counters = match words.get(2) {
-            None => None,
-            Some(word) => {
-                let counters = parse_counters(&word.text);
-                if counters.is_none() {
-                    issues.push((
-                        word.start,
-                        format!("`{}` is not `[packets:bytes]`", word.text),
-                    ));
-                }
-                counters
-            }
-        };
-        if let Some(extra) = words.get(3) {
-            issues.push((
-                extra.start,
-                format!("unexpected `{}` after the chain's counters", extra.text),
-            ));
-        }
-        if !name.is_empty() {
-            match table.by_name.get(name) {
-                Some(&earlier) => {
-                    let first = table.chains.get(earlier).map_or(0, |c| c.line);
-                    issues.push((
-                        words[0].start,
-                        format!("chain `{name}` is declared twice (first at line {first})"),
-                    ));
-                }
-                None => {
-                    table.by_name.insert(name.to_owned(), table.chains.len());
-                    table.chains.push(Chain {
-                        name: name.to_owned(),
-                        policy,
-                        counters,
-                        line: number,
-                        rules: Vec::new(),
-                    });
-                }
-            }
-        }
-        for (offset, message) in issues {
-            self.issue_at(number, line, offset, message);
-        }
-    }
-
-    /// `[packets:bytes] -A CHAIN ...`
-    fn rule(&mut self, number: usize, line: &'a str) {
-        let Open::Table(table) = &mut self.open else {
-            return;
-        };
-        let words = &self.words;
-        let (counters, command) = match parse_counters(&words[0].text) {
-            Some(counters) => (Some(counters), 1),
-            None if words[0].text.starts_with('[') => {
-                let at = words[0].start;
-                let text = words[0].text.to_string();
-                self.issue_at(
-                    number,
-                    line,
-                    at,
-                    format!("`{text}` is not `[packets:bytes]`"),
-                );
-                return;
-            }
-            None => (None, 0),
-        };
-        let Some(word) = words.get(command) else {
-            let at = line.len();
-            self.issue_at(number, line, at, "counters without a rule");
-            return;
-        };
-        if !matches!(&*word.text, "-A" | "--append") {
-            let (at, text) = (word.start, word.text.to_string());
-            self.issue_at(
-                number,
-                line,
-                at,
-                format!("`{text}`: iptables-save writes only `-A` rules; this line is skipped"),
-            );
-            return;
-        }
-        let Some(chain_word) = words.get(command + 1) else {
-            let at = word.end;
-            self.issue_at(number, line, at, "`-A` without a chain");
-            return;
-        };
-        let chain_name: &'a str = match &chain_word.text {
-            std::borrow::Cow::Borrowed(name) => name,
-            std::borrow::Cow::Owned(_) => line
-                .get(chain_word.start..chain_word.end)
-                .unwrap_or_default(),
-        };
-        let chain = match self.last_chain {
-            Some((last, index)) if last == chain_name => Some(index),
-            _ => table.by_name.get(chain_name).copied(),
-        };
-        let Some(chain) = chain else {
-            let at = chain_word.start;
-            let message = format!(
-                "chain `{chain_name}` was never declared in table `{}`; the rule is skipped",
-                table.name
-            );
-            self.issue_at(number, line, at, message);
-            return;
-        };
-        self.last_chain = Some((chain_name, chain));
-        self.rule_issues.clear();
-        let spec = self.rules.read(
-            line,
-            words,
-            command + 2,
-            &table.by_name,
-            &mut self.rule_issues,
-        );
-        let Some(rules) = table.chains.get_mut(chain).map(|c| &mut c.rules) else {
-            return;
-        };
-        rules.push(Rule {
-            line: number,
-            number: rules.len() + 1,
-            text: line[word.start..].trim_end().to_owned(),
-            counters: counters.or(spec.counters),
-            matches: spec.matches,
-            target: spec.target,
-        });
-        for index in 0..self.rule_issues.len() {
-            let issue = &self.rule_issues[index];
-            let at = self.words.get(issue.word).map_or(line.len(), |w| w.start);
-            let message = issue.message.clone();
-            self.issue_at(number, line, at, message);
-        }
-    }
-
-    fn finish(mut self) -> Parsed<Ruleset> {
-        if let Open::Table(table) = std::mem::replace(&mut self.open, Open::None) {
-            self.issues.push(ParseIssue::at_line(
-                table.line,
-                format!(
-                    "table `{}` has no COMMIT: the file ends first, so it may be missing rules",
-                    table.name
-                ),
-            ));
-            self.close(table);
-        }
-        if self.tables.is_empty() && !self.issues.is_empty() {
-            return (None, self.issues);
-        }
-        (
-            Some(Ruleset {
-                tables: self.tables,
-            }),
-            self.issues,
-        )
-    }
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    read::read(text, threads)
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

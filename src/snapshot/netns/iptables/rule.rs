@@ -9,13 +9,14 @@
 //! option. `!` negates the option after it (`! --dport 80`) or, in the old
 //! form, the value after it (`--dport ! 80`).
 
-use std::collections::HashMap;
+use std::sync::Arc;
 
 use super::matches::{Match, PendingMatch};
+use super::read::parse_counter;
 use super::targets::{ChainRef, PendingTarget, Target};
 use super::values::{BadValue, Interface, Invertible, Protocol, ip_net};
 use super::words::Word;
-use super::{Counters, parse_counter};
+use super::{ChainIndex, Counters, DumpLine, DumpText};
 
 /// A problem with one word of a rule.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,6 +49,24 @@ pub(super) trait Extension: Default {
     /// The finished extension; `word` names it in the rule (`-m tcp`), for
     /// problems that belong to no single option.
     fn finish(self, word: usize) -> Result<Self::Output, WordIssue>;
+}
+
+/// Large extension states are boxed, so that the parts of every rule stay
+/// small while they are read.
+impl<T: Extension> Extension for Box<T> {
+    type Output = T::Output;
+
+    fn option(
+        &mut self,
+        name: &str,
+        args: &mut OptionArgs<'_, '_>,
+    ) -> Option<Result<(), WordIssue>> {
+        (**self).option(name, args)
+    }
+
+    fn finish(self, word: usize) -> Result<Self::Output, WordIssue> {
+        (*self).finish(word)
+    }
 }
 
 /// Declares the extensions one enum dispatches to, by the name `-m`/`-j` use.
@@ -87,6 +106,7 @@ pub(super) use extensions;
 
 /// The arguments of one option, taken by the extension that owns it.
 pub(super) struct OptionArgs<'r, 'a> {
+    line: DumpLine<'r>,
     words: &'r [Word<'a>],
     option: usize,
     next: usize,
@@ -129,6 +149,22 @@ impl<'r> OptionArgs<'r, '_> {
         let index = self.next;
         self.next += 1;
         parse(&word.text).map_err(|BadValue(message)| WordIssue::new(index, message))
+    }
+
+    /// Reads the next argument, which cannot be negated, as text of the dump.
+    pub fn dump_text(&mut self) -> Result<DumpText, WordIssue> {
+        self.plain()?;
+        let Some(word) = self.words.get(self.next) else {
+            return Err(WordIssue::new(
+                self.option,
+                format!("`{}` needs a value", self.name()),
+            ));
+        };
+        self.next += 1;
+        Ok(match word.span(self.line.text) {
+            Some(span) => self.line.slice(span),
+            None => DumpText::from(&*word.text),
+        })
     }
 
     /// Reads the next argument of an option that cannot be negated.
@@ -231,7 +267,7 @@ enum Name {
     Implied(&'static str),
 }
 
-enum State {
+pub(super) enum State {
     Match(PendingMatch),
     Target(PendingTarget),
     Built(Match),
@@ -274,22 +310,26 @@ pub(super) struct RuleReader {
 }
 
 impl RuleReader {
-    /// Reads `words[first..]` of `line`; `chains` are the chains declared so
-    /// far in the table, which `-j`/`-g` may name. Problems go to `issues`.
+    /// Reads `words[first..]` of `line`. `-j`/`-g` may name the first
+    /// `visible` of the table's `chains`: those declared before the rule.
+    /// Problems go to `issues`.
     pub fn read(
         &mut self,
-        line: &str,
+        line: DumpLine<'_>,
         words: &[Word<'_>],
         first: usize,
-        chains: &HashMap<String, usize>,
+        chains: &ChainIndex,
+        visible: usize,
         issues: &mut Vec<WordIssue>,
     ) -> RuleSpec {
         self.parts.clear();
         self.owner.clear();
         self.owner.resize(words.len(), None);
         let mut walk = Walk {
+            line,
             words,
             chains,
+            visible,
             issues,
             parts: &mut self.parts,
             owner: &mut self.owner,
@@ -301,14 +341,17 @@ impl RuleReader {
         while i < words.len() {
             i = walk.step(i);
         }
-        walk.finish(line)
+        walk.finish()
     }
 }
 
 /// The state of reading one rule.
 struct Walk<'r, 'a> {
+    line: DumpLine<'r>,
     words: &'r [Word<'a>],
-    chains: &'r HashMap<String, usize>,
+    chains: &'r ChainIndex,
+    /// How many of `chains` were declared before the rule.
+    visible: usize,
     issues: &'r mut Vec<WordIssue>,
     parts: &'r mut Vec<Part>,
     owner: &'r mut Vec<Option<usize>>,
@@ -425,6 +468,7 @@ impl<'r, 'a> Walk<'r, 'a> {
     fn args(&self, at: usize, negated: bool) -> OptionArgs<'r, 'a> {
         let old_form = self.old_form(at);
         OptionArgs {
+            line: self.line,
             words: self.words,
             option: at,
             next: if old_form { at + 2 } else { at + 1 },
@@ -445,10 +489,14 @@ impl<'r, 'a> Walk<'r, 'a> {
     }
 
     fn open_target(&mut self, at: usize, name: &str, goto: bool) -> usize {
-        let chain = self.chains.get(name).map(|&index| ChainRef {
-            index,
-            name: name.to_owned(),
-        });
+        let chain = self
+            .chains
+            .get_key_value(name)
+            .filter(|(_, index)| **index < self.visible)
+            .map(|(name, &index)| ChainRef {
+                index,
+                name: Arc::clone(name),
+            });
         let state = match (chain, goto) {
             (Some(chain), true) => State::Verdict(Target::Goto(chain)),
             (Some(chain), false) => State::Verdict(Target::Jump(chain)),
@@ -575,46 +623,58 @@ impl<'r, 'a> Walk<'r, 'a> {
         }
     }
 
-    fn finish(mut self, line: &str) -> RuleSpec {
+    fn finish(mut self) -> RuleSpec {
+        let targets = self.parts.iter().filter(|p| p.is_target).count();
         let mut spec = RuleSpec {
+            matches: Vec::with_capacity(self.parts.len() - targets),
+            target: None,
             counters: self.counters,
-            ..RuleSpec::default()
         };
         for index in 0..self.parts.len() {
             let word = self.parts[index].word;
-            let built = match std::mem::replace(&mut self.parts[index].state, State::Unsupported) {
+            let finished = match std::mem::replace(&mut self.parts[index].state, State::Unsupported)
+            {
                 State::Match(pending) => pending.finish(word).map(State::Built),
                 State::Target(pending) => pending.finish(word).map(State::Verdict),
                 state => Ok(state),
             };
-            self.settle(index, built);
-            match std::mem::replace(&mut self.parts[index].state, State::Unsupported) {
-                State::Built(m) => spec.matches.push(m),
-                State::Verdict(t) => spec.target = Some(t),
-                _ => {
-                    let (name, raw, words) = self.raw(line, index);
-                    let part = &self.parts[index];
-                    if part.is_target {
-                        if words == 2 && !part.reported {
-                            let at = part.word + 1;
-                            self.issue(
-                                at,
-                                format!("`{name}` is neither a chain declared before this rule nor a known target"),
-                            );
-                        }
-                        spec.target = Some(Target::Unsupported { name, raw });
-                    } else {
-                        spec.matches.push(Match::Unsupported { module: name, raw });
-                    }
+            match finished {
+                Ok(State::Built(m)) => spec.matches.push(m),
+                Ok(State::Verdict(t)) => spec.target = Some(t),
+                Ok(_) => self.keep_unsupported(index, &mut spec),
+                Err(issue) => {
+                    self.issues.push(issue);
+                    self.parts[index].reported = true;
+                    self.keep_unsupported(index, &mut spec);
                 }
             }
         }
         spec
     }
 
+    /// Adds a part that is not understood to the rule, with its text.
+    fn keep_unsupported(&mut self, index: usize, spec: &mut RuleSpec) {
+        let (name, raw, words) = self.raw(index);
+        let part = &self.parts[index];
+        if part.is_target {
+            if words == 2 && !part.reported {
+                let at = part.word + 1;
+                self.issue(
+                    at,
+                    format!(
+                        "`{name}` is neither a chain declared before this rule nor a known target"
+                    ),
+                );
+            }
+            spec.target = Some(Target::Unsupported { name, raw });
+        } else {
+            spec.matches.push(Match::Unsupported { module: name, raw });
+        }
+    }
+
     /// The name and the text, as written, of a part this parser does not
     /// understand, and how many words that text has.
-    fn raw(&self, line: &str, part: usize) -> (String, String, usize) {
+    fn raw(&self, part: usize) -> (String, String, usize) {
         let name = match self.parts[part].name {
             Name::Word(w) => self.word(w).unwrap_or_default().to_owned(),
             Name::Implied(module) => module.to_owned(),
@@ -624,7 +684,7 @@ impl<'r, 'a> Walk<'r, 'a> {
             .iter()
             .zip(self.owner.iter())
             .filter(|(_, owner)| **owner == Some(part))
-            .filter_map(|(word, _)| line.get(word.start..word.end))
+            .filter_map(|(word, _)| self.line.text.get(word.start..word.end))
             .collect();
         (name, words.join(" "), words.len())
     }

@@ -1,8 +1,10 @@
 //! What a rule does when it matches (`-j`/`-g`), with its values read.
 
+use std::sync::Arc;
+
 use super::matches::CtDirection;
 use super::rule::{Extension, OptionArgs, WordIssue, extensions, text};
-use super::values::{AddressRange, BadValue, PortRange, bad, number};
+use super::values::{AddressRange, BadValue, PortRange, bad, ip_addr, number};
 
 /// A rule's target.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,7 +52,7 @@ pub enum Target {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChainRef {
     pub index: usize,
-    pub name: String,
+    pub name: Arc<str>,
 }
 
 /// What `REJECT` answers with.
@@ -104,25 +106,28 @@ impl NatRange {
     /// `[fd00::1]:80`, `[fd00::1]-[fd00::2]:80`, or `fd00::1` without port.
     fn parse(text: &str) -> Result<NatRange, BadValue> {
         let (addresses, ports) = if text.starts_with('[') {
-            match text.rsplit_once("]:") {
-                Some((addresses, ports)) => (format!("{addresses}]"), Some(ports)),
-                None => (text.to_owned(), None),
-            }
-        } else if text.matches(':').count() > 1 {
-            (text.to_owned(), None)
+            text.rsplit_once("]:")
+                .map_or((text, None), |(addresses, ports)| (addresses, Some(ports)))
+        } else if text.bytes().filter(|&b| b == b':').count() > 1 {
+            (text, None)
         } else {
-            match text.split_once(':') {
-                Some((addresses, ports)) => (addresses.to_owned(), Some(ports)),
-                None => (text.to_owned(), None),
-            }
+            text.split_once(':')
+                .map_or((text, None), |(addresses, ports)| (addresses, Some(ports)))
         };
-        let addresses = addresses.replace(['[', ']'], "");
+        let unbracket = |address: &str| {
+            let address = address.strip_prefix('[').unwrap_or(address);
+            ip_addr(address.strip_suffix(']').unwrap_or(address))
+        };
+        let addresses = match addresses {
+            "" => None,
+            // IPv6 addresses have no `-`.
+            _ => Some(match addresses.split_once('-') {
+                None => AddressRange::new(unbracket(addresses)?, unbracket(addresses)?),
+                Some((first, last)) => AddressRange::new(unbracket(first)?, unbracket(last)?),
+            }?),
+        };
         let range = NatRange {
-            addresses: if addresses.is_empty() {
-                None
-            } else {
-                Some(AddressRange::parse(&addresses)?)
-            },
+            addresses,
             ports: ports.map(|p| PortRange::parse(p, '-')).transpose()?,
         };
         if range.addresses.is_none() && range.ports.is_none() {

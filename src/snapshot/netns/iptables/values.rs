@@ -2,7 +2,7 @@
 //! protocols, interfaces, marks), read once so that evaluation never looks
 //! at strings again. `ipset` and `ipvsadm` dumps share them.
 
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr};
 
 use ipnet::IpNet;
 
@@ -198,8 +198,44 @@ impl Interface {
 
 /// Reads an address without a prefix.
 pub(crate) fn ip_addr(text: &str) -> Result<IpAddr, BadValue> {
+    if let Some(v4) = dotted_quad(text) {
+        return Ok(IpAddr::V4(v4));
+    }
     text.parse()
         .or_else(|_| bad(format!("`{text}` is not an IP address")))
+}
+
+/// Reads the common `a.b.c.d` form directly: dumps hold hundreds of
+/// thousands of addresses. Anything else (IPv6, errors) goes to the standard
+/// parser, which accepts the same IPv4 texts.
+fn dotted_quad(text: &str) -> Option<Ipv4Addr> {
+    let mut octets = [0u8; 4];
+    let mut octet = 0;
+    // The value and digit count of the octet being read.
+    let (mut value, mut digits) = (0u16, 0);
+    for &byte in text.as_bytes() {
+        match byte {
+            b'0'..=b'9' => {
+                // No leading zero, at most three digits.
+                if digits == 3 || (digits == 1 && value == 0) {
+                    return None;
+                }
+                value = value * 10 + u16::from(byte - b'0');
+                digits += 1;
+            }
+            b'.' if digits > 0 => {
+                *octets.get_mut(octet)? = u8::try_from(value).ok()?;
+                octet += 1;
+                (value, digits) = (0, 0);
+            }
+            _ => return None,
+        }
+    }
+    if octet != 3 || digits == 0 {
+        return None;
+    }
+    octets[3] = u8::try_from(value).ok()?;
+    Some(Ipv4Addr::from(octets))
 }
 
 /// Reads `addr`, `addr/len` or `addr/dotted-mask` into the network netfilter
@@ -254,25 +290,23 @@ impl AddressRange {
         (self.first..=self.last).contains(&addr)
     }
 
+    /// The range from `first` to `last`, which must be of one family and in order.
+    pub(crate) fn new(first: IpAddr, last: IpAddr) -> Result<AddressRange, BadValue> {
+        if first.is_ipv4() != last.is_ipv4() || first > last {
+            return bad(format!("`{first}-{last}` is not an address range"));
+        }
+        Ok(AddressRange { first, last })
+    }
+
     /// Reads `a-b`, or a single address as a range of one.
     pub(crate) fn parse(text: &str) -> Result<AddressRange, BadValue> {
-        let range = match text.split_once('-') {
+        match text.split_once('-') {
             None => {
                 let addr = ip_addr(text)?;
-                AddressRange {
-                    first: addr,
-                    last: addr,
-                }
+                AddressRange::new(addr, addr)
             }
-            Some((first, last)) => AddressRange {
-                first: ip_addr(first)?,
-                last: ip_addr(last)?,
-            },
-        };
-        if range.first.is_ipv4() != range.last.is_ipv4() || range.first > range.last {
-            return bad(format!("`{text}` is not an address range"));
+            Some((first, last)) => AddressRange::new(ip_addr(first)?, ip_addr(last)?),
         }
-        Ok(range)
     }
 }
 
@@ -473,6 +507,13 @@ mod tests {
         assert!(PortRange::parse("90:80", ':').is_err());
         assert!(PortRange::parse("http", ':').is_err());
         assert!(PortRange::parse("70000", ':').is_err());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn dotted_quads_read_like_the_standard_parser(text in "[0-9.]{0,17}") {
+            proptest::prop_assert_eq!(ip_addr(&text).ok(), text.parse::<IpAddr>().ok());
+        }
     }
 
     #[test]
