@@ -386,7 +386,7 @@ impl From<&Step<'_>> for StepJson {
                 chain: chain.to_string(),
                 rule: rule.number,
                 line: rule.line,
-                text: rule.text.clone(),
+                text: rule.text.to_string(),
                 matched: *matched,
                 assumption: assumption.map(|a| a.to_string()),
             },

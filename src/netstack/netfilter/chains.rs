@@ -291,7 +291,7 @@ impl<'a> Walk<'_, 'a, '_> {
             .chain(name)
             .and_then(|c| c.policy)
             .unwrap_or(Policy::Accept);
-        let chain = table.chain(name).map_or(name, |c| c.name.as_str());
+        let chain = table.chain(name).map_or(name, |c| &*c.name);
         branch.trace.push(Step::Policy {
             hook: self.hook,
             table: table.name,

@@ -31,7 +31,7 @@ pub(super) struct RuleTest {
 }
 
 /// One match's result.
-pub(super) struct Test {
+struct Test {
     truth: Tri,
     note: Note,
 }
@@ -58,18 +58,11 @@ impl From<bool> for Test {
     }
 }
 
-impl Test {
-    /// A result the model cannot decide, and why.
-    pub(super) fn unknown(why: impl Into<String>) -> Test {
-        Test {
-            truth: Tri::Unknown,
-            note: Note::Unknown(why.into()),
-        }
-    }
-}
-
 fn unknown(why: impl Into<String>) -> Test {
-    Test::unknown(why)
+    Test {
+        truth: Tri::Unknown,
+        note: Note::Unknown(why.into()),
+    }
 }
 
 fn assumed(truth: bool, what: &'static str) -> Test {
@@ -181,7 +174,10 @@ impl Tester<'_, '_, '_, '_> {
                     None => unknown("the connection mark is not known"),
                 }
             }
-            Match::Set(set) => sets::test(self.walk.netfilter.ipsets, set, packet),
+            Match::Set(set) => match sets::member(self.walk.netfilter.ipsets, set, packet) {
+                Ok(hit) => invert(hit.into(), set.invert),
+                Err(why) => unknown(why),
+            },
             Match::Comment(_) => true.into(),
             // Folded into the rule's probability by the caller.
             Match::Statistic(_) => true.into(),

@@ -633,3 +633,102 @@ proptest! {
         prop_assert_eq!(outcomes[0].packet.mark, expected_mark);
     }
 }
+
+/// Real `ipset save` output with one set of most types.
+const IPSETS: &str = include_str!("../../../tests/fixtures/netfilter/extensions/ipset-save.txt");
+
+fn in_set(set: &str, packet: Packet) -> Tri {
+    let (sets, issues) = crate::snapshot::netns::ipset::parse(IPSETS);
+    assert!(issues.is_empty(), "{issues:?}");
+    let ruleset = forward(&format!("-A FORWARD -m set --match-set {set} -j DROP"));
+    let netfilter = Netfilter::new(&ruleset, sets.as_ref());
+    let outcomes = netfilter.hook(Hook::Forward, packet, &Context::default());
+    match outcomes[0].verdict {
+        Verdict::Drop => Tri::True,
+        Verdict::Accept => Tri::False,
+        _ => Tri::Unknown,
+    }
+}
+
+#[test]
+fn ipset_members_match_by_type_and_direction() {
+    let udp = |dst: &str, port| {
+        let mut p = Packet::new(ip("10.0.0.5"), ip(dst), Protocol::UDP);
+        p.dport = Some(port);
+        p
+    };
+    assert_eq!(
+        in_set("ext-ip-port dst,dst", udp("10.96.0.10", 53)),
+        Tri::True
+    );
+    assert_eq!(
+        in_set("ext-ip-port dst,dst", udp("10.96.0.10", 54)),
+        Tri::False
+    );
+    // The port must be of the member's protocol.
+    assert_eq!(
+        in_set("ext-ip-port dst,dst", tcp("10.0.0.5", "10.96.0.10", 53)),
+        Tri::False
+    );
+    // Fewer flags than the set has dimensions never match.
+    assert_eq!(in_set("ext-ip-port dst", udp("10.96.0.10", 53)), Tri::False);
+    assert_eq!(
+        in_set("ext-ip-port src,dst", udp("10.96.0.10", 53)),
+        Tri::False
+    );
+    let ping = Packet::new(ip("10.0.0.5"), ip("10.96.0.11"), Protocol::ICMP);
+    assert_eq!(in_set("ext-ip-port dst,dst", ping), Tri::True);
+}
+
+#[test]
+fn ipset_nomatch_member_is_a_hole_in_the_net_set() {
+    assert_eq!(
+        in_set("ext-net src", tcp("10.9.0.1", "1.1.1.1", 80)),
+        Tri::True
+    );
+    assert_eq!(
+        in_set("ext-net src", tcp("10.1.0.1", "1.1.1.1", 80)),
+        Tri::False
+    );
+    assert_eq!(
+        in_set(
+            "ext-net src --return-nomatch",
+            tcp("10.1.0.1", "1.1.1.1", 80)
+        ),
+        Tri::True
+    );
+    assert_eq!(
+        in_set("ext-net src", tcp("11.0.0.1", "1.1.1.1", 80)),
+        Tri::False
+    );
+}
+
+#[test]
+fn ipset_netmask_list_and_unmodelled_types() {
+    assert_eq!(
+        in_set("ext-netmask dst", tcp("10.0.0.5", "10.2.3.77", 80)),
+        Tri::True
+    );
+    assert_eq!(
+        in_set("ext-netmask dst", tcp("10.0.0.5", "10.2.4.1", 80)),
+        Tri::False
+    );
+    // A list:set matches when one of its sets does.
+    assert_eq!(
+        in_set("ext-list src", tcp("10.9.0.1", "1.1.1.1", 80)),
+        Tri::True
+    );
+    // Sets of another family never match.
+    assert_eq!(
+        in_set("ext-ip6 src", tcp("10.9.0.1", "1.1.1.1", 80)),
+        Tri::False
+    );
+    assert_eq!(
+        in_set("ext-iface src,src", tcp("10.9.0.1", "1.1.1.1", 80)),
+        Tri::Unknown
+    );
+    assert_eq!(
+        in_set("no-such-set src", tcp("10.9.0.1", "1.1.1.1", 80)),
+        Tri::Unknown
+    );
+}
