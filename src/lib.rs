@@ -7,5 +7,6 @@
 //! thin shell over these.
 
 pub mod collect;
+pub mod engine;
 pub mod netstack;
 pub mod snapshot;

@@ -69,13 +69,16 @@ fn broken_snapshot_reports_every_problem_with_its_position_and_exits_1() {
             "{root}/nodes/node-1/host/ip-route.json:1:300: not a JSON array of objects: EOF while parsing a string"
         ),
         format!("{root}/nodes/node-1/host/ip-routes.json: unexpected file in a namespace dump"),
+        format!("{root}/nodes/node-1/host/iptables-save.txt:7:1: expected `*table`"),
         format!("{root}/nodes/node-1/pods/default/web-0/ip-addr.json:1: empty file"),
     ] {
         assert!(text.contains(&expected), "missing {expected:?} in:\n{text}");
     }
+    // An unknown match module is kept on its rule, not reported as a problem.
+    assert!(!text.contains("frobnicate"), "{text}");
     // What could be read still is: the node's valid dump files, and the cluster's valid objects.
     assert!(
-        text.contains("node/node-1") && text.contains("ip-link.json sysctl.txt"),
+        text.contains("node/node-1") && text.contains("ip-link.json iptables-save.txt sysctl.txt"),
         "{text}"
     );
     assert!(text.contains("node node-1  172.18.0.11"), "{text}");

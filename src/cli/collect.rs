@@ -119,7 +119,7 @@ fn print_report(report: &CollectReport) {
         Some(name) => format!("network namespace {name}"),
         None => "the current network namespace".to_string(),
     };
-    println!(
+    out!(
         "collected {} of {} files from {namespace} into {}",
         report.written.len(),
         DUMP_FILES.len(),
@@ -127,7 +127,7 @@ fn print_report(report: &CollectReport) {
     );
     if !report.skipped.is_empty() {
         let skipped: Vec<&str> = report.skipped.iter().map(|s| s.file).collect();
-        println!("not collected: {}", skipped.join(", "));
+        out!("not collected: {}", skipped.join(", "));
     }
 }
 

@@ -1,7 +1,20 @@
 //! The command line: parses arguments, calls the library, prints. Nothing
 //! else in skoop knows about terminals or output formats.
 
+/// `out!` for command output. When stdout is closed early
+/// (`skoop ... | head`) the process ends quietly with status 141, as a
+/// SIGPIPE would end it, instead of panicking.
+macro_rules! out {
+    () => {
+        $crate::cli::write_stdout(format_args!(""))
+    };
+    ($($arg:tt)*) => {
+        $crate::cli::write_stdout(format_args!($($arg)*))
+    };
+}
+
 mod collect;
+mod diagnose;
 mod netfilter;
 mod route;
 mod snapshot;
@@ -30,6 +43,8 @@ enum Command {
     /// Collect network-namespace dumps from this machine.
     #[command(subcommand)]
     Collect(collect::CollectCommand),
+    /// Follow a packet through a snapshot and say where it stops, and why.
+    Diagnose(diagnose::DiagnoseArgs),
     /// Ask the kernel model what one namespace's iptables rules do with a packet.
     #[command(subcommand)]
     Netfilter(netfilter::NetfilterCommand),
@@ -67,9 +82,27 @@ pub fn run() -> ExitCode {
     };
     match cli.command {
         Command::Collect(command) => collect::run(command),
+        Command::Diagnose(args) => diagnose::run(args),
         Command::Netfilter(command) => netfilter::run(command),
         Command::Route(command) => route::run(command),
         Command::Snapshot(command) => snapshot::run(command),
+    }
+}
+
+/// Writes one line to stdout; see [`out!`].
+fn write_stdout(args: std::fmt::Arguments) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    let written = stdout
+        .write_fmt(args)
+        .and_then(|()| stdout.write_all(b"\n"));
+    match written {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(141),
+        Err(e) => {
+            eprintln!("error: cannot write to stdout: {e}");
+            std::process::exit(i32::from(EXIT_USAGE));
+        }
     }
 }
 
@@ -78,7 +111,7 @@ pub fn run() -> ExitCode {
 fn print_json(value: &impl serde::Serialize) -> Result<(), ExitCode> {
     match serde_json::to_string_pretty(value) {
         Ok(json) => {
-            println!("{json}");
+            out!("{json}");
             Ok(())
         }
         Err(e) => {

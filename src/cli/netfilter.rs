@@ -518,19 +518,19 @@ fn print_text(json: &TraceJson) {
                 outcome.probability * 100.0
             );
         }
-        println!("{line}");
+        out!("{line}");
         if let Some(reason) = &outcome.reason {
-            println!("  reason: {reason}");
+            out!("  reason: {reason}");
         }
         if let Some(dnat) = &outcome.dnat {
-            println!("  dnat: {dnat}");
+            out!("  dnat: {dnat}");
         }
         if outcome.masquerade {
-            println!("  masquerade: source rewritten");
+            out!("  masquerade: source rewritten");
         }
-        println!("  trace:");
+        out!("  trace:");
         for step in &outcome.trace {
-            println!("    {}", step_line(step));
+            out!("    {}", step_line(step));
         }
     }
 }

@@ -227,21 +227,21 @@ fn print_text(json: &LookupJson) {
                         path.probability * 100.0
                     ));
                 }
-                println!("{line}");
+                out!("{line}");
             }
             if let Some(first) = routes.first() {
-                println!("  route: {}", first.route);
-                println!("  rule:  {}", first.rule);
+                out!("  route: {}", first.route);
+                out!("  rule:  {}", first.rule);
             }
             print_trace(trace);
         }
         LookupJson::Failed { failure, trace } => {
-            println!("{}: {}", failure.dst, failure.message);
+            out!("{}: {}", failure.dst, failure.message);
             if let Some(route) = &failure.route {
-                println!("  route: {route}");
+                out!("  route: {route}");
             }
             if let Some(rule) = &failure.rule {
-                println!("  rule:  {rule}");
+                out!("  rule:  {rule}");
             }
             print_trace(trace);
         }
@@ -252,9 +252,9 @@ fn print_trace(trace: &[String]) {
     if trace.is_empty() {
         return;
     }
-    println!("  trace:");
+    out!("  trace:");
     for line in trace {
-        println!("    {line}");
+        out!("    {line}");
     }
 }
 

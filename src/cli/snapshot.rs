@@ -212,7 +212,7 @@ fn join(items: &[impl std::fmt::Display]) -> String {
 }
 
 fn print_text(report: &CheckReport) {
-    println!("snapshot {}", report.snapshot);
+    out!("snapshot {}", report.snapshot);
     let cluster = &report.cluster;
     let counts: Vec<String> = cluster
         .counts
@@ -220,9 +220,9 @@ fn print_text(report: &CheckReport) {
         .map(|(kind, count)| format!("{count} {kind}"))
         .collect();
     if counts.is_empty() {
-        println!("cluster: no objects");
+        out!("cluster: no objects");
     } else {
-        println!("cluster: {}", counts.join(", "));
+        out!("cluster: {}", counts.join(", "));
     }
     for node in &cluster.nodes {
         let ready = match node.ready {
@@ -230,7 +230,7 @@ fn print_text(report: &CheckReport) {
             Some(false) => "NotReady",
             None => "Ready unknown",
         };
-        println!(
+        out!(
             "  node {}  {}  pod CIDRs {}  {ready}",
             node.name,
             join(&node.addresses),
@@ -238,7 +238,7 @@ fn print_text(report: &CheckReport) {
         );
     }
     for pod in &cluster.pods {
-        println!(
+        out!(
             "  pod {}/{}  {}  on {}  {}{}",
             pod.namespace,
             pod.name,
@@ -253,7 +253,7 @@ fn print_text(report: &CheckReport) {
         );
     }
     for service in &cluster.services {
-        println!(
+        out!(
             "  service {}/{}  {}  {}  {}",
             service.namespace,
             service.name,
@@ -262,7 +262,7 @@ fn print_text(report: &CheckReport) {
             service.ports.join(" ")
         );
     }
-    println!("namespace dumps: {}", report.namespaces.len());
+    out!("namespace dumps: {}", report.namespaces.len());
     let width = report
         .namespaces
         .iter()
@@ -270,14 +270,14 @@ fn print_text(report: &CheckReport) {
         .max()
         .unwrap_or(0);
     for ns in &report.namespaces {
-        println!("  {:width$}  {}", ns.id, ns.files.join(" "));
+        out!("  {:width$}  {}", ns.id, ns.files.join(" "));
     }
     if report.problems.is_empty() {
-        println!("no problems");
+        out!("no problems");
     } else {
-        println!("problems: {}", report.problems.len());
+        out!("problems: {}", report.problems.len());
         for problem in report.problems {
-            println!("  {problem}");
+            out!("  {problem}");
         }
     }
 }

@@ -875,3 +875,345 @@ pub fn table_name(table: &RouteTable) -> String {
         RouteTable::Named(name) => name.clone(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::snapshot::netns::{addr, route, rule};
+    use proptest::prelude::*;
+
+    /// A namespace from iproute2 JSON, as `ip -j` prints it.
+    struct Namespace {
+        rules: Vec<PolicyRule>,
+        routes: Vec<Route>,
+        addrs: Vec<InterfaceAddrs>,
+    }
+
+    const ADDRS: &str = r#"[{"ifindex":2,"ifname":"eth0","addr_info":[{"family":"inet","local":"10.0.0.1","prefixlen":24,"scope":"global"}]},
+        {"ifindex":3,"ifname":"eth1","addr_info":[{"family":"inet","local":"192.168.1.1","prefixlen":24,"scope":"global"}]}]"#;
+    const DEFAULT_RULES: &str = r#"[{"priority":0,"src":"all","table":"local"},{"priority":32766,"src":"all","table":"main"},{"priority":32767,"src":"all","table":"default"}]"#;
+
+    fn namespace(rules: &str, routes: &str) -> Namespace {
+        let (rules, issues) = rule::parse(rules);
+        assert!(issues.is_empty(), "{issues:?}");
+        let (routes, issues) = route::parse(routes);
+        assert!(issues.is_empty(), "{issues:?}");
+        let (addrs, _) = addr::parse(ADDRS);
+        Namespace {
+            rules: rules.unwrap(),
+            routes: routes.unwrap(),
+            addrs: addrs.unwrap(),
+        }
+    }
+
+    fn lookup(ns: &Namespace, flow: FlowKey) -> LookupOutcome {
+        Fib::new(&ns.rules, &ns.routes, &ns.addrs, None)
+            .lookup(&flow)
+            .outcome
+    }
+
+    fn to(dst: &str) -> FlowKey {
+        FlowKey::to(dst.parse().unwrap())
+    }
+
+    /// The route (as text) a lookup picked, or its error.
+    fn answer(ns: &Namespace, flow: FlowKey) -> String {
+        match lookup(ns, flow) {
+            LookupOutcome::Routed { route, .. } => describe_route(&ns.routes[route]),
+            LookupOutcome::Failed { error, .. } => error.as_str().to_string(),
+            LookupOutcome::Unknown { reason } => format!("unknown: {reason}"),
+        }
+    }
+
+    #[test]
+    fn longest_prefix_wins_then_lowest_metric() {
+        let ns = namespace(
+            DEFAULT_RULES,
+            r#"[{"dst":"default","gateway":"10.0.0.254","dev":"eth0","table":"main"},
+                {"dst":"10.9.0.0/16","gateway":"10.0.0.2","dev":"eth0","metric":20,"table":"main"},
+                {"dst":"10.9.0.0/16","gateway":"192.168.1.2","dev":"eth1","metric":10,"table":"main"},
+                {"dst":"10.9.1.0/24","gateway":"10.0.0.3","dev":"eth0","table":"main"}]"#,
+        );
+        assert_eq!(
+            answer(&ns, to("10.9.1.5")),
+            "10.9.1.0/24 via 10.0.0.3 dev eth0"
+        );
+        assert_eq!(
+            answer(&ns, to("10.9.2.5")),
+            "10.9.0.0/16 via 192.168.1.2 dev eth1 metric 10"
+        );
+        assert_eq!(
+            answer(&ns, to("8.8.8.8")),
+            "default via 10.0.0.254 dev eth0"
+        );
+    }
+
+    #[test]
+    fn failing_route_types_give_the_kernels_errors() {
+        let ns = namespace(
+            DEFAULT_RULES,
+            r#"[{"type":"blackhole","dst":"10.1.0.0/16","table":"main"},
+                {"type":"unreachable","dst":"10.2.0.0/16","table":"main"},
+                {"type":"prohibit","dst":"10.3.0.0/16","table":"main"}]"#,
+        );
+        assert_eq!(answer(&ns, to("10.1.0.1")), "blackhole");
+        assert_eq!(answer(&ns, to("10.2.0.1")), "unreachable");
+        assert_eq!(answer(&ns, to("10.3.0.1")), "prohibit");
+        assert_eq!(answer(&ns, to("10.4.0.1")), "no_route");
+    }
+
+    #[test]
+    fn throw_and_no_match_go_on_with_the_next_rule() {
+        let ns = namespace(
+            r#"[{"priority":100,"src":"all","table":"100"},{"priority":32766,"src":"all","table":"main"}]"#,
+            r#"[{"type":"throw","dst":"10.5.0.0/16","table":"100"},
+                {"dst":"10.0.0.0/8","gateway":"192.168.1.9","dev":"eth1","table":"100"},
+                {"dst":"default","gateway":"10.0.0.254","dev":"eth0","table":"main"}]"#,
+        );
+        assert_eq!(
+            answer(&ns, to("10.6.0.1")),
+            "10.0.0.0/8 via 192.168.1.9 dev eth1"
+        );
+        assert_eq!(
+            answer(&ns, to("10.5.0.1")),
+            "default via 10.0.0.254 dev eth0"
+        );
+        assert_eq!(
+            answer(&ns, to("8.8.4.4")),
+            "default via 10.0.0.254 dev eth0"
+        );
+    }
+
+    #[test]
+    fn rule_selectors_and_actions() {
+        let ns = namespace(
+            r#"[{"priority":10,"src":"all","fwmark":"0x10","fwmask":"0xf0","table":"100"},
+                {"priority":20,"src":"all","dst":"172.20.0.0","dstlen":16,"goto":50},
+                {"priority":30,"src":"all","dst":"172.20.0.0","dstlen":16,"action":"blackhole"},
+                {"priority":50,"src":"all","iif":"eth1","action":"unreachable"},
+                {"priority":60,"src":"all","goto":99,"unresolved":null},
+                {"priority":70,"not":null,"src":"10.0.0.0","srclen":8,"table":"101"},
+                {"priority":80,"src":"all","dst":"172.30.0.0","dstlen":16,"action":"prohibit"},
+                {"priority":32766,"src":"all","table":"main"}]"#,
+            r#"[{"dst":"default","gateway":"10.0.0.200","dev":"eth0","table":"100"},
+                {"dst":"default","gateway":"192.168.1.254","dev":"eth1","table":"101"},
+                {"dst":"default","gateway":"10.0.0.254","dev":"eth0","table":"main"}]"#,
+        );
+        let from = |src: &str, dst: &str| FlowKey {
+            src: Some(src.parse().unwrap()),
+            ..to(dst)
+        };
+        // fwmark under a mask: 0x1f & 0xf0 == 0x10; 0x20 & 0xf0 != 0x10.
+        assert_eq!(
+            answer(
+                &ns,
+                FlowKey {
+                    mark: 0x1f,
+                    ..from("10.0.0.7", "8.8.8.8")
+                }
+            ),
+            "default via 10.0.0.200 dev eth0"
+        );
+        assert_eq!(
+            answer(
+                &ns,
+                FlowKey {
+                    mark: 0x20,
+                    ..from("10.0.0.7", "8.8.8.8")
+                }
+            ),
+            "default via 10.0.0.254 dev eth0"
+        );
+        // `not from 10/8`: everything else goes to table 101.
+        assert_eq!(
+            answer(&ns, from("192.168.1.7", "8.8.8.8")),
+            "default via 192.168.1.254 dev eth1"
+        );
+        // goto 50 jumps over the blackhole at 30; 50 only matches packets from eth1, 60 goes nowhere.
+        assert_eq!(
+            answer(&ns, from("10.0.0.7", "172.20.0.1")),
+            "default via 10.0.0.254 dev eth0"
+        );
+        let arriving = FlowKey {
+            iif: Some("eth1".into()),
+            ..from("192.168.1.7", "172.20.0.1")
+        };
+        assert_eq!(answer(&ns, arriving), "unreachable");
+        assert_eq!(answer(&ns, from("10.0.0.7", "172.30.0.1")), "prohibit");
+    }
+
+    #[test]
+    fn suppress_prefixlength_skips_default_routes_only() {
+        let ns = namespace(
+            r#"[{"priority":10,"src":"all","table":"main","suppress_prefixlen":0},
+                {"priority":20,"src":"all","table":"100"}]"#,
+            r#"[{"dst":"default","gateway":"10.0.0.254","dev":"eth0","table":"main"},
+                {"dst":"10.7.0.0/16","gateway":"10.0.0.7","dev":"eth0","table":"main"},
+                {"dst":"default","gateway":"192.168.1.254","dev":"eth1","table":"100"}]"#,
+        );
+        assert_eq!(
+            answer(&ns, to("10.7.1.1")),
+            "10.7.0.0/16 via 10.0.0.7 dev eth0"
+        );
+        assert_eq!(
+            answer(&ns, to("8.8.8.8")),
+            "default via 192.168.1.254 dev eth1"
+        );
+    }
+
+    #[test]
+    fn multipath_gives_every_nexthop_its_share_and_source() {
+        let ns = namespace(
+            DEFAULT_RULES,
+            r#"[{"dst":"10.50.0.0/16","table":"main","nexthops":[{"gateway":"10.0.0.2","dev":"eth0","weight":1},{"gateway":"192.168.1.3","dev":"eth1","weight":3}]}]"#,
+        );
+        let LookupOutcome::Routed { paths, .. } = lookup(&ns, to("10.50.1.1")) else {
+            panic!("routed")
+        };
+        let shares: Vec<(Option<String>, f64, Option<IpAddr>)> = paths
+            .into_iter()
+            .map(|p| (p.dev, p.probability, p.prefsrc))
+            .collect();
+        assert_eq!(
+            shares,
+            [
+                (Some("eth0".into()), 0.25, Some("10.0.0.1".parse().unwrap())),
+                (
+                    Some("eth1".into()),
+                    0.75,
+                    Some("192.168.1.1".parse().unwrap())
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn local_addresses_are_delivered_through_lo_and_martians_refused() {
+        let ns = namespace(
+            DEFAULT_RULES,
+            r#"[{"type":"local","dst":"10.0.0.1","dev":"eth0","table":"local","scope":"host","prefsrc":"10.0.0.1"},
+                {"type":"local","dst":"127.0.0.0/8","dev":"lo","table":"local","scope":"host","prefsrc":"127.0.0.1"},
+                {"dst":"default","gateway":"10.0.0.254","dev":"eth0","table":"main"}]"#,
+        );
+        let fib = Fib::new(&ns.rules, &ns.routes, &ns.addrs, None);
+        assert_eq!(fib.is_local("10.0.0.1".parse().unwrap()), Tri::True);
+        assert_eq!(fib.is_local("10.0.0.2".parse().unwrap()), Tri::False);
+        let LookupOutcome::Routed { paths, .. } = lookup(&ns, to("10.0.0.1")) else {
+            panic!("routed")
+        };
+        assert_eq!(paths[0].dev.as_deref(), Some("lo"));
+        let arriving = |src: &str, dst: &str| FlowKey {
+            iif: Some("eth0".into()),
+            src: Some(src.parse().unwrap()),
+            ..to(dst)
+        };
+        assert_eq!(answer(&ns, arriving("10.0.0.9", "127.0.0.1")), "martian");
+        assert_eq!(answer(&ns, arriving("224.0.0.9", "10.0.0.1")), "martian");
+        assert_eq!(answer(&ns, arriving("0.1.2.3", "10.0.0.1")), "martian");
+        assert_eq!(
+            answer(&ns, arriving("10.0.0.9", "8.8.8.8")),
+            "default via 10.0.0.254 dev eth0"
+        );
+    }
+
+    #[test]
+    fn what_the_dump_cannot_tell_is_unknown() {
+        let ns = namespace(
+            r#"[{"priority":10,"src":"all","tos":"AF11","table":"100"},{"priority":32766,"src":"all","table":"main"}]"#,
+            r#"[{"dst":"default","gateway":"10.0.0.254","dev":"eth0","table":"main"}]"#,
+        );
+        assert!(answer(&ns, to("8.8.8.8")).starts_with("unknown"));
+        let v6 = namespace(DEFAULT_RULES, "[]");
+        assert!(answer(&v6, to("2001:db8::1")).starts_with("unknown: IPv6"));
+    }
+
+    /// The simplest model that could work: every rule in priority order, each
+    /// table scanned in full for the longest matching prefix, lowest metric.
+    fn reference(
+        rules: &[(u32, Option<u32>, u32)],
+        routes: &[(u32, IpNet, RouteType, u32)],
+        dst: IpAddr,
+        mark: u32,
+    ) -> String {
+        let mut ordered = rules.to_vec();
+        ordered.sort_by_key(|r| r.0);
+        for (_, fwmark, table) in ordered {
+            if fwmark.is_some_and(|m| m != mark) {
+                continue;
+            }
+            let best = routes
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| r.0 == table && r.1.contains(&dst))
+                .max_by_key(|(i, r)| {
+                    (
+                        r.1.prefix_len(),
+                        std::cmp::Reverse(r.3),
+                        std::cmp::Reverse(*i),
+                    )
+                });
+            match best {
+                None => continue,
+                Some((_, r)) if r.2 == RouteType::Throw => continue,
+                Some((i, r)) => {
+                    return match r.2 {
+                        RouteType::Unicast => format!("route {i}"),
+                        RouteType::Blackhole => "blackhole".into(),
+                        RouteType::Unreachable => "unreachable".into(),
+                        _ => "prohibit".into(),
+                    };
+                }
+            }
+        }
+        "no_route".into()
+    }
+
+    fn route_strategy() -> impl Strategy<Value = (u32, IpNet, RouteType, u32)> {
+        let kind = prop::sample::select(vec![
+            RouteType::Unicast,
+            RouteType::Unicast,
+            RouteType::Unicast,
+            RouteType::Blackhole,
+            RouteType::Unreachable,
+            RouteType::Prohibit,
+            RouteType::Throw,
+        ]);
+        (100u32..103, any::<u8>(), 0u8..=32, kind, 0u32..3).prop_map(
+            |(table, third, len, kind, metric)| {
+                let net = IpNet::new(std::net::Ipv4Addr::new(10, 0, third & 0x0f, 0).into(), len)
+                    .unwrap()
+                    .trunc();
+                (table, net, kind, metric)
+            },
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn lookup_agrees_with_a_linear_reference(
+            rules in prop::collection::vec((1u32..50, prop::option::of(1u32..3), 100u32..103), 1..5),
+            routes in prop::collection::vec(route_strategy(), 0..12),
+            dst_third in 0u8..16,
+            mark in 0u32..3,
+        ) {
+            let rules_json: Vec<String> = rules.iter().map(|(priority, fwmark, table)| match fwmark {
+                Some(m) => format!(r#"{{"priority":{priority},"src":"all","fwmark":"{m:#x}","table":"{table}"}}"#),
+                None => format!(r#"{{"priority":{priority},"src":"all","table":"{table}"}}"#),
+            }).collect();
+            let routes_json: Vec<String> = routes.iter().map(|(table, net, kind, metric)| match kind {
+                RouteType::Unicast => format!(r#"{{"dst":"{net}","gateway":"10.0.0.9","dev":"eth0","metric":{metric},"table":"{table}"}}"#),
+                other => format!(r#"{{"type":"{}","dst":"{net}","metric":{metric},"table":"{table}"}}"#, other.as_str()),
+            }).collect();
+            let ns = namespace(&format!("[{}]", rules_json.join(",")), &format!("[{}]", routes_json.join(",")));
+            let dst: IpAddr = std::net::Ipv4Addr::new(10, 0, dst_third, 7).into();
+            let model = match lookup(&ns, FlowKey { mark, ..FlowKey::to(dst) }) {
+                LookupOutcome::Routed { route, .. } => format!("route {route}"),
+                LookupOutcome::Failed { error, .. } => error.as_str().to_string(),
+                LookupOutcome::Unknown { reason } => format!("unknown: {reason}"),
+            };
+            prop_assert_eq!(model, reference(&rules, &routes, dst, mark));
+        }
+    }
+}

@@ -1,13 +1,16 @@
-//! Flannel with the VXLAN backend, done by hand exactly as flanneld and the
-//! flannel CNI plugin (delegating to the bridge plugin) leave a node:
+//! Flannel, done by hand exactly as flanneld and the flannel CNI plugin
+//! (delegating to the bridge plugin) leave a node, with the VXLAN or the
+//! host-gw backend:
 //!
-//! - `cni0` bridge holding the pod CIDR's first address, MTU 1450, pod veths
-//!   in hairpin mode (`hairpinMode: true` in the CNI config);
-//! - `flannel.1` VXLAN device (VNI 1, UDP 8472, local = node IP, dev eth0,
-//!   nolearning, MTU 1450) with address `<pod CIDR network>/32`;
-//! - per remote node: route `<its CIDR> via <its CIDR network> dev flannel.1
-//!   onlink`, permanent neighbour `<its CIDR network> lladdr <its VTEP MAC>`,
-//!   FDB entry `<its VTEP MAC> dst <its node IP> self permanent`;
+//! - `cni0` bridge holding the pod CIDR's first address, pod veths in
+//!   hairpin mode (`hairpinMode: true` in the CNI config); MTU 1450 with
+//!   VXLAN, 1500 with host-gw;
+//! - VXLAN: `flannel.1` device (VNI 1, UDP 8472, local = node IP, dev eth0,
+//!   nolearning, MTU 1450) with address `<pod CIDR network>/32`; per remote
+//!   node: route `<its CIDR> via <its CIDR network> dev flannel.1 onlink`,
+//!   permanent neighbour `<its CIDR network> lladdr <its VTEP MAC>`, FDB entry
+//!   `<its VTEP MAC> dst <its node IP> self permanent`;
+//! - host-gw: per remote node, route `<its CIDR> via <its node IP> dev eth0`;
 //! - `--ip-masq` rules (`FLANNEL-POSTRTG`) and forward rules (`FLANNEL-FWD`).
 
 use serde_json::{Map, Value, json};
@@ -18,20 +21,48 @@ use crate::objects;
 /// The VXLAN network identifier and UDP port flannel uses by default.
 const VNI: u32 = 1;
 const VXLAN_PORT: u16 = 8472;
-/// 1500 on the underlay less the 50 bytes of VXLAN encapsulation.
-const MTU: u16 = 1450;
 const VTEP: &str = "flannel.1";
 const BRIDGE: &str = "cni0";
 /// The kube-proxy mark flannel's first masquerade rule lets through.
 const KUBE_PROXY_MARK: &str = "0x4000/0x4000";
 
-pub struct FlannelVxlan;
+/// Flannel's backend: how pod traffic crosses between nodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Vxlan,
+    HostGw,
+}
 
-impl Cni for FlannelVxlan {
+pub struct Flannel(pub Backend);
+
+impl Flannel {
+    pub const VXLAN: Flannel = Flannel(Backend::Vxlan);
+    pub const HOST_GW: Flannel = Flannel(Backend::HostGw);
+
+    /// The backend's name in `net-conf.json` and the node annotation.
+    pub fn backend_name(&self) -> &'static str {
+        match self.0 {
+            Backend::Vxlan => "vxlan",
+            Backend::HostGw => "host-gw",
+        }
+    }
+
+    /// The pods' MTU: 1500 on the underlay, less the 50 bytes of VXLAN
+    /// encapsulation where there is one.
+    fn mtu(&self) -> u16 {
+        match self.0 {
+            Backend::Vxlan => 1450,
+            Backend::HostGw => 1500,
+        }
+    }
+}
+
+impl Cni for Flannel {
     fn setup_node(&self, node: &Node) {
         let ns = &node.ns;
+        let mtu = self.mtu();
         ns.ip(&format!(
-            "link add {BRIDGE} address {} mtu {MTU} type bridge",
+            "link add {BRIDGE} address {} mtu {mtu} type bridge",
             mac(&format!("{}/{BRIDGE}", node.name))
         ));
         ns.ip(&format!(
@@ -40,9 +71,12 @@ impl Cni for FlannelVxlan {
             node.pod_cidr.prefix_len()
         ));
         ns.ip(&format!("link set {BRIDGE} up"));
+        if self.0 != Backend::Vxlan {
+            return;
+        }
 
         ns.ip(&format!(
-            "link add {VTEP} address {} mtu {MTU} type vxlan id {VNI} local {} dev eth0 dstport {VXLAN_PORT} nolearning",
+            "link add {VTEP} address {} mtu {mtu} type vxlan id {VNI} local {} dev eth0 dstport {VXLAN_PORT} nolearning",
             mac(&format!("{}/{VTEP}", node.name)),
             node.ip
         ));
@@ -55,8 +89,9 @@ impl Cni for FlannelVxlan {
 
     fn attach_pod(&self, node: &Node, pod: &Pod) {
         let veth = &pod.host_veth;
+        let mtu = self.mtu();
         node.ns.ip(&format!(
-            "link add {veth} address {} mtu {MTU} type veth peer name eth0 address {} mtu {MTU} netns {}",
+            "link add {veth} address {} mtu {mtu} type veth peer name eth0 address {} mtu {mtu} netns {}",
             mac(&format!("{}/{veth}", node.name)),
             mac(&format!("{}/{}/eth0", pod.namespace, pod.name)),
             pod.ns.name
@@ -81,6 +116,15 @@ impl Cni for FlannelVxlan {
     }
 
     fn connect(&self, node: &Node, peers: &[&Node]) {
+        if self.0 == Backend::HostGw {
+            for peer in peers {
+                node.ns.ip(&format!(
+                    "route add {} via {} dev eth0",
+                    peer.pod_cidr, peer.ip
+                ));
+            }
+            return;
+        }
         for peer in peers {
             let vtep_mac = vtep_mac(peer);
             let peer_vtep_ip = peer.pod_cidr.network();
@@ -132,11 +176,15 @@ COMMIT
     }
 
     fn node_annotations(&self, node: &Node) -> Map<String, Value> {
-        let backend_data = json!({"VNI": VNI, "VtepMAC": vtep_mac(node)}).to_string();
+        // host-gw has no backend data: flanneld writes JSON null.
+        let backend_data = match self.0 {
+            Backend::Vxlan => json!({"VNI": VNI, "VtepMAC": vtep_mac(node)}).to_string(),
+            Backend::HostGw => "null".to_string(),
+        };
         let mut annotations = Map::new();
         for (key, value) in [
             ("backend-data", backend_data),
-            ("backend-type", "vxlan".to_string()),
+            ("backend-type", self.backend_name().to_string()),
             ("kube-subnet-manager", "true".to_string()),
             ("public-ip", node.ip.to_string()),
         ] {
@@ -171,10 +219,11 @@ COMMIT
             r#"{{
   "Network": "{CLUSTER_CIDR}",
   "Backend": {{
-    "Type": "vxlan"
+    "Type": "{}"
   }}
 }}
-"#
+"#,
+            self.backend_name()
         );
         let labels = json!({"app": "flannel", "k8s-app": "flannel", "tier": "node"});
         vec![

@@ -13,7 +13,7 @@ use skoop::snapshot::netns::DUMP_FILES;
 use skoop::snapshot::{NetnsId, Snapshot};
 
 use crate::cluster::{Cluster, Node, Pod, Topology};
-use crate::flannel::FlannelVxlan;
+use crate::flannel::Flannel;
 use crate::lab::{Availability, Lab, availability};
 use crate::snapshot;
 
@@ -42,7 +42,7 @@ fn build() -> Option<(Lab, Cluster)> {
         return None;
     }
     let mut lab = Lab::new();
-    let cluster = Cluster::build(&mut lab, &TOPOLOGY, &FlannelVxlan);
+    let cluster = Cluster::build(&mut lab, &TOPOLOGY, &Flannel::VXLAN);
     Some((lab, cluster))
 }
 
@@ -103,7 +103,7 @@ fn collected_snapshot_shows_what_the_lab_built() {
     };
     let dir = tempfile::tempdir().expect("temporary directory");
     let root = dir.path();
-    snapshot::collect(&cluster, &FlannelVxlan, root);
+    snapshot::collect(&cluster, &Flannel::VXLAN, root);
     snapshot::save_if_asked(root);
 
     assert_layout(&cluster, root);

@@ -7,6 +7,7 @@
 
 mod cluster;
 mod collect_cli;
+mod diagnose;
 mod flannel;
 mod flannel_vxlan;
 mod kube_proxy;

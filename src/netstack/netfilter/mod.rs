@@ -312,6 +312,39 @@ pub enum Translation {
     Untracked,
 }
 
+impl fmt::Display for Translation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mark = |mark: Option<u32>| mark.map_or("unknown".to_string(), |m| format!("{m:#x}"));
+        match self {
+            Translation::Dnat { before, after } => write!(f, "dnat {before} -> {after}"),
+            Translation::Redirect { before, after } => write!(f, "redirect {before} -> {after}"),
+            Translation::Snat { before, after } => write!(f, "snat {before} -> {after}"),
+            Translation::Masquerade {
+                before,
+                after: Some(after),
+            } => {
+                write!(f, "masquerade {before} -> {after}")
+            }
+            Translation::Masquerade {
+                before,
+                after: None,
+            } => {
+                write!(
+                    f,
+                    "masquerade {before} -> the outgoing device's address (not known)"
+                )
+            }
+            Translation::Mark { before, after } => {
+                write!(f, "mark {} -> {}", mark(Some(*before)), mark(Some(*after)))
+            }
+            Translation::ConnMark { before, after } => {
+                write!(f, "connmark {} -> {}", mark(*before), mark(*after))
+            }
+            Translation::Untracked => f.write_str("notrack"),
+        }
+    }
+}
+
 /// The routing decision between hooks.
 #[derive(Debug, Clone, PartialEq)]
 pub enum RouteChoice {

@@ -1,0 +1,308 @@
+//! `skoop diagnose`: where a flow stops in a snapshot, and why.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use petgraph::graph::NodeIndex;
+use petgraph::visit::EdgeRef;
+use serde::Serialize;
+use skoop::engine::{
+    self, Diagnosis, Disposition, Endpoint, Finding, Hop, Link, Protocol, Request, Severity, Step,
+};
+use skoop::snapshot::Snapshot;
+
+use super::{EXIT_USAGE, OutputFormat, print_json, report_problems};
+
+/// Follow a packet hop by hop through a snapshot and say where it stops.
+///
+/// Each network namespace on the way is asked what its kernel does with the
+/// packet: routing (policy rules, tables), forwarding and rp_filter settings,
+/// veths, bridges, VXLAN neighbour and FDB entries, and at the end a
+/// listening socket. Every multipath branch is a path of its own.
+///
+/// Examples:
+///   skoop diagnose --snapshot examples/flannel-vxlan --from default/web-0 --to default/web-3 --port 8080
+///   skoop diagnose --snapshot snap --from node/node-1 --to 10.244.2.3 --protocol icmp -o json
+///
+/// Exit status: 0 when every path is delivered and nothing fatal was found,
+/// 1 otherwise (the report is printed either way), 2 for bad arguments or a
+/// directory that is not a snapshot.
+#[derive(Debug, Args)]
+pub struct DiagnoseArgs {
+    /// The snapshot directory.
+    #[arg(long, value_name = "DIR")]
+    snapshot: PathBuf,
+    /// Where the packet starts: a pod (NS/NAME), a node (node/NAME) or an IP of one.
+    #[arg(long, value_name = "SRC")]
+    from: Endpoint,
+    /// Where it goes: a pod (NS/NAME), a node (node/NAME), a service
+    /// (svc/NS/NAME[:PORT]) or an IP (IP[:PORT]).
+    #[arg(long, value_name = "DST")]
+    to: Endpoint,
+    /// Destination port (tcp, udp); also accepted as IP:PORT or svc/NS/NAME:PORT.
+    #[arg(long)]
+    port: Option<u16>,
+    #[arg(long, value_enum, default_value_t = ProtocolArg::Tcp)]
+    protocol: ProtocolArg,
+    /// Show every step (rules and tables of each route, packets on every link).
+    #[arg(short, long)]
+    verbose: bool,
+    #[arg(short, long, value_enum, default_value_t = OutputFormat::Text)]
+    output: OutputFormat,
+}
+
+/// The IP protocol of the flow.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum ProtocolArg {
+    Tcp,
+    Udp,
+    /// An echo request (ping).
+    Icmp,
+}
+
+pub fn run(args: DiagnoseArgs) -> ExitCode {
+    let (snapshot, problems) = match Snapshot::load(&args.snapshot) {
+        Ok(loaded) => loaded,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    report_problems(&problems);
+    let protocol = match args.protocol {
+        ProtocolArg::Tcp => Protocol::Tcp,
+        ProtocolArg::Udp => Protocol::Udp,
+        ProtocolArg::Icmp => Protocol::Icmp,
+    };
+    let request = Request {
+        from: args.from,
+        to: args.to,
+        port: args.port,
+        protocol,
+    };
+    let diagnosis = match engine::diagnose(&snapshot, &request) {
+        Ok(diagnosis) => diagnosis,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    match args.output {
+        OutputFormat::Json => {
+            if let Err(code) = print_json(&report(&diagnosis)) {
+                return code;
+            }
+        }
+        OutputFormat::Text => print_text(&diagnosis, args.verbose),
+    }
+    let fatal = diagnosis
+        .findings
+        .iter()
+        .any(|f| f.severity == Severity::Fatal);
+    if diagnosis.disposition() == Disposition::Delivered && !fatal {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+/// The JSON contract (`docs/json.md`).
+#[derive(Debug, Serialize)]
+struct Report<'a> {
+    request: &'a str,
+    disposition: Disposition,
+    paths: Vec<PathJson>,
+    hops: Vec<HopJson<'a>>,
+    links: Vec<LinkJson<'a>>,
+    findings: &'a [Finding],
+}
+
+#[derive(Debug, Serialize)]
+struct PathJson {
+    disposition: Disposition,
+    probability: f64,
+    /// Indices into `hops`.
+    hops: Vec<usize>,
+}
+
+#[derive(Debug, Serialize)]
+struct HopJson<'a> {
+    #[serde(flatten)]
+    hop: &'a Hop,
+    /// Indices into `findings` of the findings about this hop.
+    findings: Vec<usize>,
+}
+
+#[derive(Debug, Serialize)]
+struct LinkJson<'a> {
+    from: usize,
+    to: usize,
+    #[serde(flatten)]
+    link: &'a Link,
+}
+
+fn report(diagnosis: &Diagnosis) -> Report<'_> {
+    Report {
+        request: &diagnosis.summary,
+        disposition: diagnosis.disposition(),
+        paths: diagnosis
+            .paths
+            .iter()
+            .map(|p| PathJson {
+                disposition: p.disposition,
+                probability: p.probability,
+                hops: p.hops.clone(),
+            })
+            .collect(),
+        hops: diagnosis
+            .graph
+            .node_indices()
+            .map(|index| HopJson {
+                hop: &diagnosis.graph[index],
+                findings: diagnosis
+                    .findings
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, f)| f.hop_index == index.index())
+                    .map(|(i, _)| i)
+                    .collect(),
+            })
+            .collect(),
+        links: diagnosis
+            .graph
+            .edge_references()
+            .map(|edge| LinkJson {
+                from: edge.source().index(),
+                to: edge.target().index(),
+                link: edge.weight(),
+            })
+            .collect(),
+        findings: &diagnosis.findings,
+    }
+}
+
+fn print_text(diagnosis: &Diagnosis, verbose: bool) {
+    // The verdict first, then where it stops.
+    let disposition = diagnosis.disposition();
+    out!("{}: {disposition}", diagnosis.summary);
+    for finding in diagnosis
+        .findings
+        .iter()
+        .filter(|f| f.severity == Severity::Fatal)
+    {
+        out!("  stops at {}: {}", finding.hop, finding.message);
+    }
+    let count = diagnosis.paths.len();
+    for (number, path) in diagnosis.paths.iter().enumerate() {
+        out!();
+        out!(
+            "path {} of {count} ({:.0}% of flows): {}",
+            number + 1,
+            path.probability * 100.0,
+            path.disposition
+        );
+        let mut previous: Option<usize> = None;
+        for &index in &path.hops {
+            if let Some(from) = previous
+                && let Some(edge) = diagnosis
+                    .graph
+                    .find_edge(NodeIndex::new(from), NodeIndex::new(index))
+            {
+                let link = &diagnosis.graph[edge];
+                let to = link.to_interface.as_deref().unwrap_or("");
+                let kind = serde_json::to_value(link.kind)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default();
+                if verbose {
+                    out!(
+                        "   | {kind} {} -> {to}: {}",
+                        link.from_interface,
+                        link.packet
+                    );
+                } else {
+                    out!("   | {kind} {} -> {to}", link.from_interface);
+                }
+            }
+            previous = Some(index);
+            let hop = diagnosis.hop(index);
+            let what = match hop.kind {
+                engine::HopKind::Pod => format!("pod on {}", hop.node.as_deref().unwrap_or("?")),
+                engine::HopKind::Node => "node".to_string(),
+                engine::HopKind::External => "outside the cluster".to_string(),
+            };
+            out!("  {} [{what}]", hop.id);
+            for step in &hop.steps {
+                out!("      {}", step_line(step, verbose));
+            }
+        }
+    }
+    if !diagnosis.findings.is_empty() {
+        out!();
+        out!("findings:");
+        for finding in &diagnosis.findings {
+            let severity = serde_json::to_value(finding.severity)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default();
+            out!(
+                "  {severity} {} at {}: {}",
+                finding.id,
+                finding.hop,
+                finding.message
+            );
+            out!("      evidence: {}", finding.evidence);
+        }
+    }
+}
+
+fn step_line(step: &Step, verbose: bool) -> String {
+    match step {
+        Step::Sent { packet } => format!("sends {packet}"),
+        Step::Received { interface, packet } => {
+            if verbose {
+                format!("receives on {interface}: {packet}")
+            } else {
+                format!("receives on {interface}")
+            }
+        }
+        Step::Route {
+            rule,
+            route,
+            result,
+        } => {
+            if verbose && !rule.is_empty() {
+                format!("route: {result} ({route}; rule {rule})")
+            } else {
+                format!("route: {result} ({route})")
+            }
+        }
+        Step::Translated {
+            hook,
+            table,
+            translation,
+        } => format!("netfilter {hook} {table}: {translation}"),
+        Step::Netfilter {
+            decision,
+            rule,
+            line,
+        } => match line {
+            Some(line) => format!("netfilter: {decision}, line {line}: {rule}"),
+            None => format!("netfilter: {decision}"),
+        },
+        Step::Neighbour {
+            address,
+            interface,
+            result,
+        } => format!("neighbour {address} on {interface}: {result}"),
+        Step::Bridged { bridge, port } => format!("bridge {bridge} forwards to port {port}"),
+        Step::Encapsulated { device, outer } => format!("{device} encapsulates: {outer}"),
+        Step::Decapsulated { device, inner } => format!("{device} decapsulates: {inner}"),
+        Step::Delivered { socket } => format!("delivered to {socket}"),
+        Step::Stopped {
+            disposition,
+            reason,
+        } => format!("STOPPED ({disposition}): {reason}"),
+    }
+}

@@ -1,0 +1,239 @@
+//! The path walker: follows a packet from namespace to namespace across a
+//! snapshot, asking `netstack` what each kernel does with it, and records
+//! the hops, the links between them and where every path ends.
+//!
+//! The walk is a graph (petgraph): a hop is one visit of one network
+//! namespace (or of the world outside the cluster), a link is how the packet
+//! got from one hop to the next. Multipath routes fan out into paths of
+//! their own; each path ends in exactly one [`Disposition`].
+//!
+//! **Architecture Invariant:** the engine never invents a verdict. A step
+//! that needs something the snapshot does not hold ends the path as
+//! [`Disposition::InsufficientInfo`], saying what was missing.
+
+mod target;
+mod topology;
+mod walk;
+
+use std::fmt;
+use std::net::IpAddr;
+
+use petgraph::graph::{DiGraph, NodeIndex};
+use serde::Serialize;
+
+use crate::snapshot::Snapshot;
+
+pub use target::{Endpoint, Protocol, Request, TargetError};
+
+/// How a path ends. The closed set of DESIGN §4.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Disposition {
+    Delivered,
+    DeniedByNetfilter,
+    NoRoute,
+    /// An unreachable, blackhole or prohibit route or rule.
+    UnreachableRoute,
+    NeighborFailed,
+    ForwardingDisabled,
+    RpFilter,
+    NoListener,
+    MtuExceeded,
+    Loop,
+    ExitsCluster,
+    InsufficientInfo,
+}
+
+impl Disposition {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Disposition::Delivered => "delivered",
+            Disposition::DeniedByNetfilter => "denied_by_netfilter",
+            Disposition::NoRoute => "no_route",
+            Disposition::UnreachableRoute => "unreachable_route",
+            Disposition::NeighborFailed => "neighbor_failed",
+            Disposition::ForwardingDisabled => "forwarding_disabled",
+            Disposition::RpFilter => "rp_filter",
+            Disposition::NoListener => "no_listener",
+            Disposition::MtuExceeded => "mtu_exceeded",
+            Disposition::Loop => "loop",
+            Disposition::ExitsCluster => "exits_cluster",
+            Disposition::InsufficientInfo => "insufficient_info",
+        }
+    }
+}
+
+impl fmt::Display for Disposition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What a hop is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HopKind {
+    Pod,
+    Node,
+    /// An address outside the cluster's namespaces.
+    External,
+}
+
+/// One visit of one network namespace.
+#[derive(Debug, Clone, Serialize)]
+pub struct Hop {
+    /// Pods `NS/NAME`, nodes their name, anything else its IP.
+    pub id: String,
+    pub kind: HopKind,
+    /// The node the namespace is on, for pods and nodes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    pub steps: Vec<Step>,
+}
+
+/// Something the kernel did with the packet, in kernel order.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Step {
+    /// The packet was generated here.
+    Sent { packet: String },
+    /// The packet arrived on an interface.
+    Received { interface: String, packet: String },
+    /// A route was chosen (or refused).
+    Route {
+        rule: String,
+        route: String,
+        result: String,
+    },
+    /// Netfilter rewrote the packet.
+    Translated {
+        hook: String,
+        table: String,
+        translation: String,
+    },
+    /// A netfilter rule (or chain policy) decided the packet's fate.
+    Netfilter {
+        decision: String,
+        rule: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        line: Option<usize>,
+    },
+    /// A neighbour (ARP) resolution.
+    Neighbour {
+        address: IpAddr,
+        interface: String,
+        result: String,
+    },
+    /// A bridge forwarded the frame to a port.
+    Bridged { bridge: String, port: String },
+    /// The packet was put into a tunnel.
+    Encapsulated { device: String, outer: String },
+    /// The packet came out of a tunnel.
+    Decapsulated { device: String, inner: String },
+    /// The packet reached a socket.
+    Delivered { socket: String },
+    /// The packet stopped here.
+    Stopped {
+        disposition: Disposition,
+        reason: String,
+    },
+}
+
+/// How the packet got from one hop to the next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LinkKind {
+    Veth,
+    BridgePort,
+    Vxlan,
+    Underlay,
+    /// Within one namespace: the destination's socket answering.
+    Local,
+    /// Leaving the cluster.
+    Outside,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Link {
+    pub kind: LinkKind,
+    /// Interface the packet left by.
+    pub from_interface: String,
+    /// Interface the packet arrived on, where there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to_interface: Option<String>,
+    /// The packet as it is on the wire.
+    pub packet: String,
+}
+
+/// A finding: what stopped a path, with its evidence.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Finding {
+    /// Stable id, e.g. `kernel.route.none`.
+    pub id: String,
+    pub severity: Severity,
+    /// The hop id it is about.
+    pub hop: String,
+    /// Index of that hop in [`Diagnosis::graph`] (hop ids repeat when a
+    /// namespace is visited twice).
+    #[serde(skip)]
+    pub hop_index: usize,
+    pub message: String,
+    /// The snapshot file (and what in it) the finding rests on.
+    pub evidence: String,
+    /// What the cluster should have had instead, where that is known.
+    pub expected: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Info,
+    Warning,
+    Critical,
+    Fatal,
+}
+
+/// One way through the graph, from the source to where it ends.
+#[derive(Debug, Clone, Serialize)]
+pub struct PathResult {
+    pub disposition: Disposition,
+    /// The share of flows that take this path (multipath splits it).
+    pub probability: f64,
+    /// Indices into [`Diagnosis::hops`], in order.
+    pub hops: Vec<usize>,
+}
+
+/// The answer to a [`Request`].
+#[derive(Debug, Clone)]
+pub struct Diagnosis {
+    /// The request as resolved against the snapshot.
+    pub summary: String,
+    pub graph: DiGraph<Hop, Link>,
+    pub paths: Vec<PathResult>,
+    pub findings: Vec<Finding>,
+}
+
+impl Diagnosis {
+    /// `delivered` only if every path is.
+    pub fn disposition(&self) -> Disposition {
+        self.paths
+            .iter()
+            .map(|p| p.disposition)
+            .find(|d| *d != Disposition::Delivered)
+            .unwrap_or(if self.paths.is_empty() {
+                Disposition::InsufficientInfo
+            } else {
+                Disposition::Delivered
+            })
+    }
+
+    pub fn hop(&self, index: usize) -> &Hop {
+        &self.graph[NodeIndex::new(index)]
+    }
+}
+
+/// Walks `request` through `snapshot`.
+pub fn diagnose(snapshot: &Snapshot, request: &Request) -> Result<Diagnosis, TargetError> {
+    let resolved = target::resolve(snapshot, request)?;
+    Ok(walk::walk(snapshot, &resolved))
+}

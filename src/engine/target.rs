@@ -1,0 +1,509 @@
+//! What the user asks about: `--from` and `--to` as written, and what they
+//! resolve to in a snapshot.
+
+use std::fmt;
+use std::net::IpAddr;
+use std::str::FromStr;
+
+use crate::snapshot::cluster::{IpOwner, Pod};
+use crate::snapshot::{NetnsId, Snapshot};
+
+/// A source or destination as the user writes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Endpoint {
+    /// `NS/NAME[:PORT]`
+    Pod {
+        namespace: String,
+        name: String,
+        port: Option<u16>,
+    },
+    /// `node/NAME[:PORT]`
+    Node { name: String, port: Option<u16> },
+    /// `svc/NS/NAME[:PORT]`
+    Service {
+        namespace: String,
+        name: String,
+        port: Option<u16>,
+    },
+    /// `IP` or `IP:PORT` (`[IPv6]:PORT`)
+    Ip { address: IpAddr, port: Option<u16> },
+}
+
+/// Why `--from`/`--to` cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TargetError {
+    #[error(
+        "{0:?} is not a pod (NS/NAME), a node (node/NAME), a service (svc/NS/NAME[:PORT]) or an address (IP[:PORT])"
+    )]
+    Malformed(String),
+    #[error("{0:?}: {1} is not a port number (1-65535)")]
+    BadPort(String, String),
+    #[error("no pod {0}/{1} in the snapshot")]
+    UnknownPod(String, String),
+    #[error("no node {0} in the snapshot")]
+    UnknownNode(String),
+    #[error("no service {0}/{1} in the snapshot")]
+    UnknownService(String, String),
+    #[error("pod {0}/{1} has no IP (status.podIPs is empty)")]
+    PodWithoutIp(String, String),
+    #[error("pod {0}/{1} is not scheduled on a node")]
+    PodNotScheduled(String, String),
+    #[error("node {0} has no InternalIP or ExternalIP address")]
+    NodeWithoutIp(String),
+    #[error("service {0}/{1} has no cluster IP (headless or ExternalName)")]
+    ServiceWithoutIp(String, String),
+    #[error(
+        "{0} is neither a pod's, a node's nor a service's address: sources must be inside the cluster"
+    )]
+    ExternalSource(IpAddr),
+    #[error("the port is given twice ({0} and {1})")]
+    ConflictingPorts(u16, u16),
+    #[error("{0} needs a port: give --port N (or IP:PORT, svc/NS/NAME:PORT)")]
+    PortRequired(Protocol),
+    #[error("service {0}/{1} has no port {2}")]
+    UnknownServicePort(String, String, u16),
+}
+
+impl FromStr for Endpoint {
+    type Err = TargetError;
+
+    fn from_str(text: &str) -> Result<Endpoint, TargetError> {
+        let malformed = || TargetError::Malformed(text.to_string());
+        if let Some(rest) = text.strip_prefix("node/") {
+            let (name, port) = split_port(text, rest)?;
+            return match name {
+                "" => Err(malformed()),
+                name if name.contains('/') => Err(malformed()),
+                name => Ok(Endpoint::Node {
+                    name: name.to_string(),
+                    port,
+                }),
+            };
+        }
+        if let Some(rest) = text.strip_prefix("svc/") {
+            let (path, port) = split_port(text, rest)?;
+            return match path.split_once('/') {
+                Some((namespace, name))
+                    if !namespace.is_empty() && !name.is_empty() && !name.contains('/') =>
+                {
+                    Ok(Endpoint::Service {
+                        namespace: namespace.into(),
+                        name: name.into(),
+                        port,
+                    })
+                }
+                _ => Err(malformed()),
+            };
+        }
+        if let Ok(address) = text.parse::<IpAddr>() {
+            return Ok(Endpoint::Ip {
+                address,
+                port: None,
+            });
+        }
+        if let Ok(socket) = text.parse::<std::net::SocketAddr>() {
+            return Ok(Endpoint::Ip {
+                address: socket.ip(),
+                port: Some(socket.port()),
+            });
+        }
+        let (path, port) = split_port(text, text)?;
+        match path.split_once('/') {
+            Some((namespace, name))
+                if !namespace.is_empty() && !name.is_empty() && !name.contains('/') =>
+            {
+                Ok(Endpoint::Pod {
+                    namespace: namespace.into(),
+                    name: name.into(),
+                    port,
+                })
+            }
+            _ => Err(malformed()),
+        }
+    }
+}
+
+/// `NAME:PORT` -> (`NAME`, port).
+fn split_port<'a>(whole: &str, text: &'a str) -> Result<(&'a str, Option<u16>), TargetError> {
+    match text.rsplit_once(':') {
+        None => Ok((text, None)),
+        Some((path, port)) => match port.parse::<u16>() {
+            Ok(number) if number > 0 => Ok((path, Some(number))),
+            _ => Err(TargetError::BadPort(whole.to_string(), port.to_string())),
+        },
+    }
+}
+
+/// `:PORT`, or nothing.
+fn port_suffix(port: Option<u16>) -> String {
+    port.map(|p| format!(":{p}")).unwrap_or_default()
+}
+
+impl fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Endpoint::Pod {
+                namespace,
+                name,
+                port,
+            } => write!(f, "{namespace}/{name}{}", port_suffix(*port)),
+            Endpoint::Node { name, port } => write!(f, "node/{name}{}", port_suffix(*port)),
+            Endpoint::Service {
+                namespace,
+                name,
+                port: None,
+            } => write!(f, "svc/{namespace}/{name}"),
+            Endpoint::Service {
+                namespace,
+                name,
+                port: Some(port),
+            } => write!(f, "svc/{namespace}/{name}:{port}"),
+            Endpoint::Ip {
+                address,
+                port: None,
+            } => write!(f, "{address}"),
+            Endpoint::Ip {
+                address,
+                port: Some(port),
+            } => write!(f, "{}", std::net::SocketAddr::new(*address, *port)),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Protocol {
+    Tcp,
+    Udp,
+    Icmp,
+}
+
+impl Protocol {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Protocol::Tcp => "tcp",
+            Protocol::Udp => "udp",
+            Protocol::Icmp => "icmp",
+        }
+    }
+}
+
+impl fmt::Display for Protocol {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A question: can `from` reach `to` on `port`/`protocol`?
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub from: Endpoint,
+    pub to: Endpoint,
+    pub port: Option<u16>,
+    pub protocol: Protocol,
+}
+
+/// Where the walk starts and what it is for.
+#[derive(Debug, Clone)]
+pub(crate) struct Resolved {
+    /// The namespace the packet is generated in.
+    pub source: NetnsId,
+    /// The source address when the source names one (a pod's IP).
+    pub src: Option<IpAddr>,
+    pub dst: IpAddr,
+    pub dport: Option<u16>,
+    pub protocol: Protocol,
+    pub summary: String,
+}
+
+pub(crate) fn resolve(snapshot: &Snapshot, request: &Request) -> Result<Resolved, TargetError> {
+    let (source, src) = resolve_source(snapshot, &request.from)?;
+    let (dst, target_port) = resolve_destination(snapshot, &request.to)?;
+    let dport = match (request.port, target_port) {
+        (Some(a), Some(b)) if a != b => return Err(TargetError::ConflictingPorts(a, b)),
+        (Some(port), _) | (None, Some(port)) => Some(port),
+        (None, None) if request.protocol == Protocol::Icmp => None,
+        (None, None) => match &request.to {
+            Endpoint::Pod {
+                namespace, name, ..
+            } => single_declared_port(snapshot, namespace, name)
+                .ok_or(TargetError::PortRequired(request.protocol))?,
+            _ => return Err(TargetError::PortRequired(request.protocol)),
+        }
+        .into(),
+    };
+    let dport = if request.protocol == Protocol::Icmp {
+        None
+    } else {
+        dport
+    };
+    let target = match dport {
+        Some(port) => std::net::SocketAddr::new(dst, port).to_string(),
+        None => dst.to_string(),
+    };
+    let summary = format!(
+        "{} -> {} ({target} {})",
+        request.from, request.to, request.protocol
+    );
+    Ok(Resolved {
+        source,
+        src,
+        dst,
+        dport,
+        protocol: request.protocol,
+        summary,
+    })
+}
+
+fn pod<'s>(snapshot: &'s Snapshot, namespace: &str, name: &str) -> Result<&'s Pod, TargetError> {
+    snapshot
+        .cluster
+        .pod(namespace, name)
+        .ok_or_else(|| TargetError::UnknownPod(namespace.into(), name.into()))
+}
+
+fn resolve_source(
+    snapshot: &Snapshot,
+    from: &Endpoint,
+) -> Result<(NetnsId, Option<IpAddr>), TargetError> {
+    match from {
+        Endpoint::Pod {
+            namespace, name, ..
+        } => pod_namespace(snapshot, namespace, name),
+        Endpoint::Node { name, .. } => {
+            snapshot
+                .cluster
+                .node(name)
+                .ok_or_else(|| TargetError::UnknownNode(name.clone()))?;
+            Ok((NetnsId::Host { node: name.clone() }, None))
+        }
+        Endpoint::Service { .. } => Err(TargetError::Malformed(from.to_string())),
+        Endpoint::Ip { address, .. } => {
+            for owner in snapshot.cluster.by_ip(*address) {
+                match owner {
+                    IpOwner::Pod {
+                        namespace,
+                        name,
+                        host_network: false,
+                    } => {
+                        let (id, _) = pod_namespace(snapshot, namespace, name)?;
+                        return Ok((id, Some(*address)));
+                    }
+                    IpOwner::Node { name } => {
+                        return Ok((NetnsId::Host { node: name.clone() }, Some(*address)));
+                    }
+                    _ => {}
+                }
+            }
+            Err(TargetError::ExternalSource(*address))
+        }
+    }
+}
+
+/// A pod's network namespace (its node's, for a hostNetwork pod) and its IP.
+fn pod_namespace(
+    snapshot: &Snapshot,
+    namespace: &str,
+    name: &str,
+) -> Result<(NetnsId, Option<IpAddr>), TargetError> {
+    let pod = pod(snapshot, namespace, name)?;
+    let node = pod
+        .node_name
+        .clone()
+        .ok_or_else(|| TargetError::PodNotScheduled(namespace.into(), name.into()))?;
+    let ip = pod.ips.first().copied();
+    if pod.host_network {
+        return Ok((NetnsId::Host { node }, ip));
+    }
+    Ok((
+        NetnsId::Pod {
+            node,
+            namespace: namespace.into(),
+            name: name.into(),
+        },
+        ip,
+    ))
+}
+
+fn resolve_destination(
+    snapshot: &Snapshot,
+    to: &Endpoint,
+) -> Result<(IpAddr, Option<u16>), TargetError> {
+    match to {
+        Endpoint::Pod {
+            namespace,
+            name,
+            port,
+        } => {
+            let pod = pod(snapshot, namespace, name)?;
+            let ip = pod
+                .ips
+                .first()
+                .ok_or_else(|| TargetError::PodWithoutIp(namespace.clone(), name.clone()))?;
+            Ok((*ip, *port))
+        }
+        Endpoint::Node { name, port } => {
+            let node = snapshot
+                .cluster
+                .node(name)
+                .ok_or_else(|| TargetError::UnknownNode(name.clone()))?;
+            let ip = node
+                .addresses
+                .iter()
+                .find_map(|a| a.ip())
+                .ok_or_else(|| TargetError::NodeWithoutIp(name.clone()))?;
+            Ok((ip, *port))
+        }
+        Endpoint::Service {
+            namespace,
+            name,
+            port,
+        } => {
+            let service = snapshot
+                .cluster
+                .service(namespace, name)
+                .ok_or_else(|| TargetError::UnknownService(namespace.clone(), name.clone()))?;
+            let ip = service
+                .cluster_ips
+                .first()
+                .ok_or_else(|| TargetError::ServiceWithoutIp(namespace.clone(), name.clone()))?;
+            let port = match port {
+                Some(port) if service.ports.iter().any(|p| p.port == *port) => Some(*port),
+                Some(port) => {
+                    return Err(TargetError::UnknownServicePort(
+                        namespace.clone(),
+                        name.clone(),
+                        *port,
+                    ));
+                }
+                None if service.ports.len() == 1 => Some(service.ports[0].port),
+                None => None,
+            };
+            Ok((*ip, port))
+        }
+        Endpoint::Ip { address, port } => Ok((*address, *port)),
+    }
+}
+
+/// The one port a pod's containers declare, if exactly one.
+fn single_declared_port(snapshot: &Snapshot, namespace: &str, name: &str) -> Option<u16> {
+    let pod = snapshot.cluster.pod(namespace, name)?;
+    let mut ports = pod
+        .containers
+        .iter()
+        .flat_map(|c| c.ports.iter().map(|p| p.container_port));
+    let first = ports.next()?;
+    ports.next().is_none().then_some(first)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints_parse_in_every_documented_form() {
+        let cases = [
+            (
+                "default/web-0",
+                Endpoint::Pod {
+                    namespace: "default".into(),
+                    name: "web-0".into(),
+                    port: None,
+                },
+            ),
+            (
+                "node/node-1",
+                Endpoint::Node {
+                    name: "node-1".into(),
+                    port: None,
+                },
+            ),
+            (
+                "node/node-1:30080",
+                Endpoint::Node {
+                    name: "node-1".into(),
+                    port: Some(30080),
+                },
+            ),
+            (
+                "default/web-0:8080",
+                Endpoint::Pod {
+                    namespace: "default".into(),
+                    name: "web-0".into(),
+                    port: Some(8080),
+                },
+            ),
+            (
+                "svc/default/web",
+                Endpoint::Service {
+                    namespace: "default".into(),
+                    name: "web".into(),
+                    port: None,
+                },
+            ),
+            (
+                "svc/default/web:80",
+                Endpoint::Service {
+                    namespace: "default".into(),
+                    name: "web".into(),
+                    port: Some(80),
+                },
+            ),
+            (
+                "10.0.0.1",
+                Endpoint::Ip {
+                    address: "10.0.0.1".parse().unwrap(),
+                    port: None,
+                },
+            ),
+            (
+                "10.0.0.1:53",
+                Endpoint::Ip {
+                    address: "10.0.0.1".parse().unwrap(),
+                    port: Some(53),
+                },
+            ),
+            (
+                "[fd00::1]:443",
+                Endpoint::Ip {
+                    address: "fd00::1".parse().unwrap(),
+                    port: Some(443),
+                },
+            ),
+            (
+                "fd00::1",
+                Endpoint::Ip {
+                    address: "fd00::1".parse().unwrap(),
+                    port: None,
+                },
+            ),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(text.parse::<Endpoint>(), Ok(expected.clone()), "{text}");
+            assert_eq!(expected.to_string(), text);
+        }
+    }
+
+    #[test]
+    fn malformed_endpoints_say_what_forms_exist() {
+        for text in [
+            "",
+            "web-0",
+            "a/b/c",
+            "node/",
+            "svc/default",
+            "svc/default/web:http",
+            "10.0.0.1:99999",
+        ] {
+            let error = text.parse::<Endpoint>().unwrap_err();
+            assert!(
+                matches!(error, TargetError::Malformed(_) | TargetError::BadPort(..)),
+                "{text}: {error:?}"
+            );
+        }
+        let message = "web-0".parse::<Endpoint>().unwrap_err().to_string();
+        assert!(
+            message.contains("NS/NAME") && message.contains("node/NAME"),
+            "{message}"
+        );
+    }
+}

@@ -1,0 +1,1710 @@
+//! The walk itself: one namespace at a time, as the kernel would move the packet.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::net::IpAddr;
+
+use petgraph::graph::{DiGraph, NodeIndex};
+
+use super::target::{Protocol, Resolved};
+use super::topology::Topology;
+use super::{
+    Diagnosis, Disposition, Finding, Hop, HopKind, Link, LinkKind, PathResult, Severity, Step,
+};
+use crate::netstack::Tri;
+use crate::netstack::netfilter::{
+    self, Context, CtState, Netfilter, Outcome, PacketPath, RouteChoice, Step as NetfilterStep,
+    Translation, Verdict,
+};
+use crate::netstack::routing::{
+    Fib, FlowKey, LookupOutcome, RouteError, describe_route, describe_rule,
+};
+use crate::snapshot::cluster::IpOwner;
+use crate::snapshot::netns::addr::Family;
+use crate::snapshot::netns::iptables::{
+    Policy as IptablesPolicy, Protocol as IpProtocol, TcpFlagBits,
+};
+use crate::snapshot::netns::link::{
+    Link as Device, LinkFlag, LinkKind as DeviceKind, LinkLayerAddress, MacAddr, VxlanInfo,
+};
+use crate::snapshot::netns::neigh::NeighbourState;
+use crate::snapshot::netns::route::RouteType;
+use crate::snapshot::netns::sockets::{LocalAddress, SocketProtocol, SocketState};
+use crate::snapshot::netns::sysctl::Sysctls;
+use crate::snapshot::{NetnsId, Snapshot};
+
+/// The source port of the flow's first packet (any ephemeral port would do).
+const EPHEMERAL_PORT: u16 = 40000;
+
+/// A walk longer than this is a loop the per-visit check did not catch.
+const MAX_VISITS: usize = 64;
+
+/// The packet as the walker carries it.
+#[derive(Debug, Clone, PartialEq)]
+struct Packet {
+    src: Option<IpAddr>,
+    dst: IpAddr,
+    protocol: Protocol,
+    sport: Option<u16>,
+    dport: Option<u16>,
+    /// The answer to the flow: netfilter sees it as ESTABLISHED.
+    reply: bool,
+    /// Set while the packet is the outer UDP packet of a VXLAN tunnel.
+    tunnel: Option<Box<Tunnelled>>,
+}
+
+impl Packet {
+    /// The packet as netfilter sees it: the first packet of a new connection
+    /// from an ephemeral port.
+    fn netfilter_packet(&self, src: IpAddr) -> netfilter::Packet {
+        let protocol = match self.protocol {
+            Protocol::Tcp => IpProtocol::TCP,
+            Protocol::Udp => IpProtocol::UDP,
+            Protocol::Icmp => IpProtocol::ICMP,
+        };
+        let mut packet = netfilter::Packet::new(src, self.dst, protocol);
+        if packet.dport.is_some() {
+            packet.sport = self.sport;
+            packet.dport = self.dport;
+        }
+        if self.reply {
+            packet.ct_state = CtState::Established;
+            packet.tcp_flags = packet
+                .tcp_flags
+                .map(|_| TcpFlagBits(TcpFlagBits::SYN.0 | TcpFlagBits::ACK.0));
+            packet.icmp = packet.icmp.map(|_| (0, 0));
+        }
+        packet
+    }
+}
+
+/// What a VXLAN packet carries.
+#[derive(Debug, Clone, PartialEq)]
+struct Tunnelled {
+    vni: u32,
+    /// The destination MAC of the inner frame: the remote VTEP device's, if the
+    /// neighbour and FDB entries are right.
+    inner_mac: MacAddr,
+    inner: Packet,
+}
+
+impl fmt::Display for Packet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.src {
+            Some(src) => write!(f, "{src}")?,
+            None => f.write_str("(source not chosen yet)")?,
+        }
+        match self.dport {
+            Some(port) => write!(
+                f,
+                " -> {} {}",
+                std::net::SocketAddr::new(self.dst, port),
+                self.protocol
+            )?,
+            None => write!(f, " -> {} {}", self.dst, self.protocol)?,
+        }
+        if self.reply {
+            f.write_str(" (reply)")?;
+        }
+        if let Some(tunnel) = &self.tunnel {
+            write!(
+                f,
+                " [vxlan {} to {}: {}]",
+                tunnel.vni, tunnel.inner_mac, tunnel.inner
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// How the packet came to be in a namespace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Arrival {
+    /// Generated here (by a socket, or by a tunnel device encapsulating).
+    Local,
+    /// Arrived on this interface.
+    Received(String),
+}
+
+/// The state of one branch of the walk.
+#[derive(Debug, Clone)]
+struct Branch {
+    hops: Vec<NodeIndex>,
+    probability: f64,
+    /// (namespace, packet, arrival) already seen on this branch.
+    seen: Vec<(NetnsId, String, Arrival)>,
+    /// The sender: its namespace, address and port, once routing chose them.
+    origin: Option<(NetnsId, IpAddr, Option<u16>)>,
+    /// The translations netfilter made on the way there, which conntrack
+    /// undoes for the reply in the same namespaces.
+    nat: Vec<(NetnsId, Translation)>,
+    /// Walking the reply back to the sender.
+    reply: bool,
+}
+
+/// The kernel models of every namespace, built once per walk.
+struct Models<'s> {
+    fibs: HashMap<&'s NetnsId, Fib<'s>>,
+    netfilters: HashMap<&'s NetnsId, Netfilter<'s>>,
+}
+
+struct Walker<'s, 'm> {
+    snapshot: &'s Snapshot,
+    topology: Topology<'s>,
+    models: &'m Models<'s>,
+    graph: DiGraph<Hop, Link>,
+    paths: Vec<PathResult>,
+    findings: Vec<Finding>,
+}
+
+pub(crate) fn walk(snapshot: &Snapshot, resolved: &Resolved) -> Diagnosis {
+    let mut fibs = HashMap::new();
+    for (id, entry) in &snapshot.namespaces {
+        let dump = &entry.dump;
+        if let (Some(rules), Some(routes), Some(addrs)) = (&dump.rules, &dump.routes, &dump.addrs) {
+            fibs.insert(id, Fib::new(rules, routes, addrs, dump.sysctls.as_ref()));
+        }
+    }
+    let netfilters = snapshot
+        .namespaces
+        .iter()
+        .filter_map(|(id, entry)| {
+            let ruleset = entry.dump.iptables.as_ref()?;
+            Some((id, Netfilter::new(ruleset, entry.dump.ipsets.as_ref())))
+        })
+        .collect();
+    let models = Models { fibs, netfilters };
+    let mut walker = Walker {
+        snapshot,
+        topology: Topology::new(snapshot),
+        models: &models,
+        graph: DiGraph::new(),
+        paths: Vec::new(),
+        findings: Vec::new(),
+    };
+    let packet = Packet {
+        src: resolved.src,
+        dst: resolved.dst,
+        protocol: resolved.protocol,
+        // The client's ephemeral port, as netfilter's model assumes it.
+        sport: matches!(resolved.protocol, Protocol::Tcp | Protocol::Udp).then_some(EPHEMERAL_PORT),
+        dport: resolved.dport,
+        reply: false,
+        tunnel: None,
+    };
+    let branch = Branch {
+        hops: Vec::new(),
+        probability: 1.0,
+        seen: Vec::new(),
+        origin: None,
+        nat: Vec::new(),
+        reply: false,
+    };
+    walker.visit(&resolved.source, packet, Arrival::Local, None, branch);
+    Diagnosis {
+        summary: resolved.summary.clone(),
+        graph: walker.graph,
+        paths: walker.paths,
+        findings: walker.findings,
+    }
+}
+
+/// Why a path stopped, before it is recorded.
+struct Stop {
+    disposition: Disposition,
+    id: &'static str,
+    reason: String,
+    evidence: String,
+}
+
+impl<'s> Walker<'s, '_> {
+    /// Enters a namespace: a new hop in the graph.
+    fn visit(
+        &mut self,
+        ns: &NetnsId,
+        packet: Packet,
+        arrival: Arrival,
+        from: Option<(NodeIndex, Link)>,
+        mut branch: Branch,
+    ) {
+        let hop = self.graph.add_node(Hop {
+            id: hop_id(ns),
+            kind: match ns {
+                NetnsId::Pod { .. } => HopKind::Pod,
+                NetnsId::Host { .. } => HopKind::Node,
+            },
+            node: Some(ns.node().to_string()),
+            steps: Vec::new(),
+        });
+        if let Some((previous, link)) = from {
+            self.graph.add_edge(previous, hop, link);
+        }
+        branch.hops.push(hop);
+        self.process(ns, hop, packet, arrival, branch);
+    }
+
+    /// What the namespace's kernel does with a packet that is in it.
+    fn process(
+        &mut self,
+        ns: &NetnsId,
+        hop: NodeIndex,
+        mut packet: Packet,
+        arrival: Arrival,
+        mut branch: Branch,
+    ) {
+        let key = (ns.clone(), packet.to_string(), arrival.clone());
+        if branch.seen.contains(&key) || branch.seen.len() >= MAX_VISITS {
+            let reason = format!(
+                "the packet comes back to {} as it was: a forwarding loop",
+                hop_id(ns)
+            );
+            return self.stop(
+                hop,
+                branch,
+                Stop {
+                    disposition: Disposition::Loop,
+                    id: "engine.loop",
+                    reason,
+                    evidence: hop_id(ns),
+                },
+            );
+        }
+        branch.seen.push(key);
+        // A locally generated packet is recorded once routing has chosen
+        // its source address.
+        if let Arrival::Received(interface) = &arrival {
+            let packet = packet.to_string();
+            self.step(
+                hop,
+                Step::Received {
+                    interface: interface.clone(),
+                    packet,
+                },
+            );
+        }
+        if branch.reply {
+            self.undo_nat(ns, hop, &mut packet, &branch);
+        }
+        let models = self.models;
+        let Some(fib) = models.fibs.get(ns) else {
+            let stop = self.missing(
+                ns,
+                "ip-route.json, ip-rule.json and ip-addr.json",
+                "route the packet",
+            );
+            return self.stop(hop, branch, stop);
+        };
+        let Some(netfilter) = models.netfilters.get(ns) else {
+            let stop = self.missing(ns, "iptables-save.txt", "evaluate its netfilter rules");
+            return self.stop(hop, branch, stop);
+        };
+        let context = Context {
+            fib: Some(fib),
+            interfaces: self.snapshot.namespaces[ns]
+                .dump
+                .addrs
+                .as_deref()
+                .unwrap_or_default(),
+            local_addresses: &[],
+        };
+        match &arrival {
+            Arrival::Received(iif) => {
+                let mut filtered = packet.netfilter_packet(packet.src.unwrap_or(packet.dst));
+                filtered.in_iface = Some(iif.clone());
+                let outcomes = netfilter.traverse(PacketPath::Received, filtered, &context);
+                let forks = self.fork(hop, &branch, outcomes.len());
+                for (outcome, (hop, branch)) in outcomes.into_iter().zip(forks) {
+                    self.after_netfilter(ns, hop, &packet, outcome, Some(iif), None, branch);
+                }
+            }
+            Arrival::Local => {
+                // A socket's packet is routed first (that picks its source
+                // address), then meets OUTPUT and POSTROUTING.
+                let lookup = fib.lookup(&FlowKey {
+                    dport: packet.dport,
+                    ..FlowKey::to(packet.dst)
+                });
+                let paths = match lookup.outcome {
+                    LookupOutcome::Routed {
+                        paths, rule, route, ..
+                    } => {
+                        let rule_text = describe_rule(fib.rules[rule]);
+                        let route_text = describe_route(&fib.routes[route]);
+                        paths
+                            .into_iter()
+                            .map(|path| (path, rule_text.clone(), route_text.clone()))
+                            .collect::<Vec<_>>()
+                    }
+                    LookupOutcome::Failed { error, rule, route } => {
+                        let choice = RouteChoice::Failed {
+                            error,
+                            rule: rule.map(|r| describe_rule(fib.rules[r])),
+                            route: route.map(|r| describe_route(&fib.routes[r])),
+                        };
+                        return self.route_failed(ns, hop, &packet, &choice, branch);
+                    }
+                    LookupOutcome::Unknown { reason } => {
+                        let evidence = self.file(ns, "ip-route.json");
+                        let stop = Stop {
+                            disposition: Disposition::InsufficientInfo,
+                            id: "kernel.route.unknown",
+                            reason,
+                            evidence,
+                        };
+                        return self.stop(hop, branch, stop);
+                    }
+                };
+                // Every (path, netfilter outcome) pair is a branch of its own.
+                let mut ways = Vec::new();
+                for (path, rule, route) in paths {
+                    let mut packet = packet.clone();
+                    packet.src = packet.src.or(path.prefsrc);
+                    let routed = RouteChoice::Out {
+                        dev: path.dev.clone(),
+                        gateway: path.gateway,
+                        rule: Some(rule),
+                        route: Some(route),
+                    };
+                    let Some(src) = packet.src else {
+                        ways.push((packet, path.probability, routed, None));
+                        continue;
+                    };
+                    let mut filtered = packet.netfilter_packet(src);
+                    filtered.out_iface = path.dev.clone();
+                    for outcome in netfilter.traverse(PacketPath::Output, filtered, &context) {
+                        ways.push((
+                            packet.clone(),
+                            path.probability,
+                            routed.clone(),
+                            Some(outcome),
+                        ));
+                    }
+                }
+                let forks = self.fork(hop, &branch, ways.len());
+                for ((packet, share, routed, outcome), (hop, mut branch)) in
+                    ways.into_iter().zip(forks)
+                {
+                    branch.probability *= share;
+                    self.step(
+                        hop,
+                        Step::Sent {
+                            packet: packet.to_string(),
+                        },
+                    );
+                    if branch.origin.is_none()
+                        && let Some(src) = packet.src
+                    {
+                        branch.origin = Some((ns.clone(), src, packet.sport));
+                    }
+                    match outcome {
+                        Some(outcome) => self.after_netfilter(
+                            ns,
+                            hop,
+                            &packet,
+                            outcome,
+                            None,
+                            Some(routed),
+                            branch,
+                        ),
+                        None => {
+                            let reason = format!(
+                                "{} has no address to send from by {}",
+                                hop_id(ns),
+                                match &routed {
+                                    RouteChoice::Out { dev: Some(dev), .. } => dev.as_str(),
+                                    _ => "?",
+                                }
+                            );
+                            let stop = Stop {
+                                disposition: Disposition::NoRoute,
+                                id: "kernel.route.no-source",
+                                reason,
+                                evidence: self.file(ns, "ip-addr.json"),
+                            };
+                            self.stop(hop, branch, stop);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Gives each of `count` ways out of `hop` its own copy of the hop (with
+    /// the steps so far and the link that led in), so that the steps of one
+    /// branch never show up in another. The first way keeps `hop` itself.
+    fn fork(&mut self, hop: NodeIndex, branch: &Branch, count: usize) -> Vec<(NodeIndex, Branch)> {
+        let base = self.graph[hop].clone();
+        let incoming = branch.hops.iter().rev().nth(1).and_then(|&previous| {
+            let edge = self.graph.find_edge(previous, hop)?;
+            Some((previous, self.graph[edge].clone()))
+        });
+        let mut forks = Vec::with_capacity(count);
+        for index in 0..count {
+            let mut branch = branch.clone();
+            let node = if index == 0 {
+                hop
+            } else {
+                let node = self.graph.add_node(base.clone());
+                if let Some((previous, link)) = &incoming {
+                    self.graph.add_edge(*previous, node, link.clone());
+                }
+                if let Some(last) = branch.hops.last_mut() {
+                    *last = node;
+                }
+                node
+            };
+            forks.push((node, branch));
+        }
+        forks
+    }
+
+    /// Follows one netfilter outcome: a verdict, or the (translated) packet
+    /// delivered here or sent on. `routed` is the route already chosen for a
+    /// locally generated packet, which netfilter only reports when it re-routes.
+    #[allow(clippy::too_many_arguments)]
+    fn after_netfilter(
+        &mut self,
+        ns: &NetnsId,
+        hop: NodeIndex,
+        packet: &Packet,
+        outcome: Outcome<'s>,
+        iif: Option<&String>,
+        routed: Option<RouteChoice>,
+        mut branch: Branch,
+    ) {
+        branch.probability *= outcome.probability;
+        let rules_file = self.file(ns, "iptables-save.txt");
+        for step in &outcome.trace {
+            if let NetfilterStep::Translation {
+                hook,
+                table,
+                translation,
+            } = step
+                && !matches!(
+                    translation,
+                    Translation::Mark { .. } | Translation::ConnMark { .. }
+                )
+            {
+                self.step(
+                    hop,
+                    Step::Translated {
+                        hook: hook.to_string(),
+                        table: table.as_str().to_string(),
+                        translation: translation.to_string(),
+                    },
+                );
+            }
+        }
+        let route = outcome.trace.iter().rev().find_map(|step| match step {
+            NetfilterStep::Route { choice, .. } => Some(choice.clone()),
+            _ => None,
+        });
+        match &outcome.verdict {
+            Verdict::Drop | Verdict::Reject { .. } => {
+                let (decision, line, text) = deciding_rule(&outcome.trace);
+                self.step(
+                    hop,
+                    Step::Netfilter {
+                        decision: decision.clone(),
+                        rule: text.clone(),
+                        line,
+                    },
+                );
+                let verb = if matches!(outcome.verdict, Verdict::Drop) {
+                    "drops"
+                } else {
+                    "rejects"
+                };
+                let reason = format!("{}'s netfilter {verb} the packet: {decision}", hop_id(ns));
+                let evidence = match line {
+                    Some(line) => format!("{rules_file}:{line}: {text}"),
+                    None => format!("{rules_file}: {text}"),
+                };
+                let stop = Stop {
+                    disposition: Disposition::DeniedByNetfilter,
+                    id: "kernel.netfilter.denied",
+                    reason,
+                    evidence,
+                };
+                return self.stop(hop, branch, stop);
+            }
+            Verdict::Unknown { reason } => {
+                let stop = Stop {
+                    disposition: Disposition::InsufficientInfo,
+                    id: "kernel.netfilter.unknown",
+                    reason: reason.clone(),
+                    evidence: rules_file,
+                };
+                return self.stop(hop, branch, stop);
+            }
+            Verdict::Unroutable { .. } | Verdict::Accept => {}
+        }
+        let mut packet = packet.clone();
+        packet.src = Some(outcome.packet.src);
+        packet.dst = outcome.packet.dst;
+        packet.sport = outcome.packet.sport;
+        packet.dport = outcome.packet.dport;
+        if !branch.reply {
+            for step in &outcome.trace {
+                if let NetfilterStep::Translation { translation, .. } = step
+                    && matches!(
+                        translation,
+                        Translation::Dnat { .. }
+                            | Translation::Redirect { .. }
+                            | Translation::Snat { .. }
+                            | Translation::Masquerade { .. }
+                    )
+                {
+                    branch.nat.push((ns.clone(), *translation));
+                }
+            }
+        }
+        let Some(choice) = route.or(routed) else {
+            let reason = "netfilter reported no routing decision for the packet".to_string();
+            let stop = Stop {
+                disposition: Disposition::InsufficientInfo,
+                id: "engine.route.missing",
+                reason,
+                evidence: rules_file,
+            };
+            return self.stop(hop, branch, stop);
+        };
+        match choice {
+            RouteChoice::Local { rule, route } => {
+                self.step(
+                    hop,
+                    Step::Route {
+                        rule: rule.unwrap_or_default(),
+                        route: route.unwrap_or_default(),
+                        result: "local delivery".into(),
+                    },
+                );
+                if let Some(stop) = self.reverse_path_filter(ns, &packet, iif.map(String::as_str)) {
+                    return self.stop(hop, branch, stop);
+                }
+                self.deliver(ns, hop, packet, iif.map_or("lo", String::as_str), branch)
+            }
+            RouteChoice::Out {
+                dev,
+                gateway,
+                rule,
+                route,
+            } => {
+                let dev = dev.unwrap_or_default();
+                let via = match gateway {
+                    Some(gateway) => format!("via {gateway} dev {dev}"),
+                    None => format!("dev {dev}"),
+                };
+                if rule.is_some() || route.is_some() {
+                    self.step(
+                        hop,
+                        Step::Route {
+                            rule: rule.unwrap_or_default(),
+                            route: route.unwrap_or_default(),
+                            result: via,
+                        },
+                    );
+                }
+                if let Some(iif) = iif
+                    && let Some(stop) = self
+                        .forwarding(ns, iif)
+                        .or_else(|| self.reverse_path_filter(ns, &packet, Some(iif)))
+                {
+                    return self.stop(hop, branch, stop);
+                }
+                let next_hop = gateway.unwrap_or(packet.dst);
+                self.egress(ns, hop, &dev, next_hop, packet, branch)
+            }
+            failed @ RouteChoice::Failed { .. } => {
+                self.route_failed(ns, hop, &packet, &failed, branch)
+            }
+            RouteChoice::Unknown { reason } => {
+                let stop = Stop {
+                    disposition: Disposition::InsufficientInfo,
+                    id: "kernel.route.unknown",
+                    reason,
+                    evidence: self.file(ns, "ip-route.json"),
+                };
+                self.stop(hop, branch, stop)
+            }
+        }
+    }
+
+    /// The kernel refused to route the packet.
+    fn route_failed(
+        &mut self,
+        ns: &NetnsId,
+        hop: NodeIndex,
+        packet: &Packet,
+        choice: &RouteChoice,
+        branch: Branch,
+    ) {
+        let RouteChoice::Failed { error, rule, route } = choice else {
+            return;
+        };
+        let rule = rule.clone().unwrap_or_else(|| "-".into());
+        self.step(
+            hop,
+            Step::Route {
+                rule: rule.clone(),
+                route: route.clone().unwrap_or_else(|| "-".into()),
+                result: error.to_string(),
+            },
+        );
+        let (disposition, id) = match error {
+            RouteError::NoRoute => (Disposition::NoRoute, "kernel.route.none"),
+            RouteError::Martian => (Disposition::NoRoute, "kernel.route.martian"),
+            RouteError::Unreachable => (Disposition::UnreachableRoute, "kernel.route.unreachable"),
+            RouteError::Prohibit => (Disposition::UnreachableRoute, "kernel.route.prohibit"),
+            RouteError::Blackhole => (Disposition::UnreachableRoute, "kernel.route.blackhole"),
+        };
+        let reason = match route {
+            Some(route) => format!(
+                "{} has {error}: {route} (selected by rule {rule})",
+                hop_id(ns)
+            ),
+            None => format!("{} has {error} to {}", hop_id(ns), packet.dst),
+        };
+        let stop = Stop {
+            disposition,
+            id,
+            reason,
+            evidence: self.file(ns, "ip-route.json"),
+        };
+        self.stop(hop, branch, stop)
+    }
+
+    /// The service whose address `packet` is still sent to: kube-proxy's
+    /// translation never applied to it.
+    fn untranslated_service(&self, packet: &Packet) -> Option<String> {
+        self.snapshot
+            .cluster
+            .by_ip(packet.dst)
+            .iter()
+            .find_map(|owner| match owner {
+                IpOwner::ServiceClusterIp { namespace, name }
+                | IpOwner::ServiceExternalIp { namespace, name }
+                | IpOwner::ServiceLoadBalancerIp { namespace, name } => {
+                    Some(format!("{namespace}/{name}"))
+                }
+                _ => None,
+            })
+    }
+
+    /// IPv4 forwarding on the interface the packet came in on.
+    fn forwarding(&self, ns: &NetnsId, iif: &str) -> Option<Stop> {
+        let Some(sysctls) = self.sysctls(ns) else {
+            return Some(self.missing(ns, "sysctl.txt", "tell whether it forwards packets"));
+        };
+        let key = Sysctls::interface_key(Family::Ipv4, iif, "forwarding");
+        let (key, value) = match sysctls.get_i64(&key) {
+            Ok(Some(value)) => (key, value),
+            _ => match sysctls.get_i64("net.ipv4.ip_forward") {
+                Ok(Some(value)) => ("net.ipv4.ip_forward".to_string(), value),
+                _ => {
+                    return Some(self.missing(
+                        ns,
+                        "net.ipv4.ip_forward in sysctl.txt",
+                        "tell whether it forwards packets",
+                    ));
+                }
+            },
+        };
+        (value == 0).then(|| Stop {
+            disposition: Disposition::ForwardingDisabled,
+            id: "kernel.sysctl.forwarding",
+            reason: format!(
+                "{} does not forward packets arriving on {iif}: {key} = 0",
+                hop_id(ns)
+            ),
+            evidence: format!("{}: {key} = 0", self.file(ns, "sysctl.txt")),
+        })
+    }
+
+    /// Reverse-path filtering (`rp_filter`): strict mode drops a packet
+    /// whose source is not routed back out of the interface it came in on,
+    /// loose mode one whose source is not routable at all.
+    fn reverse_path_filter(
+        &self,
+        ns: &NetnsId,
+        packet: &Packet,
+        iif: Option<&str>,
+    ) -> Option<Stop> {
+        let (iif, src) = (iif?, packet.src?);
+        if iif == "lo" {
+            return None;
+        }
+        let sysctls = self.sysctls(ns)?;
+        let mode = ["all", iif]
+            .iter()
+            .filter_map(|ifname| {
+                sysctls
+                    .get_i64(&Sysctls::interface_key(Family::Ipv4, ifname, "rp_filter"))
+                    .ok()
+                    .flatten()
+            })
+            .max()
+            .unwrap_or(0);
+        if mode == 0 {
+            return None;
+        }
+        let fib = self.models.fibs.get(ns)?;
+        let back = fib.lookup(&FlowKey {
+            src: Some(packet.dst),
+            ..FlowKey::to(src)
+        });
+        let passes = match &back.outcome {
+            LookupOutcome::Routed {
+                paths, route_type, ..
+            } => {
+                *route_type == RouteType::Local
+                    || mode == 2
+                    || paths.iter().any(|p| p.dev.as_deref() == Some(iif))
+            }
+            LookupOutcome::Failed { .. } => false,
+            LookupOutcome::Unknown { .. } => return None,
+        };
+        (!passes).then(|| Stop {
+            disposition: Disposition::RpFilter,
+            id: "kernel.sysctl.rp_filter",
+            reason: format!(
+                "{} drops packets from {src} arriving on {iif}: rp_filter = {mode} ({}) and the route back to {src} does not leave by {iif}",
+                hop_id(ns),
+                if mode == 1 { "strict" } else { "loose" }
+            ),
+            evidence: format!("{}: rp_filter = {mode}", self.file(ns, "sysctl.txt")),
+        })
+    }
+
+    /// The packet is for this namespace: a tunnel device or a socket takes it.
+    fn deliver(&mut self, ns: &NetnsId, hop: NodeIndex, packet: Packet, iif: &str, branch: Branch) {
+        if let Some(tunnel) = &packet.tunnel {
+            return self.decapsulate(ns, hop, &packet, tunnel, branch);
+        }
+        if branch.reply {
+            return self.reply_arrived(ns, hop, &packet, branch);
+        }
+        match packet.protocol {
+            Protocol::Icmp => {
+                let ignored = self
+                    .sysctls(ns)
+                    .and_then(|s| s.get_i64("net.ipv4.icmp_echo_ignore_all").ok().flatten());
+                if ignored == Some(1) {
+                    let reason = format!(
+                        "{} ignores echo requests: net.ipv4.icmp_echo_ignore_all = 1",
+                        hop_id(ns)
+                    );
+                    let evidence = self.file(ns, "sysctl.txt");
+                    return self.stop(
+                        hop,
+                        branch,
+                        Stop {
+                            disposition: Disposition::NoListener,
+                            id: "kernel.sysctl.icmp_echo_ignore_all",
+                            reason,
+                            evidence,
+                        },
+                    );
+                }
+                self.step(
+                    hop,
+                    Step::Delivered {
+                        socket: "the kernel's ICMP echo responder".into(),
+                    },
+                );
+                self.answer(ns, hop, &packet, branch);
+            }
+            Protocol::Tcp | Protocol::Udp => {
+                let Some(sockets) = self
+                    .snapshot
+                    .namespaces
+                    .get(ns)
+                    .and_then(|e| e.dump.sockets.as_ref())
+                else {
+                    return self.stop(
+                        hop,
+                        branch,
+                        self.missing(ns, "ss.txt", "tell whether anything listens"),
+                    );
+                };
+                let (wanted, state) = match packet.protocol {
+                    Protocol::Tcp => (SocketProtocol::Tcp, SocketState::Listen),
+                    _ => (SocketProtocol::Udp, SocketState::Unconn),
+                };
+                let listener = sockets.iter().find(|s| {
+                    s.protocol == wanted
+                        && s.state == state
+                        && Some(s.port) == packet.dport
+                        && s.interface.as_deref().is_none_or(|bound| bound == iif)
+                        && match s.address {
+                            LocalAddress::AnyDualStack => true,
+                            LocalAddress::Ip(address) => {
+                                address == packet.dst
+                                    || (address.is_unspecified()
+                                        && Family::of(address) == Family::of(packet.dst))
+                            }
+                        }
+                });
+                match listener {
+                    Some(socket) => {
+                        let address = match socket.address {
+                            LocalAddress::AnyDualStack => "*".to_string(),
+                            LocalAddress::Ip(address) => address.to_string(),
+                        };
+                        let socket = format!("{} {}:{}", packet.protocol, address, socket.port);
+                        self.step(hop, Step::Delivered { socket });
+                        self.answer(ns, hop, &packet, branch);
+                    }
+                    None => {
+                        let port = packet.dport.map_or("-".to_string(), |p| p.to_string());
+                        let reason = format!(
+                            "nothing in {} listens on {} port {port} (the kernel answers with a reset or port unreachable)",
+                            hop_id(ns),
+                            packet.protocol
+                        );
+                        let evidence = self.file(ns, "ss.txt");
+                        self.stop(
+                            hop,
+                            branch,
+                            Stop {
+                                disposition: Disposition::NoListener,
+                                id: "kernel.socket.no-listener",
+                                reason,
+                                evidence,
+                            },
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// The destination answers: the reply is walked back to the sender,
+    /// since a flow only works when its answers arrive too.
+    fn answer(&mut self, ns: &NetnsId, hop: NodeIndex, packet: &Packet, mut branch: Branch) {
+        let Some(sender) = packet.src else {
+            return self.finish(branch, Disposition::Delivered);
+        };
+        let reply = Packet {
+            src: Some(packet.dst),
+            dst: sender,
+            protocol: packet.protocol,
+            sport: packet.dport,
+            dport: packet.sport,
+            reply: true,
+            tunnel: None,
+        };
+        branch.reply = true;
+        let link = Link {
+            kind: LinkKind::Local,
+            from_interface: "socket".into(),
+            to_interface: None,
+            packet: reply.to_string(),
+        };
+        self.visit(ns, reply, Arrival::Local, Some((hop, link)), branch);
+    }
+
+    /// conntrack undoes the forward direction's NAT for the reply in the
+    /// namespace that made it: the reply's destination is un-SNATed, its
+    /// source un-DNATed.
+    fn undo_nat(&mut self, ns: &NetnsId, hop: NodeIndex, packet: &mut Packet, branch: &Branch) {
+        for (at, translation) in &branch.nat {
+            if at != ns {
+                continue;
+            }
+            let undone = match *translation {
+                Translation::Dnat { before, after } | Translation::Redirect { before, after }
+                    if packet.src == Some(after.addr)
+                        && after.port.is_none_or(|p| packet.sport == Some(p)) =>
+                {
+                    packet.src = Some(before.addr);
+                    packet.sport = before.port.or(packet.sport);
+                    Some(format!("un-dnat {after} -> {before}"))
+                }
+                Translation::Snat { before, after }
+                | Translation::Masquerade {
+                    before,
+                    after: Some(after),
+                } if packet.dst == after.addr
+                    && after.port.is_none_or(|p| packet.dport == Some(p)) =>
+                {
+                    packet.dst = before.addr;
+                    packet.dport = before.port.or(packet.dport);
+                    Some(format!("un-snat {after} -> {before}"))
+                }
+                _ => None,
+            };
+            if let Some(translation) = undone {
+                self.step(
+                    hop,
+                    Step::Translated {
+                        hook: "conntrack".into(),
+                        table: "reply".into(),
+                        translation,
+                    },
+                );
+            }
+        }
+    }
+
+    /// The reply is in a namespace that takes it: it must be the sender's.
+    fn reply_arrived(&mut self, ns: &NetnsId, hop: NodeIndex, packet: &Packet, branch: Branch) {
+        match &branch.origin {
+            Some((origin, address, port))
+                if origin == ns && *address == packet.dst && *port == packet.dport =>
+            {
+                self.step(
+                    hop,
+                    Step::Delivered {
+                        socket: "the sender's connection (the reply arrived)".into(),
+                    },
+                );
+                self.finish(branch, Disposition::Delivered);
+            }
+            origin => {
+                let sender = origin.as_ref().map_or_else(
+                    || "?".to_string(),
+                    |(ns, address, _)| format!("{address} in {}", hop_id(ns)),
+                );
+                let reason = format!(
+                    "the reply is delivered in {} to {}, but the connection was opened from {sender}: the sender never sees the answer",
+                    hop_id(ns),
+                    packet.dst
+                );
+                let stop = Stop {
+                    disposition: Disposition::NoListener,
+                    id: "engine.reply.misdelivered",
+                    reason,
+                    evidence: hop_id(ns),
+                };
+                self.stop(hop, branch, stop);
+            }
+        }
+    }
+
+    /// A VXLAN packet reached its VTEP: the device with that UDP port and VNI
+    /// takes the inner frame, if it is addressed to the device's MAC.
+    fn decapsulate(
+        &mut self,
+        ns: &NetnsId,
+        hop: NodeIndex,
+        outer: &Packet,
+        tunnel: &Tunnelled,
+        branch: Branch,
+    ) {
+        let device = self
+            .topology
+            .links(ns)
+            .into_iter()
+            .flatten()
+            .find(|link| match link.kind() {
+                Some(DeviceKind::Vxlan(info)) => {
+                    info.id == tunnel.vni
+                        && info.port == outer.dport
+                        && info.local.is_none_or(|local| local == outer.dst)
+                }
+                _ => false,
+            });
+        let Some(device) = device else {
+            let reason = format!(
+                "no VXLAN device in {} takes VNI {} on UDP port {}",
+                hop_id(ns),
+                tunnel.vni,
+                outer.dport.unwrap_or_default()
+            );
+            let evidence = self.file(ns, "ip-link.json");
+            return self.stop(
+                hop,
+                branch,
+                Stop {
+                    disposition: Disposition::NoListener,
+                    id: "kernel.vxlan.no-device",
+                    reason,
+                    evidence,
+                },
+            );
+        };
+        if device.address != Some(LinkLayerAddress::Mac(tunnel.inner_mac)) {
+            let reason = format!(
+                "the tunnelled frame is addressed to {} but {}'s {} has another MAC ({}): the sender's neighbour/FDB entries are stale",
+                tunnel.inner_mac,
+                hop_id(ns),
+                device.ifname,
+                device.address.as_ref().map_or("none".to_string(), mac_text)
+            );
+            let evidence = self.file(ns, "ip-link.json");
+            return self.stop(
+                hop,
+                branch,
+                Stop {
+                    disposition: Disposition::NeighborFailed,
+                    id: "kernel.vxlan.mac-mismatch",
+                    reason,
+                    evidence,
+                },
+            );
+        }
+        self.step(
+            hop,
+            Step::Decapsulated {
+                device: device.ifname.clone(),
+                inner: tunnel.inner.to_string(),
+            },
+        );
+        self.process(
+            ns,
+            hop,
+            tunnel.inner.clone(),
+            Arrival::Received(device.ifname.clone()),
+            branch,
+        );
+    }
+
+    /// Sends the packet out of `dev` towards `next_hop`.
+    fn egress(
+        &mut self,
+        ns: &NetnsId,
+        hop: NodeIndex,
+        dev: &str,
+        next_hop: IpAddr,
+        packet: Packet,
+        branch: Branch,
+    ) {
+        let Some(device) = self.topology.link(ns, dev) else {
+            return self.stop(
+                hop,
+                branch,
+                self.missing(
+                    ns,
+                    &format!("device {dev} in ip-link.json"),
+                    "send the packet",
+                ),
+            );
+        };
+        if let Some(stop) = self.device_down(ns, device) {
+            return self.stop(hop, branch, stop);
+        }
+        match device.kind() {
+            Some(DeviceKind::Vxlan(info)) => {
+                self.vxlan_egress(ns, hop, device, info, next_hop, packet, branch)
+            }
+            Some(DeviceKind::Bridge(_)) => {
+                self.bridge_egress(ns, hop, device, next_hop, packet, branch)
+            }
+            _ => match self.topology.veth_peer(ns, device) {
+                Some(peer) => self.veth_egress(
+                    ns, hop, device, peer.ns, peer.link, next_hop, packet, branch,
+                ),
+                None => self.underlay_egress(ns, hop, device, next_hop, packet, branch),
+            },
+        }
+    }
+
+    /// A device that is administratively down, or has no carrier, sends nothing.
+    fn device_down(&self, ns: &NetnsId, device: &Device) -> Option<Stop> {
+        let up = device.has_flag(&LinkFlag::Up);
+        let carrier = device.has_flag(&LinkFlag::LowerUp) || device.ifname == "lo";
+        if up && carrier {
+            return None;
+        }
+        let state = if up {
+            "has no carrier (its peer or link is down)"
+        } else {
+            "is down"
+        };
+        Some(Stop {
+            disposition: Disposition::NeighborFailed,
+            id: "kernel.device.down",
+            reason: format!("{} sends by {}, which {state}", hop_id(ns), device.ifname),
+            evidence: self.file(ns, "ip-link.json"),
+        })
+    }
+
+    /// VXLAN: the next hop's neighbour entry gives the remote VTEP device's
+    /// MAC, the FDB gives the VTEP's address; the packet leaves inside UDP.
+    #[allow(clippy::too_many_arguments)]
+    fn vxlan_egress(
+        &mut self,
+        ns: &NetnsId,
+        hop: NodeIndex,
+        device: &Device,
+        info: &VxlanInfo,
+        next_hop: IpAddr,
+        packet: Packet,
+        branch: Branch,
+    ) {
+        let dump = &self.snapshot.namespaces[ns].dump;
+        let Some(neighbours) = &dump.neighbours else {
+            return self.stop(
+                hop,
+                branch,
+                self.missing(ns, "ip-neigh.json", "resolve the VXLAN next hop"),
+            );
+        };
+        let entry = neighbours
+            .iter()
+            .find(|n| n.dev == device.ifname && n.dst == next_hop);
+        let mac = match entry.and_then(|n| n.lladdr.as_ref()) {
+            Some(LinkLayerAddress::Mac(mac))
+                if !entry.is_some_and(|n| {
+                    n.has_state(&NeighbourState::Failed) || n.has_state(&NeighbourState::Incomplete)
+                }) =>
+            {
+                *mac
+            }
+            _ => {
+                let reason = format!(
+                    "{} has no usable neighbour entry for {next_hop} on {} (VXLAN devices without learning do not ARP: the entry must be programmed)",
+                    hop_id(ns),
+                    device.ifname
+                );
+                self.step(
+                    hop,
+                    Step::Neighbour {
+                        address: next_hop,
+                        interface: device.ifname.clone(),
+                        result: "missing".into(),
+                    },
+                );
+                let evidence = self.file(ns, "ip-neigh.json");
+                return self.stop(
+                    hop,
+                    branch,
+                    Stop {
+                        disposition: Disposition::NeighborFailed,
+                        id: "kernel.neighbour.missing",
+                        reason,
+                        evidence,
+                    },
+                );
+            }
+        };
+        self.step(
+            hop,
+            Step::Neighbour {
+                address: next_hop,
+                interface: device.ifname.clone(),
+                result: mac.to_string(),
+            },
+        );
+        let Some(fdb) = &dump.fdb else {
+            return self.stop(
+                hop,
+                branch,
+                self.missing(ns, "bridge-fdb.json", "find the remote VTEP"),
+            );
+        };
+        let Some(vtep) = fdb
+            .iter()
+            .find(|e| e.ifname == device.ifname && e.mac == mac)
+            .and_then(|e| e.dst)
+        else {
+            let reason = format!(
+                "{} has no FDB entry on {} for {mac}: the remote VTEP is unknown",
+                hop_id(ns),
+                device.ifname
+            );
+            let evidence = self.file(ns, "bridge-fdb.json");
+            return self.stop(
+                hop,
+                branch,
+                Stop {
+                    disposition: Disposition::NeighborFailed,
+                    id: "kernel.fdb.missing",
+                    reason,
+                    evidence,
+                },
+            );
+        };
+        let Some(port) = info.port else {
+            return self.stop(
+                hop,
+                branch,
+                self.missing(
+                    ns,
+                    &format!("the UDP port of {}", device.ifname),
+                    "encapsulate",
+                ),
+            );
+        };
+        let outer = Packet {
+            src: info.local,
+            dst: vtep,
+            protocol: Protocol::Udp,
+            sport: Some(EPHEMERAL_PORT),
+            dport: Some(port),
+            // Each VXLAN datagram is a packet of its own to netfilter.
+            reply: false,
+            tunnel: Some(Box::new(Tunnelled {
+                vni: info.id,
+                inner_mac: mac,
+                inner: packet,
+            })),
+        };
+        self.step(
+            hop,
+            Step::Encapsulated {
+                device: device.ifname.clone(),
+                outer: outer.to_string(),
+            },
+        );
+        // The VXLAN driver routes the outer packet like a locally generated one.
+        self.process(ns, hop, outer, Arrival::Local, branch);
+    }
+
+    /// A bridge device of this namespace: the frame goes to the port behind
+    /// which the next hop answers ARP.
+    fn bridge_egress(
+        &mut self,
+        ns: &NetnsId,
+        hop: NodeIndex,
+        bridge: &Device,
+        next_hop: IpAddr,
+        packet: Packet,
+        branch: Branch,
+    ) {
+        for port in self.topology.bridge_ports(ns, &bridge.ifname) {
+            if let Some(peer) = self.topology.veth_peer(ns, port)
+                && self.owns(peer.ns, next_hop)
+            {
+                self.step(
+                    hop,
+                    Step::Bridged {
+                        bridge: bridge.ifname.clone(),
+                        port: port.ifname.clone(),
+                    },
+                );
+                return self.cross(
+                    ns,
+                    hop,
+                    port,
+                    LinkKind::BridgePort,
+                    peer.ns,
+                    &peer.link.ifname,
+                    packet,
+                    branch,
+                );
+            }
+        }
+        let reason = format!(
+            "no device on bridge {} of {} answers ARP for {next_hop}",
+            bridge.ifname,
+            hop_id(ns)
+        );
+        let evidence = self.file(ns, "ip-link.json");
+        self.stop(
+            hop,
+            branch,
+            Stop {
+                disposition: Disposition::NeighborFailed,
+                id: "kernel.neighbour.unanswered",
+                reason,
+                evidence,
+            },
+        )
+    }
+
+    /// A veth whose other end is in another namespace of the snapshot.
+    #[allow(clippy::too_many_arguments)]
+    fn veth_egress(
+        &mut self,
+        ns: &NetnsId,
+        hop: NodeIndex,
+        device: &Device,
+        peer_ns: &'s NetnsId,
+        peer: &'s Device,
+        next_hop: IpAddr,
+        packet: Packet,
+        branch: Branch,
+    ) {
+        if let Some(stop) = self.device_down(peer_ns, peer) {
+            return self.stop(hop, branch, stop);
+        }
+        let Some(bridge) = peer.master.clone() else {
+            // A plain veth pair: the peer answers ARP for its own addresses.
+            if self.owns(peer_ns, next_hop) {
+                return self.cross(
+                    ns,
+                    hop,
+                    device,
+                    LinkKind::Veth,
+                    peer_ns,
+                    &peer.ifname,
+                    packet,
+                    branch,
+                );
+            }
+            let reason = format!(
+                "{next_hop} is not an address of {} behind {}",
+                hop_id(peer_ns),
+                device.ifname
+            );
+            let evidence = self.file(peer_ns, "ip-addr.json");
+            return self.stop(
+                hop,
+                branch,
+                Stop {
+                    disposition: Disposition::NeighborFailed,
+                    id: "kernel.neighbour.unanswered",
+                    reason,
+                    evidence,
+                },
+            );
+        };
+        // The peer is a bridge port: the bridge itself (the node's stack) or
+        // another port answers ARP for the next hop.
+        if self.owns(peer_ns, next_hop) {
+            let link = Link {
+                kind: LinkKind::Veth,
+                from_interface: device.ifname.clone(),
+                to_interface: Some(peer.ifname.clone()),
+                packet: packet.to_string(),
+            };
+            return self.visit(
+                peer_ns,
+                packet,
+                Arrival::Received(bridge),
+                Some((hop, link)),
+                branch,
+            );
+        }
+        for port in self.topology.bridge_ports(peer_ns, &bridge) {
+            if port.ifname == peer.ifname {
+                continue;
+            }
+            if let Some(far) = self.topology.veth_peer(peer_ns, port)
+                && self.owns(far.ns, next_hop)
+            {
+                // The frame crosses the node's bridge without entering its IP stack.
+                let link = Link {
+                    kind: LinkKind::Veth,
+                    from_interface: device.ifname.clone(),
+                    to_interface: Some(peer.ifname.clone()),
+                    packet: packet.to_string(),
+                };
+                let bridge_hop = self.graph.add_node(Hop {
+                    id: hop_id(peer_ns),
+                    kind: HopKind::Node,
+                    node: Some(peer_ns.node().to_string()),
+                    steps: vec![Step::Bridged {
+                        bridge: bridge.clone(),
+                        port: port.ifname.clone(),
+                    }],
+                });
+                self.graph.add_edge(hop, bridge_hop, link);
+                let mut branch = branch;
+                branch.hops.push(bridge_hop);
+                return self.cross(
+                    peer_ns,
+                    bridge_hop,
+                    port,
+                    LinkKind::BridgePort,
+                    far.ns,
+                    &far.link.ifname,
+                    packet,
+                    branch,
+                );
+            }
+        }
+        let reason = format!(
+            "no device on bridge {bridge} of {} answers ARP for {next_hop}",
+            hop_id(peer_ns)
+        );
+        let evidence = self.file(peer_ns, "ip-addr.json");
+        self.stop(
+            hop,
+            branch,
+            Stop {
+                disposition: Disposition::NeighborFailed,
+                id: "kernel.neighbour.unanswered",
+                reason,
+                evidence,
+            },
+        )
+    }
+
+    /// A device whose far end is not in the snapshot (a node's NIC): the
+    /// next hop is whichever node holds that address, or outside the cluster.
+    fn underlay_egress(
+        &mut self,
+        ns: &NetnsId,
+        hop: NodeIndex,
+        device: &Device,
+        next_hop: IpAddr,
+        packet: Packet,
+        branch: Branch,
+    ) {
+        let owner = self
+            .topology
+            .owners(next_hop)
+            .iter()
+            .find(|(owner, _)| *owner != ns)
+            .copied();
+        if let Some((owner, interface)) = owner {
+            return self.cross(
+                ns,
+                hop,
+                device,
+                LinkKind::Underlay,
+                owner,
+                interface,
+                packet,
+                branch,
+            );
+        }
+        // A next hop that is a node of the cluster whose dump is missing:
+        // the snapshot cannot tell what happens there.
+        let missing_node =
+            self.snapshot
+                .cluster
+                .by_ip(next_hop)
+                .iter()
+                .find_map(|owner| match owner {
+                    IpOwner::Node { name } => Some(name.clone()),
+                    _ => None,
+                });
+        if let Some(node) = missing_node {
+            let stop = self.missing(
+                &NetnsId::Host { node },
+                "the node's namespace dump",
+                "follow the packet further",
+            );
+            return self.stop(hop, branch, stop);
+        }
+        // Otherwise the packet leaves the cluster's namespaces. For a
+        // destination inside the cluster that is the fault itself.
+        let cluster_owner = self
+            .snapshot
+            .cluster
+            .by_ip(packet.dst)
+            .iter()
+            .find_map(|owner| match owner {
+                IpOwner::Pod {
+                    namespace, name, ..
+                } => Some(format!("pod {namespace}/{name}")),
+                IpOwner::Node { name } => Some(format!("node {name}")),
+                _ => None,
+            });
+        let lost = match (cluster_owner, self.untranslated_service(&packet)) {
+            (Some(owner), _) => Some((
+                "kernel.route.leaves-cluster",
+                format!(
+                    "{} sends the packet for {owner} out of the cluster: its route to {} leads by {} to {next_hop}, which no node or pod holds",
+                    hop_id(ns),
+                    packet.dst,
+                    device.ifname
+                ),
+                "a route to the destination through the cluster network",
+                self.file(ns, "ip-route.json"),
+            )),
+            (None, Some(service)) => Some((
+                "kernel.netfilter.service-untranslated",
+                format!(
+                    "{} is service {service}'s address, but no netfilter rule of {} translated it to a backend, so the packet leaves by {} as if for the internet",
+                    packet.dst,
+                    hop_id(ns),
+                    device.ifname
+                ),
+                "a DNAT to one of the service's ready endpoints (kube-proxy's KUBE-SERVICES rules)",
+                self.file(ns, "iptables-save.txt"),
+            )),
+            (None, None) => None,
+        };
+        if let Some((id, message, expected, evidence)) = lost {
+            self.findings.push(Finding {
+                id: id.into(),
+                severity: Severity::Fatal,
+                hop: hop_id(ns),
+                hop_index: hop.index(),
+                message,
+                evidence,
+                expected: Some(expected.into()),
+            });
+        }
+        let outside = self.graph.add_node(Hop {
+            id: packet.dst.to_string(),
+            kind: HopKind::External,
+            node: None,
+            steps: Vec::new(),
+        });
+        let link = Link {
+            kind: LinkKind::Outside,
+            from_interface: device.ifname.clone(),
+            to_interface: None,
+            packet: packet.to_string(),
+        };
+        self.graph.add_edge(hop, outside, link);
+        let mut branch = branch;
+        branch.hops.push(outside);
+        self.finish(branch, Disposition::ExitsCluster);
+    }
+
+    /// Moves the packet over a link into another namespace.
+    #[allow(clippy::too_many_arguments)]
+    fn cross(
+        &mut self,
+        from: &NetnsId,
+        hop: NodeIndex,
+        device: &Device,
+        kind: LinkKind,
+        to: &NetnsId,
+        interface: &str,
+        packet: Packet,
+        branch: Branch,
+    ) {
+        // Both ends of the link must be up and have carrier (a bridge port
+        // that is down is disabled, and forwards nothing).
+        let receiver = self.topology.link(to, interface);
+        let down = self
+            .device_down(from, device)
+            .or_else(|| receiver.and_then(|link| self.device_down(to, link)));
+        if let Some(stop) = down {
+            return self.stop(hop, branch, stop);
+        }
+        let link = Link {
+            kind,
+            from_interface: device.ifname.clone(),
+            to_interface: Some(interface.to_string()),
+            packet: packet.to_string(),
+        };
+        self.visit(
+            to,
+            packet,
+            Arrival::Received(interface.to_string()),
+            Some((hop, link)),
+            branch,
+        );
+    }
+
+    /// Whether a namespace holds an address (and so answers ARP for it).
+    fn owns(&self, ns: &NetnsId, address: IpAddr) -> bool {
+        self.topology
+            .owners(address)
+            .iter()
+            .any(|(owner, _)| *owner == ns)
+    }
+
+    fn sysctls(&self, ns: &NetnsId) -> Option<&'s Sysctls> {
+        self.snapshot.namespaces.get(ns)?.dump.sysctls.as_ref()
+    }
+
+    /// The path of a dump file, as evidence.
+    fn file(&self, ns: &NetnsId, name: &str) -> String {
+        match self.snapshot.namespaces.get(ns) {
+            Some(entry) => entry.dir.join(name).display().to_string(),
+            None => format!("{} (no dump)", hop_id(ns)),
+        }
+    }
+
+    /// A stop for want of a dump file.
+    fn missing(&self, ns: &NetnsId, what: &str, to_do: &str) -> Stop {
+        Stop {
+            disposition: Disposition::InsufficientInfo,
+            id: "snapshot.missing",
+            reason: format!(
+                "the snapshot lacks {what} for {}, needed to {to_do}",
+                hop_id(ns)
+            ),
+            evidence: self
+                .snapshot
+                .namespaces
+                .get(ns)
+                .map_or_else(|| hop_id(ns), |e| e.dir.display().to_string()),
+        }
+    }
+
+    fn step(&mut self, hop: NodeIndex, step: Step) {
+        self.graph[hop].steps.push(step);
+    }
+
+    fn stop(&mut self, hop: NodeIndex, branch: Branch, mut stop: Stop) {
+        if branch.reply {
+            stop.reason = format!("on the way back: {}", stop.reason);
+        }
+        self.step(
+            hop,
+            Step::Stopped {
+                disposition: stop.disposition,
+                reason: stop.reason.clone(),
+            },
+        );
+        let severity = match stop.disposition {
+            Disposition::InsufficientInfo => Severity::Warning,
+            _ => Severity::Fatal,
+        };
+        self.findings.push(Finding {
+            id: stop.id.to_string(),
+            severity,
+            hop: self.graph[hop].id.clone(),
+            hop_index: hop.index(),
+            message: stop.reason,
+            evidence: stop.evidence,
+            expected: None,
+        });
+        self.finish(branch, stop.disposition);
+    }
+
+    fn finish(&mut self, branch: Branch, disposition: Disposition) {
+        self.paths.push(PathResult {
+            disposition,
+            probability: branch.probability,
+            hops: branch.hops.iter().map(|h| h.index()).collect(),
+        });
+    }
+}
+
+/// Hop ids as the JSON contract names them: pods `NS/NAME`, nodes their name.
+fn hop_id(ns: &NetnsId) -> String {
+    match ns {
+        NetnsId::Host { node } => node.clone(),
+        NetnsId::Pod {
+            namespace, name, ..
+        } => format!("{namespace}/{name}"),
+    }
+}
+
+fn mac_text(address: &LinkLayerAddress) -> String {
+    match address {
+        LinkLayerAddress::Mac(mac) => mac.to_string(),
+        LinkLayerAddress::Other(text) => text.clone(),
+    }
+}
+
+/// The rule (or chain policy) that decided a drop or reject: the last rule
+/// that matched, or the policy that ended the walk.
+fn deciding_rule(trace: &[NetfilterStep<'_>]) -> (String, Option<usize>, String) {
+    for step in trace.iter().rev() {
+        match step {
+            NetfilterStep::Rule {
+                hook,
+                table,
+                chain,
+                rule,
+                matched: Tri::True,
+                ..
+            } => {
+                let decision = format!(
+                    "rule {} of chain {chain} (table {table}, {hook})",
+                    rule.number
+                );
+                return (decision, Some(rule.line), rule.text.to_string());
+            }
+            NetfilterStep::Policy {
+                hook,
+                table,
+                chain,
+                policy,
+            } => {
+                let policy = match policy {
+                    IptablesPolicy::Accept => "ACCEPT",
+                    IptablesPolicy::Drop => "DROP",
+                };
+                let decision =
+                    format!("the {policy} policy of chain {chain} (table {table}, {hook})");
+                return (decision, None, format!(":{chain} {policy}"));
+            }
+            _ => {}
+        }
+    }
+    ("no rule is recorded".into(), None, String::new())
+}

@@ -1,0 +1,244 @@
+//! `skoop diagnose` on the bundled example as a user runs it: the verdict,
+//! the JSON contract (`docs/json.md`) and the exit codes.
+
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn diagnose(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_skoop"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["diagnose", "--snapshot", "examples/flannel-vxlan"])
+        .args(args)
+        .output()
+        .expect("run skoop")
+}
+
+fn json(args: &[&str]) -> (Option<i32>, Value) {
+    let mut all = args.to_vec();
+    all.extend(["-o", "json"]);
+    let output = diagnose(&all);
+    let value = serde_json::from_slice(&output.stdout).expect("stdout is JSON");
+    (output.status.code(), value)
+}
+
+#[test]
+fn pod_to_pod_across_nodes_is_delivered_through_vxlan() {
+    let output = diagnose(&[
+        "--from",
+        "default/web-0",
+        "--to",
+        "default/web-3",
+        "--port",
+        "8080",
+    ]);
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    assert!(
+        text.starts_with("default/web-0 -> default/web-3 (10.244.2.3:8080 tcp): delivered\n"),
+        "{text}"
+    );
+    for expected in [
+        "flannel.1 encapsulates: 172.18.0.11 -> 172.18.0.12:8472 udp",
+        "flannel.1 decapsulates: 10.244.1.2 -> 10.244.2.3:8080 tcp",
+        "delivered to tcp 0.0.0.0:8080",
+    ] {
+        assert!(text.contains(expected), "missing {expected:?} in:\n{text}");
+    }
+}
+
+#[test]
+fn json_follows_the_contract() {
+    let (code, report) = json(&["--from", "default/web-0", "--to", "default/web-3:8080"]);
+    assert_eq!(code, Some(0));
+    assert_eq!(report["disposition"], "delivered");
+    let hops = report["hops"].as_array().unwrap();
+    let ids: Vec<&str> = hops.iter().map(|h| h["id"].as_str().unwrap()).collect();
+    // There and back: the answer is walked to the sender too.
+    assert_eq!(
+        ids,
+        [
+            "default/web-0",
+            "node-1",
+            "node-2",
+            "default/web-3",
+            "default/web-3",
+            "node-2",
+            "node-1",
+            "default/web-0"
+        ]
+    );
+    assert_eq!(hops[0]["kind"], "pod");
+    assert_eq!(hops[1]["kind"], "node");
+    let path = &report["paths"][0];
+    assert_eq!(path["hops"], serde_json::json!([0, 1, 2, 3, 4, 5, 6, 7]));
+    let kinds: Vec<&str> = report["links"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "veth",
+            "underlay",
+            "bridge_port",
+            "local",
+            "veth",
+            "underlay",
+            "bridge_port"
+        ]
+    );
+    assert!(report["findings"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn a_service_fans_out_to_every_backend() {
+    let (code, report) = json(&["--from", "default/web-0", "--to", "svc/default/web"]);
+    assert_eq!(code, Some(0), "{report:#}");
+    let paths = report["paths"].as_array().unwrap();
+    assert_eq!(paths.len(), 4, "one path per endpoint");
+    let total: f64 = paths
+        .iter()
+        .map(|p| p["probability"].as_f64().unwrap())
+        .sum();
+    assert!((total - 1.0).abs() < 1e-9, "probabilities sum to {total}");
+    // The backend of each path is the hop whose socket took the request.
+    let mut ends: Vec<String> = paths
+        .iter()
+        .map(|p| {
+            let backend = p["hops"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|h| &report["hops"][h.as_u64().unwrap() as usize])
+                .find(|hop| {
+                    hop["steps"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .any(|s| s["kind"] == "delivered" && s["socket"] == "tcp 0.0.0.0:8080")
+                });
+            backend.expect("a backend took the request")["id"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    ends.sort();
+    assert_eq!(
+        ends,
+        [
+            "default/web-0",
+            "default/web-1",
+            "default/web-2",
+            "default/web-3"
+        ]
+    );
+    let text = serde_json::to_string(&report).unwrap();
+    assert!(
+        text.contains("dnat 10.96.0.100:80 -> 10.244.2.3:8080"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_closed_port_is_no_listener_at_the_destination_pod_and_exits_1() {
+    let (code, report) = json(&[
+        "--from",
+        "default/web-0",
+        "--to",
+        "default/web-3",
+        "--port",
+        "9999",
+    ]);
+    assert_eq!(code, Some(1));
+    assert_eq!(report["disposition"], "no_listener");
+    let finding = &report["findings"][0];
+    assert_eq!(finding["id"], "kernel.socket.no-listener");
+    assert_eq!(finding["severity"], "fatal");
+    assert_eq!(finding["hop"], "default/web-3");
+    assert!(
+        finding["evidence"]
+            .as_str()
+            .unwrap()
+            .ends_with("nodes/node-2/pods/default/web-3/ss.txt")
+    );
+}
+
+#[test]
+fn bad_input_is_a_clear_error_with_exit_2() {
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["--from", "default/nope", "--to", "default/web-3"],
+            "no pod default/nope",
+        ),
+        (
+            &["--from", "web-0", "--to", "default/web-3"],
+            "is not a pod (NS/NAME)",
+        ),
+        (
+            &["--from", "default/web-0", "--to", "10.0.0.300"],
+            "is not a pod (NS/NAME)",
+        ),
+        (
+            &["--from", "default/web-0", "--to", "svc/default/web:81"],
+            "service default/web has no port 81",
+        ),
+        (
+            &["--from", "default/web-0", "--to", "10.1.2.3"],
+            "tcp needs a port",
+        ),
+        (
+            &["--from", "8.8.8.8", "--to", "default/web-3:8080"],
+            "sources must be inside the cluster",
+        ),
+    ];
+    for (args, expected) in cases {
+        let output = diagnose(args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+    }
+    let output = Command::new(env!("CARGO_BIN_EXE_skoop"))
+        .args([
+            "diagnose",
+            "--snapshot",
+            "/no/such/dir",
+            "--from",
+            "a/b",
+            "--to",
+            "c/d",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+}
+
+/// In the host-gw lab a node's `eth0` (ifindex 2, peer 4 in the underlay)
+/// and its pod veth (ifindex 4, peer 2 in the pod) share one key of the
+/// ifindex index; the veth pairing must not join a namespace to itself.
+#[test]
+fn host_gw_example_pairs_veths_despite_colliding_ifindexes() {
+    let output = Command::new(env!("CARGO_BIN_EXE_skoop"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args([
+            "diagnose",
+            "--snapshot",
+            "examples/flannel-host-gw",
+            "--from",
+            "default/web-0",
+            "--to",
+            "default/web-3:8080",
+        ])
+        .output()
+        .expect("run skoop");
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("route: via 172.18.0.12 dev eth0 (10.244.2.0/24 via 172.18.0.12 dev eth0)"),
+        "{text}"
+    );
+    assert!(text.contains("| underlay eth0 -> eth0"), "{text}");
+}
