@@ -9,4 +9,5 @@
 pub mod collect;
 pub mod engine;
 pub mod netstack;
+pub mod packs;
 pub mod snapshot;

@@ -16,6 +16,7 @@ macro_rules! out {
 mod collect;
 mod diagnose;
 mod netfilter;
+mod packs;
 mod route;
 mod snapshot;
 
@@ -48,6 +49,9 @@ enum Command {
     /// Ask the kernel model what one namespace's iptables rules do with a packet.
     #[command(subcommand)]
     Netfilter(netfilter::NetfilterCommand),
+    /// List, show, lint, test and create rule packs.
+    #[command(subcommand)]
+    Packs(packs::PacksCommand),
     /// Ask the kernel model how one namespace dump routes a packet.
     #[command(subcommand)]
     Route(route::RouteCommand),
@@ -84,6 +88,7 @@ pub fn run() -> ExitCode {
         Command::Collect(command) => collect::run(command),
         Command::Diagnose(args) => diagnose::run(args),
         Command::Netfilter(command) => netfilter::run(command),
+        Command::Packs(command) => packs::run(command),
         Command::Route(command) => route::run(command),
         Command::Snapshot(command) => snapshot::run(command),
     }

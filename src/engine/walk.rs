@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 
 use petgraph::graph::{DiGraph, NodeIndex};
 
@@ -12,9 +12,10 @@ use super::{
     Diagnosis, Disposition, Finding, Hop, HopKind, Link, LinkKind, PathResult, Severity, Step,
 };
 use crate::netstack::Tri;
+use crate::netstack::ipvs::{Ipvs, IpvsOutcome, Scheduled, Transport};
 use crate::netstack::netfilter::{
-    self, Context, CtState, Netfilter, Outcome, PacketPath, RouteChoice, Step as NetfilterStep,
-    Translation, Verdict,
+    self, BridgePorts, Context, CtState, Netfilter, Outcome, PacketPath, RouteChoice,
+    Step as NetfilterStep, Translation, Verdict,
 };
 use crate::netstack::routing::{
     Fib, FlowKey, LookupOutcome, RouteError, describe_route, describe_rule,
@@ -24,6 +25,7 @@ use crate::snapshot::netns::addr::Family;
 use crate::snapshot::netns::iptables::{
     Policy as IptablesPolicy, Protocol as IpProtocol, TcpFlagBits,
 };
+use crate::snapshot::netns::ipvs::{Forwarding, VirtualService};
 use crate::snapshot::netns::link::{
     Link as Device, LinkFlag, LinkKind as DeviceKind, LinkLayerAddress, MacAddr, VxlanInfo,
 };
@@ -49,6 +51,8 @@ struct Packet {
     dport: Option<u16>,
     /// The answer to the flow: netfilter sees it as ESTABLISHED.
     reply: bool,
+    /// The packet mark; it does not survive leaving the namespace.
+    mark: u32,
     /// Set while the packet is the outer UDP packet of a VXLAN tunnel.
     tunnel: Option<Box<Tunnelled>>,
 }
@@ -67,6 +71,7 @@ impl Packet {
             packet.sport = self.sport;
             packet.dport = self.dport;
         }
+        packet.mark = self.mark;
         if self.reply {
             packet.ct_state = CtState::Established;
             packet.tcp_flags = packet
@@ -133,8 +138,8 @@ struct Branch {
     probability: f64,
     /// (namespace, packet, arrival) already seen on this branch.
     seen: Vec<(NetnsId, String, Arrival)>,
-    /// The sender: its namespace, address and port, once routing chose them.
-    origin: Option<(NetnsId, IpAddr, Option<u16>)>,
+    /// The sender, once routing chose its address.
+    origin: Option<Origin>,
     /// The translations netfilter made on the way there, which conntrack
     /// undoes for the reply in the same namespaces.
     nat: Vec<(NetnsId, Translation)>,
@@ -142,10 +147,22 @@ struct Branch {
     reply: bool,
 }
 
+/// Who opened the connection, and to what: the reply must come back to that
+/// socket, from that address, or the sender's kernel does not take it.
+#[derive(Debug, Clone)]
+struct Origin {
+    ns: NetnsId,
+    address: IpAddr,
+    port: Option<u16>,
+    target: IpAddr,
+    target_port: Option<u16>,
+}
+
 /// The kernel models of every namespace, built once per walk.
 struct Models<'s> {
     fibs: HashMap<&'s NetnsId, Fib<'s>>,
     netfilters: HashMap<&'s NetnsId, Netfilter<'s>>,
+    ipvs: HashMap<&'s NetnsId, Ipvs<'s>>,
 }
 
 struct Walker<'s, 'm> {
@@ -173,7 +190,16 @@ pub(crate) fn walk(snapshot: &Snapshot, resolved: &Resolved) -> Diagnosis {
             Some((id, Netfilter::new(ruleset, entry.dump.ipsets.as_ref())))
         })
         .collect();
-    let models = Models { fibs, netfilters };
+    let ipvs = snapshot
+        .namespaces
+        .iter()
+        .filter_map(|(id, entry)| Some((id, Ipvs::new(entry.dump.ipvs.as_ref()?))))
+        .collect();
+    let models = Models {
+        fibs,
+        netfilters,
+        ipvs,
+    };
     let mut walker = Walker {
         snapshot,
         topology: Topology::new(snapshot),
@@ -190,6 +216,7 @@ pub(crate) fn walk(snapshot: &Snapshot, resolved: &Resolved) -> Diagnosis {
         sport: matches!(resolved.protocol, Protocol::Tcp | Protocol::Udp).then_some(EPHEMERAL_PORT),
         dport: resolved.dport,
         reply: false,
+        mark: 0,
         tunnel: None,
     };
     let branch = Branch {
@@ -222,11 +249,13 @@ impl<'s> Walker<'s, '_> {
     fn visit(
         &mut self,
         ns: &NetnsId,
-        packet: Packet,
+        mut packet: Packet,
         arrival: Arrival,
         from: Option<(NodeIndex, Link)>,
         mut branch: Branch,
     ) {
+        // The kernel clears the mark of a packet that changes namespace.
+        packet.mark = 0;
         let hop = self.graph.add_node(Hop {
             id: hop_id(ns),
             kind: match ns {
@@ -394,7 +423,13 @@ impl<'s> Walker<'s, '_> {
                     if branch.origin.is_none()
                         && let Some(src) = packet.src
                     {
-                        branch.origin = Some((ns.clone(), src, packet.sport));
+                        branch.origin = Some(Origin {
+                            ns: ns.clone(),
+                            address: src,
+                            port: packet.sport,
+                            target: packet.dst,
+                            target_port: packet.dport,
+                        });
                     }
                     match outcome {
                         Some(outcome) => self.after_netfilter(
@@ -544,6 +579,7 @@ impl<'s> Walker<'s, '_> {
         packet.dst = outcome.packet.dst;
         packet.sport = outcome.packet.sport;
         packet.dport = outcome.packet.dport;
+        packet.mark = outcome.packet.mark;
         if !branch.reply {
             for step in &outcome.trace {
                 if let NetfilterStep::Translation { translation, .. } = step
@@ -784,6 +820,40 @@ impl<'s> Walker<'s, '_> {
         if branch.reply {
             return self.reply_arrived(ns, hop, &packet, branch);
         }
+        if let Some(ipvs) = self.models.ipvs.get(ns)
+            && let (Some(transport), Some(dport)) = (transport(packet.protocol), packet.dport)
+        {
+            match ipvs.schedule(transport, SocketAddr::new(packet.dst, dport), packet.mark) {
+                IpvsOutcome::NotVirtual => {}
+                IpvsOutcome::Scheduled { service, choices } => {
+                    return self.ipvs_forward(ns, hop, &packet, service, choices, branch);
+                }
+                IpvsOutcome::NoRealServer { service } => {
+                    let reason = format!(
+                        "{}'s IPVS virtual service {} has no real server with a weight: the connection is refused",
+                        hop_id(ns),
+                        SocketAddr::new(packet.dst, dport)
+                    );
+                    let evidence = format!("{}:{}", self.file(ns, "ipvsadm.txt"), service.line);
+                    let stop = Stop {
+                        disposition: Disposition::NoListener,
+                        id: "kernel.ipvs.no-real-server",
+                        reason,
+                        evidence,
+                    };
+                    return self.stop(hop, branch, stop);
+                }
+                IpvsOutcome::Unknown { reason } => {
+                    let stop = Stop {
+                        disposition: Disposition::InsufficientInfo,
+                        id: "kernel.ipvs.unknown",
+                        reason,
+                        evidence: self.file(ns, "ipvsadm.txt"),
+                    };
+                    return self.stop(hop, branch, stop);
+                }
+            }
+        }
         match packet.protocol {
             Protocol::Icmp => {
                 let ignored = self
@@ -879,6 +949,57 @@ impl<'s> Walker<'s, '_> {
         }
     }
 
+    /// IPVS sends the connection to each real server it may choose: the
+    /// destination is rewritten (masquerade forwarding) and the packet is
+    /// routed out again through OUTPUT and POSTROUTING.
+    fn ipvs_forward(
+        &mut self,
+        ns: &NetnsId,
+        hop: NodeIndex,
+        packet: &Packet,
+        service: &VirtualService,
+        choices: Vec<Scheduled<'_>>,
+        branch: Branch,
+    ) {
+        let forks = self.fork(hop, &branch, choices.len());
+        for (choice, (hop, mut branch)) in choices.into_iter().zip(forks) {
+            let real = choice.real_server.address;
+            let before = netfilter::Endpoint {
+                addr: packet.dst,
+                port: packet.dport,
+            };
+            let after = netfilter::Endpoint {
+                addr: real.ip(),
+                port: Some(real.port()),
+            };
+            let translation = match choice.real_server.forwarding {
+                Forwarding::DirectRouting => format!("ipvs direct routing of {before} to {real}"),
+                _ => format!(
+                    "ipvs dnat {before} -> {after} (ipvsadm.txt line {}, {:?} scheduler)",
+                    choice.real_server.line, service.scheduler
+                ),
+            };
+            self.step(
+                hop,
+                Step::Translated {
+                    hook: "INPUT".into(),
+                    table: "ipvs".into(),
+                    translation,
+                },
+            );
+            branch.probability *= choice.probability;
+            let mut next = packet.clone();
+            if !matches!(choice.real_server.forwarding, Forwarding::DirectRouting) {
+                next.dst = real.ip();
+                next.dport = Some(real.port());
+                branch
+                    .nat
+                    .push((ns.clone(), Translation::Dnat { before, after }));
+            }
+            self.process(ns, hop, next, Arrival::Local, branch);
+        }
+    }
+
     /// The destination answers: the reply is walked back to the sender,
     /// since a flow only works when its answers arrive too.
     fn answer(&mut self, ns: &NetnsId, hop: NodeIndex, packet: &Packet, mut branch: Branch) {
@@ -892,6 +1013,7 @@ impl<'s> Walker<'s, '_> {
             sport: packet.dport,
             dport: packet.sport,
             reply: true,
+            mark: 0,
             tunnel: None,
         };
         branch.reply = true;
@@ -949,37 +1071,39 @@ impl<'s> Walker<'s, '_> {
 
     /// The reply is in a namespace that takes it: it must be the sender's.
     fn reply_arrived(&mut self, ns: &NetnsId, hop: NodeIndex, packet: &Packet, branch: Branch) {
-        match &branch.origin {
-            Some((origin, address, port))
-                if origin == ns && *address == packet.dst && *port == packet.dport =>
-            {
-                self.step(
-                    hop,
-                    Step::Delivered {
-                        socket: "the sender's connection (the reply arrived)".into(),
-                    },
-                );
-                self.finish(branch, Disposition::Delivered);
-            }
-            origin => {
-                let sender = origin.as_ref().map_or_else(
-                    || "?".to_string(),
-                    |(ns, address, _)| format!("{address} in {}", hop_id(ns)),
-                );
-                let reason = format!(
-                    "the reply is delivered in {} to {}, but the connection was opened from {sender}: the sender never sees the answer",
-                    hop_id(ns),
-                    packet.dst
-                );
-                let stop = Stop {
-                    disposition: Disposition::NoListener,
-                    id: "engine.reply.misdelivered",
-                    reason,
-                    evidence: hop_id(ns),
-                };
-                self.stop(hop, branch, stop);
-            }
-        }
+        let Some(origin) = &branch.origin else {
+            return self.finish(branch, Disposition::Delivered);
+        };
+        let reason = if &origin.ns != ns
+            || origin.address != packet.dst
+            || origin.port != packet.dport
+        {
+            format!(
+                "the reply is delivered in {} to {}, but the connection was opened from {} in {}: the sender never sees the answer",
+                hop_id(ns),
+                packet.dst,
+                origin.address,
+                hop_id(&origin.ns)
+            )
+        } else if Some(origin.target) != packet.src || origin.target_port != packet.sport {
+            format!(
+                "the reply reaches {} from {}, but the connection went to {}: the sender's kernel does not match it to the connection (no un-DNAT on the way back)",
+                hop_id(ns),
+                endpoint(packet.src, packet.sport),
+                endpoint(Some(origin.target), origin.target_port)
+            )
+        } else {
+            let socket = "the sender's connection (the reply arrived)".to_string();
+            self.step(hop, Step::Delivered { socket });
+            return self.finish(branch, Disposition::Delivered);
+        };
+        let stop = Stop {
+            disposition: Disposition::NoListener,
+            id: "engine.reply.misdelivered",
+            reason,
+            evidence: hop_id(ns),
+        };
+        self.stop(hop, branch, stop);
     }
 
     /// A VXLAN packet reached its VTEP: the device with that UDP port and VNI
@@ -1235,6 +1359,7 @@ impl<'s> Walker<'s, '_> {
             dport: Some(port),
             // Each VXLAN datagram is a packet of its own to netfilter.
             reply: false,
+            mark: 0,
             tunnel: Some(Box::new(Tunnelled {
                 vni: info.id,
                 inner_mac: mac,
@@ -1394,6 +1519,18 @@ impl<'s> Walker<'s, '_> {
                 self.graph.add_edge(hop, bridge_hop, link);
                 let mut branch = branch;
                 branch.hops.push(bridge_hop);
+                let mut packet = packet;
+                if let Some(stop) = self.bridge_netfilter(
+                    peer_ns,
+                    bridge_hop,
+                    &bridge,
+                    &peer.ifname,
+                    &port.ifname,
+                    &mut packet,
+                    &mut branch,
+                ) {
+                    return self.stop(bridge_hop, branch, stop);
+                }
                 return self.cross(
                     peer_ns,
                     bridge_hop,
@@ -1421,6 +1558,138 @@ impl<'s> Walker<'s, '_> {
                 evidence,
             },
         )
+    }
+
+    /// With `bridge-nf-call-iptables` on, a frame crossing a bridge goes
+    /// through the node's netfilter (FORWARD and POSTROUTING, `-m physdev`
+    /// sees the ports) and conntrack, which undoes NAT for replies there too.
+    #[allow(clippy::too_many_arguments)]
+    fn bridge_netfilter(
+        &mut self,
+        ns: &NetnsId,
+        hop: NodeIndex,
+        bridge: &str,
+        in_port: &str,
+        out_port: &str,
+        packet: &mut Packet,
+        branch: &mut Branch,
+    ) -> Option<Stop> {
+        let enabled = self
+            .sysctls(ns)?
+            .get_i64("net.bridge.bridge-nf-call-iptables")
+            .ok()
+            .flatten();
+        if enabled != Some(1) {
+            return None;
+        }
+        if branch.reply {
+            self.undo_nat(ns, hop, packet, branch);
+        }
+        let models = self.models;
+        let Some(netfilter) = models.netfilters.get(ns) else {
+            return Some(self.missing(
+                ns,
+                "iptables-save.txt",
+                "evaluate bridged traffic (bridge-nf-call-iptables = 1)",
+            ));
+        };
+        let fib = models.fibs.get(ns);
+        let interfaces = self.snapshot.namespaces[ns]
+            .dump
+            .addrs
+            .as_deref()
+            .unwrap_or_default();
+        let context = Context {
+            fib,
+            interfaces,
+            local_addresses: &[],
+        };
+        let mut filtered = packet.netfilter_packet(packet.src.unwrap_or(packet.dst));
+        filtered.in_iface = Some(bridge.to_string());
+        filtered.out_iface = Some(bridge.to_string());
+        filtered.bridge = Some(BridgePorts {
+            physdev_in: Some(in_port.to_string()),
+            physdev_out: Some(out_port.to_string()),
+        });
+        let outcomes = netfilter.traverse(PacketPath::Forward, filtered, &context);
+        let [outcome] = outcomes.as_slice() else {
+            let reason = format!(
+                "bridged traffic splits into {} netfilter branches in {}: not modelled",
+                outcomes.len(),
+                hop_id(ns)
+            );
+            return Some(Stop {
+                disposition: Disposition::InsufficientInfo,
+                id: "engine.bridge.branches",
+                reason,
+                evidence: self.file(ns, "iptables-save.txt"),
+            });
+        };
+        match &outcome.verdict {
+            Verdict::Drop | Verdict::Reject { .. } => {
+                let (decision, line, text) = deciding_rule(&outcome.trace);
+                self.step(
+                    hop,
+                    Step::Netfilter {
+                        decision: decision.clone(),
+                        rule: text.clone(),
+                        line,
+                    },
+                );
+                let rules_file = self.file(ns, "iptables-save.txt");
+                let evidence = match line {
+                    Some(line) => format!("{rules_file}:{line}: {text}"),
+                    None => format!("{rules_file}: {text}"),
+                };
+                let reason = format!(
+                    "{}'s netfilter drops the bridged packet ({bridge}: {in_port} -> {out_port}): {decision}",
+                    hop_id(ns)
+                );
+                Some(Stop {
+                    disposition: Disposition::DeniedByNetfilter,
+                    id: "kernel.netfilter.denied",
+                    reason,
+                    evidence,
+                })
+            }
+            Verdict::Unknown { reason } => Some(Stop {
+                disposition: Disposition::InsufficientInfo,
+                id: "kernel.netfilter.unknown",
+                reason: reason.clone(),
+                evidence: self.file(ns, "iptables-save.txt"),
+            }),
+            Verdict::Accept | Verdict::Unroutable { .. } => {
+                for step in &outcome.trace {
+                    if let NetfilterStep::Translation {
+                        hook,
+                        table,
+                        translation,
+                    } = step
+                        && !matches!(
+                            translation,
+                            Translation::Mark { .. } | Translation::ConnMark { .. }
+                        )
+                    {
+                        self.step(
+                            hop,
+                            Step::Translated {
+                                hook: hook.to_string(),
+                                table: table.as_str().to_string(),
+                                translation: translation.to_string(),
+                            },
+                        );
+                        if !branch.reply {
+                            branch.nat.push((ns.clone(), *translation));
+                        }
+                    }
+                }
+                packet.src = Some(outcome.packet.src);
+                packet.dst = outcome.packet.dst;
+                packet.sport = outcome.packet.sport;
+                packet.dport = outcome.packet.dport;
+                None
+            }
+        }
     }
 
     /// A device whose far end is not in the snapshot (a node's NIC): the
@@ -1707,4 +1976,22 @@ fn deciding_rule(trace: &[NetfilterStep<'_>]) -> (String, Option<usize>, String)
         }
     }
     ("no rule is recorded".into(), None, String::new())
+}
+
+/// The transport IPVS schedules a protocol by, if any.
+fn transport(protocol: Protocol) -> Option<Transport> {
+    match protocol {
+        Protocol::Tcp => Some(Transport::Tcp),
+        Protocol::Udp => Some(Transport::Udp),
+        Protocol::Icmp => None,
+    }
+}
+
+/// `ADDR:PORT`, or the address alone.
+fn endpoint(address: Option<IpAddr>, port: Option<u16>) -> String {
+    match (address, port) {
+        (Some(address), Some(port)) => SocketAddr::new(address, port).to_string(),
+        (Some(address), None) => address.to_string(),
+        (None, _) => "?".into(),
+    }
 }

@@ -7,6 +7,7 @@
 //! **Architecture Invariant:** what the dump cannot tell is [`Tri::Unknown`],
 //! never a guess.
 
+pub mod ipvs;
 pub mod netfilter;
 pub mod routing;
 

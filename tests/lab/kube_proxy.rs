@@ -120,7 +120,7 @@ COMMIT
 COMMIT
 ",
     );
-    filter + &nat
+    filter + nat.as_str()
 }
 
 /// kube-proxy's `portProtoHash`: the first 16 characters of the base32

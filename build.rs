@@ -1,0 +1,60 @@
+//! Embeds the built-in packs (`rules/*/` and `plugins/*/`: pack.yaml, *.rhai,
+//! lib/*.rhai) in the binary, so that skoop works from any directory.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+fn main() {
+    let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default());
+    let mut out = String::from(
+        "/// Built-in packs: (directory, [(file, text)]).\npub const BUILTIN_PACKS: &[(&str, &[(&str, &str)])] = &[\n",
+    );
+    for group in ["rules", "plugins"] {
+        println!("cargo:rerun-if-changed={group}");
+        for pack in sorted_entries(&root.join(group)) {
+            if !pack.join("pack.yaml").is_file() {
+                continue;
+            }
+            println!("cargo:rerun-if-changed={}", pack.display());
+            println!("cargo:rerun-if-changed={}", pack.join("lib").display());
+            let name = pack
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default();
+            let _ = writeln!(out, "    (\"{group}/{name}\", &[");
+            let mut files = vec![("pack.yaml".to_owned(), pack.join("pack.yaml"))];
+            for (prefix, dir) in [("", pack.clone()), ("lib/", pack.join("lib"))] {
+                for file in sorted_entries(&dir) {
+                    let Some(file_name) = file.file_name().and_then(|n| n.to_str()) else {
+                        continue;
+                    };
+                    if file.is_file() && file_name.ends_with(".rhai") {
+                        files.push((format!("{prefix}{file_name}"), file.clone()));
+                    }
+                }
+            }
+            for (relative, path) in files {
+                println!("cargo:rerun-if-changed={}", path.display());
+                let _ = writeln!(
+                    out,
+                    "        ({relative:?}, include_str!({:?})),",
+                    path.display().to_string()
+                );
+            }
+            out.push_str("    ]),\n");
+        }
+    }
+    out.push_str("];\n");
+    let out_dir = PathBuf::from(std::env::var("OUT_DIR").unwrap_or_default());
+    if let Err(e) = std::fs::write(out_dir.join("builtin_packs.rs"), out) {
+        panic!("cannot write builtin_packs.rs: {e}");
+    }
+}
+
+fn sorted_entries(dir: &Path) -> Vec<PathBuf> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|entries| entries.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    entries.sort();
+    entries
+}

@@ -1,0 +1,336 @@
+//! `skoop packs ...`: list, show, lint, test and create rule packs.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Subcommand, ValueEnum};
+use skoop::packs::{self, HOOKS, LoadedPacks, Override, Pack, PackKind, scaffold, testing};
+
+use super::{EXIT_USAGE, report_problems};
+
+#[derive(Debug, Subcommand)]
+pub enum PacksCommand {
+    /// List the packs: the built-in ones and those under --pack-path.
+    List(LoadArgs),
+    /// Show one pack: parameters, modes, hooks and checks with their ids.
+    Show {
+        /// The pack's name.
+        name: String,
+        #[command(flatten)]
+        load: LoadArgs,
+    },
+    /// Load pack directories and print every problem as file:line:col: message.
+    ///
+    /// Exit status: 0 when every pack loads cleanly, 1 when problems were found.
+    Lint {
+        /// Pack directories (or directories of packs).
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+        /// Override a parameter: PACK.PARAM=VALUE (validated like any value).
+        #[arg(long = "set", value_name = "PACK.PARAM=VALUE", value_parser = Override::parse)]
+        overrides: Vec<Override>,
+    },
+    /// Run each pack's tests/<case>/: a snapshot and the finding ids expected.
+    ///
+    /// Exit status: 0 when every case passes, 1 when one fails, 2 when the
+    /// tests cannot be run.
+    Test {
+        /// Pack directories (or directories of packs).
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+    },
+    /// Create a new pack in ./NAME whose own tests pass.
+    New {
+        name: String,
+        #[arg(long, value_enum)]
+        kind: Kind,
+        /// Where to create it (default: ./NAME).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Kind {
+    /// A CNI's behaviour: detection, modes, intent, hooks, checks.
+    Cni,
+    /// CNI-independent checks.
+    Rules,
+}
+
+#[derive(Debug, Args)]
+pub struct LoadArgs {
+    /// A directory of packs (or one pack) to add to the built-in ones; a pack
+    /// with a built-in's name replaces it.
+    #[arg(long = "pack-path", value_name = "DIR")]
+    pack_paths: Vec<PathBuf>,
+    /// Override a parameter: PACK.PARAM=VALUE (validated like any value).
+    #[arg(long = "set", value_name = "PACK.PARAM=VALUE", value_parser = Override::parse)]
+    overrides: Vec<Override>,
+}
+
+impl LoadArgs {
+    /// Loads the packs; problems and notes go to stderr. `Err` is the exit code.
+    fn load(&self) -> Result<LoadedPacks, ExitCode> {
+        let (loaded, problems) = LoadedPacks::discover_and_load(&self.pack_paths, &self.overrides);
+        for note in &loaded.notes {
+            eprintln!("note: {note}");
+        }
+        if problems.is_empty() {
+            Ok(loaded)
+        } else {
+            for problem in &problems {
+                eprintln!("error: {problem}");
+            }
+            Err(ExitCode::from(EXIT_USAGE))
+        }
+    }
+}
+
+pub fn run(command: PacksCommand) -> ExitCode {
+    match command {
+        PacksCommand::List(load) => list(&load),
+        PacksCommand::Show { name, load } => show(&name, &load),
+        PacksCommand::Lint { dirs, overrides } => lint(&dirs, &overrides),
+        PacksCommand::Test { dirs } => test(&dirs),
+        PacksCommand::New { name, kind, dir } => new(&name, kind, dir),
+    }
+}
+
+fn list(load: &LoadArgs) -> ExitCode {
+    let loaded = match load.load() {
+        Ok(loaded) => loaded,
+        Err(code) => return code,
+    };
+    for pack in loaded.packs() {
+        let origin = if pack.builtin {
+            "built-in".to_owned()
+        } else {
+            pack.dir.display().to_string()
+        };
+        out!(
+            "{:<16} {:<8} {:<6} {:>3} checks  {}  ({origin})",
+            pack.name,
+            pack.version.to_string(),
+            pack.kind.as_str(),
+            pack.checks.len(),
+            pack.description
+        );
+    }
+    ExitCode::SUCCESS
+}
+
+fn show(name: &str, load: &LoadArgs) -> ExitCode {
+    let loaded = match load.load() {
+        Ok(loaded) => loaded,
+        Err(code) => return code,
+    };
+    let Some(pack) = loaded.get(name) else {
+        let names: Vec<&str> = loaded.packs().iter().map(|p| p.name.as_str()).collect();
+        eprintln!(
+            "error: no pack is called {name} (packs: {})",
+            names.join(", ")
+        );
+        return ExitCode::from(EXIT_USAGE);
+    };
+    out!("{}", describe(pack).trim_end());
+    ExitCode::SUCCESS
+}
+
+/// `skoop packs show`: everything a user needs to use and configure a pack.
+fn describe(pack: &Pack) -> String {
+    let mut out = format!(
+        "{} {} ({} pack, engine {})\n{}\nfrom: {}\n",
+        pack.name,
+        pack.version,
+        pack.kind.as_str(),
+        pack.engine,
+        pack.description,
+        if pack.builtin {
+            "built-in".to_owned()
+        } else {
+            pack.dir.display().to_string()
+        }
+    );
+    if !pack.parameters.is_empty() {
+        out.push_str("\nparameters:\n");
+        for p in &pack.parameters {
+            let allowed = if p.allowed.is_empty() {
+                String::new()
+            } else {
+                let values: Vec<String> = p.allowed.iter().map(ToString::to_string).collect();
+                format!(" (allowed: {})", values.join(", "))
+            };
+            let overridden = if p.value == p.default {
+                String::new()
+            } else {
+                format!(", set to {}", p.value)
+            };
+            out.push_str(&format!(
+                "  {}: {} = {}{overridden}{allowed}\n      {}\n",
+                p.name,
+                p.param_type.as_str(),
+                p.default,
+                p.doc
+            ));
+        }
+    }
+    if !pack.modes.is_empty() {
+        out.push_str("\nmodes:\n");
+        for m in &pack.modes {
+            let when = m
+                .when
+                .as_ref()
+                .map(|w| format!(" when {}", w.source))
+                .unwrap_or_default();
+            out.push_str(&format!("  {}{when}\n      {}\n", m.name, m.doc));
+        }
+    }
+    if !pack.hooks.is_empty() {
+        out.push_str("\nhooks:\n");
+        for (hook, function) in &pack.hooks {
+            let params = HOOKS
+                .iter()
+                .find(|h| h.name == hook)
+                .map(|h| h.params.join(", "))
+                .unwrap_or_default();
+            out.push_str(&format!("  {hook}({params}) -> {}\n", function.name));
+        }
+    }
+    out.push_str("\nchecks:\n");
+    for c in &pack.checks {
+        let modes = if c.modes.is_empty() {
+            String::new()
+        } else {
+            format!(" [modes: {}]", c.modes.join(", "))
+        };
+        out.push_str(&format!(
+            "  {:<32} {:<8} {:<6} {}{modes}\n",
+            c.id,
+            c.severity.as_str(),
+            c.scope.as_str(),
+            c.kind.name()
+        ));
+        if !c.doc.is_empty() {
+            out.push_str(&format!("      {}\n", c.doc.trim()));
+        }
+    }
+    out
+}
+
+fn lint(dirs: &[PathBuf], overrides: &[Override]) -> ExitCode {
+    let mut sources = Vec::new();
+    let mut problems = Vec::new();
+    for dir in dirs {
+        match packs::discover(dir) {
+            Ok(found) => sources.extend(found),
+            Err(more) => problems.extend(more),
+        }
+    }
+    let names: Vec<PathBuf> = sources.iter().map(|s| s.dir.clone()).collect();
+    let (loaded, more) = LoadedPacks::load(sources, overrides);
+    problems.extend(more);
+    for problem in &problems {
+        out!("{problem}");
+    }
+    for dir in &names {
+        if let Some(pack) = loaded.packs().iter().find(|p| &p.dir == dir) {
+            eprintln!("ok: {} {} ({})", pack.name, pack.version, dir.display());
+        }
+    }
+    if problems.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        eprintln!(
+            "{} problem{}",
+            problems.len(),
+            if problems.len() == 1 { "" } else { "s" }
+        );
+        ExitCode::FAILURE
+    }
+}
+
+fn test(dirs: &[PathBuf]) -> ExitCode {
+    let (mut passed, mut failed) = (0, 0);
+    let mut unusable = false;
+    for dir in dirs {
+        let sources = match packs::discover(dir) {
+            Ok(sources) => sources,
+            Err(problems) => {
+                report_problems(&problems);
+                unusable = true;
+                continue;
+            }
+        };
+        for source in sources {
+            let (loaded, problems) = LoadedPacks::load(vec![source.clone()], &[]);
+            let Some(pack) = loaded.packs().first() else {
+                for problem in &problems {
+                    out!("{problem}");
+                }
+                out!(
+                    "test {} ... FAILED (the pack does not load)",
+                    source.dir.display()
+                );
+                failed += 1;
+                continue;
+            };
+            match testing::run_pack_tests(&source, &pack.name) {
+                Err(problems) => {
+                    for problem in &problems {
+                        out!("{problem}");
+                    }
+                    out!(
+                        "test {} ... FAILED (its tests cannot run)",
+                        source.dir.display()
+                    );
+                    failed += 1;
+                }
+                Ok(results) => {
+                    for result in results {
+                        if result.passed() {
+                            out!("test {} ... ok", result.dir.display());
+                            passed += 1;
+                        } else {
+                            out!("test {} ... FAILED", result.dir.display());
+                            for failure in &result.failures {
+                                out!("    {failure}");
+                            }
+                            failed += 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out!();
+    out!("{passed} passed, {failed} failed");
+    if unusable {
+        ExitCode::from(EXIT_USAGE)
+    } else if failed > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn new(name: &str, kind: Kind, dir: Option<PathBuf>) -> ExitCode {
+    let kind = match kind {
+        Kind::Cni => PackKind::Cni,
+        Kind::Rules => PackKind::Rules,
+    };
+    let dir = dir.unwrap_or_else(|| PathBuf::from(name));
+    match scaffold::new_pack(&dir, name, kind) {
+        Ok(files) => {
+            for file in files {
+                out!("created {}", file.display());
+            }
+            out!("\nrun its tests with: skoop packs test {}", dir.display());
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("error: {error}");
+            ExitCode::from(EXIT_USAGE)
+        }
+    }
+}

@@ -1,0 +1,1004 @@
+//! Evaluating a pack's checks: in snapshot scope (every node, pod and
+//! object of a snapshot) and, for the walker, at one hop of a path.
+//!
+//! A check passes, fails, or cannot be decided: the last is an *unknown*
+//! finding with the reason (a dump not collected), never a pass. A script
+//! that fails is a finding too, positioned in the script.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rhai::{CallFnOptions, Dynamic, Engine, EvalAltResult, Scope};
+
+use super::host::{
+    Insufficient, display, json_to_dynamic, link_is_up, link_kind, lladdr_text, socket_protocol,
+};
+use super::model::*;
+use super::sandbox::{ScriptError, function_position};
+use super::scope::{Context, HopScope, NetnsRef, NodeRef, PodRef, Subject};
+use crate::netstack::routing::table_name;
+use crate::snapshot::cluster::{GenericObject, Node, Pod};
+use crate::snapshot::netns::neigh::NeighbourState;
+use crate::snapshot::netns::route::Destination;
+use crate::snapshot::problem::{line_col, read_text};
+use crate::snapshot::{NetnsId, Snapshot};
+
+/// What a check concluded about one subject.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FindingStatus {
+    /// The subject is not as the check expects.
+    Failed,
+    /// The snapshot cannot tell (a dump not collected, say).
+    Unknown,
+    /// The check's script or expression failed; nothing was concluded.
+    ScriptError,
+}
+
+/// Where a finding's evidence is: a snapshot file and line, or an object's source.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Evidence {
+    pub file: PathBuf,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub column: Option<usize>,
+}
+
+impl std::fmt::Display for Evidence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.file.display())?;
+        if let Some(line) = self.line {
+            write!(f, ":{line}")?;
+            if let Some(column) = self.column {
+                write!(f, ":{column}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Evidence {
+    fn file(file: PathBuf) -> Evidence {
+        Evidence {
+            file,
+            line: None,
+            column: None,
+        }
+    }
+
+    /// The first place `needle` occurs in a dump file, or the file alone.
+    fn locate(dir: &Path, name: &str, needle: &str) -> Evidence {
+        let file = dir.join(name);
+        let found = read_text(&file)
+            .ok()
+            .flatten()
+            .and_then(|text| text.find(needle).map(|offset| line_col(&text, offset)));
+        match found {
+            Some((line, column)) => Evidence {
+                file,
+                line: Some(line),
+                column: Some(column),
+            },
+            None => Evidence::file(file),
+        }
+    }
+}
+
+/// One finding of a check about one subject.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Finding {
+    pub id: String,
+    pub pack: String,
+    pub severity: Severity,
+    pub status: FindingStatus,
+    pub subject: Subject,
+    pub message: String,
+    pub evidence: Vec<Evidence>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expected: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remediation: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub references: Vec<String>,
+    /// Why the script stopped, for `script-error` findings.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_kind: Option<super::sandbox::ScriptErrorKind>,
+}
+
+/// A failure before the check could conclude.
+pub enum Stop {
+    Unknown(String),
+    Error(ScriptError),
+}
+
+/// One way the subject differs from what the check expects.
+struct Failure {
+    actual: String,
+    expected: String,
+    evidence: Vec<Evidence>,
+}
+
+type Outcome = Result<Vec<Failure>, Stop>;
+
+/// Evaluates the checks of one pack.
+pub struct Evaluator<'a> {
+    pub engine: &'a Engine,
+    pub pack: &'a Pack,
+}
+
+impl Evaluator<'_> {
+    /// Evaluates a manifest value in `ctx`, with `extra` variables.
+    fn value(
+        &self,
+        value: &Value,
+        ctx: &Context,
+        extra: &[(&str, Dynamic)],
+    ) -> Result<Dynamic, Stop> {
+        let eval = |ast: &rhai::AST| -> Result<Dynamic, Stop> {
+            let mut scope = Scope::new();
+            for (name, v) in ctx.variables() {
+                scope.push_dynamic(name, v);
+            }
+            for (name, v) in extra {
+                scope.push_dynamic(*name, v.clone());
+            }
+            for name in ["actual", "expected"] {
+                if !extra.iter().any(|(n, _)| *n == name) {
+                    scope.push_dynamic(name, Dynamic::UNIT);
+                }
+            }
+            self.engine
+                .eval_ast_with_scope::<Dynamic>(&mut scope, ast)
+                .map_err(|error| self.manifest_stop(&error, value))
+        };
+        match &value.template {
+            Template::Literal(v) => Ok(v.clone()),
+            Template::Expression(ast) => eval(ast),
+            Template::Interpolated(parts) => {
+                let mut text = String::new();
+                for part in parts {
+                    match part {
+                        TemplatePart::Text(t) => text.push_str(t),
+                        TemplatePart::Expression(ast) => text.push_str(&display(&eval(ast)?)),
+                    }
+                }
+                Ok(text.into())
+            }
+        }
+    }
+
+    fn text(&self, value: &Value, ctx: &Context) -> Result<String, Stop> {
+        self.value(value, ctx, &[]).map(|v| display(&v))
+    }
+
+    fn optional_text(&self, value: Option<&Value>, ctx: &Context) -> Result<Option<String>, Stop> {
+        value.map(|v| self.text(v, ctx)).transpose()
+    }
+
+    /// An error of a manifest expression: positioned at the value in pack.yaml.
+    fn manifest_stop(&self, error: &EvalAltResult, value: &Value) -> Stop {
+        if let Some(reason) = Insufficient::in_error(error) {
+            return Stop::Unknown(reason);
+        }
+        let mut script = ScriptError::from_rhai(error, &self.pack.dir, super::load::MANIFEST, None);
+        script.line = Some(value.pos.line);
+        script.column = Some(value.pos.column);
+        script.message = format!("in {:?}: {}", value.source, script.message);
+        Stop::Error(script)
+    }
+
+    /// Calls `fn name(args...)` of the pack's scripts.
+    pub fn call(&self, function: &ScriptFunction, args: Vec<Dynamic>) -> Result<Dynamic, Stop> {
+        let Some(script) = self.pack.scripts.get(function.script) else {
+            return Err(Stop::Unknown(format!("no script for {}", function.name)));
+        };
+        let result = self.engine.call_fn_with_options::<Dynamic>(
+            CallFnOptions::new(),
+            &mut Scope::new(),
+            &script.ast,
+            &function.name,
+            args,
+        );
+        result.map_err(|error| match Insufficient::in_error(&error) {
+            Some(reason) => Stop::Unknown(reason),
+            None => Stop::Error(ScriptError::from_rhai(
+                &error,
+                &self.pack.dir,
+                &script.file,
+                function_position(&script.source, &function.name),
+            )),
+        })
+    }
+
+    /// The findings of `check` about the subject of `ctx`.
+    pub fn run(&self, check: &Check, ctx: &Context) -> Vec<Finding> {
+        let applies = match &check.when {
+            None => Ok(true),
+            Some(when) => self.condition(when, ctx),
+        };
+        let outcome = match applies {
+            Ok(false) => return Vec::new(),
+            Ok(true) => self.outcome(check, ctx),
+            Err(stop) => Err(stop),
+        };
+        match outcome {
+            Ok(failures) => failures
+                .into_iter()
+                .map(|failure| self.failed(check, ctx, failure))
+                .collect(),
+            Err(Stop::Unknown(reason)) => vec![self.finding(
+                check,
+                ctx,
+                FindingStatus::Unknown,
+                format!("cannot tell: {reason}"),
+                Vec::new(),
+                None,
+            )],
+            Err(Stop::Error(error)) => {
+                let evidence = vec![Evidence {
+                    file: error.file.clone(),
+                    line: error.line,
+                    column: error.column,
+                }];
+                let mut finding = self.finding(
+                    check,
+                    ctx,
+                    FindingStatus::ScriptError,
+                    error.to_string(),
+                    evidence,
+                    None,
+                );
+                finding.error_kind = Some(error.kind);
+                vec![finding]
+            }
+        }
+    }
+
+    /// Evaluates a `when`: it must be true or false.
+    pub fn condition(&self, when: &Value, ctx: &Context) -> Result<bool, Stop> {
+        self.value(when, ctx, &[])?.as_bool().map_err(|kind| {
+            Stop::Error(ScriptError {
+                kind: super::sandbox::ScriptErrorKind::Runtime,
+                file: self.pack.dir.join(super::load::MANIFEST),
+                line: Some(when.pos.line),
+                column: Some(when.pos.column),
+                message: format!("`when` must be true or false, it is {kind}"),
+            })
+        })
+    }
+
+    /// A finding about the pack itself (`PACK.WHAT`): its mode selection or
+    /// a hook failed or could not decide.
+    pub fn pack_finding(&self, ctx: &Context, what: &str, stop: Stop) -> Finding {
+        let (status, message, evidence, error_kind) = match stop {
+            Stop::Unknown(reason) => (
+                FindingStatus::Unknown,
+                format!("cannot tell: {reason}"),
+                Vec::new(),
+                None,
+            ),
+            Stop::Error(error) => {
+                let evidence = vec![Evidence {
+                    file: error.file.clone(),
+                    line: error.line,
+                    column: error.column,
+                }];
+                (
+                    FindingStatus::ScriptError,
+                    error.to_string(),
+                    evidence,
+                    Some(error.kind),
+                )
+            }
+        };
+        Finding {
+            id: format!("{}.{what}", self.pack.name),
+            pack: self.pack.name.clone(),
+            severity: Severity::Critical,
+            status,
+            subject: ctx.subject.clone(),
+            message,
+            evidence,
+            expected: None,
+            remediation: None,
+            references: Vec::new(),
+            error_kind,
+        }
+    }
+
+    fn failed(&self, check: &Check, ctx: &Context, failure: Failure) -> Finding {
+        let extra = [
+            ("actual", Dynamic::from(failure.actual.clone())),
+            ("expected", Dynamic::from(failure.expected.clone())),
+        ];
+        let message = match self.value(&check.message, ctx, &extra) {
+            Ok(message) => display(&message),
+            Err(Stop::Unknown(reason)) => format!("{} (cannot tell: {reason})", failure.actual),
+            Err(Stop::Error(error)) => {
+                format!("{} (message template failed: {error})", failure.actual)
+            }
+        };
+        let expected = (!failure.expected.is_empty()).then_some(failure.expected);
+        self.finding(
+            check,
+            ctx,
+            FindingStatus::Failed,
+            message,
+            failure.evidence,
+            expected,
+        )
+    }
+
+    fn finding(
+        &self,
+        check: &Check,
+        ctx: &Context,
+        status: FindingStatus,
+        message: String,
+        evidence: Vec<Evidence>,
+        expected: Option<String>,
+    ) -> Finding {
+        let remediation = check
+            .remediation
+            .as_ref()
+            .and_then(|r| self.text(r, ctx).ok());
+        Finding {
+            id: check.id.clone(),
+            pack: self.pack.name.clone(),
+            severity: check.severity,
+            status,
+            subject: ctx.subject.clone(),
+            message,
+            evidence,
+            expected,
+            remediation,
+            references: check.references.clone(),
+            error_kind: None,
+        }
+    }
+
+    fn outcome(&self, check: &Check, ctx: &Context) -> Outcome {
+        match &check.kind {
+            CheckKind::Script { function } => {
+                let function = ScriptFunction {
+                    script: self.script_of(function).unwrap_or(usize::MAX),
+                    name: function.clone(),
+                };
+                let result = self.call(&function, vec![Dynamic::from(ctx.clone())])?;
+                script_failures(result, &function, self)
+            }
+            CheckKind::Condition { condition, expect } => {
+                condition_outcome(ctx, condition, *expect)
+            }
+            kind => {
+                let netns = ctx.netns.as_ref().ok_or_else(|| {
+                    Stop::Unknown(format!("{} has no namespace dump", ctx.subject))
+                })?;
+                let entry = netns
+                    .entry()
+                    .ok_or_else(|| Stop::Unknown(format!("no dump of {}", netns.id)))?;
+                self.dump_outcome(kind, ctx, &entry.dir, &entry.dump)
+            }
+        }
+    }
+
+    fn script_of(&self, function: &str) -> Option<usize> {
+        self.pack.scripts.iter().position(|s| {
+            s.ast
+                .iter_functions()
+                .any(|f| f.name == function && f.params.len() == 1)
+        })
+    }
+
+    fn dump_outcome(
+        &self,
+        kind: &CheckKind,
+        ctx: &Context,
+        dir: &Path,
+        dump: &crate::snapshot::netns::NetnsDump,
+    ) -> Outcome {
+        let not_collected =
+            |file: &str| Stop::Unknown(format!("{file} of {} was not collected", ctx.subject));
+        let fail = |actual: String, expected: String, evidence: Evidence| {
+            Ok(vec![Failure {
+                actual,
+                expected,
+                evidence: vec![evidence],
+            }])
+        };
+        match kind {
+            CheckKind::Sysctl { key, expect } => {
+                let key = self.text(key, ctx)?;
+                let expect = self.text(expect, ctx)?;
+                let sysctls = dump
+                    .sysctls
+                    .as_ref()
+                    .ok_or_else(|| not_collected("sysctl.txt"))?;
+                let evidence = Evidence::locate(dir, "sysctl.txt", &format!("{key} = "));
+                match sysctls.get(&key) {
+                    Some(actual) if actual.trim() == expect.trim() => Ok(Vec::new()),
+                    Some(actual) => fail(
+                        format!("{key} = {}", actual.trim()),
+                        format!("{key} = {expect}"),
+                        evidence,
+                    ),
+                    None => fail(
+                        format!("{key} is not set"),
+                        format!("{key} = {expect}"),
+                        evidence,
+                    ),
+                }
+            }
+            CheckKind::Device {
+                name,
+                kind,
+                mtu,
+                state,
+                master,
+            } => {
+                let name = self.text(name, ctx)?;
+                let kind = self.optional_text(kind.as_ref(), ctx)?;
+                let mtu = self.optional_text(mtu.as_ref(), ctx)?;
+                let master = self.optional_text(master.as_ref(), ctx)?;
+                let links = dump
+                    .links
+                    .as_ref()
+                    .ok_or_else(|| not_collected("ip-link.json"))?;
+                let pattern = name.contains('*');
+                let matching: Vec<_> = links.iter().filter(|l| glob(&name, &l.ifname)).collect();
+                if matching.is_empty() && !pattern {
+                    return fail(
+                        format!("no device {name}"),
+                        format!("device {name}"),
+                        Evidence::file(dir.join("ip-link.json")),
+                    );
+                }
+                let mut failures = Vec::new();
+                for link in matching {
+                    let mut wrong = Vec::new();
+                    let mut expected = Vec::new();
+                    if let Some(kind) = &kind {
+                        expected.push(format!("kind {kind}"));
+                        if link_kind(link) != kind {
+                            wrong.push(format!("kind {}", or_none(link_kind(link))));
+                        }
+                    }
+                    if let Some(mtu) = &mtu {
+                        expected.push(format!("mtu {mtu}"));
+                        if link.mtu.to_string() != *mtu {
+                            wrong.push(format!("mtu {}", link.mtu));
+                        }
+                    }
+                    if let Some(state) = state {
+                        let want_up = *state == DeviceState::Up;
+                        expected.push(if want_up { "up" } else { "down" }.to_owned());
+                        if link_is_up(link) != want_up {
+                            wrong.push(format!("state {}", link.operstate));
+                        }
+                    }
+                    if let Some(master) = &master {
+                        expected.push(format!("master {master}"));
+                        if link.master.as_deref() != Some(master.as_str()) {
+                            wrong.push(format!(
+                                "master {}",
+                                link.master.as_deref().unwrap_or("none")
+                            ));
+                        }
+                    }
+                    if !wrong.is_empty() {
+                        failures.push(Failure {
+                            actual: format!("{}: {}", link.ifname, wrong.join(", ")),
+                            expected: format!("{}: {}", link.ifname, expected.join(", ")),
+                            evidence: vec![Evidence::locate(
+                                dir,
+                                "ip-link.json",
+                                &format!("\"ifname\":\"{}\"", link.ifname),
+                            )],
+                        });
+                    }
+                }
+                Ok(failures)
+            }
+            CheckKind::Route {
+                dst,
+                via,
+                dev,
+                table,
+            } => {
+                let dst = self.text(dst, ctx)?;
+                let via = self.optional_text(via.as_ref(), ctx)?;
+                let dev = self.optional_text(dev.as_ref(), ctx)?;
+                let table = self
+                    .optional_text(table.as_ref(), ctx)?
+                    .unwrap_or_else(|| "main".into());
+                let routes = dump
+                    .routes
+                    .as_ref()
+                    .ok_or_else(|| not_collected("ip-route.json"))?;
+                let wanted = (dst != "default")
+                    .then(|| dst.parse::<ipnet::IpNet>())
+                    .transpose()
+                    .map_err(|_| {
+                        Stop::Unknown(format!("route dst {dst:?} is neither default nor a prefix"))
+                    })?;
+                let candidates: Vec<_> = routes
+                    .iter()
+                    .filter(|r| table_name(&r.table) == table)
+                    .filter(|r| match (&r.dst, wanted) {
+                        (Destination::Default, None) => true,
+                        (Destination::Prefix(p), Some(w)) => p.trunc() == w.trunc(),
+                        _ => false,
+                    })
+                    .collect();
+                let mut expected = dst.clone();
+                if let Some(via) = &via {
+                    expected.push_str(&format!(" via {via}"));
+                }
+                if let Some(dev) = &dev {
+                    expected.push_str(&format!(" dev {dev}"));
+                }
+                expected.push_str(&format!(" (table {table})"));
+                let fits = candidates.iter().any(|r| {
+                    via.as_ref()
+                        .is_none_or(|v| r.gateway.map(|g| g.to_string()).as_deref() == Some(v))
+                        && dev
+                            .as_ref()
+                            .is_none_or(|d| r.dev.as_deref() == Some(d.as_str()))
+                });
+                if fits {
+                    return Ok(Vec::new());
+                }
+                let actual = match candidates.first() {
+                    None => format!("no route to {dst} in table {table}"),
+                    Some(r) => crate::netstack::routing::describe_route(r),
+                };
+                let needle = if dst == "default" {
+                    "\"dst\":\"default\"".to_owned()
+                } else {
+                    format!("\"dst\":\"{dst}\"")
+                };
+                fail(
+                    actual,
+                    expected,
+                    Evidence::locate(dir, "ip-route.json", &needle),
+                )
+            }
+            CheckKind::Neighbour { dst, dev, lladdr } => {
+                let dst = self.text(dst, ctx)?;
+                let dev = self.optional_text(dev.as_ref(), ctx)?;
+                let lladdr = self.optional_text(lladdr.as_ref(), ctx)?;
+                let neighbours = dump
+                    .neighbours
+                    .as_ref()
+                    .ok_or_else(|| not_collected("ip-neigh.json"))?;
+                let usable = neighbours.iter().any(|n| {
+                    n.dst.to_string() == dst
+                        && dev.as_ref().is_none_or(|d| n.dev == *d)
+                        && lladdr.as_ref().is_none_or(|l| {
+                            n.lladdr.as_ref().map(lladdr_text).as_deref() == Some(l.as_str())
+                        })
+                        && !n.has_state(&NeighbourState::Failed)
+                        && !n.has_state(&NeighbourState::Incomplete)
+                });
+                if usable {
+                    return Ok(Vec::new());
+                }
+                let expected = format!(
+                    "neighbour {dst}{}{}",
+                    dev.map(|d| format!(" dev {d}")).unwrap_or_default(),
+                    lladdr.map(|l| format!(" lladdr {l}")).unwrap_or_default()
+                );
+                fail(
+                    format!("no usable neighbour entry for {dst}"),
+                    expected,
+                    Evidence::locate(dir, "ip-neigh.json", &format!("\"dst\":\"{dst}\"")),
+                )
+            }
+            CheckKind::Fdb { dev, mac, dst } => {
+                let dev = self.text(dev, ctx)?;
+                let mac = self.optional_text(mac.as_ref(), ctx)?;
+                let dst = self.optional_text(dst.as_ref(), ctx)?;
+                let fdb = dump
+                    .fdb
+                    .as_ref()
+                    .ok_or_else(|| not_collected("bridge-fdb.json"))?;
+                let found = fdb.iter().any(|e| {
+                    e.ifname == dev
+                        && mac
+                            .as_ref()
+                            .is_none_or(|m| e.mac.to_string().eq_ignore_ascii_case(m))
+                        && dst.as_ref().is_none_or(|d| {
+                            e.dst.map(|x| x.to_string()).as_deref() == Some(d.as_str())
+                        })
+                });
+                if found {
+                    return Ok(Vec::new());
+                }
+                let expected = format!(
+                    "fdb entry{} dev {dev}{}",
+                    mac.map(|m| format!(" {m}")).unwrap_or_default(),
+                    dst.map(|d| format!(" dst {d}")).unwrap_or_default()
+                );
+                fail(
+                    format!("no such fdb entry on {dev}"),
+                    expected,
+                    Evidence::file(dir.join("bridge-fdb.json")),
+                )
+            }
+            CheckKind::Listener { port, protocol } => {
+                let port_text = self.text(port, ctx)?;
+                let protocol = self
+                    .optional_text(protocol.as_ref(), ctx)?
+                    .unwrap_or_else(|| "tcp".into())
+                    .to_lowercase();
+                let sockets = dump
+                    .sockets
+                    .as_ref()
+                    .ok_or_else(|| not_collected("ss.txt"))?;
+                let listening = sockets.iter().any(|s| {
+                    s.port.to_string() == port_text && socket_protocol(s.protocol) == protocol
+                });
+                if listening {
+                    return Ok(Vec::new());
+                }
+                fail(
+                    format!("nothing listens on {protocol} port {port_text}"),
+                    format!("a {protocol} socket on port {port_text}"),
+                    Evidence::file(dir.join("ss.txt")),
+                )
+            }
+            CheckKind::Condition { .. } | CheckKind::Script { .. } => Ok(Vec::new()),
+        }
+    }
+}
+
+fn or_none(text: &str) -> &str {
+    if text.is_empty() { "none" } else { text }
+}
+
+/// `*` matches any run of characters; everything else itself.
+fn glob(pattern: &str, name: &str) -> bool {
+    match pattern.split_once('*') {
+        None => pattern == name,
+        Some((prefix, rest)) => {
+            let Some(tail) = name.strip_prefix(prefix) else {
+                return false;
+            };
+            (0..=tail.len())
+                .filter(|&i| tail.is_char_boundary(i))
+                .any(|i| glob(rest, &tail[i..]))
+        }
+    }
+}
+
+/// A script check returns `()` or `true` (pass), `false`, a message, a map
+/// `#{actual, expected}`, or an array of messages or maps (one failure each).
+fn script_failures(
+    result: Dynamic,
+    function: &ScriptFunction,
+    evaluator: &Evaluator<'_>,
+) -> Outcome {
+    let one = |item: Dynamic| -> Result<Option<Failure>, Stop> {
+        if item.is_unit() || item.as_bool() == Ok(true) {
+            return Ok(None);
+        }
+        if item.as_bool() == Ok(false) {
+            return Ok(Some(Failure {
+                actual: format!("{} returned false", function.name),
+                expected: String::new(),
+                evidence: Vec::new(),
+            }));
+        }
+        if item.is_string() {
+            return Ok(Some(Failure {
+                actual: item.to_string(),
+                expected: String::new(),
+                evidence: Vec::new(),
+            }));
+        }
+        if let Some(map) = item.clone().try_cast::<rhai::Map>() {
+            let field = |k: &str| map.get(k).map(display).unwrap_or_default();
+            return Ok(Some(Failure {
+                actual: field("actual"),
+                expected: field("expected"),
+                evidence: Vec::new(),
+            }));
+        }
+        let script = evaluator.pack.scripts.get(function.script);
+        Err(Stop::Error(ScriptError {
+            kind: super::sandbox::ScriptErrorKind::Runtime,
+            file: evaluator
+                .pack
+                .dir
+                .join(script.map_or("", |s| s.file.as_str())),
+            line: script
+                .and_then(|s| function_position(&s.source, &function.name))
+                .map(|p| p.0),
+            column: script
+                .and_then(|s| function_position(&s.source, &function.name))
+                .map(|p| p.1),
+            message: format!(
+                "{} returned {}; a check returns (), a bool, a message, #{{actual, expected}} or an array of those",
+                function.name,
+                item.type_name()
+            ),
+        }))
+    };
+    match result.clone().try_cast::<rhai::Array>() {
+        Some(items) => items
+            .into_iter()
+            .filter_map(|i| one(i).transpose())
+            .collect(),
+        None => one(result).map(|f| f.into_iter().collect()),
+    }
+}
+
+fn condition_outcome(ctx: &Context, condition: &str, expect: bool) -> Outcome {
+    let snapshot = &ctx.snapshot;
+    let (status, source): (Option<bool>, Option<Evidence>) =
+        if let Some(pod) = ctx.pod.as_ref().and_then(PodRef::get) {
+            let status = match condition {
+                "Ready" => pod.ready,
+                "ContainersReady" => pod.containers_ready,
+                other => {
+                    return Err(Stop::Unknown(format!(
+                        "the model keeps only Ready and ContainersReady of a Pod, not {other}"
+                    )));
+                }
+            };
+            (status, Some(object_evidence(&pod.meta.source)))
+        } else if let Some(node) = ctx.node.as_ref().and_then(NodeRef::get) {
+            if condition != "Ready" {
+                return Err(Stop::Unknown(format!(
+                    "the model keeps only Ready of a Node, not {condition}"
+                )));
+            }
+            (node.ready, Some(object_evidence(&node.meta.source)))
+        } else if let Some(object) = &ctx.object {
+            let status = object
+                .clone()
+                .try_cast::<rhai::Map>()
+                .and_then(|m| m.get("status")?.clone().try_cast::<rhai::Map>())
+                .and_then(|s| s.get("conditions")?.clone().try_cast::<rhai::Array>())
+                .and_then(|conditions| {
+                    conditions.into_iter().find_map(|c| {
+                        let c = c.try_cast::<rhai::Map>()?;
+                        (c.get("type")?.to_string() == condition)
+                            .then(|| c.get("status").map(|s| s.to_string()))?
+                    })
+                })
+                .and_then(|s| match s.as_str() {
+                    "True" => Some(true),
+                    "False" => Some(false),
+                    _ => None,
+                });
+            (status, None)
+        } else {
+            let _ = snapshot;
+            return Err(Stop::Unknown(format!(
+                "{} is not an object with conditions",
+                ctx.subject
+            )));
+        };
+    match status {
+        Some(actual) if actual == expect => Ok(Vec::new()),
+        Some(actual) => Ok(vec![Failure {
+            actual: format!("{condition} is {}", if actual { "True" } else { "False" }),
+            expected: format!("{condition} is {}", if expect { "True" } else { "False" }),
+            evidence: source.into_iter().collect(),
+        }]),
+        None => Err(Stop::Unknown(format!(
+            "{} reports no {condition} condition (or Unknown)",
+            ctx.subject
+        ))),
+    }
+}
+
+fn object_evidence(source: &crate::snapshot::cluster::ObjectSource) -> Evidence {
+    Evidence {
+        file: source.file.clone(),
+        line: Some(source.line),
+        column: None,
+    }
+}
+
+/// Every subject of a scope in a snapshot, as contexts.
+pub fn subjects(check: &Check, params: &Dynamic, snapshot: &Arc<Snapshot>) -> Vec<Context> {
+    let base = |subject: Subject| Context::new(params.clone(), snapshot.clone(), subject);
+    let mut contexts = Vec::new();
+    match check.scope {
+        CheckScope::Node => {
+            for id in snapshot.namespaces.keys() {
+                let NetnsId::Host { node } = id else { continue };
+                let mut ctx = base(Subject::Node { name: node.clone() });
+                ctx.node = NodeRef::new(snapshot, node);
+                ctx.netns = Some(NetnsRef {
+                    snapshot: snapshot.clone(),
+                    id: id.clone(),
+                });
+                match check.for_each {
+                    Some(ForEach::RemoteNodes) => {
+                        for peer in snapshot.cluster.nodes().filter(|n| n.meta.name != *node) {
+                            let mut ctx = ctx.clone();
+                            ctx.peer = NodeRef::new(snapshot, &peer.meta.name);
+                            contexts.push(ctx);
+                        }
+                    }
+                    _ => contexts.push(ctx),
+                }
+            }
+        }
+        CheckScope::Pod => {
+            for id in snapshot.namespaces.keys() {
+                let NetnsId::Pod {
+                    node,
+                    namespace,
+                    name,
+                } = id
+                else {
+                    continue;
+                };
+                let mut ctx = base(Subject::Pod {
+                    namespace: namespace.clone(),
+                    name: name.clone(),
+                });
+                ctx.node = NodeRef::new(snapshot, node);
+                ctx.pod = PodRef::new(snapshot, namespace, name);
+                ctx.netns = Some(NetnsRef {
+                    snapshot: snapshot.clone(),
+                    id: id.clone(),
+                });
+                match check.for_each {
+                    Some(ForEach::ContainerPorts) => {
+                        let ports: Vec<Dynamic> = ctx
+                            .pod
+                            .as_ref()
+                            .and_then(PodRef::get)
+                            .map(container_ports)
+                            .unwrap_or_default();
+                        for port in ports {
+                            let mut ctx = ctx.clone();
+                            ctx.port = Some(port);
+                            contexts.push(ctx);
+                        }
+                    }
+                    _ => contexts.push(ctx),
+                }
+            }
+        }
+        CheckScope::Object => {
+            let Some(kind) = &check.object else {
+                return contexts;
+            };
+            let version_fits = |v: &str| kind.api_version.as_deref().is_none_or(|want| want == v);
+            match kind.kind.as_str() {
+                "Node" if version_fits("v1") => {
+                    for node in snapshot.cluster.nodes() {
+                        contexts.push(node_object(node, params, snapshot));
+                    }
+                }
+                "Pod" if version_fits("v1") => {
+                    for pod in snapshot.cluster.pods() {
+                        contexts.push(pod_object(pod, params, snapshot));
+                    }
+                }
+                _ => {
+                    for object in snapshot
+                        .cluster
+                        .others()
+                        .filter(|o| o.kind == kind.kind && version_fits(&o.api_version))
+                    {
+                        contexts.push(generic_object(object, params, snapshot));
+                    }
+                }
+            }
+        }
+        CheckScope::Hop => {}
+    }
+    contexts
+}
+
+fn node_object(node: &Node, params: &Dynamic, snapshot: &Arc<Snapshot>) -> Context {
+    let mut ctx = Context::new(
+        params.clone(),
+        snapshot.clone(),
+        Subject::Object {
+            kind: "Node".into(),
+            namespace: String::new(),
+            name: node.meta.name.clone(),
+        },
+    );
+    ctx.node = NodeRef::new(snapshot, &node.meta.name);
+    ctx.object = ctx.node.clone().map(Dynamic::from);
+    ctx
+}
+
+fn pod_object(pod: &Pod, params: &Dynamic, snapshot: &Arc<Snapshot>) -> Context {
+    let mut ctx = Context::new(
+        params.clone(),
+        snapshot.clone(),
+        Subject::Object {
+            kind: "Pod".into(),
+            namespace: pod.meta.namespace.clone(),
+            name: pod.meta.name.clone(),
+        },
+    );
+    ctx.pod = PodRef::new(snapshot, &pod.meta.namespace, &pod.meta.name);
+    ctx.object = ctx.pod.clone().map(Dynamic::from);
+    ctx
+}
+
+fn generic_object(object: &GenericObject, params: &Dynamic, snapshot: &Arc<Snapshot>) -> Context {
+    let mut ctx = Context::new(
+        params.clone(),
+        snapshot.clone(),
+        Subject::Object {
+            kind: object.kind.clone(),
+            namespace: object.meta.namespace.clone(),
+            name: object.meta.name.clone(),
+        },
+    );
+    ctx.object = Some(json_to_dynamic(&object.value));
+    ctx
+}
+
+fn container_ports(pod: &Pod) -> Vec<Dynamic> {
+    pod.containers
+        .iter()
+        .flat_map(|c| {
+            c.ports.iter().map(move |p| {
+                let map: rhai::Map = [
+                    ("container".into(), Dynamic::from(c.name.clone())),
+                    ("port".into(), Dynamic::from(i64::from(p.container_port))),
+                    (
+                        "protocol".into(),
+                        Dynamic::from(p.protocol.as_str().to_lowercase()),
+                    ),
+                ]
+                .into_iter()
+                .collect();
+                Dynamic::from_map(map)
+            })
+        })
+        .collect()
+}
+
+/// The context of a hop-scoped check or hook.
+pub fn hop_context(params: &Dynamic, hop: &Arc<HopScope>) -> Context {
+    let snapshot = &hop.snapshot;
+    let mut ctx = Context::new(
+        params.clone(),
+        snapshot.clone(),
+        Subject::Hop {
+            netns: hop.netns.to_string(),
+        },
+    );
+    ctx.node = NodeRef::new(snapshot, hop.netns.node());
+    if let NetnsId::Pod {
+        namespace, name, ..
+    } = &hop.netns
+    {
+        ctx.pod = PodRef::new(snapshot, namespace, name);
+    }
+    ctx.netns = Some(NetnsRef {
+        snapshot: snapshot.clone(),
+        id: hop.netns.clone(),
+    });
+    ctx.hop = Some(hop.clone());
+    ctx
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn glob_star_matches_any_run() {
+        assert!(glob("*", "eth0"));
+        assert!(glob("veth*", "veth53842afe"));
+        assert!(glob("cali*x", "cali1234x"));
+        assert!(!glob("veth*", "eth0"));
+        assert!(glob("eth0", "eth0"));
+    }
+}

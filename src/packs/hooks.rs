@@ -1,0 +1,58 @@
+//! The hooks the path walker calls while it walks: the interface between the
+//! engine and a CNI pack's scripts.
+//!
+//! Each hook is a Rhai function of the pack, named in `hooks:` of its
+//! manifest, taking `(ctx, ARG)`: `ctx` is the hop's [`Context`] (with
+//! `ctx.hop`, `ctx.params`, `ctx.cluster`). Existence and arity are checked
+//! when the pack loads.
+//!
+//! [`Context`]: super::scope::Context
+
+/// A hook the engine calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HookSpec {
+    pub name: &'static str,
+    /// Parameter names, `ctx` first; the arity is their count.
+    pub params: &'static [&'static str],
+    /// What the hook returns, for `skoop packs show` and the docs.
+    pub returns: &'static str,
+    pub doc: &'static str,
+}
+
+impl HookSpec {
+    pub fn arity(&self) -> usize {
+        self.params.len()
+    }
+
+    pub fn find(name: &str) -> Option<&'static HookSpec> {
+        HOOKS.iter().find(|hook| hook.name == name)
+    }
+}
+
+/// Every hook, in the order the walker meets them at a hop.
+pub const HOOKS: &[HookSpec] = &[
+    HookSpec {
+        name: "next_hop",
+        params: &["ctx", "packet"],
+        returns: "() for no opinion, or #{dev: String, via: Ip or ()}",
+        doc: "Where the CNI intends the packet to go from this hop.",
+    },
+    HookSpec {
+        name: "encapsulation",
+        params: &["ctx", "packet"],
+        returns: "() when not encapsulated, or #{kind: \"vxlan\"|\"ipip\", dev: String, outer_src: Ip, outer_dst: Ip, port: int or (), vni: int or (), overhead: int}",
+        doc: "Whether and how the CNI encapsulates the packet leaving this hop.",
+    },
+    HookSpec {
+        name: "masquerade",
+        params: &["ctx", "packet"],
+        returns: "bool: the CNI source-NATs this packet to the node's address",
+        doc: "The CNI's masquerade decision for the packet at this hop.",
+    },
+    HookSpec {
+        name: "pod_interface",
+        params: &["ctx", "pod"],
+        returns: "#{host_veth: String, pod_dev: String, mtu: int}",
+        doc: "The veth pair and MTU the CNI gives a pod.",
+    },
+];

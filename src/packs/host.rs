@@ -1,0 +1,801 @@
+//! The host API: the types and functions pack scripts call.
+//!
+//! Every function is documented with an example in `docs/packs.md` ("Host
+//! API"); the test at the bottom of this file runs each of those examples, so
+//! the documentation cannot drift from the code. Script integers are `i64`:
+//! conversions to and from the model's `u16`/`u32` happen here, checked.
+//!
+//! A query whose dump file was not collected raises [`Insufficient`]: the
+//! check becomes an *unknown* finding, never a guess and never a pass.
+
+use std::net::IpAddr;
+
+use ipnet::IpNet;
+use rhai::{Array, Dynamic, Engine, EvalAltResult, Map, Position};
+use sha1::{Digest, Sha1};
+
+use super::scope::{ClusterRef, Context, HopScope, NetnsRef, NodeRef, Packet, PodRef};
+use crate::netstack::routing::{Fib, FlowKey, LookupOutcome, table_name};
+use crate::snapshot::NetnsId;
+use crate::snapshot::cluster::{IpOwner, NodeAddress};
+use crate::snapshot::netns::NetnsDump;
+use crate::snapshot::netns::addr::Family;
+use crate::snapshot::netns::link::{Link, LinkFlag, LinkKind, OperState};
+use crate::snapshot::netns::route::{Destination, Route};
+use crate::snapshot::netns::sockets::{LocalAddress, SocketProtocol};
+use crate::snapshot::netns::sysctl::Sysctls;
+
+type Fallible<T> = Result<T, Box<EvalAltResult>>;
+
+/// Raised when the snapshot cannot answer a question (a dump not collected,
+/// a route lookup the model cannot decide): the check's outcome is unknown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Insufficient(pub String);
+
+impl Insufficient {
+    fn raise<T>(reason: impl Into<String>) -> Fallible<T> {
+        Err(Box::new(EvalAltResult::ErrorRuntime(
+            Dynamic::from(Insufficient(reason.into())),
+            Position::NONE,
+        )))
+    }
+
+    /// The reason, when `error` (or an error it wraps) is one of these.
+    pub fn in_error(error: &EvalAltResult) -> Option<String> {
+        match error {
+            EvalAltResult::ErrorRuntime(value, _) => {
+                value.clone().try_cast::<Insufficient>().map(|i| i.0)
+            }
+            EvalAltResult::ErrorInFunctionCall(_, _, inner, _)
+            | EvalAltResult::ErrorInModule(_, inner, _) => Insufficient::in_error(inner),
+            _ => None,
+        }
+    }
+}
+
+fn fail<T>(message: impl Into<String>) -> Fallible<T> {
+    Err(message.into().into())
+}
+
+fn opt<T: Into<Dynamic>>(value: Option<T>) -> Dynamic {
+    value.map_or(Dynamic::UNIT, Into::into)
+}
+
+fn text(value: impl ToString) -> Dynamic {
+    value.to_string().into()
+}
+
+fn int(value: impl Into<i64>) -> Dynamic {
+    Dynamic::from(value.into())
+}
+
+fn map<const N: usize>(entries: [(&str, Dynamic); N]) -> Dynamic {
+    let map: Map = entries
+        .into_iter()
+        .map(|(key, value)| (key.into(), value))
+        .collect();
+    map.into()
+}
+
+fn parse_ip(text: &str) -> Fallible<IpAddr> {
+    text.trim()
+        .parse()
+        .or_else(|_| fail(format!("{text:?} is not an IP address")))
+}
+
+fn parse_cidr(text: &str) -> Fallible<IpNet> {
+    text.trim()
+        .parse()
+        .or_else(|_| fail(format!("{text:?} is not a network in CIDR notation")))
+}
+
+/// An IP given as `Ip` or as a string.
+fn as_ip(value: &Dynamic) -> Fallible<IpAddr> {
+    if let Some(ip) = value.clone().try_cast::<IpAddr>() {
+        return Ok(ip);
+    }
+    match value.clone().into_immutable_string() {
+        Ok(s) => parse_ip(&s),
+        Err(kind) => fail(format!("expected an Ip or a string, found {kind}")),
+    }
+}
+
+/// A script value as text, as the script's own `to_string` shows it:
+/// `Dynamic`'s `Display` names the Rust type of host values instead.
+pub fn display(value: &Dynamic) -> String {
+    if let Some(ip) = value.clone().try_cast::<IpAddr>() {
+        return ip.to_string();
+    }
+    if let Some(net) = value.clone().try_cast::<IpNet>() {
+        return net.to_string();
+    }
+    if let Some(node) = value.clone().try_cast::<NodeRef>() {
+        return format!("node/{}", node.name);
+    }
+    if let Some(pod) = value.clone().try_cast::<PodRef>() {
+        return format!("{}/{}", pod.namespace, pod.name);
+    }
+    value.to_string()
+}
+
+/// Registers every type and function of the host API.
+pub fn register(engine: &mut Engine) {
+    register_addresses(engine);
+    register_packet(engine);
+    register_cluster(engine);
+    register_netns(engine);
+    register_context(engine);
+    engine.register_fn("sha1_hex", |s: &str| {
+        let digest = Sha1::digest(s.as_bytes());
+        digest
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
+    });
+    engine.register_fn("sysctl_key", sysctl_key);
+    engine
+        .register_type_with_name::<Insufficient>("Insufficient")
+        .register_fn("to_string", |i: &mut Insufficient| i.0.clone());
+}
+
+fn sysctl_key(family: &str, ifname: &str, setting: &str) -> Fallible<String> {
+    let family = match family {
+        "ipv4" => Family::Ipv4,
+        "ipv6" => Family::Ipv6,
+        other => return fail(format!("family {other:?} is neither ipv4 nor ipv6")),
+    };
+    Ok(Sysctls::interface_key(family, ifname, setting))
+}
+
+fn register_addresses(engine: &mut Engine) {
+    engine
+        .register_type_with_name::<IpAddr>("Ip")
+        .register_fn("ip", parse_ip)
+        .register_fn("to_string", |ip: &mut IpAddr| ip.to_string())
+        .register_fn("to_debug", |ip: &mut IpAddr| ip.to_string())
+        .register_fn("==", |a: IpAddr, b: IpAddr| a == b)
+        .register_fn("!=", |a: IpAddr, b: IpAddr| a != b)
+        .register_get("is_ipv4", |ip: &mut IpAddr| ip.is_ipv4());
+    engine
+        .register_type_with_name::<IpNet>("Cidr")
+        .register_fn("cidr", parse_cidr)
+        .register_fn("to_string", |net: &mut IpNet| net.to_string())
+        .register_fn("to_debug", |net: &mut IpNet| net.to_string())
+        .register_fn("==", |a: IpNet, b: IpNet| a == b)
+        .register_fn("!=", |a: IpNet, b: IpNet| a != b)
+        .register_fn("contains", |net: &mut IpNet, ip: Dynamic| {
+            as_ip(&ip).map(|ip| net.contains(&ip))
+        })
+        .register_fn("contains_net", |net: &mut IpNet, other: IpNet| {
+            net.contains(&other)
+        })
+        .register_get("prefix_len", |net: &mut IpNet| i64::from(net.prefix_len()))
+        .register_get("network", |net: &mut IpNet| net.network())
+        .register_get("broadcast", |net: &mut IpNet| net.broadcast())
+        .register_fn("nth_host", nth_host);
+}
+
+/// The `n`th address of `net` counted from its network address (0 is the
+/// network address itself), as Flannel and Calico number gateways.
+fn nth_host(net: &mut IpNet, n: i64) -> Fallible<IpAddr> {
+    let Ok(n) = u128::try_from(n) else {
+        return fail(format!("nth_host({n}): n must not be negative"));
+    };
+    let size = 1u128 << (net.max_prefix_len() - net.prefix_len()).min(127);
+    if n >= size {
+        return fail(format!("nth_host({n}): {net} has {size} addresses"));
+    }
+    Ok(match net.network() {
+        IpAddr::V4(base) => IpAddr::from(std::net::Ipv4Addr::from(
+            (u128::from(u32::from(base)) + n) as u32,
+        )),
+        IpAddr::V6(base) => IpAddr::from(std::net::Ipv6Addr::from(u128::from(base) + n)),
+    })
+}
+
+fn register_packet(engine: &mut Engine) {
+    engine
+        .register_type_with_name::<Packet>("Packet")
+        .register_get("src", |p: &mut Packet| p.src)
+        .register_get("dst", |p: &mut Packet| p.dst)
+        .register_get("protocol", |p: &mut Packet| p.protocol.as_str().to_owned())
+        .register_get("src_port", |p: &mut Packet| opt(p.src_port.map(i64::from)))
+        .register_get("dst_port", |p: &mut Packet| opt(p.dst_port.map(i64::from)))
+        .register_get("mark", |p: &mut Packet| i64::from(p.mark))
+        .register_get("size", |p: &mut Packet| i64::from(p.size));
+    engine
+        .register_type_with_name::<std::sync::Arc<HopScope>>("Hop")
+        .register_get("netns", |h: &mut std::sync::Arc<HopScope>| NetnsRef {
+            snapshot: h.snapshot.clone(),
+            id: h.netns.clone(),
+        })
+        .register_get("node", |h: &mut std::sync::Arc<HopScope>| {
+            opt(NodeRef::new(&h.snapshot, h.netns.node()).map(Dynamic::from))
+        })
+        .register_get("in_iface", |h: &mut std::sync::Arc<HopScope>| {
+            opt(h.in_iface.clone())
+        })
+        .register_get("out_iface", |h: &mut std::sync::Arc<HopScope>| {
+            opt(h.out_iface.clone())
+        })
+        .register_get("forwarding", |h: &mut std::sync::Arc<HopScope>| {
+            h.forwarding
+        })
+        .register_get("delivers_locally", |h: &mut std::sync::Arc<HopScope>| {
+            h.delivers_locally
+        })
+        .register_get("packet", |h: &mut std::sync::Arc<HopScope>| {
+            h.packet.clone()
+        });
+}
+
+fn register_cluster(engine: &mut Engine) {
+    engine
+        .register_type_with_name::<NodeRef>("Node")
+        .register_fn("to_string", |n: &mut NodeRef| format!("node/{}", n.name))
+        .register_get("name", |n: &mut NodeRef| n.name.clone())
+        .register_get("pod_cidrs", |n: &mut NodeRef| -> Array {
+            n.get()
+                .map(|node| node.pod_cidrs.iter().map(|c| Dynamic::from(*c)).collect())
+                .unwrap_or_default()
+        })
+        .register_get("pod_cidr", |n: &mut NodeRef| {
+            opt(n
+                .get()
+                .and_then(|node| node.pod_cidrs.first().copied())
+                .map(Dynamic::from))
+        })
+        .register_get("internal_ip", |n: &mut NodeRef| {
+            opt(n
+                .get()
+                .and_then(|node| {
+                    node.addresses.iter().find_map(|a| match a {
+                        NodeAddress::InternalIp(ip) => Some(*ip),
+                        _ => None,
+                    })
+                })
+                .map(Dynamic::from))
+        })
+        .register_get("ready", |n: &mut NodeRef| {
+            opt(n.get().and_then(|node| node.ready))
+        })
+        .register_get("labels", |n: &mut NodeRef| {
+            string_map(n.get().map(|node| &node.meta.labels))
+        })
+        .register_get("annotations", |n: &mut NodeRef| {
+            string_map(n.get().map(|node| &node.meta.annotations))
+        });
+
+    engine
+        .register_type_with_name::<PodRef>("Pod")
+        .register_fn("to_string", |p: &mut PodRef| {
+            format!("{}/{}", p.namespace, p.name)
+        })
+        .register_get("namespace", |p: &mut PodRef| p.namespace.clone())
+        .register_get("name", |p: &mut PodRef| p.name.clone())
+        .register_get("node_name", |p: &mut PodRef| {
+            opt(p.get().and_then(|pod| pod.node_name.clone()))
+        })
+        .register_get("ip", |p: &mut PodRef| {
+            opt(p
+                .get()
+                .and_then(|pod| pod.ips.first().copied())
+                .map(Dynamic::from))
+        })
+        .register_get("ips", |p: &mut PodRef| -> Array {
+            p.get()
+                .map(|pod| pod.ips.iter().map(|ip| Dynamic::from(*ip)).collect())
+                .unwrap_or_default()
+        })
+        .register_get("host_network", |p: &mut PodRef| {
+            p.get().is_some_and(|pod| pod.host_network)
+        })
+        .register_get("phase", |p: &mut PodRef| {
+            opt(p
+                .get()
+                .and_then(|pod| pod.phase)
+                .map(|phase| phase.as_str().to_owned()))
+        })
+        .register_get("ready", |p: &mut PodRef| {
+            opt(p.get().and_then(|pod| pod.ready))
+        })
+        .register_get("containers_ready", |p: &mut PodRef| {
+            opt(p.get().and_then(|pod| pod.containers_ready))
+        })
+        .register_get("containers", |p: &mut PodRef| -> Array {
+            p.get()
+                .map(|pod| pod.containers.iter().map(container).collect())
+                .unwrap_or_default()
+        })
+        .register_get("labels", |p: &mut PodRef| {
+            string_map(p.get().map(|pod| &pod.meta.labels))
+        });
+
+    engine
+        .register_type_with_name::<ClusterRef>("Cluster")
+        .register_fn("node", |c: &mut ClusterRef, name: &str| {
+            opt(NodeRef::new(&c.snapshot, name).map(Dynamic::from))
+        })
+        .register_fn("nodes", |c: &mut ClusterRef| -> Array {
+            c.snapshot
+                .cluster
+                .nodes()
+                .filter_map(|n| NodeRef::new(&c.snapshot, &n.meta.name))
+                .map(Dynamic::from)
+                .collect()
+        })
+        .register_fn("pod", |c: &mut ClusterRef, namespace: &str, name: &str| {
+            opt(PodRef::new(&c.snapshot, namespace, name).map(Dynamic::from))
+        })
+        .register_fn("pods", |c: &mut ClusterRef| -> Array {
+            c.snapshot
+                .cluster
+                .pods()
+                .filter_map(|p| PodRef::new(&c.snapshot, &p.meta.namespace, &p.meta.name))
+                .map(Dynamic::from)
+                .collect()
+        })
+        .register_fn(
+            "pods_labelled",
+            |c: &mut ClusterRef, key: &str, value: &str| -> Array {
+                c.snapshot
+                    .cluster
+                    .pods()
+                    .filter(|p| p.meta.labels.get(key).map(String::as_str) == Some(value))
+                    .filter_map(|p| PodRef::new(&c.snapshot, &p.meta.namespace, &p.meta.name))
+                    .map(Dynamic::from)
+                    .collect()
+            },
+        )
+        .register_fn(
+            "service",
+            |c: &mut ClusterRef, namespace: &str, name: &str| {
+                opt(c.snapshot.cluster.service(namespace, name).map(|s| {
+                    let ports: Array = s
+                        .ports
+                        .iter()
+                        .map(|p| {
+                            map([
+                                ("name", opt(p.name.clone())),
+                                ("port", int(p.port)),
+                                ("protocol", text(p.protocol)),
+                                ("node_port", opt(p.node_port.map(i64::from))),
+                            ])
+                        })
+                        .collect();
+                    map([
+                        ("namespace", text(&s.meta.namespace)),
+                        ("name", text(&s.meta.name)),
+                        ("type", text(s.service_type)),
+                        (
+                            "cluster_ips",
+                            Dynamic::from_array(
+                                s.cluster_ips.iter().map(|ip| Dynamic::from(*ip)).collect(),
+                            ),
+                        ),
+                        ("ports", Dynamic::from_array(ports)),
+                    ])
+                }))
+            },
+        )
+        .register_fn(
+            "by_ip",
+            |c: &mut ClusterRef, ip: Dynamic| -> Fallible<Array> {
+                let ip = as_ip(&ip)?;
+                Ok(c.snapshot.cluster.by_ip(ip).iter().map(ip_owner).collect())
+            },
+        )
+        .register_fn(
+            "config_map",
+            |c: &mut ClusterRef, namespace: &str, name: &str| {
+                opt(c.snapshot.cluster.config_map(namespace, name).map(|cm| {
+                    let data: Map = cm.data.iter().map(|(k, v)| (k.into(), text(v))).collect();
+                    Dynamic::from_map(data)
+                }))
+            },
+        )
+        .register_fn(
+            "objects",
+            |c: &mut ClusterRef, api_version: &str, kind: &str| -> Array {
+                c.snapshot
+                    .cluster
+                    .objects(api_version, kind)
+                    .map(|o| json_to_dynamic(&o.value))
+                    .collect()
+            },
+        );
+}
+
+fn string_map(map: Option<&std::collections::BTreeMap<String, String>>) -> Dynamic {
+    let entries: Map = map
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| (k.into(), text(v)))
+        .collect();
+    Dynamic::from_map(entries)
+}
+
+fn container(c: &crate::snapshot::cluster::Container) -> Dynamic {
+    let ports: Array = c
+        .ports
+        .iter()
+        .map(|p| {
+            map([
+                ("name", opt(p.name.clone())),
+                ("port", int(p.container_port)),
+                ("protocol", text(p.protocol)),
+            ])
+        })
+        .collect();
+    map([
+        ("name", text(&c.name)),
+        ("ready", opt(c.ready)),
+        ("ports", Dynamic::from_array(ports)),
+    ])
+}
+
+fn ip_owner(owner: &IpOwner) -> Dynamic {
+    let (kind, namespace, name) = match owner {
+        IpOwner::Pod {
+            namespace, name, ..
+        } => ("Pod", namespace.as_str(), name.as_str()),
+        IpOwner::Node { name } => ("Node", "", name.as_str()),
+        IpOwner::ServiceClusterIp { namespace, name }
+        | IpOwner::ServiceExternalIp { namespace, name }
+        | IpOwner::ServiceLoadBalancerIp { namespace, name } => {
+            ("Service", namespace.as_str(), name.as_str())
+        }
+    };
+    map([
+        ("kind", text(kind)),
+        ("namespace", text(namespace)),
+        ("name", text(name)),
+    ])
+}
+
+/// A Kubernetes object as written, for scripts: JSON to rhai values.
+pub fn json_to_dynamic(value: &serde_json::Value) -> Dynamic {
+    use serde_json::Value as Json;
+    match value {
+        Json::Null => Dynamic::UNIT,
+        Json::Bool(b) => (*b).into(),
+        Json::Number(n) => match n.as_i64() {
+            Some(i) => i.into(),
+            None => n.as_f64().map_or(Dynamic::UNIT, Dynamic::from),
+        },
+        Json::String(s) => s.clone().into(),
+        Json::Array(items) => Dynamic::from_array(items.iter().map(json_to_dynamic).collect()),
+        Json::Object(entries) => Dynamic::from_map(
+            entries
+                .iter()
+                .map(|(k, v)| (k.into(), json_to_dynamic(v)))
+                .collect(),
+        ),
+    }
+}
+
+/// The part of a namespace dump a query needs; its absence is insufficient information.
+fn dump_part<'a, T>(
+    netns: &'a NetnsRef,
+    file: &str,
+    part: impl FnOnce(&'a NetnsDump) -> Option<&'a T>,
+) -> Fallible<&'a T> {
+    let Some(entry) = netns.entry() else {
+        return Insufficient::raise(format!("no dump of {} in the snapshot", netns.id));
+    };
+    match part(&entry.dump) {
+        Some(value) => Ok(value),
+        None => Insufficient::raise(format!("{file} of {} was not collected", netns.id)),
+    }
+}
+
+/// A device is up when it is administratively up and its operational state
+/// does not say it is down (tunnels and loopback report UNKNOWN).
+pub fn link_is_up(link: &Link) -> bool {
+    link.has_flag(&LinkFlag::Up)
+        && !matches!(
+            link.operstate,
+            OperState::Down | OperState::LowerLayerDown | OperState::NotPresent
+        )
+}
+
+/// The kind iproute2 names a device by; physical devices and loopback have none.
+pub fn link_kind(link: &Link) -> &str {
+    match link.kind() {
+        None => "",
+        Some(LinkKind::Veth) => "veth",
+        Some(LinkKind::Bridge(_)) => "bridge",
+        Some(LinkKind::Vxlan(_)) => "vxlan",
+        Some(LinkKind::Ipip(_)) => "ipip",
+        Some(LinkKind::Dummy) => "dummy",
+        Some(LinkKind::Other(kind)) => kind,
+    }
+}
+
+fn link_map(link: &Link) -> Dynamic {
+    let vxlan = match link.kind() {
+        Some(LinkKind::Vxlan(v)) => map([
+            ("vni", int(v.id)),
+            ("port", opt(v.port.map(i64::from))),
+            ("local", opt(v.local.map(Dynamic::from))),
+            ("link", opt(v.link.clone())),
+        ]),
+        _ => Dynamic::UNIT,
+    };
+    let flags: Array = link.flags.iter().map(text).collect();
+    map([
+        ("name", text(&link.ifname)),
+        ("kind", text(link_kind(link))),
+        ("mtu", int(link.mtu)),
+        ("up", link_is_up(link).into()),
+        ("state", text(&link.operstate)),
+        ("flags", Dynamic::from_array(flags)),
+        ("master", opt(link.master.clone())),
+        ("link", opt(link.link.clone())),
+        ("vxlan", vxlan),
+    ])
+}
+
+fn destination_text(route: &Route) -> String {
+    match &route.dst {
+        Destination::Default => "default".to_owned(),
+        Destination::Prefix(net) => net.to_string(),
+    }
+}
+
+fn route_map(route: &Route) -> Dynamic {
+    map([
+        ("dst", text(destination_text(route))),
+        ("type", text(&route.route_type)),
+        ("gateway", opt(route.gateway.map(Dynamic::from))),
+        ("dev", opt(route.dev.clone())),
+        ("table", text(table_name(&route.table))),
+        ("mtu", opt(route.mtu.map(i64::from))),
+        (
+            "onlink",
+            route
+                .has_flag(&crate::snapshot::netns::route::RouteFlag::Onlink)
+                .into(),
+        ),
+    ])
+}
+
+fn register_netns(engine: &mut Engine) {
+    engine
+        .register_type_with_name::<NetnsRef>("Netns")
+        .register_fn("to_string", |n: &mut NetnsRef| n.id.to_string())
+        .register_get("name", |n: &mut NetnsRef| n.id.to_string())
+        .register_get("node", |n: &mut NetnsRef| n.id.node().to_owned())
+        .register_get("is_host", |n: &mut NetnsRef| {
+            matches!(n.id, NetnsId::Host { .. })
+        })
+        .register_fn("links", |n: &mut NetnsRef| -> Fallible<Array> {
+            let links = dump_part(n, "ip-link.json", |d| d.links.as_ref())?;
+            Ok(links.iter().map(link_map).collect())
+        })
+        .register_fn(
+            "link",
+            |n: &mut NetnsRef, name: &str| -> Fallible<Dynamic> {
+                let links = dump_part(n, "ip-link.json", |d| d.links.as_ref())?;
+                Ok(opt(links.iter().find(|l| l.ifname == name).map(link_map)))
+            },
+        )
+        .register_fn(
+            "sysctl",
+            |n: &mut NetnsRef, key: &str| -> Fallible<Dynamic> {
+                let sysctls = dump_part(n, "sysctl.txt", |d| d.sysctls.as_ref())?;
+                Ok(opt(sysctls.get(key).map(str::to_owned)))
+            },
+        )
+        .register_fn(
+            "sysctl_int",
+            |n: &mut NetnsRef, key: &str| -> Fallible<Dynamic> {
+                let sysctls = dump_part(n, "sysctl.txt", |d| d.sysctls.as_ref())?;
+                match sysctls.get_i64(key) {
+                    Ok(value) => Ok(opt(value)),
+                    Err(error) => fail(error.to_string()),
+                }
+            },
+        )
+        .register_fn("routes", |n: &mut NetnsRef| -> Fallible<Array> {
+            let routes = dump_part(n, "ip-route.json", |d| d.routes.as_ref())?;
+            Ok(routes.iter().map(route_map).collect())
+        })
+        .register_fn("route_get", route_get)
+        .register_fn("addresses", |n: &mut NetnsRef| -> Fallible<Array> {
+            let addrs = dump_part(n, "ip-addr.json", |d| d.addrs.as_ref())?;
+            Ok(addrs
+                .iter()
+                .flat_map(|iface| {
+                    iface.addresses.iter().map(|a| {
+                        map([
+                            ("dev", text(&iface.ifname)),
+                            ("ip", Dynamic::from(a.local)),
+                            ("network", Dynamic::from(a.network)),
+                        ])
+                    })
+                })
+                .collect())
+        })
+        .register_fn("neighbours", |n: &mut NetnsRef| -> Fallible<Array> {
+            let neighbours = dump_part(n, "ip-neigh.json", |d| d.neighbours.as_ref())?;
+            Ok(neighbours
+                .iter()
+                .map(|nb| {
+                    let states: Array = nb.state.iter().map(text).collect();
+                    map([
+                        ("dst", Dynamic::from(nb.dst)),
+                        ("dev", text(&nb.dev)),
+                        ("lladdr", opt(nb.lladdr.as_ref().map(lladdr_text))),
+                        ("state", Dynamic::from_array(states)),
+                    ])
+                })
+                .collect())
+        })
+        .register_fn("fdb", |n: &mut NetnsRef| -> Fallible<Array> {
+            let fdb = dump_part(n, "bridge-fdb.json", |d| d.fdb.as_ref())?;
+            Ok(fdb
+                .iter()
+                .map(|e| {
+                    map([
+                        ("mac", text(e.mac)),
+                        ("dev", text(&e.ifname)),
+                        ("dst", opt(e.dst.map(Dynamic::from))),
+                        ("master", opt(e.master.clone())),
+                    ])
+                })
+                .collect())
+        })
+        .register_fn("listeners", |n: &mut NetnsRef| -> Fallible<Array> {
+            let sockets = dump_part(n, "ss.txt", |d| d.sockets.as_ref())?;
+            Ok(sockets
+                .iter()
+                .map(|s| {
+                    let address = match s.address {
+                        LocalAddress::AnyDualStack => "*".to_owned(),
+                        LocalAddress::Ip(ip) => ip.to_string(),
+                    };
+                    map([
+                        ("protocol", text(socket_protocol(s.protocol))),
+                        ("address", text(address)),
+                        ("port", int(s.port)),
+                    ])
+                })
+                .collect())
+        });
+}
+
+pub fn socket_protocol(protocol: SocketProtocol) -> &'static str {
+    match protocol {
+        SocketProtocol::Tcp => "tcp",
+        SocketProtocol::Udp => "udp",
+    }
+}
+
+pub fn lladdr_text(address: &crate::snapshot::netns::link::LinkLayerAddress) -> String {
+    use crate::snapshot::netns::link::LinkLayerAddress;
+    match address {
+        LinkLayerAddress::Mac(mac) => mac.to_string(),
+        LinkLayerAddress::Other(other) => other.clone(),
+    }
+}
+
+/// `netns.route_get(dst)`: the route the kernel takes to `dst` from this
+/// namespace, as `ip route get` would say.
+fn route_get(n: &mut NetnsRef, dst: Dynamic) -> Fallible<Dynamic> {
+    let dst = as_ip(&dst)?;
+    let rules = dump_part(n, "ip-rule.json", |d| d.rules.as_ref())?;
+    let routes = dump_part(n, "ip-route.json", |d| d.routes.as_ref())?;
+    let addrs = dump_part(n, "ip-addr.json", |d| d.addrs.as_ref())?;
+    let sysctls = n.entry().and_then(|e| e.dump.sysctls.as_ref());
+    let fib = Fib::new(rules, routes, addrs, sysctls);
+    match fib.lookup(&FlowKey::to(dst)).outcome {
+        LookupOutcome::Routed {
+            route,
+            route_type,
+            paths,
+            ..
+        } => {
+            let first = paths.first();
+            Ok(map([
+                ("type", text(route_type)),
+                ("dev", opt(first.and_then(|p| p.dev.clone()))),
+                (
+                    "gateway",
+                    opt(first.and_then(|p| p.gateway).map(Dynamic::from)),
+                ),
+                ("route", opt(routes.get(route).map(route_map))),
+            ]))
+        }
+        LookupOutcome::Failed { error, .. } => Ok(map([("error", text(error.as_str()))])),
+        LookupOutcome::Unknown { reason } => Insufficient::raise(reason),
+    }
+}
+
+fn register_context(engine: &mut Engine) {
+    fn absent<T>(what: &str, ctx: &Context) -> Fallible<T> {
+        fail(format!("ctx.{what} is not available for {}", ctx.subject))
+    }
+    engine
+        .register_type_with_name::<Context>("Context")
+        .register_get("params", |c: &mut Context| c.params.clone())
+        .register_get("subject", |c: &mut Context| c.subject.to_string())
+        .register_get("cluster", |c: &mut Context| c.cluster())
+        .register_get("node", |c: &mut Context| -> Fallible<NodeRef> {
+            c.node.clone().map_or_else(|| absent("node", c), Ok)
+        })
+        .register_get("pod", |c: &mut Context| -> Fallible<PodRef> {
+            c.pod.clone().map_or_else(|| absent("pod", c), Ok)
+        })
+        .register_get("netns", |c: &mut Context| -> Fallible<NetnsRef> {
+            c.netns.clone().map_or_else(|| absent("netns", c), Ok)
+        })
+        .register_get("object", |c: &mut Context| -> Fallible<Dynamic> {
+            c.object.clone().map_or_else(|| absent("object", c), Ok)
+        })
+        .register_get("peer", |c: &mut Context| -> Fallible<NodeRef> {
+            c.peer.clone().map_or_else(|| absent("peer", c), Ok)
+        })
+        .register_get("port", |c: &mut Context| -> Fallible<Dynamic> {
+            c.port.clone().map_or_else(|| absent("port", c), Ok)
+        })
+        .register_get(
+            "hop",
+            |c: &mut Context| -> Fallible<std::sync::Arc<HopScope>> {
+                c.hop.clone().map_or_else(|| absent("hop", c), Ok)
+            },
+        )
+        .register_get("packet", |c: &mut Context| -> Fallible<Packet> {
+            c.hop
+                .as_ref()
+                .map(|h| h.packet.clone())
+                .map_or_else(|| absent("packet", c), Ok)
+        });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every example of the host API table of docs/packs.md, run: a row
+    /// `| function | `EXPR` | `RESULT` |` must evaluate to RESULT.
+    #[test]
+    fn every_documented_example_evaluates_to_its_documented_result() {
+        let docs = include_str!("../../docs/packs.md");
+        let table = docs
+            .split("<!-- host-api-examples -->")
+            .nth(1)
+            .and_then(|rest| rest.trim_start().split("\n\n").next())
+            .expect("docs/packs.md has the host API examples table");
+        let engine = super::super::sandbox::engine();
+        let mut count = 0;
+        // Rows after the header and its separator: | function | `EXPR` | `RESULT` |
+        for line in table.lines().skip(2) {
+            let cells: Vec<&str> = line.trim_matches('|').split(" | ").collect();
+            let [_, expression, expected] = cells.as_slice() else {
+                panic!("not a row of three cells: {line}");
+            };
+            let code = |cell: &str| cell.trim().trim_matches('`').to_owned();
+            let (expression, expected) = (code(expression), code(expected));
+            let value: Dynamic = engine
+                .eval(&expression)
+                .unwrap_or_else(|e| panic!("{expression}: {e}"));
+            let shown = if value.is_string() {
+                format!("{:?}", value.clone().into_string().unwrap_or_default())
+            } else {
+                display(&value)
+            };
+            assert_eq!(shown, expected, "{expression}");
+            count += 1;
+        }
+        assert!(count >= 10, "only {count} examples found");
+    }
+
+    #[test]
+    fn nth_host_beyond_the_network_is_an_error() {
+        let mut net: IpNet = "10.0.0.0/30".parse().expect("cidr");
+        assert!(nth_host(&mut net, 4).is_err());
+        assert!(nth_host(&mut net, -1).is_err());
+        assert_eq!(nth_host(&mut net, 3).ok(), "10.0.0.3".parse().ok());
+    }
+}

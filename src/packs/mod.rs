@@ -1,0 +1,389 @@
+//! Rule packs: CNI behaviour and CNI-independent checks as data (YAML +
+//! Rhai), loaded at run time. `docs/packs.md` is the format's reference.
+//!
+//! - `yaml` reads manifests into a positioned tree; `load` turns a pack
+//!   directory into a [`Pack`], reporting every problem at once.
+//! - `sandbox` builds the one Rhai engine the packs share; `host` is the API
+//!   scripts call; `scope` what a check or hook sees.
+//! - `eval` evaluates checks into [`Finding`]s; `hooks` is the walker's
+//!   interface; `testing` runs a pack's own tests; `scaffold` writes new packs.
+//!
+//! **Invariant:** loading never stops at the first problem; a script never
+//! crashes skoop and never passes silently: its failure is a finding.
+
+mod eval;
+mod hooks;
+mod host;
+mod load;
+mod model;
+mod sandbox;
+pub mod scaffold;
+mod scope;
+pub mod testing;
+mod yaml;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use rhai::{Dynamic, Engine};
+
+pub use eval::{Evidence, Finding, FindingStatus};
+pub use hooks::{HOOKS, HookSpec};
+pub use host::Insufficient;
+pub use load::{MANIFEST, Override, PackSource};
+pub use model::{
+    Check, CheckKind, CheckScope, Mode, Pack, PackKind, ParamType, ParamValue, Parameter, Severity,
+    Version,
+};
+pub use sandbox::{ScriptError, ScriptErrorKind};
+pub use scope::{Context, HopScope, Packet, Subject, TransportProtocol};
+
+use crate::snapshot::Snapshot;
+use crate::snapshot::cluster::Cluster;
+use crate::snapshot::problem::Problem;
+
+mod builtin {
+    include!(concat!(env!("OUT_DIR"), "/builtin_packs.rs"));
+}
+
+/// The packs built into the binary (`rules/` and `plugins/` of the source tree).
+pub fn builtin_sources() -> Vec<PackSource> {
+    builtin::BUILTIN_PACKS
+        .iter()
+        .map(|(dir, files)| PackSource {
+            dir: Path::new(dir).to_path_buf(),
+            builtin: true,
+            files: files
+                .iter()
+                .map(|(name, text)| ((*name).to_owned(), (*text).to_owned()))
+                .collect(),
+        })
+        .collect()
+}
+
+/// The pack directories under `dir`: `dir` itself when it holds a
+/// `pack.yaml`, else each subdirectory that does.
+pub fn discover(dir: &Path) -> Result<Vec<PackSource>, Vec<Problem>> {
+    if dir.join(MANIFEST).is_file() {
+        return PackSource::read(dir).map(|source| vec![source]);
+    }
+    let entries = std::fs::read_dir(dir).map_err(|e| {
+        vec![Problem::in_file(
+            dir,
+            format!("cannot read pack directory: {e}"),
+        )]
+    })?;
+    let mut dirs: Vec<_> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.join(MANIFEST).is_file())
+        .collect();
+    dirs.sort();
+    if dirs.is_empty() {
+        return Err(vec![Problem::in_file(
+            dir,
+            "no pack here: neither DIR/pack.yaml nor DIR/*/pack.yaml",
+        )]);
+    }
+    let mut sources = Vec::new();
+    let mut problems = Vec::new();
+    for pack_dir in dirs {
+        match PackSource::read(&pack_dir) {
+            Ok(source) => sources.push(source),
+            Err(more) => problems.extend(more),
+        }
+    }
+    if problems.is_empty() {
+        Ok(sources)
+    } else {
+        Err(problems)
+    }
+}
+
+/// A set of loaded packs and the one sandboxed engine they share.
+pub struct LoadedPacks {
+    engine: Arc<Engine>,
+    packs: Vec<Pack>,
+    /// What loading did that a user should know (overrides of built-ins).
+    pub notes: Vec<String>,
+}
+
+impl std::fmt::Debug for LoadedPacks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoadedPacks")
+            .field(
+                "packs",
+                &self.packs.iter().map(|p| &p.name).collect::<Vec<_>>(),
+            )
+            .field("notes", &self.notes)
+            .finish()
+    }
+}
+
+impl LoadedPacks {
+    /// Loads `sources` in order; a later pack of the same name replaces an
+    /// earlier built-in one (and a note says so), while two user packs of one
+    /// name are a problem. Returns the packs that loaded and every problem.
+    pub fn load(sources: Vec<PackSource>, overrides: &[Override]) -> (LoadedPacks, Vec<Problem>) {
+        let mut engine = sandbox::engine();
+        let mut packs: Vec<Pack> = Vec::new();
+        let mut notes = Vec::new();
+        let mut problems = Vec::new();
+        for source in &sources {
+            let (pack, pack_problems) = load::load_pack(&mut engine, source, overrides);
+            problems.extend(pack_problems);
+            let Some(pack) = pack else { continue };
+            match packs.iter().position(|p| p.name == pack.name) {
+                Some(index) if packs[index].builtin && !pack.builtin => {
+                    notes.push(format!(
+                        "pack {} from {} overrides the built-in one",
+                        pack.name,
+                        pack.dir.display()
+                    ));
+                    packs[index] = pack;
+                }
+                Some(index) => problems.push(Problem::in_file(
+                    &pack.dir.join(MANIFEST),
+                    format!(
+                        "a pack named {} is already loaded from {}",
+                        pack.name,
+                        packs[index].dir.display()
+                    ),
+                )),
+                None => packs.push(pack),
+            }
+        }
+        for o in overrides {
+            if !packs.iter().any(|p| p.name == o.pack)
+                && !sources
+                    .iter()
+                    .any(|s| source_name(s).as_deref() == Some(&o.pack))
+            {
+                problems.push(o.problem(format!("no pack is called {}", o.pack)));
+            }
+        }
+        let loaded = LoadedPacks {
+            engine: Arc::new(engine),
+            packs,
+            notes,
+        };
+        (loaded, problems)
+    }
+
+    /// The built-in packs plus those found in each `pack_path` directory.
+    pub fn discover_and_load(
+        pack_paths: &[std::path::PathBuf],
+        overrides: &[Override],
+    ) -> (LoadedPacks, Vec<Problem>) {
+        let mut sources = builtin_sources();
+        let mut problems = Vec::new();
+        for dir in pack_paths {
+            match discover(dir) {
+                Ok(found) => sources.extend(found),
+                Err(more) => problems.extend(more),
+            }
+        }
+        let (loaded, more) = LoadedPacks::load(sources, overrides);
+        problems.extend(more);
+        (loaded, problems)
+    }
+
+    pub fn packs(&self) -> &[Pack] {
+        &self.packs
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Pack> {
+        self.packs.iter().find(|p| p.name == name)
+    }
+
+    /// The signals by which a CNI pack recognises its CNI in `cluster`;
+    /// empty when it is not there. A rules pack always applies.
+    pub fn detect(&self, pack: &Pack, cluster: &Cluster) -> Vec<String> {
+        if pack.kind == PackKind::Rules {
+            return vec!["rules packs always apply".to_owned()];
+        }
+        let d = &pack.detect;
+        let mut signals = Vec::new();
+        let namespace_fits =
+            |want: &Option<String>, have: &str| want.as_deref().is_none_or(|w| w == have);
+        for ds in &d.daemon_sets {
+            for found in cluster.daemon_sets().filter(|x| {
+                x.meta.name == ds.name && namespace_fits(&ds.namespace, &x.meta.namespace)
+            }) {
+                signals.push(format!(
+                    "DaemonSet {}/{}",
+                    found.meta.namespace, found.meta.name
+                ));
+            }
+        }
+        for signal in &d.config_maps {
+            for cm in cluster.config_maps().filter(|x| {
+                x.meta.name == signal.object.name
+                    && namespace_fits(&signal.object.namespace, &x.meta.namespace)
+            }) {
+                let values: Vec<&String> = match &signal.key {
+                    Some(key) => cm.data.get(key).into_iter().collect(),
+                    None => cm.data.values().collect(),
+                };
+                let fits = (signal.key.is_none() || !values.is_empty())
+                    && signal
+                        .contains
+                        .as_ref()
+                        .is_none_or(|text| values.iter().any(|v| v.contains(text.as_str())));
+                if fits {
+                    signals.push(format!("ConfigMap {}/{}", cm.meta.namespace, cm.meta.name));
+                }
+            }
+        }
+        for annotation in &d.node_annotations {
+            if let Some(node) = cluster
+                .nodes()
+                .find(|n| n.meta.annotations.contains_key(annotation))
+            {
+                signals.push(format!("node {} annotated {annotation}", node.meta.name));
+            }
+        }
+        for crd in &d.crds {
+            if cluster.others().any(|o| {
+                o.kind == crd.kind
+                    && crd
+                        .api_version
+                        .as_deref()
+                        .is_none_or(|v| v == o.api_version)
+            }) {
+                signals.push(format!("{} objects", crd.kind));
+            }
+        }
+        signals
+    }
+
+    /// The pack's active mode in `snapshot`: the first whose `when` holds.
+    /// `Ok(None)` for a pack without modes; a `when` that fails is a finding.
+    pub fn active_mode(
+        &self,
+        pack: &Pack,
+        snapshot: &Arc<Snapshot>,
+    ) -> Result<Option<String>, Box<Finding>> {
+        let ctx = Context::new(
+            pack.params.clone(),
+            snapshot.clone(),
+            Subject::Pack {
+                name: pack.name.clone(),
+            },
+        );
+        let evaluator = eval::Evaluator {
+            engine: &self.engine,
+            pack,
+        };
+        for mode in &pack.modes {
+            let Some(when) = &mode.when else {
+                return Ok(Some(mode.name.clone()));
+            };
+            if evaluator
+                .condition(when, &ctx)
+                .map_err(|stop| Box::new(evaluator.pack_finding(&ctx, "mode", stop)))?
+            {
+                return Ok(Some(mode.name.clone()));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Every check of every applicable pack over every node, pod and object
+    /// of the snapshot (hop checks wait for the walker).
+    pub fn evaluate_snapshot(&self, snapshot: &Arc<Snapshot>) -> Vec<Finding> {
+        self.evaluate(snapshot, |pack, check, evaluator| {
+            if check.scope == CheckScope::Hop {
+                return Vec::new();
+            }
+            eval::subjects(check, &pack.params, snapshot)
+                .iter()
+                .flat_map(|ctx| evaluator.run(check, ctx))
+                .collect()
+        })
+    }
+
+    /// The hop-scoped checks of every applicable pack at one hop of a path.
+    pub fn evaluate_hop(&self, hop: &Arc<HopScope>) -> Vec<Finding> {
+        self.evaluate(&hop.snapshot, |pack, check, evaluator| {
+            if check.scope != CheckScope::Hop {
+                return Vec::new();
+            }
+            evaluator.run(check, &eval::hop_context(&pack.params, hop))
+        })
+    }
+
+    fn evaluate(
+        &self,
+        snapshot: &Arc<Snapshot>,
+        per_check: impl Fn(&Pack, &Check, &eval::Evaluator<'_>) -> Vec<Finding>,
+    ) -> Vec<Finding> {
+        let mut findings = Vec::new();
+        for pack in &self.packs {
+            if self.detect(pack, &snapshot.cluster).is_empty() {
+                continue;
+            }
+            let mode = match self.active_mode(pack, snapshot) {
+                Ok(mode) => mode,
+                Err(finding) => {
+                    findings.push(*finding);
+                    continue;
+                }
+            };
+            let evaluator = eval::Evaluator {
+                engine: &self.engine,
+                pack,
+            };
+            for check in &pack.checks {
+                let in_mode = check.modes.is_empty()
+                    || mode.as_ref().is_some_and(|m| check.modes.contains(m));
+                if in_mode {
+                    findings.extend(per_check(pack, check, &evaluator));
+                }
+            }
+        }
+        findings
+    }
+
+    /// Calls hook `hook` of `pack` with `ctx` (see [`HookSpec`]) and `arg`.
+    /// A pack without the hook has no opinion: `Ok(())`. A script that fails
+    /// (or cannot decide) is returned as the finding to report.
+    pub fn call_hook(
+        &self,
+        pack: &str,
+        hook: &str,
+        hop: &Arc<HopScope>,
+        arg: Dynamic,
+    ) -> Result<Dynamic, Box<Finding>> {
+        let Some(pack) = self.get(pack) else {
+            return Ok(Dynamic::UNIT);
+        };
+        let Some(function) = pack.hooks.get(hook) else {
+            return Ok(Dynamic::UNIT);
+        };
+        let evaluator = eval::Evaluator {
+            engine: &self.engine,
+            pack,
+        };
+        let ctx = eval::hop_context(&pack.params, hop);
+        evaluator
+            .call(function, vec![Dynamic::from(ctx.clone()), arg])
+            .map_err(|stop| Box::new(evaluator.pack_finding(&ctx, &format!("hook.{hook}"), stop)))
+    }
+}
+
+/// The name a pack source declares, for messages before it loads.
+fn source_name(source: &PackSource) -> Option<String> {
+    let root = yaml::parse(source.files.get(MANIFEST)?).ok()?;
+    match root.value {
+        yaml::Value::Map(entries) => {
+            entries
+                .into_iter()
+                .find_map(|(k, v)| match (k.name.as_str(), v.value) {
+                    ("name", yaml::Value::String(name)) => Some(name),
+                    _ => None,
+                })
+        }
+        _ => None,
+    }
+}

@@ -1,0 +1,530 @@
+//! A pack as loaded: the manifest's content, validated, with every
+//! expression and script compiled and the parameters folded in.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::IpAddr;
+use std::path::PathBuf;
+
+use ipnet::IpNet;
+use rhai::{AST, Dynamic};
+
+use super::yaml::Pos;
+
+/// `rules` packs always apply; `cni` packs apply where they are detected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PackKind {
+    Cni,
+    Rules,
+}
+
+impl PackKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PackKind::Cni => "cni",
+            PackKind::Rules => "rules",
+        }
+    }
+}
+
+/// How bad a failed check is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// Worth knowing; nothing is broken by it.
+    Info,
+    /// May break some traffic or break later.
+    Warning,
+    /// Breaks traffic that the path needs.
+    Critical,
+    /// Breaks all traffic of the subject.
+    Fatal,
+}
+
+impl Severity {
+    pub const ALL: [(&'static str, Severity); 4] = [
+        ("info", Severity::Info),
+        ("warning", Severity::Warning),
+        ("critical", Severity::Critical),
+        ("fatal", Severity::Fatal),
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        Severity::ALL
+            .iter()
+            .find(|(_, s)| *s == self)
+            .map_or("info", |(name, _)| name)
+    }
+}
+
+impl fmt::Display for Severity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A semantic version `MAJOR.MINOR.PATCH`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Version {
+    pub major: u64,
+    pub minor: u64,
+    pub patch: u64,
+}
+
+impl Version {
+    pub fn parse(text: &str) -> Option<Version> {
+        let mut parts = text.trim().split('.');
+        let mut next = || parts.next()?.parse().ok();
+        let version = Version {
+            major: next()?,
+            minor: next()?,
+            patch: next()?,
+        };
+        parts.next().is_none().then_some(version)
+    }
+
+    /// The version of this skoop, which packs name in `engine:`.
+    pub fn engine() -> Version {
+        Version::parse(env!("CARGO_PKG_VERSION")).unwrap_or(Version {
+            major: 0,
+            minor: 0,
+            patch: 0,
+        })
+    }
+}
+
+impl fmt::Display for Version {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}.{}", self.major, self.minor, self.patch)
+    }
+}
+
+/// A version requirement: comparators joined by commas, all of which must
+/// hold (`>=0.1.0, <0.3.0`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VersionReq(Vec<(Comparator, Version)>);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Comparator {
+    Eq,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+impl VersionReq {
+    pub fn parse(text: &str) -> Result<VersionReq, String> {
+        let mut comparators = Vec::new();
+        for part in text.split(',') {
+            let part = part.trim();
+            let (comparator, rest) = [
+                (">=", Comparator::Ge),
+                ("<=", Comparator::Le),
+                (">", Comparator::Gt),
+                ("<", Comparator::Lt),
+                ("=", Comparator::Eq),
+            ]
+            .into_iter()
+            .find_map(|(op, c)| part.strip_prefix(op).map(|rest| (c, rest)))
+            .unwrap_or((Comparator::Eq, part));
+            let version = Version::parse(rest).ok_or_else(|| {
+                format!("{part:?} is not a comparator such as >=0.1.0 (MAJOR.MINOR.PATCH)")
+            })?;
+            comparators.push((comparator, version));
+        }
+        Ok(VersionReq(comparators))
+    }
+
+    pub fn matches(&self, version: Version) -> bool {
+        self.0
+            .iter()
+            .all(|(comparator, required)| match comparator {
+                Comparator::Eq => version == *required,
+                Comparator::Lt => version < *required,
+                Comparator::Le => version <= *required,
+                Comparator::Gt => version > *required,
+                Comparator::Ge => version >= *required,
+            })
+    }
+}
+
+/// The type of a parameter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParamType {
+    Int,
+    String,
+    Bool,
+    Ip,
+    Cidr,
+}
+
+impl ParamType {
+    pub const ALL: [(&'static str, ParamType); 5] = [
+        ("int", ParamType::Int),
+        ("string", ParamType::String),
+        ("bool", ParamType::Bool),
+        ("ip", ParamType::Ip),
+        ("cidr", ParamType::Cidr),
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        ParamType::ALL
+            .iter()
+            .find(|(_, t)| *t == self)
+            .map_or("string", |(name, _)| name)
+    }
+
+    /// Reads a value of this type from its text (`--set`, a string in YAML).
+    pub fn parse(self, text: &str) -> Result<ParamValue, String> {
+        let bad = || format!("{text:?} is not {}", self.described());
+        match self {
+            ParamType::Int => text.trim().parse().map(ParamValue::Int).map_err(|_| bad()),
+            ParamType::String => Ok(ParamValue::String(text.to_owned())),
+            ParamType::Bool => match text.trim() {
+                "true" => Ok(ParamValue::Bool(true)),
+                "false" => Ok(ParamValue::Bool(false)),
+                _ => Err(bad()),
+            },
+            ParamType::Ip => text.trim().parse().map(ParamValue::Ip).map_err(|_| bad()),
+            ParamType::Cidr => text.trim().parse().map(ParamValue::Cidr).map_err(|_| bad()),
+        }
+    }
+
+    fn described(self) -> &'static str {
+        match self {
+            ParamType::Int => "an integer",
+            ParamType::String => "a string",
+            ParamType::Bool => "true or false",
+            ParamType::Ip => "an IP address",
+            ParamType::Cidr => "a network in CIDR notation",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ParamValue {
+    Int(i64),
+    String(String),
+    Bool(bool),
+    Ip(IpAddr),
+    Cidr(IpNet),
+}
+
+impl ParamValue {
+    pub fn to_dynamic(&self) -> Dynamic {
+        match self {
+            ParamValue::Int(i) => (*i).into(),
+            ParamValue::String(s) => s.clone().into(),
+            ParamValue::Bool(b) => (*b).into(),
+            ParamValue::Ip(ip) => Dynamic::from(*ip),
+            ParamValue::Cidr(net) => Dynamic::from(*net),
+        }
+    }
+}
+
+impl fmt::Display for ParamValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ParamValue::Int(i) => write!(f, "{i}"),
+            ParamValue::String(s) => write!(f, "{s:?}"),
+            ParamValue::Bool(b) => write!(f, "{b}"),
+            ParamValue::Ip(ip) => write!(f, "{ip}"),
+            ParamValue::Cidr(net) => write!(f, "{net}"),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Parameter {
+    pub name: String,
+    pub param_type: ParamType,
+    pub default: ParamValue,
+    /// The value in force: the default, or an override.
+    pub value: ParamValue,
+    pub doc: String,
+    /// Empty: any value of the type.
+    pub allowed: Vec<ParamValue>,
+}
+
+/// A value of the manifest that may be a Rhai expression: a literal, one
+/// `${expr}` (typed result) or a string with `${expr}` parts (a string).
+#[derive(Debug, Clone)]
+pub enum Template {
+    Literal(Dynamic),
+    Expression(Box<AST>),
+    Interpolated(Vec<TemplatePart>),
+}
+
+#[derive(Debug, Clone)]
+pub enum TemplatePart {
+    Text(String),
+    Expression(Box<AST>),
+}
+
+/// A template and where it was written, so that an error evaluating it
+/// points at the manifest.
+#[derive(Debug, Clone)]
+pub struct Value {
+    pub template: Template,
+    pub source: String,
+    pub pos: Pos,
+}
+
+/// A way a CNI can be set up (Flannel's vxlan, host-gw; Calico's IPIP, ...).
+#[derive(Debug, Clone)]
+pub struct Mode {
+    pub name: String,
+    pub doc: String,
+    /// Selects the mode for a snapshot; the first mode whose `when` holds is
+    /// active. No `when`: the mode is active unless an earlier one is.
+    pub when: Option<Value>,
+}
+
+/// How a CNI pack recognises its CNI in a snapshot; any signal suffices.
+#[derive(Debug, Clone, Default)]
+pub struct Detection {
+    pub daemon_sets: Vec<NamedObject>,
+    pub config_maps: Vec<ConfigMapSignal>,
+    pub node_annotations: Vec<String>,
+    pub crds: Vec<ObjectKind>,
+}
+
+impl Detection {
+    pub fn is_empty(&self) -> bool {
+        self.daemon_sets.is_empty()
+            && self.config_maps.is_empty()
+            && self.node_annotations.is_empty()
+            && self.crds.is_empty()
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct NamedObject {
+    /// `None`: any namespace.
+    pub namespace: Option<String>,
+    pub name: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct ConfigMapSignal {
+    pub object: NamedObject,
+    /// A key of `data` that must be present.
+    pub key: Option<String>,
+    /// Text that the key's value (or any value) must contain.
+    pub contains: Option<String>,
+}
+
+/// Objects by apiVersion (optional: any version) and kind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectKind {
+    pub api_version: Option<String>,
+    pub kind: String,
+}
+
+/// What the CNI programs that the walker needs beyond the checks: the
+/// devices, routes, sysctls, neighbours and FDB entries it intends are its
+/// declarative checks; these are the facts the walker asks for.
+#[derive(Debug, Clone, Default)]
+pub struct Intent {
+    pub encapsulation: Vec<Encapsulation>,
+    /// The host-side name of a pod's veth (`pod` in scope).
+    pub veth_name: Option<Value>,
+    /// The MTU the CNI gives pod interfaces.
+    pub pod_mtu: Option<Value>,
+    pub masquerade: Vec<Masquerade>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Encapsulation {
+    /// Empty: in every mode.
+    pub modes: Vec<String>,
+    /// `vxlan`, `ipip`, ...
+    pub kind: String,
+    pub device: Value,
+    /// Bytes of outer headers added to every packet.
+    pub overhead: Value,
+    pub port: Option<Value>,
+    pub vni: Option<Value>,
+}
+
+/// A source NAT the CNI programs: traffic from `source` to anything outside
+/// `except_destination` leaves with the node's address.
+#[derive(Debug, Clone)]
+pub struct Masquerade {
+    pub modes: Vec<String>,
+    pub source: Value,
+    pub except_destination: Option<Value>,
+}
+
+/// Where a check runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CheckScope {
+    /// Each node's host namespace.
+    Node,
+    /// Each pod's namespace.
+    Pod,
+    /// Each cluster object of the check's `object` kind.
+    Object,
+    /// Each hop of a path, when the walker asks (`evaluate_hop`).
+    Hop,
+}
+
+impl CheckScope {
+    pub const ALL: [(&'static str, CheckScope); 4] = [
+        ("node", CheckScope::Node),
+        ("pod", CheckScope::Pod),
+        ("object", CheckScope::Object),
+        ("hop", CheckScope::Hop),
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        CheckScope::ALL
+            .iter()
+            .find(|(_, s)| *s == self)
+            .map_or("node", |(name, _)| name)
+    }
+}
+
+/// A check's subject repeated over related things.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ForEach {
+    /// Node scope: every other node, as `peer`.
+    RemoteNodes,
+    /// Pod scope: every port its containers declare, as `port`.
+    ContainerPorts,
+}
+
+impl ForEach {
+    pub const ALL: [(&'static str, ForEach); 2] = [
+        ("remote_nodes", ForEach::RemoteNodes),
+        ("container_ports", ForEach::ContainerPorts),
+    ];
+}
+
+/// The expected state of a device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeviceState {
+    Up,
+    Down,
+}
+
+/// What a check tests.
+#[derive(Debug, Clone)]
+pub enum CheckKind {
+    /// A sysctl has a value (compared as text, surrounding blanks ignored).
+    Sysctl { key: Value, expect: Value },
+    /// A device exists with these properties. A `name` with `*` is a
+    /// pattern: every matching device must have them (none is fine).
+    Device {
+        name: Value,
+        kind: Option<Value>,
+        mtu: Option<Value>,
+        state: Option<DeviceState>,
+        master: Option<Value>,
+    },
+    /// A route to exactly `dst` (`default` too) exists in `table` (main).
+    Route {
+        dst: Value,
+        via: Option<Value>,
+        dev: Option<Value>,
+        table: Option<Value>,
+    },
+    /// A neighbour entry for `dst` that is not failed.
+    Neighbour {
+        dst: Value,
+        dev: Option<Value>,
+        lladdr: Option<Value>,
+    },
+    /// A forwarding entry on `dev` (for `mac` when given) towards `dst`.
+    Fdb {
+        dev: Value,
+        mac: Option<Value>,
+        dst: Option<Value>,
+    },
+    /// A socket listens on `port` (`protocol`, default tcp).
+    Listener {
+        port: Value,
+        protocol: Option<Value>,
+    },
+    /// An object's status condition has the expected truth.
+    Condition { condition: String, expect: bool },
+    /// A Rhai function `fn NAME(ctx)` of the pack's scripts decides.
+    Script { function: String },
+}
+
+impl CheckKind {
+    pub fn name(&self) -> &'static str {
+        match self {
+            CheckKind::Sysctl { .. } => "sysctl",
+            CheckKind::Device { .. } => "device",
+            CheckKind::Route { .. } => "route",
+            CheckKind::Neighbour { .. } => "neighbour",
+            CheckKind::Fdb { .. } => "fdb",
+            CheckKind::Listener { .. } => "listener",
+            CheckKind::Condition { .. } => "condition",
+            CheckKind::Script { .. } => "script",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Check {
+    pub id: String,
+    pub severity: Severity,
+    pub scope: CheckScope,
+    pub kind: CheckKind,
+    /// Object scope: which objects.
+    pub object: Option<ObjectKind>,
+    /// Empty: every mode (and packs without modes).
+    pub modes: Vec<String>,
+    pub for_each: Option<ForEach>,
+    /// The check applies only where this holds.
+    pub when: Option<Value>,
+    /// Sees `actual` and `expected` besides the scope's variables.
+    pub message: Value,
+    pub remediation: Option<Value>,
+    pub references: Vec<String>,
+    pub doc: String,
+    pub pos: Pos,
+}
+
+/// A compiled script file of the pack.
+#[derive(Debug, Clone)]
+pub struct Script {
+    /// Relative to the pack directory.
+    pub file: String,
+    pub source: String,
+    pub ast: AST,
+}
+
+/// A loaded pack.
+#[derive(Debug, Clone)]
+pub struct Pack {
+    pub name: String,
+    pub version: Version,
+    pub description: String,
+    pub engine: String,
+    pub kind: PackKind,
+    pub dir: PathBuf,
+    pub builtin: bool,
+    pub detect: Detection,
+    pub parameters: Vec<Parameter>,
+    /// The parameters as scripts see them (`params`, `ctx.params`).
+    pub params: Dynamic,
+    pub modes: Vec<Mode>,
+    pub intent: Intent,
+    /// Hook name to the function implementing it.
+    pub hooks: BTreeMap<String, ScriptFunction>,
+    pub checks: Vec<Check>,
+    pub scripts: Vec<Script>,
+}
+
+/// A function of one of the pack's scripts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScriptFunction {
+    /// Index into [`Pack::scripts`].
+    pub script: usize,
+    pub name: String,
+}

@@ -1,0 +1,317 @@
+//! The Rhai sandbox every pack script runs in.
+//!
+//! One engine is built per set of loaded packs and shared by every call
+//! (rhai's `sync` feature makes it `Send + Sync`). It has no file system, no
+//! network and no `eval`; operations, call depth, expression depth and the
+//! sizes of strings, arrays and maps are bounded, so a hostile or buggy script
+//! stops with an error instead of hanging or exhausting memory. Imports are
+//! served from the pack's own `lib/` while that pack compiles, and embedded
+//! into its compiled scripts; at run time no import can be resolved at all.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use rhai::module_resolvers::DummyModuleResolver;
+use rhai::{Engine, EvalAltResult, Module, ModuleResolver, Position, Scope, Shared};
+
+use crate::snapshot::problem::Problem;
+
+/// Operations one script call may take: about 10 ms of plain work, far
+/// below a second even for the most expensive operations.
+pub const MAX_OPERATIONS: u64 = 1_000_000;
+/// Nested function calls.
+pub const MAX_CALL_LEVELS: usize = 32;
+/// Expression nesting, at global level and inside functions.
+pub const MAX_EXPR_DEPTH: usize = 64;
+pub const MAX_FUNCTION_EXPR_DEPTH: usize = 32;
+/// Characters in one string.
+pub const MAX_STRING_SIZE: usize = 64 * 1024;
+/// Items in one array.
+pub const MAX_ARRAY_SIZE: usize = 10_000;
+/// Entries in one object map.
+pub const MAX_MAP_SIZE: usize = 10_000;
+/// Modules one script may import (directly or not).
+pub const MAX_MODULES: usize = 32;
+
+/// Builds the sandboxed engine, with the host API registered.
+pub fn engine() -> Engine {
+    let mut engine = Engine::new();
+    engine
+        .set_strict_variables(true)
+        .set_max_operations(MAX_OPERATIONS)
+        .set_max_call_levels(MAX_CALL_LEVELS)
+        .set_max_expr_depths(MAX_EXPR_DEPTH, MAX_FUNCTION_EXPR_DEPTH)
+        .set_max_string_size(MAX_STRING_SIZE)
+        .set_max_array_size(MAX_ARRAY_SIZE)
+        .set_max_map_size(MAX_MAP_SIZE)
+        .set_max_modules(MAX_MODULES)
+        .set_module_resolver(DummyModuleResolver::new())
+        .disable_symbol("eval");
+    // A script's output would mix with skoop's own; scripts report through
+    // their return values only.
+    engine.on_print(|_| {}).on_debug(|_, _, _| {});
+    super::host::register(&mut engine);
+    engine
+}
+
+/// The modules of one pack's `lib/`: `import "util"` reads `lib/util.rhai`.
+/// Nothing else can be imported: no path outside `lib/`, no file system.
+pub struct PackLibrary {
+    /// Module name (file stem) to its source text.
+    modules: BTreeMap<String, String>,
+}
+
+impl PackLibrary {
+    pub fn new(modules: BTreeMap<String, String>) -> Self {
+        PackLibrary { modules }
+    }
+}
+
+impl ModuleResolver for PackLibrary {
+    fn resolve(
+        &self,
+        engine: &Engine,
+        _source: Option<&str>,
+        path: &str,
+        pos: Position,
+    ) -> Result<Shared<Module>, Box<EvalAltResult>> {
+        let not_found = || Box::new(EvalAltResult::ErrorModuleNotFound(path.to_owned(), pos));
+        let source = self.modules.get(path).ok_or_else(not_found)?;
+        let in_module = |error: Box<EvalAltResult>| {
+            Box::new(EvalAltResult::ErrorInModule(library_file(path), error, pos))
+        };
+        let mut ast = engine
+            .compile_into_self_contained(&Scope::new(), source)
+            .map_err(in_module)?;
+        ast.set_source(library_file(path));
+        Module::eval_ast_as_new(Scope::new(), &ast, engine)
+            .map(Shared::new)
+            .map_err(in_module)
+    }
+}
+
+/// The file of a library module, relative to the pack.
+pub fn library_file(module: &str) -> String {
+    format!("lib/{module}.rhai")
+}
+
+/// Why a script stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ScriptErrorKind {
+    /// It ran out of operations (an endless loop, say).
+    TooManyOperations,
+    /// It nested calls too deeply (runaway recursion).
+    CallTooDeep,
+    /// A string, array or map grew past its limit.
+    DataTooLarge,
+    /// It imported something that is not in the pack's `lib/`.
+    ModuleNotFound,
+    /// It does not compile.
+    Syntax,
+    /// Anything else that went wrong while it ran.
+    Runtime,
+}
+
+/// A script that failed, positioned in its file.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ScriptError {
+    pub kind: ScriptErrorKind,
+    pub file: PathBuf,
+    pub line: Option<usize>,
+    pub column: Option<usize>,
+    pub message: String,
+}
+
+impl std::fmt::Display for ScriptError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.to_problem().fmt(f)
+    }
+}
+
+impl ScriptError {
+    /// Classifies a rhai error raised by (or while compiling) the script in
+    /// `file` of the pack in `pack_dir`. A position rhai does not know (the
+    /// limits carry none) falls back to `fallback`, the function that was called.
+    pub fn from_rhai(
+        error: &EvalAltResult,
+        pack_dir: &Path,
+        file: &str,
+        fallback: Option<(usize, usize)>,
+    ) -> ScriptError {
+        let (innermost, module) = innermost(error, None);
+        let kind = match innermost {
+            EvalAltResult::ErrorTooManyOperations(_) => ScriptErrorKind::TooManyOperations,
+            EvalAltResult::ErrorStackOverflow(_) => ScriptErrorKind::CallTooDeep,
+            EvalAltResult::ErrorDataTooLarge(..) => ScriptErrorKind::DataTooLarge,
+            EvalAltResult::ErrorModuleNotFound(..) => ScriptErrorKind::ModuleNotFound,
+            EvalAltResult::ErrorParsing(..) => ScriptErrorKind::Syntax,
+            _ => ScriptErrorKind::Runtime,
+        };
+        let position = innermost.position();
+        let (line, column) = match (position.line(), position.position()) {
+            (Some(line), column) => (Some(line), column),
+            (None, _) if module.is_none() => {
+                fallback.map_or((None, None), |(l, c)| (Some(l), Some(c)))
+            }
+            (None, _) => (None, None),
+        };
+        let message = match kind {
+            ScriptErrorKind::TooManyOperations => {
+                format!("script stopped: more than {MAX_OPERATIONS} operations (an endless loop?)")
+            }
+            ScriptErrorKind::CallTooDeep => format!(
+                "script stopped: calls nested deeper than {MAX_CALL_LEVELS} (runaway recursion?)"
+            ),
+            ScriptErrorKind::DataTooLarge => format!(
+                "script stopped: {} (strings up to {MAX_STRING_SIZE} characters, arrays up to {MAX_ARRAY_SIZE} items, maps up to {MAX_MAP_SIZE} entries)",
+                without_position(innermost)
+            ),
+            ScriptErrorKind::ModuleNotFound => format!(
+                "{}: a pack imports only its own lib/ modules, by name (`import \"util\"` reads lib/util.rhai)",
+                without_position(innermost)
+            ),
+            _ => without_position(innermost),
+        };
+        ScriptError {
+            kind,
+            file: pack_dir.join(module.unwrap_or(file)),
+            line,
+            column,
+            message,
+        }
+    }
+
+    pub fn to_problem(&self) -> Problem {
+        Problem {
+            file: self.file.clone(),
+            line: self.line,
+            column: self.line.and(self.column),
+            message: self.message.clone(),
+        }
+    }
+}
+
+/// The error that really happened, under the layers of function calls and
+/// module loads around it, and the library file it happened in, if any.
+fn innermost<'a>(
+    error: &'a EvalAltResult,
+    module: Option<&'a str>,
+) -> (&'a EvalAltResult, Option<&'a str>) {
+    match error {
+        EvalAltResult::ErrorInFunctionCall(_, _, inner, _) => innermost(inner, module),
+        EvalAltResult::ErrorInModule(name, inner, _) => innermost(inner, Some(name)),
+        other => (other, module),
+    }
+}
+
+/// rhai's message without the "(line 3, position 7)" it appends: the
+/// position goes in front, as `file:line:col:`.
+fn without_position(error: &EvalAltResult) -> String {
+    let text = error.to_string();
+    match text.rfind(" (line ") {
+        Some(at) if text.ends_with(')') => text[..at].to_owned(),
+        _ => text,
+    }
+}
+
+/// Where `fn name(` is written in `source`, as a fallback position for
+/// errors that carry none.
+pub fn function_position(source: &str, name: &str) -> Option<(usize, usize)> {
+    let needle = format!("fn {name}(");
+    let offset = source.find(&needle)?;
+    Some(crate::snapshot::problem::line_col(source, offset))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rhai::{CallFnOptions, Dynamic};
+
+    fn run(source: &str) -> ScriptError {
+        let engine = engine();
+        let ast = match engine.compile_into_self_contained(&Scope::new(), source) {
+            Ok(ast) => ast,
+            Err(error) => return ScriptError::from_rhai(&error, Path::new("p"), "s.rhai", None),
+        };
+        let result: Result<Dynamic, _> =
+            engine.call_fn_with_options(CallFnOptions::new(), &mut Scope::new(), &ast, "f", ());
+        let error = result.expect_err("the script must fail");
+        ScriptError::from_rhai(
+            &error,
+            Path::new("p"),
+            "s.rhai",
+            function_position(source, "f"),
+        )
+    }
+
+    #[test]
+    fn endless_loop_runs_out_of_operations() {
+        let error = run("fn f() {\n  loop { }\n}");
+        assert_eq!(error.kind, ScriptErrorKind::TooManyOperations);
+        assert_eq!((error.line, error.column), (Some(1), Some(1)));
+    }
+
+    #[test]
+    fn runaway_recursion_is_too_deep() {
+        assert_eq!(run("fn f() { f() }").kind, ScriptErrorKind::CallTooDeep);
+    }
+
+    #[test]
+    fn doubling_string_is_too_large() {
+        let error = run("fn f() { let s = \"x\"; loop { s += s; } }");
+        assert_eq!(error.kind, ScriptErrorKind::DataTooLarge);
+    }
+
+    #[test]
+    fn growing_array_is_too_large() {
+        let error = run("fn f() { let a = []; loop { a += [1, 2, 3, 4, 5, 6, 7, 8]; } }");
+        assert_eq!(error.kind, ScriptErrorKind::DataTooLarge);
+    }
+
+    #[test]
+    fn importing_a_file_is_not_found() {
+        let error = run("import \"/etc/passwd\" as p;\nfn f() { 1 }");
+        assert_eq!(error.kind, ScriptErrorKind::ModuleNotFound);
+    }
+
+    #[test]
+    fn eval_does_not_compile() {
+        let error = run("fn f() {\n  eval(\"1 + 1\")\n}");
+        assert_eq!(error.kind, ScriptErrorKind::Syntax);
+        assert_eq!((error.line, error.column), (Some(2), Some(3)));
+        assert!(error.message.contains("eval"), "{}", error.message);
+    }
+
+    #[test]
+    fn undefined_variable_does_not_compile() {
+        let error = run("fn f() { 1 }\nlet x = y;");
+        assert_eq!(error.kind, ScriptErrorKind::Syntax);
+        assert_eq!(
+            error.to_string(),
+            "p/s.rhai:2:9: Syntax error: Undefined variable: y"
+        );
+    }
+
+    #[test]
+    fn library_module_is_imported_by_name_only() {
+        let mut engine = engine();
+        let lib = BTreeMap::from([("util".to_owned(), "fn double(x) { x * 2 }".to_owned())]);
+        engine.set_module_resolver(PackLibrary::new(lib));
+        let ast = engine
+            .compile_into_self_contained(
+                &Scope::new(),
+                "import \"util\" as u;\nfn f() { u::double(21) }",
+            )
+            .expect("compiles");
+        engine.set_module_resolver(DummyModuleResolver::new());
+        let value: i64 = engine
+            .call_fn(&mut Scope::new(), &ast, "f", ())
+            .expect("the embedded module is used");
+        assert_eq!(value, 42);
+        let error = engine
+            .compile_into_self_contained(&Scope::new(), "import \"util\" as u;")
+            .expect_err("nothing to import outside a pack's compilation");
+        assert!(matches!(*error, EvalAltResult::ErrorModuleNotFound(..)));
+    }
+}
