@@ -62,6 +62,8 @@ fn main() {
             let snapshot = Arc::new(snapshot);
             engine::diagnose(&snapshot, &request("svc/default/web"), &packs).expect("resolves");
         });
-        println!("{example}: load packs + snapshot + diagnose the service: {whole:?} (median of {runs})");
+        println!(
+            "{example}: load packs + snapshot + diagnose the service: {whole:?} (median of {runs})"
+        );
     }
 }

@@ -178,6 +178,15 @@ struct Origin {
     target_port: Option<u16>,
 }
 
+/// When conntrack undoes a translation for a reply: the destination (un-SNAT)
+/// in PREROUTING, before the routing decision; the source (un-DNAT) in
+/// POSTROUTING, after it — so routing sees the reply as it arrived.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum UndoPhase {
+    BeforeRouting,
+    AfterRouting,
+}
+
 /// The kernel models of every namespace, built once per walk.
 struct Models<'s> {
     fibs: HashMap<&'s NetnsId, Fib<'s>>,
@@ -342,7 +351,7 @@ impl<'s> Walker<'s, '_> {
             );
         }
         if branch.reply {
-            self.undo_nat(ns, hop, &mut packet, &branch);
+            self.undo_nat(ns, hop, &mut packet, &branch, UndoPhase::BeforeRouting);
         }
         let models = self.models;
         let Some(fib) = models.fibs.get(ns) else {
@@ -624,6 +633,9 @@ impl<'s> Walker<'s, '_> {
                     branch.nat.push((ns.clone(), *translation));
                 }
             }
+        }
+        if branch.reply {
+            self.undo_nat(ns, hop, &mut packet, &branch, UndoPhase::AfterRouting);
         }
         let Some(choice) = route.or(routed) else {
             let reason = "netfilter reported no routing decision for the packet".to_string();
@@ -1054,14 +1066,22 @@ impl<'s> Walker<'s, '_> {
     /// conntrack undoes the forward direction's NAT for the reply in the
     /// namespace that made it: the reply's destination is un-SNATed, its
     /// source un-DNATed.
-    fn undo_nat(&mut self, ns: &NetnsId, hop: NodeIndex, packet: &mut Packet, branch: &Branch) {
+    fn undo_nat(
+        &mut self,
+        ns: &NetnsId,
+        hop: NodeIndex,
+        packet: &mut Packet,
+        branch: &Branch,
+        phase: UndoPhase,
+    ) {
         for (at, translation) in &branch.nat {
             if at != ns {
                 continue;
             }
             let undone = match *translation {
                 Translation::Dnat { before, after } | Translation::Redirect { before, after }
-                    if packet.src == Some(after.addr)
+                    if phase == UndoPhase::AfterRouting
+                        && packet.src == Some(after.addr)
                         && after.port.is_none_or(|p| packet.sport == Some(p)) =>
                 {
                     packet.src = Some(before.addr);
@@ -1072,7 +1092,8 @@ impl<'s> Walker<'s, '_> {
                 | Translation::Masquerade {
                     before,
                     after: Some(after),
-                } if packet.dst == after.addr
+                } if phase == UndoPhase::BeforeRouting
+                    && packet.dst == after.addr
                     && after.port.is_none_or(|p| packet.dport == Some(p)) =>
                 {
                     packet.dst = before.addr;
@@ -1618,7 +1639,8 @@ impl<'s> Walker<'s, '_> {
             return None;
         }
         if branch.reply {
-            self.undo_nat(ns, hop, packet, branch);
+            self.undo_nat(ns, hop, packet, branch, UndoPhase::BeforeRouting);
+            self.undo_nat(ns, hop, packet, branch, UndoPhase::AfterRouting);
         }
         let models = self.models;
         let Some(netfilter) = models.netfilters.get(ns) else {

@@ -279,7 +279,23 @@ impl<'a> Fib<'a> {
         if let Some(outcome) = self.reject_martian(flow) {
             return RouteLookup { outcome, steps };
         }
-        let outcome = self.walk_rules(flow, &mut steps);
+        let mut outcome = self.walk_rules(flow, &mut steps);
+        // Once routed, a packet from outside claiming one of our own
+        // addresses as its source is refused (`fib_validate_source`), unless
+        // `accept_local` allows it. Routing errors come first, as in the kernel.
+        if let (LookupOutcome::Routed { .. }, Some(iif), Some(src)) =
+            (&outcome, flow.iif.as_deref(), flow.src)
+            && iif != "lo"
+            && !src.is_unspecified()
+            && self.is_local(src) == Tri::True
+            && !self.sysctl_on_any(iif, "accept_local")
+        {
+            outcome = LookupOutcome::Failed {
+                error: RouteError::Martian,
+                rule: None,
+                route: None,
+            };
+        }
         RouteLookup { outcome, steps }
     }
 
@@ -1110,6 +1126,7 @@ mod tests {
         assert_eq!(answer(&ns, arriving("10.0.0.9", "127.0.0.1")), "martian");
         assert_eq!(answer(&ns, arriving("224.0.0.9", "10.0.0.1")), "martian");
         assert_eq!(answer(&ns, arriving("0.1.2.3", "10.0.0.1")), "martian");
+        assert_eq!(answer(&ns, arriving("10.0.0.1", "10.0.0.1")), "martian");
         assert_eq!(
             answer(&ns, arriving("10.0.0.9", "8.8.8.8")),
             "default via 10.0.0.254 dev eth0"

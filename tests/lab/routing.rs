@@ -257,7 +257,12 @@ fn route_lookup_agrees_with_the_kernel_on_generated_queries() {
         let query = Query {
             dst: destination(&mut rng),
             mark: *rng.pick(&[0, 0x10, 0x110, 0x11, 0x1, 0x20, 0x21]),
-            forwarded_from: *rng.pick(&[None, None, Some(Ipv4Addr::new(10, 1, 0, 5))]),
+            forwarded_from: *rng.pick(&[
+                None,
+                None,
+                Some(Ipv4Addr::new(10, 1, 0, 5)),
+                Some(Ipv4Addr::new(10, 1, 0, 1)),
+            ]),
         };
         let kernel = ask_kernel(&router, &query);
         let model = ask_model(&fib, &query);

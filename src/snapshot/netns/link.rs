@@ -295,7 +295,9 @@ pub struct BridgePortInfo {
 }
 
 /// `info_data` follows `info_kind` in iproute2's output and is read
-/// according to it, so a type error inside it keeps its exact position.
+/// according to it, so a type error inside it keeps its exact position. JSON
+/// does not order keys, though: data that comes first is kept and read once
+/// the kind is known (its errors then carry the object's position).
 impl<'de> Deserialize<'de> for LinkInfo {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         deserializer.deserialize_map(LinkInfoVisitor)
@@ -316,14 +318,17 @@ impl<'de> Visitor<'de> for LinkInfoVisitor {
         let mut kind = None;
         let mut port_name: Option<String> = None;
         let mut port = None;
+        let mut early_data: Option<serde_json::Value> = None;
+        let mut early_port_data: Option<serde_json::Value> = None;
         while let Some(key) = map.next_key::<String>()? {
             match key.as_str() {
                 "info_kind" => kind_name = Some(map.next_value()?),
                 "info_slave_kind" => port_name = Some(map.next_value()?),
                 "info_data" => {
-                    let name = kind_name
-                        .as_deref()
-                        .ok_or_else(|| A::Error::custom("info_data comes before info_kind"))?;
+                    let Some(name) = kind_name.as_deref() else {
+                        early_data = Some(map.next_value()?);
+                        continue;
+                    };
                     kind = Some(match name {
                         "bridge" => LinkKind::Bridge(map.next_value()?),
                         "vxlan" => LinkKind::Vxlan(map.next_value()?),
@@ -335,9 +340,10 @@ impl<'de> Visitor<'de> for LinkInfoVisitor {
                     });
                 }
                 "info_slave_data" => {
-                    let name = port_name.as_deref().ok_or_else(|| {
-                        A::Error::custom("info_slave_data comes before info_slave_kind")
-                    })?;
+                    let Some(name) = port_name.as_deref() else {
+                        early_port_data = Some(map.next_value()?);
+                        continue;
+                    };
                     port = Some(match name {
                         "bridge" => LinkPort::Bridge(map.next_value()?),
                         _ => {
@@ -350,6 +356,20 @@ impl<'de> Visitor<'de> for LinkInfoVisitor {
                     map.next_value::<IgnoredAny>()?;
                 }
             }
+        }
+        if let (Some(data), Some(name)) = (early_data, kind_name.as_deref()) {
+            kind = Some(match name {
+                "bridge" => LinkKind::Bridge(from_value(data)?),
+                "vxlan" => LinkKind::Vxlan(from_value(data)?),
+                "ipip" => LinkKind::Ipip(from_value(data)?),
+                _ => LinkKind::without_data(name.to_owned()).map_err(A::Error::custom)?,
+            });
+        }
+        if let (Some(data), Some(name)) = (early_port_data, port_name.as_deref()) {
+            port = Some(match name {
+                "bridge" => LinkPort::Bridge(from_value(data)?),
+                _ => LinkPort::Other(name.to_owned()),
+            });
         }
         if kind.is_none() {
             kind = kind_name
@@ -372,6 +392,13 @@ impl<'de> Visitor<'de> for LinkInfoVisitor {
     }
 }
 
+/// Reads kind data that was kept aside because it came before its kind.
+fn from_value<T: serde::de::DeserializeOwned, E: serde::de::Error>(
+    data: serde_json::Value,
+) -> Result<T, E> {
+    serde_json::from_value(data).map_err(E::custom)
+}
+
 pub fn parse(text: &str) -> Parsed<Vec<Link>> {
     json::parse_array(text)
 }
@@ -387,6 +414,21 @@ mod tests {
         let (links, issues) = parse(text);
         assert!(issues.is_empty(), "{issues:?}");
         links.expect("the fixture is an array")
+    }
+
+    /// JSON objects are unordered: a dump rewritten by a JSON tool (keys
+    /// sorted) puts `info_data` before `info_kind`.
+    #[test]
+    fn linkinfo_data_before_its_kind_is_still_read() {
+        let text = r#"[{"ifindex":5,"ifname":"vx","flags":["UP"],"mtu":1450,"operstate":"UNKNOWN",
+            "linkinfo":{"info_data":{"id":7,"port":4789},"info_kind":"vxlan",
+                        "info_slave_data":{"state":"forwarding"},"info_slave_kind":"bridge"}}]"#;
+        let link = &links(text)[0];
+        let Some(LinkKind::Vxlan(vxlan)) = link.kind() else {
+            panic!("{link:?}")
+        };
+        assert_eq!((vxlan.id, vxlan.port), (7, Some(4789)));
+        assert!(matches!(link.port(), Some(LinkPort::Bridge(_))), "{link:?}");
     }
 
     fn named<'a>(links: &'a [Link], ifname: &str) -> &'a Link {

@@ -1,0 +1,123 @@
+//! kube-proxy's IPVS mode, on a snapshot made from the Flannel VXLAN example:
+//! node-1's iptables service rules are removed, the ClusterIP is bound to
+//! `kube-ipvs0` and served by an IPVS virtual service (as kube-proxy
+//! `--proxy-mode=ipvs` leaves a node). This kernel has no ip_vs module, so
+//! the snapshot is edited rather than collected.
+
+use std::fs;
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use skoop::engine::{self, Disposition, Endpoint, Protocol, Request};
+use skoop::packs::LoadedPacks;
+use skoop::snapshot::Snapshot;
+
+fn copy_dir(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for entry in fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+fn edit_json(path: &Path, edit: impl FnOnce(&mut Vec<Value>)) {
+    let mut items: Vec<Value> = serde_json::from_str(&fs::read_to_string(path).unwrap()).unwrap();
+    edit(&mut items);
+    fs::write(path, serde_json::to_string(&items).unwrap()).unwrap();
+}
+
+/// The example with node-1 in IPVS mode, and `ipvsadm` as given.
+fn ipvs_snapshot(ipvsadm: &str) -> (tempfile::TempDir, Arc<Snapshot>) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/flannel-vxlan");
+    copy_dir(&root, dir.path());
+    let host = dir.path().join("nodes/node-1/host");
+    let rules = fs::read_to_string(host.join("iptables-save.txt")).unwrap();
+    let without_services: String = rules
+        .lines()
+        .filter(|l| !l.starts_with("-A KUBE-SERVICES -d 10.96.0.100/32"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_ne!(
+        rules, without_services,
+        "the example has the service's rules"
+    );
+    fs::write(host.join("iptables-save.txt"), without_services).unwrap();
+    edit_json(&host.join("ip-link.json"), |links| {
+        links.push(json!({"ifindex": 90, "ifname": "kube-ipvs0", "flags": ["BROADCAST", "NOARP"], "mtu": 1500,
+            "operstate": "DOWN", "linkinfo": {"info_kind": "dummy"}}));
+    });
+    edit_json(&host.join("ip-addr.json"), |addrs| {
+        addrs.push(json!({"ifindex": 90, "ifname": "kube-ipvs0", "addr_info": [
+            {"family": "inet", "local": "10.96.0.100", "prefixlen": 32, "scope": "global"}]}));
+    });
+    edit_json(&host.join("ip-route.json"), |routes| {
+        routes.push(
+            json!({"type": "local", "dst": "10.96.0.100", "dev": "kube-ipvs0", "table": "local",
+            "protocol": "kernel", "scope": "host", "prefsrc": "10.96.0.100", "flags": []}),
+        );
+    });
+    fs::write(host.join("ipvsadm.txt"), ipvsadm).unwrap();
+    let (snapshot, problems) = Snapshot::load(dir.path()).unwrap();
+    assert!(problems.is_empty(), "{problems:#?}");
+    (dir, Arc::new(snapshot))
+}
+
+fn to_service(snapshot: &Arc<Snapshot>) -> engine::Diagnosis {
+    let request = Request {
+        from: "default/web-1".parse::<Endpoint>().unwrap(),
+        to: "svc/default/web".parse::<Endpoint>().unwrap(),
+        port: None,
+        protocol: Protocol::Tcp,
+    };
+    let (packs, _) = LoadedPacks::load(Vec::new(), &[]);
+    engine::diagnose(snapshot, &request, &packs).unwrap()
+}
+
+#[test]
+fn ipvs_virtual_service_sends_each_connection_to_a_real_server_and_the_reply_back() {
+    let (_dir, snapshot) = ipvs_snapshot(
+        "-A -t 10.96.0.100:80 -s rr\n\
+         -a -t 10.96.0.100:80 -r 10.244.1.2:8080 -m -w 1\n\
+         -a -t 10.96.0.100:80 -r 10.244.2.2:8080 -m -w 1\n\
+         -a -t 10.96.0.100:80 -r 10.244.2.3:8080 -m -w 1\n",
+    );
+    let diagnosis = to_service(&snapshot);
+    assert_eq!(diagnosis.paths.len(), 3, "one path per real server");
+    assert_eq!(
+        diagnosis.disposition(),
+        Disposition::Delivered,
+        "{:#?}",
+        diagnosis.findings
+    );
+    let node1 = diagnosis
+        .graph
+        .node_weights()
+        .find(|h| h.id == "node-1")
+        .unwrap();
+    let text = serde_json::to_string(&node1.steps).unwrap();
+    assert!(text.contains("ipvs dnat 10.96.0.100:80 -> "), "{text}");
+}
+
+#[test]
+fn ipvs_virtual_service_without_real_servers_refuses_the_connection() {
+    let (_dir, snapshot) = ipvs_snapshot("-A -t 10.96.0.100:80 -s rr\n");
+    let diagnosis = to_service(&snapshot);
+    assert_eq!(diagnosis.disposition(), Disposition::NoListener);
+    let finding = &diagnosis.findings[0];
+    assert_eq!(
+        (finding.id.as_str(), finding.hop.as_str()),
+        ("kernel.ipvs.no-real-server", "node-1")
+    );
+    assert!(
+        finding.evidence.ends_with("ipvsadm.txt:1"),
+        "{}",
+        finding.evidence
+    );
+}
