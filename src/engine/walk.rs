@@ -896,6 +896,7 @@ impl<'s> Walker<'s, '_> {
                 }
             }
         }
+        self.delivering(hop);
         match packet.protocol {
             Protocol::Icmp => {
                 let ignored = self
@@ -918,7 +919,8 @@ impl<'s> Walker<'s, '_> {
                         },
                     );
                 }
-                self.delivered(hop, "the kernel's ICMP echo responder".into());
+                let socket = "the kernel's ICMP echo responder".into();
+                self.step(hop, Step::Delivered { socket });
                 self.answer(ns, hop, &packet, branch);
             }
             Protocol::Tcp | Protocol::Udp => {
@@ -959,7 +961,7 @@ impl<'s> Walker<'s, '_> {
                             LocalAddress::Ip(address) => address.to_string(),
                         };
                         let socket = format!("{} {}:{}", packet.protocol, address, socket.port);
-                        self.delivered(hop, socket);
+                        self.step(hop, Step::Delivered { socket });
                         self.answer(ns, hop, &packet, branch);
                     }
                     None => {
@@ -1944,13 +1946,12 @@ impl<'s> Walker<'s, '_> {
         self.graph[hop].steps.push(step);
     }
 
-    /// A socket of this hop's namespace took the request (not a reply: the
-    /// sender's socket is no listener).
-    fn delivered(&mut self, hop: NodeIndex, socket: String) {
+    /// The request is for a socket of this hop's namespace (a reply is not:
+    /// the sender's socket is no listener), whether one listens or not.
+    fn delivering(&mut self, hop: NodeIndex) {
         if let Some(context) = &mut self.graph[hop].context {
             context.delivered = true;
         }
-        self.step(hop, Step::Delivered { socket });
     }
 
     fn stop(&mut self, hop: NodeIndex, branch: Branch, mut stop: Stop) {

@@ -10,15 +10,26 @@
 //! absent: [core.device.up]
 //! ```
 //!
-//! `flows:` (paths with expected dispositions) is reserved for when
-//! `skoop diagnose` exists; until then a case that has it fails with a
-//! message saying so, rather than passing without checking it.
+//!
+//! `flows:` diagnoses flows in the case's snapshot with the pack (and the
+//! built-in packs) and checks their disposition and finding ids:
+//!
+//! ```yaml
+//! flows:
+//!   - from: default/web-0
+//!     to: default/web-3:8080      # any --to form of skoop diagnose
+//!     protocol: tcp               # tcp (default), udp or icmp
+//!     disposition: neighbor_failed
+//!     findings: [kernel.fdb.missing]   # ids the diagnosis must report
+//!     absent: [core.pod.listener]      # ids it must not
+//! ```
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::yaml::{self, Fields, Issues};
+use super::yaml::{self, At, Fields, Issues};
 use super::{FindingStatus, LoadedPacks, Override, PackSource};
+use crate::engine::{self, Endpoint, Protocol, Request};
 use crate::snapshot::Snapshot;
 use crate::snapshot::problem::{Problem, read_text};
 
@@ -42,6 +53,15 @@ impl CaseResult {
 struct Expectation {
     snapshot: PathBuf,
     overrides: Vec<Override>,
+    findings: Vec<String>,
+    absent: Vec<String>,
+    flows: Vec<Flow>,
+}
+
+/// One flow to diagnose and what must come of it.
+struct Flow {
+    request: Request,
+    disposition: String,
     findings: Vec<String>,
     absent: Vec<String>,
 }
@@ -100,6 +120,7 @@ fn read_expectation(case: &Path, pack: &str) -> Result<Expectation, Vec<Problem>
         overrides: Vec::new(),
         findings: Vec::new(),
         absent: Vec::new(),
+        flows: Vec::new(),
     };
     if let Some(mut fields) = Fields::of(&root, "expect.yaml", &mut issues) {
         fields.string("description", &mut issues);
@@ -142,9 +163,11 @@ fn read_expectation(case: &Path, pack: &str) -> Result<Expectation, Vec<Problem>
             .map(|f| f.value)
             .collect();
         if let Some(flows) = fields.take("flows") {
-            issues.push(flows.pos.issue(
-                "`flows` (paths with expected dispositions) needs skoop diagnose, which this skoop does not have yet",
-            ));
+            for item in yaml::seq(flows, "flows", &mut issues) {
+                if let Some(flow) = read_flow(item, &mut issues) {
+                    expectation.flows.push(flow);
+                }
+            }
         }
         fields.finish(&mut issues);
     }
@@ -159,15 +182,153 @@ fn read_expectation(case: &Path, pack: &str) -> Result<Expectation, Vec<Problem>
     }
 }
 
+/// One entry of `flows:`; every problem in it is an issue at its position.
+fn read_flow(node: &yaml::Node, issues: &mut Issues) -> Option<Flow> {
+    let mut fields = Fields::of(node, "a flow", issues)?;
+    let endpoint = |field: Option<yaml::At<String>>, issues: &mut Issues| {
+        let field = field?;
+        field
+            .value
+            .parse::<Endpoint>()
+            .map_err(|e| issues.push(field.pos.issue(e.to_string())))
+            .ok()
+    };
+    let from = endpoint(fields.required_string("from", issues), issues);
+    let to = endpoint(fields.required_string("to", issues), issues);
+    let protocol = match fields.string("protocol", issues) {
+        None => Some(Protocol::Tcp),
+        Some(At { value, pos }) => match value.as_str() {
+            "tcp" => Some(Protocol::Tcp),
+            "udp" => Some(Protocol::Udp),
+            "icmp" => Some(Protocol::Icmp),
+            other => {
+                issues.push(pos.issue(format!("protocol is tcp, udp or icmp, not {other:?}")));
+                None
+            }
+        },
+    };
+    let port = match fields.take("port") {
+        None => None,
+        Some(yaml::Node {
+            value: yaml::Value::Int(n),
+            pos,
+        }) => match u16::try_from(*n) {
+            Ok(port) if port > 0 => Some(port),
+            _ => {
+                issues.push(pos.issue(format!("port {n} is not 1-65535")));
+                return None;
+            }
+        },
+        Some(other) => {
+            issues.push(other.pos.issue(format!(
+                "port must be a number, found {}",
+                other.value.kind()
+            )));
+            return None;
+        }
+    };
+    let disposition = fields.required_string("disposition", issues)?;
+    if !DISPOSITIONS.contains(&disposition.value.as_str()) {
+        issues.push(disposition.pos.issue(format!(
+            "unknown disposition {:?} (one of: {})",
+            disposition.value,
+            DISPOSITIONS.join(", ")
+        )));
+    }
+    let findings = fields
+        .strings("findings", issues)
+        .into_iter()
+        .map(|f| f.value)
+        .collect();
+    let absent = fields
+        .strings("absent", issues)
+        .into_iter()
+        .map(|f| f.value)
+        .collect();
+    fields.finish(issues);
+    Some(Flow {
+        request: Request {
+            from: from?,
+            to: to?,
+            port,
+            protocol: protocol?,
+        },
+        disposition: disposition.value,
+        findings,
+        absent,
+    })
+}
+
+/// The dispositions a flow can end in (`docs/json.md`).
+const DISPOSITIONS: &[&str] = &[
+    "delivered",
+    "denied_by_netfilter",
+    "no_route",
+    "unreachable_route",
+    "neighbor_failed",
+    "forwarding_disabled",
+    "rp_filter",
+    "no_listener",
+    "mtu_exceeded",
+    "loop",
+    "exits_cluster",
+    "insufficient_info",
+];
+
+/// Diagnoses each flow and says how it differs from what the case expects.
+fn check_flows(
+    flows: &[Flow],
+    snapshot: &Arc<Snapshot>,
+    packs: &LoadedPacks,
+    failures: &mut Vec<String>,
+) {
+    for flow in flows {
+        let name = format!("flow {} -> {}", flow.request.from, flow.request.to);
+        let diagnosis = match engine::diagnose(snapshot, &flow.request, packs) {
+            Ok(diagnosis) => diagnosis,
+            Err(e) => {
+                failures.push(format!("{name}: {e}"));
+                continue;
+            }
+        };
+        let disposition = diagnosis.disposition();
+        if disposition.as_str() != flow.disposition {
+            failures.push(format!(
+                "{name}: expected {}, diagnosed {disposition}",
+                flow.disposition
+            ));
+        }
+        let reported = |id: &str| diagnosis.findings.iter().any(|f| f.id == id);
+        for id in &flow.findings {
+            if !reported(id) {
+                failures.push(format!("{name}: expected finding {id}, not reported"));
+            }
+        }
+        for id in flow.absent.iter().filter(|id| reported(id)) {
+            failures.push(format!("{name}: unexpected finding {id}"));
+        }
+    }
+}
+
 fn run_case(source: &PackSource, pack: &str, case: &Path, expectation: &Expectation) -> CaseResult {
     let mut failures = Vec::new();
     let (loaded, problems) = LoadedPacks::load(vec![source.clone()], &expectation.overrides);
+    // Flows are diagnosed as skoop diagnose would: the built-in packs, with
+    // this one in place of its built-in namesake.
+    let mut sources: Vec<PackSource> = super::builtin_sources()
+        .into_iter()
+        .filter(|builtin| builtin.dir.file_name() != source.dir.file_name())
+        .collect();
+    sources.push(source.clone());
+    let (with_builtins, _) = LoadedPacks::load(sources, &expectation.overrides);
     failures.extend(problems.iter().map(ToString::to_string));
     match Snapshot::load(&expectation.snapshot) {
         Err(error) => failures.push(error.to_string()),
         Ok((snapshot, problems)) => {
             failures.extend(problems.iter().map(|p| format!("snapshot: {p}")));
-            let findings = loaded.evaluate_snapshot(&Arc::new(snapshot));
+            let snapshot = Arc::new(snapshot);
+            check_flows(&expectation.flows, &snapshot, &with_builtins, &mut failures);
+            let findings = loaded.evaluate_snapshot(&snapshot);
             for finding in findings
                 .iter()
                 .filter(|f| f.status == FindingStatus::ScriptError)
