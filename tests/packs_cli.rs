@@ -124,32 +124,6 @@ fn new_cni_pack_passes_its_own_tests() {
 }
 
 #[test]
-fn pack_test_with_flows_fails_saying_it_needs_diagnose() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let pack = dir.path().join("demo");
-    skoop(&[
-        "packs",
-        "new",
-        "demo",
-        "--kind",
-        "rules",
-        "--dir",
-        pack.to_str().expect("UTF-8"),
-    ]);
-    let expect = pack.join("tests/healthy/expect.yaml");
-    let mut text = std::fs::read_to_string(&expect).expect("scaffold wrote it");
-    text.push_str("flows:\n  - {from: default/web-0, to: default/web-1, disposition: delivered}\n");
-    std::fs::write(&expect, text).expect("writable");
-    let output = skoop(&["packs", "test", pack.to_str().expect("UTF-8")]);
-    assert_ne!(output.status.code(), Some(0));
-    assert!(
-        stdout(&output).contains("`flows` (paths with expected dispositions) needs skoop diagnose"),
-        "{}",
-        stdout(&output)
-    );
-}
-
-#[test]
 fn user_pack_with_a_builtin_name_overrides_it_and_says_so() {
     let dir = tempfile::tempdir().expect("temp dir");
     let pack = dir.path().join("core");
