@@ -533,4 +533,60 @@ checks:
             finding.message
         );
     }
+
+    fn hop_on_node_1(dst: &str) -> Arc<HopScope> {
+        Arc::new(HopScope {
+            snapshot: example(),
+            netns: crate::snapshot::NetnsId::Host {
+                node: "node-1".into(),
+            },
+            in_iface: Some("cni0".into()),
+            out_iface: None,
+            forwarding: true,
+            delivers_locally: false,
+            packet: Packet {
+                src: "10.244.1.2".parse().expect("ip"),
+                dst: dst.parse().expect("ip"),
+                protocol: TransportProtocol::Tcp,
+                src_port: Some(40000),
+                dst_port: Some(8080),
+                mark: 0,
+                size: 1400,
+            },
+        })
+    }
+
+    /// The Flannel pack's walker hooks on the VXLAN example, whose
+    /// net-conf.json says vxlan and 10.244.0.0/16.
+    #[test]
+    fn flannel_hooks_encapsulate_to_the_peer_and_masquerade_what_leaves_the_network() {
+        let source = PackSource::read(Path::new("plugins/flannel")).expect("readable");
+        let (loaded, problems) = LoadedPacks::load(vec![source], &[]);
+        assert!(problems.is_empty(), "{problems:?}");
+        let call = |hook: &str, dst: &str| {
+            let hop = hop_on_node_1(dst);
+            let packet = Dynamic::from(hop.packet.clone());
+            loaded
+                .call_hook("flannel", hook, &hop, packet)
+                .unwrap_or_else(|finding| panic!("{hook}: {}", finding.message))
+        };
+        let encap = call("encapsulation", "10.244.2.3")
+            .try_cast::<rhai::Map>()
+            .expect("remote pod traffic is encapsulated");
+        let field = |name: &str| encap.get(name).map(host::display).unwrap_or_default();
+        assert_eq!(field("kind"), "vxlan");
+        assert_eq!(field("dev"), "flannel.1");
+        assert_eq!(field("outer_src"), "172.18.0.11");
+        assert_eq!(field("outer_dst"), "172.18.0.12");
+        assert_eq!(
+            (field("vni"), field("port"), field("overhead")),
+            ("1".into(), "8472".into(), "50".into())
+        );
+        assert!(
+            call("encapsulation", "10.244.1.3").is_unit(),
+            "a local pod is not"
+        );
+        assert_eq!(call("masquerade", "10.244.2.3").as_bool(), Ok(false));
+        assert_eq!(call("masquerade", "8.8.8.8").as_bool(), Ok(true));
+    }
 }
