@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::Args;
 use petgraph::graph::NodeIndex;
@@ -12,14 +13,18 @@ use skoop::engine::{
 };
 use skoop::snapshot::Snapshot;
 
+use super::packs::LoadArgs;
 use super::{EXIT_USAGE, OutputFormat, print_json, report_problems};
 
 /// Follow a packet hop by hop through a snapshot and say where it stops.
 ///
 /// Each network namespace on the way is asked what its kernel does with the
-/// packet: routing (policy rules, tables), forwarding and rp_filter settings,
-/// veths, bridges, VXLAN neighbour and FDB entries, and at the end a
-/// listening socket. Every multipath branch is a path of its own.
+/// packet: routing (policy rules, tables), netfilter (kube-proxy's NAT
+/// included), forwarding and rp_filter settings, veths, bridges, VXLAN
+/// neighbour and FDB entries, a listening socket, and the reply back. Every
+/// service backend and multipath branch is a path of its own. Then the rule
+/// packs (built-in, and --pack-path) check each hop against what the CNI
+/// intended.
 ///
 /// Examples:
 ///   skoop diagnose --snapshot examples/flannel-vxlan --from default/web-0 --to default/web-3 --port 8080
@@ -45,6 +50,9 @@ pub struct DiagnoseArgs {
     port: Option<u16>,
     #[arg(long, value_enum, default_value_t = ProtocolArg::Tcp)]
     protocol: ProtocolArg,
+    /// The rule packs to consult (built-in ones always; see `skoop packs`).
+    #[command(flatten)]
+    packs: LoadArgs,
     /// Show every step (rules and tables of each route, packets on every link).
     #[arg(short, long)]
     verbose: bool,
@@ -62,8 +70,12 @@ enum ProtocolArg {
 }
 
 pub fn run(args: DiagnoseArgs) -> ExitCode {
+    let packs = match args.packs.load() {
+        Ok(packs) => packs,
+        Err(code) => return code,
+    };
     let (snapshot, problems) = match Snapshot::load(&args.snapshot) {
-        Ok(loaded) => loaded,
+        Ok((snapshot, problems)) => (Arc::new(snapshot), problems),
         Err(e) => {
             eprintln!("error: {e}");
             return ExitCode::from(EXIT_USAGE);
@@ -81,7 +93,7 @@ pub fn run(args: DiagnoseArgs) -> ExitCode {
         port: args.port,
         protocol,
     };
-    let diagnosis = match engine::diagnose(&snapshot, &request) {
+    let diagnosis = match engine::diagnose(&snapshot, &request, &packs) {
         Ok(diagnosis) => diagnosis,
         Err(e) => {
             eprintln!("error: {e}");

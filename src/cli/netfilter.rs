@@ -388,7 +388,7 @@ impl From<&Step<'_>> for StepJson {
                 line: rule.line,
                 text: rule.text.to_string(),
                 matched: *matched,
-                assumption: assumption.clone(),
+                assumption: assumption.map(|a| a.to_string()),
             },
             Step::Policy {
                 hook,

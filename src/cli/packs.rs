@@ -71,7 +71,7 @@ pub struct LoadArgs {
 
 impl LoadArgs {
     /// Loads the packs; problems and notes go to stderr. `Err` is the exit code.
-    fn load(&self) -> Result<LoadedPacks, ExitCode> {
+    pub(super) fn load(&self) -> Result<LoadedPacks, ExitCode> {
         let (loaded, problems) = LoadedPacks::discover_and_load(&self.pack_paths, &self.overrides);
         for note in &loaded.notes {
             eprintln!("note: {note}");

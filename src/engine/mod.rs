@@ -11,17 +11,20 @@
 //! that needs something the snapshot does not hold ends the path as
 //! [`Disposition::InsufficientInfo`], saying what was missing.
 
+mod intent;
 mod target;
 mod topology;
 mod walk;
 
 use std::fmt;
 use std::net::IpAddr;
+use std::sync::Arc;
 
 use petgraph::graph::{DiGraph, NodeIndex};
 use serde::Serialize;
 
-use crate::snapshot::Snapshot;
+use crate::packs::LoadedPacks;
+use crate::snapshot::{NetnsId, Snapshot};
 
 pub use target::{Endpoint, Protocol, Request, TargetError};
 
@@ -89,6 +92,20 @@ pub struct Hop {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
     pub steps: Vec<Step>,
+    /// What the pack checks at this hop need to know of it.
+    #[serde(skip)]
+    pub(crate) context: Option<HopContext>,
+}
+
+/// A hop as the rule packs see it: its namespace, the packet, and how the
+/// packet passes (filled in as the walk goes).
+#[derive(Debug, Clone)]
+pub(crate) struct HopContext {
+    pub netns: NetnsId,
+    pub packet: crate::packs::Packet,
+    pub in_iface: Option<String>,
+    pub out_iface: Option<String>,
+    pub delivered: bool,
 }
 
 /// Something the kernel did with the packet, in kernel order.
@@ -184,14 +201,7 @@ pub struct Finding {
     pub expected: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    Info,
-    Warning,
-    Critical,
-    Fatal,
-}
+pub use crate::packs::Severity;
 
 /// One way through the graph, from the source to where it ends.
 #[derive(Debug, Clone, Serialize)]
@@ -232,8 +242,16 @@ impl Diagnosis {
     }
 }
 
-/// Walks `request` through `snapshot`.
-pub fn diagnose(snapshot: &Snapshot, request: &Request) -> Result<Diagnosis, TargetError> {
+/// Walks `request` through `snapshot`, then asks `packs` what they expected
+/// at every hop of it.
+pub fn diagnose(
+    snapshot: &Arc<Snapshot>,
+    request: &Request,
+    packs: &LoadedPacks,
+) -> Result<Diagnosis, TargetError> {
     let resolved = target::resolve(snapshot, request)?;
-    Ok(walk::walk(snapshot, &resolved))
+    let mut diagnosis = walk::walk(snapshot, &resolved);
+    let findings = intent::pack_findings(&diagnosis, snapshot, packs);
+    diagnosis.findings.extend(findings);
+    Ok(diagnosis)
 }

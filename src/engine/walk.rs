@@ -9,7 +9,8 @@ use petgraph::graph::{DiGraph, NodeIndex};
 use super::target::{Protocol, Resolved};
 use super::topology::Topology;
 use super::{
-    Diagnosis, Disposition, Finding, Hop, HopKind, Link, LinkKind, PathResult, Severity, Step,
+    Diagnosis, Disposition, Finding, Hop, HopContext, HopKind, Link, LinkKind, PathResult,
+    Severity, Step,
 };
 use crate::netstack::Tri;
 use crate::netstack::ipvs::{Ipvs, IpvsOutcome, Scheduled, Transport};
@@ -20,6 +21,7 @@ use crate::netstack::netfilter::{
 use crate::netstack::routing::{
     Fib, FlowKey, LookupOutcome, RouteError, describe_route, describe_rule,
 };
+use crate::packs;
 use crate::snapshot::cluster::IpOwner;
 use crate::snapshot::netns::addr::Family;
 use crate::snapshot::netns::iptables::{
@@ -58,6 +60,24 @@ struct Packet {
 }
 
 impl Packet {
+    /// The packet as the rule packs see it.
+    fn pack_packet(&self) -> packs::Packet {
+        packs::Packet {
+            src: self.src.unwrap_or(self.dst),
+            dst: self.dst,
+            protocol: match self.protocol {
+                Protocol::Tcp => packs::TransportProtocol::Tcp,
+                Protocol::Udp => packs::TransportProtocol::Udp,
+                Protocol::Icmp => packs::TransportProtocol::Icmp,
+            },
+            src_port: self.sport,
+            dst_port: self.dport,
+            mark: self.mark,
+            // The first packet of a flow: a SYN or an echo request.
+            size: 64,
+        }
+    }
+
     /// The packet as netfilter sees it: the first packet of a new connection
     /// from an ephemeral port.
     fn netfilter_packet(&self, src: IpAddr) -> netfilter::Packet {
@@ -264,6 +284,16 @@ impl<'s> Walker<'s, '_> {
             },
             node: Some(ns.node().to_string()),
             steps: Vec::new(),
+            context: Some(HopContext {
+                netns: ns.clone(),
+                packet: packet.pack_packet(),
+                in_iface: match &arrival {
+                    Arrival::Received(interface) => Some(interface.clone()),
+                    Arrival::Local => None,
+                },
+                out_iface: None,
+                delivered: false,
+            }),
         });
         if let Some((previous, link)) = from {
             self.graph.add_edge(previous, hop, link);
@@ -876,12 +906,7 @@ impl<'s> Walker<'s, '_> {
                         },
                     );
                 }
-                self.step(
-                    hop,
-                    Step::Delivered {
-                        socket: "the kernel's ICMP echo responder".into(),
-                    },
-                );
+                self.delivered(hop, "the kernel's ICMP echo responder".into());
                 self.answer(ns, hop, &packet, branch);
             }
             Protocol::Tcp | Protocol::Udp => {
@@ -922,7 +947,7 @@ impl<'s> Walker<'s, '_> {
                             LocalAddress::Ip(address) => address.to_string(),
                         };
                         let socket = format!("{} {}:{}", packet.protocol, address, socket.port);
-                        self.step(hop, Step::Delivered { socket });
+                        self.delivered(hop, socket);
                         self.answer(ns, hop, &packet, branch);
                     }
                     None => {
@@ -1194,6 +1219,14 @@ impl<'s> Walker<'s, '_> {
         packet: Packet,
         branch: Branch,
     ) {
+        // The first device the hop sends by is the one its checks are about
+        // (a tunnel's outer packet leaves by another one after it).
+        if let Some(context) = &mut self.graph[hop].context {
+            context.out_iface.get_or_insert_with(|| dev.to_string());
+            if let Some(src) = packet.src {
+                context.packet.src = src;
+            }
+        }
         let Some(device) = self.topology.link(ns, dev) else {
             return self.stop(
                 hop,
@@ -1511,6 +1544,8 @@ impl<'s> Walker<'s, '_> {
                     id: hop_id(peer_ns),
                     kind: HopKind::Node,
                     node: Some(peer_ns.node().to_string()),
+                    // Bridged, not routed: no IP-stack checks apply here.
+                    context: None,
                     steps: vec![Step::Bridged {
                         bridge: bridge.clone(),
                         port: port.ifname.clone(),
@@ -1795,6 +1830,7 @@ impl<'s> Walker<'s, '_> {
             kind: HopKind::External,
             node: None,
             steps: Vec::new(),
+            context: None,
         });
         let link = Link {
             kind: LinkKind::Outside,
@@ -1884,6 +1920,15 @@ impl<'s> Walker<'s, '_> {
 
     fn step(&mut self, hop: NodeIndex, step: Step) {
         self.graph[hop].steps.push(step);
+    }
+
+    /// A socket of this hop's namespace took the request (not a reply: the
+    /// sender's socket is no listener).
+    fn delivered(&mut self, hop: NodeIndex, socket: String) {
+        if let Some(context) = &mut self.graph[hop].context {
+            context.delivered = true;
+        }
+        self.step(hop, Step::Delivered { socket });
     }
 
     fn stop(&mut self, hop: NodeIndex, branch: Branch, mut stop: Stop) {

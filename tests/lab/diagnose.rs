@@ -11,7 +11,9 @@
 use std::sync::Mutex;
 
 use skoop::engine::{self, Disposition, Endpoint, Protocol, Request};
+use skoop::packs::{LoadedPacks, builtin_sources};
 use skoop::snapshot::Snapshot;
+use std::sync::Arc;
 
 use crate::cluster::{Cluster, Pod, Topology};
 use crate::flannel::Flannel;
@@ -519,7 +521,10 @@ fn run_case(cni: &Flannel, fault: &Fault) -> Option<Row> {
         port: fault.port,
         protocol: fault.protocol,
     };
-    let diagnosis = engine::diagnose(&loaded, &request).expect("the request resolves");
+    let (packs, pack_problems) = LoadedPacks::load(builtin_sources(), &[]);
+    assert!(pack_problems.is_empty(), "{pack_problems:?}");
+    let loaded = Arc::new(loaded);
+    let diagnosis = engine::diagnose(&loaded, &request, &packs).expect("the request resolves");
     let blamed = diagnosis
         .findings
         .iter()

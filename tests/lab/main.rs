@@ -12,6 +12,7 @@ mod flannel;
 mod flannel_vxlan;
 mod kube_proxy;
 mod lab;
+mod netfilter;
 mod objects;
 mod routing;
 mod snapshot;

@@ -9,7 +9,8 @@ use std::net::IpAddr;
 use super::index::IndexedTable;
 use super::matching::{RuleTest, test_rule};
 use super::{
-    Context, CtState, Endpoint, Hook, Netfilter, Outcome, Packet, Step, Translation, Verdict,
+    Assumption, Context, CtState, Endpoint, Hook, Netfilter, Outcome, Packet, Step, Translation,
+    Verdict,
 };
 use crate::netstack::Tri;
 use crate::snapshot::netns::iptables::{
@@ -187,7 +188,7 @@ impl<'a> Walk<'_, 'a, '_> {
             };
             cursor.position = position + 1;
             let test = test_rule(self, &branch, rule);
-            let step = |matched: Tri, assumption: Option<String>| Step::Rule {
+            let step = |matched: Tri, assumption: Option<Assumption>| Step::Rule {
                 hook: self.hook,
                 table: table.name,
                 chain: &chain.name,
@@ -224,10 +225,10 @@ impl<'a> Walk<'_, 'a, '_> {
                 other.probability *= 1.0 - probability;
                 other.trace.push(step(
                     Tri::False,
-                    Some(format!(
-                        "statistic: does not fire for {:.4} of packets",
-                        1.0 - probability
-                    )),
+                    Some(Assumption::Statistic {
+                        fires: false,
+                        share: 1.0 - probability,
+                    }),
                 ));
                 pending.push((
                     other,
@@ -241,7 +242,10 @@ impl<'a> Walk<'_, 'a, '_> {
                 branch.probability *= probability;
                 branch.trace.push(step(
                     Tri::True,
-                    Some(format!("statistic: fires for {probability:.4} of packets")),
+                    Some(Assumption::Statistic {
+                        fires: true,
+                        share: probability,
+                    }),
                 ));
             } else {
                 branch.trace.push(step(Tri::True, assumption));
@@ -469,7 +473,9 @@ impl<'a> Walk<'_, 'a, '_> {
         let (first, others) = addresses
             .split_first()
             .map_or((current.addr, &[][..]), |(f, o)| (*f, o));
-        for &addr in others {
+        // Pending branches are taken last first: push them in reverse so
+        // that outcomes come out in address order.
+        for &addr in others.iter().rev() {
             let mut other = branch.clone();
             other.probability *= share;
             self.rewrite(&mut other, side, Endpoint { addr, port });

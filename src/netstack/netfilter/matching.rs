@@ -7,7 +7,7 @@ use std::net::IpAddr;
 use ipnet::IpNet;
 
 use super::chains::{Branch, Walk};
-use super::{CtState, Packet, is_local, sets};
+use super::{Assumption, CtState, Packet, is_local, sets};
 use crate::netstack::Tri;
 use crate::netstack::routing::{FlowKey, LookupOutcome};
 use crate::snapshot::netns::iptables::{
@@ -25,13 +25,13 @@ pub(super) struct RuleTest {
     /// The share of packets a `statistic` test lets through (1.0 without one).
     pub probability: f64,
     /// What the model assumed to decide (`-m limit`, `-m recent`).
-    pub assumption: Option<String>,
+    pub assumption: Option<Assumption>,
     /// Why the truth is unknown.
     pub unknown: Option<String>,
 }
 
 /// One match's result.
-pub(super) struct Test {
+struct Test {
     truth: Tri,
     note: Note,
 }
@@ -58,18 +58,11 @@ impl From<bool> for Test {
     }
 }
 
-impl Test {
-    /// A result the model cannot decide, and why.
-    pub(super) fn unknown(why: impl Into<String>) -> Test {
-        Test {
-            truth: Tri::Unknown,
-            note: Note::Unknown(why.into()),
-        }
-    }
-}
-
 fn unknown(why: impl Into<String>) -> Test {
-    Test::unknown(why)
+    Test {
+        truth: Tri::Unknown,
+        note: Note::Unknown(why.into()),
+    }
 }
 
 fn assumed(truth: bool, what: &'static str) -> Test {
@@ -109,7 +102,7 @@ pub(super) fn test_rule(walk: &Walk<'_, '_, '_>, branch: &Branch<'_>, rule: &Rul
         let test = tester.test(m);
         match test.note {
             Note::None => {}
-            Note::Assumed(what) => result.assumption = Some(what.to_string()),
+            Note::Assumed(what) => result.assumption = Some(Assumption::Stated(what)),
             Note::Unknown(why) => {
                 if result.unknown.is_none() {
                     result.unknown = Some(why);
@@ -181,7 +174,10 @@ impl Tester<'_, '_, '_, '_> {
                     None => unknown("the connection mark is not known"),
                 }
             }
-            Match::Set(set) => sets::test(self.walk.netfilter.ipsets, set, packet),
+            Match::Set(set) => match sets::member(self.walk.netfilter.ipsets, set, packet) {
+                Ok(hit) => invert(hit.into(), set.invert),
+                Err(why) => unknown(why),
+            },
             Match::Comment(_) => true.into(),
             // Folded into the rule's probability by the caller.
             Match::Statistic(_) => true.into(),

@@ -381,9 +381,8 @@ pub enum Step<'a> {
         chain: &'a str,
         rule: &'a Rule,
         matched: Tri,
-        /// What the model assumed to decide the match (`-m limit`, a
-        /// `statistic` branch, ...).
-        assumption: Option<String>,
+        /// What the model assumed to decide the match.
+        assumption: Option<Assumption>,
     },
     /// No rule decided: the built-in chain's policy did.
     Policy {
@@ -403,6 +402,33 @@ pub enum Step<'a> {
         destination: IpAddr,
         choice: RouteChoice,
     },
+}
+
+/// What a rule's match result rests on besides the packet.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Assumption {
+    /// A `statistic` rule forks the packets: this branch is the `share` of
+    /// them for which the rule fires, or (`fires: false`) does not.
+    Statistic { fires: bool, share: f64 },
+    /// A match decided by a stated assumption (`-m limit`, `-m recent`).
+    Stated(&'static str),
+}
+
+impl fmt::Display for Assumption {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Assumption::Statistic { fires: true, share } => {
+                write!(f, "statistic: fires for {share:.4} of packets")
+            }
+            Assumption::Statistic {
+                fires: false,
+                share,
+            } => {
+                write!(f, "statistic: does not fire for {share:.4} of packets")
+            }
+            Assumption::Stated(what) => f.write_str(what),
+        }
+    }
 }
 
 /// One way the packet can go, with its share of packets of this flow.
