@@ -18,6 +18,7 @@ use super::sandbox::{ScriptError, function_position};
 use super::scope::{Context, HopScope, NetnsRef, NodeRef, PodRef, Subject};
 use crate::netstack::routing::table_name;
 use crate::snapshot::cluster::{GenericObject, Node, Pod};
+use crate::snapshot::netns::DUMP_FILES;
 use crate::snapshot::netns::neigh::NeighbourState;
 use crate::snapshot::netns::route::Destination;
 use crate::snapshot::problem::{line_col, read_text};
@@ -366,7 +367,12 @@ impl Evaluator<'_> {
                     name: function.clone(),
                 };
                 let result = self.call(&function, vec![Dynamic::from(ctx.clone())])?;
-                script_failures(result, &function, self)
+                let dump_dir = ctx
+                    .netns
+                    .as_ref()
+                    .and_then(NetnsRef::entry)
+                    .map(|entry| entry.dir.clone());
+                script_failures(result, &function, dump_dir.as_deref(), self)
             }
             CheckKind::Condition { condition, expect } => {
                 condition_outcome(ctx, condition, *expect)
@@ -674,11 +680,28 @@ fn glob(pattern: &str, name: &str) -> bool {
 
 /// A script check returns `()` or `true` (pass), `false`, a message, a map
 /// `#{actual, expected}`, or an array of messages or maps (one failure each).
+/// A map may name its evidence in the subject's dump, `file` (`ip-neigh.json`)
+/// and optionally `find` (text to locate there), as declarative checks do.
 fn script_failures(
     result: Dynamic,
     function: &ScriptFunction,
+    dump_dir: Option<&Path>,
     evaluator: &Evaluator<'_>,
 ) -> Outcome {
+    let script_error = |message: String| {
+        let script = evaluator.pack.scripts.get(function.script);
+        let position = script.and_then(|s| function_position(&s.source, &function.name));
+        Stop::Error(ScriptError {
+            kind: super::sandbox::ScriptErrorKind::Runtime,
+            file: evaluator
+                .pack
+                .dir
+                .join(script.map_or("", |s| s.file.as_str())),
+            line: position.map(|p| p.0),
+            column: position.map(|p| p.1),
+            message,
+        })
+    };
     let one = |item: Dynamic| -> Result<Option<Failure>, Stop> {
         if item.is_unit() || item.as_bool() == Ok(true) {
             return Ok(None);
@@ -699,31 +722,35 @@ fn script_failures(
         }
         if let Some(map) = item.clone().try_cast::<rhai::Map>() {
             let field = |k: &str| map.get(k).map(display).unwrap_or_default();
+            let mut evidence = Vec::new();
+            if let Some(name) = map.get("file").map(display) {
+                // Only the dump's own files: a script never reaches anything else.
+                let Some(file) = DUMP_FILES.iter().find(|f| f.name == name) else {
+                    let names: Vec<&str> = DUMP_FILES.iter().map(|f| f.name).collect();
+                    return Err(script_error(format!(
+                        "{} names evidence file {name:?}, which is not a dump file ({})",
+                        function.name,
+                        names.join(", ")
+                    )));
+                };
+                if let Some(dir) = dump_dir {
+                    evidence.push(match map.get("find") {
+                        Some(needle) => Evidence::locate(dir, file.name, &display(needle)),
+                        None => Evidence::file(dir.join(file.name)),
+                    });
+                }
+            }
             return Ok(Some(Failure {
                 actual: field("actual"),
                 expected: field("expected"),
-                evidence: Vec::new(),
+                evidence,
             }));
         }
-        let script = evaluator.pack.scripts.get(function.script);
-        Err(Stop::Error(ScriptError {
-            kind: super::sandbox::ScriptErrorKind::Runtime,
-            file: evaluator
-                .pack
-                .dir
-                .join(script.map_or("", |s| s.file.as_str())),
-            line: script
-                .and_then(|s| function_position(&s.source, &function.name))
-                .map(|p| p.0),
-            column: script
-                .and_then(|s| function_position(&s.source, &function.name))
-                .map(|p| p.1),
-            message: format!(
-                "{} returned {}; a check returns (), a bool, a message, #{{actual, expected}} or an array of those",
-                function.name,
-                item.type_name()
-            ),
-        }))
+        Err(script_error(format!(
+            "{} returned {}; a check returns (), a bool, a message, #{{actual, expected}} or an array of those",
+            function.name,
+            item.type_name()
+        )))
     };
     match result.clone().try_cast::<rhai::Array>() {
         Some(items) => items

@@ -1,10 +1,12 @@
-//! The hooks the path walker calls while it walks: the interface between the
-//! engine and a CNI pack's scripts.
+//! The hooks the engine calls: the interface between the engine and a CNI
+//! pack's scripts.
 //!
 //! Each hook is a Rhai function of the pack, named in `hooks:` of its
-//! manifest, taking `(ctx, ARG)`: `ctx` is the hop's [`Context`] (with
-//! `ctx.hop`, `ctx.params`, `ctx.cluster`). Existence and arity are checked
-//! when the pack loads.
+//! manifest. `mode` takes `(ctx)` with the pack's own context (`ctx.params`,
+//! `ctx.cluster`) and picks the active mode before anything is evaluated;
+//! the walker's hooks take `(ctx, ARG)`, where `ctx` is the hop's [`Context`]
+//! (with `ctx.hop`, `ctx.params`, `ctx.cluster`). Existence and arity are
+//! checked when the pack loads.
 //!
 //! [`Context`]: super::scope::Context
 
@@ -29,8 +31,14 @@ impl HookSpec {
     }
 }
 
-/// Every hook, in the order the walker meets them at a hop.
+/// Every hook: `mode` first, then the walker's in the order it meets them at a hop.
 pub const HOOKS: &[HookSpec] = &[
+    HookSpec {
+        name: "mode",
+        params: &["ctx"],
+        returns: "the name of one of the pack's modes, or () to leave the choice to the modes' `when`",
+        doc: "The active mode, read from the CNI's own configuration in the cluster (a ConfigMap, annotations).",
+    },
     HookSpec {
         name: "next_hop",
         params: &["ctx", "packet"],

@@ -15,11 +15,13 @@ use rhai::{Array, Dynamic, Engine, EvalAltResult, Map, Position};
 use sha1::{Digest, Sha1};
 
 use super::scope::{ClusterRef, Context, HopScope, NetnsRef, NodeRef, Packet, PodRef};
+use crate::netstack::netfilter;
 use crate::netstack::routing::{Fib, FlowKey, LookupOutcome, table_name};
 use crate::snapshot::NetnsId;
 use crate::snapshot::cluster::{IpOwner, NodeAddress};
 use crate::snapshot::netns::NetnsDump;
 use crate::snapshot::netns::addr::Family;
+use crate::snapshot::netns::iptables::{Protocol, Target};
 use crate::snapshot::netns::link::{Link, LinkFlag, LinkKind, OperState};
 use crate::snapshot::netns::route::{Destination, Route};
 use crate::snapshot::netns::sockets::{LocalAddress, SocketProtocol};
@@ -602,6 +604,8 @@ fn register_netns(engine: &mut Engine) {
             Ok(routes.iter().map(route_map).collect())
         })
         .register_fn("route_get", route_get)
+        .register_fn("iptables_chain", iptables_chain)
+        .register_fn("masquerades", masquerades)
         .register_fn("addresses", |n: &mut NetnsRef| -> Fallible<Array> {
             let addrs = dump_part(n, "ip-addr.json", |d| d.addrs.as_ref())?;
             Ok(addrs
@@ -712,6 +716,101 @@ fn route_get(n: &mut NetnsRef, dst: Dynamic) -> Fallible<Dynamic> {
     }
 }
 
+/// `netns.iptables_chain(table, chain)`: the chain's rules in order, each
+/// `#{number, line, text, target}` (`target` is the `-j`/`-g` name, a chain's
+/// or a built-in's, or `()`), or `()` when the table has no such chain.
+fn iptables_chain(n: &mut NetnsRef, table: &str, chain: &str) -> Fallible<Dynamic> {
+    let ruleset = dump_part(n, "iptables-save.txt", |d| d.iptables.as_ref())?;
+    let Some(chain) = ruleset
+        .tables
+        .iter()
+        .find(|t| t.name.as_str() == table)
+        .and_then(|t| t.chain(chain))
+    else {
+        return Ok(Dynamic::UNIT);
+    };
+    let rules: Array = chain
+        .rules
+        .iter()
+        .map(|rule| {
+            map([
+                (
+                    "number",
+                    int(i64::try_from(rule.number).unwrap_or(i64::MAX)),
+                ),
+                ("line", int(i64::try_from(rule.line).unwrap_or(i64::MAX))),
+                ("text", text(rule.text.as_str())),
+                ("target", opt(rule.target.as_ref().map(target_name))),
+            ])
+        })
+        .collect();
+    Ok(Dynamic::from_array(rules))
+}
+
+/// The name a rule's target is written with after `-j` or `-g`.
+fn target_name(target: &Target) -> String {
+    match target {
+        Target::Accept => "ACCEPT",
+        Target::Drop => "DROP",
+        Target::Return => "RETURN",
+        Target::Jump(chain) | Target::Goto(chain) => return chain.name.to_string(),
+        Target::Reject(_) => "REJECT",
+        Target::Dnat(_) => "DNAT",
+        Target::Snat(_) => "SNAT",
+        Target::Masquerade(_) => "MASQUERADE",
+        Target::Redirect(_) => "REDIRECT",
+        Target::Mark(_) => "MARK",
+        Target::ConnMark(_) => "CONNMARK",
+        Target::NoTrack => "NOTRACK",
+        Target::Ct(_) => "CT",
+        Target::Log(_) => "LOG",
+        Target::NfLog(_) => "NFLOG",
+        Target::Trace => "TRACE",
+        Target::Unsupported { name, .. } => return name.clone(),
+    }
+    .to_owned()
+}
+
+/// `netns.masquerades(src, dst)`: whether nat POSTROUTING source-NATs (SNAT
+/// or MASQUERADE) a new TCP connection from `src` to `dst` that this
+/// namespace forwards, arriving and leaving by the interfaces its routes to
+/// `src` and `dst` name. True when any way the rules can send it is
+/// translated; a rule the model cannot evaluate makes the answer unknown.
+fn masquerades(n: &mut NetnsRef, src: Dynamic, dst: Dynamic) -> Fallible<bool> {
+    let (src, dst) = (as_ip(&src)?, as_ip(&dst)?);
+    let ruleset = dump_part(n, "iptables-save.txt", |d| d.iptables.as_ref())?;
+    let rules = dump_part(n, "ip-rule.json", |d| d.rules.as_ref())?;
+    let routes = dump_part(n, "ip-route.json", |d| d.routes.as_ref())?;
+    let addrs = dump_part(n, "ip-addr.json", |d| d.addrs.as_ref())?;
+    let dump = n.entry().map(|e| &e.dump);
+    let fib = Fib::new(rules, routes, addrs, dump.and_then(|d| d.sysctls.as_ref()));
+    let device_to = |ip: IpAddr| match fib.lookup(&FlowKey::to(ip)).outcome {
+        LookupOutcome::Routed { paths, .. } => paths.first().and_then(|p| p.dev.clone()),
+        _ => None,
+    };
+    let mut packet = netfilter::Packet::new(src, dst, Protocol::TCP);
+    packet.in_iface = device_to(src);
+    packet.out_iface = device_to(dst);
+    let context = netfilter::Context {
+        fib: Some(&fib),
+        interfaces: addrs,
+        local_addresses: &[],
+    };
+    let ipsets = dump.and_then(|d| d.ipsets.as_ref());
+    let outcomes = netfilter::Netfilter::new(ruleset, ipsets).hook(
+        netfilter::Hook::Postrouting,
+        packet,
+        &context,
+    );
+    if let Some(reason) = outcomes.iter().find_map(|o| match &o.verdict {
+        netfilter::Verdict::Unknown { reason } => Some(reason.clone()),
+        _ => None,
+    }) {
+        return Insufficient::raise(format!("nat POSTROUTING of {}: {reason}", n.id));
+    }
+    Ok(outcomes.iter().any(netfilter::Outcome::masquerade))
+}
+
 fn register_context(engine: &mut Engine) {
     fn absent<T>(what: &str, ctx: &Context) -> Fallible<T> {
         fail(format!("ctx.{what} is not available for {}", ctx.subject))
@@ -797,5 +896,73 @@ mod tests {
         assert!(nth_host(&mut net, 4).is_err());
         assert!(nth_host(&mut net, -1).is_err());
         assert_eq!(nth_host(&mut net, 3).ok(), "10.0.0.3".parse().ok());
+    }
+}
+
+#[cfg(test)]
+mod netns_tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::snapshot::Snapshot;
+
+    /// node-1's host namespace of the bundled example (real lab output).
+    fn node_1() -> NetnsRef {
+        let (snapshot, problems) = Snapshot::load(std::path::Path::new("examples/flannel-vxlan"))
+            .expect("the example loads");
+        assert!(problems.is_empty(), "{problems:?}");
+        NetnsRef {
+            snapshot: Arc::new(snapshot),
+            id: NetnsId::Host {
+                node: "node-1".into(),
+            },
+        }
+    }
+
+    #[test]
+    fn iptables_chain_lists_rules_with_their_targets() {
+        let mut netns = node_1();
+        let rules = iptables_chain(&mut netns, "nat", "POSTROUTING")
+            .ok()
+            .and_then(|r| r.try_cast::<Array>())
+            .expect("nat POSTROUTING exists");
+        let targets: Vec<String> = rules
+            .iter()
+            .filter_map(|r| r.clone().try_cast::<Map>())
+            .map(|r| display(&r["target"]))
+            .collect();
+        assert_eq!(targets, ["KUBE-POSTROUTING", "FLANNEL-POSTRTG"]);
+        let first = rules[0].clone().try_cast::<Map>().expect("a map");
+        assert_eq!(first["number"].as_int(), Ok(1));
+        assert!(display(&first["text"]).starts_with("-A POSTROUTING"));
+    }
+
+    #[test]
+    fn iptables_chain_that_does_not_exist_is_unit() {
+        let mut netns = node_1();
+        let missing = iptables_chain(&mut netns, "nat", "NO-SUCH-CHAIN").expect("answers");
+        assert!(missing.is_unit());
+        let no_table = iptables_chain(&mut netns, "raw", "PREROUTING").expect("answers");
+        assert!(no_table.is_unit());
+    }
+
+    #[test]
+    fn masquerades_only_traffic_leaving_the_cluster_network() {
+        let mut netns = node_1();
+        let mut asks = |src: &str, dst: &str| {
+            masquerades(&mut netns, text(src), text(dst)).expect("the model decides")
+        };
+        assert!(
+            !asks("10.244.1.2", "10.244.2.2"),
+            "pod to pod keeps its source"
+        );
+        assert!(
+            asks("10.244.1.2", "203.0.113.1"),
+            "pod to outside is masqueraded"
+        );
+        assert!(
+            !asks("172.18.0.11", "203.0.113.1"),
+            "the node's own traffic is not"
+        );
     }
 }

@@ -257,8 +257,9 @@ impl LoadedPacks {
         signals
     }
 
-    /// The pack's active mode in `snapshot`: the first whose `when` holds.
-    /// `Ok(None)` for a pack without modes; a `when` that fails is a finding.
+    /// The pack's active mode in `snapshot`: the one its `mode` hook names,
+    /// else the first whose `when` holds. `Ok(None)` for a pack without
+    /// modes; a hook or `when` that fails (or names no mode) is a finding.
     pub fn active_mode(
         &self,
         pack: &Pack,
@@ -275,6 +276,30 @@ impl LoadedPacks {
             engine: &self.engine,
             pack,
         };
+        if let Some(function) = pack.hooks.get("mode") {
+            let chosen = evaluator
+                .call(function, vec![Dynamic::from(ctx.clone())])
+                .map_err(|stop| Box::new(evaluator.pack_finding(&ctx, "mode", stop)))?;
+            if !chosen.is_unit() {
+                let name = host::display(&chosen);
+                if pack.modes.iter().any(|m| m.name == name) {
+                    return Ok(Some(name));
+                }
+                let known: Vec<&str> = pack.modes.iter().map(|m| m.name.as_str()).collect();
+                let stop = eval::Stop::Error(ScriptError {
+                    kind: sandbox::ScriptErrorKind::Runtime,
+                    file: pack.dir.join(MANIFEST),
+                    line: None,
+                    column: None,
+                    message: format!(
+                        "hook mode ({}) chose {name:?}, which is not a mode of the pack ({})",
+                        function.name,
+                        known.join(", ")
+                    ),
+                });
+                return Err(Box::new(evaluator.pack_finding(&ctx, "mode", stop)));
+            }
+        }
         for mode in &pack.modes {
             let Some(when) = &mode.when else {
                 return Ok(Some(mode.name.clone()));
@@ -385,5 +410,183 @@ fn source_name(source: &PackSource) -> Option<String> {
                 })
         }
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A pack of kind rules (it always applies) from its manifest and one script.
+    fn inline_pack(manifest: &str, script: &str) -> LoadedPacks {
+        let files = [
+            (MANIFEST.to_owned(), manifest.to_owned()),
+            ("checks.rhai".to_owned(), script.to_owned()),
+        ]
+        .into_iter()
+        .collect();
+        let source = PackSource {
+            dir: "inline".into(),
+            builtin: false,
+            files,
+        };
+        let (loaded, problems) = LoadedPacks::load(vec![source], &[]);
+        assert!(problems.is_empty(), "{problems:?}");
+        loaded
+    }
+
+    fn example() -> Arc<Snapshot> {
+        let (snapshot, problems) =
+            Snapshot::load(Path::new("examples/flannel-vxlan")).expect("the example loads");
+        assert!(problems.is_empty(), "{problems:?}");
+        Arc::new(snapshot)
+    }
+
+    const TWO_MODES: &str = r#"
+name: two
+version: 0.1.0
+description: Two modes and a hook that picks one.
+engine: ">=0.1.0"
+kind: rules
+modes:
+  first: {doc: Chosen by its when., when: "${true}"}
+  second: {doc: Never chosen by its when., when: "${false}"}
+hooks: {mode: mode}
+"#;
+
+    fn chosen(hook_body: &str) -> Result<Option<String>, Box<Finding>> {
+        let loaded = inline_pack(TWO_MODES, &format!("fn mode(ctx) {{ {hook_body} }}"));
+        let pack = loaded.get("two").expect("loaded");
+        loaded.active_mode(pack, &example())
+    }
+
+    #[test]
+    fn mode_hook_overrules_the_modes_when() {
+        assert_eq!(
+            chosen(r#""second""#).ok().flatten().as_deref(),
+            Some("second")
+        );
+    }
+
+    #[test]
+    fn mode_hook_returning_unit_leaves_the_choice_to_when() {
+        assert_eq!(chosen("()").ok().flatten().as_deref(), Some("first"));
+    }
+
+    #[test]
+    fn mode_hook_naming_no_mode_is_a_pack_finding() {
+        let finding = chosen(r#""third""#).expect_err("not a mode");
+        assert_eq!(finding.id, "two.mode");
+        assert_eq!(finding.status, FindingStatus::ScriptError);
+        assert!(finding.message.contains("\"third\""), "{}", finding.message);
+    }
+
+    fn evidence_of(file: &str) -> Finding {
+        let manifest = r#"
+name: ev
+version: 0.1.0
+description: One script check that names its evidence.
+engine: ">=0.1.0"
+kind: rules
+checks:
+  - id: ev.node.neighbour
+    severity: warning
+    scope: node
+    kind: script
+    function: neighbour
+    message: "${actual}"
+"#;
+        let script = format!(
+            r#"fn neighbour(ctx) {{
+                if ctx.netns.node != "node-1" {{ return; }}
+                #{{actual: "a", expected: "b", file: "{file}", find: `"dst":"10.244.2.0"`}}
+            }}"#
+        );
+        let findings = inline_pack(manifest, &script).evaluate_snapshot(&example());
+        assert_eq!(findings.len(), 1, "{findings:?}");
+        findings.into_iter().next().expect("one finding")
+    }
+
+    #[test]
+    fn script_check_evidence_is_located_in_the_subjects_dump() {
+        let finding = evidence_of("ip-neigh.json");
+        assert_eq!(finding.status, FindingStatus::Failed);
+        let [evidence] = finding.evidence.as_slice() else {
+            panic!("one piece of evidence: {:?}", finding.evidence);
+        };
+        assert!(
+            evidence
+                .file
+                .ends_with("examples/flannel-vxlan/nodes/node-1/host/ip-neigh.json"),
+            "{evidence}"
+        );
+        assert_eq!((evidence.line, evidence.column), (Some(1), Some(3)));
+    }
+
+    #[test]
+    fn script_check_evidence_outside_the_dump_files_is_a_script_error() {
+        let finding = evidence_of("../../../cluster/nodes.yaml");
+        assert_eq!(finding.status, FindingStatus::ScriptError);
+        assert!(
+            finding.message.contains("not a dump file"),
+            "{}",
+            finding.message
+        );
+    }
+
+    fn hop_on_node_1(dst: &str) -> Arc<HopScope> {
+        Arc::new(HopScope {
+            snapshot: example(),
+            netns: crate::snapshot::NetnsId::Host {
+                node: "node-1".into(),
+            },
+            in_iface: Some("cni0".into()),
+            out_iface: None,
+            forwarding: true,
+            delivers_locally: false,
+            packet: Packet {
+                src: "10.244.1.2".parse().expect("ip"),
+                dst: dst.parse().expect("ip"),
+                protocol: TransportProtocol::Tcp,
+                src_port: Some(40000),
+                dst_port: Some(8080),
+                mark: 0,
+                size: 1400,
+            },
+        })
+    }
+
+    /// The Flannel pack's walker hooks on the VXLAN example, whose
+    /// net-conf.json says vxlan and 10.244.0.0/16.
+    #[test]
+    fn flannel_hooks_encapsulate_to_the_peer_and_masquerade_what_leaves_the_network() {
+        let source = PackSource::read(Path::new("plugins/flannel")).expect("readable");
+        let (loaded, problems) = LoadedPacks::load(vec![source], &[]);
+        assert!(problems.is_empty(), "{problems:?}");
+        let call = |hook: &str, dst: &str| {
+            let hop = hop_on_node_1(dst);
+            let packet = Dynamic::from(hop.packet.clone());
+            loaded
+                .call_hook("flannel", hook, &hop, packet)
+                .unwrap_or_else(|finding| panic!("{hook}: {}", finding.message))
+        };
+        let encap = call("encapsulation", "10.244.2.3")
+            .try_cast::<rhai::Map>()
+            .expect("remote pod traffic is encapsulated");
+        let field = |name: &str| encap.get(name).map(host::display).unwrap_or_default();
+        assert_eq!(field("kind"), "vxlan");
+        assert_eq!(field("dev"), "flannel.1");
+        assert_eq!(field("outer_src"), "172.18.0.11");
+        assert_eq!(field("outer_dst"), "172.18.0.12");
+        assert_eq!(
+            (field("vni"), field("port"), field("overhead")),
+            ("1".into(), "8472".into(), "50".into())
+        );
+        assert!(
+            call("encapsulation", "10.244.1.3").is_unit(),
+            "a local pod is not"
+        );
+        assert_eq!(call("masquerade", "10.244.2.3").as_bool(), Ok(false));
+        assert_eq!(call("masquerade", "8.8.8.8").as_bool(), Ok(true));
     }
 }
