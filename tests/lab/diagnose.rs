@@ -328,6 +328,103 @@ const VXLAN_FAULTS: &[Fault] = &[
         port: Some(80),
         to_service: true,
     },
+    Fault {
+        name: "service without endpoints: kube-proxy's REJECT on node-1",
+        inject: |c| {
+            // What kube-proxy writes once the last endpoint is gone: no DNAT,
+            // a REJECT in the filter table.
+            node_run(c, 0, &["iptables", "-t", "nat", "-F", "KUBE-SERVICES"]);
+            let service = format!("{}/32", c.service.cluster_ip);
+            node_run(
+                c,
+                0,
+                &[
+                    "iptables",
+                    "-I",
+                    "INPUT",
+                    "1",
+                    "-d",
+                    &service,
+                    "-p",
+                    "tcp",
+                    "--dport",
+                    "80",
+                    "-m",
+                    "comment",
+                    "--comment",
+                    "default/web:http has no endpoints",
+                    "-j",
+                    "REJECT",
+                    "--reject-with",
+                    "icmp-port-unreachable",
+                ],
+            );
+            node_run(
+                c,
+                0,
+                &[
+                    "iptables",
+                    "-I",
+                    "FORWARD",
+                    "1",
+                    "-d",
+                    &service,
+                    "-p",
+                    "tcp",
+                    "--dport",
+                    "80",
+                    "-m",
+                    "comment",
+                    "--comment",
+                    "default/web:http has no endpoints",
+                    "-j",
+                    "REJECT",
+                    "--reject-with",
+                    "icmp-port-unreachable",
+                ],
+            );
+        },
+        blamed: Some("node-1"),
+        expected: Disposition::DeniedByNetfilter,
+        protocol: Protocol::Tcp,
+        port: Some(80),
+        to_service: true,
+    },
+    Fault {
+        name: "service DNAT to an address no pod has, on node-1",
+        inject: |c| {
+            let rules = c.nodes[0].ns.run(&["iptables-save", "-t", "nat"]);
+            let chain = rules
+                .lines()
+                .find_map(|l| l.strip_prefix(':').filter(|l| l.starts_with("KUBE-SVC-")))
+                .and_then(|l| l.split_whitespace().next())
+                .expect("the service's KUBE-SVC chain")
+                .to_string();
+            node_run(c, 0, &["iptables", "-t", "nat", "-F", &chain]);
+            node_run(
+                c,
+                0,
+                &[
+                    "iptables",
+                    "-t",
+                    "nat",
+                    "-A",
+                    &chain,
+                    "-p",
+                    "tcp",
+                    "-j",
+                    "DNAT",
+                    "--to-destination",
+                    "10.244.2.99:8080",
+                ],
+            );
+        },
+        blamed: Some("node-2"),
+        expected: Disposition::NeighborFailed,
+        protocol: Protocol::Tcp,
+        port: Some(80),
+        to_service: true,
+    },
 ];
 
 /// The cases of the host-gw lab: pod CIDRs routed via the peer node's address.
