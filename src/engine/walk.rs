@@ -60,6 +60,15 @@ struct Packet {
 }
 
 impl Packet {
+    /// Takes the addresses, ports and mark netfilter left the packet with.
+    fn take_addresses(&mut self, filtered: &netfilter::Packet) {
+        self.src = Some(filtered.src);
+        self.dst = filtered.dst;
+        self.sport = filtered.sport;
+        self.dport = filtered.dport;
+        self.mark = filtered.mark;
+    }
+
     /// The packet as the rule packs see it.
     fn pack_packet(&self) -> packs::Packet {
         packs::Packet {
@@ -532,6 +541,82 @@ impl<'s> Walker<'s, '_> {
         forks
     }
 
+    /// Records what netfilter rewrote (marks aside) as steps of the hop, and
+    /// on the way there the address translations conntrack will undo for
+    /// the reply.
+    fn record_translations(
+        &mut self,
+        ns: &NetnsId,
+        hop: NodeIndex,
+        outcome: &Outcome<'_>,
+        branch: &mut Branch,
+    ) {
+        for step in &outcome.trace {
+            let NetfilterStep::Translation {
+                hook,
+                table,
+                translation,
+            } = step
+            else {
+                continue;
+            };
+            if matches!(
+                translation,
+                Translation::Mark { .. } | Translation::ConnMark { .. }
+            ) {
+                continue;
+            }
+            self.step(
+                hop,
+                Step::Translated {
+                    hook: hook.to_string(),
+                    table: table.as_str().to_string(),
+                    translation: translation.to_string(),
+                },
+            );
+            let rewrites_addresses = matches!(
+                translation,
+                Translation::Dnat { .. }
+                    | Translation::Redirect { .. }
+                    | Translation::Snat { .. }
+                    | Translation::Masquerade { .. }
+            );
+            if rewrites_addresses && !branch.reply {
+                branch.nat.push((ns.clone(), *translation));
+            }
+        }
+    }
+
+    /// The stop for a drop or reject, naming the rule (or policy) that decided
+    /// it with its line in the dump.
+    fn denial(&mut self, ns: &NetnsId, hop: NodeIndex, outcome: &Outcome<'_>, what: &str) -> Stop {
+        let (decision, line, text) = deciding_rule(&outcome.trace);
+        self.step(
+            hop,
+            Step::Netfilter {
+                decision: decision.clone(),
+                rule: text.clone(),
+                line,
+            },
+        );
+        let verb = if matches!(outcome.verdict, Verdict::Drop) {
+            "drops"
+        } else {
+            "rejects"
+        };
+        let rules_file = self.file(ns, "iptables-save.txt");
+        let evidence = match line {
+            Some(line) => format!("{rules_file}:{line}: {text}"),
+            None => format!("{rules_file}: {text}"),
+        };
+        Stop {
+            disposition: Disposition::DeniedByNetfilter,
+            id: "kernel.netfilter.denied",
+            reason: format!("{}'s netfilter {verb} {what}: {decision}", hop_id(ns)),
+            evidence,
+        }
+    }
+
     /// Follows one netfilter outcome: a verdict, or the (translated) packet
     /// delivered here or sent on. `routed` is the route already chosen for a
     /// locally generated packet, which netfilter only reports when it re-routes.
@@ -548,58 +633,14 @@ impl<'s> Walker<'s, '_> {
     ) {
         branch.probability *= outcome.probability;
         let rules_file = self.file(ns, "iptables-save.txt");
-        for step in &outcome.trace {
-            if let NetfilterStep::Translation {
-                hook,
-                table,
-                translation,
-            } = step
-                && !matches!(
-                    translation,
-                    Translation::Mark { .. } | Translation::ConnMark { .. }
-                )
-            {
-                self.step(
-                    hop,
-                    Step::Translated {
-                        hook: hook.to_string(),
-                        table: table.as_str().to_string(),
-                        translation: translation.to_string(),
-                    },
-                );
-            }
-        }
+        self.record_translations(ns, hop, &outcome, &mut branch);
         let route = outcome.trace.iter().rev().find_map(|step| match step {
             NetfilterStep::Route { choice, .. } => Some(choice.clone()),
             _ => None,
         });
         match &outcome.verdict {
             Verdict::Drop | Verdict::Reject { .. } => {
-                let (decision, line, text) = deciding_rule(&outcome.trace);
-                self.step(
-                    hop,
-                    Step::Netfilter {
-                        decision: decision.clone(),
-                        rule: text.clone(),
-                        line,
-                    },
-                );
-                let verb = if matches!(outcome.verdict, Verdict::Drop) {
-                    "drops"
-                } else {
-                    "rejects"
-                };
-                let reason = format!("{}'s netfilter {verb} the packet: {decision}", hop_id(ns));
-                let evidence = match line {
-                    Some(line) => format!("{rules_file}:{line}: {text}"),
-                    None => format!("{rules_file}: {text}"),
-                };
-                let stop = Stop {
-                    disposition: Disposition::DeniedByNetfilter,
-                    id: "kernel.netfilter.denied",
-                    reason,
-                    evidence,
-                };
+                let stop = self.denial(ns, hop, &outcome, "the packet");
                 return self.stop(hop, branch, stop);
             }
             Verdict::Unknown { reason } => {
@@ -614,26 +655,7 @@ impl<'s> Walker<'s, '_> {
             Verdict::Unroutable { .. } | Verdict::Accept => {}
         }
         let mut packet = packet.clone();
-        packet.src = Some(outcome.packet.src);
-        packet.dst = outcome.packet.dst;
-        packet.sport = outcome.packet.sport;
-        packet.dport = outcome.packet.dport;
-        packet.mark = outcome.packet.mark;
-        if !branch.reply {
-            for step in &outcome.trace {
-                if let NetfilterStep::Translation { translation, .. } = step
-                    && matches!(
-                        translation,
-                        Translation::Dnat { .. }
-                            | Translation::Redirect { .. }
-                            | Translation::Snat { .. }
-                            | Translation::Masquerade { .. }
-                    )
-                {
-                    branch.nat.push((ns.clone(), *translation));
-                }
-            }
-        }
+        packet.take_addresses(&outcome.packet);
         if branch.reply {
             self.undo_nat(ns, hop, &mut packet, &branch, UndoPhase::AfterRouting);
         }
@@ -1686,30 +1708,8 @@ impl<'s> Walker<'s, '_> {
         };
         match &outcome.verdict {
             Verdict::Drop | Verdict::Reject { .. } => {
-                let (decision, line, text) = deciding_rule(&outcome.trace);
-                self.step(
-                    hop,
-                    Step::Netfilter {
-                        decision: decision.clone(),
-                        rule: text.clone(),
-                        line,
-                    },
-                );
-                let rules_file = self.file(ns, "iptables-save.txt");
-                let evidence = match line {
-                    Some(line) => format!("{rules_file}:{line}: {text}"),
-                    None => format!("{rules_file}: {text}"),
-                };
-                let reason = format!(
-                    "{}'s netfilter drops the bridged packet ({bridge}: {in_port} -> {out_port}): {decision}",
-                    hop_id(ns)
-                );
-                Some(Stop {
-                    disposition: Disposition::DeniedByNetfilter,
-                    id: "kernel.netfilter.denied",
-                    reason,
-                    evidence,
-                })
+                let what = format!("the bridged packet ({bridge}: {in_port} -> {out_port})");
+                Some(self.denial(ns, hop, outcome, &what))
             }
             Verdict::Unknown { reason } => Some(Stop {
                 disposition: Disposition::InsufficientInfo,
@@ -1718,34 +1718,8 @@ impl<'s> Walker<'s, '_> {
                 evidence: self.file(ns, "iptables-save.txt"),
             }),
             Verdict::Accept | Verdict::Unroutable { .. } => {
-                for step in &outcome.trace {
-                    if let NetfilterStep::Translation {
-                        hook,
-                        table,
-                        translation,
-                    } = step
-                        && !matches!(
-                            translation,
-                            Translation::Mark { .. } | Translation::ConnMark { .. }
-                        )
-                    {
-                        self.step(
-                            hop,
-                            Step::Translated {
-                                hook: hook.to_string(),
-                                table: table.as_str().to_string(),
-                                translation: translation.to_string(),
-                            },
-                        );
-                        if !branch.reply {
-                            branch.nat.push((ns.clone(), *translation));
-                        }
-                    }
-                }
-                packet.src = Some(outcome.packet.src);
-                packet.dst = outcome.packet.dst;
-                packet.sport = outcome.packet.sport;
-                packet.dport = outcome.packet.dport;
+                self.record_translations(ns, hop, outcome, branch);
+                packet.take_addresses(&outcome.packet);
                 None
             }
         }
