@@ -53,6 +53,11 @@ pub struct DiagnoseArgs {
     /// The rule packs to consult (built-in ones always; see `skoop packs`).
     #[command(flatten)]
     packs: LoadArgs,
+    /// The CNI pack to apply: `auto` detects it from the cluster's objects
+    /// (DaemonSets, ConfigMaps, node annotations, CRDs); a name forces that
+    /// pack whatever detection says.
+    #[arg(long, value_name = "auto|NAME", default_value = "auto")]
+    cni: String,
     /// Show every step (rules and tables of each route, packets on every link).
     #[arg(short, long)]
     verbose: bool,
@@ -70,10 +75,16 @@ enum ProtocolArg {
 }
 
 pub fn run(args: DiagnoseArgs) -> ExitCode {
-    let packs = match args.packs.load() {
+    let mut packs = match args.packs.load() {
         Ok(packs) => packs,
         Err(code) => return code,
     };
+    if args.cni != "auto"
+        && let Err(e) = packs.choose_cni(&args.cni)
+    {
+        eprintln!("error: --cni: {e}");
+        return ExitCode::from(EXIT_USAGE);
+    }
     let (snapshot, problems) = match Snapshot::load(&args.snapshot) {
         Ok((snapshot, problems)) => (Arc::new(snapshot), problems),
         Err(e) => {

@@ -106,6 +106,9 @@ pub struct LoadedPacks {
     packs: Vec<Pack>,
     /// What loading did that a user should know (overrides of built-ins).
     pub notes: Vec<String>,
+    /// The CNI pack chosen by hand (`--cni NAME`): it applies whatever
+    /// detection says, and no other CNI pack does.
+    chosen_cni: Option<String>,
 }
 
 impl std::fmt::Debug for LoadedPacks {
@@ -166,6 +169,7 @@ impl LoadedPacks {
             engine: Arc::new(engine),
             packs,
             notes,
+            chosen_cni: None,
         };
         (loaded, problems)
     }
@@ -257,6 +261,36 @@ impl LoadedPacks {
         signals
     }
 
+    /// Makes `name` the CNI pack that applies, detected or not (`--cni NAME`).
+    /// `Err` lists the CNI packs there are when no CNI pack has that name.
+    pub fn choose_cni(&mut self, name: &str) -> Result<(), String> {
+        let cni: Vec<&str> = self
+            .packs
+            .iter()
+            .filter(|p| p.kind == PackKind::Cni)
+            .map(|p| p.name.as_str())
+            .collect();
+        if !cni.contains(&name) {
+            return Err(format!(
+                "no CNI pack is called {name:?} (CNI packs: {})",
+                cni.join(", ")
+            ));
+        }
+        self.chosen_cni = Some(name.to_owned());
+        Ok(())
+    }
+
+    /// Whether a pack's checks run on this cluster: rules packs always; a
+    /// CNI pack when it is the one chosen by hand, or, with none chosen, when
+    /// detected.
+    fn applies(&self, pack: &Pack, cluster: &Cluster) -> bool {
+        match (&self.chosen_cni, pack.kind) {
+            (_, PackKind::Rules) => true,
+            (Some(chosen), PackKind::Cni) => *chosen == pack.name,
+            (None, PackKind::Cni) => !self.detect(pack, cluster).is_empty(),
+        }
+    }
+
     /// The pack's active mode in `snapshot`: the one its `mode` hook names,
     /// else the first whose `when` holds. `Ok(None)` for a pack without
     /// modes; a hook or `when` that fails (or names no mode) is a finding.
@@ -345,7 +379,7 @@ impl LoadedPacks {
     ) -> Vec<Finding> {
         let mut findings = Vec::new();
         for pack in &self.packs {
-            if self.detect(pack, &snapshot.cluster).is_empty() {
+            if !self.applies(pack, &snapshot.cluster) {
                 continue;
             }
             let mode = match self.active_mode(pack, snapshot) {
@@ -440,6 +474,47 @@ mod tests {
             Snapshot::load(Path::new("examples/flannel-vxlan")).expect("the example loads");
         assert!(problems.is_empty(), "{problems:?}");
         Arc::new(snapshot)
+    }
+
+    /// A CNI pack that no cluster has (its DaemonSet is nowhere) and whose
+    /// one check fails on every node of the example.
+    const UNDETECTED_CNI: &str = r#"
+name: ghost
+version: 0.1.0
+description: A CNI nobody runs.
+engine: ">=0.1.0"
+kind: cni
+detect:
+  daemonsets: [{namespace: kube-system, name: ghost-node}]
+checks:
+  - id: ghost.node.forwarding
+    doc: Fails wherever ip_forward is 1.
+    severity: warning
+    scope: node
+    kind: sysctl
+    key: net.ipv4.ip_forward
+    expect: 7
+    message: "${subject}: ${actual}"
+"#;
+
+    #[test]
+    fn a_cni_pack_chosen_by_hand_applies_though_not_detected() {
+        let mut loaded = inline_pack(UNDETECTED_CNI, "");
+        let snapshot = example();
+        assert!(
+            loaded.evaluate_snapshot(&snapshot).is_empty(),
+            "not detected, not applied"
+        );
+        assert!(
+            loaded
+                .choose_cni("calico")
+                .unwrap_err()
+                .contains("CNI packs: ghost")
+        );
+        loaded.choose_cni("ghost").unwrap();
+        let findings = loaded.evaluate_snapshot(&snapshot);
+        assert_eq!(findings.len(), 2, "one per node: {findings:?}");
+        assert!(findings.iter().all(|f| f.id == "ghost.node.forwarding"));
     }
 
     const TWO_MODES: &str = r#"
