@@ -19,21 +19,22 @@ use super::{EXIT_USAGE, OutputFormat, print_json, report_problems};
 /// Follow a packet hop by hop through a snapshot and say where it stops.
 ///
 /// Each network namespace on the way is asked what its kernel does with the
-/// packet: routing (policy rules, tables), netfilter (kube-proxy's NAT
-/// included), forwarding and rp_filter settings, veths, bridges, VXLAN
-/// neighbour and FDB entries, a listening socket, and the reply back. Every
-/// service backend and multipath branch is a path of its own. Then the rule
-/// packs (built-in, and --pack-path) check each hop against what the CNI
-/// intended.
+/// packet: routing (policy rules, tables), netfilter and IPVS (kube-proxy's
+/// NAT included), forwarding and rp_filter, veths, bridges, VXLAN neighbour
+/// and FDB entries, a listening socket, and the reply back. Every service
+/// backend and multipath nexthop is a path of its own. Then the rule packs
+/// check each hop against what the CNI intended.
 ///
 /// Examples:
-///   skoop diagnose --snapshot examples/flannel-vxlan --from default/web-0 --to default/web-3 --port 8080
+///   skoop diagnose --snapshot examples/flannel-vxlan --from default/web-0 --to default/web-3:8080
+///   skoop diagnose --snapshot examples/flannel-vxlan --from default/web-0 --to svc/default/web
 ///   skoop diagnose --snapshot snap --from node/node-1 --to 10.244.2.3 --protocol icmp -o json
 ///
 /// Exit status: 0 when every path is delivered and nothing fatal was found,
-/// 1 otherwise (the report is printed either way), 2 for bad arguments or a
-/// directory that is not a snapshot.
+/// 1 otherwise (the report is printed either way), 2 for bad arguments or
+/// input (unknown pod, malformed address, not a snapshot, a broken pack).
 #[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
 pub struct DiagnoseArgs {
     /// The snapshot directory.
     #[arg(long, value_name = "DIR")]
@@ -41,11 +42,12 @@ pub struct DiagnoseArgs {
     /// Where the packet starts: a pod (NS/NAME), a node (node/NAME) or an IP of one.
     #[arg(long, value_name = "SRC")]
     from: Endpoint,
-    /// Where it goes: a pod (NS/NAME), a node (node/NAME), a service
-    /// (svc/NS/NAME[:PORT]) or an IP (IP[:PORT]).
+    /// Where it goes: a pod (NS/NAME[:PORT]), a node (node/NAME[:PORT]), a
+    /// service (svc/NS/NAME[:PORT]) or an address (IP[:PORT], [IPv6]:PORT).
     #[arg(long, value_name = "DST")]
     to: Endpoint,
-    /// Destination port (tcp, udp); also accepted as IP:PORT or svc/NS/NAME:PORT.
+    /// Destination port (tcp, udp); also accepted as DST:PORT. Not needed for a
+    /// service with one port or a pod declaring one container port.
     #[arg(long)]
     port: Option<u16>,
     #[arg(long, value_enum, default_value_t = ProtocolArg::Tcp)]

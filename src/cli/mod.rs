@@ -44,7 +44,7 @@ enum Command {
     /// Collect network-namespace dumps from this machine.
     #[command(subcommand)]
     Collect(collect::CollectCommand),
-    /// Follow a packet through a snapshot and say where it stops, and why.
+    // Its help text is DiagnoseArgs's own doc comment, examples included.
     Diagnose(diagnose::DiagnoseArgs),
     /// Ask the kernel model what one namespace's iptables rules do with a packet.
     #[command(subcommand)]
