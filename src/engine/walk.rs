@@ -1489,22 +1489,31 @@ impl<'s> Walker<'s, '_> {
                 );
             }
         }
+        self.arp_unanswered(ns, hop, &bridge.ifname, next_hop, branch)
+    }
+
+    /// Nothing behind any port of `bridge` (in `ns`) holds the next hop, so
+    /// its ARP request goes unanswered and the packet is dropped.
+    fn arp_unanswered(
+        &mut self,
+        ns: &NetnsId,
+        hop: NodeIndex,
+        bridge: &str,
+        next_hop: IpAddr,
+        branch: Branch,
+    ) {
         let reason = format!(
-            "no device on bridge {} of {} answers ARP for {next_hop}",
-            bridge.ifname,
+            "no device on bridge {bridge} of {} answers ARP for {next_hop}",
             hop_id(ns)
         );
-        let evidence = self.file(ns, "ip-link.json");
-        self.stop(
-            hop,
-            branch,
-            Stop {
-                disposition: Disposition::NeighborFailed,
-                id: "kernel.neighbour.unanswered",
-                reason,
-                evidence,
-            },
-        )
+        let evidence = self.file(ns, "ip-addr.json");
+        let stop = Stop {
+            disposition: Disposition::NeighborFailed,
+            id: "kernel.neighbour.unanswered",
+            reason,
+            evidence,
+        };
+        self.stop(hop, branch, stop)
     }
 
     /// A veth whose other end is in another namespace of the snapshot.
@@ -1623,21 +1632,7 @@ impl<'s> Walker<'s, '_> {
                 );
             }
         }
-        let reason = format!(
-            "no device on bridge {bridge} of {} answers ARP for {next_hop}",
-            hop_id(peer_ns)
-        );
-        let evidence = self.file(peer_ns, "ip-addr.json");
-        self.stop(
-            hop,
-            branch,
-            Stop {
-                disposition: Disposition::NeighborFailed,
-                id: "kernel.neighbour.unanswered",
-                reason,
-                evidence,
-            },
-        )
+        self.arp_unanswered(peer_ns, hop, &bridge, next_hop, branch)
     }
 
     /// With `bridge-nf-call-iptables` on, a frame crossing a bridge goes
