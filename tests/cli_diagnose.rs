@@ -242,3 +242,58 @@ fn host_gw_example_pairs_veths_despite_colliding_ifindexes() {
     );
     assert!(text.contains("| underlay eth0 -> eth0"), "{text}");
 }
+
+/// The Kubernetes object behind a service that cannot work: its
+/// EndpointSlice lists no ready endpoint.
+#[test]
+fn a_service_without_ready_endpoints_is_a_fatal_finding_naming_its_endpointslice() {
+    let dir = tempfile::tempdir().unwrap();
+    let example = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/flannel-vxlan");
+    let copy = |from: &std::path::Path, to: &std::path::Path| {
+        let status = Command::new("cp")
+            .arg("-r")
+            .arg(from)
+            .arg(to)
+            .status()
+            .unwrap();
+        assert!(status.success());
+    };
+    copy(&example.join("cluster"), dir.path());
+    copy(&example.join("nodes"), dir.path());
+    let slices = dir.path().join("cluster/endpointslices.yaml");
+    let text = std::fs::read_to_string(&slices).unwrap();
+    std::fs::write(&slices, text.replace("ready: true", "ready: false")).unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_skoop"))
+        .args(["diagnose", "--snapshot"])
+        .arg(dir.path())
+        .args([
+            "--from",
+            "default/web-0",
+            "--to",
+            "svc/default/web",
+            "-o",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let finding = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "kubernetes.service.no-ready-endpoints")
+        .expect("the finding");
+    assert_eq!(finding["severity"], "fatal");
+    assert_eq!(finding["hop"], "default/web-0");
+    assert!(
+        finding["evidence"]
+            .as_str()
+            .unwrap()
+            .contains("cluster/endpointslices.yaml:"),
+        "{finding}"
+    );
+    // With ready endpoints, no such finding.
+    let (_, healthy) = json(&["--from", "default/web-0", "--to", "svc/default/web"]);
+    assert!(!healthy.to_string().contains("no-ready-endpoints"));
+}
