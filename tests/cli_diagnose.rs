@@ -297,3 +297,69 @@ fn a_service_without_ready_endpoints_is_a_fatal_finding_naming_its_endpointslice
     let (_, healthy) = json(&["--from", "default/web-0", "--to", "svc/default/web"]);
     assert!(!healthy.to_string().contains("no-ready-endpoints"));
 }
+
+/// A snapshot missing a namespace's dump: the path stops as
+/// insufficient_info where the missing namespace would be needed, naming
+/// it — never a guessed verdict, never an error.
+#[test]
+fn a_missing_dump_is_insufficient_info_where_it_is_needed() {
+    let cases = [
+        (
+            "nodes/node-2/pods/default/web-3",
+            "node-2",
+            "pod default/web-3's",
+        ),
+        ("nodes/node-1/host", "default/web-0", "node-1"),
+        (
+            "nodes/node-1/pods/default/web-0",
+            "default/web-0",
+            "default/web-0",
+        ),
+        ("nodes/node-2/host", "node-1", "node-2"),
+    ];
+    for (removed, hop, named) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let example =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/flannel-vxlan");
+        let status = Command::new("cp")
+            .arg("-r")
+            .arg(example.join("cluster"))
+            .arg(example.join("nodes"))
+            .arg(dir.path())
+            .status()
+            .unwrap();
+        assert!(status.success());
+        std::fs::remove_dir_all(dir.path().join(removed)).unwrap();
+        let output = Command::new(env!("CARGO_BIN_EXE_skoop"))
+            .args(["diagnose", "--snapshot"])
+            .arg(dir.path())
+            .args([
+                "--from",
+                "default/web-0",
+                "--to",
+                "default/web-3:8080",
+                "-o",
+                "json",
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(1),
+            "{removed}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(
+            report["disposition"], "insufficient_info",
+            "{removed}: {report:#}"
+        );
+        let finding = &report["findings"][0];
+        assert_eq!(finding["id"], "snapshot.missing", "{removed}: {finding}");
+        assert_eq!(finding["hop"], hop, "{removed}: {finding}");
+        assert!(
+            finding["message"].as_str().unwrap().contains(named),
+            "{removed}: {finding}"
+        );
+    }
+}

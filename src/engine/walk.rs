@@ -1297,6 +1297,19 @@ impl<'s> Walker<'s, '_> {
                 Some(peer) => self.veth_egress(
                     ns, hop, device, peer.ns, peer.link, next_hop, packet, branch,
                 ),
+                // A pod's veth leads to its node: without the node's dump
+                // nothing can be said of what happens there.
+                None if matches!(ns, NetnsId::Pod { .. }) && device.link_index.is_some() => {
+                    let node = NetnsId::Host {
+                        node: ns.node().to_string(),
+                    };
+                    let stop = self.missing(
+                        &node,
+                        "the node's namespace dump",
+                        "follow the pod's packet",
+                    );
+                    self.stop(hop, branch, stop)
+                }
                 None => self.underlay_egress(ns, hop, device, next_hop, packet, branch),
             },
         }
@@ -1502,6 +1515,42 @@ impl<'s> Walker<'s, '_> {
         next_hop: IpAddr,
         branch: Branch,
     ) {
+        // A port whose far end is a namespace the snapshot lacks (a pod whose
+        // dump was not collected) might hold the next hop: nothing can be said.
+        let unknown: Vec<&str> = self
+            .topology
+            .bridge_ports(ns, bridge)
+            .into_iter()
+            .filter(|port| port.link_index.is_some() && self.topology.veth_peer(ns, port).is_none())
+            .map(|port| port.ifname.as_str())
+            .collect();
+        if !unknown.is_empty() {
+            let owner =
+                self.snapshot
+                    .cluster
+                    .by_ip(next_hop)
+                    .iter()
+                    .find_map(|owner| match owner {
+                        IpOwner::Pod {
+                            namespace, name, ..
+                        } => Some(format!(" ({next_hop} is pod {namespace}/{name}'s)")),
+                        _ => None,
+                    });
+            let reason = format!(
+                "no namespace in the snapshot behind bridge {bridge} of {} holds {next_hop}{}, and port(s) {} lead to namespaces whose dumps are not in the snapshot",
+                hop_id(ns),
+                owner.unwrap_or_default(),
+                unknown.join(", ")
+            );
+            let evidence = self.file(ns, "ip-link.json");
+            let stop = Stop {
+                disposition: Disposition::InsufficientInfo,
+                id: "snapshot.missing",
+                reason,
+                evidence,
+            };
+            return self.stop(hop, branch, stop);
+        }
         let reason = format!(
             "no device on bridge {bridge} of {} answers ARP for {next_hop}",
             hop_id(ns)
