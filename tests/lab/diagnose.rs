@@ -46,6 +46,33 @@ fn node_run(cluster: &Cluster, node: usize, argv: &[&str]) {
     cluster.nodes[node].ns.run(argv);
 }
 
+/// Deletes `node`'s flannel.1 FDB entry for the VTEP at `remote` (as when
+/// flanneld's state and the kernel's drift apart).
+fn delete_vtep_fdb_entry(cluster: &Cluster, node: usize, remote: &str) {
+    let fdb = cluster.nodes[node]
+        .ns
+        .run(&["bridge", "fdb", "show", "dev", "flannel.1"]);
+    let entry = fdb
+        .lines()
+        .find(|l| l.contains(&format!("dst {remote}")))
+        .unwrap_or_else(|| panic!("FDB entry for {remote}"));
+    let mac = entry.split_whitespace().next().expect("MAC");
+    node_run(
+        cluster,
+        node,
+        &[
+            "bridge",
+            "fdb",
+            "del",
+            mac,
+            "dev",
+            "flannel.1",
+            "dst",
+            remote,
+        ],
+    );
+}
+
 /// The cases of the VXLAN lab.
 const VXLAN_FAULTS: &[Fault] = &[
     Fault {
@@ -110,30 +137,7 @@ const VXLAN_FAULTS: &[Fault] = &[
     },
     Fault {
         name: "VXLAN FDB entry missing on node-1",
-        inject: |c| {
-            let fdb = c.nodes[0]
-                .ns
-                .run(&["bridge", "fdb", "show", "dev", "flannel.1"]);
-            let remote = fdb
-                .lines()
-                .find(|l| l.contains("dst 172.18.0.12"))
-                .expect("FDB entry for node-2");
-            let mac = remote.split_whitespace().next().expect("MAC");
-            node_run(
-                c,
-                0,
-                &[
-                    "bridge",
-                    "fdb",
-                    "del",
-                    mac,
-                    "dev",
-                    "flannel.1",
-                    "dst",
-                    "172.18.0.12",
-                ],
-            );
-        },
+        inject: |c| delete_vtep_fdb_entry(c, 0, "172.18.0.12"),
         blamed: Some("node-1"),
         expected: Disposition::NeighborFailed,
         protocol: Protocol::Tcp,
@@ -280,30 +284,7 @@ const VXLAN_FAULTS: &[Fault] = &[
     },
     Fault {
         name: "VXLAN FDB entry missing on node-2 (the reply is lost)",
-        inject: |c| {
-            let fdb = c.nodes[1]
-                .ns
-                .run(&["bridge", "fdb", "show", "dev", "flannel.1"]);
-            let remote = fdb
-                .lines()
-                .find(|l| l.contains("dst 172.18.0.11"))
-                .expect("FDB entry for node-1");
-            let mac = remote.split_whitespace().next().expect("MAC");
-            node_run(
-                c,
-                1,
-                &[
-                    "bridge",
-                    "fdb",
-                    "del",
-                    mac,
-                    "dev",
-                    "flannel.1",
-                    "dst",
-                    "172.18.0.11",
-                ],
-            );
-        },
+        inject: |c| delete_vtep_fdb_entry(c, 1, "172.18.0.11"),
         blamed: Some("node-2"),
         expected: Disposition::NeighborFailed,
         protocol: Protocol::Tcp,
