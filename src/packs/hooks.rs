@@ -52,6 +52,12 @@ pub const HOOKS: &[HookSpec] = &[
         doc: "Whether and how the CNI encapsulates the packet leaving this hop.",
     },
     HookSpec {
+        name: "service",
+        params: &["ctx", "packet"],
+        returns: "() when the destination is no service address; else #{service: \"NS/NAME\", port: String or (), backends: [#{ip: Ip, port: int, pod: \"NS/NAME\" or (), node: String or ()}], why: String}",
+        doc: "The service translation a proxy intends for the packet at this hop, for hops without netfilter rules in the snapshot; no backends means the proxy rejects or drops it, `why` says which.",
+    },
+    HookSpec {
         name: "masquerade",
         params: &["ctx", "packet"],
         returns: "bool: the CNI source-NATs this packet to the node's address",
