@@ -125,6 +125,7 @@ pub fn register(engine: &mut Engine) {
     register_addresses(engine);
     register_packet(engine);
     register_cluster(engine);
+    register_node_namespaces(engine);
     register_netns(engine);
     register_context(engine);
     engine.register_fn("sha1_hex", |s: &str| {
@@ -408,6 +409,25 @@ fn register_cluster(engine: &mut Engine) {
         );
 }
 
+/// `Node.netns`: the node's host namespace, so that a check about a pod (or
+/// a hook at a pod's hop) can look at what the node programs for it — the
+/// host side of its veth, its routes. `()` when the snapshot holds no dump
+/// of that namespace.
+fn register_node_namespaces(engine: &mut Engine) {
+    engine.register_get("netns", |n: &mut NodeRef| {
+        let id = NetnsId::Host {
+            node: n.name.clone(),
+        };
+        let held = n.snapshot.namespaces.contains_key(&id);
+        opt(held.then(|| {
+            Dynamic::from(NetnsRef {
+                snapshot: n.snapshot.clone(),
+                id,
+            })
+        }))
+    });
+}
+
 fn string_map(map: Option<&std::collections::BTreeMap<String, String>>) -> Dynamic {
     let entries: Map = map
         .into_iter()
@@ -534,6 +554,7 @@ fn link_map(link: &Link) -> Dynamic {
         ("flags", Dynamic::from_array(flags)),
         ("master", opt(link.master.clone())),
         ("link", opt(link.link.clone())),
+        ("address", opt(link.address.as_ref().map(lladdr_text))),
         ("vxlan", vxlan),
     ])
 }
@@ -552,6 +573,7 @@ fn route_map(route: &Route) -> Dynamic {
         ("gateway", opt(route.gateway.map(Dynamic::from))),
         ("dev", opt(route.dev.clone())),
         ("table", text(table_name(&route.table))),
+        ("protocol", text(&route.protocol)),
         ("mtu", opt(route.mtu.map(i64::from))),
         (
             "onlink",
