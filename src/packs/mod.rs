@@ -36,7 +36,7 @@ pub use model::{
     Version,
 };
 pub use sandbox::{ScriptError, ScriptErrorKind};
-pub use scope::{Context, HopScope, Packet, Subject, TransportProtocol};
+pub use scope::{Context, HopScope, Packet, PodRef, Subject, TransportProtocol};
 
 use crate::snapshot::Snapshot;
 use crate::snapshot::cluster::Cluster;
