@@ -30,7 +30,12 @@ fn calico_pack_lints_clean_and_its_tests_pass() {
     assert_eq!(skoop(&["packs", "lint", "plugins/calico"]).0, Some(0));
     let (code, out) = skoop(&["packs", "test", "plugins/calico"]);
     assert_eq!(code, Some(0), "{out}");
-    for case in ["healthy-vxlan", "healthy-bgp", "ipip-healthy", "vxlan-fdb-missing"] {
+    for case in [
+        "healthy-vxlan",
+        "healthy-bgp",
+        "ipip-healthy",
+        "vxlan-fdb-missing",
+    ] {
         assert!(
             out.contains(&format!("test plugins/calico/tests/{case} ... ok")),
             "{out}"
@@ -118,16 +123,35 @@ fn vxlan_packets_to_a_remote_block_are_encapsulated_to_the_peers_address() {
     assert_eq!(
         fields(
             call(&packs, "encapsulation", &remote),
-            &["kind", "dev", "outer_src", "outer_dst", "vni", "port", "overhead"]
+            &[
+                "kind",
+                "dev",
+                "outer_src",
+                "outer_dst",
+                "vni",
+                "port",
+                "overhead"
+            ]
         ),
-        ["vxlan", "vxlan.calico", "172.18.0.11", "172.18.0.12", "4096", "4789", "50"]
+        [
+            "vxlan",
+            "vxlan.calico",
+            "172.18.0.11",
+            "172.18.0.12",
+            "4096",
+            "4789",
+            "50"
+        ]
     );
     assert_eq!(
         fields(call(&packs, "next_hop", &remote), &["dev", "via"]),
         ["vxlan.calico", "10.244.2.0"]
     );
     let local = hop(&snapshot, node_1(), "10.244.1.3");
-    assert!(call(&packs, "encapsulation", &local).is_unit(), "a local pod is not");
+    assert!(
+        call(&packs, "encapsulation", &local).is_unit(),
+        "a local pod is not"
+    );
     assert_eq!(
         fields(call(&packs, "next_hop", &local), &["dev"]),
         ["cali0761ccbeace"],

@@ -980,8 +980,14 @@ mod netns_tests {
             .filter_map(|r| r.try_cast::<Map>())
             .map(|r| (display(&r["dst"]), display(&r["protocol"])))
             .collect::<Vec<_>>();
-        assert!(routes.contains(&("default".into(), "boot".into())), "{routes:?}");
-        assert!(routes.contains(&("172.18.0.0/24".into(), "kernel".into())), "{routes:?}");
+        assert!(
+            routes.contains(&("default".into(), "boot".into())),
+            "{routes:?}"
+        );
+        assert!(
+            routes.contains(&("172.18.0.0/24".into(), "kernel".into())),
+            "{routes:?}"
+        );
     }
 
     #[test]
