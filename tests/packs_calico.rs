@@ -204,3 +204,39 @@ fn pod_interface_is_the_hashed_cali_veth_at_the_tunnels_mtu() {
         ["cali0d7763386da", "eth0", "1450"]
     );
 }
+
+/// The walker asks about namespaces the snapshot lacks: the cluster's
+/// objects still tell where a packet goes and how it is tunnelled.
+#[test]
+fn a_node_without_a_dump_still_routes_by_the_cluster_objects() {
+    let packs = calico();
+    let node_2 = || NetnsId::Host {
+        node: "node-2".into(),
+    };
+    let vxlan = snapshot("plugins/calico/tests/vxlan-fdb-missing/snapshot");
+    assert!(
+        !vxlan.namespaces.contains_key(&node_2()),
+        "only node-1 is dumped"
+    );
+    let back = hop(&vxlan, node_2(), "10.244.1.2");
+    assert_eq!(
+        fields(
+            call(&packs, "encapsulation", &back),
+            &["kind", "outer_src", "outer_dst"]
+        ),
+        ["vxlan", "172.18.0.12", "172.18.0.11"]
+    );
+    let bgp = snapshot("plugins/calico/tests/bgp-route-missing/snapshot");
+    let back = hop(&bgp, node_2(), "10.244.1.2");
+    let answer = call(&packs, "next_hop", &back)
+        .try_cast::<Map>()
+        .expect("a map");
+    assert_eq!(
+        answer["via"].clone().try_cast::<IpAddr>(),
+        Some(ip("172.18.0.11"))
+    );
+    assert!(
+        answer["dev"].is_unit(),
+        "only node-2's dump could name its device"
+    );
+}
