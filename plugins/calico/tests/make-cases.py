@@ -137,6 +137,17 @@ case('vxlan-mac-mismatch', 'vxlan',
 case('vxlan-cross-subnet-same-subnet', 'vxlan',
      f"The IPPool edited to vxlanMode CrossSubnet: node-2 ({v['peer_address']}) is on node-1's subnet, so felix routes it directly, not through vxlan.calico",
      ['calico.route.pool-mode'], pool('vxlanMode: Always', 'vxlanMode: CrossSubnet'))
+
+
+def other_subnet(s):
+    pool('vxlanMode: Always', 'vxlanMode: CrossSubnet')(s)
+    own = v['own_address'].split('/')[0]
+    text(f'{s}/cluster/nodes.yaml', f"projectcalico.org/IPv4Address: {v['own_address']}", f'projectcalico.org/IPv4Address: {own}/30')
+
+
+case('vxlan-cross-subnet-other-subnet', 'vxlan',
+     f"The IPPool edited to vxlanMode CrossSubnet and node-1's IPv4Address annotation to a /30 that leaves node-2 ({v['peer_ip']}) on another subnet - the VXLAN routes are then right",
+     [], other_subnet)
 case('vxlan-pool-says-bgp', 'vxlan',
      "The IPPool edited to vxlanMode Never (BGP) while node-1 still routes node-2's block through vxlan.calico and its pods keep VXLAN's MTU 1450",
      ['calico.route.pool-mode', 'calico.pod.mtu'], pool('vxlanMode: Always', 'vxlanMode: Never'))
