@@ -225,6 +225,24 @@ def stray_block(s):
 
 case('block-outside-pool', 'vxlan', "A BlockAffinity 10.245.0.0/26 of node-2 added, outside the pool 10.244.0.0/16",
      ['calico.block.outside-pool'], stray_block)
+
+
+def calico_node_pods(s):
+    p = f'{s}/cluster/pods.yaml'
+    doc = yaml.safe_load(open(p))
+    for node, ip, ready in [('node-1', '172.18.0.11', 'True'), ('node-2', v['peer_ip'], 'False')]:
+        doc['items'].append({
+            'apiVersion': 'v1', 'kind': 'Pod',
+            'metadata': {'name': f'calico-node-{node[-1]}', 'namespace': 'kube-system', 'labels': {'k8s-app': 'calico-node'}},
+            'spec': {'nodeName': node, 'hostNetwork': True, 'containers': [{'name': 'calico-node', 'image': 'docker.io/calico/node:v3.29.1'}]},
+            'status': {'phase': 'Running', 'hostIP': ip, 'podIP': ip, 'podIPs': [{'ip': ip}],
+                       'conditions': [{'type': 'Ready', 'status': ready}, {'type': 'ContainersReady', 'status': ready}]}})
+    yaml.safe_dump(doc, open(p, 'w'))
+
+
+case('calico-node-not-ready', 'vxlan',
+     "calico-node pods added to pods.yaml (hostNetwork, k8s-app calico-node) - ready on node-1, not ready on node-2",
+     ['calico.node.calico-node'], calico_node_pods)
 case('blocks-from-pods', 'vxlan',
      "blockaffinities.yaml (and ipamblocks.yaml) removed - the blocks are derived from the pods' IPs and the pool's blockSize, and every check still holds",
      [], lambda s: [os.remove(f'{s}/cluster/{k}.yaml') for k in ('blockaffinities', 'ipamblocks')
