@@ -263,3 +263,74 @@ fn convert(finding: packs::Finding, hop: &str, hop_index: usize) -> Finding {
         expected: finding.expected,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::netstack::netfilter::{Endpoint, Translation};
+
+    fn received() -> Packet {
+        Packet {
+            src: "10.244.1.2".parse().unwrap(),
+            dst: "10.96.0.100".parse().unwrap(),
+            protocol: TransportProtocol::Tcp,
+            src_port: Some(40000),
+            dst_port: Some(80),
+            mark: 0,
+            size: 64,
+        }
+    }
+
+    fn translated(translation: Translation) -> Step {
+        Step::Translated {
+            hook: "PREROUTING".into(),
+            table: "nat".into(),
+            translation: translation.to_string(),
+        }
+    }
+
+    fn endpoint(addr: &str, port: Option<u16>) -> Endpoint {
+        Endpoint {
+            addr: addr.parse().unwrap(),
+            port,
+        }
+    }
+
+    #[test]
+    fn the_stopped_packet_carries_the_dnat_netfilter_wrote_before_the_stop() {
+        let dnat = translated(Translation::Dnat {
+            before: endpoint("10.96.0.100", Some(80)),
+            after: endpoint("10.244.2.3", Some(8080)),
+        });
+        let packet = packet_at(&received(), &[dnat]).expect("readable");
+        assert_eq!(packet.dst, "10.244.2.3".parse::<IpAddr>().unwrap());
+        assert_eq!(packet.dst_port, Some(8080));
+        assert_eq!(packet.src, received().src);
+    }
+
+    #[test]
+    fn the_stopped_packet_after_decapsulation_is_the_inner_one() {
+        let decapsulated = Step::Decapsulated {
+            device: "flannel.1".into(),
+            inner: "10.244.1.2 -> [fd00::3]:8080 udp".into(),
+        };
+        let packet = packet_at(&received(), &[decapsulated]).expect("readable");
+        assert_eq!(packet.dst, "fd00::3".parse::<IpAddr>().unwrap());
+        assert_eq!(packet.dst_port, Some(8080));
+        assert_eq!(packet.protocol, TransportProtocol::Udp);
+    }
+
+    #[test]
+    fn a_masquerade_to_an_unknown_address_leaves_the_stopped_packet_unknown() {
+        let masquerade = translated(Translation::Masquerade {
+            before: endpoint("10.244.1.2", None),
+            after: None,
+        });
+        assert_eq!(packet_at(&received(), &[masquerade]), None);
+        let marked = translated(Translation::Mark {
+            before: 0,
+            after: 0x4000,
+        });
+        assert_eq!(packet_at(&received(), &[marked]), Some(received()));
+    }
+}
