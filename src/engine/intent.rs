@@ -87,8 +87,12 @@ pub(crate) fn pack_findings(
 fn lineage(diagnosis: &Diagnosis, index: NodeIndex) -> (NodeIndex, bool) {
     let graph = &diagnosis.graph;
     let (mut first, mut reply) = (index, false);
-    // A path is a chain of hops: each hop has at most one predecessor.
-    while let Some(edge) = graph.edges_directed(first, Direction::Incoming).next() {
+    // The walk grows a tree: each hop has at most one predecessor, added
+    // before it, so no path back is longer than the graph.
+    for _ in 0..graph.node_count() {
+        let Some(edge) = graph.edges_directed(first, Direction::Incoming).next() else {
+            break;
+        };
         reply |= edge.weight().kind == LinkKind::Local;
         first = edge.source();
     }

@@ -1071,3 +1071,79 @@ mod netns_tests {
         );
     }
 }
+
+#[cfg(test)]
+mod network_policy_tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::snapshot::Snapshot;
+
+    /// The Flannel example with two policies (the networkpolicy pack's test).
+    fn cluster() -> ClusterRef {
+        let dir = "rules/networkpolicy/tests/admitted-but-dropped/snapshot";
+        let (snapshot, problems) = Snapshot::load(std::path::Path::new(dir)).expect("loads");
+        assert!(problems.is_empty(), "{problems:?}");
+        ClusterRef {
+            snapshot: Arc::new(snapshot),
+        }
+    }
+
+    fn field(map: &Dynamic, key: &str) -> Dynamic {
+        map.clone()
+            .try_cast::<Map>()
+            .and_then(|m| m.get(key).cloned())
+            .unwrap_or_else(|| panic!("no {key} in {map:?}"))
+    }
+
+    #[test]
+    fn network_policy_gives_both_directions_with_their_policies() {
+        let verdict = network_policy(
+            &mut cluster(),
+            text("10.244.1.3"),
+            text("10.244.2.3"),
+            int(8080),
+            "tcp",
+        )
+        .expect("judged");
+        let ingress = field(&verdict, "ingress");
+        assert_eq!(display(&field(&ingress, "verdict")), "denied");
+        assert_eq!(display(&field(&ingress, "pod")), "default/web-3");
+        let policies = field(&ingress, "policies").into_array().expect("array");
+        assert_eq!(
+            display(&field(&policies[0], "policy")),
+            "default/web-from-node-1"
+        );
+        assert_eq!(display(&field(&policies[0], "outcome")), "denies");
+        assert!(field(&policies[0], "rule").is_unit());
+        let egress = field(&verdict, "egress");
+        assert_eq!(display(&field(&egress, "verdict")), "admitted");
+        let admitting = field(&egress, "policies").into_array().expect("array");
+        assert_eq!(
+            display(&field(&admitting[0], "rule")),
+            "spec.egress[0].to[0], ports[0]"
+        );
+    }
+
+    #[test]
+    fn network_policy_needs_a_port_except_for_icmp() {
+        let ask = |port: Dynamic, protocol: &str| {
+            network_policy(
+                &mut cluster(),
+                text("10.244.1.2"),
+                text("10.244.2.3"),
+                port,
+                protocol,
+            )
+        };
+        assert!(ask(Dynamic::UNIT, "tcp").is_err());
+        assert!(ask(int(70000), "udp").is_err());
+        assert!(ask(int(80), "gre").is_err());
+        let ping = ask(Dynamic::UNIT, "icmp").expect("judged");
+        // ICMP has no port: the ingress rule with ports does not admit it.
+        assert_eq!(
+            display(&field(&field(&ping, "ingress"), "verdict")),
+            "denied"
+        );
+    }
+}
