@@ -26,6 +26,7 @@ fn the_networkpolicy_pack_lints_clean_and_passes_its_tests() {
         "admitted-but-dropped",
         "egress-not-enforced",
         "ingress-not-enforced",
+        "undecided",
     ] {
         assert!(
             out.contains(&format!("test rules/networkpolicy/tests/{case} ... ok")),
