@@ -400,8 +400,7 @@ impl Judge<'_> {
         }
     }
 
-    /// A rule matches when a peer and a port do; a known miss of either
-    /// decides, whatever the other cannot tell.
+    /// A rule matches when a peer and a port do.
     fn rule(
         &self,
         policy: &NetworkPolicy,
@@ -412,12 +411,7 @@ impl Judge<'_> {
             Check::Miss(_) => Check::Miss(self.port_miss(&rule.ports)),
             other => other,
         };
-        match (peers, ports) {
-            (Check::Match(peer), Check::Match(port)) => Check::Match((peer, port)),
-            (Check::Miss(peer), Check::Miss(port)) => Check::Miss(format!("{peer}; {port}")),
-            (Check::Miss(why), _) | (_, Check::Miss(why)) => Check::Miss(why),
-            (Check::Unknown(why), _) | (_, Check::Unknown(why)) => Check::Unknown(why),
-        }
+        both(peers, ports)
     }
 
     fn peer(&self, policy: &NetworkPolicy, peer: &NetworkPolicyPeer) -> Check<()> {
@@ -445,12 +439,13 @@ impl Judge<'_> {
                 let Some(pod) = self.peer_pod else {
                     return not_a_pod();
                 };
-                match self
+                let namespace = self
                     .cluster
-                    .namespace_matches(&pod.meta.namespace, namespaces)
-                {
-                    Check::Match(()) => pod_matches(pod, pods),
-                    other => other,
+                    .namespace_matches(&pod.meta.namespace, namespaces);
+                match both(namespace, pod_matches(pod, pods)) {
+                    Check::Match(_) => Check::Match(()),
+                    Check::Miss(why) => Check::Miss(why),
+                    Check::Unknown(why) => Check::Unknown(why),
                 }
             }
             NetworkPolicyPeer::IpBlock { cidr, except } => {
@@ -467,6 +462,8 @@ impl Judge<'_> {
         }
     }
 
+    /// Whether the flow matches one port entry. A miss carries no reason of
+    /// its own: `port_miss` says it once for the whole list.
     fn port(&self, port: &NetworkPolicyPort) -> Check<()> {
         let (protocol, start, end_port) = match port {
             NetworkPolicyPort::Port {
@@ -549,6 +546,17 @@ impl Judge<'_> {
             None => "traffic without ports (ICMP)".to_owned(),
         };
         format!("{traffic} not in [{}]", listed.join(", "))
+    }
+}
+
+/// Both must match (AND, three-valued): a known miss of either decides,
+/// whatever the other cannot tell; two misses give both reasons.
+fn both<A, B>(first: Check<A>, second: Check<B>) -> Check<(A, B)> {
+    match (first, second) {
+        (Check::Match(a), Check::Match(b)) => Check::Match((a, b)),
+        (Check::Miss(a), Check::Miss(b)) => Check::Miss(format!("{a}; {b}")),
+        (Check::Miss(why), _) | (_, Check::Miss(why)) => Check::Miss(why),
+        (Check::Unknown(why), _) | (_, Check::Unknown(why)) => Check::Unknown(why),
     }
 }
 

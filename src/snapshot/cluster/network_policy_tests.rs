@@ -320,6 +320,13 @@ fn namespaces_are_selected_by_their_name_label() {
     ));
     let ghost = ingress(&c, tcp(GHOST_CLIENT, WEB, 8080));
     assert_eq!(ghost.verdict, Verdict::Unknown);
+    // In one peer with a podSelector the pod's labels can still decide (AND).
+    let c_and = cluster(&policy(
+        "by-team-and-app",
+        "default",
+        "  podSelector: {}\n  ingress:\n  - from:\n    - namespaceSelector: {matchLabels: {team: a}}\n      podSelector: {matchLabels: {app: other}}",
+    ));
+    assert_eq!(to_web(&c_and, GHOST_CLIENT), Verdict::Denied);
     assert!(
         ghost.summary().contains(
             "the snapshot has no Namespace object ghost, so whether it has label team is unknown"
