@@ -55,7 +55,8 @@ pub(crate) fn pack_findings(
             packet: context.packet.clone(),
             reply,
             origin,
-            stopped: stop(snapshot, context, &hop.steps),
+            stopped: stop(snapshot, context, &hop.steps)
+                .or_else(|| exit(diagnosis, index, context, &hop.steps)),
         });
         for finding in packs.evaluate_hop(&scope) {
             keep(convert(finding, &hop.id, index.index()), &mut findings);
@@ -129,6 +130,27 @@ fn stop(snapshot: &Snapshot, context: &HopContext, steps: &[Step]) -> Option<Hop
         reason: reason.clone(),
         packet: packet_at(&context.packet, &steps[..position]),
         netfilter,
+    })
+}
+
+/// A path that leaves the cluster ends (`exits_cluster`) at the last hop
+/// inside it, the one whose link goes outside.
+fn exit(
+    diagnosis: &Diagnosis,
+    index: NodeIndex,
+    context: &HopContext,
+    steps: &[Step],
+) -> Option<HopStop> {
+    let link = diagnosis
+        .graph
+        .edges_directed(index, Direction::Outgoing)
+        .map(|edge| edge.weight())
+        .find(|link| link.kind == LinkKind::Outside)?;
+    Some(HopStop {
+        disposition: Disposition::ExitsCluster.as_str().to_owned(),
+        reason: format!("the packet leaves the cluster by {}", link.from_interface),
+        packet: packet_at(&context.packet, steps),
+        netfilter: None,
     })
 }
 

@@ -68,7 +68,8 @@ pub struct HopScope {
     /// The packet as the path's first hop sent it, before any NAT on the way;
     /// `None` when this hop is the first.
     pub origin: Option<Packet>,
-    /// How the path ended here, when it did.
+    /// How the path ended here, when it did; a path that leaves the
+    /// cluster ends at the last hop inside it.
     pub stopped: Option<HopStop>,
 }
 
