@@ -36,7 +36,7 @@ pub use model::{
     Version,
 };
 pub use sandbox::{ScriptError, ScriptErrorKind};
-pub use scope::{Context, HopScope, Packet, Subject, TransportProtocol};
+pub use scope::{Context, HopScope, HopStop, Packet, StoppingRule, Subject, TransportProtocol};
 
 use crate::snapshot::Snapshot;
 use crate::snapshot::cluster::Cluster;
@@ -628,6 +628,9 @@ checks:
                 mark: 0,
                 size: 1400,
             },
+            reply: false,
+            origin: None,
+            stopped: None,
         })
     }
 
