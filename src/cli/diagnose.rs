@@ -137,6 +137,8 @@ pub fn run(args: DiagnoseArgs) -> ExitCode {
 struct Report<'a> {
     request: &'a str,
     disposition: Disposition,
+    /// Some path goes through a namespace stepped over with a pack's intent.
+    assumed: bool,
     paths: Vec<PathJson>,
     hops: Vec<HopJson<'a>>,
     links: Vec<LinkJson<'a>>,
@@ -149,6 +151,7 @@ struct PathJson {
     probability: f64,
     /// Indices into `hops`.
     hops: Vec<usize>,
+    assumed: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -171,6 +174,7 @@ fn report(diagnosis: &Diagnosis) -> Report<'_> {
     Report {
         request: &diagnosis.summary,
         disposition: diagnosis.disposition(),
+        assumed: diagnosis.assumed(),
         paths: diagnosis
             .paths
             .iter()
@@ -178,6 +182,7 @@ fn report(diagnosis: &Diagnosis) -> Report<'_> {
                 disposition: p.disposition,
                 probability: p.probability,
                 hops: p.hops.clone(),
+                assumed: p.assumed,
             })
             .collect(),
         hops: diagnosis
@@ -210,7 +215,23 @@ fn report(diagnosis: &Diagnosis) -> Report<'_> {
 fn print_text(diagnosis: &Diagnosis, verbose: bool) {
     // The verdict first, then where it stops.
     let disposition = diagnosis.disposition();
-    out!("{}: {disposition}", diagnosis.summary);
+    out!(
+        "{}: {disposition}{}",
+        diagnosis.summary,
+        assumed_mark(diagnosis.assumed())
+    );
+    if let Some(pack) = &diagnosis.assumed_by {
+        let namespaces: Vec<&str> = diagnosis
+            .findings
+            .iter()
+            .filter(|f| f.id == "snapshot.assumed")
+            .map(|f| f.hop.as_str())
+            .collect();
+        out!(
+            "  assumed: the snapshot has no dump of {}; pack {pack}'s intent stands in there",
+            namespaces.join(", ")
+        );
+    }
     for finding in diagnosis
         .findings
         .iter()
@@ -222,10 +243,11 @@ fn print_text(diagnosis: &Diagnosis, verbose: bool) {
     for (number, path) in diagnosis.paths.iter().enumerate() {
         out!();
         out!(
-            "path {} of {count} ({:.0}% of flows): {}",
+            "path {} of {count} ({:.0}% of flows): {}{}",
             number + 1,
             path.probability * 100.0,
-            path.disposition
+            path.disposition,
+            assumed_mark(path.assumed)
         );
         let mut previous: Option<usize> = None;
         for &index in &path.hops {
@@ -257,9 +279,11 @@ fn print_text(diagnosis: &Diagnosis, verbose: bool) {
                 engine::HopKind::Node => "node".to_string(),
                 engine::HopKind::External => "outside the cluster".to_string(),
             };
-            out!("  {} [{what}]", hop.id);
+            out!("  {} [{what}]{}", hop.id, assumed_mark(hop.assumed));
             for step in &hop.steps {
-                out!("      {}", step_line(step, verbose));
+                // In an assumed hop every step is: the hop says so once.
+                let mark = assumed_mark(step.assumed && !hop.assumed);
+                out!("      {}{mark}", step_line(&step.step, verbose));
             }
         }
     }
@@ -280,6 +304,11 @@ fn print_text(diagnosis: &Diagnosis, verbose: bool) {
             out!("      evidence: {}", finding.evidence);
         }
     }
+}
+
+/// What marks a verdict, path, hop or step concluded from a pack's intent.
+fn assumed_mark(assumed: bool) -> &'static str {
+    if assumed { " (assumed)" } else { "" }
 }
 
 fn step_line(step: &Step, verbose: bool) -> String {

@@ -67,7 +67,7 @@ pub(crate) fn pack_findings(
 /// A pack's finding as the diagnosis reports it. What a check could not
 /// conclude (the snapshot cannot tell, or its script failed) is never as
 /// severe as a failure: it is reported at most as a warning.
-fn convert(finding: packs::Finding, hop: &str, hop_index: usize) -> Finding {
+pub(crate) fn convert(finding: packs::Finding, hop: &str, hop_index: usize) -> Finding {
     let (severity, prefix) = match finding.status {
         FindingStatus::Failed => (finding.severity, ""),
         FindingStatus::Unknown => (finding.severity.min(Severity::Info), "cannot tell: "),

@@ -29,14 +29,14 @@ use rhai::{Dynamic, Engine};
 
 pub use eval::{Evidence, Finding, FindingStatus};
 pub use hooks::{HOOKS, HookSpec};
-pub use host::Insufficient;
+pub use host::{Insufficient, display};
 pub use load::{MANIFEST, Override, PackSource};
 pub use model::{
     Check, CheckKind, CheckScope, Mode, Pack, PackKind, ParamType, ParamValue, Parameter, Severity,
     Version,
 };
 pub use sandbox::{ScriptError, ScriptErrorKind};
-pub use scope::{Context, HopScope, Packet, Subject, TransportProtocol};
+pub use scope::{Context, HopScope, Packet, PodRef, Subject, TransportProtocol};
 
 use crate::snapshot::Snapshot;
 use crate::snapshot::cluster::Cluster;
@@ -99,6 +99,9 @@ pub fn discover(dir: &Path) -> Result<Vec<PackSource>, Vec<Problem>> {
         Err(problems)
     }
 }
+
+/// The name `--cni` takes to apply no CNI pack at all, detected or not.
+pub const NO_CNI: &str = "none";
 
 /// A set of loaded packs and the one sandboxed engine they share.
 pub struct LoadedPacks {
@@ -261,8 +264,9 @@ impl LoadedPacks {
         signals
     }
 
-    /// Makes `name` the CNI pack that applies, detected or not (`--cni NAME`).
-    /// `Err` lists the CNI packs there are when no CNI pack has that name.
+    /// Makes `name` the CNI pack that applies, detected or not (`--cni NAME`);
+    /// [`NO_CNI`] makes none apply. `Err` lists the CNI packs there are when
+    /// no CNI pack has that name.
     pub fn choose_cni(&mut self, name: &str) -> Result<(), String> {
         let cni: Vec<&str> = self
             .packs
@@ -270,14 +274,21 @@ impl LoadedPacks {
             .filter(|p| p.kind == PackKind::Cni)
             .map(|p| p.name.as_str())
             .collect();
-        if !cni.contains(&name) {
+        if !cni.contains(&name) && name != NO_CNI {
             return Err(format!(
-                "no CNI pack is called {name:?} (CNI packs: {})",
+                "no CNI pack is called {name:?} (CNI packs: {}; {NO_CNI} applies none)",
                 cni.join(", ")
             ));
         }
         self.chosen_cni = Some(name.to_owned());
         Ok(())
+    }
+
+    /// The packs that apply to `cluster`, in load order (see `applies`).
+    pub fn applying<'a>(&'a self, cluster: &'a Cluster) -> impl Iterator<Item = &'a Pack> {
+        self.packs
+            .iter()
+            .filter(move |pack| self.applies(pack, cluster))
     }
 
     /// Whether a pack's checks run on this cluster: rules packs always; a
