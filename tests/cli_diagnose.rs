@@ -298,11 +298,12 @@ fn a_service_without_ready_endpoints_is_a_fatal_finding_naming_its_endpointslice
     assert!(!healthy.to_string().contains("no-ready-endpoints"));
 }
 
-/// A snapshot missing a namespace's dump: the path stops as
-/// insufficient_info where the missing namespace would be needed, naming
-/// it — never a guessed verdict, never an error.
+/// A snapshot missing a namespace's dump, with no CNI pack applied
+/// (`--cni none`): the path stops as insufficient_info where the missing
+/// namespace would be needed, naming it — never a guessed verdict, never an
+/// error. (With the CNI pack, tests/assumed.rs.)
 #[test]
-fn a_missing_dump_is_insufficient_info_where_it_is_needed() {
+fn a_missing_dump_without_a_cni_pack_is_insufficient_info_where_it_is_needed() {
     let cases = [
         (
             "nodes/node-2/pods/default/web-3",
@@ -338,6 +339,8 @@ fn a_missing_dump_is_insufficient_info_where_it_is_needed() {
                 "default/web-0",
                 "--to",
                 "default/web-3:8080",
+                "--cni",
+                "none",
                 "-o",
                 "json",
             ])

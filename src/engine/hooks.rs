@@ -159,7 +159,9 @@ impl<'s> Intent<'s> {
                 continue;
             };
             let field = Fields::new(pack, "service", &map);
-            let Some(backends) = map.get("backends").and_then(|b| b.clone().try_cast::<Vec<Dynamic>>())
+            let Some(backends) = map
+                .get("backends")
+                .and_then(|b| b.clone().try_cast::<Vec<Dynamic>>())
             else {
                 return Err(field.malformed("backends must be an array".into()));
             };
@@ -288,7 +290,10 @@ impl<'a> Fields<'a> {
             None => Ok(None),
             Some(value) if value.is_unit() => Ok(None),
             Some(value) => convert(value).map(Some).ok_or_else(|| {
-                self.malformed(format!("{name} must be {what}, not {}", packs::display(value)))
+                self.malformed(format!(
+                    "{name} must be {what}, not {}",
+                    packs::display(value)
+                ))
             }),
         }
     }

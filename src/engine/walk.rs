@@ -13,8 +13,8 @@ use super::hooks::Intent;
 use super::target::{Protocol, Resolved};
 use super::topology::Topology;
 use super::{
-    Diagnosis, Disposition, Finding, Hop, HopContext, HopKind, HopStep, Link, LinkKind,
-    PathResult, Severity, Step,
+    Diagnosis, Disposition, Finding, Hop, HopContext, HopKind, HopStep, Link, LinkKind, PathResult,
+    Severity, Step,
 };
 use crate::netstack::Tri;
 use crate::netstack::ipvs::{Ipvs, IpvsOutcome, Scheduled, Transport};
@@ -222,11 +222,7 @@ struct Walker<'s, 'm> {
     assumed_namespaces: std::collections::HashSet<NetnsId>,
 }
 
-pub(crate) fn walk(
-    shared: &Arc<Snapshot>,
-    resolved: &Resolved,
-    packs: &LoadedPacks,
-) -> Diagnosis {
+pub(crate) fn walk(shared: &Arc<Snapshot>, resolved: &Resolved, packs: &LoadedPacks) -> Diagnosis {
     let snapshot: &Snapshot = shared;
     let mut fibs = HashMap::new();
     for (id, entry) in &snapshot.namespaces {

@@ -81,7 +81,15 @@ impl<'s> Walker<'s, '_> {
             },
         );
         let pod_dev = interface.pod_dev.unwrap_or_else(|| unnamed("interface"));
-        self.arrive(hop, LinkKind::BridgePort, &port, pod, &pod_dev, packet, branch)
+        self.arrive(
+            hop,
+            LinkKind::BridgePort,
+            &port,
+            pod,
+            &pod_dev,
+            packet,
+            branch,
+        )
     }
 
     /// The veth pair the CNI gives `pod`, asked at its node `ns`.
@@ -107,9 +115,10 @@ impl<'s> Walker<'s, '_> {
 
     /// Records a step concluded from the CNI's intent in a real hop.
     fn assumed_step(&mut self, hop: NodeIndex, step: Step) {
-        self.graph[hop]
-            .steps
-            .push(crate::engine::HopStep { step, assumed: true });
+        self.graph[hop].steps.push(crate::engine::HopStep {
+            step,
+            assumed: true,
+        });
     }
 
     /// The packet is in a namespace the snapshot lacks.
@@ -247,7 +256,12 @@ impl<'s> Walker<'s, '_> {
             }
             Ok(None) => {}
         }
-        match self.intent.masquerade(&scope) {
+        // A reply is un-NATed by conntrack, never masqueraded anew.
+        let masquerade = match branch.reply {
+            true => Ok(false),
+            false => self.intent.masquerade(&scope),
+        };
+        match masquerade {
             Err(undecided) => return self.undecided(hop, branch, undecided),
             Ok(true) => {
                 let Some(address) = self.node_address(ns.node()) else {
@@ -276,9 +290,7 @@ impl<'s> Walker<'s, '_> {
                         translation: format!("{masquerade} (pack {})", self.cni_name()),
                     },
                 );
-                if !branch.reply {
-                    branch.nat.push((ns.clone(), masquerade));
-                }
+                branch.nat.push((ns.clone(), masquerade));
                 packet.src = Some(address);
             }
             Ok(false) => {}
@@ -309,7 +321,9 @@ impl<'s> Walker<'s, '_> {
                     Err(undecided) => return self.undecided(hop, branch, undecided),
                 };
                 let host_veth = interface.host_veth.unwrap_or_else(|| unnamed("veth"));
-                if host_veth != next.device() {
+                // A pod behind a bridge, unless the CNI routes to its veth.
+                let bridged = host_veth != next.device();
+                if bridged {
                     self.step(
                         hop,
                         Step::Bridged {
@@ -322,15 +336,12 @@ impl<'s> Walker<'s, '_> {
                     .pod_dev
                     .or_else(|| self.pod_veth(&pod))
                     .unwrap_or_else(|| unnamed("interface"));
-                self.arrive(
-                    hop,
-                    LinkKind::Veth,
-                    &host_veth,
-                    &pod,
-                    &pod_dev,
-                    packet,
-                    branch,
-                );
+                let kind = if bridged {
+                    LinkKind::BridgePort
+                } else {
+                    LinkKind::Veth
+                };
+                self.arrive(hop, kind, &host_veth, &pod, &pod_dev, packet, branch);
             }
             Holder::Node(node) => {
                 let kind = match ns {
@@ -341,7 +352,16 @@ impl<'s> Walker<'s, '_> {
                     NetnsId::Pod { .. } => packet.src,
                     NetnsId::Host { .. } => None,
                 };
-                self.enter_node(hop, kind, &next.device(), &node, target, pod_ip, packet, branch);
+                self.enter_node(
+                    hop,
+                    kind,
+                    &next.device(),
+                    &node,
+                    target,
+                    pod_ip,
+                    packet,
+                    branch,
+                );
             }
             Holder::Outside => self.leave_cluster(hop, &next.device(), packet, branch),
         }
@@ -534,7 +554,9 @@ impl<'s> Walker<'s, '_> {
     /// the port: its socket, as Kubernetes describes it; else nobody can say.
     fn pod_delivery(&self, namespace: &str, name: &str, packet: &Packet) -> Result<String, String> {
         let Some(pod) = self.snapshot.cluster.pod(namespace, name) else {
-            return Err(format!("no pod {namespace}/{name} in the cluster's objects"));
+            return Err(format!(
+                "no pod {namespace}/{name} in the cluster's objects"
+            ));
         };
         if pod.ready != Some(true) {
             return Err(format!(
@@ -692,10 +714,15 @@ impl<'s> Walker<'s, '_> {
     }
 
     fn node_address(&self, node: &str) -> Option<IpAddr> {
-        self.snapshot.cluster.node(node)?.addresses.iter().find_map(|a| match a {
-            crate::snapshot::cluster::NodeAddress::InternalIp(ip) => Some(*ip),
-            _ => None,
-        })
+        self.snapshot
+            .cluster
+            .node(node)?
+            .addresses
+            .iter()
+            .find_map(|a| match a {
+                crate::snapshot::cluster::NodeAddress::InternalIp(ip) => Some(*ip),
+                _ => None,
+            })
     }
 
     fn node_ready(&self, node: &str) -> Option<bool> {
