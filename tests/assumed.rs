@@ -52,13 +52,24 @@ fn path_hops(report: &Value, path: &Value) -> Vec<String> {
         .collect()
 }
 
-fn finding_ids(report: &Value) -> Vec<&str> {
+/// The first finding with this id.
+fn finding<'r>(report: &'r Value, id: &str) -> &'r Value {
     report["findings"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|f| f["id"].as_str().unwrap())
-        .collect()
+        .find(|f| f["id"] == id)
+        .unwrap_or_else(|| panic!("no {id} in {report:#}"))
+}
+
+/// The first step of this kind in a hop.
+fn step<'h>(hop: &'h Value, kind: &str) -> &'h Value {
+    hop["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["kind"] == kind)
+        .unwrap_or_else(|| panic!("no {kind} step in {hop:#}"))
 }
 
 #[test]
@@ -96,12 +107,7 @@ fn pod_to_a_pod_on_a_node_without_dump_is_delivered_assumed_and_the_reply_comes_
     }
     // node-2 takes the VXLAN packet by flannel.1, as flannel intends, and the
     // reply arrives at the sender's socket.
-    let decapsulated = report["hops"][2]["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["kind"] == "decapsulated")
-        .expect("node-2 decapsulates");
+    let decapsulated = step(&report["hops"][2], "decapsulated");
     assert_eq!(decapsulated["device"], "flannel.1");
     let last = report["hops"].as_array().unwrap().last().unwrap();
     assert_eq!(
@@ -211,27 +217,52 @@ fn a_service_fans_out_to_backends_on_the_node_without_dump_as_well() {
     assert_eq!(text.matches("un-dnat").count(), 4, "{text}");
 }
 
+/// With no CNI pack applied (`--cni none`), a missing dump ends the path as
+/// insufficient_info where the missing namespace would be needed, naming
+/// it — never a guessed verdict, never an error.
 #[test]
-fn without_a_cni_pack_a_missing_node_is_insufficient_info() {
-    let (code, report) = partial(&[
-        "--from",
-        "default/web-0",
-        "--to",
-        "default/web-3:8080",
-        "--cni",
-        "none",
-    ]);
-    assert_eq!(code, Some(1));
-    assert_eq!(report["disposition"], "insufficient_info");
-    assert_eq!(report["assumed"], false);
-    assert!(
-        report["hops"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|h| h["assumed"] == false)
-    );
-    assert_eq!(finding_ids(&report), ["snapshot.missing"]);
+fn without_a_cni_pack_a_missing_dump_is_insufficient_info_where_it_is_needed() {
+    let cases = [
+        (
+            "nodes/node-2/pods/default/web-3",
+            "node-2",
+            "pod default/web-3's",
+        ),
+        ("nodes/node-1/host", "default/web-0", "node-1"),
+        (
+            "nodes/node-1/pods/default/web-0",
+            "default/web-0",
+            "default/web-0",
+        ),
+        ("nodes/node-2/host", "node-1", "node-2"),
+    ];
+    for (removed, hop, named) in cases {
+        let dir = copy_without("examples/flannel-vxlan", &[removed]);
+        let (code, report) = diagnose(
+            dir.path(),
+            &[
+                "--from",
+                "default/web-0",
+                "--to",
+                "default/web-3:8080",
+                "--cni",
+                "none",
+            ],
+        );
+        assert_eq!(code, Some(1), "{removed}");
+        assert_eq!(
+            report["disposition"], "insufficient_info",
+            "{removed}: {report:#}"
+        );
+        assert_eq!(report["assumed"], false, "{removed}");
+        let finding = &report["findings"][0];
+        assert_eq!(finding["id"], "snapshot.missing", "{removed}: {finding}");
+        assert_eq!(finding["hop"], hop, "{removed}: {finding}");
+        assert!(
+            finding["message"].as_str().unwrap().contains(named),
+            "{removed}: {finding}"
+        );
+    }
 }
 
 #[test]
@@ -240,12 +271,7 @@ fn a_port_the_pod_does_not_declare_is_insufficient_info_not_a_guess() {
     assert_eq!(code, Some(1));
     assert_eq!(report["disposition"], "insufficient_info");
     assert_eq!(report["paths"][0]["assumed"], true);
-    let finding = report["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["id"] == "snapshot.missing")
-        .expect("what could not be known");
+    let finding = finding(&report, "snapshot.missing");
     assert_eq!(finding["hop"], "default/web-3");
     assert!(
         finding["message"]
@@ -347,12 +373,7 @@ fn a_node_without_dump_holds_a_pod_the_bridge_of_a_real_node_cannot_reach() {
     let node_2 = &report["hops"][2];
     assert_eq!(node_2["id"], "node-2");
     assert_eq!(node_2["assumed"], false);
-    let bridged = node_2["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["kind"] == "bridged")
-        .expect("bridged");
+    let bridged = step(node_2, "bridged");
     assert_eq!(bridged["assumed"], true, "{bridged}");
 }
 

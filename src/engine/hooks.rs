@@ -119,8 +119,8 @@ impl<'s> Intent<'s> {
         };
         let field = Fields::new(pack, "next_hop", &map);
         Ok(Some(NextHop {
-            dev: field.optional(|v| v.clone().into_string().ok(), "a String", "dev")?,
-            via: field.optional(|v| ip(v), "an Ip", "via")?,
+            dev: field.optional(string, "a String", "dev")?,
+            via: field.optional(ip, "an Ip", "via")?,
         }))
     }
 
@@ -132,7 +132,7 @@ impl<'s> Intent<'s> {
         let field = Fields::new(pack, "encapsulation", &map);
         let required_ip = |name: &str| {
             field
-                .optional(|v| ip(v), "an Ip", name)?
+                .optional(ip, "an Ip", name)?
                 .ok_or_else(|| field.malformed(format!("{name} is missing")))
         };
         Ok(Some(Encapsulation {
@@ -140,13 +140,9 @@ impl<'s> Intent<'s> {
             dev: field.text("dev")?,
             outer_src: required_ip("outer_src")?,
             outer_dst: required_ip("outer_dst")?,
-            port: field.optional(|v| integer(v), "a port", "port")?,
-            vni: field.optional(|v| integer(v), "a VNI", "vni")?,
-            mac: field.optional(
-                |v| v.clone().into_string().ok()?.parse().ok(),
-                "a MAC address",
-                "mac",
-            )?,
+            port: field.optional(integer, "a port", "port")?,
+            vni: field.optional(integer, "a VNI", "vni")?,
+            mac: field.optional(|v| string(v)?.parse().ok(), "a MAC address", "mac")?,
         }))
     }
 
@@ -172,8 +168,8 @@ impl<'s> Intent<'s> {
                         return Err(field.malformed("each backend must be a map".into()));
                     };
                     let inner = Fields::new(pack, "service", &backend);
-                    let address = inner.optional(|v| ip(v), "an Ip", "ip")?;
-                    let port = inner.optional(|v| integer(v), "a port", "port")?;
+                    let address = inner.optional(ip, "an Ip", "ip")?;
+                    let port = inner.optional(integer, "a port", "port")?;
                     match (address, port) {
                         (Some(ip), Some(port)) => Ok(Backend { ip, port }),
                         _ => Err(field.malformed("each backend needs an ip and a port".into())),
@@ -216,10 +212,9 @@ impl<'s> Intent<'s> {
             return Ok(PodInterface::default());
         };
         let field = Fields::new(pack, "pod_interface", &map);
-        let name = |v: &Dynamic| v.clone().into_string().ok();
         Ok(PodInterface {
-            host_veth: field.optional(name, "a String", "host_veth")?,
-            pod_dev: field.optional(name, "a String", "pod_dev")?,
+            host_veth: field.optional(string, "a String", "host_veth")?,
+            pod_dev: field.optional(string, "a String", "pod_dev")?,
         })
     }
 }
@@ -299,9 +294,13 @@ impl<'a> Fields<'a> {
     }
 
     fn text(&self, name: &str) -> Result<String, Undecided> {
-        self.optional(|v| v.clone().into_string().ok(), "a String", name)?
+        self.optional(string, "a String", name)?
             .ok_or_else(|| self.malformed(format!("{name} is missing")))
     }
+}
+
+fn string(value: &Dynamic) -> Option<String> {
+    value.clone().into_string().ok()
 }
 
 /// An `Ip` value, or text that parses as one.
@@ -309,7 +308,7 @@ fn ip(value: &Dynamic) -> Option<IpAddr> {
     value
         .clone()
         .try_cast::<IpAddr>()
-        .or_else(|| value.clone().into_string().ok()?.parse().ok())
+        .or_else(|| string(value)?.parse().ok())
 }
 
 fn integer<T: TryFrom<i64>>(value: &Dynamic) -> Option<T> {

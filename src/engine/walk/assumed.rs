@@ -425,6 +425,14 @@ impl<'s> Walker<'s, '_> {
         encapsulation: Encapsulation,
         branch: Branch,
     ) {
+        let NetnsId::Host { node } = ns else {
+            let reason = format!(
+                "pack {} tunnels from pod {}: only nodes tunnel here",
+                self.cni_name(),
+                hop_id(ns)
+            );
+            return self.stop(hop, branch, self.unmodelled_tunnel(reason));
+        };
         let (Some(vni), Some(port), "vxlan") = (
             encapsulation.vni,
             encapsulation.port,
@@ -437,13 +445,7 @@ impl<'s> Walker<'s, '_> {
                 encapsulation.dev,
                 encapsulation.kind
             );
-            let stop = Stop {
-                disposition: Disposition::InsufficientInfo,
-                id: "engine.tunnel.unmodelled",
-                reason,
-                evidence: self.cni_evidence(),
-            };
-            return self.stop(hop, branch, stop);
+            return self.stop(hop, branch, self.unmodelled_tunnel(reason));
         };
         let outer = Packet {
             src: Some(encapsulation.outer_src),
@@ -466,20 +468,6 @@ impl<'s> Walker<'s, '_> {
                 outer: outer.to_string(),
             },
         );
-        let NetnsId::Host { node } = ns else {
-            let reason = format!(
-                "pack {} tunnels from pod {}: only nodes tunnel here",
-                self.cni_name(),
-                hop_id(ns)
-            );
-            let stop = Stop {
-                disposition: Disposition::InsufficientInfo,
-                id: "engine.tunnel.unmodelled",
-                reason,
-                evidence: self.cni_evidence(),
-            };
-            return self.stop(hop, branch, stop);
-        };
         match self.holder(node, outer.dst) {
             Holder::Node(remote) => self.enter_node(
                 hop,
@@ -497,14 +485,18 @@ impl<'s> Walker<'s, '_> {
                     self.cni_name(),
                     outer.dst
                 );
-                let stop = Stop {
-                    disposition: Disposition::InsufficientInfo,
-                    id: "engine.tunnel.unmodelled",
-                    reason,
-                    evidence: self.cni_evidence(),
-                };
-                self.stop(hop, branch, stop)
+                self.stop(hop, branch, self.unmodelled_tunnel(reason))
             }
+        }
+    }
+
+    /// A tunnel the CNI intends that the walker cannot follow.
+    fn unmodelled_tunnel(&self, reason: String) -> Stop {
+        Stop {
+            disposition: Disposition::InsufficientInfo,
+            id: "engine.tunnel.unmodelled",
+            reason,
+            evidence: self.cni_evidence(),
         }
     }
 
