@@ -23,7 +23,9 @@ use super::{EXIT_USAGE, OutputFormat, print_json, report_problems};
 /// NAT included), forwarding and rp_filter, veths, bridges, VXLAN neighbour
 /// and FDB entries, a listening socket, and the reply back. Every service
 /// backend and multipath nexthop is a path of its own. Then the rule packs
-/// check each hop against what the CNI intended.
+/// check each hop against what the CNI intended. A node or pod the snapshot
+/// has no dump of is stepped over with the CNI pack's intent, and every hop
+/// and path concluded that way is marked "(assumed)".
 ///
 /// Examples:
 ///   skoop diagnose --snapshot examples/flannel-vxlan --from default/web-0 --to default/web-3:8080
@@ -57,8 +59,9 @@ pub struct DiagnoseArgs {
     packs: LoadArgs,
     /// The CNI pack to apply: `auto` detects it from the cluster's objects
     /// (DaemonSets, ConfigMaps, node annotations, CRDs); a name forces that
-    /// pack whatever detection says.
-    #[arg(long, value_name = "auto|NAME", default_value = "auto")]
+    /// pack whatever detection says; `none` applies no CNI pack, so nothing
+    /// stands in for a namespace the snapshot lacks.
+    #[arg(long, value_name = "auto|none|NAME", default_value = "auto")]
     cni: String,
     /// Show every step (rules and tables of each route, packets on every link).
     #[arg(short, long)]
