@@ -35,6 +35,9 @@ enum Holder {
     LocalPod(NetnsId),
     /// A node (reached over the underlay).
     Node(NetnsId),
+    /// Something of the cluster that is not reached directly from here (a
+    /// pod of another node, a service address), as text.
+    Elsewhere(String),
     /// Nobody in the cluster.
     Outside,
 }
@@ -363,6 +366,21 @@ impl<'s> Walker<'s, '_> {
                     branch,
                 );
             }
+            Holder::Elsewhere(what) => {
+                let reason = format!(
+                    "pack {} sends the packet from {} by {} to {target}, {what}, which is not reached directly from there",
+                    self.cni_name(),
+                    hop_id(ns),
+                    next.device()
+                );
+                let stop = Stop {
+                    disposition: Disposition::InsufficientInfo,
+                    id: "engine.intent.unreachable",
+                    reason,
+                    evidence: self.cni_evidence(),
+                };
+                self.stop(hop, branch, stop)
+            }
             Holder::Outside => self.leave_cluster(hop, &next.device(), packet, branch),
         }
     }
@@ -479,7 +497,7 @@ impl<'s> Walker<'s, '_> {
                 outer,
                 branch,
             ),
-            Holder::LocalPod(_) | Holder::Outside => {
+            Holder::LocalPod(_) | Holder::Elsewhere(_) | Holder::Outside => {
                 let reason = format!(
                     "pack {} tunnels to {}, which no node of the cluster holds",
                     self.cni_name(),
@@ -638,7 +656,7 @@ impl<'s> Walker<'s, '_> {
     }
 
     /// Who holds `address`, seen from node `node`: a pod of that node, a
-    /// node, or nobody.
+    /// node, something else of the cluster, or nobody.
     fn holder(&self, node: &str, address: IpAddr) -> Holder {
         if let Some((owner, _)) = self.topology.owners(address).first()
             && matches!(owner, NetnsId::Host { .. })
@@ -667,8 +685,17 @@ impl<'s> Walker<'s, '_> {
                             name: name.clone(),
                         });
                     }
+                    return Holder::Elsewhere(format!(
+                        "pod {namespace}/{name} on {}",
+                        on.as_deref().unwrap_or("no node")
+                    ));
                 }
-                _ => {}
+                IpOwner::Pod { .. } => {}
+                IpOwner::ServiceClusterIp { namespace, name }
+                | IpOwner::ServiceExternalIp { namespace, name }
+                | IpOwner::ServiceLoadBalancerIp { namespace, name } => {
+                    return Holder::Elsewhere(format!("service {namespace}/{name}'s address"));
+                }
             }
         }
         Holder::Outside
