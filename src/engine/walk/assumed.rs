@@ -60,13 +60,15 @@ impl<'s> Walker<'s, '_> {
         }
     }
 
-    /// A node's bridge forwards the packet to a pod the snapshot lacks, by
-    /// the port the CNI gives it.
-    pub(super) fn bridge_to_assumed_pod(
+    /// Node `ns` sends the packet by `dev` to one of its pods, through the
+    /// veth the CNI gives the pod: a port of `dev` when `dev` is a bridge,
+    /// unless the CNI routes to the veth itself. The step is the CNI's
+    /// intent even in a real node's hop, whose dump does not show the port.
+    pub(super) fn to_local_pod(
         &mut self,
         ns: &NetnsId,
         hop: NodeIndex,
-        bridge: &str,
+        dev: &str,
         pod: &NetnsId,
         packet: Packet,
         branch: Branch,
@@ -75,24 +77,25 @@ impl<'s> Walker<'s, '_> {
             Ok(interface) => interface,
             Err(undecided) => return self.undecided(hop, branch, undecided),
         };
-        let port = interface.host_veth.unwrap_or_else(|| unnamed("veth"));
-        self.assumed_step(
-            hop,
-            Step::Bridged {
-                bridge: bridge.to_string(),
-                port: port.clone(),
-            },
-        );
-        let pod_dev = interface.pod_dev.unwrap_or_else(|| unnamed("interface"));
-        self.arrive(
-            hop,
-            LinkKind::BridgePort,
-            &port,
-            pod,
-            &pod_dev,
-            packet,
-            branch,
-        )
+        let host_veth = interface.host_veth.unwrap_or_else(|| unnamed("veth"));
+        let bridged = host_veth != dev;
+        let kind = if bridged {
+            self.assumed_step(
+                hop,
+                Step::Bridged {
+                    bridge: dev.to_string(),
+                    port: host_veth.clone(),
+                },
+            );
+            LinkKind::BridgePort
+        } else {
+            LinkKind::Veth
+        };
+        let pod_dev = interface
+            .pod_dev
+            .or_else(|| self.pod_veth(pod))
+            .unwrap_or_else(|| unnamed("interface"));
+        self.arrive(hop, kind, &host_veth, pod, &pod_dev, packet, branch);
     }
 
     /// The veth pair the CNI gives `pod`, asked at its node `ns`.
@@ -140,10 +143,9 @@ impl<'s> Walker<'s, '_> {
             Arrival::Received(interface) => Some(interface.as_str()),
             Arrival::Local => None,
         };
-        if in_iface.is_some() && self.holds(ns, packet.dst) {
-            return self.deliver_assumed(ns, hop, packet, branch);
-        }
-        if matches!(ns, NetnsId::Host { .. }) && !branch.reply {
+        // A service proxy translates in PREROUTING (OUTPUT for the node's
+        // own packets), before the node takes a packet for itself (NodePorts).
+        if matches!(ns, NetnsId::Host { .. }) && !branch.reply && packet.tunnel.is_none() {
             let scope = self.scope(ns, &packet, in_iface);
             match self.intent.service(&scope) {
                 Err(undecided) => return self.undecided(hop, branch, undecided),
@@ -160,7 +162,7 @@ impl<'s> Walker<'s, '_> {
                                 "pack {}: service {} has no backend for {before}: {}",
                                 translation.pack, translation.service, translation.why
                             ),
-                            evidence: translation.service,
+                            evidence: format!("service {}", translation.service),
                         };
                         return self.stop(hop, branch, stop);
                     }
@@ -189,12 +191,28 @@ impl<'s> Walker<'s, '_> {
                         let mut packet = packet.clone();
                         packet.dst = backend.ip;
                         packet.dport = Some(backend.port);
-                        self.route_assumed(ns, hop, packet, in_iface.as_deref(), branch);
+                        self.deliver_or_route(ns, hop, packet, in_iface.as_deref(), branch);
                     }
                     return;
                 }
                 Ok(None) => {}
             }
+        }
+        self.deliver_or_route(ns, hop, packet, in_iface, branch)
+    }
+
+    /// A packet received for an address of the namespace is delivered there;
+    /// any other goes where the CNI sends it.
+    fn deliver_or_route(
+        &mut self,
+        ns: &NetnsId,
+        hop: NodeIndex,
+        packet: Packet,
+        in_iface: Option<&str>,
+        branch: Branch,
+    ) {
+        if in_iface.is_some() && self.holds(ns, packet.dst) {
+            return self.deliver_assumed(ns, hop, packet, branch);
         }
         self.route_assumed(ns, hop, packet, in_iface, branch)
     }
@@ -319,32 +337,7 @@ impl<'s> Walker<'s, '_> {
         };
         match holder {
             Holder::LocalPod(pod) => {
-                let interface = match self.pod_interface(ns, &packet, &pod) {
-                    Ok(interface) => interface,
-                    Err(undecided) => return self.undecided(hop, branch, undecided),
-                };
-                let host_veth = interface.host_veth.unwrap_or_else(|| unnamed("veth"));
-                // A pod behind a bridge, unless the CNI routes to its veth.
-                let bridged = host_veth != next.device();
-                if bridged {
-                    self.step(
-                        hop,
-                        Step::Bridged {
-                            bridge: next.device(),
-                            port: host_veth.clone(),
-                        },
-                    );
-                }
-                let pod_dev = interface
-                    .pod_dev
-                    .or_else(|| self.pod_veth(&pod))
-                    .unwrap_or_else(|| unnamed("interface"));
-                let kind = if bridged {
-                    LinkKind::BridgePort
-                } else {
-                    LinkKind::Veth
-                };
-                self.arrive(hop, kind, &host_veth, &pod, &pod_dev, packet, branch);
+                self.to_local_pod(ns, hop, &next.device(), &pod, packet, branch)
             }
             Holder::Node(node) => {
                 let kind = match ns {
