@@ -23,11 +23,12 @@ use super::{Arrival, Branch, Origin, Packet, Stop, Tunnelled, UndoPhase, Walker,
 use crate::engine::hooks::{Encapsulation, NextHop, PodInterface, Undecided};
 use crate::engine::intent::convert;
 use crate::engine::target::Protocol;
-use crate::engine::{Disposition, Finding, LinkKind, Severity, Step};
+use crate::engine::{Disposition, Finding, HopStep, LinkKind, Severity, Step};
 use crate::netstack::netfilter::{Endpoint, Translation};
+use crate::netstack::routing::{FlowKey, LookupOutcome};
 use crate::packs::{HopScope, PodRef};
 use crate::snapshot::NetnsId;
-use crate::snapshot::cluster::{IpOwner, Protocol as PortProtocol};
+use crate::snapshot::cluster::{IpOwner, NodeAddress, Protocol as PortProtocol};
 
 /// Where a packet from an assumed hop goes, by who holds its next hop.
 enum Holder {
@@ -121,7 +122,7 @@ impl<'s> Walker<'s, '_> {
 
     /// Records a step concluded from the CNI's intent in a real hop.
     fn assumed_step(&mut self, hop: NodeIndex, step: Step) {
-        self.graph[hop].steps.push(crate::engine::HopStep {
+        self.graph[hop].steps.push(HopStep {
             step,
             assumed: true,
         });
@@ -411,11 +412,8 @@ impl<'s> Walker<'s, '_> {
     /// the node's routes when its dump is there, else from the CNI's intent.
     fn interface_to(&self, node: &NetnsId, pod_ip: IpAddr, packet: &Packet) -> Option<String> {
         if let Some(fib) = self.models.fibs.get(node) {
-            let lookup = fib.lookup(&crate::netstack::routing::FlowKey::to(pod_ip));
-            return match lookup.outcome {
-                crate::netstack::routing::LookupOutcome::Routed { paths, .. } => {
-                    paths.into_iter().find_map(|path| path.dev)
-                }
+            return match fib.lookup(&FlowKey::to(pod_ip)).outcome {
+                LookupOutcome::Routed { paths, .. } => paths.into_iter().find_map(|path| path.dev),
                 _ => None,
             };
         }
@@ -732,7 +730,7 @@ impl<'s> Walker<'s, '_> {
             .addresses
             .iter()
             .find_map(|a| match a {
-                crate::snapshot::cluster::NodeAddress::InternalIp(ip) => Some(*ip),
+                NodeAddress::InternalIp(ip) => Some(*ip),
                 _ => None,
             })
     }
