@@ -1556,7 +1556,7 @@ impl<'s> Walker<'s, '_> {
             }
         }
         if let Some(pod) = self.missing_local_pod(ns, next_hop) {
-            return self.to_local_pod(ns, hop, &bridge.ifname, &pod, packet, branch);
+            return self.send_to_local_pod(ns, hop, &bridge.ifname, &pod, packet, branch);
         }
         self.arp_unanswered(ns, hop, &bridge.ifname, next_hop, branch)
     }

@@ -65,7 +65,7 @@ impl<'s> Walker<'s, '_> {
     /// veth the CNI gives the pod: a port of `dev` when `dev` is a bridge,
     /// unless the CNI routes to the veth itself. The step is the CNI's
     /// intent even in a real node's hop, whose dump does not show the port.
-    pub(super) fn to_local_pod(
+    pub(super) fn send_to_local_pod(
         &mut self,
         ns: &NetnsId,
         hop: NodeIndex,
@@ -338,7 +338,7 @@ impl<'s> Walker<'s, '_> {
         };
         match holder {
             Holder::LocalPod(pod) => {
-                self.to_local_pod(ns, hop, &next.device(), &pod, packet, branch)
+                self.send_to_local_pod(ns, hop, &next.device(), &pod, packet, branch)
             }
             Holder::Node(node) => {
                 let kind = match ns {
