@@ -10,7 +10,7 @@ use petgraph::Direction;
 use petgraph::graph::NodeIndex;
 use petgraph::visit::EdgeRef;
 
-use super::{Diagnosis, Disposition, Finding, HopContext, HopKind, LinkKind, Step};
+use super::{Diagnosis, Disposition, Finding, HopContext, HopKind, HopStep, LinkKind, Step};
 use crate::packs::{
     self, FindingStatus, HopScope, HopStop, LoadedPacks, Packet, Severity, StoppingRule, Subject,
     TransportProtocol,
@@ -102,12 +102,12 @@ fn lineage(diagnosis: &Diagnosis, index: NodeIndex) -> (NodeIndex, bool) {
 
 /// How the path ended at a hop, from the hop's steps: the stop, and for a
 /// netfilter denial the rule (or chain policy) found in the hop's dump.
-fn stop(snapshot: &Snapshot, context: &HopContext, steps: &[Step]) -> Option<HopStop> {
+fn stop(snapshot: &Snapshot, context: &HopContext, steps: &[HopStep]) -> Option<HopStop> {
     let (position, disposition, reason) =
         steps
             .iter()
             .enumerate()
-            .find_map(|(position, step)| match step {
+            .find_map(|(position, step)| match &step.step {
                 Step::Stopped {
                     disposition,
                     reason,
@@ -116,12 +116,15 @@ fn stop(snapshot: &Snapshot, context: &HopContext, steps: &[Step]) -> Option<Hop
             })?;
     let netfilter = match disposition {
         Disposition::DeniedByNetfilter => {
-            steps[..position].iter().rev().find_map(|step| match step {
-                Step::Netfilter { rule, line, .. } => {
-                    stopping_rule(snapshot, &context.netns, rule, *line)
-                }
-                _ => None,
-            })
+            steps[..position]
+                .iter()
+                .rev()
+                .find_map(|step| match &step.step {
+                    Step::Netfilter { rule, line, .. } => {
+                        stopping_rule(snapshot, &context.netns, rule, *line)
+                    }
+                    _ => None,
+                })
         }
         _ => None,
     };
@@ -139,7 +142,7 @@ fn exit(
     diagnosis: &Diagnosis,
     index: NodeIndex,
     context: &HopContext,
-    steps: &[Step],
+    steps: &[HopStep],
 ) -> Option<HopStop> {
     let link = diagnosis
         .graph
@@ -159,10 +162,10 @@ fn exit(
 /// and translations as the text the walker and netfilter write
 /// (`10.244.1.2 -> 10.244.2.3:8080 tcp`, `dnat 10.96.0.100:80 ->
 /// 10.244.2.3:8080`), read back here; `None` when the text does not give it.
-fn packet_at(received: &Packet, steps: &[Step]) -> Option<Packet> {
+fn packet_at(received: &Packet, steps: &[HopStep]) -> Option<Packet> {
     let mut packet = received.clone();
     for step in steps {
-        match step {
+        match &step.step {
             Step::Decapsulated { inner, .. } => {
                 let (src, rest) = inner.split_once(" -> ")?;
                 let mut words = rest.split_whitespace();
@@ -266,7 +269,7 @@ fn stopping_rule(
 /// A pack's finding as the diagnosis reports it. What a check could not
 /// conclude (the snapshot cannot tell, or its script failed) is never as
 /// severe as a failure: it is reported at most as a warning.
-fn convert(finding: packs::Finding, hop: &str, hop_index: usize) -> Finding {
+pub(crate) fn convert(finding: packs::Finding, hop: &str, hop_index: usize) -> Finding {
     let (severity, prefix) = match finding.status {
         FindingStatus::Failed => (finding.severity, ""),
         FindingStatus::Unknown => (finding.severity.min(Severity::Info), "cannot tell: "),
@@ -292,6 +295,14 @@ fn convert(finding: packs::Finding, hop: &str, hop_index: usize) -> Finding {
 
 #[cfg(test)]
 mod tests {
+
+    /// A step the kernel model concluded (not assumed).
+    fn observed(step: Step) -> HopStep {
+        HopStep {
+            step,
+            assumed: false,
+        }
+    }
     use super::*;
     use crate::netstack::netfilter::{Endpoint, Translation};
 
@@ -328,7 +339,7 @@ mod tests {
             before: endpoint("10.96.0.100", Some(80)),
             after: endpoint("10.244.2.3", Some(8080)),
         });
-        let packet = packet_at(&received(), &[dnat]).expect("readable");
+        let packet = packet_at(&received(), &[observed(dnat)]).expect("readable");
         assert_eq!(packet.dst, "10.244.2.3".parse::<IpAddr>().unwrap());
         assert_eq!(packet.dst_port, Some(8080));
         assert_eq!(packet.src, received().src);
@@ -340,7 +351,7 @@ mod tests {
             device: "flannel.1".into(),
             inner: "10.244.1.2 -> [fd00::3]:8080 udp".into(),
         };
-        let packet = packet_at(&received(), &[decapsulated]).expect("readable");
+        let packet = packet_at(&received(), &[observed(decapsulated)]).expect("readable");
         assert_eq!(packet.dst, "fd00::3".parse::<IpAddr>().unwrap());
         assert_eq!(packet.dst_port, Some(8080));
         assert_eq!(packet.protocol, TransportProtocol::Udp);
@@ -352,11 +363,14 @@ mod tests {
             before: endpoint("10.244.1.2", None),
             after: None,
         });
-        assert_eq!(packet_at(&received(), &[masquerade]), None);
+        assert_eq!(packet_at(&received(), &[observed(masquerade)]), None);
         let marked = translated(Translation::Mark {
             before: 0,
             after: 0x4000,
         });
-        assert_eq!(packet_at(&received(), &[marked]), Some(received()));
+        assert_eq!(
+            packet_at(&received(), &[observed(marked)]),
+            Some(received())
+        );
     }
 }

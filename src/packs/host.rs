@@ -676,6 +676,7 @@ fn register_netns(engine: &mut Engine) {
         .register_get("is_host", |n: &mut NetnsRef| {
             matches!(n.id, NetnsId::Host { .. })
         })
+        .register_get("collected", |n: &mut NetnsRef| n.entry().is_some())
         .register_fn("links", |n: &mut NetnsRef| -> Fallible<Array> {
             let links = dump_part(n, "ip-link.json", |d| d.links.as_ref())?;
             Ok(links.iter().map(link_map).collect())
