@@ -2,6 +2,7 @@
 //! (`cargo bench --bench diagnose`): loading the snapshot and the built-in
 //! packs, and one diagnosis (every service backend, the replies, the pack
 //! checks). Target: a 2-node example answers in well under a second.
+//! `flannel-vxlan-partial` walks node-2 with the Flannel pack's hooks.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -35,7 +36,11 @@ fn request(to: &str) -> Request {
 
 fn main() {
     let runs = 21;
-    for example in ["examples/flannel-vxlan", "examples/flannel-host-gw"] {
+    for example in [
+        "examples/flannel-vxlan",
+        "examples/flannel-host-gw",
+        "examples/flannel-vxlan-partial",
+    ] {
         let root = Path::new(example);
         let load = median(runs, || {
             let (snapshot, problems) = Snapshot::load(root).expect("example snapshot");

@@ -58,6 +58,9 @@ fn main() {
             mark: 0,
             size: 1400,
         },
+        reply: false,
+        origin: None,
+        stopped: None,
     });
     let packet = Dynamic::from(hop.packet.clone());
     const CALLS: u32 = 100_000;

@@ -44,6 +44,9 @@ fn hop(snapshot: &Arc<Snapshot>, dst: &str, forwarding: bool, delivers: bool) ->
             mark: 0,
             size: 1400,
         },
+        reply: false,
+        origin: None,
+        stopped: None,
     })
 }
 

@@ -23,7 +23,9 @@ use super::{EXIT_USAGE, OutputFormat, print_json, report_problems};
 /// NAT included), forwarding and rp_filter, veths, bridges, VXLAN neighbour
 /// and FDB entries, a listening socket, and the reply back. Every service
 /// backend and multipath nexthop is a path of its own. Then the rule packs
-/// check each hop against what the CNI intended.
+/// check each hop against what the CNI intended. A node or pod the snapshot
+/// has no dump of is stepped over with the CNI pack's intent, and every hop
+/// and path concluded that way is marked "(assumed)".
 ///
 /// Examples:
 ///   skoop diagnose --snapshot examples/flannel-vxlan --from default/web-0 --to default/web-3:8080
@@ -57,8 +59,9 @@ pub struct DiagnoseArgs {
     packs: LoadArgs,
     /// The CNI pack to apply: `auto` detects it from the cluster's objects
     /// (DaemonSets, ConfigMaps, node annotations, CRDs); a name forces that
-    /// pack whatever detection says.
-    #[arg(long, value_name = "auto|NAME", default_value = "auto")]
+    /// pack whatever detection says; `none` applies no CNI pack, so nothing
+    /// stands in for a namespace the snapshot lacks.
+    #[arg(long, value_name = "auto|none|NAME", default_value = "auto")]
     cni: String,
     /// Show every step (rules and tables of each route, packets on every link).
     #[arg(short, long)]
@@ -137,6 +140,8 @@ pub fn run(args: DiagnoseArgs) -> ExitCode {
 struct Report<'a> {
     request: &'a str,
     disposition: Disposition,
+    /// Some path goes through a namespace stepped over with a pack's intent.
+    assumed: bool,
     paths: Vec<PathJson>,
     hops: Vec<HopJson<'a>>,
     links: Vec<LinkJson<'a>>,
@@ -149,6 +154,7 @@ struct PathJson {
     probability: f64,
     /// Indices into `hops`.
     hops: Vec<usize>,
+    assumed: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -171,6 +177,7 @@ fn report(diagnosis: &Diagnosis) -> Report<'_> {
     Report {
         request: &diagnosis.summary,
         disposition: diagnosis.disposition(),
+        assumed: diagnosis.assumed(),
         paths: diagnosis
             .paths
             .iter()
@@ -178,6 +185,7 @@ fn report(diagnosis: &Diagnosis) -> Report<'_> {
                 disposition: p.disposition,
                 probability: p.probability,
                 hops: p.hops.clone(),
+                assumed: p.assumed,
             })
             .collect(),
         hops: diagnosis
@@ -210,7 +218,23 @@ fn report(diagnosis: &Diagnosis) -> Report<'_> {
 fn print_text(diagnosis: &Diagnosis, verbose: bool) {
     // The verdict first, then where it stops.
     let disposition = diagnosis.disposition();
-    out!("{}: {disposition}", diagnosis.summary);
+    out!(
+        "{}: {disposition}{}",
+        diagnosis.summary,
+        assumed_mark(diagnosis.assumed())
+    );
+    if let Some(pack) = &diagnosis.assumed_by {
+        let namespaces: Vec<&str> = diagnosis
+            .findings
+            .iter()
+            .filter(|f| f.id == "snapshot.assumed")
+            .map(|f| f.hop.as_str())
+            .collect();
+        out!(
+            "  assumed: the snapshot has no dump of {}; pack {pack}'s intent stands in there",
+            namespaces.join(", ")
+        );
+    }
     for finding in diagnosis
         .findings
         .iter()
@@ -222,10 +246,11 @@ fn print_text(diagnosis: &Diagnosis, verbose: bool) {
     for (number, path) in diagnosis.paths.iter().enumerate() {
         out!();
         out!(
-            "path {} of {count} ({:.0}% of flows): {}",
+            "path {} of {count} ({:.0}% of flows): {}{}",
             number + 1,
             path.probability * 100.0,
-            path.disposition
+            path.disposition,
+            assumed_mark(path.assumed)
         );
         let mut previous: Option<usize> = None;
         for &index in &path.hops {
@@ -257,9 +282,11 @@ fn print_text(diagnosis: &Diagnosis, verbose: bool) {
                 engine::HopKind::Node => "node".to_string(),
                 engine::HopKind::External => "outside the cluster".to_string(),
             };
-            out!("  {} [{what}]", hop.id);
+            out!("  {} [{what}]{}", hop.id, assumed_mark(hop.assumed));
             for step in &hop.steps {
-                out!("      {}", step_line(step, verbose));
+                // In an assumed hop every step is: the hop says so once.
+                let mark = assumed_mark(step.assumed && !hop.assumed);
+                out!("      {}{mark}", step_line(&step.step, verbose));
             }
         }
     }
@@ -280,6 +307,11 @@ fn print_text(diagnosis: &Diagnosis, verbose: bool) {
             out!("      evidence: {}", finding.evidence);
         }
     }
+}
+
+/// What marks a verdict, path, hop or step concluded from a pack's intent.
+fn assumed_mark(assumed: bool) -> &'static str {
+    if assumed { " (assumed)" } else { "" }
 }
 
 fn step_line(step: &Step, verbose: bool) -> String {

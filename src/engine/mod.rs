@@ -9,8 +9,11 @@
 //!
 //! **Architecture Invariant:** the engine never invents a verdict. A step
 //! that needs something the snapshot does not hold ends the path as
-//! [`Disposition::InsufficientInfo`], saying what was missing.
+//! [`Disposition::InsufficientInfo`], saying what was missing — unless the
+//! namespace is missing as a whole and the CNI pack's hooks declare what it
+//! does: then the hop, its steps and the path are marked `assumed`.
 
+mod hooks;
 mod intent;
 mod target;
 mod topology;
@@ -91,7 +94,10 @@ pub struct Hop {
     /// The node the namespace is on, for pods and nodes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
-    pub steps: Vec<Step>,
+    /// The snapshot holds no dump of this namespace: what happens here is
+    /// the CNI pack's intent, not its kernel's state.
+    pub assumed: bool,
+    pub steps: Vec<HopStep>,
     /// What the pack checks at this hop need to know of it.
     #[serde(skip)]
     pub(crate) context: Option<HopContext>,
@@ -106,6 +112,16 @@ pub(crate) struct HopContext {
     pub in_iface: Option<String>,
     pub out_iface: Option<String>,
     pub delivered: bool,
+}
+
+/// A step of a hop, and whether it was concluded from a pack's intent
+/// rather than from the namespace's dump.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HopStep {
+    #[serde(flatten)]
+    pub step: Step,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub assumed: bool,
 }
 
 /// Something the kernel did with the packet, in kernel order.
@@ -211,6 +227,8 @@ pub struct PathResult {
     pub probability: f64,
     /// Indices into [`Diagnosis::hops`], in order.
     pub hops: Vec<usize>,
+    /// The path goes through a hop whose behaviour is assumed.
+    pub assumed: bool,
 }
 
 /// The answer to a [`Request`].
@@ -221,6 +239,9 @@ pub struct Diagnosis {
     pub graph: DiGraph<Hop, Link>,
     pub paths: Vec<PathResult>,
     pub findings: Vec<Finding>,
+    /// The CNI pack whose intent stood in for the namespaces the snapshot
+    /// lacks, when any was stepped over.
+    pub assumed_by: Option<String>,
 }
 
 impl Diagnosis {
@@ -237,6 +258,11 @@ impl Diagnosis {
             })
     }
 
+    /// Whether any path goes through an assumed hop.
+    pub fn assumed(&self) -> bool {
+        self.paths.iter().any(|p| p.assumed)
+    }
+
     pub fn hop(&self, index: usize) -> &Hop {
         &self.graph[NodeIndex::new(index)]
     }
@@ -250,7 +276,7 @@ pub fn diagnose(
     packs: &LoadedPacks,
 ) -> Result<Diagnosis, TargetError> {
     let resolved = target::resolve(snapshot, request)?;
-    let mut diagnosis = walk::walk(snapshot, &resolved);
+    let mut diagnosis = walk::walk(snapshot, &resolved, packs);
     if let Endpoint::Service {
         namespace, name, ..
     } = &request.to

@@ -1,15 +1,19 @@
 //! The walk itself: one namespace at a time, as the kernel would move the packet.
 
+mod assumed;
+
 use std::collections::HashMap;
 use std::fmt;
 use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
 
 use petgraph::graph::{DiGraph, NodeIndex};
 
+use super::hooks::Intent;
 use super::target::{Protocol, Resolved};
 use super::topology::Topology;
 use super::{
-    Diagnosis, Disposition, Finding, Hop, HopContext, HopKind, Link, LinkKind, PathResult,
+    Diagnosis, Disposition, Finding, Hop, HopContext, HopKind, HopStep, Link, LinkKind, PathResult,
     Severity, Step,
 };
 use crate::netstack::Tri;
@@ -21,7 +25,7 @@ use crate::netstack::netfilter::{
 use crate::netstack::routing::{
     Fib, FlowKey, LookupOutcome, RouteError, describe_route, describe_rule,
 };
-use crate::packs;
+use crate::packs::{self, LoadedPacks};
 use crate::snapshot::cluster::IpOwner;
 use crate::snapshot::netns::addr::Family;
 use crate::snapshot::netns::iptables::{
@@ -117,8 +121,9 @@ impl Packet {
 struct Tunnelled {
     vni: u32,
     /// The destination MAC of the inner frame: the remote VTEP device's, if the
-    /// neighbour and FDB entries are right.
-    inner_mac: MacAddr,
+    /// neighbour and FDB entries are right. `None` when an assumed hop
+    /// encapsulated and its pack did not say.
+    inner_mac: Option<MacAddr>,
     inner: Packet,
 }
 
@@ -141,11 +146,10 @@ impl fmt::Display for Packet {
             f.write_str(" (reply)")?;
         }
         if let Some(tunnel) = &self.tunnel {
-            write!(
-                f,
-                " [vxlan {} to {}: {}]",
-                tunnel.vni, tunnel.inner_mac, tunnel.inner
-            )?;
+            match tunnel.inner_mac {
+                Some(mac) => write!(f, " [vxlan {} to {mac}: {}]", tunnel.vni, tunnel.inner)?,
+                None => write!(f, " [vxlan {}: {}]", tunnel.vni, tunnel.inner)?,
+            }
         }
         Ok(())
     }
@@ -205,14 +209,21 @@ struct Models<'s> {
 
 struct Walker<'s, 'm> {
     snapshot: &'s Snapshot,
+    /// The same snapshot, shared with the packs' hooks.
+    shared: &'s Arc<Snapshot>,
+    /// The packs' hooks, for namespaces the snapshot lacks.
+    intent: Intent<'s>,
     topology: Topology<'s>,
     models: &'m Models<'s>,
     graph: DiGraph<Hop, Link>,
     paths: Vec<PathResult>,
     findings: Vec<Finding>,
+    /// The namespaces stepped over with the CNI's intent so far.
+    assumed_namespaces: std::collections::HashSet<NetnsId>,
 }
 
-pub(crate) fn walk(snapshot: &Snapshot, resolved: &Resolved) -> Diagnosis {
+pub(crate) fn walk(shared: &Arc<Snapshot>, resolved: &Resolved, packs: &LoadedPacks) -> Diagnosis {
+    let snapshot: &Snapshot = shared;
     let mut fibs = HashMap::new();
     for (id, entry) in &snapshot.namespaces {
         let dump = &entry.dump;
@@ -240,11 +251,14 @@ pub(crate) fn walk(snapshot: &Snapshot, resolved: &Resolved) -> Diagnosis {
     };
     let mut walker = Walker {
         snapshot,
+        shared,
+        intent: Intent::new(shared, packs),
         topology: Topology::new(snapshot),
         models: &models,
         graph: DiGraph::new(),
         paths: Vec::new(),
         findings: Vec::new(),
+        assumed_namespaces: Default::default(),
     };
     let packet = Packet {
         src: resolved.src,
@@ -269,6 +283,9 @@ pub(crate) fn walk(snapshot: &Snapshot, resolved: &Resolved) -> Diagnosis {
     Diagnosis {
         summary: resolved.summary.clone(),
         graph: walker.graph,
+        assumed_by: (!walker.assumed_namespaces.is_empty())
+            .then(|| walker.intent.cni.map(|pack| pack.name.clone()))
+            .flatten(),
         paths: walker.paths,
         findings: walker.findings,
     }
@@ -294,6 +311,9 @@ impl<'s> Walker<'s, '_> {
     ) {
         // The kernel clears the mark of a packet that changes namespace.
         packet.mark = 0;
+        // A namespace the snapshot lacks as a whole is stepped over with the
+        // CNI pack's intent, where one applies.
+        let assumed = self.can_assume(ns);
         let hop = self.graph.add_node(Hop {
             id: hop_id(ns),
             kind: match ns {
@@ -301,8 +321,10 @@ impl<'s> Walker<'s, '_> {
                 NetnsId::Host { .. } => HopKind::Node,
             },
             node: Some(ns.node().to_string()),
+            assumed,
             steps: Vec::new(),
-            context: Some(HopContext {
+            // Pack checks need the namespace's dump: none at an assumed hop.
+            context: (!assumed).then(|| HopContext {
                 netns: ns.clone(),
                 packet: packet.pack_packet(),
                 in_iface: match &arrival {
@@ -317,6 +339,10 @@ impl<'s> Walker<'s, '_> {
             self.graph.add_edge(previous, hop, link);
         }
         branch.hops.push(hop);
+        if assumed {
+            self.note_assumed(ns, hop);
+            return self.process_assumed(ns, hop, packet, arrival, branch);
+        }
         self.process(ns, hop, packet, arrival, branch);
     }
 
@@ -329,38 +355,8 @@ impl<'s> Walker<'s, '_> {
         arrival: Arrival,
         mut branch: Branch,
     ) {
-        let key = (ns.clone(), packet.to_string(), arrival.clone());
-        if branch.seen.contains(&key) || branch.seen.len() >= MAX_VISITS {
-            let reason = format!(
-                "the packet comes back to {} as it was: a forwarding loop",
-                hop_id(ns)
-            );
-            return self.stop(
-                hop,
-                branch,
-                Stop {
-                    disposition: Disposition::Loop,
-                    id: "engine.loop",
-                    reason,
-                    evidence: hop_id(ns),
-                },
-            );
-        }
-        branch.seen.push(key);
-        // A locally generated packet is recorded once routing has chosen
-        // its source address.
-        if let Arrival::Received(interface) = &arrival {
-            let packet = packet.to_string();
-            self.step(
-                hop,
-                Step::Received {
-                    interface: interface.clone(),
-                    packet,
-                },
-            );
-        }
-        if branch.reply {
-            self.undo_nat(ns, hop, &mut packet, &branch, UndoPhase::BeforeRouting);
+        if let Some(stop) = self.arrive_in(ns, hop, &mut packet, &arrival, &mut branch) {
+            return self.stop(hop, branch, stop);
         }
         let models = self.models;
         let Some(fib) = models.fibs.get(ns) else {
@@ -510,6 +506,48 @@ impl<'s> Walker<'s, '_> {
                 }
             }
         }
+    }
+
+    /// What happens to every packet that is in a namespace before its kernel
+    /// decides anything: a loop is caught, the arrival recorded (a locally
+    /// generated packet is recorded once routing has chosen its source
+    /// address), and a reply's destination un-SNATed.
+    fn arrive_in(
+        &mut self,
+        ns: &NetnsId,
+        hop: NodeIndex,
+        packet: &mut Packet,
+        arrival: &Arrival,
+        branch: &mut Branch,
+    ) -> Option<Stop> {
+        let key = (ns.clone(), packet.to_string(), arrival.clone());
+        if branch.seen.contains(&key) || branch.seen.len() >= MAX_VISITS {
+            let reason = format!(
+                "the packet comes back to {} as it was: a forwarding loop",
+                hop_id(ns)
+            );
+            return Some(Stop {
+                disposition: Disposition::Loop,
+                id: "engine.loop",
+                reason,
+                evidence: hop_id(ns),
+            });
+        }
+        branch.seen.push(key);
+        if let Arrival::Received(interface) = arrival {
+            let packet = packet.to_string();
+            self.step(
+                hop,
+                Step::Received {
+                    interface: interface.clone(),
+                    packet,
+                },
+            );
+        }
+        if branch.reply {
+            self.undo_nat(ns, hop, packet, branch, UndoPhase::BeforeRouting);
+        }
+        None
     }
 
     /// Gives each of `count` ways out of `hop` its own copy of the hop (with
@@ -1218,10 +1256,12 @@ impl<'s> Walker<'s, '_> {
                 },
             );
         };
-        if device.address != Some(LinkLayerAddress::Mac(tunnel.inner_mac)) {
+        if let Some(inner_mac) = tunnel.inner_mac
+            && device.address != Some(LinkLayerAddress::Mac(inner_mac))
+        {
             let reason = format!(
                 "the tunnelled frame is addressed to {} but {}'s {} has another MAC ({}): the sender's neighbour/FDB entries are stale",
-                tunnel.inner_mac,
+                inner_mac,
                 hop_id(ns),
                 device.ifname,
                 device.address.as_ref().map_or("none".to_string(), mac_text)
@@ -1303,6 +1343,19 @@ impl<'s> Walker<'s, '_> {
                     let node = NetnsId::Host {
                         node: ns.node().to_string(),
                     };
+                    if self.can_assume(&node) {
+                        let pod_ip = packet.src;
+                        return self.enter_node(
+                            hop,
+                            LinkKind::Veth,
+                            &device.ifname,
+                            &node,
+                            next_hop,
+                            pod_ip,
+                            packet,
+                            branch,
+                        );
+                    }
                     let stop = self.missing(
                         &node,
                         "the node's namespace dump",
@@ -1453,7 +1506,7 @@ impl<'s> Walker<'s, '_> {
             mark: 0,
             tunnel: Some(Box::new(Tunnelled {
                 vni: info.id,
-                inner_mac: mac,
+                inner_mac: Some(mac),
                 inner: packet,
             })),
         };
@@ -1501,6 +1554,9 @@ impl<'s> Walker<'s, '_> {
                     branch,
                 );
             }
+        }
+        if let Some(pod) = self.missing_local_pod(ns, next_hop) {
+            return self.send_to_local_pod(ns, hop, &bridge.ifname, &pod, packet, branch);
         }
         self.arp_unanswered(ns, hop, &bridge.ifname, next_hop, branch)
     }
@@ -1647,11 +1703,15 @@ impl<'s> Walker<'s, '_> {
                     id: hop_id(peer_ns),
                     kind: HopKind::Node,
                     node: Some(peer_ns.node().to_string()),
+                    assumed: false,
                     // Bridged, not routed: no IP-stack checks apply here.
                     context: None,
-                    steps: vec![Step::Bridged {
-                        bridge: bridge.clone(),
-                        port: port.ifname.clone(),
+                    steps: vec![HopStep {
+                        step: Step::Bridged {
+                            bridge: bridge.clone(),
+                            port: port.ifname.clone(),
+                        },
+                        assumed: false,
                     }],
                 });
                 self.graph.add_edge(hop, bridge_hop, link);
@@ -1810,8 +1870,21 @@ impl<'s> Walker<'s, '_> {
                     _ => None,
                 });
         if let Some(node) = missing_node {
+            let node = NetnsId::Host { node };
+            if self.can_assume(&node) {
+                return self.enter_node(
+                    hop,
+                    LinkKind::Underlay,
+                    &device.ifname,
+                    &node,
+                    next_hop,
+                    None,
+                    packet,
+                    branch,
+                );
+            }
             let stop = self.missing(
-                &NetnsId::Host { node },
+                &node,
                 "the node's namespace dump",
                 "follow the packet further",
             );
@@ -1819,6 +1892,20 @@ impl<'s> Walker<'s, '_> {
         }
         // Otherwise the packet leaves the cluster's namespaces. For a
         // destination inside the cluster that is the fault itself.
+        self.lost(ns, hop, &device.ifname, next_hop, &packet);
+        self.leave_cluster(hop, &device.ifname, packet, branch);
+    }
+
+    /// The finding for a packet that leaves the cluster though its
+    /// destination is a pod, a node or a service address of it.
+    fn lost(
+        &mut self,
+        ns: &NetnsId,
+        hop: NodeIndex,
+        device: &str,
+        next_hop: IpAddr,
+        packet: &Packet,
+    ) {
         let cluster_owner = self
             .snapshot
             .cluster
@@ -1831,14 +1918,14 @@ impl<'s> Walker<'s, '_> {
                 IpOwner::Node { name } => Some(format!("node {name}")),
                 _ => None,
             });
-        let lost = match (cluster_owner, self.untranslated_service(&packet)) {
+        let lost = match (cluster_owner, self.untranslated_service(packet)) {
             (Some(owner), _) => Some((
                 "kernel.route.leaves-cluster",
                 format!(
                     "{} sends the packet for {owner} out of the cluster: its route to {} leads by {} to {next_hop}, which no node or pod holds",
                     hop_id(ns),
                     packet.dst,
-                    device.ifname
+                    device
                 ),
                 "a route to the destination through the cluster network",
                 self.file(ns, "ip-route.json"),
@@ -1849,7 +1936,7 @@ impl<'s> Walker<'s, '_> {
                     "{} is service {service}'s address, but no netfilter rule of {} translated it to a backend, so the packet leaves by {} as if for the internet",
                     packet.dst,
                     hop_id(ns),
-                    device.ifname
+                    device
                 ),
                 "a DNAT to one of the service's ready endpoints (kube-proxy's KUBE-SERVICES rules)",
                 self.file(ns, "iptables-save.txt"),
@@ -1867,16 +1954,21 @@ impl<'s> Walker<'s, '_> {
                 expected: Some(expected.into()),
             });
         }
+    }
+
+    /// The packet leaves the cluster's namespaces by `device`.
+    fn leave_cluster(&mut self, hop: NodeIndex, device: &str, packet: Packet, branch: Branch) {
         let outside = self.graph.add_node(Hop {
             id: packet.dst.to_string(),
             kind: HopKind::External,
             node: None,
+            assumed: false,
             steps: Vec::new(),
             context: None,
         });
         let link = Link {
             kind: LinkKind::Outside,
-            from_interface: device.ifname.clone(),
+            from_interface: device.to_string(),
             to_interface: None,
             packet: packet.to_string(),
         };
@@ -1901,16 +1993,32 @@ impl<'s> Walker<'s, '_> {
     ) {
         // Both ends of the link must be up and have carrier (a bridge port
         // that is down is disabled, and forwards nothing).
+        if let Some(stop) = self.device_down(from, device) {
+            return self.stop(hop, branch, stop);
+        }
+        self.arrive(hop, kind, &device.ifname, to, interface, packet, branch);
+    }
+
+    /// The packet arrives over a link on `interface` of `to`, if that end is
+    /// up (the sending end is checked by the caller, where it is known).
+    #[allow(clippy::too_many_arguments)]
+    fn arrive(
+        &mut self,
+        hop: NodeIndex,
+        kind: LinkKind,
+        from_interface: &str,
+        to: &NetnsId,
+        interface: &str,
+        packet: Packet,
+        branch: Branch,
+    ) {
         let receiver = self.topology.link(to, interface);
-        let down = self
-            .device_down(from, device)
-            .or_else(|| receiver.and_then(|link| self.device_down(to, link)));
-        if let Some(stop) = down {
+        if let Some(stop) = receiver.and_then(|link| self.device_down(to, link)) {
             return self.stop(hop, branch, stop);
         }
         let link = Link {
             kind,
-            from_interface: device.ifname.clone(),
+            from_interface: from_interface.to_string(),
             to_interface: Some(interface.to_string()),
             packet: packet.to_string(),
         };
@@ -1960,8 +2068,10 @@ impl<'s> Walker<'s, '_> {
         }
     }
 
+    /// Records a step; every step of an assumed hop is assumed.
     fn step(&mut self, hop: NodeIndex, step: Step) {
-        self.graph[hop].steps.push(step);
+        let assumed = self.graph[hop].assumed;
+        self.graph[hop].steps.push(HopStep { step, assumed });
     }
 
     /// The request is for a socket of this hop's namespace (a reply is not:
@@ -2004,6 +2114,7 @@ impl<'s> Walker<'s, '_> {
             disposition,
             probability: branch.probability,
             hops: branch.hops.iter().map(|h| h.index()).collect(),
+            assumed: branch.hops.iter().any(|&h| self.graph[h].assumed),
         });
     }
 }

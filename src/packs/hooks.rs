@@ -42,13 +42,13 @@ pub const HOOKS: &[HookSpec] = &[
     HookSpec {
         name: "next_hop",
         params: &["ctx", "packet"],
-        returns: "() for no opinion, or #{dev: String, via: Ip or ()}",
+        returns: "() for no opinion, or #{dev: String or () (when only the namespace's own dump could name it), via: Ip or ()}",
         doc: "Where the CNI intends the packet to go from this hop.",
     },
     HookSpec {
         name: "encapsulation",
         params: &["ctx", "packet"],
-        returns: "() when not encapsulated, or #{kind: \"vxlan\"|\"ipip\", dev: String, outer_src: Ip, outer_dst: Ip, port: int or (), vni: int or (), overhead: int}",
+        returns: "() when not encapsulated, or #{kind: \"vxlan\"|\"ipip\", dev: String, outer_src: Ip, outer_dst: Ip, port: int or (), vni: int or (), overhead: int, mac: String or () (the remote tunnel device's MAC)}",
         doc: "Whether and how the CNI encapsulates the packet leaving this hop.",
     },
     HookSpec {
@@ -66,7 +66,7 @@ pub const HOOKS: &[HookSpec] = &[
     HookSpec {
         name: "pod_interface",
         params: &["ctx", "pod"],
-        returns: "#{host_veth: String, pod_dev: String, mtu: int}",
+        returns: "#{host_veth: String or (), pod_dev: String or (), mtu: int or ()}; () where the CNI cannot tell (a veth named at random)",
         doc: "The veth pair and MTU the CNI gives a pod.",
     },
 ];

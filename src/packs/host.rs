@@ -14,11 +14,13 @@ use ipnet::IpNet;
 use rhai::{Array, Dynamic, Engine, EvalAltResult, Map, Position};
 use sha1::{Digest, Sha1};
 
-use super::scope::{ClusterRef, Context, HopScope, NetnsRef, NodeRef, Packet, PodRef};
+use super::scope::{ClusterRef, Context, HopScope, HopStop, NetnsRef, NodeRef, Packet, PodRef};
 use crate::netstack::netfilter;
 use crate::netstack::routing::{Fib, FlowKey, LookupOutcome, table_name};
 use crate::snapshot::NetnsId;
-use crate::snapshot::cluster::{IpOwner, NodeAddress};
+use crate::snapshot::cluster::{
+    DirectionVerdict, IpOwner, NodeAddress, PolicyFlow, PolicyOutcome, Protocol as ClusterProtocol,
+};
 use crate::snapshot::netns::NetnsDump;
 use crate::snapshot::netns::addr::Family;
 use crate::snapshot::netns::iptables::{Protocol, Target};
@@ -229,7 +231,33 @@ fn register_packet(engine: &mut Engine) {
         })
         .register_get("packet", |h: &mut std::sync::Arc<HopScope>| {
             h.packet.clone()
+        })
+        .register_get("reply", |h: &mut std::sync::Arc<HopScope>| h.reply)
+        .register_get("origin", |h: &mut std::sync::Arc<HopScope>| {
+            h.origin().clone()
+        })
+        .register_get("stopped", |h: &mut std::sync::Arc<HopScope>| {
+            opt(h.stopped.as_ref().map(hop_stop))
         });
+}
+
+/// `hop.stopped`: `#{disposition, reason, packet, table, chain, rule, line,
+/// text, evidence}`, the netfilter fields `()` unless netfilter stopped the
+/// packet.
+fn hop_stop(stop: &HopStop) -> Dynamic {
+    let rule = stop.netfilter.as_ref();
+    let number = |n: Option<usize>| opt(n.map(|n| i64::try_from(n).unwrap_or(i64::MAX)));
+    map([
+        ("disposition", text(&stop.disposition)),
+        ("reason", text(&stop.reason)),
+        ("packet", opt(stop.packet.clone().map(Dynamic::from))),
+        ("table", opt(rule.and_then(|r| r.table.clone()))),
+        ("chain", opt(rule.map(|r| r.chain.clone()))),
+        ("rule", number(rule.and_then(|r| r.number))),
+        ("line", number(rule.and_then(|r| r.line))),
+        ("text", opt(rule.map(|r| r.text.clone()))),
+        ("evidence", opt(rule.map(|r| r.evidence.clone()))),
+    ])
 }
 
 fn register_cluster(engine: &mut Engine) {
@@ -397,6 +425,7 @@ fn register_cluster(engine: &mut Engine) {
                 }))
             },
         )
+        .register_fn("network_policy", network_policy)
         .register_fn(
             "objects",
             |c: &mut ClusterRef, api_version: &str, kind: &str| -> Array {
@@ -428,6 +457,82 @@ fn node_netns(node: &mut NodeRef) -> Dynamic {
             id,
         })
     }))
+}
+
+/// `cluster.network_policy(src, dst, port, protocol)`: what the cluster's
+/// NetworkPolicies say about a connection, `#{ingress, egress}`, each
+/// `#{pod, address, verdict, summary, reasons, policies}` (see docs/packs.md).
+/// `port` is `()` for ICMP; `protocol` is `tcp`, `udp`, `sctp` or `icmp`.
+fn network_policy(
+    c: &mut ClusterRef,
+    src: Dynamic,
+    dst: Dynamic,
+    port: Dynamic,
+    protocol: &str,
+) -> Fallible<Dynamic> {
+    let (src, dst) = (as_ip(&src)?, as_ip(&dst)?);
+    let transport = match protocol.to_ascii_lowercase().as_str() {
+        "icmp" => None,
+        name => {
+            let Some(protocol) = [
+                ClusterProtocol::Tcp,
+                ClusterProtocol::Udp,
+                ClusterProtocol::Sctp,
+            ]
+            .into_iter()
+            .find(|p| p.as_str().eq_ignore_ascii_case(name)) else {
+                return fail(format!("protocol {name:?} is not tcp, udp, sctp or icmp"));
+            };
+            let Some(number) = port.as_int().ok().and_then(|n| u16::try_from(n).ok()) else {
+                return fail(format!(
+                    "{protocol} needs a port from 0 to 65535, not {}",
+                    display(&port)
+                ));
+            };
+            Some((protocol, number))
+        }
+    };
+    let verdict = c.snapshot.cluster.network_policy(&PolicyFlow {
+        src,
+        dst,
+        transport,
+    });
+    Ok(map([
+        ("ingress", direction_verdict(&verdict.ingress)),
+        ("egress", direction_verdict(&verdict.egress)),
+    ]))
+}
+
+fn direction_verdict(verdict: &DirectionVerdict) -> Dynamic {
+    let policies: Array = verdict
+        .policies
+        .iter()
+        .map(|decision| {
+            let (outcome, rule, reasons) = match &decision.outcome {
+                PolicyOutcome::Admits(rule) => ("admits", text(rule), Vec::new()),
+                PolicyOutcome::Denies(reasons) => ("denies", Dynamic::UNIT, reasons.clone()),
+                PolicyOutcome::Unknown(reasons) => ("unknown", Dynamic::UNIT, reasons.clone()),
+            };
+            map([
+                ("policy", text(&decision.policy)),
+                ("evidence", text(&decision.source)),
+                ("outcome", text(outcome)),
+                ("rule", rule),
+                (
+                    "reasons",
+                    Dynamic::from_array(reasons.into_iter().map(text).collect()),
+                ),
+            ])
+        })
+        .collect();
+    map([
+        ("pod", opt(verdict.pod.clone())),
+        ("address", Dynamic::from(verdict.address)),
+        ("verdict", text(verdict.verdict.as_str())),
+        ("summary", text(verdict.summary())),
+        ("reasons", text(verdict.reasons())),
+        ("policies", Dynamic::from_array(policies)),
+    ])
 }
 
 fn string_map(map: Option<&std::collections::BTreeMap<String, String>>) -> Dynamic {
@@ -595,6 +700,7 @@ fn register_netns(engine: &mut Engine) {
         .register_get("is_host", |n: &mut NetnsRef| {
             matches!(n.id, NetnsId::Host { .. })
         })
+        .register_get("collected", |n: &mut NetnsRef| n.entry().is_some())
         .register_fn("links", |n: &mut NetnsRef| -> Fallible<Array> {
             let links = dump_part(n, "ip-link.json", |d| d.links.as_ref())?;
             Ok(links.iter().map(link_map).collect())
@@ -1041,6 +1147,82 @@ mod netns_tests {
         assert!(
             !asks("172.18.0.11", "203.0.113.1"),
             "the node's own traffic is not"
+        );
+    }
+}
+
+#[cfg(test)]
+mod network_policy_tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::snapshot::Snapshot;
+
+    /// The Flannel example with two policies (the networkpolicy pack's test).
+    fn cluster() -> ClusterRef {
+        let dir = "rules/networkpolicy/tests/admitted-but-dropped/snapshot";
+        let (snapshot, problems) = Snapshot::load(std::path::Path::new(dir)).expect("loads");
+        assert!(problems.is_empty(), "{problems:?}");
+        ClusterRef {
+            snapshot: Arc::new(snapshot),
+        }
+    }
+
+    fn field(map: &Dynamic, key: &str) -> Dynamic {
+        map.clone()
+            .try_cast::<Map>()
+            .and_then(|m| m.get(key).cloned())
+            .unwrap_or_else(|| panic!("no {key} in {map:?}"))
+    }
+
+    #[test]
+    fn network_policy_gives_both_directions_with_their_policies() {
+        let verdict = network_policy(
+            &mut cluster(),
+            text("10.244.1.3"),
+            text("10.244.2.3"),
+            int(8080),
+            "tcp",
+        )
+        .expect("judged");
+        let ingress = field(&verdict, "ingress");
+        assert_eq!(display(&field(&ingress, "verdict")), "denied");
+        assert_eq!(display(&field(&ingress, "pod")), "default/web-3");
+        let policies = field(&ingress, "policies").into_array().expect("array");
+        assert_eq!(
+            display(&field(&policies[0], "policy")),
+            "default/web-from-node-1"
+        );
+        assert_eq!(display(&field(&policies[0], "outcome")), "denies");
+        assert!(field(&policies[0], "rule").is_unit());
+        let egress = field(&verdict, "egress");
+        assert_eq!(display(&field(&egress, "verdict")), "admitted");
+        let admitting = field(&egress, "policies").into_array().expect("array");
+        assert_eq!(
+            display(&field(&admitting[0], "rule")),
+            "spec.egress[0].to[0], ports[0]"
+        );
+    }
+
+    #[test]
+    fn network_policy_needs_a_port_except_for_icmp() {
+        let ask = |port: Dynamic, protocol: &str| {
+            network_policy(
+                &mut cluster(),
+                text("10.244.1.2"),
+                text("10.244.2.3"),
+                port,
+                protocol,
+            )
+        };
+        assert!(ask(Dynamic::UNIT, "tcp").is_err());
+        assert!(ask(int(70000), "udp").is_err());
+        assert!(ask(int(80), "gre").is_err());
+        let ping = ask(Dynamic::UNIT, "icmp").expect("judged");
+        // ICMP has no port: the ingress rule with ports does not admit it.
+        assert_eq!(
+            display(&field(&field(&ping, "ingress"), "verdict")),
+            "denied"
         );
     }
 }

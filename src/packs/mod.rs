@@ -29,14 +29,16 @@ use rhai::{Dynamic, Engine};
 
 pub use eval::{Evidence, Finding, FindingStatus};
 pub use hooks::{HOOKS, HookSpec};
-pub use host::Insufficient;
+pub use host::{Insufficient, display};
 pub use load::{MANIFEST, Override, PackSource};
 pub use model::{
     Check, CheckKind, CheckScope, Mode, Pack, PackKind, ParamType, ParamValue, Parameter, Severity,
     Version,
 };
 pub use sandbox::{ScriptError, ScriptErrorKind};
-pub use scope::{Context, HopScope, Packet, PodRef, Subject, TransportProtocol};
+pub use scope::{
+    Context, HopScope, HopStop, Packet, PodRef, StoppingRule, Subject, TransportProtocol,
+};
 
 use crate::snapshot::Snapshot;
 use crate::snapshot::cluster::Cluster;
@@ -99,6 +101,9 @@ pub fn discover(dir: &Path) -> Result<Vec<PackSource>, Vec<Problem>> {
         Err(problems)
     }
 }
+
+/// The name `--cni` takes to apply no CNI pack at all, detected or not.
+pub const NO_CNI: &str = "none";
 
 /// A set of loaded packs and the one sandboxed engine they share.
 pub struct LoadedPacks {
@@ -261,8 +266,9 @@ impl LoadedPacks {
         signals
     }
 
-    /// Makes `name` the CNI pack that applies, detected or not (`--cni NAME`).
-    /// `Err` lists the CNI packs there are when no CNI pack has that name.
+    /// Makes `name` the CNI pack that applies, detected or not (`--cni NAME`);
+    /// [`NO_CNI`] makes none apply. `Err` lists the CNI packs there are when
+    /// no CNI pack has that name.
     pub fn choose_cni(&mut self, name: &str) -> Result<(), String> {
         let cni: Vec<&str> = self
             .packs
@@ -270,14 +276,21 @@ impl LoadedPacks {
             .filter(|p| p.kind == PackKind::Cni)
             .map(|p| p.name.as_str())
             .collect();
-        if !cni.contains(&name) {
+        if !cni.contains(&name) && name != NO_CNI {
             return Err(format!(
-                "no CNI pack is called {name:?} (CNI packs: {})",
+                "no CNI pack is called {name:?} (CNI packs: {}; {NO_CNI} applies none)",
                 cni.join(", ")
             ));
         }
         self.chosen_cni = Some(name.to_owned());
         Ok(())
+    }
+
+    /// The packs that apply to `cluster`, in load order (see `applies`).
+    pub fn applying<'a>(&'a self, cluster: &'a Cluster) -> impl Iterator<Item = &'a Pack> {
+        self.packs
+            .iter()
+            .filter(move |pack| self.applies(pack, cluster))
     }
 
     /// Whether a pack's checks run on this cluster: rules packs always; a
@@ -610,11 +623,23 @@ checks:
     }
 
     fn hop_on_node_1(dst: &str) -> Arc<HopScope> {
-        Arc::new(HopScope {
-            snapshot: example(),
-            netns: crate::snapshot::NetnsId::Host {
+        hop_in(
+            example(),
+            crate::snapshot::NetnsId::Host {
                 node: "node-1".into(),
             },
+            dst,
+        )
+    }
+
+    fn hop_in(
+        snapshot: Arc<Snapshot>,
+        netns: crate::snapshot::NetnsId,
+        dst: &str,
+    ) -> Arc<HopScope> {
+        Arc::new(HopScope {
+            snapshot,
+            netns,
             in_iface: Some("cni0".into()),
             out_iface: None,
             forwarding: true,
@@ -628,6 +653,9 @@ checks:
                 mark: 0,
                 size: 1400,
             },
+            reply: false,
+            origin: None,
+            stopped: None,
         })
     }
 
@@ -663,5 +691,80 @@ checks:
         );
         assert_eq!(call("masquerade", "10.244.2.3").as_bool(), Ok(false));
         assert_eq!(call("masquerade", "8.8.8.8").as_bool(), Ok(true));
+    }
+
+    /// Flannel's next_hop and pod_interface on node-2 of the partial VXLAN
+    /// example, whose dump is missing: the walker's stand-in for it. Each
+    /// backend routes another node's pod CIDR its own way; the host
+    /// interface cannot be named without the node's dump.
+    #[test]
+    fn flannel_next_hop_routes_each_pod_cidr_as_the_backend_does_without_the_nodes_dump() {
+        let (snapshot, problems) =
+            Snapshot::load(Path::new("examples/flannel-vxlan-partial")).expect("the example loads");
+        assert!(problems.is_empty(), "{problems:?}");
+        let snapshot = Arc::new(snapshot);
+        let node_2 = crate::snapshot::NetnsId::Host {
+            node: "node-2".into(),
+        };
+        let web_3 = crate::snapshot::NetnsId::Pod {
+            node: "node-2".into(),
+            namespace: "default".into(),
+            name: "web-3".into(),
+        };
+        let next_hop = |backend: &str, netns: &crate::snapshot::NetnsId, dst: &str| {
+            let source = PackSource::read(Path::new("plugins/flannel")).expect("readable");
+            let set = Override::parse(&format!("flannel.backend={backend}")).expect("override");
+            let (loaded, problems) = LoadedPacks::load(vec![source], &[set]);
+            assert!(problems.is_empty(), "{problems:?}");
+            let hop = hop_in(snapshot.clone(), netns.clone(), dst);
+            let packet = Dynamic::from(hop.packet.clone());
+            let answer = loaded
+                .call_hook("flannel", "next_hop", &hop, packet)
+                .unwrap_or_else(|finding| panic!("{backend}: {}", finding.message));
+            if answer.is_unit() {
+                return "()".to_string();
+            }
+            let map = answer.try_cast::<rhai::Map>().expect("a map");
+            let field = |name: &str| map.get(name).map(host::display).unwrap_or_default();
+            format!("dev {} via {}", field("dev"), field("via"))
+        };
+        assert_eq!(
+            next_hop("vxlan", &node_2, "10.244.1.2"),
+            "dev flannel.1 via 10.244.1.0"
+        );
+        assert_eq!(
+            next_hop("ipip", &node_2, "10.244.1.2"),
+            "dev flannel.ipip via 172.18.0.11"
+        );
+        assert_eq!(
+            next_hop("host-gw", &node_2, "10.244.1.2"),
+            "dev  via 172.18.0.11"
+        );
+        assert_eq!(next_hop("vxlan", &node_2, "10.244.2.2"), "dev cni0 via ");
+        assert_eq!(
+            next_hop("vxlan", &node_2, "8.8.8.8"),
+            "()",
+            "not flannel's to route"
+        );
+        assert_eq!(
+            next_hop("vxlan", &web_3, "10.244.1.2"),
+            "dev eth0 via 10.244.2.1"
+        );
+
+        let source = PackSource::read(Path::new("plugins/flannel")).expect("readable");
+        let (loaded, _) = LoadedPacks::load(vec![source], &[]);
+        let hop = hop_in(snapshot.clone(), node_2, "10.244.2.3");
+        let pod = PodRef::new(&snapshot, "default", "web-3").expect("web-3");
+        let interface = loaded
+            .call_hook("flannel", "pod_interface", &hop, Dynamic::from(pod))
+            .expect("answers")
+            .try_cast::<rhai::Map>()
+            .expect("a map");
+        assert!(interface["host_veth"].is_unit(), "named at random");
+        assert_eq!(host::display(&interface["pod_dev"]), "eth0");
+        assert!(
+            interface["mtu"].is_unit(),
+            "no host MTU without the node's dump"
+        );
     }
 }

@@ -62,6 +62,53 @@ pub struct HopScope {
     /// The packet is delivered to a socket of this namespace.
     pub delivers_locally: bool,
     pub packet: Packet,
+    /// The hop is on the way back: the answer to a request delivered earlier
+    /// on the path (conntrack's ESTABLISHED direction).
+    pub reply: bool,
+    /// The packet as the path's first hop sent it, before any NAT on the way;
+    /// `None` when this hop is the first.
+    pub origin: Option<Packet>,
+    /// How the path ended here, when it did; a path that leaves the
+    /// cluster ends at the last hop inside it.
+    pub stopped: Option<HopStop>,
+}
+
+impl HopScope {
+    /// The packet as the path's first hop sent it.
+    pub fn origin(&self) -> &Packet {
+        self.origin.as_ref().unwrap_or(&self.packet)
+    }
+}
+
+/// The end of a path at a hop.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HopStop {
+    /// The disposition as docs/json.md spells it (`denied_by_netfilter`).
+    pub disposition: String,
+    pub reason: String,
+    /// The packet as it was when stopped: decapsulated, and translated by
+    /// the NAT this hop did before the stop. `None` when the hop's record
+    /// does not tell (a masquerade to an address the dump does not give).
+    pub packet: Option<Packet>,
+    /// The netfilter rule or chain policy that dropped or rejected the packet.
+    pub netfilter: Option<StoppingRule>,
+}
+
+/// A netfilter rule (or chain policy) that ended a path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoppingRule {
+    /// `None` when the dump does not say (a chain policy whose chain name
+    /// several tables use with that policy).
+    pub table: Option<String>,
+    pub chain: String,
+    /// The rule's 1-based number in its chain; `None` for the chain's policy.
+    pub number: Option<usize>,
+    /// The rule's line in iptables-save.txt.
+    pub line: Option<usize>,
+    /// The rule as iptables-save wrote it (`:CHAIN DROP` for a policy).
+    pub text: String,
+    /// `.../iptables-save.txt:LINE`.
+    pub evidence: String,
 }
 
 /// What a finding is about.

@@ -873,7 +873,13 @@ impl Typed for apps::DaemonSet {
 }
 
 impl Typed for core::Namespace {
-    fn convert(self, meta: ObjectMeta, _cx: &mut Conversion) -> Option<Object> {
+    fn convert(self, mut meta: ObjectMeta, _cx: &mut Conversion) -> Option<Object> {
+        // The API server sets this label on every namespace (Kubernetes 1.21+),
+        // so that a namespaceSelector can name a namespace; an object written
+        // by hand or by an older server may lack it.
+        meta.labels
+            .entry(NAMESPACE_NAME_LABEL.to_owned())
+            .or_insert_with(|| meta.name.clone());
         Some(Object::Namespace(Namespace { meta }))
     }
 }

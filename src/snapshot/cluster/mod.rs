@@ -20,6 +20,7 @@ mod de;
 mod document;
 mod load;
 mod model;
+mod network_policy;
 mod selector;
 #[cfg(test)]
 mod tests;
@@ -31,10 +32,14 @@ pub use load::load;
 pub use model::{
     AddressType, ApiEnum, ConfigMap, Container, ContainerPort, DaemonSet, Endpoint,
     EndpointAddress, EndpointConditions, EndpointPort, EndpointSlice, EndpointSubset, Endpoints,
-    GenericObject, Labels, Namespace, NetworkPolicy, NetworkPolicyPeer, NetworkPolicyPort,
-    NetworkPolicyRule, Node, NodeAddress, Object, ObjectMeta, ObjectReference, ObjectSource, Pod,
-    PodPhase, PolicyTypes, PortRef, Protocol, Service, ServicePort, ServiceType, SessionAffinity,
-    TemplateContainer, TrafficPolicy,
+    GenericObject, Labels, NAMESPACE_NAME_LABEL, Namespace, NetworkPolicy, NetworkPolicyPeer,
+    NetworkPolicyPort, NetworkPolicyRule, Node, NodeAddress, Object, ObjectMeta, ObjectReference,
+    ObjectSource, Pod, PodPhase, PolicyTypes, PortRef, Protocol, Service, ServicePort, ServiceType,
+    SessionAffinity, TemplateContainer, TrafficPolicy,
+};
+pub use network_policy::{
+    Direction, DirectionVerdict, PolicyDecision, PolicyFlow, PolicyOutcome, PolicyVerdict,
+    RuleMatch, Verdict,
 };
 pub use selector::{LabelSelector, LabelSelectorRequirement, RequirementError, SelectorOperator};
 

@@ -371,7 +371,10 @@ pub struct TemplateContainer {
     pub image: Option<String>,
 }
 
-/// A Namespace.
+/// The label the API server gives every namespace, with its name as value.
+pub const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
+
+/// A Namespace. Its labels always carry [`NAMESPACE_NAME_LABEL`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Namespace {
     pub meta: ObjectMeta,

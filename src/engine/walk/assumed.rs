@@ -1,0 +1,866 @@
+//! Namespaces the snapshot lacks as a whole (a node or pod whose dump was
+//! not collected), stepped over with the CNI pack's intent.
+//!
+//! The cluster's objects say who holds an address (a pod's IP, a node's
+//! InternalIP); the packs' walker hooks say what the CNI does with a packet
+//! there: a service proxy's translation (`service`), where it goes next
+//! (`next_hop`), whether it is tunnelled (`encapsulation`) or masqueraded
+//! (`masquerade`), and the pod's veth (`pod_interface`). Every step of such a
+//! hop is marked assumed. What neither can tell — a hook with no opinion, a
+//! listener the pod does not declare, a pod that is not Ready — ends the
+//! path as `insufficient_info`, as a missing dump always did.
+//!
+//! A namespace whose dump is there but incomplete is not stepped over: the
+//! hooks describe what the CNI intends, and the half that was collected may
+//! hold exactly the fault that differs from it.
+
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use petgraph::graph::NodeIndex;
+
+use super::{Arrival, Branch, Origin, Packet, Stop, Tunnelled, UndoPhase, Walker, hop_id};
+use crate::engine::hooks::{Encapsulation, NextHop, PodInterface, Undecided};
+use crate::engine::intent::convert;
+use crate::engine::target::Protocol;
+use crate::engine::{Disposition, Finding, HopStep, LinkKind, Severity, Step};
+use crate::netstack::netfilter::{Endpoint, Translation};
+use crate::netstack::routing::{FlowKey, LookupOutcome};
+use crate::packs::{HopScope, PodRef};
+use crate::snapshot::NetnsId;
+use crate::snapshot::cluster::{IpOwner, NodeAddress, Protocol as PortProtocol};
+
+/// Where a packet from an assumed hop goes, by who holds its next hop.
+enum Holder {
+    /// A pod of this hop's node, behind its veth.
+    LocalPod(NetnsId),
+    /// A node (reached over the underlay).
+    Node(NetnsId),
+    /// Something of the cluster that is not reached directly from here (a
+    /// pod of another node, a service address), as text.
+    Elsewhere(String),
+    /// Nobody in the cluster.
+    Outside,
+}
+
+impl<'s> Walker<'s, '_> {
+    /// Whether a namespace is stepped over with the CNI's intent: the
+    /// snapshot lacks it as a whole and a CNI pack applies.
+    pub(super) fn can_assume(&self, ns: &NetnsId) -> bool {
+        !self.snapshot.namespaces.contains_key(ns) && self.intent.cni.is_some()
+    }
+
+    /// A pod of node `ns` holding `address` whose dump the snapshot lacks.
+    pub(super) fn missing_local_pod(&self, ns: &NetnsId, address: IpAddr) -> Option<NetnsId> {
+        let NetnsId::Host { node } = ns else {
+            return None;
+        };
+        match self.holder(node, address) {
+            Holder::LocalPod(pod) if self.can_assume(&pod) => Some(pod),
+            _ => None,
+        }
+    }
+
+    /// Node `ns` sends the packet by `dev` to one of its pods, through the
+    /// veth the CNI gives the pod: a port of `dev` when `dev` is a bridge,
+    /// unless the CNI routes to the veth itself. The step is the CNI's
+    /// intent even in a real node's hop, whose dump does not show the port.
+    pub(super) fn send_to_local_pod(
+        &mut self,
+        ns: &NetnsId,
+        hop: NodeIndex,
+        dev: &str,
+        pod: &NetnsId,
+        packet: Packet,
+        branch: Branch,
+    ) {
+        let interface = match self.pod_interface(ns, &packet, pod) {
+            Ok(interface) => interface,
+            Err(undecided) => return self.undecided(hop, branch, undecided),
+        };
+        let host_veth = interface.host_veth.unwrap_or_else(|| unnamed("veth"));
+        let bridged = host_veth != dev;
+        let kind = if bridged {
+            self.assumed_step(
+                hop,
+                Step::Bridged {
+                    bridge: dev.to_string(),
+                    port: host_veth.clone(),
+                },
+            );
+            LinkKind::BridgePort
+        } else {
+            LinkKind::Veth
+        };
+        let pod_dev = interface
+            .pod_dev
+            .or_else(|| self.pod_veth(pod))
+            .unwrap_or_else(|| unnamed("interface"));
+        self.arrive(hop, kind, &host_veth, pod, &pod_dev, packet, branch);
+    }
+
+    /// The veth pair the CNI gives `pod`, asked at its node `ns`.
+    fn pod_interface(
+        &self,
+        ns: &NetnsId,
+        packet: &Packet,
+        pod: &NetnsId,
+    ) -> Result<PodInterface, Undecided> {
+        let NetnsId::Pod {
+            namespace, name, ..
+        } = pod
+        else {
+            return Ok(PodInterface::default());
+        };
+        match PodRef::new(self.shared, namespace, name) {
+            Some(pod_ref) => self
+                .intent
+                .pod_interface(&self.scope(ns, packet, None), pod_ref),
+            None => Ok(PodInterface::default()),
+        }
+    }
+
+    /// Records a step concluded from the CNI's intent in a real hop.
+    fn assumed_step(&mut self, hop: NodeIndex, step: Step) {
+        self.graph[hop].steps.push(HopStep {
+            step,
+            assumed: true,
+        });
+    }
+
+    /// The packet is in a namespace the snapshot lacks.
+    pub(super) fn process_assumed(
+        &mut self,
+        ns: &NetnsId,
+        hop: NodeIndex,
+        mut packet: Packet,
+        arrival: Arrival,
+        mut branch: Branch,
+    ) {
+        if let Some(stop) = self.arrive_in(ns, hop, &mut packet, &arrival, &mut branch) {
+            return self.stop(hop, branch, stop);
+        }
+        let in_iface = match &arrival {
+            Arrival::Received(interface) => Some(interface.as_str()),
+            Arrival::Local => None,
+        };
+        // A service proxy translates in PREROUTING (OUTPUT for the node's
+        // own packets), before the node takes a packet for itself (NodePorts).
+        if matches!(ns, NetnsId::Host { .. }) && !branch.reply && packet.tunnel.is_none() {
+            let scope = self.scope(ns, &packet, in_iface);
+            match self.intent.service(&scope) {
+                Err(undecided) => return self.undecided(hop, branch, undecided),
+                Ok(Some(translation)) => {
+                    let before = Endpoint {
+                        addr: packet.dst,
+                        port: packet.dport,
+                    };
+                    if translation.backends.is_empty() {
+                        let stop = Stop {
+                            disposition: Disposition::NoListener,
+                            id: "kubernetes.service.no-backend",
+                            reason: format!(
+                                "pack {}: service {} has no backend for {before}: {}",
+                                translation.pack, translation.service, translation.why
+                            ),
+                            evidence: format!("service {}", translation.service),
+                        };
+                        return self.stop(hop, branch, stop);
+                    }
+                    let share = 1.0 / translation.backends.len() as f64;
+                    let in_iface = in_iface.map(str::to_string);
+                    let forks = self.fork(hop, &branch, translation.backends.len());
+                    for (backend, (hop, mut branch)) in translation.backends.iter().zip(forks) {
+                        let after = Endpoint {
+                            addr: backend.ip,
+                            port: Some(backend.port),
+                        };
+                        let dnat = Translation::Dnat { before, after };
+                        self.step(
+                            hop,
+                            Step::Translated {
+                                hook: "PREROUTING".into(),
+                                table: "nat".into(),
+                                translation: format!(
+                                    "{dnat} (service {}, pack {}: {})",
+                                    translation.service, translation.pack, translation.why
+                                ),
+                            },
+                        );
+                        branch.probability *= share;
+                        branch.nat.push((ns.clone(), dnat));
+                        let mut packet = packet.clone();
+                        packet.dst = backend.ip;
+                        packet.dport = Some(backend.port);
+                        self.deliver_or_route(ns, hop, packet, in_iface.as_deref(), branch);
+                    }
+                    return;
+                }
+                Ok(None) => {}
+            }
+        }
+        self.deliver_or_route(ns, hop, packet, in_iface, branch)
+    }
+
+    /// A packet received for an address of the namespace is delivered there;
+    /// any other goes where the CNI sends it.
+    fn deliver_or_route(
+        &mut self,
+        ns: &NetnsId,
+        hop: NodeIndex,
+        packet: Packet,
+        in_iface: Option<&str>,
+        branch: Branch,
+    ) {
+        if in_iface.is_some() && self.holds(ns, packet.dst) {
+            return self.deliver_assumed(ns, hop, packet, branch);
+        }
+        self.route_assumed(ns, hop, packet, in_iface, branch)
+    }
+
+    /// Where the CNI sends the packet from an assumed hop, and how.
+    fn route_assumed(
+        &mut self,
+        ns: &NetnsId,
+        hop: NodeIndex,
+        mut packet: Packet,
+        in_iface: Option<&str>,
+        mut branch: Branch,
+    ) {
+        let Some(src) = packet.src else {
+            let stop = self.missing(ns, "the namespace's dump", "choose a source address");
+            return self.stop(hop, branch, stop);
+        };
+        if in_iface.is_none() {
+            self.step(
+                hop,
+                Step::Sent {
+                    packet: packet.to_string(),
+                },
+            );
+            if branch.origin.is_none() {
+                branch.origin = Some(Origin {
+                    ns: ns.clone(),
+                    address: src,
+                    port: packet.sport,
+                    target: packet.dst,
+                    target_port: packet.dport,
+                });
+            }
+        }
+        if branch.reply {
+            self.undo_nat(ns, hop, &mut packet, &branch, UndoPhase::AfterRouting);
+        }
+        let scope = self.scope(ns, &packet, in_iface);
+        let next = match self.intent.next_hop(&scope) {
+            Ok(Some(next)) => next,
+            Ok(None) => {
+                let stop = self.no_opinion(ns, "next_hop", &packet);
+                return self.stop(hop, branch, stop);
+            }
+            Err(undecided) => return self.undecided(hop, branch, undecided),
+        };
+        self.step(
+            hop,
+            Step::Route {
+                rule: String::new(),
+                route: format!("the next_hop of pack {}", self.cni_name()),
+                result: match next.via {
+                    Some(via) => format!("via {via} dev {}", next.device()),
+                    None => format!("dev {}", next.device()),
+                },
+            },
+        );
+        match self.intent.encapsulation(&scope) {
+            Err(undecided) => return self.undecided(hop, branch, undecided),
+            Ok(Some(encapsulation)) => {
+                return self.encapsulate_assumed(ns, hop, packet, encapsulation, branch);
+            }
+            Ok(None) => {}
+        }
+        // A reply is un-NATed by conntrack, never masqueraded anew.
+        let masquerade = match branch.reply {
+            true => Ok(false),
+            false => self.intent.masquerade(&scope),
+        };
+        match masquerade {
+            Err(undecided) => return self.undecided(hop, branch, undecided),
+            Ok(true) => {
+                let Some(address) = self.node_address(ns.node()) else {
+                    let stop = self.missing(
+                        ns,
+                        "an InternalIP of the node",
+                        "masquerade the packet as the CNI intends",
+                    );
+                    return self.stop(hop, branch, stop);
+                };
+                let masquerade = Translation::Masquerade {
+                    before: Endpoint {
+                        addr: src,
+                        port: packet.sport,
+                    },
+                    after: Some(Endpoint {
+                        addr: address,
+                        port: packet.sport,
+                    }),
+                };
+                self.step(
+                    hop,
+                    Step::Translated {
+                        hook: "POSTROUTING".into(),
+                        table: "nat".into(),
+                        translation: format!("{masquerade} (pack {})", self.cni_name()),
+                    },
+                );
+                branch.nat.push((ns.clone(), masquerade));
+                packet.src = Some(address);
+            }
+            Ok(false) => {}
+        }
+        self.leave_assumed(ns, hop, &next, packet, branch)
+    }
+
+    /// The packet leaves an assumed hop by `next.dev` towards whoever holds
+    /// the next hop.
+    fn leave_assumed(
+        &mut self,
+        ns: &NetnsId,
+        hop: NodeIndex,
+        next: &NextHop,
+        packet: Packet,
+        branch: Branch,
+    ) {
+        let target = next.via.unwrap_or(packet.dst);
+        let holder = match ns {
+            // A pod's packets go to its node, whatever the gateway.
+            NetnsId::Pod { node, .. } => Holder::Node(NetnsId::Host { node: node.clone() }),
+            NetnsId::Host { node } => self.holder(node, target),
+        };
+        match holder {
+            Holder::LocalPod(pod) => {
+                self.send_to_local_pod(ns, hop, &next.device(), &pod, packet, branch)
+            }
+            Holder::Node(node) => {
+                let kind = match ns {
+                    NetnsId::Pod { .. } => LinkKind::Veth,
+                    NetnsId::Host { .. } => LinkKind::Underlay,
+                };
+                let pod_ip = match ns {
+                    NetnsId::Pod { .. } => packet.src,
+                    NetnsId::Host { .. } => None,
+                };
+                self.enter_node(
+                    hop,
+                    kind,
+                    &next.device(),
+                    &node,
+                    target,
+                    pod_ip,
+                    packet,
+                    branch,
+                );
+            }
+            Holder::Elsewhere(what) => {
+                let reason = format!(
+                    "pack {} sends the packet from {} by {} to {target}, {what}, which is not reached directly from there",
+                    self.cni_name(),
+                    hop_id(ns),
+                    next.device()
+                );
+                let stop = Stop {
+                    disposition: Disposition::InsufficientInfo,
+                    id: "engine.intent.unreachable",
+                    reason,
+                    evidence: self.cni_evidence(),
+                };
+                self.stop(hop, branch, stop)
+            }
+            Holder::Outside => self.leave_cluster(hop, &next.device(), packet, branch),
+        }
+    }
+
+    /// The packet goes over a link to a node: on the interface that holds
+    /// the next hop, or for a pod's packet the one the node reaches the pod
+    /// by; into the node's real namespace when the snapshot has it.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn enter_node(
+        &mut self,
+        hop: NodeIndex,
+        kind: LinkKind,
+        from_interface: &str,
+        node: &NetnsId,
+        target: IpAddr,
+        pod_ip: Option<IpAddr>,
+        packet: Packet,
+        branch: Branch,
+    ) {
+        let interface = match pod_ip {
+            Some(pod_ip) => self.interface_to(node, pod_ip, &packet),
+            None => self
+                .topology
+                .owners(target)
+                .iter()
+                .find(|(owner, _)| *owner == node)
+                .map(|(_, interface)| interface.to_string()),
+        };
+        let interface = interface.unwrap_or_else(|| holding(target));
+        self.arrive(hop, kind, from_interface, node, &interface, packet, branch)
+    }
+
+    /// The device by which `node` reaches a pod's address: the one a packet
+    /// from that pod arrives on (a bridge, or the pod's routed veth). From
+    /// the node's routes when its dump is there, else from the CNI's intent.
+    fn interface_to(&self, node: &NetnsId, pod_ip: IpAddr, packet: &Packet) -> Option<String> {
+        if let Some(fib) = self.models.fibs.get(node) {
+            return match fib.lookup(&FlowKey::to(pod_ip)).outcome {
+                LookupOutcome::Routed { paths, .. } => paths.into_iter().find_map(|path| path.dev),
+                _ => None,
+            };
+        }
+        let mut towards = packet.clone();
+        towards.src = Some(packet.dst);
+        towards.dst = pod_ip;
+        let scope = self.scope(node, &towards, None);
+        self.intent.next_hop(&scope).ok().flatten()?.dev
+    }
+
+    /// The CNI tunnels the packet: the outer packet goes to the node that
+    /// holds the tunnel's far end.
+    fn encapsulate_assumed(
+        &mut self,
+        ns: &NetnsId,
+        hop: NodeIndex,
+        packet: Packet,
+        encapsulation: Encapsulation,
+        branch: Branch,
+    ) {
+        let NetnsId::Host { node } = ns else {
+            let reason = format!(
+                "pack {} tunnels from pod {}: only nodes tunnel here",
+                self.cni_name(),
+                hop_id(ns)
+            );
+            return self.stop(hop, branch, self.unmodelled_tunnel(reason));
+        };
+        let (Some(vni), Some(port), "vxlan") = (
+            encapsulation.vni,
+            encapsulation.port,
+            encapsulation.kind.as_str(),
+        ) else {
+            let reason = format!(
+                "pack {} tunnels the packet from {} by {} ({}), which the walker does not model without a VNI and UDP port",
+                self.cni_name(),
+                hop_id(ns),
+                encapsulation.dev,
+                encapsulation.kind
+            );
+            return self.stop(hop, branch, self.unmodelled_tunnel(reason));
+        };
+        let outer = Packet {
+            src: Some(encapsulation.outer_src),
+            dst: encapsulation.outer_dst,
+            protocol: Protocol::Udp,
+            sport: Some(super::EPHEMERAL_PORT),
+            dport: Some(port),
+            reply: false,
+            mark: 0,
+            tunnel: Some(Box::new(Tunnelled {
+                vni,
+                inner_mac: encapsulation.mac,
+                inner: packet,
+            })),
+        };
+        self.step(
+            hop,
+            Step::Encapsulated {
+                device: encapsulation.dev.clone(),
+                outer: outer.to_string(),
+            },
+        );
+        match self.holder(node, outer.dst) {
+            Holder::Node(remote) => self.enter_node(
+                hop,
+                LinkKind::Underlay,
+                &holding(encapsulation.outer_src),
+                &remote,
+                outer.dst,
+                None,
+                outer,
+                branch,
+            ),
+            Holder::LocalPod(_) | Holder::Elsewhere(_) | Holder::Outside => {
+                let reason = format!(
+                    "pack {} tunnels to {}, which no node of the cluster holds",
+                    self.cni_name(),
+                    outer.dst
+                );
+                self.stop(hop, branch, self.unmodelled_tunnel(reason))
+            }
+        }
+    }
+
+    /// A tunnel the CNI intends that the walker cannot follow.
+    fn unmodelled_tunnel(&self, reason: String) -> Stop {
+        Stop {
+            disposition: Disposition::InsufficientInfo,
+            id: "engine.tunnel.unmodelled",
+            reason,
+            evidence: self.cni_evidence(),
+        }
+    }
+
+    /// A packet for an address of an assumed namespace.
+    fn deliver_assumed(&mut self, ns: &NetnsId, hop: NodeIndex, packet: Packet, branch: Branch) {
+        if let Some(tunnel) = &packet.tunnel {
+            return self.decapsulate_assumed(ns, hop, &packet, tunnel, branch);
+        }
+        if branch.reply {
+            return self.reply_arrived(ns, hop, &packet, branch);
+        }
+        self.delivering(hop);
+        let delivery = match ns {
+            NetnsId::Pod {
+                namespace, name, ..
+            } => self.pod_delivery(namespace, name, &packet),
+            NetnsId::Host { node } => match (packet.protocol, self.node_ready(node)) {
+                (Protocol::Icmp, Some(true)) => Ok(format!(
+                    "the kernel's ICMP echo responder (node {node} is Ready)"
+                )),
+                (Protocol::Icmp, _) => Err(format!(
+                    "node {node} is not Ready: whether its kernel answers cannot be known without its dump"
+                )),
+                _ => Err(format!(
+                    "what listens on node {node} is known only from its dump (ss.txt)"
+                )),
+            },
+        };
+        match delivery {
+            Ok(socket) => {
+                self.step(hop, Step::Delivered { socket });
+                self.answer(ns, hop, &packet, branch);
+            }
+            Err(reason) => {
+                let stop = Stop {
+                    disposition: Disposition::InsufficientInfo,
+                    id: "snapshot.missing",
+                    reason,
+                    evidence: self.file(ns, "ss.txt"),
+                };
+                self.stop(hop, branch, stop)
+            }
+        }
+    }
+
+    /// A pod without a dump takes the packet when it is Ready and declares
+    /// the port: its socket, as Kubernetes describes it; else nobody can say.
+    fn pod_delivery(&self, namespace: &str, name: &str, packet: &Packet) -> Result<String, String> {
+        let Some(pod) = self.snapshot.cluster.pod(namespace, name) else {
+            return Err(format!(
+                "no pod {namespace}/{name} in the cluster's objects"
+            ));
+        };
+        if pod.ready != Some(true) {
+            return Err(format!(
+                "pod {namespace}/{name} is not Ready: whether it answers cannot be known without its dump"
+            ));
+        }
+        let wanted = match packet.protocol {
+            Protocol::Icmp => {
+                return Ok("the kernel's ICMP echo responder (the pod is Ready)".into());
+            }
+            Protocol::Tcp => PortProtocol::Tcp,
+            Protocol::Udp => PortProtocol::Udp,
+        };
+        let declared = pod.containers.iter().find_map(|container| {
+            container
+                .ports
+                .iter()
+                .find(|p| Some(p.container_port) == packet.dport && p.protocol == wanted)
+                .map(|_| container.name.as_str())
+        });
+        let port = packet.dport.map_or("-".into(), |p| p.to_string());
+        match declared {
+            Some(container) => Ok(format!(
+                "{} port {port}, declared by container {container} (the pod is Ready)",
+                packet.protocol
+            )),
+            None => Err(format!(
+                "pod {namespace}/{name} declares no containerPort {port}/{}: whether something listens there is known only from its dump (ss.txt)",
+                packet.protocol
+            )),
+        }
+    }
+
+    /// A tunnel packet reached an assumed node: the CNI's device for that
+    /// tunnel takes it — the device the CNI would send the answer back by,
+    /// if its kind, VNI and port are the packet's.
+    fn decapsulate_assumed(
+        &mut self,
+        ns: &NetnsId,
+        hop: NodeIndex,
+        outer: &Packet,
+        tunnel: &Tunnelled,
+        branch: Branch,
+    ) {
+        let mut back = tunnel.inner.clone();
+        back.src = Some(tunnel.inner.dst);
+        back.dst = tunnel.inner.src.unwrap_or(outer.src.unwrap_or(outer.dst));
+        let scope = self.scope(ns, &back, None);
+        let device = match self.intent.encapsulation(&scope) {
+            Err(undecided) => return self.undecided(hop, branch, undecided),
+            Ok(Some(e))
+                if e.kind == "vxlan" && e.vni == Some(tunnel.vni) && e.port == outer.dport =>
+            {
+                e.dev
+            }
+            Ok(_) => {
+                let reason = format!(
+                    "pack {}'s intent for {} has no VXLAN device for VNI {} on UDP port {}",
+                    self.cni_name(),
+                    hop_id(ns),
+                    tunnel.vni,
+                    outer.dport.unwrap_or_default()
+                );
+                let stop = Stop {
+                    disposition: Disposition::InsufficientInfo,
+                    id: "snapshot.missing",
+                    reason,
+                    evidence: self.cni_evidence(),
+                };
+                return self.stop(hop, branch, stop);
+            }
+        };
+        self.step(
+            hop,
+            Step::Decapsulated {
+                device: device.clone(),
+                inner: tunnel.inner.to_string(),
+            },
+        );
+        self.process_assumed(
+            ns,
+            hop,
+            tunnel.inner.clone(),
+            Arrival::Received(device),
+            branch,
+        );
+    }
+
+    /// Who holds `address`, seen from node `node`: a pod of that node, a
+    /// node, something else of the cluster, or nobody.
+    fn holder(&self, node: &str, address: IpAddr) -> Holder {
+        if let Some((owner, _)) = self.topology.owners(address).first()
+            && matches!(owner, NetnsId::Host { .. })
+        {
+            return Holder::Node((*owner).clone());
+        }
+        for owner in self.snapshot.cluster.by_ip(address) {
+            match owner {
+                IpOwner::Node { name } => {
+                    return Holder::Node(NetnsId::Host { node: name.clone() });
+                }
+                IpOwner::Pod {
+                    namespace,
+                    name,
+                    host_network: false,
+                } => {
+                    let on = self
+                        .snapshot
+                        .cluster
+                        .pod(namespace, name)
+                        .and_then(|pod| pod.node_name.clone());
+                    if on.as_deref() == Some(node) {
+                        return Holder::LocalPod(NetnsId::Pod {
+                            node: node.to_string(),
+                            namespace: namespace.clone(),
+                            name: name.clone(),
+                        });
+                    }
+                    return Holder::Elsewhere(format!(
+                        "pod {namespace}/{name} on {}",
+                        on.as_deref().unwrap_or("no node")
+                    ));
+                }
+                IpOwner::Pod { .. } => {}
+                IpOwner::ServiceClusterIp { namespace, name }
+                | IpOwner::ServiceExternalIp { namespace, name }
+                | IpOwner::ServiceLoadBalancerIp { namespace, name } => {
+                    return Holder::Elsewhere(format!("service {namespace}/{name}'s address"));
+                }
+            }
+        }
+        Holder::Outside
+    }
+
+    /// Whether an assumed namespace holds an address, by the cluster's objects.
+    fn holds(&self, ns: &NetnsId, address: IpAddr) -> bool {
+        self.snapshot
+            .cluster
+            .by_ip(address)
+            .iter()
+            .any(|owner| match (owner, ns) {
+                (IpOwner::Node { name }, NetnsId::Host { node }) => name == node,
+                (
+                    IpOwner::Pod {
+                        namespace, name, ..
+                    },
+                    NetnsId::Pod {
+                        namespace: ns_namespace,
+                        name: ns_name,
+                        ..
+                    },
+                ) => namespace == ns_namespace && name == ns_name,
+                _ => false,
+            })
+    }
+
+    /// The veth of a pod whose dump the snapshot has.
+    fn pod_veth(&self, pod: &NetnsId) -> Option<String> {
+        self.topology
+            .links(pod)?
+            .iter()
+            .find(|link| link.link_index.is_some())
+            .map(|link| link.ifname.clone())
+    }
+
+    fn node_address(&self, node: &str) -> Option<IpAddr> {
+        self.snapshot
+            .cluster
+            .node(node)?
+            .addresses
+            .iter()
+            .find_map(|a| match a {
+                NodeAddress::InternalIp(ip) => Some(*ip),
+                _ => None,
+            })
+    }
+
+    fn node_ready(&self, node: &str) -> Option<bool> {
+        self.snapshot.cluster.node(node)?.ready
+    }
+
+    /// The hop as the hooks see it.
+    fn scope(&self, ns: &NetnsId, packet: &Packet, in_iface: Option<&str>) -> Arc<HopScope> {
+        Arc::new(HopScope {
+            snapshot: self.shared.clone(),
+            netns: ns.clone(),
+            in_iface: in_iface.map(str::to_string),
+            out_iface: None,
+            forwarding: in_iface.is_some(),
+            delivers_locally: false,
+            packet: packet.pack_packet(),
+            reply: packet.reply,
+            // The hooks decide where the packet goes next: no path has
+            // ended here, and no check reads the path's origin.
+            origin: None,
+            stopped: None,
+        })
+    }
+
+    fn cni_name(&self) -> String {
+        self.intent
+            .cni
+            .map_or_else(|| "(none)".into(), |pack| pack.name.clone())
+    }
+
+    /// The CNI pack's directory, as evidence for what it intends.
+    fn cni_evidence(&self) -> String {
+        self.intent.cni.map_or_else(String::new, |pack| {
+            format!("pack {} ({})", pack.name, pack.dir.display())
+        })
+    }
+
+    /// The CNI pack has no opinion about the packet: nothing can be said.
+    fn no_opinion(&self, ns: &NetnsId, hook: &str, packet: &Packet) -> Stop {
+        Stop {
+            disposition: Disposition::InsufficientInfo,
+            id: "snapshot.missing",
+            reason: format!(
+                "the snapshot has no dump of {}, and pack {}'s {hook} has no opinion about {packet}",
+                hop_id(ns),
+                self.cni_name()
+            ),
+            evidence: self.cni_evidence(),
+        }
+    }
+
+    /// A hook gave no usable answer: its pack's finding (or what was wrong
+    /// with the answer) is reported and the path ends there.
+    fn undecided(&mut self, hop: NodeIndex, branch: Branch, undecided: Undecided) {
+        let hop_name = self.graph[hop].id.clone();
+        let (reason, evidence) = match undecided {
+            Undecided::Pack(finding) => {
+                let finding = convert(*finding, &hop_name, hop.index());
+                let reason = format!("the CNI's intent is not known: {}", finding.message);
+                let evidence = finding.evidence.clone();
+                self.findings.push(finding);
+                (reason, evidence)
+            }
+            Undecided::Malformed {
+                pack,
+                hook,
+                problem,
+            } => (
+                format!("pack {pack}'s {hook} hook answered outside its contract: {problem}"),
+                self.cni_evidence(),
+            ),
+        };
+        let stop = Stop {
+            disposition: Disposition::InsufficientInfo,
+            id: "engine.hook.undecided",
+            reason,
+            evidence,
+        };
+        self.stop(hop, branch, stop)
+    }
+
+    /// Says once per namespace that what happens there is assumed, and on
+    /// whose word.
+    pub(super) fn note_assumed(&mut self, ns: &NetnsId, hop: NodeIndex) {
+        if !self.assumed_namespaces.insert(ns.clone()) {
+            return;
+        }
+        let dir = match ns {
+            NetnsId::Host { node } => format!("nodes/{node}/host"),
+            NetnsId::Pod {
+                node,
+                namespace,
+                name,
+            } => format!("nodes/{node}/pods/{namespace}/{name}"),
+        };
+        let message = format!(
+            "the snapshot has no dump of {ns} ({dir}): what happens there is pack {}'s intent and the cluster's objects, not its kernel's state",
+            self.cni_name()
+        );
+        self.findings.push(Finding {
+            id: "snapshot.assumed".into(),
+            severity: Severity::Info,
+            hop: hop_id(ns),
+            hop_index: hop.index(),
+            message,
+            evidence: format!(
+                "{} (not collected); {}",
+                self.snapshot.root.join(&dir).display(),
+                self.cni_evidence()
+            ),
+            expected: None,
+        });
+    }
+}
+
+/// An interface the snapshot cannot name.
+fn unnamed(what: &str) -> String {
+    format!("(its {what}, not in the snapshot)")
+}
+
+/// The interface holding an address, where the snapshot cannot name it.
+fn holding(address: IpAddr) -> String {
+    format!("the interface holding {address}")
+}
+
+impl NextHop {
+    /// The device, or what stands for it when the CNI cannot name it.
+    fn device(&self) -> String {
+        self.dev.clone().unwrap_or_else(|| unnamed("device"))
+    }
+}

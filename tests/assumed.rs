@@ -1,0 +1,396 @@
+//! `skoop diagnose` where the snapshot lacks a namespace's dump: the CNI
+//! pack's intent stands in, and everything concluded from it is marked
+//! assumed. `examples/flannel-vxlan-partial` is the VXLAN example without
+//! node-2's dumps (node-2's host and its pods web-2 and web-3).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+const PARTIAL: &str = "examples/flannel-vxlan-partial";
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `skoop diagnose --snapshot SNAPSHOT ARGS -o json`: exit code and report.
+fn diagnose(snapshot: &Path, args: &[&str]) -> (Option<i32>, Value) {
+    let output = Command::new(env!("CARGO_BIN_EXE_skoop"))
+        .current_dir(root())
+        .args(["diagnose", "--snapshot"])
+        .arg(snapshot)
+        .args(args)
+        .args(["-o", "json"])
+        .output()
+        .expect("run skoop");
+    let report = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: {}\n{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    (output.status.code(), report)
+}
+
+fn partial(args: &[&str]) -> (Option<i32>, Value) {
+    diagnose(Path::new(PARTIAL), args)
+}
+
+/// Each path's hops as `ID` or `ID*` (assumed).
+fn path_hops(report: &Value, path: &Value) -> Vec<String> {
+    path["hops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|index| {
+            let hop = &report["hops"][index.as_u64().unwrap() as usize];
+            let mark = if hop["assumed"] == true { "*" } else { "" };
+            format!("{}{mark}", hop["id"].as_str().unwrap())
+        })
+        .collect()
+}
+
+/// The first finding with this id.
+fn finding<'r>(report: &'r Value, id: &str) -> &'r Value {
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == id)
+        .unwrap_or_else(|| panic!("no {id} in {report:#}"))
+}
+
+/// The first step of this kind in a hop.
+fn step<'h>(hop: &'h Value, kind: &str) -> &'h Value {
+    hop["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["kind"] == kind)
+        .unwrap_or_else(|| panic!("no {kind} step in {hop:#}"))
+}
+
+#[test]
+fn pod_to_a_pod_on_a_node_without_dump_is_delivered_assumed_and_the_reply_comes_back() {
+    let (code, report) = partial(&["--from", "default/web-0", "--to", "default/web-3:8080"]);
+    assert_eq!(code, Some(0), "{report:#}");
+    assert_eq!(report["disposition"], "delivered");
+    assert_eq!(report["assumed"], true);
+    let [path] = report["paths"].as_array().unwrap().as_slice() else {
+        panic!("one path: {report:#}");
+    };
+    assert_eq!(path["assumed"], true);
+    assert_eq!(
+        path_hops(&report, path),
+        [
+            "default/web-0",
+            "node-1",
+            "node-2*",
+            "default/web-3*",
+            "default/web-3*",
+            "node-2*",
+            "node-1",
+            "default/web-0"
+        ]
+    );
+    // Every step of an assumed hop is marked, no step of a real one is.
+    for hop in report["hops"].as_array().unwrap() {
+        for step in hop["steps"].as_array().unwrap() {
+            assert_eq!(
+                step.get("assumed").is_some(),
+                hop["assumed"] == true,
+                "{hop:#}"
+            );
+        }
+    }
+    // node-2 takes the VXLAN packet by flannel.1, as flannel intends, and the
+    // reply arrives at the sender's socket.
+    let decapsulated = step(&report["hops"][2], "decapsulated");
+    assert_eq!(decapsulated["device"], "flannel.1");
+    let last = report["hops"].as_array().unwrap().last().unwrap();
+    assert_eq!(
+        last["steps"].as_array().unwrap().last().unwrap()["socket"],
+        "the sender's connection (the reply arrived)"
+    );
+    // One info finding per assumed namespace, naming the pack.
+    let assumed: Vec<&Value> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["id"] == "snapshot.assumed")
+        .collect();
+    let hops: Vec<&str> = assumed.iter().map(|f| f["hop"].as_str().unwrap()).collect();
+    assert_eq!(hops, ["node-2", "default/web-3"]);
+    for finding in assumed {
+        assert_eq!(finding["severity"], "info");
+        assert!(
+            finding["message"]
+                .as_str()
+                .unwrap()
+                .contains("pack flannel"),
+            "{finding}"
+        );
+    }
+}
+
+#[test]
+fn text_marks_the_verdict_the_assumed_hops_and_names_the_pack() {
+    let output = Command::new(env!("CARGO_BIN_EXE_skoop"))
+        .current_dir(root())
+        .args(["diagnose", "--snapshot", PARTIAL])
+        .args(["--from", "default/web-0", "--to", "default/web-3:8080"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout);
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next(),
+        Some("default/web-0 -> default/web-3:8080 (10.244.2.3:8080 tcp): delivered (assumed)")
+    );
+    assert_eq!(
+        lines.next(),
+        Some(
+            "  assumed: the snapshot has no dump of node-2, default/web-3; pack flannel's intent stands in there"
+        )
+    );
+    assert!(text.contains("\n  node-2 [node] (assumed)\n"), "{text}");
+    assert!(text.contains("\n  node-1 [node]\n"), "{text}");
+}
+
+#[test]
+fn a_pod_on_a_node_without_dump_can_be_the_source() {
+    let (code, report) = partial(&["--from", "default/web-3", "--to", "default/web-0:8080"]);
+    assert_eq!(code, Some(0), "{report:#}");
+    assert_eq!(report["disposition"], "delivered");
+    let path = &report["paths"][0];
+    assert_eq!(
+        path_hops(&report, path),
+        [
+            "default/web-3*",
+            "node-2*",
+            "node-1",
+            "default/web-0",
+            "default/web-0",
+            "node-1",
+            "node-2*",
+            "default/web-3*"
+        ]
+    );
+}
+
+#[test]
+fn a_service_fans_out_to_backends_on_the_node_without_dump_as_well() {
+    let (code, report) = partial(&["--from", "default/web-0", "--to", "svc/default/web"]);
+    assert_eq!(code, Some(0), "{report:#}");
+    let paths = report["paths"].as_array().unwrap();
+    assert_eq!(paths.len(), 4, "{report:#}");
+    let mut backends: Vec<(String, bool)> = paths
+        .iter()
+        .map(|path| {
+            assert_eq!(path["disposition"], "delivered", "{path}");
+            let probability = path["probability"].as_f64().unwrap();
+            assert!((probability - 0.25).abs() < 1e-6, "{path}");
+            // The backend is the hop after node-1 (or beyond node-2).
+            let hops = path_hops(&report, path);
+            let backend = hops[2..]
+                .iter()
+                .find(|id| id.starts_with("default/"))
+                .unwrap()
+                .clone();
+            (backend, path["assumed"] == true)
+        })
+        .collect();
+    backends.sort();
+    assert_eq!(
+        backends,
+        [
+            ("default/web-0".to_string(), false),
+            ("default/web-1".to_string(), false),
+            ("default/web-2*".to_string(), true),
+            ("default/web-3*".to_string(), true),
+        ]
+    );
+    // node-1 made the DNAT, so node-1 undoes it for every reply.
+    let text = report.to_string();
+    assert_eq!(text.matches("un-dnat").count(), 4, "{text}");
+}
+
+/// With no CNI pack applied (`--cni none`), a missing dump ends the path as
+/// insufficient_info where the missing namespace would be needed, naming
+/// it — never a guessed verdict, never an error.
+#[test]
+fn without_a_cni_pack_a_missing_dump_is_insufficient_info_where_it_is_needed() {
+    let cases = [
+        (
+            "nodes/node-2/pods/default/web-3",
+            "node-2",
+            "pod default/web-3's",
+        ),
+        ("nodes/node-1/host", "default/web-0", "node-1"),
+        (
+            "nodes/node-1/pods/default/web-0",
+            "default/web-0",
+            "default/web-0",
+        ),
+        ("nodes/node-2/host", "node-1", "node-2"),
+    ];
+    for (removed, hop, named) in cases {
+        let dir = copy_without("examples/flannel-vxlan", &[removed]);
+        let (code, report) = diagnose(
+            dir.path(),
+            &[
+                "--from",
+                "default/web-0",
+                "--to",
+                "default/web-3:8080",
+                "--cni",
+                "none",
+            ],
+        );
+        assert_eq!(code, Some(1), "{removed}");
+        assert_eq!(
+            report["disposition"], "insufficient_info",
+            "{removed}: {report:#}"
+        );
+        assert_eq!(report["assumed"], false, "{removed}");
+        let finding = &report["findings"][0];
+        assert_eq!(finding["id"], "snapshot.missing", "{removed}: {finding}");
+        assert_eq!(finding["hop"], hop, "{removed}: {finding}");
+        assert!(
+            finding["message"].as_str().unwrap().contains(named),
+            "{removed}: {finding}"
+        );
+    }
+}
+
+#[test]
+fn a_port_the_pod_does_not_declare_is_insufficient_info_not_a_guess() {
+    let (code, report) = partial(&["--from", "default/web-0", "--to", "default/web-3:9999"]);
+    assert_eq!(code, Some(1));
+    assert_eq!(report["disposition"], "insufficient_info");
+    assert_eq!(report["paths"][0]["assumed"], true);
+    let finding = finding(&report, "snapshot.missing");
+    assert_eq!(finding["hop"], "default/web-3");
+    assert!(
+        finding["message"]
+            .as_str()
+            .unwrap()
+            .contains("declares no containerPort 9999/tcp"),
+        "{finding}"
+    );
+}
+
+#[test]
+fn a_pod_that_is_not_ready_is_insufficient_info() {
+    let dir = copy_without(PARTIAL, &[]);
+    let pods = dir.path().join("cluster/pods.yaml");
+    let text = std::fs::read_to_string(&pods).unwrap();
+    // web-3 is the last pod: its conditions turn False.
+    let at = text.find("name: web-3").unwrap();
+    let (head, tail) = text.split_at(at);
+    std::fs::write(
+        &pods,
+        format!(
+            "{head}{}",
+            tail.replace("status: \"True\"", "status: \"False\"")
+        ),
+    )
+    .unwrap();
+    let (_, report) = diagnose(
+        dir.path(),
+        &["--from", "default/web-0", "--to", "default/web-3:8080"],
+    );
+    assert_eq!(report["disposition"], "insufficient_info", "{report:#}");
+    assert!(report.to_string().contains("is not Ready"), "{report:#}");
+}
+
+#[test]
+fn a_service_proxy_pack_translates_at_a_node_without_dump() {
+    let (code, report) = partial(&[
+        "--from",
+        "default/web-3",
+        "--to",
+        "svc/default/web",
+        "--pack-path",
+        "tests/fixtures/packs/service-proxy",
+    ]);
+    assert_eq!(code, Some(0), "{report:#}");
+    let path = &report["paths"][0];
+    assert_eq!(
+        path_hops(&report, path),
+        [
+            "default/web-3*",
+            "node-2*",
+            "default/web-2*",
+            "default/web-2*",
+            "node-2*",
+            "default/web-3*"
+        ]
+    );
+    let text = report.to_string();
+    assert!(
+        text.contains(
+            "dnat 10.96.0.100:80 -> 10.244.2.2:8080 (service default/web, pack test-proxy"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("un-dnat 10.244.2.2:8080 -> 10.96.0.100:80"),
+        "{text}"
+    );
+}
+
+#[test]
+fn host_gw_routes_to_a_node_without_dump_by_its_public_ip() {
+    let dir = copy_without("examples/flannel-host-gw", &["nodes/node-2"]);
+    let (code, report) = diagnose(
+        dir.path(),
+        &["--from", "default/web-0", "--to", "default/web-3:8080"],
+    );
+    assert_eq!(code, Some(0), "{report:#}");
+    assert_eq!(report["disposition"], "delivered");
+    let text = report.to_string();
+    // The reply leaves node-2 routed straight to node-1, unencapsulated.
+    assert!(text.contains(r#""result":"via 172.18.0.11"#), "{text}");
+    assert!(!text.contains("encapsulated"), "{text}");
+}
+
+#[test]
+fn a_node_without_dump_holds_a_pod_the_bridge_of_a_real_node_cannot_reach() {
+    // node-2 is there, web-3's own dump is not: node-2's bridge hands the
+    // packet to the port the CNI gives it.
+    let dir = copy_without(
+        "examples/flannel-vxlan",
+        &["nodes/node-2/pods/default/web-3"],
+    );
+    let (code, report) = diagnose(
+        dir.path(),
+        &["--from", "default/web-0", "--to", "default/web-3:8080"],
+    );
+    assert_eq!(code, Some(0), "{report:#}");
+    let node_2 = &report["hops"][2];
+    assert_eq!(node_2["id"], "node-2");
+    assert_eq!(node_2["assumed"], false);
+    let bridged = step(node_2, "bridged");
+    assert_eq!(bridged["assumed"], true, "{bridged}");
+}
+
+/// A copy of a snapshot under the crate root without the given parts.
+fn copy_without(snapshot: &str, removed: &[&str]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let source: PathBuf = root().join(snapshot);
+    let status = Command::new("cp")
+        .arg("-r")
+        .arg(source.join("cluster"))
+        .arg(source.join("nodes"))
+        .arg(dir.path())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    for part in removed {
+        std::fs::remove_dir_all(dir.path().join(part)).unwrap();
+    }
+    dir
+}
