@@ -75,6 +75,7 @@ fn to_service(snapshot: &Arc<Snapshot>) -> engine::Diagnosis {
         to: "svc/default/web".parse::<Endpoint>().unwrap(),
         port: None,
         protocol: Protocol::Tcp,
+        size: None,
     };
     let (packs, _) = LoadedPacks::load(Vec::new(), &[]);
     engine::diagnose(snapshot, &request, &packs).unwrap()

@@ -6,7 +6,7 @@ use std::net::{IpAddr, SocketAddr};
 
 use petgraph::graph::{DiGraph, NodeIndex};
 
-use super::target::{Protocol, Resolved};
+use super::target::{PacketSize, Protocol, Resolved};
 use super::topology::Topology;
 use super::{
     Diagnosis, Disposition, Finding, Hop, HopContext, HopKind, Link, LinkKind, PathResult,
@@ -29,7 +29,8 @@ use crate::snapshot::netns::iptables::{
 };
 use crate::snapshot::netns::ipvs::{Forwarding, VirtualService};
 use crate::snapshot::netns::link::{
-    Link as Device, LinkFlag, LinkKind as DeviceKind, LinkLayerAddress, MacAddr, VxlanInfo,
+    IpipInfo, Link as Device, LinkFlag, LinkKind as DeviceKind, LinkLayerAddress, MacAddr,
+    TunnelEndpoint, VxlanDf, VxlanInfo,
 };
 use crate::snapshot::netns::neigh::NeighbourState;
 use crate::snapshot::netns::route::RouteType;
@@ -48,6 +49,8 @@ const MAX_VISITS: usize = 64;
 struct Packet {
     src: Option<IpAddr>,
     dst: IpAddr,
+    /// The flow's protocol; an IPIP outer packet keeps its inner packet's
+    /// here (protocol 4 is the tunnel's, see [`Encapsulation`]).
     protocol: Protocol,
     sport: Option<u16>,
     dport: Option<u16>,
@@ -55,9 +58,34 @@ struct Packet {
     reply: bool,
     /// The packet mark; it does not survive leaving the namespace.
     mark: u32,
-    /// Set while the packet is the outer UDP packet of a VXLAN tunnel.
+    /// Set while the packet is the outer packet of a tunnel.
     tunnel: Option<Box<Tunnelled>>,
+    /// Its length, once known: `--size` gives it; otherwise the first
+    /// device it leaves by sets it to that device's MTU, as a probe.
+    size: Option<Size>,
 }
+
+/// The length of an IP packet (headers included) and its DF bit.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Size {
+    bytes: u32,
+    /// Don't fragment: a device it does not fit drops it.
+    df: bool,
+    /// A full-size probe beside the small packet walked without `--size`:
+    /// where it does not fit is a warning, and it shrinks to fit as path MTU
+    /// discovery would shrink it, instead of stopping the path.
+    probe: bool,
+}
+
+/// The length of a packet without `--size`: a SYN or an echo request.
+const SMALL_PACKET: u32 = 64;
+
+/// A veth hands a frame to its peer, and a bridge to a port, only if it is
+/// no longer than the receiving device's MTU plus its Ethernet header and one
+/// VLAN tag (the kernel's `is_skb_forwardable`): measured in the lab, a
+/// 1404-byte packet passes a veth of MTU 1400 and a 1405-byte one is
+/// dropped, without an ICMP error.
+const VLAN_HEADER: u32 = 4;
 
 impl Packet {
     /// Takes the addresses, ports and mark netfilter left the packet with.
@@ -67,6 +95,18 @@ impl Packet {
         self.sport = filtered.sport;
         self.dport = filtered.dport;
         self.mark = filtered.mark;
+    }
+
+    /// What path MTU discovery makes of a packet that did not fit: the
+    /// sender sends smaller ones, so that this one is `bytes` long.
+    fn shrink_to(&mut self, bytes: u32) {
+        if let Some(tunnel) = &mut self.tunnel {
+            let overhead = tunnel.encapsulation.overhead();
+            tunnel.inner.shrink_to(bytes.saturating_sub(overhead));
+        }
+        if let Some(size) = &mut self.size {
+            size.bytes = bytes;
+        }
     }
 
     /// The packet as the rule packs see it.
@@ -82,8 +122,10 @@ impl Packet {
             src_port: self.sport,
             dst_port: self.dport,
             mark: self.mark,
-            // The first packet of a flow: a SYN or an echo request.
-            size: 64,
+            size: match self.size {
+                Some(size) if !size.probe => size.bytes,
+                _ => SMALL_PACKET,
+            },
         }
     }
 
@@ -95,7 +137,14 @@ impl Packet {
             Protocol::Udp => IpProtocol::UDP,
             Protocol::Icmp => IpProtocol::ICMP,
         };
+        let protocol = match &self.tunnel {
+            Some(tunnel) if tunnel.encapsulation == Encapsulation::Ipip => IPIP,
+            _ => protocol,
+        };
         let mut packet = netfilter::Packet::new(src, self.dst, protocol);
+        if let Some(size) = self.size.filter(|size| !size.probe) {
+            packet.length = u16::try_from(size.bytes).unwrap_or(u16::MAX);
+        }
         if packet.dport.is_some() {
             packet.sport = self.sport;
             packet.dport = self.dport;
@@ -112,14 +161,39 @@ impl Packet {
     }
 }
 
-/// What a VXLAN packet carries.
+/// IP protocol 4, IP in IP.
+const IPIP: IpProtocol = IpProtocol(4);
+
+/// What a tunnel's outer packet carries.
 #[derive(Debug, Clone, PartialEq)]
 struct Tunnelled {
-    vni: u32,
-    /// The destination MAC of the inner frame: the remote VTEP device's, if the
-    /// neighbour and FDB entries are right.
-    inner_mac: MacAddr,
+    encapsulation: Encapsulation,
+    /// The device that encapsulated it.
+    device: String,
     inner: Packet,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Encapsulation {
+    Vxlan {
+        vni: u32,
+        /// The destination MAC of the inner frame: the remote VTEP device's,
+        /// if the neighbour and FDB entries are right.
+        inner_mac: MacAddr,
+    },
+    Ipip,
+}
+
+impl Encapsulation {
+    /// The bytes the tunnel adds to the inner packet: VXLAN an outer IPv4
+    /// header (20), UDP (8), VXLAN (8) and the inner Ethernet header (14);
+    /// IPIP an outer IPv4 header.
+    fn overhead(&self) -> u32 {
+        match self {
+            Encapsulation::Vxlan { .. } => 50,
+            Encapsulation::Ipip => 20,
+        }
+    }
 }
 
 impl fmt::Display for Packet {
@@ -128,24 +202,28 @@ impl fmt::Display for Packet {
             Some(src) => write!(f, "{src}")?,
             None => f.write_str("(source not chosen yet)")?,
         }
-        match self.dport {
-            Some(port) => write!(
+        match (self.dport, &self.tunnel) {
+            (_, Some(tunnel)) if tunnel.encapsulation == Encapsulation::Ipip => {
+                write!(f, " -> {} ipip", self.dst)?
+            }
+            (Some(port), _) => write!(
                 f,
                 " -> {} {}",
                 std::net::SocketAddr::new(self.dst, port),
                 self.protocol
             )?,
-            None => write!(f, " -> {} {}", self.dst, self.protocol)?,
+            (None, _) => write!(f, " -> {} {}", self.dst, self.protocol)?,
         }
         if self.reply {
             f.write_str(" (reply)")?;
         }
         if let Some(tunnel) = &self.tunnel {
-            write!(
-                f,
-                " [vxlan {} to {}: {}]",
-                tunnel.vni, tunnel.inner_mac, tunnel.inner
-            )?;
+            match &tunnel.encapsulation {
+                Encapsulation::Vxlan { vni, inner_mac } => {
+                    write!(f, " [vxlan {vni} to {inner_mac}: {}]", tunnel.inner)?
+                }
+                Encapsulation::Ipip => write!(f, " [{}]", tunnel.inner)?,
+            }
         }
         Ok(())
     }
@@ -210,6 +288,8 @@ struct Walker<'s, 'm> {
     graph: DiGraph<Hop, Link>,
     paths: Vec<PathResult>,
     findings: Vec<Finding>,
+    /// `--size`, if given.
+    size: Option<PacketSize>,
 }
 
 pub(crate) fn walk(snapshot: &Snapshot, resolved: &Resolved) -> Diagnosis {
@@ -245,6 +325,7 @@ pub(crate) fn walk(snapshot: &Snapshot, resolved: &Resolved) -> Diagnosis {
         graph: DiGraph::new(),
         paths: Vec::new(),
         findings: Vec::new(),
+        size: resolved.size,
     };
     let packet = Packet {
         src: resolved.src,
@@ -256,6 +337,15 @@ pub(crate) fn walk(snapshot: &Snapshot, resolved: &Resolved) -> Diagnosis {
         reply: false,
         mark: 0,
         tunnel: None,
+        // `--size mtu` is known once the first device is.
+        size: match resolved.size {
+            Some(PacketSize::Bytes(bytes)) => Some(Size {
+                bytes,
+                df: true,
+                probe: false,
+            }),
+            Some(PacketSize::InterfaceMtu) | None => None,
+        },
     };
     let branch = Branch {
         hops: Vec::new(),
@@ -296,10 +386,7 @@ impl<'s> Walker<'s, '_> {
         packet.mark = 0;
         let hop = self.graph.add_node(Hop {
             id: hop_id(ns),
-            kind: match ns {
-                NetnsId::Pod { .. } => HopKind::Pod,
-                NetnsId::Host { .. } => HopKind::Node,
-            },
+            kind: hop_kind(ns),
             node: Some(ns.node().to_string()),
             steps: Vec::new(),
             context: Some(HopContext {
@@ -1076,6 +1163,13 @@ impl<'s> Walker<'s, '_> {
             reply: true,
             mark: 0,
             tunnel: None,
+            // An answer as large as the request; the kernel's echo responder
+            // lets its replies be fragmented (DF clear). A probe starts
+            // again at the answering interface's MTU.
+            size: packet.size.filter(|size| !size.probe).map(|size| Size {
+                df: packet.protocol != Protocol::Icmp,
+                ..size
+            }),
         };
         branch.reply = true;
         let link = Link {
@@ -1176,8 +1270,8 @@ impl<'s> Walker<'s, '_> {
         self.stop(hop, branch, stop);
     }
 
-    /// A VXLAN packet reached its VTEP: the device with that UDP port and VNI
-    /// takes the inner frame, if it is addressed to the device's MAC.
+    /// A tunnel's outer packet was delivered here: the device that takes it
+    /// decapsulates it, and the inner packet arrives on that device.
     fn decapsulate(
         &mut self,
         ns: &NetnsId,
@@ -1186,58 +1280,16 @@ impl<'s> Walker<'s, '_> {
         tunnel: &Tunnelled,
         branch: Branch,
     ) {
-        let device = self
-            .topology
-            .links(ns)
-            .into_iter()
-            .flatten()
-            .find(|link| match link.kind() {
-                Some(DeviceKind::Vxlan(info)) => {
-                    info.id == tunnel.vni
-                        && info.port == outer.dport
-                        && info.local.is_none_or(|local| local == outer.dst)
-                }
-                _ => false,
-            });
-        let Some(device) = device else {
-            let reason = format!(
-                "no VXLAN device in {} takes VNI {} on UDP port {}",
-                hop_id(ns),
-                tunnel.vni,
-                outer.dport.unwrap_or_default()
-            );
-            let evidence = self.file(ns, "ip-link.json");
-            return self.stop(
-                hop,
-                branch,
-                Stop {
-                    disposition: Disposition::NoListener,
-                    id: "kernel.vxlan.no-device",
-                    reason,
-                    evidence,
-                },
-            );
+        let taken = match &tunnel.encapsulation {
+            Encapsulation::Vxlan { vni, inner_mac } => {
+                self.vxlan_receiver(ns, outer, *vni, *inner_mac)
+            }
+            Encapsulation::Ipip => self.ipip_receiver(ns, outer),
         };
-        if device.address != Some(LinkLayerAddress::Mac(tunnel.inner_mac)) {
-            let reason = format!(
-                "the tunnelled frame is addressed to {} but {}'s {} has another MAC ({}): the sender's neighbour/FDB entries are stale",
-                tunnel.inner_mac,
-                hop_id(ns),
-                device.ifname,
-                device.address.as_ref().map_or("none".to_string(), mac_text)
-            );
-            let evidence = self.file(ns, "ip-link.json");
-            return self.stop(
-                hop,
-                branch,
-                Stop {
-                    disposition: Disposition::NeighborFailed,
-                    id: "kernel.vxlan.mac-mismatch",
-                    reason,
-                    evidence,
-                },
-            );
-        }
+        let device = match taken {
+            Ok(device) => device,
+            Err(stop) => return self.stop(hop, branch, stop),
+        };
         self.step(
             hop,
             Step::Decapsulated {
@@ -1252,6 +1304,108 @@ impl<'s> Walker<'s, '_> {
             Arrival::Received(device.ifname.clone()),
             branch,
         );
+    }
+
+    /// A VXLAN packet reached its VTEP: the device with that UDP port and VNI
+    /// takes the inner frame, if it is addressed to the device's MAC.
+    fn vxlan_receiver(
+        &self,
+        ns: &NetnsId,
+        outer: &Packet,
+        vni: u32,
+        inner_mac: MacAddr,
+    ) -> Result<&'s Device, Stop> {
+        let device = self
+            .topology
+            .links(ns)
+            .into_iter()
+            .flatten()
+            .find(|link| match link.kind() {
+                Some(DeviceKind::Vxlan(info)) => {
+                    info.id == vni
+                        && info.port == outer.dport
+                        && info.local.is_none_or(|local| local == outer.dst)
+                }
+                _ => false,
+            });
+        let Some(device) = device else {
+            return Err(Stop {
+                disposition: Disposition::NoListener,
+                id: "kernel.vxlan.no-device",
+                reason: format!(
+                    "no VXLAN device in {} takes VNI {vni} on UDP port {}",
+                    hop_id(ns),
+                    outer.dport.unwrap_or_default()
+                ),
+                evidence: self.file(ns, "ip-link.json"),
+            });
+        };
+        if device.address != Some(LinkLayerAddress::Mac(inner_mac)) {
+            return Err(Stop {
+                disposition: Disposition::NeighborFailed,
+                id: "kernel.vxlan.mac-mismatch",
+                reason: format!(
+                    "the tunnelled frame is addressed to {inner_mac} but {}'s {} has another MAC ({}): the sender's neighbour/FDB entries are stale",
+                    hop_id(ns),
+                    device.ifname,
+                    device.address.as_ref().map_or("none".to_string(), mac_text)
+                ),
+                evidence: self.file(ns, "ip-link.json"),
+            });
+        }
+        Ok(device)
+    }
+
+    /// An IPIP packet reached its destination: the kernel hands it to the
+    /// IPIP device that is up and whose `local` is the outer destination and
+    /// `remote` the outer source, `any` matching every address (the most
+    /// specific such device wins, `ip_tunnel_lookup`). Without one, nothing
+    /// takes IP protocol 4: the packet is dropped with an ICMP unreachable.
+    fn ipip_receiver(&self, ns: &NetnsId, outer: &Packet) -> Result<&'s Device, Stop> {
+        let matches = |endpoint: TunnelEndpoint, address: Option<IpAddr>| match endpoint {
+            TunnelEndpoint::Any => Some(0),
+            TunnelEndpoint::Address(own) => (Some(own) == address).then_some(1),
+        };
+        let candidates: Vec<(&'s Device, u8)> = self
+            .topology
+            .links(ns)
+            .into_iter()
+            .flatten()
+            .filter_map(|link| match link.kind() {
+                Some(DeviceKind::Ipip(info)) => {
+                    let remote = matches(info.remote, outer.src)?;
+                    let local = matches(info.local, Some(outer.dst))?;
+                    Some((link, 2 * remote + local))
+                }
+                _ => None,
+            })
+            .collect();
+        let up = candidates
+            .iter()
+            .filter(|(link, _)| link.has_flag(&LinkFlag::Up))
+            .max_by_key(|(_, specificity)| *specificity);
+        if let Some((device, _)) = up {
+            return Ok(device);
+        }
+        let from = endpoint(outer.src, None);
+        let reason = match candidates.first() {
+            Some((device, _)) => format!(
+                "{}'s IPIP device {} would take the tunnelled packet from {from}, but it is down: the packet is dropped",
+                hop_id(ns),
+                device.ifname
+            ),
+            None => format!(
+                "no IPIP device in {} takes the tunnelled packet from {from} to {}: nothing receives IP protocol 4, and the packet is dropped",
+                hop_id(ns),
+                outer.dst
+            ),
+        };
+        Err(Stop {
+            disposition: Disposition::NoListener,
+            id: "kernel.ipip.no-device",
+            reason,
+            evidence: self.file(ns, "ip-link.json"),
+        })
     }
 
     /// Sends the packet out of `dev` towards `next_hop`.
@@ -1286,9 +1440,16 @@ impl<'s> Walker<'s, '_> {
         if let Some(stop) = self.device_down(ns, device) {
             return self.stop(hop, branch, stop);
         }
+        let packet = match self.fit(ns, hop, device, packet) {
+            Ok(packet) => packet,
+            Err(stop) => return self.stop(hop, branch, stop),
+        };
         match device.kind() {
             Some(DeviceKind::Vxlan(info)) => {
                 self.vxlan_egress(ns, hop, device, info, next_hop, packet, branch)
+            }
+            Some(DeviceKind::Ipip(info)) => {
+                self.ipip_egress(ns, hop, device, info, next_hop, packet, branch)
             }
             Some(DeviceKind::Bridge(_)) => {
                 self.bridge_egress(ns, hop, device, next_hop, packet, branch)
@@ -1313,6 +1474,188 @@ impl<'s> Walker<'s, '_> {
                 None => self.underlay_egress(ns, hop, device, next_hop, packet, branch),
             },
         }
+    }
+
+    /// The IP layer sends a packet by a device only if it fits the device's
+    /// MTU. A larger one is fragmented when DF is clear; with DF set it is
+    /// dropped, and the sender told: ICMP fragmentation-needed to a
+    /// forwarded packet's source, EMSGSIZE to a local socket, and a tunnel
+    /// device answers the same for the packet it carries (measured in the
+    /// lab: `ping -M do` through a smaller hop gets "Frag needed and DF set
+    /// (mtu = N)" from that hop). The first device a packet leaves by sets
+    /// its size when `--size` did not.
+    fn fit(
+        &mut self,
+        ns: &NetnsId,
+        hop: NodeIndex,
+        device: &Device,
+        mut packet: Packet,
+    ) -> Result<Packet, Stop> {
+        let size = *packet.size.get_or_insert(Size {
+            bytes: device.mtu,
+            df: true,
+            probe: self.size.is_none(),
+        });
+        if size.bytes <= device.mtu {
+            return Ok(packet);
+        }
+        let what = sized(&packet);
+        let evidence = self.mtu_evidence(ns, device);
+        if !size.df {
+            let message = format!(
+                "{} fragments {what} to send it by {} (MTU {}): DF is clear, so the receiver must reassemble it",
+                hop_id(ns),
+                device.ifname,
+                device.mtu
+            );
+            self.warn(hop, "kernel.mtu.fragmented", message, evidence);
+            return Ok(packet);
+        }
+        let local = self.graph[hop]
+            .context
+            .as_ref()
+            .is_some_and(|context| context.in_iface.is_none());
+        let answer = match &packet.tunnel {
+            Some(tunnel) => format!(
+                "{} drops the packet it carries and answers ICMP fragmentation-needed (MTU {}) to {}",
+                tunnel.device,
+                device.mtu.saturating_sub(tunnel.encapsulation.overhead()),
+                endpoint(tunnel.inner.src, None)
+            ),
+            None if local => "the sending socket gets EMSGSIZE (message too long)".to_string(),
+            None => format!(
+                "it is dropped and ICMP fragmentation-needed (MTU {}) goes back to {}",
+                device.mtu,
+                endpoint(packet.src, None)
+            ),
+        };
+        let reason = format!(
+            "{} cannot send {what} by {}, whose MTU is {}, and DF is set: {answer}",
+            hop_id(ns),
+            device.ifname,
+            device.mtu
+        );
+        if size.probe {
+            let message = format!(
+                "full-size packets do not fit the path: {reason}; TCP recovers by path MTU discovery, a datagram of that size with DF is lost (--size {} walks one)",
+                size.bytes
+            );
+            self.warn(hop, "kernel.mtu.path", message, evidence);
+            packet.shrink_to(device.mtu);
+            return Ok(packet);
+        }
+        Err(Stop {
+            disposition: Disposition::MtuExceeded,
+            id: "kernel.mtu.exceeded",
+            reason,
+            evidence,
+        })
+    }
+
+    /// A frame longer than a veth's peer (or a bridge's port) takes is
+    /// dropped without a word to the sender (see [`VLAN_HEADER`]). The
+    /// packet walked is one datagram: TCP's segmentation-offload packets are
+    /// not checked here by the kernel, which is why a TCP transfer can work
+    /// where a ping of the same size does not.
+    fn oversized_frame(
+        &mut self,
+        hop: NodeIndex,
+        ns: &NetnsId,
+        device: &Device,
+        packet: &mut Packet,
+    ) -> Option<Stop> {
+        let size = packet.size?;
+        let limit = device.mtu + VLAN_HEADER;
+        if size.bytes <= limit {
+            return None;
+        }
+        let reason = format!(
+            "{} drops {} at {} (MTU {}): a veth or bridge port passes frames of at most its MTU + {VLAN_HEADER} bytes, and no ICMP error tells the sender",
+            hop_id(ns),
+            sized(packet),
+            device.ifname,
+            device.mtu
+        );
+        let evidence = self.mtu_evidence(ns, device);
+        if size.probe {
+            let message = format!(
+                "full-size packets do not fit the path: {reason}; only TCP (segmentation offload, MSS) gets through, a datagram of that size is lost (--size {} walks one)",
+                size.bytes
+            );
+            self.warn(hop, "kernel.mtu.path", message, evidence);
+            packet.shrink_to(device.mtu);
+            return None;
+        }
+        Some(Stop {
+            disposition: Disposition::MtuExceeded,
+            id: "kernel.mtu.frame-dropped",
+            reason,
+            evidence,
+        })
+    }
+
+    /// A frame dropped as it arrives: the receiving namespace joins the
+    /// path, and the stop is its own.
+    #[allow(clippy::too_many_arguments)]
+    fn dropped_on_arrival(
+        &mut self,
+        hop: NodeIndex,
+        from_interface: &str,
+        kind: LinkKind,
+        to: &NetnsId,
+        interface: &str,
+        packet: &Packet,
+        mut branch: Branch,
+        stop: Stop,
+    ) {
+        let arrived = self.graph.add_node(Hop {
+            id: hop_id(to),
+            kind: hop_kind(to),
+            node: Some(to.node().to_string()),
+            steps: Vec::new(),
+            context: None,
+        });
+        let link = Link {
+            kind,
+            from_interface: from_interface.to_string(),
+            to_interface: Some(interface.to_string()),
+            packet: packet.to_string(),
+        };
+        self.graph.add_edge(hop, arrived, link);
+        branch.hops.push(arrived);
+        self.stop(arrived, branch, stop);
+    }
+
+    /// The device and its MTU, where the dump shows them.
+    fn mtu_evidence(&self, ns: &NetnsId, device: &Device) -> String {
+        format!(
+            "{}: {} mtu {}",
+            self.file(ns, "ip-link.json"),
+            device.ifname,
+            device.mtu
+        )
+    }
+
+    /// A finding that does not stop the path; said once however many
+    /// branches pass the same place.
+    fn warn(&mut self, hop: NodeIndex, id: &str, message: String, evidence: String) {
+        let hop_name = self.graph[hop].id.clone();
+        if self
+            .findings
+            .iter()
+            .any(|f| f.id == id && f.hop == hop_name && f.message == message)
+        {
+            return;
+        }
+        self.findings.push(Finding {
+            id: id.to_string(),
+            severity: Severity::Warning,
+            hop: hop_name,
+            hop_index: hop.index(),
+            message,
+            evidence,
+            expected: None,
+        });
     }
 
     /// A device that is administratively down, or has no carrier, sends nothing.
@@ -1442,6 +1785,18 @@ impl<'s> Walker<'s, '_> {
                 ),
             );
         };
+        let encapsulation = Encapsulation::Vxlan {
+            vni: info.id,
+            inner_mac: mac,
+        };
+        // Measured in the lab: with `df unset` (flannel's) an outer packet
+        // too large for the underlay is fragmented and reassembled by the
+        // remote node, and the pods' flow still works.
+        let df = |inner: Size| match info.df {
+            Some(VxlanDf::Set) => true,
+            Some(VxlanDf::Inherit) => inner.df,
+            Some(VxlanDf::Unset) | None => false,
+        };
         let outer = Packet {
             src: info.local,
             dst: vtep,
@@ -1451,9 +1806,14 @@ impl<'s> Walker<'s, '_> {
             // Each VXLAN datagram is a packet of its own to netfilter.
             reply: false,
             mark: 0,
+            size: packet.size.map(|inner| Size {
+                bytes: inner.bytes + encapsulation.overhead(),
+                df: df(inner),
+                ..inner
+            }),
             tunnel: Some(Box::new(Tunnelled {
-                vni: info.id,
-                inner_mac: mac,
+                encapsulation,
+                device: device.ifname.clone(),
                 inner: packet,
             })),
         };
@@ -1465,6 +1825,64 @@ impl<'s> Walker<'s, '_> {
             },
         );
         // The VXLAN driver routes the outer packet like a locally generated one.
+        self.process(ns, hop, outer, Arrival::Local, branch);
+    }
+
+    /// IPIP: the packet leaves inside an IPv4 header (protocol 4) for the
+    /// device's fixed remote or, with `remote any` (flannel's `flannel.ipip`,
+    /// Calico's `tunl0`), for the route's next hop, which an `onlink` route
+    /// sets to the remote node's address. The outer source is the device's
+    /// `local`, or chosen when the outer packet is routed. The kernel copies
+    /// the inner packet's DF bit to the outer one (an IPIP device has no
+    /// `ignore_df`), so a packet too large for the underlay with the 20
+    /// bytes added is refused with ICMP fragmentation-needed, not
+    /// fragmented (`ip_tunnel_xmit`; read in the kernel's source: this
+    /// kernel has no ipip module to measure it).
+    #[allow(clippy::too_many_arguments)]
+    fn ipip_egress(
+        &mut self,
+        ns: &NetnsId,
+        hop: NodeIndex,
+        device: &Device,
+        info: &IpipInfo,
+        next_hop: IpAddr,
+        packet: Packet,
+        branch: Branch,
+    ) {
+        let remote = match info.remote {
+            TunnelEndpoint::Address(remote) => remote,
+            TunnelEndpoint::Any => next_hop,
+        };
+        let local = match info.local {
+            TunnelEndpoint::Address(local) => Some(local),
+            TunnelEndpoint::Any => None,
+        };
+        let encapsulation = Encapsulation::Ipip;
+        let outer = Packet {
+            src: local,
+            dst: remote,
+            protocol: packet.protocol,
+            sport: None,
+            dport: None,
+            reply: false,
+            mark: 0,
+            size: packet.size.map(|inner| Size {
+                bytes: inner.bytes + encapsulation.overhead(),
+                ..inner
+            }),
+            tunnel: Some(Box::new(Tunnelled {
+                encapsulation,
+                device: device.ifname.clone(),
+                inner: packet,
+            })),
+        };
+        self.step(
+            hop,
+            Step::Encapsulated {
+                device: device.ifname.clone(),
+                outer: outer.to_string(),
+            },
+        );
         self.process(ns, hop, outer, Arrival::Local, branch);
     }
 
@@ -1580,6 +1998,19 @@ impl<'s> Walker<'s, '_> {
     ) {
         if let Some(stop) = self.device_down(peer_ns, peer) {
             return self.stop(hop, branch, stop);
+        }
+        let mut packet = packet;
+        if let Some(stop) = self.oversized_frame(hop, peer_ns, peer, &mut packet) {
+            return self.dropped_on_arrival(
+                hop,
+                &device.ifname,
+                LinkKind::Veth,
+                peer_ns,
+                &peer.ifname,
+                &packet,
+                branch,
+                stop,
+            );
         }
         let Some(bridge) = peer.master.clone() else {
             // A plain veth pair: the peer answers ARP for its own addresses.
@@ -1908,6 +2339,27 @@ impl<'s> Walker<'s, '_> {
         if let Some(stop) = down {
             return self.stop(hop, branch, stop);
         }
+        let mut packet = packet;
+        if kind == LinkKind::BridgePort
+            && let Some(stop) = self.oversized_frame(hop, from, device, &mut packet)
+        {
+            return self.stop(hop, branch, stop);
+        }
+        if matches!(kind, LinkKind::Veth | LinkKind::BridgePort)
+            && let Some(receiver) = receiver
+            && let Some(stop) = self.oversized_frame(hop, to, receiver, &mut packet)
+        {
+            return self.dropped_on_arrival(
+                hop,
+                &device.ifname,
+                kind,
+                to,
+                interface,
+                &packet,
+                branch,
+                stop,
+            );
+        }
         let link = Link {
             kind,
             from_interface: device.ifname.clone(),
@@ -2015,6 +2467,33 @@ fn hop_id(ns: &NetnsId) -> String {
         NetnsId::Pod {
             namespace, name, ..
         } => format!("{namespace}/{name}"),
+    }
+}
+
+fn hop_kind(ns: &NetnsId) -> HopKind {
+    match ns {
+        NetnsId::Pod { .. } => HopKind::Pod,
+        NetnsId::Host { .. } => HopKind::Node,
+    }
+}
+
+/// A packet's size in words: `a 1500-byte packet`, or for a tunnel's outer
+/// packet what it carries and what the tunnel adds.
+fn sized(packet: &Packet) -> String {
+    let bytes = packet.size.map_or(SMALL_PACKET, |size| size.bytes);
+    match &packet.tunnel {
+        Some(tunnel) => {
+            let kind = match tunnel.encapsulation {
+                Encapsulation::Vxlan { .. } => "VXLAN",
+                Encapsulation::Ipip => "IPIP",
+            };
+            format!(
+                "the {bytes}-byte {kind} packet ({} bytes inside, {} of encapsulation)",
+                bytes.saturating_sub(tunnel.encapsulation.overhead()),
+                tunnel.encapsulation.overhead()
+            )
+        }
+        None => format!("a {bytes}-byte packet"),
     }
 }
 

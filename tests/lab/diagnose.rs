@@ -598,6 +598,7 @@ fn run_case(cni: &Flannel, fault: &Fault) -> Option<Row> {
         },
         port: fault.port,
         protocol: fault.protocol,
+        size: fault.size,
     };
     let (packs, pack_problems) = LoadedPacks::load(builtin_sources(), &[]);
     assert!(pack_problems.is_empty(), "{pack_problems:?}");
