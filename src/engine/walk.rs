@@ -1508,25 +1508,56 @@ impl<'s> Walker<'s, '_> {
                 device.ifname,
                 device.mtu
             );
-            self.warn(hop, "kernel.mtu.fragmented", message, evidence);
+            self.add_finding(
+                hop,
+                "kernel.mtu.fragmented",
+                Severity::Warning,
+                message,
+                evidence,
+            );
+            // The fragments go on; a tunnel's inner packet is whole again
+            // once the remote node reassembles the outer one.
+            if let Some(size) = &mut packet.size {
+                size.bytes = device.mtu;
+            }
             return Ok(packet);
         }
         let local = self.graph[hop]
             .context
             .as_ref()
             .is_some_and(|context| context.in_iface.is_none());
-        let answer = match &packet.tunnel {
-            Some(tunnel) => format!(
-                "{} drops the packet it carries and answers ICMP fragmentation-needed (MTU {}) to {}",
-                tunnel.device,
-                device.mtu.saturating_sub(tunnel.encapsulation.overhead()),
-                endpoint(tunnel.inner.src, None)
+        // Whether the sender learns of it, so that TCP's path MTU discovery
+        // sends smaller segments.
+        let (answer, told) = match &packet.tunnel {
+            Some(tunnel) if tunnel.encapsulation == Encapsulation::Ipip => (
+                format!(
+                    "{} drops the packet it carries and answers ICMP fragmentation-needed (MTU {}) to {}",
+                    tunnel.device,
+                    device.mtu.saturating_sub(tunnel.encapsulation.overhead()),
+                    endpoint(tunnel.inner.src, None)
+                ),
+                true,
             ),
-            None if local => "the sending socket gets EMSGSIZE (message too long)".to_string(),
-            None => format!(
-                "it is dropped and ICMP fragmentation-needed (MTU {}) goes back to {}",
-                device.mtu,
-                endpoint(packet.src, None)
+            // Measured in the lab: `df set`, and the underlay too small: pings
+            // and TCP transfers alike are lost without an ICMP error.
+            Some(tunnel) => (
+                format!(
+                    "the outer packet is dropped ({} has df set), and the VXLAN driver tells the inner packet's sender nothing",
+                    tunnel.device
+                ),
+                false,
+            ),
+            None if local => (
+                "the sending socket gets EMSGSIZE (message too long)".to_string(),
+                true,
+            ),
+            None => (
+                format!(
+                    "it is dropped and ICMP fragmentation-needed (MTU {}) goes back to {}",
+                    device.mtu,
+                    endpoint(packet.src, None)
+                ),
+                true,
             ),
         };
         let reason = format!(
@@ -1536,11 +1567,25 @@ impl<'s> Walker<'s, '_> {
             device.mtu
         );
         if size.probe {
-            let message = format!(
-                "full-size packets do not fit the path: {reason}; TCP recovers by path MTU discovery, a datagram of that size with DF is lost (--size {} walks one)",
-                size.bytes
-            );
-            self.warn(hop, "kernel.mtu.path", message, evidence);
+            if told {
+                let message = format!(
+                    "full-size packets do not fit the path: {reason}; TCP recovers by path MTU discovery, a datagram of that size with DF is lost (--size {} walks one)",
+                    size.bytes
+                );
+                self.add_finding(hop, "kernel.mtu.path", Severity::Warning, message, evidence);
+            } else {
+                let message = format!(
+                    "full-size packets vanish on the path: {reason}; nothing tells the sender to send smaller ones, so TCP transfers stall too (--size {} walks one)",
+                    size.bytes
+                );
+                self.add_finding(
+                    hop,
+                    "kernel.mtu.black-hole",
+                    Severity::Critical,
+                    message,
+                    evidence,
+                );
+            }
             packet.shrink_to(device.mtu);
             return Ok(packet);
         }
@@ -1582,7 +1627,7 @@ impl<'s> Walker<'s, '_> {
                 "full-size packets do not fit the path: {reason}; only TCP (segmentation offload, MSS) gets through, a datagram of that size is lost (--size {} walks one)",
                 size.bytes
             );
-            self.warn(hop, "kernel.mtu.path", message, evidence);
+            self.add_finding(hop, "kernel.mtu.path", Severity::Warning, message, evidence);
             packet.shrink_to(device.mtu);
             return None;
         }
@@ -1612,7 +1657,10 @@ impl<'s> Walker<'s, '_> {
             id: hop_id(to),
             kind: hop_kind(to),
             node: Some(to.node().to_string()),
-            steps: Vec::new(),
+            steps: vec![Step::Received {
+                interface: interface.to_string(),
+                packet: packet.to_string(),
+            }],
             context: None,
         });
         let link = Link {
@@ -1638,7 +1686,14 @@ impl<'s> Walker<'s, '_> {
 
     /// A finding that does not stop the path; said once however many
     /// branches pass the same place.
-    fn warn(&mut self, hop: NodeIndex, id: &str, message: String, evidence: String) {
+    fn add_finding(
+        &mut self,
+        hop: NodeIndex,
+        id: &str,
+        severity: Severity,
+        message: String,
+        evidence: String,
+    ) {
         let hop_name = self.graph[hop].id.clone();
         if self
             .findings
@@ -1649,7 +1704,7 @@ impl<'s> Walker<'s, '_> {
         }
         self.findings.push(Finding {
             id: id.to_string(),
-            severity: Severity::Warning,
+            severity,
             hop: hop_name,
             hop_index: hop.index(),
             message,
@@ -2558,5 +2613,89 @@ fn endpoint(address: Option<IpAddr>, port: Option<u16>) -> String {
         (Some(address), Some(port)) => SocketAddr::new(address, port).to_string(),
         (Some(address), None) => address.to_string(),
         (None, _) => "?".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn packet(src: &str, dst: &str, bytes: u32, probe: bool) -> Packet {
+        Packet {
+            src: Some(src.parse().unwrap()),
+            dst: dst.parse().unwrap(),
+            protocol: Protocol::Tcp,
+            sport: Some(EPHEMERAL_PORT),
+            dport: Some(8080),
+            reply: false,
+            mark: 0,
+            tunnel: None,
+            size: Some(Size {
+                bytes,
+                df: true,
+                probe,
+            }),
+        }
+    }
+
+    fn ipip(inner: Packet) -> Packet {
+        let mut outer = packet("172.18.0.11", "172.18.0.12", 0, true);
+        outer.size = inner.size.map(|size| Size {
+            bytes: size.bytes + 20,
+            ..size
+        });
+        outer.tunnel = Some(Box::new(Tunnelled {
+            encapsulation: Encapsulation::Ipip,
+            device: "tunl0".into(),
+            inner,
+        }));
+        outer
+    }
+
+    #[test]
+    fn path_mtu_discovery_shrinks_a_tunnelled_packet_inside_and_out() {
+        let mut outer = ipip(packet("10.244.1.2", "10.244.2.3", 1480, true));
+        outer.shrink_to(1400);
+        assert_eq!(outer.size.map(|s| s.bytes), Some(1400));
+        let inner = &outer.tunnel.as_ref().unwrap().inner;
+        assert_eq!(inner.size.map(|s| s.bytes), Some(1380));
+    }
+
+    #[test]
+    fn a_tunnels_packet_is_told_with_what_the_tunnel_adds() {
+        let outer = ipip(packet("10.244.1.2", "10.244.2.3", 1480, false));
+        assert_eq!(
+            sized(&outer),
+            "the 1500-byte IPIP packet (1480 bytes inside, 20 of encapsulation)"
+        );
+        assert_eq!(
+            sized(&packet("10.244.1.2", "10.244.2.3", 1450, false)),
+            "a 1450-byte packet"
+        );
+        let vxlan = Encapsulation::Vxlan {
+            vni: 1,
+            inner_mac: "02:00:00:00:00:01".parse().unwrap(),
+        };
+        assert_eq!(vxlan.overhead(), 50);
+    }
+
+    #[test]
+    fn packs_and_netfilter_see_a_given_size_but_a_small_packet_beside_a_probe() {
+        let given = packet("10.244.1.2", "10.244.2.3", 1450, false);
+        assert_eq!(given.pack_packet().size, 1450);
+        assert_eq!(given.netfilter_packet(given.src.unwrap()).length, 1450);
+        let probe = packet("10.244.1.2", "10.244.2.3", 1450, true);
+        assert_eq!(probe.pack_packet().size, SMALL_PACKET);
+        assert_eq!(probe.netfilter_packet(probe.src.unwrap()).length, 64);
+    }
+
+    #[test]
+    fn an_ipip_packet_is_protocol_4_to_netfilter_and_says_so() {
+        let outer = ipip(packet("10.244.1.2", "10.244.2.3", 100, false));
+        assert_eq!(outer.netfilter_packet(outer.src.unwrap()).proto, IPIP);
+        assert_eq!(
+            outer.to_string(),
+            "172.18.0.11 -> 172.18.0.12 ipip [10.244.1.2 -> 10.244.2.3:8080 tcp]"
+        );
     }
 }
