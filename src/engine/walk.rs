@@ -1479,11 +1479,12 @@ impl<'s> Walker<'s, '_> {
     /// The IP layer sends a packet by a device only if it fits the device's
     /// MTU. A larger one is fragmented when DF is clear; with DF set it is
     /// dropped, and the sender told: ICMP fragmentation-needed to a
-    /// forwarded packet's source, EMSGSIZE to a local socket, and a tunnel
-    /// device answers the same for the packet it carries (measured in the
-    /// lab: `ping -M do` through a smaller hop gets "Frag needed and DF set
-    /// (mtu = N)" from that hop). The first device a packet leaves by sets
-    /// its size when `--size` did not.
+    /// forwarded packet's source, EMSGSIZE to a local socket, and an IPIP
+    /// device answers the same for the packet it carries — a VXLAN device
+    /// with `df set` tells nobody (measured in the lab: `ping -M do` through
+    /// a smaller hop gets "Frag needed and DF set (mtu = N)" from that hop,
+    /// and through such a VXLAN device nothing). The first device a packet
+    /// leaves by sets its size when `--size` did not.
     fn fit(
         &mut self,
         ns: &NetnsId,

@@ -952,8 +952,11 @@ fn accuracy_table(rows: &[Row]) -> String {
          one fault injected.\n\
          The flow is `default/web-0` (node-1) to `default/web-3` (node-2), or to the service's ClusterIP\n\
          (10.96.0.100:80, four backends on both nodes) where the fault says so. *Kernel* is what a real TCP\n\
-         connect (`nc -z`) or ping between the namespaces did; *skoop* is the diagnosis of a snapshot\n\
-         collected right after with `skoop collect local`. *Blamed* is the hop of the fatal finding.\n\n\
+         connect (`nc -z`) or ping between the namespaces did; for a DF ping of a size, `ping -M do` of\n\
+         that size (skoop given the same `--size`); for a TCP transfer, 400 KB sent with `nc` arriving\n\
+         whole (skoop without `--size`, warning where full-size packets do not fit). *skoop* is the\n\
+         diagnosis of a snapshot collected right after with `skoop collect local`. *Blamed* is the hop\n\
+         of the fatal finding.\n\n\
          | topology | fault | kernel | skoop | blamed hop | agree |\n|---|---|---|---|---|---|\n",
     );
     for row in rows {
