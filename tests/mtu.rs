@@ -185,6 +185,27 @@ fn vxlan_packets_too_large_for_the_underlay_are_fragmented_with_df_unset() {
     );
 }
 
+#[test]
+fn a_node_sending_through_vxlan_too_large_for_the_underlay_gets_emsgsize_after_the_first_packet() {
+    // Measured: the node's first DF ping of 1450 passes fragmented, then
+    // `ip route get` shows `mtu 1350` and ping "message too long, mtu=1350".
+    let dir = copy_snapshot("examples/flannel-vxlan");
+    set_mtu(dir.path(), NODE_1, "eth0", 1400);
+    let diagnosis = ping(dir.path(), "node/node-1", Some(PacketSize::InterfaceMtu));
+    assert_eq!(diagnosis.disposition(), Disposition::MtuExceeded);
+    let [finding] = with_id(&diagnosis, "kernel.mtu.exceeded")[..] else {
+        panic!("{:#?}", diagnosis.findings)
+    };
+    assert!(
+        finding
+            .message
+            .contains("flannel.1 then lowers the path MTU of node-1's route to 10.244.2.3 to 1350")
+            && finding.message.contains("EMSGSIZE"),
+        "{}",
+        finding.message
+    );
+}
+
 /// node-1's flannel.1 with `df set` over an underlay of 1400.
 fn vxlan_df_set() -> tempfile::TempDir {
     let dir = copy_snapshot("examples/flannel-vxlan");

@@ -1502,7 +1502,21 @@ impl<'s> Walker<'s, '_> {
         }
         let what = sized(&packet);
         let evidence = self.mtu_evidence(ns, device);
-        if !size.df {
+        let local = self.graph[hop]
+            .context
+            .as_ref()
+            .is_some_and(|context| context.in_iface.is_none());
+        // Measured in the lab: a VXLAN device whose outer packet does not fit
+        // lowers the path MTU of the route its inner packet took. Forwarding
+        // ignores that, but a socket of this namespace does not: its first DF
+        // packet leaves fragmented, every later one gets EMSGSIZE.
+        let route_mtu_lowered = !size.df
+            && local
+            && packet.tunnel.as_ref().is_some_and(|tunnel| {
+                matches!(tunnel.encapsulation, Encapsulation::Vxlan { .. })
+                    && tunnel.inner.size.is_some_and(|inner| inner.df)
+            });
+        if !size.df && !route_mtu_lowered {
             let message = format!(
                 "{} fragments {what} to send it by {} (MTU {}): DF is clear, so the receiver must reassemble it",
                 hop_id(ns),
@@ -1523,13 +1537,19 @@ impl<'s> Walker<'s, '_> {
             }
             return Ok(packet);
         }
-        let local = self.graph[hop]
-            .context
-            .as_ref()
-            .is_some_and(|context| context.in_iface.is_none());
         // Whether the sender learns of it, so that TCP's path MTU discovery
         // sends smaller segments.
         let (answer, told) = match &packet.tunnel {
+            Some(tunnel) if route_mtu_lowered => (
+                format!(
+                    "the first such packet leaves fragmented, but {} then lowers the path MTU of {}'s route to {} to {}, and the sending socket gets EMSGSIZE (message too long) for every later one",
+                    tunnel.device,
+                    hop_id(ns),
+                    tunnel.inner.dst,
+                    device.mtu.saturating_sub(tunnel.encapsulation.overhead())
+                ),
+                true,
+            ),
             Some(tunnel) if tunnel.encapsulation == Encapsulation::Ipip => (
                 format!(
                     "{} drops the packet it carries and answers ICMP fragmentation-needed (MTU {}) to {}",
@@ -1561,8 +1581,13 @@ impl<'s> Walker<'s, '_> {
                 true,
             ),
         };
+        let df = if size.df {
+            "DF is set"
+        } else {
+            "the packet inside has DF set"
+        };
         let reason = format!(
-            "{} cannot send {what} by {}, whose MTU is {}, and DF is set: {answer}",
+            "{} cannot send {what} by {}, whose MTU is {}, and {df}: {answer}",
             hop_id(ns),
             device.ifname,
             device.mtu
