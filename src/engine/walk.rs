@@ -217,6 +217,11 @@ impl fmt::Display for Packet {
         if self.reply {
             f.write_str(" (reply)")?;
         }
+        // A size the user gave; a probe's is not the packet walked.
+        if let Some(size) = self.size.filter(|size| !size.probe) {
+            let df = if size.df { ", DF" } else { "" };
+            write!(f, " ({} bytes{df})", size.bytes)?;
+        }
         if let Some(tunnel) = &self.tunnel {
             match &tunnel.encapsulation {
                 Encapsulation::Vxlan { vni, inner_mac } => {
@@ -2721,7 +2726,13 @@ mod tests {
         assert_eq!(outer.netfilter_packet(outer.src.unwrap()).proto, IPIP);
         assert_eq!(
             outer.to_string(),
-            "172.18.0.11 -> 172.18.0.12 ipip [10.244.1.2 -> 10.244.2.3:8080 tcp]"
+            "172.18.0.11 -> 172.18.0.12 ipip (120 bytes, DF) [10.244.1.2 -> 10.244.2.3:8080 tcp (100 bytes, DF)]"
+        );
+        let probed = ipip(packet("10.244.1.2", "10.244.2.3", 1480, true));
+        assert_eq!(
+            probed.to_string(),
+            "172.18.0.11 -> 172.18.0.12 ipip [10.244.1.2 -> 10.244.2.3:8080 tcp]",
+            "a probe's size is not the packet's"
         );
     }
 }
