@@ -289,3 +289,16 @@ fn a_reply_too_large_for_the_way_back_is_fragmented_for_ping_and_refused_for_tcp
         refused.message
     );
 }
+
+#[test]
+fn absurd_mtus_in_a_dump_are_compared_not_overflowed() {
+    let dir = copy_snapshot("examples/flannel-vxlan");
+    for (netns, ifname) in [(WEB_0, "eth0"), (NODE_1, WEB_0_VETH), (NODE_1, "flannel.1")] {
+        set_mtu(dir.path(), netns, ifname, u32::MAX);
+    }
+    let diagnosis = ping(dir.path(), "default/web-0", Some(PacketSize::InterfaceMtu));
+    // The VXLAN packet is fragmented on node-1's underlay (df unset); the
+    // packet inside is still too large for node-2's cni0.
+    assert_eq!(diagnosis.disposition(), Disposition::MtuExceeded);
+    assert_eq!(with_id(&diagnosis, "kernel.mtu.exceeded")[0].hop, "node-2");
+}

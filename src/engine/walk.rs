@@ -1641,7 +1641,7 @@ impl<'s> Walker<'s, '_> {
         packet: &mut Packet,
     ) -> Option<Stop> {
         let size = packet.size?;
-        let limit = device.mtu + VLAN_HEADER;
+        let limit = device.mtu.saturating_add(VLAN_HEADER);
         if size.bytes <= limit {
             return None;
         }
@@ -1893,7 +1893,7 @@ impl<'s> Walker<'s, '_> {
             reply: false,
             mark: 0,
             size: packet.size.map(|inner| Size {
-                bytes: inner.bytes + encapsulation.overhead(),
+                bytes: inner.bytes.saturating_add(encapsulation.overhead()),
                 df: df(inner),
                 ..inner
             }),
@@ -1953,7 +1953,7 @@ impl<'s> Walker<'s, '_> {
             reply: false,
             mark: 0,
             size: packet.size.map(|inner| Size {
-                bytes: inner.bytes + encapsulation.overhead(),
+                bytes: inner.bytes.saturating_add(encapsulation.overhead()),
                 ..inner
             }),
             tunnel: Some(Box::new(Tunnelled {
