@@ -10,7 +10,7 @@
 
 use std::sync::Mutex;
 
-use skoop::engine::{self, Disposition, Endpoint, Protocol, Request};
+use skoop::engine::{self, Disposition, Endpoint, PacketSize, Protocol, Request};
 use skoop::packs::{LoadedPacks, builtin_sources};
 use skoop::snapshot::Snapshot;
 use std::sync::Arc;
@@ -33,7 +33,25 @@ struct Fault {
     port: Option<u16>,
     /// The flow goes to the lab's ClusterIP service instead of the pod.
     to_service: bool,
+    /// A case about packet sizes; `None`: a connect or a ping.
+    mtu: Option<MtuCase>,
 }
+
+/// How a case about packet sizes asks the kernel and skoop.
+struct MtuCase {
+    /// `Some`: skoop walks packets of this size (`--size`) and the kernel
+    /// pings with DF at that size (`ping -M do`). `None`: the kernel makes a
+    /// TCP transfer of [`BULK_BYTES`] and skoop walks without `--size`.
+    size: Option<PacketSize>,
+    /// A warning finding the diagnosis must carry.
+    warns: Option<&'static str>,
+}
+
+/// The size of the TCP transfer of a bulk case: hundreds of full-size segments.
+const BULK_BYTES: usize = 400_000;
+/// Where a bulk case's one-shot receiver listens (the pods' own listener
+/// discards what it reads, so it cannot count).
+const BULK_PORT: &str = "9000";
 
 /// The flow every case checks: the first pod of node-1 to the last pod of node-2.
 fn endpoints(cluster: &Cluster) -> (&Pod, &Pod) {
@@ -73,6 +91,29 @@ fn delete_vtep_fdb_entry(cluster: &Cluster, node: usize, remote: &str) {
     );
 }
 
+/// Sets a device's MTU in a namespace.
+fn set_mtu(ns: &crate::lab::Netns, device: &str, mtu: u32) {
+    ns.ip(&format!("link set {device} mtu {mtu}"));
+}
+
+/// Every pod's eth0, its veth on the node and every node's cni0 at `mtu`,
+/// whatever the CNI's own MTU (a CNI configured for another backend).
+fn pods_at_mtu(cluster: &Cluster, mtu: u32) {
+    for node in &cluster.nodes {
+        for pod in &node.pods {
+            set_mtu(&node.ns, &pod.host_veth, mtu);
+            set_mtu(&pod.ns, "eth0", mtu);
+        }
+        set_mtu(&node.ns, "cni0", mtu);
+    }
+}
+
+/// web-0's veth on node-1 narrower than web-0's eth0.
+fn narrow_first_veth(cluster: &Cluster) {
+    let pod = endpoints(cluster).0;
+    set_mtu(&cluster.nodes[0].ns, &pod.host_veth, 1400);
+}
+
 /// The cases of the VXLAN lab.
 const VXLAN_FAULTS: &[Fault] = &[
     Fault {
@@ -83,6 +124,7 @@ const VXLAN_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         to_service: false,
+        mtu: None,
     },
     Fault {
         name: "healthy (icmp)",
@@ -92,6 +134,7 @@ const VXLAN_FAULTS: &[Fault] = &[
         protocol: Protocol::Icmp,
         port: None,
         to_service: false,
+        mtu: None,
     },
     Fault {
         name: "nothing listens on the port",
@@ -101,6 +144,7 @@ const VXLAN_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(9999),
         to_service: false,
+        mtu: None,
     },
     Fault {
         name: "route to the remote pod CIDR deleted on node-1",
@@ -110,6 +154,7 @@ const VXLAN_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         to_service: false,
+        mtu: None,
     },
     Fault {
         name: "flannel.1 down on node-1",
@@ -119,6 +164,7 @@ const VXLAN_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         to_service: false,
+        mtu: None,
     },
     Fault {
         name: "VXLAN neighbour entry missing on node-1",
@@ -134,6 +180,7 @@ const VXLAN_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         to_service: false,
+        mtu: None,
     },
     Fault {
         name: "VXLAN FDB entry missing on node-1",
@@ -143,6 +190,7 @@ const VXLAN_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         to_service: false,
+        mtu: None,
     },
     Fault {
         name: "ip_forward off on node-2",
@@ -152,6 +200,7 @@ const VXLAN_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         to_service: false,
+        mtu: None,
     },
     Fault {
         name: "FORWARD drop for the pod on node-1",
@@ -176,6 +225,7 @@ const VXLAN_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         to_service: false,
+        mtu: None,
     },
     Fault {
         name: "INPUT drop of VXLAN on node-2",
@@ -193,6 +243,7 @@ const VXLAN_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         to_service: false,
+        mtu: None,
     },
     Fault {
         name: "REJECT of the port in the destination pod",
@@ -207,6 +258,7 @@ const VXLAN_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         to_service: false,
+        mtu: None,
     },
     Fault {
         name: "pod's route to the cluster via a gateway nobody has",
@@ -228,6 +280,7 @@ const VXLAN_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         to_service: false,
+        mtu: None,
     },
     Fault {
         name: "pod lo down (the kernel still delivers)",
@@ -240,6 +293,7 @@ const VXLAN_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         to_service: false,
+        mtu: None,
     },
     Fault {
         name: "strict rp_filter on node-2 with the route back via eth0",
@@ -269,6 +323,7 @@ const VXLAN_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         to_service: false,
+        mtu: None,
     },
     Fault {
         name: "veth of the destination pod down on node-2",
@@ -281,6 +336,7 @@ const VXLAN_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         to_service: false,
+        mtu: None,
     },
     Fault {
         name: "VXLAN FDB entry missing on node-2 (the reply is lost)",
@@ -290,6 +346,7 @@ const VXLAN_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         to_service: false,
+        mtu: None,
     },
     Fault {
         name: "healthy, to the ClusterIP service",
@@ -299,6 +356,7 @@ const VXLAN_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(80),
         to_service: true,
+        mtu: None,
     },
     Fault {
         name: "kube-proxy's service rules flushed on node-1",
@@ -308,6 +366,7 @@ const VXLAN_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(80),
         to_service: true,
+        mtu: None,
     },
     Fault {
         name: "service without endpoints: kube-proxy's REJECT on node-1",
@@ -370,6 +429,7 @@ const VXLAN_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(80),
         to_service: true,
+        mtu: None,
     },
     Fault {
         name: "service DNAT to an address no pod has, on node-1",
@@ -405,6 +465,107 @@ const VXLAN_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(80),
         to_service: true,
+        mtu: None,
+    },
+    Fault {
+        name: "healthy: a DF ping of the pod's MTU",
+        inject: |_| {},
+        blamed: None,
+        expected: Disposition::Delivered,
+        protocol: Protocol::Icmp,
+        port: None,
+        to_service: false,
+        mtu: Some(MtuCase {
+            size: Some(PacketSize::InterfaceMtu),
+            warns: None,
+        }),
+    },
+    Fault {
+        name: "pods at 1500 over flannel.1 at 1450: a DF ping of the pods' MTU",
+        inject: |c| pods_at_mtu(c, 1500),
+        blamed: Some("node-1"),
+        expected: Disposition::MtuExceeded,
+        protocol: Protocol::Icmp,
+        port: None,
+        to_service: false,
+        mtu: Some(MtuCase {
+            size: Some(PacketSize::InterfaceMtu),
+            warns: None,
+        }),
+    },
+    Fault {
+        name: "pods at 1500 over flannel.1 at 1450: a TCP transfer (path MTU discovery)",
+        inject: |c| pods_at_mtu(c, 1500),
+        blamed: None,
+        expected: Disposition::Delivered,
+        protocol: Protocol::Tcp,
+        port: Some(8080),
+        to_service: false,
+        mtu: Some(MtuCase {
+            size: None,
+            warns: Some("kernel.mtu.path"),
+        }),
+    },
+    Fault {
+        name: "web-0's veth at 1400 on node-1: a DF ping of the pod's MTU",
+        inject: narrow_first_veth,
+        blamed: Some("node-1"),
+        expected: Disposition::MtuExceeded,
+        protocol: Protocol::Icmp,
+        port: None,
+        to_service: false,
+        mtu: Some(MtuCase {
+            size: Some(PacketSize::InterfaceMtu),
+            warns: None,
+        }),
+    },
+    Fault {
+        name: "web-0's veth at 1400 on node-1: a TCP transfer (segmentation offload passes)",
+        inject: narrow_first_veth,
+        blamed: None,
+        expected: Disposition::Delivered,
+        protocol: Protocol::Tcp,
+        port: Some(8080),
+        to_service: false,
+        mtu: Some(MtuCase {
+            size: None,
+            warns: Some("kernel.mtu.path"),
+        }),
+    },
+    Fault {
+        name: "underlay eth0 at 1400 under flannel.1 at 1450: a DF ping of the pod's MTU (VXLAN packets fragmented)",
+        inject: |c| {
+            for node in &c.nodes {
+                set_mtu(&node.ns, "eth0", 1400);
+            }
+        },
+        blamed: None,
+        expected: Disposition::Delivered,
+        protocol: Protocol::Icmp,
+        port: None,
+        to_service: false,
+        mtu: Some(MtuCase {
+            size: Some(PacketSize::InterfaceMtu),
+            warns: Some("kernel.mtu.fragmented"),
+        }),
+    },
+    Fault {
+        name: "underlay eth0 at 1400 under flannel.1 at 1450 with df set: a DF ping of the pod's MTU (a black hole)",
+        inject: |c| {
+            for node in &c.nodes {
+                set_mtu(&node.ns, "eth0", 1400);
+                node.ns.ip("link set flannel.1 type vxlan df set");
+            }
+        },
+        blamed: Some("node-1"),
+        expected: Disposition::MtuExceeded,
+        protocol: Protocol::Icmp,
+        port: None,
+        to_service: false,
+        mtu: Some(MtuCase {
+            size: Some(PacketSize::InterfaceMtu),
+            warns: None,
+        }),
     },
 ];
 
@@ -418,6 +579,7 @@ const HOST_GW_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         to_service: false,
+        mtu: None,
     },
     Fault {
         name: "healthy (icmp)",
@@ -427,6 +589,7 @@ const HOST_GW_FAULTS: &[Fault] = &[
         protocol: Protocol::Icmp,
         port: None,
         to_service: false,
+        mtu: None,
     },
     Fault {
         name: "healthy, to the ClusterIP service",
@@ -436,6 +599,7 @@ const HOST_GW_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(80),
         to_service: true,
+        mtu: None,
     },
     Fault {
         name: "route to the remote pod CIDR deleted on node-1",
@@ -445,6 +609,7 @@ const HOST_GW_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         to_service: false,
+        mtu: None,
     },
     Fault {
         name: "route to the remote pod CIDR via the wrong node on node-2 (the reply is lost)",
@@ -469,6 +634,7 @@ const HOST_GW_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         to_service: false,
+        mtu: None,
     },
     Fault {
         name: "ip_forward off on node-2",
@@ -478,6 +644,7 @@ const HOST_GW_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         to_service: false,
+        mtu: None,
     },
     Fault {
         name: "FORWARD drop of the cluster CIDR on node-2",
@@ -502,6 +669,20 @@ const HOST_GW_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         to_service: false,
+        mtu: None,
+    },
+    Fault {
+        name: "node-1's eth0 at 1400 under pods at 1500: a DF ping of the pod's MTU",
+        inject: |c| set_mtu(&c.nodes[0].ns, "eth0", 1400),
+        blamed: Some("node-1"),
+        expected: Disposition::MtuExceeded,
+        protocol: Protocol::Icmp,
+        port: None,
+        to_service: false,
+        mtu: Some(MtuCase {
+            size: Some(PacketSize::InterfaceMtu),
+            warns: None,
+        }),
     },
     Fault {
         name: "cni0 down on node-2",
@@ -511,6 +692,7 @@ const HOST_GW_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         to_service: false,
+        mtu: None,
     },
 ];
 
@@ -527,6 +709,24 @@ fn kernel_delivers(cluster: &Cluster, from: &Pod, to: &Pod, fault: &Fault) -> bo
     } else {
         to.ip.to_string()
     };
+    match &fault.mtu {
+        Some(MtuCase { size: None, .. }) => return transfers(from, to, &ip),
+        Some(MtuCase {
+            size: Some(size), ..
+        }) => {
+            let bytes = match size {
+                PacketSize::Bytes(bytes) => *bytes,
+                PacketSize::InterfaceMtu => interface_mtu(from),
+            };
+            // ping's -s is the ICMP payload: the IP packet less 28 bytes of headers.
+            let payload = (bytes - 28).to_string();
+            let ping = [
+                "ping", "-c", "1", "-W", "2", "-M", "do", "-s", &payload, &ip,
+            ];
+            return from.ns.exec(&ping).status.success();
+        }
+        None => {}
+    }
     let output = match fault.protocol {
         Protocol::Icmp => from.ns.exec(&["ping", "-c", "1", "-W", "2", &ip]),
         _ => {
@@ -535,6 +735,27 @@ fn kernel_delivers(cluster: &Cluster, from: &Pod, to: &Pod, fault: &Fault) -> bo
         }
     };
     output.status.success()
+}
+
+/// The MTU of a pod's eth0.
+fn interface_mtu(pod: &Pod) -> u32 {
+    let mtu = pod.ns.run(&["cat", "/sys/class/net/eth0/mtu"]);
+    mtu.trim().parse().expect("eth0's MTU is a number")
+}
+
+/// Whether a TCP transfer of [`BULK_BYTES`] from `from` arrives whole at a
+/// one-shot receiver in `to`.
+fn transfers(from: &Pod, to: &Pod, ip: &str) -> bool {
+    let receiver = to.ns.clone();
+    let counted = std::thread::spawn(move || {
+        let count = format!("nc -l {BULK_PORT} | wc -c");
+        receiver.exec(&["timeout", "10", "sh", "-c", &count])
+    });
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let send = format!("head -c {BULK_BYTES} /dev/zero | nc -N -w 3 {ip} {BULK_PORT}");
+    from.ns.exec(&["timeout", "8", "sh", "-c", &send]);
+    let counted = counted.join().expect("the receiver thread");
+    String::from_utf8_lossy(&counted.stdout).trim() == BULK_BYTES.to_string()
 }
 
 /// One row of the agreement table.
@@ -598,6 +819,7 @@ fn run_case(cni: &Flannel, fault: &Fault) -> Option<Row> {
         },
         port: fault.port,
         protocol: fault.protocol,
+        size: fault.mtu.as_ref().and_then(|mtu| mtu.size),
     };
     let (packs, pack_problems) = LoadedPacks::load(builtin_sources(), &[]);
     assert!(pack_problems.is_empty(), "{pack_problems:?}");
@@ -637,6 +859,17 @@ fn run_case(cni: &Flannel, fault: &Fault) -> Option<Row> {
         "{}: findings {:#?}",
         fault.name, diagnosis.findings
     );
+    if let Some(id) = fault.mtu.as_ref().and_then(|mtu| mtu.warns) {
+        assert!(
+            diagnosis
+                .findings
+                .iter()
+                .any(|f| f.id == id && f.severity == engine::Severity::Warning),
+            "{}: no {id} warning: {:#?}",
+            fault.name,
+            diagnosis.findings
+        );
+    }
     match fault.blamed {
         Some(hop) => assert!(
             diagnosis
@@ -719,8 +952,11 @@ fn accuracy_table(rows: &[Row]) -> String {
          one fault injected.\n\
          The flow is `default/web-0` (node-1) to `default/web-3` (node-2), or to the service's ClusterIP\n\
          (10.96.0.100:80, four backends on both nodes) where the fault says so. *Kernel* is what a real TCP\n\
-         connect (`nc -z`) or ping between the namespaces did; *skoop* is the diagnosis of a snapshot\n\
-         collected right after with `skoop collect local`. *Blamed* is the hop of the fatal finding.\n\n\
+         connect (`nc -z`) or ping between the namespaces did; for a DF ping of a size, `ping -M do` of\n\
+         that size (skoop given the same `--size`); for a TCP transfer, 400 KB sent with `nc` arriving\n\
+         whole (skoop without `--size`, warning where full-size packets do not fit). *skoop* is the\n\
+         diagnosis of a snapshot collected right after with `skoop collect local`. *Blamed* is the hop\n\
+         of the fatal finding.\n\n\
          | topology | fault | kernel | skoop | blamed hop | agree |\n|---|---|---|---|---|---|\n",
     );
     for row in rows {
