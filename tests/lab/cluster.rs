@@ -26,6 +26,28 @@ const UNDERLAY_GATEWAY: &str = "172.18.0.1";
 /// What a CNI does to the namespaces, and what it says about that in the
 /// Kubernetes objects. One implementation per CNI and mode.
 pub trait Cni {
+    /// The lab topology's name in test output and `docs/accuracy.md`
+    /// (`flannel-vxlan`, `calico-bgp`, ...).
+    fn topology_name(&self) -> &'static str;
+    /// The reason and message of the `NetworkUnavailable: False` condition
+    /// the CNI's agent writes on every Node.
+    fn network_condition(&self) -> (&'static str, &'static str);
+    /// The address IPAM gives the `index`th pod (0-based) of `node`:
+    /// by default host-local's, the pod CIDR's next free address after the
+    /// gateway (.1), so pods start at .2.
+    fn pod_ip(&self, node: &Node, index: usize) -> Ipv4Addr {
+        let offset = 2 + u32::try_from(index).expect("few pods");
+        Ipv4Addr::from(u32::from(node.pod_cidr.network()) + offset)
+    }
+    /// The node-side name of a pod's veth; by default the bridge plugin's
+    /// `veth` and eight hex digits (random there, fixed here).
+    fn host_veth(&self, namespace: &str, name: &str) -> String {
+        format!("veth{}", &hex_digest(&format!("{namespace}/{name}"))[..8])
+    }
+    /// The annotations the CNI plugin puts on a pod's Pod object.
+    fn pod_annotations(&self, _pod: &Pod) -> Map<String, Value> {
+        Map::new()
+    }
     /// Prepares a node before any pod is attached (bridges, tunnel devices).
     fn setup_node(&self, node: &Node);
     /// Gives `pod` its interface and address on `node`.
@@ -112,7 +134,7 @@ impl Cluster {
         }
         for node in &mut nodes {
             for _ in 0..topology.pods_per_node {
-                let pod = add_pod(lab, node, pod_number);
+                let pod = add_pod(lab, cni, node, pod_number);
                 cni.attach_pod(node, &pod);
                 node.pods.push(pod);
                 pod_number += 1;
@@ -211,17 +233,12 @@ fn add_node(lab: &mut Lab, underlay: &Netns, n: u8) -> Node {
     }
 }
 
-/// Pod `web-<number>` on `node`, at the pod CIDR's next free address (the
-/// gateway is .1, so pods start at .2 as host-local IPAM hands them out).
-fn add_pod(lab: &mut Lab, node: &Node, number: usize) -> Pod {
+/// Pod `web-<number>` on `node`, at the address the CNI's IPAM gives it.
+fn add_pod(lab: &mut Lab, cni: &dyn Cni, node: &Node, number: usize) -> Pod {
     let name = format!("web-{number}");
     let ns = lab.netns(&format!("{}-{name}", node.name));
-    let offset = 2 + u32::try_from(node.pods.len()).expect("few pods");
-    let ip = Ipv4Addr::from(u32::from(node.pod_cidr.network()) + offset);
-    let host_veth = format!(
-        "veth{}",
-        &hex_digest(&format!("{APP_NAMESPACE}/{name}"))[..8]
-    );
+    let ip = cni.pod_ip(node, node.pods.len());
+    let host_veth = cni.host_veth(APP_NAMESPACE, &name);
     Pod {
         namespace: APP_NAMESPACE.into(),
         name,

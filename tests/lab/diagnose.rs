@@ -15,7 +15,8 @@ use skoop::packs::{LoadedPacks, builtin_sources};
 use skoop::snapshot::Snapshot;
 use std::sync::Arc;
 
-use crate::cluster::{Cluster, Pod, Topology};
+use crate::calico::Calico;
+use crate::cluster::{Cluster, Cni, Pod, Topology};
 use crate::flannel::Flannel;
 use crate::lab::{Availability, Lab, availability};
 use crate::snapshot;
@@ -514,10 +515,37 @@ const HOST_GW_FAULTS: &[Fault] = &[
     },
 ];
 
+/// The cases of both Calico labs.
+const CALICO_FAULTS: &[Fault] = &[
+    Fault {
+        name: "healthy (tcp)",
+        inject: |_| {},
+        blamed: None,
+        expected: Disposition::Delivered,
+        protocol: Protocol::Tcp,
+        port: Some(8080),
+        to_service: false,
+    },
+    Fault {
+        name: "healthy, to the ClusterIP service",
+        inject: |_| {},
+        blamed: None,
+        expected: Disposition::Delivered,
+        protocol: Protocol::Tcp,
+        port: Some(80),
+        to_service: true,
+    },
+];
+
+/// A lab CNI, shared by the threads that run the cases.
+type LabCni = &'static (dyn Cni + Sync + std::panic::RefUnwindSafe);
+
 /// Each lab topology with its cases.
-const TOPOLOGIES: &[(Flannel, &[Fault])] = &[
-    (Flannel::VXLAN, VXLAN_FAULTS),
-    (Flannel::HOST_GW, HOST_GW_FAULTS),
+const TOPOLOGIES: &[(LabCni, &[Fault])] = &[
+    (&Flannel::VXLAN, VXLAN_FAULTS),
+    (&Flannel::HOST_GW, HOST_GW_FAULTS),
+    (&Calico::BGP, CALICO_FAULTS),
+    (&Calico::VXLAN, CALICO_FAULTS),
 ];
 
 /// What the kernel says: does the flow work?
@@ -546,7 +574,12 @@ struct Row {
     blamed: String,
 }
 
-fn run_case(cni: &Flannel, fault: &Fault) -> Option<Row> {
+/// `<topology>: <fault name>`, how `SKOOP_LAB_CASE` names a case.
+fn case_name(cni: &dyn Cni, fault: &Fault) -> String {
+    format!("{}: {}", cni.topology_name(), fault.name)
+}
+
+fn run_case(cni: &dyn Cni, fault: &Fault) -> Option<Row> {
     let Availability::Run = availability() else {
         return None;
     };
@@ -567,8 +600,7 @@ fn run_case(cni: &Flannel, fault: &Fault) -> Option<Row> {
     snapshot::collect(&cluster, cni, dir.path());
     // `SKOOP_LAB_CASE="<topology>: <fault name>" SKOOP_LAB_SAVE=DIR` keeps this
     // case's snapshot (how examples/flannel-vxlan-broken is made).
-    let case = format!("flannel-{}: {}", cni.backend_name(), fault.name);
-    if std::env::var("SKOOP_LAB_CASE").is_ok_and(|wanted| wanted == case) {
+    if std::env::var("SKOOP_LAB_CASE").is_ok_and(|wanted| wanted == case_name(cni, fault)) {
         snapshot::save_if_asked(dir.path());
     }
     let (loaded, problems) = Snapshot::load(dir.path()).expect("a snapshot");
@@ -610,9 +642,8 @@ fn run_case(cni: &Flannel, fault: &Fault) -> Option<Row> {
         .map(|f| f.hop.clone())
         .collect::<Vec<_>>()
         .join(", ");
-    let topology = format!("flannel-{}", cni.backend_name());
     let row = Row {
-        topology,
+        topology: cni.topology_name().to_string(),
         fault: fault.name,
         kernel,
         skoop: diagnosis.disposition(),
@@ -659,10 +690,14 @@ fn run_case(cni: &Flannel, fault: &Fault) -> Option<Row> {
 
 #[test]
 fn diagnosis_agrees_with_the_kernel_on_every_lab_fault() {
-    let cases: Vec<(&Flannel, &Fault)> = TOPOLOGIES
+    // `SKOOP_LAB_CASE` runs that one case only.
+    let wanted = std::env::var("SKOOP_LAB_CASE").ok();
+    let cases: Vec<(LabCni, &Fault)> = TOPOLOGIES
         .iter()
-        .flat_map(|(cni, faults)| faults.iter().map(move |fault| (cni, fault)))
+        .flat_map(|(cni, faults)| faults.iter().map(move |fault| (*cni, fault)))
+        .filter(|(cni, fault)| wanted.as_ref().is_none_or(|w| *w == case_name(*cni, fault)))
         .collect();
+    assert!(!cases.is_empty(), "no lab case is named {wanted:?}");
     let rows = Mutex::new(Vec::new());
     let failures = Mutex::new(Vec::new());
     // Cases run two at a time: each builds its own lab.
@@ -671,7 +706,7 @@ fn diagnosis_agrees_with_the_kernel_on_every_lab_fault() {
             let (rows, failures) = (&rows, &failures);
             scope.spawn(move || {
                 for (cni, fault) in chunk {
-                    match std::panic::catch_unwind(|| run_case(cni, fault)) {
+                    match std::panic::catch_unwind(|| run_case(*cni, fault)) {
                         Ok(Some(row)) => rows.lock().unwrap().push(row),
                         Ok(None) => {}
                         Err(panic) => {
@@ -680,7 +715,7 @@ fn diagnosis_agrees_with_the_kernel_on_every_lab_fault() {
                                 .cloned()
                                 .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
                                 .unwrap_or_default();
-                            let case = format!("flannel-{}: {}", cni.backend_name(), fault.name);
+                            let case = case_name(*cni, fault);
                             failures.lock().unwrap().push(format!("{case}: {message}"));
                         }
                     }
@@ -691,9 +726,9 @@ fn diagnosis_agrees_with_the_kernel_on_every_lab_fault() {
     let failures = failures.into_inner().unwrap();
     let mut rows = rows.into_inner().unwrap();
     rows.sort_by_key(|row| {
-        cases.iter().position(|(cni, f)| {
-            f.name == row.fault && format!("flannel-{}", cni.backend_name()) == row.topology
-        })
+        cases
+            .iter()
+            .position(|(cni, f)| f.name == row.fault && cni.topology_name() == row.topology)
     });
     let table = accuracy_table(&rows);
     eprintln!("{table}");
