@@ -68,16 +68,51 @@ pub enum Mode {
     Vxlan,
 }
 
-pub struct Calico(pub Mode);
+/// A Calico cluster: how calico-node programs the nodes, and what its
+/// IPPool says (which a stale node can contradict).
+pub struct Calico {
+    /// The topology's name in test output.
+    pub name: &'static str,
+    /// What the nodes are programmed for.
+    pub mode: Mode,
+    /// The IPPool's `natOutgoing`: felix masquerades traffic from the pool
+    /// to anywhere outside every pool.
+    pub nat_outgoing: bool,
+    /// The mode the IPPool object says (`vxlanMode: Always` or `Never`).
+    pub pool_mode: Mode,
+}
 
 impl Calico {
-    pub const BGP: Calico = Calico(Mode::Bgp);
-    pub const VXLAN: Calico = Calico(Mode::Vxlan);
+    pub const BGP: Calico = Calico {
+        name: "calico-bgp",
+        mode: Mode::Bgp,
+        nat_outgoing: true,
+        pool_mode: Mode::Bgp,
+    };
+    pub const VXLAN: Calico = Calico {
+        name: "calico-vxlan",
+        mode: Mode::Vxlan,
+        nat_outgoing: true,
+        pool_mode: Mode::Vxlan,
+    };
+    /// The IPPool without natOutgoing: pod addresses leave the cluster as they are.
+    pub const BGP_WITHOUT_NAT_OUTGOING: Calico = Calico {
+        name: "calico-bgp natOutgoing false",
+        nat_outgoing: false,
+        ..Calico::BGP
+    };
+    /// The IPPool edited to `vxlanMode: Always` while the nodes still route
+    /// as BGP: the kernel keeps delivering.
+    pub const BGP_POOL_SAYS_VXLAN: Calico = Calico {
+        name: "calico-bgp, IPPool says VXLAN",
+        pool_mode: Mode::Vxlan,
+        ..Calico::BGP
+    };
 
     /// The pods' MTU: 1500 on the underlay, less the 50 bytes of VXLAN
     /// encapsulation where there is one.
     fn mtu(&self) -> u16 {
-        match self.0 {
+        match self.mode {
             Mode::Bgp => 1500,
             Mode::Vxlan => 1450,
         }
@@ -85,7 +120,7 @@ impl Calico {
 
     /// The protocol the routes to blocks carry: BIRD's, or felix's own.
     fn route_protocol(&self) -> &'static str {
-        match self.0 {
+        match self.mode {
             Mode::Bgp => "bird",
             Mode::Vxlan => FELIX_ROUTE_PROTOCOL,
         }
@@ -94,7 +129,7 @@ impl Calico {
     /// The first block ordinal a pod gets: in VXLAN mode the node's tunnel
     /// address is allocated from its block first.
     fn first_pod_ordinal(&self) -> u32 {
-        match self.0 {
+        match self.mode {
             Mode::Bgp => 0,
             Mode::Vxlan => 1,
         }
@@ -122,10 +157,7 @@ fn vtep_mac(node: &Node) -> String {
 
 impl Cni for Calico {
     fn topology_name(&self) -> &'static str {
-        match self.0 {
-            Mode::Bgp => "calico-bgp",
-            Mode::Vxlan => "calico-vxlan",
-        }
+        self.name
     }
 
     fn network_condition(&self) -> (&'static str, &'static str) {
@@ -164,7 +196,7 @@ impl Cni for Calico {
             block(node),
             self.route_protocol()
         ));
-        if self.0 != Mode::Vxlan {
+        if self.mode != Mode::Vxlan {
             return;
         }
         ns.ip(&format!(
@@ -212,7 +244,7 @@ impl Cni for Calico {
     fn connect(&self, node: &Node, peers: &[&Node]) {
         let protocol = self.route_protocol();
         for peer in peers {
-            match self.0 {
+            match self.mode {
                 Mode::Bgp => node.ns.ip(&format!(
                     "route add {} via {} dev eth0 proto {protocol}",
                     block(peer),
@@ -245,16 +277,20 @@ impl Cni for Calico {
         }
 
         let pods = node.pods.iter().chain(peers.iter().flat_map(|p| &p.pods));
+        let masquerading = match self.nat_outgoing {
+            true => vec![CLUSTER_CIDR.to_string()],
+            false => Vec::new(),
+        };
         let mut sets = vec![
             IpSet::net("all-ipam-pools", vec![CLUSTER_CIDR.to_string()]),
-            IpSet::net("masq-ipam-pools", vec![CLUSTER_CIDR.to_string()]),
+            IpSet::net("masq-ipam-pools", masquerading),
             IpSet {
                 name: selector_ipset(),
                 kind: "hash:ip",
                 members: pods.map(|p| p.ip.to_string()).collect(),
             },
         ];
-        if self.0 == Mode::Vxlan {
+        if self.mode == Mode::Vxlan {
             let peers = peers.iter().map(|p| p.ip.to_string()).collect();
             sets.push(IpSet::net("all-vxlan-net", peers));
         }
@@ -264,10 +300,10 @@ impl Cni for Calico {
     }
 
     fn iptables_rules(&self, node: &Node) -> String {
-        let vxlan = self.0 == Mode::Vxlan;
+        let vxlan = self.mode == Mode::Vxlan;
         let mut rules = raw_table();
         rules.push_str(&mangle_table());
-        rules.push_str(&nat_table(vxlan));
+        rules.push_str(&nat_table(vxlan, self.nat_outgoing));
         rules.push_str(&filter_table(node, vxlan));
         rules
     }
@@ -278,7 +314,7 @@ impl Cni for Calico {
             "projectcalico.org/IPv4Address".into(),
             format!("{}/24", node.ip).into(),
         );
-        if self.0 == Mode::Vxlan {
+        if self.mode == Mode::Vxlan {
             annotations.insert(
                 "projectcalico.org/IPv4VXLANTunnelAddr".into(),
                 vtep_ip(node).to_string().into(),
@@ -292,7 +328,7 @@ impl Cni for Calico {
     }
 
     fn objects(&self, nodes: &[Node]) -> Vec<Value> {
-        let vxlan_mode = match self.0 {
+        let vxlan_mode = match self.pool_mode {
             Mode::Bgp => "Never",
             Mode::Vxlan => "Always",
         };
@@ -306,7 +342,7 @@ impl Cni for Calico {
                     "blockSize": BLOCK_SIZE,
                     "cidr": CLUSTER_CIDR,
                     "ipipMode": "Never",
-                    "natOutgoing": true,
+                    "natOutgoing": self.nat_outgoing,
                     "nodeSelector": "all()",
                     "vxlanMode": vxlan_mode,
                 },
@@ -322,8 +358,8 @@ impl Cni for Calico {
                     "reportingInterval": "0s",
                 },
             }),
-            config_map(self.0),
-            daemon_set(self.0, nodes.len()),
+            config_map(self.mode),
+            daemon_set(self.mode, nodes.len()),
             network_policy(),
         ];
         for node in nodes {
@@ -532,8 +568,9 @@ fn mangle_table() -> String {
 }
 
 /// nat: floating IPs (none) and the IPPool's natOutgoing: traffic from a
-/// masquerading pool to anywhere outside every pool is masqueraded.
-fn nat_table(vxlan: bool) -> String {
+/// masquerading pool to anywhere outside every pool is masqueraded (felix
+/// leaves `cali-nat-outgoing` empty when no pool has natOutgoing).
+fn nat_table(vxlan: bool, nat_outgoing: bool) -> String {
     let mut t = Table::new(
         "nat",
         &[
@@ -560,10 +597,12 @@ fn nat_table(vxlan: bool) -> String {
         );
     }
     t.append("cali-PREROUTING", "-j cali-fip-dnat");
-    t.append(
-        "cali-nat-outgoing",
-        "-m set --match-set cali40masq-ipam-pools src -m set ! --match-set cali40all-ipam-pools dst -j MASQUERADE --random-fully",
-    );
+    if nat_outgoing {
+        t.append(
+            "cali-nat-outgoing",
+            "-m set --match-set cali40masq-ipam-pools src -m set ! --match-set cali40all-ipam-pools dst -j MASQUERADE --random-fully",
+        );
+    }
     t.render()
 }
 
@@ -833,7 +872,7 @@ fn ipam_block(calico: &Calico, node: &Node) -> Value {
     let size = 1usize << (32 - BLOCK_SIZE);
     let mut allocations = vec![Value::Null; size];
     let mut attributes = Vec::new();
-    if calico.0 == Mode::Vxlan {
+    if calico.mode == Mode::Vxlan {
         allocations[0] = json!(attributes.len());
         attributes.push(json!({
             "handle_id": format!("vxlan-tunnel-addr-{}", node.name),

@@ -22,6 +22,10 @@ pub const APP_NAMESPACE: &str = "default";
 pub const POD_PORT: u16 = 8080;
 /// The underlay's router, the nodes' default gateway.
 const UNDERLAY_GATEWAY: &str = "172.18.0.1";
+/// A host outside the cluster behind the underlay's router. Like most real
+/// networks it routes back to the nodes' addresses only, never to pods'.
+pub const OUTSIDE_IP: Ipv4Addr = Ipv4Addr::new(198, 51, 100, 10);
+const OUTSIDE_GATEWAY: &str = "198.51.100.1";
 
 /// What a CNI does to the namespaces, and what it says about that in the
 /// Kubernetes objects. One implementation per CNI and mode.
@@ -68,6 +72,8 @@ pub trait Cni {
 /// A built cluster.
 pub struct Cluster {
     pub underlay: Netns,
+    /// The host at [`OUTSIDE_IP`], listening on [`POD_PORT`] too.
+    pub outside: Netns,
     pub nodes: Vec<Node>,
     pub service: Service,
 }
@@ -124,6 +130,7 @@ impl Cluster {
         ));
         underlay.ip(&format!("addr add {UNDERLAY_GATEWAY}/24 dev br0"));
         underlay.ip("link set br0 up");
+        let outside = add_outside(lab, &underlay);
 
         let mut pod_number = 0;
         let mut nodes = Vec::new();
@@ -147,6 +154,7 @@ impl Cluster {
 
         let cluster = Cluster {
             underlay,
+            outside,
             nodes,
             service: Service {
                 namespace: APP_NAMESPACE.into(),
@@ -170,15 +178,15 @@ impl Cluster {
     /// until each one accepts connections.
     fn start_listeners(&self, lab: &mut Lab) {
         let port = POD_PORT.to_string();
-        for pod in self.pods() {
-            lab.spawn(&pod.ns, &["nc", "-lk", &port]);
+        let listeners: Vec<&Netns> = self.pods().map(|p| &p.ns).chain([&self.outside]).collect();
+        for ns in &listeners {
+            lab.spawn(ns, &["nc", "-lk", &port]);
         }
         let listening = format!(":{POD_PORT} ");
-        for pod in self.pods() {
-            pod.ns
-                .wait_for(&["ss", "-H", "-tln"], Duration::from_secs(5), |out| {
-                    out.contains(&listening)
-                });
+        for ns in listeners {
+            ns.wait_for(&["ss", "-H", "-tln"], Duration::from_secs(5), |out| {
+                out.contains(&listening)
+            });
         }
     }
 
@@ -196,13 +204,34 @@ impl Cluster {
 
     /// Every namespace of the cluster, for waiting on all of them.
     pub fn all_netns(&self) -> Vec<&Netns> {
-        let mut all = vec![&self.underlay];
+        let mut all = vec![&self.underlay, &self.outside];
         for node in &self.nodes {
             all.push(&node.ns);
             all.extend(node.pods.iter().map(|p| &p.ns));
         }
         all
     }
+}
+
+/// The host outside the cluster: a veth from the underlay's router, which
+/// forwards between the nodes' network and the outside one.
+fn add_outside(lab: &mut Lab, underlay: &Netns) -> Netns {
+    let ns = lab.netns("outside");
+    underlay.ip(&format!(
+        "link add outside address {} type veth peer name eth0 address {} netns {}",
+        mac("underlay/outside"),
+        mac("outside/eth0"),
+        ns.name
+    ));
+    underlay.ip(&format!("addr add {OUTSIDE_GATEWAY}/24 dev outside"));
+    underlay.ip("link set outside up");
+    underlay.run(&["sysctl", "-qw", "net.ipv4.ip_forward=1"]);
+    ns.ip(&format!("addr add {OUTSIDE_IP}/24 dev eth0"));
+    ns.ip("link set eth0 up");
+    ns.ip(&format!(
+        "route add 172.18.0.0/24 via {OUTSIDE_GATEWAY} dev eth0"
+    ));
+    ns
 }
 
 /// Node `n` (1-based): `node-n`, `eth0` at 172.18.0.(10+n) on the underlay,
