@@ -30,7 +30,9 @@ use serde_json::{Map, Value, json};
 use sha1::Sha1;
 use sha2::{Digest, Sha256};
 
-use crate::cluster::{APP_NAMESPACE, CLUSTER_CIDR, Cni, Node, POD_PORT, Pod, hex_digest, mac};
+use crate::cluster::{
+    APP_NAMESPACE, CLUSTER_CIDR, Cni, NODE_NETWORK, Node, POD_PORT, Pod, hex_digest, mac,
+};
 use crate::kube_proxy::encode_prefix;
 use crate::objects;
 
@@ -54,8 +56,7 @@ const PASS_MARK: &str = "0x20000";
 const FROM_WORKLOAD_MARK: &str = "0x40000";
 /// The lab's NetworkPolicy: ingress to the web pods only on their port, from
 /// web pods and from the nodes (kubelet probes, masqueraded service traffic).
-pub const POLICY_NAME: &str = "allow-web";
-const NODE_NETWORK: &str = "172.18.0.0/24";
+const POLICY_NAME: &str = "allow-web";
 const IPPOOL_NAME: &str = "default-ipv4-ippool";
 const CALICO_VERSION: &str = "v3.29.1";
 
@@ -1117,14 +1118,6 @@ fn daemon_set(mode: Mode, nodes: usize) -> Value {
             },
             "updateStrategy": {"rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}, "type": "RollingUpdate"}
         },
-        "status": {
-            "currentNumberScheduled": nodes,
-            "desiredNumberScheduled": nodes,
-            "numberAvailable": nodes,
-            "numberMisscheduled": 0,
-            "numberReady": nodes,
-            "observedGeneration": 1,
-            "updatedNumberScheduled": nodes
-        }
+        "status": objects::daemon_set_status(nodes)
     })
 }

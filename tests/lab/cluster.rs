@@ -20,6 +20,8 @@ pub const CLUSTER_CIDR: &str = "10.244.0.0/16";
 pub const APP_NAMESPACE: &str = "default";
 /// The port every pod listens on and the service targets.
 pub const POD_PORT: u16 = 8080;
+/// The nodes' network, the underlay.
+pub const NODE_NETWORK: &str = "172.18.0.0/24";
 /// The underlay's router, the nodes' default gateway.
 const UNDERLAY_GATEWAY: &str = "172.18.0.1";
 /// A host outside the cluster behind the underlay's router. Like most real

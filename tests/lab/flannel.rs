@@ -351,14 +351,6 @@ fn daemon_set(labels: Value, nodes: usize) -> Value {
             },
             "updateStrategy": {"rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}, "type": "RollingUpdate"}
         },
-        "status": {
-            "currentNumberScheduled": nodes,
-            "desiredNumberScheduled": nodes,
-            "numberAvailable": nodes,
-            "numberMisscheduled": 0,
-            "numberReady": nodes,
-            "observedGeneration": 1,
-            "updatedNumberScheduled": nodes
-        }
+        "status": objects::daemon_set_status(nodes)
     })
 }

@@ -81,6 +81,19 @@ pub fn metadata(kind: &str, namespace: Option<&str>, name: &str, labels: Value) 
     metadata
 }
 
+/// The status of a DaemonSet running and ready on all `nodes` nodes.
+pub fn daemon_set_status(nodes: usize) -> Value {
+    json!({
+        "currentNumberScheduled": nodes,
+        "desiredNumberScheduled": nodes,
+        "numberAvailable": nodes,
+        "numberMisscheduled": 0,
+        "numberReady": nodes,
+        "observedGeneration": 1,
+        "updatedNumberScheduled": nodes,
+    })
+}
+
 pub fn namespace(name: &str, mut labels: Value) -> Value {
     labels["kubernetes.io/metadata.name"] = name.into();
     json!({
