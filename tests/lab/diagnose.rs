@@ -590,6 +590,18 @@ const CALICO_FAULTS: &[Fault] = &[
         to_service: false,
     },
     Fault {
+        name: "forwarding off on web-0's cali veth (no proxy ARP without it)",
+        inject: |c| {
+            let veth = &endpoints(c).0.host_veth;
+            node_sysctl(c, 0, &format!("net.ipv4.conf.{veth}.forwarding=0"));
+        },
+        blamed: Some("default/web-0"),
+        expected: Disposition::NeighborFailed,
+        protocol: Protocol::Tcp,
+        port: Some(8080),
+        to_service: false,
+    },
+    Fault {
         name: "web-0's default route via another link-local address (proxy ARP answers it too)",
         inject: |c| {
             endpoints(c).0.ns.run(&[
@@ -707,6 +719,15 @@ const CALICO_VXLAN_FAULTS: &[Fault] = &[
         inject: |c| delete_vtep_fdb_entry(c, 0, calico::VTEP, "172.18.0.12"),
         blamed: Some("node-1"),
         expected: Disposition::NeighborFailed,
+        protocol: Protocol::Tcp,
+        port: Some(8080),
+        to_service: false,
+    },
+    Fault {
+        name: "vxlan.calico down on node-1 (its routes go, the default route takes over)",
+        inject: |c| node_run(c, 0, &["ip", "link", "set", calico::VTEP, "down"]),
+        blamed: Some("node-1"),
+        expected: Disposition::ExitsCluster,
         protocol: Protocol::Tcp,
         port: Some(8080),
         to_service: false,
