@@ -19,8 +19,8 @@ use super::{
 use crate::netstack::Tri;
 use crate::netstack::ipvs::{Ipvs, IpvsOutcome, Scheduled, Transport};
 use crate::netstack::netfilter::{
-    self, BridgePorts, Context, CtState, Netfilter, Outcome, PacketPath, RouteChoice,
-    Step as NetfilterStep, Translation, Verdict,
+    self, BridgePorts, ConnectionNat, Context, CtState, Netfilter, Outcome, PacketPath,
+    RouteChoice, Step as NetfilterStep, Translation, Verdict,
 };
 use crate::netstack::routing::{
     Fib, FlowKey, LookupOutcome, RouteError, describe_route, describe_rule,
@@ -49,6 +49,14 @@ const EPHEMERAL_PORT: u16 = 40000;
 const MAX_VISITS: usize = 64;
 
 /// The packet as the walker carries it.
+/// Why a veth's peer does not answer an ARP request by proxy.
+enum ProxyArpRefusal {
+    /// The kernel stays silent: why, and the dump file that shows it.
+    Silent { why: String, file: &'static str },
+    /// The snapshot cannot tell.
+    Unknown(Stop),
+}
+
 #[derive(Debug, Clone, PartialEq)]
 struct Packet {
     src: Option<IpAddr>,
@@ -267,6 +275,32 @@ struct Branch {
     nat: Vec<(NetnsId, Translation)>,
     /// Walking the reply back to the sender.
     reply: bool,
+    /// The namespaces the request went through, where conntrack has the
+    /// connection the reply belongs to (set when the reply starts).
+    connection: Vec<NetnsId>,
+}
+
+impl Branch {
+    /// What conntrack in `ns` knows of the reply's connection: its
+    /// translations there, where the request passed; `None` otherwise (and
+    /// for the request itself, a new connection).
+    fn connection_nat(&self, ns: &NetnsId) -> Option<ConnectionNat> {
+        if !self.reply || !self.connection.contains(ns) {
+            return None;
+        }
+        let mut nat = ConnectionNat {
+            dnat: false,
+            snat: false,
+        };
+        for (_, translation) in self.nat.iter().filter(|(at, _)| at == ns) {
+            match translation {
+                Translation::Dnat { .. } | Translation::Redirect { .. } => nat.dnat = true,
+                Translation::Snat { .. } | Translation::Masquerade { .. } => nat.snat = true,
+                _ => {}
+            }
+        }
+        Some(nat)
+    }
 }
 
 /// Who opened the connection, and to what: the reply must come back to that
@@ -379,6 +413,7 @@ pub(crate) fn walk(shared: &Arc<Snapshot>, resolved: &Resolved, packs: &LoadedPa
         origin: None,
         nat: Vec::new(),
         reply: false,
+        connection: Vec::new(),
     };
     walker.visit(&resolved.source, packet, Arrival::Local, None, branch);
     Diagnosis {
@@ -482,6 +517,7 @@ impl<'s> Walker<'s, '_> {
             Arrival::Received(iif) => {
                 let mut filtered = packet.netfilter_packet(packet.src.unwrap_or(packet.dst));
                 filtered.in_iface = Some(iif.clone());
+                filtered.ct_nat = branch.connection_nat(ns);
                 let outcomes = netfilter.traverse(PacketPath::Received, filtered, &context);
                 let forks = self.fork(hop, &branch, outcomes.len());
                 for (outcome, (hop, branch)) in outcomes.into_iter().zip(forks) {
@@ -542,6 +578,7 @@ impl<'s> Walker<'s, '_> {
                     };
                     let mut filtered = packet.netfilter_packet(src);
                     filtered.out_iface = path.dev.clone();
+                    filtered.ct_nat = branch.connection_nat(ns);
                     for outcome in netfilter.traverse(PacketPath::Output, filtered, &context) {
                         ways.push((
                             packet.clone(),
@@ -790,8 +827,16 @@ impl<'s> Walker<'s, '_> {
             }
             Verdict::Unroutable { .. } | Verdict::Accept => {}
         }
+        let arrived = packet;
         let mut packet = packet.clone();
         packet.take_addresses(&outcome.packet);
+        // Input routing validates the source the packet arrived with: the
+        // source NAT of POSTROUTING (and conntrack's un-DNAT of a reply)
+        // comes after it.
+        let as_routed = Packet {
+            src: arrived.src,
+            ..packet.clone()
+        };
         if branch.reply {
             self.undo_nat(ns, hop, &mut packet, &branch, UndoPhase::AfterRouting);
         }
@@ -815,7 +860,9 @@ impl<'s> Walker<'s, '_> {
                         result: "local delivery".into(),
                     },
                 );
-                if let Some(stop) = self.reverse_path_filter(ns, &packet, iif.map(String::as_str)) {
+                if let Some(stop) =
+                    self.reverse_path_filter(ns, &as_routed, iif.map(String::as_str))
+                {
                     return self.stop(hop, branch, stop);
                 }
                 self.deliver(ns, hop, packet, iif.map_or("lo", String::as_str), branch)
@@ -844,7 +891,7 @@ impl<'s> Walker<'s, '_> {
                 if let Some(iif) = iif
                     && let Some(stop) = self
                         .forwarding(ns, iif)
-                        .or_else(|| self.reverse_path_filter(ns, &packet, Some(iif)))
+                        .or_else(|| self.reverse_path_filter(ns, &as_routed, Some(iif)))
                 {
                     return self.stop(hop, branch, stop);
                 }
@@ -1221,6 +1268,7 @@ impl<'s> Walker<'s, '_> {
             }),
         };
         branch.reply = true;
+        branch.connection = branch.seen.iter().map(|(ns, ..)| ns.clone()).collect();
         let link = Link {
             kind: LinkKind::Local,
             from_interface: "socket".into(),
@@ -1470,10 +1518,17 @@ impl<'s> Walker<'s, '_> {
         branch: Branch,
     ) {
         // The first device the hop sends by is the one its checks are about
-        // (a tunnel's outer packet leaves by another one after it).
-        if let Some(context) = &mut self.graph[hop].context {
-            context.out_iface.get_or_insert_with(|| dev.to_string());
-            if let Some(src) = packet.src {
+        // (a tunnel's outer packet leaves by another one after it). A packet
+        // generated here has its source once routing chose it; a received
+        // one keeps the source it arrived with (what rp_filter checks), not
+        // a source NAT's or the tunnel's outer one.
+        if let Some(context) = &mut self.graph[hop].context
+            && context.out_iface.is_none()
+        {
+            context.out_iface = Some(dev.to_string());
+            if context.in_iface.is_none()
+                && let Some(src) = packet.src
+            {
                 context.packet.src = src;
             }
         }
@@ -2165,34 +2220,56 @@ impl<'s> Walker<'s, '_> {
             );
         }
         let Some(bridge) = peer.master.clone() else {
-            // A plain veth pair: the peer answers ARP for its own addresses.
-            if self.owns(peer_ns, next_hop) {
-                return self.cross(
-                    ns,
+            // A plain veth pair: the peer answers ARP for its own addresses,
+            // and for others by proxy where proxy ARP is on.
+            let proxied = match self.owns(peer_ns, next_hop) {
+                true => None,
+                false => match self.proxy_arp(ns, device, peer_ns, peer, next_hop, &packet) {
+                    Ok(()) => Some(()),
+                    Err(ProxyArpRefusal::Unknown(stop)) => return self.stop(hop, branch, stop),
+                    Err(ProxyArpRefusal::Silent { why, file }) => {
+                        let reason = format!(
+                            "{next_hop} is not an address of {} behind {}, and it does not answer ARP for it by proxy: {why}",
+                            hop_id(peer_ns),
+                            device.ifname
+                        );
+                        let evidence = self.file(peer_ns, file);
+                        return self.stop(
+                            hop,
+                            branch,
+                            Stop {
+                                disposition: Disposition::NeighborFailed,
+                                id: "kernel.neighbour.unanswered",
+                                reason,
+                                evidence,
+                            },
+                        );
+                    }
+                },
+            };
+            if proxied.is_some() {
+                self.step(
                     hop,
-                    device,
-                    LinkKind::Veth,
-                    peer_ns,
-                    &peer.ifname,
-                    packet,
-                    branch,
+                    Step::Neighbour {
+                        address: next_hop,
+                        interface: device.ifname.clone(),
+                        result: format!(
+                            "answered by proxy ARP on {}'s {}",
+                            hop_id(peer_ns),
+                            peer.ifname
+                        ),
+                    },
                 );
             }
-            let reason = format!(
-                "{next_hop} is not an address of {} behind {}",
-                hop_id(peer_ns),
-                device.ifname
-            );
-            let evidence = self.file(peer_ns, "ip-addr.json");
-            return self.stop(
+            return self.cross(
+                ns,
                 hop,
+                device,
+                LinkKind::Veth,
+                peer_ns,
+                &peer.ifname,
+                packet,
                 branch,
-                Stop {
-                    disposition: Disposition::NeighborFailed,
-                    id: "kernel.neighbour.unanswered",
-                    reason,
-                    evidence,
-                },
             );
         };
         // The peer is a bridge port: the bridge itself (the node's stack) or
@@ -2271,6 +2348,133 @@ impl<'s> Walker<'s, '_> {
         self.arp_unanswered(peer_ns, hop, &bridge, next_hop, branch)
     }
 
+    /// The kernel's `arp_process` for a request arriving on `peer` (in
+    /// `peer_ns`) for `next_hop`, an address `peer_ns` does not hold: it
+    /// answers by proxy when `proxy_arp` is on (`all` OR'd with the device's
+    /// own), the device forwards, the input route (which validates the
+    /// request's sender address, rp_filter included) is unicast and leaves
+    /// by another device. Explicit proxy entries (`ip neigh add proxy`) and
+    /// `proxy_arp_pvlan` are not in the dumps and are not modelled.
+    fn proxy_arp(
+        &self,
+        ns: &NetnsId,
+        device: &Device,
+        peer_ns: &NetnsId,
+        peer: &Device,
+        next_hop: IpAddr,
+        packet: &Packet,
+    ) -> Result<(), ProxyArpRefusal> {
+        let to_do = "tell whether it answers ARP by proxy";
+        let sysctls = self
+            .sysctls(peer_ns)
+            .ok_or_else(|| ProxyArpRefusal::Unknown(self.missing(peer_ns, "sysctl.txt", to_do)))?;
+        let settings: Vec<Option<i64>> = ["all", peer.ifname.as_str()]
+            .iter()
+            .map(|ifname| {
+                let key = Sysctls::interface_key(Family::Ipv4, ifname, "proxy_arp");
+                sysctls.get_i64(&key).ok().flatten()
+            })
+            .collect();
+        if !settings.iter().any(|v| v.is_some_and(|v| v != 0)) {
+            if settings.contains(&None) {
+                return Err(ProxyArpRefusal::Unknown(self.missing(
+                    peer_ns,
+                    &format!(
+                        "net.ipv4.conf.{{all,{}}}.proxy_arp in sysctl.txt",
+                        peer.ifname
+                    ),
+                    to_do,
+                )));
+            }
+            return Err(ProxyArpRefusal::Silent {
+                why: format!(
+                    "net.ipv4.conf.all.proxy_arp and net.ipv4.conf.{}.proxy_arp are 0",
+                    peer.ifname
+                ),
+                file: "sysctl.txt",
+            });
+        }
+        if let Some(stop) = self.forwarding(peer_ns, &peer.ifname) {
+            return Err(match stop.disposition {
+                Disposition::ForwardingDisabled => ProxyArpRefusal::Silent {
+                    why: stop.reason,
+                    file: "sysctl.txt",
+                },
+                _ => ProxyArpRefusal::Unknown(stop),
+            });
+        }
+        // The request's sender address: the packet's own source where the
+        // sender holds it, else the one the sender picks for the device.
+        let sender = packet
+            .src
+            .filter(|src| self.owns(ns, *src))
+            .or_else(|| {
+                let fib = self.models.fibs.get(ns)?;
+                fib.select_source(Some(&device.ifname), next_hop)
+            })
+            .ok_or_else(|| ProxyArpRefusal::Silent {
+                why: format!("{} has no address to send the request from", hop_id(ns)),
+                file: "ip-addr.json",
+            })?;
+        let request = Packet {
+            src: Some(sender),
+            dst: next_hop,
+            ..packet.clone()
+        };
+        if let Some(stop) = self.reverse_path_filter(peer_ns, &request, Some(&peer.ifname)) {
+            return Err(ProxyArpRefusal::Silent {
+                why: format!(
+                    "the request from {sender} fails the input route's source check: {}",
+                    stop.reason
+                ),
+                file: "sysctl.txt",
+            });
+        }
+        let fib = self.models.fibs.get(peer_ns).ok_or_else(|| {
+            ProxyArpRefusal::Unknown(self.missing(peer_ns, "ip-route.json", to_do))
+        })?;
+        let lookup = fib.lookup(&FlowKey {
+            src: Some(sender),
+            iif: Some(peer.ifname.clone()),
+            ..FlowKey::to(next_hop)
+        });
+        let silent = |why: String| {
+            Err(ProxyArpRefusal::Silent {
+                why,
+                file: "ip-route.json",
+            })
+        };
+        match lookup.outcome {
+            LookupOutcome::Routed {
+                route_type: RouteType::Unicast,
+                paths,
+                ..
+            } => match paths.iter().any(|p| p.dev.as_deref() == Some(&peer.ifname)) {
+                false => Ok(()),
+                true => silent(format!(
+                    "its route to {next_hop} leaves by {} itself",
+                    peer.ifname
+                )),
+            },
+            LookupOutcome::Routed { route_type, .. } => silent(format!(
+                "its route to {next_hop} is {route_type:?}, not unicast"
+            )),
+            LookupOutcome::Failed { error, .. } => silent(format!(
+                "it has no route to {next_hop} ({})",
+                error.as_str()
+            )),
+            LookupOutcome::Unknown { reason } => Err(ProxyArpRefusal::Unknown(Stop {
+                disposition: Disposition::InsufficientInfo,
+                id: "kernel.route.unknown",
+                reason: format!(
+                    "whether {} answers ARP for {next_hop} by proxy is not known: {reason}",
+                    hop_id(peer_ns)
+                ),
+                evidence: self.file(peer_ns, "ip-route.json"),
+            })),
+        }
+    }
+
     /// With `bridge-nf-call-iptables` on, a frame crossing a bridge goes
     /// through the node's netfilter (FORWARD and POSTROUTING, `-m physdev`
     /// sees the ports) and conntrack, which undoes NAT for replies there too.
@@ -2317,6 +2521,7 @@ impl<'s> Walker<'s, '_> {
             local_addresses: &[],
         };
         let mut filtered = packet.netfilter_packet(packet.src.unwrap_or(packet.dst));
+        filtered.ct_nat = branch.connection_nat(ns);
         filtered.in_iface = Some(bridge.to_string());
         filtered.out_iface = Some(bridge.to_string());
         filtered.bridge = Some(BridgePorts {
