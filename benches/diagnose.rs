@@ -31,6 +31,7 @@ fn request(to: &str) -> Request {
         to: to.parse::<Endpoint>().expect("destination"),
         port: None,
         protocol: Protocol::Tcp,
+        size: None,
     }
 }
 

@@ -194,6 +194,28 @@ fn bad_input_is_a_clear_error_with_exit_2() {
             &["--from", "8.8.8.8", "--to", "default/web-3:8080"],
             "sources must be inside the cluster",
         ),
+        (
+            &[
+                "--from",
+                "default/web-0",
+                "--to",
+                "default/web-3:8080",
+                "--size",
+                "67",
+            ],
+            "\"67\" is not a packet size: give BYTES (68-65535, the IP packet with its header) or mtu",
+        ),
+        (
+            &[
+                "--from",
+                "default/web-0",
+                "--to",
+                "default/web-3:8080",
+                "--size",
+                "big",
+            ],
+            "\"big\" is not a packet size",
+        ),
     ];
     for (args, expected) in cases {
         let output = diagnose(args);
@@ -296,4 +318,65 @@ fn a_service_without_ready_endpoints_is_a_fatal_finding_naming_its_endpointslice
     // With ready endpoints, no such finding.
     let (_, healthy) = json(&["--from", "default/web-0", "--to", "svc/default/web"]);
     assert!(!healthy.to_string().contains("no-ready-endpoints"));
+}
+
+#[test]
+fn size_walks_packets_of_that_size_and_stops_where_one_does_not_fit() {
+    let args = [
+        "--from",
+        "default/web-0",
+        "--to",
+        "default/web-3",
+        "--protocol",
+        "icmp",
+        "--size",
+    ];
+    let fits = diagnose(&[&args[..], &["mtu"]].concat());
+    let text = String::from_utf8_lossy(&fits.stdout);
+    assert_eq!(fits.status.code(), Some(0), "{text}");
+    assert!(
+        text.starts_with(
+            "default/web-0 -> default/web-3 (10.244.2.3 icmp, the source interface's MTU, DF): delivered\n"
+        ),
+        "{text}"
+    );
+    let too_large = diagnose(&[&args[..], &["1451"]].concat());
+    let text = String::from_utf8_lossy(&too_large.stdout);
+    assert_eq!(too_large.status.code(), Some(1), "{text}");
+    assert!(
+        text.starts_with(
+            "default/web-0 -> default/web-3 (10.244.2.3 icmp, 1451 bytes, DF): mtu_exceeded\n  stops at default/web-0: default/web-0 cannot send a 1451-byte packet by eth0, whose MTU is 1450, and DF is set: the sending socket gets EMSGSIZE (message too long)\n"
+        ),
+        "{text}"
+    );
+    let (code, report) = json(&[&args[..], &["1451"]].concat());
+    assert_eq!(code, Some(1));
+    assert_eq!(report["disposition"], "mtu_exceeded");
+    assert_eq!(report["findings"][0]["id"], "kernel.mtu.exceeded");
+    assert_eq!(report["findings"][0]["severity"], "fatal");
+    assert!(
+        report["findings"][0]["evidence"]
+            .as_str()
+            .unwrap()
+            .ends_with("web-0/ip-link.json: eth0 mtu 1450"),
+        "{report:#}"
+    );
+}
+
+#[test]
+fn help_explains_size() {
+    let output = Command::new(env!("CARGO_BIN_EXE_skoop"))
+        .args(["diagnose", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0));
+    for expected in [
+        "--size <BYTES|mtu>",
+        "Walk packets of this size (IP header included) with DF set",
+        "stops the path (mtu_exceeded)",
+        "--protocol icmp --size mtu",
+    ] {
+        assert!(help.contains(expected), "missing {expected:?} in:\n{help}");
+    }
 }

@@ -4,39 +4,19 @@
 //! `--proxy-mode=ipvs` leaves a node). This kernel has no ip_vs module, so
 //! the snapshot is edited rather than collected.
 
+mod common;
+
 use std::fs;
-use std::path::Path;
 use std::sync::Arc;
 
-use serde_json::{Value, json};
-use skoop::engine::{self, Disposition, Endpoint, Protocol, Request};
-use skoop::packs::LoadedPacks;
+use common::{copy_snapshot, edit_json};
+use serde_json::json;
+use skoop::engine::{self, Disposition, Protocol};
 use skoop::snapshot::Snapshot;
-
-fn copy_dir(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for entry in fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
-
-fn edit_json(path: &Path, edit: impl FnOnce(&mut Vec<Value>)) {
-    let mut items: Vec<Value> = serde_json::from_str(&fs::read_to_string(path).unwrap()).unwrap();
-    edit(&mut items);
-    fs::write(path, serde_json::to_string(&items).unwrap()).unwrap();
-}
 
 /// The example with node-1 in IPVS mode, and `ipvsadm` as given.
 fn ipvs_snapshot(ipvsadm: &str) -> (tempfile::TempDir, Arc<Snapshot>) {
-    let dir = tempfile::tempdir().unwrap();
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/flannel-vxlan");
-    copy_dir(&root, dir.path());
+    let dir = copy_snapshot("examples/flannel-vxlan");
     let host = dir.path().join("nodes/node-1/host");
     let rules = fs::read_to_string(host.join("iptables-save.txt")).unwrap();
     let without_services: String = rules
@@ -64,20 +44,18 @@ fn ipvs_snapshot(ipvsadm: &str) -> (tempfile::TempDir, Arc<Snapshot>) {
         );
     });
     fs::write(host.join("ipvsadm.txt"), ipvsadm).unwrap();
-    let (snapshot, problems) = Snapshot::load(dir.path()).unwrap();
-    assert!(problems.is_empty(), "{problems:#?}");
-    (dir, Arc::new(snapshot))
+    let snapshot = common::load(dir.path());
+    (dir, snapshot)
 }
 
 fn to_service(snapshot: &Arc<Snapshot>) -> engine::Diagnosis {
-    let request = Request {
-        from: "default/web-1".parse::<Endpoint>().unwrap(),
-        to: "svc/default/web".parse::<Endpoint>().unwrap(),
-        port: None,
-        protocol: Protocol::Tcp,
-    };
-    let (packs, _) = LoadedPacks::load(Vec::new(), &[]);
-    engine::diagnose(snapshot, &request, &packs).unwrap()
+    common::diagnose(
+        snapshot,
+        "default/web-1",
+        "svc/default/web",
+        Protocol::Tcp,
+        None,
+    )
 }
 
 #[test]

@@ -9,7 +9,8 @@ use petgraph::graph::NodeIndex;
 use petgraph::visit::EdgeRef;
 use serde::Serialize;
 use skoop::engine::{
-    self, Diagnosis, Disposition, Endpoint, Finding, Hop, Link, Protocol, Request, Severity, Step,
+    self, Diagnosis, Disposition, Endpoint, Finding, Hop, Link, PacketSize, Protocol, Request,
+    Severity, Step,
 };
 use skoop::snapshot::Snapshot;
 
@@ -21,16 +22,18 @@ use super::{EXIT_USAGE, OutputFormat, print_json, report_problems};
 /// Each network namespace on the way is asked what its kernel does with the
 /// packet: routing (policy rules, tables), netfilter and IPVS (kube-proxy's
 /// NAT included), forwarding and rp_filter, veths, bridges, VXLAN neighbour
-/// and FDB entries, a listening socket, and the reply back. Every service
-/// backend and multipath nexthop is a path of its own. Then the rule packs
-/// check each hop against what the CNI intended. A node or pod the snapshot
-/// has no dump of is stepped over with the CNI pack's intent, and every hop
-/// and path concluded that way is marked "(assumed)".
+/// and FDB entries, IPIP tunnels, every device's MTU, a listening socket,
+/// and the reply back. Every service backend and multipath nexthop is a path
+/// of its own. Then the rule packs check each hop against what the CNI
+/// intended. A node or pod the snapshot has no dump of is stepped over with
+/// the CNI pack's intent, and every hop and path concluded that way is
+/// marked "(assumed)".
 ///
 /// Examples:
 ///   skoop diagnose --snapshot examples/flannel-vxlan --from default/web-0 --to default/web-3:8080
 ///   skoop diagnose --snapshot examples/flannel-vxlan --from default/web-0 --to svc/default/web
 ///   skoop diagnose --snapshot snap --from node/node-1 --to 10.244.2.3 --protocol icmp -o json
+///   skoop diagnose --snapshot snap --from default/web-0 --to default/web-3 --protocol icmp --size mtu
 ///
 /// Exit status: 0 when every path is delivered and nothing fatal was found,
 /// 1 otherwise (the report is printed either way), 2 for bad arguments or
@@ -54,6 +57,13 @@ pub struct DiagnoseArgs {
     port: Option<u16>,
     #[arg(long, value_enum, default_value_t = ProtocolArg::Tcp)]
     protocol: ProtocolArg,
+    /// Walk packets of this size (IP header included) with DF set, as
+    /// `ping -M do -s BYTES-28` sends them: a device they do not fit stops
+    /// the path (mtu_exceeded). `mtu`: the MTU of the source's interface.
+    /// Without it a small packet is walked, and where a full-size one would
+    /// not fit is a warning.
+    #[arg(long, value_name = "BYTES|mtu")]
+    size: Option<PacketSize>,
     /// The rule packs to consult (built-in ones always; see `skoop packs`).
     #[command(flatten)]
     packs: LoadArgs,
@@ -108,6 +118,7 @@ pub fn run(args: DiagnoseArgs) -> ExitCode {
         to: args.to,
         port: args.port,
         protocol,
+        size: args.size,
     };
     let diagnosis = match engine::diagnose(&snapshot, &request, &packs) {
         Ok(diagnosis) => diagnosis,

@@ -29,7 +29,7 @@ use serde::Serialize;
 use crate::packs::LoadedPacks;
 use crate::snapshot::{NetnsId, Snapshot};
 
-pub use target::{Endpoint, Protocol, Request, TargetError};
+pub use target::{Endpoint, PacketSize, PacketSizeError, Protocol, Request, TargetError};
 
 /// How a path ends. The closed set of DESIGN §4.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]

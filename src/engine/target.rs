@@ -200,6 +200,51 @@ pub struct Request {
     pub to: Endpoint,
     pub port: Option<u16>,
     pub protocol: Protocol,
+    /// The size of the flow's packets (`--size`); `None` walks a small one
+    /// and only warns where full-size packets would not fit.
+    pub size: Option<PacketSize>,
+}
+
+/// How big the packets of a flow are, IP header included, sent with DF
+/// set (as `ping -M do` sends them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PacketSize {
+    Bytes(u32),
+    /// As large as the source's interface allows: the MTU of the device the
+    /// first packet leaves by.
+    InterfaceMtu,
+}
+
+/// The smallest IPv4 packet every link must carry (RFC 791) and the
+/// largest the IP length field can say.
+const PACKET_SIZES: std::ops::RangeInclusive<u32> = 68..=65535;
+
+/// Why `--size` cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not a packet size: give BYTES (68-65535, the IP packet with its header) or mtu")]
+pub struct PacketSizeError(String);
+
+impl FromStr for PacketSize {
+    type Err = PacketSizeError;
+
+    fn from_str(text: &str) -> Result<PacketSize, PacketSizeError> {
+        if text == "mtu" {
+            return Ok(PacketSize::InterfaceMtu);
+        }
+        match text.parse::<u32>() {
+            Ok(bytes) if PACKET_SIZES.contains(&bytes) => Ok(PacketSize::Bytes(bytes)),
+            _ => Err(PacketSizeError(text.to_string())),
+        }
+    }
+}
+
+impl fmt::Display for PacketSize {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PacketSize::Bytes(bytes) => write!(f, "{bytes} bytes"),
+            PacketSize::InterfaceMtu => f.write_str("the source interface's MTU"),
+        }
+    }
 }
 
 /// Where the walk starts and what it is for.
@@ -212,6 +257,7 @@ pub(crate) struct Resolved {
     pub dst: IpAddr,
     pub dport: Option<u16>,
     pub protocol: Protocol,
+    pub size: Option<PacketSize>,
     pub summary: String,
 }
 
@@ -240,8 +286,12 @@ pub(crate) fn resolve(snapshot: &Snapshot, request: &Request) -> Result<Resolved
         Some(port) => std::net::SocketAddr::new(dst, port).to_string(),
         None => dst.to_string(),
     };
+    let size = match request.size {
+        Some(size) => format!(", {size}, DF"),
+        None => String::new(),
+    };
     let summary = format!(
-        "{} -> {} ({target} {})",
+        "{} -> {} ({target} {}{size})",
         request.from, request.to, request.protocol
     );
     Ok(Resolved {
@@ -250,6 +300,7 @@ pub(crate) fn resolve(snapshot: &Snapshot, request: &Request) -> Result<Resolved
         dst,
         dport,
         protocol: request.protocol,
+        size: request.size,
         summary,
     })
 }
@@ -480,6 +531,20 @@ mod tests {
         for (text, expected) in cases {
             assert_eq!(text.parse::<Endpoint>(), Ok(expected.clone()), "{text}");
             assert_eq!(expected.to_string(), text);
+        }
+    }
+
+    #[test]
+    fn packet_sizes_are_bytes_within_ip_limits_or_mtu() {
+        assert_eq!("1500".parse(), Ok(PacketSize::Bytes(1500)));
+        assert_eq!("68".parse(), Ok(PacketSize::Bytes(68)));
+        assert_eq!("mtu".parse(), Ok(PacketSize::InterfaceMtu));
+        for bad in ["67", "65536", "-1", "1500b", "MTU", ""] {
+            let error = bad.parse::<PacketSize>().unwrap_err().to_string();
+            assert!(
+                error.contains("68-65535") && error.contains("mtu"),
+                "{bad}: {error}"
+            );
         }
     }
 

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use petgraph::graph::{DiGraph, NodeIndex};
 
 use super::hooks::Intent;
-use super::target::{Protocol, Resolved};
+use super::target::{PacketSize, Protocol, Resolved};
 use super::topology::Topology;
 use super::{
     Diagnosis, Disposition, Finding, Hop, HopContext, HopKind, HopStep, Link, LinkKind, PathResult,
@@ -19,8 +19,8 @@ use super::{
 use crate::netstack::Tri;
 use crate::netstack::ipvs::{Ipvs, IpvsOutcome, Scheduled, Transport};
 use crate::netstack::netfilter::{
-    self, BridgePorts, Context, CtState, Netfilter, Outcome, PacketPath, RouteChoice,
-    Step as NetfilterStep, Translation, Verdict,
+    self, BridgePorts, ConnectionNat, Context, CtState, Netfilter, Outcome, PacketPath,
+    RouteChoice, Step as NetfilterStep, Translation, Verdict,
 };
 use crate::netstack::routing::{
     Fib, FlowKey, LookupOutcome, RouteError, describe_route, describe_rule,
@@ -33,7 +33,8 @@ use crate::snapshot::netns::iptables::{
 };
 use crate::snapshot::netns::ipvs::{Forwarding, VirtualService};
 use crate::snapshot::netns::link::{
-    Link as Device, LinkFlag, LinkKind as DeviceKind, LinkLayerAddress, MacAddr, VxlanInfo,
+    IpipInfo, Link as Device, LinkFlag, LinkKind as DeviceKind, LinkLayerAddress, MacAddr,
+    TunnelEndpoint, VxlanDf, VxlanInfo,
 };
 use crate::snapshot::netns::neigh::NeighbourState;
 use crate::snapshot::netns::route::RouteType;
@@ -48,10 +49,20 @@ const EPHEMERAL_PORT: u16 = 40000;
 const MAX_VISITS: usize = 64;
 
 /// The packet as the walker carries it.
+/// Why a veth's peer does not answer an ARP request by proxy.
+enum ProxyArpRefusal {
+    /// The kernel stays silent: why, and the dump file that shows it.
+    Silent { why: String, file: &'static str },
+    /// The snapshot cannot tell.
+    Unknown(Stop),
+}
+
 #[derive(Debug, Clone, PartialEq)]
 struct Packet {
     src: Option<IpAddr>,
     dst: IpAddr,
+    /// The flow's protocol; an IPIP outer packet keeps its inner packet's
+    /// here (protocol 4 is the tunnel's, see [`Encapsulation`]).
     protocol: Protocol,
     sport: Option<u16>,
     dport: Option<u16>,
@@ -59,9 +70,34 @@ struct Packet {
     reply: bool,
     /// The packet mark; it does not survive leaving the namespace.
     mark: u32,
-    /// Set while the packet is the outer UDP packet of a VXLAN tunnel.
+    /// Set while the packet is the outer packet of a tunnel.
     tunnel: Option<Box<Tunnelled>>,
+    /// Its length, once known: `--size` gives it; otherwise the first
+    /// device it leaves by sets it to that device's MTU, as a probe.
+    size: Option<Size>,
 }
+
+/// The length of an IP packet (headers included) and its DF bit.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Size {
+    bytes: u32,
+    /// Don't fragment: a device it does not fit drops it.
+    df: bool,
+    /// A full-size probe beside the small packet walked without `--size`:
+    /// where it does not fit is a warning, and it shrinks to fit as path MTU
+    /// discovery would shrink it, instead of stopping the path.
+    probe: bool,
+}
+
+/// The length of a packet without `--size`: a SYN or an echo request.
+const SMALL_PACKET: u32 = 64;
+
+/// A veth hands a frame to its peer, and a bridge to a port, only if it is
+/// no longer than the receiving device's MTU plus its Ethernet header and one
+/// VLAN tag (the kernel's `is_skb_forwardable`): measured in the lab, a
+/// 1404-byte packet passes a veth of MTU 1400 and a 1405-byte one is
+/// dropped, without an ICMP error.
+const VLAN_HEADER: u32 = 4;
 
 impl Packet {
     /// Takes the addresses, ports and mark netfilter left the packet with.
@@ -71,6 +107,18 @@ impl Packet {
         self.sport = filtered.sport;
         self.dport = filtered.dport;
         self.mark = filtered.mark;
+    }
+
+    /// What path MTU discovery makes of a packet that did not fit: the
+    /// sender sends smaller ones, so that this one is `bytes` long.
+    fn shrink_to(&mut self, bytes: u32) {
+        if let Some(tunnel) = &mut self.tunnel {
+            let overhead = tunnel.encapsulation.overhead();
+            tunnel.inner.shrink_to(bytes.saturating_sub(overhead));
+        }
+        if let Some(size) = &mut self.size {
+            size.bytes = bytes;
+        }
     }
 
     /// The packet as the rule packs see it.
@@ -86,8 +134,10 @@ impl Packet {
             src_port: self.sport,
             dst_port: self.dport,
             mark: self.mark,
-            // The first packet of a flow: a SYN or an echo request.
-            size: 64,
+            size: match self.size {
+                Some(size) if !size.probe => size.bytes,
+                _ => SMALL_PACKET,
+            },
         }
     }
 
@@ -99,7 +149,14 @@ impl Packet {
             Protocol::Udp => IpProtocol::UDP,
             Protocol::Icmp => IpProtocol::ICMP,
         };
+        let protocol = match &self.tunnel {
+            Some(tunnel) if tunnel.encapsulation == Encapsulation::Ipip => IPIP,
+            _ => protocol,
+        };
         let mut packet = netfilter::Packet::new(src, self.dst, protocol);
+        if let Some(size) = self.size.filter(|size| !size.probe) {
+            packet.length = u16::try_from(size.bytes).unwrap_or(u16::MAX);
+        }
         if packet.dport.is_some() {
             packet.sport = self.sport;
             packet.dport = self.dport;
@@ -116,15 +173,40 @@ impl Packet {
     }
 }
 
-/// What a VXLAN packet carries.
+/// IP protocol 4, IP in IP.
+const IPIP: IpProtocol = IpProtocol(4);
+
+/// What a tunnel's outer packet carries.
 #[derive(Debug, Clone, PartialEq)]
 struct Tunnelled {
-    vni: u32,
-    /// The destination MAC of the inner frame: the remote VTEP device's, if the
-    /// neighbour and FDB entries are right. `None` when an assumed hop
-    /// encapsulated and its pack did not say.
-    inner_mac: Option<MacAddr>,
+    encapsulation: Encapsulation,
+    /// The device that encapsulated it.
+    device: String,
     inner: Packet,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Encapsulation {
+    Vxlan {
+        vni: u32,
+        /// The destination MAC of the inner frame: the remote VTEP device's,
+        /// if the neighbour and FDB entries are right. `None` when an assumed
+        /// hop encapsulated and its pack did not say.
+        inner_mac: Option<MacAddr>,
+    },
+    Ipip,
+}
+
+impl Encapsulation {
+    /// The bytes the tunnel adds to the inner packet: VXLAN an outer IPv4
+    /// header (20), UDP (8), VXLAN (8) and the inner Ethernet header (14);
+    /// IPIP an outer IPv4 header.
+    fn overhead(&self) -> u32 {
+        match self {
+            Encapsulation::Vxlan { .. } => 50,
+            Encapsulation::Ipip => 20,
+        }
+    }
 }
 
 impl fmt::Display for Packet {
@@ -133,22 +215,37 @@ impl fmt::Display for Packet {
             Some(src) => write!(f, "{src}")?,
             None => f.write_str("(source not chosen yet)")?,
         }
-        match self.dport {
-            Some(port) => write!(
+        match (self.dport, &self.tunnel) {
+            (_, Some(tunnel)) if tunnel.encapsulation == Encapsulation::Ipip => {
+                write!(f, " -> {} ipip", self.dst)?
+            }
+            (Some(port), _) => write!(
                 f,
                 " -> {} {}",
                 std::net::SocketAddr::new(self.dst, port),
                 self.protocol
             )?,
-            None => write!(f, " -> {} {}", self.dst, self.protocol)?,
+            (None, _) => write!(f, " -> {} {}", self.dst, self.protocol)?,
         }
         if self.reply {
             f.write_str(" (reply)")?;
         }
+        // A size the user gave; a probe's is not the packet walked.
+        if let Some(size) = self.size.filter(|size| !size.probe) {
+            let df = if size.df { ", DF" } else { "" };
+            write!(f, " ({} bytes{df})", size.bytes)?;
+        }
         if let Some(tunnel) = &self.tunnel {
-            match tunnel.inner_mac {
-                Some(mac) => write!(f, " [vxlan {} to {mac}: {}]", tunnel.vni, tunnel.inner)?,
-                None => write!(f, " [vxlan {}: {}]", tunnel.vni, tunnel.inner)?,
+            match &tunnel.encapsulation {
+                Encapsulation::Vxlan {
+                    vni,
+                    inner_mac: Some(mac),
+                } => write!(f, " [vxlan {vni} to {mac}: {}]", tunnel.inner)?,
+                Encapsulation::Vxlan {
+                    vni,
+                    inner_mac: None,
+                } => write!(f, " [vxlan {vni}: {}]", tunnel.inner)?,
+                Encapsulation::Ipip => write!(f, " [{}]", tunnel.inner)?,
             }
         }
         Ok(())
@@ -178,6 +275,32 @@ struct Branch {
     nat: Vec<(NetnsId, Translation)>,
     /// Walking the reply back to the sender.
     reply: bool,
+    /// The namespaces the request went through, where conntrack has the
+    /// connection the reply belongs to (set when the reply starts).
+    connection: Vec<NetnsId>,
+}
+
+impl Branch {
+    /// What conntrack in `ns` knows of the reply's connection: its
+    /// translations there, where the request passed; `None` otherwise (and
+    /// for the request itself, a new connection).
+    fn connection_nat(&self, ns: &NetnsId) -> Option<ConnectionNat> {
+        if !self.reply || !self.connection.contains(ns) {
+            return None;
+        }
+        let mut nat = ConnectionNat {
+            dnat: false,
+            snat: false,
+        };
+        for (_, translation) in self.nat.iter().filter(|(at, _)| at == ns) {
+            match translation {
+                Translation::Dnat { .. } | Translation::Redirect { .. } => nat.dnat = true,
+                Translation::Snat { .. } | Translation::Masquerade { .. } => nat.snat = true,
+                _ => {}
+            }
+        }
+        Some(nat)
+    }
 }
 
 /// Who opened the connection, and to what: the reply must come back to that
@@ -220,6 +343,8 @@ struct Walker<'s, 'm> {
     findings: Vec<Finding>,
     /// The namespaces stepped over with the CNI's intent so far.
     assumed_namespaces: std::collections::HashSet<NetnsId>,
+    /// `--size`, if given.
+    size: Option<PacketSize>,
 }
 
 pub(crate) fn walk(shared: &Arc<Snapshot>, resolved: &Resolved, packs: &LoadedPacks) -> Diagnosis {
@@ -259,6 +384,7 @@ pub(crate) fn walk(shared: &Arc<Snapshot>, resolved: &Resolved, packs: &LoadedPa
         paths: Vec::new(),
         findings: Vec::new(),
         assumed_namespaces: Default::default(),
+        size: resolved.size,
     };
     let packet = Packet {
         src: resolved.src,
@@ -270,6 +396,15 @@ pub(crate) fn walk(shared: &Arc<Snapshot>, resolved: &Resolved, packs: &LoadedPa
         reply: false,
         mark: 0,
         tunnel: None,
+        // `--size mtu` is known once the first device is.
+        size: match resolved.size {
+            Some(PacketSize::Bytes(bytes)) => Some(Size {
+                bytes,
+                df: true,
+                probe: false,
+            }),
+            Some(PacketSize::InterfaceMtu) | None => None,
+        },
     };
     let branch = Branch {
         hops: Vec::new(),
@@ -278,6 +413,7 @@ pub(crate) fn walk(shared: &Arc<Snapshot>, resolved: &Resolved, packs: &LoadedPa
         origin: None,
         nat: Vec::new(),
         reply: false,
+        connection: Vec::new(),
     };
     walker.visit(&resolved.source, packet, Arrival::Local, None, branch);
     Diagnosis {
@@ -316,10 +452,7 @@ impl<'s> Walker<'s, '_> {
         let assumed = self.can_assume(ns);
         let hop = self.graph.add_node(Hop {
             id: hop_id(ns),
-            kind: match ns {
-                NetnsId::Pod { .. } => HopKind::Pod,
-                NetnsId::Host { .. } => HopKind::Node,
-            },
+            kind: hop_kind(ns),
             node: Some(ns.node().to_string()),
             assumed,
             steps: Vec::new(),
@@ -384,6 +517,7 @@ impl<'s> Walker<'s, '_> {
             Arrival::Received(iif) => {
                 let mut filtered = packet.netfilter_packet(packet.src.unwrap_or(packet.dst));
                 filtered.in_iface = Some(iif.clone());
+                filtered.ct_nat = branch.connection_nat(ns);
                 let outcomes = netfilter.traverse(PacketPath::Received, filtered, &context);
                 let forks = self.fork(hop, &branch, outcomes.len());
                 for (outcome, (hop, branch)) in outcomes.into_iter().zip(forks) {
@@ -444,6 +578,7 @@ impl<'s> Walker<'s, '_> {
                     };
                     let mut filtered = packet.netfilter_packet(src);
                     filtered.out_iface = path.dev.clone();
+                    filtered.ct_nat = branch.connection_nat(ns);
                     for outcome in netfilter.traverse(PacketPath::Output, filtered, &context) {
                         ways.push((
                             packet.clone(),
@@ -692,8 +827,16 @@ impl<'s> Walker<'s, '_> {
             }
             Verdict::Unroutable { .. } | Verdict::Accept => {}
         }
+        let arrived = packet;
         let mut packet = packet.clone();
         packet.take_addresses(&outcome.packet);
+        // Input routing validates the source the packet arrived with: the
+        // source NAT of POSTROUTING (and conntrack's un-DNAT of a reply)
+        // comes after it.
+        let as_routed = Packet {
+            src: arrived.src,
+            ..packet.clone()
+        };
         if branch.reply {
             self.undo_nat(ns, hop, &mut packet, &branch, UndoPhase::AfterRouting);
         }
@@ -717,7 +860,9 @@ impl<'s> Walker<'s, '_> {
                         result: "local delivery".into(),
                     },
                 );
-                if let Some(stop) = self.reverse_path_filter(ns, &packet, iif.map(String::as_str)) {
+                if let Some(stop) =
+                    self.reverse_path_filter(ns, &as_routed, iif.map(String::as_str))
+                {
                     return self.stop(hop, branch, stop);
                 }
                 self.deliver(ns, hop, packet, iif.map_or("lo", String::as_str), branch)
@@ -746,7 +891,7 @@ impl<'s> Walker<'s, '_> {
                 if let Some(iif) = iif
                     && let Some(stop) = self
                         .forwarding(ns, iif)
-                        .or_else(|| self.reverse_path_filter(ns, &packet, Some(iif)))
+                        .or_else(|| self.reverse_path_filter(ns, &as_routed, Some(iif)))
                 {
                     return self.stop(hop, branch, stop);
                 }
@@ -1114,8 +1259,16 @@ impl<'s> Walker<'s, '_> {
             reply: true,
             mark: 0,
             tunnel: None,
+            // An answer as large as the request; the kernel's echo responder
+            // lets its replies be fragmented (DF clear). A probe starts
+            // again at the answering interface's MTU.
+            size: packet.size.filter(|size| !size.probe).map(|size| Size {
+                df: packet.protocol != Protocol::Icmp,
+                ..size
+            }),
         };
         branch.reply = true;
+        branch.connection = branch.seen.iter().map(|(ns, ..)| ns.clone()).collect();
         let link = Link {
             kind: LinkKind::Local,
             from_interface: "socket".into(),
@@ -1214,8 +1367,8 @@ impl<'s> Walker<'s, '_> {
         self.stop(hop, branch, stop);
     }
 
-    /// A VXLAN packet reached its VTEP: the device with that UDP port and VNI
-    /// takes the inner frame, if it is addressed to the device's MAC.
+    /// A tunnel's outer packet was delivered here: the device that takes it
+    /// decapsulates it, and the inner packet arrives on that device.
     fn decapsulate(
         &mut self,
         ns: &NetnsId,
@@ -1224,60 +1377,16 @@ impl<'s> Walker<'s, '_> {
         tunnel: &Tunnelled,
         branch: Branch,
     ) {
-        let device = self
-            .topology
-            .links(ns)
-            .into_iter()
-            .flatten()
-            .find(|link| match link.kind() {
-                Some(DeviceKind::Vxlan(info)) => {
-                    info.id == tunnel.vni
-                        && info.port == outer.dport
-                        && info.local.is_none_or(|local| local == outer.dst)
-                }
-                _ => false,
-            });
-        let Some(device) = device else {
-            let reason = format!(
-                "no VXLAN device in {} takes VNI {} on UDP port {}",
-                hop_id(ns),
-                tunnel.vni,
-                outer.dport.unwrap_or_default()
-            );
-            let evidence = self.file(ns, "ip-link.json");
-            return self.stop(
-                hop,
-                branch,
-                Stop {
-                    disposition: Disposition::NoListener,
-                    id: "kernel.vxlan.no-device",
-                    reason,
-                    evidence,
-                },
-            );
+        let taken = match &tunnel.encapsulation {
+            Encapsulation::Vxlan { vni, inner_mac } => {
+                self.vxlan_receiver(ns, outer, *vni, *inner_mac)
+            }
+            Encapsulation::Ipip => self.ipip_receiver(ns, outer),
         };
-        if let Some(inner_mac) = tunnel.inner_mac
-            && device.address != Some(LinkLayerAddress::Mac(inner_mac))
-        {
-            let reason = format!(
-                "the tunnelled frame is addressed to {} but {}'s {} has another MAC ({}): the sender's neighbour/FDB entries are stale",
-                inner_mac,
-                hop_id(ns),
-                device.ifname,
-                device.address.as_ref().map_or("none".to_string(), mac_text)
-            );
-            let evidence = self.file(ns, "ip-link.json");
-            return self.stop(
-                hop,
-                branch,
-                Stop {
-                    disposition: Disposition::NeighborFailed,
-                    id: "kernel.vxlan.mac-mismatch",
-                    reason,
-                    evidence,
-                },
-            );
-        }
+        let device = match taken {
+            Ok(device) => device,
+            Err(stop) => return self.stop(hop, branch, stop),
+        };
         self.step(
             hop,
             Step::Decapsulated {
@@ -1294,6 +1403,110 @@ impl<'s> Walker<'s, '_> {
         );
     }
 
+    /// A VXLAN packet reached its VTEP: the device with that UDP port and VNI
+    /// takes the inner frame, if it is addressed to the device's MAC.
+    fn vxlan_receiver(
+        &self,
+        ns: &NetnsId,
+        outer: &Packet,
+        vni: u32,
+        inner_mac: Option<MacAddr>,
+    ) -> Result<&'s Device, Stop> {
+        let device = self
+            .topology
+            .links(ns)
+            .into_iter()
+            .flatten()
+            .find(|link| match link.kind() {
+                Some(DeviceKind::Vxlan(info)) => {
+                    info.id == vni
+                        && info.port == outer.dport
+                        && info.local.is_none_or(|local| local == outer.dst)
+                }
+                _ => false,
+            });
+        let Some(device) = device else {
+            return Err(Stop {
+                disposition: Disposition::NoListener,
+                id: "kernel.vxlan.no-device",
+                reason: format!(
+                    "no VXLAN device in {} takes VNI {vni} on UDP port {}",
+                    hop_id(ns),
+                    outer.dport.unwrap_or_default()
+                ),
+                evidence: self.file(ns, "ip-link.json"),
+            });
+        };
+        if let Some(inner_mac) = inner_mac
+            && device.address != Some(LinkLayerAddress::Mac(inner_mac))
+        {
+            return Err(Stop {
+                disposition: Disposition::NeighborFailed,
+                id: "kernel.vxlan.mac-mismatch",
+                reason: format!(
+                    "the tunnelled frame is addressed to {inner_mac} but {}'s {} has another MAC ({}): the sender's neighbour/FDB entries are stale",
+                    hop_id(ns),
+                    device.ifname,
+                    device.address.as_ref().map_or("none".to_string(), mac_text)
+                ),
+                evidence: self.file(ns, "ip-link.json"),
+            });
+        }
+        Ok(device)
+    }
+
+    /// An IPIP packet reached its destination: the kernel hands it to the
+    /// IPIP device that is up and whose `local` is the outer destination and
+    /// `remote` the outer source, `any` matching every address (the most
+    /// specific such device wins, `ip_tunnel_lookup`). Without one, nothing
+    /// takes IP protocol 4: the packet is dropped with an ICMP unreachable.
+    fn ipip_receiver(&self, ns: &NetnsId, outer: &Packet) -> Result<&'s Device, Stop> {
+        let matches = |endpoint: TunnelEndpoint, address: Option<IpAddr>| match endpoint {
+            TunnelEndpoint::Any => Some(0),
+            TunnelEndpoint::Address(own) => (Some(own) == address).then_some(1),
+        };
+        let candidates: Vec<(&'s Device, u8)> = self
+            .topology
+            .links(ns)
+            .into_iter()
+            .flatten()
+            .filter_map(|link| match link.kind() {
+                Some(DeviceKind::Ipip(info)) => {
+                    let remote = matches(info.remote, outer.src)?;
+                    let local = matches(info.local, Some(outer.dst))?;
+                    Some((link, 2 * remote + local))
+                }
+                _ => None,
+            })
+            .collect();
+        let up = candidates
+            .iter()
+            .filter(|(link, _)| link.has_flag(&LinkFlag::Up))
+            .max_by_key(|(_, specificity)| *specificity);
+        if let Some((device, _)) = up {
+            return Ok(device);
+        }
+        let from = endpoint(outer.src, None);
+        let reason = match candidates.first() {
+            Some((device, _)) => format!(
+                "{}'s IPIP device {} would take the tunnelled packet from {from}, but it is down: the packet is dropped",
+                hop_id(ns),
+                device.ifname
+            ),
+            None => format!(
+                "no IPIP device in {} takes the tunnelled packet from {from} to {}: nothing receives IP protocol 4, and the packet is dropped",
+                hop_id(ns),
+                outer.dst
+            ),
+        };
+        Err(Stop {
+            disposition: Disposition::NoListener,
+            id: "kernel.ipip.no-device",
+            reason,
+            evidence: self.file(ns, "ip-link.json"),
+        })
+    }
+
     /// Sends the packet out of `dev` towards `next_hop`.
     fn egress(
         &mut self,
@@ -1305,10 +1518,17 @@ impl<'s> Walker<'s, '_> {
         branch: Branch,
     ) {
         // The first device the hop sends by is the one its checks are about
-        // (a tunnel's outer packet leaves by another one after it).
-        if let Some(context) = &mut self.graph[hop].context {
-            context.out_iface.get_or_insert_with(|| dev.to_string());
-            if let Some(src) = packet.src {
+        // (a tunnel's outer packet leaves by another one after it). A packet
+        // generated here has its source once routing chose it; a received
+        // one keeps the source it arrived with (what rp_filter checks), not
+        // a source NAT's or the tunnel's outer one.
+        if let Some(context) = &mut self.graph[hop].context
+            && context.out_iface.is_none()
+        {
+            context.out_iface = Some(dev.to_string());
+            if context.in_iface.is_none()
+                && let Some(src) = packet.src
+            {
                 context.packet.src = src;
             }
         }
@@ -1326,9 +1546,16 @@ impl<'s> Walker<'s, '_> {
         if let Some(stop) = self.device_down(ns, device) {
             return self.stop(hop, branch, stop);
         }
+        let packet = match self.fit(ns, hop, device, packet) {
+            Ok(packet) => packet,
+            Err(stop) => return self.stop(hop, branch, stop),
+        };
         match device.kind() {
             Some(DeviceKind::Vxlan(info)) => {
                 self.vxlan_egress(ns, hop, device, info, next_hop, packet, branch)
+            }
+            Some(DeviceKind::Ipip(info)) => {
+                self.ipip_egress(ns, hop, device, info, next_hop, packet, branch)
             }
             Some(DeviceKind::Bridge(_)) => {
                 self.bridge_egress(ns, hop, device, next_hop, packet, branch)
@@ -1366,6 +1593,273 @@ impl<'s> Walker<'s, '_> {
                 None => self.underlay_egress(ns, hop, device, next_hop, packet, branch),
             },
         }
+    }
+
+    /// The IP layer sends a packet by a device only if it fits the device's
+    /// MTU. A larger one is fragmented when DF is clear; with DF set it is
+    /// dropped, and the sender told: ICMP fragmentation-needed to a
+    /// forwarded packet's source, EMSGSIZE to a local socket, and an IPIP
+    /// device answers the same for the packet it carries — a VXLAN device
+    /// with `df set` tells nobody (measured in the lab: `ping -M do` through
+    /// a smaller hop gets "Frag needed and DF set (mtu = N)" from that hop,
+    /// and through such a VXLAN device nothing). The first device a packet
+    /// leaves by sets its size when `--size` did not.
+    fn fit(
+        &mut self,
+        ns: &NetnsId,
+        hop: NodeIndex,
+        device: &Device,
+        mut packet: Packet,
+    ) -> Result<Packet, Stop> {
+        let size = *packet.size.get_or_insert(Size {
+            bytes: device.mtu,
+            df: true,
+            probe: self.size.is_none(),
+        });
+        if size.bytes <= device.mtu {
+            return Ok(packet);
+        }
+        let what = sized(&packet);
+        let evidence = self.mtu_evidence(ns, device);
+        let local = self.graph[hop]
+            .context
+            .as_ref()
+            .is_some_and(|context| context.in_iface.is_none());
+        // Measured in the lab: a VXLAN device whose outer packet does not fit
+        // lowers the path MTU of the route its inner packet took. Forwarding
+        // ignores that, but a socket of this namespace does not: its first DF
+        // packet leaves fragmented, every later one gets EMSGSIZE.
+        let route_mtu_lowered = !size.df
+            && local
+            && packet.tunnel.as_ref().is_some_and(|tunnel| {
+                matches!(tunnel.encapsulation, Encapsulation::Vxlan { .. })
+                    && tunnel.inner.size.is_some_and(|inner| inner.df)
+            });
+        if !size.df && !route_mtu_lowered {
+            let message = format!(
+                "{} fragments {what} to send it by {} (MTU {}): DF is clear, so the receiver must reassemble it",
+                hop_id(ns),
+                device.ifname,
+                device.mtu
+            );
+            self.add_finding(
+                hop,
+                "kernel.mtu.fragmented",
+                Severity::Warning,
+                message,
+                evidence,
+            );
+            // The fragments go on; a tunnel's inner packet is whole again
+            // once the remote node reassembles the outer one.
+            if let Some(size) = &mut packet.size {
+                size.bytes = device.mtu;
+            }
+            return Ok(packet);
+        }
+        // Whether the sender learns of it, so that TCP's path MTU discovery
+        // sends smaller segments.
+        let (answer, told) = match &packet.tunnel {
+            Some(tunnel) if route_mtu_lowered => (
+                format!(
+                    "the first such packet leaves fragmented, but {} then lowers the path MTU of {}'s route to {} to {}, and the sending socket gets EMSGSIZE (message too long) for every later one",
+                    tunnel.device,
+                    hop_id(ns),
+                    tunnel.inner.dst,
+                    device.mtu.saturating_sub(tunnel.encapsulation.overhead())
+                ),
+                true,
+            ),
+            Some(tunnel) if tunnel.encapsulation == Encapsulation::Ipip => (
+                format!(
+                    "{} drops the packet it carries and answers ICMP fragmentation-needed (MTU {}) to {}",
+                    tunnel.device,
+                    device.mtu.saturating_sub(tunnel.encapsulation.overhead()),
+                    endpoint(tunnel.inner.src, None)
+                ),
+                true,
+            ),
+            // Measured in the lab: `df set`, and the underlay too small: pings
+            // and TCP transfers alike are lost without an ICMP error.
+            Some(tunnel) => (
+                format!(
+                    "the outer packet is dropped ({} has df set), and the VXLAN driver tells the inner packet's sender nothing",
+                    tunnel.device
+                ),
+                false,
+            ),
+            None if local => (
+                "the sending socket gets EMSGSIZE (message too long)".to_string(),
+                true,
+            ),
+            None => (
+                format!(
+                    "it is dropped and ICMP fragmentation-needed (MTU {}) goes back to {}",
+                    device.mtu,
+                    endpoint(packet.src, None)
+                ),
+                true,
+            ),
+        };
+        let df = if size.df {
+            "DF is set"
+        } else {
+            "the packet inside has DF set"
+        };
+        let reason = format!(
+            "{} cannot send {what} by {}, whose MTU is {}, and {df}: {answer}",
+            hop_id(ns),
+            device.ifname,
+            device.mtu
+        );
+        if size.probe {
+            if told {
+                let message = format!(
+                    "full-size packets do not fit the path: {reason}; TCP recovers by path MTU discovery, a datagram of that size with DF is lost (--size {} walks one)",
+                    size.bytes
+                );
+                self.add_finding(hop, "kernel.mtu.path", Severity::Warning, message, evidence);
+            } else {
+                let message = format!(
+                    "full-size packets vanish on the path: {reason}; nothing tells the sender to send smaller ones, so TCP transfers stall too (--size {} walks one)",
+                    size.bytes
+                );
+                self.add_finding(
+                    hop,
+                    "kernel.mtu.black-hole",
+                    Severity::Critical,
+                    message,
+                    evidence,
+                );
+            }
+            packet.shrink_to(device.mtu);
+            return Ok(packet);
+        }
+        Err(Stop {
+            disposition: Disposition::MtuExceeded,
+            id: "kernel.mtu.exceeded",
+            reason,
+            evidence,
+        })
+    }
+
+    /// A frame longer than a veth's peer (or a bridge's port) takes is
+    /// dropped without a word to the sender (see [`VLAN_HEADER`]). The
+    /// packet walked is one datagram: TCP's segmentation-offload packets are
+    /// not checked here by the kernel, which is why a TCP transfer can work
+    /// where a ping of the same size does not.
+    fn oversized_frame(
+        &mut self,
+        hop: NodeIndex,
+        ns: &NetnsId,
+        device: &Device,
+        packet: &mut Packet,
+    ) -> Option<Stop> {
+        let size = packet.size?;
+        let limit = device.mtu.saturating_add(VLAN_HEADER);
+        if size.bytes <= limit {
+            return None;
+        }
+        let reason = format!(
+            "{} drops {} at {} (MTU {}): a veth or bridge port passes frames of at most its MTU + {VLAN_HEADER} bytes, and no ICMP error tells the sender",
+            hop_id(ns),
+            sized(packet),
+            device.ifname,
+            device.mtu
+        );
+        let evidence = self.mtu_evidence(ns, device);
+        if size.probe {
+            let message = format!(
+                "full-size packets do not fit the path: {reason}; only TCP (segmentation offload, MSS) gets through, a datagram of that size is lost (--size {} walks one)",
+                size.bytes
+            );
+            self.add_finding(hop, "kernel.mtu.path", Severity::Warning, message, evidence);
+            packet.shrink_to(device.mtu);
+            return None;
+        }
+        Some(Stop {
+            disposition: Disposition::MtuExceeded,
+            id: "kernel.mtu.frame-dropped",
+            reason,
+            evidence,
+        })
+    }
+
+    /// A frame dropped as it arrives: the receiving namespace joins the
+    /// path, and the stop is its own.
+    #[allow(clippy::too_many_arguments)]
+    fn dropped_on_arrival(
+        &mut self,
+        hop: NodeIndex,
+        from_interface: &str,
+        kind: LinkKind,
+        to: &NetnsId,
+        interface: &str,
+        packet: &Packet,
+        mut branch: Branch,
+        stop: Stop,
+    ) {
+        let arrived = self.graph.add_node(Hop {
+            id: hop_id(to),
+            kind: hop_kind(to),
+            node: Some(to.node().to_string()),
+            steps: vec![HopStep {
+                step: Step::Received {
+                    interface: interface.to_string(),
+                    packet: packet.to_string(),
+                },
+                assumed: false,
+            }],
+            context: None,
+            assumed: false,
+        });
+        let link = Link {
+            kind,
+            from_interface: from_interface.to_string(),
+            to_interface: Some(interface.to_string()),
+            packet: packet.to_string(),
+        };
+        self.graph.add_edge(hop, arrived, link);
+        branch.hops.push(arrived);
+        self.stop(arrived, branch, stop);
+    }
+
+    /// The device and its MTU, where the dump shows them.
+    fn mtu_evidence(&self, ns: &NetnsId, device: &Device) -> String {
+        format!(
+            "{}: {} mtu {}",
+            self.file(ns, "ip-link.json"),
+            device.ifname,
+            device.mtu
+        )
+    }
+
+    /// A finding that does not stop the path; said once however many
+    /// branches pass the same place.
+    fn add_finding(
+        &mut self,
+        hop: NodeIndex,
+        id: &str,
+        severity: Severity,
+        message: String,
+        evidence: String,
+    ) {
+        let hop_name = self.graph[hop].id.clone();
+        if self
+            .findings
+            .iter()
+            .any(|f| f.id == id && f.hop == hop_name && f.message == message)
+        {
+            return;
+        }
+        self.findings.push(Finding {
+            id: id.to_string(),
+            severity,
+            hop: hop_name,
+            hop_index: hop.index(),
+            message,
+            evidence,
+            expected: None,
+        });
     }
 
     /// A device that is administratively down, or has no carrier, sends nothing.
@@ -1495,6 +1989,18 @@ impl<'s> Walker<'s, '_> {
                 ),
             );
         };
+        let encapsulation = Encapsulation::Vxlan {
+            vni: info.id,
+            inner_mac: Some(mac),
+        };
+        // Measured in the lab: with `df unset` (flannel's) an outer packet
+        // too large for the underlay is fragmented and reassembled by the
+        // remote node, and the pods' flow still works.
+        let df = |inner: Size| match info.df {
+            Some(VxlanDf::Set) => true,
+            Some(VxlanDf::Inherit) => inner.df,
+            Some(VxlanDf::Unset) | None => false,
+        };
         let outer = Packet {
             src: info.local,
             dst: vtep,
@@ -1504,9 +2010,14 @@ impl<'s> Walker<'s, '_> {
             // Each VXLAN datagram is a packet of its own to netfilter.
             reply: false,
             mark: 0,
+            size: packet.size.map(|inner| Size {
+                bytes: inner.bytes.saturating_add(encapsulation.overhead()),
+                df: df(inner),
+                ..inner
+            }),
             tunnel: Some(Box::new(Tunnelled {
-                vni: info.id,
-                inner_mac: Some(mac),
+                encapsulation,
+                device: device.ifname.clone(),
                 inner: packet,
             })),
         };
@@ -1518,6 +2029,64 @@ impl<'s> Walker<'s, '_> {
             },
         );
         // The VXLAN driver routes the outer packet like a locally generated one.
+        self.process(ns, hop, outer, Arrival::Local, branch);
+    }
+
+    /// IPIP: the packet leaves inside an IPv4 header (protocol 4) for the
+    /// device's fixed remote or, with `remote any` (flannel's `flannel.ipip`,
+    /// Calico's `tunl0`), for the route's next hop, which an `onlink` route
+    /// sets to the remote node's address. The outer source is the device's
+    /// `local`, or chosen when the outer packet is routed. The kernel copies
+    /// the inner packet's DF bit to the outer one (an IPIP device has no
+    /// `ignore_df`), so a packet too large for the underlay with the 20
+    /// bytes added is refused with ICMP fragmentation-needed, not
+    /// fragmented (`ip_tunnel_xmit`; read in the kernel's source: this
+    /// kernel has no ipip module to measure it).
+    #[allow(clippy::too_many_arguments)]
+    fn ipip_egress(
+        &mut self,
+        ns: &NetnsId,
+        hop: NodeIndex,
+        device: &Device,
+        info: &IpipInfo,
+        next_hop: IpAddr,
+        packet: Packet,
+        branch: Branch,
+    ) {
+        let remote = match info.remote {
+            TunnelEndpoint::Address(remote) => remote,
+            TunnelEndpoint::Any => next_hop,
+        };
+        let local = match info.local {
+            TunnelEndpoint::Address(local) => Some(local),
+            TunnelEndpoint::Any => None,
+        };
+        let encapsulation = Encapsulation::Ipip;
+        let outer = Packet {
+            src: local,
+            dst: remote,
+            protocol: packet.protocol,
+            sport: None,
+            dport: None,
+            reply: false,
+            mark: 0,
+            size: packet.size.map(|inner| Size {
+                bytes: inner.bytes.saturating_add(encapsulation.overhead()),
+                ..inner
+            }),
+            tunnel: Some(Box::new(Tunnelled {
+                encapsulation,
+                device: device.ifname.clone(),
+                inner: packet,
+            })),
+        };
+        self.step(
+            hop,
+            Step::Encapsulated {
+                device: device.ifname.clone(),
+                outer: outer.to_string(),
+            },
+        );
         self.process(ns, hop, outer, Arrival::Local, branch);
     }
 
@@ -1637,35 +2206,70 @@ impl<'s> Walker<'s, '_> {
         if let Some(stop) = self.device_down(peer_ns, peer) {
             return self.stop(hop, branch, stop);
         }
+        let mut packet = packet;
+        if let Some(stop) = self.oversized_frame(hop, peer_ns, peer, &mut packet) {
+            return self.dropped_on_arrival(
+                hop,
+                &device.ifname,
+                LinkKind::Veth,
+                peer_ns,
+                &peer.ifname,
+                &packet,
+                branch,
+                stop,
+            );
+        }
         let Some(bridge) = peer.master.clone() else {
-            // A plain veth pair: the peer answers ARP for its own addresses.
-            if self.owns(peer_ns, next_hop) {
-                return self.cross(
-                    ns,
+            // A plain veth pair: the peer answers ARP for its own addresses,
+            // and for others by proxy where proxy ARP is on.
+            let proxied = match self.owns(peer_ns, next_hop) {
+                true => None,
+                false => match self.proxy_arp(ns, device, peer_ns, peer, next_hop, &packet) {
+                    Ok(()) => Some(()),
+                    Err(ProxyArpRefusal::Unknown(stop)) => return self.stop(hop, branch, stop),
+                    Err(ProxyArpRefusal::Silent { why, file }) => {
+                        let reason = format!(
+                            "{next_hop} is not an address of {} behind {}, and it does not answer ARP for it by proxy: {why}",
+                            hop_id(peer_ns),
+                            device.ifname
+                        );
+                        let evidence = self.file(peer_ns, file);
+                        return self.stop(
+                            hop,
+                            branch,
+                            Stop {
+                                disposition: Disposition::NeighborFailed,
+                                id: "kernel.neighbour.unanswered",
+                                reason,
+                                evidence,
+                            },
+                        );
+                    }
+                },
+            };
+            if proxied.is_some() {
+                self.step(
                     hop,
-                    device,
-                    LinkKind::Veth,
-                    peer_ns,
-                    &peer.ifname,
-                    packet,
-                    branch,
+                    Step::Neighbour {
+                        address: next_hop,
+                        interface: device.ifname.clone(),
+                        result: format!(
+                            "answered by proxy ARP on {}'s {}",
+                            hop_id(peer_ns),
+                            peer.ifname
+                        ),
+                    },
                 );
             }
-            let reason = format!(
-                "{next_hop} is not an address of {} behind {}",
-                hop_id(peer_ns),
-                device.ifname
-            );
-            let evidence = self.file(peer_ns, "ip-addr.json");
-            return self.stop(
+            return self.cross(
+                ns,
                 hop,
+                device,
+                LinkKind::Veth,
+                peer_ns,
+                &peer.ifname,
+                packet,
                 branch,
-                Stop {
-                    disposition: Disposition::NeighborFailed,
-                    id: "kernel.neighbour.unanswered",
-                    reason,
-                    evidence,
-                },
             );
         };
         // The peer is a bridge port: the bridge itself (the node's stack) or
@@ -1744,6 +2348,133 @@ impl<'s> Walker<'s, '_> {
         self.arp_unanswered(peer_ns, hop, &bridge, next_hop, branch)
     }
 
+    /// The kernel's `arp_process` for a request arriving on `peer` (in
+    /// `peer_ns`) for `next_hop`, an address `peer_ns` does not hold: it
+    /// answers by proxy when `proxy_arp` is on (`all` OR'd with the device's
+    /// own), the device forwards, the input route (which validates the
+    /// request's sender address, rp_filter included) is unicast and leaves
+    /// by another device. Explicit proxy entries (`ip neigh add proxy`) and
+    /// `proxy_arp_pvlan` are not in the dumps and are not modelled.
+    fn proxy_arp(
+        &self,
+        ns: &NetnsId,
+        device: &Device,
+        peer_ns: &NetnsId,
+        peer: &Device,
+        next_hop: IpAddr,
+        packet: &Packet,
+    ) -> Result<(), ProxyArpRefusal> {
+        let to_do = "tell whether it answers ARP by proxy";
+        let sysctls = self
+            .sysctls(peer_ns)
+            .ok_or_else(|| ProxyArpRefusal::Unknown(self.missing(peer_ns, "sysctl.txt", to_do)))?;
+        let settings: Vec<Option<i64>> = ["all", peer.ifname.as_str()]
+            .iter()
+            .map(|ifname| {
+                let key = Sysctls::interface_key(Family::Ipv4, ifname, "proxy_arp");
+                sysctls.get_i64(&key).ok().flatten()
+            })
+            .collect();
+        if !settings.iter().any(|v| v.is_some_and(|v| v != 0)) {
+            if settings.contains(&None) {
+                return Err(ProxyArpRefusal::Unknown(self.missing(
+                    peer_ns,
+                    &format!(
+                        "net.ipv4.conf.{{all,{}}}.proxy_arp in sysctl.txt",
+                        peer.ifname
+                    ),
+                    to_do,
+                )));
+            }
+            return Err(ProxyArpRefusal::Silent {
+                why: format!(
+                    "net.ipv4.conf.all.proxy_arp and net.ipv4.conf.{}.proxy_arp are 0",
+                    peer.ifname
+                ),
+                file: "sysctl.txt",
+            });
+        }
+        if let Some(stop) = self.forwarding(peer_ns, &peer.ifname) {
+            return Err(match stop.disposition {
+                Disposition::ForwardingDisabled => ProxyArpRefusal::Silent {
+                    why: stop.reason,
+                    file: "sysctl.txt",
+                },
+                _ => ProxyArpRefusal::Unknown(stop),
+            });
+        }
+        // The request's sender address: the packet's own source where the
+        // sender holds it, else the one the sender picks for the device.
+        let sender = packet
+            .src
+            .filter(|src| self.owns(ns, *src))
+            .or_else(|| {
+                let fib = self.models.fibs.get(ns)?;
+                fib.select_source(Some(&device.ifname), next_hop)
+            })
+            .ok_or_else(|| ProxyArpRefusal::Silent {
+                why: format!("{} has no address to send the request from", hop_id(ns)),
+                file: "ip-addr.json",
+            })?;
+        let request = Packet {
+            src: Some(sender),
+            dst: next_hop,
+            ..packet.clone()
+        };
+        if let Some(stop) = self.reverse_path_filter(peer_ns, &request, Some(&peer.ifname)) {
+            return Err(ProxyArpRefusal::Silent {
+                why: format!(
+                    "the request from {sender} fails the input route's source check: {}",
+                    stop.reason
+                ),
+                file: "sysctl.txt",
+            });
+        }
+        let fib = self.models.fibs.get(peer_ns).ok_or_else(|| {
+            ProxyArpRefusal::Unknown(self.missing(peer_ns, "ip-route.json", to_do))
+        })?;
+        let lookup = fib.lookup(&FlowKey {
+            src: Some(sender),
+            iif: Some(peer.ifname.clone()),
+            ..FlowKey::to(next_hop)
+        });
+        let silent = |why: String| {
+            Err(ProxyArpRefusal::Silent {
+                why,
+                file: "ip-route.json",
+            })
+        };
+        match lookup.outcome {
+            LookupOutcome::Routed {
+                route_type: RouteType::Unicast,
+                paths,
+                ..
+            } => match paths.iter().any(|p| p.dev.as_deref() == Some(&peer.ifname)) {
+                false => Ok(()),
+                true => silent(format!(
+                    "its route to {next_hop} leaves by {} itself",
+                    peer.ifname
+                )),
+            },
+            LookupOutcome::Routed { route_type, .. } => silent(format!(
+                "its route to {next_hop} is {route_type:?}, not unicast"
+            )),
+            LookupOutcome::Failed { error, .. } => silent(format!(
+                "it has no route to {next_hop} ({})",
+                error.as_str()
+            )),
+            LookupOutcome::Unknown { reason } => Err(ProxyArpRefusal::Unknown(Stop {
+                disposition: Disposition::InsufficientInfo,
+                id: "kernel.route.unknown",
+                reason: format!(
+                    "whether {} answers ARP for {next_hop} by proxy is not known: {reason}",
+                    hop_id(peer_ns)
+                ),
+                evidence: self.file(peer_ns, "ip-route.json"),
+            })),
+        }
+    }
+
     /// With `bridge-nf-call-iptables` on, a frame crossing a bridge goes
     /// through the node's netfilter (FORWARD and POSTROUTING, `-m physdev`
     /// sees the ports) and conntrack, which undoes NAT for replies there too.
@@ -1790,6 +2521,7 @@ impl<'s> Walker<'s, '_> {
             local_addresses: &[],
         };
         let mut filtered = packet.netfilter_packet(packet.src.unwrap_or(packet.dst));
+        filtered.ct_nat = branch.connection_nat(ns);
         filtered.in_iface = Some(bridge.to_string());
         filtered.out_iface = Some(bridge.to_string());
         filtered.bridge = Some(BridgePorts {
@@ -1996,6 +2728,13 @@ impl<'s> Walker<'s, '_> {
         if let Some(stop) = self.device_down(from, device) {
             return self.stop(hop, branch, stop);
         }
+        // A bridge sends a frame out of a port only if it fits that port's MTU.
+        let mut packet = packet;
+        if kind == LinkKind::BridgePort
+            && let Some(stop) = self.oversized_frame(hop, from, device, &mut packet)
+        {
+            return self.stop(hop, branch, stop);
+        }
         self.arrive(hop, kind, &device.ifname, to, interface, packet, branch);
     }
 
@@ -2015,6 +2754,22 @@ impl<'s> Walker<'s, '_> {
         let receiver = self.topology.link(to, interface);
         if let Some(stop) = receiver.and_then(|link| self.device_down(to, link)) {
             return self.stop(hop, branch, stop);
+        }
+        let mut packet = packet;
+        if matches!(kind, LinkKind::Veth | LinkKind::BridgePort)
+            && let Some(receiver) = receiver
+            && let Some(stop) = self.oversized_frame(hop, to, receiver, &mut packet)
+        {
+            return self.dropped_on_arrival(
+                hop,
+                from_interface,
+                kind,
+                to,
+                interface,
+                &packet,
+                branch,
+                stop,
+            );
         }
         let link = Link {
             kind,
@@ -2129,6 +2884,33 @@ fn hop_id(ns: &NetnsId) -> String {
     }
 }
 
+fn hop_kind(ns: &NetnsId) -> HopKind {
+    match ns {
+        NetnsId::Pod { .. } => HopKind::Pod,
+        NetnsId::Host { .. } => HopKind::Node,
+    }
+}
+
+/// A packet's size in words: `a 1500-byte packet`, or for a tunnel's outer
+/// packet what it carries and what the tunnel adds.
+fn sized(packet: &Packet) -> String {
+    let bytes = packet.size.map_or(SMALL_PACKET, |size| size.bytes);
+    match &packet.tunnel {
+        Some(tunnel) => {
+            let kind = match tunnel.encapsulation {
+                Encapsulation::Vxlan { .. } => "VXLAN",
+                Encapsulation::Ipip => "IPIP",
+            };
+            format!(
+                "the {bytes}-byte {kind} packet ({} bytes inside, {} of encapsulation)",
+                bytes.saturating_sub(tunnel.encapsulation.overhead()),
+                tunnel.encapsulation.overhead()
+            )
+        }
+        None => format!("a {bytes}-byte packet"),
+    }
+}
+
 fn mac_text(address: &LinkLayerAddress) -> String {
     match address {
         LinkLayerAddress::Mac(mac) => mac.to_string(),
@@ -2190,5 +2972,95 @@ fn endpoint(address: Option<IpAddr>, port: Option<u16>) -> String {
         (Some(address), Some(port)) => SocketAddr::new(address, port).to_string(),
         (Some(address), None) => address.to_string(),
         (None, _) => "?".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn packet(src: &str, dst: &str, bytes: u32, probe: bool) -> Packet {
+        Packet {
+            src: Some(src.parse().unwrap()),
+            dst: dst.parse().unwrap(),
+            protocol: Protocol::Tcp,
+            sport: Some(EPHEMERAL_PORT),
+            dport: Some(8080),
+            reply: false,
+            mark: 0,
+            tunnel: None,
+            size: Some(Size {
+                bytes,
+                df: true,
+                probe,
+            }),
+        }
+    }
+
+    fn ipip(inner: Packet) -> Packet {
+        let mut outer = packet("172.18.0.11", "172.18.0.12", 0, true);
+        outer.size = inner.size.map(|size| Size {
+            bytes: size.bytes + 20,
+            ..size
+        });
+        outer.tunnel = Some(Box::new(Tunnelled {
+            encapsulation: Encapsulation::Ipip,
+            device: "tunl0".into(),
+            inner,
+        }));
+        outer
+    }
+
+    #[test]
+    fn path_mtu_discovery_shrinks_a_tunnelled_packet_inside_and_out() {
+        let mut outer = ipip(packet("10.244.1.2", "10.244.2.3", 1480, true));
+        outer.shrink_to(1400);
+        assert_eq!(outer.size.map(|s| s.bytes), Some(1400));
+        let inner = &outer.tunnel.as_ref().unwrap().inner;
+        assert_eq!(inner.size.map(|s| s.bytes), Some(1380));
+    }
+
+    #[test]
+    fn a_tunnels_packet_is_told_with_what_the_tunnel_adds() {
+        let outer = ipip(packet("10.244.1.2", "10.244.2.3", 1480, false));
+        assert_eq!(
+            sized(&outer),
+            "the 1500-byte IPIP packet (1480 bytes inside, 20 of encapsulation)"
+        );
+        assert_eq!(
+            sized(&packet("10.244.1.2", "10.244.2.3", 1450, false)),
+            "a 1450-byte packet"
+        );
+        let vxlan = Encapsulation::Vxlan {
+            vni: 1,
+            inner_mac: Some("02:00:00:00:00:01".parse().unwrap()),
+        };
+        assert_eq!(vxlan.overhead(), 50);
+    }
+
+    #[test]
+    fn packs_and_netfilter_see_a_given_size_but_a_small_packet_beside_a_probe() {
+        let given = packet("10.244.1.2", "10.244.2.3", 1450, false);
+        assert_eq!(given.pack_packet().size, 1450);
+        assert_eq!(given.netfilter_packet(given.src.unwrap()).length, 1450);
+        let probe = packet("10.244.1.2", "10.244.2.3", 1450, true);
+        assert_eq!(probe.pack_packet().size, SMALL_PACKET);
+        assert_eq!(probe.netfilter_packet(probe.src.unwrap()).length, 64);
+    }
+
+    #[test]
+    fn an_ipip_packet_is_protocol_4_to_netfilter_and_says_so() {
+        let outer = ipip(packet("10.244.1.2", "10.244.2.3", 100, false));
+        assert_eq!(outer.netfilter_packet(outer.src.unwrap()).proto, IPIP);
+        assert_eq!(
+            outer.to_string(),
+            "172.18.0.11 -> 172.18.0.12 ipip (120 bytes, DF) [10.244.1.2 -> 10.244.2.3:8080 tcp (100 bytes, DF)]"
+        );
+        let probed = ipip(packet("10.244.1.2", "10.244.2.3", 1480, true));
+        assert_eq!(
+            probed.to_string(),
+            "172.18.0.11 -> 172.18.0.12 ipip [10.244.1.2 -> 10.244.2.3:8080 tcp]",
+            "a probe's size is not the packet's"
+        );
     }
 }

@@ -252,6 +252,7 @@ fn read_flow(node: &yaml::Node, issues: &mut Issues) -> Option<Flow> {
             to: to?,
             port,
             protocol: protocol?,
+            size: None,
         },
         disposition: disposition.value,
         findings,

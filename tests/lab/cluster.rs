@@ -20,12 +20,40 @@ pub const CLUSTER_CIDR: &str = "10.244.0.0/16";
 pub const APP_NAMESPACE: &str = "default";
 /// The port every pod listens on and the service targets.
 pub const POD_PORT: u16 = 8080;
+/// The nodes' network, the underlay.
+pub const NODE_NETWORK: &str = "172.18.0.0/24";
 /// The underlay's router, the nodes' default gateway.
 const UNDERLAY_GATEWAY: &str = "172.18.0.1";
+/// A host outside the cluster behind the underlay's router. Like most real
+/// networks it routes back to the nodes' addresses only, never to pods'.
+pub const OUTSIDE_IP: Ipv4Addr = Ipv4Addr::new(198, 51, 100, 10);
+const OUTSIDE_GATEWAY: &str = "198.51.100.1";
 
 /// What a CNI does to the namespaces, and what it says about that in the
 /// Kubernetes objects. One implementation per CNI and mode.
 pub trait Cni {
+    /// The lab topology's name in test output and `docs/accuracy.md`
+    /// (`flannel-vxlan`, `calico-bgp`, ...).
+    fn topology_name(&self) -> &'static str;
+    /// The reason and message of the `NetworkUnavailable: False` condition
+    /// the CNI's agent writes on every Node.
+    fn network_condition(&self) -> (&'static str, &'static str);
+    /// The address IPAM gives the `index`th pod (0-based) of `node`:
+    /// by default host-local's, the pod CIDR's next free address after the
+    /// gateway (.1), so pods start at .2.
+    fn pod_ip(&self, node: &Node, index: usize) -> Ipv4Addr {
+        let offset = 2 + u32::try_from(index).expect("few pods");
+        Ipv4Addr::from(u32::from(node.pod_cidr.network()) + offset)
+    }
+    /// The node-side name of a pod's veth; by default the bridge plugin's
+    /// `veth` and eight hex digits (random there, fixed here).
+    fn host_veth(&self, namespace: &str, name: &str) -> String {
+        format!("veth{}", &hex_digest(&format!("{namespace}/{name}"))[..8])
+    }
+    /// The annotations the CNI plugin puts on a pod's Pod object.
+    fn pod_annotations(&self, _pod: &Pod) -> Map<String, Value> {
+        Map::new()
+    }
     /// Prepares a node before any pod is attached (bridges, tunnel devices).
     fn setup_node(&self, node: &Node);
     /// Gives `pod` its interface and address on `node`.
@@ -46,6 +74,8 @@ pub trait Cni {
 /// A built cluster.
 pub struct Cluster {
     pub underlay: Netns,
+    /// The host at [`OUTSIDE_IP`], listening on [`POD_PORT`] too.
+    pub outside: Netns,
     pub nodes: Vec<Node>,
     pub service: Service,
 }
@@ -102,6 +132,7 @@ impl Cluster {
         ));
         underlay.ip(&format!("addr add {UNDERLAY_GATEWAY}/24 dev br0"));
         underlay.ip("link set br0 up");
+        let outside = add_outside(lab, &underlay);
 
         let mut pod_number = 0;
         let mut nodes = Vec::new();
@@ -112,7 +143,7 @@ impl Cluster {
         }
         for node in &mut nodes {
             for _ in 0..topology.pods_per_node {
-                let pod = add_pod(lab, node, pod_number);
+                let pod = add_pod(lab, cni, node, pod_number);
                 cni.attach_pod(node, &pod);
                 node.pods.push(pod);
                 pod_number += 1;
@@ -125,6 +156,7 @@ impl Cluster {
 
         let cluster = Cluster {
             underlay,
+            outside,
             nodes,
             service: Service {
                 namespace: APP_NAMESPACE.into(),
@@ -148,15 +180,15 @@ impl Cluster {
     /// until each one accepts connections.
     fn start_listeners(&self, lab: &mut Lab) {
         let port = POD_PORT.to_string();
-        for pod in self.pods() {
-            lab.spawn(&pod.ns, &["nc", "-lk", &port]);
+        let listeners: Vec<&Netns> = self.pods().map(|p| &p.ns).chain([&self.outside]).collect();
+        for ns in &listeners {
+            lab.spawn(ns, &["nc", "-lk", &port]);
         }
         let listening = format!(":{POD_PORT} ");
-        for pod in self.pods() {
-            pod.ns
-                .wait_for(&["ss", "-H", "-tln"], Duration::from_secs(5), |out| {
-                    out.contains(&listening)
-                });
+        for ns in listeners {
+            ns.wait_for(&["ss", "-H", "-tln"], Duration::from_secs(5), |out| {
+                out.contains(&listening)
+            });
         }
     }
 
@@ -174,13 +206,34 @@ impl Cluster {
 
     /// Every namespace of the cluster, for waiting on all of them.
     pub fn all_netns(&self) -> Vec<&Netns> {
-        let mut all = vec![&self.underlay];
+        let mut all = vec![&self.underlay, &self.outside];
         for node in &self.nodes {
             all.push(&node.ns);
             all.extend(node.pods.iter().map(|p| &p.ns));
         }
         all
     }
+}
+
+/// The host outside the cluster: a veth from the underlay's router, which
+/// forwards between the nodes' network and the outside one.
+fn add_outside(lab: &mut Lab, underlay: &Netns) -> Netns {
+    let ns = lab.netns("outside");
+    underlay.ip(&format!(
+        "link add outside address {} type veth peer name eth0 address {} netns {}",
+        mac("underlay/outside"),
+        mac("outside/eth0"),
+        ns.name
+    ));
+    underlay.ip(&format!("addr add {OUTSIDE_GATEWAY}/24 dev outside"));
+    underlay.ip("link set outside up");
+    underlay.run(&["sysctl", "-qw", "net.ipv4.ip_forward=1"]);
+    ns.ip(&format!("addr add {OUTSIDE_IP}/24 dev eth0"));
+    ns.ip("link set eth0 up");
+    ns.ip(&format!(
+        "route add 172.18.0.0/24 via {OUTSIDE_GATEWAY} dev eth0"
+    ));
+    ns
 }
 
 /// Node `n` (1-based): `node-n`, `eth0` at 172.18.0.(10+n) on the underlay,
@@ -211,17 +264,12 @@ fn add_node(lab: &mut Lab, underlay: &Netns, n: u8) -> Node {
     }
 }
 
-/// Pod `web-<number>` on `node`, at the pod CIDR's next free address (the
-/// gateway is .1, so pods start at .2 as host-local IPAM hands them out).
-fn add_pod(lab: &mut Lab, node: &Node, number: usize) -> Pod {
+/// Pod `web-<number>` on `node`, at the address the CNI's IPAM gives it.
+fn add_pod(lab: &mut Lab, cni: &dyn Cni, node: &Node, number: usize) -> Pod {
     let name = format!("web-{number}");
     let ns = lab.netns(&format!("{}-{name}", node.name));
-    let offset = 2 + u32::try_from(node.pods.len()).expect("few pods");
-    let ip = Ipv4Addr::from(u32::from(node.pod_cidr.network()) + offset);
-    let host_veth = format!(
-        "veth{}",
-        &hex_digest(&format!("{APP_NAMESPACE}/{name}"))[..8]
-    );
+    let ip = cni.pod_ip(node, node.pods.len());
+    let host_veth = cni.host_veth(APP_NAMESPACE, &name);
     Pod {
         namespace: APP_NAMESPACE.into(),
         name,

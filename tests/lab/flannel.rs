@@ -58,6 +58,17 @@ impl Flannel {
 }
 
 impl Cni for Flannel {
+    fn topology_name(&self) -> &'static str {
+        match self.0 {
+            Backend::Vxlan => "flannel-vxlan",
+            Backend::HostGw => "flannel-host-gw",
+        }
+    }
+
+    fn network_condition(&self) -> (&'static str, &'static str) {
+        ("FlannelIsUp", "Flannel is running on this node")
+    }
+
     fn setup_node(&self, node: &Node) {
         let ns = &node.ns;
         let mtu = self.mtu();
@@ -340,14 +351,6 @@ fn daemon_set(labels: Value, nodes: usize) -> Value {
             },
             "updateStrategy": {"rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}, "type": "RollingUpdate"}
         },
-        "status": {
-            "currentNumberScheduled": nodes,
-            "desiredNumberScheduled": nodes,
-            "numberAvailable": nodes,
-            "numberMisscheduled": 0,
-            "numberReady": nodes,
-            "observedGeneration": 1,
-            "updatedNumberScheduled": nodes
-        }
+        "status": objects::daemon_set_status(nodes)
     })
 }

@@ -126,14 +126,17 @@ COMMIT
 /// kube-proxy's `portProtoHash`: the first 16 characters of the base32
 /// (RFC 4648) encoding of the SHA-256 of `text`.
 fn chain_hash(text: &str) -> String {
-    base32_prefix(&Sha256::digest(text.as_bytes()), 16)
+    encode_prefix(&Sha256::digest(text.as_bytes()), BASE32_ALPHABET, 16)
 }
 
-const BASE32_ALPHABET: &[u8; 32] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+const BASE32_ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
 
-/// The first `chars` characters of the base32 encoding of `bytes` (a crate
-/// for sixteen characters would be more than the job).
-fn base32_prefix(bytes: &[u8], chars: usize) -> String {
+/// The first `chars` characters of `bytes` encoded with `alphabet` (of 32
+/// or 64 symbols: base32 or base64 without padding), which is all the
+/// agents' hashed names take of their encodings (a crate for a handful of
+/// characters would be more than the job).
+pub fn encode_prefix(bytes: &[u8], alphabet: &[u8], chars: usize) -> String {
+    let bits_per_char = alphabet.len().trailing_zeros();
     let mut out = String::new();
     let mut buffer: u32 = 0;
     let mut bits = 0;
@@ -143,11 +146,10 @@ fn base32_prefix(bytes: &[u8], chars: usize) -> String {
         }
         buffer = (buffer << 8) | u32::from(byte);
         bits += 8;
-        while bits >= 5 && out.len() < chars {
-            bits -= 5;
-            out.push(char::from(
-                BASE32_ALPHABET[((buffer >> bits) & 31) as usize],
-            ));
+        while bits >= bits_per_char && out.len() < chars {
+            bits -= bits_per_char;
+            let index = (buffer >> bits) & ((1 << bits_per_char) - 1);
+            out.push(char::from(alphabet[index as usize]));
         }
         buffer &= (1 << bits) - 1;
     }

@@ -5,6 +5,7 @@
 //! Needs root, iproute2, iptables, netcat-openbsd and ping; without root every
 //! test fails saying so, unless `SKOOP_LAB=skip`.
 
+mod calico;
 mod cluster;
 mod collect_cli;
 mod diagnose;

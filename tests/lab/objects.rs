@@ -27,7 +27,7 @@ pub fn write(cluster: &Cluster, cni: &dyn Cni, dir: &Path) {
         namespace("kube-system", json!({})),
     ];
     objects.extend(cluster.nodes.iter().map(|n| node(n, cni)));
-    objects.extend(cluster.endpoints().into_iter().map(|(n, p)| pod(n, p)));
+    objects.extend(cluster.endpoints().into_iter().map(|(n, p)| pod(n, p, cni)));
     objects.push(service(cluster));
     objects.push(endpoint_slice(cluster));
     objects.extend(cni.objects(&cluster.nodes));
@@ -49,8 +49,17 @@ pub fn write(cluster: &Cluster, cni: &dyn Cni, dir: &Path) {
             "metadata": {"resourceVersion": ""},
         });
         let yaml = serde_saphyr::to_string(&list).expect("objects serialise as YAML");
-        let file = dir.join(format!("{}s.yaml", kind.to_lowercase()));
+        let file = dir.join(format!("{}.yaml", plural(&kind.to_lowercase())));
         fs::write(&file, yaml).unwrap_or_else(|e| panic!("write {}: {e}", file.display()));
+    }
+}
+
+/// The plural of a lower-case kind, as `kubectl api-resources` names it
+/// (`networkpolicies`, `ippools`).
+fn plural(kind: &str) -> String {
+    match kind.strip_suffix('y') {
+        Some(stem) => format!("{stem}ies"),
+        None => format!("{kind}s"),
     }
 }
 
@@ -70,6 +79,19 @@ pub fn metadata(kind: &str, namespace: Option<&str>, name: &str, labels: Value) 
         metadata["namespace"] = namespace.into();
     }
     metadata
+}
+
+/// The status of a DaemonSet running and ready on all `nodes` nodes.
+pub fn daemon_set_status(nodes: usize) -> Value {
+    json!({
+        "currentNumberScheduled": nodes,
+        "desiredNumberScheduled": nodes,
+        "numberAvailable": nodes,
+        "numberMisscheduled": 0,
+        "numberReady": nodes,
+        "observedGeneration": 1,
+        "updatedNumberScheduled": nodes,
+    })
 }
 
 pub fn namespace(name: &str, mut labels: Value) -> Value {
@@ -129,6 +151,7 @@ fn node(node: &Node, cni: &dyn Cni) -> Value {
         })
     };
     let machine_id = &hex_digest(&format!("machine/{}", node.name))[..32];
+    let (network_reason, network_message) = cni.network_condition();
     json!({
         "apiVersion": "v1",
         "kind": "Node",
@@ -145,7 +168,7 @@ fn node(node: &Node, cni: &dyn Cni) -> Value {
             "allocatable": {"cpu": "2", "ephemeral-storage": "19316953466", "memory": "3917088Ki", "pods": "110"},
             "capacity": {"cpu": "2", "ephemeral-storage": "20959212Ki", "memory": "4019488Ki", "pods": "110"},
             "conditions": [
-                condition("NetworkUnavailable", "False", "FlannelIsUp", "Flannel is running on this node"),
+                condition("NetworkUnavailable", "False", network_reason, network_message),
                 condition("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
                 condition("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
                 condition("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
@@ -175,13 +198,17 @@ fn kernel_version() -> String {
         .unwrap_or_default()
 }
 
-fn pod(node: &Node, pod: &Pod) -> Value {
-    let metadata = metadata(
+fn pod(node: &Node, pod: &Pod, cni: &dyn Cni) -> Value {
+    let mut metadata = metadata(
         "Pod",
         Some(&pod.namespace),
         &pod.name,
         json!({"app": "web"}),
     );
+    let annotations = cni.pod_annotations(pod);
+    if !annotations.is_empty() {
+        metadata["annotations"] = annotations.into();
+    }
     let container_id = hex_digest(&format!("container/{}/{}", pod.namespace, pod.name));
     let condition = |type_: &str| json!({"lastProbeTime": null, "lastTransitionTime": STARTED, "status": "True", "type": type_});
     json!({

@@ -19,7 +19,10 @@ use std::sync::Arc;
 
 use petgraph::graph::NodeIndex;
 
-use super::{Arrival, Branch, Origin, Packet, Stop, Tunnelled, UndoPhase, Walker, hop_id};
+use super::{
+    Arrival, Branch, Encapsulation as Encapsulated, Origin, Packet, Size, Stop, Tunnelled,
+    UndoPhase, Walker, hop_id,
+};
 use crate::engine::hooks::{Encapsulation, NextHop, PodInterface, Undecided};
 use crate::engine::intent::convert;
 use crate::engine::target::Protocol;
@@ -456,6 +459,10 @@ impl<'s> Walker<'s, '_> {
             );
             return self.stop(hop, branch, self.unmodelled_tunnel(reason));
         };
+        let tunnel = Encapsulated::Vxlan {
+            vni,
+            inner_mac: encapsulation.mac,
+        };
         let outer = Packet {
             src: Some(encapsulation.outer_src),
             dst: encapsulation.outer_dst,
@@ -464,9 +471,15 @@ impl<'s> Walker<'s, '_> {
             dport: Some(port),
             reply: false,
             mark: 0,
+            // The pack does not say how its device sets DF on the outer
+            // packet: the inner packet's is kept.
+            size: packet.size.map(|inner| Size {
+                bytes: inner.bytes.saturating_add(tunnel.overhead()),
+                ..inner
+            }),
             tunnel: Some(Box::new(Tunnelled {
-                vni,
-                inner_mac: encapsulation.mac,
+                encapsulation: tunnel,
+                device: encapsulation.dev.clone(),
                 inner: packet,
             })),
         };
@@ -606,20 +619,28 @@ impl<'s> Walker<'s, '_> {
         back.src = Some(tunnel.inner.dst);
         back.dst = tunnel.inner.src.unwrap_or(outer.src.unwrap_or(outer.dst));
         let scope = self.scope(ns, &back, None);
+        let intends = |e: &Encapsulation| match &tunnel.encapsulation {
+            Encapsulated::Vxlan { vni, .. } => {
+                e.kind == "vxlan" && e.vni == Some(*vni) && e.port == outer.dport
+            }
+            Encapsulated::Ipip => e.kind == "ipip",
+        };
+        let wanted = match &tunnel.encapsulation {
+            Encapsulated::Vxlan { vni, .. } => format!(
+                "VXLAN VNI {vni} on UDP port {}",
+                outer.dport.unwrap_or_default()
+            ),
+            Encapsulated::Ipip => "IPIP".to_string(),
+        };
         let device = match self.intent.encapsulation(&scope) {
             Err(undecided) => return self.undecided(hop, branch, undecided),
-            Ok(Some(e))
-                if e.kind == "vxlan" && e.vni == Some(tunnel.vni) && e.port == outer.dport =>
-            {
-                e.dev
-            }
+            Ok(Some(e)) if intends(&e) => e.dev,
             Ok(_) => {
                 let reason = format!(
-                    "pack {}'s intent for {} has no VXLAN device for VNI {} on UDP port {}",
+                    "pack {}'s intent for {} has no device that takes {}",
                     self.cni_name(),
                     hop_id(ns),
-                    tunnel.vni,
-                    outer.dport.unwrap_or_default()
+                    wanted
                 );
                 let stop = Stop {
                     disposition: Disposition::InsufficientInfo,

@@ -48,11 +48,10 @@ pub(super) struct Branch<'a> {
 
 impl<'a> Branch<'a> {
     pub fn start(packet: Packet, local_origin: bool) -> Branch<'a> {
-        let known_nat = Tri::from(false);
-        let nat = if packet.ct_state == CtState::New {
-            known_nat
-        } else {
-            Tri::Unknown
+        let (dnat, snat) = match (packet.ct_state, packet.ct_nat) {
+            (CtState::New, _) => (Tri::False, Tri::False),
+            (_, Some(nat)) => (Tri::from(nat.dnat), Tri::from(nat.snat)),
+            (_, None) => (Tri::Unknown, Tri::Unknown),
         };
         Branch {
             original: packet.clone(),
@@ -61,8 +60,8 @@ impl<'a> Branch<'a> {
             trace: Vec::new(),
             verdict: None,
             next_hop: None,
-            ct_dnat: nat,
-            ct_snat: nat,
+            ct_dnat: dnat,
+            ct_snat: snat,
             local_origin,
             routed_as: None,
         }

@@ -165,12 +165,24 @@ pub struct Packet {
     /// output interface (and no route decides it) means not known.
     pub out_iface: Option<String>,
     pub ct_state: CtState,
+    /// The connection's translations (`--ctstate DNAT/SNAT`) for a packet
+    /// of an existing connection, where the caller knows them (a reply whose
+    /// request it followed); `None`: not known. A new connection has none.
+    pub ct_nat: Option<ConnectionNat>,
     /// The connection mark; `None`: not known (a connection older than this packet).
     pub ct_mark: Option<u32>,
     /// `Some` for a bridged packet seen through br_netfilter.
     pub bridge: Option<BridgePorts>,
     /// The sending socket of a locally generated packet, when known.
     pub owner: Option<SocketOwner>,
+}
+
+/// Which translations a connection has: what `--ctstate DNAT` and
+/// `--ctstate SNAT` test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionNat {
+    pub dnat: bool,
+    pub snat: bool,
 }
 
 impl Packet {
@@ -192,6 +204,7 @@ impl Packet {
             in_iface: None,
             out_iface: None,
             ct_state: CtState::New,
+            ct_nat: None,
             ct_mark: Some(0),
             bridge: None,
             owner: None,

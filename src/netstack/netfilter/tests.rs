@@ -172,6 +172,25 @@ fn conntrack_state_follows_the_assumed_state() {
 }
 
 #[test]
+fn a_connection_whose_nat_the_caller_knows_answers_ctstate_dnat_and_snat() {
+    let mut reply = tcp("10.1.0.9", "10.0.0.5", 40000);
+    reply.ct_state = CtState::Established;
+    reply.ct_nat = Some(ConnectionNat {
+        dnat: true,
+        snat: false,
+    });
+    assert_eq!(
+        fires("-m conntrack --ctstate DNAT", reply.clone()),
+        Tri::True
+    );
+    assert_eq!(
+        fires("-m conntrack --ctstate SNAT", reply.clone()),
+        Tri::False
+    );
+    assert_eq!(fires("-m conntrack ! --ctstate DNAT", reply), Tri::False);
+}
+
+#[test]
 fn mark_and_connmark_compare_under_their_masks() {
     let mut marked = tcp("10.0.0.5", "10.1.0.9", 80);
     marked.mark = 0x4001;

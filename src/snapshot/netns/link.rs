@@ -247,6 +247,19 @@ pub struct VxlanInfo {
     /// (Cilium, OVS), not from this device.
     #[serde(default)]
     pub external: bool,
+    /// The outer packet's DF bit; iproute2 prints `unset` by default.
+    pub df: Option<VxlanDf>,
+}
+
+/// `df` of a VXLAN device: whether its outer packets may be fragmented.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VxlanDf {
+    /// DF clear: an outer packet too large for the underlay is fragmented.
+    Unset,
+    Set,
+    /// Copied from the inner packet.
+    Inherit,
 }
 
 /// An IPIP tunnel's endpoints.
@@ -537,6 +550,7 @@ mod tests {
             link: Some("eth0".into()),
             learning: Some(false),
             external: false,
+            df: Some(VxlanDf::Unset),
         };
         assert_eq!(flannel.kind(), Some(&LinkKind::Vxlan(expected)));
     }

@@ -1,0 +1,90 @@
+//! Edited copies of a snapshot, for what the lab kernel cannot build (no
+//! ipip, no ip_vs) or what a test wants changed in one place.
+// Every test crate that declares `mod common` compiles all of it and uses a part.
+#![allow(dead_code)]
+
+use std::fs;
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::Value;
+use skoop::engine::{self, Diagnosis, PacketSize, Protocol, Request};
+use skoop::packs::LoadedPacks;
+use skoop::snapshot::Snapshot;
+
+/// A copy of the snapshot at `from` (relative to the package root) in a
+/// temporary directory, to edit.
+pub fn copy_snapshot(from: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join(from),
+        dir.path(),
+    );
+    dir
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for entry in fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// Rewrites a JSON array dump (`ip -j ...`) in place.
+pub fn edit_json(path: &Path, edit: impl FnOnce(&mut Vec<Value>)) {
+    let mut items: Vec<Value> = serde_json::from_str(&fs::read_to_string(path).unwrap()).unwrap();
+    edit(&mut items);
+    fs::write(path, serde_json::to_string(&items).unwrap()).unwrap();
+}
+
+/// Loads a snapshot that must have no problems.
+pub fn load(dir: &Path) -> Arc<Snapshot> {
+    let (snapshot, problems) = Snapshot::load(dir).unwrap();
+    assert!(problems.is_empty(), "{problems:#?}");
+    Arc::new(snapshot)
+}
+
+/// Diagnoses `from` -> `to` with the built-in packs.
+pub fn diagnose(
+    snapshot: &Arc<Snapshot>,
+    from: &str,
+    to: &str,
+    protocol: Protocol,
+    size: Option<PacketSize>,
+) -> Diagnosis {
+    let request = Request {
+        from: from.parse().unwrap(),
+        to: to.parse().unwrap(),
+        port: None,
+        protocol,
+        size,
+    };
+    let (packs, problems) = LoadedPacks::load(skoop::packs::builtin_sources(), &[]);
+    assert!(problems.is_empty(), "{problems:?}");
+    engine::diagnose(snapshot, &request, &packs).unwrap()
+}
+
+/// Gives `ifname` in the namespace directory `netns` (under `dir`) another
+/// MTU, in both dumps that show it.
+pub fn set_mtu(dir: &Path, netns: &str, ifname: &str, mtu: u32) {
+    for file in ["ip-link.json", "ip-addr.json"] {
+        edit_json(&dir.join(netns).join(file), |items| {
+            let item = items
+                .iter_mut()
+                .find(|item| item["ifname"] == ifname)
+                .unwrap_or_else(|| panic!("{netns}/{file} has no {ifname}"));
+            item["mtu"] = mtu.into();
+        });
+    }
+}
+
+/// The findings of a diagnosis with `id`.
+pub fn with_id<'d>(diagnosis: &'d Diagnosis, id: &str) -> Vec<&'d skoop::engine::Finding> {
+    diagnosis.findings.iter().filter(|f| f.id == id).collect()
+}

@@ -1,0 +1,304 @@
+//! MTU along the path, on edited copies of the Flannel VXLAN example: what
+//! `--size` stops and where, and what a walk without it warns about. Each
+//! behaviour was measured in the lab first (docs/diagnose.md, "Packet size
+//! and MTU"); `tests/lab/diagnose.rs` checks the same against the kernel.
+
+mod common;
+
+use common::{copy_snapshot, diagnose, edit_json, load, set_mtu, with_id};
+use skoop::engine::{Disposition, PacketSize, Protocol, Severity};
+
+const NODE_1: &str = "nodes/node-1/host";
+const WEB_0: &str = "nodes/node-1/pods/default/web-0";
+/// web-0's veth on node-1.
+const WEB_0_VETH: &str = "veth53842afe";
+
+fn ping(dir: &std::path::Path, from: &str, size: Option<PacketSize>) -> skoop::engine::Diagnosis {
+    diagnose(&load(dir), from, "default/web-3", Protocol::Icmp, size)
+}
+
+#[test]
+fn a_packet_of_the_pods_mtu_is_delivered_and_one_byte_more_is_refused_at_the_pod() {
+    let dir = copy_snapshot("examples/flannel-vxlan");
+    let fits = ping(dir.path(), "default/web-0", Some(PacketSize::Bytes(1450)));
+    assert_eq!(
+        fits.disposition(),
+        Disposition::Delivered,
+        "{:#?}",
+        fits.findings
+    );
+    let too_large = ping(dir.path(), "default/web-0", Some(PacketSize::Bytes(1451)));
+    assert_eq!(too_large.disposition(), Disposition::MtuExceeded);
+    let [finding] = with_id(&too_large, "kernel.mtu.exceeded")[..] else {
+        panic!("{:#?}", too_large.findings)
+    };
+    assert_eq!(
+        (finding.hop.as_str(), finding.severity),
+        ("default/web-0", Severity::Fatal)
+    );
+    assert!(
+        finding
+            .message
+            .contains("1451-byte packet by eth0, whose MTU is 1450")
+            && finding.message.contains("EMSGSIZE"),
+        "{}",
+        finding.message
+    );
+    assert!(
+        finding
+            .evidence
+            .ends_with("web-0/ip-link.json: eth0 mtu 1450")
+    );
+}
+
+/// Pods at 1500 over flannel.1 at 1450: the classic Flannel misconfiguration.
+fn pods_at_1500() -> tempfile::TempDir {
+    let dir = copy_snapshot("examples/flannel-vxlan");
+    set_mtu(dir.path(), WEB_0, "eth0", 1500);
+    set_mtu(dir.path(), NODE_1, WEB_0_VETH, 1500);
+    set_mtu(dir.path(), NODE_1, "cni0", 1500);
+    dir
+}
+
+#[test]
+fn size_mtu_is_the_source_interfaces_mtu_and_a_smaller_hop_answers_frag_needed() {
+    let dir = pods_at_1500();
+    let diagnosis = ping(dir.path(), "default/web-0", Some(PacketSize::InterfaceMtu));
+    assert_eq!(diagnosis.disposition(), Disposition::MtuExceeded);
+    let [finding] = with_id(&diagnosis, "kernel.mtu.exceeded")[..] else {
+        panic!("{:#?}", diagnosis.findings)
+    };
+    assert_eq!(finding.hop, "node-1");
+    assert!(
+        finding
+            .message
+            .contains("1500-byte packet by flannel.1, whose MTU is 1450")
+            && finding
+                .message
+                .contains("ICMP fragmentation-needed (MTU 1450) goes back to 10.244.1.2"),
+        "{}",
+        finding.message
+    );
+}
+
+#[test]
+fn without_size_a_path_smaller_than_the_source_interface_is_a_warning() {
+    let dir = pods_at_1500();
+    let diagnosis = diagnose(
+        &load(dir.path()),
+        "default/web-0",
+        "default/web-3:8080",
+        Protocol::Tcp,
+        None,
+    );
+    assert_eq!(diagnosis.disposition(), Disposition::Delivered);
+    assert!(
+        diagnosis
+            .findings
+            .iter()
+            .all(|f| f.severity != Severity::Fatal)
+    );
+    let warnings = with_id(&diagnosis, "kernel.mtu.path");
+    assert_eq!(
+        warnings.len(),
+        1,
+        "said once, where it happens: {warnings:#?}"
+    );
+    assert_eq!(
+        (warnings[0].hop.as_str(), warnings[0].severity),
+        ("node-1", Severity::Warning)
+    );
+    assert!(
+        warnings[0].message.contains("path MTU discovery")
+            && warnings[0].message.contains("--size 1500"),
+        "{}",
+        warnings[0].message
+    );
+}
+
+#[test]
+fn the_healthy_example_has_no_mtu_findings() {
+    let dir = copy_snapshot("examples/flannel-vxlan");
+    let diagnosis = ping(dir.path(), "default/web-0", None);
+    assert_eq!(diagnosis.disposition(), Disposition::Delivered);
+    assert!(
+        diagnosis
+            .findings
+            .iter()
+            .all(|f| !f.id.starts_with("kernel.mtu.")),
+        "{:#?}",
+        diagnosis.findings
+    );
+}
+
+#[test]
+fn a_veth_takes_frames_up_to_its_mtu_plus_a_vlan_tag_and_drops_longer_ones_silently() {
+    let dir = copy_snapshot("examples/flannel-vxlan");
+    set_mtu(dir.path(), NODE_1, WEB_0_VETH, 1400);
+    // Measured: 1404 bytes pass a veth of MTU 1400, 1405 do not.
+    let fits = ping(dir.path(), "default/web-0", Some(PacketSize::Bytes(1404)));
+    assert_eq!(
+        fits.disposition(),
+        Disposition::Delivered,
+        "{:#?}",
+        fits.findings
+    );
+    let dropped = ping(dir.path(), "default/web-0", Some(PacketSize::Bytes(1405)));
+    assert_eq!(dropped.disposition(), Disposition::MtuExceeded);
+    let [finding] = with_id(&dropped, "kernel.mtu.frame-dropped")[..] else {
+        panic!("{:#?}", dropped.findings)
+    };
+    assert_eq!(finding.hop, "node-1", "the receiving end drops it");
+    assert!(
+        finding
+            .message
+            .contains(&format!("at {WEB_0_VETH} (MTU 1400)"))
+            && finding.message.contains("no ICMP error"),
+        "{}",
+        finding.message
+    );
+    // The path ends in node-1, which received the frame on the veth.
+    let last = dropped.hop(*dropped.paths[0].hops.last().unwrap());
+    assert_eq!(last.id, "node-1");
+}
+
+#[test]
+fn vxlan_packets_too_large_for_the_underlay_are_fragmented_with_df_unset() {
+    let dir = copy_snapshot("examples/flannel-vxlan");
+    set_mtu(dir.path(), NODE_1, "eth0", 1400);
+    let diagnosis = ping(dir.path(), "default/web-0", Some(PacketSize::InterfaceMtu));
+    assert_eq!(diagnosis.disposition(), Disposition::Delivered);
+    let [finding] = with_id(&diagnosis, "kernel.mtu.fragmented")[..] else {
+        panic!("{:#?}", diagnosis.findings)
+    };
+    assert_eq!(
+        (finding.hop.as_str(), finding.severity),
+        ("node-1", Severity::Warning)
+    );
+    assert!(
+        finding
+            .message
+            .contains("1500-byte VXLAN packet (1450 bytes inside, 50 of encapsulation)")
+            && finding.message.contains("by eth0 (MTU 1400)"),
+        "{}",
+        finding.message
+    );
+}
+
+#[test]
+fn a_node_sending_through_vxlan_too_large_for_the_underlay_gets_emsgsize_after_the_first_packet() {
+    // Measured: the node's first DF ping of 1450 passes fragmented, then
+    // `ip route get` shows `mtu 1350` and ping "message too long, mtu=1350".
+    let dir = copy_snapshot("examples/flannel-vxlan");
+    set_mtu(dir.path(), NODE_1, "eth0", 1400);
+    let diagnosis = ping(dir.path(), "node/node-1", Some(PacketSize::InterfaceMtu));
+    assert_eq!(diagnosis.disposition(), Disposition::MtuExceeded);
+    let [finding] = with_id(&diagnosis, "kernel.mtu.exceeded")[..] else {
+        panic!("{:#?}", diagnosis.findings)
+    };
+    assert!(
+        finding
+            .message
+            .contains("flannel.1 then lowers the path MTU of node-1's route to 10.244.2.3 to 1350")
+            && finding.message.contains("EMSGSIZE"),
+        "{}",
+        finding.message
+    );
+}
+
+/// node-1's flannel.1 with `df set` over an underlay of 1400.
+fn vxlan_df_set() -> tempfile::TempDir {
+    let dir = copy_snapshot("examples/flannel-vxlan");
+    set_mtu(dir.path(), NODE_1, "eth0", 1400);
+    edit_json(&dir.path().join(NODE_1).join("ip-link.json"), |links| {
+        let vtep = links
+            .iter_mut()
+            .find(|l| l["ifname"] == "flannel.1")
+            .unwrap();
+        vtep["linkinfo"]["info_data"]["df"] = "set".into();
+    });
+    dir
+}
+
+#[test]
+fn a_vxlan_device_with_df_set_drops_what_the_underlay_cannot_carry_without_telling_the_sender() {
+    let dir = vxlan_df_set();
+    let diagnosis = ping(dir.path(), "default/web-0", Some(PacketSize::InterfaceMtu));
+    assert_eq!(diagnosis.disposition(), Disposition::MtuExceeded);
+    let [finding] = with_id(&diagnosis, "kernel.mtu.exceeded")[..] else {
+        panic!("{:#?}", diagnosis.findings)
+    };
+    assert_eq!(finding.hop, "node-1");
+    assert!(
+        finding.message.contains("flannel.1 has df set")
+            && finding
+                .message
+                .contains("tells the inner packet's sender nothing"),
+        "{}",
+        finding.message
+    );
+    // Without --size: the connection opens, but full-size segments vanish.
+    let tcp = diagnose(
+        &load(dir.path()),
+        "default/web-0",
+        "default/web-3:8080",
+        Protocol::Tcp,
+        None,
+    );
+    assert_eq!(tcp.disposition(), Disposition::Delivered);
+    let [black_hole] = with_id(&tcp, "kernel.mtu.black-hole")[..] else {
+        panic!("{:#?}", tcp.findings)
+    };
+    assert_eq!(black_hole.severity, Severity::Critical);
+}
+
+#[test]
+fn a_reply_too_large_for_the_way_back_is_fragmented_for_ping_and_refused_for_tcp() {
+    // node-1 sends replies to web-0 by cni0, which the request never
+    // leaves by. The kernel's echo responder sends its replies with DF
+    // clear; TCP sets DF.
+    let dir = copy_snapshot("examples/flannel-vxlan");
+    set_mtu(dir.path(), NODE_1, "cni0", 1400);
+    let size = Some(PacketSize::Bytes(1450));
+    let echo = ping(dir.path(), "default/web-0", size);
+    assert_eq!(
+        echo.disposition(),
+        Disposition::Delivered,
+        "{:#?}",
+        echo.findings
+    );
+    let [fragmented] = with_id(&echo, "kernel.mtu.fragmented")[..] else {
+        panic!("{:#?}", echo.findings)
+    };
+    assert!(fragmented.message.contains("by cni0 (MTU 1400)"));
+    let tcp = diagnose(
+        &load(dir.path()),
+        "default/web-0",
+        "default/web-3:8080",
+        Protocol::Tcp,
+        size,
+    );
+    assert_eq!(tcp.disposition(), Disposition::MtuExceeded);
+    let [refused] = with_id(&tcp, "kernel.mtu.exceeded")[..] else {
+        panic!("{:#?}", tcp.findings)
+    };
+    assert_eq!(refused.hop, "node-1");
+    assert!(
+        refused.message.starts_with("on the way back: "),
+        "{}",
+        refused.message
+    );
+}
+
+#[test]
+fn absurd_mtus_in_a_dump_are_compared_not_overflowed() {
+    let dir = copy_snapshot("examples/flannel-vxlan");
+    for (netns, ifname) in [(WEB_0, "eth0"), (NODE_1, WEB_0_VETH), (NODE_1, "flannel.1")] {
+        set_mtu(dir.path(), netns, ifname, u32::MAX);
+    }
+    let diagnosis = ping(dir.path(), "default/web-0", Some(PacketSize::InterfaceMtu));
+    // The VXLAN packet is fragmented on node-1's underlay (df unset); the
+    // packet inside is still too large for node-2's cni0.
+    assert_eq!(diagnosis.disposition(), Disposition::MtuExceeded);
+    assert_eq!(with_id(&diagnosis, "kernel.mtu.exceeded")[0].hop, "node-2");
+}
