@@ -1,5 +1,6 @@
 //! The Calico pack: its own tests pass, and its walker hooks answer what
-//! calico-node does with a packet on the real VXLAN and BGP snapshots.
+//! calico-node does with a packet on the lab's VXLAN and BGP examples
+//! (node-1 holds block 10.244.60.64/26, node-2 10.244.177.128/26).
 
 use std::net::IpAddr;
 use std::path::Path;
@@ -10,8 +11,8 @@ use rhai::{Dynamic, Map};
 use skoop::packs::{HopScope, LoadedPacks, PackSource, Packet, PodRef, TransportProtocol};
 use skoop::snapshot::{NetnsId, Snapshot};
 
-const VXLAN: &str = "plugins/calico/tests/healthy-vxlan/snapshot";
-const BGP: &str = "plugins/calico/tests/healthy-bgp/snapshot";
+const VXLAN: &str = "examples/calico-vxlan";
+const BGP: &str = "examples/calico-bgp";
 
 fn skoop(args: &[&str]) -> (Option<i32>, String) {
     let output = Command::new(env!("CARGO_BIN_EXE_skoop"))
@@ -61,8 +62,8 @@ fn ip(text: &str) -> IpAddr {
     text.parse().expect("an address")
 }
 
-/// A TCP packet from web-0 (10.244.1.2 on node-1) at a hop in `netns`.
-fn hop(snapshot: &Arc<Snapshot>, netns: NetnsId, dst: &str) -> Arc<HopScope> {
+/// A TCP packet from `src` to `dst` at a hop in `netns`.
+fn hop(snapshot: &Arc<Snapshot>, netns: NetnsId, src: &str, dst: &str) -> Arc<HopScope> {
     Arc::new(HopScope {
         snapshot: snapshot.clone(),
         netns,
@@ -71,7 +72,7 @@ fn hop(snapshot: &Arc<Snapshot>, netns: NetnsId, dst: &str) -> Arc<HopScope> {
         forwarding: true,
         delivers_locally: false,
         packet: Packet {
-            src: ip("10.244.1.2"),
+            src: ip(src),
             dst: ip(dst),
             protocol: TransportProtocol::Tcp,
             src_port: Some(40000),
@@ -79,6 +80,9 @@ fn hop(snapshot: &Arc<Snapshot>, netns: NetnsId, dst: &str) -> Arc<HopScope> {
             mark: 0,
             size: 1400,
         },
+        reply: false,
+        origin: None,
+        stopped: None,
     })
 }
 
@@ -119,7 +123,8 @@ fn fields(answer: Dynamic, names: &[&str]) -> Vec<String> {
 #[test]
 fn vxlan_packets_to_a_remote_block_are_encapsulated_to_the_peers_address() {
     let (packs, snapshot) = (calico(), snapshot(VXLAN));
-    let remote = hop(&snapshot, node_1(), "10.244.2.3");
+    // web-0 to web-3.
+    let remote = hop(&snapshot, node_1(), "10.244.60.65", "10.244.177.130");
     assert_eq!(
         fields(
             call(&packs, "encapsulation", &remote),
@@ -145,9 +150,10 @@ fn vxlan_packets_to_a_remote_block_are_encapsulated_to_the_peers_address() {
     );
     assert_eq!(
         fields(call(&packs, "next_hop", &remote), &["dev", "via"]),
-        ["vxlan.calico", "10.244.2.0"]
+        ["vxlan.calico", "10.244.177.128"]
     );
-    let local = hop(&snapshot, node_1(), "10.244.1.3");
+    // web-0 to web-1.
+    let local = hop(&snapshot, node_1(), "10.244.60.65", "10.244.60.66");
     assert!(
         call(&packs, "encapsulation", &local).is_unit(),
         "a local pod is not"
@@ -162,7 +168,7 @@ fn vxlan_packets_to_a_remote_block_are_encapsulated_to_the_peers_address() {
 #[test]
 fn bgp_packets_to_a_remote_block_are_routed_to_the_peer_unencapsulated() {
     let (packs, snapshot) = (calico(), snapshot(BGP));
-    let remote = hop(&snapshot, node_1(), "10.244.2.3");
+    let remote = hop(&snapshot, node_1(), "10.244.60.64", "10.244.177.129");
     assert!(call(&packs, "encapsulation", &remote).is_unit());
     assert_eq!(
         fields(call(&packs, "next_hop", &remote), &["dev", "via"]),
@@ -173,7 +179,7 @@ fn bgp_packets_to_a_remote_block_are_routed_to_the_peer_unencapsulated() {
 #[test]
 fn a_pod_sends_everything_to_the_link_local_gateway() {
     let (packs, snapshot) = (calico(), snapshot(VXLAN));
-    let out = hop(&snapshot, web_0(), "10.244.2.3");
+    let out = hop(&snapshot, web_0(), "10.244.60.65", "10.244.177.130");
     assert_eq!(
         fields(call(&packs, "next_hop", &out), &["dev", "via"]),
         ["eth0", "169.254.1.1"]
@@ -184,15 +190,21 @@ fn a_pod_sends_everything_to_the_link_local_gateway() {
 #[test]
 fn nat_outgoing_masquerades_only_what_leaves_every_pool() {
     let (packs, snapshot) = (calico(), snapshot(VXLAN));
-    let masquerades = |dst: &str| call(&packs, "masquerade", &hop(&snapshot, node_1(), dst));
+    let masquerades = |dst: &str| {
+        call(
+            &packs,
+            "masquerade",
+            &hop(&snapshot, node_1(), "10.244.60.65", dst),
+        )
+    };
     assert_eq!(masquerades("8.8.8.8").as_bool(), Ok(true));
-    assert_eq!(masquerades("10.244.2.3").as_bool(), Ok(false));
+    assert_eq!(masquerades("10.244.177.130").as_bool(), Ok(false));
 }
 
 #[test]
 fn pod_interface_is_the_hashed_cali_veth_at_the_tunnels_mtu() {
     let (packs, snapshot) = (calico(), snapshot(VXLAN));
-    let at = hop(&snapshot, node_1(), "10.244.1.2");
+    let at = hop(&snapshot, node_1(), "10.244.177.130", "10.244.60.65");
     let pod = packs
         .call_hook("calico", "pod_interface", &at, {
             let pod = PodRef::new(&snapshot, "default", "web-0").expect("web-0");
@@ -218,7 +230,7 @@ fn a_node_without_a_dump_still_routes_by_the_cluster_objects() {
         !vxlan.namespaces.contains_key(&node_2()),
         "only node-1 is dumped"
     );
-    let back = hop(&vxlan, node_2(), "10.244.1.2");
+    let back = hop(&vxlan, node_2(), "10.244.177.130", "10.244.60.65");
     assert_eq!(
         fields(
             call(&packs, "encapsulation", &back),
@@ -227,7 +239,7 @@ fn a_node_without_a_dump_still_routes_by_the_cluster_objects() {
         ["vxlan", "172.18.0.12", "172.18.0.11"]
     );
     let bgp = snapshot("plugins/calico/tests/bgp-route-missing/snapshot");
-    let back = hop(&bgp, node_2(), "10.244.1.2");
+    let back = hop(&bgp, node_2(), "10.244.177.129", "10.244.60.64");
     let answer = call(&packs, "next_hop", &back)
         .try_cast::<Map>()
         .expect("a map");

@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""Writes the Calico pack's fault cases (run from the repository root).
+"""Writes the Calico pack's test cases (run from the repository root).
 
-Each case is a copy of a real snapshot (BASES) - its cluster/ and node-1's
-host namespace, sysctl.txt trimmed to the keys the packs read - edited as
-its expect.yaml's description says; the addresses, blocks and MACs edited are
-read from the snapshot itself. The IPIP cases are hand-built on the BGP
-snapshot, since this machine's kernel has no ipip module."""
+healthy-vxlan and healthy-bgp point at the lab's examples. Every other case
+is a copy of one of them - its cluster/ and node-1's host namespace,
+sysctl.txt trimmed to the keys the packs read - edited as its expect.yaml's
+description says; the addresses, blocks and MACs edited are read from the
+example itself. The IPIP cases are hand-built on the BGP example, since this
+machine's kernel has no ipip module."""
 import json
 import os
 import re
@@ -14,8 +15,7 @@ import shutil
 import yaml
 
 ROOT = 'plugins/calico/tests'
-BASES = {'vxlan': 'plugins/calico/tests/healthy-vxlan/snapshot',
-         'bgp': 'plugins/calico/tests/healthy-bgp/snapshot'}
+BASES = {'vxlan': 'examples/calico-vxlan', 'bgp': 'examples/calico-bgp'}
 IDS = ['calico.mode'] + [l.split()[2] for l in open('plugins/calico/pack.yaml') if l.startswith('  - id:')]
 
 
@@ -44,11 +44,17 @@ def facts(base):
 F = {mode: facts(base) for mode, base in BASES.items()}
 
 
-def case(name, base, desc, findings, edit, pods=()):
+# The pods whose dumps a case with flows keeps, so that the path is the kernel's on node-1.
+WEB = ['web-0', 'web-1']
+DROPPED = ['daemonsets.yaml', 'endpointslices.yaml', 'services.yaml', 'networkpolicies.yaml', 'ipamblocks.yaml']
+
+
+def case(name, base, desc, findings, edit, pods=(), flows=''):
     d = f'{ROOT}/{name}'
     shutil.rmtree(d, ignore_errors=True)
     src, snap = BASES[base], f'{d}/snapshot'
-    shutil.copytree(f'{src}/cluster', f'{snap}/cluster')
+    # The objects the pack reads (the Node, Pod and Calico objects).
+    shutil.copytree(f'{src}/cluster', f'{snap}/cluster', ignore=shutil.ignore_patterns(*DROPPED))
     shutil.copytree(f'{src}/nodes/node-1/host', f'{snap}/nodes/node-1/host')
     for p in pods:
         shutil.copytree(f'{src}/nodes/node-1/pods/default/{p}', f'{snap}/nodes/node-1/pods/default/{p}')
@@ -64,6 +70,27 @@ def case(name, base, desc, findings, edit, pods=()):
         f.write('description: ' + (json.dumps(desc) if ': ' in desc else desc) + '\n')
         f.write('findings: [' + ', '.join(findings) + ']\n')
         f.write('absent: [' + ', '.join(absent) + ']\n')
+        f.write(flows)
+
+
+def flows(*items):
+    """A flows: section, each item (from, to, disposition, findings)."""
+    text = 'flows:\n'
+    for source, target, disposition, findings in items:
+        text += f'  - {{from: {source}, to: "{target}", disposition: {disposition}, findings: [{", ".join(findings)}]}}\n'
+    return text
+
+
+def healthy(mode, flows):
+    """A case on the example itself: no finding of the pack, and flows."""
+    d = f'{ROOT}/healthy-{mode}'
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    with open(f'{d}/expect.yaml', 'w') as f:
+        f.write(f'description: The lab\'s {mode} example (real kernel output), where every pod reaches every other on TCP 8080.\n')
+        f.write(f'snapshot: ../../../../{BASES[mode]}\n')
+        f.write('absent: [' + ', '.join(IDS) + ']\n')
+        f.write(flows)
 
 
 def host(s): return f'{s}/nodes/node-1/host'
@@ -109,13 +136,16 @@ def pool(old, new): return lambda s: text(f'{s}/cluster/ippools.yaml', old, new)
 v = F['vxlan']
 case('vxlan-route-missing', 'vxlan',
      f"node-1 lost its route to node-2's block ({v['peer_block']} via {v['peer_vtep']} dev vxlan.calico onlink deleted)",
-     ['calico.route.remote-block'], without('ip-route.json', lambda r: r.get('dst') != v['peer_block']))
+     ['calico.route.remote-block'], without('ip-route.json', lambda r: r.get('dst') != v['peer_block']), pods=WEB,
+     flows=flows(('default/web-0', 'default/web-3:8080', 'exits_cluster', ['kernel.route.leaves-cluster', 'calico.route.remote-block'])))
 case('vxlan-neighbour-missing', 'vxlan',
      f"node-1 lost its permanent neighbour {v['peer_vtep']} lladdr {v['peer_mac']} (node-2's VTEP) on vxlan.calico",
-     ['calico.vxlan.neighbour'], without('ip-neigh.json', lambda n: n['dst'] != v['peer_vtep']))
+     ['calico.vxlan.neighbour'], without('ip-neigh.json', lambda n: n['dst'] != v['peer_vtep']), pods=WEB,
+     flows=flows(('default/web-0', 'default/web-3:8080', 'neighbor_failed', ['kernel.neighbour.missing', 'calico.vxlan.neighbour'])))
 case('vxlan-fdb-missing', 'vxlan',
      f"node-1 lost its FDB entry {v['peer_mac']} dev vxlan.calico dst {v['peer_ip']}",
-     ['calico.vxlan.fdb'], without('bridge-fdb.json', lambda e: e['mac'] != v['peer_mac']))
+     ['calico.vxlan.fdb'], without('bridge-fdb.json', lambda e: e['mac'] != v['peer_mac']), pods=WEB,
+     flows=flows(('default/web-0', 'default/web-3:8080', 'neighbor_failed', ['kernel.fdb.missing', 'calico.vxlan.fdb'])))
 case('vxlan-mtu-wrong', 'vxlan',
      "node-1 vxlan.calico at MTU 1500, the host interface's, with no room for 50 bytes of VXLAN",
      ['calico.vxlan.mtu'], set_fields('ip-link.json', lambda l: l['ifname'] == 'vxlan.calico', mtu=1500))
@@ -160,7 +190,8 @@ case('vxlan-annotations-missing', 'vxlan',
 veth0 = v['veth0']
 case('host-veth-down', 'vxlan', f"node-1 {veth0} (web-0's host veth) down - flags without UP, operstate DOWN",
      ['calico.pod.host-veth-down'],
-     set_fields('ip-link.json', lambda l: l['ifname'] == veth0, flags=['BROADCAST', 'MULTICAST'], operstate='DOWN'))
+     set_fields('ip-link.json', lambda l: l['ifname'] == veth0, flags=['BROADCAST', 'MULTICAST'], operstate='DOWN'), pods=WEB,
+     flows=flows(('default/web-3', 'default/web-0:8080', 'neighbor_failed', ['kernel.device.down', 'calico.pod.host-veth-down'])))
 
 
 def rename(s):
@@ -174,10 +205,13 @@ case('host-veth-misnamed', 'vxlan',
      f"node-1 web-0's host veth renamed {veth0} -> cali1234567890a everywhere in its dump (link, route, sysctls), as a CNI with another naming would leave it",
      ['calico.pod.host-veth', 'calico.pod.route'], rename)
 case('pod-route-missing', 'vxlan', f"node-1 lost the route {v['web0']} dev {veth0} scope link (web-0)",
-     ['calico.pod.route'], without('ip-route.json', lambda r: r.get('dst') != v['web0']))
+     ['calico.pod.route'], without('ip-route.json', lambda r: r.get('dst') != v['web0']), pods=WEB,
+     flows=flows(('default/web-3', 'default/web-0:8080', 'unreachable_route', ['kernel.route.blackhole', 'calico.pod.route'])))
 case('proxy-arp-off', 'vxlan', f"node-1 net.ipv4.conf.{veth0}.proxy_arp = 0 (web-0's veth)",
      ['calico.pod.proxy-arp'],
-     lambda s: text(f'{host(s)}/sysctl.txt', f'net.ipv4.conf.{veth0}.proxy_arp = 1', f'net.ipv4.conf.{veth0}.proxy_arp = 0'))
+     lambda s: text(f'{host(s)}/sysctl.txt', f'net.ipv4.conf.{veth0}.proxy_arp = 1', f'net.ipv4.conf.{veth0}.proxy_arp = 0'), pods=WEB,
+     flows=flows(('default/web-0', 'default/web-3:8080', 'neighbor_failed', ['kernel.neighbour.unanswered']),
+                    ('default/web-3', 'default/web-0:8080', 'neighbor_failed', ['kernel.neighbour.unanswered', 'calico.pod.proxy-arp'])))
 case('pod-mtu-wrong', 'vxlan', f"node-1 {veth0} (web-0) at MTU 1500 while vxlan.calico is at 1450",
      ['calico.pod.mtu'], set_fields('ip-link.json', lambda l: l['ifname'] == veth0, mtu=1500))
 
@@ -195,8 +229,17 @@ case('pod-gateway-wrong', 'vxlan', "web-0's default route edited to via 169.254.
      ['calico.pod.gateway'], gateway, pods=['web-0'])
 case('blackhole-missing', 'vxlan', f"node-1 lost blackhole {v['own_block']} proto 80 (its own block)",
      ['calico.route.blackhole'], without('ip-route.json', lambda r: r.get('type') != 'blackhole'))
-case('ip-forward-off', 'vxlan', "node-1 net.ipv4.ip_forward = 0",
-     ['calico.sysctl.ip-forward'], lambda s: text(f'{host(s)}/sysctl.txt', 'net.ipv4.ip_forward = 1', 'net.ipv4.ip_forward = 0'))
+def forwarding_off(s):
+    # Writing ip_forward sets every interface's forwarding too, as the kernel does.
+    sub(f'{host(s)}/sysctl.txt', r'^net\.ipv4\.ip_forward = 1$', 'net.ipv4.ip_forward = 0')
+    path = f'{host(s)}/sysctl.txt'
+    every = re.sub(r'^(net\.ipv4\.conf\.[^.]+\.forwarding) = 1$', r'\1 = 0', open(path).read(), flags=re.M)
+    open(path, 'w').write(every)
+
+
+case('ip-forward-off', 'vxlan', "node-1 net.ipv4.ip_forward = 0 (and so every net.ipv4.conf.*.forwarding, as writing it does)",
+     ['calico.sysctl.ip-forward'], forwarding_off, pods=WEB,
+     flows=flows(('default/web-3', 'default/web-0:8080', 'forwarding_disabled', ['kernel.sysctl.forwarding', 'calico.sysctl.ip-forward'])))
 
 # --- natOutgoing and felix's chains -------------------------------------------
 case('nat-outgoing-rule-missing', 'vxlan',
@@ -244,9 +287,8 @@ case('calico-node-not-ready', 'vxlan',
      "calico-node pods added to pods.yaml (hostNetwork, k8s-app calico-node) - ready on node-1, not ready on node-2",
      ['calico.node.calico-node'], calico_node_pods)
 case('blocks-from-pods', 'vxlan',
-     "blockaffinities.yaml (and ipamblocks.yaml) removed - the blocks are derived from the pods' IPs and the pool's blockSize, and every check still holds",
-     [], lambda s: [os.remove(f'{s}/cluster/{k}.yaml') for k in ('blockaffinities', 'ipamblocks')
-                    if os.path.exists(f'{s}/cluster/{k}.yaml')])
+     "blockaffinities.yaml removed - the blocks are derived from the pods' IPs and the pool's blockSize, and every check still holds",
+     [], lambda s: os.remove(f'{s}/cluster/blockaffinities.yaml'))
 case('pool-v3', 'vxlan', "The IPPool written as projectcalico.org/v3 (as calicoctl shows it) - the same pool, every check holds",
      [], pool('apiVersion: crd.projectcalico.org/v1', 'apiVersion: projectcalico.org/v3'))
 
@@ -254,11 +296,13 @@ case('pool-v3', 'vxlan', "The IPPool written as projectcalico.org/v3 (as calicoc
 b = F['bgp']
 is_peer_route = lambda r: r.get('dst') == b['peer_block']
 case('bgp-route-missing', 'bgp', f"node-1 lost its BGP route {b['peer_block']} via {b['peer_ip']} dev eth0 proto bird",
-     ['calico.route.remote-block'], without('ip-route.json', lambda r: not is_peer_route(r)))
+     ['calico.route.remote-block'], without('ip-route.json', lambda r: not is_peer_route(r)), pods=WEB,
+     flows=flows(('default/web-0', 'default/web-3:8080', 'exits_cluster', ['kernel.route.leaves-cluster', 'calico.route.remote-block'])))
 case('bgp-route-not-bird', 'bgp', "node-1's route to node-2's block edited to proto static - right next hop, but not bird's",
      ['calico.route.protocol'], set_fields('ip-route.json', is_peer_route, protocol='static'))
 case('bgp-next-hop-wrong', 'bgp', "node-1's BGP route to node-2's block edited to via 172.18.0.13, no node's address",
-     ['calico.route.next-hop'], set_fields('ip-route.json', is_peer_route, gateway='172.18.0.13'))
+     ['calico.route.next-hop'], set_fields('ip-route.json', is_peer_route, gateway='172.18.0.13'), pods=WEB,
+     flows=flows(('default/web-0', 'default/web-3:8080', 'exits_cluster', ['kernel.route.leaves-cluster', 'calico.route.next-hop'])))
 case('bgp-masquerade-everything', 'bgp',
      "node-1 nat POSTROUTING with a MASQUERADE of everything leaving eth0 ahead of felix's chain, so pod-to-pod traffic across nodes loses its source",
      ['calico.nat-outgoing.inside-pools'],
@@ -312,3 +356,18 @@ case('ipip-cross-subnet', 'bgp', "Hand-built IPIP CrossSubnet - " + IPIP_EDIT.fo
 case('ipip-routes-bgp', 'bgp',
      f"Hand-built IPIP as in ipip-healthy, but the route to node-2's block still goes via {b['peer_ip']} dev eth0 (BGP) while the pool says ipipMode Always",
      ['calico.route.pool-mode'], lambda s: ipip(s, via_tunnel=False))
+
+# --- the examples themselves ----------------------------------------------------
+HEALTHY_FLOWS = """flows:
+  - {from: default/web-0, to: "default/web-3:8080", disposition: delivered}
+  - {from: default/web-2, to: "default/web-0:8080", disposition: delivered}
+  - {from: default/web-0, to: "svc/default/web:80", disposition: delivered}
+  - {from: default/web-0, to: "8.8.8.8:53", protocol: udp, disposition: exits_cluster}
+  - from: default/web-0
+    to: default/web-3
+    protocol: icmp
+    disposition: denied_by_netfilter
+    findings: [kernel.netfilter.denied, networkpolicy.ingress.denied]
+"""
+healthy('vxlan', HEALTHY_FLOWS)
+healthy('bgp', HEALTHY_FLOWS)
