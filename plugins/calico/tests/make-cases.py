@@ -212,6 +212,18 @@ case('proxy-arp-off', 'vxlan', f"node-1 net.ipv4.conf.{veth0}.proxy_arp = 0 (web
      lambda s: text(f'{host(s)}/sysctl.txt', f'net.ipv4.conf.{veth0}.proxy_arp = 1', f'net.ipv4.conf.{veth0}.proxy_arp = 0'), pods=WEB,
      flows=flows(('default/web-0', 'default/web-3:8080', 'neighbor_failed', ['kernel.neighbour.unanswered']),
                     ('default/web-3', 'default/web-0:8080', 'neighbor_failed', ['kernel.neighbour.unanswered', 'calico.pod.proxy-arp'])))
+
+
+def proxy_arp_all(s):
+    path = f'{host(s)}/sysctl.txt'
+    text(path, f'net.ipv4.conf.{veth0}.proxy_arp = 1', f'net.ipv4.conf.{veth0}.proxy_arp = 0')
+    text(path, 'net.ipv4.conf.all.proxy_arp = 0', 'net.ipv4.conf.all.proxy_arp = 1')
+
+
+case('proxy-arp-on-for-all', 'vxlan',
+     f"node-1 net.ipv4.conf.{veth0}.proxy_arp = 0 but net.ipv4.conf.all.proxy_arp = 1 - the kernel ORs them, web-0 still gets its answer",
+     [], proxy_arp_all, pods=WEB,
+     flows=flows(('default/web-0', 'default/web-3:8080', 'delivered', [])))
 case('pod-mtu-wrong', 'vxlan', f"node-1 {veth0} (web-0) at MTU 1500 while vxlan.calico is at 1450",
      ['calico.pod.mtu'], set_fields('ip-link.json', lambda l: l['ifname'] == veth0, mtu=1500))
 
@@ -225,8 +237,10 @@ def gateway(s):
     jw(p, routes)
 
 
-case('pod-gateway-wrong', 'vxlan', "web-0's default route edited to via 169.254.1.2 dev eth0",
-     ['calico.pod.gateway'], gateway, pods=['web-0'])
+case('pod-gateway-wrong', 'vxlan',
+     "web-0's default route edited to via 169.254.1.2 dev eth0 - not Calico's gateway, but proxy ARP answers it too",
+     ['calico.pod.gateway'], gateway, pods=WEB,
+     flows=flows(('default/web-0', 'default/web-3:8080', 'delivered', ['calico.pod.gateway'])))
 case('blackhole-missing', 'vxlan', f"node-1 lost blackhole {v['own_block']} proto 80 (its own block)",
      ['calico.route.blackhole'], without('ip-route.json', lambda r: r.get('type') != 'blackhole'))
 def forwarding_off(s):
