@@ -46,7 +46,7 @@ F = {mode: facts(base) for mode, base in BASES.items()}
 
 # The pods whose dumps a case with flows keeps, so that the path is the kernel's on node-1.
 WEB = ['web-0', 'web-1']
-DROPPED = ['daemonsets.yaml', 'endpointslices.yaml', 'services.yaml', 'networkpolicies.yaml', 'ipamblocks.yaml']
+DROPPED = ['daemonsets.yaml', 'endpointslices.yaml', 'services.yaml', 'networkpolicies.yaml']
 
 
 def case(name, base, desc, findings, edit, pods=(), flows=''):
@@ -300,9 +300,26 @@ def calico_node_pods(s):
 case('calico-node-not-ready', 'vxlan',
      "calico-node pods added to pods.yaml (hostNetwork, k8s-app calico-node) - ready on node-1, not ready on node-2",
      ['calico.node.calico-node'], calico_node_pods)
-case('blocks-from-pods', 'vxlan',
-     "blockaffinities.yaml removed - the blocks are derived from the pods' IPs and the pool's blockSize, and every check still holds",
+case('blocks-from-ipamblocks', 'vxlan',
+     "blockaffinities.yaml removed - the blocks are read from the IPAMBlocks' affinities, and every check still holds",
      [], lambda s: os.remove(f'{s}/cluster/blockaffinities.yaml'))
+case('blocks-from-pods', 'vxlan',
+     "blockaffinities.yaml and ipamblocks.yaml removed - the blocks are derived from the pods' IPs and the pool's blockSize, and every check still holds",
+     [], lambda s: [os.remove(f'{s}/cluster/{kind}.yaml') for kind in ('blockaffinities', 'ipamblocks')])
+
+
+def second_pool(s):
+    p = f'{s}/cluster/ippools.yaml'
+    doc = yaml.safe_load(open(p))
+    doc['items'].append({'apiVersion': 'crd.projectcalico.org/v1', 'kind': 'IPPool', 'metadata': {'name': 'bgp-pool'},
+                         'spec': {'blockSize': 26, 'cidr': '10.245.0.0/16', 'ipipMode': 'Never', 'natOutgoing': False,
+                                  'nodeSelector': 'all()', 'vxlanMode': 'Never'}})
+    yaml.safe_dump(doc, open(p, 'w'))
+
+
+case('pools-mixed', 'vxlan',
+     "A second, empty IPPool 10.245.0.0/16 in BGP mode added - the pack's mode is mixed, and the blocks of the VXLAN pool are still checked as VXLAN",
+     [], second_pool)
 case('pool-v3', 'vxlan', "The IPPool written as projectcalico.org/v3 (as calicoctl shows it) - the same pool, every check holds",
      [], pool('apiVersion: crd.projectcalico.org/v1', 'apiVersion: projectcalico.org/v3'))
 
