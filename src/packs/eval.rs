@@ -11,13 +11,14 @@ use std::sync::Arc;
 use rhai::{CallFnOptions, Dynamic, Engine, EvalAltResult, Scope};
 
 use super::host::{
-    Insufficient, display, json_to_dynamic, link_is_up, link_kind, lladdr_text, socket_protocol,
+    Insufficient, display, json_to_dynamic, link_is_up, link_kind, lladdr_text, service_map,
+    socket_protocol,
 };
 use super::model::*;
 use super::sandbox::{ScriptError, function_position};
 use super::scope::{Context, HopScope, NetnsRef, NodeRef, PodRef, Subject};
 use crate::netstack::routing::table_name;
-use crate::snapshot::cluster::{GenericObject, Node, Pod};
+use crate::snapshot::cluster::{GenericObject, Node, Pod, Service};
 use crate::snapshot::netns::DUMP_FILES;
 use crate::snapshot::netns::neigh::NeighbourState;
 use crate::snapshot::netns::route::Destination;
@@ -910,6 +911,11 @@ pub fn subjects(check: &Check, params: &Dynamic, snapshot: &Arc<Snapshot>) -> Ve
                         contexts.push(pod_object(pod, params, snapshot));
                     }
                 }
+                "Service" if version_fits("v1") => {
+                    for service in snapshot.cluster.services() {
+                        contexts.push(service_object(service, params, snapshot));
+                    }
+                }
                 _ => {
                     for object in snapshot
                         .cluster
@@ -953,6 +959,20 @@ fn pod_object(pod: &Pod, params: &Dynamic, snapshot: &Arc<Snapshot>) -> Context 
     );
     ctx.pod = PodRef::new(snapshot, &pod.meta.namespace, &pod.meta.name);
     ctx.object = ctx.pod.clone().map(Dynamic::from);
+    ctx
+}
+
+fn service_object(service: &Service, params: &Dynamic, snapshot: &Arc<Snapshot>) -> Context {
+    let mut ctx = Context::new(
+        params.clone(),
+        snapshot.clone(),
+        Subject::Object {
+            kind: "Service".into(),
+            namespace: service.meta.namespace.clone(),
+            name: service.meta.name.clone(),
+        },
+    );
+    ctx.object = Some(service_map(service));
     ctx
 }
 

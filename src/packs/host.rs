@@ -18,7 +18,11 @@ use super::scope::{ClusterRef, Context, HopScope, NetnsRef, NodeRef, Packet, Pod
 use crate::netstack::netfilter;
 use crate::netstack::routing::{Fib, FlowKey, LookupOutcome, table_name};
 use crate::snapshot::NetnsId;
-use crate::snapshot::cluster::{IpOwner, NodeAddress};
+use crate::snapshot::cluster::ApiEnum as _;
+use crate::snapshot::cluster::{
+    EndpointAddress, EndpointPort, EndpointSlice, Endpoints, IpOwner, NodeAddress, ObjectReference,
+    PortRef, Protocol as ServiceProtocol, Service, TrafficPolicy,
+};
 use crate::snapshot::netns::NetnsDump;
 use crate::snapshot::netns::addr::Family;
 use crate::snapshot::netns::iptables::{Protocol, Target};
@@ -258,6 +262,11 @@ fn register_cluster(engine: &mut Engine) {
                 })
                 .map(Dynamic::from))
         })
+        .register_get("addresses", |n: &mut NodeRef| -> Array {
+            n.get()
+                .map(|node| node.addresses.iter().map(node_address).collect())
+                .unwrap_or_default()
+        })
         .register_get("ready", |n: &mut NodeRef| {
             opt(n.get().and_then(|node| node.ready))
         })
@@ -352,32 +361,53 @@ fn register_cluster(engine: &mut Engine) {
         .register_fn(
             "service",
             |c: &mut ClusterRef, namespace: &str, name: &str| {
-                opt(c.snapshot.cluster.service(namespace, name).map(|s| {
-                    let ports: Array = s
-                        .ports
-                        .iter()
-                        .map(|p| {
-                            map([
-                                ("name", opt(p.name.clone())),
-                                ("port", int(p.port)),
-                                ("protocol", text(p.protocol)),
-                                ("node_port", opt(p.node_port.map(i64::from))),
-                            ])
-                        })
-                        .collect();
-                    map([
-                        ("namespace", text(&s.meta.namespace)),
-                        ("name", text(&s.meta.name)),
-                        ("type", text(s.service_type)),
-                        (
-                            "cluster_ips",
-                            Dynamic::from_array(
-                                s.cluster_ips.iter().map(|ip| Dynamic::from(*ip)).collect(),
-                            ),
-                        ),
-                        ("ports", Dynamic::from_array(ports)),
-                    ])
-                }))
+                opt(c.snapshot.cluster.service(namespace, name).map(service_map))
+            },
+        )
+        .register_fn("services", |c: &mut ClusterRef| -> Array {
+            c.snapshot.cluster.services().map(service_map).collect()
+        })
+        .register_fn("service_by_node_port", service_by_node_port)
+        .register_fn(
+            "service_pods",
+            |c: &mut ClusterRef, namespace: &str, name: &str| -> Array {
+                let cluster = &c.snapshot.cluster;
+                let Some(selector) = cluster
+                    .service(namespace, name)
+                    .and_then(|s| s.selector.as_ref())
+                else {
+                    return Array::new();
+                };
+                cluster
+                    .pods_matching(namespace, selector)
+                    .filter_map(|p| PodRef::new(&c.snapshot, &p.meta.namespace, &p.meta.name))
+                    .map(Dynamic::from)
+                    .collect()
+            },
+        )
+        .register_fn(
+            "endpoint_slices",
+            |c: &mut ClusterRef, namespace: &str, name: &str| -> Array {
+                let cluster = &c.snapshot.cluster;
+                cluster
+                    .service(namespace, name)
+                    .map(|service| {
+                        cluster
+                            .endpoint_slices_for(service)
+                            .map(endpoint_slice_map)
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            },
+        )
+        .register_fn(
+            "endpoints",
+            |c: &mut ClusterRef, namespace: &str, name: &str| {
+                let cluster = &c.snapshot.cluster;
+                opt(cluster
+                    .service(namespace, name)
+                    .and_then(|service| cluster.endpoints_for(service))
+                    .map(endpoints_map))
             },
         )
         .register_fn(
@@ -408,6 +438,22 @@ fn register_cluster(engine: &mut Engine) {
         );
 }
 
+/// `cluster.service_by_node_port(protocol, port)`: the Service that claimed
+/// this NodePort (`"TCP"`, `"UDP"` or `"SCTP"`, in any case), or `()`.
+fn service_by_node_port(c: &mut ClusterRef, protocol: &str, port: i64) -> Fallible<Dynamic> {
+    let Some(protocol) = ServiceProtocol::from_api(&protocol.to_ascii_uppercase()) else {
+        return fail(format!("{protocol:?} is not TCP, UDP or SCTP"));
+    };
+    let Ok(port) = u16::try_from(port) else {
+        return fail(format!("{port} is not a port number"));
+    };
+    Ok(opt(c
+        .snapshot
+        .cluster
+        .service_by_node_port(protocol, port)
+        .map(service_map)))
+}
+
 fn string_map(map: Option<&std::collections::BTreeMap<String, String>>) -> Dynamic {
     let entries: Map = map
         .into_iter()
@@ -436,6 +482,20 @@ fn container(c: &crate::snapshot::cluster::Container) -> Dynamic {
     ])
 }
 
+/// One of a Node's `status.addresses`: `#{type, address}` as written, the
+/// address an `Ip` for `InternalIP` and `ExternalIP`.
+fn node_address(address: &NodeAddress) -> Dynamic {
+    let (kind, address) = match address {
+        NodeAddress::InternalIp(ip) => ("InternalIP", Dynamic::from(*ip)),
+        NodeAddress::ExternalIp(ip) => ("ExternalIP", Dynamic::from(*ip)),
+        NodeAddress::Hostname(name) => ("Hostname", text(name)),
+        NodeAddress::InternalDns(name) => ("InternalDNS", text(name)),
+        NodeAddress::ExternalDns(name) => ("ExternalDNS", text(name)),
+        NodeAddress::Other { kind, address } => (kind.as_str(), text(address)),
+    };
+    map([("type", text(kind)), ("address", address)])
+}
+
 fn ip_owner(owner: &IpOwner) -> Dynamic {
     let (kind, namespace, name) = match owner {
         IpOwner::Pod {
@@ -452,6 +512,147 @@ fn ip_owner(owner: &IpOwner) -> Dynamic {
         ("kind", text(kind)),
         ("namespace", text(namespace)),
         ("name", text(name)),
+    ])
+}
+
+fn ips(ips: &[IpAddr]) -> Dynamic {
+    Dynamic::from_array(ips.iter().map(|ip| Dynamic::from(*ip)).collect())
+}
+
+/// A Service as scripts see it (`cluster.service`, `cluster.services`, and
+/// `object` of a Service check): its spec in the API's words, the traffic
+/// policies with the API's default (`Cluster`) when unset.
+pub fn service_map(service: &Service) -> Dynamic {
+    let ports: Array = service
+        .ports
+        .iter()
+        .map(|p| {
+            let target_port = match &p.target_port {
+                PortRef::Number(number) => int(*number),
+                PortRef::Name(name) => text(name),
+            };
+            map([
+                ("name", opt(p.name.clone())),
+                ("port", int(p.port)),
+                ("protocol", text(p.protocol)),
+                ("target_port", target_port),
+                ("node_port", opt(p.node_port.map(i64::from))),
+            ])
+        })
+        .collect();
+    let policy = |policy: Option<TrafficPolicy>| text(policy.unwrap_or(TrafficPolicy::Cluster));
+    map([
+        ("namespace", text(&service.meta.namespace)),
+        ("name", text(&service.meta.name)),
+        ("type", text(service.service_type)),
+        ("cluster_ips", ips(&service.cluster_ips)),
+        ("headless", service.headless.into()),
+        ("external_ips", ips(&service.external_ips)),
+        ("load_balancer_ips", ips(&service.load_balancer_ips)),
+        ("external_name", opt(service.external_name.clone())),
+        (
+            "selector",
+            string_map(service.selector.as_ref().map(|s| &s.match_labels)),
+        ),
+        (
+            "external_traffic_policy",
+            policy(service.external_traffic_policy),
+        ),
+        (
+            "internal_traffic_policy",
+            policy(service.internal_traffic_policy),
+        ),
+        ("session_affinity", text(service.session_affinity)),
+        ("ports", Dynamic::from_array(ports)),
+        ("source", text(&service.meta.source)),
+    ])
+}
+
+fn endpoint_ports(ports: &[EndpointPort]) -> Dynamic {
+    Dynamic::from_array(
+        ports
+            .iter()
+            .map(|p| {
+                map([
+                    ("name", opt(p.name.clone())),
+                    ("port", opt(p.port.map(i64::from))),
+                    ("protocol", text(p.protocol)),
+                ])
+            })
+            .collect(),
+    )
+}
+
+fn object_reference(reference: Option<&ObjectReference>) -> Dynamic {
+    opt(reference.map(|r| {
+        map([
+            ("kind", opt(r.kind.clone())),
+            ("namespace", opt(r.namespace.clone())),
+            ("name", opt(r.name.clone())),
+        ])
+    }))
+}
+
+/// An EndpointSlice as written; unset conditions stay `()`, so that the
+/// script applies the API's reading of them.
+fn endpoint_slice_map(slice: &EndpointSlice) -> Dynamic {
+    let endpoints: Array = slice
+        .endpoints
+        .iter()
+        .map(|e| {
+            let conditions = map([
+                ("ready", opt(e.conditions.ready)),
+                ("serving", opt(e.conditions.serving)),
+                ("terminating", opt(e.conditions.terminating)),
+            ]);
+            map([
+                ("addresses", ips(&e.addresses)),
+                ("conditions", conditions),
+                ("node_name", opt(e.node_name.clone())),
+                ("target_ref", object_reference(e.target_ref.as_ref())),
+            ])
+        })
+        .collect();
+    map([
+        ("name", text(&slice.meta.name)),
+        ("address_type", text(slice.address_type)),
+        ("ports", endpoint_ports(&slice.ports)),
+        ("endpoints", Dynamic::from_array(endpoints)),
+        ("source", text(&slice.meta.source)),
+    ])
+}
+
+/// A core/v1 Endpoints object as written.
+fn endpoints_map(endpoints: &Endpoints) -> Dynamic {
+    let addresses = |addresses: &[EndpointAddress]| -> Dynamic {
+        Dynamic::from_array(
+            addresses
+                .iter()
+                .map(|a| {
+                    map([
+                        ("ip", Dynamic::from(a.ip)),
+                        ("node_name", opt(a.node_name.clone())),
+                        ("target_ref", object_reference(a.target_ref.as_ref())),
+                    ])
+                })
+                .collect(),
+        )
+    };
+    let subsets: Array = endpoints
+        .subsets
+        .iter()
+        .map(|s| {
+            map([
+                ("addresses", addresses(&s.addresses)),
+                ("not_ready_addresses", addresses(&s.not_ready_addresses)),
+                ("ports", endpoint_ports(&s.ports)),
+            ])
+        })
+        .collect();
+    map([
+        ("name", text(&endpoints.meta.name)),
+        ("subsets", Dynamic::from_array(subsets)),
+        ("source", text(&endpoints.meta.source)),
     ])
 }
 
