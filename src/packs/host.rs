@@ -1167,3 +1167,175 @@ mod netns_tests {
         );
     }
 }
+
+#[cfg(test)]
+mod cluster_tests {
+    use std::sync::Arc;
+
+    use rhai::Scope;
+
+    use super::*;
+    use crate::snapshot::Snapshot;
+
+    /// Evaluates `expression` with `cluster` bound to the kube-proxy pack's
+    /// test snapshot (two nodes, a service of each kind).
+    fn try_eval(expression: &str) -> Result<Dynamic, Box<EvalAltResult>> {
+        let (snapshot, problems) = Snapshot::load(std::path::Path::new(
+            "rules/kube-proxy/tests/services/snapshot",
+        ))
+        .expect("the fixture loads");
+        assert!(problems.is_empty(), "{problems:?}");
+        let mut scope = Scope::new();
+        scope.push(
+            "cluster",
+            ClusterRef {
+                snapshot: Arc::new(snapshot),
+            },
+        );
+        super::super::sandbox::engine().eval_with_scope::<Dynamic>(&mut scope, expression)
+    }
+
+    fn eval(expression: &str) -> Dynamic {
+        try_eval(expression).unwrap_or_else(|e| panic!("{expression}: {e}"))
+    }
+
+    fn shown(expression: &str) -> String {
+        display(&eval(expression))
+    }
+
+    #[test]
+    fn service_has_its_whole_spec_with_the_default_traffic_policies() {
+        assert_eq!(
+            shown(r#"cluster.service("default", "web").type"#),
+            "NodePort"
+        );
+        assert_eq!(
+            shown(r#"cluster.service("default", "web").external_ips[0]"#),
+            "192.0.2.10"
+        );
+        assert_eq!(
+            shown(r#"cluster.service("default", "local").load_balancer_ips[0]"#),
+            "198.51.100.11"
+        );
+        assert_eq!(
+            shown(r#"cluster.service("default", "local").external_traffic_policy"#),
+            "Local"
+        );
+        // Unset in services.yaml: the API's default.
+        assert_eq!(
+            shown(r#"cluster.service("default", "local").internal_traffic_policy"#),
+            "Cluster"
+        );
+        assert_eq!(
+            shown(r#"cluster.service("default", "web").ports[0].target_port"#),
+            "web"
+        );
+        assert_eq!(
+            eval(r#"cluster.service("default", "local").ports[0].target_port"#).as_int(),
+            Ok(8080)
+        );
+        assert_eq!(
+            eval(r#"cluster.service("default", "headless").headless"#).as_bool(),
+            Ok(true)
+        );
+        assert_eq!(
+            shown(r#"cluster.service("default", "web").selector.app"#),
+            "web"
+        );
+        assert!(
+            shown(r#"cluster.service("default", "web").source"#)
+                .ends_with("cluster/services.yaml:5")
+        );
+        assert_eq!(eval("cluster.services().len()").as_int(), Ok(10));
+    }
+
+    #[test]
+    fn node_port_finds_its_service_in_either_case_of_protocol() {
+        assert_eq!(
+            shown(r#"cluster.service_by_node_port("tcp", 30081).name"#),
+            "local"
+        );
+        assert_eq!(
+            shown(r#"cluster.service_by_node_port("TCP", 30080).name"#),
+            "web"
+        );
+        assert!(eval(r#"cluster.service_by_node_port("udp", 30080)"#).is_unit());
+        let error = try_eval(r#"cluster.service_by_node_port("icmp", 30080)"#)
+            .expect_err("no NodePort protocol");
+        assert!(
+            error
+                .to_string()
+                .contains(r#""icmp" is not TCP, UDP or SCTP"#),
+            "{error}"
+        );
+        let error = try_eval(r#"cluster.service_by_node_port("tcp", 70000)"#).expect_err("no port");
+        assert!(
+            error.to_string().contains("70000 is not a port number"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn endpoint_slices_keep_unset_conditions_unset() {
+        let slice = r#"cluster.endpoint_slices("default", "itp")[0]"#;
+        assert_eq!(shown(&format!("{slice}.name")), "itp-c8d2m");
+        assert_eq!(shown(&format!("{slice}.address_type")), "IPv4");
+        assert_eq!(
+            eval(&format!("{slice}.endpoints[0].conditions.ready")).as_bool(),
+            Ok(true)
+        );
+        assert!(eval(&format!("{slice}.endpoints[0].conditions.serving")).is_unit());
+        assert_eq!(shown(&format!("{slice}.endpoints[0].node_name")), "node-1");
+        assert_eq!(
+            shown(&format!("{slice}.endpoints[0].target_ref.name")),
+            "itp-0"
+        );
+        assert!(eval(&format!("{slice}.ports[0].name")).is_unit());
+        assert_eq!(eval(&format!("{slice}.ports[0].port")).as_int(), Ok(8080));
+        assert_eq!(
+            eval(r#"cluster.endpoint_slices("default", "legacy").len()"#).as_int(),
+            Ok(0)
+        );
+    }
+
+    #[test]
+    fn endpoints_object_has_ready_and_not_ready_addresses() {
+        let subset = r#"cluster.endpoints("default", "legacy").subsets[0]"#;
+        assert_eq!(shown(&format!("{subset}.addresses[0].ip")), "10.244.2.5");
+        assert_eq!(
+            shown(&format!("{subset}.not_ready_addresses[0].ip")),
+            "10.244.2.7"
+        );
+        assert_eq!(shown(&format!("{subset}.ports[0].name")), "pg");
+        assert!(eval(r#"cluster.endpoints("default", "web")"#).is_unit());
+    }
+
+    #[test]
+    fn service_pods_are_the_pods_its_selector_selects() {
+        assert_eq!(
+            shown(r#"cluster.service_pods("default", "web").map(|p| p.name)"#),
+            r#"["web-0", "web-1", "web-2"]"#
+        );
+        assert_eq!(
+            eval(r#"cluster.service_pods("default", "external").len()"#).as_int(),
+            Ok(0),
+            "an ExternalName service selects nothing"
+        );
+    }
+
+    #[test]
+    fn node_addresses_are_listed_as_written() {
+        assert_eq!(
+            shown(r#"cluster.node("node-1").addresses.map(|a| a.type)"#),
+            r#"["InternalIP", "ExternalIP", "Hostname"]"#
+        );
+        assert_eq!(
+            shown(r#"cluster.node("node-1").addresses[1].address"#),
+            "203.0.113.11"
+        );
+        assert_eq!(
+            shown(r#"type_of(cluster.node("node-1").addresses[2].address)"#),
+            "string"
+        );
+    }
+}
