@@ -1205,48 +1205,31 @@ mod cluster_tests {
 
     #[test]
     fn service_has_its_whole_spec_with_the_default_traffic_policies() {
+        let web = r#"cluster.service("default", "web")"#;
+        let local = r#"cluster.service("default", "local")"#;
+        for (field, expected) in [
+            (format!("{web}.type"), "NodePort"),
+            (format!("{web}.external_ips[0]"), "192.0.2.10"),
+            (format!("{web}.selector.app"), "web"),
+            (format!("{web}.ports[0].target_port"), "web"),
+            (format!("{local}.ports[0].target_port"), "8080"),
+            (format!("{local}.load_balancer_ips[0]"), "198.51.100.11"),
+            (format!("{local}.external_traffic_policy"), "Local"),
+            // Unset in services.yaml: the API's default.
+            (format!("{local}.internal_traffic_policy"), "Cluster"),
+            (
+                r#"cluster.service("default", "headless").headless"#.to_owned(),
+                "true",
+            ),
+            ("cluster.services().len()".to_owned(), "10"),
+        ] {
+            assert_eq!(shown(&field), expected, "{field}");
+        }
         assert_eq!(
-            shown(r#"cluster.service("default", "web").type"#),
-            "NodePort"
+            eval(&format!("type_of({local}.ports[0].target_port)")).to_string(),
+            "i64"
         );
-        assert_eq!(
-            shown(r#"cluster.service("default", "web").external_ips[0]"#),
-            "192.0.2.10"
-        );
-        assert_eq!(
-            shown(r#"cluster.service("default", "local").load_balancer_ips[0]"#),
-            "198.51.100.11"
-        );
-        assert_eq!(
-            shown(r#"cluster.service("default", "local").external_traffic_policy"#),
-            "Local"
-        );
-        // Unset in services.yaml: the API's default.
-        assert_eq!(
-            shown(r#"cluster.service("default", "local").internal_traffic_policy"#),
-            "Cluster"
-        );
-        assert_eq!(
-            shown(r#"cluster.service("default", "web").ports[0].target_port"#),
-            "web"
-        );
-        assert_eq!(
-            eval(r#"cluster.service("default", "local").ports[0].target_port"#).as_int(),
-            Ok(8080)
-        );
-        assert_eq!(
-            eval(r#"cluster.service("default", "headless").headless"#).as_bool(),
-            Ok(true)
-        );
-        assert_eq!(
-            shown(r#"cluster.service("default", "web").selector.app"#),
-            "web"
-        );
-        assert!(
-            shown(r#"cluster.service("default", "web").source"#)
-                .ends_with("cluster/services.yaml:5")
-        );
-        assert_eq!(eval("cluster.services().len()").as_int(), Ok(10));
+        assert!(shown(&format!("{web}.source")).ends_with("cluster/services.yaml:5"));
     }
 
     #[test]
