@@ -499,3 +499,16 @@ fn checks_name_the_service_and_what_kube_proxy_does() {
             .all(|f| matches!(&f.subject, Subject::Object { kind, .. } if kind == "Service"))
     );
 }
+
+#[test]
+fn pod_reaching_itself_through_its_service_is_masqueraded_on_that_branch() {
+    let t = Flow::tcp("node-1", "10.244.1.2", "10.96.0.10", 80).translation();
+    assert_eq!(t.addresses(), ["10.244.1.2:8080", "10.244.2.2:8080"]);
+    assert!(
+        t.why.ends_with(
+            "; the client is one of the endpoints: on that branch it is masqueraded (hairpin)"
+        ),
+        "{}",
+        t.why
+    );
+}
