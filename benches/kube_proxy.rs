@@ -115,6 +115,42 @@ fn nodes_text() -> String {
     nodes
 }
 
+/// The median time of the `service` hook for a packet from outside the
+/// cluster to `dst:port`, arriving at `node`.
+fn hook_call(
+    pack: &LoadedPacks,
+    snapshot: &Arc<Snapshot>,
+    node: &str,
+    dst: &str,
+    port: u16,
+) -> Duration {
+    let hop = Arc::new(HopScope {
+        snapshot: snapshot.clone(),
+        netns: NetnsId::Host { node: node.into() },
+        in_iface: Some("eth0".into()),
+        out_iface: None,
+        forwarding: false,
+        delivers_locally: false,
+        packet: Packet {
+            src: "198.18.0.1".parse().expect("ip"),
+            dst: dst.parse().expect("ip"),
+            protocol: TransportProtocol::Tcp,
+            src_port: Some(40000),
+            dst_port: Some(port),
+            mark: 0,
+            size: 60,
+        },
+    });
+    let packet = Dynamic::from(hop.packet.clone());
+    let answer = pack
+        .call_hook("kube-proxy", "service", &hop, packet.clone())
+        .expect("the hook runs");
+    assert!(!answer.is_unit(), "{dst}:{port} is translated");
+    median(101, || {
+        let _ = pack.call_hook("kube-proxy", "service", &hop, packet.clone());
+    })
+}
+
 fn main() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     generate(dir.path());
@@ -135,39 +171,19 @@ fn main() {
     let (pack, problems) = LoadedPacks::load(vec![source], &[]);
     assert!(problems.is_empty(), "{problems:?}");
 
+    let (small, problems) = Snapshot::load(Path::new("rules/kube-proxy/tests/services/snapshot"))
+        .expect("the pack's test snapshot");
+    assert!(problems.is_empty(), "{problems:?}");
+    let call = hook_call(&pack, &Arc::new(small), "node-2", "10.96.0.10", 80);
+    println!(
+        "one service hook call to a ClusterIP of the pack's test snapshot: {call:?} (median of 101)"
+    );
     let (_, cluster_ip, node_port) = service(SERVICES / 2 + 10);
-    let node_0 = "172.18.0.1";
     for (what, dst, port) in [
         ("a ClusterIP", cluster_ip.as_str(), 80),
-        ("a NodePort", node_0, node_port),
+        ("a NodePort", "172.18.0.1", node_port),
     ] {
-        let hop = Arc::new(HopScope {
-            snapshot: snapshot.clone(),
-            netns: NetnsId::Host {
-                node: "node-0".into(),
-            },
-            in_iface: Some("eth0".into()),
-            out_iface: None,
-            forwarding: false,
-            delivers_locally: false,
-            packet: Packet {
-                src: "198.18.0.1".parse().expect("ip"),
-                dst: dst.parse().expect("ip"),
-                protocol: TransportProtocol::Tcp,
-                src_port: Some(40000),
-                dst_port: Some(port),
-                mark: 0,
-                size: 60,
-            },
-        });
-        let packet = Dynamic::from(hop.packet.clone());
-        let answer = pack
-            .call_hook("kube-proxy", "service", &hop, packet.clone())
-            .expect("the hook runs");
-        assert!(!answer.is_unit(), "{what} is translated");
-        let call = median(101, || {
-            let _ = pack.call_hook("kube-proxy", "service", &hop, packet.clone());
-        });
+        let call = hook_call(&pack, &snapshot, "node-0", dst, port);
         println!("one service hook call to {what}: {call:?} (median of 101)");
     }
 
