@@ -41,26 +41,24 @@ fn main() {
     let (hooks, problems) = LoadedPacks::load(vec![source], &[]);
     assert!(problems.is_empty(), "{problems:?}");
     let hop = Arc::new(HopScope {
-        snapshot: snapshot.clone(),
-        netns: NetnsId::Host {
-            node: "node-1".into(),
-        },
         in_iface: Some("cni0".into()),
         out_iface: Some("flannel.1".into()),
         forwarding: true,
-        delivers_locally: false,
-        packet: Packet {
-            src: "10.244.1.2".parse().expect("ip"),
-            dst: "10.244.2.3".parse().expect("ip"),
-            protocol: TransportProtocol::Tcp,
-            src_port: Some(40000),
-            dst_port: Some(8080),
-            mark: 0,
-            size: 1400,
-        },
-        reply: false,
-        origin: None,
-        stopped: None,
+        ..HopScope::new(
+            snapshot.clone(),
+            NetnsId::Host {
+                node: "node-1".into(),
+            },
+            Packet {
+                src: "10.244.1.2".parse().expect("ip"),
+                dst: "10.244.2.3".parse().expect("ip"),
+                protocol: TransportProtocol::Tcp,
+                src_port: Some(40000),
+                dst_port: Some(8080),
+                mark: 0,
+                size: 1400,
+            },
+        )
     });
     let packet = Dynamic::from(hop.packet.clone());
     const CALLS: u32 = 100_000;

@@ -27,26 +27,25 @@ fn pack(dir: &str) -> LoadedPacks {
 
 fn hop(snapshot: &Arc<Snapshot>, dst: &str, forwarding: bool, delivers: bool) -> Arc<HopScope> {
     Arc::new(HopScope {
-        snapshot: snapshot.clone(),
-        netns: NetnsId::Host {
-            node: "node-1".into(),
-        },
         in_iface: Some("cni0".into()),
         out_iface: Some("flannel.1".into()),
         forwarding,
         delivers_locally: delivers,
-        packet: Packet {
-            src: "10.244.1.2".parse().expect("ip"),
-            dst: dst.parse().expect("ip"),
-            protocol: TransportProtocol::Tcp,
-            src_port: Some(40000),
-            dst_port: Some(8080),
-            mark: 0,
-            size: 1400,
-        },
-        reply: false,
-        origin: None,
-        stopped: None,
+        ..HopScope::new(
+            snapshot.clone(),
+            NetnsId::Host {
+                node: "node-1".into(),
+            },
+            Packet {
+                src: "10.244.1.2".parse().expect("ip"),
+                dst: dst.parse().expect("ip"),
+                protocol: TransportProtocol::Tcp,
+                src_port: Some(40000),
+                dst_port: Some(8080),
+                mark: 0,
+                size: 1400,
+            },
+        )
     })
 }
 

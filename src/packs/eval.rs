@@ -11,13 +11,14 @@ use std::sync::Arc;
 use rhai::{CallFnOptions, Dynamic, Engine, EvalAltResult, Scope};
 
 use super::host::{
-    Insufficient, display, json_to_dynamic, link_is_up, link_kind, lladdr_text, socket_protocol,
+    Insufficient, display, json_to_dynamic, link_is_up, link_kind, lladdr_text, service_map,
+    socket_protocol,
 };
 use super::model::*;
 use super::sandbox::{ScriptError, function_position};
 use super::scope::{Context, HopScope, NetnsRef, NodeRef, PodRef, Subject};
 use crate::netstack::routing::table_name;
-use crate::snapshot::cluster::{GenericObject, Node, Pod};
+use crate::snapshot::cluster::{GenericObject, Node, ObjectMeta, Pod, Service};
 use crate::snapshot::netns::DUMP_FILES;
 use crate::snapshot::netns::neigh::NeighbourState;
 use crate::snapshot::netns::route::Destination;
@@ -910,6 +911,11 @@ pub fn subjects(check: &Check, params: &Dynamic, snapshot: &Arc<Snapshot>) -> Ve
                         contexts.push(pod_object(pod, params, snapshot));
                     }
                 }
+                "Service" if version_fits("v1") => {
+                    for service in snapshot.cluster.services() {
+                        contexts.push(service_object(service, params, snapshot));
+                    }
+                }
                 _ => {
                     for object in snapshot
                         .cluster
@@ -926,46 +932,46 @@ pub fn subjects(check: &Check, params: &Dynamic, snapshot: &Arc<Snapshot>) -> Ve
     contexts
 }
 
-fn node_object(node: &Node, params: &Dynamic, snapshot: &Arc<Snapshot>) -> Context {
-    let mut ctx = Context::new(
+/// The context of an object check about the object `meta` names.
+fn object_context(
+    kind: &str,
+    meta: &ObjectMeta,
+    params: &Dynamic,
+    snapshot: &Arc<Snapshot>,
+) -> Context {
+    Context::new(
         params.clone(),
         snapshot.clone(),
         Subject::Object {
-            kind: "Node".into(),
-            namespace: String::new(),
-            name: node.meta.name.clone(),
+            kind: kind.into(),
+            namespace: meta.namespace.clone(),
+            name: meta.name.clone(),
         },
-    );
+    )
+}
+
+fn node_object(node: &Node, params: &Dynamic, snapshot: &Arc<Snapshot>) -> Context {
+    let mut ctx = object_context("Node", &node.meta, params, snapshot);
     ctx.node = NodeRef::new(snapshot, &node.meta.name);
     ctx.object = ctx.node.clone().map(Dynamic::from);
     ctx
 }
 
 fn pod_object(pod: &Pod, params: &Dynamic, snapshot: &Arc<Snapshot>) -> Context {
-    let mut ctx = Context::new(
-        params.clone(),
-        snapshot.clone(),
-        Subject::Object {
-            kind: "Pod".into(),
-            namespace: pod.meta.namespace.clone(),
-            name: pod.meta.name.clone(),
-        },
-    );
+    let mut ctx = object_context("Pod", &pod.meta, params, snapshot);
     ctx.pod = PodRef::new(snapshot, &pod.meta.namespace, &pod.meta.name);
     ctx.object = ctx.pod.clone().map(Dynamic::from);
     ctx
 }
 
+fn service_object(service: &Service, params: &Dynamic, snapshot: &Arc<Snapshot>) -> Context {
+    let mut ctx = object_context("Service", &service.meta, params, snapshot);
+    ctx.object = Some(service_map(service));
+    ctx
+}
+
 fn generic_object(object: &GenericObject, params: &Dynamic, snapshot: &Arc<Snapshot>) -> Context {
-    let mut ctx = Context::new(
-        params.clone(),
-        snapshot.clone(),
-        Subject::Object {
-            kind: object.kind.clone(),
-            namespace: object.meta.namespace.clone(),
-            name: object.meta.name.clone(),
-        },
-    );
+    let mut ctx = object_context(&object.kind, &object.meta, params, snapshot);
     ctx.object = Some(json_to_dynamic(&object.value));
     ctx
 }

@@ -18,8 +18,11 @@ use super::scope::{ClusterRef, Context, HopScope, HopStop, NetnsRef, NodeRef, Pa
 use crate::netstack::netfilter;
 use crate::netstack::routing::{Fib, FlowKey, LookupOutcome, table_name};
 use crate::snapshot::NetnsId;
+use crate::snapshot::cluster::ApiEnum as _;
 use crate::snapshot::cluster::{
-    DirectionVerdict, IpOwner, NodeAddress, PolicyFlow, PolicyOutcome, Protocol as ClusterProtocol,
+    DirectionVerdict, EndpointAddress, EndpointPort, EndpointSlice, Endpoints, IpOwner,
+    NodeAddress, ObjectReference, PolicyFlow, PolicyOutcome, PortRef, Protocol as ClusterProtocol,
+    Service, TrafficPolicy,
 };
 use crate::snapshot::netns::NetnsDump;
 use crate::snapshot::netns::addr::Family;
@@ -287,6 +290,11 @@ fn register_cluster(engine: &mut Engine) {
                 })
                 .map(Dynamic::from))
         })
+        .register_get("addresses", |n: &mut NodeRef| -> Array {
+            n.get()
+                .map(|node| node.addresses.iter().map(node_address).collect())
+                .unwrap_or_default()
+        })
         .register_get("ready", |n: &mut NodeRef| {
             opt(n.get().and_then(|node| node.ready))
         })
@@ -381,32 +389,53 @@ fn register_cluster(engine: &mut Engine) {
         .register_fn(
             "service",
             |c: &mut ClusterRef, namespace: &str, name: &str| {
-                opt(c.snapshot.cluster.service(namespace, name).map(|s| {
-                    let ports: Array = s
-                        .ports
-                        .iter()
-                        .map(|p| {
-                            map([
-                                ("name", opt(p.name.clone())),
-                                ("port", int(p.port)),
-                                ("protocol", text(p.protocol)),
-                                ("node_port", opt(p.node_port.map(i64::from))),
-                            ])
-                        })
-                        .collect();
-                    map([
-                        ("namespace", text(&s.meta.namespace)),
-                        ("name", text(&s.meta.name)),
-                        ("type", text(s.service_type)),
-                        (
-                            "cluster_ips",
-                            Dynamic::from_array(
-                                s.cluster_ips.iter().map(|ip| Dynamic::from(*ip)).collect(),
-                            ),
-                        ),
-                        ("ports", Dynamic::from_array(ports)),
-                    ])
-                }))
+                opt(c.snapshot.cluster.service(namespace, name).map(service_map))
+            },
+        )
+        .register_fn("services", |c: &mut ClusterRef| -> Array {
+            c.snapshot.cluster.services().map(service_map).collect()
+        })
+        .register_fn("service_by_node_port", service_by_node_port)
+        .register_fn(
+            "service_pods",
+            |c: &mut ClusterRef, namespace: &str, name: &str| -> Array {
+                let cluster = &c.snapshot.cluster;
+                let Some(selector) = cluster
+                    .service(namespace, name)
+                    .and_then(|s| s.selector.as_ref())
+                else {
+                    return Array::new();
+                };
+                cluster
+                    .pods_matching(namespace, selector)
+                    .filter_map(|p| PodRef::new(&c.snapshot, &p.meta.namespace, &p.meta.name))
+                    .map(Dynamic::from)
+                    .collect()
+            },
+        )
+        .register_fn(
+            "endpoint_slices",
+            |c: &mut ClusterRef, namespace: &str, name: &str| -> Array {
+                let cluster = &c.snapshot.cluster;
+                cluster
+                    .service(namespace, name)
+                    .map(|service| {
+                        cluster
+                            .endpoint_slices_for(service)
+                            .map(endpoint_slice_map)
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            },
+        )
+        .register_fn(
+            "endpoints",
+            |c: &mut ClusterRef, namespace: &str, name: &str| {
+                let cluster = &c.snapshot.cluster;
+                opt(cluster
+                    .service(namespace, name)
+                    .and_then(|service| cluster.endpoints_for(service))
+                    .map(endpoints_map))
             },
         )
         .register_fn(
@@ -535,6 +564,22 @@ fn direction_verdict(verdict: &DirectionVerdict) -> Dynamic {
     ])
 }
 
+/// `cluster.service_by_node_port(protocol, port)`: the Service that claimed
+/// this NodePort (`"TCP"`, `"UDP"` or `"SCTP"`, in any case), or `()`.
+fn service_by_node_port(c: &mut ClusterRef, protocol: &str, port: i64) -> Fallible<Dynamic> {
+    let Some(protocol) = ClusterProtocol::from_api(&protocol.to_ascii_uppercase()) else {
+        return fail(format!("{protocol:?} is not TCP, UDP or SCTP"));
+    };
+    let Ok(port) = u16::try_from(port) else {
+        return fail(format!("{port} is not a port number"));
+    };
+    Ok(opt(c
+        .snapshot
+        .cluster
+        .service_by_node_port(protocol, port)
+        .map(service_map)))
+}
+
 fn string_map(map: Option<&std::collections::BTreeMap<String, String>>) -> Dynamic {
     let entries: Map = map
         .into_iter()
@@ -563,6 +608,20 @@ fn container(c: &crate::snapshot::cluster::Container) -> Dynamic {
     ])
 }
 
+/// One of a Node's `status.addresses`: `#{type, address}` as written, the
+/// address an `Ip` for `InternalIP` and `ExternalIP`.
+fn node_address(address: &NodeAddress) -> Dynamic {
+    let (kind, address) = match address {
+        NodeAddress::InternalIp(ip) => ("InternalIP", Dynamic::from(*ip)),
+        NodeAddress::ExternalIp(ip) => ("ExternalIP", Dynamic::from(*ip)),
+        NodeAddress::Hostname(name) => ("Hostname", text(name)),
+        NodeAddress::InternalDns(name) => ("InternalDNS", text(name)),
+        NodeAddress::ExternalDns(name) => ("ExternalDNS", text(name)),
+        NodeAddress::Other { kind, address } => (kind.as_str(), text(address)),
+    };
+    map([("type", text(kind)), ("address", address)])
+}
+
 fn ip_owner(owner: &IpOwner) -> Dynamic {
     let (kind, namespace, name) = match owner {
         IpOwner::Pod {
@@ -579,6 +638,147 @@ fn ip_owner(owner: &IpOwner) -> Dynamic {
         ("kind", text(kind)),
         ("namespace", text(namespace)),
         ("name", text(name)),
+    ])
+}
+
+fn ips(ips: &[IpAddr]) -> Dynamic {
+    Dynamic::from_array(ips.iter().map(|ip| Dynamic::from(*ip)).collect())
+}
+
+/// A Service as scripts see it (`cluster.service`, `cluster.services`, and
+/// `object` of a Service check): its spec in the API's words, the traffic
+/// policies with the API's default (`Cluster`) when unset.
+pub fn service_map(service: &Service) -> Dynamic {
+    let ports: Array = service
+        .ports
+        .iter()
+        .map(|p| {
+            let target_port = match &p.target_port {
+                PortRef::Number(number) => int(*number),
+                PortRef::Name(name) => text(name),
+            };
+            map([
+                ("name", opt(p.name.clone())),
+                ("port", int(p.port)),
+                ("protocol", text(p.protocol)),
+                ("target_port", target_port),
+                ("node_port", opt(p.node_port.map(i64::from))),
+            ])
+        })
+        .collect();
+    let policy = |policy: Option<TrafficPolicy>| text(policy.unwrap_or(TrafficPolicy::Cluster));
+    map([
+        ("namespace", text(&service.meta.namespace)),
+        ("name", text(&service.meta.name)),
+        ("type", text(service.service_type)),
+        ("cluster_ips", ips(&service.cluster_ips)),
+        ("headless", service.headless.into()),
+        ("external_ips", ips(&service.external_ips)),
+        ("load_balancer_ips", ips(&service.load_balancer_ips)),
+        ("external_name", opt(service.external_name.clone())),
+        (
+            "selector",
+            string_map(service.selector.as_ref().map(|s| &s.match_labels)),
+        ),
+        (
+            "external_traffic_policy",
+            policy(service.external_traffic_policy),
+        ),
+        (
+            "internal_traffic_policy",
+            policy(service.internal_traffic_policy),
+        ),
+        ("session_affinity", text(service.session_affinity)),
+        ("ports", Dynamic::from_array(ports)),
+        ("source", text(&service.meta.source)),
+    ])
+}
+
+fn endpoint_ports(ports: &[EndpointPort]) -> Dynamic {
+    Dynamic::from_array(
+        ports
+            .iter()
+            .map(|p| {
+                map([
+                    ("name", opt(p.name.clone())),
+                    ("port", opt(p.port.map(i64::from))),
+                    ("protocol", text(p.protocol)),
+                ])
+            })
+            .collect(),
+    )
+}
+
+fn object_reference(reference: Option<&ObjectReference>) -> Dynamic {
+    opt(reference.map(|r| {
+        map([
+            ("kind", opt(r.kind.clone())),
+            ("namespace", opt(r.namespace.clone())),
+            ("name", opt(r.name.clone())),
+        ])
+    }))
+}
+
+/// An EndpointSlice as written; unset conditions stay `()`, so that the
+/// script applies the API's reading of them.
+fn endpoint_slice_map(slice: &EndpointSlice) -> Dynamic {
+    let endpoints: Array = slice
+        .endpoints
+        .iter()
+        .map(|e| {
+            let conditions = map([
+                ("ready", opt(e.conditions.ready)),
+                ("serving", opt(e.conditions.serving)),
+                ("terminating", opt(e.conditions.terminating)),
+            ]);
+            map([
+                ("addresses", ips(&e.addresses)),
+                ("conditions", conditions),
+                ("node_name", opt(e.node_name.clone())),
+                ("target_ref", object_reference(e.target_ref.as_ref())),
+            ])
+        })
+        .collect();
+    map([
+        ("name", text(&slice.meta.name)),
+        ("address_type", text(slice.address_type)),
+        ("ports", endpoint_ports(&slice.ports)),
+        ("endpoints", Dynamic::from_array(endpoints)),
+        ("source", text(&slice.meta.source)),
+    ])
+}
+
+/// A core/v1 Endpoints object as written.
+fn endpoints_map(endpoints: &Endpoints) -> Dynamic {
+    let addresses = |addresses: &[EndpointAddress]| -> Dynamic {
+        Dynamic::from_array(
+            addresses
+                .iter()
+                .map(|a| {
+                    map([
+                        ("ip", Dynamic::from(a.ip)),
+                        ("node_name", opt(a.node_name.clone())),
+                        ("target_ref", object_reference(a.target_ref.as_ref())),
+                    ])
+                })
+                .collect(),
+        )
+    };
+    let subsets: Array = endpoints
+        .subsets
+        .iter()
+        .map(|s| {
+            map([
+                ("addresses", addresses(&s.addresses)),
+                ("not_ready_addresses", addresses(&s.not_ready_addresses)),
+                ("ports", endpoint_ports(&s.ports)),
+            ])
+        })
+        .collect();
+    map([
+        ("name", text(&endpoints.meta.name)),
+        ("subsets", Dynamic::from_array(subsets)),
+        ("source", text(&endpoints.meta.source)),
     ])
 }
 
@@ -1223,6 +1423,161 @@ mod network_policy_tests {
         assert_eq!(
             display(&field(&field(&ping, "ingress"), "verdict")),
             "denied"
+        );
+    }
+}
+
+#[cfg(test)]
+mod cluster_tests {
+    use std::sync::Arc;
+
+    use rhai::Scope;
+
+    use super::*;
+    use crate::snapshot::Snapshot;
+
+    /// Evaluates `expression` with `cluster` bound to the kube-proxy pack's
+    /// test snapshot (two nodes, a service of each kind).
+    fn try_eval(expression: &str) -> Result<Dynamic, Box<EvalAltResult>> {
+        let (snapshot, problems) = Snapshot::load(std::path::Path::new(
+            "rules/kube-proxy/tests/services/snapshot",
+        ))
+        .expect("the fixture loads");
+        assert!(problems.is_empty(), "{problems:?}");
+        let mut scope = Scope::new();
+        scope.push(
+            "cluster",
+            ClusterRef {
+                snapshot: Arc::new(snapshot),
+            },
+        );
+        super::super::sandbox::engine().eval_with_scope::<Dynamic>(&mut scope, expression)
+    }
+
+    fn eval(expression: &str) -> Dynamic {
+        try_eval(expression).unwrap_or_else(|e| panic!("{expression}: {e}"))
+    }
+
+    fn shown(expression: &str) -> String {
+        display(&eval(expression))
+    }
+
+    #[test]
+    fn service_has_its_whole_spec_with_the_default_traffic_policies() {
+        let web = r#"cluster.service("default", "web")"#;
+        let local = r#"cluster.service("default", "local")"#;
+        for (field, expected) in [
+            (format!("{web}.type"), "NodePort"),
+            (format!("{web}.external_ips[0]"), "192.0.2.10"),
+            (format!("{web}.selector.app"), "web"),
+            (format!("{web}.ports[0].target_port"), "web"),
+            (format!("{local}.ports[0].target_port"), "8080"),
+            (format!("{local}.load_balancer_ips[0]"), "198.51.100.11"),
+            (format!("{local}.external_traffic_policy"), "Local"),
+            // Unset in services.yaml: the API's default.
+            (format!("{local}.internal_traffic_policy"), "Cluster"),
+            (
+                r#"cluster.service("default", "headless").headless"#.to_owned(),
+                "true",
+            ),
+            ("cluster.services().len()".to_owned(), "10"),
+        ] {
+            assert_eq!(shown(&field), expected, "{field}");
+        }
+        assert_eq!(
+            eval(&format!("type_of({local}.ports[0].target_port)")).to_string(),
+            "i64"
+        );
+        assert!(shown(&format!("{web}.source")).ends_with("cluster/services.yaml:5"));
+    }
+
+    #[test]
+    fn node_port_finds_its_service_in_either_case_of_protocol() {
+        assert_eq!(
+            shown(r#"cluster.service_by_node_port("tcp", 30081).name"#),
+            "local"
+        );
+        assert_eq!(
+            shown(r#"cluster.service_by_node_port("TCP", 30080).name"#),
+            "web"
+        );
+        assert!(eval(r#"cluster.service_by_node_port("udp", 30080)"#).is_unit());
+        let error = try_eval(r#"cluster.service_by_node_port("icmp", 30080)"#)
+            .expect_err("no NodePort protocol");
+        assert!(
+            error
+                .to_string()
+                .contains(r#""icmp" is not TCP, UDP or SCTP"#),
+            "{error}"
+        );
+        let error = try_eval(r#"cluster.service_by_node_port("tcp", 70000)"#).expect_err("no port");
+        assert!(
+            error.to_string().contains("70000 is not a port number"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn endpoint_slices_keep_unset_conditions_unset() {
+        let slice = r#"cluster.endpoint_slices("default", "itp")[0]"#;
+        assert_eq!(shown(&format!("{slice}.name")), "itp-c8d2m");
+        assert_eq!(shown(&format!("{slice}.address_type")), "IPv4");
+        assert_eq!(
+            eval(&format!("{slice}.endpoints[0].conditions.ready")).as_bool(),
+            Ok(true)
+        );
+        assert!(eval(&format!("{slice}.endpoints[0].conditions.serving")).is_unit());
+        assert_eq!(shown(&format!("{slice}.endpoints[0].node_name")), "node-1");
+        assert_eq!(
+            shown(&format!("{slice}.endpoints[0].target_ref.name")),
+            "itp-0"
+        );
+        assert!(eval(&format!("{slice}.ports[0].name")).is_unit());
+        assert_eq!(eval(&format!("{slice}.ports[0].port")).as_int(), Ok(8080));
+        assert_eq!(
+            eval(r#"cluster.endpoint_slices("default", "legacy").len()"#).as_int(),
+            Ok(0)
+        );
+    }
+
+    #[test]
+    fn endpoints_object_has_ready_and_not_ready_addresses() {
+        let subset = r#"cluster.endpoints("default", "legacy").subsets[0]"#;
+        assert_eq!(shown(&format!("{subset}.addresses[0].ip")), "10.244.2.5");
+        assert_eq!(
+            shown(&format!("{subset}.not_ready_addresses[0].ip")),
+            "10.244.2.7"
+        );
+        assert_eq!(shown(&format!("{subset}.ports[0].name")), "pg");
+        assert!(eval(r#"cluster.endpoints("default", "web")"#).is_unit());
+    }
+
+    #[test]
+    fn service_pods_are_the_pods_its_selector_selects() {
+        assert_eq!(
+            shown(r#"cluster.service_pods("default", "web").map(|p| p.name)"#),
+            r#"["web-0", "web-1", "web-2"]"#
+        );
+        assert_eq!(
+            eval(r#"cluster.service_pods("default", "external").len()"#).as_int(),
+            Ok(0),
+            "an ExternalName service selects nothing"
+        );
+    }
+
+    #[test]
+    fn node_addresses_are_listed_as_written() {
+        assert_eq!(
+            shown(r#"cluster.node("node-1").addresses.map(|a| a.type)"#),
+            r#"["InternalIP", "ExternalIP", "Hostname"]"#
+        );
+        assert_eq!(
+            shown(r#"cluster.node("node-1").addresses[1].address"#),
+            "203.0.113.11"
+        );
+        assert_eq!(
+            shown(r#"type_of(cluster.node("node-1").addresses[2].address)"#),
+            "string"
         );
     }
 }

@@ -637,25 +637,19 @@ checks:
         netns: crate::snapshot::NetnsId,
         dst: &str,
     ) -> Arc<HopScope> {
+        let packet = Packet {
+            src: "10.244.1.2".parse().expect("ip"),
+            dst: dst.parse().expect("ip"),
+            protocol: TransportProtocol::Tcp,
+            src_port: Some(40000),
+            dst_port: Some(8080),
+            mark: 0,
+            size: 1400,
+        };
         Arc::new(HopScope {
-            snapshot,
-            netns,
             in_iface: Some("cni0".into()),
-            out_iface: None,
             forwarding: true,
-            delivers_locally: false,
-            packet: Packet {
-                src: "10.244.1.2".parse().expect("ip"),
-                dst: dst.parse().expect("ip"),
-                protocol: TransportProtocol::Tcp,
-                src_port: Some(40000),
-                dst_port: Some(8080),
-                mark: 0,
-                size: 1400,
-            },
-            reply: false,
-            origin: None,
-            stopped: None,
+            ..HopScope::new(snapshot, netns, packet)
         })
     }
 

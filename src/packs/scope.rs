@@ -74,6 +74,24 @@ pub struct HopScope {
 }
 
 impl HopScope {
+    /// A hop where `packet` starts: no interfaces yet, not forwarding nor
+    /// delivering, on the way out, nowhere stopped. Callers set what they
+    /// know with struct update syntax.
+    pub fn new(snapshot: Arc<Snapshot>, netns: NetnsId, packet: Packet) -> HopScope {
+        HopScope {
+            snapshot,
+            netns,
+            in_iface: None,
+            out_iface: None,
+            forwarding: false,
+            delivers_locally: false,
+            packet,
+            reply: false,
+            origin: None,
+            stopped: None,
+        }
+    }
+
     /// The packet as the path's first hop sent it.
     pub fn origin(&self) -> &Packet {
         self.origin.as_ref().unwrap_or(&self.packet)

@@ -88,15 +88,23 @@ fn set_mtu(ns: &crate::lab::Netns, device: &str, mtu: u32) {
     ns.ip(&format!("link set {device} mtu {mtu}"));
 }
 
-/// Every pod's eth0, its veth on the node and every node's cni0 at `mtu`,
-/// whatever the CNI's own MTU (a CNI configured for another backend).
+/// Every pod's eth0, its veth on the node and every node's cni0 (where the
+/// CNI has that bridge) at `mtu`, whatever the CNI's own MTU (a CNI
+/// configured for another backend).
 fn pods_at_mtu(cluster: &Cluster, mtu: u32) {
     for node in &cluster.nodes {
         for pod in &node.pods {
             set_mtu(&node.ns, &pod.host_veth, mtu);
             set_mtu(&pod.ns, "eth0", mtu);
         }
-        set_mtu(&node.ns, "cni0", mtu);
+        if node
+            .ns
+            .exec(&["ip", "link", "show", "cni0"])
+            .status
+            .success()
+        {
+            set_mtu(&node.ns, "cni0", mtu);
+        }
     }
 }
 
@@ -695,7 +703,6 @@ fn node_sysctl(cluster: &Cluster, node: usize, setting: &str) {
 
 /// The healthy flow, the first case of every Calico topology.
 const HEALTHY_TCP: Fault = Fault {
-    mtu: None,
     name: "healthy (tcp)",
     inject: |_| {},
     blamed: None,
@@ -703,13 +710,13 @@ const HEALTHY_TCP: Fault = Fault {
     protocol: Protocol::Tcp,
     port: Some(8080),
     to_service: false,
+    mtu: None,
 };
 
 /// The cases of both Calico labs (BGP and VXLAN).
 const CALICO_FAULTS: &[Fault] = &[
     HEALTHY_TCP,
     Fault {
-        mtu: None,
         name: "healthy, to the ClusterIP service",
         inject: |_| {},
         blamed: None,
@@ -717,9 +724,9 @@ const CALICO_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(80),
         to_service: true,
+        mtu: None,
     },
     Fault {
-        mtu: None,
         name: "ping denied by the NetworkPolicy (felix's cali-tw chain)",
         inject: |_| {},
         blamed: Some("node-2"),
@@ -727,9 +734,9 @@ const CALICO_FAULTS: &[Fault] = &[
         protocol: Protocol::Icmp,
         port: None,
         to_service: false,
+        mtu: None,
     },
     Fault {
-        mtu: None,
         name: "a port the NetworkPolicy does not open, where nothing listens either",
         inject: |_| {},
         blamed: Some("node-2"),
@@ -737,9 +744,9 @@ const CALICO_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(9999),
         to_service: false,
+        mtu: None,
     },
     Fault {
-        mtu: None,
         name: "felix DROP at the top of web-0's cali-fw chain on node-1",
         inject: |c| {
             let chain = format!("cali-fw-{}", endpoints(c).0.host_veth);
@@ -750,9 +757,9 @@ const CALICO_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         to_service: false,
+        mtu: None,
     },
     Fault {
-        mtu: None,
         name: "proxy_arp off on web-0's cali veth",
         inject: |c| {
             let veth = &endpoints(c).0.host_veth;
@@ -763,9 +770,9 @@ const CALICO_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         to_service: false,
+        mtu: None,
     },
     Fault {
-        mtu: None,
         name: "proxy_arp off on web-0's cali veth but on for all (the kernel ORs them)",
         inject: |c| {
             let veth = &endpoints(c).0.host_veth;
@@ -777,9 +784,9 @@ const CALICO_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         to_service: false,
+        mtu: None,
     },
     Fault {
-        mtu: None,
         name: "forwarding off on web-0's cali veth (no proxy ARP without it)",
         inject: |c| {
             let veth = &endpoints(c).0.host_veth;
@@ -790,9 +797,9 @@ const CALICO_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         to_service: false,
+        mtu: None,
     },
     Fault {
-        mtu: None,
         name: "web-0's default route via another link-local address (proxy ARP answers it too)",
         inject: |c| {
             endpoints(c).0.ns.run(&[
@@ -812,9 +819,9 @@ const CALICO_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         to_service: false,
+        mtu: None,
     },
     Fault {
-        mtu: None,
         name: "web-0's default route deleted",
         inject: |c| {
             endpoints(c)
@@ -827,9 +834,9 @@ const CALICO_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         to_service: false,
+        mtu: None,
     },
     Fault {
-        mtu: None,
         name: "route to node-2's block deleted on node-1",
         inject: |c| {
             let block = calico::block(&c.nodes[1]).to_string();
@@ -840,9 +847,9 @@ const CALICO_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         to_service: false,
+        mtu: None,
     },
     Fault {
-        mtu: None,
         name: "web-3's cali veth down on node-2 (its route goes, the block's blackhole takes over)",
         inject: |c| {
             let pod = endpoints(c).1;
@@ -853,9 +860,9 @@ const CALICO_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         to_service: false,
+        mtu: None,
     },
     Fault {
-        mtu: None,
         name: "ip_forward off on node-2",
         inject: |c| node_sysctl(c, 1, "net.ipv4.ip_forward=0"),
         blamed: Some("node-2"),
@@ -863,12 +870,12 @@ const CALICO_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         to_service: false,
+        mtu: None,
     },
 ];
 
 /// The cases of the Calico BGP lab only.
 const CALICO_BGP_FAULTS: &[Fault] = &[Fault {
-    mtu: None,
     name: "route to node-2's block via an address no node has, on node-1",
     inject: |c| {
         let block = calico::block(&c.nodes[1]).to_string();
@@ -894,12 +901,25 @@ const CALICO_BGP_FAULTS: &[Fault] = &[Fault {
     protocol: Protocol::Tcp,
     port: Some(8080),
     to_service: false,
+    mtu: None,
 }];
 
 /// The cases of the Calico VXLAN lab only.
 const CALICO_VXLAN_FAULTS: &[Fault] = &[
     Fault {
-        mtu: None,
+        name: "pods at 1500 over vxlan.calico at 1450: a DF ping of the pods' MTU",
+        inject: |c| pods_at_mtu(c, 1500),
+        blamed: Some("node-1"),
+        expected: Disposition::MtuExceeded,
+        protocol: Protocol::Icmp,
+        port: None,
+        to_service: false,
+        mtu: Some(MtuCase {
+            size: Some(PacketSize::InterfaceMtu),
+            warns: None,
+        }),
+    },
+    Fault {
         name: "vxlan.calico neighbour entry missing on node-1",
         inject: |c| {
             let vtep = calico::vtep_ip(&c.nodes[1]).to_string();
@@ -910,9 +930,9 @@ const CALICO_VXLAN_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         to_service: false,
+        mtu: None,
     },
     Fault {
-        mtu: None,
         name: "vxlan.calico FDB entry missing on node-1",
         inject: |c| delete_vtep_fdb_entry(c, 0, calico::VTEP, "172.18.0.12"),
         blamed: Some("node-1"),
@@ -920,9 +940,9 @@ const CALICO_VXLAN_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         to_service: false,
+        mtu: None,
     },
     Fault {
-        mtu: None,
         name: "vxlan.calico down on node-1 (its routes go, the default route takes over)",
         inject: |c| node_run(c, 0, &["ip", "link", "set", calico::VTEP, "down"]),
         blamed: Some("node-1"),
@@ -930,9 +950,9 @@ const CALICO_VXLAN_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         to_service: false,
+        mtu: None,
     },
     Fault {
-        mtu: None,
         name: "node-1 missing from felix's VXLAN peers ipset on node-2 (felix drops its VXLAN)",
         inject: |c| {
             node_run(
@@ -946,12 +966,12 @@ const CALICO_VXLAN_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         to_service: false,
+        mtu: None,
     },
 ];
 
 /// A flow from web-0 to the host outside the cluster.
 const OUTSIDE_FAULTS: &[Fault] = &[Fault {
-    mtu: None,
     name: "to a host outside the cluster",
     inject: |_| {},
     blamed: None,
@@ -959,6 +979,7 @@ const OUTSIDE_FAULTS: &[Fault] = &[Fault {
     protocol: Protocol::Tcp,
     port: Some(8080),
     to_service: false,
+    mtu: None,
 }];
 
 /// A lab CNI, shared by the threads that run the cases.

@@ -762,19 +762,13 @@ impl<'s> Walker<'s, '_> {
 
     /// The hop as the hooks see it.
     fn scope(&self, ns: &NetnsId, packet: &Packet, in_iface: Option<&str>) -> Arc<HopScope> {
+        // The hooks decide where the packet goes next: no path has ended
+        // here, and no hook reads the path's origin.
         Arc::new(HopScope {
-            snapshot: self.shared.clone(),
-            netns: ns.clone(),
             in_iface: in_iface.map(str::to_string),
-            out_iface: None,
             forwarding: in_iface.is_some(),
-            delivers_locally: false,
-            packet: packet.pack_packet(),
             reply: packet.reply,
-            // The hooks decide where the packet goes next: no path has
-            // ended here, and no check reads the path's origin.
-            origin: None,
-            stopped: None,
+            ..HopScope::new(self.shared.clone(), ns.clone(), packet.pack_packet())
         })
     }
 
