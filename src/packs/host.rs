@@ -130,6 +130,7 @@ pub fn register(engine: &mut Engine) {
     register_addresses(engine);
     register_packet(engine);
     register_cluster(engine);
+    register_node_namespaces(engine);
     register_netns(engine);
     register_context(engine);
     engine.register_fn("sha1_hex", |s: &str| {
@@ -464,6 +465,27 @@ fn register_cluster(engine: &mut Engine) {
                     .collect()
             },
         );
+}
+
+/// `Node.netns`: the node's host namespace, so that a check about a pod (or
+/// a hook at a pod's hop) can look at what the node programs for it — the
+/// host side of its veth, its routes. `()` when the snapshot holds no dump
+/// of that namespace.
+fn register_node_namespaces(engine: &mut Engine) {
+    engine.register_get("netns", node_netns);
+}
+
+fn node_netns(node: &mut NodeRef) -> Dynamic {
+    let id = NetnsId::Host {
+        node: node.name.clone(),
+    };
+    let held = node.snapshot.namespaces.contains_key(&id);
+    opt(held.then(|| {
+        Dynamic::from(NetnsRef {
+            snapshot: node.snapshot.clone(),
+            id,
+        })
+    }))
 }
 
 /// `cluster.network_policy(src, dst, port, protocol)`: what the cluster's
@@ -839,6 +861,7 @@ fn link_map(link: &Link) -> Dynamic {
         ("flags", Dynamic::from_array(flags)),
         ("master", opt(link.master.clone())),
         ("link", opt(link.link.clone())),
+        ("address", opt(link.address.as_ref().map(lladdr_text))),
         ("vxlan", vxlan),
     ])
 }
@@ -857,6 +880,7 @@ fn route_map(route: &Route) -> Dynamic {
         ("gateway", opt(route.gateway.map(Dynamic::from))),
         ("dev", opt(route.dev.clone())),
         ("table", text(table_name(&route.table))),
+        ("protocol", text(&route.protocol)),
         ("mtu", opt(route.mtu.map(i64::from))),
         (
             "onlink",
@@ -1250,6 +1274,60 @@ mod netns_tests {
         assert!(missing.is_unit());
         let no_table = iptables_chain(&mut netns, "raw", "PREROUTING").expect("answers");
         assert!(no_table.is_unit());
+    }
+
+    #[test]
+    fn routes_name_the_protocol_that_installed_them() {
+        let netns = node_1();
+        let routes = dump_part(&netns, "ip-route.json", |d| d.routes.as_ref())
+            .expect("routes collected")
+            .iter()
+            .map(route_map)
+            .filter_map(|r| r.try_cast::<Map>())
+            .map(|r| (display(&r["dst"]), display(&r["protocol"])))
+            .collect::<Vec<_>>();
+        assert!(
+            routes.contains(&("default".into(), "boot".into())),
+            "{routes:?}"
+        );
+        assert!(
+            routes.contains(&("172.18.0.0/24".into(), "kernel".into())),
+            "{routes:?}"
+        );
+    }
+
+    #[test]
+    fn links_carry_their_mac_address() {
+        let netns = node_1();
+        let links = dump_part(&netns, "ip-link.json", |d| d.links.as_ref()).expect("links");
+        let flannel = links
+            .iter()
+            .find(|l| l.ifname == "flannel.1")
+            .map(link_map)
+            .and_then(|l| l.try_cast::<Map>())
+            .expect("flannel.1");
+        // node-1's VTEP MAC, as its backend-data annotation announces it.
+        assert_eq!(display(&flannel["address"]), "f2:50:c6:f2:ef:fd");
+    }
+
+    #[test]
+    fn node_netns_is_its_host_namespace_or_unit_without_a_dump() {
+        let snapshot = node_1().snapshot;
+        let mut node_1 = NodeRef::new(&snapshot, "node-1").expect("node-1");
+        let netns = node_netns(&mut node_1)
+            .try_cast::<NetnsRef>()
+            .expect("node-1's host namespace is in the snapshot");
+        assert_eq!(
+            netns.id,
+            NetnsId::Host {
+                node: "node-1".into()
+            }
+        );
+        let mut unknown = NodeRef {
+            snapshot,
+            name: "node-9".into(),
+        };
+        assert!(node_netns(&mut unknown).is_unit());
     }
 
     #[test]
