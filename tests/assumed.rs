@@ -403,3 +403,46 @@ fn copy_without(snapshot: &str, removed: &[&str]) -> tempfile::TempDir {
     }
     dir
 }
+
+/// A CNI that routes to each pod's own veth (Calico's `cali…`): a real node
+/// reaching a pod whose dump is missing steps into it by the veth the pack
+/// names, and without a CNI pack stops there as insufficient_info, never as
+/// a packet leaving the cluster.
+#[test]
+fn a_pod_without_dump_behind_a_routed_veth_is_assumed_or_insufficient_info() {
+    let dir = copy_without(
+        "examples/calico-vxlan",
+        &["nodes/node-2/pods/default/web-3"],
+    );
+    let args = ["--from", "default/web-0", "--to", "default/web-3:8080"];
+    let (code, report) = diagnose(dir.path(), &args);
+    assert_eq!(code, Some(0), "{report:#}");
+    assert_eq!(report["disposition"], "delivered");
+    let path = &report["paths"][0];
+    assert_eq!(path["assumed"], true);
+    assert_eq!(
+        path_hops(&report, path),
+        [
+            "default/web-0",
+            "node-1",
+            "node-2",
+            "default/web-3*",
+            "default/web-3*",
+            "node-2",
+            "node-1",
+            "default/web-0"
+        ]
+    );
+    let (code, report) = diagnose(dir.path(), &[&args[..], &["--cni", "none"]].concat());
+    assert_eq!(code, Some(1), "{report:#}");
+    assert_eq!(report["disposition"], "insufficient_info", "{report:#}");
+    let missing = finding(&report, "snapshot.missing");
+    assert_eq!(missing["hop"], "node-2");
+    assert!(
+        missing["message"]
+            .as_str()
+            .unwrap()
+            .contains("the pod's namespace dump for default/web-3"),
+        "{missing}"
+    );
+}

@@ -1590,7 +1590,22 @@ impl<'s> Walker<'s, '_> {
                     );
                     self.stop(hop, branch, stop)
                 }
-                None => self.underlay_egress(ns, hop, device, next_hop, packet, branch),
+                // A node's veth whose far end is a pod the snapshot lacks
+                // (a CNI that routes to each pod's own veth): the pod is assumed.
+                None => match self
+                    .missing_local_pod(ns, next_hop)
+                    .filter(|_| device.link_index.is_some())
+                {
+                    Some(pod) if self.can_assume(&pod) => {
+                        self.send_to_local_pod(ns, hop, &device.ifname, &pod, packet, branch)
+                    }
+                    Some(pod) => {
+                        let stop =
+                            self.missing(&pod, "the pod's namespace dump", "deliver the packet");
+                        self.stop(hop, branch, stop)
+                    }
+                    None => self.underlay_egress(ns, hop, device, next_hop, packet, branch),
+                },
             },
         }
     }
@@ -2124,7 +2139,9 @@ impl<'s> Walker<'s, '_> {
                 );
             }
         }
-        if let Some(pod) = self.missing_local_pod(ns, next_hop) {
+        if let Some(pod) = self.missing_local_pod(ns, next_hop)
+            && self.can_assume(&pod)
+        {
             return self.send_to_local_pod(ns, hop, &bridge.ifname, &pod, packet, branch);
         }
         self.arp_unanswered(ns, hop, &bridge.ifname, next_hop, branch)

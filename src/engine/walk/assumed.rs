@@ -32,6 +32,7 @@ use crate::netstack::routing::{FlowKey, LookupOutcome};
 use crate::packs::{HopScope, PodRef};
 use crate::snapshot::NetnsId;
 use crate::snapshot::cluster::{IpOwner, NodeAddress, Protocol as PortProtocol};
+use crate::snapshot::netns::link::LinkKind as DeviceKind;
 
 /// Where a packet from an assumed hop goes, by who holds its next hop.
 enum Holder {
@@ -53,13 +54,14 @@ impl<'s> Walker<'s, '_> {
         !self.snapshot.namespaces.contains_key(ns) && self.intent.cni.is_some()
     }
 
-    /// A pod of node `ns` holding `address` whose dump the snapshot lacks.
+    /// A pod of node `ns` holding `address` whose dump the snapshot lacks
+    /// (whether or not a CNI pack can stand in for it).
     pub(super) fn missing_local_pod(&self, ns: &NetnsId, address: IpAddr) -> Option<NetnsId> {
         let NetnsId::Host { node } = ns else {
             return None;
         };
         match self.holder(node, address) {
-            Holder::LocalPod(pod) if self.can_assume(&pod) => Some(pod),
+            Holder::LocalPod(pod) if !self.snapshot.namespaces.contains_key(&pod) => Some(pod),
             _ => None,
         }
     }
@@ -82,6 +84,28 @@ impl<'s> Walker<'s, '_> {
             Err(undecided) => return self.undecided(hop, branch, undecided),
         };
         let host_veth = interface.host_veth.unwrap_or_else(|| unnamed("veth"));
+        // A device the node's dump shows as something other than a bridge
+        // is the veth itself: the CNI must name it so, or the packet goes to
+        // whatever is at its far end, which the snapshot does not show.
+        let routed_to_veth = self
+            .topology
+            .link(ns, dev)
+            .is_some_and(|device| !matches!(device.kind(), Some(DeviceKind::Bridge(_))));
+        if routed_to_veth && host_veth != dev {
+            let reason = format!(
+                "{} sends the packet for pod {} by {dev}, but pack {} gives the pod the veth {host_veth}, and what is behind {dev} is not in the snapshot",
+                hop_id(ns),
+                hop_id(pod),
+                self.cni_name()
+            );
+            let stop = Stop {
+                disposition: Disposition::InsufficientInfo,
+                id: "snapshot.missing",
+                reason,
+                evidence: self.file(ns, "ip-link.json"),
+            };
+            return self.stop(hop, branch, stop);
+        }
         let bridged = host_veth != dev;
         let kind = if bridged {
             self.assumed_step(
