@@ -20,7 +20,7 @@ use std::sync::Arc;
 use petgraph::graph::NodeIndex;
 
 use super::{
-    Arrival, Branch, Encapsulation as Encapsulated, Origin, Packet, Size, Stop, Tunnelled,
+    Arrival, Branch, Encapsulation as Encapsulated, Packet, Stop, TunnelHeader, Tunnelled,
     UndoPhase, Walker, hop_id,
 };
 use crate::engine::hooks::{Encapsulation, NextHop, PodInterface, Undecided};
@@ -136,13 +136,10 @@ impl<'s> Walker<'s, '_> {
         &mut self,
         ns: &NetnsId,
         hop: NodeIndex,
-        mut packet: Packet,
+        packet: Packet,
         arrival: Arrival,
-        mut branch: Branch,
+        branch: Branch,
     ) {
-        if let Some(stop) = self.arrive_in(ns, hop, &mut packet, &arrival, &mut branch) {
-            return self.stop(hop, branch, stop);
-        }
         let in_iface = match &arrival {
             Arrival::Received(interface) => Some(interface.as_str()),
             Arrival::Local => None,
@@ -215,8 +212,10 @@ impl<'s> Walker<'s, '_> {
         in_iface: Option<&str>,
         branch: Branch,
     ) {
-        if in_iface.is_some() && self.holds(ns, packet.dst) {
-            return self.deliver_assumed(ns, hop, packet, branch);
+        if let Some(iif) = in_iface
+            && self.holds(ns, packet.dst)
+        {
+            return self.deliver(ns, hop, packet, iif, branch);
         }
         self.route_assumed(ns, hop, packet, in_iface, branch)
     }
@@ -235,21 +234,7 @@ impl<'s> Walker<'s, '_> {
             return self.stop(hop, branch, stop);
         };
         if in_iface.is_none() {
-            self.step(
-                hop,
-                Step::Sent {
-                    packet: packet.to_string(),
-                },
-            );
-            if branch.origin.is_none() {
-                branch.origin = Some(Origin {
-                    ns: ns.clone(),
-                    address: src,
-                    port: packet.sport,
-                    target: packet.dst,
-                    target_port: packet.dport,
-                });
-            }
+            self.sent(ns, hop, &packet, &mut branch);
         }
         if branch.reply {
             self.undo_nat(ns, hop, &mut packet, &branch, UndoPhase::AfterRouting);
@@ -437,14 +422,14 @@ impl<'s> Walker<'s, '_> {
         encapsulation: Encapsulation,
         branch: Branch,
     ) {
-        let NetnsId::Host { node } = ns else {
+        if matches!(ns, NetnsId::Pod { .. }) {
             let reason = format!(
                 "pack {} tunnels from pod {}: only nodes tunnel here",
                 self.cni_name(),
                 hop_id(ns)
             );
             return self.stop(hop, branch, self.unmodelled_tunnel(reason));
-        };
+        }
         let (Some(vni), Some(port), "vxlan") = (
             encapsulation.vni,
             encapsulation.port,
@@ -459,48 +444,46 @@ impl<'s> Walker<'s, '_> {
             );
             return self.stop(hop, branch, self.unmodelled_tunnel(reason));
         };
-        let tunnel = Encapsulated::Vxlan {
-            vni,
-            inner_mac: encapsulation.mac,
-        };
-        let outer = Packet {
+        let header = TunnelHeader {
+            encapsulation: Encapsulated::Vxlan {
+                vni,
+                inner_mac: encapsulation.mac,
+            },
+            device: encapsulation.dev,
             src: Some(encapsulation.outer_src),
             dst: encapsulation.outer_dst,
-            protocol: Protocol::Udp,
-            sport: Some(super::EPHEMERAL_PORT),
-            dport: Some(port),
-            reply: false,
-            mark: 0,
+            udp_port: Some(port),
             // The pack does not say how its device sets DF on the outer
             // packet: the inner packet's is kept.
-            size: packet.size.map(|inner| Size {
-                bytes: inner.bytes.saturating_add(tunnel.overhead()),
-                ..inner
-            }),
-            tunnel: Some(Box::new(Tunnelled {
-                encapsulation: tunnel,
-                device: encapsulation.dev.clone(),
-                inner: packet,
-            })),
+            df: None,
         };
-        self.step(
-            hop,
-            Step::Encapsulated {
-                device: encapsulation.dev.clone(),
-                outer: outer.to_string(),
-            },
-        );
-        match self.holder(node, outer.dst) {
-            Holder::Node(remote) => self.enter_node(
-                hop,
-                LinkKind::Underlay,
-                &holding(encapsulation.outer_src),
-                &remote,
-                outer.dst,
-                None,
-                outer,
-                branch,
-            ),
+        self.encapsulate(ns, hop, packet, header, branch);
+    }
+
+    /// A tunnel's outer packet leaves an assumed node for the node holding
+    /// its far end.
+    pub(super) fn send_tunnelled_assumed(
+        &mut self,
+        ns: &NetnsId,
+        hop: NodeIndex,
+        outer: Packet,
+        branch: Branch,
+    ) {
+        match self.holder(ns.node(), outer.dst) {
+            Holder::Node(remote) => {
+                let from = outer.src.map_or_else(|| unnamed("device"), holding);
+                let target = outer.dst;
+                self.enter_node(
+                    hop,
+                    LinkKind::Underlay,
+                    &from,
+                    &remote,
+                    target,
+                    None,
+                    outer,
+                    branch,
+                )
+            }
             Holder::LocalPod(_) | Holder::Elsewhere(_) | Holder::Outside => {
                 let reason = format!(
                     "pack {} tunnels to {}, which no node of the cluster holds",
@@ -522,14 +505,14 @@ impl<'s> Walker<'s, '_> {
         }
     }
 
-    /// A packet for an address of an assumed namespace.
-    fn deliver_assumed(&mut self, ns: &NetnsId, hop: NodeIndex, packet: Packet, branch: Branch) {
-        if let Some(tunnel) = &packet.tunnel {
-            return self.decapsulate_assumed(ns, hop, &packet, tunnel, branch);
-        }
-        if branch.reply {
-            return self.reply_arrived(ns, hop, &packet, branch);
-        }
+    /// A request for a socket of an assumed namespace.
+    pub(super) fn deliver_assumed(
+        &mut self,
+        ns: &NetnsId,
+        hop: NodeIndex,
+        packet: Packet,
+        branch: Branch,
+    ) {
         self.delivering(hop);
         let delivery = match ns {
             NetnsId::Pod {
@@ -607,7 +590,7 @@ impl<'s> Walker<'s, '_> {
     /// A tunnel packet reached an assumed node: the CNI's device for that
     /// tunnel takes it — the device the CNI would send the answer back by,
     /// if its kind, VNI and port are the packet's.
-    fn decapsulate_assumed(
+    pub(super) fn decapsulate_assumed(
         &mut self,
         ns: &NetnsId,
         hop: NodeIndex,
@@ -651,20 +634,7 @@ impl<'s> Walker<'s, '_> {
                 return self.stop(hop, branch, stop);
             }
         };
-        self.step(
-            hop,
-            Step::Decapsulated {
-                device: device.clone(),
-                inner: tunnel.inner.to_string(),
-            },
-        );
-        self.process_assumed(
-            ns,
-            hop,
-            tunnel.inner.clone(),
-            Arrival::Received(device),
-            branch,
-        );
+        self.decapsulated(ns, hop, tunnel, device, branch);
     }
 
     /// Who holds `address`, seen from node `node`: a pod of that node, a
