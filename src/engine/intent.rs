@@ -265,9 +265,9 @@ mod tests {
         Arc::new(snapshot)
     }
 
-    /// Each hop where netfilter ended a TCP path, with the packet its checks
-    /// see as stopped.
-    fn netfilter_stops(snapshot: &Arc<Snapshot>, from: &str, to: &str) -> Vec<(String, Packet)> {
+    /// The hop where netfilter ended the one TCP path it ends, with the
+    /// packet its checks see as stopped.
+    fn stopped_once(snapshot: &Arc<Snapshot>, from: &str, to: &str) -> (String, Packet) {
         let request = Request {
             from: from.parse().unwrap(),
             to: to.parse().unwrap(),
@@ -278,66 +278,53 @@ mod tests {
         let (packs, problems) = LoadedPacks::load(packs::builtin_sources(), &[]);
         assert!(problems.is_empty(), "{problems:?}");
         let diagnosis = diagnose(snapshot, &request, &packs).expect("a diagnosis");
-        diagnosis
+        let stops: Vec<(String, HopStop)> = diagnosis
             .graph
             .node_indices()
             .filter_map(|index| {
                 let stopped = hop_scope(&diagnosis, snapshot, index)?.stopped?;
-                assert_eq!(stopped.disposition, "denied_by_netfilter");
-                let packet = stopped.packet.expect("the stopped packet is known");
-                Some((diagnosis.graph[index].id.clone(), packet))
+                Some((diagnosis.graph[index].id.clone(), stopped))
             })
-            .collect()
+            .collect();
+        let [(hop, stopped)] = stops.as_slice() else {
+            panic!("one path ends, at a netfilter rule: {stops:#?}");
+        };
+        assert_eq!(stopped.disposition, "denied_by_netfilter");
+        let packet = stopped.packet.clone().expect("the stopped packet is known");
+        (hop.clone(), packet)
     }
 
-    fn ip(text: &str) -> IpAddr {
-        text.parse().unwrap()
+    fn flow(src: &str, dst: &str, port: u16) -> (IpAddr, IpAddr, Option<u16>, TransportProtocol) {
+        let ip = |text: &str| text.parse().unwrap();
+        (ip(src), ip(dst), Some(port), TransportProtocol::Tcp)
+    }
+
+    fn flow_of(packet: &Packet) -> (IpAddr, IpAddr, Option<u16>, TransportProtocol) {
+        (packet.src, packet.dst, packet.dst_port, packet.protocol)
     }
 
     #[test]
     fn a_packet_dropped_after_its_service_dnat_is_stopped_with_the_backends_address() {
         let snapshot = example_with_filter_rule("node-1", "-A FORWARD -d 10.244.2.3/32 -j DROP");
-        let stops = netfilter_stops(&snapshot, "default/web-0", "svc/default/web:80");
-        let [(hop, packet)] = stops.as_slice() else {
-            panic!("one path to 10.244.2.3 is dropped: {stops:?}");
-        };
+        let (hop, packet) = stopped_once(&snapshot, "default/web-0", "svc/default/web:80");
         assert_eq!(hop, "node-1");
-        assert_eq!(packet.src, ip("10.244.1.2"));
-        assert_eq!(
-            (packet.dst, packet.dst_port),
-            (ip("10.244.2.3"), Some(8080))
-        );
+        assert_eq!(flow_of(&packet), flow("10.244.1.2", "10.244.2.3", 8080));
     }
 
     #[test]
     fn a_packet_dropped_after_vxlan_decapsulation_is_stopped_as_the_inner_packet() {
         let snapshot = example_with_filter_rule("node-2", "-A FORWARD -d 10.244.2.2/32 -j DROP");
-        let stops = netfilter_stops(&snapshot, "default/web-0", "default/web-2:8080");
-        let [(hop, packet)] = stops.as_slice() else {
-            panic!("the path is dropped once: {stops:?}");
-        };
+        let (hop, packet) = stopped_once(&snapshot, "default/web-0", "default/web-2:8080");
         assert_eq!(hop, "node-2");
-        assert_eq!(packet.src, ip("10.244.1.2"));
-        assert_eq!(
-            (packet.dst, packet.dst_port),
-            (ip("10.244.2.2"), Some(8080))
-        );
-        assert_eq!(packet.protocol, TransportProtocol::Tcp);
+        assert_eq!(flow_of(&packet), flow("10.244.1.2", "10.244.2.2", 8080));
     }
 
     #[test]
     fn a_tunnels_outer_packet_dropped_where_it_was_made_stops_the_packet_it_carries() {
         let snapshot =
             example_with_filter_rule("node-1", "-A OUTPUT -p udp -m udp --dport 8472 -j DROP");
-        let stops = netfilter_stops(&snapshot, "default/web-0", "default/web-2:8080");
-        let [(hop, packet)] = stops.as_slice() else {
-            panic!("the path is dropped once: {stops:?}");
-        };
+        let (hop, packet) = stopped_once(&snapshot, "default/web-0", "default/web-2:8080");
         assert_eq!(hop, "node-1");
-        assert_eq!(
-            (packet.src, packet.dst),
-            (ip("10.244.1.2"), ip("10.244.2.2"))
-        );
-        assert_eq!(packet.protocol, TransportProtocol::Tcp);
+        assert_eq!(flow_of(&packet), flow("10.244.1.2", "10.244.2.2", 8080));
     }
 }

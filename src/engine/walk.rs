@@ -275,6 +275,16 @@ enum Arrival {
     Received(String),
 }
 
+impl Arrival {
+    /// The interface the packet arrived on, if it did.
+    fn interface(&self) -> Option<&str> {
+        match self {
+            Arrival::Received(interface) => Some(interface),
+            Arrival::Local => None,
+        }
+    }
+}
+
 /// The state of one branch of the walk.
 #[derive(Debug, Clone)]
 struct Branch {
@@ -449,6 +459,19 @@ struct Stop {
     evidence: String,
 }
 
+impl Stop {
+    /// The snapshot cannot tell what happens next: the path ends as
+    /// `insufficient_info`, never with a guessed verdict.
+    fn unknown(id: &'static str, reason: String, evidence: String) -> Stop {
+        Stop {
+            disposition: Disposition::InsufficientInfo,
+            id,
+            reason,
+            evidence,
+        }
+    }
+}
+
 impl<'s> Walker<'s, '_> {
     /// Enters a namespace: a new hop in the graph.
     fn visit(
@@ -474,10 +497,7 @@ impl<'s> Walker<'s, '_> {
             context: (!assumed).then(|| HopContext {
                 netns: ns.clone(),
                 packet: packet.pack_packet(),
-                in_iface: match &arrival {
-                    Arrival::Received(interface) => Some(interface.clone()),
-                    Arrival::Local => None,
-                },
+                in_iface: arrival.interface().map(str::to_string),
                 out_iface: None,
                 delivered: false,
                 last_packet: Some(packet.pack_packet()),
@@ -537,10 +557,10 @@ impl<'s> Walker<'s, '_> {
             self.undo_nat(ns, hop, &mut packet, &branch, UndoPhase::BeforeRouting);
         }
         self.now_holds(hop, &packet, arrival == Arrival::Local, true);
-        if self.graph[hop].assumed {
-            return self.process_assumed(ns, hop, packet, arrival, branch);
+        if !self.graph[hop].assumed {
+            return self.process(ns, hop, packet, arrival, branch);
         }
-        self.process(ns, hop, packet, arrival, branch);
+        self.process_assumed(ns, hop, packet, arrival.interface(), branch);
     }
 
     /// Keeps `packet` as the hop's packet (see [`HopContext::last_packet`]),
@@ -626,12 +646,7 @@ impl<'s> Walker<'s, '_> {
                     }
                     LookupOutcome::Unknown { reason } => {
                         let evidence = self.file(ns, "ip-route.json");
-                        let stop = Stop {
-                            disposition: Disposition::InsufficientInfo,
-                            id: "kernel.route.unknown",
-                            reason,
-                            evidence,
-                        };
+                        let stop = Stop::unknown("kernel.route.unknown", reason, evidence);
                         return self.stop(hop, branch, stop);
                     }
                 };
@@ -869,12 +884,7 @@ impl<'s> Walker<'s, '_> {
                 return self.stop(hop, branch, stop);
             }
             Verdict::Unknown { reason } => {
-                let stop = Stop {
-                    disposition: Disposition::InsufficientInfo,
-                    id: "kernel.netfilter.unknown",
-                    reason: reason.clone(),
-                    evidence: rules_file,
-                };
+                let stop = Stop::unknown("kernel.netfilter.unknown", reason.clone(), rules_file);
                 return self.stop(hop, branch, stop);
             }
             Verdict::Unroutable { .. } | Verdict::Accept => {}
@@ -892,12 +902,7 @@ impl<'s> Walker<'s, '_> {
         }
         let Some(choice) = route.or(routed) else {
             let reason = "netfilter reported no routing decision for the packet".to_string();
-            let stop = Stop {
-                disposition: Disposition::InsufficientInfo,
-                id: "engine.route.missing",
-                reason,
-                evidence: rules_file,
-            };
+            let stop = Stop::unknown("engine.route.missing", reason, rules_file);
             return self.stop(hop, branch, stop);
         };
         match choice {
@@ -952,12 +957,11 @@ impl<'s> Walker<'s, '_> {
                 self.route_failed(ns, hop, &packet, &failed, branch)
             }
             RouteChoice::Unknown { reason } => {
-                let stop = Stop {
-                    disposition: Disposition::InsufficientInfo,
-                    id: "kernel.route.unknown",
+                let stop = Stop::unknown(
+                    "kernel.route.unknown",
                     reason,
-                    evidence: self.file(ns, "ip-route.json"),
-                };
+                    self.file(ns, "ip-route.json"),
+                );
                 self.stop(hop, branch, stop)
             }
         }
@@ -1146,12 +1150,8 @@ impl<'s> Walker<'s, '_> {
                     return self.stop(hop, branch, stop);
                 }
                 IpvsOutcome::Unknown { reason } => {
-                    let stop = Stop {
-                        disposition: Disposition::InsufficientInfo,
-                        id: "kernel.ipvs.unknown",
-                        reason,
-                        evidence: self.file(ns, "ipvsadm.txt"),
-                    };
+                    let stop =
+                        Stop::unknown("kernel.ipvs.unknown", reason, self.file(ns, "ipvsadm.txt"));
                     return self.stop(hop, branch, stop);
                 }
             }
@@ -1481,19 +1481,14 @@ impl<'s> Walker<'s, '_> {
         vni: u32,
         inner_mac: Option<MacAddr>,
     ) -> Result<&'s Device, Stop> {
-        let device = self
-            .topology
-            .links(ns)
-            .into_iter()
-            .flatten()
-            .find(|link| match link.kind() {
-                Some(DeviceKind::Vxlan(info)) => {
-                    info.id == vni
-                        && info.port == outer.dport
-                        && info.local.is_none_or(|local| local == outer.dst)
-                }
-                _ => false,
-            });
+        let device = self.topology.links(ns).find(|link| match link.kind() {
+            Some(DeviceKind::Vxlan(info)) => {
+                info.id == vni
+                    && info.port == outer.dport
+                    && info.local.is_none_or(|local| local == outer.dst)
+            }
+            _ => false,
+        });
         let Some(device) = device else {
             return Err(Stop {
                 disposition: Disposition::NoListener,
@@ -1537,8 +1532,6 @@ impl<'s> Walker<'s, '_> {
         let candidates: Vec<(&'s Device, u8)> = self
             .topology
             .links(ns)
-            .into_iter()
-            .flatten()
             .filter_map(|link| match link.kind() {
                 Some(DeviceKind::Ipip(info)) => {
                     let remote = matches(info.remote, outer.src)?;
@@ -2246,12 +2239,7 @@ impl<'s> Walker<'s, '_> {
                 unknown.join(", ")
             );
             let evidence = self.file(ns, "ip-link.json");
-            let stop = Stop {
-                disposition: Disposition::InsufficientInfo,
-                id: "snapshot.missing",
-                reason,
-                evidence,
-            };
+            let stop = Stop::unknown("snapshot.missing", reason, evidence);
             return self.stop(hop, branch, stop);
         }
         let reason = format!(
@@ -2541,15 +2529,14 @@ impl<'s> Walker<'s, '_> {
                 "it has no route to {next_hop} ({})",
                 error.as_str()
             )),
-            LookupOutcome::Unknown { reason } => Err(ProxyArpRefusal::Unknown(Stop {
-                disposition: Disposition::InsufficientInfo,
-                id: "kernel.route.unknown",
-                reason: format!(
+            LookupOutcome::Unknown { reason } => Err(ProxyArpRefusal::Unknown(Stop::unknown(
+                "kernel.route.unknown",
+                format!(
                     "whether {} answers ARP for {next_hop} by proxy is not known: {reason}",
                     hop_id(peer_ns)
                 ),
-                evidence: self.file(peer_ns, "ip-route.json"),
-            })),
+                self.file(peer_ns, "ip-route.json"),
+            ))),
         }
     }
 
@@ -2613,24 +2600,22 @@ impl<'s> Walker<'s, '_> {
                 outcomes.len(),
                 hop_id(ns)
             );
-            return Some(Stop {
-                disposition: Disposition::InsufficientInfo,
-                id: "engine.bridge.branches",
+            return Some(Stop::unknown(
+                "engine.bridge.branches",
                 reason,
-                evidence: self.file(ns, "iptables-save.txt"),
-            });
+                self.file(ns, "iptables-save.txt"),
+            ));
         };
         match &outcome.verdict {
             Verdict::Drop | Verdict::Reject { .. } => {
                 let what = format!("the bridged packet ({bridge}: {in_port} -> {out_port})");
                 Some(self.denial(ns, hop, outcome, &what))
             }
-            Verdict::Unknown { reason } => Some(Stop {
-                disposition: Disposition::InsufficientInfo,
-                id: "kernel.netfilter.unknown",
-                reason: reason.clone(),
-                evidence: self.file(ns, "iptables-save.txt"),
-            }),
+            Verdict::Unknown { reason } => Some(Stop::unknown(
+                "kernel.netfilter.unknown",
+                reason.clone(),
+                self.file(ns, "iptables-save.txt"),
+            )),
             Verdict::Accept | Verdict::Unroutable { .. } => {
                 self.record_translations(ns, hop, outcome, branch);
                 packet.take_addresses(&outcome.packet);
@@ -2886,19 +2871,17 @@ impl<'s> Walker<'s, '_> {
 
     /// A stop for want of a dump file.
     fn missing(&self, ns: &NetnsId, what: &str, to_do: &str) -> Stop {
-        Stop {
-            disposition: Disposition::InsufficientInfo,
-            id: "snapshot.missing",
-            reason: format!(
+        Stop::unknown(
+            "snapshot.missing",
+            format!(
                 "the snapshot lacks {what} for {}, needed to {to_do}",
                 hop_id(ns)
             ),
-            evidence: self
-                .snapshot
+            self.snapshot
                 .namespaces
                 .get(ns)
                 .map_or_else(|| hop_id(ns), |e| e.dir.display().to_string()),
-        }
+        )
     }
 
     /// Records a step; every step of an assumed hop is assumed.

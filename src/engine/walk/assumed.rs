@@ -20,8 +20,8 @@ use std::sync::Arc;
 use petgraph::graph::NodeIndex;
 
 use super::{
-    Arrival, Branch, Encapsulation as Encapsulated, Packet, Stop, TunnelHeader, Tunnelled,
-    UndoPhase, Walker, hop_id,
+    Branch, Encapsulation as Encapsulated, Packet, Stop, TunnelHeader, Tunnelled, UndoPhase,
+    Walker, hop_id,
 };
 use crate::engine::hooks::{Encapsulation, NextHop, PodInterface, Undecided};
 use crate::engine::intent::convert;
@@ -131,19 +131,16 @@ impl<'s> Walker<'s, '_> {
         });
     }
 
-    /// The packet is in a namespace the snapshot lacks.
+    /// The packet is in a namespace the snapshot lacks, arrived on
+    /// `in_iface` or generated there.
     pub(super) fn process_assumed(
         &mut self,
         ns: &NetnsId,
         hop: NodeIndex,
         packet: Packet,
-        arrival: Arrival,
+        in_iface: Option<&str>,
         branch: Branch,
     ) {
-        let in_iface = match &arrival {
-            Arrival::Received(interface) => Some(interface.as_str()),
-            Arrival::Local => None,
-        };
         // A service proxy translates in PREROUTING (OUTPUT for the node's
         // own packets), before the node takes a packet for itself (NodePorts).
         if matches!(ns, NetnsId::Host { .. }) && !branch.reply && packet.tunnel.is_none() {
@@ -355,12 +352,7 @@ impl<'s> Walker<'s, '_> {
                     hop_id(ns),
                     next.device()
                 );
-                let stop = Stop {
-                    disposition: Disposition::InsufficientInfo,
-                    id: "engine.intent.unreachable",
-                    reason,
-                    evidence: self.cni_evidence(),
-                };
+                let stop = Stop::unknown("engine.intent.unreachable", reason, self.cni_evidence());
                 self.stop(hop, branch, stop)
             }
             Holder::Outside => self.leave_cluster(hop, &next.device(), packet, branch),
@@ -497,12 +489,7 @@ impl<'s> Walker<'s, '_> {
 
     /// A tunnel the CNI intends that the walker cannot follow.
     fn unmodelled_tunnel(&self, reason: String) -> Stop {
-        Stop {
-            disposition: Disposition::InsufficientInfo,
-            id: "engine.tunnel.unmodelled",
-            reason,
-            evidence: self.cni_evidence(),
-        }
+        Stop::unknown("engine.tunnel.unmodelled", reason, self.cni_evidence())
     }
 
     /// A request for a socket of an assumed namespace.
@@ -536,12 +523,7 @@ impl<'s> Walker<'s, '_> {
                 self.answer(ns, hop, &packet, branch);
             }
             Err(reason) => {
-                let stop = Stop {
-                    disposition: Disposition::InsufficientInfo,
-                    id: "snapshot.missing",
-                    reason,
-                    evidence: self.file(ns, "ss.txt"),
-                };
+                let stop = Stop::unknown("snapshot.missing", reason, self.file(ns, "ss.txt"));
                 self.stop(hop, branch, stop)
             }
         }
@@ -625,12 +607,7 @@ impl<'s> Walker<'s, '_> {
                     hop_id(ns),
                     wanted
                 );
-                let stop = Stop {
-                    disposition: Disposition::InsufficientInfo,
-                    id: "snapshot.missing",
-                    reason,
-                    evidence: self.cni_evidence(),
-                };
+                let stop = Stop::unknown("snapshot.missing", reason, self.cni_evidence());
                 return self.stop(hop, branch, stop);
             }
         };
@@ -708,8 +685,7 @@ impl<'s> Walker<'s, '_> {
     /// The veth of a pod whose dump the snapshot has.
     fn pod_veth(&self, pod: &NetnsId) -> Option<String> {
         self.topology
-            .links(pod)?
-            .iter()
+            .links(pod)
             .find(|link| link.link_index.is_some())
             .map(|link| link.ifname.clone())
     }
@@ -757,16 +733,15 @@ impl<'s> Walker<'s, '_> {
 
     /// The CNI pack has no opinion about the packet: nothing can be said.
     fn no_opinion(&self, ns: &NetnsId, hook: &str, packet: &Packet) -> Stop {
-        Stop {
-            disposition: Disposition::InsufficientInfo,
-            id: "snapshot.missing",
-            reason: format!(
+        Stop::unknown(
+            "snapshot.missing",
+            format!(
                 "the snapshot has no dump of {}, and pack {}'s {hook} has no opinion about {packet}",
                 hop_id(ns),
                 self.cni_name()
             ),
-            evidence: self.cni_evidence(),
-        }
+            self.cni_evidence(),
+        )
     }
 
     /// A hook gave no usable answer: its pack's finding (or what was wrong
@@ -790,12 +765,7 @@ impl<'s> Walker<'s, '_> {
                 self.cni_evidence(),
             ),
         };
-        let stop = Stop {
-            disposition: Disposition::InsufficientInfo,
-            id: "engine.hook.undecided",
-            reason,
-            evidence,
-        };
+        let stop = Stop::unknown("engine.hook.undecided", reason, evidence);
         self.stop(hop, branch, stop)
     }
 
