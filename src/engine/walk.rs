@@ -527,6 +527,8 @@ impl<'s> Walker<'s, '_> {
         arrival: Arrival,
         mut branch: Branch,
     ) {
+        let generated = arrival == Arrival::Local;
+        self.now_holds(hop, &packet, generated, true);
         let key = (ns.clone(), packet.to_string(), arrival.clone());
         if branch.seen.contains(&key) || branch.seen.len() >= MAX_VISITS {
             let reason = format!(
@@ -539,7 +541,6 @@ impl<'s> Walker<'s, '_> {
                 reason,
                 evidence: hop_id(ns),
             };
-            self.now_holds(hop, &packet, arrival == Arrival::Local, true);
             return self.stop(hop, branch, stop);
         }
         branch.seen.push(key);
@@ -555,8 +556,8 @@ impl<'s> Walker<'s, '_> {
         }
         if branch.reply {
             self.undo_nat(ns, hop, &mut packet, &branch, UndoPhase::BeforeRouting);
+            self.now_holds(hop, &packet, generated, true);
         }
-        self.now_holds(hop, &packet, arrival == Arrival::Local, true);
         if !self.graph[hop].assumed {
             return self.process(ns, hop, packet, arrival, branch);
         }
