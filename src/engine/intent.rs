@@ -245,7 +245,7 @@ mod tests {
 
     use super::*;
     use crate::engine::{Protocol, Request, diagnose};
-    use crate::packs::{Packet, TransportProtocol};
+    use crate::packs::TransportProtocol;
     use crate::snapshot::netns::iptables;
 
     /// The flannel-vxlan example with `rule` first in its chain of `node`'s
@@ -265,11 +265,16 @@ mod tests {
         Arc::new(snapshot)
     }
 
-    /// The hop where netfilter ended the one TCP path it ends, with the
-    /// packet its checks see as stopped.
-    fn stopped_once(snapshot: &Arc<Snapshot>, from: &str, to: &str) -> (String, Packet) {
+    /// A flow as the stopped packet shows it: source, destination, port, protocol.
+    type Flow = (IpAddr, IpAddr, Option<u16>, TransportProtocol);
+
+    /// Where netfilter ends the one TCP path it ends from `default/web-0` to
+    /// `to`, with `rule` added to `node`: the hop, and the flow of the packet
+    /// its checks see as stopped.
+    fn stopped_once(node: &str, rule: &str, to: &str) -> (String, Flow) {
+        let snapshot = example_with_filter_rule(node, rule);
         let request = Request {
-            from: from.parse().unwrap(),
+            from: "default/web-0".parse().unwrap(),
             to: to.parse().unwrap(),
             port: None,
             protocol: Protocol::Tcp,
@@ -277,12 +282,12 @@ mod tests {
         };
         let (packs, problems) = LoadedPacks::load(packs::builtin_sources(), &[]);
         assert!(problems.is_empty(), "{problems:?}");
-        let diagnosis = diagnose(snapshot, &request, &packs).expect("a diagnosis");
+        let diagnosis = diagnose(&snapshot, &request, &packs).expect("a diagnosis");
         let stops: Vec<(String, HopStop)> = diagnosis
             .graph
             .node_indices()
             .filter_map(|index| {
-                let stopped = hop_scope(&diagnosis, snapshot, index)?.stopped?;
+                let stopped = hop_scope(&diagnosis, &snapshot, index)?.stopped?;
                 Some((diagnosis.graph[index].id.clone(), stopped))
             })
             .collect();
@@ -290,41 +295,39 @@ mod tests {
             panic!("one path ends, at a netfilter rule: {stops:#?}");
         };
         assert_eq!(stopped.disposition, "denied_by_netfilter");
-        let packet = stopped.packet.clone().expect("the stopped packet is known");
-        (hop.clone(), packet)
+        let packet = stopped
+            .packet
+            .as_ref()
+            .expect("the stopped packet is known");
+        let flow = (packet.src, packet.dst, packet.dst_port, packet.protocol);
+        (hop.clone(), flow)
     }
 
-    fn flow(src: &str, dst: &str, port: u16) -> (IpAddr, IpAddr, Option<u16>, TransportProtocol) {
+    /// `hop`, and a TCP flow from `src` to `dst:port`.
+    fn at(hop: &str, src: &str, dst: &str, port: u16) -> (String, Flow) {
         let ip = |text: &str| text.parse().unwrap();
-        (ip(src), ip(dst), Some(port), TransportProtocol::Tcp)
-    }
-
-    fn flow_of(packet: &Packet) -> (IpAddr, IpAddr, Option<u16>, TransportProtocol) {
-        (packet.src, packet.dst, packet.dst_port, packet.protocol)
+        let flow = (ip(src), ip(dst), Some(port), TransportProtocol::Tcp);
+        (hop.to_string(), flow)
     }
 
     #[test]
     fn a_packet_dropped_after_its_service_dnat_is_stopped_with_the_backends_address() {
-        let snapshot = example_with_filter_rule("node-1", "-A FORWARD -d 10.244.2.3/32 -j DROP");
-        let (hop, packet) = stopped_once(&snapshot, "default/web-0", "svc/default/web:80");
-        assert_eq!(hop, "node-1");
-        assert_eq!(flow_of(&packet), flow("10.244.1.2", "10.244.2.3", 8080));
+        let drop = "-A FORWARD -d 10.244.2.3/32 -j DROP";
+        let stop = stopped_once("node-1", drop, "svc/default/web:80");
+        assert_eq!(stop, at("node-1", "10.244.1.2", "10.244.2.3", 8080));
     }
 
     #[test]
     fn a_packet_dropped_after_vxlan_decapsulation_is_stopped_as_the_inner_packet() {
-        let snapshot = example_with_filter_rule("node-2", "-A FORWARD -d 10.244.2.2/32 -j DROP");
-        let (hop, packet) = stopped_once(&snapshot, "default/web-0", "default/web-2:8080");
-        assert_eq!(hop, "node-2");
-        assert_eq!(flow_of(&packet), flow("10.244.1.2", "10.244.2.2", 8080));
+        let drop = "-A FORWARD -d 10.244.2.2/32 -j DROP";
+        let stop = stopped_once("node-2", drop, "default/web-2:8080");
+        assert_eq!(stop, at("node-2", "10.244.1.2", "10.244.2.2", 8080));
     }
 
     #[test]
     fn a_tunnels_outer_packet_dropped_where_it_was_made_stops_the_packet_it_carries() {
-        let snapshot =
-            example_with_filter_rule("node-1", "-A OUTPUT -p udp -m udp --dport 8472 -j DROP");
-        let (hop, packet) = stopped_once(&snapshot, "default/web-0", "default/web-2:8080");
-        assert_eq!(hop, "node-1");
-        assert_eq!(flow_of(&packet), flow("10.244.1.2", "10.244.2.2", 8080));
+        let drop = "-A OUTPUT -p udp -m udp --dport 8472 -j DROP";
+        let stop = stopped_once("node-1", drop, "default/web-2:8080");
+        assert_eq!(stop, at("node-1", "10.244.1.2", "10.244.2.2", 8080));
     }
 }

@@ -1424,7 +1424,8 @@ impl<'s> Walker<'s, '_> {
     }
 
     /// A tunnel's outer packet was delivered here: the device that takes it
-    /// decapsulates it, and the inner packet arrives on that device.
+    /// (at an assumed hop, the one the CNI intends) decapsulates it, and the
+    /// inner packet arrives on that device.
     fn decapsulate(
         &mut self,
         ns: &NetnsId,
@@ -1433,30 +1434,21 @@ impl<'s> Walker<'s, '_> {
         tunnel: &Tunnelled,
         branch: Branch,
     ) {
-        if self.graph[hop].assumed {
-            return self.decapsulate_assumed(ns, hop, outer, tunnel, branch);
-        }
-        let taken = match &tunnel.encapsulation {
-            Encapsulation::Vxlan { vni, inner_mac } => {
-                self.vxlan_receiver(ns, outer, *vni, *inner_mac)
-            }
-            Encapsulation::Ipip => self.ipip_receiver(ns, outer),
+        let taken = if self.graph[hop].assumed {
+            self.intended_tunnel_device(ns, hop, outer, tunnel)
+        } else {
+            let device = match &tunnel.encapsulation {
+                Encapsulation::Vxlan { vni, inner_mac } => {
+                    self.vxlan_receiver(ns, outer, *vni, *inner_mac)
+                }
+                Encapsulation::Ipip => self.ipip_receiver(ns, outer),
+            };
+            device.map(|device| device.ifname.clone())
         };
-        match taken {
-            Ok(device) => self.decapsulated(ns, hop, tunnel, device.ifname.clone(), branch),
-            Err(stop) => self.stop(hop, branch, stop),
-        }
-    }
-
-    /// `device` took the tunnel's packet: the packet inside arrives on it.
-    fn decapsulated(
-        &mut self,
-        ns: &NetnsId,
-        hop: NodeIndex,
-        tunnel: &Tunnelled,
-        device: String,
-        branch: Branch,
-    ) {
+        let device = match taken {
+            Ok(device) => device,
+            Err(stop) => return self.stop(hop, branch, stop),
+        };
         self.step(
             hop,
             Step::Decapsulated {

@@ -569,17 +569,16 @@ impl<'s> Walker<'s, '_> {
         }
     }
 
-    /// A tunnel packet reached an assumed node: the CNI's device for that
-    /// tunnel takes it — the device the CNI would send the answer back by,
-    /// if its kind, VNI and port are the packet's.
-    pub(super) fn decapsulate_assumed(
+    /// The device that takes a tunnel packet at an assumed node: the CNI's
+    /// device for that tunnel — the one the CNI would send the answer back
+    /// by, if its kind, VNI and port are the packet's.
+    pub(super) fn intended_tunnel_device(
         &mut self,
         ns: &NetnsId,
         hop: NodeIndex,
         outer: &Packet,
         tunnel: &Tunnelled,
-        branch: Branch,
-    ) {
+    ) -> Result<String, Stop> {
         let mut back = tunnel.inner.clone();
         back.src = Some(tunnel.inner.dst);
         back.dst = tunnel.inner.src.unwrap_or(outer.src.unwrap_or(outer.dst));
@@ -597,9 +596,9 @@ impl<'s> Walker<'s, '_> {
             ),
             Encapsulated::Ipip => "IPIP".to_string(),
         };
-        let device = match self.intent.encapsulation(&scope) {
-            Err(undecided) => return self.undecided(hop, branch, undecided),
-            Ok(Some(e)) if intends(&e) => e.dev,
+        match self.intent.encapsulation(&scope) {
+            Err(undecided) => Err(self.undecided_stop(hop, undecided)),
+            Ok(Some(e)) if intends(&e) => Ok(e.dev),
             Ok(_) => {
                 let reason = format!(
                     "pack {}'s intent for {} has no device that takes {}",
@@ -607,11 +606,13 @@ impl<'s> Walker<'s, '_> {
                     hop_id(ns),
                     wanted
                 );
-                let stop = Stop::unknown("snapshot.missing", reason, self.cni_evidence());
-                return self.stop(hop, branch, stop);
+                Err(Stop::unknown(
+                    "snapshot.missing",
+                    reason,
+                    self.cni_evidence(),
+                ))
             }
-        };
-        self.decapsulated(ns, hop, tunnel, device, branch);
+        }
     }
 
     /// Who holds `address`, seen from node `node`: a pod of that node, a
@@ -747,6 +748,13 @@ impl<'s> Walker<'s, '_> {
     /// A hook gave no usable answer: its pack's finding (or what was wrong
     /// with the answer) is reported and the path ends there.
     fn undecided(&mut self, hop: NodeIndex, branch: Branch, undecided: Undecided) {
+        let stop = self.undecided_stop(hop, undecided);
+        self.stop(hop, branch, stop)
+    }
+
+    /// The stop for a hook without a usable answer, its pack's finding
+    /// reported.
+    fn undecided_stop(&mut self, hop: NodeIndex, undecided: Undecided) -> Stop {
         let hop_name = self.graph[hop].id.clone();
         let (reason, evidence) = match undecided {
             Undecided::Pack(finding) => {
@@ -765,8 +773,7 @@ impl<'s> Walker<'s, '_> {
                 self.cni_evidence(),
             ),
         };
-        let stop = Stop::unknown("engine.hook.undecided", reason, evidence);
-        self.stop(hop, branch, stop)
+        Stop::unknown("engine.hook.undecided", reason, evidence)
     }
 
     /// Says once per namespace that what happens there is assumed, and on
