@@ -3,7 +3,6 @@
 //! pods the path went through.
 
 use std::collections::HashSet;
-use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use petgraph::Direction;
@@ -12,8 +11,7 @@ use petgraph::visit::EdgeRef;
 
 use super::{Diagnosis, Disposition, Finding, HopContext, HopKind, HopStep, LinkKind, Step};
 use crate::packs::{
-    self, FindingStatus, HopScope, HopStop, LoadedPacks, Packet, Severity, StoppingRule, Subject,
-    TransportProtocol,
+    self, FindingStatus, HopScope, HopStop, LoadedPacks, Severity, StoppingRule, Subject,
 };
 use crate::snapshot::netns::iptables::{Chain, Policy, Table};
 use crate::snapshot::{NetnsId, Snapshot};
@@ -35,31 +33,12 @@ pub(crate) fn pack_findings(
         }
     };
     for index in diagnosis.graph.node_indices() {
-        let hop = &diagnosis.graph[index];
-        let Some(context) = &hop.context else {
+        let Some(scope) = hop_scope(diagnosis, snapshot, index) else {
             continue;
         };
-        let (first, reply) = lineage(diagnosis, index);
-        let origin = diagnosis.graph[first]
-            .context
-            .as_ref()
-            .filter(|_| first != index)
-            .map(|first| first.packet.clone());
-        let scope = Arc::new(HopScope {
-            snapshot: snapshot.clone(),
-            netns: context.netns.clone(),
-            in_iface: context.in_iface.clone(),
-            out_iface: context.out_iface.clone(),
-            forwarding: context.in_iface.is_some() && context.out_iface.is_some(),
-            delivers_locally: context.delivered,
-            packet: context.packet.clone(),
-            reply,
-            origin,
-            stopped: stop(snapshot, context, &hop.steps)
-                .or_else(|| exit(diagnosis, index, context, &hop.steps)),
-        });
-        for finding in packs.evaluate_hop(&scope) {
-            keep(convert(finding, &hop.id, index.index()), &mut findings);
+        for finding in packs.evaluate_hop(&Arc::new(scope)) {
+            let hop = &diagnosis.graph[index].id;
+            keep(convert(finding, hop, index.index()), &mut findings);
         }
     }
     // Snapshot checks, about the nodes and pods on the path (and the packs themselves).
@@ -81,6 +60,35 @@ pub(crate) fn pack_findings(
         }
     }
     findings
+}
+
+/// The hop at `index` as its checks see it; `None` for a hop the packs do
+/// not see (assumed, or a bridge crossed without routing).
+fn hop_scope(
+    diagnosis: &Diagnosis,
+    snapshot: &Arc<Snapshot>,
+    index: NodeIndex,
+) -> Option<HopScope> {
+    let hop = &diagnosis.graph[index];
+    let context = hop.context.as_ref()?;
+    let (first, reply) = lineage(diagnosis, index);
+    let origin = diagnosis.graph[first]
+        .context
+        .as_ref()
+        .filter(|_| first != index)
+        .map(|first| first.packet.clone());
+    Some(HopScope {
+        snapshot: snapshot.clone(),
+        netns: context.netns.clone(),
+        in_iface: context.in_iface.clone(),
+        out_iface: context.out_iface.clone(),
+        forwarding: context.in_iface.is_some() && context.out_iface.is_some(),
+        delivers_locally: context.delivered,
+        packet: context.packet.clone(),
+        reply,
+        origin,
+        stopped: stop(snapshot, context, &hop.steps).or_else(|| exit(diagnosis, index, context)),
+    })
 }
 
 /// The first hop of the path `index` is on, and whether `index` is on the
@@ -131,19 +139,14 @@ fn stop(snapshot: &Snapshot, context: &HopContext, steps: &[HopStep]) -> Option<
     Some(HopStop {
         disposition: disposition.as_str().to_owned(),
         reason: reason.clone(),
-        packet: packet_at(&context.packet, &steps[..position]),
+        packet: context.last_packet.clone(),
         netfilter,
     })
 }
 
 /// A path that leaves the cluster ends (`exits_cluster`) at the last hop
 /// inside it, the one whose link goes outside.
-fn exit(
-    diagnosis: &Diagnosis,
-    index: NodeIndex,
-    context: &HopContext,
-    steps: &[HopStep],
-) -> Option<HopStop> {
+fn exit(diagnosis: &Diagnosis, index: NodeIndex, context: &HopContext) -> Option<HopStop> {
     let link = diagnosis
         .graph
         .edges_directed(index, Direction::Outgoing)
@@ -152,67 +155,9 @@ fn exit(
     Some(HopStop {
         disposition: Disposition::ExitsCluster.as_str().to_owned(),
         reason: format!("the packet leaves the cluster by {}", link.from_interface),
-        packet: packet_at(&context.packet, steps),
+        packet: context.last_packet.clone(),
         netfilter: None,
     })
-}
-
-/// The packet after `steps`, from the packet the hop received: the inner
-/// packet of a decapsulation, the addresses of a NAT. The steps keep packets
-/// and translations as the text the walker and netfilter write
-/// (`10.244.1.2 -> 10.244.2.3:8080 tcp`, `dnat 10.96.0.100:80 ->
-/// 10.244.2.3:8080`), read back here; `None` when the text does not give it.
-fn packet_at(received: &Packet, steps: &[HopStep]) -> Option<Packet> {
-    let mut packet = received.clone();
-    for step in steps {
-        match &step.step {
-            Step::Decapsulated { inner, .. } => {
-                let (src, rest) = inner.split_once(" -> ")?;
-                let mut words = rest.split_whitespace();
-                let (dst, protocol) = (words.next()?, words.next()?);
-                let dst = endpoint(dst)?;
-                packet.src = src.parse().ok()?;
-                packet.dst = dst.0;
-                packet.dst_port = dst.1;
-                packet.protocol = match protocol {
-                    "tcp" => TransportProtocol::Tcp,
-                    "udp" => TransportProtocol::Udp,
-                    "icmp" => TransportProtocol::Icmp,
-                    _ => return None,
-                };
-            }
-            Step::Translated { translation, .. } => {
-                let Some((kind, change)) = translation.split_once(' ') else {
-                    continue;
-                };
-                let after = || endpoint(change.split_once(" -> ")?.1);
-                match kind {
-                    "dnat" | "redirect" => {
-                        let (dst, port) = after()?;
-                        packet.dst = dst;
-                        packet.dst_port = port.or(packet.dst_port);
-                    }
-                    "snat" | "masquerade" => {
-                        let (src, port) = after()?;
-                        packet.src = src;
-                        packet.src_port = port.or(packet.src_port);
-                    }
-                    _ => {}
-                }
-            }
-            _ => {}
-        }
-    }
-    Some(packet)
-}
-
-/// `10.0.0.1`, `10.0.0.1:80` or `[fd00::1]:80`.
-fn endpoint(text: &str) -> Option<(IpAddr, Option<u16>)> {
-    if let Ok(ip) = text.parse() {
-        return Some((ip, None));
-    }
-    let address: SocketAddr = text.parse().ok()?;
-    Some((address.ip(), Some(address.port())))
 }
 
 /// The rule at `line` of the hop's iptables-save.txt, or (without a line)
@@ -295,82 +240,94 @@ pub(crate) fn convert(finding: packs::Finding, hop: &str, hop_index: usize) -> F
 
 #[cfg(test)]
 mod tests {
+    use std::net::IpAddr;
+    use std::path::Path;
 
-    /// A step the kernel model concluded (not assumed).
-    fn observed(step: Step) -> HopStep {
-        HopStep {
-            step,
-            assumed: false,
-        }
-    }
     use super::*;
-    use crate::netstack::netfilter::{Endpoint, Translation};
+    use crate::engine::{Protocol, Request, diagnose};
+    use crate::packs::TransportProtocol;
+    use crate::snapshot::netns::iptables;
 
-    fn received() -> Packet {
-        Packet {
-            src: "10.244.1.2".parse().unwrap(),
-            dst: "10.96.0.100".parse().unwrap(),
-            protocol: TransportProtocol::Tcp,
-            src_port: Some(40000),
-            dst_port: Some(80),
-            mark: 0,
-            size: 64,
-        }
+    /// The flannel-vxlan example with `rule` first in its chain of `node`'s
+    /// filter table (the table iptables-save writes first).
+    fn example_with_filter_rule(node: &str, rule: &str) -> Arc<Snapshot> {
+        let (mut snapshot, problems) =
+            Snapshot::load(Path::new("examples/flannel-vxlan")).expect("the example loads");
+        assert!(problems.is_empty(), "{problems:?}");
+        let host = NetnsId::Host { node: node.into() };
+        let entry = snapshot.namespaces.get_mut(&host).expect("the node's dump");
+        let text = std::fs::read_to_string(entry.dir.join("iptables-save.txt")).unwrap();
+        let first = text.find("\n-A ").expect("a rule") + 1;
+        let edited = format!("{}{rule}\n{}", &text[..first], &text[first..]);
+        let (ruleset, issues) = iptables::parse(&edited);
+        assert!(issues.is_empty(), "{issues:?}");
+        entry.dump.iptables = ruleset;
+        Arc::new(snapshot)
     }
 
-    fn translated(translation: Translation) -> Step {
-        Step::Translated {
-            hook: "PREROUTING".into(),
-            table: "nat".into(),
-            translation: translation.to_string(),
-        }
-    }
+    /// A flow as the stopped packet shows it: source, destination, port, protocol.
+    type Flow = (IpAddr, IpAddr, Option<u16>, TransportProtocol);
 
-    fn endpoint(addr: &str, port: Option<u16>) -> Endpoint {
-        Endpoint {
-            addr: addr.parse().unwrap(),
-            port,
-        }
-    }
-
-    #[test]
-    fn the_stopped_packet_carries_the_dnat_netfilter_wrote_before_the_stop() {
-        let dnat = translated(Translation::Dnat {
-            before: endpoint("10.96.0.100", Some(80)),
-            after: endpoint("10.244.2.3", Some(8080)),
-        });
-        let packet = packet_at(&received(), &[observed(dnat)]).expect("readable");
-        assert_eq!(packet.dst, "10.244.2.3".parse::<IpAddr>().unwrap());
-        assert_eq!(packet.dst_port, Some(8080));
-        assert_eq!(packet.src, received().src);
-    }
-
-    #[test]
-    fn the_stopped_packet_after_decapsulation_is_the_inner_one() {
-        let decapsulated = Step::Decapsulated {
-            device: "flannel.1".into(),
-            inner: "10.244.1.2 -> [fd00::3]:8080 udp".into(),
+    /// Where netfilter ends the one TCP path it ends from `default/web-0` to
+    /// `to`, with `rule` added to `node`: the hop, and the flow of the packet
+    /// its checks see as stopped.
+    fn stopped_once(node: &str, rule: &str, to: &str) -> (String, Flow) {
+        let snapshot = example_with_filter_rule(node, rule);
+        let request = Request {
+            from: "default/web-0".parse().unwrap(),
+            to: to.parse().unwrap(),
+            port: None,
+            protocol: Protocol::Tcp,
+            size: None,
         };
-        let packet = packet_at(&received(), &[observed(decapsulated)]).expect("readable");
-        assert_eq!(packet.dst, "fd00::3".parse::<IpAddr>().unwrap());
-        assert_eq!(packet.dst_port, Some(8080));
-        assert_eq!(packet.protocol, TransportProtocol::Udp);
+        let (packs, problems) = LoadedPacks::load(packs::builtin_sources(), &[]);
+        assert!(problems.is_empty(), "{problems:?}");
+        let diagnosis = diagnose(&snapshot, &request, &packs).expect("a diagnosis");
+        let stops: Vec<(String, HopStop)> = diagnosis
+            .graph
+            .node_indices()
+            .filter_map(|index| {
+                let stopped = hop_scope(&diagnosis, &snapshot, index)?.stopped?;
+                Some((diagnosis.graph[index].id.clone(), stopped))
+            })
+            .collect();
+        let [(hop, stopped)] = stops.as_slice() else {
+            panic!("one path ends, at a netfilter rule: {stops:#?}");
+        };
+        assert_eq!(stopped.disposition, "denied_by_netfilter");
+        let packet = stopped
+            .packet
+            .as_ref()
+            .expect("the stopped packet is known");
+        let flow = (packet.src, packet.dst, packet.dst_port, packet.protocol);
+        (hop.clone(), flow)
+    }
+
+    /// `hop`, and a TCP flow from `src` to `dst:port`.
+    fn at(hop: &str, src: &str, dst: &str, port: u16) -> (String, Flow) {
+        let ip = |text: &str| text.parse().unwrap();
+        let flow = (ip(src), ip(dst), Some(port), TransportProtocol::Tcp);
+        (hop.to_string(), flow)
     }
 
     #[test]
-    fn a_masquerade_to_an_unknown_address_leaves_the_stopped_packet_unknown() {
-        let masquerade = translated(Translation::Masquerade {
-            before: endpoint("10.244.1.2", None),
-            after: None,
-        });
-        assert_eq!(packet_at(&received(), &[observed(masquerade)]), None);
-        let marked = translated(Translation::Mark {
-            before: 0,
-            after: 0x4000,
-        });
-        assert_eq!(
-            packet_at(&received(), &[observed(marked)]),
-            Some(received())
-        );
+    fn a_packet_dropped_after_its_service_dnat_is_stopped_with_the_backends_address() {
+        let drop = "-A FORWARD -d 10.244.2.3/32 -j DROP";
+        let stop = stopped_once("node-1", drop, "svc/default/web:80");
+        assert_eq!(stop, at("node-1", "10.244.1.2", "10.244.2.3", 8080));
+    }
+
+    #[test]
+    fn a_packet_dropped_after_vxlan_decapsulation_is_stopped_as_the_inner_packet() {
+        let drop = "-A FORWARD -d 10.244.2.2/32 -j DROP";
+        let stop = stopped_once("node-2", drop, "default/web-2:8080");
+        assert_eq!(stop, at("node-2", "10.244.1.2", "10.244.2.2", 8080));
+    }
+
+    #[test]
+    fn a_tunnels_outer_packet_dropped_where_it_was_made_stops_the_packet_it_carries() {
+        let drop = "-A OUTPUT -p udp -m udp --dport 8472 -j DROP";
+        let stop = stopped_once("node-1", drop, "default/web-2:8080");
+        assert_eq!(stop, at("node-1", "10.244.1.2", "10.244.2.2", 8080));
     }
 }

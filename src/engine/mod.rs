@@ -112,6 +112,12 @@ pub(crate) struct HopContext {
     pub in_iface: Option<String>,
     pub out_iface: Option<String>,
     pub delivered: bool,
+    /// The hop's packet as the walk last had it here — arrived, out of a
+    /// tunnel, translated (not the outer packet of a tunnel the hop put it
+    /// in: that one carries it) — and so, where the path ends at this hop,
+    /// the packet as it was stopped. `None` once a translation gave it an
+    /// address the dump does not (a masquerade to an unknown address).
+    pub last_packet: Option<crate::packs::Packet>,
 }
 
 /// A step of a hop, and whether it was concluded from a pack's intent

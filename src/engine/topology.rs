@@ -52,12 +52,18 @@ impl<'s> Topology<'s> {
         }
     }
 
-    pub fn links(&self, ns: &NetnsId) -> Option<&'s [Link]> {
-        self.snapshot.namespaces.get(ns)?.dump.links.as_deref()
+    /// The devices of a namespace; none where its ip-link.json is missing.
+    pub fn links(&self, ns: &NetnsId) -> impl Iterator<Item = &'s Link> + use<'s> {
+        let links = self
+            .snapshot
+            .namespaces
+            .get(ns)
+            .and_then(|entry| entry.dump.links.as_deref());
+        links.into_iter().flatten()
     }
 
     pub fn link(&self, ns: &NetnsId, ifname: &str) -> Option<&'s Link> {
-        self.links(ns)?.iter().find(|link| link.ifname == ifname)
+        self.links(ns).find(|link| link.ifname == ifname)
     }
 
     /// The other end of a veth whose peer is in another namespace of the same
@@ -87,8 +93,6 @@ impl<'s> Topology<'s> {
     /// The ports of a bridge in a namespace.
     pub fn bridge_ports(&self, ns: &NetnsId, bridge: &str) -> Vec<&'s Link> {
         self.links(ns)
-            .into_iter()
-            .flatten()
             .filter(|link| link.master.as_deref() == Some(bridge))
             .collect()
     }

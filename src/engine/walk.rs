@@ -185,6 +185,20 @@ struct Tunnelled {
     inner: Packet,
 }
 
+/// What a tunnel device puts around a packet it sends.
+struct TunnelHeader {
+    encapsulation: Encapsulation,
+    device: String,
+    /// The outer source; `None` until routing the outer packet chooses one.
+    src: Option<IpAddr>,
+    dst: IpAddr,
+    /// VXLAN's UDP destination port (sent from an ephemeral one); IPIP has
+    /// no ports.
+    udp_port: Option<u16>,
+    /// The outer DF bit; `None` copies the inner packet's.
+    df: Option<bool>,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 enum Encapsulation {
     Vxlan {
@@ -259,6 +273,16 @@ enum Arrival {
     Local,
     /// Arrived on this interface.
     Received(String),
+}
+
+impl Arrival {
+    /// The interface the packet arrived on, if it did.
+    fn interface(&self) -> Option<&str> {
+        match self {
+            Arrival::Received(interface) => Some(interface),
+            Arrival::Local => None,
+        }
+    }
 }
 
 /// The state of one branch of the walk.
@@ -435,6 +459,19 @@ struct Stop {
     evidence: String,
 }
 
+impl Stop {
+    /// The snapshot cannot tell what happens next: the path ends as
+    /// `insufficient_info`, never with a guessed verdict.
+    fn unknown(id: &'static str, reason: String, evidence: String) -> Stop {
+        Stop {
+            disposition: Disposition::InsufficientInfo,
+            id,
+            reason,
+            evidence,
+        }
+    }
+}
+
 impl<'s> Walker<'s, '_> {
     /// Enters a namespace: a new hop in the graph.
     fn visit(
@@ -460,12 +497,10 @@ impl<'s> Walker<'s, '_> {
             context: (!assumed).then(|| HopContext {
                 netns: ns.clone(),
                 packet: packet.pack_packet(),
-                in_iface: match &arrival {
-                    Arrival::Received(interface) => Some(interface.clone()),
-                    Arrival::Local => None,
-                },
+                in_iface: arrival.interface().map(str::to_string),
                 out_iface: None,
                 delivered: false,
+                last_packet: Some(packet.pack_packet()),
             }),
         });
         if let Some((previous, link)) = from {
@@ -474,13 +509,17 @@ impl<'s> Walker<'s, '_> {
         branch.hops.push(hop);
         if assumed {
             self.note_assumed(ns, hop);
-            return self.process_assumed(ns, hop, packet, arrival, branch);
         }
-        self.process(ns, hop, packet, arrival, branch);
+        self.enter(ns, hop, packet, arrival, branch);
     }
 
-    /// What the namespace's kernel does with a packet that is in it.
-    fn process(
+    /// The packet is in the hop's namespace (arrived, generated there, or
+    /// out of a tunnel). What happens to every packet first: a loop is
+    /// caught, the arrival recorded (a locally generated packet is recorded
+    /// once routing has chosen its source address), and a reply's
+    /// destination un-SNATed. Then the namespace's kernel decides the rest,
+    /// or at an assumed hop the CNI's intent.
+    fn enter(
         &mut self,
         ns: &NetnsId,
         hop: NodeIndex,
@@ -488,9 +527,65 @@ impl<'s> Walker<'s, '_> {
         arrival: Arrival,
         mut branch: Branch,
     ) {
-        if let Some(stop) = self.arrive_in(ns, hop, &mut packet, &arrival, &mut branch) {
+        let generated = arrival == Arrival::Local;
+        self.now_holds(hop, &packet, generated, true);
+        let key = (ns.clone(), packet.to_string(), arrival.clone());
+        if branch.seen.contains(&key) || branch.seen.len() >= MAX_VISITS {
+            let reason = format!(
+                "the packet comes back to {} as it was: a forwarding loop",
+                hop_id(ns)
+            );
+            let stop = Stop {
+                disposition: Disposition::Loop,
+                id: "engine.loop",
+                reason,
+                evidence: hop_id(ns),
+            };
             return self.stop(hop, branch, stop);
         }
+        branch.seen.push(key);
+        if let Arrival::Received(interface) = &arrival {
+            let received = packet.to_string();
+            self.step(
+                hop,
+                Step::Received {
+                    interface: interface.clone(),
+                    packet: received,
+                },
+            );
+        }
+        if branch.reply {
+            self.undo_nat(ns, hop, &mut packet, &branch, UndoPhase::BeforeRouting);
+            self.now_holds(hop, &packet, generated, true);
+        }
+        if !self.graph[hop].assumed {
+            return self.process(ns, hop, packet, arrival, branch);
+        }
+        self.process_assumed(ns, hop, packet, arrival.interface(), branch);
+    }
+
+    /// Keeps `packet` as the hop's packet (see [`HopContext::last_packet`]),
+    /// or that its addresses are not `known`. The outer packet of a tunnel
+    /// the hop put its packet in (`generated` here, carrying one) leaves the
+    /// record as it was.
+    fn now_holds(&mut self, hop: NodeIndex, packet: &Packet, generated: bool, known: bool) {
+        if generated && packet.tunnel.is_some() {
+            return;
+        }
+        if let Some(context) = &mut self.graph[hop].context {
+            context.last_packet = known.then(|| packet.pack_packet());
+        }
+    }
+
+    /// What the namespace's kernel does with a packet that is in it.
+    fn process(
+        &mut self,
+        ns: &NetnsId,
+        hop: NodeIndex,
+        packet: Packet,
+        arrival: Arrival,
+        branch: Branch,
+    ) {
         let models = self.models;
         let Some(fib) = models.fibs.get(ns) else {
             let stop = self.missing(
@@ -552,12 +647,7 @@ impl<'s> Walker<'s, '_> {
                     }
                     LookupOutcome::Unknown { reason } => {
                         let evidence = self.file(ns, "ip-route.json");
-                        let stop = Stop {
-                            disposition: Disposition::InsufficientInfo,
-                            id: "kernel.route.unknown",
-                            reason,
-                            evidence,
-                        };
+                        let stop = Stop::unknown("kernel.route.unknown", reason, evidence);
                         return self.stop(hop, branch, stop);
                     }
                 };
@@ -593,23 +683,7 @@ impl<'s> Walker<'s, '_> {
                     ways.into_iter().zip(forks)
                 {
                     branch.probability *= share;
-                    self.step(
-                        hop,
-                        Step::Sent {
-                            packet: packet.to_string(),
-                        },
-                    );
-                    if branch.origin.is_none()
-                        && let Some(src) = packet.src
-                    {
-                        branch.origin = Some(Origin {
-                            ns: ns.clone(),
-                            address: src,
-                            port: packet.sport,
-                            target: packet.dst,
-                            target_port: packet.dport,
-                        });
-                    }
+                    self.sent(ns, hop, &packet, &mut branch);
                     match outcome {
                         Some(outcome) => self.after_netfilter(
                             ns,
@@ -643,46 +717,26 @@ impl<'s> Walker<'s, '_> {
         }
     }
 
-    /// What happens to every packet that is in a namespace before its kernel
-    /// decides anything: a loop is caught, the arrival recorded (a locally
-    /// generated packet is recorded once routing has chosen its source
-    /// address), and a reply's destination un-SNATed.
-    fn arrive_in(
-        &mut self,
-        ns: &NetnsId,
-        hop: NodeIndex,
-        packet: &mut Packet,
-        arrival: &Arrival,
-        branch: &mut Branch,
-    ) -> Option<Stop> {
-        let key = (ns.clone(), packet.to_string(), arrival.clone());
-        if branch.seen.contains(&key) || branch.seen.len() >= MAX_VISITS {
-            let reason = format!(
-                "the packet comes back to {} as it was: a forwarding loop",
-                hop_id(ns)
-            );
-            return Some(Stop {
-                disposition: Disposition::Loop,
-                id: "engine.loop",
-                reason,
-                evidence: hop_id(ns),
+    /// A socket of the hop's namespace sent the packet; the path's first
+    /// such packet opens the connection its reply must come back to.
+    fn sent(&mut self, ns: &NetnsId, hop: NodeIndex, packet: &Packet, branch: &mut Branch) {
+        self.step(
+            hop,
+            Step::Sent {
+                packet: packet.to_string(),
+            },
+        );
+        if branch.origin.is_none()
+            && let Some(src) = packet.src
+        {
+            branch.origin = Some(Origin {
+                ns: ns.clone(),
+                address: src,
+                port: packet.sport,
+                target: packet.dst,
+                target_port: packet.dport,
             });
         }
-        branch.seen.push(key);
-        if let Arrival::Received(interface) = arrival {
-            let packet = packet.to_string();
-            self.step(
-                hop,
-                Step::Received {
-                    interface: interface.clone(),
-                    packet,
-                },
-            );
-        }
-        if branch.reply {
-            self.undo_nat(ns, hop, packet, branch, UndoPhase::BeforeRouting);
-        }
-        None
     }
 
     /// Gives each of `count` ways out of `hop` its own copy of the hop (with
@@ -811,25 +865,31 @@ impl<'s> Walker<'s, '_> {
             NetfilterStep::Route { choice, .. } => Some(choice.clone()),
             _ => None,
         });
+        let arrived = packet;
+        let mut packet = packet.clone();
+        packet.take_addresses(&outcome.packet);
+        // The packet as netfilter left it: what a drop here stops.
+        let masqueraded_unknown = outcome.trace.iter().any(|step| {
+            matches!(
+                step,
+                NetfilterStep::Translation {
+                    translation: Translation::Masquerade { after: None, .. },
+                    ..
+                }
+            )
+        });
+        self.now_holds(hop, &packet, iif.is_none(), !masqueraded_unknown);
         match &outcome.verdict {
             Verdict::Drop | Verdict::Reject { .. } => {
                 let stop = self.denial(ns, hop, &outcome, "the packet");
                 return self.stop(hop, branch, stop);
             }
             Verdict::Unknown { reason } => {
-                let stop = Stop {
-                    disposition: Disposition::InsufficientInfo,
-                    id: "kernel.netfilter.unknown",
-                    reason: reason.clone(),
-                    evidence: rules_file,
-                };
+                let stop = Stop::unknown("kernel.netfilter.unknown", reason.clone(), rules_file);
                 return self.stop(hop, branch, stop);
             }
             Verdict::Unroutable { .. } | Verdict::Accept => {}
         }
-        let arrived = packet;
-        let mut packet = packet.clone();
-        packet.take_addresses(&outcome.packet);
         // Input routing validates the source the packet arrived with: the
         // source NAT of POSTROUTING (and conntrack's un-DNAT of a reply)
         // comes after it.
@@ -839,15 +899,11 @@ impl<'s> Walker<'s, '_> {
         };
         if branch.reply {
             self.undo_nat(ns, hop, &mut packet, &branch, UndoPhase::AfterRouting);
+            self.now_holds(hop, &packet, iif.is_none(), !masqueraded_unknown);
         }
         let Some(choice) = route.or(routed) else {
             let reason = "netfilter reported no routing decision for the packet".to_string();
-            let stop = Stop {
-                disposition: Disposition::InsufficientInfo,
-                id: "engine.route.missing",
-                reason,
-                evidence: rules_file,
-            };
+            let stop = Stop::unknown("engine.route.missing", reason, rules_file);
             return self.stop(hop, branch, stop);
         };
         match choice {
@@ -902,12 +958,11 @@ impl<'s> Walker<'s, '_> {
                 self.route_failed(ns, hop, &packet, &failed, branch)
             }
             RouteChoice::Unknown { reason } => {
-                let stop = Stop {
-                    disposition: Disposition::InsufficientInfo,
-                    id: "kernel.route.unknown",
+                let stop = Stop::unknown(
+                    "kernel.route.unknown",
                     reason,
-                    evidence: self.file(ns, "ip-route.json"),
-                };
+                    self.file(ns, "ip-route.json"),
+                );
                 self.stop(hop, branch, stop)
             }
         }
@@ -1059,13 +1114,18 @@ impl<'s> Walker<'s, '_> {
         })
     }
 
-    /// The packet is for this namespace: a tunnel device or a socket takes it.
+    /// The packet is for this namespace: a tunnel device or a socket takes
+    /// it (at an assumed hop, as the CNI's intent and the cluster's objects
+    /// say), or the sender's connection takes the reply.
     fn deliver(&mut self, ns: &NetnsId, hop: NodeIndex, packet: Packet, iif: &str, branch: Branch) {
         if let Some(tunnel) = &packet.tunnel {
             return self.decapsulate(ns, hop, &packet, tunnel, branch);
         }
         if branch.reply {
             return self.reply_arrived(ns, hop, &packet, branch);
+        }
+        if self.graph[hop].assumed {
+            return self.deliver_assumed(ns, hop, packet, branch);
         }
         if let Some(ipvs) = self.models.ipvs.get(ns)
             && let (Some(transport), Some(dport)) = (transport(packet.protocol), packet.dport)
@@ -1091,12 +1151,8 @@ impl<'s> Walker<'s, '_> {
                     return self.stop(hop, branch, stop);
                 }
                 IpvsOutcome::Unknown { reason } => {
-                    let stop = Stop {
-                        disposition: Disposition::InsufficientInfo,
-                        id: "kernel.ipvs.unknown",
-                        reason,
-                        evidence: self.file(ns, "ipvsadm.txt"),
-                    };
+                    let stop =
+                        Stop::unknown("kernel.ipvs.unknown", reason, self.file(ns, "ipvsadm.txt"));
                     return self.stop(hop, branch, stop);
                 }
             }
@@ -1240,7 +1296,7 @@ impl<'s> Walker<'s, '_> {
                     .nat
                     .push((ns.clone(), Translation::Dnat { before, after }));
             }
-            self.process(ns, hop, next, Arrival::Local, branch);
+            self.enter(ns, hop, next, Arrival::Local, branch);
         }
     }
 
@@ -1368,7 +1424,8 @@ impl<'s> Walker<'s, '_> {
     }
 
     /// A tunnel's outer packet was delivered here: the device that takes it
-    /// decapsulates it, and the inner packet arrives on that device.
+    /// (at an assumed hop, the one the CNI intends) decapsulates it, and the
+    /// inner packet arrives on that device.
     fn decapsulate(
         &mut self,
         ns: &NetnsId,
@@ -1377,11 +1434,16 @@ impl<'s> Walker<'s, '_> {
         tunnel: &Tunnelled,
         branch: Branch,
     ) {
-        let taken = match &tunnel.encapsulation {
-            Encapsulation::Vxlan { vni, inner_mac } => {
-                self.vxlan_receiver(ns, outer, *vni, *inner_mac)
-            }
-            Encapsulation::Ipip => self.ipip_receiver(ns, outer),
+        let taken = if self.graph[hop].assumed {
+            self.intended_tunnel_device(ns, hop, outer, tunnel)
+        } else {
+            let device = match &tunnel.encapsulation {
+                Encapsulation::Vxlan { vni, inner_mac } => {
+                    self.vxlan_receiver(ns, outer, *vni, *inner_mac)
+                }
+                Encapsulation::Ipip => self.ipip_receiver(ns, outer),
+            };
+            device.map(|device| device.ifname.clone())
         };
         let device = match taken {
             Ok(device) => device,
@@ -1390,15 +1452,15 @@ impl<'s> Walker<'s, '_> {
         self.step(
             hop,
             Step::Decapsulated {
-                device: device.ifname.clone(),
+                device: device.clone(),
                 inner: tunnel.inner.to_string(),
             },
         );
-        self.process(
+        self.enter(
             ns,
             hop,
             tunnel.inner.clone(),
-            Arrival::Received(device.ifname.clone()),
+            Arrival::Received(device),
             branch,
         );
     }
@@ -1412,19 +1474,14 @@ impl<'s> Walker<'s, '_> {
         vni: u32,
         inner_mac: Option<MacAddr>,
     ) -> Result<&'s Device, Stop> {
-        let device = self
-            .topology
-            .links(ns)
-            .into_iter()
-            .flatten()
-            .find(|link| match link.kind() {
-                Some(DeviceKind::Vxlan(info)) => {
-                    info.id == vni
-                        && info.port == outer.dport
-                        && info.local.is_none_or(|local| local == outer.dst)
-                }
-                _ => false,
-            });
+        let device = self.topology.links(ns).find(|link| match link.kind() {
+            Some(DeviceKind::Vxlan(info)) => {
+                info.id == vni
+                    && info.port == outer.dport
+                    && info.local.is_none_or(|local| local == outer.dst)
+            }
+            _ => false,
+        });
         let Some(device) = device else {
             return Err(Stop {
                 disposition: Disposition::NoListener,
@@ -1468,8 +1525,6 @@ impl<'s> Walker<'s, '_> {
         let candidates: Vec<(&'s Device, u8)> = self
             .topology
             .links(ns)
-            .into_iter()
-            .flatten()
             .filter_map(|link| match link.kind() {
                 Some(DeviceKind::Ipip(info)) => {
                     let remote = matches(info.remote, outer.src)?;
@@ -2004,47 +2059,25 @@ impl<'s> Walker<'s, '_> {
                 ),
             );
         };
-        let encapsulation = Encapsulation::Vxlan {
-            vni: info.id,
-            inner_mac: Some(mac),
-        };
-        // Measured in the lab: with `df unset` (flannel's) an outer packet
-        // too large for the underlay is fragmented and reassembled by the
-        // remote node, and the pods' flow still works.
-        let df = |inner: Size| match info.df {
-            Some(VxlanDf::Set) => true,
-            Some(VxlanDf::Inherit) => inner.df,
-            Some(VxlanDf::Unset) | None => false,
-        };
-        let outer = Packet {
+        let header = TunnelHeader {
+            encapsulation: Encapsulation::Vxlan {
+                vni: info.id,
+                inner_mac: Some(mac),
+            },
+            device: device.ifname.clone(),
             src: info.local,
             dst: vtep,
-            protocol: Protocol::Udp,
-            sport: Some(EPHEMERAL_PORT),
-            dport: Some(port),
-            // Each VXLAN datagram is a packet of its own to netfilter.
-            reply: false,
-            mark: 0,
-            size: packet.size.map(|inner| Size {
-                bytes: inner.bytes.saturating_add(encapsulation.overhead()),
-                df: df(inner),
-                ..inner
-            }),
-            tunnel: Some(Box::new(Tunnelled {
-                encapsulation,
-                device: device.ifname.clone(),
-                inner: packet,
-            })),
-        };
-        self.step(
-            hop,
-            Step::Encapsulated {
-                device: device.ifname.clone(),
-                outer: outer.to_string(),
+            udp_port: Some(port),
+            // Measured in the lab: with `df unset` (flannel's) an outer
+            // packet too large for the underlay is fragmented and reassembled
+            // by the remote node, and the pods' flow still works.
+            df: match info.df {
+                Some(VxlanDf::Set) => Some(true),
+                Some(VxlanDf::Inherit) => None,
+                Some(VxlanDf::Unset) | None => Some(false),
             },
-        );
-        // The VXLAN driver routes the outer packet like a locally generated one.
-        self.process(ns, hop, outer, Arrival::Local, branch);
+        };
+        self.encapsulate(ns, hop, packet, header, branch);
     }
 
     /// IPIP: the packet leaves inside an IPv4 header (protocol 4) for the
@@ -2076,33 +2109,64 @@ impl<'s> Walker<'s, '_> {
             TunnelEndpoint::Address(local) => Some(local),
             TunnelEndpoint::Any => None,
         };
-        let encapsulation = Encapsulation::Ipip;
-        let outer = Packet {
+        let header = TunnelHeader {
+            encapsulation: Encapsulation::Ipip,
+            device: device.ifname.clone(),
             src: local,
             dst: remote,
-            protocol: packet.protocol,
-            sport: None,
-            dport: None,
+            udp_port: None,
+            df: None,
+        };
+        self.encapsulate(ns, hop, packet, header, branch);
+    }
+
+    /// Puts the packet into a tunnel: the outer packet, as long as the inner
+    /// one and the tunnel's overhead, is recorded and sent on. A tunnel
+    /// device routes it like a packet generated in its namespace; at an
+    /// assumed hop it goes to the node holding the tunnel's far end.
+    fn encapsulate(
+        &mut self,
+        ns: &NetnsId,
+        hop: NodeIndex,
+        packet: Packet,
+        header: TunnelHeader,
+        branch: Branch,
+    ) {
+        let encapsulation = header.encapsulation;
+        let outer = Packet {
+            src: header.src,
+            dst: header.dst,
+            protocol: match encapsulation {
+                Encapsulation::Vxlan { .. } => Protocol::Udp,
+                Encapsulation::Ipip => packet.protocol,
+            },
+            sport: header.udp_port.map(|_| EPHEMERAL_PORT),
+            dport: header.udp_port,
+            // Each tunnel packet is a packet of its own to netfilter.
             reply: false,
             mark: 0,
             size: packet.size.map(|inner| Size {
                 bytes: inner.bytes.saturating_add(encapsulation.overhead()),
+                df: header.df.unwrap_or(inner.df),
                 ..inner
             }),
             tunnel: Some(Box::new(Tunnelled {
                 encapsulation,
-                device: device.ifname.clone(),
+                device: header.device.clone(),
                 inner: packet,
             })),
         };
         self.step(
             hop,
             Step::Encapsulated {
-                device: device.ifname.clone(),
+                device: header.device,
                 outer: outer.to_string(),
             },
         );
-        self.process(ns, hop, outer, Arrival::Local, branch);
+        if self.graph[hop].assumed {
+            return self.send_tunnelled_assumed(ns, hop, outer, branch);
+        }
+        self.enter(ns, hop, outer, Arrival::Local, branch);
     }
 
     /// A bridge device of this namespace: the frame goes to the port behind
@@ -2185,12 +2249,7 @@ impl<'s> Walker<'s, '_> {
                 unknown.join(", ")
             );
             let evidence = self.file(ns, "ip-link.json");
-            let stop = Stop {
-                disposition: Disposition::InsufficientInfo,
-                id: "snapshot.missing",
-                reason,
-                evidence,
-            };
+            let stop = Stop::unknown("snapshot.missing", reason, evidence);
             return self.stop(hop, branch, stop);
         }
         let reason = format!(
@@ -2480,15 +2539,14 @@ impl<'s> Walker<'s, '_> {
                 "it has no route to {next_hop} ({})",
                 error.as_str()
             )),
-            LookupOutcome::Unknown { reason } => Err(ProxyArpRefusal::Unknown(Stop {
-                disposition: Disposition::InsufficientInfo,
-                id: "kernel.route.unknown",
-                reason: format!(
+            LookupOutcome::Unknown { reason } => Err(ProxyArpRefusal::Unknown(Stop::unknown(
+                "kernel.route.unknown",
+                format!(
                     "whether {} answers ARP for {next_hop} by proxy is not known: {reason}",
                     hop_id(peer_ns)
                 ),
-                evidence: self.file(peer_ns, "ip-route.json"),
-            })),
+                self.file(peer_ns, "ip-route.json"),
+            ))),
         }
     }
 
@@ -2552,24 +2610,22 @@ impl<'s> Walker<'s, '_> {
                 outcomes.len(),
                 hop_id(ns)
             );
-            return Some(Stop {
-                disposition: Disposition::InsufficientInfo,
-                id: "engine.bridge.branches",
+            return Some(Stop::unknown(
+                "engine.bridge.branches",
                 reason,
-                evidence: self.file(ns, "iptables-save.txt"),
-            });
+                self.file(ns, "iptables-save.txt"),
+            ));
         };
         match &outcome.verdict {
             Verdict::Drop | Verdict::Reject { .. } => {
                 let what = format!("the bridged packet ({bridge}: {in_port} -> {out_port})");
                 Some(self.denial(ns, hop, outcome, &what))
             }
-            Verdict::Unknown { reason } => Some(Stop {
-                disposition: Disposition::InsufficientInfo,
-                id: "kernel.netfilter.unknown",
-                reason: reason.clone(),
-                evidence: self.file(ns, "iptables-save.txt"),
-            }),
+            Verdict::Unknown { reason } => Some(Stop::unknown(
+                "kernel.netfilter.unknown",
+                reason.clone(),
+                self.file(ns, "iptables-save.txt"),
+            )),
             Verdict::Accept | Verdict::Unroutable { .. } => {
                 self.record_translations(ns, hop, outcome, branch);
                 packet.take_addresses(&outcome.packet);
@@ -2825,19 +2881,17 @@ impl<'s> Walker<'s, '_> {
 
     /// A stop for want of a dump file.
     fn missing(&self, ns: &NetnsId, what: &str, to_do: &str) -> Stop {
-        Stop {
-            disposition: Disposition::InsufficientInfo,
-            id: "snapshot.missing",
-            reason: format!(
+        Stop::unknown(
+            "snapshot.missing",
+            format!(
                 "the snapshot lacks {what} for {}, needed to {to_do}",
                 hop_id(ns)
             ),
-            evidence: self
-                .snapshot
+            self.snapshot
                 .namespaces
                 .get(ns)
                 .map_or_else(|| hop_id(ns), |e| e.dir.display().to_string()),
-        }
+        )
     }
 
     /// Records a step; every step of an assumed hop is assumed.

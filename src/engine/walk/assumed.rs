@@ -20,8 +20,8 @@ use std::sync::Arc;
 use petgraph::graph::NodeIndex;
 
 use super::{
-    Arrival, Branch, Encapsulation as Encapsulated, Origin, Packet, Size, Stop, Tunnelled,
-    UndoPhase, Walker, hop_id,
+    Branch, Encapsulation as Encapsulated, Packet, Stop, TunnelHeader, Tunnelled, UndoPhase,
+    Walker, hop_id,
 };
 use crate::engine::hooks::{Encapsulation, NextHop, PodInterface, Undecided};
 use crate::engine::intent::convert;
@@ -155,22 +155,16 @@ impl<'s> Walker<'s, '_> {
         });
     }
 
-    /// The packet is in a namespace the snapshot lacks.
+    /// The packet is in a namespace the snapshot lacks, arrived on
+    /// `in_iface` or generated there.
     pub(super) fn process_assumed(
         &mut self,
         ns: &NetnsId,
         hop: NodeIndex,
-        mut packet: Packet,
-        arrival: Arrival,
-        mut branch: Branch,
+        packet: Packet,
+        in_iface: Option<&str>,
+        branch: Branch,
     ) {
-        if let Some(stop) = self.arrive_in(ns, hop, &mut packet, &arrival, &mut branch) {
-            return self.stop(hop, branch, stop);
-        }
-        let in_iface = match &arrival {
-            Arrival::Received(interface) => Some(interface.as_str()),
-            Arrival::Local => None,
-        };
         // A service proxy translates in PREROUTING (OUTPUT for the node's
         // own packets), before the node takes a packet for itself (NodePorts).
         if matches!(ns, NetnsId::Host { .. }) && !branch.reply && packet.tunnel.is_none() {
@@ -239,8 +233,10 @@ impl<'s> Walker<'s, '_> {
         in_iface: Option<&str>,
         branch: Branch,
     ) {
-        if in_iface.is_some() && self.holds(ns, packet.dst) {
-            return self.deliver_assumed(ns, hop, packet, branch);
+        if let Some(iif) = in_iface
+            && self.holds(ns, packet.dst)
+        {
+            return self.deliver(ns, hop, packet, iif, branch);
         }
         self.route_assumed(ns, hop, packet, in_iface, branch)
     }
@@ -259,21 +255,7 @@ impl<'s> Walker<'s, '_> {
             return self.stop(hop, branch, stop);
         };
         if in_iface.is_none() {
-            self.step(
-                hop,
-                Step::Sent {
-                    packet: packet.to_string(),
-                },
-            );
-            if branch.origin.is_none() {
-                branch.origin = Some(Origin {
-                    ns: ns.clone(),
-                    address: src,
-                    port: packet.sport,
-                    target: packet.dst,
-                    target_port: packet.dport,
-                });
-            }
+            self.sent(ns, hop, &packet, &mut branch);
         }
         if branch.reply {
             self.undo_nat(ns, hop, &mut packet, &branch, UndoPhase::AfterRouting);
@@ -394,12 +376,7 @@ impl<'s> Walker<'s, '_> {
                     hop_id(ns),
                     next.device()
                 );
-                let stop = Stop {
-                    disposition: Disposition::InsufficientInfo,
-                    id: "engine.intent.unreachable",
-                    reason,
-                    evidence: self.cni_evidence(),
-                };
+                let stop = Stop::unknown("engine.intent.unreachable", reason, self.cni_evidence());
                 self.stop(hop, branch, stop)
             }
             Holder::Outside => self.leave_cluster(hop, &next.device(), packet, branch),
@@ -461,14 +438,14 @@ impl<'s> Walker<'s, '_> {
         encapsulation: Encapsulation,
         branch: Branch,
     ) {
-        let NetnsId::Host { node } = ns else {
+        if matches!(ns, NetnsId::Pod { .. }) {
             let reason = format!(
                 "pack {} tunnels from pod {}: only nodes tunnel here",
                 self.cni_name(),
                 hop_id(ns)
             );
             return self.stop(hop, branch, self.unmodelled_tunnel(reason));
-        };
+        }
         let (Some(vni), Some(port), "vxlan") = (
             encapsulation.vni,
             encapsulation.port,
@@ -483,48 +460,46 @@ impl<'s> Walker<'s, '_> {
             );
             return self.stop(hop, branch, self.unmodelled_tunnel(reason));
         };
-        let tunnel = Encapsulated::Vxlan {
-            vni,
-            inner_mac: encapsulation.mac,
-        };
-        let outer = Packet {
+        let header = TunnelHeader {
+            encapsulation: Encapsulated::Vxlan {
+                vni,
+                inner_mac: encapsulation.mac,
+            },
+            device: encapsulation.dev,
             src: Some(encapsulation.outer_src),
             dst: encapsulation.outer_dst,
-            protocol: Protocol::Udp,
-            sport: Some(super::EPHEMERAL_PORT),
-            dport: Some(port),
-            reply: false,
-            mark: 0,
+            udp_port: Some(port),
             // The pack does not say how its device sets DF on the outer
             // packet: the inner packet's is kept.
-            size: packet.size.map(|inner| Size {
-                bytes: inner.bytes.saturating_add(tunnel.overhead()),
-                ..inner
-            }),
-            tunnel: Some(Box::new(Tunnelled {
-                encapsulation: tunnel,
-                device: encapsulation.dev.clone(),
-                inner: packet,
-            })),
+            df: None,
         };
-        self.step(
-            hop,
-            Step::Encapsulated {
-                device: encapsulation.dev.clone(),
-                outer: outer.to_string(),
-            },
-        );
-        match self.holder(node, outer.dst) {
-            Holder::Node(remote) => self.enter_node(
-                hop,
-                LinkKind::Underlay,
-                &holding(encapsulation.outer_src),
-                &remote,
-                outer.dst,
-                None,
-                outer,
-                branch,
-            ),
+        self.encapsulate(ns, hop, packet, header, branch);
+    }
+
+    /// A tunnel's outer packet leaves an assumed node for the node holding
+    /// its far end.
+    pub(super) fn send_tunnelled_assumed(
+        &mut self,
+        ns: &NetnsId,
+        hop: NodeIndex,
+        outer: Packet,
+        branch: Branch,
+    ) {
+        match self.holder(ns.node(), outer.dst) {
+            Holder::Node(remote) => {
+                let from = outer.src.map_or_else(|| unnamed("device"), holding);
+                let target = outer.dst;
+                self.enter_node(
+                    hop,
+                    LinkKind::Underlay,
+                    &from,
+                    &remote,
+                    target,
+                    None,
+                    outer,
+                    branch,
+                )
+            }
             Holder::LocalPod(_) | Holder::Elsewhere(_) | Holder::Outside => {
                 let reason = format!(
                     "pack {} tunnels to {}, which no node of the cluster holds",
@@ -538,22 +513,17 @@ impl<'s> Walker<'s, '_> {
 
     /// A tunnel the CNI intends that the walker cannot follow.
     fn unmodelled_tunnel(&self, reason: String) -> Stop {
-        Stop {
-            disposition: Disposition::InsufficientInfo,
-            id: "engine.tunnel.unmodelled",
-            reason,
-            evidence: self.cni_evidence(),
-        }
+        Stop::unknown("engine.tunnel.unmodelled", reason, self.cni_evidence())
     }
 
-    /// A packet for an address of an assumed namespace.
-    fn deliver_assumed(&mut self, ns: &NetnsId, hop: NodeIndex, packet: Packet, branch: Branch) {
-        if let Some(tunnel) = &packet.tunnel {
-            return self.decapsulate_assumed(ns, hop, &packet, tunnel, branch);
-        }
-        if branch.reply {
-            return self.reply_arrived(ns, hop, &packet, branch);
-        }
+    /// A request for a socket of an assumed namespace.
+    pub(super) fn deliver_assumed(
+        &mut self,
+        ns: &NetnsId,
+        hop: NodeIndex,
+        packet: Packet,
+        branch: Branch,
+    ) {
         self.delivering(hop);
         let delivery = match ns {
             NetnsId::Pod {
@@ -577,12 +547,7 @@ impl<'s> Walker<'s, '_> {
                 self.answer(ns, hop, &packet, branch);
             }
             Err(reason) => {
-                let stop = Stop {
-                    disposition: Disposition::InsufficientInfo,
-                    id: "snapshot.missing",
-                    reason,
-                    evidence: self.file(ns, "ss.txt"),
-                };
+                let stop = Stop::unknown("snapshot.missing", reason, self.file(ns, "ss.txt"));
                 self.stop(hop, branch, stop)
             }
         }
@@ -628,17 +593,16 @@ impl<'s> Walker<'s, '_> {
         }
     }
 
-    /// A tunnel packet reached an assumed node: the CNI's device for that
-    /// tunnel takes it — the device the CNI would send the answer back by,
-    /// if its kind, VNI and port are the packet's.
-    fn decapsulate_assumed(
+    /// The device that takes a tunnel packet at an assumed node: the CNI's
+    /// device for that tunnel — the one the CNI would send the answer back
+    /// by, if its kind, VNI and port are the packet's.
+    pub(super) fn intended_tunnel_device(
         &mut self,
         ns: &NetnsId,
         hop: NodeIndex,
         outer: &Packet,
         tunnel: &Tunnelled,
-        branch: Branch,
-    ) {
+    ) -> Result<String, Stop> {
         let mut back = tunnel.inner.clone();
         back.src = Some(tunnel.inner.dst);
         back.dst = tunnel.inner.src.unwrap_or(outer.src.unwrap_or(outer.dst));
@@ -656,9 +620,9 @@ impl<'s> Walker<'s, '_> {
             ),
             Encapsulated::Ipip => "IPIP".to_string(),
         };
-        let device = match self.intent.encapsulation(&scope) {
-            Err(undecided) => return self.undecided(hop, branch, undecided),
-            Ok(Some(e)) if intends(&e) => e.dev,
+        match self.intent.encapsulation(&scope) {
+            Err(undecided) => Err(self.undecided_stop(hop, undecided)),
+            Ok(Some(e)) if intends(&e) => Ok(e.dev),
             Ok(_) => {
                 let reason = format!(
                     "pack {}'s intent for {} has no device that takes {}",
@@ -666,29 +630,13 @@ impl<'s> Walker<'s, '_> {
                     hop_id(ns),
                     wanted
                 );
-                let stop = Stop {
-                    disposition: Disposition::InsufficientInfo,
-                    id: "snapshot.missing",
+                Err(Stop::unknown(
+                    "snapshot.missing",
                     reason,
-                    evidence: self.cni_evidence(),
-                };
-                return self.stop(hop, branch, stop);
+                    self.cni_evidence(),
+                ))
             }
-        };
-        self.step(
-            hop,
-            Step::Decapsulated {
-                device: device.clone(),
-                inner: tunnel.inner.to_string(),
-            },
-        );
-        self.process_assumed(
-            ns,
-            hop,
-            tunnel.inner.clone(),
-            Arrival::Received(device),
-            branch,
-        );
+        }
     }
 
     /// Who holds `address`, seen from node `node`: a pod of that node, a
@@ -762,8 +710,7 @@ impl<'s> Walker<'s, '_> {
     /// The veth of a pod whose dump the snapshot has.
     fn pod_veth(&self, pod: &NetnsId) -> Option<String> {
         self.topology
-            .links(pod)?
-            .iter()
+            .links(pod)
             .find(|link| link.link_index.is_some())
             .map(|link| link.ifname.clone())
     }
@@ -811,21 +758,27 @@ impl<'s> Walker<'s, '_> {
 
     /// The CNI pack has no opinion about the packet: nothing can be said.
     fn no_opinion(&self, ns: &NetnsId, hook: &str, packet: &Packet) -> Stop {
-        Stop {
-            disposition: Disposition::InsufficientInfo,
-            id: "snapshot.missing",
-            reason: format!(
+        Stop::unknown(
+            "snapshot.missing",
+            format!(
                 "the snapshot has no dump of {}, and pack {}'s {hook} has no opinion about {packet}",
                 hop_id(ns),
                 self.cni_name()
             ),
-            evidence: self.cni_evidence(),
-        }
+            self.cni_evidence(),
+        )
     }
 
     /// A hook gave no usable answer: its pack's finding (or what was wrong
     /// with the answer) is reported and the path ends there.
     fn undecided(&mut self, hop: NodeIndex, branch: Branch, undecided: Undecided) {
+        let stop = self.undecided_stop(hop, undecided);
+        self.stop(hop, branch, stop)
+    }
+
+    /// The stop for a hook without a usable answer, its pack's finding
+    /// reported.
+    fn undecided_stop(&mut self, hop: NodeIndex, undecided: Undecided) -> Stop {
         let hop_name = self.graph[hop].id.clone();
         let (reason, evidence) = match undecided {
             Undecided::Pack(finding) => {
@@ -844,13 +797,7 @@ impl<'s> Walker<'s, '_> {
                 self.cni_evidence(),
             ),
         };
-        let stop = Stop {
-            disposition: Disposition::InsufficientInfo,
-            id: "engine.hook.undecided",
-            reason,
-            evidence,
-        };
-        self.stop(hop, branch, stop)
+        Stop::unknown("engine.hook.undecided", reason, evidence)
     }
 
     /// Says once per namespace that what happens there is assumed, and on
