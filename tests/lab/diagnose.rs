@@ -42,7 +42,8 @@ struct Fault {
 struct MtuCase {
     /// `Some`: skoop walks packets of this size (`--size`) and the kernel
     /// pings with DF at that size (`ping -M do`). `None`: the kernel makes a
-    /// TCP transfer of [`BULK_BYTES`] and skoop walks without `--size`.
+    /// TCP transfer of [`BULK_BYTES`] to the case's port of the destination
+    /// pod and skoop walks the same flow without `--size`.
     size: Option<PacketSize>,
     /// A warning finding the diagnosis must carry.
     warns: Option<&'static str>,
@@ -50,9 +51,6 @@ struct MtuCase {
 
 /// The size of the TCP transfer of a bulk case: hundreds of full-size segments.
 const BULK_BYTES: usize = 400_000;
-/// Where a bulk case's one-shot receiver listens (the pods' own listener
-/// discards what it reads, so it cannot count).
-const BULK_PORT: &str = "9000";
 
 /// The flow every case checks: the first pod of node-1 to the last pod of node-2.
 fn endpoints(cluster: &Cluster) -> (&Pod, &Pod) {
@@ -907,6 +905,19 @@ const CALICO_BGP_FAULTS: &[Fault] = &[Fault {
 /// The cases of the Calico VXLAN lab only.
 const CALICO_VXLAN_FAULTS: &[Fault] = &[
     Fault {
+        name: "pods at 1500 over vxlan.calico at 1450: a TCP transfer (path MTU discovery)",
+        inject: |c| pods_at_mtu(c, 1500),
+        blamed: None,
+        expected: Disposition::Delivered,
+        protocol: Protocol::Tcp,
+        port: Some(8080),
+        to_service: false,
+        mtu: Some(MtuCase {
+            size: None,
+            warns: Some("kernel.mtu.path"),
+        }),
+    },
+    Fault {
         name: "pods at 1500 over vxlan.calico at 1450: a DF ping of the pods' MTU",
         inject: |c| pods_at_mtu(c, 1500),
         blamed: Some("node-1"),
@@ -1069,9 +1080,25 @@ fn destination(cluster: &Cluster, to: &Pod, peer: Peer, fault: &Fault) -> String
 }
 
 /// What the kernel says: does the flow work?
-fn kernel_delivers(from: &Pod, to: &Pod, ip: &str, fault: &Fault) -> bool {
+fn kernel_delivers(
+    lab: &mut Lab,
+    cluster: &Cluster,
+    (from, to): (&Pod, &Pod),
+    ip: &str,
+    fault: &Fault,
+) -> bool {
     match &fault.mtu {
-        Some(MtuCase { size: None, .. }) => return transfers(from, to, ip),
+        Some(MtuCase { size: None, .. }) => {
+            assert!(
+                !fault.to_service,
+                "{}: a transfer goes to the destination pod itself",
+                fault.name
+            );
+            let port = fault.port.expect("a transfer case has a port");
+            // The pod's own listener discards what it reads: a one-shot
+            // receiver that counts takes its place on the port skoop walks.
+            return cluster.without_listener(lab, to, || transfers(from, to, ip, port));
+        }
         Some(MtuCase {
             size: Some(size), ..
         }) => {
@@ -1103,15 +1130,15 @@ fn interface_mtu(pod: &Pod) -> u32 {
 }
 
 /// Whether a TCP transfer of [`BULK_BYTES`] from `from` arrives whole at a
-/// one-shot receiver in `to`.
-fn transfers(from: &Pod, to: &Pod, ip: &str) -> bool {
+/// one-shot receiver on `port` in `to`.
+fn transfers(from: &Pod, to: &Pod, ip: &str, port: u16) -> bool {
     let receiver = to.ns.clone();
     let counted = std::thread::spawn(move || {
-        let count = format!("nc -l {BULK_PORT} | wc -c");
+        let count = format!("nc -l {port} | wc -c");
         receiver.exec(&["timeout", "10", "sh", "-c", &count])
     });
     std::thread::sleep(std::time::Duration::from_millis(300));
-    let send = format!("head -c {BULK_BYTES} /dev/zero | nc -N -w 3 {ip} {BULK_PORT}");
+    let send = format!("head -c {BULK_BYTES} /dev/zero | nc -N -w 3 {ip} {port}");
     from.ns.exec(&["timeout", "8", "sh", "-c", &send]);
     let counted = counted.join().expect("the receiver thread");
     String::from_utf8_lossy(&counted.stdout).trim() == BULK_BYTES.to_string()
@@ -1167,7 +1194,7 @@ fn run_case(cni: &dyn Cni, peer: Peer, fault: &Fault) -> Option<Row> {
     (fault.inject)(&cluster);
     let (from, to) = endpoints(&cluster);
     let ip = destination(&cluster, to, peer, fault);
-    let kernel = kernel_delivers(from, to, &ip, fault);
+    let kernel = kernel_delivers(&mut lab, &cluster, (from, to), &ip, fault);
 
     let dir = tempfile::tempdir().expect("temp dir");
     snapshot::collect(&cluster, cni, dir.path());
