@@ -51,6 +51,9 @@ struct MtuCase {
 
 /// The size of the TCP transfer of a bulk case: hundreds of full-size segments.
 const BULK_BYTES: usize = 400_000;
+/// The finding that says a transfer stalls: full-size packets are lost and
+/// nothing tells the sender.
+const BLACK_HOLE: &str = "kernel.mtu.black-hole";
 
 /// The flow every case checks: the first pod of node-1 to the last pod of node-2.
 fn endpoints(cluster: &Cluster) -> (&Pod, &Pod) {
@@ -931,6 +934,39 @@ const CALICO_VXLAN_FAULTS: &[Fault] = &[
         }),
     },
     Fault {
+        name: "pods at 1500 over vxlan.calico at 1450, node-1 dropping the ICMP destination-unreachable it sends: a TCP transfer (a black hole)",
+        inject: |c| {
+            pods_at_mtu(c, 1500);
+            // A common hardening rule (no port-unreachable for scans), which
+            // takes fragmentation-needed with it.
+            node_run(
+                c,
+                0,
+                &[
+                    "iptables",
+                    "-I",
+                    "OUTPUT",
+                    "1",
+                    "-p",
+                    "icmp",
+                    "--icmp-type",
+                    "destination-unreachable",
+                    "-j",
+                    "DROP",
+                ],
+            );
+        },
+        blamed: None,
+        expected: Disposition::Delivered,
+        protocol: Protocol::Tcp,
+        port: Some(8080),
+        to_service: false,
+        mtu: Some(MtuCase {
+            size: None,
+            warns: None,
+        }),
+    },
+    Fault {
         name: "vxlan.calico neighbour entry missing on node-1",
         inject: |c| {
             let vtep = calico::vtep_ip(&c.nodes[1]).to_string();
@@ -1247,8 +1283,18 @@ fn run_case(cni: &dyn Cni, peer: Peer, fault: &Fault) -> Option<Row> {
         .collect::<Vec<_>>()
         .join(", ");
     let disposition = diagnosis.disposition();
+    // A transfer stalls where full-size packets vanish unannounced, though
+    // the small packet walked (the connection's first) is delivered.
+    let black_hole = diagnosis
+        .findings
+        .iter()
+        .find(|f| f.id == BLACK_HOLE)
+        .filter(|_| fault.mtu.as_ref().is_some_and(|mtu| mtu.size.is_none()));
     let (skoop_delivers, detail) = match peer {
-        Peer::Cluster => (disposition == Disposition::Delivered, None),
+        Peer::Cluster => (
+            disposition == Disposition::Delivered && black_hole.is_none(),
+            black_hole.map(|f| format!("{BLACK_HOLE} at {}", f.hop)),
+        ),
         Peer::Outside => {
             let sources = sources_leaving(&diagnosis);
             let node_ips: Vec<std::net::IpAddr> =
@@ -1405,7 +1451,8 @@ fn accuracy_table(rows: &[Row]) -> String {
          (10.96.0.100:80, four backends on both nodes) where the fault says so. *Kernel* is what a real TCP\n\
          connect (`nc -z`) or ping between the namespaces did; for a DF ping of a size, `ping -M do` of\n\
          that size (skoop given the same `--size`); for a TCP transfer, 400 KB sent with `nc` arriving\n\
-         whole (skoop without `--size`, warning where full-size packets do not fit). *skoop* is the\n\
+         whole (skoop without `--size`, warning where full-size packets do not fit; the transfer works\n\
+         for skoop when the path is delivered and has no `kernel.mtu.black-hole`). *skoop* is the\n\
          diagnosis of a snapshot collected right after with `skoop collect local`. *Blamed* is the hop\n\
          of the fatal finding.\n\n\
          A flow to the host outside the cluster (198.51.100.10, behind the underlay's router, which like\n\
