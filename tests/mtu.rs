@@ -131,20 +131,26 @@ fn without_size_a_path_smaller_than_the_source_interface_is_a_warning() {
     );
 }
 
-#[test]
-fn a_node_dropping_the_frag_needed_it_sends_is_a_black_hole_naming_the_rule() {
-    let dir = pods_at_1500();
-    // A hardening rule against port scans takes fragmentation-needed with it.
-    let rules = dir.path().join(NODE_1).join("iptables-save.txt");
+/// Puts `rule` first in node-1's filter OUTPUT chain; returns its line.
+fn first_in_node_1_output(dir: &std::path::Path, rule: &str) -> usize {
+    let rules = dir.join(NODE_1).join("iptables-save.txt");
     let text = std::fs::read_to_string(&rules).expect("node-1's rules");
-    let drop = "-A OUTPUT -p icmp -m icmp --icmp-type 3 -j DROP";
     let first_output = text.find("-A OUTPUT").expect("an OUTPUT rule");
     let line = text[..first_output].lines().count() + 1;
     std::fs::write(
         &rules,
-        format!("{}{drop}\n{}", &text[..first_output], &text[first_output..]),
+        format!("{}{rule}\n{}", &text[..first_output], &text[first_output..]),
     )
     .expect("write node-1's rules");
+    line
+}
+
+#[test]
+fn a_node_dropping_the_frag_needed_it_sends_is_a_black_hole_naming_the_rule() {
+    let dir = pods_at_1500();
+    // A hardening rule against port scans takes fragmentation-needed with it.
+    let drop = "-A OUTPUT -p icmp -m icmp --icmp-type 3 -j DROP";
+    let line = first_in_node_1_output(dir.path(), drop);
     let diagnosis = web_0_to_web_3(dir.path());
     // The connection's small packets pass; its full-size ones vanish.
     assert_eq!(diagnosis.disposition(), Disposition::Delivered);
@@ -168,6 +174,28 @@ fn a_node_dropping_the_frag_needed_it_sends_is_a_black_hole_naming_the_rule() {
             .ends_with(&format!("iptables-save.txt:{line}: {drop}")),
         "{}",
         finding.evidence
+    );
+}
+
+#[test]
+fn a_frag_needed_dropped_on_some_netfilter_branches_only_is_not_called_a_black_hole() {
+    let dir = pods_at_1500();
+    first_in_node_1_output(
+        dir.path(),
+        "-A OUTPUT -p icmp -m statistic --mode random --probability 0.5 -j DROP",
+    );
+    let diagnosis = web_0_to_web_3(dir.path());
+    assert!(with_id(&diagnosis, "kernel.mtu.black-hole").is_empty());
+    let finding = the_one(&diagnosis, "kernel.mtu.path", "node-1", Severity::Warning);
+    assert!(
+        finding
+            .message
+            .contains("whether it leaves node-1 is not known: it leaves on 1 of its 2 ways")
+            && finding
+                .message
+                .contains("whether TCP recovers by path MTU discovery depends on that error"),
+        "{}",
+        finding.message
     );
 }
 

@@ -792,11 +792,7 @@ impl<'s> Walker<'s, '_> {
         } else {
             "rejects"
         };
-        let rules_file = self.file(ns, "iptables-save.txt");
-        let evidence = match line {
-            Some(line) => format!("{rules_file}:{line}: {text}"),
-            None => format!("{rules_file}: {text}"),
-        };
+        let evidence = self.rule_evidence(ns, line, &text);
         Stop {
             disposition: Disposition::DeniedByNetfilter,
             id: "kernel.netfilter.denied",
@@ -1856,13 +1852,16 @@ impl<'s> Walker<'s, '_> {
             LookupOutcome::Unknown { reason } => return ErrorOut::Unknown { reason },
         };
         let context = self.netfilter_context(ns, fib);
-        let mut leaves = None;
+        // Every multipath way and netfilter branch: the error leaves only if
+        // all let it, and is stopped only if all stop it.
+        let mut ways = Vec::new();
         for path in paths {
             let Some(src) = path.prefsrc else {
-                return ErrorOut::Stopped {
+                ways.push(ErrorOut::Stopped {
                     reason: "it has no address to be sent from".to_string(),
                     evidence: self.file(ns, "ip-addr.json"),
-                };
+                });
+                continue;
             };
             let mut error = netfilter::Packet::new(src, sender, IpProtocol::ICMP);
             error.icmp = Some((ICMP_DEST_UNREACHABLE, ICMP_FRAG_NEEDED));
@@ -1871,38 +1870,61 @@ impl<'s> Walker<'s, '_> {
             error.out_iface = path.dev.clone();
             error.ct_nat = Some(nat);
             for outcome in netfilter.traverse(PacketPath::Output, error, &context) {
-                match &outcome.verdict {
-                    Verdict::Accept => {}
-                    Verdict::Drop | Verdict::Reject { .. } => {
+                ways.push(match &outcome.verdict {
+                    Verdict::Accept => ErrorOut::Leaves {
+                        src,
+                        dev: path.dev.clone().unwrap_or_default(),
+                    },
+                    verdict @ (Verdict::Drop | Verdict::Reject { .. }) => {
                         let (decision, line, text) = deciding_rule(&outcome.trace);
-                        let rules_file = self.file(ns, "iptables-save.txt");
-                        let evidence = match line {
-                            Some(line) => format!("{rules_file}:{line}: {text}"),
-                            None => format!("{rules_file}: {text}"),
+                        let verb = match verdict {
+                            Verdict::Drop => "drops",
+                            _ => "rejects",
                         };
-                        let reason = format!("its netfilter drops it: {decision}");
-                        return ErrorOut::Stopped { reason, evidence };
+                        ErrorOut::Stopped {
+                            reason: format!("its netfilter {verb} it: {decision}"),
+                            evidence: self.rule_evidence(ns, line, &text),
+                        }
                     }
-                    Verdict::Unroutable { error } => {
-                        return ErrorOut::Stopped {
-                            reason: format!("rerouted after OUTPUT, it has no route: {error}"),
-                            evidence: self.file(ns, "ip-route.json"),
-                        };
-                    }
-                    Verdict::Unknown { reason } => {
-                        return ErrorOut::Unknown {
-                            reason: reason.clone(),
-                        };
-                    }
-                }
+                    Verdict::Unroutable { error } => ErrorOut::Stopped {
+                        reason: format!("rerouted after OUTPUT, it has no route: {error}"),
+                        evidence: self.file(ns, "ip-route.json"),
+                    },
+                    Verdict::Unknown { reason } => ErrorOut::Unknown {
+                        reason: reason.clone(),
+                    },
+                });
             }
-            leaves.get_or_insert((src, path.dev.unwrap_or_default()));
         }
-        match leaves {
-            Some((src, dev)) => ErrorOut::Leaves { src, dev },
-            None => ErrorOut::Unknown {
+        let kind = |way: &ErrorOut| std::mem::discriminant(way);
+        let leaving = ways
+            .iter()
+            .filter(|way| matches!(way, ErrorOut::Leaves { .. }))
+            .count();
+        let total = ways.len();
+        let alike = ways.windows(2).all(|pair| kind(&pair[0]) == kind(&pair[1]));
+        let unknown = ways
+            .iter()
+            .position(|way| matches!(way, ErrorOut::Unknown { .. }));
+        match (alike, unknown) {
+            (true, _) => ways.into_iter().next().unwrap_or(ErrorOut::Unknown {
                 reason: "routing gave it no way out".to_string(),
+            }),
+            (false, Some(first)) => ways.swap_remove(first),
+            (false, None) => ErrorOut::Unknown {
+                reason: format!(
+                    "it leaves on {leaving} of its {total} ways (multipath routes, netfilter branches)"
+                ),
             },
+        }
+    }
+
+    /// A rule's place in the namespace's iptables-save dump, as evidence.
+    fn rule_evidence(&self, ns: &NetnsId, line: Option<usize>, text: &str) -> String {
+        let rules_file = self.file(ns, "iptables-save.txt");
+        match line {
+            Some(line) => format!("{rules_file}:{line}: {text}"),
+            None => format!("{rules_file}: {text}"),
         }
     }
 
