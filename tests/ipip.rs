@@ -6,23 +6,13 @@ mod common;
 
 use std::path::Path;
 
-use common::{copy_snapshot, diagnose, edit_json, load, set_mtu, with_id};
+use common::{copy_snapshot, diagnose, edit_json, load, set_mtu, web_0_to_web_3, with_id};
 use serde_json::json;
 use skoop::engine::{Diagnosis, Disposition, PacketSize, Protocol, Step};
 
 const FIXTURE: &str = "tests/fixtures/flannel-ipip";
 const NODE_1: &str = "nodes/node-1/host";
 const NODE_2: &str = "nodes/node-2/host";
-
-fn connect(dir: &Path) -> Diagnosis {
-    diagnose(
-        &load(dir),
-        "default/web-0",
-        "default/web-3:8080",
-        Protocol::Tcp,
-        None,
-    )
-}
 
 /// The steps of the first visit of `hop`.
 fn steps(diagnosis: &Diagnosis, hop: &str) -> Vec<Step> {
@@ -58,7 +48,7 @@ fn take_down(dir: &Path, node: &str) {
 #[test]
 fn pod_to_pod_across_ipip_is_encapsulated_to_the_remote_node_and_delivered() {
     let dir = copy_snapshot(FIXTURE);
-    let diagnosis = connect(dir.path());
+    let diagnosis = web_0_to_web_3(dir.path());
     assert_eq!(
         diagnosis.disposition(),
         Disposition::Delivered,
@@ -80,7 +70,7 @@ fn pod_to_pod_across_ipip_is_encapsulated_to_the_remote_node_and_delivered() {
 fn an_ipip_device_down_on_the_receiving_node_drops_the_tunnelled_packet() {
     let dir = copy_snapshot(FIXTURE);
     take_down(dir.path(), NODE_2);
-    let diagnosis = connect(dir.path());
+    let diagnosis = web_0_to_web_3(dir.path());
     assert_eq!(diagnosis.disposition(), Disposition::NoListener);
     let [finding] = with_id(&diagnosis, "kernel.ipip.no-device")[..] else {
         panic!("{:#?}", diagnosis.findings)
@@ -97,7 +87,7 @@ fn an_ipip_device_down_on_the_receiving_node_drops_the_tunnelled_packet() {
 fn an_ipip_device_down_on_the_sending_node_takes_its_routes_with_it() {
     let dir = copy_snapshot(FIXTURE);
     take_down(dir.path(), NODE_1);
-    let diagnosis = connect(dir.path());
+    let diagnosis = web_0_to_web_3(dir.path());
     assert_eq!(diagnosis.disposition(), Disposition::ExitsCluster);
     assert_eq!(
         with_id(&diagnosis, "kernel.route.leaves-cluster")[0].hop,
@@ -117,7 +107,7 @@ fn a_node_without_an_ipip_device_cannot_decapsulate() {
     edit_json(&host.join("ip-route.json"), |routes| {
         routes.retain(|r| r["dev"] != "flannel.ipip")
     });
-    let diagnosis = connect(dir.path());
+    let diagnosis = web_0_to_web_3(dir.path());
     assert_eq!(diagnosis.disposition(), Disposition::NoListener);
     let [finding] = with_id(&diagnosis, "kernel.ipip.no-device")[..] else {
         panic!("{:#?}", diagnosis.findings)
@@ -161,7 +151,7 @@ fn a_tunnel_with_a_fixed_remote_needs_no_gateway_and_the_most_specific_device_de
             "local": "any", "ttl": 0, "pmtudisc": true}}}),
         );
     });
-    let diagnosis = connect(dir.path());
+    let diagnosis = web_0_to_web_3(dir.path());
     assert_eq!(
         diagnosis.disposition(),
         Disposition::Delivered,

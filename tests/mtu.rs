@@ -5,13 +5,27 @@
 
 mod common;
 
-use common::{copy_snapshot, diagnose, edit_json, load, set_mtu, with_id};
+use common::{copy_snapshot, diagnose, edit_json, load, set_mtu, web_0_to_web_3, with_id};
 use skoop::engine::{Disposition, PacketSize, Protocol, Severity};
 
 const NODE_1: &str = "nodes/node-1/host";
 const WEB_0: &str = "nodes/node-1/pods/default/web-0";
 /// web-0's veth on node-1.
 const WEB_0_VETH: &str = "veth53842afe";
+
+/// The diagnosis's one finding `id`, which must be at `hop` with `severity`.
+fn the_one<'d>(
+    diagnosis: &'d skoop::engine::Diagnosis,
+    id: &str,
+    hop: &str,
+    severity: Severity,
+) -> &'d skoop::engine::Finding {
+    let [finding] = with_id(diagnosis, id)[..] else {
+        panic!("one {id}: {:#?}", diagnosis.findings)
+    };
+    assert_eq!((finding.hop.as_str(), finding.severity), (hop, severity));
+    finding
+}
 
 fn ping(dir: &std::path::Path, from: &str, size: Option<PacketSize>) -> skoop::engine::Diagnosis {
     diagnose(&load(dir), from, "default/web-3", Protocol::Icmp, size)
@@ -29,12 +43,11 @@ fn a_packet_of_the_pods_mtu_is_delivered_and_one_byte_more_is_refused_at_the_pod
     );
     let too_large = ping(dir.path(), "default/web-0", Some(PacketSize::Bytes(1451)));
     assert_eq!(too_large.disposition(), Disposition::MtuExceeded);
-    let [finding] = with_id(&too_large, "kernel.mtu.exceeded")[..] else {
-        panic!("{:#?}", too_large.findings)
-    };
-    assert_eq!(
-        (finding.hop.as_str(), finding.severity),
-        ("default/web-0", Severity::Fatal)
+    let finding = the_one(
+        &too_large,
+        "kernel.mtu.exceeded",
+        "default/web-0",
+        Severity::Fatal,
     );
     assert!(
         finding
@@ -84,13 +97,7 @@ fn size_mtu_is_the_source_interfaces_mtu_and_a_smaller_hop_answers_frag_needed()
 #[test]
 fn without_size_a_path_smaller_than_the_source_interface_is_a_warning() {
     let dir = pods_at_1500();
-    let diagnosis = diagnose(
-        &load(dir.path()),
-        "default/web-0",
-        "default/web-3:8080",
-        Protocol::Tcp,
-        None,
-    );
+    let diagnosis = web_0_to_web_3(dir.path());
     assert_eq!(diagnosis.disposition(), Disposition::Delivered);
     assert!(
         diagnosis
@@ -113,6 +120,82 @@ fn without_size_a_path_smaller_than_the_source_interface_is_a_warning() {
             && warnings[0].message.contains("--size 1500"),
         "{}",
         warnings[0].message
+    );
+    // The error leaves node-1 from cni0's address, the route back's source.
+    assert!(
+        warnings[0]
+            .message
+            .contains("goes back to 10.244.1.2, from 10.244.1.1 by cni0"),
+        "{}",
+        warnings[0].message
+    );
+}
+
+/// Puts `rule` first in node-1's filter OUTPUT chain; returns its line.
+fn first_in_node_1_output(dir: &std::path::Path, rule: &str) -> usize {
+    let rules = dir.join(NODE_1).join("iptables-save.txt");
+    let text = std::fs::read_to_string(&rules).expect("node-1's rules");
+    let first_output = text.find("-A OUTPUT").expect("an OUTPUT rule");
+    let line = text[..first_output].lines().count() + 1;
+    std::fs::write(
+        &rules,
+        format!("{}{rule}\n{}", &text[..first_output], &text[first_output..]),
+    )
+    .expect("write node-1's rules");
+    line
+}
+
+#[test]
+fn a_node_dropping_the_frag_needed_it_sends_is_a_black_hole_naming_the_rule() {
+    let dir = pods_at_1500();
+    // A hardening rule against port scans takes fragmentation-needed with it.
+    let drop = "-A OUTPUT -p icmp -m icmp --icmp-type 3 -j DROP";
+    let line = first_in_node_1_output(dir.path(), drop);
+    let diagnosis = web_0_to_web_3(dir.path());
+    // The connection's small packets pass; its full-size ones vanish.
+    assert_eq!(diagnosis.disposition(), Disposition::Delivered);
+    assert!(with_id(&diagnosis, "kernel.mtu.path").is_empty());
+    let finding = the_one(
+        &diagnosis,
+        "kernel.mtu.black-hole",
+        "node-1",
+        Severity::Critical,
+    );
+    assert!(
+        finding
+            .message
+            .contains("never leaves node-1: its netfilter drops it: rule 1 of chain OUTPUT"),
+        "{}",
+        finding.message
+    );
+    assert!(
+        finding
+            .evidence
+            .ends_with(&format!("iptables-save.txt:{line}: {drop}")),
+        "{}",
+        finding.evidence
+    );
+}
+
+#[test]
+fn a_frag_needed_dropped_on_some_netfilter_branches_only_is_not_called_a_black_hole() {
+    let dir = pods_at_1500();
+    first_in_node_1_output(
+        dir.path(),
+        "-A OUTPUT -p icmp -m statistic --mode random --probability 0.5 -j DROP",
+    );
+    let diagnosis = web_0_to_web_3(dir.path());
+    assert!(with_id(&diagnosis, "kernel.mtu.black-hole").is_empty());
+    let finding = the_one(&diagnosis, "kernel.mtu.path", "node-1", Severity::Warning);
+    assert!(
+        finding
+            .message
+            .contains("whether it leaves node-1 is not known: it leaves on 1 of its 2 ways")
+            && finding
+                .message
+                .contains("whether TCP recovers by path MTU discovery depends on that error"),
+        "{}",
+        finding.message
     );
 }
 

@@ -38,6 +38,7 @@ use crate::snapshot::netns::link::{
 };
 use crate::snapshot::netns::neigh::NeighbourState;
 use crate::snapshot::netns::route::RouteType;
+use crate::snapshot::netns::rule::IpProto;
 use crate::snapshot::netns::sockets::{LocalAddress, SocketProtocol, SocketState};
 use crate::snapshot::netns::sysctl::Sysctls;
 use crate::snapshot::{NetnsId, Snapshot};
@@ -91,6 +92,23 @@ struct Size {
 
 /// The length of a packet without `--size`: a SYN or an echo request.
 const SMALL_PACKET: u32 = 64;
+
+/// ICMP "destination unreachable", code "fragmentation needed and DF set".
+const ICMP_DEST_UNREACHABLE: u8 = 3;
+const ICMP_FRAG_NEEDED: u8 = 4;
+/// An ICMP error quotes as much of the packet as fits in 576 bytes.
+const ICMP_ERROR_LENGTH: u16 = 576;
+
+/// What becomes of the ICMP error a namespace sends back for a packet
+/// too large to forward (see [`Walker::frag_needed_out`]).
+enum ErrorOut {
+    /// It leaves by `dev`, sent from `src`.
+    Leaves { src: IpAddr, dev: String },
+    /// Routing or netfilter stops it in the namespace: the sender is never told.
+    Stopped { reason: String, evidence: String },
+    /// The snapshot cannot tell.
+    Unknown { reason: String },
+}
 
 /// A veth hands a frame to its peer, and a bridge to a port, only if it is
 /// no longer than the receiving device's MTU plus its Ethernet header and one
@@ -312,6 +330,11 @@ impl Branch {
         if !self.reply || !self.connection.contains(ns) {
             return None;
         }
+        Some(self.nat_in(ns))
+    }
+
+    /// The translations netfilter made in `ns` on this branch so far.
+    fn nat_in(&self, ns: &NetnsId) -> ConnectionNat {
         let mut nat = ConnectionNat {
             dnat: false,
             snat: false,
@@ -323,7 +346,7 @@ impl Branch {
                 _ => {}
             }
         }
-        Some(nat)
+        nat
     }
 }
 
@@ -599,15 +622,7 @@ impl<'s> Walker<'s, '_> {
             let stop = self.missing(ns, "iptables-save.txt", "evaluate its netfilter rules");
             return self.stop(hop, branch, stop);
         };
-        let context = Context {
-            fib: Some(fib),
-            interfaces: self.snapshot.namespaces[ns]
-                .dump
-                .addrs
-                .as_deref()
-                .unwrap_or_default(),
-            local_addresses: &[],
-        };
+        let context = self.netfilter_context(ns, fib);
         match &arrival {
             Arrival::Received(iif) => {
                 let mut filtered = packet.netfilter_packet(packet.src.unwrap_or(packet.dst));
@@ -831,11 +846,7 @@ impl<'s> Walker<'s, '_> {
         } else {
             "rejects"
         };
-        let rules_file = self.file(ns, "iptables-save.txt");
-        let evidence = match line {
-            Some(line) => format!("{rules_file}:{line}: {text}"),
-            None => format!("{rules_file}: {text}"),
-        };
+        let evidence = self.rule_evidence(ns, line, &text);
         Stop {
             disposition: Disposition::DeniedByNetfilter,
             id: "kernel.netfilter.denied",
@@ -1601,7 +1612,7 @@ impl<'s> Walker<'s, '_> {
         if let Some(stop) = self.device_down(ns, device) {
             return self.stop(hop, branch, stop);
         }
-        let packet = match self.fit(ns, hop, device, packet) {
+        let packet = match self.fit(ns, hop, device, packet, &branch) {
             Ok(packet) => packet,
             Err(stop) => return self.stop(hop, branch, stop),
         };
@@ -1680,6 +1691,7 @@ impl<'s> Walker<'s, '_> {
         hop: NodeIndex,
         device: &Device,
         mut packet: Packet,
+        branch: &Branch,
     ) -> Result<Packet, Stop> {
         let size = *packet.size.get_or_insert(Size {
             bytes: device.mtu,
@@ -1690,7 +1702,7 @@ impl<'s> Walker<'s, '_> {
             return Ok(packet);
         }
         let what = sized(&packet);
-        let evidence = self.mtu_evidence(ns, device);
+        let mut evidence = self.mtu_evidence(ns, device);
         let local = self.graph[hop]
             .context
             .as_ref()
@@ -1737,7 +1749,7 @@ impl<'s> Walker<'s, '_> {
                     tunnel.inner.dst,
                     device.mtu.saturating_sub(tunnel.encapsulation.overhead())
                 ),
-                true,
+                Tri::True,
             ),
             Some(tunnel) if tunnel.encapsulation == Encapsulation::Ipip => (
                 format!(
@@ -1746,7 +1758,7 @@ impl<'s> Walker<'s, '_> {
                     device.mtu.saturating_sub(tunnel.encapsulation.overhead()),
                     endpoint(tunnel.inner.src, None)
                 ),
-                true,
+                Tri::True,
             ),
             // Measured in the lab: `df set`, and the underlay too small: pings
             // and TCP transfers alike are lost without an ICMP error.
@@ -1755,20 +1767,62 @@ impl<'s> Walker<'s, '_> {
                     "the outer packet is dropped ({} has df set), and the VXLAN driver tells the inner packet's sender nothing",
                     tunnel.device
                 ),
-                false,
+                Tri::False,
             ),
             None if local => (
                 "the sending socket gets EMSGSIZE (message too long)".to_string(),
-                true,
+                Tri::True,
             ),
-            None => (
-                format!(
-                    "it is dropped and ICMP fragmentation-needed (MTU {}) goes back to {}",
-                    device.mtu,
-                    endpoint(packet.src, None)
-                ),
-                true,
-            ),
+            None => {
+                // The error goes to the source the packet arrived with: the
+                // kernel answers before FORWARD and POSTROUTING's source NAT.
+                let sender = self.graph[hop]
+                    .context
+                    .as_ref()
+                    .map(|context| context.packet.src)
+                    .or(packet.src);
+                let error = format!("ICMP fragmentation-needed (MTU {})", device.mtu);
+                // Related to the flow's connection, which has this
+                // namespace's translations so far.
+                let nat = branch.nat_in(ns);
+                match sender.map(|sender| (sender, self.frag_needed_out(ns, sender, nat))) {
+                    Some((sender, ErrorOut::Leaves { src, dev })) => (
+                        format!(
+                            "it is dropped and {error} goes back to {sender}, from {src} by {dev}"
+                        ),
+                        Tri::True,
+                    ),
+                    Some((
+                        sender,
+                        ErrorOut::Stopped {
+                            reason,
+                            evidence: stopped,
+                        },
+                    )) => {
+                        evidence = format!("{evidence}; {stopped}");
+                        (
+                            format!(
+                                "it is dropped, and the {error} the kernel answers to {sender} never leaves {}: {reason}",
+                                hop_id(ns)
+                            ),
+                            Tri::False,
+                        )
+                    }
+                    Some((sender, ErrorOut::Unknown { reason })) => (
+                        format!(
+                            "it is dropped and {error} is sent to {sender}, but whether it leaves {} is not known: {reason}",
+                            hop_id(ns)
+                        ),
+                        Tri::Unknown,
+                    ),
+                    None => (
+                        format!(
+                            "it is dropped and {error} is sent to the packet's sender, whose address the walk lost"
+                        ),
+                        Tri::Unknown,
+                    ),
+                }
+            }
         };
         let df = if size.df {
             "DF is set"
@@ -1782,24 +1836,32 @@ impl<'s> Walker<'s, '_> {
             device.mtu
         );
         if size.probe {
-            if told {
-                let message = format!(
-                    "full-size packets do not fit the path: {reason}; TCP recovers by path MTU discovery, a datagram of that size with DF is lost (--size {} walks one)",
-                    size.bytes
-                );
-                self.add_finding(hop, "kernel.mtu.path", Severity::Warning, message, evidence);
-            } else {
-                let message = format!(
-                    "full-size packets vanish on the path: {reason}; nothing tells the sender to send smaller ones, so TCP transfers stall too (--size {} walks one)",
-                    size.bytes
-                );
-                self.add_finding(
-                    hop,
-                    "kernel.mtu.black-hole",
-                    Severity::Critical,
-                    message,
-                    evidence,
-                );
+            let bytes = size.bytes;
+            match told {
+                Tri::True => {
+                    let message = format!(
+                        "full-size packets do not fit the path: {reason}; TCP recovers by path MTU discovery, a datagram of that size with DF is lost (--size {bytes} walks one)"
+                    );
+                    self.add_finding(hop, "kernel.mtu.path", Severity::Warning, message, evidence);
+                }
+                Tri::Unknown => {
+                    let message = format!(
+                        "full-size packets do not fit the path: {reason}; whether TCP recovers by path MTU discovery depends on that error reaching the sender, a datagram of that size with DF is lost (--size {bytes} walks one)"
+                    );
+                    self.add_finding(hop, "kernel.mtu.path", Severity::Warning, message, evidence);
+                }
+                Tri::False => {
+                    let message = format!(
+                        "full-size packets vanish on the path: {reason}; nothing tells the sender to send smaller ones, so TCP transfers stall too (--size {bytes} walks one)"
+                    );
+                    self.add_finding(
+                        hop,
+                        "kernel.mtu.black-hole",
+                        Severity::Critical,
+                        message,
+                        evidence,
+                    );
+                }
             }
             packet.shrink_to(device.mtu);
             return Ok(packet);
@@ -1810,6 +1872,130 @@ impl<'s> Walker<'s, '_> {
             reason,
             evidence,
         })
+    }
+
+    /// What netfilter consults in `ns` beside its rules: routing between
+    /// hooks and the namespace's addresses.
+    fn netfilter_context<'c>(&'c self, ns: &NetnsId, fib: &'c Fib<'s>) -> Context<'c> {
+        Context {
+            fib: Some(fib),
+            interfaces: self.snapshot.namespaces[ns]
+                .dump
+                .addrs
+                .as_deref()
+                .unwrap_or_default(),
+            local_addresses: &[],
+        }
+    }
+
+    /// Whether the ICMP fragmentation-needed error `ns` answers a forwarded
+    /// packet with gets out of `ns` toward its `sender`. The kernel's
+    /// `icmp_send` routes it like any packet of the namespace (which picks
+    /// its source: measured in the Calico lab, a node answers from its
+    /// eth0's address, the cali veth having none) and sends it through
+    /// OUTPUT and POSTROUTING, RELATED to the flow; a rule dropping it there
+    /// leaves the sender to retry full-size packets for ever. The error is
+    /// followed out of this namespace only.
+    fn frag_needed_out(&self, ns: &NetnsId, sender: IpAddr, nat: ConnectionNat) -> ErrorOut {
+        let models = self.models;
+        let (Some(fib), Some(netfilter)) = (models.fibs.get(ns), models.netfilters.get(ns)) else {
+            return ErrorOut::Unknown {
+                reason: format!(
+                    "the snapshot lacks {}'s routes or netfilter rules",
+                    hop_id(ns)
+                ),
+            };
+        };
+        let lookup = fib.lookup(&FlowKey {
+            ip_proto: Some(IpProto::Icmp),
+            ..FlowKey::to(sender)
+        });
+        let paths = match lookup.outcome {
+            LookupOutcome::Routed { paths, .. } => paths,
+            LookupOutcome::Failed { error, route, .. } => {
+                let route = route.map(|r| format!(" ({})", describe_route(&fib.routes[r])));
+                return ErrorOut::Stopped {
+                    reason: format!("it has no route back: {error}{}", route.unwrap_or_default()),
+                    evidence: self.file(ns, "ip-route.json"),
+                };
+            }
+            LookupOutcome::Unknown { reason } => return ErrorOut::Unknown { reason },
+        };
+        let context = self.netfilter_context(ns, fib);
+        // Every multipath way and netfilter branch: the error leaves only if
+        // all let it, and is stopped only if all stop it.
+        let mut ways = Vec::new();
+        for path in paths {
+            let Some(src) = path.prefsrc else {
+                ways.push(ErrorOut::Stopped {
+                    reason: "it has no address to be sent from".to_string(),
+                    evidence: self.file(ns, "ip-addr.json"),
+                });
+                continue;
+            };
+            let mut error = netfilter::Packet::new(src, sender, IpProtocol::ICMP);
+            error.icmp = Some((ICMP_DEST_UNREACHABLE, ICMP_FRAG_NEEDED));
+            error.ct_state = CtState::Related;
+            error.length = ICMP_ERROR_LENGTH;
+            error.out_iface = path.dev.clone();
+            error.ct_nat = Some(nat);
+            for outcome in netfilter.traverse(PacketPath::Output, error, &context) {
+                ways.push(match &outcome.verdict {
+                    Verdict::Accept => ErrorOut::Leaves {
+                        src,
+                        dev: path.dev.clone().unwrap_or_default(),
+                    },
+                    verdict @ (Verdict::Drop | Verdict::Reject { .. }) => {
+                        let (decision, line, text) = deciding_rule(&outcome.trace);
+                        let verb = match verdict {
+                            Verdict::Drop => "drops",
+                            _ => "rejects",
+                        };
+                        ErrorOut::Stopped {
+                            reason: format!("its netfilter {verb} it: {decision}"),
+                            evidence: self.rule_evidence(ns, line, &text),
+                        }
+                    }
+                    Verdict::Unroutable { error } => ErrorOut::Stopped {
+                        reason: format!("rerouted after OUTPUT, it has no route: {error}"),
+                        evidence: self.file(ns, "ip-route.json"),
+                    },
+                    Verdict::Unknown { reason } => ErrorOut::Unknown {
+                        reason: reason.clone(),
+                    },
+                });
+            }
+        }
+        let kind = |way: &ErrorOut| std::mem::discriminant(way);
+        let leaving = ways
+            .iter()
+            .filter(|way| matches!(way, ErrorOut::Leaves { .. }))
+            .count();
+        let total = ways.len();
+        let alike = ways.windows(2).all(|pair| kind(&pair[0]) == kind(&pair[1]));
+        let unknown = ways
+            .iter()
+            .position(|way| matches!(way, ErrorOut::Unknown { .. }));
+        match (alike, unknown) {
+            (true, _) => ways.into_iter().next().unwrap_or(ErrorOut::Unknown {
+                reason: "routing gave it no way out".to_string(),
+            }),
+            (false, Some(first)) => ways.swap_remove(first),
+            (false, None) => ErrorOut::Unknown {
+                reason: format!(
+                    "it leaves on {leaving} of its {total} ways (multipath routes, netfilter branches)"
+                ),
+            },
+        }
+    }
+
+    /// A rule's place in the namespace's iptables-save dump, as evidence.
+    fn rule_evidence(&self, ns: &NetnsId, line: Option<usize>, text: &str) -> String {
+        let rules_file = self.file(ns, "iptables-save.txt");
+        match line {
+            Some(line) => format!("{rules_file}:{line}: {text}"),
+            None => format!("{rules_file}: {text}"),
+        }
     }
 
     /// A frame longer than a veth's peer (or a bridge's port) takes is

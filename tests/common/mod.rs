@@ -70,6 +70,18 @@ pub fn diagnose(
     engine::diagnose(snapshot, &request, &packs).unwrap()
 }
 
+/// The lab's flow, web-0 (node-1) to web-3:8080 (node-2) over TCP, without
+/// `--size`: a SYN, with a full-size probe beside it.
+pub fn web_0_to_web_3(dir: &Path) -> Diagnosis {
+    diagnose(
+        &load(dir),
+        "default/web-0",
+        "default/web-3:8080",
+        Protocol::Tcp,
+        None,
+    )
+}
+
 /// Gives `ifname` in the namespace directory `netns` (under `dir`) another
 /// MTU, in both dumps that show it.
 pub fn set_mtu(dir: &Path, netns: &str, ifname: &str, mtu: u32) {

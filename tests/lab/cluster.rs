@@ -179,17 +179,25 @@ impl Cluster {
     /// Starts a listener in every pod, as its container would, and waits
     /// until each one accepts connections.
     fn start_listeners(&self, lab: &mut Lab) {
-        let port = POD_PORT.to_string();
         let listeners: Vec<&Netns> = self.pods().map(|p| &p.ns).chain([&self.outside]).collect();
         for ns in &listeners {
-            lab.spawn(ns, &["nc", "-lk", &port]);
+            spawn_listener(lab, ns);
         }
-        let listening = format!(":{POD_PORT} ");
         for ns in listeners {
-            ns.wait_for(&["ss", "-H", "-tln"], Duration::from_secs(5), |out| {
-                out.contains(&listening)
-            });
+            wait_listening(ns);
         }
+    }
+
+    /// Runs `occupy` while `pod`'s own listener is stopped, so that it can
+    /// listen on [`POD_PORT`] itself (a receiver that counts what arrives,
+    /// where the pod's listener discards it), then starts the listener
+    /// again and waits until it accepts connections.
+    pub fn without_listener<T>(&self, lab: &mut Lab, pod: &Pod, occupy: impl FnOnce() -> T) -> T {
+        lab.stop_in(&pod.ns);
+        let result = occupy();
+        spawn_listener(lab, &pod.ns);
+        wait_listening(&pod.ns);
+        result
     }
 
     pub fn pods(&self) -> impl Iterator<Item = &Pod> {
@@ -213,6 +221,19 @@ impl Cluster {
         }
         all
     }
+}
+
+/// Starts a container's listener on [`POD_PORT`] in `ns`.
+fn spawn_listener(lab: &mut Lab, ns: &Netns) {
+    lab.spawn(ns, &["nc", "-lk", &POD_PORT.to_string()]);
+}
+
+/// Waits until `ns` has a socket listening on [`POD_PORT`].
+fn wait_listening(ns: &Netns) {
+    let listening = format!(":{POD_PORT} ");
+    ns.wait_for(&["ss", "-H", "-tln"], Duration::from_secs(5), |out| {
+        out.contains(&listening)
+    });
 }
 
 /// The host outside the cluster: a veth from the underlay's router, which

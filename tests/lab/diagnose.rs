@@ -42,7 +42,8 @@ struct Fault {
 struct MtuCase {
     /// `Some`: skoop walks packets of this size (`--size`) and the kernel
     /// pings with DF at that size (`ping -M do`). `None`: the kernel makes a
-    /// TCP transfer of [`BULK_BYTES`] and skoop walks without `--size`.
+    /// TCP transfer of [`BULK_BYTES`] to the case's port of the destination
+    /// pod and skoop walks the same flow without `--size`.
     size: Option<PacketSize>,
     /// A warning finding the diagnosis must carry.
     warns: Option<&'static str>,
@@ -50,9 +51,9 @@ struct MtuCase {
 
 /// The size of the TCP transfer of a bulk case: hundreds of full-size segments.
 const BULK_BYTES: usize = 400_000;
-/// Where a bulk case's one-shot receiver listens (the pods' own listener
-/// discards what it reads, so it cannot count).
-const BULK_PORT: &str = "9000";
+/// The finding that says a transfer stalls: full-size packets are lost and
+/// nothing tells the sender.
+const BLACK_HOLE: &str = "kernel.mtu.black-hole";
 
 /// The flow every case checks: the first pod of node-1 to the last pod of node-2.
 fn endpoints(cluster: &Cluster) -> (&Pod, &Pod) {
@@ -907,6 +908,19 @@ const CALICO_BGP_FAULTS: &[Fault] = &[Fault {
 /// The cases of the Calico VXLAN lab only.
 const CALICO_VXLAN_FAULTS: &[Fault] = &[
     Fault {
+        name: "pods at 1500 over vxlan.calico at 1450: a TCP transfer (path MTU discovery)",
+        inject: |c| pods_at_mtu(c, 1500),
+        blamed: None,
+        expected: Disposition::Delivered,
+        protocol: Protocol::Tcp,
+        port: Some(8080),
+        to_service: false,
+        mtu: Some(MtuCase {
+            size: None,
+            warns: Some("kernel.mtu.path"),
+        }),
+    },
+    Fault {
         name: "pods at 1500 over vxlan.calico at 1450: a DF ping of the pods' MTU",
         inject: |c| pods_at_mtu(c, 1500),
         blamed: Some("node-1"),
@@ -916,6 +930,39 @@ const CALICO_VXLAN_FAULTS: &[Fault] = &[
         to_service: false,
         mtu: Some(MtuCase {
             size: Some(PacketSize::InterfaceMtu),
+            warns: None,
+        }),
+    },
+    Fault {
+        name: "pods at 1500 over vxlan.calico at 1450, node-1 dropping the ICMP destination-unreachable it sends: a TCP transfer (a black hole)",
+        inject: |c| {
+            pods_at_mtu(c, 1500);
+            // A common hardening rule (no port-unreachable for scans), which
+            // takes fragmentation-needed with it.
+            node_run(
+                c,
+                0,
+                &[
+                    "iptables",
+                    "-I",
+                    "OUTPUT",
+                    "1",
+                    "-p",
+                    "icmp",
+                    "--icmp-type",
+                    "destination-unreachable",
+                    "-j",
+                    "DROP",
+                ],
+            );
+        },
+        blamed: None,
+        expected: Disposition::Delivered,
+        protocol: Protocol::Tcp,
+        port: Some(8080),
+        to_service: false,
+        mtu: Some(MtuCase {
+            size: None,
             warns: None,
         }),
     },
@@ -1069,9 +1116,25 @@ fn destination(cluster: &Cluster, to: &Pod, peer: Peer, fault: &Fault) -> String
 }
 
 /// What the kernel says: does the flow work?
-fn kernel_delivers(from: &Pod, to: &Pod, ip: &str, fault: &Fault) -> bool {
+fn kernel_delivers(
+    lab: &mut Lab,
+    cluster: &Cluster,
+    (from, to): (&Pod, &Pod),
+    ip: &str,
+    fault: &Fault,
+) -> bool {
     match &fault.mtu {
-        Some(MtuCase { size: None, .. }) => return transfers(from, to, ip),
+        Some(MtuCase { size: None, .. }) => {
+            assert!(
+                !fault.to_service,
+                "{}: a transfer goes to the destination pod itself",
+                fault.name
+            );
+            let port = fault.port.expect("a transfer case has a port");
+            // The pod's own listener discards what it reads: a one-shot
+            // receiver that counts takes its place on the port skoop walks.
+            return cluster.without_listener(lab, to, || transfers(from, to, ip, port));
+        }
         Some(MtuCase {
             size: Some(size), ..
         }) => {
@@ -1103,15 +1166,15 @@ fn interface_mtu(pod: &Pod) -> u32 {
 }
 
 /// Whether a TCP transfer of [`BULK_BYTES`] from `from` arrives whole at a
-/// one-shot receiver in `to`.
-fn transfers(from: &Pod, to: &Pod, ip: &str) -> bool {
+/// one-shot receiver on `port` in `to`.
+fn transfers(from: &Pod, to: &Pod, ip: &str, port: u16) -> bool {
     let receiver = to.ns.clone();
     let counted = std::thread::spawn(move || {
-        let count = format!("nc -l {BULK_PORT} | wc -c");
+        let count = format!("nc -l {port} | wc -c");
         receiver.exec(&["timeout", "10", "sh", "-c", &count])
     });
     std::thread::sleep(std::time::Duration::from_millis(300));
-    let send = format!("head -c {BULK_BYTES} /dev/zero | nc -N -w 3 {ip} {BULK_PORT}");
+    let send = format!("head -c {BULK_BYTES} /dev/zero | nc -N -w 3 {ip} {port}");
     from.ns.exec(&["timeout", "8", "sh", "-c", &send]);
     let counted = counted.join().expect("the receiver thread");
     String::from_utf8_lossy(&counted.stdout).trim() == BULK_BYTES.to_string()
@@ -1167,7 +1230,7 @@ fn run_case(cni: &dyn Cni, peer: Peer, fault: &Fault) -> Option<Row> {
     (fault.inject)(&cluster);
     let (from, to) = endpoints(&cluster);
     let ip = destination(&cluster, to, peer, fault);
-    let kernel = kernel_delivers(from, to, &ip, fault);
+    let kernel = kernel_delivers(&mut lab, &cluster, (from, to), &ip, fault);
 
     let dir = tempfile::tempdir().expect("temp dir");
     snapshot::collect(&cluster, cni, dir.path());
@@ -1220,8 +1283,18 @@ fn run_case(cni: &dyn Cni, peer: Peer, fault: &Fault) -> Option<Row> {
         .collect::<Vec<_>>()
         .join(", ");
     let disposition = diagnosis.disposition();
+    // A transfer stalls where full-size packets vanish unannounced, though
+    // the small packet walked (the connection's first) is delivered.
+    let black_hole = diagnosis
+        .findings
+        .iter()
+        .find(|f| f.id == BLACK_HOLE)
+        .filter(|_| fault.mtu.as_ref().is_some_and(|mtu| mtu.size.is_none()));
     let (skoop_delivers, detail) = match peer {
-        Peer::Cluster => (disposition == Disposition::Delivered, None),
+        Peer::Cluster => (
+            disposition == Disposition::Delivered && black_hole.is_none(),
+            black_hole.map(|f| format!("{BLACK_HOLE} at {}", f.hop)),
+        ),
         Peer::Outside => {
             let sources = sources_leaving(&diagnosis);
             let node_ips: Vec<std::net::IpAddr> =
@@ -1378,7 +1451,8 @@ fn accuracy_table(rows: &[Row]) -> String {
          (10.96.0.100:80, four backends on both nodes) where the fault says so. *Kernel* is what a real TCP\n\
          connect (`nc -z`) or ping between the namespaces did; for a DF ping of a size, `ping -M do` of\n\
          that size (skoop given the same `--size`); for a TCP transfer, 400 KB sent with `nc` arriving\n\
-         whole (skoop without `--size`, warning where full-size packets do not fit). *skoop* is the\n\
+         whole (skoop without `--size`, warning where full-size packets do not fit; the transfer works\n\
+         for skoop when the path is delivered and has no `kernel.mtu.black-hole`). *skoop* is the\n\
          diagnosis of a snapshot collected right after with `skoop collect local`. *Blamed* is the hop\n\
          of the fatal finding.\n\n\
          A flow to the host outside the cluster (198.51.100.10, behind the underlay's router, which like\n\

@@ -59,7 +59,8 @@ pub fn availability() -> Availability {
 pub struct Lab {
     prefix: String,
     namespaces: Vec<Netns>,
-    processes: Vec<Child>,
+    /// Background processes, with the name of the namespace each runs in.
+    processes: Vec<(String, Child)>,
 }
 
 impl Lab {
@@ -98,13 +99,25 @@ impl Lab {
             .stderr(Stdio::null())
             .spawn()
             .unwrap_or_else(|e| panic!("start {argv:?} in {}: {e}", ns.name));
-        self.processes.push(child);
+        self.processes.push((ns.name.clone(), child));
+    }
+
+    /// Kills the processes [`Lab::spawn`] started in `ns` and waits for them.
+    pub fn stop_in(&mut self, ns: &Netns) {
+        let (stopped, kept) = std::mem::take(&mut self.processes)
+            .into_iter()
+            .partition(|(name, _)| *name == ns.name);
+        self.processes = kept;
+        for (_, mut child) in stopped {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
 }
 
 impl Drop for Lab {
     fn drop(&mut self) {
-        for child in &mut self.processes {
+        for (_, child) in &mut self.processes {
             let _ = child.kill();
             let _ = child.wait();
         }
