@@ -622,7 +622,7 @@ impl<'s> Walker<'s, '_> {
             let stop = self.missing(ns, "iptables-save.txt", "evaluate its netfilter rules");
             return self.stop(hop, branch, stop);
         };
-        let context = self.netfilter_context(ns, fib);
+        let context = self.netfilter_context(ns, Some(fib));
         match &arrival {
             Arrival::Received(iif) => {
                 let mut filtered = packet.netfilter_packet(packet.src.unwrap_or(packet.dst));
@@ -1876,9 +1876,9 @@ impl<'s> Walker<'s, '_> {
 
     /// What netfilter consults in `ns` beside its rules: routing between
     /// hooks and the namespace's addresses.
-    fn netfilter_context<'c>(&'c self, ns: &NetnsId, fib: &'c Fib<'s>) -> Context<'c> {
+    fn netfilter_context<'c>(&'c self, ns: &NetnsId, fib: Option<&'c Fib<'s>>) -> Context<'c> {
         Context {
-            fib: Some(fib),
+            fib,
             interfaces: self.snapshot.namespaces[ns]
                 .dump
                 .addrs
@@ -1921,7 +1921,7 @@ impl<'s> Walker<'s, '_> {
             }
             LookupOutcome::Unknown { reason } => return ErrorOut::Unknown { reason },
         };
-        let context = self.netfilter_context(ns, fib);
+        let context = self.netfilter_context(ns, Some(fib));
         // Every multipath way and netfilter branch: the error leaves only if
         // all let it, and is stopped only if all stop it.
         let mut ways = Vec::new();
@@ -2770,17 +2770,7 @@ impl<'s> Walker<'s, '_> {
                 "evaluate bridged traffic (bridge-nf-call-iptables = 1)",
             ));
         };
-        let fib = models.fibs.get(ns);
-        let interfaces = self.snapshot.namespaces[ns]
-            .dump
-            .addrs
-            .as_deref()
-            .unwrap_or_default();
-        let context = Context {
-            fib,
-            interfaces,
-            local_addresses: &[],
-        };
+        let context = self.netfilter_context(ns, models.fibs.get(ns));
         let mut filtered = packet.netfilter_packet(packet.src.unwrap_or(packet.dst));
         filtered.ct_nat = branch.connection_nat(ns);
         filtered.in_iface = Some(bridge.to_string());
