@@ -15,11 +15,8 @@ fn diagnose(args: &[&str]) -> Output {
 }
 
 fn json(args: &[&str]) -> (Option<i32>, Value) {
-    let mut all = args.to_vec();
-    all.extend(["-o", "json"]);
-    let output = diagnose(&all);
-    let value = serde_json::from_slice(&output.stdout).expect("stdout is JSON");
-    (output.status.code(), value)
+    let example = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/flannel-vxlan");
+    json_in(&example, args)
 }
 
 #[test]
@@ -269,55 +266,98 @@ fn host_gw_example_pairs_veths_despite_colliding_ifindexes() {
 /// EndpointSlice lists no ready endpoint.
 #[test]
 fn a_service_without_ready_endpoints_is_a_fatal_finding_naming_its_endpointslice() {
-    let dir = tempfile::tempdir().unwrap();
-    let example = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/flannel-vxlan");
-    let copy = |from: &std::path::Path, to: &std::path::Path| {
-        let status = Command::new("cp")
-            .arg("-r")
-            .arg(from)
-            .arg(to)
-            .status()
-            .unwrap();
-        assert!(status.success());
-    };
-    copy(&example.join("cluster"), dir.path());
-    copy(&example.join("nodes"), dir.path());
-    let slices = dir.path().join("cluster/endpointslices.yaml");
-    let text = std::fs::read_to_string(&slices).unwrap();
-    std::fs::write(&slices, text.replace("ready: true", "ready: false")).unwrap();
-    let output = Command::new(env!("CARGO_BIN_EXE_skoop"))
-        .args(["diagnose", "--snapshot"])
-        .arg(dir.path())
-        .args([
-            "--from",
-            "default/web-0",
-            "--to",
-            "svc/default/web",
-            "-o",
-            "json",
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(1));
-    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let dir = edited_example("cluster/endpointslices.yaml", "ready: true", "ready: false");
+    // By name or by its ClusterIP, the request goes to the same Service.
+    for to in ["svc/default/web", "10.96.0.100:80"] {
+        let (code, report) = json_in(dir.path(), &["--from", "default/web-0", "--to", to]);
+        assert_eq!(code, Some(1));
+        let finding = report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["id"] == "kubernetes.service.no-ready-endpoints")
+            .expect("the finding");
+        assert_eq!(finding["severity"], "fatal");
+        assert_eq!(finding["hop"], "default/web-0");
+        assert!(
+            finding["evidence"]
+                .as_str()
+                .unwrap()
+                .contains("cluster/endpointslices.yaml:"),
+            "{finding}"
+        );
+    }
+    // With ready endpoints, no such finding.
+    let (_, healthy) = json(&["--from", "default/web-0", "--to", "svc/default/web"]);
+    assert!(!healthy.to_string().contains("no-ready-endpoints"));
+}
+
+/// A pack's finding about the Service the request goes to joins the
+/// diagnosis, at the hop where the request starts.
+#[test]
+fn a_finding_about_the_target_service_joins_the_diagnosis() {
+    let dir = edited_example(
+        "cluster/services.yaml",
+        "targetPort: 8080",
+        "targetPort: nope",
+    );
+    let (_, report) = json_in(
+        dir.path(),
+        &["--from", "default/web-0", "--to", "10.96.0.100:80"],
+    );
     let finding = report["findings"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|f| f["id"] == "kubernetes.service.no-ready-endpoints")
-        .expect("the finding");
-    assert_eq!(finding["severity"], "fatal");
+        .find(|f| f["id"] == "kube-proxy.service.target-port-name")
+        .unwrap_or_else(|| panic!("the finding in {report:#}"));
     assert_eq!(finding["hop"], "default/web-0");
     assert!(
-        finding["evidence"]
-            .as_str()
-            .unwrap()
-            .contains("cluster/endpointslices.yaml:"),
+        finding["message"].as_str().unwrap().contains("nope"),
         "{finding}"
     );
-    // With ready endpoints, no such finding.
-    let (_, healthy) = json(&["--from", "default/web-0", "--to", "svc/default/web"]);
-    assert!(!healthy.to_string().contains("no-ready-endpoints"));
+    // A flow to a pod is about no Service.
+    let (_, to_pod) = json_in(
+        dir.path(),
+        &["--from", "default/web-0", "--to", "default/web-3:8080"],
+    );
+    assert!(
+        !to_pod.to_string().contains("target-port-name"),
+        "{to_pod:#}"
+    );
+}
+
+/// A copy of the VXLAN example with `from` replaced by `to` in one file.
+fn edited_example(file: &str, from: &str, to: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let example = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/flannel-vxlan");
+    for part in ["cluster", "nodes"] {
+        let status = Command::new("cp")
+            .arg("-r")
+            .arg(example.join(part))
+            .arg(dir.path())
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+    let path = dir.path().join(file);
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains(from), "{from:?} in {file}");
+    std::fs::write(&path, text.replace(from, to)).unwrap();
+    dir
+}
+
+/// `skoop diagnose --snapshot DIR ARGS -o json`: the exit code and the report.
+fn json_in(dir: &std::path::Path, args: &[&str]) -> (Option<i32>, Value) {
+    let output = Command::new(env!("CARGO_BIN_EXE_skoop"))
+        .args(["diagnose", "--snapshot"])
+        .arg(dir)
+        .args(args)
+        .args(["-o", "json"])
+        .output()
+        .unwrap();
+    let value = serde_json::from_slice(&output.stdout).expect("stdout is JSON");
+    (output.status.code(), value)
 }
 
 #[test]

@@ -20,6 +20,7 @@ pub(crate) fn pack_findings(
     diagnosis: &Diagnosis,
     snapshot: &Arc<Snapshot>,
     packs: &LoadedPacks,
+    service: Option<&(String, String)>,
 ) -> Vec<Finding> {
     let mut findings = Vec::new();
     let mut seen = HashSet::new();
@@ -41,7 +42,8 @@ pub(crate) fn pack_findings(
             keep(convert(finding, hop, index.index()), &mut findings);
         }
     }
-    // Snapshot checks, about the nodes and pods on the path (and the packs themselves).
+    // Snapshot checks, about the nodes and pods on the path, the Service the
+    // request goes to (at the first hop, where it starts), and the packs.
     for finding in packs.evaluate_snapshot(snapshot) {
         let hop = diagnosis.graph.node_indices().find(|&index| {
             let hop = &diagnosis.graph[index];
@@ -51,7 +53,16 @@ pub(crate) fn pack_findings(
                     hop.kind == HopKind::Pod && hop.id == format!("{namespace}/{name}")
                 }
                 Subject::Pack { .. } => true,
-                Subject::Object { .. } | Subject::Hop { .. } => false,
+                Subject::Object {
+                    kind,
+                    namespace,
+                    name,
+                } => {
+                    index.index() == 0
+                        && kind == "Service"
+                        && service.is_some_and(|(ns, n)| ns == namespace && n == name)
+                }
+                Subject::Hop { .. } => false,
             }
         });
         if let Some(index) = hop {

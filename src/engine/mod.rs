@@ -27,6 +27,7 @@ use petgraph::graph::{DiGraph, NodeIndex};
 use serde::Serialize;
 
 use crate::packs::LoadedPacks;
+use crate::snapshot::cluster::IpOwner;
 use crate::snapshot::{NetnsId, Snapshot};
 
 pub use target::{Endpoint, PacketSize, PacketSizeError, Protocol, Request, TargetError};
@@ -283,16 +284,41 @@ pub fn diagnose(
 ) -> Result<Diagnosis, TargetError> {
     let resolved = target::resolve(snapshot, request)?;
     let mut diagnosis = walk::walk(snapshot, &resolved, packs);
+    let service = target_service(snapshot, request, &resolved);
+    if let Some((namespace, name)) = &service {
+        let finding = service_without_ready_endpoints(snapshot, namespace, name, &diagnosis);
+        diagnosis.findings.extend(finding);
+    }
+    let findings = intent::pack_findings(&diagnosis, snapshot, packs, service.as_ref());
+    diagnosis.findings.extend(findings);
+    Ok(diagnosis)
+}
+
+/// The Service the request goes to: named (`svc/NS/NAME`), or the owner of
+/// the destination address (a ClusterIP, external IP or load-balancer IP).
+fn target_service(
+    snapshot: &Snapshot,
+    request: &Request,
+    resolved: &target::Resolved,
+) -> Option<(String, String)> {
     if let Endpoint::Service {
         namespace, name, ..
     } = &request.to
     {
-        let finding = service_without_ready_endpoints(snapshot, namespace, name, &diagnosis);
-        diagnosis.findings.extend(finding);
+        return Some((namespace.clone(), name.clone()));
     }
-    let findings = intent::pack_findings(&diagnosis, snapshot, packs);
-    diagnosis.findings.extend(findings);
-    Ok(diagnosis)
+    snapshot
+        .cluster
+        .by_ip(resolved.dst)
+        .iter()
+        .find_map(|owner| match owner {
+            IpOwner::ServiceClusterIp { namespace, name }
+            | IpOwner::ServiceExternalIp { namespace, name }
+            | IpOwner::ServiceLoadBalancerIp { namespace, name } => {
+                Some((namespace.clone(), name.clone()))
+            }
+            IpOwner::Pod { .. } | IpOwner::Node { .. } => None,
+        })
 }
 
 /// The Kubernetes object behind a service that cannot work: no ready
