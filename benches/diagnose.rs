@@ -41,6 +41,8 @@ fn main() {
         "examples/flannel-vxlan",
         "examples/flannel-host-gw",
         "examples/flannel-vxlan-partial",
+        "examples/calico-bgp",
+        "examples/calico-vxlan",
     ] {
         let root = Path::new(example);
         let load = median(runs, || {
