@@ -49,7 +49,6 @@ const EPHEMERAL_PORT: u16 = 40000;
 /// A walk longer than this is a loop the per-visit check did not catch.
 const MAX_VISITS: usize = 64;
 
-/// The packet as the walker carries it.
 /// Why a veth's peer does not answer an ARP request by proxy.
 enum ProxyArpRefusal {
     /// The kernel stays silent: why, and the dump file that shows it.
@@ -58,6 +57,7 @@ enum ProxyArpRefusal {
     Unknown(Stop),
 }
 
+/// The packet as the walker carries it.
 #[derive(Debug, Clone, PartialEq)]
 struct Packet {
     src: Option<IpAddr>,
