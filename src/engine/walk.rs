@@ -2465,22 +2465,6 @@ impl<'s> Walker<'s, '_> {
         packet: Packet,
         branch: Branch,
     ) {
-        if let Some(stop) = self.device_down(peer_ns, peer) {
-            return self.stop(hop, branch, stop);
-        }
-        let mut packet = packet;
-        if let Some(stop) = self.oversized_frame(hop, peer_ns, peer, &mut packet) {
-            return self.dropped_on_arrival(
-                hop,
-                &device.ifname,
-                LinkKind::Veth,
-                peer_ns,
-                &peer.ifname,
-                &packet,
-                branch,
-                stop,
-            );
-        }
         let Some(bridge) = peer.master.clone() else {
             // A plain veth pair: the peer answers ARP for its own addresses,
             // and for others by proxy where proxy ARP is on.
@@ -2534,8 +2518,27 @@ impl<'s> Walker<'s, '_> {
                 branch,
             );
         };
-        // The peer is a bridge port: the bridge itself (the node's stack) or
-        // another port answers ARP for the next hop.
+        // The peer is a bridge port. The frame does not go through `arrive`
+        // from here, so the port's own checks come first: a port that is
+        // down, or whose MTU the frame exceeds, takes nothing in.
+        if let Some(stop) = self.device_down(peer_ns, peer) {
+            return self.stop(hop, branch, stop);
+        }
+        let mut packet = packet;
+        if let Some(stop) = self.oversized_frame(hop, peer_ns, peer, &mut packet) {
+            return self.dropped_on_arrival(
+                hop,
+                &device.ifname,
+                LinkKind::Veth,
+                peer_ns,
+                &peer.ifname,
+                &packet,
+                branch,
+                stop,
+            );
+        }
+        // The bridge itself (the node's stack) or another port answers ARP
+        // for the next hop.
         if self.owns(peer_ns, next_hop) {
             let link = Link {
                 kind: LinkKind::Veth,
