@@ -523,6 +523,7 @@ impl<'s> Walker<'s, '_> {
                 in_iface: arrival.interface().map(str::to_string),
                 out_iface: None,
                 delivered: false,
+                received_from: None,
                 last_packet: Some(packet.pack_packet()),
             }),
         });
@@ -568,6 +569,9 @@ impl<'s> Walker<'s, '_> {
         }
         branch.seen.push(key);
         if let Arrival::Received(interface) = &arrival {
+            if let Some(context) = &mut self.graph[hop].context {
+                context.received_from = packet.src;
+            }
             let received = packet.to_string();
             self.step(
                 hop,
@@ -1774,12 +1778,13 @@ impl<'s> Walker<'s, '_> {
                 Tri::True,
             ),
             None => {
-                // The error goes to the source the packet arrived with: the
-                // kernel answers before FORWARD and POSTROUTING's source NAT.
+                // The error goes to the source the packet entered the IP
+                // layer with (out of a tunnel, the inner one's): the kernel
+                // answers before FORWARD and POSTROUTING's source NAT.
                 let sender = self.graph[hop]
                     .context
                     .as_ref()
-                    .map(|context| context.packet.src)
+                    .and_then(|context| context.received_from)
                     .or(packet.src);
                 let error = format!("ICMP fragmentation-needed (MTU {})", device.mtu);
                 // Related to the flow's connection, which has this
