@@ -446,3 +446,44 @@ fn a_pod_without_dump_behind_a_routed_veth_is_assumed_or_insufficient_info() {
         "{missing}"
     );
 }
+
+/// Flannel's ipip backend (the hand-built `tests/fixtures/flannel-ipip`):
+/// the node without dump takes the IPIP packet by `flannel.ipip` and sends
+/// the reply back in IPIP too, as the pack intends.
+#[test]
+fn a_node_without_dump_answers_by_ipip() {
+    let dir = copy_without("tests/fixtures/flannel-ipip", &["nodes/node-2"]);
+    let (code, report) = diagnose(
+        dir.path(),
+        &["--from", "default/web-0", "--to", "default/web-3:8080"],
+    );
+    assert_eq!(code, Some(0), "{report:#}");
+    assert_eq!(report["disposition"], "delivered", "{report:#}");
+    let [path] = report["paths"].as_array().unwrap().as_slice() else {
+        panic!("one path: {report:#}");
+    };
+    assert_eq!(
+        path_hops(&report, path),
+        [
+            "default/web-0",
+            "node-1",
+            "node-2*",
+            "default/web-3*",
+            "default/web-3*",
+            "node-2*",
+            "node-1",
+            "default/web-0"
+        ]
+    );
+    let hop = |i: usize| &report["hops"][path["hops"][i].as_u64().unwrap() as usize];
+    assert_eq!(step(hop(2), "decapsulated")["device"], "flannel.ipip");
+    let encapsulated = step(hop(5), "encapsulated");
+    assert_eq!(encapsulated["device"], "flannel.ipip", "{encapsulated}");
+    assert_eq!(encapsulated["assumed"], true, "{encapsulated}");
+    let outer = encapsulated["outer"].as_str().unwrap();
+    assert!(
+        outer.starts_with("172.18.0.12 -> 172.18.0.11 ipip [10.244.2.3 -> 10.244.1.2"),
+        "{outer}"
+    );
+    assert_eq!(step(hop(6), "decapsulated")["device"], "flannel.ipip");
+}

@@ -131,6 +131,26 @@ fn without_size_a_path_smaller_than_the_source_interface_is_a_warning() {
     );
 }
 
+#[test]
+fn frag_needed_after_vxlan_decapsulation_goes_to_the_sending_pod_not_the_remote_node() {
+    // node-2 takes web-0's packet out of flannel.1 and routes it to cni0,
+    // which is too small: the error is about the inner packet, so it goes
+    // to web-0, not to node-1 that sent the outer one.
+    let dir = copy_snapshot("examples/flannel-vxlan");
+    set_mtu(dir.path(), "nodes/node-2/host", "cni0", 1400);
+    let diagnosis = ping(dir.path(), "default/web-0", Some(PacketSize::InterfaceMtu));
+    assert_eq!(diagnosis.disposition(), Disposition::MtuExceeded);
+    let finding = the_one(&diagnosis, "kernel.mtu.exceeded", "node-2", Severity::Fatal);
+    assert!(
+        finding.message.contains("by cni0, whose MTU is 1400")
+            && finding
+                .message
+                .contains("ICMP fragmentation-needed (MTU 1400) goes back to 10.244.1.2,"),
+        "{}",
+        finding.message
+    );
+}
+
 /// Puts `rule` first in node-1's filter OUTPUT chain; returns its line.
 fn first_in_node_1_output(dir: &std::path::Path, rule: &str) -> usize {
     let rules = dir.join(NODE_1).join("iptables-save.txt");

@@ -113,6 +113,10 @@ pub(crate) struct HopContext {
     pub in_iface: Option<String>,
     pub out_iface: Option<String>,
     pub delivered: bool,
+    /// The source of the packet as it last entered the IP layer here
+    /// (arrived on a device, or out of a tunnel): where an ICMP error about
+    /// it goes, which after decapsulation is the inner packet's sender.
+    pub received_from: Option<IpAddr>,
     /// The hop's packet as the walk last had it here — arrived, out of a
     /// tunnel, translated (not the outer packet of a tunnel the hop put it
     /// in: that one carries it) — and so, where the path ends at this hop,

@@ -49,7 +49,6 @@ const EPHEMERAL_PORT: u16 = 40000;
 /// A walk longer than this is a loop the per-visit check did not catch.
 const MAX_VISITS: usize = 64;
 
-/// The packet as the walker carries it.
 /// Why a veth's peer does not answer an ARP request by proxy.
 enum ProxyArpRefusal {
     /// The kernel stays silent: why, and the dump file that shows it.
@@ -58,6 +57,7 @@ enum ProxyArpRefusal {
     Unknown(Stop),
 }
 
+/// The packet as the walker carries it.
 #[derive(Debug, Clone, PartialEq)]
 struct Packet {
     src: Option<IpAddr>,
@@ -523,6 +523,7 @@ impl<'s> Walker<'s, '_> {
                 in_iface: arrival.interface().map(str::to_string),
                 out_iface: None,
                 delivered: false,
+                received_from: None,
                 last_packet: Some(packet.pack_packet()),
             }),
         });
@@ -568,6 +569,9 @@ impl<'s> Walker<'s, '_> {
         }
         branch.seen.push(key);
         if let Arrival::Received(interface) = &arrival {
+            if let Some(context) = &mut self.graph[hop].context {
+                context.received_from = packet.src;
+            }
             let received = packet.to_string();
             self.step(
                 hop,
@@ -1774,12 +1778,13 @@ impl<'s> Walker<'s, '_> {
                 Tri::True,
             ),
             None => {
-                // The error goes to the source the packet arrived with: the
-                // kernel answers before FORWARD and POSTROUTING's source NAT.
+                // The error goes to the source the packet entered the IP
+                // layer with (out of a tunnel, the inner one's): the kernel
+                // answers before FORWARD and POSTROUTING's source NAT.
                 let sender = self.graph[hop]
                     .context
                     .as_ref()
-                    .map(|context| context.packet.src)
+                    .and_then(|context| context.received_from)
                     .or(packet.src);
                 let error = format!("ICMP fragmentation-needed (MTU {})", device.mtu);
                 // Related to the flow's connection, which has this
@@ -2465,22 +2470,6 @@ impl<'s> Walker<'s, '_> {
         packet: Packet,
         branch: Branch,
     ) {
-        if let Some(stop) = self.device_down(peer_ns, peer) {
-            return self.stop(hop, branch, stop);
-        }
-        let mut packet = packet;
-        if let Some(stop) = self.oversized_frame(hop, peer_ns, peer, &mut packet) {
-            return self.dropped_on_arrival(
-                hop,
-                &device.ifname,
-                LinkKind::Veth,
-                peer_ns,
-                &peer.ifname,
-                &packet,
-                branch,
-                stop,
-            );
-        }
         let Some(bridge) = peer.master.clone() else {
             // A plain veth pair: the peer answers ARP for its own addresses,
             // and for others by proxy where proxy ARP is on.
@@ -2534,8 +2523,27 @@ impl<'s> Walker<'s, '_> {
                 branch,
             );
         };
-        // The peer is a bridge port: the bridge itself (the node's stack) or
-        // another port answers ARP for the next hop.
+        // The peer is a bridge port. The frame does not go through `arrive`
+        // from here, so the port's own checks come first: a port that is
+        // down, or whose MTU the frame exceeds, takes nothing in.
+        if let Some(stop) = self.device_down(peer_ns, peer) {
+            return self.stop(hop, branch, stop);
+        }
+        let mut packet = packet;
+        if let Some(stop) = self.oversized_frame(hop, peer_ns, peer, &mut packet) {
+            return self.dropped_on_arrival(
+                hop,
+                &device.ifname,
+                LinkKind::Veth,
+                peer_ns,
+                &peer.ifname,
+                &packet,
+                branch,
+                stop,
+            );
+        }
+        // The bridge itself (the node's stack) or another port answers ARP
+        // for the next hop.
         if self.owns(peer_ns, next_hop) {
             let link = Link {
                 kind: LinkKind::Veth,

@@ -446,29 +446,37 @@ impl<'s> Walker<'s, '_> {
             );
             return self.stop(hop, branch, self.unmodelled_tunnel(reason));
         }
-        let (Some(vni), Some(port), "vxlan") = (
+        // VXLAN needs the VNI and UDP port the pack gives; IPIP has neither.
+        let (encapsulated, udp_port) = match (
+            encapsulation.kind.as_str(),
             encapsulation.vni,
             encapsulation.port,
-            encapsulation.kind.as_str(),
-        ) else {
-            let reason = format!(
-                "pack {} tunnels the packet from {} by {} ({}), which the walker does not model without a VNI and UDP port",
-                self.cni_name(),
-                hop_id(ns),
-                encapsulation.dev,
-                encapsulation.kind
-            );
-            return self.stop(hop, branch, self.unmodelled_tunnel(reason));
+        ) {
+            ("vxlan", Some(vni), Some(port)) => (
+                Encapsulated::Vxlan {
+                    vni,
+                    inner_mac: encapsulation.mac,
+                },
+                Some(port),
+            ),
+            ("ipip", ..) => (Encapsulated::Ipip, None),
+            _ => {
+                let reason = format!(
+                    "pack {} tunnels the packet from {} by {} ({}), which the walker does not model: it follows IPIP, and VXLAN with a VNI and UDP port",
+                    self.cni_name(),
+                    hop_id(ns),
+                    encapsulation.dev,
+                    encapsulation.kind
+                );
+                return self.stop(hop, branch, self.unmodelled_tunnel(reason));
+            }
         };
         let header = TunnelHeader {
-            encapsulation: Encapsulated::Vxlan {
-                vni,
-                inner_mac: encapsulation.mac,
-            },
+            encapsulation: encapsulated,
             device: encapsulation.dev,
             src: Some(encapsulation.outer_src),
             dst: encapsulation.outer_dst,
-            udp_port: Some(port),
+            udp_port,
             // The pack does not say how its device sets DF on the outer
             // packet: the inner packet's is kept.
             df: None,
