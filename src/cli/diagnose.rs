@@ -355,6 +355,7 @@ fn step_line(step: &Step, verbose: bool) -> String {
             decision,
             rule,
             line,
+            ..
         } => match line {
             Some(line) => format!("netfilter: {decision}, line {line}: {rule}"),
             None => format!("netfilter: {decision}"),

@@ -13,7 +13,6 @@ use super::{Diagnosis, Disposition, Finding, HopContext, HopKind, HopStep, LinkK
 use crate::packs::{
     self, FindingStatus, HopScope, HopStop, LoadedPacks, Severity, StoppingRule, Subject,
 };
-use crate::snapshot::netns::iptables::{Chain, Policy, Table};
 use crate::snapshot::{NetnsId, Snapshot};
 
 pub(crate) fn pack_findings(
@@ -139,9 +138,13 @@ fn stop(snapshot: &Snapshot, context: &HopContext, steps: &[HopStep]) -> Option<
                 .iter()
                 .rev()
                 .find_map(|step| match &step.step {
-                    Step::Netfilter { rule, line, .. } => {
-                        stopping_rule(snapshot, &context.netns, rule, *line)
-                    }
+                    Step::Netfilter {
+                        table,
+                        chain,
+                        rule,
+                        line,
+                        ..
+                    } => stopping_rule(snapshot, &context.netns, table, chain, rule, *line),
                     _ => None,
                 })
         }
@@ -171,55 +174,41 @@ fn exit(diagnosis: &Diagnosis, index: NodeIndex, context: &HopContext) -> Option
     })
 }
 
-/// The rule at `line` of the hop's iptables-save.txt, or (without a line)
-/// the chain whose policy `text` (`:CHAIN DROP`) names.
+/// The rule at `line` of chain `chain` in `table` of the hop's
+/// iptables-save.txt, or (without a line) that chain's policy.
 fn stopping_rule(
     snapshot: &Snapshot,
     netns: &NetnsId,
+    table: &str,
+    chain: &str,
     text: &str,
     line: Option<usize>,
 ) -> Option<StoppingRule> {
     let entry = snapshot.namespaces.get(netns)?;
     let ruleset = entry.dump.iptables.as_ref()?;
     let file = entry.dir.join("iptables-save.txt");
-    let mut chains = ruleset
+    let found = ruleset
         .tables
         .iter()
-        .flat_map(|table| table.chains.iter().map(move |chain| (table, chain)));
-    let found = |table: Option<&Table>, chain: &Chain, number, line: Option<usize>| {
-        Some(StoppingRule {
-            table: table.map(|t| t.name.as_str().to_owned()),
-            chain: chain.name.to_string(),
-            number,
+        .filter(|t| t.name.as_str() == table)
+        .flat_map(|t| &t.chains)
+        .find(|c| *c.name == *chain)?;
+    let (number, line) = match line {
+        Some(line) => (
+            Some(found.rules.iter().find(|rule| rule.line == line)?.number),
             line,
-            text: text.to_owned(),
-            evidence: match line {
-                Some(line) => format!("{}:{line}", file.display()),
-                None => file.display().to_string(),
-            },
-        })
+        ),
+        // The chain's policy is declared on its own line.
+        None => (None, found.line),
     };
-    if let Some(line) = line {
-        return chains.find_map(|(table, chain)| {
-            let rule = chain.rules.iter().find(|rule| rule.line == line)?;
-            found(Some(table), chain, Some(rule.number), Some(line))
-        });
-    }
-    let (name, policy) = text.strip_prefix(':')?.split_once(' ')?;
-    let policy = match policy {
-        "ACCEPT" => Policy::Accept,
-        "DROP" => Policy::Drop,
-        _ => return None,
-    };
-    let matching: Vec<_> = chains
-        .filter(|(_, chain)| *chain.name == *name && chain.policy == Some(policy))
-        .collect();
-    let &(table, chain) = matching.first()?;
-    // Several tables with that chain and policy: which one decided is unknown.
-    match matching.len() {
-        1 => found(Some(table), chain, None, Some(chain.line)),
-        _ => found(None, chain, None, None),
-    }
+    Some(StoppingRule {
+        table: table.to_owned(),
+        chain: chain.to_owned(),
+        number,
+        line: Some(line),
+        text: text.to_owned(),
+        evidence: format!("{}:{line}", file.display()),
+    })
 }
 
 /// A pack's finding as the diagnosis reports it. What a check could not

@@ -158,6 +158,9 @@ pub enum Step {
     /// A netfilter rule (or chain policy) decided the packet's fate.
     Netfilter {
         decision: String,
+        /// The table and chain of the deciding rule or policy.
+        table: String,
+        chain: String,
         rule: String,
         #[serde(skip_serializing_if = "Option::is_none")]
         line: Option<usize>,

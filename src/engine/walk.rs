@@ -836,25 +836,32 @@ impl<'s> Walker<'s, '_> {
     /// The stop for a drop or reject, naming the rule (or policy) that decided
     /// it with its line in the dump.
     fn denial(&mut self, ns: &NetnsId, hop: NodeIndex, outcome: &Outcome<'_>, what: &str) -> Stop {
-        let (decision, line, text) = deciding_rule(&outcome.trace);
-        self.step(
-            hop,
-            Step::Netfilter {
-                decision: decision.clone(),
-                rule: text.clone(),
-                line,
-            },
-        );
+        let decision = deciding_rule(&outcome.trace);
         let verb = if matches!(outcome.verdict, Verdict::Drop) {
             "drops"
         } else {
             "rejects"
         };
-        let evidence = self.rule_evidence(ns, line, &text);
+        let evidence = self.rule_evidence(ns, decision.line, &decision.text);
+        let reason = format!(
+            "{}'s netfilter {verb} {what}: {}",
+            hop_id(ns),
+            decision.description
+        );
+        self.step(
+            hop,
+            Step::Netfilter {
+                decision: decision.description,
+                table: decision.table,
+                chain: decision.chain,
+                rule: decision.text,
+                line: decision.line,
+            },
+        );
         Stop {
             disposition: Disposition::DeniedByNetfilter,
             id: "kernel.netfilter.denied",
-            reason: format!("{}'s netfilter {verb} {what}: {decision}", hop_id(ns)),
+            reason,
             evidence,
         }
     }
@@ -1951,14 +1958,14 @@ impl<'s> Walker<'s, '_> {
                         dev: path.dev.clone().unwrap_or_default(),
                     },
                     verdict @ (Verdict::Drop | Verdict::Reject { .. }) => {
-                        let (decision, line, text) = deciding_rule(&outcome.trace);
+                        let decision = deciding_rule(&outcome.trace);
                         let verb = match verdict {
                             Verdict::Drop => "drops",
                             _ => "rejects",
                         };
                         ErrorOut::Stopped {
-                            reason: format!("its netfilter {verb} it: {decision}"),
-                            evidence: self.rule_evidence(ns, line, &text),
+                            reason: format!("its netfilter {verb} it: {}", decision.description),
+                            evidence: self.rule_evidence(ns, decision.line, &decision.text),
                         }
                     }
                     Verdict::Unroutable { error } => ErrorOut::Stopped {
@@ -3175,7 +3182,7 @@ fn mac_text(address: &LinkLayerAddress) -> String {
 
 /// The rule (or chain policy) that decided a drop or reject: the last rule
 /// that matched, or the policy that ended the walk.
-fn deciding_rule(trace: &[NetfilterStep<'_>]) -> (String, Option<usize>, String) {
+fn deciding_rule(trace: &[NetfilterStep<'_>]) -> Decision {
     for step in trace.iter().rev() {
         match step {
             NetfilterStep::Rule {
@@ -3186,11 +3193,16 @@ fn deciding_rule(trace: &[NetfilterStep<'_>]) -> (String, Option<usize>, String)
                 matched: Tri::True,
                 ..
             } => {
-                let decision = format!(
-                    "rule {} of chain {chain} (table {table}, {hook})",
-                    rule.number
-                );
-                return (decision, Some(rule.line), rule.text.to_string());
+                return Decision {
+                    description: format!(
+                        "rule {} of chain {chain} (table {table}, {hook})",
+                        rule.number
+                    ),
+                    table: table.to_string(),
+                    chain: chain.to_string(),
+                    line: Some(rule.line),
+                    text: rule.text.to_string(),
+                };
             }
             NetfilterStep::Policy {
                 hook,
@@ -3202,14 +3214,38 @@ fn deciding_rule(trace: &[NetfilterStep<'_>]) -> (String, Option<usize>, String)
                     IptablesPolicy::Accept => "ACCEPT",
                     IptablesPolicy::Drop => "DROP",
                 };
-                let decision =
-                    format!("the {policy} policy of chain {chain} (table {table}, {hook})");
-                return (decision, None, format!(":{chain} {policy}"));
+                return Decision {
+                    description: format!(
+                        "the {policy} policy of chain {chain} (table {table}, {hook})"
+                    ),
+                    table: table.to_string(),
+                    chain: chain.to_string(),
+                    line: None,
+                    text: format!(":{chain} {policy}"),
+                };
             }
             _ => {}
         }
     }
-    ("no rule is recorded".into(), None, String::new())
+    Decision {
+        description: "no rule is recorded".into(),
+        table: String::new(),
+        chain: String::new(),
+        line: None,
+        text: String::new(),
+    }
+}
+
+/// The rule or chain policy that gave a netfilter verdict.
+struct Decision {
+    /// For messages: `rule 3 of chain X (table filter, FORWARD)`.
+    description: String,
+    table: String,
+    chain: String,
+    /// The rule's line in iptables-save.txt; `None` for a chain's policy.
+    line: Option<usize>,
+    /// The rule as written, or `:CHAIN POLICY`.
+    text: String,
 }
 
 /// The transport IPVS schedules a protocol by, if any.

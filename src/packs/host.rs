@@ -254,7 +254,7 @@ fn hop_stop(stop: &HopStop) -> Dynamic {
         ("disposition", text(&stop.disposition)),
         ("reason", text(&stop.reason)),
         ("packet", opt(stop.packet.clone().map(Dynamic::from))),
-        ("table", opt(rule.and_then(|r| r.table.clone()))),
+        ("table", opt(rule.map(|r| r.table.clone()))),
         ("chain", opt(rule.map(|r| r.chain.clone()))),
         ("rule", number(rule.and_then(|r| r.number))),
         ("line", number(rule.and_then(|r| r.line))),

@@ -115,9 +115,7 @@ pub struct HopStop {
 /// A netfilter rule (or chain policy) that ended a path.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoppingRule {
-    /// `None` when the dump does not say (a chain policy whose chain name
-    /// several tables use with that policy).
-    pub table: Option<String>,
+    pub table: String,
     pub chain: String,
     /// The rule's 1-based number in its chain; `None` for the chain's policy.
     pub number: Option<usize>,
