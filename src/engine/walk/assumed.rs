@@ -31,7 +31,7 @@ use crate::netstack::netfilter::{Endpoint, Translation};
 use crate::netstack::routing::{FlowKey, LookupOutcome};
 use crate::packs::{HopScope, PodRef};
 use crate::snapshot::NetnsId;
-use crate::snapshot::cluster::{IpOwner, NodeAddress, Protocol as PortProtocol};
+use crate::snapshot::cluster::{IpOwner, Protocol as PortProtocol};
 use crate::snapshot::netns::link::LinkKind as DeviceKind;
 
 /// Where a packet from an assumed hop goes, by who holds its next hop.
@@ -716,15 +716,7 @@ impl<'s> Walker<'s, '_> {
     }
 
     fn node_address(&self, node: &str) -> Option<IpAddr> {
-        self.snapshot
-            .cluster
-            .node(node)?
-            .addresses
-            .iter()
-            .find_map(|a| match a {
-                NodeAddress::InternalIp(ip) => Some(*ip),
-                _ => None,
-            })
+        self.snapshot.cluster.node(node)?.internal_ip()
     }
 
     fn node_ready(&self, node: &str) -> Option<bool> {

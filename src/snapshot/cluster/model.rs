@@ -116,6 +116,17 @@ pub struct Node {
     pub ready: Option<bool>,
 }
 
+impl Node {
+    /// The first `InternalIP` of `status.addresses`: the address other nodes
+    /// and tunnels reach this node at.
+    pub fn internal_ip(&self) -> Option<IpAddr> {
+        self.addresses.iter().find_map(|a| match a {
+            NodeAddress::InternalIp(ip) => Some(*ip),
+            _ => None,
+        })
+    }
+}
+
 /// One entry of a Node's `status.addresses`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum NodeAddress {
