@@ -1030,14 +1030,8 @@ impl<'s> Walker<'s, '_> {
             .cluster
             .by_ip(packet.dst)
             .iter()
-            .find_map(|owner| match owner {
-                IpOwner::ServiceClusterIp { namespace, name }
-                | IpOwner::ServiceExternalIp { namespace, name }
-                | IpOwner::ServiceLoadBalancerIp { namespace, name } => {
-                    Some(format!("{namespace}/{name}"))
-                }
-                _ => None,
-            })
+            .find_map(IpOwner::service)
+            .map(|(namespace, name)| format!("{namespace}/{name}"))
     }
 
     /// IPv4 forwarding on the interface the packet came in on.

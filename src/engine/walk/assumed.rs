@@ -675,10 +675,10 @@ impl<'s> Walker<'s, '_> {
                     ));
                 }
                 IpOwner::Pod { .. } => {}
-                IpOwner::ServiceClusterIp { namespace, name }
-                | IpOwner::ServiceExternalIp { namespace, name }
-                | IpOwner::ServiceLoadBalancerIp { namespace, name } => {
-                    return Holder::Elsewhere(format!("service {namespace}/{name}'s address"));
+                service => {
+                    if let Some((namespace, name)) = service.service() {
+                        return Holder::Elsewhere(format!("service {namespace}/{name}'s address"));
+                    }
                 }
             }
         }

@@ -88,6 +88,19 @@ pub enum IpOwner {
     },
 }
 
+impl IpOwner {
+    /// The service, `(namespace, name)`, whose cluster, external or load
+    /// balancer IP this is.
+    pub fn service(&self) -> Option<(&str, &str)> {
+        match self {
+            IpOwner::ServiceClusterIp { namespace, name }
+            | IpOwner::ServiceExternalIp { namespace, name }
+            | IpOwner::ServiceLoadBalancerIp { namespace, name } => Some((namespace, name)),
+            IpOwner::Pod { .. } | IpOwner::Node { .. } => None,
+        }
+    }
+}
+
 /// An object whose kind, namespace and name were already taken.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{kind} {name} is defined twice (first at {first})")]
