@@ -347,6 +347,26 @@ impl Cluster {
         self.ips.get(&ip).map_or(&[], Vec::as_slice)
     }
 
+    /// The pod whose own network namespace has `ip`: not one on the host
+    /// network (those share their node's address), and a running pod before
+    /// a finished one that held the address before it.
+    pub fn pod_at(&self, ip: IpAddr) -> Option<&Pod> {
+        let mut pods: Vec<&Pod> = self
+            .by_ip(ip)
+            .iter()
+            .filter_map(|owner| match owner {
+                IpOwner::Pod {
+                    namespace,
+                    name,
+                    host_network: false,
+                } => self.pod(namespace, name),
+                _ => None,
+            })
+            .collect();
+        pods.sort_by_key(|pod| matches!(pod.phase, Some(PodPhase::Succeeded | PodPhase::Failed)));
+        pods.first().copied()
+    }
+
     /// The service that claimed this NodePort first.
     pub fn service_by_node_port(&self, protocol: Protocol, port: u16) -> Option<&Service> {
         let (namespace, name) = self.node_ports.get(&(protocol, port))?;

@@ -31,10 +31,10 @@ use std::net::IpAddr;
 
 use super::model::{
     NAMESPACE_NAME_LABEL, NetworkPolicy, NetworkPolicyPeer, NetworkPolicyPort, NetworkPolicyRule,
-    ObjectSource, Pod, PodPhase, PortRef, Protocol,
+    ObjectSource, Pod, PortRef, Protocol,
 };
 use super::selector::{LabelSelector, SelectorOperator};
-use super::{Cluster, IpOwner, Labels};
+use super::{Cluster, Labels};
 
 /// A connection as NetworkPolicy sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -271,7 +271,7 @@ impl Cluster {
             verdict: Verdict::NotIsolated,
             policies: Vec::new(),
         };
-        let Some(pod) = self.policy_pod(address) else {
+        let Some(pod) = self.pod_at(address) else {
             return verdict;
         };
         verdict.pod = Some(format!("{}/{}", pod.meta.namespace, pod.meta.name));
@@ -279,8 +279,8 @@ impl Cluster {
             cluster: self,
             direction,
             peer,
-            peer_pod: self.policy_pod(peer),
-            destination_pod: self.policy_pod(flow.dst),
+            peer_pod: self.pod_at(peer),
+            destination_pod: self.pod_at(flow.dst),
             flow,
         };
         verdict.policies = self
@@ -305,25 +305,6 @@ impl Cluster {
             Verdict::Denied
         };
         verdict
-    }
-
-    /// The pod NetworkPolicy knows at `ip`: not on the host network, and a
-    /// running one before a finished pod that held the address before it.
-    fn policy_pod(&self, ip: IpAddr) -> Option<&Pod> {
-        let mut pods: Vec<&Pod> = self
-            .by_ip(ip)
-            .iter()
-            .filter_map(|owner| match owner {
-                IpOwner::Pod {
-                    namespace,
-                    name,
-                    host_network: false,
-                } => self.pod(namespace, name),
-                _ => None,
-            })
-            .collect();
-        pods.sort_by_key(|pod| matches!(pod.phase, Some(PodPhase::Succeeded | PodPhase::Failed)));
-        pods.first().copied()
     }
 
     /// Whether namespace `name`'s labels match `selector`. Without its

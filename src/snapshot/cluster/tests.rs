@@ -402,6 +402,38 @@ fn ip_index_names_every_owner() {
 }
 
 #[test]
+fn pod_at_prefers_the_running_pod_over_a_finished_one_reusing_its_ip() {
+    let text = "
+apiVersion: v1
+kind: Pod
+metadata: {name: job-1, namespace: default}
+spec: {containers: [{name: c}]}
+status: {phase: Succeeded, podIP: 10.244.1.7}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: default}
+spec: {containers: [{name: c}]}
+status: {phase: Running, podIP: 10.244.1.7}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: agent, namespace: kube-system}
+spec: {hostNetwork: true, containers: [{name: c}]}
+status: {phase: Running, podIP: 192.168.56.11}
+";
+    let (cluster, problems) = load_one("pods.yaml", text);
+    assert!(problems.is_empty(), "{problems:#?}");
+    assert_eq!(cluster.by_ip(ip("10.244.1.7")).len(), 2);
+    let pod = cluster
+        .pod_at(ip("10.244.1.7"))
+        .expect("a pod at 10.244.1.7");
+    assert_eq!(pod.meta.name, "web");
+    // A pod on the host network has its node's address, not one of its own.
+    assert!(cluster.pod_at(ip("192.168.56.11")).is_none());
+}
+
+#[test]
 fn node_ports_find_their_service_by_protocol() {
     let cluster = kubectl_cluster();
     let name = |s: Option<&Service>| s.map(|s| s.meta.name.clone());
