@@ -2239,6 +2239,27 @@ impl<'s> Walker<'s, '_> {
                 ),
             );
         };
+        // Measured in the lab: with `df unset` (flannel's) an outer packet
+        // too large for the underlay is fragmented and reassembled by the
+        // remote node, and the pods' flow still works.
+        let df = match &info.df {
+            Some(VxlanDf::Set) => Some(true),
+            Some(VxlanDf::Inherit) => None,
+            Some(VxlanDf::Unset) | None => Some(false),
+            Some(VxlanDf::Other(word)) => {
+                let reason = format!(
+                    "{} shows df {word:?} on {}, a word skoop does not know: whether its outer packets may be fragmented is unknown",
+                    hop_id(ns),
+                    device.ifname
+                );
+                let evidence = self.file(ns, "ip-link.json");
+                return self.stop(
+                    hop,
+                    branch,
+                    Stop::unknown("kernel.vxlan.unknown", reason, evidence),
+                );
+            }
+        };
         let header = TunnelHeader {
             encapsulation: Encapsulation::Vxlan {
                 vni: info.id,
@@ -2248,14 +2269,7 @@ impl<'s> Walker<'s, '_> {
             src: info.local,
             dst: vtep,
             udp_port: Some(port),
-            // Measured in the lab: with `df unset` (flannel's) an outer
-            // packet too large for the underlay is fragmented and reassembled
-            // by the remote node, and the pods' flow still works.
-            df: match info.df {
-                Some(VxlanDf::Set) => Some(true),
-                Some(VxlanDf::Inherit) => None,
-                Some(VxlanDf::Unset) | None => Some(false),
-            },
+            df,
         };
         self.encapsulate(ns, hop, packet, header, branch);
     }
