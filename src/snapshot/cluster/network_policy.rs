@@ -222,7 +222,11 @@ impl DirectionVerdict {
                 format!("{isolated}; admitted by {}", admitting.join(" and "))
             }
             Verdict::Denied => format!("{isolated}; no rule admits it: {}", self.reasons()),
-            Verdict::Unknown => format!("{isolated}; cannot tell: {}", self.reasons()),
+            Verdict::Unknown => format!(
+                "{pod} is or may be isolated for {direction} by {}; cannot tell: {}",
+                names.join(", "),
+                self.reasons()
+            ),
         }
     }
 
@@ -274,7 +278,8 @@ impl Cluster {
         let Some(pod) = self.pod_at(address) else {
             return verdict;
         };
-        verdict.pod = Some(format!("{}/{}", pod.meta.namespace, pod.meta.name));
+        let pod_name = format!("{}/{}", pod.meta.namespace, pod.meta.name);
+        verdict.pod = Some(pod_name.clone());
         let judge = Judge {
             cluster: self,
             direction,
@@ -294,6 +299,19 @@ impl Cluster {
                 outcome: judge.policy(policy),
             })
             .collect();
+        // A policy that could not be read may isolate the pod and deny the
+        // connection: only another policy admitting it can still tell.
+        verdict.policies.extend(
+            self.unreadable_network_policies_in(&pod.meta.namespace)
+                .map(|policy| PolicyDecision {
+                    policy: format!("{}/{}", policy.meta.namespace, policy.meta.name),
+                    source: policy.meta.source.clone(),
+                    outcome: PolicyOutcome::Unknown(vec![format!(
+                        "unreadable ({}: {}), so whether it isolates {pod_name} and what it admits is unknown",
+                        policy.meta.source, policy.reason
+                    )]),
+                }),
+        );
         let outcomes = || verdict.policies.iter().map(|p| &p.outcome);
         verdict.verdict = if verdict.policies.is_empty() {
             Verdict::NotIsolated

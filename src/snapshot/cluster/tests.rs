@@ -674,16 +674,23 @@ fn network_policy_keeps_unreadable_peers_and_ports_as_invalid() {
 }
 
 #[test]
-fn network_policy_with_unreadable_pod_selector_is_skipped() {
+fn network_policy_with_unreadable_pod_selector_is_kept_as_unreadable() {
     let text = format!(
         "{POLICY_HEAD}spec:\n  podSelector:\n    matchExpressions:\n    - key: app\n      operator: Gt\n      values: [\"1\"]\n"
     );
     let (cluster, problems) = load_one("p.yaml", &text);
     assert_eq!(cluster.network_policies().count(), 0);
+    let unreadable: Vec<_> = cluster.unreadable_network_policies_in("default").collect();
+    assert_eq!(unreadable.len(), 1);
+    assert_eq!(unreadable[0].meta.name, "p");
+    assert_eq!(
+        unreadable[0].reason,
+        r#"spec.podSelector.matchExpressions[0].operator: "Gt" is not one of In, NotIn, Exists, DoesNotExist"#
+    );
     assert_eq!(
         problems,
         vec![
-            r#"10:17: NetworkPolicy default/p: spec.podSelector.matchExpressions[0].operator: "Gt" is not one of In, NotIn, Exists, DoesNotExist; object skipped"#
+            r#"10:17: NetworkPolicy default/p: spec.podSelector.matchExpressions[0].operator: "Gt" is not one of In, NotIn, Exists, DoesNotExist; policy unreadable: verdicts in its namespace are unknown"#
         ]
     );
 }
