@@ -356,6 +356,31 @@ fn a_vxlan_device_with_df_set_drops_what_the_underlay_cannot_carry_without_telli
 }
 
 #[test]
+fn a_vxlan_df_word_skoop_does_not_know_stops_the_walk_as_unknown_at_the_device() {
+    let dir = copy_snapshot("examples/flannel-vxlan");
+    edit_json(&dir.path().join(NODE_1).join("ip-link.json"), |links| {
+        let vtep = links
+            .iter_mut()
+            .find(|l| l["ifname"] == "flannel.1")
+            .unwrap();
+        vtep["linkinfo"]["info_data"]["df"] = "auto".into();
+    });
+    let diagnosis = ping(dir.path(), "default/web-0", None);
+    assert_eq!(diagnosis.disposition(), Disposition::InsufficientInfo);
+    let finding = the_one(
+        &diagnosis,
+        "kernel.vxlan.unknown",
+        "node-1",
+        Severity::Warning,
+    );
+    assert!(
+        finding.message.contains(r#"df "auto" on flannel.1"#),
+        "{}",
+        finding.message
+    );
+}
+
+#[test]
 fn a_reply_too_large_for_the_way_back_is_fragmented_for_ping_and_refused_for_tcp() {
     // node-1 sends replies to web-0 by cni0, which the request never
     // leaves by. The kernel's echo responder sends its replies with DF

@@ -318,14 +318,8 @@ fn target_service(
         .cluster
         .by_ip(resolved.dst)
         .iter()
-        .find_map(|owner| match owner {
-            IpOwner::ServiceClusterIp { namespace, name }
-            | IpOwner::ServiceExternalIp { namespace, name }
-            | IpOwner::ServiceLoadBalancerIp { namespace, name } => {
-                Some((namespace.clone(), name.clone()))
-            }
-            IpOwner::Pod { .. } | IpOwner::Node { .. } => None,
-        })
+        .find_map(IpOwner::service)
+        .map(|(namespace, name)| (namespace.to_owned(), name.to_owned()))
 }
 
 /// The Kubernetes object behind a service that cannot work: no ready

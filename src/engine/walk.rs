@@ -1041,14 +1041,8 @@ impl<'s> Walker<'s, '_> {
             .cluster
             .by_ip(packet.dst)
             .iter()
-            .find_map(|owner| match owner {
-                IpOwner::ServiceClusterIp { namespace, name }
-                | IpOwner::ServiceExternalIp { namespace, name }
-                | IpOwner::ServiceLoadBalancerIp { namespace, name } => {
-                    Some(format!("{namespace}/{name}"))
-                }
-                _ => None,
-            })
+            .find_map(IpOwner::service)
+            .map(|(namespace, name)| format!("{namespace}/{name}"))
     }
 
     /// IPv4 forwarding on the interface the packet came in on.
@@ -2257,6 +2251,27 @@ impl<'s> Walker<'s, '_> {
                 ),
             );
         };
+        // Measured in the lab: with `df unset` (flannel's) an outer packet
+        // too large for the underlay is fragmented and reassembled by the
+        // remote node, and the pods' flow still works.
+        let df = match &info.df {
+            Some(VxlanDf::Set) => Some(true),
+            Some(VxlanDf::Inherit) => None,
+            Some(VxlanDf::Unset) | None => Some(false),
+            Some(VxlanDf::Other(word)) => {
+                let reason = format!(
+                    "{} shows df {word:?} on {}, a word skoop does not know: whether its outer packets may be fragmented is unknown",
+                    hop_id(ns),
+                    device.ifname
+                );
+                let evidence = self.file(ns, "ip-link.json");
+                return self.stop(
+                    hop,
+                    branch,
+                    Stop::unknown("kernel.vxlan.unknown", reason, evidence),
+                );
+            }
+        };
         let header = TunnelHeader {
             encapsulation: Encapsulation::Vxlan {
                 vni: info.id,
@@ -2266,14 +2281,7 @@ impl<'s> Walker<'s, '_> {
             src: info.local,
             dst: vtep,
             udp_port: Some(port),
-            // Measured in the lab: with `df unset` (flannel's) an outer
-            // packet too large for the underlay is fragmented and reassembled
-            // by the remote node, and the pods' flow still works.
-            df: match info.df {
-                Some(VxlanDf::Set) => Some(true),
-                Some(VxlanDf::Inherit) => None,
-                Some(VxlanDf::Unset) | None => Some(false),
-            },
+            df,
         };
         self.encapsulate(ns, hop, packet, header, branch);
     }

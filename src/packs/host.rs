@@ -20,7 +20,7 @@ use crate::netstack::routing::{Fib, FlowKey, LookupOutcome, table_name};
 use crate::snapshot::NetnsId;
 use crate::snapshot::cluster::ApiEnum as _;
 use crate::snapshot::cluster::{
-    DirectionVerdict, EndpointAddress, EndpointPort, EndpointSlice, Endpoints, IpOwner,
+    DirectionVerdict, EndpointAddress, EndpointPort, EndpointSlice, Endpoints, IpOwner, Node,
     NodeAddress, ObjectReference, PolicyFlow, PolicyOutcome, PortRef, Protocol as ClusterProtocol,
     Service, TrafficPolicy,
 };
@@ -280,15 +280,7 @@ fn register_cluster(engine: &mut Engine) {
                 .map(Dynamic::from))
         })
         .register_get("internal_ip", |n: &mut NodeRef| {
-            opt(n
-                .get()
-                .and_then(|node| {
-                    node.addresses.iter().find_map(|a| match a {
-                        NodeAddress::InternalIp(ip) => Some(*ip),
-                        _ => None,
-                    })
-                })
-                .map(Dynamic::from))
+            opt(n.get().and_then(Node::internal_ip).map(Dynamic::from))
         })
         .register_get("addresses", |n: &mut NodeRef| -> Array {
             n.get()

@@ -31,7 +31,7 @@ use crate::netstack::netfilter::{Endpoint, Translation};
 use crate::netstack::routing::{FlowKey, LookupOutcome};
 use crate::packs::{HopScope, PodRef};
 use crate::snapshot::NetnsId;
-use crate::snapshot::cluster::{IpOwner, NodeAddress, Protocol as PortProtocol};
+use crate::snapshot::cluster::{IpOwner, Protocol as PortProtocol};
 use crate::snapshot::netns::link::LinkKind as DeviceKind;
 
 /// Where a packet from an assumed hop goes, by who holds its next hop.
@@ -655,64 +655,50 @@ impl<'s> Walker<'s, '_> {
         {
             return Holder::Node((*owner).clone());
         }
-        for owner in self.snapshot.cluster.by_ip(address) {
-            match owner {
-                IpOwner::Node { name } => {
-                    return Holder::Node(NetnsId::Host { node: name.clone() });
-                }
-                IpOwner::Pod {
-                    namespace,
-                    name,
-                    host_network: false,
-                } => {
-                    let on = self
-                        .snapshot
-                        .cluster
-                        .pod(namespace, name)
-                        .and_then(|pod| pod.node_name.clone());
-                    if on.as_deref() == Some(node) {
-                        return Holder::LocalPod(NetnsId::Pod {
-                            node: node.to_string(),
-                            namespace: namespace.clone(),
-                            name: name.clone(),
-                        });
-                    }
-                    return Holder::Elsewhere(format!(
-                        "pod {namespace}/{name} on {}",
-                        on.as_deref().unwrap_or("no node")
-                    ));
-                }
-                IpOwner::Pod { .. } => {}
-                IpOwner::ServiceClusterIp { namespace, name }
-                | IpOwner::ServiceExternalIp { namespace, name }
-                | IpOwner::ServiceLoadBalancerIp { namespace, name } => {
-                    return Holder::Elsewhere(format!("service {namespace}/{name}'s address"));
-                }
+        let cluster = &self.snapshot.cluster;
+        if let Some(pod) = cluster.pod_at(address) {
+            let (namespace, name) = (&pod.meta.namespace, &pod.meta.name);
+            if pod.node_name.as_deref() == Some(node) {
+                return Holder::LocalPod(NetnsId::Pod {
+                    node: node.to_string(),
+                    namespace: namespace.clone(),
+                    name: name.clone(),
+                });
             }
+            return Holder::Elsewhere(format!(
+                "pod {namespace}/{name} on {}",
+                pod.node_name.as_deref().unwrap_or("no node")
+            ));
         }
-        Holder::Outside
+        let owners = cluster.by_ip(address);
+        if let Some(name) = owners.iter().find_map(|owner| match owner {
+            IpOwner::Node { name } => Some(name),
+            _ => None,
+        }) {
+            return Holder::Node(NetnsId::Host { node: name.clone() });
+        }
+        match owners.iter().find_map(IpOwner::service) {
+            Some((namespace, name)) => {
+                Holder::Elsewhere(format!("service {namespace}/{name}'s address"))
+            }
+            None => Holder::Outside,
+        }
     }
 
     /// Whether an assumed namespace holds an address, by the cluster's objects.
     fn holds(&self, ns: &NetnsId, address: IpAddr) -> bool {
-        self.snapshot
-            .cluster
-            .by_ip(address)
-            .iter()
-            .any(|owner| match (owner, ns) {
-                (IpOwner::Node { name }, NetnsId::Host { node }) => name == node,
-                (
-                    IpOwner::Pod {
-                        namespace, name, ..
-                    },
-                    NetnsId::Pod {
-                        namespace: ns_namespace,
-                        name: ns_name,
-                        ..
-                    },
-                ) => namespace == ns_namespace && name == ns_name,
-                _ => false,
-            })
+        let cluster = &self.snapshot.cluster;
+        match ns {
+            NetnsId::Host { node } => cluster
+                .by_ip(address)
+                .iter()
+                .any(|owner| matches!(owner, IpOwner::Node { name } if name == node)),
+            NetnsId::Pod {
+                namespace, name, ..
+            } => cluster
+                .pod_at(address)
+                .is_some_and(|pod| &pod.meta.namespace == namespace && &pod.meta.name == name),
+        }
     }
 
     /// The veth of a pod whose dump the snapshot has.
@@ -724,15 +710,7 @@ impl<'s> Walker<'s, '_> {
     }
 
     fn node_address(&self, node: &str) -> Option<IpAddr> {
-        self.snapshot
-            .cluster
-            .node(node)?
-            .addresses
-            .iter()
-            .find_map(|a| match a {
-                NodeAddress::InternalIp(ip) => Some(*ip),
-                _ => None,
-            })
+        self.snapshot.cluster.node(node)?.internal_ip()
     }
 
     fn node_ready(&self, node: &str) -> Option<bool> {

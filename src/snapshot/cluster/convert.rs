@@ -889,15 +889,24 @@ impl Typed for networking::NetworkPolicy {
         let spec = self.spec.unwrap_or_default();
         let spec_path = root().field("spec");
         // Without a readable pod selector or policy types nothing about the
-        // policy can be evaluated, so it is skipped rather than half-kept.
+        // policy can be evaluated; it is kept as unreadable, so that the
+        // verdicts it might change are unknown rather than "not isolated".
+        let unreadable = |meta, path: FieldPath, message: String, cx: &mut Conversion| {
+            let reason = format!("{path}: {message}");
+            cx.issue(
+                path,
+                format!("{message}; policy unreadable: verdicts in its namespace are unknown"),
+            );
+            Some(Object::UnreadableNetworkPolicy(UnreadableNetworkPolicy {
+                meta,
+                reason,
+            }))
+        };
         let pod_selector = match spec.pod_selector {
             None => LabelSelector::default(),
             Some(selector) => match label_selector(selector, spec_path.field("podSelector")) {
                 Ok(selector) => selector,
-                Err((path, message)) => {
-                    cx.issue(path, format!("{message}; object skipped"));
-                    return None;
-                }
+                Err((path, message)) => return unreadable(meta, path, message, cx),
             },
         };
         let ingress = spec.ingress.unwrap_or_default();
@@ -918,11 +927,12 @@ impl Typed for networking::NetworkPolicy {
                         "Ingress" => policy_types.ingress = true,
                         "Egress" => policy_types.egress = true,
                         other => {
-                            cx.issue(
+                            return unreadable(
+                                meta,
                                 spec_path.field("policyTypes").index(i),
-                                format!("{other:?} is not one of Ingress, Egress; object skipped"),
+                                format!("{other:?} is not one of Ingress, Egress"),
+                                cx,
                             );
-                            return None;
                         }
                     }
                 }

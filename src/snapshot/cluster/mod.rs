@@ -35,7 +35,7 @@ pub use model::{
     GenericObject, Labels, NAMESPACE_NAME_LABEL, Namespace, NetworkPolicy, NetworkPolicyPeer,
     NetworkPolicyPort, NetworkPolicyRule, Node, NodeAddress, Object, ObjectMeta, ObjectReference,
     ObjectSource, Pod, PodPhase, PolicyTypes, PortRef, Protocol, Service, ServicePort, ServiceType,
-    SessionAffinity, TemplateContainer, TrafficPolicy,
+    SessionAffinity, TemplateContainer, TrafficPolicy, UnreadableNetworkPolicy,
 };
 pub use network_policy::{
     Direction, DirectionVerdict, PolicyDecision, PolicyFlow, PolicyOutcome, PolicyVerdict,
@@ -55,6 +55,7 @@ pub struct Cluster {
     config_maps: ByNamespace<ConfigMap>,
     daemon_sets: ByNamespace<DaemonSet>,
     network_policies: ByNamespace<NetworkPolicy>,
+    unreadable_network_policies: ByNamespace<UnreadableNetworkPolicy>,
     others: BTreeMap<GenericKey, GenericObject>,
     ips: BTreeMap<IpAddr, Vec<IpOwner>>,
     node_ports: BTreeMap<(Protocol, u16), (String, String)>,
@@ -86,6 +87,19 @@ pub enum IpOwner {
         namespace: String,
         name: String,
     },
+}
+
+impl IpOwner {
+    /// The service, `(namespace, name)`, whose cluster, external or load
+    /// balancer IP this is.
+    pub fn service(&self) -> Option<(&str, &str)> {
+        match self {
+            IpOwner::ServiceClusterIp { namespace, name }
+            | IpOwner::ServiceExternalIp { namespace, name }
+            | IpOwner::ServiceLoadBalancerIp { namespace, name } => Some((namespace, name)),
+            IpOwner::Pod { .. } | IpOwner::Node { .. } => None,
+        }
+    }
 }
 
 /// An object whose kind, namespace and name were already taken.
@@ -188,6 +202,10 @@ impl Cluster {
             Object::ConfigMap(config_map) => self.config_maps.insert(namespace, name, config_map),
             Object::DaemonSet(daemon_set) => self.daemon_sets.insert(namespace, name, daemon_set),
             Object::NetworkPolicy(policy) => self.network_policies.insert(namespace, name, policy),
+            Object::UnreadableNetworkPolicy(policy) => {
+                self.unreadable_network_policies
+                    .insert(namespace, name, policy);
+            }
             Object::Generic(object) => {
                 self.others.entry(GenericKey::of(&object)).or_insert(object);
             }
@@ -214,7 +232,16 @@ impl Cluster {
             Object::Endpoints(_) => self.endpoints.get(namespace, name).map(|o| &o.meta),
             Object::ConfigMap(_) => self.config_map(namespace, name).map(|o| &o.meta),
             Object::DaemonSet(_) => self.daemon_set(namespace, name).map(|o| &o.meta),
-            Object::NetworkPolicy(_) => self.network_policies.get(namespace, name).map(|o| &o.meta),
+            // One name, whether its policy could be read or not.
+            Object::NetworkPolicy(_) | Object::UnreadableNetworkPolicy(_) => self
+                .network_policies
+                .get(namespace, name)
+                .map(|o| &o.meta)
+                .or_else(|| {
+                    self.unreadable_network_policies
+                        .get(namespace, name)
+                        .map(|o| &o.meta)
+                }),
             Object::Generic(generic) => self.others.get(&GenericKey::of(generic)).map(|o| &o.meta),
         };
         existing.map(|meta| &meta.source)
@@ -312,6 +339,14 @@ impl Cluster {
         self.network_policies.in_namespace(namespace)
     }
 
+    /// The NetworkPolicies of `namespace` that could not be read.
+    pub fn unreadable_network_policies_in(
+        &self,
+        namespace: &str,
+    ) -> impl Iterator<Item = &UnreadableNetworkPolicy> {
+        self.unreadable_network_policies.in_namespace(namespace)
+    }
+
     /// Every object without a typed model.
     pub fn others(&self) -> impl Iterator<Item = &GenericObject> {
         self.others.values()
@@ -332,6 +367,26 @@ impl Cluster {
     /// pod and its node; a finished pod and the running one that reuses its IP).
     pub fn by_ip(&self, ip: IpAddr) -> &[IpOwner] {
         self.ips.get(&ip).map_or(&[], Vec::as_slice)
+    }
+
+    /// The pod whose own network namespace has `ip`: not one on the host
+    /// network (those share their node's address), and a running pod before
+    /// a finished one that held the address before it.
+    pub fn pod_at(&self, ip: IpAddr) -> Option<&Pod> {
+        let mut pods: Vec<&Pod> = self
+            .by_ip(ip)
+            .iter()
+            .filter_map(|owner| match owner {
+                IpOwner::Pod {
+                    namespace,
+                    name,
+                    host_network: false,
+                } => self.pod(namespace, name),
+                _ => None,
+            })
+            .collect();
+        pods.sort_by_key(|pod| matches!(pod.phase, Some(PodPhase::Succeeded | PodPhase::Failed)));
+        pods.first().copied()
     }
 
     /// The service that claimed this NodePort first.

@@ -116,6 +116,17 @@ pub struct Node {
     pub ready: Option<bool>,
 }
 
+impl Node {
+    /// The first `InternalIP` of `status.addresses`: the address other nodes
+    /// and tunnels reach this node at.
+    pub fn internal_ip(&self) -> Option<IpAddr> {
+        self.addresses.iter().find_map(|a| match a {
+            NodeAddress::InternalIp(ip) => Some(*ip),
+            _ => None,
+        })
+    }
+}
+
 /// One entry of a Node's `status.addresses`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum NodeAddress {
@@ -393,6 +404,17 @@ pub struct NetworkPolicy {
     pub egress: Vec<NetworkPolicyRule>,
 }
 
+/// A NetworkPolicy whose `podSelector` or `policyTypes` cannot be read: whom
+/// it isolates, and for which direction, is unknown, so every verdict for
+/// pods of its namespace that no other policy admits is unknown too.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnreadableNetworkPolicy {
+    pub meta: ObjectMeta,
+    /// The field and what is wrong with it: `spec.policyTypes[0]: "Both" is
+    /// not one of Ingress, Egress`.
+    pub reason: String,
+}
+
 /// Which directions a NetworkPolicy isolates. When `policyTypes` is not
 /// written, the API sets Ingress always and Egress when egress rules exist.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -479,6 +501,7 @@ pub enum Object {
     ConfigMap(ConfigMap),
     DaemonSet(DaemonSet),
     NetworkPolicy(NetworkPolicy),
+    UnreadableNetworkPolicy(UnreadableNetworkPolicy),
     Namespace(Namespace),
     Generic(GenericObject),
 }
@@ -494,6 +517,7 @@ impl Object {
             Object::ConfigMap(o) => &o.meta,
             Object::DaemonSet(o) => &o.meta,
             Object::NetworkPolicy(o) => &o.meta,
+            Object::UnreadableNetworkPolicy(o) => &o.meta,
             Object::Namespace(o) => &o.meta,
             Object::Generic(o) => &o.meta,
         }
@@ -509,7 +533,7 @@ impl Object {
             Object::Endpoints(_) => "Endpoints",
             Object::ConfigMap(_) => "ConfigMap",
             Object::DaemonSet(_) => "DaemonSet",
-            Object::NetworkPolicy(_) => "NetworkPolicy",
+            Object::NetworkPolicy(_) | Object::UnreadableNetworkPolicy(_) => "NetworkPolicy",
             Object::Namespace(_) => "Namespace",
             Object::Generic(o) => &o.kind,
         }

@@ -31,10 +31,10 @@ use std::net::IpAddr;
 
 use super::model::{
     NAMESPACE_NAME_LABEL, NetworkPolicy, NetworkPolicyPeer, NetworkPolicyPort, NetworkPolicyRule,
-    ObjectSource, Pod, PodPhase, PortRef, Protocol,
+    ObjectSource, Pod, PortRef, Protocol,
 };
 use super::selector::{LabelSelector, SelectorOperator};
-use super::{Cluster, IpOwner, Labels};
+use super::{Cluster, Labels};
 
 /// A connection as NetworkPolicy sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -222,7 +222,11 @@ impl DirectionVerdict {
                 format!("{isolated}; admitted by {}", admitting.join(" and "))
             }
             Verdict::Denied => format!("{isolated}; no rule admits it: {}", self.reasons()),
-            Verdict::Unknown => format!("{isolated}; cannot tell: {}", self.reasons()),
+            Verdict::Unknown => format!(
+                "{pod} is or may be isolated for {direction} by {}; cannot tell: {}",
+                names.join(", "),
+                self.reasons()
+            ),
         }
     }
 
@@ -271,16 +275,17 @@ impl Cluster {
             verdict: Verdict::NotIsolated,
             policies: Vec::new(),
         };
-        let Some(pod) = self.policy_pod(address) else {
+        let Some(pod) = self.pod_at(address) else {
             return verdict;
         };
-        verdict.pod = Some(format!("{}/{}", pod.meta.namespace, pod.meta.name));
+        let pod_name = format!("{}/{}", pod.meta.namespace, pod.meta.name);
+        verdict.pod = Some(pod_name.clone());
         let judge = Judge {
             cluster: self,
             direction,
             peer,
-            peer_pod: self.policy_pod(peer),
-            destination_pod: self.policy_pod(flow.dst),
+            peer_pod: self.pod_at(peer),
+            destination_pod: self.pod_at(flow.dst),
             flow,
         };
         verdict.policies = self
@@ -294,6 +299,19 @@ impl Cluster {
                 outcome: judge.policy(policy),
             })
             .collect();
+        // A policy that could not be read may isolate the pod and deny the
+        // connection: only another policy admitting it can still tell.
+        verdict.policies.extend(
+            self.unreadable_network_policies_in(&pod.meta.namespace)
+                .map(|policy| PolicyDecision {
+                    policy: format!("{}/{}", policy.meta.namespace, policy.meta.name),
+                    source: policy.meta.source.clone(),
+                    outcome: PolicyOutcome::Unknown(vec![format!(
+                        "unreadable ({}: {}), so whether it isolates {pod_name} and what it admits is unknown",
+                        policy.meta.source, policy.reason
+                    )]),
+                }),
+        );
         let outcomes = || verdict.policies.iter().map(|p| &p.outcome);
         verdict.verdict = if verdict.policies.is_empty() {
             Verdict::NotIsolated
@@ -305,25 +323,6 @@ impl Cluster {
             Verdict::Denied
         };
         verdict
-    }
-
-    /// The pod NetworkPolicy knows at `ip`: not on the host network, and a
-    /// running one before a finished pod that held the address before it.
-    fn policy_pod(&self, ip: IpAddr) -> Option<&Pod> {
-        let mut pods: Vec<&Pod> = self
-            .by_ip(ip)
-            .iter()
-            .filter_map(|owner| match owner {
-                IpOwner::Pod {
-                    namespace,
-                    name,
-                    host_network: false,
-                } => self.pod(namespace, name),
-                _ => None,
-            })
-            .collect();
-        pods.sort_by_key(|pod| matches!(pod.phase, Some(PodPhase::Succeeded | PodPhase::Failed)));
-        pods.first().copied()
     }
 
     /// Whether namespace `name`'s labels match `selector`. Without its

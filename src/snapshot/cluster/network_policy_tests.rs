@@ -155,6 +155,52 @@ fn an_empty_pod_selector_isolates_every_pod_of_its_namespace_only() {
 }
 
 #[test]
+fn an_unreadable_policy_makes_its_namespaces_verdicts_unknown_unless_another_admits() {
+    let unreadable = policy(
+        "typo",
+        "default",
+        "  podSelector: {}\n  policyTypes: [Ingres]",
+    );
+    let load = |policies: &str| {
+        let text = format!("{CLUSTER}---\n{policies}");
+        let (cluster, problems) = load_file_text(Path::new("cluster.yaml"), &text);
+        assert_eq!(problems.len(), 1, "{problems:#?}");
+        assert!(
+            problems[0].message.contains("policy unreadable"),
+            "{problems:#?}"
+        );
+        cluster
+    };
+    let c = load(&unreadable);
+    let web = ingress(&c, tcp(A_CLIENT, WEB, 8080));
+    assert_eq!(web.verdict, Verdict::Unknown);
+    assert_eq!(web.policies[0].policy, "default/typo");
+    assert_eq!(web.policies[0].source.file, Path::new("cluster.yaml"));
+    assert!(
+        web.summary()
+            .contains(r#"spec.policyTypes[0]: "Ingres" is not one of Ingress, Egress"#),
+        "{}",
+        web.summary()
+    );
+    assert_eq!(egress(&c, tcp(WEB, OUTSIDE, 443)).verdict, Verdict::Unknown);
+    // Another namespace's pods are not selected by it.
+    assert_eq!(
+        ingress(&c, tcp(WEB, A_CLIENT, 80)).verdict,
+        Verdict::NotIsolated
+    );
+    // Policies are a union: a readable policy admitting the flow decides.
+    let c = load(&format!(
+        "{unreadable}{}",
+        policy(
+            "allow-all",
+            "default",
+            "  podSelector: {}\n  ingress:\n  - {}"
+        )
+    ));
+    assert_eq!(to_web(&c, A_CLIENT), Verdict::Admitted);
+}
+
+#[test]
 fn policy_types_decide_the_isolated_direction() {
     // No policyTypes and no egress rules: Ingress only, egress stays open.
     let c = cluster(&policy("p", "default", "  podSelector: {}"));

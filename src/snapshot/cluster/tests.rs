@@ -402,6 +402,38 @@ fn ip_index_names_every_owner() {
 }
 
 #[test]
+fn pod_at_prefers_the_running_pod_over_a_finished_one_reusing_its_ip() {
+    let text = "
+apiVersion: v1
+kind: Pod
+metadata: {name: job-1, namespace: default}
+spec: {containers: [{name: c}]}
+status: {phase: Succeeded, podIP: 10.244.1.7}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: default}
+spec: {containers: [{name: c}]}
+status: {phase: Running, podIP: 10.244.1.7}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: agent, namespace: kube-system}
+spec: {hostNetwork: true, containers: [{name: c}]}
+status: {phase: Running, podIP: 192.168.56.11}
+";
+    let (cluster, problems) = load_one("pods.yaml", text);
+    assert!(problems.is_empty(), "{problems:#?}");
+    assert_eq!(cluster.by_ip(ip("10.244.1.7")).len(), 2);
+    let pod = cluster
+        .pod_at(ip("10.244.1.7"))
+        .expect("a pod at 10.244.1.7");
+    assert_eq!(pod.meta.name, "web");
+    // A pod on the host network has its node's address, not one of its own.
+    assert!(cluster.pod_at(ip("192.168.56.11")).is_none());
+}
+
+#[test]
 fn node_ports_find_their_service_by_protocol() {
     let cluster = kubectl_cluster();
     let name = |s: Option<&Service>| s.map(|s| s.meta.name.clone());
@@ -642,16 +674,23 @@ fn network_policy_keeps_unreadable_peers_and_ports_as_invalid() {
 }
 
 #[test]
-fn network_policy_with_unreadable_pod_selector_is_skipped() {
+fn network_policy_with_unreadable_pod_selector_is_kept_as_unreadable() {
     let text = format!(
         "{POLICY_HEAD}spec:\n  podSelector:\n    matchExpressions:\n    - key: app\n      operator: Gt\n      values: [\"1\"]\n"
     );
     let (cluster, problems) = load_one("p.yaml", &text);
     assert_eq!(cluster.network_policies().count(), 0);
+    let unreadable: Vec<_> = cluster.unreadable_network_policies_in("default").collect();
+    assert_eq!(unreadable.len(), 1);
+    assert_eq!(unreadable[0].meta.name, "p");
+    assert_eq!(
+        unreadable[0].reason,
+        r#"spec.podSelector.matchExpressions[0].operator: "Gt" is not one of In, NotIn, Exists, DoesNotExist"#
+    );
     assert_eq!(
         problems,
         vec![
-            r#"10:17: NetworkPolicy default/p: spec.podSelector.matchExpressions[0].operator: "Gt" is not one of In, NotIn, Exists, DoesNotExist; object skipped"#
+            r#"10:17: NetworkPolicy default/p: spec.podSelector.matchExpressions[0].operator: "Gt" is not one of In, NotIn, Exists, DoesNotExist; policy unreadable: verdicts in its namespace are unknown"#
         ]
     );
 }

@@ -251,15 +251,15 @@ pub struct VxlanInfo {
     pub df: Option<VxlanDf>,
 }
 
-/// `df` of a VXLAN device: whether its outer packets may be fragmented.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum VxlanDf {
-    /// DF clear: an outer packet too large for the underlay is fragmented.
-    Unset,
-    Set,
-    /// Copied from the inner packet.
-    Inherit,
+keyword_enum! {
+    /// `df` of a VXLAN device: whether its outer packets may be fragmented.
+    pub enum VxlanDf {
+        /// DF clear: an outer packet too large for the underlay is fragmented.
+        Unset = "unset",
+        Set = "set",
+        /// Copied from the inner packet.
+        Inherit = "inherit",
+    }
 }
 
 /// An IPIP tunnel's endpoints.
@@ -553,6 +553,24 @@ mod tests {
             df: Some(VxlanDf::Unset),
         };
         assert_eq!(flannel.kind(), Some(&LinkKind::Vxlan(expected)));
+    }
+
+    #[test]
+    fn vxlan_df_word_skoop_does_not_know_keeps_the_device() {
+        // The fixture's flannel.1 with a `df` word of a future iproute2.
+        let mut elements: Vec<serde_json::Value> = serde_json::from_str(NODE).unwrap();
+        let mut flannel = elements
+            .drain(..)
+            .find(|link| link["ifname"] == "flannel.1")
+            .expect("flannel.1 in the fixture");
+        assert_eq!(flannel["linkinfo"]["info_data"]["df"], "unset");
+        flannel["linkinfo"]["info_data"]["df"] = "auto".into();
+        let text = serde_json::Value::Array(vec![flannel]).to_string();
+        let links = links(&text);
+        let Some(LinkKind::Vxlan(info)) = named(&links, "flannel.1").kind() else {
+            panic!("flannel.1 is a vxlan");
+        };
+        assert_eq!(info.df, Some(VxlanDf::Other("auto".into())));
     }
 
     #[test]
