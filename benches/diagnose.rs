@@ -4,26 +4,15 @@
 //! checks). Target: a 2-node example answers in well under a second.
 //! `flannel-vxlan-partial` walks node-2 with the Flannel pack's hooks.
 
+mod common;
+
+use common::median;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use skoop::engine::{self, Endpoint, Protocol, Request};
 use skoop::packs::{LoadedPacks, builtin_sources};
 use skoop::snapshot::Snapshot;
-
-/// The median of `runs` timings of `f`.
-fn median(runs: usize, mut f: impl FnMut()) -> Duration {
-    let mut times: Vec<Duration> = (0..runs)
-        .map(|_| {
-            let start = Instant::now();
-            f();
-            start.elapsed()
-        })
-        .collect();
-    times.sort();
-    times[runs / 2]
-}
 
 fn request(to: &str) -> Request {
     Request {

@@ -5,6 +5,9 @@
 //! ClusterIP, a NodePort) and every check of the pack over the snapshot.
 //! Targets: a hook call well under a millisecond; the checks within seconds.
 
+mod common;
+
+use common::median;
 use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::Arc;
@@ -18,18 +21,6 @@ const NODES: usize = 100;
 const NAMESPACES: usize = 10;
 const SERVICES: usize = 10_000;
 const ENDPOINTS: usize = 3;
-
-fn median(runs: usize, mut f: impl FnMut()) -> Duration {
-    let mut times: Vec<Duration> = (0..runs)
-        .map(|_| {
-            let start = Instant::now();
-            f();
-            start.elapsed()
-        })
-        .collect();
-    times.sort();
-    times[runs / 2]
-}
 
 /// Service `i`: its namespace, ClusterIP and NodePort (every tenth has one).
 fn service(i: usize) -> (String, String, u16) {

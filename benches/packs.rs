@@ -3,26 +3,16 @@
 //! scripts. Targets: load at most 50 ms, a hook call at most 5 µs, every
 //! hostile script stopped within one second.
 
+mod common;
+
+use common::median;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use rhai::Dynamic;
 use skoop::packs::{HopScope, LoadedPacks, PackSource, Packet, TransportProtocol, builtin_sources};
 use skoop::snapshot::{NetnsId, Snapshot};
-
-/// The median of `runs` timings of `f`.
-fn median(runs: usize, mut f: impl FnMut()) -> Duration {
-    let mut times: Vec<Duration> = (0..runs)
-        .map(|_| {
-            let start = Instant::now();
-            f();
-            start.elapsed()
-        })
-        .collect();
-    times.sort();
-    times[runs / 2]
-}
 
 fn main() {
     let load = median(21, || {
