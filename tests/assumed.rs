@@ -342,6 +342,18 @@ fn the_kube_proxy_pack_translates_a_service_at_a_node_without_dump() {
         text.contains("un-dnat 10.244.2.2:8080 -> 10.96.0.100:80"),
         "{text}"
     );
+    // web-3 reaching itself is masqueraded on that branch (kube-proxy's
+    // hairpin rule), and the reply is un-SNATed at node-2 before its un-DNAT.
+    assert!(
+        text.contains(
+            "masquerade 10.244.2.3:40000 -> 172.18.0.12:40000 (service default/web, pack kube-proxy)"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("un-snat 172.18.0.12:40000 -> 10.244.2.3:40000"),
+        "{text}"
+    );
     // A backend on node-1 is reached through node-1's real dump.
     assert!(
         text.contains(

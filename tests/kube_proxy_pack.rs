@@ -107,26 +107,32 @@ impl<'a> Flow<'a> {
             .try_cast::<Map>()
             .unwrap_or_else(|| panic!("a translation, not {answer}"));
         let text = |key: &str| map.get(key).map(|v| v.to_string()).unwrap_or_default();
-        let backends = map["backends"]
+        let backends: Vec<Map> = map["backends"]
             .clone()
             .try_cast::<Array>()
             .expect("backends")
             .into_iter()
-            .map(|b| {
-                let b = b.try_cast::<Map>().expect("a backend");
-                let ip = b["ip"].clone().try_cast::<IpAddr>().expect("an Ip");
-                let port = b["port"].as_int().expect("a port");
-                (
-                    format!("{ip}:{port}"),
-                    b["pod"].to_string(),
-                    b["node"].to_string(),
-                )
-            })
+            .map(|b| b.try_cast::<Map>().expect("a backend"))
             .collect();
         Translation {
             service: text("service"),
             port: map["port"].clone(),
-            backends,
+            backends: backends
+                .iter()
+                .map(|b| {
+                    let ip = b["ip"].clone().try_cast::<IpAddr>().expect("an Ip");
+                    let port = b["port"].as_int().expect("a port");
+                    (
+                        format!("{ip}:{port}"),
+                        b["pod"].to_string(),
+                        b["node"].to_string(),
+                    )
+                })
+                .collect(),
+            masqueraded: backends
+                .iter()
+                .map(|b| b["masquerade"].as_bool().expect("masquerade is a bool"))
+                .collect(),
             why: text("why"),
         }
     }
@@ -138,6 +144,8 @@ struct Translation {
     port: Dynamic,
     /// `(ip:port, pod, node)` of each backend.
     backends: Vec<(String, String, String)>,
+    /// Whether the packet is masqueraded on the way to each backend.
+    masqueraded: Vec<bool>,
     why: String,
 }
 
@@ -176,6 +184,7 @@ fn cluster_ip_branches_to_every_ready_endpoint_at_the_port_its_named_target_port
         "a pod's traffic keeps its source: {}",
         t.why
     );
+    assert_eq!(t.masqueraded, [false, false]);
 }
 
 #[test]
@@ -196,6 +205,7 @@ fn traffic_to_a_cluster_ip_from_outside_the_pods_is_masqueraded() {
     };
     let t = from_node.translation();
     assert_eq!(t.backends.len(), 2);
+    assert_eq!(t.masqueraded, [true, true]);
     assert!(
         t.why
             .ends_with("; masqueraded to the node's address (the source is not local traffic)"),
@@ -210,6 +220,7 @@ fn node_port_is_served_on_every_address_of_the_node_and_masqueraded_under_cluste
         let t = Flow::tcp("node-1", OUTSIDE, address, 30080).translation();
         assert_eq!(t.service, "default/web");
         assert_eq!(t.addresses(), ["10.244.1.2:8080", "10.244.2.2:8080"]);
+        assert_eq!(t.masqueraded, [true, true]);
         assert!(t.why.starts_with(&format!("NodePort {address}:30080/tcp of default/web (port http): externalTrafficPolicy Cluster")), "{}", t.why);
         assert!(
             t.why
@@ -500,6 +511,11 @@ fn checks_name_the_service_and_what_kube_proxy_does() {
 fn pod_reaching_itself_through_its_service_is_masqueraded_on_that_branch() {
     let t = Flow::tcp("node-1", "10.244.1.2", "10.96.0.10", 80).translation();
     assert_eq!(t.addresses(), ["10.244.1.2:8080", "10.244.2.2:8080"]);
+    assert_eq!(
+        t.masqueraded,
+        [true, false],
+        "only the branch back to itself"
+    );
     assert!(
         t.why.ends_with(
             "; the client is one of the endpoints: on that branch it is masqueraded (hairpin)"

@@ -49,6 +49,9 @@ pub(crate) struct ServiceTranslation {
 pub(crate) struct Backend {
     pub ip: IpAddr,
     pub port: u16,
+    /// The proxy source-NATs the packet to the node on the way to this
+    /// backend (`masquerade: true`; absent means false).
+    pub masquerade: bool,
 }
 
 /// The veth pair the CNI gives a pod (`pod_interface`).
@@ -170,8 +173,15 @@ impl<'s> Intent<'s> {
                     let inner = Fields::new(pack, "service", &backend);
                     let address = inner.optional(ip, "an Ip", "ip")?;
                     let port = inner.optional(integer, "a port", "port")?;
+                    let masquerade = inner
+                        .optional(|value| value.as_bool().ok(), "a bool", "masquerade")?
+                        .unwrap_or(false);
                     match (address, port) {
-                        (Some(ip), Some(port)) => Ok(Backend { ip, port }),
+                        (Some(ip), Some(port)) => Ok(Backend {
+                            ip,
+                            port,
+                            masquerade,
+                        }),
                         _ => Err(field.malformed("each backend needs an ip and a port".into())),
                     }
                 })

@@ -54,7 +54,7 @@ pub const HOOKS: &[HookSpec] = &[
     HookSpec {
         name: "service",
         params: &["ctx", "packet"],
-        returns: "() when the destination is no service address; else #{service: \"NS/NAME\", port: String or (), backends: [#{ip: Ip, port: int, pod: \"NS/NAME\" or (), node: String or ()}], why: String}",
+        returns: "() when the destination is no service address; else #{service: \"NS/NAME\", port: String or (), backends: [#{ip: Ip, port: int, pod: \"NS/NAME\" or (), node: String or (), masquerade: bool or ()}], why: String}",
         doc: "The service translation a proxy intends for the packet at this hop, for hops without netfilter rules in the snapshot; no backends means the proxy rejects or drops it, `why` says which.",
     },
     HookSpec {

@@ -213,6 +213,18 @@ impl<'s> Walker<'s, '_> {
                         let mut packet = packet.clone();
                         packet.dst = backend.ip;
                         packet.dport = Some(backend.port);
+                        if backend.masquerade {
+                            let by = format!(
+                                "service {}, pack {}",
+                                translation.service, translation.pack
+                            );
+                            if let Err(stop) =
+                                self.masquerade_to_node(ns, hop, &mut packet, &mut branch, &by)
+                            {
+                                self.stop(hop, branch, stop);
+                                continue;
+                            }
+                        }
                         self.deliver_or_route(ns, hop, packet, in_iface.as_deref(), branch);
                     }
                     return;
@@ -250,10 +262,10 @@ impl<'s> Walker<'s, '_> {
         in_iface: Option<&str>,
         mut branch: Branch,
     ) {
-        let Some(src) = packet.src else {
+        if packet.src.is_none() {
             let stop = self.missing(ns, "the namespace's dump", "choose a source address");
             return self.stop(hop, branch, stop);
-        };
+        }
         if in_iface.is_none() {
             self.sent(ns, hop, &packet, &mut branch);
         }
@@ -295,38 +307,54 @@ impl<'s> Walker<'s, '_> {
         match masquerade {
             Err(undecided) => return self.undecided(hop, branch, undecided),
             Ok(true) => {
-                let Some(address) = self.node_address(ns.node()) else {
-                    let stop = self.missing(
-                        ns,
-                        "an InternalIP of the node",
-                        "masquerade the packet as the CNI intends",
-                    );
+                let by = format!("pack {}", self.cni_name());
+                if let Err(stop) = self.masquerade_to_node(ns, hop, &mut packet, &mut branch, &by) {
                     return self.stop(hop, branch, stop);
-                };
-                let masquerade = Translation::Masquerade {
-                    before: Endpoint {
-                        addr: src,
-                        port: packet.sport,
-                    },
-                    after: Some(Endpoint {
-                        addr: address,
-                        port: packet.sport,
-                    }),
-                };
-                self.step(
-                    hop,
-                    Step::Translated {
-                        hook: "POSTROUTING".into(),
-                        table: "nat".into(),
-                        translation: format!("{masquerade} (pack {})", self.cni_name()),
-                    },
-                );
-                branch.nat.push((ns.clone(), masquerade));
-                packet.src = Some(address);
+                }
             }
             Ok(false) => {}
         }
         self.leave_assumed(ns, hop, &next, packet, branch)
+    }
+
+    /// Source-NATs the packet to the node's InternalIP, as the CNI or a
+    /// service proxy (`by`) intends, recording it for the reply's un-NAT.
+    fn masquerade_to_node(
+        &mut self,
+        ns: &NetnsId,
+        hop: NodeIndex,
+        packet: &mut Packet,
+        branch: &mut Branch,
+        by: &str,
+    ) -> Result<(), Stop> {
+        let Some(address) = self.node_address(ns.node()) else {
+            return Err(self.missing(
+                ns,
+                "an InternalIP of the node",
+                &format!("masquerade the packet as {by} intends"),
+            ));
+        };
+        let masquerade = Translation::Masquerade {
+            before: Endpoint {
+                addr: packet.src.unwrap_or(address),
+                port: packet.sport,
+            },
+            after: Some(Endpoint {
+                addr: address,
+                port: packet.sport,
+            }),
+        };
+        self.step(
+            hop,
+            Step::Translated {
+                hook: "POSTROUTING".into(),
+                table: "nat".into(),
+                translation: format!("{masquerade} ({by})"),
+            },
+        );
+        branch.nat.push((ns.clone(), masquerade));
+        packet.src = Some(address);
+        Ok(())
     }
 
     /// The packet leaves an assumed hop by `next.dev` towards whoever holds
