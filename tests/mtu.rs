@@ -13,6 +13,14 @@ const WEB_0: &str = "nodes/node-1/pods/default/web-0";
 /// web-0's veth on node-1.
 const WEB_0_VETH: &str = "veth53842afe";
 
+/// The diagnosis's one finding `id`; there must be exactly one.
+fn only<'d>(diagnosis: &'d skoop::engine::Diagnosis, id: &str) -> &'d skoop::engine::Finding {
+    let [finding] = with_id(diagnosis, id)[..] else {
+        panic!("one {id}: {:#?}", diagnosis.findings)
+    };
+    finding
+}
+
 /// The diagnosis's one finding `id`, which must be at `hop` with `severity`.
 fn the_one<'d>(
     diagnosis: &'d skoop::engine::Diagnosis,
@@ -20,9 +28,7 @@ fn the_one<'d>(
     hop: &str,
     severity: Severity,
 ) -> &'d skoop::engine::Finding {
-    let [finding] = with_id(diagnosis, id)[..] else {
-        panic!("one {id}: {:#?}", diagnosis.findings)
-    };
+    let finding = only(diagnosis, id);
     assert_eq!((finding.hop.as_str(), finding.severity), (hop, severity));
     finding
 }
@@ -78,9 +84,7 @@ fn size_mtu_is_the_source_interfaces_mtu_and_a_smaller_hop_answers_frag_needed()
     let dir = pods_at_1500();
     let diagnosis = ping(dir.path(), "default/web-0", Some(PacketSize::InterfaceMtu));
     assert_eq!(diagnosis.disposition(), Disposition::MtuExceeded);
-    let [finding] = with_id(&diagnosis, "kernel.mtu.exceeded")[..] else {
-        panic!("{:#?}", diagnosis.findings)
-    };
+    let finding = only(&diagnosis, "kernel.mtu.exceeded");
     assert_eq!(finding.hop, "node-1");
     assert!(
         finding
@@ -248,9 +252,7 @@ fn a_veth_takes_frames_up_to_its_mtu_plus_a_vlan_tag_and_drops_longer_ones_silen
     );
     let dropped = ping(dir.path(), "default/web-0", Some(PacketSize::Bytes(1405)));
     assert_eq!(dropped.disposition(), Disposition::MtuExceeded);
-    let [finding] = with_id(&dropped, "kernel.mtu.frame-dropped")[..] else {
-        panic!("{:#?}", dropped.findings)
-    };
+    let finding = only(&dropped, "kernel.mtu.frame-dropped");
     assert_eq!(finding.hop, "node-1", "the receiving end drops it");
     assert!(
         finding
@@ -271,9 +273,7 @@ fn vxlan_packets_too_large_for_the_underlay_are_fragmented_with_df_unset() {
     set_mtu(dir.path(), NODE_1, "eth0", 1400);
     let diagnosis = ping(dir.path(), "default/web-0", Some(PacketSize::InterfaceMtu));
     assert_eq!(diagnosis.disposition(), Disposition::Delivered);
-    let [finding] = with_id(&diagnosis, "kernel.mtu.fragmented")[..] else {
-        panic!("{:#?}", diagnosis.findings)
-    };
+    let finding = only(&diagnosis, "kernel.mtu.fragmented");
     assert_eq!(
         (finding.hop.as_str(), finding.severity),
         ("node-1", Severity::Warning)
@@ -296,9 +296,7 @@ fn a_node_sending_through_vxlan_too_large_for_the_underlay_gets_emsgsize_after_t
     set_mtu(dir.path(), NODE_1, "eth0", 1400);
     let diagnosis = ping(dir.path(), "node/node-1", Some(PacketSize::InterfaceMtu));
     assert_eq!(diagnosis.disposition(), Disposition::MtuExceeded);
-    let [finding] = with_id(&diagnosis, "kernel.mtu.exceeded")[..] else {
-        panic!("{:#?}", diagnosis.findings)
-    };
+    let finding = only(&diagnosis, "kernel.mtu.exceeded");
     assert!(
         finding
             .message
@@ -328,9 +326,7 @@ fn a_vxlan_device_with_df_set_drops_what_the_underlay_cannot_carry_without_telli
     let dir = vxlan_df_set();
     let diagnosis = ping(dir.path(), "default/web-0", Some(PacketSize::InterfaceMtu));
     assert_eq!(diagnosis.disposition(), Disposition::MtuExceeded);
-    let [finding] = with_id(&diagnosis, "kernel.mtu.exceeded")[..] else {
-        panic!("{:#?}", diagnosis.findings)
-    };
+    let finding = only(&diagnosis, "kernel.mtu.exceeded");
     assert_eq!(finding.hop, "node-1");
     assert!(
         finding.message.contains("flannel.1 has df set")
