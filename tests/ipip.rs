@@ -6,7 +6,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{copy_snapshot, diagnose, edit_json, load, set_mtu, web_0_to_web_3, with_id};
+use common::{copy_snapshot, diagnose, edit_json, load, only, set_mtu, web_0_to_web_3, with_id};
 use serde_json::json;
 use skoop::engine::{Diagnosis, Disposition, PacketSize, Protocol, Step};
 
@@ -72,9 +72,7 @@ fn an_ipip_device_down_on_the_receiving_node_drops_the_tunnelled_packet() {
     take_down(dir.path(), NODE_2);
     let diagnosis = web_0_to_web_3(dir.path());
     assert_eq!(diagnosis.disposition(), Disposition::NoListener);
-    let [finding] = with_id(&diagnosis, "kernel.ipip.no-device")[..] else {
-        panic!("{:#?}", diagnosis.findings)
-    };
+    let finding = only(&diagnosis, "kernel.ipip.no-device");
     assert_eq!(finding.hop, "node-2");
     assert!(
         finding.message.contains("flannel.ipip") && finding.message.contains("is down"),
@@ -109,9 +107,7 @@ fn a_node_without_an_ipip_device_cannot_decapsulate() {
     });
     let diagnosis = web_0_to_web_3(dir.path());
     assert_eq!(diagnosis.disposition(), Disposition::NoListener);
-    let [finding] = with_id(&diagnosis, "kernel.ipip.no-device")[..] else {
-        panic!("{:#?}", diagnosis.findings)
-    };
+    let finding = only(&diagnosis, "kernel.ipip.no-device");
     assert_eq!(finding.hop, "node-2");
     assert!(
         finding
@@ -186,9 +182,7 @@ fn the_outer_ipip_header_counts_against_the_underlay_mtu() {
     );
     let refused = ping(Some(PacketSize::InterfaceMtu));
     assert_eq!(refused.disposition(), Disposition::MtuExceeded);
-    let [finding] = with_id(&refused, "kernel.mtu.exceeded")[..] else {
-        panic!("{:#?}", refused.findings)
-    };
+    let finding = only(&refused, "kernel.mtu.exceeded");
     assert_eq!(finding.hop, "node-1");
     assert!(
         finding.message.contains(

@@ -5,21 +5,13 @@
 
 mod common;
 
-use common::{copy_snapshot, diagnose, edit_json, load, set_mtu, web_0_to_web_3, with_id};
+use common::{copy_snapshot, diagnose, edit_json, load, only, set_mtu, web_0_to_web_3, with_id};
 use skoop::engine::{Disposition, PacketSize, Protocol, Severity};
 
 const NODE_1: &str = "nodes/node-1/host";
 const WEB_0: &str = "nodes/node-1/pods/default/web-0";
 /// web-0's veth on node-1.
 const WEB_0_VETH: &str = "veth53842afe";
-
-/// The diagnosis's one finding `id`; there must be exactly one.
-fn only<'d>(diagnosis: &'d skoop::engine::Diagnosis, id: &str) -> &'d skoop::engine::Finding {
-    let [finding] = with_id(diagnosis, id)[..] else {
-        panic!("one {id}: {:#?}", diagnosis.findings)
-    };
-    finding
-}
 
 /// The diagnosis's one finding `id`, which must be at `hop` with `severity`.
 fn the_one<'d>(
@@ -345,9 +337,7 @@ fn a_vxlan_device_with_df_set_drops_what_the_underlay_cannot_carry_without_telli
         None,
     );
     assert_eq!(tcp.disposition(), Disposition::Delivered);
-    let [black_hole] = with_id(&tcp, "kernel.mtu.black-hole")[..] else {
-        panic!("{:#?}", tcp.findings)
-    };
+    let black_hole = only(&tcp, "kernel.mtu.black-hole");
     assert_eq!(black_hole.severity, Severity::Critical);
 }
 
@@ -391,9 +381,7 @@ fn a_reply_too_large_for_the_way_back_is_fragmented_for_ping_and_refused_for_tcp
         "{:#?}",
         echo.findings
     );
-    let [fragmented] = with_id(&echo, "kernel.mtu.fragmented")[..] else {
-        panic!("{:#?}", echo.findings)
-    };
+    let fragmented = only(&echo, "kernel.mtu.fragmented");
     assert!(fragmented.message.contains("by cni0 (MTU 1400)"));
     let tcp = diagnose(
         &load(dir.path()),
@@ -403,9 +391,7 @@ fn a_reply_too_large_for_the_way_back_is_fragmented_for_ping_and_refused_for_tcp
         size,
     );
     assert_eq!(tcp.disposition(), Disposition::MtuExceeded);
-    let [refused] = with_id(&tcp, "kernel.mtu.exceeded")[..] else {
-        panic!("{:#?}", tcp.findings)
-    };
+    let refused = only(&tcp, "kernel.mtu.exceeded");
     assert_eq!(refused.hop, "node-1");
     assert!(
         refused.message.starts_with("on the way back: "),

@@ -100,3 +100,11 @@ pub fn set_mtu(dir: &Path, netns: &str, ifname: &str, mtu: u32) {
 pub fn with_id<'d>(diagnosis: &'d Diagnosis, id: &str) -> Vec<&'d skoop::engine::Finding> {
     diagnosis.findings.iter().filter(|f| f.id == id).collect()
 }
+
+/// The diagnosis's one finding `id`; there must be exactly one.
+pub fn only<'d>(diagnosis: &'d Diagnosis, id: &str) -> &'d skoop::engine::Finding {
+    let [finding] = with_id(diagnosis, id)[..] else {
+        panic!("one {id}: {:#?}", diagnosis.findings)
+    };
+    finding
+}
