@@ -4,10 +4,14 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
+use skoop::collect::live::Wanted;
 use skoop::collect::{CollectReport, collect_local};
+use skoop::engine::{Endpoint, Protocol, Request};
 use skoop::snapshot::netns::DUMP_FILES;
 
 use super::EXIT_USAGE;
+use super::live::{LiveArgs, print_outcomes};
+use super::packs::LoadArgs;
 
 #[derive(Debug, Subcommand)]
 pub enum CollectCommand {
@@ -35,6 +39,74 @@ pub enum CollectCommand {
     /// writable, namespace not enterable).
     #[command(after_long_help = by_hand_help())]
     Local(LocalArgs),
+    /// Collect a snapshot of a live cluster through the Kubernetes API.
+    ///
+    /// Writes the cluster's objects (Nodes, Namespaces, Pods, Services,
+    /// EndpointSlices, DaemonSets, NetworkPolicies, the ConfigMaps and
+    /// custom resources the packs read; never Secrets, and Pods without
+    /// env values, command or args) into DIR/cluster, and the network
+    /// namespaces of the nodes asked for, with their pods', into
+    /// DIR/nodes. Nodes are reached through one short-lived collector pod
+    /// each (deleted afterwards, also on Ctrl-C), or with --node-exec.
+    /// `skoop diagnose --snapshot DIR` then works offline, anywhere.
+    ///
+    /// Examples:
+    ///   skoop collect cluster --out snap --for-flow --from default/web-0 --to svc/default/web
+    ///   skoop collect cluster --out snap --nodes node-1,node-2 --node-exec 'ssh {address} sudo'
+    ///   skoop collect cluster --out snap --all-nodes --context prod
+    ///
+    /// Exit status: 0 when everything asked for was collected, 1 when some
+    /// namespace or file was not (the rest is written), 2 when the cluster
+    /// could not be used (unreachable, refused credentials, forbidden).
+    #[command(verbatim_doc_comment)]
+    Cluster(Box<ClusterArgs>),
+    /// Delete collector pods left behind by interrupted runs (by label).
+    Cleanup(CleanupArgs),
+    /// Print the RBAC live collection needs for the loaded packs
+    /// (deploy/rbac.yaml is this for the built-in packs).
+    Rbac(RbacArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ClusterArgs {
+    /// The snapshot directory to write (created if missing).
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+    /// Collect these nodes' namespaces and their pods'.
+    #[arg(long, value_name = "A,B", value_delimiter = ',', conflicts_with_all = ["all_nodes", "for_flow"])]
+    nodes: Vec<String>,
+    /// Collect every node's namespaces and their pods'.
+    #[arg(long, conflicts_with = "for_flow")]
+    all_nodes: bool,
+    /// Collect what the flow --from SRC --to DST needs, walking it as
+    /// `skoop diagnose` does.
+    #[arg(long, requires_all = ["from", "to"])]
+    for_flow: bool,
+    #[arg(long, value_name = "SRC")]
+    from: Option<Endpoint>,
+    #[arg(long, value_name = "DST")]
+    to: Option<Endpoint>,
+    #[arg(long)]
+    port: Option<u16>,
+    #[command(flatten)]
+    live: LiveArgs,
+    #[command(flatten)]
+    packs: LoadArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct CleanupArgs {
+    #[command(flatten)]
+    live: LiveArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct RbacArgs {
+    /// The namespace collector pods run in.
+    #[arg(long, value_name = "NS", default_value = skoop::collect::rbac::DEFAULT_COLLECTOR_NAMESPACE)]
+    collector_namespace: String,
+    #[command(flatten)]
+    packs: LoadArgs,
 }
 
 #[derive(Debug, Args)]
@@ -67,7 +139,118 @@ fn by_hand_help() -> String {
 pub fn run(command: CollectCommand) -> ExitCode {
     match command {
         CollectCommand::Local(args) => local(args),
+        CollectCommand::Cluster(args) => cluster(args),
+        CollectCommand::Cleanup(args) => cleanup(args),
+        CollectCommand::Rbac(args) => rbac(args),
     }
+}
+
+fn cluster(args: Box<ClusterArgs>) -> ExitCode {
+    let packs = match args.packs.load() {
+        Ok(packs) => packs,
+        Err(code) => return code,
+    };
+    if args.nodes.is_empty() && !args.all_nodes && !args.for_flow {
+        eprintln!(
+            "error: say what to collect: --nodes A,B, --all-nodes or --for-flow --from SRC --to DST"
+        );
+        return ExitCode::from(EXIT_USAGE);
+    }
+    let result = args.live.run(&packs, &args.out, async |collection| {
+        if args.for_flow {
+            let (Some(from), Some(to)) = (args.from.clone(), args.to.clone()) else {
+                unreachable!("clap requires --from and --to with --for-flow");
+            };
+            let request = Request {
+                from,
+                to,
+                port: args.port,
+                protocol: Protocol::Tcp,
+                size: None,
+            };
+            collection
+                .collect_for_flow(&packs, &request)
+                .await
+                .map_err(|e| {
+                    eprintln!("error: {e}");
+                    ExitCode::from(EXIT_USAGE)
+                })?;
+        } else {
+            let nodes: Vec<String> = if args.all_nodes {
+                collection.nodes().cloned().collect()
+            } else {
+                args.nodes.clone()
+            };
+            let mut wanted = Vec::new();
+            for node in nodes {
+                wanted.extend(collection.pods_on(&node));
+                wanted.push(Wanted::Host { node });
+            }
+            collection.collect(wanted).await;
+        }
+        print_outcomes(collection);
+        Ok(collection
+            .outcomes
+            .iter()
+            .all(|o| o.result.as_ref().is_ok_and(|r| !r.has_failures())))
+    });
+    match result {
+        Ok(complete) => {
+            out!("wrote the snapshot to {}", args.out.display());
+            if complete {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
+        }
+        Err(code) => code,
+    }
+}
+
+fn cleanup(args: CleanupArgs) -> ExitCode {
+    use skoop::collect::api::{ConnectOptions, connect};
+    use skoop::collect::collector::{TOOL_LABEL, delete_labelled};
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let options = ConnectOptions {
+        kubeconfig: args.live.kubeconfig.clone(),
+        context: args.live.context.clone(),
+    };
+    let labels = std::collections::BTreeMap::from([TOOL_LABEL]);
+    let deleted = runtime.block_on(async {
+        let connection = connect(&options).await?;
+        delete_labelled(&connection, Some(&args.live.collector_namespace), &labels).await
+    });
+    match deleted {
+        Ok(deleted) => {
+            for pod in &deleted {
+                out!("deleted pod {pod}");
+            }
+            out!("{} collector pod(s) deleted", deleted.len());
+            ExitCode::SUCCESS
+        }
+        Err(e) => super::live::fail(e),
+    }
+}
+
+fn rbac(args: RbacArgs) -> ExitCode {
+    let packs = match args.packs.load() {
+        Ok(packs) => packs,
+        Err(code) => return code,
+    };
+    out!(
+        "{}",
+        skoop::collect::rbac::rbac_yaml(&packs, &args.collector_namespace).trim_end()
+    );
+    ExitCode::SUCCESS
 }
 
 fn local(args: LocalArgs) -> ExitCode {
@@ -115,14 +298,11 @@ fn print_report(report: &CollectReport) {
             );
         }
     }
-    let namespace = match &report.netns {
-        Some(name) => format!("network namespace {name}"),
-        None => "the current network namespace".to_string(),
-    };
     out!(
-        "collected {} of {} files from {namespace} into {}",
+        "collected {} of {} files from {} into {}",
         report.written.len(),
         DUMP_FILES.len(),
+        report.namespace,
         report.out.display()
     );
     if !report.skipped.is_empty() {

@@ -14,10 +14,18 @@ use skoop::engine::{
 };
 use skoop::snapshot::Snapshot;
 
+use super::live::{LiveArgs, print_outcomes};
 use super::packs::LoadArgs;
 use super::{EXIT_USAGE, OutputFormat, print_json, report_problems};
 
-/// Follow a packet hop by hop through a snapshot and say where it stops.
+/// Follow a packet hop by hop through a cluster and say where it stops.
+///
+/// Without --snapshot, skoop asks the cluster of your kubeconfig (as kubectl
+/// does: --kubeconfig, --context, KUBECONFIG, in-cluster): it lists the
+/// objects, collects the network namespaces the flow goes through (walking
+/// it, collecting what the walk lacked, walking again), writes them all as
+/// a snapshot (--save-snapshot DIR keeps it) and diagnoses that snapshot
+/// exactly as offline. With --snapshot DIR it reads a collected snapshot.
 ///
 /// Each network namespace on the way is asked what its kernel does with the
 /// packet: routing (policy rules, tables), netfilter and IPVS (kube-proxy's
@@ -30,6 +38,8 @@ use super::{EXIT_USAGE, OutputFormat, print_json, report_problems};
 /// marked "(assumed)".
 ///
 /// Examples:
+///   skoop diagnose --from default/web-0 --to svc/default/web --save-snapshot ticket-1234
+///   skoop diagnose --context prod --from default/web-0 --to 10.244.2.3:8080 --node-exec 'ssh {address} sudo'
 ///   skoop diagnose --snapshot examples/flannel-vxlan --from default/web-0 --to default/web-3:8080
 ///   skoop diagnose --snapshot examples/flannel-vxlan --from default/web-0 --to svc/default/web
 ///   skoop diagnose --snapshot snap --from node/node-1 --to 10.244.2.3 --protocol icmp -o json
@@ -37,13 +47,20 @@ use super::{EXIT_USAGE, OutputFormat, print_json, report_problems};
 ///
 /// Exit status: 0 when every path is delivered and nothing fatal was found,
 /// 1 otherwise (the report is printed either way), 2 for bad arguments or
-/// input (unknown pod, malformed address, not a snapshot, a broken pack).
+/// input (unknown pod, malformed address, not a snapshot, a broken pack, a
+/// cluster that cannot be reached or refuses skoop).
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub struct DiagnoseArgs {
-    /// The snapshot directory.
+    /// A collected snapshot directory; without it, the live cluster.
+    #[arg(long, value_name = "DIR", conflicts_with = "save_snapshot")]
+    snapshot: Option<PathBuf>,
+    /// Keep what a live diagnosis collected in DIR (to replay it offline
+    /// with --snapshot DIR, or attach it to a ticket).
     #[arg(long, value_name = "DIR")]
-    snapshot: PathBuf,
+    save_snapshot: Option<PathBuf>,
+    #[command(flatten)]
+    live: LiveArgs,
     /// Where the packet starts: a pod (NS/NAME), a node (node/NAME) or an IP of one.
     #[arg(long, value_name = "SRC")]
     from: Endpoint,
@@ -89,7 +106,7 @@ enum ProtocolArg {
     Icmp,
 }
 
-pub fn run(args: DiagnoseArgs) -> ExitCode {
+pub fn run(args: Box<DiagnoseArgs>) -> ExitCode {
     let mut packs = match args.packs.load() {
         Ok(packs) => packs,
         Err(code) => return code,
@@ -100,7 +117,62 @@ pub fn run(args: DiagnoseArgs) -> ExitCode {
         eprintln!("error: --cni: {e}");
         return ExitCode::from(EXIT_USAGE);
     }
-    let (snapshot, problems) = match Snapshot::load(&args.snapshot) {
+    let protocol = match args.protocol {
+        ProtocolArg::Tcp => Protocol::Tcp,
+        ProtocolArg::Udp => Protocol::Udp,
+        ProtocolArg::Icmp => Protocol::Icmp,
+    };
+    let request = Request {
+        from: args.from.clone(),
+        to: args.to.clone(),
+        port: args.port,
+        protocol,
+        size: args.size,
+    };
+    // A live diagnosis collects into a directory, then reads it as any
+    // snapshot: the answer can be replayed offline.
+    let temporary;
+    let dir = match (&args.snapshot, &args.save_snapshot) {
+        (Some(dir), _) => dir.clone(),
+        (None, saved) => {
+            let dir = match saved {
+                Some(dir) => dir.clone(),
+                None => match tempfile::Builder::new().prefix("skoop-snapshot-").tempdir() {
+                    Ok(dir) => {
+                        temporary = dir;
+                        temporary.path().to_path_buf()
+                    }
+                    Err(e) => {
+                        eprintln!("error: cannot create a temporary snapshot directory: {e}");
+                        return ExitCode::from(EXIT_USAGE);
+                    }
+                },
+            };
+            let collected = args.live.run(&packs, &dir, async |collection| {
+                let rounds = collection
+                    .collect_for_flow(&packs, &request)
+                    .await
+                    .map_err(|e| {
+                        eprintln!("error: {e}");
+                        ExitCode::from(EXIT_USAGE)
+                    })?;
+                print_outcomes(collection);
+                eprintln!("({rounds} round(s) of collection)");
+                Ok(())
+            });
+            if let Err(code) = collected {
+                return code;
+            }
+            if args.save_snapshot.is_some() {
+                eprintln!(
+                    "saved the snapshot in {0}; replay with --snapshot {0}",
+                    dir.display()
+                );
+            }
+            dir
+        }
+    };
+    let (snapshot, problems) = match Snapshot::load(&dir) {
         Ok((snapshot, problems)) => (Arc::new(snapshot), problems),
         Err(e) => {
             eprintln!("error: {e}");
@@ -108,18 +180,6 @@ pub fn run(args: DiagnoseArgs) -> ExitCode {
         }
     };
     report_problems(&problems);
-    let protocol = match args.protocol {
-        ProtocolArg::Tcp => Protocol::Tcp,
-        ProtocolArg::Udp => Protocol::Udp,
-        ProtocolArg::Icmp => Protocol::Icmp,
-    };
-    let request = Request {
-        from: args.from,
-        to: args.to,
-        port: args.port,
-        protocol,
-        size: args.size,
-    };
     let diagnosis = match engine::diagnose(&snapshot, &request, &packs) {
         Ok(diagnosis) => diagnosis,
         Err(e) => {

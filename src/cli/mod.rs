@@ -15,6 +15,7 @@ macro_rules! out {
 
 mod collect;
 mod diagnose;
+mod live;
 mod netfilter;
 mod packs;
 mod route;
@@ -41,11 +42,11 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Collect network-namespace dumps from this machine.
+    /// Collect snapshots: one namespace of this machine, or a live cluster.
     #[command(subcommand)]
     Collect(collect::CollectCommand),
     // Its help text is DiagnoseArgs's own doc comment, examples included.
-    Diagnose(diagnose::DiagnoseArgs),
+    Diagnose(Box<diagnose::DiagnoseArgs>),
     /// Ask the kernel model what one namespace's iptables rules do with a packet.
     #[command(subcommand)]
     Netfilter(netfilter::NetfilterCommand),

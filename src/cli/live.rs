@@ -1,0 +1,193 @@
+//! What `skoop diagnose` (without `--snapshot`) and `skoop collect
+//! cluster|cleanup` share: how to reach the API server and the nodes, and a
+//! run that always cleans up after itself, Ctrl-C included.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+use skoop::collect::api::{ConnectOptions, Connection, LiveError, connect};
+use skoop::collect::collector::{CollectorOptions, DEFAULT_IMAGE};
+use skoop::collect::live::{LiveCollection, NodeAccess, Outcome, cleanup_run};
+use skoop::collect::rbac::DEFAULT_COLLECTOR_NAMESPACE;
+
+use super::EXIT_USAGE;
+
+/// How skoop reaches the cluster: the API server as kubectl does, the nodes
+/// through collector pods or a command of yours.
+#[derive(Debug, Clone, Args)]
+pub struct LiveArgs {
+    /// The kubeconfig file (default: $KUBECONFIG, else ~/.kube/config, else
+    /// the pod's own service account when skoop runs in a cluster).
+    #[arg(long, value_name = "FILE", help_heading = "Live cluster")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context to use (default: its current context).
+    #[arg(long, value_name = "NAME", help_heading = "Live cluster")]
+    pub context: Option<String>,
+    /// Reach each node by running this command template on this machine in
+    /// front of every dump command, instead of a collector pod: `{node}` is
+    /// the node's name, `{address}` its InternalIP (e.g. 'ssh {address}
+    /// sudo'). The tools (iproute2, iptables, ipset, ss, sysctl, nsenter)
+    /// must be installed on the nodes.
+    #[arg(long, value_name = "TEMPLATE", help_heading = "Live cluster")]
+    pub node_exec: Option<String>,
+    /// The image of the collector pods (needs iproute2, iptables, ipset,
+    /// ipvsadm, nft, ss, sysctl and nsenter).
+    #[arg(long, value_name = "IMAGE", default_value = DEFAULT_IMAGE, help_heading = "Live cluster")]
+    pub collector_image: String,
+    /// The namespace collector pods run in (created with the Pod Security
+    /// label `privileged` when missing; deploy/rbac.yaml creates it too).
+    #[arg(long, value_name = "NS", default_value = DEFAULT_COLLECTOR_NAMESPACE, help_heading = "Live cluster")]
+    pub collector_namespace: String,
+    /// How long a collector pod may take to be Running (image pull
+    /// included) before its node counts as not collected.
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = 120,
+        help_heading = "Live cluster"
+    )]
+    pub collector_timeout: u64,
+}
+
+impl LiveArgs {
+    fn access(&self) -> NodeAccess {
+        match &self.node_exec {
+            Some(template) => NodeAccess::Template(template.clone()),
+            None => NodeAccess::CollectorPods(CollectorOptions {
+                namespace: self.collector_namespace.clone(),
+                image: self.collector_image.clone(),
+                start_timeout: Duration::from_secs(self.collector_timeout),
+                run: run_id(),
+            }),
+        }
+    }
+
+    /// Connects, runs `work` on a [`LiveCollection`] writing into `dir`,
+    /// and then — whether `work` succeeded, failed or Ctrl-C came — deletes
+    /// this run's collector pods. Errors are printed; `Err` is the exit code.
+    pub fn run<T>(
+        &self,
+        packs: &skoop::packs::LoadedPacks,
+        dir: &std::path::Path,
+        work: impl AsyncFnOnce(&mut LiveCollection) -> Result<T, ExitCode>,
+    ) -> Result<T, ExitCode> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| {
+                eprintln!("error: cannot start the async runtime: {e}");
+                ExitCode::from(EXIT_USAGE)
+            })?;
+        let access = self.access();
+        runtime.block_on(async {
+            let options = ConnectOptions {
+                kubeconfig: self.kubeconfig.clone(),
+                context: self.context.clone(),
+            };
+            let connection = connect(&options).await.map_err(fail)?;
+            let interrupted = interrupted();
+            let result = tokio::select! {
+                result = collect(&connection, &access, packs, dir, work) => result,
+                signal = interrupted => {
+                    eprintln!("{signal}: stopping, removing collector pods");
+                    Err(ExitCode::from(130))
+                }
+            };
+            match cleanup_run(&connection, &access).await {
+                Ok(left) if !left.is_empty() && result.is_ok() => {
+                    eprintln!("note: removed {} collector pod(s)", left.len());
+                }
+                Ok(_) => {}
+                Err(e) => eprintln!(
+                    "warning: could not remove this run's collector pods ({e}); `skoop collect cleanup` removes them"
+                ),
+            }
+            result
+        })
+    }
+}
+
+async fn collect<T>(
+    connection: &Connection,
+    access: &NodeAccess,
+    packs: &skoop::packs::LoadedPacks,
+    dir: &std::path::Path,
+    work: impl AsyncFnOnce(&mut LiveCollection) -> Result<T, ExitCode>,
+) -> Result<T, ExitCode> {
+    let mut collection = LiveCollection::start(connection.clone(), access.clone(), packs, dir)
+        .await
+        .map_err(fail)?;
+    let result = work(&mut collection).await;
+    // This run's pods are deleted by label by the caller, also on Ctrl-C.
+    collection.stop_progress();
+    result
+}
+
+/// Resolves on SIGINT or SIGTERM with the signal's name.
+async fn interrupted() -> &'static str {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).ok();
+    let terminate = async {
+        match term.as_mut() {
+            Some(term) => {
+                term.recv().await;
+            }
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => "interrupted",
+        () = terminate => "terminated",
+    }
+}
+
+/// Prints a live error; its exit code is 2 (input or usage: the cluster
+/// could not be used at all).
+pub fn fail(error: LiveError) -> ExitCode {
+    eprintln!("error: {error}");
+    ExitCode::from(EXIT_USAGE)
+}
+
+/// Prints what was and was not collected, to stderr.
+pub fn print_outcomes(collection: &LiveCollection) {
+    for (file, count) in &collection.objects.written {
+        eprintln!("  cluster/{file}: {count} objects");
+    }
+    for kind in &collection.objects.not_served {
+        eprintln!("note: {kind} is not served by this cluster (a pack reads it)");
+    }
+    let mut collected = 0;
+    for Outcome { wanted, result } in &collection.outcomes {
+        match result {
+            Ok(report) => {
+                collected += 1;
+                for skipped in report.skipped.iter().filter(|s| !s.reason.is_note()) {
+                    eprintln!(
+                        "warning: {wanted}: {} not collected: {}",
+                        skipped.file, skipped.reason
+                    );
+                }
+            }
+            Err(reason) => eprintln!("warning: {wanted} not collected: {reason}"),
+        }
+    }
+    eprintln!(
+        "collected {collected} of {} network namespaces",
+        collection.outcomes.len()
+    );
+}
+
+/// A short random id for this run's labels.
+fn run_id() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    hasher.write_u32(std::process::id());
+    format!("{:012x}", hasher.finish() & 0xffff_ffff_ffff)
+}

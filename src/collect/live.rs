@@ -1,0 +1,457 @@
+//! Live collection into a snapshot directory: the cluster's objects
+//! through the API, then the network namespaces asked for, node by node
+//! (several nodes at once), through each node's [`NodeShell`].
+//!
+//! For one flow, collection is iterative: walk the flow through what has
+//! been collected so far, collect the namespaces the walk lacked, walk
+//! again; at most [`MAX_ROUNDS`] times. A flow on a cluster of thousands
+//! of nodes so touches the handful of nodes on its way.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use futures::stream::{self, StreamExt};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::Value;
+
+use super::api::{Connection, LiveError, ObjectsReport, collect_objects};
+use super::collector::{
+    CollectorOptions, CollectorPod, RUN_LABEL, delete_labelled, ensure_namespace,
+};
+use super::dump::{CollectError, CollectReport};
+use super::node::{PodOnNode, collect_host, collect_pod};
+use super::shell::NodeShell;
+use crate::engine::{self, Diagnosis, Endpoint, HopKind, Request};
+use crate::packs::LoadedPacks;
+use crate::snapshot::cluster::IpOwner;
+use crate::snapshot::{NetnsId, Snapshot};
+
+/// How many times a flow is walked and its missing namespaces collected.
+pub const MAX_ROUNDS: usize = 6;
+/// Nodes collected at the same time.
+const PARALLEL_NODES: usize = 8;
+
+/// How skoop reaches the nodes.
+#[derive(Debug, Clone)]
+pub enum NodeAccess {
+    /// A collector pod per node, through `pods/exec` (the default).
+    CollectorPods(CollectorOptions),
+    /// `--node-exec TEMPLATE` on this machine, `{node}` and `{address}`
+    /// replaced (`ssh {node} sudo`).
+    Template(String),
+}
+
+/// A network namespace to collect.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Wanted {
+    Host { node: String },
+    Pod { namespace: String, name: String },
+}
+
+impl fmt::Display for Wanted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Wanted::Host { node } => write!(f, "node/{node}"),
+            Wanted::Pod { namespace, name } => write!(f, "pod {namespace}/{name}"),
+        }
+    }
+}
+
+/// What became of one namespace asked for.
+#[derive(Debug)]
+pub struct Outcome {
+    pub wanted: Wanted,
+    pub result: Result<CollectReport, String>,
+}
+
+/// Pods by namespace and name.
+type PodsByName = BTreeMap<(String, String), PodOnNode>;
+/// Nodes by name, with their first InternalIP.
+type NodeAddresses = BTreeMap<String, Option<String>>;
+
+/// A live collection in progress: the connection, what is known of the
+/// cluster's pods and nodes, and the node shells opened so far.
+pub struct LiveCollection {
+    connection: Connection,
+    access: NodeAccess,
+    root: PathBuf,
+    pods: PodsByName,
+    nodes: NodeAddresses,
+    shells: BTreeMap<String, Arc<NodeShell>>,
+    /// Nodes that could not be reached, and why.
+    pub unreachable: BTreeMap<String, String>,
+    attempted: BTreeSet<Wanted>,
+    pub objects: ObjectsReport,
+    pub outcomes: Vec<Outcome>,
+    progress: ProgressBar,
+}
+
+impl LiveCollection {
+    /// Writes the cluster's objects into `root/cluster/` and gets ready to
+    /// collect namespaces.
+    pub async fn start(
+        connection: Connection,
+        access: NodeAccess,
+        packs: &LoadedPacks,
+        root: &Path,
+    ) -> Result<LiveCollection, LiveError> {
+        let progress = ProgressBar::new_spinner().with_style(
+            ProgressStyle::with_template("{spinner} {msg} [{pos}/{len}]")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        );
+        progress.set_message("listing the cluster's objects");
+        let objects = collect_objects(&connection, packs, root).await?;
+        let (pods, nodes) = read_pods_and_nodes(root);
+        if let NodeAccess::CollectorPods(options) = &access {
+            ensure_namespace(&connection, options).await?;
+        }
+        Ok(LiveCollection {
+            connection,
+            access,
+            root: root.to_path_buf(),
+            pods,
+            nodes,
+            shells: BTreeMap::new(),
+            unreachable: BTreeMap::new(),
+            attempted: BTreeSet::new(),
+            objects,
+            outcomes: Vec::new(),
+            progress,
+        })
+    }
+
+    pub fn nodes(&self) -> impl Iterator<Item = &String> {
+        self.nodes.keys()
+    }
+
+    /// Every non-host-network pod on `node`.
+    pub fn pods_on(&self, node: &str) -> Vec<Wanted> {
+        self.pods
+            .values()
+            .filter(|pod| pod.node == node)
+            .map(|pod| Wanted::Pod {
+                namespace: pod.namespace.clone(),
+                name: pod.name.clone(),
+            })
+            .collect()
+    }
+
+    /// Collects what is `wanted` and was not asked for before; returns how
+    /// many namespaces that was.
+    pub async fn collect(&mut self, wanted: impl IntoIterator<Item = Wanted>) -> usize {
+        let mut by_node: BTreeMap<String, Vec<Wanted>> = BTreeMap::new();
+        for want in wanted {
+            if !self.attempted.insert(want.clone()) {
+                continue;
+            }
+            match self.node_of(&want) {
+                Some(node) => by_node.entry(node).or_default().push(want),
+                None => self.outcomes.push(Outcome {
+                    result: Err(
+                        "the cluster has no such pod, or it is on no node / on the host network"
+                            .into(),
+                    ),
+                    wanted: want,
+                }),
+            }
+        }
+        let count: usize = by_node.values().map(Vec::len).sum();
+        self.progress.inc_length(count as u64);
+        let jobs: Vec<_> = by_node
+            .into_iter()
+            .map(|(node, wanted)| {
+                let shell = self.shells.get(&node).cloned();
+                let known_unreachable = self.unreachable.get(&node).cloned();
+                (node, wanted, shell, known_unreachable)
+            })
+            .collect();
+        let this = &*self;
+        let results: Vec<_> = stream::iter(jobs)
+            .map(|(node, wanted, shell, known_unreachable)| async move {
+                this.collect_on_node(node, wanted, shell, known_unreachable)
+                    .await
+            })
+            .buffer_unordered(PARALLEL_NODES)
+            .collect()
+            .await;
+        for (node, shell, outcomes) in results {
+            match shell {
+                Ok(shell) => {
+                    self.shells.insert(node, shell);
+                }
+                Err(reason) => {
+                    self.unreachable.insert(node, reason);
+                }
+            }
+            self.outcomes.extend(outcomes);
+        }
+        count
+    }
+
+    async fn collect_on_node(
+        &self,
+        node: String,
+        wanted: Vec<Wanted>,
+        shell: Option<Arc<NodeShell>>,
+        known_unreachable: Option<String>,
+    ) -> (String, Result<Arc<NodeShell>, String>, Vec<Outcome>) {
+        let shell = match (shell, known_unreachable) {
+            (Some(shell), _) => Ok(shell),
+            (None, Some(reason)) => Err(reason),
+            (None, None) => {
+                self.progress.set_message(format!("reaching node {node}"));
+                self.open_shell(&node).await.map(Arc::new)
+            }
+        };
+        let mut outcomes = Vec::new();
+        for want in wanted {
+            let result = match &shell {
+                Err(reason) => Err(format!("node {node} not reached: {reason}")),
+                Ok(shell) => {
+                    self.progress.set_message(format!("collecting {want}"));
+                    self.collect_one(shell, &want)
+                        .await
+                        .map_err(|e| e.to_string())
+                }
+            };
+            self.progress.inc(1);
+            outcomes.push(Outcome {
+                wanted: want,
+                result,
+            });
+        }
+        (node, shell, outcomes)
+    }
+
+    async fn open_shell(&self, node: &str) -> Result<NodeShell, String> {
+        match &self.access {
+            NodeAccess::Template(template) => {
+                let address = self.nodes.get(node).cloned().flatten();
+                Ok(NodeShell::template(template, node, address.as_deref()))
+            }
+            NodeAccess::CollectorPods(options) => {
+                CollectorPod::start(&self.connection, node, options)
+                    .await
+                    .map(|pod| NodeShell::Pod(Box::new(pod)))
+                    .map_err(|e| e.to_string())
+            }
+        }
+    }
+
+    async fn collect_one(
+        &self,
+        shell: &NodeShell,
+        want: &Wanted,
+    ) -> Result<CollectReport, CollectError> {
+        match want {
+            Wanted::Host { node } => collect_host(shell, &self.root, node).await,
+            Wanted::Pod { namespace, name } => {
+                let pod = &self.pods[&(namespace.clone(), name.clone())];
+                collect_pod(shell, &self.root, pod).await
+            }
+        }
+    }
+
+    fn node_of(&self, want: &Wanted) -> Option<String> {
+        match want {
+            Wanted::Host { node } => self.nodes.contains_key(node).then(|| node.clone()),
+            Wanted::Pod { namespace, name } => self
+                .pods
+                .get(&(namespace.clone(), name.clone()))
+                .map(|pod| pod.node.clone()),
+        }
+    }
+
+    /// Walks `request` through what is collected, collects what the walk
+    /// lacked, and again, until nothing new is missing or [`MAX_ROUNDS`].
+    /// Returns the number of rounds that collected something.
+    pub async fn collect_for_flow(
+        &mut self,
+        packs: &LoadedPacks,
+        request: &Request,
+    ) -> Result<usize, engine::TargetError> {
+        let mut rounds = 0;
+        for round in 0..MAX_ROUNDS {
+            let (snapshot, _) = match Snapshot::load(&self.root) {
+                Ok(loaded) => loaded,
+                Err(_) => break,
+            };
+            let snapshot = Arc::new(snapshot);
+            let diagnosis = engine::diagnose(&snapshot, request, packs)?;
+            let mut wanted = missing_namespaces(&snapshot, &diagnosis);
+            if round == 0 {
+                wanted.extend(endpoint_namespaces(&snapshot, &request.from));
+                wanted.extend(endpoint_namespaces(&snapshot, &request.to));
+            }
+            if self.collect(wanted).await == 0 {
+                break;
+            }
+            rounds += 1;
+        }
+        Ok(rounds)
+    }
+
+    /// Takes the progress display off the terminal.
+    pub fn stop_progress(&self) {
+        self.progress.finish_and_clear();
+    }
+}
+
+/// Deletes the collector pods of the run `access` describes (none for
+/// `--node-exec`): after success, failure, timeout or Ctrl-C alike.
+pub async fn cleanup_run(
+    connection: &Connection,
+    access: &NodeAccess,
+) -> Result<Vec<String>, LiveError> {
+    match access {
+        NodeAccess::CollectorPods(options) => {
+            let labels = BTreeMap::from([(RUN_LABEL, options.run.as_str())]);
+            delete_labelled(connection, Some(&options.namespace), &labels).await
+        }
+        NodeAccess::Template(_) => Ok(Vec::new()),
+    }
+}
+
+/// The namespaces a diagnosis went through (or stopped at) that the
+/// snapshot holds no dump of.
+pub fn missing_namespaces(snapshot: &Snapshot, diagnosis: &Diagnosis) -> Vec<Wanted> {
+    let mut wanted = Vec::new();
+    for hop in diagnosis.graph.node_weights() {
+        let Some(node) = hop.node.clone() else {
+            continue;
+        };
+        let (id, want) = match hop.kind {
+            HopKind::Node => (NetnsId::Host { node: node.clone() }, Wanted::Host { node }),
+            HopKind::Pod => {
+                let Some((namespace, name)) = hop.id.split_once('/') else {
+                    continue;
+                };
+                (
+                    NetnsId::Pod {
+                        node,
+                        namespace: namespace.to_string(),
+                        name: name.to_string(),
+                    },
+                    Wanted::Pod {
+                        namespace: namespace.to_string(),
+                        name: name.to_string(),
+                    },
+                )
+            }
+            HopKind::External => continue,
+        };
+        if !snapshot.namespaces.contains_key(&id) && !wanted.contains(&want) {
+            wanted.push(want);
+        }
+    }
+    wanted
+}
+
+/// The namespaces an endpoint of the request names: a pod's and its
+/// node's, a node's, or those of whoever holds an address.
+fn endpoint_namespaces(snapshot: &Snapshot, endpoint: &Endpoint) -> Vec<Wanted> {
+    let cluster = &snapshot.cluster;
+    let pod = |namespace: &str, name: &str| {
+        let node = cluster.pod(namespace, name)?.node_name.clone()?;
+        Some([
+            Wanted::Pod {
+                namespace: namespace.to_string(),
+                name: name.to_string(),
+            },
+            Wanted::Host { node },
+        ])
+    };
+    match endpoint {
+        Endpoint::Pod {
+            namespace, name, ..
+        } => pod(namespace, name).into_iter().flatten().collect(),
+        Endpoint::Node { name, .. } => vec![Wanted::Host { node: name.clone() }],
+        Endpoint::Ip { address, .. } => cluster
+            .by_ip(*address)
+            .iter()
+            .flat_map(|owner| match owner {
+                IpOwner::Pod {
+                    namespace,
+                    name,
+                    host_network: false,
+                } => pod(namespace, name).into_iter().flatten().collect(),
+                IpOwner::Node { name } => vec![Wanted::Host { node: name.clone() }],
+                _ => Vec::new(),
+            })
+            .collect(),
+        Endpoint::Service { .. } => Vec::new(),
+    }
+}
+
+/// The pods (not on the host network, on a node, with a UID) and the
+/// nodes of the lists just written.
+fn read_pods_and_nodes(root: &Path) -> (PodsByName, NodeAddresses) {
+    let items = |file: &str| -> Vec<Value> {
+        std::fs::read(root.join("cluster").join(file))
+            .ok()
+            .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok())
+            .and_then(|list| list.get("items").and_then(Value::as_array).cloned())
+            .unwrap_or_default()
+    };
+    let text = |value: &Value, pointer: &str| {
+        value
+            .pointer(pointer)
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    let mut pods = BTreeMap::new();
+    for pod in items("pods.core.json") {
+        let host_network = pod
+            .pointer("/spec/hostNetwork")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let (Some(namespace), Some(name), Some(uid), Some(node)) = (
+            text(&pod, "/metadata/namespace"),
+            text(&pod, "/metadata/name"),
+            text(&pod, "/metadata/uid"),
+            text(&pod, "/spec/nodeName"),
+        ) else {
+            continue;
+        };
+        if host_network {
+            continue;
+        }
+        let mut ips: Vec<String> = pod
+            .pointer("/status/podIPs")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|ip| text(ip, "/ip"))
+            .collect();
+        if ips.is_empty() {
+            ips.extend(text(&pod, "/status/podIP"));
+        }
+        pods.insert(
+            (namespace.clone(), name.clone()),
+            PodOnNode {
+                namespace,
+                name,
+                uid,
+                node,
+                ips,
+            },
+        );
+    }
+    let mut nodes = BTreeMap::new();
+    for node in items("nodes.core.json") {
+        let Some(name) = text(&node, "/metadata/name") else {
+            continue;
+        };
+        let address = node
+            .pointer("/status/addresses")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .find(|a| a.get("type").and_then(Value::as_str) == Some("InternalIP"))
+            .and_then(|a| text(a, "/address"));
+        nodes.insert(name, address);
+    }
+    (pods, nodes)
+}

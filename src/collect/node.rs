@@ -1,0 +1,161 @@
+//! A node's network namespaces, reached through its [`NodeShell`]: the
+//! host's own, and a pod's, found by the pod's UID and always checked
+//! against the pod's IPs.
+
+use std::path::{Path, PathBuf};
+
+use super::dump::{CollectError, CollectReport, collect_namespace};
+use super::shell::{COMMAND_TIMEOUT, NodeShell};
+
+/// A pod whose network namespace is to be collected, as the API tells it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodOnNode {
+    pub namespace: String,
+    pub name: String,
+    pub uid: String,
+    pub node: String,
+    pub ips: Vec<String>,
+}
+
+/// Finds a pod's network namespace on its node and prints its path.
+///
+/// First the pod's processes: the kubelet puts them in a cgroup whose path
+/// holds `pod<UID>` (cgroupfs) or `pod<UID with _>` (systemd), so
+/// `/proc/PID/ns/net` of such a process is the pod's namespace. Then the
+/// named namespaces CNI runtimes bind under `/run/netns` (the host's, seen
+/// through PID 1's root from a collector pod). A candidate counts only
+/// when it holds one of the pod's IPs, and never the host's namespace.
+/// Exit status 3: none found.
+const FIND_POD_NETNS: &str = r#"
+uid=$1; shift
+uid_systemd=$(printf %s "$uid" | tr - _)
+host=$(stat -L -c %d:%i /proc/1/ns/net 2>/dev/null)
+seen=" $host "
+check() {
+    candidate=$1; shift
+    id=$(stat -L -c %d:%i "$candidate" 2>/dev/null) || return 1
+    case "$seen" in *" $id "*) return 1;; esac
+    seen="$seen$id "
+    addrs=$(nsenter --net="$candidate" ip -o addr show 2>/dev/null) || return 1
+    for ip in "$@"; do
+        case "$addrs" in *" $ip/"*) printf '%s\n' "$candidate"; exit 0;; esac
+    done
+    return 1
+}
+for cgroup in /proc/[0-9]*/cgroup; do
+    if grep -q -e "pod$uid" -e "pod$uid_systemd" "$cgroup" 2>/dev/null; then
+        check "${cgroup%/cgroup}/ns/net" "$@"
+    fi
+done
+for netns in /proc/1/root/run/netns/* /proc/1/root/var/run/netns/* /run/netns/*; do
+    [ -e "$netns" ] && check "$netns" "$@"
+done
+exit 3
+"#;
+
+/// Where a namespace's files go in a snapshot.
+pub fn host_dir(root: &Path, node: &str) -> PathBuf {
+    root.join("nodes").join(node).join("host")
+}
+
+pub fn pod_dir(root: &Path, node: &str, namespace: &str, name: &str) -> PathBuf {
+    root.join("nodes")
+        .join(node)
+        .join("pods")
+        .join(namespace)
+        .join(name)
+}
+
+/// Collects `node`'s root namespace into the snapshot at `root`.
+pub async fn collect_host(
+    shell: &NodeShell,
+    root: &Path,
+    node: &str,
+) -> Result<CollectReport, CollectError> {
+    collect_namespace(shell, &[], format!("node {node}"), &host_dir(root, node)).await
+}
+
+/// Finds `pod`'s namespace on its node and collects it into the snapshot.
+pub async fn collect_pod(
+    shell: &NodeShell,
+    root: &Path,
+    pod: &PodOnNode,
+) -> Result<CollectReport, CollectError> {
+    let path = find_pod_netns(shell, pod).await?;
+    let enter = vec!["nsenter".to_string(), format!("--net={path}")];
+    let out = pod_dir(root, &pod.node, &pod.namespace, &pod.name);
+    let namespace = format!(
+        "pod {}/{} on node {} ({path})",
+        pod.namespace, pod.name, pod.node
+    );
+    collect_namespace(shell, &enter, namespace, &out).await
+}
+
+async fn find_pod_netns(shell: &NodeShell, pod: &PodOnNode) -> Result<String, CollectError> {
+    let not_found = |reason: String| CollectError::PodNetnsNotFound {
+        pod: format!("{}/{}", pod.namespace, pod.name),
+        node: pod.node.clone(),
+        reason,
+    };
+    if pod.ips.is_empty() {
+        return Err(not_found("the pod has no IP in its status".into()));
+    }
+    let mut argv = vec!["sh", "-s", "--", pod.uid.as_str()];
+    argv.extend(pod.ips.iter().map(String::as_str));
+    let argv: Vec<String> = argv.into_iter().map(str::to_string).collect();
+    let output = shell
+        .run(&[], &argv, Some(FIND_POD_NETNS.as_bytes()), COMMAND_TIMEOUT)
+        .await
+        .map_err(|e| not_found(e.to_string()))?;
+    let path = String::from_utf8_lossy(&output.stdout).trim().to_string();
+    if output.success() && path.starts_with('/') && !path.contains('\n') {
+        return Ok(path);
+    }
+    let stderr = String::from_utf8_lossy(&output.stderr).trim().to_string();
+    Err(not_found(if output.code == Some(3) {
+        format!(
+            "no process of pod UID {} and no namespace under /run/netns holds {}",
+            pod.uid,
+            pod.ips.join(" or ")
+        )
+    } else {
+        format!("the search failed ({}): {stderr}", output.status)
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snapshot_layout_of_collected_namespaces() {
+        let root = Path::new("/s");
+        assert_eq!(host_dir(root, "n1"), Path::new("/s/nodes/n1/host"));
+        assert_eq!(
+            pod_dir(root, "n1", "default", "web-0"),
+            Path::new("/s/nodes/n1/pods/default/web-0")
+        );
+    }
+
+    #[test]
+    fn a_pod_nobody_holds_is_not_found_and_says_why() {
+        let pod = PodOnNode {
+            namespace: "default".into(),
+            name: "ghost".into(),
+            uid: "00000000-skoop-no-such-uid".into(),
+            node: "n1".into(),
+            // TEST-NET-3: no namespace of this machine holds it.
+            ips: vec!["203.0.113.254".into()],
+        };
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let err = runtime
+            .block_on(find_pod_netns(&NodeShell::Local, &pod))
+            .unwrap_err();
+        let message = err.to_string();
+        assert!(message.contains("default/ghost"), "{message}");
+        assert!(message.contains("203.0.113.254"), "{message}");
+    }
+}
