@@ -25,31 +25,39 @@ pub struct PodOnNode {
 /// named namespaces CNI runtimes bind under `/run/netns` (the host's, seen
 /// through PID 1's root from a collector pod). A candidate counts only
 /// when it holds one of the pod's IPs, and never the host's namespace.
-/// Exit status 3: none found.
+/// Exit status 3: none found; 4: no process of the pod, and several named
+/// namespaces hold its IPs (skoop will not guess which).
 const FIND_POD_NETNS: &str = r#"
 uid=$1; shift
 uid_systemd=$(printf %s "$uid" | tr - _)
 host=$(stat -L -c %d:%i /proc/1/ns/net 2>/dev/null)
 seen=" $host "
-check() {
+found=""
+# Prints the candidate when it holds one of the pod's IPs.
+holds() {
     candidate=$1; shift
     id=$(stat -L -c %d:%i "$candidate" 2>/dev/null) || return 1
     case "$seen" in *" $id "*) return 1;; esac
     seen="$seen$id "
     addrs=$(nsenter --net="$candidate" ip -o addr show 2>/dev/null) || return 1
     for ip in "$@"; do
-        case "$addrs" in *" $ip/"*) printf '%s\n' "$candidate"; exit 0;; esac
+        case "$addrs" in *" $ip/"*) return 0;; esac
     done
     return 1
 }
 for cgroup in /proc/[0-9]*/cgroup; do
     if grep -q -e "pod$uid" -e "pod$uid_systemd" "$cgroup" 2>/dev/null; then
-        check "${cgroup%/cgroup}/ns/net" "$@"
+        netns="${cgroup%/cgroup}/ns/net"
+        if holds "$netns" "$@"; then printf '%s\n' "$netns"; exit 0; fi
     fi
 done
+# No process of the pod: the named namespaces, which must not be ambiguous.
 for netns in /proc/1/root/run/netns/* /proc/1/root/var/run/netns/* /run/netns/*; do
-    [ -e "$netns" ] && check "$netns" "$@"
+    [ -e "$netns" ] && holds "$netns" "$@" && found="$found $netns"
 done
+set -- $found
+[ $# -eq 1 ] && { printf '%s\n' "$1"; exit 0; }
+[ $# -gt 1 ] && { echo "several network namespaces hold the pod's IPs:$found" >&2; exit 4; }
 exit 3
 "#;
 

@@ -2,6 +2,7 @@
 //! removed again when the [`Lab`] is dropped, on success, failure or panic.
 
 use std::io::Read;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -61,6 +62,8 @@ pub struct Lab {
     namespaces: Vec<Netns>,
     /// Background processes, with the name of the namespace each runs in.
     processes: Vec<(String, Child)>,
+    /// Control groups made for pods' processes, removed at cleanup.
+    cgroups: Vec<PathBuf>,
 }
 
 impl Lab {
@@ -74,6 +77,7 @@ impl Lab {
             prefix: format!("sklab-{hex}"),
             namespaces: Vec::new(),
             processes: Vec::new(),
+            cgroups: Vec::new(),
         }
     }
 
@@ -100,6 +104,27 @@ impl Lab {
             .spawn()
             .unwrap_or_else(|e| panic!("start {argv:?} in {}: {e}", ns.name));
         self.processes.push((ns.name.clone(), child));
+    }
+
+    /// Runs a pod's "pause" process in `ns`, in a control group named as
+    /// the kubelet names a pod's (`kubepods/pod<UID>`, here in the v1
+    /// `pids` hierarchy under the lab's prefix), so that live collection
+    /// finds the pod's namespace by its UID as on a real node.
+    pub fn pause_in_pod_cgroup(&mut self, ns: &Netns, uid: &str) {
+        let root = Path::new("/sys/fs/cgroup/pids").join(&self.prefix);
+        let cgroup = root.join("kubepods").join(format!("pod{uid}"));
+        std::fs::create_dir_all(&cgroup)
+            .unwrap_or_else(|e| panic!("create cgroup {}: {e}", cgroup.display()));
+        for dir in [&root, &root.join("kubepods"), &cgroup] {
+            if !self.cgroups.contains(dir) {
+                self.cgroups.push(dir.clone());
+            }
+        }
+        self.spawn(ns, &["sleep", "infinity"]);
+        let (_, child) = self.processes.last().expect("just spawned");
+        // `ip netns exec` execs the command: the child's pid is sleep's.
+        std::fs::write(cgroup.join("cgroup.procs"), child.id().to_string())
+            .unwrap_or_else(|e| panic!("move the pause process into {}: {e}", cgroup.display()));
     }
 
     /// Kills the processes [`Lab::spawn`] started in `ns` and waits for them.
@@ -135,6 +160,10 @@ impl Drop for Lab {
                 .args(["netns", "del", &ns.name])
                 .stderr(Stdio::null())
                 .status();
+        }
+        // Deepest first; a cgroup can go once its processes are gone.
+        for cgroup in self.cgroups.iter().rev() {
+            let _ = std::fs::remove_dir(cgroup);
         }
     }
 }

@@ -5,6 +5,7 @@
 //! Needs root, iproute2, iptables, netcat-openbsd and ping; without root every
 //! test fails saying so, unless `SKOOP_LAB=skip`.
 
+mod apiserver;
 mod calico;
 mod cluster;
 mod collect_cli;
@@ -13,6 +14,7 @@ mod flannel;
 mod flannel_vxlan;
 mod kube_proxy;
 mod lab;
+mod live;
 mod netfilter;
 mod objects;
 mod routing;
