@@ -23,6 +23,8 @@ use crate::packs::LoadedPacks;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long one API call may take.
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+/// The largest kubeconfig file read.
+const MAX_KUBECONFIG: u64 = 16 << 20;
 /// Objects asked for per page of a list.
 const PAGE_SIZE: u32 = 500;
 
@@ -160,8 +162,18 @@ async fn load_config(options: &ConnectOptions) -> Result<Config, LiveError> {
         ..KubeConfigOptions::default()
     };
     if let Some(path) = &options.kubeconfig {
-        let kubeconfig = Kubeconfig::read_from(path)
-            .map_err(|e| LiveError::Config(format!("{}: {}", path.display(), chain(&e))))?;
+        let problem = |what: String| LiveError::Config(format!("{}: {what}", path.display()));
+        // A regular file only: a FIFO or a device would hang or flood.
+        match std::fs::metadata(path) {
+            Ok(meta) if meta.is_file() && meta.len() <= MAX_KUBECONFIG => {}
+            Ok(meta) if meta.is_file() => {
+                return Err(problem(format!("larger than {} MiB", MAX_KUBECONFIG >> 20)));
+            }
+            Ok(_) => return Err(problem("not a regular file".into())),
+            Err(e) => return Err(problem(e.to_string())),
+        }
+        let text = std::fs::read_to_string(path).map_err(|e| problem(e.to_string()))?;
+        let kubeconfig = Kubeconfig::from_yaml(&text).map_err(|e| problem(chain(&e)))?;
         return Config::from_custom_kubeconfig(kubeconfig, &kube_options)
             .await
             .map_err(|e| LiveError::Config(format!("{}: {}", path.display(), chain(&e))));

@@ -102,6 +102,7 @@ impl LiveCollection {
                 .unwrap_or_else(|_| ProgressStyle::default_spinner()),
         );
         progress.set_message("listing the cluster's objects");
+        progress.enable_steady_tick(std::time::Duration::from_millis(120));
         let objects = collect_objects(&connection, packs, root).await?;
         let (pods, nodes) = read_pods_and_nodes(root);
         if let NodeAccess::CollectorPods(options) = &access {
