@@ -19,7 +19,7 @@ use crate::calico::{self, Calico};
 use crate::cluster::{Cluster, Cni, OUTSIDE_IP, Pod, Topology};
 use crate::flannel::Flannel;
 use crate::lab::{Availability, Lab, availability};
-use crate::snapshot;
+use crate::{live, snapshot};
 
 /// A fault: what to break, and which hop a diagnosis must blame.
 struct Fault {
@@ -1275,6 +1275,18 @@ fn run_case(cni: &dyn Cni, peer: Peer, fault: &Fault) -> Option<Row> {
     assert!(pack_problems.is_empty(), "{pack_problems:?}");
     let loaded = Arc::new(loaded);
     let diagnosis = engine::diagnose(&loaded, &request, &packs).expect("the request resolves");
+    // The same cluster collected through a real API server holding its
+    // objects (`skoop collect cluster --node-exec`) must answer the same.
+    let server = live::serve_lab(&mut lab, &cluster, dir.path());
+    let live_dir = tempfile::tempdir().expect("temp dir");
+    live::collect_live(&server, &cluster, live_dir.path());
+    live::assert_same_diagnosis(
+        &diagnosis,
+        live_dir.path(),
+        &request,
+        &case_name(cni, fault),
+    );
+    drop(server);
     let blamed = diagnosis
         .findings
         .iter()

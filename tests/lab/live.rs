@@ -256,6 +256,8 @@ fn live_diagnose_collects_only_what_the_flow_needs_and_answers_as_offline() {
         "diagnose",
         "--kubeconfig",
         server.kubeconfig.to_str().unwrap(),
+        "--context",
+        "skoop-test",
         "--node-exec",
         &node_exec(&cluster),
         "--from",
@@ -382,21 +384,34 @@ async fn apply_rbac(client: &kube::Client) {
     }
 }
 
-/// A kubeconfig for ServiceAccount skoop/skoop, with a token from the
+/// A kubeconfig for ServiceAccount `namespace/name`, with a token from the
 /// TokenRequest API.
 async fn service_account_kubeconfig(
     server: &ApiServer,
     client: &kube::Client,
     dir: &Path,
+    (namespace, name): (&str, &str),
 ) -> String {
     let api: Api<k8s_openapi::api::core::v1::ServiceAccount> =
-        Api::namespaced(client.clone(), "skoop");
+        Api::namespaced(client.clone(), namespace);
     let request = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
                          "spec": {"expirationSeconds": 3600}});
-    let token: Value = api
-        .create_subresource("token", "skoop", &PostParams::default(), &request)
-        .await
-        .expect("TokenRequest");
+    // The API serves tokens from its cache of ServiceAccounts, which a
+    // ServiceAccount just created may not have reached yet.
+    let mut attempts = 0;
+    let token: Value = loop {
+        match api
+            .create_subresource("token", name, &PostParams::default(), &request)
+            .await
+        {
+            Ok(token) => break token,
+            Err(kube::Error::Api(status)) if status.code == 404 && attempts < 50 => {
+                attempts += 1;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(e) => panic!("TokenRequest for {namespace}/{name}: {e}"),
+        }
+    };
     let token = token["status"]["token"]
         .as_str()
         .expect("a token")
@@ -445,11 +460,34 @@ fn a_service_account_bound_to_deploy_rbac_collects_and_cannot_read_secrets() {
     snapshot::collect(&cluster, &cni, offline.path());
     let server = serve_lab(&mut lab, &cluster, offline.path());
     let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = block_on(async {
+    let (unbound, kubeconfig) = block_on(async {
         let client = server.admin().await;
+        let unbound =
+            service_account_kubeconfig(&server, &client, dir.path(), ("default", "default")).await;
         apply_rbac(&client).await;
-        service_account_kubeconfig(&server, &client, dir.path()).await
+        let bound =
+            service_account_kubeconfig(&server, &client, dir.path(), ("skoop", "skoop")).await;
+        (unbound, bound)
     });
+    // Without deploy/rbac.yaml: refused, and told which rule grants it.
+    let output = skoop(&[
+        "collect",
+        "cluster",
+        "--kubeconfig",
+        &unbound,
+        "--out",
+        dir.path().join("x").to_str().unwrap(),
+        "--all-nodes",
+        "--node-exec",
+        &node_exec(&cluster),
+    ]);
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("forbidden: cannot list nodes")
+            && stderr.contains("deploy/rbac.yaml grants it in ClusterRole skoop-reader"),
+        "{stderr}"
+    );
     let allowed = [
         ("list", "nodes", None),
         ("list", "pods", None),
