@@ -26,7 +26,11 @@ pub enum CollectCommand {
     ///
     /// Collecting only reads: ipvsadm runs only when /proc/net/ip_vs exists
     /// (running it would otherwise load the ip_vs kernel module). Every tool
-    /// runs with LC_ALL=C; sysctl.txt keeps the net.* lines of `sysctl -a`.
+    /// runs with LC_ALL=C; sysctl.txt keeps the net.* lines of `sysctl -a`;
+    /// iptables-save.txt holds the rules of the iptables backend the node
+    /// uses (nf_tables or legacy: the one with more rules, as kube-proxy's
+    /// iptables-wrapper decides), with a note when that is not
+    /// `iptables-save`'s own or the other one has rules too.
     /// An empty file is a valid dump (e.g. no iptables rules at all).
     ///
     /// A tool that is not installed skips its file with a warning; so does a
@@ -275,6 +279,9 @@ const STDERR_LINES: usize = 3;
 
 fn print_report(report: &CollectReport) {
     for written in &report.written {
+        if let Some(note) = &written.note {
+            eprintln!("note: {}: {note}", written.file);
+        }
         if !written.stderr.is_empty() {
             eprintln!(
                 "warning: {} may be incomplete; its command said: {}",

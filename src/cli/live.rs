@@ -163,6 +163,11 @@ pub fn print_outcomes(collection: &LiveCollection) {
         match result {
             Ok(report) => {
                 collected += 1;
+                for written in &report.written {
+                    if let Some(note) = &written.note {
+                        eprintln!("note: {wanted}: {}: {note}", written.file);
+                    }
+                }
                 for skipped in report.skipped.iter().filter(|s| !s.reason.is_note()) {
                     eprintln!(
                         "warning: {wanted}: {} not collected: {}",

@@ -22,10 +22,11 @@
 //! rules, no sets, no listeners"; the `ip -j` commands print `[]` or the
 //! loopback device; `ip rule` prints the three default rules.
 //!
-//! Two things are added to the plain commands: every tool runs with
-//! `LC_ALL=C` so its output does not depend on the collector's locale, and
+//! Three things are added to the plain commands: every tool runs with
+//! `LC_ALL=C` so its output does not depend on the collector's locale,
 //! `sysctl.txt` keeps only the `net.*` lines of `sysctl -a` (see
-//! [`net_sysctls`]).
+//! [`net_sysctls`]), and `iptables-save.txt` holds the rules of the
+//! backend in use (see [`busiest_iptables_backend`]).
 
 use std::fmt;
 use std::fs;
@@ -67,6 +68,9 @@ pub struct Written {
     /// What the tool printed on stderr although it succeeded (e.g. `sysctl`
     /// naming keys it was not allowed to read): the file may be incomplete.
     pub stderr: String,
+    /// Where the file holds another command's output than the contract's
+    /// (iptables rules from the backend that has them), in words.
+    pub note: Option<String>,
 }
 
 /// A dump file that was not written, and why.
@@ -225,10 +229,12 @@ async fn collect_file(
     let path = out.join(file.name);
     match outcome {
         Ok(CommandOutput { stdout, stderr, .. }) => {
-            let stdout = if tool == "sysctl" {
-                net_sysctls(&stdout)
+            let (stdout, note) = if tool == "sysctl" {
+                (net_sysctls(&stdout), None)
+            } else if tool == "iptables-save" {
+                busiest_iptables_backend(shell, enter, stdout).await
             } else {
-                stdout
+                (stdout, None)
             };
             write_atomically(&path, &stdout).map_err(|source| CollectError::Write {
                 path: path.clone(),
@@ -237,6 +243,7 @@ async fn collect_file(
             report.written.push(Written {
                 file: file.name,
                 stderr: String::from_utf8_lossy(&stderr).trim().to_string(),
+                note,
             });
         }
         Err(reason) => {
@@ -249,6 +256,69 @@ async fn collect_file(
         }
     }
     Ok(())
+}
+
+/// iptables has two backends, and a node's rules are in one of them:
+/// `iptables-save` shows only its own default's. As kube-proxy's
+/// iptables-wrapper decides which backend a node uses, the one with more
+/// rules wins. `iptables-legacy-save` runs only where the legacy tables are
+/// already in use (`/proc/net/ip_tables_names` is not empty: running it
+/// would otherwise load a module); a backend that is not installed is
+/// simply not asked. Returns the rules kept and, when they are not
+/// `iptables-save`'s or the other backend has rules too, a note saying so.
+async fn busiest_iptables_backend(
+    shell: &NodeShell,
+    enter: &[String],
+    default: Vec<u8>,
+) -> (Vec<u8>, Option<String>) {
+    fn rules(dump: &[u8]) -> Vec<&[u8]> {
+        dump.split(|&b| b == b'\n')
+            .filter(|line| line.starts_with(b"-A "))
+            .collect()
+    }
+    let mut best = ("iptables-save", default);
+    let mut others = Vec::new();
+    for backend in ["iptables-nft-save", "iptables-legacy-save"] {
+        if backend == "iptables-legacy-save" {
+            // procfs files have no size: read one line of it.
+            let argv = ["grep", "-q", ".", "/proc/net/ip_tables_names"].map(String::from);
+            let in_use = shell.run(enter, &argv, None, COMMAND_TIMEOUT).await;
+            if !in_use.is_ok_and(|output| output.success()) {
+                continue;
+            }
+        }
+        let output = shell
+            .run(enter, &[backend.to_string()], None, COMMAND_TIMEOUT)
+            .await;
+        let Some(output) = output.ok().filter(CommandOutput::success) else {
+            continue;
+        };
+        // `iptables-save` is one of the two backends: the same rules.
+        if rules(&output.stdout) == rules(&best.1) {
+            continue;
+        }
+        if rules(&output.stdout).len() > rules(&best.1).len() {
+            let previous = std::mem::replace(&mut best, (backend, output.stdout));
+            others.push((previous.0, rules(&previous.1).len()));
+        } else {
+            others.push((backend, rules(&output.stdout).len()));
+        }
+    }
+    let others: Vec<String> = others
+        .into_iter()
+        .filter(|(_, count)| *count > 0)
+        .map(|(backend, count)| format!("{backend} shows {count} rules skoop did not read"))
+        .collect();
+    let note = match (best.0, others.is_empty()) {
+        ("iptables-save", true) => None,
+        (chosen, true) => Some(format!("rules from {chosen}: the backend this node uses")),
+        (chosen, false) => Some(format!(
+            "rules from {chosen} ({} rules); {}",
+            rules(&best.1).len(),
+            others.join(", ")
+        )),
+    };
+    (best.1, note)
 }
 
 /// Whether `path` exists as seen from inside the namespace (`/proc/net` is
@@ -350,7 +420,8 @@ pub(crate) mod tests {
             report.written,
             vec![Written {
                 file: "out.txt",
-                stderr: "careful".into()
+                stderr: "careful".into(),
+                note: None,
             }]
         );
         assert!(report.skipped.is_empty());

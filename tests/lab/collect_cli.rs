@@ -98,3 +98,58 @@ fn unwritable_output_directory_is_a_usage_error() {
         "{stderr}"
     );
 }
+
+#[test]
+fn rules_in_the_legacy_iptables_backend_are_collected_from_it_and_said_so() {
+    let Availability::Run = availability() else {
+        return;
+    };
+    let mut lab = Lab::new();
+    let ns = lab.netns("legacy");
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let out = dir.path().join("host");
+    // Only legacy rules: `iptables-save` (nf_tables here) shows none.
+    let added = Command::new("ip")
+        .args(["netns", "exec", &ns.name, "iptables-legacy", "-A", "INPUT"])
+        .args(["-s", "192.0.2.7", "-j", "DROP"])
+        .status()
+        .expect("run iptables-legacy");
+    assert!(
+        added.success(),
+        "iptables-legacy is needed (package iptables)"
+    );
+
+    let output = skoop_collect(&ns.name, &out);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let rules = fs::read_to_string(out.join("iptables-save.txt")).expect("iptables-save.txt");
+    assert!(
+        rules.contains("-A INPUT -s 192.0.2.7/32 -j DROP"),
+        "{rules}"
+    );
+    assert!(
+        stderr.contains("rules from iptables-legacy-save: the backend this node uses"),
+        "{stderr}"
+    );
+
+    // Rules in both: the busier backend is read, and the other one named.
+    for source in ["192.0.2.8", "192.0.2.9"] {
+        let added = Command::new("ip")
+            .args(["netns", "exec", &ns.name, "iptables-nft", "-A", "INPUT"])
+            .args(["-s", source, "-j", "DROP"])
+            .status()
+            .expect("run iptables-nft");
+        assert!(added.success());
+    }
+    let output = skoop_collect(&ns.name, &out);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let rules = fs::read_to_string(out.join("iptables-save.txt")).expect("iptables-save.txt");
+    assert!(
+        rules.contains("192.0.2.9") && !rules.contains("192.0.2.7"),
+        "{rules}"
+    );
+    assert!(
+        stderr.contains("iptables-legacy-save shows 1 rules skoop did not read"),
+        "{stderr}"
+    );
+}
