@@ -114,6 +114,13 @@ pub enum LiveError {
         code: u16,
         message: String,
     },
+    #[error("collector pod {pod} not Running on node {node} after {} s: {why}", waited.as_secs())]
+    CollectorNotRunning {
+        pod: String,
+        node: String,
+        waited: Duration,
+        why: String,
+    },
     #[error("{}: {source}", path.display())]
     Write {
         path: PathBuf,

@@ -182,17 +182,11 @@ impl CollectorPod {
             Some(pod) => self.why_not_running(connection, pod).await,
             None => "it ended before it ran".to_string(),
         };
-        Err(LiveError::Api {
-            request: Request::new(
-                "start",
-                format!("collector pod {}/{}", self.namespace, self.name),
-                None,
-            ),
-            code: 0,
-            message: format!(
-                "not Running on node {node} after {} s: {why}",
-                timeout.as_secs()
-            ),
+        Err(LiveError::CollectorNotRunning {
+            pod: format!("{}/{}", self.namespace, self.name),
+            node: node.to_string(),
+            waited: timeout,
+            why,
         })
     }
 

@@ -469,25 +469,47 @@ fn a_service_account_bound_to_deploy_rbac_collects_and_cannot_read_secrets() {
             service_account_kubeconfig(&server, &client, dir.path(), ("skoop", "skoop")).await;
         (unbound, bound)
     });
+    // The same token from an exec credential plugin, as cloud logins give
+    // theirs: kubectl's ExecCredential protocol.
+    let token_of = |kubeconfig: &str| -> String {
+        let text = std::fs::read_to_string(kubeconfig).unwrap();
+        let config: Value = serde_json::from_str(&text).unwrap();
+        config["users"][0]["user"]["token"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let credential = json!({"apiVersion": "client.authentication.k8s.io/v1",
+                            "kind": "ExecCredential", "status": {"token": token_of(&unbound)}});
+    let by_plugin = kubeconfig_variant(&server, dir.path(), |c| {
+        c["users"][0]["user"] = json!({"exec": {
+            "apiVersion": "client.authentication.k8s.io/v1",
+            "command": "sh",
+            "args": ["-c", "printf '%s' \"$0\"", credential.to_string()],
+            "interactiveMode": "Never",
+        }});
+    });
     // Without deploy/rbac.yaml: refused, and told which rule grants it.
-    let output = skoop(&[
-        "collect",
-        "cluster",
-        "--kubeconfig",
-        &unbound,
-        "--out",
-        dir.path().join("x").to_str().unwrap(),
-        "--all-nodes",
-        "--node-exec",
-        &node_exec(&cluster),
-    ]);
-    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        stderr.contains("forbidden: cannot list nodes")
-            && stderr.contains("deploy/rbac.yaml grants it in ClusterRole skoop-reader"),
-        "{stderr}"
-    );
+    for kubeconfig in [&unbound, &by_plugin] {
+        let output = skoop(&[
+            "collect",
+            "cluster",
+            "--kubeconfig",
+            kubeconfig,
+            "--out",
+            dir.path().join("x").to_str().unwrap(),
+            "--all-nodes",
+            "--node-exec",
+            &node_exec(&cluster),
+        ]);
+        assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains("forbidden: cannot list nodes")
+                && stderr.contains("deploy/rbac.yaml grants it in ClusterRole skoop-reader"),
+            "{stderr}"
+        );
+    }
     let allowed = [
         ("list", "nodes", None),
         ("list", "pods", None),
