@@ -10,7 +10,7 @@ use skoop::engine::{Endpoint, Protocol, Request};
 use skoop::snapshot::netns::DUMP_FILES;
 
 use super::EXIT_USAGE;
-use super::live::{LiveArgs, print_outcomes};
+use super::live::{LiveArgs, collect_flow, print_outcomes};
 use super::packs::LoadArgs;
 
 #[derive(Debug, Subcommand)]
@@ -172,13 +172,7 @@ fn cluster(args: Box<ClusterArgs>) -> ExitCode {
                 protocol: Protocol::Tcp,
                 size: None,
             };
-            collection
-                .collect_for_flow(&packs, &request)
-                .await
-                .map_err(|e| {
-                    eprintln!("error: {e}");
-                    ExitCode::from(EXIT_USAGE)
-                })?;
+            collect_flow(collection, &packs, &request).await?;
         } else {
             let nodes: Vec<String> = if args.all_nodes {
                 collection.nodes().cloned().collect()

@@ -14,7 +14,7 @@ use skoop::engine::{
 };
 use skoop::snapshot::Snapshot;
 
-use super::live::{LiveArgs, print_outcomes};
+use super::live::{LiveArgs, collect_flow, print_outcomes};
 use super::packs::LoadArgs;
 use super::{EXIT_USAGE, OutputFormat, print_json, report_problems};
 
@@ -149,13 +149,7 @@ pub fn run(args: Box<DiagnoseArgs>) -> ExitCode {
                 },
             };
             let collected = args.live.run(&packs, &dir, async |collection| {
-                let rounds = collection
-                    .collect_for_flow(&packs, &request)
-                    .await
-                    .map_err(|e| {
-                        eprintln!("error: {e}");
-                        ExitCode::from(EXIT_USAGE)
-                    })?;
+                let rounds = collect_flow(collection, &packs, &request).await?;
                 print_outcomes(collection);
                 eprintln!("({rounds} round(s) of collection)");
                 Ok(())

@@ -143,6 +143,22 @@ async fn interrupted() -> &'static str {
     }
 }
 
+/// Collects what `request` needs; a request that does not resolve
+/// against the cluster (no such pod) is printed, and exit code 2.
+pub async fn collect_flow(
+    collection: &mut LiveCollection,
+    packs: &skoop::packs::LoadedPacks,
+    request: &skoop::engine::Request,
+) -> Result<usize, ExitCode> {
+    collection
+        .collect_for_flow(packs, request)
+        .await
+        .map_err(|e| {
+            eprintln!("error: {e}");
+            ExitCode::from(EXIT_USAGE)
+        })
+}
+
 /// Prints a live error; its exit code is 2 (input or usage: the cluster
 /// could not be used at all).
 pub fn fail(error: LiveError) -> ExitCode {

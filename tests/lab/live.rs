@@ -156,6 +156,37 @@ pub fn assert_same_diagnosis(offline: &Diagnosis, live: &Path, request: &Request
     );
 }
 
+/// A lab cluster, the snapshot `collect local` assembled of it, and a real
+/// API server holding its objects (dropped in this order).
+struct ServedLab {
+    server: ApiServer,
+    offline: tempfile::TempDir,
+    cluster: Cluster,
+    lab: Lab,
+}
+
+/// `None` where the lab is skipped.
+fn served_lab(cni: &dyn crate::cluster::Cni, nodes: u8) -> Option<ServedLab> {
+    let Availability::Run = availability() else {
+        return None;
+    };
+    let mut lab = Lab::new();
+    let topology = Topology {
+        nodes,
+        pods_per_node: 2,
+    };
+    let cluster = Cluster::build(&mut lab, &topology, cni);
+    let offline = tempfile::tempdir().expect("temp dir");
+    snapshot::collect(&cluster, cni, offline.path());
+    let server = serve_lab(&mut lab, &cluster, offline.path());
+    Some(ServedLab {
+        server,
+        offline,
+        cluster,
+        lab,
+    })
+}
+
 fn pod(namespace: &str, name: &str) -> Endpoint {
     Endpoint::Pod {
         namespace: namespace.into(),
@@ -165,18 +196,15 @@ fn pod(namespace: &str, name: &str) -> Endpoint {
 }
 
 fn healthy_lab_collected_live_diagnoses_as_offline(cni: &dyn crate::cluster::Cni) {
-    let Availability::Run = availability() else {
+    let Some(ServedLab {
+        server,
+        offline,
+        cluster,
+        lab: _lab,
+    }) = served_lab(cni, 2)
+    else {
         return;
     };
-    let mut lab = Lab::new();
-    let topology = Topology {
-        nodes: 2,
-        pods_per_node: 2,
-    };
-    let cluster = Cluster::build(&mut lab, &topology, cni);
-    let offline = tempfile::tempdir().expect("temp dir");
-    snapshot::collect(&cluster, cni, offline.path());
-    let server = serve_lab(&mut lab, &cluster, offline.path());
     let live = tempfile::tempdir().expect("temp dir");
     collect_live(&server, &cluster, live.path());
 
@@ -234,19 +262,15 @@ fn calico_vxlan_lab_collected_through_the_api_diagnoses_as_offline() {
 
 #[test]
 fn live_diagnose_collects_only_what_the_flow_needs_and_answers_as_offline() {
-    let Availability::Run = availability() else {
+    let Some(ServedLab {
+        server,
+        offline,
+        cluster,
+        lab: _lab,
+    }) = served_lab(&crate::flannel::Flannel::VXLAN, 3)
+    else {
         return;
     };
-    let cni = crate::flannel::Flannel::VXLAN;
-    let mut lab = Lab::new();
-    let topology = Topology {
-        nodes: 3,
-        pods_per_node: 2,
-    };
-    let cluster = Cluster::build(&mut lab, &topology, &cni);
-    let offline = tempfile::tempdir().expect("temp dir");
-    snapshot::collect(&cluster, &cni, offline.path());
-    let server = serve_lab(&mut lab, &cluster, offline.path());
     let saved = tempfile::tempdir().expect("temp dir");
     let saved_dir = saved.path().join("ticket");
     let (from, to) = (&cluster.nodes[0].pods[0], &cluster.nodes[1].pods[1]);
@@ -446,19 +470,15 @@ async fn can_i(kubeconfig: &str, verb: &str, resource: &str, namespace: Option<&
 
 #[test]
 fn a_service_account_bound_to_deploy_rbac_collects_and_cannot_read_secrets() {
-    let Availability::Run = availability() else {
+    let Some(ServedLab {
+        server,
+        offline,
+        cluster,
+        lab: _lab,
+    }) = served_lab(&crate::flannel::Flannel::VXLAN, 2)
+    else {
         return;
     };
-    let cni = crate::flannel::Flannel::VXLAN;
-    let mut lab = Lab::new();
-    let topology = Topology {
-        nodes: 2,
-        pods_per_node: 2,
-    };
-    let cluster = Cluster::build(&mut lab, &topology, &cni);
-    let offline = tempfile::tempdir().expect("temp dir");
-    snapshot::collect(&cluster, &cni, offline.path());
-    let server = serve_lab(&mut lab, &cluster, offline.path());
     let dir = tempfile::tempdir().unwrap();
     let (unbound, kubeconfig) = block_on(async {
         let client = server.admin().await;
