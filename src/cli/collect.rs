@@ -10,7 +10,7 @@ use skoop::engine::{Endpoint, Protocol, Request};
 use skoop::snapshot::netns::DUMP_FILES;
 
 use super::EXIT_USAGE;
-use super::live::{LiveArgs, collect_flow, print_outcomes};
+use super::live::{LiveArgs, Summary, collect_flow, print_outcomes};
 use super::packs::LoadArgs;
 
 #[derive(Debug, Subcommand)]
@@ -186,7 +186,7 @@ fn cluster(args: Box<ClusterArgs>) -> ExitCode {
             }
             collection.collect(wanted).await;
         }
-        print_outcomes(collection);
+        print_outcomes(collection, Summary::Full);
         Ok(collection
             .outcomes
             .iter()

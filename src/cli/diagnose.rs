@@ -14,7 +14,7 @@ use skoop::engine::{
 };
 use skoop::snapshot::Snapshot;
 
-use super::live::{LiveArgs, collect_flow, print_outcomes};
+use super::live::{LiveArgs, Summary, collect_flow, print_outcomes};
 use super::packs::LoadArgs;
 use super::{EXIT_USAGE, OutputFormat, print_json, report_problems};
 
@@ -149,9 +149,8 @@ pub fn run(args: Box<DiagnoseArgs>) -> ExitCode {
                 },
             };
             let collected = args.live.run(&packs, &dir, async |collection| {
-                let rounds = collect_flow(collection, &packs, &request).await?;
-                print_outcomes(collection);
-                eprintln!("({rounds} round(s) of collection)");
+                collect_flow(collection, &packs, &request).await?;
+                print_outcomes(collection, Summary::Brief);
                 Ok(())
             });
             if let Err(code) = collected {

@@ -149,7 +149,7 @@ pub async fn collect_flow(
     collection: &mut LiveCollection,
     packs: &skoop::packs::LoadedPacks,
     request: &skoop::engine::Request,
-) -> Result<usize, ExitCode> {
+) -> Result<(), ExitCode> {
     collection
         .collect_for_flow(packs, request)
         .await
@@ -166,13 +166,28 @@ pub fn fail(error: LiveError) -> ExitCode {
     ExitCode::from(EXIT_USAGE)
 }
 
+/// How much [`print_outcomes`] says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Summary {
+    /// One line, and what went wrong (a diagnosis, whose report follows).
+    Brief,
+    /// Every file written and every kind the cluster does not serve too
+    /// (a support bundle).
+    Full,
+}
+
 /// Prints what was and was not collected, to stderr.
-pub fn print_outcomes(collection: &LiveCollection) {
-    for (file, count) in &collection.objects.written {
-        eprintln!("  cluster/{file}: {count} objects");
-    }
-    for kind in &collection.objects.not_served {
-        eprintln!("note: {kind} is not served by this cluster (a pack reads it)");
+pub fn print_outcomes(collection: &LiveCollection, summary: Summary) {
+    if summary == Summary::Full {
+        for (file, count) in &collection.objects.written {
+            eprintln!("  cluster/{file}: {count} objects");
+        }
+        if !collection.objects.not_served.is_empty() {
+            eprintln!(
+                "note: not served by this cluster (packs read them when present): {}",
+                collection.objects.not_served.join(", ")
+            );
+        }
     }
     let mut collected = 0;
     for Outcome { wanted, result } in &collection.outcomes {
@@ -194,8 +209,14 @@ pub fn print_outcomes(collection: &LiveCollection) {
             Err(reason) => eprintln!("warning: {wanted} not collected: {reason}"),
         }
     }
+    let objects: usize = collection.objects.written.iter().map(|(_, n)| n).sum();
+    let rounds = match collection.rounds {
+        0 => String::new(),
+        1 => " (walking the flow once)".to_string(),
+        n => format!(" (walking the flow {n} times)"),
+    };
     eprintln!(
-        "collected {collected} of {} network namespaces",
+        "collected {objects} objects and {collected} of {} network namespaces{rounds}",
         collection.outcomes.len()
     );
 }

@@ -85,6 +85,8 @@ pub struct LiveCollection {
     attempted: BTreeSet<Wanted>,
     pub objects: ObjectsReport,
     pub outcomes: Vec<Outcome>,
+    /// How many rounds of [`LiveCollection::collect_for_flow`] collected something.
+    pub rounds: usize,
     progress: ProgressBar,
 }
 
@@ -119,6 +121,7 @@ impl LiveCollection {
             attempted: BTreeSet::new(),
             objects,
             outcomes: Vec::new(),
+            rounds: 0,
             progress,
         })
     }
@@ -267,13 +270,11 @@ impl LiveCollection {
 
     /// Walks `request` through what is collected, collects what the walk
     /// lacked, and again, until nothing new is missing or [`MAX_ROUNDS`].
-    /// Returns the number of rounds that collected something.
     pub async fn collect_for_flow(
         &mut self,
         packs: &LoadedPacks,
         request: &Request,
-    ) -> Result<usize, engine::TargetError> {
-        let mut rounds = 0;
+    ) -> Result<(), engine::TargetError> {
         for round in 0..MAX_ROUNDS {
             let (snapshot, _) = match Snapshot::load(&self.root) {
                 Ok(loaded) => loaded,
@@ -289,9 +290,9 @@ impl LiveCollection {
             if self.collect(wanted).await == 0 {
                 break;
             }
-            rounds += 1;
+            self.rounds += 1;
         }
-        Ok(rounds)
+        Ok(())
     }
 
     /// Takes the progress display off the terminal.

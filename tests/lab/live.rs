@@ -276,6 +276,7 @@ fn live_diagnose_collects_only_what_the_flow_needs_and_answers_as_offline() {
     let (from, to) = (&cluster.nodes[0].pods[0], &cluster.nodes[1].pods[1]);
     let to_arg = format!("{}/{}:{}", to.namespace, to.name, crate::cluster::POD_PORT);
     let from_arg = format!("{}/{}", from.namespace, from.name);
+    let started = Instant::now();
     let output = skoop(&[
         "diagnose",
         "--kubeconfig",
@@ -291,7 +292,15 @@ fn live_diagnose_collects_only_what_the_flow_needs_and_answers_as_offline() {
         "--save-snapshot",
         saved_dir.to_str().unwrap(),
     ]);
+    eprintln!(
+        "live diagnose took {:?}:\n{}",
+        started.elapsed(),
+        String::from_utf8_lossy(&output.stderr)
+    );
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    // The two pods and their two nodes, of 3 nodes and 6 pods.
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("and 4 of 4 network namespaces"), "{stderr}");
     let stdout = String::from_utf8_lossy(&output.stdout);
     let headline = stdout.lines().next().unwrap_or_default();
     assert!(headline.ends_with(": delivered"), "{stdout}");
