@@ -11,6 +11,7 @@
 //! **Invariant:** loading never stops at the first problem; a script never
 //! crashes skoop and never passes silently: its failure is a finding.
 
+mod budget;
 mod eval;
 mod hooks;
 mod host;
@@ -27,6 +28,7 @@ use std::sync::Arc;
 
 use rhai::{Dynamic, Engine};
 
+pub use budget::CountingAllocator;
 pub use eval::{Evidence, Finding, FindingStatus};
 pub use hooks::{HOOKS, HookSpec};
 pub use host::{Insufficient, display};

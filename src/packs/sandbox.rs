@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use rhai::module_resolvers::DummyModuleResolver;
 use rhai::{Engine, EvalAltResult, Module, ModuleResolver, Position, Scope, Shared};
 
+use super::budget::{self, MAX_CALL_MEMORY, MAX_CALL_TIME, OverBudget};
 use crate::snapshot::problem::Problem;
 
 /// Operations one script call may take: about 10 ms of plain work, far
@@ -48,7 +49,8 @@ pub fn engine() -> Engine {
         .set_max_map_size(MAX_MAP_SIZE)
         .set_max_modules(MAX_MODULES)
         .set_module_resolver(DummyModuleResolver::new())
-        .disable_symbol("eval");
+        .disable_symbol("eval")
+        .on_progress(|ops| budget::progress(ops).map(rhai::Dynamic::from));
     // A script's output would mix with skoop's own; scripts report through
     // their return values only.
     engine.on_print(|_| {}).on_debug(|_, _, _| {});
@@ -187,6 +189,10 @@ pub fn library_file(module: &str) -> String {
 pub enum ScriptErrorKind {
     /// It ran out of operations (an endless loop, say).
     TooManyOperations,
+    /// It ran longer than [`MAX_CALL_TIME`].
+    TookTooLong,
+    /// It held more than [`MAX_CALL_MEMORY`].
+    TooMuchMemory,
     /// It nested calls too deeply (runaway recursion).
     CallTooDeep,
     /// A string, array or map grew past its limit.
@@ -231,6 +237,11 @@ impl ScriptError {
         let (innermost, module) = innermost(error, None);
         let kind = match innermost {
             EvalAltResult::ErrorTooManyOperations(_) => ScriptErrorKind::TooManyOperations,
+            EvalAltResult::ErrorTerminated(token, _) => match token.clone().try_cast() {
+                Some(OverBudget::Time) => ScriptErrorKind::TookTooLong,
+                Some(OverBudget::Memory) => ScriptErrorKind::TooMuchMemory,
+                None => ScriptErrorKind::Runtime,
+            },
             EvalAltResult::ErrorStackOverflow(_) => ScriptErrorKind::CallTooDeep,
             EvalAltResult::ErrorDataTooLarge(..) => ScriptErrorKind::DataTooLarge,
             EvalAltResult::ErrorModuleNotFound(..) => ScriptErrorKind::ModuleNotFound,
@@ -252,6 +263,14 @@ impl ScriptError {
             ScriptErrorKind::TooManyOperations => {
                 format!("script stopped: more than {MAX_OPERATIONS} operations (an endless loop?)")
             }
+            ScriptErrorKind::TookTooLong => format!(
+                "script stopped: ran longer than {} ms",
+                MAX_CALL_TIME.as_millis()
+            ),
+            ScriptErrorKind::TooMuchMemory => format!(
+                "script stopped: held more than {} MiB",
+                MAX_CALL_MEMORY / (1024 * 1024)
+            ),
             ScriptErrorKind::CallTooDeep => format!(
                 "script stopped: calls nested deeper than {MAX_CALL_LEVELS} (runaway recursion?)"
             ),
