@@ -466,10 +466,123 @@ fn slow_or_memory_hungry_scripts_are_stopped_by_their_budget() {
     for id in ["budget.hash", "budget.sort", "budget.index-of"] {
         assert_eq!(kind(id), Some(ScriptErrorKind::TookTooLong), "{id}");
     }
+    // 256 MiB is reached in about half a second; on a machine loaded enough
+    // the deadline comes first (packs::budget's unit tests pin the memory
+    // budget itself). Either way the call stops, holding at most the budget.
     for id in ["budget.map", "budget.nested"] {
-        assert_eq!(kind(id), Some(ScriptErrorKind::TooMuchMemory), "{id}");
+        assert!(
+            matches!(
+                kind(id),
+                Some(ScriptErrorKind::TooMuchMemory | ScriptErrorKind::TookTooLong)
+            ),
+            "{id}"
+        );
     }
     // Ten calls of at most a second each, and the memory given back.
     assert!(took < Duration::from_secs(30), "{took:?}");
     eprintln!("10 calls stopped in {took:?}");
+}
+
+// Item 12: port 0 was accepted although the message says 1-65535.
+#[test]
+fn port_zero_is_refused_wherever_a_port_is_given() {
+    let diagnose = |to: &str, port: Option<&str>| {
+        let mut args = vec![
+            "diagnose",
+            "--snapshot",
+            "examples/flannel-vxlan",
+            "--from",
+            "default/web-0",
+            "--to",
+            to,
+        ];
+        args.extend(port.map(|p| ["--port", p]).into_iter().flatten());
+        skoop(&args)
+    };
+    for output in [
+        diagnose("default/web-3", Some("0")),
+        diagnose("default/web-3:0", None),
+        diagnose("10.244.2.3:0", None),
+        skoop(&[
+            "netfilter",
+            "trace",
+            "--netns",
+            "examples/flannel-vxlan/nodes/node-2/host",
+            "--src",
+            "10.244.1.2",
+            "--dst",
+            "10.244.2.3",
+            "--proto",
+            "tcp",
+            "--dport",
+            "0",
+        ]),
+    ] {
+        assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+        assert!(stderr(&output).contains("1-65535"), "{}", stderr(&output));
+    }
+}
+
+// Item 12: `--set flannel.pod_mtu=-1` was accepted.
+#[test]
+fn parameter_override_out_of_its_range_is_refused() {
+    let output = skoop(&["packs", "list", "--set", "flannel.pod_mtu=-1"]);
+    assert_eq!(output.status.code(), Some(2), "{}", stdout(&output));
+    assert_eq!(
+        stderr(&output).trim(),
+        "error: --set flannel.pod_mtu=-1: parameter flannel.pod_mtu: -1 is out of range (0 to 65535)"
+    );
+    let output = skoop(&["packs", "list", "--set", "flannel.pod_mtu=1400"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+}
+
+// Item 12: `route lookup --src ::1 --dst 10.244.2.3` ignored the source.
+#[test]
+fn route_lookup_from_a_source_of_another_family_is_refused() {
+    let output = skoop(&[
+        "route",
+        "lookup",
+        "--netns",
+        "examples/flannel-vxlan/nodes/node-1/host",
+        "--src",
+        "::1",
+        "--dst",
+        "10.244.2.3",
+    ]);
+    assert_eq!(output.status.code(), Some(2), "{}", stdout(&output));
+    assert_eq!(
+        stderr(&output).trim(),
+        "error: --src ::1 and --dst 10.244.2.3 must be of one address family"
+    );
+}
+
+// Item 12: a YAML duplicate key was positioned at its mapping.
+#[test]
+fn yaml_duplicate_key_is_positioned_at_the_duplicate() {
+    let snap = common::copy_snapshot("examples/flannel-vxlan");
+    let file = snap.path().join("cluster/dup.yaml");
+    std::fs::write(
+        &file,
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: a\n  labels: {x: \"1\"}\n  name: b\n",
+    )
+    .unwrap();
+    let out = check(snap.path());
+    assert!(
+        out.contains(&format!("{}:6:3: duplicate key `name`", file.display())),
+        "{out}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("pack.yaml"),
+        "name: dup\nversion: 0.1.0\ndescription: d\nengine: \">=0.1.0\"\nkind: rules\nname: again\n",
+    )
+    .unwrap();
+    let output = skoop(&["packs", "lint", dir.path().to_str().unwrap()]);
+    assert_eq!(
+        stdout(&output).trim(),
+        format!(
+            "{}: duplicate key `name`",
+            dir.path().join("pack.yaml:6:1").display()
+        )
+    );
 }

@@ -175,6 +175,32 @@ fn report_problems(problems: &[skoop::snapshot::Problem]) {
     }
 }
 
+/// A TCP or UDP port: 1-65535 (0 is no port a packet can be sent to).
+fn parse_port(text: &str) -> Result<u16, String> {
+    text.parse::<u16>()
+        .ok()
+        .filter(|&port| port != 0)
+        .ok_or_else(|| format!("{text:?} is not a port number (1-65535)"))
+}
+
+/// `--from`/`--to`, with the port rule of [`parse_port`] for `DST:PORT`.
+fn parse_endpoint(text: &str) -> Result<skoop::engine::Endpoint, String> {
+    use skoop::engine::Endpoint;
+    let endpoint: Endpoint = text
+        .parse()
+        .map_err(|e: skoop::engine::TargetError| e.to_string())?;
+    let port = match &endpoint {
+        Endpoint::Pod { port, .. }
+        | Endpoint::Node { port, .. }
+        | Endpoint::Service { port, .. }
+        | Endpoint::Ip { port, .. } => *port,
+    };
+    match port {
+        Some(0) => Err(format!("{text:?}: 0 is not a port number (1-65535)")),
+        _ => Ok(endpoint),
+    }
+}
+
 /// A packet mark as iptables and iproute2 print it: decimal or 0x-hex.
 fn parse_mark(text: &str) -> Result<u32, String> {
     let parsed = match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {

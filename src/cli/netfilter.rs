@@ -59,10 +59,10 @@ pub struct TraceArgs {
     #[arg(long, value_enum)]
     proto: Proto,
     /// Source port (tcp, udp).
-    #[arg(long, default_value_t = 40000)]
+    #[arg(long, default_value_t = 40000, value_parser = super::parse_port)]
     sport: u16,
     /// Destination port (tcp, udp: required).
-    #[arg(long)]
+    #[arg(long, value_parser = super::parse_port)]
     dport: Option<u16>,
     /// Which way the packet goes through the namespace.
     #[arg(long, value_enum, default_value_t = PathArg::Received)]

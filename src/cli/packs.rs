@@ -4,7 +4,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Subcommand, ValueEnum};
-use skoop::packs::{self, HOOKS, LoadedPacks, Override, Pack, PackKind, scaffold, testing};
+use skoop::packs::{
+    self, HOOKS, IntRange, LoadedPacks, Override, Pack, PackKind, scaffold, testing,
+};
 
 use super::{EXIT_USAGE, report_problems};
 
@@ -157,12 +159,15 @@ fn describe(pack: &Pack) -> String {
     if !pack.parameters.is_empty() {
         out.push_str("\nparameters:\n");
         for p in &pack.parameters {
-            let allowed = if p.allowed.is_empty() {
+            let mut allowed = if p.allowed.is_empty() {
                 String::new()
             } else {
                 let values: Vec<String> = p.allowed.iter().map(ToString::to_string).collect();
                 format!(" (allowed: {})", values.join(", "))
             };
+            if p.range != IntRange::default() {
+                allowed.push_str(&format!(" ({})", p.range));
+            }
             let overridden = if p.value == p.default {
                 String::new()
             } else {

@@ -112,6 +112,15 @@ enum LookupJson {
 }
 
 fn lookup(args: LookupArgs) -> ExitCode {
+    if let Some(src) = args.src
+        && src.is_ipv4() != args.dst.is_ipv4()
+    {
+        err!(
+            "error: --src {src} and --dst {} must be of one address family",
+            args.dst
+        );
+        return ExitCode::from(EXIT_USAGE);
+    }
     if !args.netns.is_dir() {
         err!(
             "error: {}: no such namespace dump directory",

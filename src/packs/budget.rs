@@ -105,3 +105,43 @@ unsafe impl GlobalAlloc for CountingAllocator {
         unsafe { System.realloc(ptr, layout, new_size) }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_held_past_the_budget_stops_the_call() {
+        assert_eq!(progress(1), None);
+        let held = vec![0u8; (MAX_CALL_MEMORY + 1024 * 1024) as usize];
+        assert_eq!(progress(CHECK_EVERY), Some(OverBudget::Memory));
+        drop(held);
+        assert_eq!(progress(2 * CHECK_EVERY), None);
+    }
+
+    #[test]
+    fn memory_freed_again_does_not_count() {
+        assert_eq!(progress(1), None);
+        for _ in 0..8 {
+            let passing = vec![0u8; (MAX_CALL_MEMORY / 2) as usize];
+            drop(passing);
+        }
+        assert_eq!(progress(CHECK_EVERY), None);
+    }
+
+    #[test]
+    fn a_call_past_its_deadline_stops_at_the_next_check() {
+        assert_eq!(progress(1), None);
+        assert_eq!(progress(CHECK_EVERY - 1), None);
+        std::thread::sleep(MAX_CALL_TIME + Duration::from_millis(50));
+        assert_eq!(
+            progress(CHECK_EVERY - 1),
+            None,
+            "checked every {CHECK_EVERY} only"
+        );
+        assert_eq!(progress(CHECK_EVERY), Some(OverBudget::Time));
+        // The next call starts afresh.
+        assert_eq!(progress(1), None);
+        assert_eq!(progress(CHECK_EVERY), None);
+    }
+}

@@ -399,7 +399,7 @@ impl Loader<'_> {
         let mut parameters = Vec::new();
         // Every parameter declared with a valid type, for checking overrides
         // even when its default is wrong.
-        let mut declared: Vec<(String, ParamType, Vec<ParamValue>)> = Vec::new();
+        let mut declared: Vec<(String, ParamType, Vec<ParamValue>, IntRange)> = Vec::new();
         for (key, value) in fields.all() {
             let what = format!("parameter {}", key.name);
             let Some(mut f) = Fields::of(value, &what, issues) else {
@@ -414,10 +414,33 @@ impl Loader<'_> {
                 .map(|d| d.value)
                 .unwrap_or_default();
             let allowed_node = f.take("allowed");
+            let bounds = [f.take("min"), f.take("max")];
             f.finish(issues);
             let Some(param_type) = param_type else {
                 continue;
             };
+            let [min, max] = bounds.map(|bound| {
+                let bound = bound?;
+                match (&bound.value, param_type) {
+                    (yaml::Value::Int(n), ParamType::Int) => Some(*n),
+                    (_, ParamType::Int) => {
+                        issues.push(bound.pos.issue(format!(
+                            "parameter {}: a bound is an integer, not {}",
+                            key.name,
+                            bound.value.kind()
+                        )));
+                        None
+                    }
+                    _ => {
+                        issues.push(bound.pos.issue(format!(
+                            "parameter {}: min and max bound int parameters only",
+                            key.name
+                        )));
+                        None
+                    }
+                }
+            });
+            let range = IntRange { min, max };
             let typed = |node: &Node, issues: &mut Issues| -> Option<ParamValue> {
                 let result = match (&node.value, param_type) {
                     (yaml::Value::Int(i), ParamType::Int) => Ok(ParamValue::Int(*i)),
@@ -446,10 +469,10 @@ impl Loader<'_> {
                         .collect()
                 })
                 .unwrap_or_default();
-            declared.push((key.name.clone(), param_type, allowed.clone()));
+            declared.push((key.name.clone(), param_type, allowed.clone(), range));
             let Some(default) = default.and_then(|d| {
                 let value = typed(d, issues)?;
-                check_allowed(&value, &allowed)
+                check_allowed(&value, &allowed, range)
                     .map_err(|m| issues.push(d.pos.issue(format!("parameter {}: {m}", key.name))))
                     .ok()?;
                 Some(value)
@@ -463,10 +486,11 @@ impl Loader<'_> {
                 default,
                 doc,
                 allowed,
+                range,
             });
         }
         for o in overrides.iter().filter(|o| o.pack == pack) {
-            let Some((_, param_type, allowed)) =
+            let Some((_, param_type, allowed, range)) =
                 declared.iter().find(|(name, ..)| *name == o.param)
             else {
                 let known: Vec<&str> = declared.iter().map(|(name, ..)| name.as_str()).collect();
@@ -483,7 +507,7 @@ impl Loader<'_> {
             };
             match param_type
                 .parse(&o.value)
-                .and_then(|v| check_allowed(&v, allowed).map(|()| v))
+                .and_then(|v| check_allowed(&v, allowed, *range).map(|()| v))
             {
                 Ok(value) => {
                     if let Some(parameter) = parameters.iter_mut().find(|p| p.name == o.param) {
@@ -1078,7 +1102,12 @@ fn arity_text(arity: usize) -> String {
     ["ctx", "arg"][..arity.min(2)].join(", ")
 }
 
-fn check_allowed(value: &ParamValue, allowed: &[ParamValue]) -> Result<(), String> {
+fn check_allowed(
+    value: &ParamValue,
+    allowed: &[ParamValue],
+    range: IntRange,
+) -> Result<(), String> {
+    range.check(value)?;
     if allowed.is_empty() || allowed.contains(value) {
         return Ok(());
     }

@@ -34,8 +34,8 @@ pub use hooks::{HOOKS, HookSpec};
 pub use host::{Insufficient, display};
 pub use load::{MANIFEST, Override, PackSource};
 pub use model::{
-    Check, CheckKind, CheckScope, Mode, Pack, PackKind, ParamType, ParamValue, Parameter, Severity,
-    Version,
+    Check, CheckKind, CheckScope, IntRange, Mode, Pack, PackKind, ParamType, ParamValue, Parameter,
+    Severity, Version,
 };
 pub use sandbox::{ScriptError, ScriptErrorKind};
 pub use scope::{

@@ -84,6 +84,21 @@ impl fmt::Display for Problem {
     }
 }
 
+/// A YAML parser's error as a user reads it: serde-saphyr's own words, but
+/// for a duplicate key, which it explains in terms of its options.
+pub fn yaml_message(error: &serde_saphyr::Error) -> String {
+    use serde_saphyr::MessageFormatter;
+    match error {
+        serde_saphyr::Error::DuplicateMappingKey { key: Some(key), .. } => {
+            format!("duplicate key `{key}`")
+        }
+        serde_saphyr::Error::DuplicateMappingKey { key: None, .. } => "duplicate key".to_owned(),
+        _ => serde_saphyr::DefaultMessageFormatter
+            .format_message(error)
+            .into_owned(),
+    }
+}
+
 /// 1-based (line, column) of a byte offset in `text`; columns count characters.
 pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let offset = offset.min(text.len());

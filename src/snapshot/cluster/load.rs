@@ -328,14 +328,19 @@ fn describe(data: &Data) -> &'static str {
     }
 }
 
-/// Loads one file's text as if read from `path`, which decides the format.
-#[cfg(test)]
-pub(super) fn load_file_text(path: &Path, text: &str) -> (Cluster, Vec<Problem>) {
+/// Loads one file's text as if read from `path`, whose extension decides
+/// the format (for tests and fuzzing: whatever the text, no panic, and
+/// every problem inside it).
+pub fn load_file_text(path: &Path, text: &str) -> (Cluster, Vec<Problem>) {
     let mut cluster = Cluster::default();
     let mut problems = Vec::new();
     match format_of(path) {
         Some(format) => load_text(path, text, format, &mut cluster, &mut problems),
-        None => panic!("{} is not a .yaml, .yml or .json path", path.display()),
+        None => problems.push(Problem::in_file(
+            path,
+            "not a YAML or JSON file (expected .yaml, .yml or .json)",
+        )),
     }
+    problems.extend(ip_conflicts(&cluster));
     (cluster, problems)
 }
