@@ -16,7 +16,12 @@ fn main() {
                 continue;
             }
             println!("cargo:rerun-if-changed={}", pack.display());
-            println!("cargo:rerun-if-changed={}", pack.join("lib").display());
+            // A path that does not exist is always out of date, and would
+            // rebuild skoop every time; a new lib/ changes the pack's
+            // directory, watched above.
+            if pack.join("lib").is_dir() {
+                println!("cargo:rerun-if-changed={}", pack.join("lib").display());
+            }
             let name = pack
                 .file_name()
                 .and_then(|n| n.to_str())

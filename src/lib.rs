@@ -11,3 +11,8 @@ pub mod engine;
 pub mod netstack;
 pub mod packs;
 pub mod snapshot;
+
+// The unit tests count allocations as the skoop binary does.
+#[cfg(test)]
+#[global_allocator]
+static ALLOCATOR: packs::CountingAllocator = packs::CountingAllocator;

@@ -1,6 +1,8 @@
 //! The networkpolicy pack end to end: its own tests pass, and a diagnosis
 //! names the policy, why no rule admits the flow and the rule that dropped it.
 
+mod common;
+
 use std::process::Command;
 
 fn skoop(args: &[&str]) -> std::process::Output {
@@ -58,7 +60,10 @@ fn finding(snapshot: &str, from: &str, to: &str, id: &str) -> serde_json::Value 
 
 #[test]
 fn a_denial_names_the_policy_the_reason_and_the_dropping_rule() {
-    let snapshot = "rules/networkpolicy/tests/admitted-but-dropped/snapshot";
+    // The pack's test snapshot shares files inside the pack, which a snapshot
+    // diagnosed on its own may not: a copy of it.
+    let copy = common::copy_snapshot("rules/networkpolicy/tests/admitted-but-dropped/snapshot");
+    let snapshot = copy.path().to_str().expect("UTF-8");
     let denied = finding(
         snapshot,
         "default/web-1",
@@ -92,8 +97,9 @@ fn a_denial_names_the_policy_the_reason_and_the_dropping_rule() {
 fn a_drop_the_policies_do_not_explain_names_the_admitting_rules() {
     // The service's DNAT happens on node-1, the drop on node-2 after VXLAN:
     // the policies are judged on the backend, as it arrives.
+    let copy = common::copy_snapshot("rules/networkpolicy/tests/admitted-but-dropped/snapshot");
     let dropped = finding(
-        "rules/networkpolicy/tests/admitted-but-dropped/snapshot",
+        copy.path().to_str().expect("UTF-8"),
         "default/web-0",
         "svc/default/web:80",
         "networkpolicy.admitted-but-dropped",

@@ -62,15 +62,15 @@ pub struct DiagnoseArgs {
     #[command(flatten)]
     live: LiveArgs,
     /// Where the packet starts: a pod (NS/NAME), a node (node/NAME) or an IP of one.
-    #[arg(long, value_name = "SRC")]
+    #[arg(long, value_name = "SRC", value_parser = super::parse_endpoint)]
     from: Endpoint,
     /// Where it goes: a pod (NS/NAME[:PORT]), a node (node/NAME[:PORT]), a
     /// service (svc/NS/NAME[:PORT]) or an address (IP[:PORT], [IPv6]:PORT).
-    #[arg(long, value_name = "DST")]
+    #[arg(long, value_name = "DST", value_parser = super::parse_endpoint)]
     to: Endpoint,
     /// Destination port (tcp, udp); also accepted as DST:PORT. Not needed for a
     /// service with one port or a pod declaring one container port.
-    #[arg(long)]
+    #[arg(long, value_parser = super::parse_port)]
     port: Option<u16>,
     #[arg(long, value_enum, default_value_t = ProtocolArg::Tcp)]
     protocol: ProtocolArg,

@@ -1,7 +1,8 @@
 //! The command line: parses arguments, calls the library, prints. Nothing
 //! else in skoop knows about terminals or output formats.
 
-/// `out!` for command output. When stdout is closed early
+/// `out!` for command output: one line of text, with its control characters
+/// escaped (see [`terminal_safe`]). When stdout is closed early
 /// (`skoop ... | head`) the process ends quietly with status 141, as a
 /// SIGPIPE would end it, instead of panicking.
 macro_rules! out {
@@ -10,6 +11,14 @@ macro_rules! out {
     };
     ($($arg:tt)*) => {
         $crate::cli::write_stdout(format_args!($($arg)*))
+    };
+}
+
+/// `err!` for errors, warnings and notes on stderr: one line, escaped as
+/// `out!` escapes.
+macro_rules! err {
+    ($($arg:tt)*) => {
+        eprintln!("{}", $crate::cli::terminal_safe(&format!($($arg)*)))
     };
 }
 
@@ -97,11 +106,43 @@ pub fn run() -> ExitCode {
 
 /// Writes one line to stdout; see [`out!`].
 fn write_stdout(args: std::fmt::Arguments) {
+    let line = args.to_string();
+    write_raw(&format!("{}\n", terminal_safe(&line)));
+}
+
+/// Text as a terminal may show it: what skoop prints comes from snapshots
+/// and packs that anyone may have written, and must not be able to drive the
+/// terminal (escape sequences recolour, move the cursor, retitle the window)
+/// or start a line of its own (a pod directory named `x\nnode-1 ok` would
+/// spoof a line of `snapshot check`). Control characters (C0 but tab, DEL,
+/// C1) and the bidirectional overrides that reorder a line are written as
+/// Rust escapes (`\n`, `\u{1b}`, `\u{202e}`); everything else is kept.
+/// One `out!` or `err!` is therefore exactly one line.
+pub(crate) fn terminal_safe(text: &str) -> std::borrow::Cow<'_, str> {
+    let unsafe_char = |c: char| {
+        (c.is_control() && c != '\t')
+            || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    };
+    if !text.chars().any(unsafe_char) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut safe = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if unsafe_char(c) {
+            safe.extend(c.escape_default());
+        } else {
+            safe.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(safe)
+}
+
+/// Writes text to stdout as it is: JSON, whose encoder already escapes every
+/// control character in a string.
+fn write_raw(text: &str) {
     use std::io::Write;
     let mut stdout = std::io::stdout().lock();
-    let written = stdout
-        .write_fmt(args)
-        .and_then(|()| stdout.write_all(b"\n"));
+    let written = stdout.write_all(text.as_bytes());
     match written {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(141),
@@ -117,11 +158,11 @@ fn write_stdout(args: std::fmt::Arguments) {
 fn print_json(value: &impl serde::Serialize) -> Result<(), ExitCode> {
     match serde_json::to_string_pretty(value) {
         Ok(json) => {
-            out!("{json}");
+            write_raw(&format!("{json}\n"));
             Ok(())
         }
         Err(e) => {
-            eprintln!("error: cannot encode the result as JSON: {e}");
+            err!("error: cannot encode the result as JSON: {e}");
             Err(ExitCode::from(EXIT_USAGE))
         }
     }
@@ -131,7 +172,33 @@ fn print_json(value: &impl serde::Serialize) -> Result<(), ExitCode> {
 /// on stderr so that they never mix with the result on stdout.
 fn report_problems(problems: &[skoop::snapshot::Problem]) {
     for problem in problems {
-        eprintln!("warning: {problem}");
+        err!("warning: {problem}");
+    }
+}
+
+/// A TCP or UDP port: 1-65535 (0 is no port a packet can be sent to).
+fn parse_port(text: &str) -> Result<u16, String> {
+    text.parse::<u16>()
+        .ok()
+        .filter(|&port| port != 0)
+        .ok_or_else(|| format!("{text:?} is not a port number (1-65535)"))
+}
+
+/// `--from`/`--to`, with the port rule of [`parse_port`] for `DST:PORT`.
+fn parse_endpoint(text: &str) -> Result<skoop::engine::Endpoint, String> {
+    use skoop::engine::Endpoint;
+    let endpoint: Endpoint = text
+        .parse()
+        .map_err(|e: skoop::engine::TargetError| e.to_string())?;
+    let port = match &endpoint {
+        Endpoint::Pod { port, .. }
+        | Endpoint::Node { port, .. }
+        | Endpoint::Service { port, .. }
+        | Endpoint::Ip { port, .. } => *port,
+    };
+    match port {
+        Some(0) => Err(format!("{text:?}: 0 is not a port number (1-65535)")),
+        _ => Ok(endpoint),
     }
 }
 

@@ -14,9 +14,9 @@ use skoop::netstack::netfilter::{
 };
 use skoop::netstack::routing::Fib;
 use skoop::snapshot::Problem;
+use skoop::snapshot::input::{self, read_text};
 use skoop::snapshot::netns::NetnsDump;
 use skoop::snapshot::netns::iptables::{self, Protocol, TcpFlagBits};
-use skoop::snapshot::problem::read_text;
 
 use super::{EXIT_USAGE, OutputFormat, parse_mark, print_json, report_problems};
 
@@ -59,10 +59,10 @@ pub struct TraceArgs {
     #[arg(long, value_enum)]
     proto: Proto,
     /// Source port (tcp, udp).
-    #[arg(long, default_value_t = 40000)]
+    #[arg(long, default_value_t = 40000, value_parser = super::parse_port)]
     sport: u16,
     /// Destination port (tcp, udp: required).
-    #[arg(long)]
+    #[arg(long, value_parser = super::parse_port)]
     dport: Option<u16>,
     /// Which way the packet goes through the namespace.
     #[arg(long, value_enum, default_value_t = PathArg::Received)]
@@ -127,7 +127,7 @@ struct Input {
 
 fn load(args: &TraceArgs) -> Result<Input, ExitCode> {
     let usage = |message: String| {
-        eprintln!("error: {message}");
+        err!("error: {message}");
         ExitCode::from(EXIT_USAGE)
     };
     if let Some(dir) = &args.netns {
@@ -150,7 +150,7 @@ fn load(args: &TraceArgs) -> Result<Input, ExitCode> {
     let Some(file) = &args.rules else {
         return Err(usage("give --netns DIR or --rules FILE".into()));
     };
-    let text = match read_text(file) {
+    let text = match read_text(file, input::dump_file("iptables-save.txt")) {
         Ok(Some(text)) => text,
         Ok(None) => return Err(usage(format!("{}: no such file", file.display()))),
         Err(problem) => return Err(usage(problem.to_string())),
@@ -205,7 +205,7 @@ fn trace(args: TraceArgs) -> ExitCode {
     let packet = match packet(&args) {
         Ok(packet) => packet,
         Err(message) => {
-            eprintln!("error: {message}");
+            err!("error: {message}");
             return ExitCode::from(EXIT_USAGE);
         }
     };

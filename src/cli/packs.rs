@@ -4,7 +4,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Subcommand, ValueEnum};
-use skoop::packs::{self, HOOKS, LoadedPacks, Override, Pack, PackKind, scaffold, testing};
+use skoop::packs::{
+    self, HOOKS, IntRange, LoadedPacks, Override, Pack, PackKind, scaffold, testing,
+};
 
 use super::{EXIT_USAGE, report_problems};
 
@@ -74,13 +76,13 @@ impl LoadArgs {
     pub(super) fn load(&self) -> Result<LoadedPacks, ExitCode> {
         let (loaded, problems) = LoadedPacks::discover_and_load(&self.pack_paths, &self.overrides);
         for note in &loaded.notes {
-            eprintln!("note: {note}");
+            err!("note: {note}");
         }
         if problems.is_empty() {
             Ok(loaded)
         } else {
             for problem in &problems {
-                eprintln!("error: {problem}");
+                err!("error: {problem}");
             }
             Err(ExitCode::from(EXIT_USAGE))
         }
@@ -127,13 +129,15 @@ fn show(name: &str, load: &LoadArgs) -> ExitCode {
     };
     let Some(pack) = loaded.get(name) else {
         let names: Vec<&str> = loaded.packs().iter().map(|p| p.name.as_str()).collect();
-        eprintln!(
+        err!(
             "error: no pack is called {name} (packs: {})",
             names.join(", ")
         );
         return ExitCode::from(EXIT_USAGE);
     };
-    out!("{}", describe(pack).trim_end());
+    for line in describe(pack).trim_end().lines() {
+        out!("{line}");
+    }
     ExitCode::SUCCESS
 }
 
@@ -155,12 +159,15 @@ fn describe(pack: &Pack) -> String {
     if !pack.parameters.is_empty() {
         out.push_str("\nparameters:\n");
         for p in &pack.parameters {
-            let allowed = if p.allowed.is_empty() {
+            let mut allowed = if p.allowed.is_empty() {
                 String::new()
             } else {
                 let values: Vec<String> = p.allowed.iter().map(ToString::to_string).collect();
                 format!(" (allowed: {})", values.join(", "))
             };
+            if p.range != IntRange::default() {
+                allowed.push_str(&format!(" ({})", p.range));
+            }
             let overridden = if p.value == p.default {
                 String::new()
             } else {
@@ -235,13 +242,13 @@ fn lint(dirs: &[PathBuf], overrides: &[Override]) -> ExitCode {
     }
     for dir in &names {
         if let Some(pack) = loaded.packs().iter().find(|p| &p.dir == dir) {
-            eprintln!("ok: {} {} ({})", pack.name, pack.version, dir.display());
+            err!("ok: {} {} ({})", pack.name, pack.version, dir.display());
         }
     }
     if problems.is_empty() {
         ExitCode::SUCCESS
     } else {
-        eprintln!(
+        err!(
             "{} problem{}",
             problems.len(),
             if problems.len() == 1 { "" } else { "s" }
@@ -325,11 +332,12 @@ fn new(name: &str, kind: Kind, dir: Option<PathBuf>) -> ExitCode {
             for file in files {
                 out!("created {}", file.display());
             }
-            out!("\nrun its tests with: skoop packs test {}", dir.display());
+            out!();
+            out!("run its tests with: skoop packs test {}", dir.display());
             ExitCode::SUCCESS
         }
         Err(error) => {
-            eprintln!("error: {error}");
+            err!("error: {error}");
             ExitCode::from(EXIT_USAGE)
         }
     }

@@ -112,8 +112,17 @@ enum LookupJson {
 }
 
 fn lookup(args: LookupArgs) -> ExitCode {
+    if let Some(src) = args.src
+        && src.is_ipv4() != args.dst.is_ipv4()
+    {
+        err!(
+            "error: --src {src} and --dst {} must be of one address family",
+            args.dst
+        );
+        return ExitCode::from(EXIT_USAGE);
+    }
     if !args.netns.is_dir() {
-        eprintln!(
+        err!(
             "error: {}: no such namespace dump directory",
             args.netns.display()
         );
@@ -122,7 +131,7 @@ fn lookup(args: LookupArgs) -> ExitCode {
     let (dump, problems) = NetnsDump::load(&args.netns);
     report_problems(&problems);
     let (Some(routes), Some(rules), Some(addrs)) = (&dump.routes, &dump.rules, &dump.addrs) else {
-        eprintln!(
+        err!(
             "error: {}: a route lookup needs ip-route.json, ip-rule.json and ip-addr.json",
             args.netns.display()
         );

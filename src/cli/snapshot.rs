@@ -99,7 +99,7 @@ fn check(args: CheckArgs) -> ExitCode {
     let (snapshot, problems) = match Snapshot::load(&args.dir) {
         Ok(loaded) => loaded,
         Err(e) => {
-            eprintln!("error: {e}");
+            err!("error: {e}");
             return ExitCode::from(EXIT_USAGE);
         }
     };

@@ -18,13 +18,17 @@ use kube::{Client, Config};
 use serde_json::{Value, json};
 
 use crate::packs::LoadedPacks;
+use crate::snapshot::input::{Limit, read_text};
 
 /// How long the API server has to accept a connection.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long one API call may take.
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(30);
-/// The largest kubeconfig file read.
-const MAX_KUBECONFIG: u64 = 16 << 20;
+/// The largest kubeconfig read.
+const KUBECONFIG_FILE: Limit = Limit {
+    bytes: 16 << 20,
+    what: "a kubeconfig",
+};
 /// Objects asked for per page of a list.
 const PAGE_SIZE: u32 = 500;
 
@@ -170,16 +174,12 @@ async fn load_config(options: &ConnectOptions) -> Result<Config, LiveError> {
     };
     if let Some(path) = &options.kubeconfig {
         let problem = |what: String| LiveError::Config(format!("{}: {what}", path.display()));
-        // A regular file only: a FIFO or a device would hang or flood.
-        match std::fs::metadata(path) {
-            Ok(meta) if meta.is_file() && meta.len() <= MAX_KUBECONFIG => {}
-            Ok(meta) if meta.is_file() => {
-                return Err(problem(format!("larger than {} MiB", MAX_KUBECONFIG >> 20)));
-            }
-            Ok(_) => return Err(problem("not a regular file".into())),
-            Err(e) => return Err(problem(e.to_string())),
-        }
-        let text = std::fs::read_to_string(path).map_err(|e| problem(e.to_string()))?;
+        // A regular file of a sane size only: a FIFO or a device would hang or flood.
+        let text = match read_text(path, KUBECONFIG_FILE) {
+            Ok(Some(text)) => text,
+            Ok(None) => return Err(problem("no such file".into())),
+            Err(refused) => return Err(LiveError::Config(refused.to_string())),
+        };
         let kubeconfig = Kubeconfig::from_yaml(&text).map_err(|e| problem(chain(&e)))?;
         return Config::from_custom_kubeconfig(kubeconfig, &kube_options)
             .await

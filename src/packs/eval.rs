@@ -19,10 +19,11 @@ use super::sandbox::{ScriptError, function_position};
 use super::scope::{Context, HopScope, NetnsRef, NodeRef, PodRef, Subject};
 use crate::netstack::routing::table_name;
 use crate::snapshot::cluster::{GenericObject, Node, ObjectMeta, Pod, Service};
+use crate::snapshot::input::{self, Boundary};
 use crate::snapshot::netns::DUMP_FILES;
 use crate::snapshot::netns::neigh::NeighbourState;
 use crate::snapshot::netns::route::Destination;
-use crate::snapshot::problem::{line_col, read_text};
+use crate::snapshot::problem::line_col;
 use crate::snapshot::{NetnsId, Snapshot};
 
 /// What a check concluded about one subject.
@@ -72,7 +73,8 @@ impl Evidence {
     /// The first place `needle` occurs in a dump file, or the file alone.
     fn locate(dir: &Path, name: &str, needle: &str) -> Evidence {
         let file = dir.join(name);
-        let found = read_text(&file)
+        let found = Boundary::new(dir)
+            .read_text(&file, input::dump_file(name))
             .ok()
             .flatten()
             .and_then(|text| text.find(needle).map(|offset| line_col(&text, offset)));

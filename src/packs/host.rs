@@ -20,9 +20,9 @@ use crate::netstack::routing::{Fib, FlowKey, LookupOutcome, table_name};
 use crate::snapshot::NetnsId;
 use crate::snapshot::cluster::ApiEnum as _;
 use crate::snapshot::cluster::{
-    DirectionVerdict, EndpointAddress, EndpointPort, EndpointSlice, Endpoints, IpOwner, Node,
-    NodeAddress, ObjectReference, PolicyFlow, PolicyOutcome, PortRef, Protocol as ClusterProtocol,
-    Service, TrafficPolicy,
+    DirectionVerdict, EndpointAddress, EndpointPort, EndpointSlice, Endpoints, IpOwner, MAX_LISTED,
+    Node, NodeAddress, ObjectReference, PolicyFlow, PolicyOutcome, PortRef,
+    Protocol as ClusterProtocol, Service, TrafficPolicy,
 };
 use crate::snapshot::netns::NetnsDump;
 use crate::snapshot::netns::addr::Family;
@@ -524,10 +524,16 @@ fn network_policy(
     ]))
 }
 
+/// The isolating policies are given up to [`MAX_LISTED`], those that admit
+/// first, with their count: a pod may be selected by thousands, whose every
+/// reason would outgrow the sandbox's limits on a script's data (the verdict
+/// and the summary account for all of them).
 fn direction_verdict(verdict: &DirectionVerdict) -> Dynamic {
-    let policies: Array = verdict
-        .policies
-        .iter()
+    let mut decisions: Vec<_> = verdict.policies.iter().collect();
+    decisions.sort_by_key(|decision| !matches!(decision.outcome, PolicyOutcome::Admits(_)));
+    let policies: Array = decisions
+        .into_iter()
+        .take(MAX_LISTED)
         .map(|decision| {
             let (outcome, rule, reasons) = match &decision.outcome {
                 PolicyOutcome::Admits(rule) => ("admits", text(rule), Vec::new()),
@@ -553,6 +559,7 @@ fn direction_verdict(verdict: &DirectionVerdict) -> Dynamic {
         ("summary", text(verdict.summary())),
         ("reasons", text(verdict.reasons())),
         ("policies", Dynamic::from_array(policies)),
+        ("policy_count", Dynamic::from(verdict.policies.len() as i64)),
     ])
 }
 
@@ -1352,8 +1359,10 @@ mod network_policy_tests {
 
     /// The Flannel example with two policies (the networkpolicy pack's test).
     fn cluster() -> ClusterRef {
-        let dir = "rules/networkpolicy/tests/admitted-but-dropped/snapshot";
-        let (snapshot, problems) = Snapshot::load(std::path::Path::new(dir)).expect("loads");
+        let dir = std::path::Path::new("rules/networkpolicy/tests/admitted-but-dropped/snapshot");
+        let pack =
+            crate::snapshot::input::Boundary::new(std::path::Path::new("rules/networkpolicy"));
+        let (snapshot, problems) = Snapshot::load_inside(dir, &pack).expect("loads");
         assert!(problems.is_empty(), "{problems:?}");
         ClusterRef {
             snapshot: Arc::new(snapshot),

@@ -16,7 +16,8 @@ use super::model::*;
 use super::sandbox::{PackLibrary, ScriptError};
 use super::scope::Context;
 use super::yaml::{self, At, Fields, Issues, Node, Pos};
-use crate::snapshot::problem::{Problem, read_text};
+use crate::snapshot::input::{Boundary, PACK_FILE};
+use crate::snapshot::problem::Problem;
 
 /// The files of a pack: `pack.yaml`, its scripts (`*.rhai`) and its library
 /// modules (`lib/*.rhai`), by path relative to the pack directory.
@@ -31,12 +32,15 @@ pub const MANIFEST: &str = "pack.yaml";
 
 impl PackSource {
     /// Reads a pack directory from disk. `Err` with every problem when the
-    /// directory or one of its files cannot be read.
+    /// directory or one of its files cannot be read. Its files must be
+    /// regular files inside `dir` (a link to `/etc/shadow` is refused, not
+    /// read) of at most [`PACK_FILE`].
     pub fn read(dir: &Path) -> Result<PackSource, Vec<Problem>> {
         let mut files = BTreeMap::new();
         let mut problems = Vec::new();
+        let boundary = Boundary::new(dir);
         let manifest = dir.join(MANIFEST);
-        match read_text(&manifest) {
+        match boundary.read_text(&manifest, PACK_FILE) {
             Ok(Some(text)) => {
                 files.insert(MANIFEST.to_owned(), text);
             }
@@ -46,11 +50,19 @@ impl PackSource {
             )),
             Err(problem) => problems.push(problem),
         }
+        let library = match boundary.is_dir(&dir.join("lib")) {
+            Ok(true) => rhai_files(&dir.join("lib"), "lib/", &mut problems),
+            Ok(false) => Vec::new(),
+            Err(problem) => {
+                problems.push(problem);
+                Vec::new()
+            }
+        };
         for (relative, path) in rhai_files(dir, "", &mut problems)
             .into_iter()
-            .chain(rhai_files(&dir.join("lib"), "lib/", &mut problems))
+            .chain(library)
         {
-            match read_text(&path) {
+            match boundary.read_text(&path, PACK_FILE) {
                 Ok(Some(text)) => {
                     files.insert(relative, text);
                 }
@@ -74,7 +86,8 @@ impl PackSource {
     }
 }
 
-/// The `*.rhai` files directly in `dir`, sorted; a missing `dir` has none.
+/// The `*.rhai` entries directly in `dir`, sorted; a missing `dir` has none.
+/// Whatever they are (a link, a FIFO) is for reading them to judge.
 fn rhai_files(dir: &Path, prefix: &str, problems: &mut Vec<Problem>) -> Vec<(String, PathBuf)> {
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
@@ -87,7 +100,7 @@ fn rhai_files(dir: &Path, prefix: &str, problems: &mut Vec<Problem>) -> Vec<(Str
     let mut files: Vec<(String, PathBuf)> = entries
         .flatten()
         .map(|entry| entry.path())
-        .filter(|path| path.is_file() && path.extension().is_some_and(|e| e == "rhai"))
+        .filter(|path| !path.is_dir() && path.extension().is_some_and(|e| e == "rhai"))
         .filter_map(|path| {
             let name = path.file_name()?.to_str()?.to_owned();
             Some((format!("{prefix}{name}"), path))
@@ -386,7 +399,7 @@ impl Loader<'_> {
         let mut parameters = Vec::new();
         // Every parameter declared with a valid type, for checking overrides
         // even when its default is wrong.
-        let mut declared: Vec<(String, ParamType, Vec<ParamValue>)> = Vec::new();
+        let mut declared: Vec<(String, ParamType, Vec<ParamValue>, IntRange)> = Vec::new();
         for (key, value) in fields.all() {
             let what = format!("parameter {}", key.name);
             let Some(mut f) = Fields::of(value, &what, issues) else {
@@ -401,10 +414,33 @@ impl Loader<'_> {
                 .map(|d| d.value)
                 .unwrap_or_default();
             let allowed_node = f.take("allowed");
+            let bounds = [f.take("min"), f.take("max")];
             f.finish(issues);
             let Some(param_type) = param_type else {
                 continue;
             };
+            let [min, max] = bounds.map(|bound| {
+                let bound = bound?;
+                match (&bound.value, param_type) {
+                    (yaml::Value::Int(n), ParamType::Int) => Some(*n),
+                    (_, ParamType::Int) => {
+                        issues.push(bound.pos.issue(format!(
+                            "parameter {}: a bound is an integer, not {}",
+                            key.name,
+                            bound.value.kind()
+                        )));
+                        None
+                    }
+                    _ => {
+                        issues.push(bound.pos.issue(format!(
+                            "parameter {}: min and max bound int parameters only",
+                            key.name
+                        )));
+                        None
+                    }
+                }
+            });
+            let range = IntRange { min, max };
             let typed = |node: &Node, issues: &mut Issues| -> Option<ParamValue> {
                 let result = match (&node.value, param_type) {
                     (yaml::Value::Int(i), ParamType::Int) => Ok(ParamValue::Int(*i)),
@@ -433,10 +469,10 @@ impl Loader<'_> {
                         .collect()
                 })
                 .unwrap_or_default();
-            declared.push((key.name.clone(), param_type, allowed.clone()));
+            declared.push((key.name.clone(), param_type, allowed.clone(), range));
             let Some(default) = default.and_then(|d| {
                 let value = typed(d, issues)?;
-                check_allowed(&value, &allowed)
+                check_allowed(&value, &allowed, range)
                     .map_err(|m| issues.push(d.pos.issue(format!("parameter {}: {m}", key.name))))
                     .ok()?;
                 Some(value)
@@ -450,10 +486,11 @@ impl Loader<'_> {
                 default,
                 doc,
                 allowed,
+                range,
             });
         }
         for o in overrides.iter().filter(|o| o.pack == pack) {
-            let Some((_, param_type, allowed)) =
+            let Some((_, param_type, allowed, range)) =
                 declared.iter().find(|(name, ..)| *name == o.param)
             else {
                 let known: Vec<&str> = declared.iter().map(|(name, ..)| name.as_str()).collect();
@@ -470,7 +507,7 @@ impl Loader<'_> {
             };
             match param_type
                 .parse(&o.value)
-                .and_then(|v| check_allowed(&v, allowed).map(|()| v))
+                .and_then(|v| check_allowed(&v, allowed, *range).map(|()| v))
             {
                 Ok(value) => {
                     if let Some(parameter) = parameters.iter_mut().find(|p| p.name == o.param) {
@@ -526,20 +563,22 @@ impl Loader<'_> {
                 }
             }
         }
-        // Library modules nobody imports must still compile.
+        // Library modules nobody imports must still compile, imports included.
         for (file, text) in &self.source.files {
             if file.starts_with("lib/")
-                && let Err(error) = engine.compile(text)
+                && let Err(error) = engine.compile_into_self_contained(&Scope::new(), text)
             {
-                let error = rhai::EvalAltResult::ErrorParsing(*error.0, error.1);
                 self.problems.push(
                     ScriptError::from_rhai(&error, &self.source.dir, file, None).to_problem(),
                 );
             }
         }
         engine.set_module_resolver(rhai::module_resolvers::DummyModuleResolver::new());
-        // A problem in a module also shows where it is imported; keep the module's own.
-        self.problems.dedup();
+        // A problem in a module also shows where it is imported, and a cycle
+        // shows from each of its modules; keep each problem once.
+        let mut seen = std::collections::BTreeSet::new();
+        self.problems
+            .retain(|problem| seen.insert(problem.to_string()));
         scripts
     }
 
@@ -1063,7 +1102,12 @@ fn arity_text(arity: usize) -> String {
     ["ctx", "arg"][..arity.min(2)].join(", ")
 }
 
-fn check_allowed(value: &ParamValue, allowed: &[ParamValue]) -> Result<(), String> {
+fn check_allowed(
+    value: &ParamValue,
+    allowed: &[ParamValue],
+    range: IntRange,
+) -> Result<(), String> {
+    range.check(value)?;
     if allowed.is_empty() || allowed.contains(value) {
         return Ok(());
     }

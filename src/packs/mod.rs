@@ -11,6 +11,7 @@
 //! **Invariant:** loading never stops at the first problem; a script never
 //! crashes skoop and never passes silently: its failure is a finding.
 
+mod budget;
 mod eval;
 mod hooks;
 mod host;
@@ -27,13 +28,14 @@ use std::sync::Arc;
 
 use rhai::{Dynamic, Engine};
 
+pub use budget::CountingAllocator;
 pub use eval::{Evidence, Finding, FindingStatus};
 pub use hooks::{HOOKS, HookSpec};
 pub use host::{Insufficient, display};
 pub use load::{MANIFEST, Override, PackSource};
 pub use model::{
-    Check, CheckKind, CheckScope, Mode, Pack, PackKind, ParamType, ParamValue, Parameter, Severity,
-    Version,
+    Check, CheckKind, CheckScope, IntRange, Mode, Pack, PackKind, ParamType, ParamValue, Parameter,
+    Severity, Version,
 };
 pub use sandbox::{ScriptError, ScriptErrorKind};
 pub use scope::{

@@ -246,6 +246,43 @@ pub struct Parameter {
     pub doc: String,
     /// Empty: any value of the type.
     pub allowed: Vec<ParamValue>,
+    /// The least and the greatest value of an `int` parameter (`min:`,
+    /// `max:`), when declared.
+    pub range: IntRange,
+}
+
+/// Bounds of an `int` parameter, inclusive.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct IntRange {
+    pub min: Option<i64>,
+    pub max: Option<i64>,
+}
+
+impl IntRange {
+    /// `Err` saying why `value` is out of range.
+    pub fn check(&self, value: &ParamValue) -> Result<(), String> {
+        let ParamValue::Int(n) = value else {
+            return Ok(());
+        };
+        let below = self.min.is_some_and(|min| *n < min);
+        let above = self.max.is_some_and(|max| *n > max);
+        if below || above {
+            Err(format!("{n} is out of range ({self})"))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+impl std::fmt::Display for IntRange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (self.min, self.max) {
+            (Some(min), Some(max)) => write!(f, "{min} to {max}"),
+            (Some(min), None) => write!(f, "at least {min}"),
+            (None, Some(max)) => write!(f, "at most {max}"),
+            (None, None) => f.write_str("any"),
+        }
+    }
 }
 
 /// A value of the manifest that may be a Rhai expression: a literal, one

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use rhai::module_resolvers::DummyModuleResolver;
 use rhai::{Engine, EvalAltResult, Module, ModuleResolver, Position, Scope, Shared};
 
+use super::budget::{self, MAX_CALL_MEMORY, MAX_CALL_TIME, OverBudget};
 use crate::snapshot::problem::Problem;
 
 /// Operations one script call may take: about 10 ms of plain work, far
@@ -32,6 +33,8 @@ pub const MAX_ARRAY_SIZE: usize = 10_000;
 pub const MAX_MAP_SIZE: usize = 10_000;
 /// Modules one script may import (directly or not).
 pub const MAX_MODULES: usize = 32;
+/// How deep `lib/` modules may import each other (`a` imports `b` imports ...).
+pub const MAX_IMPORT_DEPTH: usize = 8;
 
 /// Builds the sandboxed engine, with the host API registered.
 pub fn engine() -> Engine {
@@ -46,7 +49,8 @@ pub fn engine() -> Engine {
         .set_max_map_size(MAX_MAP_SIZE)
         .set_max_modules(MAX_MODULES)
         .set_module_resolver(DummyModuleResolver::new())
-        .disable_symbol("eval");
+        .disable_symbol("eval")
+        .on_progress(|ops| budget::progress(ops).map(rhai::Dynamic::from));
     // A script's output would mix with skoop's own; scripts report through
     // their return values only.
     engine.on_print(|_| {}).on_debug(|_, _, _| {});
@@ -56,16 +60,96 @@ pub fn engine() -> Engine {
 
 /// The modules of one pack's `lib/`: `import "util"` reads `lib/util.rhai`.
 /// Nothing else can be imported: no path outside `lib/`, no file system.
+///
+/// Resolving a module compiles it, which resolves its own imports: a module
+/// that imports itself, directly or through others, would recurse until the
+/// stack overflows. The modules being resolved are kept, innermost last, so
+/// that a cycle or a chain deeper than [`MAX_IMPORT_DEPTH`] is an error at
+/// the `import` that closes it.
 pub struct PackLibrary {
     /// Module name (file stem) to its source text.
     modules: BTreeMap<String, String>,
+    resolving: std::sync::Mutex<Vec<String>>,
 }
 
 impl PackLibrary {
     pub fn new(modules: BTreeMap<String, String>) -> Self {
-        PackLibrary { modules }
+        PackLibrary {
+            modules,
+            resolving: std::sync::Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The modules being resolved, outermost first.
+    fn resolving(&self) -> std::sync::MutexGuard<'_, Vec<String>> {
+        self.resolving
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The error for importing `path` now, if that would never end: a cycle
+    /// is told the same whichever module it was entered by (from its first
+    /// module by name, at the import that closes it), so that it is one
+    /// problem however many scripts run into it.
+    fn refuse(&self, path: &str) -> Option<Box<EvalAltResult>> {
+        let resolving = self.resolving();
+        let files = |modules: &[String]| {
+            modules
+                .iter()
+                .map(|m| library_file(m))
+                .collect::<Vec<_>>()
+                .join(" imports ")
+        };
+        let (importer, imported, message) =
+            if let Some(start) = resolving.iter().position(|m| m == path) {
+                let mut cycle = resolving[start..].to_vec();
+                let first = (0..cycle.len()).min_by_key(|&i| &cycle[i]).unwrap_or(0);
+                cycle.rotate_left(first);
+                let closing = cycle.last().cloned().unwrap_or_default();
+                let imported = cycle[0].clone();
+                cycle.push(imported.clone());
+                (
+                    closing,
+                    imported,
+                    format!("import cycle: {}", files(&cycle)),
+                )
+            } else if resolving.len() >= MAX_IMPORT_DEPTH {
+                let mut chain = resolving.clone();
+                chain.push(path.to_owned());
+                let importer = resolving.last().cloned().unwrap_or_default();
+                let message = format!(
+                    "imports nested deeper than {MAX_IMPORT_DEPTH}: {}",
+                    files(&chain)
+                );
+                (importer, path.to_owned(), message)
+            } else {
+                return None;
+            };
+        let pos = self
+            .modules
+            .get(&importer)
+            .and_then(|source| {
+                let offset = source.find(&format!("\"{imported}\""))?;
+                let (line, column) = crate::snapshot::problem::line_col(source, offset);
+                Some(Position::new(
+                    u16::try_from(line).ok()?,
+                    u16::try_from(column).ok()?,
+                ))
+            })
+            .unwrap_or(Position::NONE);
+        let refused = EvalAltResult::ErrorRuntime(rhai::Dynamic::from(ImportLoop(message)), pos);
+        Some(Box::new(EvalAltResult::ErrorInModule(
+            library_file(&importer),
+            refused.into(),
+            Position::NONE,
+        )))
     }
 }
+
+/// What an import that would never end raises: a cycle, or a chain deeper
+/// than [`MAX_IMPORT_DEPTH`].
+#[derive(Debug, Clone)]
+struct ImportLoop(String);
 
 impl ModuleResolver for PackLibrary {
     fn resolve(
@@ -77,12 +161,16 @@ impl ModuleResolver for PackLibrary {
     ) -> Result<Shared<Module>, Box<EvalAltResult>> {
         let not_found = || Box::new(EvalAltResult::ErrorModuleNotFound(path.to_owned(), pos));
         let source = self.modules.get(path).ok_or_else(not_found)?;
+        if let Some(refused) = self.refuse(path) {
+            return Err(refused);
+        }
         let in_module = |error: Box<EvalAltResult>| {
             Box::new(EvalAltResult::ErrorInModule(library_file(path), error, pos))
         };
-        let mut ast = engine
-            .compile_into_self_contained(&Scope::new(), source)
-            .map_err(in_module)?;
+        self.resolving().push(path.to_owned());
+        let compiled = engine.compile_into_self_contained(&Scope::new(), source);
+        self.resolving().pop();
+        let mut ast = compiled.map_err(in_module)?;
         ast.set_source(library_file(path));
         Module::eval_ast_as_new(Scope::new(), &ast, engine)
             .map(Shared::new)
@@ -101,12 +189,19 @@ pub fn library_file(module: &str) -> String {
 pub enum ScriptErrorKind {
     /// It ran out of operations (an endless loop, say).
     TooManyOperations,
+    /// It ran longer than [`MAX_CALL_TIME`].
+    TookTooLong,
+    /// It held more than [`MAX_CALL_MEMORY`].
+    TooMuchMemory,
     /// It nested calls too deeply (runaway recursion).
     CallTooDeep,
     /// A string, array or map grew past its limit.
     DataTooLarge,
     /// It imported something that is not in the pack's `lib/`.
     ModuleNotFound,
+    /// Its `lib/` modules import each other in a circle, or deeper than
+    /// [`MAX_IMPORT_DEPTH`].
+    ImportLoop,
     /// It does not compile.
     Syntax,
     /// Anything else that went wrong while it ran.
@@ -142,9 +237,17 @@ impl ScriptError {
         let (innermost, module) = innermost(error, None);
         let kind = match innermost {
             EvalAltResult::ErrorTooManyOperations(_) => ScriptErrorKind::TooManyOperations,
+            EvalAltResult::ErrorTerminated(token, _) => match token.clone().try_cast() {
+                Some(OverBudget::Time) => ScriptErrorKind::TookTooLong,
+                Some(OverBudget::Memory) => ScriptErrorKind::TooMuchMemory,
+                None => ScriptErrorKind::Runtime,
+            },
             EvalAltResult::ErrorStackOverflow(_) => ScriptErrorKind::CallTooDeep,
             EvalAltResult::ErrorDataTooLarge(..) => ScriptErrorKind::DataTooLarge,
             EvalAltResult::ErrorModuleNotFound(..) => ScriptErrorKind::ModuleNotFound,
+            EvalAltResult::ErrorRuntime(token, _) if token.is::<ImportLoop>() => {
+                ScriptErrorKind::ImportLoop
+            }
             EvalAltResult::ErrorParsing(..) => ScriptErrorKind::Syntax,
             _ => ScriptErrorKind::Runtime,
         };
@@ -160,6 +263,14 @@ impl ScriptError {
             ScriptErrorKind::TooManyOperations => {
                 format!("script stopped: more than {MAX_OPERATIONS} operations (an endless loop?)")
             }
+            ScriptErrorKind::TookTooLong => format!(
+                "script stopped: ran longer than {} ms",
+                MAX_CALL_TIME.as_millis()
+            ),
+            ScriptErrorKind::TooMuchMemory => format!(
+                "script stopped: held more than {} MiB",
+                MAX_CALL_MEMORY / (1024 * 1024)
+            ),
             ScriptErrorKind::CallTooDeep => format!(
                 "script stopped: calls nested deeper than {MAX_CALL_LEVELS} (runaway recursion?)"
             ),
@@ -171,6 +282,13 @@ impl ScriptError {
                 "{}: a pack imports only its own lib/ modules, by name (`import \"util\"` reads lib/util.rhai)",
                 without_position(innermost)
             ),
+            ScriptErrorKind::ImportLoop => match innermost {
+                EvalAltResult::ErrorRuntime(token, _) => token
+                    .clone()
+                    .try_cast::<ImportLoop>()
+                    .map_or_else(|| without_position(innermost), |refused| refused.0),
+                _ => without_position(innermost),
+            },
             _ => without_position(innermost),
         };
         ScriptError {

@@ -31,7 +31,8 @@ use super::yaml::{self, At, Fields, Issues};
 use super::{FindingStatus, LoadedPacks, Override, PackSource};
 use crate::engine::{self, Endpoint, Protocol, Request};
 use crate::snapshot::Snapshot;
-use crate::snapshot::problem::{Problem, read_text};
+use crate::snapshot::input::{self, Boundary, read_text};
+use crate::snapshot::problem::Problem;
 
 /// The result of one test case.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -103,7 +104,7 @@ pub fn run_pack_tests(
 
 fn read_expectation(case: &Path, pack: &str) -> Result<Expectation, Vec<Problem>> {
     let file = case.join("expect.yaml");
-    let text = match read_text(&file) {
+    let text = match read_text(&file, input::PACK_FILE) {
         Ok(Some(text)) => text,
         Ok(None) => {
             return Err(vec![Problem::in_file(
@@ -323,7 +324,20 @@ fn run_case(source: &PackSource, pack: &str, case: &Path, expectation: &Expectat
     sources.push(source.clone());
     let (with_builtins, _) = LoadedPacks::load(sources, &expectation.overrides);
     failures.extend(problems.iter().map(ToString::to_string));
-    match Snapshot::load(&expectation.snapshot) {
+    // A test's snapshot may share files with others inside its pack; one
+    // named outside the pack is read as any snapshot is, on its own.
+    let inside_pack = expectation
+        .snapshot
+        .canonicalize()
+        .ok()
+        .zip(source.dir.canonicalize().ok())
+        .is_some_and(|(snapshot, pack)| snapshot.starts_with(pack));
+    let boundary = Boundary::new(if inside_pack {
+        &source.dir
+    } else {
+        &expectation.snapshot
+    });
+    match Snapshot::load_inside(&expectation.snapshot, &boundary) {
         Err(error) => failures.push(error.to_string()),
         Ok((snapshot, problems)) => {
             failures.extend(problems.iter().map(|p| format!("snapshot: {p}")));

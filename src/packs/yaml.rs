@@ -12,7 +12,7 @@ use std::fmt;
 use std::marker::PhantomData;
 
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
-use serde_saphyr::{MessageFormatter, Spanned};
+use serde_saphyr::Spanned;
 
 use crate::snapshot::problem::ParseIssue;
 
@@ -75,7 +75,7 @@ pub fn parse(text: &str) -> Result<Node, ParseIssue> {
     match serde_saphyr::from_str_with_options::<SpannedNode>(text, options) {
         Ok(SpannedNode(node)) => Ok(node),
         Err(error) => {
-            let message = serde_saphyr::DefaultMessageFormatter.format_message(&error);
+            let message = crate::snapshot::problem::yaml_message(&error);
             Err(match error.location() {
                 Some(at) if at.line() > 0 => Pos {
                     line: to_usize(at.line()),

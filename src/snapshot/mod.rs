@@ -11,6 +11,7 @@
 //! could read and every [`Problem`] it met, each with file, line and column.
 
 pub mod cluster;
+pub mod input;
 pub mod netns;
 pub mod problem;
 
@@ -21,6 +22,7 @@ use std::path::{Path, PathBuf};
 pub use problem::{ParseIssue, Parsed, Problem};
 
 use cluster::Cluster;
+use input::Boundary;
 use netns::{DUMP_FILES, NetnsDump};
 
 /// Which network namespace a dump belongs to.
@@ -85,8 +87,18 @@ pub enum SnapshotError {
 
 impl Snapshot {
     /// Loads a snapshot directory. `Err` only when `root` is not a snapshot at
-    /// all; every problem inside one is returned beside the snapshot.
+    /// all; every problem inside one is returned beside the snapshot. Nothing
+    /// is read from outside `root`, whatever its symbolic links say.
     pub fn load(root: &Path) -> Result<(Snapshot, Vec<Problem>), SnapshotError> {
+        Snapshot::load_inside(root, &Boundary::new(root))
+    }
+
+    /// [`Snapshot::load`] of a snapshot whose links may lead anywhere inside
+    /// `boundary` (a pack's test snapshots share files inside their pack).
+    pub fn load_inside(
+        root: &Path,
+        boundary: &Boundary,
+    ) -> Result<(Snapshot, Vec<Problem>), SnapshotError> {
         if !root.is_dir() {
             return Err(SnapshotError::NotFound(root.to_path_buf()));
         }
@@ -98,17 +110,22 @@ impl Snapshot {
         }
 
         let mut problems = Vec::new();
-        let cluster = if cluster_dir.is_dir() {
-            let (cluster, cluster_problems) = cluster::load(&cluster_dir);
-            problems.extend(cluster_problems);
-            cluster
-        } else {
-            Cluster::default()
+        let cluster = match boundary.is_dir(&cluster_dir) {
+            Ok(true) => {
+                let (cluster, cluster_problems) = cluster::load(&cluster_dir, boundary);
+                problems.extend(cluster_problems);
+                cluster
+            }
+            Ok(false) => Cluster::default(),
+            Err(problem) => {
+                problems.push(problem);
+                Cluster::default()
+            }
         };
 
         let mut namespaces = BTreeMap::new();
-        for (id, dir) in discover_namespaces(&nodes_dir, &mut problems) {
-            let (dump, dump_problems) = NetnsDump::load(&dir);
+        for (id, dir) in discover_namespaces(&nodes_dir, boundary, &mut problems) {
+            let (dump, dump_problems) = NetnsDump::load_inside(&dir, boundary);
             problems.extend(dump_problems);
             report_unexpected_files(&dir, &mut problems);
             namespaces.insert(id, NetnsEntry { dir, dump });
@@ -124,15 +141,19 @@ impl Snapshot {
 }
 
 /// Finds `nodes/<node>/host` and `nodes/<node>/pods/<ns>/<pod>` directories.
-fn discover_namespaces(nodes_dir: &Path, problems: &mut Vec<Problem>) -> Vec<(NetnsId, PathBuf)> {
+fn discover_namespaces(
+    nodes_dir: &Path,
+    boundary: &Boundary,
+    problems: &mut Vec<Problem>,
+) -> Vec<(NetnsId, PathBuf)> {
     let mut found = Vec::new();
-    for (node, node_dir) in subdirectories(nodes_dir, problems) {
-        for (entry, entry_dir) in subdirectories(&node_dir, problems) {
+    for (node, node_dir) in subdirectories(nodes_dir, boundary, problems) {
+        for (entry, entry_dir) in subdirectories(&node_dir, boundary, problems) {
             match entry.as_str() {
                 "host" => found.push((NetnsId::Host { node: node.clone() }, entry_dir)),
                 "pods" => {
-                    for (namespace, ns_dir) in subdirectories(&entry_dir, problems) {
-                        for (name, pod_dir) in subdirectories(&ns_dir, problems) {
+                    for (namespace, ns_dir) in subdirectories(&entry_dir, boundary, problems) {
+                        for (name, pod_dir) in subdirectories(&ns_dir, boundary, problems) {
                             let id = NetnsId::Pod {
                                 node: node.clone(),
                                 namespace: namespace.clone(),
@@ -152,8 +173,13 @@ fn discover_namespaces(nodes_dir: &Path, problems: &mut Vec<Problem>) -> Vec<(Ne
     found
 }
 
-/// The sorted subdirectories of `dir` with their names; a missing `dir` has none.
-fn subdirectories(dir: &Path, problems: &mut Vec<Problem>) -> Vec<(String, PathBuf)> {
+/// The sorted subdirectories of `dir` with their names; a missing `dir` has
+/// none. A link to a directory outside the snapshot is a problem, not one.
+fn subdirectories(
+    dir: &Path,
+    boundary: &Boundary,
+    problems: &mut Vec<Problem>,
+) -> Vec<(String, PathBuf)> {
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Vec::new(),
@@ -165,8 +191,13 @@ fn subdirectories(dir: &Path, problems: &mut Vec<Problem>) -> Vec<(String, PathB
     let mut dirs = Vec::new();
     for entry in entries.flatten() {
         let path = entry.path();
-        if !path.is_dir() {
-            continue;
+        match boundary.is_dir(&path) {
+            Ok(true) => {}
+            Ok(false) => continue,
+            Err(problem) => {
+                problems.push(problem);
+                continue;
+            }
         }
         match entry.file_name().into_string() {
             Ok(name) => dirs.push((name, path)),

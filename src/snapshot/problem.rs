@@ -84,21 +84,19 @@ impl fmt::Display for Problem {
     }
 }
 
-/// Reads a snapshot file as UTF-8 text. `Ok(None)` when it does not exist;
-/// a file that cannot be read, or is not UTF-8 (positioned at the first bad
-/// byte), is a problem.
-pub fn read_text(path: &Path) -> Result<Option<String>, Problem> {
-    let bytes = match std::fs::read(path) {
-        Ok(bytes) => bytes,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(Problem::in_file(path, format!("cannot read: {e}"))),
-    };
-    String::from_utf8(bytes).map(Some).map_err(|e| {
-        let valid_up_to = e.utf8_error().valid_up_to();
-        let valid = std::str::from_utf8(&e.as_bytes()[..valid_up_to]).unwrap_or_default();
-        let (line, column) = line_col(valid, valid_up_to);
-        Problem::from_issue(path, ParseIssue::at(line, column, "not valid UTF-8"))
-    })
+/// A YAML parser's error as a user reads it: serde-saphyr's own words, but
+/// for a duplicate key, which it explains in terms of its options.
+pub fn yaml_message(error: &serde_saphyr::Error) -> String {
+    use serde_saphyr::MessageFormatter;
+    match error {
+        serde_saphyr::Error::DuplicateMappingKey { key: Some(key), .. } => {
+            format!("duplicate key `{key}`")
+        }
+        serde_saphyr::Error::DuplicateMappingKey { key: None, .. } => "duplicate key".to_owned(),
+        _ => serde_saphyr::DefaultMessageFormatter
+            .format_message(error)
+            .into_owned(),
+    }
 }
 
 /// 1-based (line, column) of a byte offset in `text`; columns count characters.

@@ -13,7 +13,8 @@ use skoop::packs::LoadedPacks;
 use skoop::snapshot::Snapshot;
 
 /// A copy of the snapshot at `from` (relative to the package root) in a
-/// temporary directory, to edit.
+/// temporary directory, to edit; its symbolic links are copied as what they
+/// lead to, since a snapshot's links may not lead out of it.
 pub fn copy_snapshot(from: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     copy_dir(
@@ -28,7 +29,7 @@ fn copy_dir(from: &Path, to: &Path) {
     for entry in fs::read_dir(from).unwrap() {
         let entry = entry.unwrap();
         let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
+        if entry.path().is_dir() {
             copy_dir(&entry.path(), &target);
         } else {
             fs::copy(entry.path(), target).unwrap();

@@ -12,9 +12,9 @@ use std::io::Read;
 use std::marker::PhantomData;
 
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
-use serde_saphyr::{DuplicateKeyPolicy, MessageFormatter, Spanned};
+use serde_saphyr::{DuplicateKeyPolicy, Spanned};
 
-use crate::snapshot::problem::ParseIssue;
+use crate::snapshot::problem::{ParseIssue, yaml_message};
 
 /// 1-based line and column (in characters) in a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -277,7 +277,9 @@ pub(super) fn parse_yaml(text: &str) -> (Vec<Value>, Vec<ParseIssue>) {
     let mut issues = Vec::new();
     let options = serde_saphyr::options! {
         with_snippet: false,
-        duplicate_keys: DuplicateKeyPolicy::PassThrough,
+        // The parser positions a duplicate key at the duplicate itself;
+        // the visitor would only know the mapping it is in.
+        duplicate_keys: DuplicateKeyPolicy::Error,
         // A `kubectl get -A -o yaml` of a large cluster is one huge document;
         // bound the work by the input's size instead of a fixed count.
         // Alias expansion keeps its own limits.
@@ -295,7 +297,7 @@ pub(super) fn parse_yaml(text: &str) -> (Vec<Value>, Vec<ParseIssue>) {
                 value
             })),
             Err(error) => {
-                let message = serde_saphyr::DefaultMessageFormatter.format_message(&error);
+                let message = yaml_message(&error);
                 let issue = match error.location() {
                     Some(at) if at.line() > 0 => ParseIssue::at(
                         usize::try_from(at.line())

@@ -6,24 +6,63 @@ use std::path::{Path, PathBuf};
 use super::Cluster;
 use super::convert::read_object;
 use super::document::{Data, Value, parse_json, parse_yaml};
-use super::model::{Object, ObjectSource};
-use crate::snapshot::problem::{self, ParseIssue, Problem};
+use super::model::{Object, ObjectSource, Pod};
+use crate::snapshot::input::{self, Boundary};
+use crate::snapshot::problem::{ParseIssue, Problem};
 
 /// Reads every `*.yaml`, `*.yml` and `*.json` file under `dir`, recursively,
 /// in sorted path order. Dotfiles and dot-directories are skipped; any other
 /// file is reported and skipped. Returns what could be read and every problem.
-pub fn load(dir: &Path) -> (Cluster, Vec<Problem>) {
+/// Files and links leading outside `boundary` are not read.
+pub fn load(dir: &Path, boundary: &Boundary) -> (Cluster, Vec<Problem>) {
     let mut problems = Vec::new();
     let mut files = Vec::new();
     find_files(dir, &mut files, &mut problems);
     files.sort();
     let mut cluster = Cluster::default();
     for (path, format) in files {
-        if let Some(text) = read_text(&path, &mut problems) {
+        if let Some(text) = read_text(&path, boundary, &mut problems) {
             load_text(&path, &text, format, &mut cluster, &mut problems);
         }
     }
+    problems.extend(ip_conflicts(&cluster));
     (cluster, problems)
+}
+
+/// Two pods claiming one address: said at each pod that loses it.
+fn ip_conflicts(cluster: &Cluster) -> Vec<Problem> {
+    let phase = |pod: &Pod| pod.phase.map_or("no phase", |p| p.as_str());
+    let name = |pod: &Pod| format!("{}/{}", pod.meta.namespace, pod.meta.name);
+    let mut problems = Vec::new();
+    for conflict in cluster.ip_conflicts() {
+        let chosen = conflict.chosen;
+        let outcome = if conflict.ambiguous() {
+            format!(
+                "which one has it cannot be told; {} is taken (the first read)",
+                name(chosen)
+            )
+        } else {
+            format!("it is taken as {}'s ({})", name(chosen), phase(chosen))
+        };
+        for other in &conflict.others {
+            problems.push(Problem::from_issue(
+                &other.meta.source.file,
+                ParseIssue::at_line(
+                    other.meta.source.line,
+                    format!(
+                        "Pod {} ({}) has IP {}, which Pod {} ({}, {}) has too: {outcome}",
+                        name(other),
+                        phase(other),
+                        conflict.ip,
+                        name(chosen),
+                        phase(chosen),
+                        chosen.meta.source,
+                    ),
+                ),
+            ));
+        }
+    }
+    problems
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -88,8 +127,8 @@ fn format_of(path: &Path) -> Option<Format> {
     }
 }
 
-fn read_text(path: &Path, problems: &mut Vec<Problem>) -> Option<String> {
-    match problem::read_text(path) {
+fn read_text(path: &Path, boundary: &Boundary, problems: &mut Vec<Problem>) -> Option<String> {
+    match boundary.read_text(path, input::CLUSTER_FILE) {
         Ok(Some(text)) => Some(text),
         Ok(None) => {
             problems.push(Problem::in_file(
@@ -289,14 +328,19 @@ fn describe(data: &Data) -> &'static str {
     }
 }
 
-/// Loads one file's text as if read from `path`, which decides the format.
-#[cfg(test)]
-pub(super) fn load_file_text(path: &Path, text: &str) -> (Cluster, Vec<Problem>) {
+/// Loads one file's text as if read from `path`, whose extension decides
+/// the format (for tests and fuzzing: whatever the text, no panic, and
+/// every problem inside it).
+pub fn load_file_text(path: &Path, text: &str) -> (Cluster, Vec<Problem>) {
     let mut cluster = Cluster::default();
     let mut problems = Vec::new();
     match format_of(path) {
         Some(format) => load_text(path, text, format, &mut cluster, &mut problems),
-        None => panic!("{} is not a .yaml, .yml or .json path", path.display()),
+        None => problems.push(Problem::in_file(
+            path,
+            "not a YAML or JSON file (expected .yaml, .yml or .json)",
+        )),
     }
+    problems.extend(ip_conflicts(&cluster));
     (cluster, problems)
 }

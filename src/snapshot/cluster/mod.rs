@@ -28,7 +28,7 @@ mod tests;
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
-pub use load::load;
+pub use load::{load, load_file_text};
 pub use model::{
     AddressType, ApiEnum, ConfigMap, Container, ContainerPort, DaemonSet, Endpoint,
     EndpointAddress, EndpointConditions, EndpointPort, EndpointSlice, EndpointSubset, Endpoints,
@@ -38,8 +38,8 @@ pub use model::{
     SessionAffinity, TemplateContainer, TrafficPolicy, UnreadableNetworkPolicy,
 };
 pub use network_policy::{
-    Direction, DirectionVerdict, PolicyDecision, PolicyFlow, PolicyOutcome, PolicyVerdict,
-    RuleMatch, Verdict,
+    Direction, DirectionVerdict, MAX_LISTED, PolicyDecision, PolicyFlow, PolicyOutcome,
+    PolicyVerdict, RuleMatch, Verdict,
 };
 pub use selector::{LabelSelector, LabelSelectorRequirement, RequirementError, SelectorOperator};
 
@@ -99,6 +99,25 @@ impl IpOwner {
             | IpOwner::ServiceLoadBalancerIp { namespace, name } => Some((namespace, name)),
             IpOwner::Pod { .. } | IpOwner::Node { .. } => None,
         }
+    }
+}
+
+/// Pods not finished that claim the same address.
+#[derive(Debug, Clone)]
+pub struct IpConflict<'a> {
+    pub ip: IpAddr,
+    /// The one [`Cluster::pod_at`] gives: Running if one is.
+    pub chosen: &'a Pod,
+    pub others: Vec<&'a Pod>,
+}
+
+impl IpConflict<'_> {
+    /// Whether the cluster itself could not tell which one holds the
+    /// address: the chosen pod is no more Running than another.
+    pub fn ambiguous(&self) -> bool {
+        self.others
+            .iter()
+            .any(|other| other.phase == self.chosen.phase)
     }
 }
 
@@ -369,10 +388,19 @@ impl Cluster {
         self.ips.get(&ip).map_or(&[], Vec::as_slice)
     }
 
-    /// The pod whose own network namespace has `ip`: not one on the host
-    /// network (those share their node's address), and a running pod before
-    /// a finished one that held the address before it.
+    /// The pod whose own network namespace has `ip`, as the cluster resolves
+    /// it: not one on the host network (those share their node's address),
+    /// and of pods claiming the same address (a stale pod keeping an address
+    /// that was given again) the Running one, then one not yet finished,
+    /// then a finished one. [`Cluster::ip_conflicts`] says where this choice
+    /// is not clear-cut.
     pub fn pod_at(&self, ip: IpAddr) -> Option<&Pod> {
+        self.pods_at(ip).into_iter().next()
+    }
+
+    /// The pods with `ip` in their own network namespace, in the order
+    /// [`Cluster::pod_at`] prefers them (stable: by namespace and name).
+    fn pods_at(&self, ip: IpAddr) -> Vec<&Pod> {
         let mut pods: Vec<&Pod> = self
             .by_ip(ip)
             .iter()
@@ -385,8 +413,36 @@ impl Cluster {
                 _ => None,
             })
             .collect();
-        pods.sort_by_key(|pod| matches!(pod.phase, Some(PodPhase::Succeeded | PodPhase::Failed)));
-        pods.first().copied()
+        pods.sort_by_key(|pod| match pod.phase {
+            Some(PodPhase::Running) => 0,
+            Some(PodPhase::Succeeded | PodPhase::Failed) => 2,
+            _ => 1,
+        });
+        pods
+    }
+
+    /// Addresses that more than one pod not yet finished claims: one is a
+    /// stale record, and which is real the snapshot can only guess (the
+    /// Running one, which [`Cluster::pod_at`] gives).
+    pub fn ip_conflicts(&self) -> Vec<IpConflict<'_>> {
+        self.ips
+            .keys()
+            .filter_map(|&ip| {
+                let live: Vec<&Pod> = self
+                    .pods_at(ip)
+                    .into_iter()
+                    .filter(|pod| {
+                        !matches!(pod.phase, Some(PodPhase::Succeeded | PodPhase::Failed))
+                    })
+                    .collect();
+                let (chosen, others) = live.split_first()?;
+                (!others.is_empty()).then(|| IpConflict {
+                    ip,
+                    chosen,
+                    others: others.to_vec(),
+                })
+            })
+            .collect()
     }
 
     /// The service that claimed this NodePort first.

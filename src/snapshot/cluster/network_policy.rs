@@ -202,8 +202,12 @@ impl DirectionVerdict {
                 self.address
             );
         };
-        let names: Vec<&str> = self.policies.iter().map(|p| p.policy.as_str()).collect();
-        let isolated = format!("{pod} is isolated for {direction} by {}", names.join(", "));
+        let names = listed(
+            self.policies.iter().map(|p| p.policy.clone()),
+            ", ",
+            "policies",
+        );
+        let isolated = format!("{pod} is isolated for {direction} by {names}");
         match self.verdict {
             Verdict::NotIsolated => {
                 format!(
@@ -211,20 +215,19 @@ impl DirectionVerdict {
                 )
             }
             Verdict::Admitted => {
-                let admitting: Vec<String> = self
-                    .policies
-                    .iter()
-                    .filter_map(|p| match &p.outcome {
+                let admitting = listed(
+                    self.policies.iter().filter_map(|p| match &p.outcome {
                         PolicyOutcome::Admits(rule) => Some(format!("{} ({rule})", p.policy)),
                         _ => None,
-                    })
-                    .collect();
-                format!("{isolated}; admitted by {}", admitting.join(" and "))
+                    }),
+                    " and ",
+                    "policies",
+                );
+                format!("{isolated}; admitted by {admitting}")
             }
             Verdict::Denied => format!("{isolated}; no rule admits it: {}", self.reasons()),
             Verdict::Unknown => format!(
-                "{pod} is or may be isolated for {direction} by {}; cannot tell: {}",
-                names.join(", "),
+                "{pod} is or may be isolated for {direction} by {names}; cannot tell: {}",
                 self.reasons()
             ),
         }
@@ -232,18 +235,43 @@ impl DirectionVerdict {
 
     /// Why the isolating policies do not admit: `policy: reason; ...`.
     pub fn reasons(&self) -> String {
-        self.policies
-            .iter()
-            .flat_map(|p| match &p.outcome {
+        listed(
+            self.policies.iter().flat_map(|p| match &p.outcome {
                 PolicyOutcome::Admits(_) => Vec::new(),
                 PolicyOutcome::Denies(reasons) | PolicyOutcome::Unknown(reasons) => reasons
                     .iter()
                     .map(|reason| format!("{}: {reason}", p.policy))
                     .collect(),
-            })
-            .collect::<Vec<_>>()
-            .join("; ")
+            }),
+            "; ",
+            "reasons",
+        )
     }
+}
+
+/// The most items one sentence lists; [`DirectionVerdict::policies`] has
+/// them all.
+pub const MAX_LISTED: usize = 10;
+
+/// `a, b, c`, or with more than [`MAX_LISTED`] items the first of them and
+/// `(and 1990 more policies)`: a pod may be selected by thousands of
+/// policies, and a sentence naming them all helps no one (and once broke
+/// the packs' string limit).
+fn listed(items: impl Iterator<Item = String>, separator: &str, what: &str) -> String {
+    let mut shown = Vec::new();
+    let mut more = 0usize;
+    for item in items {
+        if shown.len() < MAX_LISTED {
+            shown.push(item);
+        } else {
+            more += 1;
+        }
+    }
+    let mut text = shown.join(separator);
+    if more > 0 {
+        text.push_str(&format!(" (and {more} more {what})"));
+    }
+    text
 }
 
 /// A three-valued match that says why it failed.

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use super::load::load_file_text;
 use super::*;
+use crate::snapshot::input::Boundary;
 use crate::snapshot::problem::Problem;
 
 fn fixture(name: &str) -> PathBuf {
@@ -28,7 +29,8 @@ fn labels(pairs: &[(&str, &str)]) -> Labels {
 
 /// The kubectl fixture, which must load without a single problem.
 fn kubectl_cluster() -> Cluster {
-    let (cluster, problems) = load(&fixture("kubectl"));
+    let dir = fixture("kubectl");
+    let (cluster, problems) = load(&dir, &Boundary::new(&dir));
     assert!(problems.is_empty(), "{problems:#?}");
     cluster
 }
@@ -474,7 +476,7 @@ fn pods_matching_looks_only_in_the_namespace() {
 #[test]
 fn broken_files_cost_only_what_is_broken() {
     let dir = fixture("broken");
-    let (cluster, problems) = load(&dir);
+    let (cluster, problems) = load(&dir, &Boundary::new(&dir));
     let problems: Vec<String> = problems
         .iter()
         .map(|p| {

@@ -21,7 +21,8 @@ pub mod sysctl;
 
 use std::path::Path;
 
-use super::problem::{Parsed, Problem, read_text};
+use super::input::{self, Boundary};
+use super::problem::{Parsed, Problem};
 
 /// The files of one namespace dump, with the command that writes each.
 /// This table is the snapshot contract; `collect` runs exactly these commands
@@ -103,25 +104,34 @@ pub struct NetnsDump {
 
 impl NetnsDump {
     /// Reads every dump file present in `dir`. Problems in one file never stop
-    /// the others from loading.
+    /// the others from loading. Links out of `dir` are not followed.
     pub fn load(dir: &Path) -> (NetnsDump, Vec<Problem>) {
-        let mut problems = Vec::new();
-        let p = &mut problems;
-        let dump = NetnsDump {
-            links: load_file(dir, "ip-link.json", link::parse, p),
-            addrs: load_file(dir, "ip-addr.json", addr::parse, p),
-            routes: load_file(dir, "ip-route.json", route::parse, p),
-            routes6: load_file(dir, "ip-route6.json", route::parse, p),
-            rules: load_file(dir, "ip-rule.json", rule::parse, p),
-            neighbours: load_file(dir, "ip-neigh.json", neigh::parse, p),
-            fdb: load_file(dir, "bridge-fdb.json", fdb::parse, p),
-            iptables: load_file(dir, "iptables-save.txt", iptables::parse, p),
-            ipsets: load_file(dir, "ipset-save.txt", ipset::parse, p),
-            ipvs: load_file(dir, "ipvsadm.txt", ipvs::parse, p),
-            sysctls: load_file(dir, "sysctl.txt", sysctl::parse, p),
-            sockets: load_file(dir, "ss.txt", sockets::parse, p),
+        NetnsDump::load_inside(dir, &Boundary::new(dir))
+    }
+
+    /// [`NetnsDump::load`] of a directory inside a snapshot: its files may
+    /// link anywhere inside `boundary`, never out of it.
+    pub fn load_inside(dir: &Path, boundary: &Boundary) -> (NetnsDump, Vec<Problem>) {
+        let mut files = DumpReader {
+            dir,
+            boundary,
+            problems: Vec::new(),
         };
-        (dump, problems)
+        let dump = NetnsDump {
+            links: files.load("ip-link.json", link::parse),
+            addrs: files.load("ip-addr.json", addr::parse),
+            routes: files.load("ip-route.json", route::parse),
+            routes6: files.load("ip-route6.json", route::parse),
+            rules: files.load("ip-rule.json", rule::parse),
+            neighbours: files.load("ip-neigh.json", neigh::parse),
+            fdb: files.load("bridge-fdb.json", fdb::parse),
+            iptables: files.load("iptables-save.txt", iptables::parse),
+            ipsets: files.load("ipset-save.txt", ipset::parse),
+            ipvs: files.load("ipvsadm.txt", ipvs::parse),
+            sysctls: files.load("sysctl.txt", sysctl::parse),
+            sockets: files.load("ss.txt", sockets::parse),
+        };
+        (dump, files.problems)
     }
 
     /// The dump files that were present and readable, in contract order.
@@ -149,30 +159,35 @@ impl NetnsDump {
     }
 }
 
-/// Reads and parses one dump file. A missing file is simply not collected; an
-/// unreadable one, or one that is not UTF-8, is a problem.
-fn load_file<T>(
-    dir: &Path,
-    name: &str,
-    parse: fn(&str) -> Parsed<T>,
-    problems: &mut Vec<Problem>,
-) -> Option<T> {
-    let path = dir.join(name);
-    let text = match read_text(&path) {
-        Ok(Some(text)) => text,
-        Ok(None) => return None,
-        Err(problem) => {
-            problems.push(problem);
-            return None;
-        }
-    };
-    let (value, issues) = parse(&text);
-    problems.extend(
-        issues
-            .into_iter()
-            .map(|issue| Problem::from_issue(&path, issue)),
-    );
-    value
+/// The files of one namespace directory, and the problems met reading them.
+struct DumpReader<'a> {
+    dir: &'a Path,
+    boundary: &'a Boundary,
+    problems: Vec<Problem>,
+}
+
+impl DumpReader<'_> {
+    /// Reads and parses one dump file. A missing file is simply not
+    /// collected; an unreadable one, one over its size cap, one that is not
+    /// a regular file inside the boundary, or not UTF-8, is a problem.
+    fn load<T>(&mut self, name: &str, parse: fn(&str) -> Parsed<T>) -> Option<T> {
+        let path = self.dir.join(name);
+        let text = match self.boundary.read_text(&path, input::dump_file(name)) {
+            Ok(Some(text)) => text,
+            Ok(None) => return None,
+            Err(problem) => {
+                self.problems.push(problem);
+                return None;
+            }
+        };
+        let (value, issues) = parse(&text);
+        self.problems.extend(
+            issues
+                .into_iter()
+                .map(|issue| Problem::from_issue(&path, issue)),
+        );
+        value
+    }
 }
 
 /// Runs every dump parser over the same text and returns all their issues.

@@ -1,0 +1,281 @@
+//! Reading input files that may be hostile: snapshots from customers'
+//! clusters and packs from other teams, often read as root.
+//!
+//! Only regular files are read: a FIFO would block forever, `/dev/zero`
+//! never ends, and merely opening some devices acts (`/dev/watchdog`), so
+//! the type is checked before the file is opened, and again on the open
+//! file. Every kind of file has a size cap ([`Limit`], listed in
+//! `docs/limits.md`), checked before anything is read. A [`Boundary`] keeps
+//! symbolic links from leading a snapshot or a pack outside its directory.
+
+use std::fs::{File, Metadata, OpenOptions};
+use std::io::Read;
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use super::problem::{ParseIssue, Problem, line_col};
+
+const MIB: u64 = 1024 * 1024;
+
+/// The most one file of a kind may hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limit {
+    pub bytes: u64,
+    /// The kind of file, as the error names it: "a namespace dump file".
+    pub what: &'static str,
+}
+
+/// A file of Kubernetes objects under `cluster/`. Objects may be split over
+/// any number of files, so a bigger cluster is never stuck at this cap.
+pub const CLUSTER_FILE: Limit = Limit {
+    bytes: 256 * MIB,
+    what: "a cluster/ file (split bigger object lists into several files)",
+};
+
+/// A pack's `pack.yaml`, script, library module or test file.
+pub const PACK_FILE: Limit = Limit {
+    bytes: MIB,
+    what: "a pack file",
+};
+
+/// One namespace dump file, by name: the rulesets of big clusters (kube-proxy
+/// with tens of thousands of services, Calico's ipsets) are far bigger than
+/// routes or sockets.
+pub fn dump_file(name: &str) -> Limit {
+    match name {
+        "iptables-save.txt" | "ipset-save.txt" | "nft-ruleset.json" => Limit {
+            bytes: 256 * MIB,
+            what: "a ruleset dump (iptables-save.txt, ipset-save.txt, nft-ruleset.json)",
+        },
+        "sysctl.txt" => Limit {
+            bytes: 16 * MIB,
+            what: "sysctl.txt",
+        },
+        _ => Limit {
+            bytes: 64 * MIB,
+            what: "a namespace dump file",
+        },
+    }
+}
+
+impl Limit {
+    fn exceeded(&self, path: &Path, size: u64) -> Problem {
+        Problem::in_file(
+            path,
+            format!(
+                "{size} bytes: larger than the {} that {} may hold; not read",
+                size_text(self.bytes),
+                self.what
+            ),
+        )
+    }
+}
+
+fn size_text(bytes: u64) -> String {
+    if bytes >= MIB && bytes.is_multiple_of(MIB) {
+        format!("{} MiB", bytes / MIB)
+    } else {
+        format!("{bytes} bytes")
+    }
+}
+
+/// Reads a regular file of at most `limit` as UTF-8 text. `Ok(None)` when it
+/// does not exist. Anything else that is not a regular file of that size, a
+/// file that cannot be read, and one that is not UTF-8 (positioned at the
+/// first bad byte) is a problem.
+pub fn read_text(path: &Path, limit: Limit) -> Result<Option<String>, Problem> {
+    let cannot = |e: std::io::Error| Problem::in_file(path, format!("cannot read: {e}"));
+    // The type before opening: opening is already too much for some devices.
+    let metadata = match std::fs::metadata(path) {
+        Ok(metadata) => metadata,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return match path.symlink_metadata() {
+                Ok(_) => Err(Problem::in_file(
+                    path,
+                    "symbolic link to nothing (its target does not exist)",
+                )),
+                Err(_) => Ok(None),
+            };
+        }
+        Err(e) => return Err(cannot(e)),
+    };
+    regular(path, &metadata, limit)?;
+    // Non-blocking, should it have been replaced by a FIFO since.
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(cannot)?;
+    let opened = file.metadata().map_err(cannot)?;
+    if (opened.dev(), opened.ino()) != (metadata.dev(), metadata.ino()) {
+        return Err(Problem::in_file(
+            path,
+            "cannot read: it changed while opened",
+        ));
+    }
+    regular(path, &opened, limit)?;
+    let bytes = read_at_most(file, opened.len(), limit.bytes).map_err(cannot)?;
+    if bytes.len() as u64 > limit.bytes {
+        return Err(limit.exceeded(path, bytes.len() as u64));
+    }
+    String::from_utf8(bytes).map(Some).map_err(|e| {
+        let valid_up_to = e.utf8_error().valid_up_to();
+        let valid = std::str::from_utf8(&e.as_bytes()[..valid_up_to]).unwrap_or_default();
+        let (line, column) = line_col(valid, valid_up_to);
+        Problem::from_issue(path, ParseIssue::at(line, column, "not valid UTF-8"))
+    })
+}
+
+/// A file that grows while it is read stops one byte past the cap.
+fn read_at_most(file: File, expected: u64, max: u64) -> std::io::Result<Vec<u8>> {
+    let mut bytes = Vec::with_capacity(usize::try_from(expected.min(max)).unwrap_or(0));
+    file.take(max + 1).read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+fn regular(path: &Path, metadata: &Metadata, limit: Limit) -> Result<(), Problem> {
+    let file_type = metadata.file_type();
+    let what = if file_type.is_file() {
+        return if metadata.len() > limit.bytes {
+            Err(limit.exceeded(path, metadata.len()))
+        } else {
+            Ok(())
+        };
+    } else if file_type.is_dir() {
+        "a directory"
+    } else if file_type.is_fifo() {
+        "a FIFO"
+    } else if file_type.is_socket() {
+        "a socket"
+    } else if file_type.is_char_device() {
+        "a character device"
+    } else if file_type.is_block_device() {
+        "a block device"
+    } else {
+        "not a file"
+    };
+    Err(Problem::in_file(
+        path,
+        format!("{what}, not a regular file; not read"),
+    ))
+}
+
+/// The directory an input must stay inside, symbolic links resolved.
+#[derive(Debug, Clone)]
+pub struct Boundary {
+    root: PathBuf,
+    /// As the user named it, for messages.
+    named: PathBuf,
+}
+
+impl Boundary {
+    /// The tree under `root`. A `root` that does not exist yet holds nothing
+    /// to read, so it is taken as written.
+    pub fn new(root: &Path) -> Boundary {
+        Boundary {
+            root: root.canonicalize().unwrap_or_else(|_| root.to_path_buf()),
+            named: root.to_path_buf(),
+        }
+    }
+
+    /// `Ok` when `path`, every symbolic link on the way resolved, is inside
+    /// the boundary, or does not exist; a problem naming where it leads
+    /// otherwise.
+    pub fn check(&self, path: &Path) -> Result<(), Problem> {
+        let resolved = match path.canonicalize() {
+            Ok(resolved) => resolved,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(Problem::in_file(path, format!("cannot read: {e}"))),
+        };
+        if resolved.starts_with(&self.root) {
+            Ok(())
+        } else {
+            Err(Problem::in_file(
+                path,
+                format!(
+                    "symbolic link leading outside {} (to {}); not followed",
+                    self.named.display(),
+                    resolved.display()
+                ),
+            ))
+        }
+    }
+
+    /// [`read_text`] of a file that must be inside the boundary.
+    pub fn read_text(&self, path: &Path, limit: Limit) -> Result<Option<String>, Problem> {
+        self.check(path)?;
+        read_text(path, limit)
+    }
+
+    /// Whether `path` is a directory inside the boundary: a link to a
+    /// directory outside it is a problem, and not followed.
+    pub fn is_dir(&self, path: &Path) -> Result<bool, Problem> {
+        if !path.is_dir() {
+            return Ok(false);
+        }
+        self.check(path).map(|()| true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SMALL: Limit = Limit {
+        bytes: 8,
+        what: "a test file",
+    };
+
+    #[test]
+    fn regular_file_within_its_limit_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, "12345678").unwrap();
+        assert_eq!(
+            read_text(&path, SMALL).unwrap().as_deref(),
+            Some("12345678")
+        );
+        assert_eq!(read_text(&dir.path().join("missing"), SMALL), Ok(None));
+    }
+
+    #[test]
+    fn file_over_its_limit_is_refused_unread() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, "123456789").unwrap();
+        let problem = read_text(&path, SMALL).unwrap_err();
+        assert!(
+            problem
+                .message
+                .starts_with("9 bytes: larger than the 8 bytes that a test file"),
+            "{problem}"
+        );
+    }
+
+    #[test]
+    fn character_device_is_refused_before_it_is_opened() {
+        let problem = read_text(Path::new("/dev/zero"), SMALL).unwrap_err();
+        assert_eq!(
+            problem.message,
+            "a character device, not a regular file; not read"
+        );
+    }
+
+    #[test]
+    fn link_out_of_the_boundary_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink("/etc/hostname", dir.path().join("out")).unwrap();
+        std::fs::write(dir.path().join("real"), "x").unwrap();
+        std::os::unix::fs::symlink("real", dir.path().join("in")).unwrap();
+        let boundary = Boundary::new(dir.path());
+        let problem = boundary.check(&dir.path().join("out")).unwrap_err();
+        assert!(
+            problem.message.contains("symbolic link leading outside"),
+            "{problem}"
+        );
+        assert_eq!(
+            boundary.read_text(&dir.path().join("in"), SMALL),
+            Ok(Some("x".to_owned()))
+        );
+    }
+}

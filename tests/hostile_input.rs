@@ -1,0 +1,588 @@
+//! Hostile and broken input (issue 13): whatever a snapshot or a pack holds,
+//! skoop neither crashes, hangs, exhausts memory, reads outside its inputs
+//! nor lies. Each test is named after the bug it pins.
+
+mod common;
+
+// As the skoop binary does: scripts' memory is counted by the allocator.
+#[global_allocator]
+static ALLOCATOR: skoop::packs::CountingAllocator = skoop::packs::CountingAllocator;
+
+use std::os::unix::fs::symlink;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn skoop(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_skoop"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("skoop runs")
+}
+
+/// `skoop ARGS`, killed (and the test failed) if it runs longer than `limit`.
+fn skoop_within(args: &[&str], limit: Duration) -> (Output, Duration) {
+    let started = Instant::now();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_skoop"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("skoop runs");
+    while child.try_wait().expect("waits").is_none() {
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            panic!("skoop {args:?} still runs after {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let output = child.wait_with_output().expect("output");
+    (output, started.elapsed())
+}
+
+fn mkfifo(path: &Path) {
+    let status = Command::new("mkfifo").arg(path).status().expect("mkfifo");
+    assert!(status.success());
+}
+
+/// `snapshot check` of `dir`, within 20 s: its stdout.
+fn check(dir: &Path) -> String {
+    let (output, _) = skoop_within(
+        &["snapshot", "check", dir.to_str().expect("UTF-8")],
+        Duration::from_secs(20),
+    );
+    stdout(&output)
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+// Item 1.
+#[test]
+fn lib_import_cycle_is_a_positioned_error_not_a_stack_overflow() {
+    let output = skoop(&["packs", "lint", "tests/fixtures/packs/import-cycle"]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let p = "tests/fixtures/packs/import-cycle";
+    let lines: Vec<String> = stdout(&output).lines().map(str::to_owned).collect();
+    assert_eq!(
+        lines,
+        [
+            // One cycle, one problem, whichever module enters it.
+            format!(
+                "{p}/lib/b.rhai:1:8: import cycle: lib/a.rhai imports lib/b.rhai imports lib/a.rhai"
+            ),
+            format!("{p}/lib/self.rhai:1:8: import cycle: lib/self.rhai imports lib/self.rhai"),
+        ]
+    );
+    // Every command that loads packs says so instead of aborting.
+    for args in [
+        &["packs", "list", "--pack-path", p][..],
+        &["packs", "test", p][..],
+        &[
+            "diagnose",
+            "--pack-path",
+            p,
+            "--snapshot",
+            "examples/flannel-vxlan",
+            "--from",
+            "default/web-0",
+            "--to",
+            "default/web-3:8080",
+        ][..],
+    ] {
+        let output = skoop(args);
+        let all = format!("{}{}", stdout(&output), stderr(&output));
+        assert!(
+            matches!(output.status.code(), Some(1 | 2)),
+            "{args:?}: {all}"
+        );
+        assert!(all.contains("import cycle"), "{all}");
+    }
+}
+
+// Item 1.
+#[test]
+fn lib_imports_nested_too_deep_are_refused() {
+    let output = skoop(&["packs", "lint", "tests/fixtures/packs/import-deep"]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(
+        stdout(&output).contains("imports nested deeper than 8"),
+        "{}",
+        stdout(&output)
+    );
+}
+
+// Item 4.
+#[test]
+fn fifo_as_a_dump_or_cluster_file_is_refused_not_waited_on() {
+    let snap = common::copy_snapshot("examples/flannel-vxlan");
+    let route = snap.path().join("nodes/node-1/host/ip-route.json");
+    std::fs::remove_file(&route).unwrap();
+    mkfifo(&route);
+    mkfifo(&snap.path().join("cluster/more.yaml"));
+    let out = check(snap.path());
+    for file in [route, snap.path().join("cluster/more.yaml")] {
+        let line = format!("{}: a FIFO, not a regular file; not read", file.display());
+        assert!(out.contains(&line), "{out}");
+    }
+    // A diagnosis needing the route goes on without it, and says so.
+    let (output, _) = skoop_within(
+        &[
+            "diagnose",
+            "--snapshot",
+            snap.path().to_str().unwrap(),
+            "--from",
+            "default/web-0",
+            "--to",
+            "default/web-3:8080",
+        ],
+        Duration::from_secs(20),
+    );
+    assert!(stderr(&output).contains("a FIFO"), "{}", stderr(&output));
+}
+
+// Item 4.
+#[test]
+fn dump_linked_to_dev_zero_is_refused() {
+    let snap = common::copy_snapshot("examples/flannel-vxlan");
+    let route = snap.path().join("nodes/node-1/host/ip-route.json");
+    std::fs::remove_file(&route).unwrap();
+    symlink("/dev/zero", &route).unwrap();
+    let out = check(snap.path());
+    assert!(
+        out.contains(&format!(
+            "{}: symbolic link leading outside {} (to /dev/zero); not followed",
+            route.display(),
+            snap.path().display()
+        )),
+        "{out}"
+    );
+}
+
+// Item 4: a device inside the snapshot is refused before it is opened.
+#[test]
+fn device_inside_the_snapshot_is_refused_before_it_is_opened() {
+    let snap = common::copy_snapshot("examples/flannel-vxlan");
+    let route = snap.path().join("nodes/node-1/host/ip-route.json");
+    std::fs::remove_file(&route).unwrap();
+    // mknod needs root; where it cannot be made there is nothing to test.
+    let made = Command::new("mknod")
+        .arg(&route)
+        .args(["c", "1", "5"])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !made {
+        return;
+    }
+    let out = check(snap.path());
+    assert!(
+        out.contains(&format!(
+            "{}: a character device, not a regular file; not read",
+            route.display()
+        )),
+        "{out}"
+    );
+}
+
+// Item 4.
+#[test]
+fn cluster_directory_linked_to_the_root_is_not_walked() {
+    let snap = common::copy_snapshot("examples/flannel-vxlan");
+    let cluster = snap.path().join("cluster");
+    std::fs::remove_dir_all(&cluster).unwrap();
+    symlink("/", &cluster).unwrap();
+    let out = check(snap.path());
+    assert!(
+        out.contains(&format!(
+            "{}: symbolic link leading outside {} (to /); not followed",
+            cluster.display(),
+            snap.path().display()
+        )),
+        "{out}"
+    );
+}
+
+// Item 4: `pods/default/evil -> /etc` read /etc's files as a dump.
+#[test]
+fn pod_directory_linked_outside_the_snapshot_is_not_read() {
+    let snap = common::copy_snapshot("examples/flannel-vxlan");
+    let evil = snap.path().join("nodes/node-1/pods/default/evil");
+    symlink("/etc", &evil).unwrap();
+    let out = check(snap.path());
+    assert!(
+        out.contains(&format!(
+            "{}: symbolic link leading outside {} (to /etc); not followed",
+            evil.display(),
+            snap.path().display()
+        )),
+        "{out}"
+    );
+    assert!(!out.contains("default/evil (on node-1)"), "{out}");
+}
+
+// Item 4: a 2 GB sparse file took 14 s and 4 GB of memory.
+#[test]
+fn sparse_file_over_its_size_cap_is_refused_unread() {
+    let snap = common::copy_snapshot("examples/flannel-vxlan");
+    let route = snap.path().join("nodes/node-1/host/ip-route.json");
+    std::fs::File::create(&route)
+        .unwrap()
+        .set_len(2 << 30)
+        .unwrap();
+    let (output, took) = skoop_within(
+        &["snapshot", "check", snap.path().to_str().unwrap()],
+        Duration::from_secs(20),
+    );
+    assert!(
+        stdout(&output).contains(&format!(
+            "{}: 2147483648 bytes: larger than the 64 MiB that a namespace dump file may hold; not read",
+            route.display()
+        )),
+        "{}",
+        stdout(&output)
+    );
+    assert!(took < Duration::from_secs(5), "{took:?}");
+}
+
+// Item 8: a script linked to /etc/shadow was read, as root, and its first
+// token echoed in the syntax error.
+#[test]
+fn pack_file_linked_outside_the_pack_is_not_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let pack = dir.path().join("leaky");
+    std::fs::create_dir_all(pack.join("lib")).unwrap();
+    std::fs::write(
+        pack.join("pack.yaml"),
+        "name: leaky\nversion: 0.1.0\ndescription: d\nengine: \">=0.1.0\"\nkind: rules\n",
+    )
+    .unwrap();
+    let secret = dir.path().join("secret.rhai");
+    std::fs::write(&secret, "root:$6$very-secret-hash:19000:0:99999:7:::\n").unwrap();
+    symlink(&secret, pack.join("shadow.rhai")).unwrap();
+    symlink(&secret, pack.join("lib/shadow.rhai")).unwrap();
+    symlink("/etc", pack.join("lib2.rhai")).unwrap();
+    let output = skoop(&["packs", "lint", pack.to_str().unwrap()]);
+    let all = format!("{}{}", stdout(&output), stderr(&output));
+    assert_ne!(output.status.code(), Some(0), "{all}");
+    assert!(!all.contains("very-secret"), "{all}");
+    for file in ["shadow.rhai", "lib/shadow.rhai"] {
+        assert!(
+            all.contains(&format!(
+                "{}: symbolic link leading outside {} (to {}); not followed",
+                pack.join(file).display(),
+                pack.display(),
+                secret.canonicalize().unwrap().display()
+            )),
+            "{all}"
+        );
+    }
+    // A link to a directory is no script: nothing is read through it.
+    assert!(!all.contains("lib2.rhai"), "{all}");
+}
+
+// Item 9: a pod directory named with a newline spoofed a line of `snapshot check`.
+#[test]
+fn newline_in_a_pod_directory_name_cannot_spoof_a_line() {
+    let snap = common::copy_snapshot("examples/flannel-vxlan");
+    let pods = snap.path().join("nodes/node-1/pods/default");
+    std::fs::create_dir(pods.join("x\r\nthe snapshot is fine")).unwrap();
+    let out = check(snap.path());
+    assert!(
+        out.lines()
+            .all(|line| !line.starts_with("the snapshot is fine")),
+        "{out}"
+    );
+    assert!(
+        out.contains("default/x\\r\\nthe snapshot is fine (on node-1)"),
+        "{out}"
+    );
+}
+
+// Item 9: escape sequences in object names and pack text reached the terminal raw.
+#[test]
+fn escape_sequences_from_snapshots_and_packs_are_shown_escaped() {
+    let snap = common::copy_snapshot("examples/flannel-vxlan");
+    std::fs::write(
+        snap.path().join("cluster/evil.yaml"),
+        "apiVersion: v1\nkind: Service\nmetadata: {name: \"evil\\e]0;pwned\\a\\e[2J\", namespace: default}\nspec: {clusterIP: 10.96.0.9, ports: [{port: 80}]}\n",
+    )
+    .unwrap();
+    let out = check(snap.path());
+    assert!(!out.contains('\u{1b}'), "{out:?}");
+    assert!(
+        out.contains("service default/evil\\u{1b}]0;pwned\\u{7}\\u{1b}[2J"),
+        "{out}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let pack = dir.path().join("loud");
+    std::fs::create_dir(&pack).unwrap();
+    std::fs::write(
+        pack.join("pack.yaml"),
+        "name: loud\nversion: 0.1.0\ndescription: \"\\e[31mred\\u202e\"\nengine: \">=0.1.0\"\nkind: rules\n",
+    )
+    .unwrap();
+    let output = skoop(&["packs", "list", "--pack-path", pack.to_str().unwrap()]);
+    let out = stdout(&output);
+    assert!(
+        !out.contains('\u{1b}') && !out.contains('\u{202e}'),
+        "{out:?}"
+    );
+    assert!(out.contains("\\u{1b}[31mred\\u{202e}"), "{out}");
+}
+
+/// A stale Pending pod claiming web-3's address, read before web-3.
+fn stale_pod_snapshot() -> tempfile::TempDir {
+    let snap = common::copy_snapshot("examples/flannel-vxlan");
+    std::fs::write(
+        snap.path().join("cluster/aaa-stale.yaml"),
+        "apiVersion: v1
+kind: Pod
+metadata: {name: old-web, namespace: default, labels: {app: old}}
+spec:
+  nodeName: node-1
+  containers: [{name: web, image: x, ports: [{containerPort: 8080}]}]
+status:
+  phase: Pending
+  podIP: 10.244.2.3
+  podIPs: [{ip: 10.244.2.3}]
+",
+    )
+    .unwrap();
+    snap
+}
+
+// Item 7: two pods with one IP: `snapshot check` said nothing and a
+// diagnosis to one was delivered to the other.
+#[test]
+fn two_pods_with_one_ip_resolve_to_the_running_one_and_are_reported() {
+    let snap = stale_pod_snapshot();
+    let (snapshot, _) = skoop::snapshot::Snapshot::load(snap.path()).unwrap();
+    let ip = "10.244.2.3".parse().unwrap();
+    let pod = snapshot.cluster.pod_at(ip).expect("a pod");
+    assert_eq!(pod.meta.name, "web-3");
+    let out = check(snap.path());
+    assert!(
+        out.contains(&format!(
+            "{}:1: Pod default/old-web (Pending) has IP 10.244.2.3, which Pod default/web-3 (Running, {}:",
+            snap.path().join("cluster/aaa-stale.yaml").display(),
+            snap.path().join("cluster/pods.yaml").display(),
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains("it is taken as default/web-3's (Running)"),
+        "{out}"
+    );
+}
+
+/// A copy of the example with `count` NetworkPolicies isolating every web
+/// pod for ingress, none admitting anything.
+fn many_policies_snapshot(count: usize) -> tempfile::TempDir {
+    let snap = common::copy_snapshot("examples/flannel-vxlan");
+    let mut yaml = String::from("apiVersion: v1\nkind: List\nitems:\n");
+    for i in 0..count {
+        yaml.push_str(&format!(
+            "- apiVersion: networking.k8s.io/v1
+  kind: NetworkPolicy
+  metadata: {{name: deny-{i:04}, namespace: default}}
+  spec:
+    podSelector: {{matchLabels: {{app: web}}}}
+    policyTypes: [Ingress]
+    ingress: [{{from: [{{podSelector: {{matchLabels: {{app: nobody-{i}}}}}}}]}}]
+"
+        ));
+    }
+    std::fs::write(snap.path().join("cluster/policies.yaml"), yaml).unwrap();
+    snap
+}
+
+// Item 6: at 200 policies selecting one pod the pack's strings outgrew the
+// sandbox ("Length of string too large") and the policy verdict was lost.
+#[test]
+fn thousands_of_policies_selecting_one_pod_keep_their_verdict() {
+    let snap = many_policies_snapshot(2000);
+    let (output, took) = skoop_within(
+        &[
+            "diagnose",
+            "--snapshot",
+            snap.path().to_str().unwrap(),
+            "--from",
+            "default/web-1",
+            "--to",
+            "default/web-3:8080",
+            "-o",
+            "json",
+        ],
+        Duration::from_secs(120),
+    );
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    let findings = report["findings"].as_array().expect("findings");
+    assert!(
+        findings.iter().all(|f| f["status"] != "script-error"),
+        "{findings:#?}"
+    );
+    let enforced = findings
+        .iter()
+        .find(|f| f["id"] == "networkpolicy.not-enforced")
+        .unwrap_or_else(|| panic!("{findings:#?}"));
+    let message = enforced["message"].as_str().unwrap();
+    assert!(
+        message.contains("isolated for ingress by default/deny-0000, default/deny-0001"),
+        "{message}"
+    );
+    assert!(message.contains("(and 1990 more policies)"), "{message}");
+    assert!(message.len() < 4000, "{} bytes", message.len());
+    eprintln!("2000 policies: {took:?}");
+}
+
+// Item 3: within the operation budget one call took from 20 s to over 10
+// minutes, and a map of 64 KB strings reached 3.7 GB.
+#[test]
+fn slow_or_memory_hungry_scripts_are_stopped_by_their_budget() {
+    use skoop::packs::{FindingStatus, LoadedPacks, PackSource, ScriptErrorKind};
+    let source = PackSource::read(Path::new("tests/fixtures/packs/hostile-budget")).unwrap();
+    let (loaded, problems) = LoadedPacks::load(vec![source], &[]);
+    assert!(problems.is_empty(), "{problems:?}");
+    let (snapshot, _) =
+        skoop::snapshot::Snapshot::load(Path::new("examples/flannel-vxlan")).unwrap();
+    let started = Instant::now();
+    let findings = loaded.evaluate_snapshot(&std::sync::Arc::new(snapshot));
+    let took = started.elapsed();
+    let kind = |id: &str| {
+        let found: Vec<_> = findings.iter().filter(|f| f.id == id).collect();
+        assert_eq!(found.len(), 2, "one per node: {found:?}");
+        assert!(found.iter().all(|f| f.status == FindingStatus::ScriptError));
+        found[0].error_kind
+    };
+    for id in ["budget.hash", "budget.sort", "budget.index-of"] {
+        assert_eq!(kind(id), Some(ScriptErrorKind::TookTooLong), "{id}");
+    }
+    // 256 MiB is reached in about half a second; on a machine loaded enough
+    // the deadline comes first (packs::budget's unit tests pin the memory
+    // budget itself). Either way the call stops, holding at most the budget.
+    for id in ["budget.map", "budget.nested"] {
+        assert!(
+            matches!(
+                kind(id),
+                Some(ScriptErrorKind::TooMuchMemory | ScriptErrorKind::TookTooLong)
+            ),
+            "{id}"
+        );
+    }
+    // Ten calls of at most a second each, and the memory given back.
+    assert!(took < Duration::from_secs(30), "{took:?}");
+    eprintln!("10 calls stopped in {took:?}");
+}
+
+// Item 12: port 0 was accepted although the message says 1-65535.
+#[test]
+fn port_zero_is_refused_wherever_a_port_is_given() {
+    let diagnose = |to: &str, port: Option<&str>| {
+        let mut args = vec![
+            "diagnose",
+            "--snapshot",
+            "examples/flannel-vxlan",
+            "--from",
+            "default/web-0",
+            "--to",
+            to,
+        ];
+        args.extend(port.map(|p| ["--port", p]).into_iter().flatten());
+        skoop(&args)
+    };
+    for output in [
+        diagnose("default/web-3", Some("0")),
+        diagnose("default/web-3:0", None),
+        diagnose("10.244.2.3:0", None),
+        skoop(&[
+            "netfilter",
+            "trace",
+            "--netns",
+            "examples/flannel-vxlan/nodes/node-2/host",
+            "--src",
+            "10.244.1.2",
+            "--dst",
+            "10.244.2.3",
+            "--proto",
+            "tcp",
+            "--dport",
+            "0",
+        ]),
+    ] {
+        assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+        assert!(stderr(&output).contains("1-65535"), "{}", stderr(&output));
+    }
+}
+
+// Item 12: `--set flannel.pod_mtu=-1` was accepted.
+#[test]
+fn parameter_override_out_of_its_range_is_refused() {
+    let output = skoop(&["packs", "list", "--set", "flannel.pod_mtu=-1"]);
+    assert_eq!(output.status.code(), Some(2), "{}", stdout(&output));
+    assert_eq!(
+        stderr(&output).trim(),
+        "error: --set flannel.pod_mtu=-1: parameter flannel.pod_mtu: -1 is out of range (0 to 65535)"
+    );
+    let output = skoop(&["packs", "list", "--set", "flannel.pod_mtu=1400"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+}
+
+// Item 12: `route lookup --src ::1 --dst 10.244.2.3` ignored the source.
+#[test]
+fn route_lookup_from_a_source_of_another_family_is_refused() {
+    let output = skoop(&[
+        "route",
+        "lookup",
+        "--netns",
+        "examples/flannel-vxlan/nodes/node-1/host",
+        "--src",
+        "::1",
+        "--dst",
+        "10.244.2.3",
+    ]);
+    assert_eq!(output.status.code(), Some(2), "{}", stdout(&output));
+    assert_eq!(
+        stderr(&output).trim(),
+        "error: --src ::1 and --dst 10.244.2.3 must be of one address family"
+    );
+}
+
+// Item 12: a YAML duplicate key was positioned at its mapping.
+#[test]
+fn yaml_duplicate_key_is_positioned_at_the_duplicate() {
+    let snap = common::copy_snapshot("examples/flannel-vxlan");
+    let file = snap.path().join("cluster/dup.yaml");
+    std::fs::write(
+        &file,
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: a\n  labels: {x: \"1\"}\n  name: b\n",
+    )
+    .unwrap();
+    let out = check(snap.path());
+    assert!(
+        out.contains(&format!("{}:6:3: duplicate key `name`", file.display())),
+        "{out}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("pack.yaml"),
+        "name: dup\nversion: 0.1.0\ndescription: d\nengine: \">=0.1.0\"\nkind: rules\nname: again\n",
+    )
+    .unwrap();
+    let output = skoop(&["packs", "lint", dir.path().to_str().unwrap()]);
+    assert_eq!(
+        stdout(&output).trim(),
+        format!(
+            "{}: duplicate key `name`",
+            dir.path().join("pack.yaml:6:1").display()
+        )
+    );
+}
