@@ -244,10 +244,9 @@ fn rbac(args: RbacArgs) -> ExitCode {
         Ok(packs) => packs,
         Err(code) => return code,
     };
-    out!(
-        "{}",
-        skoop::collect::rbac::rbac_yaml(&packs, &args.collector_namespace).trim_end()
-    );
+    for line in skoop::collect::rbac::rbac_yaml(&packs, &args.collector_namespace).lines() {
+        out!("{line}");
+    }
     ExitCode::SUCCESS
 }
 

@@ -77,7 +77,7 @@ impl LiveArgs {
             .enable_all()
             .build()
             .map_err(|e| {
-                eprintln!("error: cannot start the async runtime: {e}");
+                err!("error: cannot start the async runtime: {e}");
                 ExitCode::from(EXIT_USAGE)
             })?;
         let access = self.access();
@@ -91,16 +91,16 @@ impl LiveArgs {
             let result = tokio::select! {
                 result = collect(&connection, &access, packs, dir, work) => result,
                 signal = interrupted => {
-                    eprintln!("{signal}: stopping, removing collector pods");
+                    err!("{signal}: stopping, removing collector pods");
                     Err(ExitCode::from(130))
                 }
             };
             match cleanup_run(&connection, &access).await {
                 Ok(left) if !left.is_empty() && result.is_ok() => {
-                    eprintln!("note: removed {} collector pod(s)", left.len());
+                    err!("note: removed {} collector pod(s)", left.len());
                 }
                 Ok(_) => {}
-                Err(e) => eprintln!(
+                Err(e) => err!(
                     "warning: could not remove this run's collector pods ({e}); `skoop collect cleanup` removes them"
                 ),
             }
@@ -154,7 +154,7 @@ pub async fn collect_flow(
         .collect_for_flow(packs, request)
         .await
         .map_err(|e| {
-            eprintln!("error: {e}");
+            err!("error: {e}");
             ExitCode::from(EXIT_USAGE)
         })
 }
@@ -162,7 +162,7 @@ pub async fn collect_flow(
 /// Prints a live error; its exit code is 2 (input or usage: the cluster
 /// could not be used at all).
 pub fn fail(error: LiveError) -> ExitCode {
-    eprintln!("error: {error}");
+    err!("error: {error}");
     ExitCode::from(EXIT_USAGE)
 }
 
@@ -180,10 +180,10 @@ pub enum Summary {
 pub fn print_outcomes(collection: &LiveCollection, summary: Summary) {
     if summary == Summary::Full {
         for (file, count) in &collection.objects.written {
-            eprintln!("  cluster/{file}: {count} objects");
+            err!("  cluster/{file}: {count} objects");
         }
         if !collection.objects.not_served.is_empty() {
-            eprintln!(
+            err!(
                 "note: not served by this cluster (packs read them when present): {}",
                 collection.objects.not_served.join(", ")
             );
@@ -196,17 +196,18 @@ pub fn print_outcomes(collection: &LiveCollection, summary: Summary) {
                 collected += 1;
                 for written in &report.written {
                     if let Some(note) = &written.note {
-                        eprintln!("note: {wanted}: {}: {note}", written.file);
+                        err!("note: {wanted}: {}: {note}", written.file);
                     }
                 }
                 for skipped in report.skipped.iter().filter(|s| !s.reason.is_note()) {
-                    eprintln!(
+                    err!(
                         "warning: {wanted}: {} not collected: {}",
-                        skipped.file, skipped.reason
+                        skipped.file,
+                        skipped.reason
                     );
                 }
             }
-            Err(reason) => eprintln!("warning: {wanted} not collected: {reason}"),
+            Err(reason) => err!("warning: {wanted} not collected: {reason}"),
         }
     }
     let objects: usize = collection.objects.written.iter().map(|(_, n)| n).sum();
@@ -215,7 +216,7 @@ pub fn print_outcomes(collection: &LiveCollection, summary: Summary) {
         1 => " (walking the flow once)".to_string(),
         n => format!(" (walking the flow {n} times)"),
     };
-    eprintln!(
+    err!(
         "collected {objects} objects and {collected} of {} network namespaces{rounds}",
         collection.outcomes.len()
     );
