@@ -57,6 +57,20 @@ enum ProxyArpRefusal {
     Unknown(Stop),
 }
 
+/// Where a bridge sends a frame, by who holds its next hop.
+enum BridgePort<'s> {
+    /// The namespace behind this port.
+    Found {
+        port: &'s Device,
+        far: crate::engine::topology::Port<'s>,
+    },
+    /// A pod of the bridge's node whose dump the snapshot lacks, behind the
+    /// port the CNI gives it.
+    AssumedPod(NetnsId),
+    /// Nobody: the ARP request goes unanswered.
+    Unanswered,
+}
+
 /// The packet as the walker carries it.
 #[derive(Debug, Clone, PartialEq)]
 struct Packet {
@@ -1668,7 +1682,7 @@ impl<'s> Walker<'s, '_> {
                     .filter(|_| device.link_index.is_some())
                 {
                     Some(pod) if self.can_assume(&pod) => {
-                        self.send_to_local_pod(ns, hop, &device.ifname, &pod, packet, branch)
+                        self.send_to_local_pod(ns, hop, &device.ifname, &pod, None, packet, branch)
                     }
                     Some(pod) => {
                         let stop =
@@ -2386,10 +2400,8 @@ impl<'s> Walker<'s, '_> {
         packet: Packet,
         branch: Branch,
     ) {
-        for port in self.topology.bridge_ports(ns, &bridge.ifname) {
-            if let Some(peer) = self.topology.veth_peer(ns, port)
-                && self.owns(peer.ns, next_hop)
-            {
+        match self.bridge_port(ns, &bridge.ifname, next_hop, None) {
+            BridgePort::Found { port, far } => {
                 self.step(
                     hop,
                     Step::Bridged {
@@ -2397,24 +2409,51 @@ impl<'s> Walker<'s, '_> {
                         port: port.ifname.clone(),
                     },
                 );
-                return self.cross(
+                self.cross(
                     ns,
                     hop,
                     port,
                     LinkKind::BridgePort,
-                    peer.ns,
-                    &peer.link.ifname,
+                    far.ns,
+                    &far.link.ifname,
                     packet,
                     branch,
-                );
+                )
+            }
+            BridgePort::AssumedPod(pod) => {
+                self.send_to_local_pod(ns, hop, &bridge.ifname, &pod, None, packet, branch)
+            }
+            BridgePort::Unanswered => {
+                self.arp_unanswered(ns, hop, &bridge.ifname, next_hop, branch)
             }
         }
-        if let Some(pod) = self.missing_local_pod(ns, next_hop)
-            && self.can_assume(&pod)
-        {
-            return self.send_to_local_pod(ns, hop, &bridge.ifname, &pod, packet, branch);
+    }
+
+    /// The port of `bridge` (in `ns`) a frame for `next_hop` leaves by: the
+    /// one whose far end holds it (never the port it came in by), or the
+    /// CNI's port to a pod of this node the snapshot lacks. The one search,
+    /// whether the frame comes from the node's own stack or from a port.
+    fn bridge_port(
+        &self,
+        ns: &NetnsId,
+        bridge: &str,
+        next_hop: IpAddr,
+        in_port: Option<&str>,
+    ) -> BridgePort<'s> {
+        for port in self.topology.bridge_ports(ns, bridge) {
+            if Some(port.ifname.as_str()) == in_port {
+                continue;
+            }
+            if let Some(far) = self.topology.veth_peer(ns, port)
+                && self.owns(far.ns, next_hop)
+            {
+                return BridgePort::Found { port, far };
+            }
         }
-        self.arp_unanswered(ns, hop, &bridge.ifname, next_hop, branch)
+        match self.missing_local_pod(ns, next_hop) {
+            Some(pod) if self.can_assume(&pod) => BridgePort::AssumedPod(pod),
+            _ => BridgePort::Unanswered,
+        }
     }
 
     /// Nothing behind any port of `bridge` (in `ns`) holds the next hop, so
@@ -2574,63 +2613,73 @@ impl<'s> Walker<'s, '_> {
                 branch,
             );
         }
-        for port in self.topology.bridge_ports(peer_ns, &bridge) {
-            if port.ifname == peer.ifname {
-                continue;
-            }
-            if let Some(far) = self.topology.veth_peer(peer_ns, port)
-                && self.owns(far.ns, next_hop)
-            {
-                // The frame crosses the node's bridge without entering its IP stack.
-                let link = Link {
-                    kind: LinkKind::Veth,
-                    from_interface: device.ifname.clone(),
-                    to_interface: Some(peer.ifname.clone()),
-                    packet: packet.to_string(),
-                };
-                let bridge_hop = self.graph.add_node(Hop {
-                    id: hop_id(peer_ns),
-                    kind: HopKind::Node,
-                    node: Some(peer_ns.node().to_string()),
-                    assumed: false,
-                    // Bridged, not routed: no IP-stack checks apply here.
-                    context: None,
-                    steps: vec![HopStep {
-                        step: Step::Bridged {
-                            bridge: bridge.clone(),
-                            port: port.ifname.clone(),
-                        },
-                        assumed: false,
-                    }],
-                });
-                self.graph.add_edge(hop, bridge_hop, link);
-                let mut branch = branch;
-                branch.hops.push(bridge_hop);
-                let mut packet = packet;
-                if let Some(stop) = self.bridge_netfilter(
+        // Another port holds it: the frame crosses the node's bridge
+        // without entering its IP stack.
+        let target = self.bridge_port(peer_ns, &bridge, next_hop, Some(&peer.ifname));
+        if matches!(target, BridgePort::Unanswered) {
+            return self.arp_unanswered(peer_ns, hop, &bridge, next_hop, branch);
+        }
+        let link = Link {
+            kind: LinkKind::Veth,
+            from_interface: device.ifname.clone(),
+            to_interface: Some(peer.ifname.clone()),
+            packet: packet.to_string(),
+        };
+        let bridge_hop = self.graph.add_node(Hop {
+            id: hop_id(peer_ns),
+            kind: HopKind::Node,
+            node: Some(peer_ns.node().to_string()),
+            assumed: false,
+            // Bridged, not routed: no IP-stack checks apply here.
+            context: None,
+            steps: Vec::new(),
+        });
+        self.graph.add_edge(hop, bridge_hop, link);
+        let mut branch = branch;
+        branch.hops.push(bridge_hop);
+        let (port, far) = match target {
+            BridgePort::Found { port, far } => (port, far),
+            BridgePort::AssumedPod(pod) => {
+                return self.send_to_local_pod(
                     peer_ns,
                     bridge_hop,
                     &bridge,
-                    &peer.ifname,
-                    &port.ifname,
-                    &mut packet,
-                    &mut branch,
-                ) {
-                    return self.stop(bridge_hop, branch, stop);
-                }
-                return self.cross(
-                    peer_ns,
-                    bridge_hop,
-                    port,
-                    LinkKind::BridgePort,
-                    far.ns,
-                    &far.link.ifname,
+                    &pod,
+                    Some(&peer.ifname),
                     packet,
                     branch,
                 );
             }
+            BridgePort::Unanswered => unreachable!("answered above"),
+        };
+        self.step(
+            bridge_hop,
+            Step::Bridged {
+                bridge: bridge.clone(),
+                port: port.ifname.clone(),
+            },
+        );
+        if let Some(stop) = self.bridge_netfilter(
+            peer_ns,
+            bridge_hop,
+            &bridge,
+            &peer.ifname,
+            &port.ifname,
+            &mut packet,
+            &mut branch,
+        ) {
+            return self.stop(bridge_hop, branch, stop);
         }
-        self.arp_unanswered(peer_ns, hop, &bridge, next_hop, branch)
+        self.cross(
+            peer_ns,
+            bridge_hop,
+            port,
+            LinkKind::BridgePort,
+            far.ns,
+            &far.link.ifname,
+            packet,
+            branch,
+        )
     }
 
     /// The kernel's `arp_process` for a request arriving on `peer` (in

@@ -70,15 +70,21 @@ impl<'s> Walker<'s, '_> {
     /// veth the CNI gives the pod: a port of `dev` when `dev` is a bridge,
     /// unless the CNI routes to the veth itself. The step is the CNI's
     /// intent even in a real node's hop, whose dump does not show the port.
+    /// A frame bridged from another port (`in_port`) goes through the node's
+    /// netfilter where `bridge-nf-call-iptables` says so, as between two
+    /// ports the dump shows.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn send_to_local_pod(
         &mut self,
         ns: &NetnsId,
         hop: NodeIndex,
         dev: &str,
         pod: &NetnsId,
+        in_port: Option<&str>,
         packet: Packet,
         branch: Branch,
     ) {
+        let (mut packet, mut branch) = (packet, branch);
         let interface = match self.pod_interface(ns, &packet, pod) {
             Ok(interface) => interface,
             Err(undecided) => return self.undecided(hop, branch, undecided),
@@ -119,6 +125,12 @@ impl<'s> Walker<'s, '_> {
         } else {
             LinkKind::Veth
         };
+        if let Some(in_port) = in_port
+            && let Some(stop) =
+                self.bridge_netfilter(ns, hop, dev, in_port, &host_veth, &mut packet, &mut branch)
+        {
+            return self.stop(hop, branch, stop);
+        }
         let pod_dev = interface
             .pod_dev
             .or_else(|| self.pod_veth(pod))
@@ -375,7 +387,7 @@ impl<'s> Walker<'s, '_> {
         };
         match holder {
             Holder::LocalPod(pod) => {
-                self.send_to_local_pod(ns, hop, &next.device(), &pod, packet, branch)
+                self.send_to_local_pod(ns, hop, &next.device(), &pod, None, packet, branch)
             }
             Holder::Node(node) => {
                 let kind = match ns {
