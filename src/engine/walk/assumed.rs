@@ -20,8 +20,8 @@ use std::sync::Arc;
 use petgraph::graph::NodeIndex;
 
 use super::{
-    Branch, Encapsulation as Encapsulated, Packet, Stop, TunnelHeader, Tunnelled, UndoPhase,
-    Walker, hop_id,
+    Branch, Crossing, Encapsulation as Encapsulated, Flow, Next, Packet, Place, Stop, TunnelHeader,
+    Tunnelled, UndoPhase, Walker, hop_id,
 };
 use crate::engine::hooks::{Encapsulation, NextHop, PodInterface, Undecided};
 use crate::engine::intent::convert;
@@ -73,21 +73,18 @@ impl<'s> Walker<'s, '_> {
     /// A frame bridged from another port (`in_port`) goes through the node's
     /// netfilter where `bridge-nf-call-iptables` says so, as between two
     /// ports the dump shows.
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn send_to_local_pod(
         &mut self,
-        ns: &NetnsId,
-        hop: NodeIndex,
+        place: &Place,
         dev: &str,
         pod: &NetnsId,
         in_port: Option<&str>,
-        packet: Packet,
-        branch: Branch,
-    ) {
-        let (mut packet, mut branch) = (packet, branch);
-        let interface = match self.pod_interface(ns, &packet, pod) {
+        mut flow: Flow,
+    ) -> Next<'s> {
+        let (ns, hop) = (&place.ns, place.hop);
+        let interface = match self.pod_interface(ns, &flow.packet, pod) {
             Ok(interface) => interface,
-            Err(undecided) => return self.undecided(hop, branch, undecided),
+            Err(undecided) => return self.undecided(hop, flow.branch, undecided),
         };
         let host_veth = interface.host_veth.unwrap_or_else(|| unnamed("veth"));
         // A device the node's dump shows as something other than a bridge
@@ -110,7 +107,7 @@ impl<'s> Walker<'s, '_> {
                 reason,
                 evidence: self.file(ns, "ip-link.json"),
             };
-            return self.stop(hop, branch, stop);
+            return self.stop(hop, flow.branch, stop);
         }
         let bridged = host_veth != dev;
         let kind = if bridged {
@@ -126,16 +123,21 @@ impl<'s> Walker<'s, '_> {
             LinkKind::Veth
         };
         if let Some(in_port) = in_port
-            && let Some(stop) =
-                self.bridge_netfilter(ns, hop, dev, in_port, &host_veth, &mut packet, &mut branch)
+            && let Some(stop) = self.bridge_netfilter(place, dev, in_port, &host_veth, &mut flow)
         {
-            return self.stop(hop, branch, stop);
+            return self.stop(hop, flow.branch, stop);
         }
         let pod_dev = interface
             .pod_dev
             .or_else(|| self.pod_veth(pod))
             .unwrap_or_else(|| unnamed("interface"));
-        self.arrive(hop, kind, &host_veth, pod, &pod_dev, packet, branch);
+        let crossing = Crossing {
+            kind,
+            from_interface: &host_veth,
+            to: pod,
+            interface: &pod_dev,
+        };
+        self.arrive(hop, crossing, flow)
     }
 
     /// The veth pair the CNI gives `pod`, asked at its node `ns`.
@@ -171,12 +173,12 @@ impl<'s> Walker<'s, '_> {
     /// `in_iface` or generated there.
     pub(super) fn process_assumed(
         &mut self,
-        ns: &NetnsId,
-        hop: NodeIndex,
-        packet: Packet,
+        place: &Place,
+        flow: Flow,
         in_iface: Option<&str>,
-        branch: Branch,
-    ) {
+    ) -> Next<'s> {
+        let (ns, hop) = (&place.ns, place.hop);
+        let Flow { packet, branch } = flow;
         // A service proxy translates in PREROUTING (OUTPUT for the node's
         // own packets), before the node takes a packet for itself (NodePorts).
         if matches!(ns, NetnsId::Host { .. }) && !branch.reply && packet.tunnel.is_none() {
@@ -203,6 +205,7 @@ impl<'s> Walker<'s, '_> {
                     let share = 1.0 / translation.backends.len() as f64;
                     let in_iface = in_iface.map(str::to_string);
                     let forks = self.fork(hop, &branch, translation.backends.len());
+                    let mut ways = Vec::with_capacity(forks.len());
                     for (backend, (hop, mut branch)) in translation.backends.iter().zip(forks) {
                         let after = Endpoint {
                             addr: backend.ip,
@@ -233,47 +236,40 @@ impl<'s> Walker<'s, '_> {
                             if let Err(stop) =
                                 self.masquerade_to_node(ns, hop, &mut packet, &mut branch, &by)
                             {
-                                self.stop(hop, branch, stop);
+                                ways.push(self.stop(hop, branch, stop));
                                 continue;
                             }
                         }
-                        self.deliver_or_route(ns, hop, packet, in_iface.as_deref(), branch);
+                        let place = Place::new(ns, hop);
+                        let flow = Flow { packet, branch };
+                        ways.push(self.deliver_or_route(&place, flow, in_iface.as_deref()));
                     }
-                    return;
+                    return Next::Fork(ways);
                 }
                 Ok(None) => {}
             }
         }
-        self.deliver_or_route(ns, hop, packet, in_iface, branch)
+        self.deliver_or_route(place, Flow { packet, branch }, in_iface)
     }
 
     /// A packet received for an address of the namespace is delivered there;
     /// any other goes where the CNI sends it.
-    fn deliver_or_route(
-        &mut self,
-        ns: &NetnsId,
-        hop: NodeIndex,
-        packet: Packet,
-        in_iface: Option<&str>,
-        branch: Branch,
-    ) {
+    fn deliver_or_route(&mut self, place: &Place, flow: Flow, in_iface: Option<&str>) -> Next<'s> {
         if let Some(iif) = in_iface
-            && self.holds(ns, packet.dst)
+            && self.holds(&place.ns, flow.packet.dst)
         {
-            return self.deliver(ns, hop, packet, iif, branch);
+            return self.deliver(place, flow, iif);
         }
-        self.route_assumed(ns, hop, packet, in_iface, branch)
+        self.route_assumed(place, flow, in_iface)
     }
 
     /// Where the CNI sends the packet from an assumed hop, and how.
-    fn route_assumed(
-        &mut self,
-        ns: &NetnsId,
-        hop: NodeIndex,
-        mut packet: Packet,
-        in_iface: Option<&str>,
-        mut branch: Branch,
-    ) {
+    fn route_assumed(&mut self, place: &Place, flow: Flow, in_iface: Option<&str>) -> Next<'s> {
+        let (ns, hop) = (&place.ns, place.hop);
+        let Flow {
+            mut packet,
+            mut branch,
+        } = flow;
         if packet.src.is_none() {
             let stop = self.missing(ns, "the namespace's dump", "choose a source address");
             return self.stop(hop, branch, stop);
@@ -307,7 +303,7 @@ impl<'s> Walker<'s, '_> {
         match self.intent.encapsulation(&scope) {
             Err(undecided) => return self.undecided(hop, branch, undecided),
             Ok(Some(encapsulation)) => {
-                return self.encapsulate_assumed(ns, hop, packet, encapsulation, branch);
+                return self.encapsulate_assumed(place, Flow { packet, branch }, encapsulation);
             }
             Ok(None) => {}
         }
@@ -326,7 +322,7 @@ impl<'s> Walker<'s, '_> {
             }
             Ok(false) => {}
         }
-        self.leave_assumed(ns, hop, &next, packet, branch)
+        self.leave_assumed(place, &next, Flow { packet, branch })
     }
 
     /// Source-NATs the packet to the node's InternalIP, as the CNI or a
@@ -371,15 +367,9 @@ impl<'s> Walker<'s, '_> {
 
     /// The packet leaves an assumed hop by `next.dev` towards whoever holds
     /// the next hop.
-    fn leave_assumed(
-        &mut self,
-        ns: &NetnsId,
-        hop: NodeIndex,
-        next: &NextHop,
-        packet: Packet,
-        branch: Branch,
-    ) {
-        let target = next.via.unwrap_or(packet.dst);
+    fn leave_assumed(&mut self, place: &Place, next: &NextHop, flow: Flow) -> Next<'s> {
+        let (ns, hop) = (&place.ns, place.hop);
+        let target = next.via.unwrap_or(flow.packet.dst);
         let holder = match ns {
             // A pod's packets go to its node, whatever the gateway.
             NetnsId::Pod { node, .. } => Holder::Node(NetnsId::Host { node: node.clone() }),
@@ -387,7 +377,7 @@ impl<'s> Walker<'s, '_> {
         };
         match holder {
             Holder::LocalPod(pod) => {
-                self.send_to_local_pod(ns, hop, &next.device(), &pod, None, packet, branch)
+                self.send_to_local_pod(place, &next.device(), &pod, None, flow)
             }
             Holder::Node(node) => {
                 let kind = match ns {
@@ -395,19 +385,11 @@ impl<'s> Walker<'s, '_> {
                     NetnsId::Host { .. } => LinkKind::Underlay,
                 };
                 let pod_ip = match ns {
-                    NetnsId::Pod { .. } => packet.src,
+                    NetnsId::Pod { .. } => flow.packet.src,
                     NetnsId::Host { .. } => None,
                 };
-                self.enter_node(
-                    hop,
-                    kind,
-                    &next.device(),
-                    &node,
-                    target,
-                    pod_ip,
-                    packet,
-                    branch,
-                );
+                let device = next.device();
+                self.enter_node(hop, (kind, &device), &node, target, pod_ip, flow)
             }
             Holder::Elsewhere(what) => {
                 let reason = format!(
@@ -417,29 +399,27 @@ impl<'s> Walker<'s, '_> {
                     next.device()
                 );
                 let stop = Stop::unknown("engine.intent.unreachable", reason, self.cni_evidence());
-                self.stop(hop, branch, stop)
+                self.stop(hop, flow.branch, stop)
             }
-            Holder::Outside => self.leave_cluster(hop, &next.device(), packet, branch),
+            Holder::Outside => self.leave_cluster(hop, &next.device(), flow),
         }
     }
 
     /// The packet goes over a link to a node: on the interface that holds
     /// the next hop, or for a pod's packet the one the node reaches the pod
-    /// by; into the node's real namespace when the snapshot has it.
-    #[allow(clippy::too_many_arguments)]
+    /// by; into the node's real namespace when the snapshot has it. `link`
+    /// is the link's kind and the interface it leaves by.
     pub(super) fn enter_node(
         &mut self,
         hop: NodeIndex,
-        kind: LinkKind,
-        from_interface: &str,
+        link: (LinkKind, &str),
         node: &NetnsId,
         target: IpAddr,
         pod_ip: Option<IpAddr>,
-        packet: Packet,
-        branch: Branch,
-    ) {
+        flow: Flow,
+    ) -> Next<'s> {
         let interface = match pod_ip {
-            Some(pod_ip) => self.interface_to(node, pod_ip, &packet),
+            Some(pod_ip) => self.interface_to(node, pod_ip, &flow.packet),
             None => self
                 .topology
                 .owners(target)
@@ -448,7 +428,14 @@ impl<'s> Walker<'s, '_> {
                 .map(|(_, interface)| interface.to_string()),
         };
         let interface = interface.unwrap_or_else(|| holding(target));
-        self.arrive(hop, kind, from_interface, node, &interface, packet, branch)
+        let (kind, from_interface) = link;
+        let crossing = Crossing {
+            kind,
+            from_interface,
+            to: node,
+            interface: &interface,
+        };
+        self.arrive(hop, crossing, flow)
     }
 
     /// The device by which `node` reaches a pod's address: the one a packet
@@ -472,19 +459,18 @@ impl<'s> Walker<'s, '_> {
     /// holds the tunnel's far end.
     fn encapsulate_assumed(
         &mut self,
-        ns: &NetnsId,
-        hop: NodeIndex,
-        packet: Packet,
+        place: &Place,
+        flow: Flow,
         encapsulation: Encapsulation,
-        branch: Branch,
-    ) {
+    ) -> Next<'s> {
+        let (ns, hop) = (&place.ns, place.hop);
         if matches!(ns, NetnsId::Pod { .. }) {
             let reason = format!(
                 "pack {} tunnels from pod {}: only nodes tunnel here",
                 self.cni_name(),
                 hop_id(ns)
             );
-            return self.stop(hop, branch, self.unmodelled_tunnel(reason));
+            return self.stop(hop, flow.branch, self.unmodelled_tunnel(reason));
         }
         // VXLAN needs the VNI and UDP port the pack gives; IPIP has neither.
         let (encapsulated, udp_port) = match (
@@ -508,7 +494,7 @@ impl<'s> Walker<'s, '_> {
                     encapsulation.dev,
                     encapsulation.kind
                 );
-                return self.stop(hop, branch, self.unmodelled_tunnel(reason));
+                return self.stop(hop, flow.branch, self.unmodelled_tunnel(reason));
             }
         };
         let header = TunnelHeader {
@@ -521,32 +507,20 @@ impl<'s> Walker<'s, '_> {
             // packet: the inner packet's is kept.
             df: None,
         };
-        self.encapsulate(ns, hop, packet, header, branch);
+        self.encapsulate(place, flow, header)
     }
 
     /// A tunnel's outer packet leaves an assumed node for the node holding
     /// its far end.
-    pub(super) fn send_tunnelled_assumed(
-        &mut self,
-        ns: &NetnsId,
-        hop: NodeIndex,
-        outer: Packet,
-        branch: Branch,
-    ) {
+    pub(super) fn send_tunnelled_assumed(&mut self, place: &Place, flow: Flow) -> Next<'s> {
+        let (ns, hop) = (&place.ns, place.hop);
+        let outer = &flow.packet;
         match self.holder(ns.node(), outer.dst) {
             Holder::Node(remote) => {
                 let from = outer.src.map_or_else(|| unnamed("device"), holding);
                 let target = outer.dst;
-                self.enter_node(
-                    hop,
-                    LinkKind::Underlay,
-                    &from,
-                    &remote,
-                    target,
-                    None,
-                    outer,
-                    branch,
-                )
+                let link = (LinkKind::Underlay, from.as_str());
+                self.enter_node(hop, link, &remote, target, None, flow)
             }
             Holder::LocalPod(_) | Holder::Elsewhere(_) | Holder::Outside => {
                 let reason = format!(
@@ -554,7 +528,7 @@ impl<'s> Walker<'s, '_> {
                     self.cni_name(),
                     outer.dst
                 );
-                self.stop(hop, branch, self.unmodelled_tunnel(reason))
+                self.stop(hop, flow.branch, self.unmodelled_tunnel(reason))
             }
         }
     }
@@ -565,13 +539,9 @@ impl<'s> Walker<'s, '_> {
     }
 
     /// A request for a socket of an assumed namespace.
-    pub(super) fn deliver_assumed(
-        &mut self,
-        ns: &NetnsId,
-        hop: NodeIndex,
-        packet: Packet,
-        branch: Branch,
-    ) {
+    pub(super) fn deliver_assumed(&mut self, place: &Place, flow: Flow) -> Next<'s> {
+        let (ns, hop) = (&place.ns, place.hop);
+        let Flow { packet, branch } = flow;
         self.delivering(hop);
         let delivery = match ns {
             NetnsId::Pod {
@@ -592,7 +562,7 @@ impl<'s> Walker<'s, '_> {
         match delivery {
             Ok(socket) => {
                 self.step(hop, Step::Delivered { socket });
-                self.answer(ns, hop, &packet, branch);
+                self.answer(place, Flow { packet, branch })
             }
             Err(reason) => {
                 let stop = Stop::unknown("snapshot.missing", reason, self.file(ns, "ss.txt"));
@@ -797,7 +767,7 @@ impl<'s> Walker<'s, '_> {
 
     /// A hook gave no usable answer: its pack's finding (or what was wrong
     /// with the answer) is reported and the path ends there.
-    fn undecided(&mut self, hop: NodeIndex, branch: Branch, undecided: Undecided) {
+    fn undecided(&mut self, hop: NodeIndex, branch: Branch, undecided: Undecided) -> Next<'s> {
         let stop = self.undecided_stop(hop, undecided);
         self.stop(hop, branch, stop)
     }
