@@ -15,37 +15,24 @@
 //! hold exactly the fault that differs from it.
 
 use std::net::IpAddr;
-use std::sync::Arc;
 
 use petgraph::graph::NodeIndex;
+
+mod answers;
 
 use super::{
     Branch, Crossing, Encapsulation as Encapsulated, Flow, Next, Packet, Place, Stop, TunnelHeader,
     Tunnelled, UndoPhase, Walker, hop_id,
 };
 use crate::engine::hooks::{Encapsulation, NextHop, PodInterface, Undecided};
-use crate::engine::intent::convert;
 use crate::engine::target::Protocol;
-use crate::engine::{Disposition, Finding, HopStep, LinkKind, Severity, Step};
+use crate::engine::{Disposition, HopStep, LinkKind, Step};
 use crate::netstack::netfilter::{Endpoint, Translation};
 use crate::netstack::routing::{FlowKey, LookupOutcome};
-use crate::packs::{HopScope, PodRef};
+use crate::packs::PodRef;
 use crate::snapshot::NetnsId;
-use crate::snapshot::cluster::{IpOwner, Protocol as PortProtocol};
 use crate::snapshot::netns::link::LinkKind as DeviceKind;
-
-/// Where a packet from an assumed hop goes, by who holds its next hop.
-enum Holder {
-    /// A pod of this hop's node, behind its veth.
-    LocalPod(NetnsId),
-    /// A node (reached over the underlay).
-    Node(NetnsId),
-    /// Something of the cluster that is not reached directly from here (a
-    /// pod of another node, a service address), as text.
-    Elsewhere(String),
-    /// Nobody in the cluster.
-    Outside,
-}
+use answers::{Holder, holding, unnamed};
 
 impl<'s> Walker<'s, '_> {
     /// Whether a namespace is stepped over with the CNI's intent: the
@@ -571,46 +558,6 @@ impl<'s> Walker<'s, '_> {
         }
     }
 
-    /// A pod without a dump takes the packet when it is Ready and declares
-    /// the port: its socket, as Kubernetes describes it; else nobody can say.
-    fn pod_delivery(&self, namespace: &str, name: &str, packet: &Packet) -> Result<String, String> {
-        let Some(pod) = self.snapshot.cluster.pod(namespace, name) else {
-            return Err(format!(
-                "no pod {namespace}/{name} in the cluster's objects"
-            ));
-        };
-        if pod.ready != Some(true) {
-            return Err(format!(
-                "pod {namespace}/{name} is not Ready: whether it answers cannot be known without its dump"
-            ));
-        }
-        let wanted = match packet.protocol {
-            Protocol::Icmp => {
-                return Ok("the kernel's ICMP echo responder (the pod is Ready)".into());
-            }
-            Protocol::Tcp => PortProtocol::Tcp,
-            Protocol::Udp => PortProtocol::Udp,
-        };
-        let declared = pod.containers.iter().find_map(|container| {
-            container
-                .ports
-                .iter()
-                .find(|p| Some(p.container_port) == packet.dport && p.protocol == wanted)
-                .map(|_| container.name.as_str())
-        });
-        let port = packet.dport.map_or("-".into(), |p| p.to_string());
-        match declared {
-            Some(container) => Ok(format!(
-                "{} port {port}, declared by container {container} (the pod is Ready)",
-                packet.protocol
-            )),
-            None => Err(format!(
-                "pod {namespace}/{name} declares no containerPort {port}/{}: whether something listens there is known only from its dump (ss.txt)",
-                packet.protocol
-            )),
-        }
-    }
-
     /// The device that takes a tunnel packet at an assumed node: the CNI's
     /// device for that tunnel — the one the CNI would send the answer back
     /// by, if its kind, VNI and port are the packet's.
@@ -656,193 +603,33 @@ impl<'s> Walker<'s, '_> {
             }
         }
     }
+}
 
-    /// Who holds `address`, seen from node `node`: a pod of that node, a
-    /// node, something else of the cluster, or nobody.
-    fn holder(&self, node: &str, address: IpAddr) -> Holder {
-        if let Some((owner, _)) = self.topology.owners(address).first()
-            && matches!(owner, NetnsId::Host { .. })
-        {
-            return Holder::Node((*owner).clone());
-        }
-        let cluster = &self.snapshot.cluster;
-        if let Some(pod) = cluster.pod_at(address) {
-            let (namespace, name) = (&pod.meta.namespace, &pod.meta.name);
-            if pod.node_name.as_deref() == Some(node) {
-                return Holder::LocalPod(NetnsId::Pod {
-                    node: node.to_string(),
-                    namespace: namespace.clone(),
-                    name: name.clone(),
-                });
-            }
-            return Holder::Elsewhere(format!(
-                "pod {namespace}/{name} on {}",
-                pod.node_name.as_deref().unwrap_or("no node")
-            ));
-        }
-        let owners = cluster.by_ip(address);
-        if let Some(name) = owners.iter().find_map(|owner| match owner {
-            IpOwner::Node { name } => Some(name),
-            _ => None,
-        }) {
-            return Holder::Node(NetnsId::Host { node: name.clone() });
-        }
-        match owners.iter().find_map(IpOwner::service) {
-            Some((namespace, name)) => {
-                Holder::Elsewhere(format!("service {namespace}/{name}'s address"))
-            }
-            None => Holder::Outside,
-        }
-    }
+#[cfg(test)]
+mod tests {
+    use super::super::fixture::*;
+    use super::*;
 
-    /// Whether an assumed namespace holds an address, by the cluster's objects.
-    fn holds(&self, ns: &NetnsId, address: IpAddr) -> bool {
-        let cluster = &self.snapshot.cluster;
-        match ns {
-            NetnsId::Host { node } => cluster
-                .by_ip(address)
-                .iter()
-                .any(|owner| matches!(owner, IpOwner::Node { name } if name == node)),
-            NetnsId::Pod {
-                namespace, name, ..
-            } => cluster
-                .pod_at(address)
-                .is_some_and(|pod| &pod.meta.namespace == namespace && &pod.meta.name == name),
-        }
-    }
-
-    /// The veth of a pod whose dump the snapshot has.
-    fn pod_veth(&self, pod: &NetnsId) -> Option<String> {
-        self.topology
-            .links(pod)
-            .find(|link| link.link_index.is_some())
-            .map(|link| link.ifname.clone())
-    }
-
-    fn node_address(&self, node: &str) -> Option<IpAddr> {
-        self.snapshot.cluster.node(node)?.internal_ip()
-    }
-
-    fn node_ready(&self, node: &str) -> Option<bool> {
-        self.snapshot.cluster.node(node)?.ready
-    }
-
-    /// The hop as the hooks see it.
-    fn scope(&self, ns: &NetnsId, packet: &Packet, in_iface: Option<&str>) -> Arc<HopScope> {
-        // The hooks decide where the packet goes next: no path has ended
-        // here, and no hook reads the path's origin.
-        Arc::new(HopScope {
-            in_iface: in_iface.map(str::to_string),
-            forwarding: in_iface.is_some(),
-            reply: packet.reply,
-            ..HopScope::new(self.shared.clone(), ns.clone(), packet.pack_packet())
-        })
-    }
-
-    fn cni_name(&self) -> String {
-        self.intent
-            .cni
-            .map_or_else(|| "(none)".into(), |pack| pack.name.clone())
-    }
-
-    /// The CNI pack's directory, as evidence for what it intends.
-    fn cni_evidence(&self) -> String {
-        self.intent.cni.map_or_else(String::new, |pack| {
-            format!("pack {} ({})", pack.name, pack.dir.display())
-        })
-    }
-
-    /// The CNI pack has no opinion about the packet: nothing can be said.
-    fn no_opinion(&self, ns: &NetnsId, hook: &str, packet: &Packet) -> Stop {
-        Stop::unknown(
-            "snapshot.missing",
-            format!(
-                "the snapshot has no dump of {}, and pack {}'s {hook} has no opinion about {packet}",
-                hop_id(ns),
-                self.cni_name()
-            ),
-            self.cni_evidence(),
-        )
-    }
-
-    /// A hook gave no usable answer: its pack's finding (or what was wrong
-    /// with the answer) is reported and the path ends there.
-    fn undecided(&mut self, hop: NodeIndex, branch: Branch, undecided: Undecided) -> Next<'s> {
-        let stop = self.undecided_stop(hop, undecided);
-        self.stop(hop, branch, stop)
-    }
-
-    /// The stop for a hook without a usable answer, its pack's finding
-    /// reported.
-    fn undecided_stop(&mut self, hop: NodeIndex, undecided: Undecided) -> Stop {
-        let hop_name = self.graph[hop].id.clone();
-        let (reason, evidence) = match undecided {
-            Undecided::Pack(finding) => {
-                let finding = convert(*finding, &hop_name, hop.index());
-                let reason = format!("the CNI's intent is not known: {}", finding.message);
-                let evidence = finding.evidence.clone();
-                self.findings.push(finding);
-                (reason, evidence)
-            }
-            Undecided::Malformed {
-                pack,
-                hook,
-                problem,
-            } => (
-                format!("pack {pack}'s {hook} hook answered outside its contract: {problem}"),
-                self.cni_evidence(),
-            ),
-        };
-        Stop::unknown("engine.hook.undecided", reason, evidence)
-    }
-
-    /// Says once per namespace that what happens there is assumed, and on
-    /// whose word.
-    pub(super) fn note_assumed(&mut self, ns: &NetnsId, hop: NodeIndex) {
-        if !self.assumed_namespaces.insert(ns.clone()) {
-            return;
-        }
-        let dir = match ns {
-            NetnsId::Host { node } => format!("nodes/{node}/host"),
-            NetnsId::Pod {
-                node,
-                namespace,
-                name,
-            } => format!("nodes/{node}/pods/{namespace}/{name}"),
-        };
-        let message = format!(
-            "the snapshot has no dump of {ns} ({dir}): what happens there is pack {}'s intent and the cluster's objects, not its kernel's state",
-            self.cni_name()
-        );
-        self.findings.push(Finding {
-            id: "snapshot.assumed".into(),
-            severity: Severity::Info,
-            hop: hop_id(ns),
-            hop_index: hop.index(),
-            message,
-            evidence: format!(
-                "{} (not collected); {}",
-                self.snapshot.root.join(&dir).display(),
-                self.cni_evidence()
-            ),
-            expected: None,
+    #[test]
+    fn without_a_cni_pack_nothing_is_assumed() {
+        let mut files = two_pods_on_a_bridge();
+        files.retain(|(path, _)| !path.contains("pods/default/b/"));
+        let fixture = Fixture::new(&files);
+        fixture.walk(None, |walker| {
+            assert!(!walker.can_assume(&pod("b")));
+            // The node sends to port veth-b, whose far end is not in the
+            // snapshot: nothing can be said.
+            let mut branch = branch();
+            let place = walker.test_hop(&host("n1"), &mut branch);
+            let bridge = walker.topology.link(&place.ns, "cni0").unwrap();
+            let flow = Flow {
+                packet: tcp("10.0.0.1", "10.0.0.3"),
+                branch,
+            };
+            let stop =
+                stopped(walker.bridge_egress(&place, bridge, "10.0.0.3".parse().unwrap(), flow));
+            assert_eq!(stop.id, "snapshot.missing");
+            assert_eq!(stop.disposition, Disposition::InsufficientInfo);
         });
-    }
-}
-
-/// An interface the snapshot cannot name.
-fn unnamed(what: &str) -> String {
-    format!("(its {what}, not in the snapshot)")
-}
-
-/// The interface holding an address, where the snapshot cannot name it.
-fn holding(address: IpAddr) -> String {
-    format!("the interface holding {address}")
-}
-
-impl NextHop {
-    /// The device, or what stands for it when the CNI cannot name it.
-    fn device(&self) -> String {
-        self.dev.clone().unwrap_or_else(|| unnamed("device"))
     }
 }

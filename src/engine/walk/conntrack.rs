@@ -23,6 +23,19 @@ pub(super) struct Branch {
 }
 
 impl Branch {
+    /// The branch the walk starts with: the request, on its own.
+    pub(super) fn new() -> Branch {
+        Branch {
+            hops: Vec::new(),
+            probability: 1.0,
+            seen: Vec::new(),
+            origin: None,
+            nat: Vec::new(),
+            reply: false,
+            connection: Vec::new(),
+        }
+    }
+
     /// What conntrack in `ns` knows of the reply's connection: its
     /// translations there, where the request passed; `None` otherwise (and
     /// for the request itself, a new connection).
@@ -278,5 +291,88 @@ impl<'s> Walker<'s, '_> {
             evidence: hop_id(ns),
         };
         self.stop(hop, branch, stop)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixture::*;
+    use super::*;
+
+    fn endpoint(addr: &str, port: Option<u16>) -> netfilter::Endpoint {
+        netfilter::Endpoint {
+            addr: addr.parse().unwrap(),
+            port,
+        }
+    }
+
+    #[test]
+    fn the_replys_destination_is_un_snated_before_routing_only() {
+        let fixture = Fixture::new(&two_pods_on_a_bridge());
+        fixture.walk(None, |walker| {
+            let node = host("n1");
+            let mut branch = branch();
+            let place = walker.test_hop(&node, &mut branch);
+            let masquerade = Translation::Snat {
+                before: endpoint("10.0.0.2", Some(EPHEMERAL_PORT)),
+                after: endpoint("172.18.0.11", Some(EPHEMERAL_PORT)),
+            };
+            branch.nat.push((node.clone(), masquerade));
+            let mut reply = tcp("10.0.1.5", "172.18.0.11");
+            reply.sport = Some(8080);
+            reply.dport = Some(EPHEMERAL_PORT);
+            walker.undo_nat(
+                &node,
+                place.hop,
+                &mut reply,
+                &branch,
+                UndoPhase::AfterRouting,
+            );
+            assert_eq!(reply.dst, "172.18.0.11".parse::<IpAddr>().unwrap());
+            walker.undo_nat(
+                &node,
+                place.hop,
+                &mut reply,
+                &branch,
+                UndoPhase::BeforeRouting,
+            );
+            assert_eq!(reply.dst, "10.0.0.2".parse::<IpAddr>().unwrap());
+            assert!(matches!(
+                &walker.graph[place.hop].steps[0].step,
+                Step::Translated { hook, .. } if hook == "conntrack"
+            ));
+        });
+    }
+
+    #[test]
+    fn a_reply_from_another_address_than_the_connection_went_to_is_misdelivered() {
+        let fixture = Fixture::new(&two_pods_on_a_bridge());
+        fixture.walk(None, |walker| {
+            let a = pod("a");
+            let mut branch = branch();
+            let place = walker.test_hop(&a, &mut branch);
+            // The connection went to a service address; the reply comes
+            // from the backend, never un-DNATed.
+            branch.origin = Some(Origin {
+                ns: a.clone(),
+                address: "10.0.0.2".parse().unwrap(),
+                port: Some(EPHEMERAL_PORT),
+                target: "10.96.0.100".parse().unwrap(),
+                target_port: Some(80),
+            });
+            branch.reply = true;
+            let mut reply = tcp("10.0.0.3", "10.0.0.2");
+            reply.sport = Some(8080);
+            reply.dport = Some(EPHEMERAL_PORT);
+            reply.reply = true;
+            let stop = stopped(walker.reply_arrived(
+                &place,
+                Flow {
+                    packet: reply,
+                    branch,
+                },
+            ));
+            assert_eq!(stop.id, "engine.reply.misdelivered");
+        });
     }
 }

@@ -314,3 +314,116 @@ impl<'s> Walker<'s, '_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::super::fixture::*;
+    use super::*;
+
+    #[test]
+    fn a_packet_back_in_a_namespace_as_it_was_is_a_loop() {
+        let fixture = Fixture::new(&two_pods_on_a_bridge());
+        fixture.walk(None, |walker| {
+            let mut branch = branch();
+            let place = walker.test_hop(&host("n1"), &mut branch);
+            let packet = tcp("10.0.0.2", "10.0.0.3");
+            let arrival = Arrival::Received("cni0".into());
+            branch
+                .seen
+                .push((place.ns.clone(), packet.to_string(), arrival.clone()));
+            let stop = stopped(walker.enter(&place, Flow { packet, branch }, arrival));
+            assert_eq!(stop.id, "engine.loop");
+            assert_eq!(stop.disposition, Disposition::Loop);
+        });
+    }
+
+    #[test]
+    fn a_packet_entering_a_namespace_is_received_then_processed() {
+        let fixture = Fixture::new(&two_pods_on_a_bridge());
+        fixture.walk(None, |walker| {
+            let flow = Flow {
+                packet: tcp("10.0.0.2", "10.0.0.3"),
+                branch: branch(),
+            };
+            let arrival = Arrival::Received("eth0".into());
+            let Next::Enter {
+                place,
+                flow,
+                arrival,
+            } = walker.visit(&pod("b"), flow, arrival, None)
+            else {
+                panic!("visit does not enter");
+            };
+            assert_eq!(flow.branch.hops, [place.hop]);
+            let next = walker.enter(&place, flow, arrival);
+            assert!(matches!(
+                &walker.graph[place.hop].steps[0].step,
+                Step::Received { interface, .. } if interface == "eth0"
+            ));
+            // The pod's (empty) ruleset accepts: one outcome to follow.
+            let Next::Fork(ways) = next else {
+                panic!("{}", describe(&next));
+            };
+            assert_eq!(ways.len(), 1);
+        });
+    }
+
+    #[test]
+    fn a_receiving_device_that_is_down_takes_nothing() {
+        let b = pod("b");
+        let down = json!([device(
+            2,
+            "eth0",
+            1450,
+            json!({"link_index": 6, "flags": ["BROADCAST"]})
+        )]);
+        let files = with(
+            two_pods_on_a_bridge(),
+            vec![file(&b, "ip-link.json", down.to_string())],
+        );
+        let fixture = Fixture::new(&files);
+        fixture.walk(None, |walker| {
+            let mut branch = branch();
+            let place = walker.test_hop(&host("n1"), &mut branch);
+            let crossing = Crossing {
+                kind: LinkKind::BridgePort,
+                from_interface: "veth-b",
+                to: &b,
+                interface: "eth0",
+            };
+            let flow = Flow {
+                packet: tcp("10.0.0.1", "10.0.0.3"),
+                branch,
+            };
+            let stop = stopped(walker.arrive(place.hop, crossing, flow));
+            assert_eq!(stop.id, "kernel.device.down");
+        });
+    }
+
+    #[test]
+    fn a_next_hop_nobody_holds_leaves_the_cluster() {
+        let fixture = Fixture::new(&two_pods_on_a_bridge());
+        fixture.walk(None, |walker| {
+            let mut branch = branch();
+            let place = walker.test_hop(&host("n1"), &mut branch);
+            let device = walker.topology.link(&place.ns, "cni0").unwrap();
+            let flow = Flow {
+                packet: tcp("10.0.0.1", "8.8.8.8"),
+                branch,
+            };
+            let next = walker.underlay_egress(&place, device, "8.8.8.8".parse().unwrap(), flow);
+            let Next::Finish {
+                disposition,
+                branch,
+            } = next
+            else {
+                panic!("{}", describe(&next));
+            };
+            assert_eq!(disposition, Disposition::ExitsCluster);
+            let outside = *branch.hops.last().unwrap();
+            assert_eq!(walker.graph[outside].id, "8.8.8.8");
+        });
+    }
+}

@@ -201,3 +201,38 @@ impl<'s> Walker<'s, '_> {
         Next::Fork(ways)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixture::*;
+    use super::*;
+
+    #[test]
+    fn a_listening_socket_takes_the_request_and_the_reply_starts_back() {
+        let fixture = Fixture::new(&two_pods_on_a_bridge());
+        fixture.walk(None, |walker| {
+            let (place, flow) = walker.test_flow(&pod("b"), tcp("10.0.0.2", "10.0.0.3"));
+            let next = walker.deliver(&place, flow, "eth0");
+            let Next::Visit { ns, flow, from, .. } = next else {
+                panic!("{}", describe(&next));
+            };
+            assert_eq!(ns, pod("b"));
+            assert!(flow.packet.reply && flow.branch.reply);
+            assert_eq!(flow.packet.dst, "10.0.0.2".parse::<IpAddr>().unwrap());
+            assert_eq!(from.unwrap().1.kind, LinkKind::Local);
+        });
+    }
+
+    #[test]
+    fn nothing_listening_on_the_port_is_no_listener() {
+        let b = pod("b");
+        let files = with(two_pods_on_a_bridge(), vec![file(&b, "ss.txt", "")]);
+        let fixture = Fixture::new(&files);
+        fixture.walk(None, |walker| {
+            let (place, flow) = walker.test_flow(&b, tcp("10.0.0.2", "10.0.0.3"));
+            let stop = stopped(walker.deliver(&place, flow, "eth0"));
+            assert_eq!(stop.id, "kernel.socket.no-listener");
+            assert_eq!(stop.disposition, Disposition::NoListener);
+        });
+    }
+}

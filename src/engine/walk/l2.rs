@@ -596,3 +596,86 @@ impl<'s> Walker<'s, '_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::super::fixture::*;
+    use super::*;
+
+    #[test]
+    fn bridge_port_finds_the_port_whose_far_end_holds_the_next_hop() {
+        let fixture = Fixture::new(&two_pods_on_a_bridge());
+        fixture.walk(None, |walker| {
+            let next_hop = "10.0.0.3".parse().unwrap();
+            match walker.bridge_port(&host("n1"), "cni0", next_hop, None) {
+                BridgePort::Found { port, far } => {
+                    assert_eq!(port.ifname, "veth-b");
+                    assert_eq!(far.ns, &pod("b"));
+                }
+                _ => panic!("no port found"),
+            }
+            // Never back out of the port the frame came in by.
+            let from_b = walker.bridge_port(&host("n1"), "cni0", next_hop, Some("veth-b"));
+            assert!(matches!(from_b, BridgePort::Unanswered));
+        });
+    }
+
+    #[test]
+    fn bridge_port_for_an_address_nobody_holds_is_unanswered() {
+        let fixture = Fixture::new(&two_pods_on_a_bridge());
+        fixture.walk(None, |walker| {
+            let next_hop = "10.0.0.9".parse().unwrap();
+            let port = walker.bridge_port(&host("n1"), "cni0", next_hop, None);
+            assert!(matches!(port, BridgePort::Unanswered));
+        });
+    }
+
+    #[test]
+    fn a_pods_frame_crosses_the_bridge_to_the_other_pod_in_a_bridging_hop() {
+        let fixture = Fixture::new(&two_pods_on_a_bridge());
+        fixture.walk(None, |walker| {
+            let (place, flow) = walker.test_flow(&pod("a"), tcp("10.0.0.2", "10.0.0.3"));
+            let next = walker.egress(&place, "eth0", "10.0.0.3".parse().unwrap(), flow);
+            let Next::Visit {
+                ns, arrival, from, ..
+            } = next
+            else {
+                panic!("{}", describe(&next));
+            };
+            assert_eq!(ns, pod("b"));
+            assert_eq!(arrival, Arrival::Received("eth0".into()));
+            let (bridging, link) = from.unwrap();
+            assert_eq!(link.kind, LinkKind::BridgePort);
+            assert_eq!(walker.graph[bridging].id, "n1");
+            assert!(walker.graph[bridging].context.is_none());
+            assert!(matches!(
+                &walker.graph[bridging].steps[0].step,
+                Step::Bridged { bridge, port } if bridge == "cni0" && port == "veth-b"
+            ));
+        });
+    }
+
+    #[test]
+    fn a_device_that_is_down_sends_nothing() {
+        let a = pod("a");
+        let down = json!([device(
+            2,
+            "eth0",
+            1450,
+            json!({"link_index": 5, "flags": ["BROADCAST"]})
+        )]);
+        let files = with(
+            two_pods_on_a_bridge(),
+            vec![file(&a, "ip-link.json", down.to_string())],
+        );
+        let fixture = Fixture::new(&files);
+        fixture.walk(None, |walker| {
+            let (place, flow) = walker.test_flow(&a, tcp("10.0.0.2", "10.0.0.3"));
+            let stop = stopped(walker.egress(&place, "eth0", "10.0.0.3".parse().unwrap(), flow));
+            assert_eq!(stop.id, "kernel.device.down");
+            assert_eq!(stop.disposition, Disposition::NeighborFailed);
+        });
+    }
+}

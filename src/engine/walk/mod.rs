@@ -27,6 +27,8 @@ mod assumed;
 mod conntrack;
 mod cross;
 mod deliver;
+#[cfg(test)]
+mod fixture;
 mod l2;
 mod mtu;
 mod packet;
@@ -93,6 +95,39 @@ struct Models<'s> {
     ipvs: HashMap<&'s NetnsId, Ipvs<'s>>,
 }
 
+impl<'s> Models<'s> {
+    /// Each namespace's FIB, netfilter and IPVS, where its dump has them.
+    fn build(snapshot: &'s Snapshot) -> Models<'s> {
+        let mut fibs = HashMap::new();
+        for (id, entry) in &snapshot.namespaces {
+            let dump = &entry.dump;
+            if let (Some(rules), Some(routes), Some(addrs)) =
+                (&dump.rules, &dump.routes, &dump.addrs)
+            {
+                fibs.insert(id, Fib::new(rules, routes, addrs, dump.sysctls.as_ref()));
+            }
+        }
+        let netfilters = snapshot
+            .namespaces
+            .iter()
+            .filter_map(|(id, entry)| {
+                let ruleset = entry.dump.iptables.as_ref()?;
+                Some((id, Netfilter::new(ruleset, entry.dump.ipsets.as_ref())))
+            })
+            .collect();
+        let ipvs = snapshot
+            .namespaces
+            .iter()
+            .filter_map(|(id, entry)| Some((id, Ipvs::new(entry.dump.ipvs.as_ref()?))))
+            .collect();
+        Models {
+            fibs,
+            netfilters,
+            ipvs,
+        }
+    }
+}
+
 struct Walker<'s, 'm> {
     snapshot: &'s Snapshot,
     /// The same snapshot, shared with the packs' hooks.
@@ -111,44 +146,8 @@ struct Walker<'s, 'm> {
 }
 
 pub(crate) fn walk(shared: &Arc<Snapshot>, resolved: &Resolved, packs: &LoadedPacks) -> Diagnosis {
-    let snapshot: &Snapshot = shared;
-    let mut fibs = HashMap::new();
-    for (id, entry) in &snapshot.namespaces {
-        let dump = &entry.dump;
-        if let (Some(rules), Some(routes), Some(addrs)) = (&dump.rules, &dump.routes, &dump.addrs) {
-            fibs.insert(id, Fib::new(rules, routes, addrs, dump.sysctls.as_ref()));
-        }
-    }
-    let netfilters = snapshot
-        .namespaces
-        .iter()
-        .filter_map(|(id, entry)| {
-            let ruleset = entry.dump.iptables.as_ref()?;
-            Some((id, Netfilter::new(ruleset, entry.dump.ipsets.as_ref())))
-        })
-        .collect();
-    let ipvs = snapshot
-        .namespaces
-        .iter()
-        .filter_map(|(id, entry)| Some((id, Ipvs::new(entry.dump.ipvs.as_ref()?))))
-        .collect();
-    let models = Models {
-        fibs,
-        netfilters,
-        ipvs,
-    };
-    let mut walker = Walker {
-        snapshot,
-        shared,
-        intent: Intent::new(shared, packs),
-        topology: Topology::new(snapshot),
-        models: &models,
-        graph: DiGraph::new(),
-        paths: Vec::new(),
-        findings: Vec::new(),
-        assumed_namespaces: Default::default(),
-        size: resolved.size,
-    };
+    let models = Models::build(shared);
+    let mut walker = Walker::new(shared, &models, packs, resolved.size);
     let packet = Packet {
         src: resolved.src,
         dst: resolved.dst,
@@ -169,18 +168,12 @@ pub(crate) fn walk(shared: &Arc<Snapshot>, resolved: &Resolved, packs: &LoadedPa
             Some(PacketSize::InterfaceMtu) | None => None,
         },
     };
-    let branch = Branch {
-        hops: Vec::new(),
-        probability: 1.0,
-        seen: Vec::new(),
-        origin: None,
-        nat: Vec::new(),
-        reply: false,
-        connection: Vec::new(),
-    };
     walker.run(Next::Visit {
         ns: resolved.source.clone(),
-        flow: Flow { packet, branch },
+        flow: Flow {
+            packet,
+            branch: Branch::new(),
+        },
         arrival: Arrival::Local,
         from: None,
     });
@@ -269,6 +262,28 @@ impl Stop {
             id,
             reason,
             evidence,
+        }
+    }
+}
+
+impl<'s, 'm> Walker<'s, 'm> {
+    fn new(
+        shared: &'s Arc<Snapshot>,
+        models: &'m Models<'s>,
+        packs: &'s LoadedPacks,
+        size: Option<PacketSize>,
+    ) -> Walker<'s, 'm> {
+        Walker {
+            snapshot: shared,
+            shared,
+            intent: Intent::new(shared, packs),
+            topology: Topology::new(shared),
+            models,
+            graph: DiGraph::new(),
+            paths: Vec::new(),
+            findings: Vec::new(),
+            assumed_namespaces: Default::default(),
+            size,
         }
     }
 }

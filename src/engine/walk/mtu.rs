@@ -415,3 +415,76 @@ impl<'s> Walker<'s, '_> {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixture::*;
+    use super::*;
+
+    #[test]
+    fn a_df_packet_larger_than_the_device_is_mtu_exceeded_from_a_socket() {
+        let fixture = Fixture::new(&two_pods_on_a_bridge());
+        fixture.walk(None, |walker| {
+            let a = pod("a");
+            let mut branch = branch();
+            let place = walker.test_hop(&a, &mut branch);
+            let eth0 = walker.topology.link(&a, "eth0").unwrap();
+            let Err(stop) = walker.fit(
+                &a,
+                place.hop,
+                eth0,
+                tcp_sized("10.0.0.2", "10.0.0.3", 1500, false),
+                &branch,
+            ) else {
+                panic!("1500 bytes fit an MTU of 1450");
+            };
+            assert_eq!(stop.id, "kernel.mtu.exceeded");
+            assert_eq!(stop.disposition, Disposition::MtuExceeded);
+        });
+    }
+
+    #[test]
+    fn a_probe_that_does_not_fit_leaves_a_warning_and_shrinks() {
+        let fixture = Fixture::new(&two_pods_on_a_bridge());
+        fixture.walk(None, |walker| {
+            let a = pod("a");
+            let mut branch = branch();
+            let place = walker.test_hop(&a, &mut branch);
+            let eth0 = walker.topology.link(&a, "eth0").unwrap();
+            let packet = walker
+                .fit(
+                    &a,
+                    place.hop,
+                    eth0,
+                    tcp_sized("10.0.0.2", "10.0.0.3", 1500, true),
+                    &branch,
+                )
+                .ok()
+                .unwrap();
+            assert_eq!(packet.size.unwrap().bytes, 1450);
+            assert_eq!(walker.findings[0].id, "kernel.mtu.path");
+        });
+    }
+
+    #[test]
+    fn a_frame_longer_than_a_veths_mtu_and_a_vlan_header_is_dropped() {
+        let fixture = Fixture::new(&two_pods_on_a_bridge());
+        fixture.walk(None, |walker| {
+            let b = pod("b");
+            let mut branch = branch();
+            let place = walker.test_hop(&host("n1"), &mut branch);
+            let eth0 = walker.topology.link(&b, "eth0").unwrap();
+            let mut fits = tcp_sized("10.0.0.2", "10.0.0.3", 1454, false);
+            assert!(
+                walker
+                    .oversized_frame(place.hop, &b, eth0, &mut fits)
+                    .is_none()
+            );
+            let mut too_long = tcp_sized("10.0.0.2", "10.0.0.3", 1455, false);
+            let stop = walker
+                .oversized_frame(place.hop, &b, eth0, &mut too_long)
+                .unwrap();
+            assert_eq!(stop.id, "kernel.mtu.frame-dropped");
+        });
+    }
+}

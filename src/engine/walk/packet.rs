@@ -272,25 +272,8 @@ pub(super) fn endpoint(address: Option<IpAddr>, port: Option<u16>) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::super::fixture::tcp_sized as packet;
     use super::*;
-
-    fn packet(src: &str, dst: &str, bytes: u32, probe: bool) -> Packet {
-        Packet {
-            src: Some(src.parse().unwrap()),
-            dst: dst.parse().unwrap(),
-            protocol: Protocol::Tcp,
-            sport: Some(EPHEMERAL_PORT),
-            dport: Some(8080),
-            reply: false,
-            mark: 0,
-            tunnel: None,
-            size: Some(Size {
-                bytes,
-                df: true,
-                probe,
-            }),
-        }
-    }
 
     fn ipip(inner: Packet) -> Packet {
         let mut outer = packet("172.18.0.11", "172.18.0.12", 0, true);

@@ -151,3 +151,56 @@ impl<'s> Walker<'s, '_> {
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixture::*;
+    use super::*;
+
+    #[test]
+    fn a_fork_gives_each_way_its_own_copy_of_the_hop() {
+        let fixture = Fixture::new(&two_pods_on_a_bridge());
+        fixture.walk(None, |walker| {
+            let mut branch = branch();
+            let place = walker.test_hop(&host("n1"), &mut branch);
+            walker.step(
+                place.hop,
+                Step::Delivered {
+                    socket: "before the fork".into(),
+                },
+            );
+            let forks = walker.fork(place.hop, &branch, 2);
+            assert_eq!(forks[0].0, place.hop);
+            assert_ne!(forks[1].0, place.hop);
+            assert_eq!(forks[1].1.hops, [forks[1].0]);
+            assert_eq!(walker.graph[forks[1].0].steps.len(), 1);
+        });
+    }
+
+    #[test]
+    fn the_driver_walks_a_forks_ways_in_order_and_records_each_stop() {
+        let fixture = Fixture::new(&two_pods_on_a_bridge());
+        fixture.walk(None, |walker| {
+            let mut first = branch();
+            let place = walker.test_hop(&host("n1"), &mut first);
+            let mut second = first.clone();
+            second.probability = 0.5;
+            let stop = Stop::unknown("snapshot.missing", "why".into(), "where".into());
+            walker.run(Next::Fork(vec![
+                walker.stop(place.hop, first, stop),
+                walker.finish(second, Disposition::Delivered),
+            ]));
+            let dispositions: Vec<_> = walker.paths.iter().map(|p| p.disposition).collect();
+            assert_eq!(
+                dispositions,
+                [Disposition::InsufficientInfo, Disposition::Delivered]
+            );
+            assert_eq!(walker.findings[0].id, "snapshot.missing");
+            assert_eq!(walker.findings[0].severity, Severity::Warning);
+            assert!(matches!(
+                walker.graph[place.hop].steps[0].step,
+                Step::Stopped { .. }
+            ));
+        });
+    }
+}

@@ -556,3 +556,84 @@ impl<'s> Walker<'s, '_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixture::*;
+    use super::*;
+
+    #[test]
+    fn a_namespace_without_routes_cannot_route() {
+        let a = pod("a");
+        let mut files = two_pods_on_a_bridge();
+        files.retain(|(path, _)| !path.ends_with("pods/default/a/ip-route.json"));
+        let fixture = Fixture::new(&files);
+        fixture.walk(None, |walker| {
+            let (place, flow) = walker.test_flow(&a, tcp("10.0.0.2", "10.0.0.3"));
+            let stop = stopped(walker.process(&place, flow, Arrival::Local));
+            assert_eq!(stop.id, "snapshot.missing");
+            assert_eq!(stop.disposition, Disposition::InsufficientInfo);
+        });
+    }
+
+    #[test]
+    fn a_socket_packet_is_routed_then_sent_then_followed_out_of_its_device() {
+        let fixture = Fixture::new(&two_pods_on_a_bridge());
+        fixture.walk(None, |walker| {
+            let (place, flow) = walker.test_flow(&pod("a"), tcp("10.0.0.2", "10.0.0.3"));
+            let Next::Fork(mut ways) = walker.process(&place, flow, Arrival::Local) else {
+                panic!("no ways out");
+            };
+            assert_eq!(ways.len(), 1);
+            let Some(Next::Netfilter(place, followed)) = ways.pop() else {
+                panic!("not a netfilter outcome");
+            };
+            assert!(followed.branch.origin.is_some(), "the connection is opened");
+            // Accepted, routed by eth0: the frame goes to pod b.
+            let next = walker.after_netfilter(&place, *followed);
+            assert!(
+                matches!(&next, Next::Visit { ns, .. } if *ns == pod("b")),
+                "{}",
+                describe(&next)
+            );
+            let steps = &walker.graph[place.hop].steps;
+            assert!(matches!(steps[0].step, Step::Sent { .. }));
+            assert!(matches!(&steps[1].step, Step::Route { result, .. } if result == "dev eth0"));
+        });
+    }
+
+    #[test]
+    fn a_namespace_that_does_not_forward_stops_a_packet_routed_through_it() {
+        let fixture = Fixture::new(&two_pods_on_a_bridge());
+        fixture.walk(None, |walker| {
+            let stop = walker.forwarding(&pod("a"), "eth0").unwrap();
+            assert_eq!(stop.id, "kernel.sysctl.forwarding");
+            assert_eq!(stop.disposition, Disposition::ForwardingDisabled);
+            assert!(walker.forwarding(&host("n1"), "cni0").is_none());
+        });
+    }
+
+    #[test]
+    fn strict_rp_filter_drops_a_source_routed_back_by_another_device() {
+        let node = host("n1");
+        let sysctls = "net.ipv4.ip_forward = 1\nnet.ipv4.conf.all.rp_filter = 1\n";
+        let files = with(
+            two_pods_on_a_bridge(),
+            vec![file(&node, "sysctl.txt", sysctls)],
+        );
+        let fixture = Fixture::new(&files);
+        fixture.walk(None, |walker| {
+            // 10.0.0.2 is routed back by cni0, not flannel.1.
+            let packet = tcp("10.0.0.2", "10.0.1.5");
+            let stop = walker
+                .reverse_path_filter(&node, &packet, Some("flannel.1"))
+                .unwrap();
+            assert_eq!(stop.id, "kernel.sysctl.rp_filter");
+            assert!(
+                walker
+                    .reverse_path_filter(&node, &packet, Some("cni0"))
+                    .is_none()
+            );
+        });
+    }
+}

@@ -352,3 +352,94 @@ impl<'s> Walker<'s, '_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::super::fixture::*;
+    use super::*;
+
+    #[test]
+    fn vxlan_without_a_neighbour_entry_is_neighbor_failed() {
+        let fixture = Fixture::new(&two_pods_on_a_bridge());
+        fixture.walk(None, |walker| {
+            let mut branch = branch();
+            let place = walker.test_hop(&host("n1"), &mut branch);
+            let device = walker.topology.link(&place.ns, "flannel.1").unwrap();
+            let Some(DeviceKind::Vxlan(info)) = device.kind() else {
+                panic!("not a VXLAN device");
+            };
+            let next_hop = "10.0.1.0".parse().unwrap();
+            let Err(stop) = walker.vxlan_header(&place, device, info, next_hop) else {
+                panic!("a header without a neighbour entry");
+            };
+            assert_eq!(stop.id, "kernel.neighbour.missing");
+            assert_eq!(stop.disposition, Disposition::NeighborFailed);
+        });
+    }
+
+    #[test]
+    fn vxlan_header_goes_to_the_vtep_of_the_fdb_entry() {
+        let node = host("n1");
+        let neighbours = json!([{"dst": "10.0.1.0", "dev": "flannel.1", "lladdr": "52:04:a1:8d:72:13", "state": ["PERMANENT"]}]);
+        let fdb = json!([{"mac": "52:04:a1:8d:72:13", "ifname": "flannel.1", "dst": "172.18.0.12", "flags": [], "state": "permanent"}]);
+        let files = with(
+            two_pods_on_a_bridge(),
+            vec![
+                file(&node, "ip-neigh.json", neighbours.to_string()),
+                file(&node, "bridge-fdb.json", fdb.to_string()),
+            ],
+        );
+        let fixture = Fixture::new(&files);
+        fixture.walk(None, |walker| {
+            let mut branch = branch();
+            let place = walker.test_hop(&node, &mut branch);
+            let device = walker.topology.link(&node, "flannel.1").unwrap();
+            let Some(DeviceKind::Vxlan(info)) = device.kind() else {
+                panic!("not a VXLAN device");
+            };
+            let next_hop = "10.0.1.0".parse().unwrap();
+            let header = walker
+                .vxlan_header(&place, device, info, next_hop)
+                .ok()
+                .unwrap();
+            assert_eq!(header.dst, "172.18.0.12".parse::<IpAddr>().unwrap());
+            assert_eq!(header.udp_port, Some(8472));
+            // flannel's `df unset`: the outer packet may be fragmented.
+            assert_eq!(header.df, Some(false));
+            // Then the outer packet is in the node again, to be routed.
+            let flow = Flow {
+                packet: tcp("10.0.0.2", "10.0.1.5"),
+                branch,
+            };
+            let Next::Enter { flow, arrival, .. } = walker.encapsulate(&place, flow, header) else {
+                panic!("the outer packet is not entered");
+            };
+            assert_eq!(arrival, Arrival::Local);
+            assert_eq!(flow.packet.protocol, Protocol::Udp);
+            assert_eq!(flow.packet.dport, Some(8472));
+            let inner = &flow.packet.tunnel.as_ref().unwrap().inner;
+            assert_eq!(inner.dst, "10.0.1.5".parse::<IpAddr>().unwrap());
+        });
+    }
+
+    #[test]
+    fn ipip_with_remote_any_goes_to_the_routes_next_hop() {
+        let fixture = Fixture::new(&two_pods_on_a_bridge());
+        fixture.walk(None, |walker| {
+            // Any device stands in; only the info decides.
+            let device = walker.topology.link(&host("n1"), "flannel.1").unwrap();
+            let info = IpipInfo {
+                local: TunnelEndpoint::Any,
+                remote: TunnelEndpoint::Any,
+                link: None,
+            };
+            let next_hop: IpAddr = "172.18.0.12".parse().unwrap();
+            let header = Walker::ipip_header(device, &info, next_hop);
+            assert_eq!(header.dst, next_hop);
+            assert_eq!(header.src, None);
+            assert_eq!(header.encapsulation, Encapsulation::Ipip);
+        });
+    }
+}
