@@ -110,6 +110,10 @@ const FLOWS: &[(&str, &[&str])] = &[
         ],
     ),
     (
+        "unknown_pod_error",
+        &["--from", "default/nope", "--to", "default/web-1:8080"],
+    ),
+    (
         "web-0_outside_udp",
         &[
             "--from",
