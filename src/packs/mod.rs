@@ -107,7 +107,7 @@ pub const NO_CNI: &str = "none";
 
 /// A set of loaded packs and the one sandboxed engine they share.
 pub struct LoadedPacks {
-    engine: Arc<Engine>,
+    engine: Engine,
     packs: Vec<Pack>,
     /// What loading did that a user should know (overrides of built-ins).
     pub notes: Vec<String>,
@@ -171,7 +171,7 @@ impl LoadedPacks {
             }
         }
         let loaded = LoadedPacks {
-            engine: Arc::new(engine),
+            engine,
             packs,
             notes,
             chosen_cni: None,
