@@ -6,12 +6,14 @@
 //! dumps from a live network namespace. [`netstack`] is the kernel model of
 //! one network namespace, [`packs`] the rule packs (CNI behaviour as data),
 //! [`engine`] the walker that composes namespaces into a diagnosis, and
-//! [`report`] what a diagnosis is shown as (the JSON contract). The command
+//! [`report`] what a diagnosis is shown as (the JSON contract). [`pack_tests`]
+//! runs a pack's own tests, flows included, above both packs and engine. The command
 //! line in `src/cli/` is a thin shell over these.
 
 pub mod collect;
 pub mod engine;
 pub mod netstack;
+pub mod pack_tests;
 pub mod packs;
 pub mod report;
 pub mod snapshot;

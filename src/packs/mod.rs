@@ -6,7 +6,8 @@
 //! - `sandbox` builds the one Rhai engine the packs share; `host` is the API
 //!   scripts call; `scope` what a check or hook sees.
 //! - `eval` evaluates checks into [`Finding`]s; `hooks` is the walker's
-//!   interface; `testing` runs a pack's own tests; `scaffold` writes new packs.
+//!   interface; `scaffold` writes new packs (their tests run in
+//!   `crate::pack_tests`, above packs and engine).
 //!
 //! **Invariant:** loading never stops at the first problem; a script never
 //! crashes skoop and never passes silently: its failure is a finding.
@@ -19,8 +20,7 @@ mod model;
 mod sandbox;
 pub mod scaffold;
 mod scope;
-pub mod testing;
-mod yaml;
+pub(crate) mod yaml;
 
 use std::path::Path;
 use std::sync::Arc;
