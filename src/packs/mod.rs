@@ -569,6 +569,15 @@ hooks: {mode: mode}
         assert!(finding.message.contains("\"third\""), "{}", finding.message);
     }
 
+    #[test]
+    fn an_older_packs_intent_section_loads_and_is_not_read() {
+        let manifest = format!(
+            "{TWO_MODES}intent:\n  encapsulation:\n    - {{kind: vxlan, device: flannel.1, overhead: 50}}\n  pod_mtu: 1450\n"
+        );
+        let loaded = inline_pack(&manifest, "fn mode(ctx) { () }");
+        assert!(loaded.get("two").is_some());
+    }
+
     fn evidence_of(file: &str) -> Finding {
         let manifest = r#"
 name: ev
