@@ -421,49 +421,36 @@ mod tests {
     use super::super::fixture::*;
     use super::*;
 
-    #[test]
-    fn a_df_packet_larger_than_the_device_is_mtu_exceeded_from_a_socket() {
+    /// `fit` of a 1500-byte packet (a probe or not) from pod a's eth0
+    /// (MTU 1450), and the findings it left.
+    fn fit_1500_from_a(probe: bool) -> (Result<Packet, Stop>, Vec<String>) {
         let fixture = Fixture::new(&two_pods_on_a_bridge());
         fixture.walk(None, |walker| {
             let a = pod("a");
-            let mut branch = branch();
-            let place = walker.test_hop(&a, &mut branch);
+            let (place, flow) =
+                walker.test_flow(&a, tcp_sized("10.0.0.2", "10.0.0.3", 1500, probe));
             let eth0 = walker.topology.link(&a, "eth0").unwrap();
-            let Err(stop) = walker.fit(
-                &a,
-                place.hop,
-                eth0,
-                tcp_sized("10.0.0.2", "10.0.0.3", 1500, false),
-                &branch,
-            ) else {
-                panic!("1500 bytes fit an MTU of 1450");
-            };
-            assert_eq!(stop.id, "kernel.mtu.exceeded");
-            assert_eq!(stop.disposition, Disposition::MtuExceeded);
-        });
+            let fitted = walker.fit(&a, place.hop, eth0, flow.packet, &flow.branch);
+            let findings = walker.findings.iter().map(|f| f.id.clone()).collect();
+            (fitted, findings)
+        })
+    }
+
+    #[test]
+    fn a_df_packet_larger_than_the_device_is_mtu_exceeded_from_a_socket() {
+        let Err(stop) = fit_1500_from_a(false).0 else {
+            panic!("1500 bytes fit an MTU of 1450");
+        };
+        assert_eq!(stop.id, "kernel.mtu.exceeded");
+        assert_eq!(stop.disposition, Disposition::MtuExceeded);
     }
 
     #[test]
     fn a_probe_that_does_not_fit_leaves_a_warning_and_shrinks() {
-        let fixture = Fixture::new(&two_pods_on_a_bridge());
-        fixture.walk(None, |walker| {
-            let a = pod("a");
-            let mut branch = branch();
-            let place = walker.test_hop(&a, &mut branch);
-            let eth0 = walker.topology.link(&a, "eth0").unwrap();
-            let packet = walker
-                .fit(
-                    &a,
-                    place.hop,
-                    eth0,
-                    tcp_sized("10.0.0.2", "10.0.0.3", 1500, true),
-                    &branch,
-                )
-                .ok()
-                .unwrap();
-            assert_eq!(packet.size.unwrap().bytes, 1450);
-            assert_eq!(walker.findings[0].id, "kernel.mtu.path");
-        });
+        let (fitted, findings) = fit_1500_from_a(true);
+        let packet = fitted.ok().unwrap();
+        assert_eq!(packet.size.unwrap().bytes, 1450);
+        assert_eq!(findings, ["kernel.mtu.path"]);
     }
 
     #[test]
