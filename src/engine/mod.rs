@@ -199,6 +199,26 @@ pub struct Link {
     pub to_interface: Option<String>,
     /// The packet as it is on the wire.
     pub packet: String,
+    /// The same packet's fields.
+    pub fields: PacketFields,
+}
+
+/// A packet's fields, beside its readable text: addresses, ports, the
+/// protocol (`ipip` for an IPIP outer packet), the size `--size` gave, and
+/// the packet a tunnel's outer packet carries.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PacketFields {
+    /// `None` until routing chose it.
+    pub src: Option<IpAddr>,
+    pub dst: IpAddr,
+    pub protocol: &'static str,
+    pub src_port: Option<u16>,
+    pub dst_port: Option<u16>,
+    /// Its length in bytes with `--size` (not a probe's).
+    pub bytes: Option<u32>,
+    /// The answer to the flow.
+    pub reply: bool,
+    pub inner: Option<Box<PacketFields>>,
 }
 
 /// A finding: what stopped a path, with its evidence.

@@ -7,7 +7,7 @@
 use petgraph::visit::EdgeRef;
 use serde::Serialize;
 
-use crate::engine::{Diagnosis, Finding, Hop, HopKind, Link, LinkKind, Step};
+use crate::engine::{Diagnosis, Finding, Hop, HopKind, Link, LinkKind, PacketFields, Step};
 
 /// The version of this contract.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -143,6 +143,48 @@ pub struct LinkOut {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub to_interface: Option<String>,
     pub packet: String,
+    /// The packet's fields beside `packet`'s text.
+    pub packet_fields: PacketOut,
+}
+
+/// A packet's fields (`docs/json.md`, "Links").
+#[derive(Debug, Serialize)]
+pub struct PacketOut {
+    /// Absent until routing chose it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub src: Option<String>,
+    pub dst: String,
+    /// `tcp`, `udp`, `icmp`, or `ipip` for an IPIP outer packet.
+    pub protocol: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub src_port: Option<u16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dst_port: Option<u16>,
+    /// With `--size`: its length in bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u32>,
+    pub reply: bool,
+    /// The packet a tunnel's outer packet carries.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inner: Option<Box<PacketOut>>,
+}
+
+impl PacketOut {
+    fn new(fields: &PacketFields) -> PacketOut {
+        PacketOut {
+            src: fields.src.map(|src| src.to_string()),
+            dst: fields.dst.to_string(),
+            protocol: fields.protocol,
+            src_port: fields.src_port,
+            dst_port: fields.dst_port,
+            bytes: fields.bytes,
+            reply: fields.reply,
+            inner: fields
+                .inner
+                .as_deref()
+                .map(|inner| Box::new(PacketOut::new(inner))),
+        }
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -286,6 +328,7 @@ impl LinkOut {
             from_interface: link.from_interface.clone(),
             to_interface: link.to_interface.clone(),
             packet: link.packet.clone(),
+            packet_fields: PacketOut::new(&link.fields),
         }
     }
 }

@@ -190,6 +190,7 @@ impl<'s> Walker<'s, '_> {
             from_interface: "socket".into(),
             to_interface: None,
             packet: reply.to_string(),
+            fields: reply.fields(),
         };
         Next::Visit {
             ns: ns.clone(),

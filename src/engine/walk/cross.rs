@@ -20,6 +20,7 @@ impl Crossing<'_> {
             from_interface: self.from_interface.to_string(),
             to_interface: Some(self.interface.to_string()),
             packet: packet.to_string(),
+            fields: packet.fields(),
         }
     }
 }
@@ -245,6 +246,7 @@ impl<'s> Walker<'s, '_> {
             from_interface: device.to_string(),
             to_interface: None,
             packet: packet.to_string(),
+            fields: packet.fields(),
         };
         self.graph.add_edge(hop, outside, link);
         let mut branch = branch;

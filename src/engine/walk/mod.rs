@@ -47,8 +47,8 @@ use super::hooks::Intent;
 use super::target::{PacketSize, Protocol, Resolved};
 use super::topology::{Port, Topology};
 use super::{
-    Diagnosis, Disposition, Finding, Hop, HopContext, HopKind, HopStep, Link, LinkKind, PathResult,
-    Severity, Step,
+    Diagnosis, Disposition, Finding, Hop, HopContext, HopKind, HopStep, Link, LinkKind,
+    PacketFields, PathResult, Severity, Step,
 };
 use crate::netstack::Tri;
 use crate::netstack::ipvs::{Ipvs, IpvsOutcome, Scheduled, Transport};

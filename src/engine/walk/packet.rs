@@ -163,6 +163,29 @@ impl Encapsulation {
     }
 }
 
+impl Packet {
+    /// The packet's fields as links report them.
+    pub(super) fn fields(&self) -> PacketFields {
+        let ipip = self
+            .tunnel
+            .as_ref()
+            .is_some_and(|tunnel| tunnel.encapsulation == Encapsulation::Ipip);
+        PacketFields {
+            src: self.src,
+            dst: self.dst,
+            protocol: if ipip { "ipip" } else { self.protocol.as_str() },
+            src_port: self.sport,
+            dst_port: self.dport,
+            bytes: self.size.filter(|size| !size.probe).map(|size| size.bytes),
+            reply: self.reply,
+            inner: self
+                .tunnel
+                .as_ref()
+                .map(|tunnel| Box::new(tunnel.inner.fields())),
+        }
+    }
+}
+
 impl fmt::Display for Packet {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.src {
@@ -340,5 +363,19 @@ mod tests {
             "172.18.0.11 -> 172.18.0.12 ipip [10.244.1.2 -> 10.244.2.3:8080 tcp]",
             "a probe's size is not the packet's"
         );
+    }
+
+    #[test]
+    fn an_ipip_packets_fields_say_ipip_and_carry_the_inner_packets() {
+        let fields = ipip(packet("10.244.1.2", "10.244.2.3", 100, false)).fields();
+        assert_eq!(fields.protocol, "ipip");
+        assert_eq!(fields.bytes, Some(120));
+        let inner = fields.inner.unwrap();
+        assert_eq!(
+            (inner.protocol, inner.dst_port, inner.bytes),
+            ("tcp", Some(8080), Some(100))
+        );
+        let probed = ipip(packet("10.244.1.2", "10.244.2.3", 1480, true)).fields();
+        assert_eq!(probed.bytes, None, "a probe's size is not the packet's");
     }
 }
