@@ -3,13 +3,19 @@
 //! The library is layered as described in `ARCHITECTURE.md`:
 //! [`snapshot`] reads a snapshot directory (Kubernetes objects and per-namespace
 //! dumps of the standard tools) into typed models, and [`collect`] writes such
-//! dumps from a live network namespace. The command line in `src/cli/` is a
-//! thin shell over these.
+//! dumps from a live network namespace. [`netstack`] is the kernel model of
+//! one network namespace, [`packs`] the rule packs (CNI behaviour as data),
+//! [`engine`] the walker that composes namespaces into a diagnosis, and
+//! [`report`] what a diagnosis is shown as (the JSON contract). [`pack_tests`]
+//! runs a pack's own tests, flows included, above both packs and engine. The command
+//! line in `src/cli/` is a thin shell over these.
 
 pub mod collect;
 pub mod engine;
 pub mod netstack;
+pub mod pack_tests;
 pub mod packs;
+pub mod report;
 pub mod snapshot;
 
 // The unit tests count allocations as the skoop binary does.

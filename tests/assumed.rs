@@ -499,3 +499,27 @@ fn a_node_without_dump_answers_by_ipip() {
     );
     assert_eq!(step(hop(6), "decapsulated")["device"], "flannel.ipip");
 }
+
+/// Issue 11's bug: the bridge-port search existed twice, and only the
+/// search from a node's own stack stepped over a pod without a dump. A pod
+/// on the same bridge reaches that pod as the node does: the bridge hands
+/// the frame to the port the CNI gives it, assumed.
+#[test]
+fn bridge_port_search_steps_over_a_pod_without_dump_from_a_pod_on_the_same_bridge() {
+    let dir = copy_without(
+        "examples/flannel-vxlan",
+        &["nodes/node-1/pods/default/web-1"],
+    );
+    for from in ["node/node-1", "default/web-0"] {
+        let (code, report) = diagnose(dir.path(), &["--from", from, "--to", "default/web-1:8080"]);
+        assert_eq!(code, Some(0), "{from}: {report:#}");
+        assert_eq!(report["disposition"], "delivered", "{from}: {report:#}");
+        assert_eq!(report["assumed"], true, "{from}: {report:#}");
+        let path = &report["paths"][0];
+        let hops = path_hops(&report, path);
+        assert!(
+            hops.contains(&"default/web-1*".to_string()),
+            "{from}: {hops:?}"
+        );
+    }
+}

@@ -79,7 +79,7 @@ fn ipvs_virtual_service_sends_each_connection_to_a_real_server_and_the_reply_bac
         .node_weights()
         .find(|h| h.id == "node-1")
         .unwrap();
-    let text = serde_json::to_string(&node1.steps).unwrap();
+    let text = format!("{:?}", node1.steps);
     assert!(text.contains("ipvs dnat 10.96.0.100:80 -> "), "{text}");
 }
 

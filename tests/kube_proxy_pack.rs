@@ -26,13 +26,17 @@ fn snapshot() -> Arc<Snapshot> {
         .clone()
 }
 
+/// The built-in packs, loaded once per test thread (a Rhai engine is not
+/// shared between threads).
 fn packs() -> &'static LoadedPacks {
-    static PACKS: OnceLock<LoadedPacks> = OnceLock::new();
-    PACKS.get_or_init(|| {
-        let (loaded, problems) = LoadedPacks::load(builtin_sources(), &[]);
-        assert!(problems.is_empty(), "{problems:?}");
-        loaded
-    })
+    thread_local! {
+        static PACKS: &'static LoadedPacks = {
+            let (loaded, problems) = LoadedPacks::load(builtin_sources(), &[]);
+            assert!(problems.is_empty(), "{problems:?}");
+            Box::leak(Box::new(loaded))
+        };
+    }
+    PACKS.with(|packs| *packs)
 }
 
 /// A packet from `src` to `dst:port` as it arrives in `node`'s root

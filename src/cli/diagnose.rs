@@ -6,12 +6,10 @@ use std::sync::Arc;
 
 use clap::Args;
 use petgraph::graph::NodeIndex;
-use petgraph::visit::EdgeRef;
-use serde::Serialize;
 use skoop::engine::{
-    self, Diagnosis, Disposition, Endpoint, Finding, Hop, Link, PacketSize, Protocol, Request,
-    Severity, Step,
+    self, Diagnosis, Disposition, Endpoint, PacketSize, Protocol, Request, Severity, Step,
 };
+use skoop::report::json::{ErrorReport, Report, link_kind};
 use skoop::snapshot::Snapshot;
 
 use super::live::{LiveArgs, Summary, collect_flow, print_outcomes};
@@ -114,8 +112,7 @@ pub fn run(args: Box<DiagnoseArgs>) -> ExitCode {
     if args.cni != "auto"
         && let Err(e) = packs.choose_cni(&args.cni)
     {
-        eprintln!("error: --cni: {e}");
-        return ExitCode::from(EXIT_USAGE);
+        return usage_error(args.output, format!("--cni: {e}"));
     }
     let protocol = match args.protocol {
         ProtocolArg::Tcp => Protocol::Tcp,
@@ -167,22 +164,16 @@ pub fn run(args: Box<DiagnoseArgs>) -> ExitCode {
     };
     let (snapshot, problems) = match Snapshot::load(&dir) {
         Ok((snapshot, problems)) => (Arc::new(snapshot), problems),
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(EXIT_USAGE);
-        }
+        Err(e) => return usage_error(args.output, e.to_string()),
     };
     report_problems(&problems);
     let diagnosis = match engine::diagnose(&snapshot, &request, &packs) {
         Ok(diagnosis) => diagnosis,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(EXIT_USAGE);
-        }
+        Err(e) => return usage_error(args.output, e.to_string()),
     };
     match args.output {
         OutputFormat::Json => {
-            if let Err(code) = print_json(&report(&diagnosis)) {
+            if let Err(code) = print_json(&Report::new(&diagnosis)) {
                 return code;
             }
         }
@@ -199,84 +190,16 @@ pub fn run(args: Box<DiagnoseArgs>) -> ExitCode {
     }
 }
 
-/// The JSON contract (`docs/json.md`).
-#[derive(Debug, Serialize)]
-struct Report<'a> {
-    request: &'a str,
-    disposition: Disposition,
-    /// Some path goes through a namespace stepped over with a pack's intent.
-    assumed: bool,
-    paths: Vec<PathJson>,
-    hops: Vec<HopJson<'a>>,
-    links: Vec<LinkJson<'a>>,
-    findings: &'a [Finding],
-}
-
-#[derive(Debug, Serialize)]
-struct PathJson {
-    disposition: Disposition,
-    probability: f64,
-    /// Indices into `hops`.
-    hops: Vec<usize>,
-    assumed: bool,
-}
-
-#[derive(Debug, Serialize)]
-struct HopJson<'a> {
-    #[serde(flatten)]
-    hop: &'a Hop,
-    /// Indices into `findings` of the findings about this hop.
-    findings: Vec<usize>,
-}
-
-#[derive(Debug, Serialize)]
-struct LinkJson<'a> {
-    from: usize,
-    to: usize,
-    #[serde(flatten)]
-    link: &'a Link,
-}
-
-fn report(diagnosis: &Diagnosis) -> Report<'_> {
-    Report {
-        request: &diagnosis.summary,
-        disposition: diagnosis.disposition(),
-        assumed: diagnosis.assumed(),
-        paths: diagnosis
-            .paths
-            .iter()
-            .map(|p| PathJson {
-                disposition: p.disposition,
-                probability: p.probability,
-                hops: p.hops.clone(),
-                assumed: p.assumed,
-            })
-            .collect(),
-        hops: diagnosis
-            .graph
-            .node_indices()
-            .map(|index| HopJson {
-                hop: &diagnosis.graph[index],
-                findings: diagnosis
-                    .findings
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, f)| f.hop_index == index.index())
-                    .map(|(i, _)| i)
-                    .collect(),
-            })
-            .collect(),
-        links: diagnosis
-            .graph
-            .edge_references()
-            .map(|edge| LinkJson {
-                from: edge.source().index(),
-                to: edge.target().index(),
-                link: edge.weight(),
-            })
-            .collect(),
-        findings: &diagnosis.findings,
+/// A bad argument or input: said on stderr, and under `-o json` as a JSON
+/// object on stdout too, so that a script reading stdout gets JSON either way.
+fn usage_error(output: OutputFormat, error: String) -> ExitCode {
+    eprintln!("error: {error}");
+    if let OutputFormat::Json = output
+        && let Err(code) = print_json(&ErrorReport::new(error))
+    {
+        return code;
     }
+    ExitCode::from(EXIT_USAGE)
 }
 
 fn print_text(diagnosis: &Diagnosis, verbose: bool) {
@@ -325,10 +248,7 @@ fn print_text(diagnosis: &Diagnosis, verbose: bool) {
             {
                 let link = &diagnosis.graph[edge];
                 let to = link.to_interface.as_deref().unwrap_or("");
-                let kind = serde_json::to_value(link.kind)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_string))
-                    .unwrap_or_default();
+                let kind = link_kind(link.kind);
                 if verbose {
                     out!(
                         "   | {kind} {} -> {to}: {}",
@@ -358,10 +278,7 @@ fn print_text(diagnosis: &Diagnosis, verbose: bool) {
         out!();
         out!("findings:");
         for finding in &diagnosis.findings {
-            let severity = serde_json::to_value(finding.severity)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_default();
+            let severity = finding.severity.as_str();
             out!(
                 "  {severity} {} at {}: {}",
                 finding.id,

@@ -4,9 +4,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Subcommand, ValueEnum};
-use skoop::packs::{
-    self, HOOKS, IntRange, LoadedPacks, Override, Pack, PackKind, scaffold, testing,
-};
+use skoop::pack_tests;
+use skoop::packs::{self, HOOKS, IntRange, LoadedPacks, Override, Pack, PackKind, scaffold};
 
 use super::{EXIT_USAGE, report_problems};
 
@@ -282,7 +281,7 @@ fn test(dirs: &[PathBuf]) -> ExitCode {
                 failed += 1;
                 continue;
             };
-            match testing::run_pack_tests(&source, &pack.name) {
+            match pack_tests::run_pack_tests(&source, &pack.name) {
                 Err(problems) => {
                     for problem in &problems {
                         out!("{problem}");

@@ -24,7 +24,6 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 use petgraph::graph::{DiGraph, NodeIndex};
-use serde::Serialize;
 
 use crate::packs::LoadedPacks;
 use crate::snapshot::cluster::IpOwner;
@@ -33,8 +32,7 @@ use crate::snapshot::{NetnsId, Snapshot};
 pub use target::{Endpoint, PacketSize, PacketSizeError, Protocol, Request, TargetError};
 
 /// How a path ends. The closed set of DESIGN §4.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Disposition {
     Delivered,
     DeniedByNetfilter,
@@ -77,8 +75,7 @@ impl fmt::Display for Disposition {
 }
 
 /// What a hop is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HopKind {
     Pod,
     Node,
@@ -87,20 +84,18 @@ pub enum HopKind {
 }
 
 /// One visit of one network namespace.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct Hop {
     /// Pods `NS/NAME`, nodes their name, anything else its IP.
     pub id: String,
     pub kind: HopKind,
     /// The node the namespace is on, for pods and nodes.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
     /// The snapshot holds no dump of this namespace: what happens here is
     /// the CNI pack's intent, not its kernel's state.
     pub assumed: bool,
     pub steps: Vec<HopStep>,
     /// What the pack checks at this hop need to know of it.
-    #[serde(skip)]
     pub(crate) context: Option<HopContext>,
 }
 
@@ -127,17 +122,14 @@ pub(crate) struct HopContext {
 
 /// A step of a hop, and whether it was concluded from a pack's intent
 /// rather than from the namespace's dump.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct HopStep {
-    #[serde(flatten)]
     pub step: Step,
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub assumed: bool,
 }
 
 /// Something the kernel did with the packet, in kernel order.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Step {
     /// The packet was generated here.
     Sent { packet: String },
@@ -162,7 +154,6 @@ pub enum Step {
         table: String,
         chain: String,
         rule: String,
-        #[serde(skip_serializing_if = "Option::is_none")]
         line: Option<usize>,
     },
     /// A neighbour (ARP) resolution.
@@ -187,8 +178,7 @@ pub enum Step {
 }
 
 /// How the packet got from one hop to the next.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LinkKind {
     Veth,
     BridgePort,
@@ -200,20 +190,39 @@ pub enum LinkKind {
     Outside,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct Link {
     pub kind: LinkKind,
     /// Interface the packet left by.
     pub from_interface: String,
     /// Interface the packet arrived on, where there is one.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub to_interface: Option<String>,
     /// The packet as it is on the wire.
     pub packet: String,
+    /// The same packet's fields.
+    pub fields: PacketFields,
+}
+
+/// A packet's fields, beside its readable text: addresses, ports, the
+/// protocol (`ipip` for an IPIP outer packet), the size `--size` gave, and
+/// the packet a tunnel's outer packet carries.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PacketFields {
+    /// `None` until routing chose it.
+    pub src: Option<IpAddr>,
+    pub dst: IpAddr,
+    pub protocol: &'static str,
+    pub src_port: Option<u16>,
+    pub dst_port: Option<u16>,
+    /// Its length in bytes with `--size` (not a probe's).
+    pub bytes: Option<u32>,
+    /// The answer to the flow.
+    pub reply: bool,
+    pub inner: Option<Box<PacketFields>>,
 }
 
 /// A finding: what stopped a path, with its evidence.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Finding {
     /// Stable id, e.g. `kernel.route.none`.
     pub id: String,
@@ -222,7 +231,6 @@ pub struct Finding {
     pub hop: String,
     /// Index of that hop in [`Diagnosis::graph`] (hop ids repeat when a
     /// namespace is visited twice).
-    #[serde(skip)]
     pub hop_index: usize,
     pub message: String,
     /// The snapshot file (and what in it) the finding rests on.
@@ -234,7 +242,7 @@ pub struct Finding {
 pub use crate::packs::Severity;
 
 /// One way through the graph, from the source to where it ends.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct PathResult {
     pub disposition: Disposition,
     /// The share of flows that take this path (multipath splits it).

@@ -299,10 +299,10 @@ impl Loader<'_> {
             .map(|node| self.modes(node, engine, &compiler))
             .unwrap_or_default();
         let mode_names: Vec<String> = modes.iter().map(|m| m.name.clone()).collect();
-        let intent = top
-            .take("intent")
-            .map(|node| self.intent(node, engine, &compiler, &mode_names))
-            .unwrap_or_default();
+        // `intent:` is obsolete: the walker asks the hooks what the CNI
+        // does, and what it programs is checked by `checks:`. An older
+        // pack's `intent:` is still accepted, and not read.
+        top.take("intent");
         let hooks = top
             .take("hooks")
             .map(|node| self.hooks(node, &scripts))
@@ -340,7 +340,6 @@ impl Loader<'_> {
             parameters,
             params,
             modes,
-            intent,
             hooks,
             checks,
             scripts,
@@ -621,81 +620,6 @@ impl Loader<'_> {
             }
         }
         listed.into_iter().map(|m| m.value).collect()
-    }
-
-    fn intent(
-        &mut self,
-        node: &Node,
-        engine: &Engine,
-        compiler: &ExpressionCompiler,
-        modes: &[String],
-    ) -> Intent {
-        let Some(mut fields) = Fields::of(node, "intent", &mut self.issues) else {
-            return Intent::default();
-        };
-        let mut intent = Intent::default();
-        if let Some(list) = fields.take("encapsulation") {
-            for item in yaml::seq(list, "encapsulation", &mut self.issues) {
-                let Some(mut f) = Fields::of(item, "an encapsulation", &mut self.issues) else {
-                    continue;
-                };
-                let modes = self.mode_list(&mut f, modes);
-                let kind = f.required_string("kind", &mut self.issues);
-                let device = f
-                    .require("device", &mut self.issues)
-                    .and_then(|n| self.value(n, "device", engine, compiler));
-                let overhead = f
-                    .require("overhead", &mut self.issues)
-                    .and_then(|n| self.value(n, "overhead", engine, compiler));
-                let port = f
-                    .take("port")
-                    .and_then(|n| self.value(n, "port", engine, compiler));
-                let vni = f
-                    .take("vni")
-                    .and_then(|n| self.value(n, "vni", engine, compiler));
-                f.finish(&mut self.issues);
-                if let (Some(kind), Some(device), Some(overhead)) = (kind, device, overhead) {
-                    intent.encapsulation.push(Encapsulation {
-                        modes,
-                        kind: kind.value,
-                        device,
-                        overhead,
-                        port,
-                        vni,
-                    });
-                }
-            }
-        }
-        intent.veth_name = fields
-            .take("veth_name")
-            .and_then(|n| self.value(n, "veth_name", engine, compiler));
-        intent.pod_mtu = fields
-            .take("pod_mtu")
-            .and_then(|n| self.value(n, "pod_mtu", engine, compiler));
-        if let Some(list) = fields.take("masquerade") {
-            for item in yaml::seq(list, "masquerade", &mut self.issues) {
-                let Some(mut f) = Fields::of(item, "a masquerade rule", &mut self.issues) else {
-                    continue;
-                };
-                let modes = self.mode_list(&mut f, modes);
-                let source = f
-                    .require("source", &mut self.issues)
-                    .and_then(|n| self.value(n, "source", engine, compiler));
-                let except_destination = f
-                    .take("except_destination")
-                    .and_then(|n| self.value(n, "except_destination", engine, compiler));
-                f.finish(&mut self.issues);
-                if let Some(source) = source {
-                    intent.masquerade.push(Masquerade {
-                        modes,
-                        source,
-                        except_destination,
-                    });
-                }
-            }
-        }
-        fields.finish(&mut self.issues);
-        intent
     }
 
     fn hooks(&mut self, node: &Node, scripts: &[Script]) -> BTreeMap<String, ScriptFunction> {

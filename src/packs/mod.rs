@@ -6,7 +6,8 @@
 //! - `sandbox` builds the one Rhai engine the packs share; `host` is the API
 //!   scripts call; `scope` what a check or hook sees.
 //! - `eval` evaluates checks into [`Finding`]s; `hooks` is the walker's
-//!   interface; `testing` runs a pack's own tests; `scaffold` writes new packs.
+//!   interface; `scaffold` writes new packs (their tests run in
+//!   `crate::pack_tests`, above packs and engine).
 //!
 //! **Invariant:** loading never stops at the first problem; a script never
 //! crashes skoop and never passes silently: its failure is a finding.
@@ -20,8 +21,7 @@ mod model;
 mod sandbox;
 pub mod scaffold;
 mod scope;
-pub mod testing;
-mod yaml;
+pub(crate) mod yaml;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -109,7 +109,7 @@ pub const NO_CNI: &str = "none";
 
 /// A set of loaded packs and the one sandboxed engine they share.
 pub struct LoadedPacks {
-    engine: Arc<Engine>,
+    engine: Engine,
     packs: Vec<Pack>,
     /// What loading did that a user should know (overrides of built-ins).
     pub notes: Vec<String>,
@@ -173,7 +173,7 @@ impl LoadedPacks {
             }
         }
         let loaded = LoadedPacks {
-            engine: Arc::new(engine),
+            engine,
             packs,
             notes,
             chosen_cni: None,
@@ -569,6 +569,15 @@ hooks: {mode: mode}
         assert_eq!(finding.id, "two.mode");
         assert_eq!(finding.status, FindingStatus::ScriptError);
         assert!(finding.message.contains("\"third\""), "{}", finding.message);
+    }
+
+    #[test]
+    fn an_older_packs_intent_section_loads_and_is_not_read() {
+        let manifest = format!(
+            "{TWO_MODES}intent:\n  encapsulation:\n    - {{kind: vxlan, device: flannel.1, overhead: 50}}\n  pod_mtu: 1450\n"
+        );
+        let loaded = inline_pack(&manifest, "fn mode(ctx) { () }");
+        assert!(loaded.get("two").is_some());
     }
 
     fn evidence_of(file: &str) -> Finding {

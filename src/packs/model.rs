@@ -360,41 +360,6 @@ pub struct ObjectKind {
     pub kind: String,
 }
 
-/// What the CNI programs that the walker needs beyond the checks: the
-/// devices, routes, sysctls, neighbours and FDB entries it intends are its
-/// declarative checks; these are the facts the walker asks for.
-#[derive(Debug, Clone, Default)]
-pub struct Intent {
-    pub encapsulation: Vec<Encapsulation>,
-    /// The host-side name of a pod's veth (`pod` in scope).
-    pub veth_name: Option<Value>,
-    /// The MTU the CNI gives pod interfaces.
-    pub pod_mtu: Option<Value>,
-    pub masquerade: Vec<Masquerade>,
-}
-
-#[derive(Debug, Clone)]
-pub struct Encapsulation {
-    /// Empty: in every mode.
-    pub modes: Vec<String>,
-    /// `vxlan`, `ipip`, ...
-    pub kind: String,
-    pub device: Value,
-    /// Bytes of outer headers added to every packet.
-    pub overhead: Value,
-    pub port: Option<Value>,
-    pub vni: Option<Value>,
-}
-
-/// A source NAT the CNI programs: traffic from `source` to anything outside
-/// `except_destination` leaves with the node's address.
-#[derive(Debug, Clone)]
-pub struct Masquerade {
-    pub modes: Vec<String>,
-    pub source: Value,
-    pub except_destination: Option<Value>,
-}
-
 /// Where a check runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CheckScope {
@@ -551,7 +516,6 @@ pub struct Pack {
     /// The parameters as scripts see them (`params`, `ctx.params`).
     pub params: Dynamic,
     pub modes: Vec<Mode>,
-    pub intent: Intent,
     /// Hook name to the function implementing it.
     pub hooks: BTreeMap<String, ScriptFunction>,
     pub checks: Vec<Check>,

@@ -1,7 +1,8 @@
 //! The Rhai sandbox every pack script runs in.
 //!
-//! One engine is built per set of loaded packs and shared by every call
-//! (rhai's `sync` feature makes it `Send + Sync`). It has no file system, no
+//! One engine is built per set of loaded packs and shared by every call on
+//! the thread that loaded them (rhai is built without `sync`: nothing sends
+//! packs across threads). It has no file system, no
 //! network and no `eval`; operations, call depth, expression depth and the
 //! sizes of strings, arrays and maps are bounded, so a hostile or buggy script
 //! stops with an error instead of hanging or exhausting memory. Imports are

@@ -44,6 +44,18 @@ impl NetnsId {
             NetnsId::Host { node } | NetnsId::Pod { node, .. } => node,
         }
     }
+
+    /// Where the layout puts the namespace's dump, under the snapshot's root.
+    pub fn dir(&self) -> PathBuf {
+        match self {
+            NetnsId::Host { node } => ["nodes", node, "host"].iter().collect(),
+            NetnsId::Pod {
+                node,
+                namespace,
+                name,
+            } => ["nodes", node, "pods", namespace, name].iter().collect(),
+        }
+    }
 }
 
 impl fmt::Display for NetnsId {

@@ -15,37 +15,24 @@
 //! hold exactly the fault that differs from it.
 
 use std::net::IpAddr;
-use std::sync::Arc;
 
 use petgraph::graph::NodeIndex;
 
+mod answers;
+
 use super::{
-    Branch, Encapsulation as Encapsulated, Packet, Stop, TunnelHeader, Tunnelled, UndoPhase,
-    Walker, hop_id,
+    Branch, Crossing, Encapsulation as Encapsulated, Flow, Next, Packet, Place, Stop, TunnelHeader,
+    Tunnelled, UndoPhase, Walker, hop_id,
 };
 use crate::engine::hooks::{Encapsulation, NextHop, PodInterface, Undecided};
-use crate::engine::intent::convert;
 use crate::engine::target::Protocol;
-use crate::engine::{Disposition, Finding, HopStep, LinkKind, Severity, Step};
+use crate::engine::{Disposition, HopStep, LinkKind, Step};
 use crate::netstack::netfilter::{Endpoint, Translation};
 use crate::netstack::routing::{FlowKey, LookupOutcome};
-use crate::packs::{HopScope, PodRef};
+use crate::packs::PodRef;
 use crate::snapshot::NetnsId;
-use crate::snapshot::cluster::{IpOwner, Protocol as PortProtocol};
 use crate::snapshot::netns::link::LinkKind as DeviceKind;
-
-/// Where a packet from an assumed hop goes, by who holds its next hop.
-enum Holder {
-    /// A pod of this hop's node, behind its veth.
-    LocalPod(NetnsId),
-    /// A node (reached over the underlay).
-    Node(NetnsId),
-    /// Something of the cluster that is not reached directly from here (a
-    /// pod of another node, a service address), as text.
-    Elsewhere(String),
-    /// Nobody in the cluster.
-    Outside,
-}
+use answers::{Holder, holding, unnamed};
 
 impl<'s> Walker<'s, '_> {
     /// Whether a namespace is stepped over with the CNI's intent: the
@@ -70,18 +57,21 @@ impl<'s> Walker<'s, '_> {
     /// veth the CNI gives the pod: a port of `dev` when `dev` is a bridge,
     /// unless the CNI routes to the veth itself. The step is the CNI's
     /// intent even in a real node's hop, whose dump does not show the port.
+    /// A frame bridged from another port (`in_port`) goes through the node's
+    /// netfilter where `bridge-nf-call-iptables` says so, as between two
+    /// ports the dump shows.
     pub(super) fn send_to_local_pod(
         &mut self,
-        ns: &NetnsId,
-        hop: NodeIndex,
+        place: &Place,
         dev: &str,
         pod: &NetnsId,
-        packet: Packet,
-        branch: Branch,
-    ) {
-        let interface = match self.pod_interface(ns, &packet, pod) {
+        in_port: Option<&str>,
+        mut flow: Flow,
+    ) -> Next<'s> {
+        let (ns, hop) = (&place.ns, place.hop);
+        let interface = match self.pod_interface(ns, &flow.packet, pod) {
             Ok(interface) => interface,
-            Err(undecided) => return self.undecided(hop, branch, undecided),
+            Err(undecided) => return self.undecided(hop, flow.branch, undecided),
         };
         let host_veth = interface.host_veth.unwrap_or_else(|| unnamed("veth"));
         // A device the node's dump shows as something other than a bridge
@@ -104,7 +94,7 @@ impl<'s> Walker<'s, '_> {
                 reason,
                 evidence: self.file(ns, "ip-link.json"),
             };
-            return self.stop(hop, branch, stop);
+            return self.stop(hop, flow.branch, stop);
         }
         let bridged = host_veth != dev;
         let kind = if bridged {
@@ -119,11 +109,22 @@ impl<'s> Walker<'s, '_> {
         } else {
             LinkKind::Veth
         };
+        if let Some(in_port) = in_port
+            && let Some(stop) = self.bridge_netfilter(place, dev, in_port, &host_veth, &mut flow)
+        {
+            return self.stop(hop, flow.branch, stop);
+        }
         let pod_dev = interface
             .pod_dev
             .or_else(|| self.pod_veth(pod))
             .unwrap_or_else(|| unnamed("interface"));
-        self.arrive(hop, kind, &host_veth, pod, &pod_dev, packet, branch);
+        let crossing = Crossing {
+            kind,
+            from_interface: &host_veth,
+            to: pod,
+            interface: &pod_dev,
+        };
+        self.arrive(hop, crossing, flow)
     }
 
     /// The veth pair the CNI gives `pod`, asked at its node `ns`.
@@ -159,12 +160,12 @@ impl<'s> Walker<'s, '_> {
     /// `in_iface` or generated there.
     pub(super) fn process_assumed(
         &mut self,
-        ns: &NetnsId,
-        hop: NodeIndex,
-        packet: Packet,
+        place: &Place,
+        flow: Flow,
         in_iface: Option<&str>,
-        branch: Branch,
-    ) {
+    ) -> Next<'s> {
+        let (ns, hop) = (&place.ns, place.hop);
+        let Flow { packet, branch } = flow;
         // A service proxy translates in PREROUTING (OUTPUT for the node's
         // own packets), before the node takes a packet for itself (NodePorts).
         if matches!(ns, NetnsId::Host { .. }) && !branch.reply && packet.tunnel.is_none() {
@@ -191,6 +192,7 @@ impl<'s> Walker<'s, '_> {
                     let share = 1.0 / translation.backends.len() as f64;
                     let in_iface = in_iface.map(str::to_string);
                     let forks = self.fork(hop, &branch, translation.backends.len());
+                    let mut ways = Vec::with_capacity(forks.len());
                     for (backend, (hop, mut branch)) in translation.backends.iter().zip(forks) {
                         let after = Endpoint {
                             addr: backend.ip,
@@ -221,47 +223,40 @@ impl<'s> Walker<'s, '_> {
                             if let Err(stop) =
                                 self.masquerade_to_node(ns, hop, &mut packet, &mut branch, &by)
                             {
-                                self.stop(hop, branch, stop);
+                                ways.push(self.stop(hop, branch, stop));
                                 continue;
                             }
                         }
-                        self.deliver_or_route(ns, hop, packet, in_iface.as_deref(), branch);
+                        let place = Place::new(ns, hop);
+                        let flow = Flow { packet, branch };
+                        ways.push(self.deliver_or_route(&place, flow, in_iface.as_deref()));
                     }
-                    return;
+                    return Next::Fork(ways);
                 }
                 Ok(None) => {}
             }
         }
-        self.deliver_or_route(ns, hop, packet, in_iface, branch)
+        self.deliver_or_route(place, Flow { packet, branch }, in_iface)
     }
 
     /// A packet received for an address of the namespace is delivered there;
     /// any other goes where the CNI sends it.
-    fn deliver_or_route(
-        &mut self,
-        ns: &NetnsId,
-        hop: NodeIndex,
-        packet: Packet,
-        in_iface: Option<&str>,
-        branch: Branch,
-    ) {
+    fn deliver_or_route(&mut self, place: &Place, flow: Flow, in_iface: Option<&str>) -> Next<'s> {
         if let Some(iif) = in_iface
-            && self.holds(ns, packet.dst)
+            && self.holds(&place.ns, flow.packet.dst)
         {
-            return self.deliver(ns, hop, packet, iif, branch);
+            return self.deliver(place, flow, iif);
         }
-        self.route_assumed(ns, hop, packet, in_iface, branch)
+        self.route_assumed(place, flow, in_iface)
     }
 
     /// Where the CNI sends the packet from an assumed hop, and how.
-    fn route_assumed(
-        &mut self,
-        ns: &NetnsId,
-        hop: NodeIndex,
-        mut packet: Packet,
-        in_iface: Option<&str>,
-        mut branch: Branch,
-    ) {
+    fn route_assumed(&mut self, place: &Place, flow: Flow, in_iface: Option<&str>) -> Next<'s> {
+        let (ns, hop) = (&place.ns, place.hop);
+        let Flow {
+            mut packet,
+            mut branch,
+        } = flow;
         if packet.src.is_none() {
             let stop = self.missing(ns, "the namespace's dump", "choose a source address");
             return self.stop(hop, branch, stop);
@@ -295,7 +290,7 @@ impl<'s> Walker<'s, '_> {
         match self.intent.encapsulation(&scope) {
             Err(undecided) => return self.undecided(hop, branch, undecided),
             Ok(Some(encapsulation)) => {
-                return self.encapsulate_assumed(ns, hop, packet, encapsulation, branch);
+                return self.encapsulate_assumed(place, Flow { packet, branch }, encapsulation);
             }
             Ok(None) => {}
         }
@@ -314,7 +309,7 @@ impl<'s> Walker<'s, '_> {
             }
             Ok(false) => {}
         }
-        self.leave_assumed(ns, hop, &next, packet, branch)
+        self.leave_assumed(place, &next, Flow { packet, branch })
     }
 
     /// Source-NATs the packet to the node's InternalIP, as the CNI or a
@@ -359,15 +354,9 @@ impl<'s> Walker<'s, '_> {
 
     /// The packet leaves an assumed hop by `next.dev` towards whoever holds
     /// the next hop.
-    fn leave_assumed(
-        &mut self,
-        ns: &NetnsId,
-        hop: NodeIndex,
-        next: &NextHop,
-        packet: Packet,
-        branch: Branch,
-    ) {
-        let target = next.via.unwrap_or(packet.dst);
+    fn leave_assumed(&mut self, place: &Place, next: &NextHop, flow: Flow) -> Next<'s> {
+        let (ns, hop) = (&place.ns, place.hop);
+        let target = next.via.unwrap_or(flow.packet.dst);
         let holder = match ns {
             // A pod's packets go to its node, whatever the gateway.
             NetnsId::Pod { node, .. } => Holder::Node(NetnsId::Host { node: node.clone() }),
@@ -375,7 +364,7 @@ impl<'s> Walker<'s, '_> {
         };
         match holder {
             Holder::LocalPod(pod) => {
-                self.send_to_local_pod(ns, hop, &next.device(), &pod, packet, branch)
+                self.send_to_local_pod(place, &next.device(), &pod, None, flow)
             }
             Holder::Node(node) => {
                 let kind = match ns {
@@ -383,19 +372,11 @@ impl<'s> Walker<'s, '_> {
                     NetnsId::Host { .. } => LinkKind::Underlay,
                 };
                 let pod_ip = match ns {
-                    NetnsId::Pod { .. } => packet.src,
+                    NetnsId::Pod { .. } => flow.packet.src,
                     NetnsId::Host { .. } => None,
                 };
-                self.enter_node(
-                    hop,
-                    kind,
-                    &next.device(),
-                    &node,
-                    target,
-                    pod_ip,
-                    packet,
-                    branch,
-                );
+                let device = next.device();
+                self.enter_node(hop, (kind, &device), &node, target, pod_ip, flow)
             }
             Holder::Elsewhere(what) => {
                 let reason = format!(
@@ -405,29 +386,27 @@ impl<'s> Walker<'s, '_> {
                     next.device()
                 );
                 let stop = Stop::unknown("engine.intent.unreachable", reason, self.cni_evidence());
-                self.stop(hop, branch, stop)
+                self.stop(hop, flow.branch, stop)
             }
-            Holder::Outside => self.leave_cluster(hop, &next.device(), packet, branch),
+            Holder::Outside => self.leave_cluster(hop, &next.device(), flow),
         }
     }
 
     /// The packet goes over a link to a node: on the interface that holds
     /// the next hop, or for a pod's packet the one the node reaches the pod
-    /// by; into the node's real namespace when the snapshot has it.
-    #[allow(clippy::too_many_arguments)]
+    /// by; into the node's real namespace when the snapshot has it. `link`
+    /// is the link's kind and the interface it leaves by.
     pub(super) fn enter_node(
         &mut self,
         hop: NodeIndex,
-        kind: LinkKind,
-        from_interface: &str,
+        link: (LinkKind, &str),
         node: &NetnsId,
         target: IpAddr,
         pod_ip: Option<IpAddr>,
-        packet: Packet,
-        branch: Branch,
-    ) {
+        flow: Flow,
+    ) -> Next<'s> {
         let interface = match pod_ip {
-            Some(pod_ip) => self.interface_to(node, pod_ip, &packet),
+            Some(pod_ip) => self.interface_to(node, pod_ip, &flow.packet),
             None => self
                 .topology
                 .owners(target)
@@ -436,7 +415,14 @@ impl<'s> Walker<'s, '_> {
                 .map(|(_, interface)| interface.to_string()),
         };
         let interface = interface.unwrap_or_else(|| holding(target));
-        self.arrive(hop, kind, from_interface, node, &interface, packet, branch)
+        let (kind, from_interface) = link;
+        let crossing = Crossing {
+            kind,
+            from_interface,
+            to: node,
+            interface: &interface,
+        };
+        self.arrive(hop, crossing, flow)
     }
 
     /// The device by which `node` reaches a pod's address: the one a packet
@@ -460,19 +446,18 @@ impl<'s> Walker<'s, '_> {
     /// holds the tunnel's far end.
     fn encapsulate_assumed(
         &mut self,
-        ns: &NetnsId,
-        hop: NodeIndex,
-        packet: Packet,
+        place: &Place,
+        flow: Flow,
         encapsulation: Encapsulation,
-        branch: Branch,
-    ) {
+    ) -> Next<'s> {
+        let (ns, hop) = (&place.ns, place.hop);
         if matches!(ns, NetnsId::Pod { .. }) {
             let reason = format!(
                 "pack {} tunnels from pod {}: only nodes tunnel here",
                 self.cni_name(),
                 hop_id(ns)
             );
-            return self.stop(hop, branch, self.unmodelled_tunnel(reason));
+            return self.stop(hop, flow.branch, self.unmodelled_tunnel(reason));
         }
         // VXLAN needs the VNI and UDP port the pack gives; IPIP has neither.
         let (encapsulated, udp_port) = match (
@@ -496,7 +481,7 @@ impl<'s> Walker<'s, '_> {
                     encapsulation.dev,
                     encapsulation.kind
                 );
-                return self.stop(hop, branch, self.unmodelled_tunnel(reason));
+                return self.stop(hop, flow.branch, self.unmodelled_tunnel(reason));
             }
         };
         let header = TunnelHeader {
@@ -509,32 +494,20 @@ impl<'s> Walker<'s, '_> {
             // packet: the inner packet's is kept.
             df: None,
         };
-        self.encapsulate(ns, hop, packet, header, branch);
+        self.encapsulate(place, flow, header)
     }
 
     /// A tunnel's outer packet leaves an assumed node for the node holding
     /// its far end.
-    pub(super) fn send_tunnelled_assumed(
-        &mut self,
-        ns: &NetnsId,
-        hop: NodeIndex,
-        outer: Packet,
-        branch: Branch,
-    ) {
+    pub(super) fn send_tunnelled_assumed(&mut self, place: &Place, flow: Flow) -> Next<'s> {
+        let (ns, hop) = (&place.ns, place.hop);
+        let outer = &flow.packet;
         match self.holder(ns.node(), outer.dst) {
             Holder::Node(remote) => {
                 let from = outer.src.map_or_else(|| unnamed("device"), holding);
                 let target = outer.dst;
-                self.enter_node(
-                    hop,
-                    LinkKind::Underlay,
-                    &from,
-                    &remote,
-                    target,
-                    None,
-                    outer,
-                    branch,
-                )
+                let link = (LinkKind::Underlay, from.as_str());
+                self.enter_node(hop, link, &remote, target, None, flow)
             }
             Holder::LocalPod(_) | Holder::Elsewhere(_) | Holder::Outside => {
                 let reason = format!(
@@ -542,7 +515,7 @@ impl<'s> Walker<'s, '_> {
                     self.cni_name(),
                     outer.dst
                 );
-                self.stop(hop, branch, self.unmodelled_tunnel(reason))
+                self.stop(hop, flow.branch, self.unmodelled_tunnel(reason))
             }
         }
     }
@@ -553,13 +526,9 @@ impl<'s> Walker<'s, '_> {
     }
 
     /// A request for a socket of an assumed namespace.
-    pub(super) fn deliver_assumed(
-        &mut self,
-        ns: &NetnsId,
-        hop: NodeIndex,
-        packet: Packet,
-        branch: Branch,
-    ) {
+    pub(super) fn deliver_assumed(&mut self, place: &Place, flow: Flow) -> Next<'s> {
+        let (ns, hop) = (&place.ns, place.hop);
+        let Flow { packet, branch } = flow;
         self.delivering(hop);
         let delivery = match ns {
             NetnsId::Pod {
@@ -580,52 +549,12 @@ impl<'s> Walker<'s, '_> {
         match delivery {
             Ok(socket) => {
                 self.step(hop, Step::Delivered { socket });
-                self.answer(ns, hop, &packet, branch);
+                self.answer(place, Flow { packet, branch })
             }
             Err(reason) => {
                 let stop = Stop::unknown("snapshot.missing", reason, self.file(ns, "ss.txt"));
                 self.stop(hop, branch, stop)
             }
-        }
-    }
-
-    /// A pod without a dump takes the packet when it is Ready and declares
-    /// the port: its socket, as Kubernetes describes it; else nobody can say.
-    fn pod_delivery(&self, namespace: &str, name: &str, packet: &Packet) -> Result<String, String> {
-        let Some(pod) = self.snapshot.cluster.pod(namespace, name) else {
-            return Err(format!(
-                "no pod {namespace}/{name} in the cluster's objects"
-            ));
-        };
-        if pod.ready != Some(true) {
-            return Err(format!(
-                "pod {namespace}/{name} is not Ready: whether it answers cannot be known without its dump"
-            ));
-        }
-        let wanted = match packet.protocol {
-            Protocol::Icmp => {
-                return Ok("the kernel's ICMP echo responder (the pod is Ready)".into());
-            }
-            Protocol::Tcp => PortProtocol::Tcp,
-            Protocol::Udp => PortProtocol::Udp,
-        };
-        let declared = pod.containers.iter().find_map(|container| {
-            container
-                .ports
-                .iter()
-                .find(|p| Some(p.container_port) == packet.dport && p.protocol == wanted)
-                .map(|_| container.name.as_str())
-        });
-        let port = packet.dport.map_or("-".into(), |p| p.to_string());
-        match declared {
-            Some(container) => Ok(format!(
-                "{} port {port}, declared by container {container} (the pod is Ready)",
-                packet.protocol
-            )),
-            None => Err(format!(
-                "pod {namespace}/{name} declares no containerPort {port}/{}: whether something listens there is known only from its dump (ss.txt)",
-                packet.protocol
-            )),
         }
     }
 
@@ -674,193 +603,33 @@ impl<'s> Walker<'s, '_> {
             }
         }
     }
+}
 
-    /// Who holds `address`, seen from node `node`: a pod of that node, a
-    /// node, something else of the cluster, or nobody.
-    fn holder(&self, node: &str, address: IpAddr) -> Holder {
-        if let Some((owner, _)) = self.topology.owners(address).first()
-            && matches!(owner, NetnsId::Host { .. })
-        {
-            return Holder::Node((*owner).clone());
-        }
-        let cluster = &self.snapshot.cluster;
-        if let Some(pod) = cluster.pod_at(address) {
-            let (namespace, name) = (&pod.meta.namespace, &pod.meta.name);
-            if pod.node_name.as_deref() == Some(node) {
-                return Holder::LocalPod(NetnsId::Pod {
-                    node: node.to_string(),
-                    namespace: namespace.clone(),
-                    name: name.clone(),
-                });
-            }
-            return Holder::Elsewhere(format!(
-                "pod {namespace}/{name} on {}",
-                pod.node_name.as_deref().unwrap_or("no node")
-            ));
-        }
-        let owners = cluster.by_ip(address);
-        if let Some(name) = owners.iter().find_map(|owner| match owner {
-            IpOwner::Node { name } => Some(name),
-            _ => None,
-        }) {
-            return Holder::Node(NetnsId::Host { node: name.clone() });
-        }
-        match owners.iter().find_map(IpOwner::service) {
-            Some((namespace, name)) => {
-                Holder::Elsewhere(format!("service {namespace}/{name}'s address"))
-            }
-            None => Holder::Outside,
-        }
-    }
+#[cfg(test)]
+mod tests {
+    use super::super::fixture::*;
+    use super::*;
 
-    /// Whether an assumed namespace holds an address, by the cluster's objects.
-    fn holds(&self, ns: &NetnsId, address: IpAddr) -> bool {
-        let cluster = &self.snapshot.cluster;
-        match ns {
-            NetnsId::Host { node } => cluster
-                .by_ip(address)
-                .iter()
-                .any(|owner| matches!(owner, IpOwner::Node { name } if name == node)),
-            NetnsId::Pod {
-                namespace, name, ..
-            } => cluster
-                .pod_at(address)
-                .is_some_and(|pod| &pod.meta.namespace == namespace && &pod.meta.name == name),
-        }
-    }
-
-    /// The veth of a pod whose dump the snapshot has.
-    fn pod_veth(&self, pod: &NetnsId) -> Option<String> {
-        self.topology
-            .links(pod)
-            .find(|link| link.link_index.is_some())
-            .map(|link| link.ifname.clone())
-    }
-
-    fn node_address(&self, node: &str) -> Option<IpAddr> {
-        self.snapshot.cluster.node(node)?.internal_ip()
-    }
-
-    fn node_ready(&self, node: &str) -> Option<bool> {
-        self.snapshot.cluster.node(node)?.ready
-    }
-
-    /// The hop as the hooks see it.
-    fn scope(&self, ns: &NetnsId, packet: &Packet, in_iface: Option<&str>) -> Arc<HopScope> {
-        // The hooks decide where the packet goes next: no path has ended
-        // here, and no hook reads the path's origin.
-        Arc::new(HopScope {
-            in_iface: in_iface.map(str::to_string),
-            forwarding: in_iface.is_some(),
-            reply: packet.reply,
-            ..HopScope::new(self.shared.clone(), ns.clone(), packet.pack_packet())
-        })
-    }
-
-    fn cni_name(&self) -> String {
-        self.intent
-            .cni
-            .map_or_else(|| "(none)".into(), |pack| pack.name.clone())
-    }
-
-    /// The CNI pack's directory, as evidence for what it intends.
-    fn cni_evidence(&self) -> String {
-        self.intent.cni.map_or_else(String::new, |pack| {
-            format!("pack {} ({})", pack.name, pack.dir.display())
-        })
-    }
-
-    /// The CNI pack has no opinion about the packet: nothing can be said.
-    fn no_opinion(&self, ns: &NetnsId, hook: &str, packet: &Packet) -> Stop {
-        Stop::unknown(
-            "snapshot.missing",
-            format!(
-                "the snapshot has no dump of {}, and pack {}'s {hook} has no opinion about {packet}",
-                hop_id(ns),
-                self.cni_name()
-            ),
-            self.cni_evidence(),
-        )
-    }
-
-    /// A hook gave no usable answer: its pack's finding (or what was wrong
-    /// with the answer) is reported and the path ends there.
-    fn undecided(&mut self, hop: NodeIndex, branch: Branch, undecided: Undecided) {
-        let stop = self.undecided_stop(hop, undecided);
-        self.stop(hop, branch, stop)
-    }
-
-    /// The stop for a hook without a usable answer, its pack's finding
-    /// reported.
-    fn undecided_stop(&mut self, hop: NodeIndex, undecided: Undecided) -> Stop {
-        let hop_name = self.graph[hop].id.clone();
-        let (reason, evidence) = match undecided {
-            Undecided::Pack(finding) => {
-                let finding = convert(*finding, &hop_name, hop.index());
-                let reason = format!("the CNI's intent is not known: {}", finding.message);
-                let evidence = finding.evidence.clone();
-                self.findings.push(finding);
-                (reason, evidence)
-            }
-            Undecided::Malformed {
-                pack,
-                hook,
-                problem,
-            } => (
-                format!("pack {pack}'s {hook} hook answered outside its contract: {problem}"),
-                self.cni_evidence(),
-            ),
-        };
-        Stop::unknown("engine.hook.undecided", reason, evidence)
-    }
-
-    /// Says once per namespace that what happens there is assumed, and on
-    /// whose word.
-    pub(super) fn note_assumed(&mut self, ns: &NetnsId, hop: NodeIndex) {
-        if !self.assumed_namespaces.insert(ns.clone()) {
-            return;
-        }
-        let dir = match ns {
-            NetnsId::Host { node } => format!("nodes/{node}/host"),
-            NetnsId::Pod {
-                node,
-                namespace,
-                name,
-            } => format!("nodes/{node}/pods/{namespace}/{name}"),
-        };
-        let message = format!(
-            "the snapshot has no dump of {ns} ({dir}): what happens there is pack {}'s intent and the cluster's objects, not its kernel's state",
-            self.cni_name()
-        );
-        self.findings.push(Finding {
-            id: "snapshot.assumed".into(),
-            severity: Severity::Info,
-            hop: hop_id(ns),
-            hop_index: hop.index(),
-            message,
-            evidence: format!(
-                "{} (not collected); {}",
-                self.snapshot.root.join(&dir).display(),
-                self.cni_evidence()
-            ),
-            expected: None,
+    #[test]
+    fn without_a_cni_pack_nothing_is_assumed() {
+        let mut files = two_pods_on_a_bridge();
+        files.retain(|(path, _)| !path.contains("pods/default/b/"));
+        let fixture = Fixture::new(&files);
+        fixture.walk(None, |walker| {
+            assert!(!walker.can_assume(&pod("b")));
+            // The node sends to port veth-b, whose far end is not in the
+            // snapshot: nothing can be said.
+            let mut branch = branch();
+            let place = walker.test_hop(&host("n1"), &mut branch);
+            let bridge = walker.topology.link(&place.ns, "cni0").unwrap();
+            let flow = Flow {
+                packet: tcp("10.0.0.1", "10.0.0.3"),
+                branch,
+            };
+            let stop =
+                stopped(walker.bridge_egress(&place, bridge, "10.0.0.3".parse().unwrap(), flow));
+            assert_eq!(stop.id, "snapshot.missing");
+            assert_eq!(stop.disposition, Disposition::InsufficientInfo);
         });
-    }
-}
-
-/// An interface the snapshot cannot name.
-fn unnamed(what: &str) -> String {
-    format!("(its {what}, not in the snapshot)")
-}
-
-/// The interface holding an address, where the snapshot cannot name it.
-fn holding(address: IpAddr) -> String {
-    format!("the interface holding {address}")
-}
-
-impl NextHop {
-    /// The device, or what stands for it when the CNI cannot name it.
-    fn device(&self) -> String {
-        self.dev.clone().unwrap_or_else(|| unnamed("device"))
     }
 }

@@ -1,6 +1,8 @@
 //! A pack's own tests (`skoop packs test DIR`): each `tests/<case>/` holds a
 //! snapshot and an `expect.yaml` naming the finding ids that must appear
-//! and those that must not, in snapshot scope.
+//! and those that must not, in snapshot scope. This sits above both `packs`
+//! and `engine`, since a case's flows are diagnosed by the engine with the
+//! packs: neither of those depends on the other's tests.
 //!
 //! ```yaml
 //! description: ip_forward is off on node-1
@@ -27,9 +29,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::yaml::{self, At, Fields, Issues};
-use super::{FindingStatus, LoadedPacks, Override, PackSource};
 use crate::engine::{self, Endpoint, Protocol, Request};
+use crate::packs::yaml::{self, At, Fields, Issues};
+use crate::packs::{self, FindingStatus, LoadedPacks, Override, PackSource};
 use crate::snapshot::Snapshot;
 use crate::snapshot::input::{self, Boundary, read_text};
 use crate::snapshot::problem::Problem;
@@ -317,7 +319,7 @@ fn run_case(source: &PackSource, pack: &str, case: &Path, expectation: &Expectat
     let (loaded, problems) = LoadedPacks::load(vec![source.clone()], &expectation.overrides);
     // Flows are diagnosed as skoop diagnose would: the built-in packs, with
     // this one in place of its built-in namesake.
-    let mut sources: Vec<PackSource> = super::builtin_sources()
+    let mut sources: Vec<PackSource> = packs::builtin_sources()
         .into_iter()
         .filter(|builtin| builtin.dir.file_name() != source.dir.file_name())
         .collect();

@@ -1,0 +1,379 @@
+//! The connection: a branch's state, the NAT conntrack undoes for the
+//! reply, the answer walked back, and the reply's arrival at its sender.
+
+use super::*;
+
+/// The state of one branch of the walk.
+#[derive(Debug, Clone)]
+pub(super) struct Branch {
+    pub(super) hops: Vec<NodeIndex>,
+    pub(super) probability: f64,
+    /// (namespace, packet, arrival) already seen on this branch.
+    pub(super) seen: Vec<(NetnsId, String, Arrival)>,
+    /// The sender, once routing chose its address.
+    pub(super) origin: Option<Origin>,
+    /// The translations netfilter made on the way there, which conntrack
+    /// undoes for the reply in the same namespaces.
+    pub(super) nat: Vec<(NetnsId, Translation)>,
+    /// Walking the reply back to the sender.
+    pub(super) reply: bool,
+    /// The namespaces the request went through, where conntrack has the
+    /// connection the reply belongs to (set when the reply starts).
+    pub(super) connection: Vec<NetnsId>,
+}
+
+impl Branch {
+    /// The branch the walk starts with: the request, on its own.
+    pub(super) fn new() -> Branch {
+        Branch {
+            hops: Vec::new(),
+            probability: 1.0,
+            seen: Vec::new(),
+            origin: None,
+            nat: Vec::new(),
+            reply: false,
+            connection: Vec::new(),
+        }
+    }
+
+    /// What conntrack in `ns` knows of the reply's connection: its
+    /// translations there, where the request passed; `None` otherwise (and
+    /// for the request itself, a new connection).
+    pub(super) fn connection_nat(&self, ns: &NetnsId) -> Option<ConnectionNat> {
+        if !self.reply || !self.connection.contains(ns) {
+            return None;
+        }
+        Some(self.nat_in(ns))
+    }
+
+    /// The translations netfilter made in `ns` on this branch so far.
+    pub(super) fn nat_in(&self, ns: &NetnsId) -> ConnectionNat {
+        let mut nat = ConnectionNat {
+            dnat: false,
+            snat: false,
+        };
+        for (_, translation) in self.nat.iter().filter(|(at, _)| at == ns) {
+            match translation {
+                Translation::Dnat { .. } | Translation::Redirect { .. } => nat.dnat = true,
+                Translation::Snat { .. } | Translation::Masquerade { .. } => nat.snat = true,
+                _ => {}
+            }
+        }
+        nat
+    }
+}
+
+/// Who opened the connection, and to what: the reply must come back to that
+/// socket, from that address, or the sender's kernel does not take it.
+#[derive(Debug, Clone)]
+pub(super) struct Origin {
+    pub(super) ns: NetnsId,
+    pub(super) address: IpAddr,
+    pub(super) port: Option<u16>,
+    pub(super) target: IpAddr,
+    pub(super) target_port: Option<u16>,
+}
+
+/// When conntrack undoes a translation for a reply: the destination (un-SNAT)
+/// in PREROUTING, before the routing decision; the source (un-DNAT) in
+/// POSTROUTING, after it — so routing sees the reply as it arrived.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum UndoPhase {
+    BeforeRouting,
+    AfterRouting,
+}
+
+impl<'s> Walker<'s, '_> {
+    /// A socket of the hop's namespace sent the packet; the path's first
+    /// such packet opens the connection its reply must come back to.
+    pub(super) fn sent(
+        &mut self,
+        ns: &NetnsId,
+        hop: NodeIndex,
+        packet: &Packet,
+        branch: &mut Branch,
+    ) {
+        self.step(
+            hop,
+            Step::Sent {
+                packet: packet.to_string(),
+            },
+        );
+        if branch.origin.is_none()
+            && let Some(src) = packet.src
+        {
+            branch.origin = Some(Origin {
+                ns: ns.clone(),
+                address: src,
+                port: packet.sport,
+                target: packet.dst,
+                target_port: packet.dport,
+            });
+        }
+    }
+
+    /// Records what netfilter rewrote (marks aside) as steps of the hop, and
+    /// on the way there the address translations conntrack will undo for
+    /// the reply.
+    pub(super) fn record_translations(
+        &mut self,
+        ns: &NetnsId,
+        hop: NodeIndex,
+        outcome: &Outcome<'_>,
+        branch: &mut Branch,
+    ) {
+        for step in &outcome.trace {
+            let NetfilterStep::Translation {
+                hook,
+                table,
+                translation,
+            } = step
+            else {
+                continue;
+            };
+            if matches!(
+                translation,
+                Translation::Mark { .. } | Translation::ConnMark { .. }
+            ) {
+                continue;
+            }
+            self.step(
+                hop,
+                Step::Translated {
+                    hook: hook.to_string(),
+                    table: table.as_str().to_string(),
+                    translation: translation.to_string(),
+                },
+            );
+            let rewrites_addresses = matches!(
+                translation,
+                Translation::Dnat { .. }
+                    | Translation::Redirect { .. }
+                    | Translation::Snat { .. }
+                    | Translation::Masquerade { .. }
+            );
+            if rewrites_addresses && !branch.reply {
+                branch.nat.push((ns.clone(), *translation));
+            }
+        }
+    }
+
+    /// The destination answers: the reply is walked back to the sender,
+    /// since a flow only works when its answers arrive too.
+    pub(super) fn answer(&mut self, place: &Place, flow: Flow) -> Next<'s> {
+        let (ns, hop) = (&place.ns, place.hop);
+        let Flow { packet, mut branch } = flow;
+        let Some(sender) = packet.src else {
+            return self.finish(branch, Disposition::Delivered);
+        };
+        let reply = Packet {
+            src: Some(packet.dst),
+            dst: sender,
+            protocol: packet.protocol,
+            sport: packet.dport,
+            dport: packet.sport,
+            reply: true,
+            mark: 0,
+            tunnel: None,
+            // An answer as large as the request; the kernel's echo responder
+            // lets its replies be fragmented (DF clear). A probe starts
+            // again at the answering interface's MTU.
+            size: packet.size.filter(|size| !size.probe).map(|size| Size {
+                df: packet.protocol != Protocol::Icmp,
+                ..size
+            }),
+        };
+        branch.reply = true;
+        branch.connection = branch.seen.iter().map(|(ns, ..)| ns.clone()).collect();
+        let link = Link {
+            kind: LinkKind::Local,
+            from_interface: "socket".into(),
+            to_interface: None,
+            packet: reply.to_string(),
+            fields: reply.fields(),
+        };
+        Next::Visit {
+            ns: ns.clone(),
+            flow: Flow {
+                packet: reply,
+                branch,
+            },
+            arrival: Arrival::Local,
+            from: Some((hop, link)),
+        }
+    }
+
+    /// conntrack undoes the forward direction's NAT for the reply in the
+    /// namespace that made it: the reply's destination is un-SNATed, its
+    /// source un-DNATed.
+    pub(super) fn undo_nat(
+        &mut self,
+        ns: &NetnsId,
+        hop: NodeIndex,
+        packet: &mut Packet,
+        branch: &Branch,
+        phase: UndoPhase,
+    ) {
+        for (at, translation) in &branch.nat {
+            if at != ns {
+                continue;
+            }
+            let undone = match *translation {
+                Translation::Dnat { before, after } | Translation::Redirect { before, after }
+                    if phase == UndoPhase::AfterRouting
+                        && packet.src == Some(after.addr)
+                        && after.port.is_none_or(|p| packet.sport == Some(p)) =>
+                {
+                    packet.src = Some(before.addr);
+                    packet.sport = before.port.or(packet.sport);
+                    Some(format!("un-dnat {after} -> {before}"))
+                }
+                Translation::Snat { before, after }
+                | Translation::Masquerade {
+                    before,
+                    after: Some(after),
+                } if phase == UndoPhase::BeforeRouting
+                    && packet.dst == after.addr
+                    && after.port.is_none_or(|p| packet.dport == Some(p)) =>
+                {
+                    packet.dst = before.addr;
+                    packet.dport = before.port.or(packet.dport);
+                    Some(format!("un-snat {after} -> {before}"))
+                }
+                _ => None,
+            };
+            if let Some(translation) = undone {
+                self.step(
+                    hop,
+                    Step::Translated {
+                        hook: "conntrack".into(),
+                        table: "reply".into(),
+                        translation,
+                    },
+                );
+            }
+        }
+    }
+
+    /// The reply is in a namespace that takes it: it must be the sender's.
+    pub(super) fn reply_arrived(&mut self, place: &Place, flow: Flow) -> Next<'s> {
+        let (ns, hop) = (&place.ns, place.hop);
+        let Flow { packet, branch } = flow;
+        let Some(origin) = &branch.origin else {
+            return self.finish(branch, Disposition::Delivered);
+        };
+        let reason = if &origin.ns != ns
+            || origin.address != packet.dst
+            || origin.port != packet.dport
+        {
+            format!(
+                "the reply is delivered in {} to {}, but the connection was opened from {} in {}: the sender never sees the answer",
+                hop_id(ns),
+                packet.dst,
+                origin.address,
+                hop_id(&origin.ns)
+            )
+        } else if Some(origin.target) != packet.src || origin.target_port != packet.sport {
+            format!(
+                "the reply reaches {} from {}, but the connection went to {}: the sender's kernel does not match it to the connection (no un-DNAT on the way back)",
+                hop_id(ns),
+                endpoint(packet.src, packet.sport),
+                endpoint(Some(origin.target), origin.target_port)
+            )
+        } else {
+            let socket = "the sender's connection (the reply arrived)".to_string();
+            self.step(hop, Step::Delivered { socket });
+            return self.finish(branch, Disposition::Delivered);
+        };
+        let stop = Stop {
+            disposition: Disposition::NoListener,
+            id: "engine.reply.misdelivered",
+            reason,
+            evidence: hop_id(ns),
+        };
+        self.stop(hop, branch, stop)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixture::*;
+    use super::*;
+
+    fn endpoint(addr: &str, port: Option<u16>) -> netfilter::Endpoint {
+        netfilter::Endpoint {
+            addr: addr.parse().unwrap(),
+            port,
+        }
+    }
+
+    #[test]
+    fn the_replys_destination_is_un_snated_before_routing_only() {
+        let fixture = Fixture::new(&two_pods_on_a_bridge());
+        fixture.walk(None, |walker| {
+            let node = host("n1");
+            let mut branch = branch();
+            let place = walker.test_hop(&node, &mut branch);
+            let masquerade = Translation::Snat {
+                before: endpoint("10.0.0.2", Some(EPHEMERAL_PORT)),
+                after: endpoint("172.18.0.11", Some(EPHEMERAL_PORT)),
+            };
+            branch.nat.push((node.clone(), masquerade));
+            let mut reply = tcp("10.0.1.5", "172.18.0.11");
+            reply.sport = Some(8080);
+            reply.dport = Some(EPHEMERAL_PORT);
+            walker.undo_nat(
+                &node,
+                place.hop,
+                &mut reply,
+                &branch,
+                UndoPhase::AfterRouting,
+            );
+            assert_eq!(reply.dst, "172.18.0.11".parse::<IpAddr>().unwrap());
+            walker.undo_nat(
+                &node,
+                place.hop,
+                &mut reply,
+                &branch,
+                UndoPhase::BeforeRouting,
+            );
+            assert_eq!(reply.dst, "10.0.0.2".parse::<IpAddr>().unwrap());
+            assert!(matches!(
+                &walker.graph[place.hop].steps[0].step,
+                Step::Translated { hook, .. } if hook == "conntrack"
+            ));
+        });
+    }
+
+    #[test]
+    fn a_reply_from_another_address_than_the_connection_went_to_is_misdelivered() {
+        let fixture = Fixture::new(&two_pods_on_a_bridge());
+        fixture.walk(None, |walker| {
+            let a = pod("a");
+            let mut branch = branch();
+            let place = walker.test_hop(&a, &mut branch);
+            // The connection went to a service address; the reply comes
+            // from the backend, never un-DNATed.
+            branch.origin = Some(Origin {
+                ns: a.clone(),
+                address: "10.0.0.2".parse().unwrap(),
+                port: Some(EPHEMERAL_PORT),
+                target: "10.96.0.100".parse().unwrap(),
+                target_port: Some(80),
+            });
+            branch.reply = true;
+            let mut reply = tcp("10.0.0.3", "10.0.0.2");
+            reply.sport = Some(8080);
+            reply.dport = Some(EPHEMERAL_PORT);
+            reply.reply = true;
+            let stop = stopped(walker.reply_arrived(
+                &place,
+                Flow {
+                    packet: reply,
+                    branch,
+                },
+            ));
+            assert_eq!(stop.id, "engine.reply.misdelivered");
+        });
+    }
+}

@@ -1,0 +1,431 @@
+//! Crossing between hops: a link's far end, a new hop entered, the
+//! underlay to another node, or outside the cluster.
+
+use super::*;
+
+/// A link the packet crosses into another namespace: its kind, the
+/// interface it leaves by, and the far end.
+pub(super) struct Crossing<'a> {
+    pub(super) kind: LinkKind,
+    pub(super) from_interface: &'a str,
+    pub(super) to: &'a NetnsId,
+    pub(super) interface: &'a str,
+}
+
+impl Crossing<'_> {
+    /// The link as the graph shows it, carrying `packet`.
+    pub(super) fn link(&self, packet: &Packet) -> Link {
+        Link {
+            kind: self.kind,
+            from_interface: self.from_interface.to_string(),
+            to_interface: Some(self.interface.to_string()),
+            packet: packet.to_string(),
+            fields: packet.fields(),
+        }
+    }
+}
+
+impl<'s> Walker<'s, '_> {
+    /// Enters a namespace: a new hop in the graph.
+    pub(super) fn visit(
+        &mut self,
+        ns: &NetnsId,
+        flow: Flow,
+        arrival: Arrival,
+        from: Option<(NodeIndex, Link)>,
+    ) -> Next<'s> {
+        let Flow {
+            mut packet,
+            mut branch,
+        } = flow;
+        // The kernel clears the mark of a packet that changes namespace.
+        packet.mark = 0;
+        // A namespace the snapshot lacks as a whole is stepped over with the
+        // CNI pack's intent, where one applies.
+        let assumed = self.can_assume(ns);
+        let hop = self.graph.add_node(Hop {
+            id: hop_id(ns),
+            kind: hop_kind(ns),
+            node: Some(ns.node().to_string()),
+            assumed,
+            steps: Vec::new(),
+            // Pack checks need the namespace's dump: none at an assumed hop.
+            context: (!assumed).then(|| HopContext {
+                netns: ns.clone(),
+                packet: packet.pack_packet(),
+                in_iface: arrival.interface().map(str::to_string),
+                out_iface: None,
+                delivered: false,
+                received_from: None,
+                last_packet: Some(packet.pack_packet()),
+            }),
+        });
+        if let Some((previous, link)) = from {
+            self.graph.add_edge(previous, hop, link);
+        }
+        branch.hops.push(hop);
+        if assumed {
+            self.note_assumed(ns, hop);
+        }
+        Next::Enter {
+            place: Place::new(ns, hop),
+            flow: Flow { packet, branch },
+            arrival,
+        }
+    }
+
+    /// The packet is in the hop's namespace (arrived, generated there, or
+    /// out of a tunnel). What happens to every packet first: a loop is
+    /// caught, the arrival recorded (a locally generated packet is recorded
+    /// once routing has chosen its source address), and a reply's
+    /// destination un-SNATed. Then the namespace's kernel decides the rest,
+    /// or at an assumed hop the CNI's intent.
+    pub(super) fn enter(&mut self, place: &Place, flow: Flow, arrival: Arrival) -> Next<'s> {
+        let (ns, hop) = (&place.ns, place.hop);
+        let Flow {
+            mut packet,
+            mut branch,
+        } = flow;
+        let generated = arrival == Arrival::Local;
+        self.now_holds(hop, &packet, generated, true);
+        let key = (ns.clone(), packet.to_string(), arrival.clone());
+        if branch.seen.contains(&key) || branch.seen.len() >= MAX_VISITS {
+            let reason = format!(
+                "the packet comes back to {} as it was: a forwarding loop",
+                hop_id(ns)
+            );
+            let stop = Stop {
+                disposition: Disposition::Loop,
+                id: "engine.loop",
+                reason,
+                evidence: hop_id(ns),
+            };
+            return self.stop(hop, branch, stop);
+        }
+        branch.seen.push(key);
+        if let Arrival::Received(interface) = &arrival {
+            if let Some(context) = &mut self.graph[hop].context {
+                context.received_from = packet.src;
+            }
+            let received = packet.to_string();
+            self.step(
+                hop,
+                Step::Received {
+                    interface: interface.clone(),
+                    packet: received,
+                },
+            );
+        }
+        if branch.reply {
+            self.undo_nat(ns, hop, &mut packet, &branch, UndoPhase::BeforeRouting);
+            self.now_holds(hop, &packet, generated, true);
+        }
+        let flow = Flow { packet, branch };
+        if !self.graph[hop].assumed {
+            return self.process(place, flow, arrival);
+        }
+        self.process_assumed(place, flow, arrival.interface())
+    }
+
+    /// A device whose far end is not in the snapshot (a node's NIC): the
+    /// next hop is whichever node holds that address, or outside the cluster.
+    pub(super) fn underlay_egress(
+        &mut self,
+        place: &Place,
+        device: &Device,
+        next_hop: IpAddr,
+        flow: Flow,
+    ) -> Next<'s> {
+        let (ns, hop) = (&place.ns, place.hop);
+        let owner = self
+            .topology
+            .owners(next_hop)
+            .iter()
+            .find(|(owner, _)| *owner != ns)
+            .copied();
+        if let Some((owner, interface)) = owner {
+            return self.cross(place, device, LinkKind::Underlay, owner, interface, flow);
+        }
+        // A next hop that is a node of the cluster whose dump is missing:
+        // the snapshot cannot tell what happens there.
+        let missing_node =
+            self.snapshot
+                .cluster
+                .by_ip(next_hop)
+                .iter()
+                .find_map(|owner| match owner {
+                    IpOwner::Node { name } => Some(name.clone()),
+                    _ => None,
+                });
+        if let Some(node) = missing_node {
+            let node = NetnsId::Host { node };
+            if self.can_assume(&node) {
+                let link = (LinkKind::Underlay, device.ifname.as_str());
+                return self.enter_node(hop, link, &node, next_hop, None, flow);
+            }
+            let stop = self.missing(
+                &node,
+                "the node's namespace dump",
+                "follow the packet further",
+            );
+            return self.stop(hop, flow.branch, stop);
+        }
+        // Otherwise the packet leaves the cluster's namespaces. For a
+        // destination inside the cluster that is the fault itself.
+        self.lost(place, &device.ifname, next_hop, &flow.packet);
+        self.leave_cluster(hop, &device.ifname, flow)
+    }
+
+    /// The finding for a packet that leaves the cluster though its
+    /// destination is a pod, a node or a service address of it.
+    pub(super) fn lost(&mut self, place: &Place, device: &str, next_hop: IpAddr, packet: &Packet) {
+        let (ns, hop) = (&place.ns, place.hop);
+        let cluster_owner = self
+            .snapshot
+            .cluster
+            .by_ip(packet.dst)
+            .iter()
+            .find_map(|owner| match owner {
+                IpOwner::Pod {
+                    namespace, name, ..
+                } => Some(format!("pod {namespace}/{name}")),
+                IpOwner::Node { name } => Some(format!("node {name}")),
+                _ => None,
+            });
+        let lost = match (cluster_owner, self.untranslated_service(packet)) {
+            (Some(owner), _) => Some((
+                "kernel.route.leaves-cluster",
+                format!(
+                    "{} sends the packet for {owner} out of the cluster: its route to {} leads by {} to {next_hop}, which no node or pod holds",
+                    hop_id(ns),
+                    packet.dst,
+                    device
+                ),
+                "a route to the destination through the cluster network",
+                self.file(ns, "ip-route.json"),
+            )),
+            (None, Some(service)) => Some((
+                "kernel.netfilter.service-untranslated",
+                format!(
+                    "{} is service {service}'s address, but no netfilter rule of {} translated it to a backend, so the packet leaves by {} as if for the internet",
+                    packet.dst,
+                    hop_id(ns),
+                    device
+                ),
+                "a DNAT to one of the service's ready endpoints (kube-proxy's KUBE-SERVICES rules)",
+                self.file(ns, "iptables-save.txt"),
+            )),
+            (None, None) => None,
+        };
+        if let Some((id, message, expected, evidence)) = lost {
+            self.findings.push(Finding {
+                id: id.into(),
+                severity: Severity::Fatal,
+                hop: hop_id(ns),
+                hop_index: hop.index(),
+                message,
+                evidence,
+                expected: Some(expected.into()),
+            });
+        }
+    }
+
+    /// The packet leaves the cluster's namespaces by `device`.
+    pub(super) fn leave_cluster(&mut self, hop: NodeIndex, device: &str, flow: Flow) -> Next<'s> {
+        let Flow { packet, branch } = flow;
+        let outside = self.graph.add_node(Hop {
+            id: packet.dst.to_string(),
+            kind: HopKind::External,
+            node: None,
+            assumed: false,
+            steps: Vec::new(),
+            context: None,
+        });
+        let link = Link {
+            kind: LinkKind::Outside,
+            from_interface: device.to_string(),
+            to_interface: None,
+            packet: packet.to_string(),
+            fields: packet.fields(),
+        };
+        self.graph.add_edge(hop, outside, link);
+        let mut branch = branch;
+        branch.hops.push(outside);
+        self.finish(branch, Disposition::ExitsCluster)
+    }
+
+    /// Moves the packet over a link into another namespace.
+    pub(super) fn cross(
+        &mut self,
+        place: &Place,
+        device: &Device,
+        kind: LinkKind,
+        to: &NetnsId,
+        interface: &str,
+        flow: Flow,
+    ) -> Next<'s> {
+        let (from, hop) = (&place.ns, place.hop);
+        let Flow { packet, branch } = flow;
+        // Both ends of the link must be up and have carrier (a bridge port
+        // that is down is disabled, and forwards nothing).
+        if let Some(stop) = self.device_down(from, device) {
+            return self.stop(hop, branch, stop);
+        }
+        // A bridge sends a frame out of a port only if it fits that port's MTU.
+        let mut packet = packet;
+        if kind == LinkKind::BridgePort
+            && let Some(stop) = self.oversized_frame(hop, from, device, &mut packet)
+        {
+            return self.stop(hop, branch, stop);
+        }
+        let crossing = Crossing {
+            kind,
+            from_interface: &device.ifname,
+            to,
+            interface,
+        };
+        self.arrive(hop, crossing, Flow { packet, branch })
+    }
+
+    /// The packet arrives over a link on `interface` of `to`, if that end is
+    /// up (the sending end is checked by the caller, where it is known).
+    pub(super) fn arrive(
+        &mut self,
+        hop: NodeIndex,
+        crossing: Crossing<'_>,
+        flow: Flow,
+    ) -> Next<'s> {
+        let (to, interface) = (crossing.to, crossing.interface);
+        let Flow { packet, branch } = flow;
+        let receiver = self.topology.link(to, interface);
+        if let Some(stop) = receiver.and_then(|link| self.device_down(to, link)) {
+            return self.stop(hop, branch, stop);
+        }
+        let mut packet = packet;
+        if matches!(crossing.kind, LinkKind::Veth | LinkKind::BridgePort)
+            && let Some(receiver) = receiver
+            && let Some(stop) = self.oversized_frame(hop, to, receiver, &mut packet)
+        {
+            return self.dropped_on_arrival(hop, &crossing, &packet, branch, stop);
+        }
+        Next::Visit {
+            ns: to.clone(),
+            from: Some((hop, crossing.link(&packet))),
+            arrival: Arrival::Received(interface.to_string()),
+            flow: Flow { packet, branch },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::super::fixture::*;
+    use super::*;
+
+    #[test]
+    fn a_packet_back_in_a_namespace_as_it_was_is_a_loop() {
+        let fixture = Fixture::new(&two_pods_on_a_bridge());
+        fixture.walk(None, |walker| {
+            let mut branch = branch();
+            let place = walker.test_hop(&host("n1"), &mut branch);
+            let packet = tcp("10.0.0.2", "10.0.0.3");
+            let arrival = Arrival::Received("cni0".into());
+            branch
+                .seen
+                .push((place.ns.clone(), packet.to_string(), arrival.clone()));
+            let stop = stopped(walker.enter(&place, Flow { packet, branch }, arrival));
+            assert_eq!(stop.id, "engine.loop");
+            assert_eq!(stop.disposition, Disposition::Loop);
+        });
+    }
+
+    #[test]
+    fn a_packet_entering_a_namespace_is_received_then_processed() {
+        let fixture = Fixture::new(&two_pods_on_a_bridge());
+        fixture.walk(None, |walker| {
+            let flow = Flow {
+                packet: tcp("10.0.0.2", "10.0.0.3"),
+                branch: branch(),
+            };
+            let arrival = Arrival::Received("eth0".into());
+            let Next::Enter {
+                place,
+                flow,
+                arrival,
+            } = walker.visit(&pod("b"), flow, arrival, None)
+            else {
+                panic!("visit does not enter");
+            };
+            assert_eq!(flow.branch.hops, [place.hop]);
+            let next = walker.enter(&place, flow, arrival);
+            assert!(matches!(
+                &walker.graph[place.hop].steps[0].step,
+                Step::Received { interface, .. } if interface == "eth0"
+            ));
+            // The pod's (empty) ruleset accepts: one outcome to follow.
+            let Next::Fork(ways) = next else {
+                panic!("{}", describe(&next));
+            };
+            assert_eq!(ways.len(), 1);
+        });
+    }
+
+    #[test]
+    fn a_receiving_device_that_is_down_takes_nothing() {
+        let b = pod("b");
+        let down = json!([device(
+            2,
+            "eth0",
+            1450,
+            json!({"link_index": 6, "flags": ["BROADCAST"]})
+        )]);
+        let files = with(
+            two_pods_on_a_bridge(),
+            vec![file(&b, "ip-link.json", down.to_string())],
+        );
+        let fixture = Fixture::new(&files);
+        fixture.walk(None, |walker| {
+            let mut branch = branch();
+            let place = walker.test_hop(&host("n1"), &mut branch);
+            let crossing = Crossing {
+                kind: LinkKind::BridgePort,
+                from_interface: "veth-b",
+                to: &b,
+                interface: "eth0",
+            };
+            let flow = Flow {
+                packet: tcp("10.0.0.1", "10.0.0.3"),
+                branch,
+            };
+            let stop = stopped(walker.arrive(place.hop, crossing, flow));
+            assert_eq!(stop.id, "kernel.device.down");
+        });
+    }
+
+    #[test]
+    fn a_next_hop_nobody_holds_leaves_the_cluster() {
+        let fixture = Fixture::new(&two_pods_on_a_bridge());
+        fixture.walk(None, |walker| {
+            let mut branch = branch();
+            let place = walker.test_hop(&host("n1"), &mut branch);
+            let device = walker.topology.link(&place.ns, "cni0").unwrap();
+            let flow = Flow {
+                packet: tcp("10.0.0.1", "8.8.8.8"),
+                branch,
+            };
+            let next = walker.underlay_egress(&place, device, "8.8.8.8".parse().unwrap(), flow);
+            let Next::Finish {
+                disposition,
+                branch,
+            } = next
+            else {
+                panic!("{}", describe(&next));
+            };
+            assert_eq!(disposition, Disposition::ExitsCluster);
+            let outside = *branch.hops.last().unwrap();
+            assert_eq!(walker.graph[outside].id, "8.8.8.8");
+        });
+    }
+}

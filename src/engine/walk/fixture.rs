@@ -1,0 +1,286 @@
+//! Small inline namespaces for the stages' unit tests: a snapshot written
+//! from a few dumps into a temporary directory, and a walker over it
+//! without packs (no CNI pack applies: nothing is assumed).
+//!
+//! `two_pods_on_a_bridge` is node `n1` with pods `default/a` (10.0.0.2) and
+//! `default/b` (10.0.0.3) behind bridge `cni0` (10.0.0.1/24), each pod's
+//! `eth0` the peer of a port (`veth-a`, `veth-b`), and a VXLAN device
+//! `flannel.1` on the node; tests add or replace files.
+
+use serde_json::{Value, json};
+
+use super::*;
+
+pub(super) struct Fixture {
+    _dir: tempfile::TempDir,
+    snapshot: Arc<Snapshot>,
+    packs: LoadedPacks,
+}
+
+impl Fixture {
+    /// A snapshot of these files (path under the snapshot's root, content).
+    pub(super) fn new(files: &[(String, String)]) -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        for (path, content) in files {
+            let path = dir.path().join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, content).unwrap();
+        }
+        let (snapshot, problems) = Snapshot::load(dir.path()).unwrap();
+        assert!(problems.is_empty(), "{problems:#?}");
+        let (packs, problems) = LoadedPacks::load(Vec::new(), &[]);
+        assert!(problems.is_empty(), "{problems:?}");
+        Fixture {
+            _dir: dir,
+            snapshot: Arc::new(snapshot),
+            packs,
+        }
+    }
+
+    /// Runs `test` with a walker over the snapshot (`--size` as given).
+    pub(super) fn walk<R>(
+        &self,
+        size: Option<PacketSize>,
+        test: impl FnOnce(&mut Walker<'_, '_>) -> R,
+    ) -> R {
+        let models = Models::build(&self.snapshot);
+        let mut walker = Walker::new(&self.snapshot, &models, &self.packs, size);
+        test(&mut walker)
+    }
+}
+
+pub(super) fn host(node: &str) -> NetnsId {
+    NetnsId::Host {
+        node: node.to_string(),
+    }
+}
+
+pub(super) fn pod(name: &str) -> NetnsId {
+    NetnsId::Pod {
+        node: "n1".into(),
+        namespace: "default".into(),
+        name: name.into(),
+    }
+}
+
+/// One file of a namespace's dump.
+pub(super) fn file(ns: &NetnsId, name: &str, content: impl Into<String>) -> (String, String) {
+    (ns.dir().join(name).display().to_string(), content.into())
+}
+
+/// A device as `ip -j -d link show` writes it: up with carrier unless
+/// `flags` says otherwise.
+pub(super) fn device(ifindex: u32, name: &str, mtu: u32, extra: Value) -> Value {
+    let mut device = json!({
+        "ifindex": ifindex,
+        "ifname": name,
+        "flags": ["BROADCAST", "MULTICAST", "UP", "LOWER_UP"],
+        "mtu": mtu,
+        "operstate": "UP",
+        "link_type": "ether",
+        "address": format!("02:00:00:00:00:{ifindex:02x}"),
+    });
+    for (key, value) in extra.as_object().unwrap() {
+        device[key] = value.clone();
+    }
+    device
+}
+
+/// The loopback device.
+fn loopback() -> Value {
+    let flags = json!({"link_type": "loopback", "flags": ["LOOPBACK", "UP", "LOWER_UP"]});
+    device(1, "lo", 65536, flags)
+}
+
+/// A device's IPv4 address, as `ip -j addr show` writes it.
+pub(super) fn address(ifindex: u32, name: &str, local: &str, prefixlen: u8) -> Value {
+    json!({
+        "ifindex": ifindex,
+        "ifname": name,
+        "flags": ["UP", "LOWER_UP"],
+        "mtu": 1500,
+        "addr_info": [{"family": "inet", "local": local, "prefixlen": prefixlen, "scope": "global", "label": name}],
+    })
+}
+
+/// The default policy rules.
+pub(super) const RULES: &str = r#"[{"priority": 0, "src": "all", "table": "local"},
+{"priority": 32766, "src": "all", "table": "main"},
+{"priority": 32767, "src": "all", "table": "default"}]"#;
+
+/// A connected route and the local route of an address on `dev`.
+pub(super) fn connected(subnet: &str, dev: &str, local: &str) -> Vec<Value> {
+    vec![
+        json!({"type": "unicast", "dst": subnet, "dev": dev, "table": "main", "protocol": "kernel", "scope": "link", "prefsrc": local, "flags": []}),
+        json!({"type": "local", "dst": local, "dev": dev, "table": "local", "protocol": "kernel", "scope": "host", "prefsrc": local, "flags": []}),
+    ]
+}
+
+/// A pod of node `n1` with `eth0` (ifindex 2) the peer of the node's
+/// `peer_index`, holding `ip`/24, with an empty ruleset.
+fn pod_files(name: &str, ip: &str, peer_index: u32) -> Vec<(String, String)> {
+    let ns = pod(name);
+    let links = json!([
+        loopback(),
+        device(
+            2,
+            "eth0",
+            1450,
+            json!({"link_index": peer_index, "linkinfo": {"info_kind": "veth"}})
+        ),
+    ]);
+    let routes = connected("10.0.0.0/24", "eth0", ip);
+    vec![
+        file(&ns, "ip-link.json", links.to_string()),
+        file(
+            &ns,
+            "ip-addr.json",
+            json!([address(2, "eth0", ip, 24)]).to_string(),
+        ),
+        file(&ns, "ip-route.json", Value::from(routes).to_string()),
+        file(&ns, "ip-rule.json", RULES),
+        file(&ns, "iptables-save.txt", ""),
+        file(&ns, "sysctl.txt", "net.ipv4.ip_forward = 0\n"),
+        file(&ns, "ss.txt", "tcp LISTEN 0 128 0.0.0.0:8080 0.0.0.0:*\n"),
+    ]
+}
+
+/// Node `n1`, its bridge and VXLAN device, and pods `a` and `b` (see the
+/// module's documentation).
+pub(super) fn two_pods_on_a_bridge() -> Vec<(String, String)> {
+    let node = host("n1");
+    let links = json!([
+        loopback(),
+        device(
+            3,
+            "cni0",
+            1450,
+            json!({"linkinfo": {"info_kind": "bridge", "info_data": {"stp_state": 0, "vlan_filtering": 0}}})
+        ),
+        device(
+            4,
+            "flannel.1",
+            1450,
+            json!({"linkinfo": {"info_kind": "vxlan", "info_data": {"id": 1, "local": "172.18.0.11", "port": 8472, "df": "unset"}}})
+        ),
+        device(
+            5,
+            "veth-a",
+            1450,
+            json!({"link_index": 2, "master": "cni0", "linkinfo": {"info_kind": "veth"}})
+        ),
+        device(
+            6,
+            "veth-b",
+            1450,
+            json!({"link_index": 2, "master": "cni0", "linkinfo": {"info_kind": "veth"}})
+        ),
+    ]);
+    let mut routes = connected("10.0.0.0/24", "cni0", "10.0.0.1");
+    routes.push(json!({"type": "unicast", "dst": "10.0.1.0/24", "gateway": "10.0.1.0", "dev": "flannel.1", "table": "main", "protocol": "boot", "scope": "global", "flags": ["onlink"]}));
+    let mut files = vec![
+        file(&node, "ip-link.json", links.to_string()),
+        file(
+            &node,
+            "ip-addr.json",
+            json!([address(3, "cni0", "10.0.0.1", 24)]).to_string(),
+        ),
+        file(&node, "ip-route.json", Value::from(routes).to_string()),
+        file(&node, "ip-rule.json", RULES),
+        file(&node, "iptables-save.txt", ""),
+        file(&node, "sysctl.txt", "net.ipv4.ip_forward = 1\n"),
+        file(&node, "ip-neigh.json", "[]"),
+        file(&node, "bridge-fdb.json", "[]"),
+    ];
+    // Pod a's eth0 is veth-a's peer, pod b's veth-b's.
+    files.extend(pod_files("a", "10.0.0.2", 5));
+    files.extend(pod_files("b", "10.0.0.3", 6));
+    files
+}
+
+/// `files` with `replaced` put in place of (or beside) what they had.
+pub(super) fn with(
+    mut files: Vec<(String, String)>,
+    replaced: Vec<(String, String)>,
+) -> Vec<(String, String)> {
+    for (path, content) in replaced {
+        files.retain(|(existing, _)| *existing != path);
+        files.push((path, content));
+    }
+    files
+}
+
+/// A TCP packet from `src` to `dst`:8080, first of its connection.
+pub(super) fn tcp(src: &str, dst: &str) -> Packet {
+    Packet {
+        src: Some(src.parse().unwrap()),
+        dst: dst.parse().unwrap(),
+        protocol: Protocol::Tcp,
+        sport: Some(EPHEMERAL_PORT),
+        dport: Some(8080),
+        reply: false,
+        mark: 0,
+        tunnel: None,
+        size: None,
+    }
+}
+
+/// `tcp(src, dst)` of `bytes` with DF, a probe or not.
+pub(super) fn tcp_sized(src: &str, dst: &str, bytes: u32, probe: bool) -> Packet {
+    Packet {
+        size: Some(Size {
+            bytes,
+            df: true,
+            probe,
+        }),
+        ..tcp(src, dst)
+    }
+}
+
+/// A branch at its start.
+pub(super) fn branch() -> Branch {
+    Branch::new()
+}
+
+impl Walker<'_, '_> {
+    /// A fresh hop for `ns` and a new branch through it, carrying `packet`.
+    pub(super) fn test_flow(&mut self, ns: &NetnsId, packet: Packet) -> (Place, Flow) {
+        let mut branch = Branch::new();
+        let place = self.test_hop(ns, &mut branch);
+        (place, Flow { packet, branch })
+    }
+
+    /// A fresh hop for `ns`, on `branch`, as `visit` makes one.
+    pub(super) fn test_hop(&mut self, ns: &NetnsId, branch: &mut Branch) -> Place {
+        let hop = self.graph.add_node(Hop {
+            id: hop_id(ns),
+            kind: hop_kind(ns),
+            node: Some(ns.node().to_string()),
+            assumed: false,
+            steps: Vec::new(),
+            context: None,
+        });
+        branch.hops.push(hop);
+        Place::new(ns, hop)
+    }
+}
+
+/// The stop a stage returned, or what else it returned, for the assertion.
+pub(super) fn stopped(next: Next<'_>) -> Stop {
+    match next {
+        Next::Stop { stop, .. } => stop,
+        other => panic!("expected a stop, got {}", describe(&other)),
+    }
+}
+
+/// What a `Next` is, for failure messages.
+pub(super) fn describe(next: &Next<'_>) -> String {
+    match next {
+        Next::Visit { ns, arrival, .. } => format!("visit {ns} ({arrival:?})"),
+        Next::Enter { place, .. } => format!("enter {}", place.ns),
+        Next::Netfilter(place, _) => format!("netfilter outcome at {}", place.ns),
+        Next::Stop { stop, .. } => format!("stop {} ({})", stop.id, stop.reason),
+        Next::Finish { disposition, .. } => format!("finish {disposition}"),
+        Next::Fork(ways) => format!("fork of {}", ways.len()),
+    }
+}

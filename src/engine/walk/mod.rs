@@ -1,0 +1,373 @@
+//! The walk itself: one namespace at a time, as the kernel would move the packet.
+//!
+//! The walk is a driver loop ([`Walker::run`]) over stages. A stage takes
+//! the place it works at (a [`Place`]: the namespace and its hop in the
+//! graph) and what moves (a [`Flow`]: the packet and the branch of the walk
+//! it is on), and returns what happens next ([`Next`]): the packet goes into
+//! a namespace (a new hop) or is in the same one again (out of a tunnel,
+//! into one, after IPVS's choice), one netfilter outcome is to be followed,
+//! the path stops or ends, or it forks into ways walked one after the
+//! other. Within a hop a stage may hand over to the next one directly (the
+//! egress device to its link kind); every crossing into a namespace and
+//! every fork goes back to the loop.
+//!
+//! The stages, one job each: `cross` (a new hop, what every packet meets
+//! first, links between hops, the underlay, outside), `stack` (netfilter
+//! with routing between its hooks, forwarding, rp_filter), `deliver` (a
+//! tunnel device, IPVS or a socket takes the packet), `conntrack` (the
+//! branch's connection, NAT undone for the reply, the reply's arrival),
+//! `mtu` (sizes against devices, the ICMP error a hop answers with),
+//! `tunnel` (VXLAN and IPIP in and out), `l2` (the egress device decides the
+//! link: veth, bridge port, proxy ARP, bridged netfilter), `assumed`
+//! (namespaces the snapshot lacks, stepped over with the CNI's intent),
+//! `packet` (the packet and its size) and `record` (steps, forks, stops and
+//! the paths they end).
+
+mod assumed;
+mod conntrack;
+mod cross;
+mod deliver;
+#[cfg(test)]
+mod fixture;
+mod l2;
+mod mtu;
+mod packet;
+mod record;
+mod stack;
+mod tunnel;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+
+use petgraph::graph::{DiGraph, NodeIndex};
+
+use super::hooks::Intent;
+use super::target::{PacketSize, Protocol, Resolved};
+use super::topology::{Port, Topology};
+use super::{
+    Diagnosis, Disposition, Finding, Hop, HopContext, HopKind, HopStep, Link, LinkKind,
+    PacketFields, PathResult, Severity, Step,
+};
+use crate::netstack::Tri;
+use crate::netstack::ipvs::{Ipvs, IpvsOutcome, Scheduled, Transport};
+use crate::netstack::netfilter::{
+    self, BridgePorts, ConnectionNat, Context, CtState, Netfilter, Outcome, PacketPath,
+    RouteChoice, Step as NetfilterStep, Translation, Verdict,
+};
+use crate::netstack::routing::{
+    Fib, FlowKey, LookupOutcome, RouteError, describe_route, describe_rule,
+};
+use crate::packs::{self, LoadedPacks};
+use crate::snapshot::cluster::IpOwner;
+use crate::snapshot::netns::addr::Family;
+use crate::snapshot::netns::iptables::{
+    Policy as IptablesPolicy, Protocol as IpProtocol, TcpFlagBits,
+};
+use crate::snapshot::netns::ipvs::{Forwarding, VirtualService};
+use crate::snapshot::netns::link::{
+    IpipInfo, Link as Device, LinkFlag, LinkKind as DeviceKind, LinkLayerAddress, MacAddr,
+    TunnelEndpoint, VxlanDf, VxlanInfo,
+};
+use crate::snapshot::netns::neigh::NeighbourState;
+use crate::snapshot::netns::route::RouteType;
+use crate::snapshot::netns::rule::IpProto;
+use crate::snapshot::netns::sockets::{LocalAddress, SocketProtocol, SocketState};
+use crate::snapshot::netns::sysctl::Sysctls;
+use crate::snapshot::{NetnsId, Snapshot};
+
+use conntrack::*;
+use cross::Crossing;
+use packet::*;
+use stack::*;
+
+/// The source port of the flow's first packet (any ephemeral port would do).
+const EPHEMERAL_PORT: u16 = 40000;
+
+/// A walk longer than this is a loop the per-visit check did not catch.
+const MAX_VISITS: usize = 64;
+
+/// The kernel models of every namespace, built once per walk.
+struct Models<'s> {
+    fibs: HashMap<&'s NetnsId, Fib<'s>>,
+    netfilters: HashMap<&'s NetnsId, Netfilter<'s>>,
+    ipvs: HashMap<&'s NetnsId, Ipvs<'s>>,
+}
+
+impl<'s> Models<'s> {
+    /// Each namespace's FIB, netfilter and IPVS, where its dump has them.
+    fn build(snapshot: &'s Snapshot) -> Models<'s> {
+        let mut fibs = HashMap::new();
+        for (id, entry) in &snapshot.namespaces {
+            let dump = &entry.dump;
+            if let (Some(rules), Some(routes), Some(addrs)) =
+                (&dump.rules, &dump.routes, &dump.addrs)
+            {
+                fibs.insert(id, Fib::new(rules, routes, addrs, dump.sysctls.as_ref()));
+            }
+        }
+        let netfilters = snapshot
+            .namespaces
+            .iter()
+            .filter_map(|(id, entry)| {
+                let ruleset = entry.dump.iptables.as_ref()?;
+                Some((id, Netfilter::new(ruleset, entry.dump.ipsets.as_ref())))
+            })
+            .collect();
+        let ipvs = snapshot
+            .namespaces
+            .iter()
+            .filter_map(|(id, entry)| Some((id, Ipvs::new(entry.dump.ipvs.as_ref()?))))
+            .collect();
+        Models {
+            fibs,
+            netfilters,
+            ipvs,
+        }
+    }
+}
+
+struct Walker<'s, 'm> {
+    snapshot: &'s Snapshot,
+    /// The same snapshot, shared with the packs' hooks.
+    shared: &'s Arc<Snapshot>,
+    /// The packs' hooks, for namespaces the snapshot lacks.
+    intent: Intent<'s>,
+    topology: Topology<'s>,
+    models: &'m Models<'s>,
+    graph: DiGraph<Hop, Link>,
+    paths: Vec<PathResult>,
+    findings: Vec<Finding>,
+    /// The namespaces stepped over with the CNI's intent so far.
+    assumed_namespaces: std::collections::HashSet<NetnsId>,
+    /// `--size`, if given.
+    size: Option<PacketSize>,
+}
+
+pub(crate) fn walk(shared: &Arc<Snapshot>, resolved: &Resolved, packs: &LoadedPacks) -> Diagnosis {
+    let models = Models::build(shared);
+    let mut walker = Walker::new(shared, &models, packs, resolved.size);
+    let packet = Packet {
+        src: resolved.src,
+        dst: resolved.dst,
+        protocol: resolved.protocol,
+        // The client's ephemeral port, as netfilter's model assumes it.
+        sport: matches!(resolved.protocol, Protocol::Tcp | Protocol::Udp).then_some(EPHEMERAL_PORT),
+        dport: resolved.dport,
+        reply: false,
+        mark: 0,
+        tunnel: None,
+        // `--size mtu` is known once the first device is.
+        size: match resolved.size {
+            Some(PacketSize::Bytes(bytes)) => Some(Size {
+                bytes,
+                df: true,
+                probe: false,
+            }),
+            Some(PacketSize::InterfaceMtu) | None => None,
+        },
+    };
+    walker.run(Next::Visit {
+        ns: resolved.source.clone(),
+        flow: Flow {
+            packet,
+            branch: Branch::new(),
+        },
+        arrival: Arrival::Local,
+        from: None,
+    });
+    Diagnosis {
+        summary: resolved.summary.clone(),
+        graph: walker.graph,
+        assumed_by: (!walker.assumed_namespaces.is_empty())
+            .then(|| walker.intent.cni.map(|pack| pack.name.clone()))
+            .flatten(),
+        paths: walker.paths,
+        findings: walker.findings,
+    }
+}
+
+/// Where a stage works: a namespace, and its hop (one visit of it) in the graph.
+#[derive(Debug, Clone)]
+struct Place {
+    ns: NetnsId,
+    hop: NodeIndex,
+}
+
+impl Place {
+    fn new(ns: &NetnsId, hop: NodeIndex) -> Place {
+        Place {
+            ns: ns.clone(),
+            hop,
+        }
+    }
+}
+
+/// What moves through the stages: the packet, and the branch of the walk it is on.
+#[derive(Debug, Clone)]
+struct Flow {
+    packet: Packet,
+    branch: Branch,
+}
+
+/// What a stage hands back to the driver loop: what happens next.
+enum Next<'s> {
+    /// The packet goes into a namespace: a new hop, joined by its link to
+    /// the hop it comes from.
+    Visit {
+        ns: NetnsId,
+        flow: Flow,
+        arrival: Arrival,
+        from: Option<(NodeIndex, Link)>,
+    },
+    /// The packet is in the hop's namespace again: out of a tunnel, into
+    /// one, or sent on by IPVS.
+    Enter {
+        place: Place,
+        flow: Flow,
+        arrival: Arrival,
+    },
+    /// One of netfilter's outcomes for the packet, to follow.
+    Netfilter(Place, Box<Followed<'s>>),
+    /// The path stops at this hop, for this reason.
+    Stop {
+        hop: NodeIndex,
+        branch: Branch,
+        stop: Stop,
+    },
+    /// The path ends with this disposition (its stop, if any, recorded).
+    Finish {
+        branch: Branch,
+        disposition: Disposition,
+    },
+    /// Ways on, walked one after the other, each to its end before the next.
+    Fork(Vec<Next<'s>>),
+}
+
+/// Why a path stopped, before it is recorded.
+struct Stop {
+    disposition: Disposition,
+    id: &'static str,
+    reason: String,
+    evidence: String,
+}
+
+impl Stop {
+    /// The snapshot cannot tell what happens next: the path ends as
+    /// `insufficient_info`, never with a guessed verdict.
+    fn unknown(id: &'static str, reason: String, evidence: String) -> Stop {
+        Stop {
+            disposition: Disposition::InsufficientInfo,
+            id,
+            reason,
+            evidence,
+        }
+    }
+}
+
+impl<'s, 'm> Walker<'s, 'm> {
+    fn new(
+        shared: &'s Arc<Snapshot>,
+        models: &'m Models<'s>,
+        packs: &'s LoadedPacks,
+        size: Option<PacketSize>,
+    ) -> Walker<'s, 'm> {
+        Walker {
+            snapshot: shared,
+            shared,
+            intent: Intent::new(shared, packs),
+            topology: Topology::new(shared),
+            models,
+            graph: DiGraph::new(),
+            paths: Vec::new(),
+            findings: Vec::new(),
+            assumed_namespaces: Default::default(),
+            size,
+        }
+    }
+}
+
+impl<'s> Walker<'s, '_> {
+    /// The driver loop: runs each stage the walk comes to, depth first, so
+    /// that a fork's ways are walked (and their paths recorded) in order.
+    fn run(&mut self, first: Next<'s>) {
+        let mut pending = vec![first];
+        while let Some(next) = pending.pop() {
+            match next {
+                Next::Visit {
+                    ns,
+                    flow,
+                    arrival,
+                    from,
+                } => pending.push(self.visit(&ns, flow, arrival, from)),
+                Next::Enter {
+                    place,
+                    flow,
+                    arrival,
+                } => pending.push(self.enter(&place, flow, arrival)),
+                Next::Netfilter(place, followed) => {
+                    pending.push(self.after_netfilter(&place, *followed))
+                }
+                Next::Stop { hop, branch, stop } => self.record_stop(hop, branch, stop),
+                Next::Finish {
+                    branch,
+                    disposition,
+                } => self.record_path(branch, disposition),
+                Next::Fork(ways) => pending.extend(ways.into_iter().rev()),
+            }
+        }
+    }
+
+    /// Whether a namespace holds an address (and so answers ARP for it).
+    fn owns(&self, ns: &NetnsId, address: IpAddr) -> bool {
+        self.topology
+            .owners(address)
+            .iter()
+            .any(|(owner, _)| *owner == ns)
+    }
+
+    fn sysctls(&self, ns: &NetnsId) -> Option<&'s Sysctls> {
+        self.snapshot.namespaces.get(ns)?.dump.sysctls.as_ref()
+    }
+
+    /// The path of a dump file, as evidence.
+    fn file(&self, ns: &NetnsId, name: &str) -> String {
+        match self.snapshot.namespaces.get(ns) {
+            Some(entry) => entry.dir.join(name).display().to_string(),
+            None => format!("{} (no dump)", hop_id(ns)),
+        }
+    }
+
+    /// A stop for want of a dump file.
+    fn missing(&self, ns: &NetnsId, what: &str, to_do: &str) -> Stop {
+        Stop::unknown(
+            "snapshot.missing",
+            format!(
+                "the snapshot lacks {what} for {}, needed to {to_do}",
+                hop_id(ns)
+            ),
+            self.snapshot
+                .namespaces
+                .get(ns)
+                .map_or_else(|| hop_id(ns), |e| e.dir.display().to_string()),
+        )
+    }
+}
+
+/// Hop ids as the JSON contract names them: pods `NS/NAME`, nodes their name.
+fn hop_id(ns: &NetnsId) -> String {
+    match ns {
+        NetnsId::Host { node } => node.clone(),
+        NetnsId::Pod {
+            namespace, name, ..
+        } => format!("{namespace}/{name}"),
+    }
+}
+
+fn hop_kind(ns: &NetnsId) -> HopKind {
+    match ns {
+        NetnsId::Pod { .. } => HopKind::Pod,
+        NetnsId::Host { .. } => HopKind::Node,
+    }
+}

@@ -1,0 +1,206 @@
+//! Recording what the walk finds: steps of a hop, forks of a hop into
+//! branches, stops and the paths they end, findings.
+
+use super::*;
+
+impl<'s> Walker<'s, '_> {
+    /// Keeps `packet` as the hop's packet (see [`HopContext::last_packet`]),
+    /// or that its addresses are not `known`. The outer packet of a tunnel
+    /// the hop put its packet in (`generated` here, carrying one) leaves the
+    /// record as it was.
+    pub(super) fn now_holds(
+        &mut self,
+        hop: NodeIndex,
+        packet: &Packet,
+        generated: bool,
+        known: bool,
+    ) {
+        if generated && packet.tunnel.is_some() {
+            return;
+        }
+        if let Some(context) = &mut self.graph[hop].context {
+            context.last_packet = known.then(|| packet.pack_packet());
+        }
+    }
+
+    /// Gives each of `count` ways out of `hop` its own copy of the hop (with
+    /// the steps so far and the link that led in), so that the steps of one
+    /// branch never show up in another. The first way keeps `hop` itself.
+    pub(super) fn fork(
+        &mut self,
+        hop: NodeIndex,
+        branch: &Branch,
+        count: usize,
+    ) -> Vec<(NodeIndex, Branch)> {
+        let base = self.graph[hop].clone();
+        let incoming = branch.hops.iter().rev().nth(1).and_then(|&previous| {
+            let edge = self.graph.find_edge(previous, hop)?;
+            Some((previous, self.graph[edge].clone()))
+        });
+        let mut forks = Vec::with_capacity(count);
+        for index in 0..count {
+            let mut branch = branch.clone();
+            let node = if index == 0 {
+                hop
+            } else {
+                let node = self.graph.add_node(base.clone());
+                if let Some((previous, link)) = &incoming {
+                    self.graph.add_edge(*previous, node, link.clone());
+                }
+                if let Some(last) = branch.hops.last_mut() {
+                    *last = node;
+                }
+                node
+            };
+            forks.push((node, branch));
+        }
+        forks
+    }
+
+    /// A finding that does not stop the path; said once however many
+    /// branches pass the same place.
+    pub(super) fn add_finding(
+        &mut self,
+        hop: NodeIndex,
+        id: &str,
+        severity: Severity,
+        message: String,
+        evidence: String,
+    ) {
+        let hop_name = self.graph[hop].id.clone();
+        if self
+            .findings
+            .iter()
+            .any(|f| f.id == id && f.hop == hop_name && f.message == message)
+        {
+            return;
+        }
+        self.findings.push(Finding {
+            id: id.to_string(),
+            severity,
+            hop: hop_name,
+            hop_index: hop.index(),
+            message,
+            evidence,
+            expected: None,
+        });
+    }
+
+    /// Records a step; every step of an assumed hop is assumed.
+    pub(super) fn step(&mut self, hop: NodeIndex, step: Step) {
+        let assumed = self.graph[hop].assumed;
+        self.graph[hop].steps.push(HopStep { step, assumed });
+    }
+
+    /// The request is for a socket of this hop's namespace (a reply is not:
+    /// the sender's socket is no listener), whether one listens or not.
+    pub(super) fn delivering(&mut self, hop: NodeIndex) {
+        if let Some(context) = &mut self.graph[hop].context {
+            context.delivered = true;
+        }
+    }
+
+    /// The path stops at `hop`: what a stage returns for it.
+    pub(super) fn stop(&self, hop: NodeIndex, branch: Branch, stop: Stop) -> Next<'s> {
+        Next::Stop { hop, branch, stop }
+    }
+
+    /// The path ends: what a stage returns for it.
+    pub(super) fn finish(&self, branch: Branch, disposition: Disposition) -> Next<'s> {
+        Next::Finish {
+            branch,
+            disposition,
+        }
+    }
+
+    /// Records a stop: its step, its finding and the path it ends.
+    pub(super) fn record_stop(&mut self, hop: NodeIndex, branch: Branch, mut stop: Stop) {
+        if branch.reply {
+            stop.reason = format!("on the way back: {}", stop.reason);
+        }
+        self.step(
+            hop,
+            Step::Stopped {
+                disposition: stop.disposition,
+                reason: stop.reason.clone(),
+            },
+        );
+        let severity = match stop.disposition {
+            Disposition::InsufficientInfo => Severity::Warning,
+            _ => Severity::Fatal,
+        };
+        self.findings.push(Finding {
+            id: stop.id.to_string(),
+            severity,
+            hop: self.graph[hop].id.clone(),
+            hop_index: hop.index(),
+            message: stop.reason,
+            evidence: stop.evidence,
+            expected: None,
+        });
+        self.record_path(branch, stop.disposition);
+    }
+
+    /// Records a path that ended.
+    pub(super) fn record_path(&mut self, branch: Branch, disposition: Disposition) {
+        self.paths.push(PathResult {
+            disposition,
+            probability: branch.probability,
+            hops: branch.hops.iter().map(|h| h.index()).collect(),
+            assumed: branch.hops.iter().any(|&h| self.graph[h].assumed),
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixture::*;
+    use super::*;
+
+    #[test]
+    fn a_fork_gives_each_way_its_own_copy_of_the_hop() {
+        let fixture = Fixture::new(&two_pods_on_a_bridge());
+        fixture.walk(None, |walker| {
+            let mut branch = branch();
+            let place = walker.test_hop(&host("n1"), &mut branch);
+            walker.step(
+                place.hop,
+                Step::Delivered {
+                    socket: "before the fork".into(),
+                },
+            );
+            let forks = walker.fork(place.hop, &branch, 2);
+            assert_eq!(forks[0].0, place.hop);
+            assert_ne!(forks[1].0, place.hop);
+            assert_eq!(forks[1].1.hops, [forks[1].0]);
+            assert_eq!(walker.graph[forks[1].0].steps.len(), 1);
+        });
+    }
+
+    #[test]
+    fn the_driver_walks_a_forks_ways_in_order_and_records_each_stop() {
+        let fixture = Fixture::new(&two_pods_on_a_bridge());
+        fixture.walk(None, |walker| {
+            let mut first = branch();
+            let place = walker.test_hop(&host("n1"), &mut first);
+            let mut second = first.clone();
+            second.probability = 0.5;
+            let stop = Stop::unknown("snapshot.missing", "why".into(), "where".into());
+            walker.run(Next::Fork(vec![
+                walker.stop(place.hop, first, stop),
+                walker.finish(second, Disposition::Delivered),
+            ]));
+            let dispositions: Vec<_> = walker.paths.iter().map(|p| p.disposition).collect();
+            assert_eq!(
+                dispositions,
+                [Disposition::InsufficientInfo, Disposition::Delivered]
+            );
+            assert_eq!(walker.findings[0].id, "snapshot.missing");
+            assert_eq!(walker.findings[0].severity, Severity::Warning);
+            assert!(matches!(
+                walker.graph[place.hop].steps[0].step,
+                Step::Stopped { .. }
+            ));
+        });
+    }
+}

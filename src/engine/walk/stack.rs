@@ -1,0 +1,639 @@
+//! The namespace's own IP stack: netfilter with routing between its hooks,
+//! route failures, forwarding and reverse-path filtering.
+
+use super::*;
+
+/// One netfilter outcome for the packet of a hop, to follow: the packet as
+/// it was before netfilter (`arrived`), the interface it came in by (none
+/// for a packet generated here) and, for such a packet, the route already
+/// chosen, which netfilter only reports when it re-routes.
+pub(super) struct Followed<'s> {
+    pub(super) arrived: Packet,
+    pub(super) outcome: Outcome<'s>,
+    pub(super) iif: Option<String>,
+    pub(super) routed: Option<RouteChoice>,
+    pub(super) branch: Branch,
+}
+
+/// The rule (or chain policy) that decided a drop or reject: the last rule
+/// that matched, or the policy that ended the walk.
+pub(super) fn deciding_rule(trace: &[NetfilterStep<'_>]) -> Decision {
+    for step in trace.iter().rev() {
+        match step {
+            NetfilterStep::Rule {
+                hook,
+                table,
+                chain,
+                rule,
+                matched: Tri::True,
+                ..
+            } => {
+                return Decision {
+                    description: format!(
+                        "rule {} of chain {chain} (table {table}, {hook})",
+                        rule.number
+                    ),
+                    table: table.to_string(),
+                    chain: chain.to_string(),
+                    line: Some(rule.line),
+                    text: rule.text.to_string(),
+                };
+            }
+            NetfilterStep::Policy {
+                hook,
+                table,
+                chain,
+                policy,
+            } => {
+                let policy = match policy {
+                    IptablesPolicy::Accept => "ACCEPT",
+                    IptablesPolicy::Drop => "DROP",
+                };
+                return Decision {
+                    description: format!(
+                        "the {policy} policy of chain {chain} (table {table}, {hook})"
+                    ),
+                    table: table.to_string(),
+                    chain: chain.to_string(),
+                    line: None,
+                    text: format!(":{chain} {policy}"),
+                };
+            }
+            _ => {}
+        }
+    }
+    Decision {
+        description: "no rule is recorded".into(),
+        table: String::new(),
+        chain: String::new(),
+        line: None,
+        text: String::new(),
+    }
+}
+
+/// The rule or chain policy that gave a netfilter verdict.
+pub(super) struct Decision {
+    /// For messages: `rule 3 of chain X (table filter, FORWARD)`.
+    pub(super) description: String,
+    pub(super) table: String,
+    pub(super) chain: String,
+    /// The rule's line in iptables-save.txt; `None` for a chain's policy.
+    pub(super) line: Option<usize>,
+    /// The rule as written, or `:CHAIN POLICY`.
+    pub(super) text: String,
+}
+
+impl<'s> Walker<'s, '_> {
+    /// What the namespace's kernel does with a packet that is in it.
+    pub(super) fn process(&mut self, place: &Place, flow: Flow, arrival: Arrival) -> Next<'s> {
+        let (ns, hop) = (&place.ns, place.hop);
+        let Flow { packet, branch } = flow;
+        let models = self.models;
+        let Some(fib) = models.fibs.get(ns) else {
+            let stop = self.missing(
+                ns,
+                "ip-route.json, ip-rule.json and ip-addr.json",
+                "route the packet",
+            );
+            return self.stop(hop, branch, stop);
+        };
+        let Some(netfilter) = models.netfilters.get(ns) else {
+            let stop = self.missing(ns, "iptables-save.txt", "evaluate its netfilter rules");
+            return self.stop(hop, branch, stop);
+        };
+        let context = self.netfilter_context(ns, Some(fib));
+        match &arrival {
+            Arrival::Received(iif) => {
+                let mut filtered = packet.netfilter_packet(packet.src.unwrap_or(packet.dst));
+                filtered.in_iface = Some(iif.clone());
+                filtered.ct_nat = branch.connection_nat(ns);
+                let outcomes = netfilter.traverse(PacketPath::Received, filtered, &context);
+                let forks = self.fork(hop, &branch, outcomes.len());
+                let ways = outcomes
+                    .into_iter()
+                    .zip(forks)
+                    .map(|(outcome, (hop, branch))| {
+                        let followed = Followed {
+                            arrived: packet.clone(),
+                            outcome,
+                            iif: Some(iif.clone()),
+                            routed: None,
+                            branch,
+                        };
+                        Next::Netfilter(Place::new(ns, hop), Box::new(followed))
+                    });
+                Next::Fork(ways.collect())
+            }
+            Arrival::Local => {
+                // A socket's packet is routed first (that picks its source
+                // address), then meets OUTPUT and POSTROUTING.
+                let lookup = fib.lookup(&FlowKey {
+                    dport: packet.dport,
+                    ..FlowKey::to(packet.dst)
+                });
+                let paths = match lookup.outcome {
+                    LookupOutcome::Routed {
+                        paths, rule, route, ..
+                    } => {
+                        let rule_text = describe_rule(fib.rules[rule]);
+                        let route_text = describe_route(&fib.routes[route]);
+                        paths
+                            .into_iter()
+                            .map(|path| (path, rule_text.clone(), route_text.clone()))
+                            .collect::<Vec<_>>()
+                    }
+                    LookupOutcome::Failed { error, rule, route } => {
+                        let choice = RouteChoice::Failed {
+                            error,
+                            rule: rule.map(|r| describe_rule(fib.rules[r])),
+                            route: route.map(|r| describe_route(&fib.routes[r])),
+                        };
+                        return self.route_failed(place, &packet, &choice, branch);
+                    }
+                    LookupOutcome::Unknown { reason } => {
+                        let evidence = self.file(ns, "ip-route.json");
+                        let stop = Stop::unknown("kernel.route.unknown", reason, evidence);
+                        return self.stop(hop, branch, stop);
+                    }
+                };
+                // Every (path, netfilter outcome) pair is a branch of its own.
+                let mut ways = Vec::new();
+                for (path, rule, route) in paths {
+                    let mut packet = packet.clone();
+                    packet.src = packet.src.or(path.prefsrc);
+                    let routed = RouteChoice::Out {
+                        dev: path.dev.clone(),
+                        gateway: path.gateway,
+                        rule: Some(rule),
+                        route: Some(route),
+                    };
+                    let Some(src) = packet.src else {
+                        ways.push((packet, path.probability, routed, None));
+                        continue;
+                    };
+                    let mut filtered = packet.netfilter_packet(src);
+                    filtered.out_iface = path.dev.clone();
+                    filtered.ct_nat = branch.connection_nat(ns);
+                    for outcome in netfilter.traverse(PacketPath::Output, filtered, &context) {
+                        ways.push((
+                            packet.clone(),
+                            path.probability,
+                            routed.clone(),
+                            Some(outcome),
+                        ));
+                    }
+                }
+                let forks = self.fork(hop, &branch, ways.len());
+                let mut nexts = Vec::with_capacity(ways.len());
+                for ((packet, share, routed, outcome), (hop, mut branch)) in
+                    ways.into_iter().zip(forks)
+                {
+                    branch.probability *= share;
+                    self.sent(ns, hop, &packet, &mut branch);
+                    nexts.push(match outcome {
+                        Some(outcome) => {
+                            let followed = Followed {
+                                arrived: packet,
+                                outcome,
+                                iif: None,
+                                routed: Some(routed),
+                                branch,
+                            };
+                            Next::Netfilter(Place::new(ns, hop), Box::new(followed))
+                        }
+                        None => {
+                            let reason = format!(
+                                "{} has no address to send from by {}",
+                                hop_id(ns),
+                                match &routed {
+                                    RouteChoice::Out { dev: Some(dev), .. } => dev.as_str(),
+                                    _ => "?",
+                                }
+                            );
+                            let stop = Stop {
+                                disposition: Disposition::NoRoute,
+                                id: "kernel.route.no-source",
+                                reason,
+                                evidence: self.file(ns, "ip-addr.json"),
+                            };
+                            self.stop(hop, branch, stop)
+                        }
+                    });
+                }
+                Next::Fork(nexts)
+            }
+        }
+    }
+
+    /// The stop for a drop or reject, naming the rule (or policy) that decided
+    /// it with its line in the dump.
+    pub(super) fn denial(
+        &mut self,
+        ns: &NetnsId,
+        hop: NodeIndex,
+        outcome: &Outcome<'_>,
+        what: &str,
+    ) -> Stop {
+        let decision = deciding_rule(&outcome.trace);
+        let verb = if matches!(outcome.verdict, Verdict::Drop) {
+            "drops"
+        } else {
+            "rejects"
+        };
+        let evidence = self.rule_evidence(ns, decision.line, &decision.text);
+        let reason = format!(
+            "{}'s netfilter {verb} {what}: {}",
+            hop_id(ns),
+            decision.description
+        );
+        self.step(
+            hop,
+            Step::Netfilter {
+                decision: decision.description,
+                table: decision.table,
+                chain: decision.chain,
+                rule: decision.text,
+                line: decision.line,
+            },
+        );
+        Stop {
+            disposition: Disposition::DeniedByNetfilter,
+            id: "kernel.netfilter.denied",
+            reason,
+            evidence,
+        }
+    }
+
+    /// Follows one netfilter outcome: a verdict, or the (translated) packet
+    /// delivered here or sent on.
+    pub(super) fn after_netfilter(&mut self, place: &Place, followed: Followed<'s>) -> Next<'s> {
+        let (ns, hop) = (&place.ns, place.hop);
+        let Followed {
+            arrived,
+            outcome,
+            iif,
+            routed,
+            mut branch,
+        } = followed;
+        let iif = iif.as_ref();
+        branch.probability *= outcome.probability;
+        let rules_file = self.file(ns, "iptables-save.txt");
+        self.record_translations(ns, hop, &outcome, &mut branch);
+        let route = outcome.trace.iter().rev().find_map(|step| match step {
+            NetfilterStep::Route { choice, .. } => Some(choice.clone()),
+            _ => None,
+        });
+        let mut packet = arrived.clone();
+        packet.take_addresses(&outcome.packet);
+        // The packet as netfilter left it: what a drop here stops.
+        let masqueraded_unknown = outcome.trace.iter().any(|step| {
+            matches!(
+                step,
+                NetfilterStep::Translation {
+                    translation: Translation::Masquerade { after: None, .. },
+                    ..
+                }
+            )
+        });
+        self.now_holds(hop, &packet, iif.is_none(), !masqueraded_unknown);
+        match &outcome.verdict {
+            Verdict::Drop | Verdict::Reject { .. } => {
+                let stop = self.denial(ns, hop, &outcome, "the packet");
+                return self.stop(hop, branch, stop);
+            }
+            Verdict::Unknown { reason } => {
+                let stop = Stop::unknown("kernel.netfilter.unknown", reason.clone(), rules_file);
+                return self.stop(hop, branch, stop);
+            }
+            Verdict::Unroutable { .. } | Verdict::Accept => {}
+        }
+        // Input routing validates the source the packet arrived with: the
+        // source NAT of POSTROUTING (and conntrack's un-DNAT of a reply)
+        // comes after it.
+        let as_routed = Packet {
+            src: arrived.src,
+            ..packet.clone()
+        };
+        if branch.reply {
+            self.undo_nat(ns, hop, &mut packet, &branch, UndoPhase::AfterRouting);
+            self.now_holds(hop, &packet, iif.is_none(), !masqueraded_unknown);
+        }
+        let Some(choice) = route.or(routed) else {
+            let reason = "netfilter reported no routing decision for the packet".to_string();
+            let stop = Stop::unknown("engine.route.missing", reason, rules_file);
+            return self.stop(hop, branch, stop);
+        };
+        match choice {
+            RouteChoice::Local { rule, route } => {
+                self.step(
+                    hop,
+                    Step::Route {
+                        rule: rule.unwrap_or_default(),
+                        route: route.unwrap_or_default(),
+                        result: "local delivery".into(),
+                    },
+                );
+                if let Some(stop) =
+                    self.reverse_path_filter(ns, &as_routed, iif.map(String::as_str))
+                {
+                    return self.stop(hop, branch, stop);
+                }
+                self.deliver(
+                    place,
+                    Flow { packet, branch },
+                    iif.map_or("lo", String::as_str),
+                )
+            }
+            RouteChoice::Out {
+                dev,
+                gateway,
+                rule,
+                route,
+            } => {
+                let dev = dev.unwrap_or_default();
+                let via = match gateway {
+                    Some(gateway) => format!("via {gateway} dev {dev}"),
+                    None => format!("dev {dev}"),
+                };
+                if rule.is_some() || route.is_some() {
+                    self.step(
+                        hop,
+                        Step::Route {
+                            rule: rule.unwrap_or_default(),
+                            route: route.unwrap_or_default(),
+                            result: via,
+                        },
+                    );
+                }
+                if let Some(iif) = iif
+                    && let Some(stop) = self
+                        .forwarding(ns, iif)
+                        .or_else(|| self.reverse_path_filter(ns, &as_routed, Some(iif)))
+                {
+                    return self.stop(hop, branch, stop);
+                }
+                let next_hop = gateway.unwrap_or(packet.dst);
+                self.egress(place, &dev, next_hop, Flow { packet, branch })
+            }
+            failed @ RouteChoice::Failed { .. } => {
+                self.route_failed(place, &packet, &failed, branch)
+            }
+            RouteChoice::Unknown { reason } => {
+                let stop = Stop::unknown(
+                    "kernel.route.unknown",
+                    reason,
+                    self.file(ns, "ip-route.json"),
+                );
+                self.stop(hop, branch, stop)
+            }
+        }
+    }
+
+    /// The kernel refused to route the packet.
+    pub(super) fn route_failed(
+        &mut self,
+        place: &Place,
+        packet: &Packet,
+        choice: &RouteChoice,
+        branch: Branch,
+    ) -> Next<'s> {
+        let (ns, hop) = (&place.ns, place.hop);
+        let RouteChoice::Failed { error, rule, route } = choice else {
+            return Next::Fork(Vec::new());
+        };
+        let rule = rule.clone().unwrap_or_else(|| "-".into());
+        self.step(
+            hop,
+            Step::Route {
+                rule: rule.clone(),
+                route: route.clone().unwrap_or_else(|| "-".into()),
+                result: error.to_string(),
+            },
+        );
+        let (disposition, id) = match error {
+            RouteError::NoRoute => (Disposition::NoRoute, "kernel.route.none"),
+            RouteError::Martian => (Disposition::NoRoute, "kernel.route.martian"),
+            RouteError::Unreachable => (Disposition::UnreachableRoute, "kernel.route.unreachable"),
+            RouteError::Prohibit => (Disposition::UnreachableRoute, "kernel.route.prohibit"),
+            RouteError::Blackhole => (Disposition::UnreachableRoute, "kernel.route.blackhole"),
+        };
+        let reason = match route {
+            Some(route) => format!(
+                "{} has {error}: {route} (selected by rule {rule})",
+                hop_id(ns)
+            ),
+            None => format!("{} has {error} to {}", hop_id(ns), packet.dst),
+        };
+        let stop = Stop {
+            disposition,
+            id,
+            reason,
+            evidence: self.file(ns, "ip-route.json"),
+        };
+        self.stop(hop, branch, stop)
+    }
+
+    /// The service whose address `packet` is still sent to: kube-proxy's
+    /// translation never applied to it.
+    pub(super) fn untranslated_service(&self, packet: &Packet) -> Option<String> {
+        self.snapshot
+            .cluster
+            .by_ip(packet.dst)
+            .iter()
+            .find_map(IpOwner::service)
+            .map(|(namespace, name)| format!("{namespace}/{name}"))
+    }
+
+    /// IPv4 forwarding on the interface the packet came in on.
+    pub(super) fn forwarding(&self, ns: &NetnsId, iif: &str) -> Option<Stop> {
+        let Some(sysctls) = self.sysctls(ns) else {
+            return Some(self.missing(ns, "sysctl.txt", "tell whether it forwards packets"));
+        };
+        let key = Sysctls::interface_key(Family::Ipv4, iif, "forwarding");
+        let (key, value) = match sysctls.get_i64(&key) {
+            Ok(Some(value)) => (key, value),
+            _ => match sysctls.get_i64("net.ipv4.ip_forward") {
+                Ok(Some(value)) => ("net.ipv4.ip_forward".to_string(), value),
+                _ => {
+                    return Some(self.missing(
+                        ns,
+                        "net.ipv4.ip_forward in sysctl.txt",
+                        "tell whether it forwards packets",
+                    ));
+                }
+            },
+        };
+        (value == 0).then(|| Stop {
+            disposition: Disposition::ForwardingDisabled,
+            id: "kernel.sysctl.forwarding",
+            reason: format!(
+                "{} does not forward packets arriving on {iif}: {key} = 0",
+                hop_id(ns)
+            ),
+            evidence: format!("{}: {key} = 0", self.file(ns, "sysctl.txt")),
+        })
+    }
+
+    /// Reverse-path filtering (`rp_filter`): strict mode drops a packet
+    /// whose source is not routed back out of the interface it came in on,
+    /// loose mode one whose source is not routable at all.
+    pub(super) fn reverse_path_filter(
+        &self,
+        ns: &NetnsId,
+        packet: &Packet,
+        iif: Option<&str>,
+    ) -> Option<Stop> {
+        let (iif, src) = (iif?, packet.src?);
+        if iif == "lo" {
+            return None;
+        }
+        let sysctls = self.sysctls(ns)?;
+        let mode = ["all", iif]
+            .iter()
+            .filter_map(|ifname| {
+                sysctls
+                    .get_i64(&Sysctls::interface_key(Family::Ipv4, ifname, "rp_filter"))
+                    .ok()
+                    .flatten()
+            })
+            .max()
+            .unwrap_or(0);
+        if mode == 0 {
+            return None;
+        }
+        let fib = self.models.fibs.get(ns)?;
+        let back = fib.lookup(&FlowKey {
+            src: Some(packet.dst),
+            ..FlowKey::to(src)
+        });
+        let passes = match &back.outcome {
+            LookupOutcome::Routed {
+                paths, route_type, ..
+            } => {
+                *route_type == RouteType::Local
+                    || mode == 2
+                    || paths.iter().any(|p| p.dev.as_deref() == Some(iif))
+            }
+            LookupOutcome::Failed { .. } => false,
+            LookupOutcome::Unknown { .. } => return None,
+        };
+        (!passes).then(|| Stop {
+            disposition: Disposition::RpFilter,
+            id: "kernel.sysctl.rp_filter",
+            reason: format!(
+                "{} drops packets from {src} arriving on {iif}: rp_filter = {mode} ({}) and the route back to {src} does not leave by {iif}",
+                hop_id(ns),
+                if mode == 1 { "strict" } else { "loose" }
+            ),
+            evidence: format!("{}: rp_filter = {mode}", self.file(ns, "sysctl.txt")),
+        })
+    }
+
+    /// What netfilter consults in `ns` beside its rules: routing between
+    /// hooks and the namespace's addresses.
+    pub(super) fn netfilter_context<'c>(
+        &'c self,
+        ns: &NetnsId,
+        fib: Option<&'c Fib<'s>>,
+    ) -> Context<'c> {
+        Context {
+            fib,
+            interfaces: self.snapshot.namespaces[ns]
+                .dump
+                .addrs
+                .as_deref()
+                .unwrap_or_default(),
+            local_addresses: &[],
+        }
+    }
+
+    /// A rule's place in the namespace's iptables-save dump, as evidence.
+    pub(super) fn rule_evidence(&self, ns: &NetnsId, line: Option<usize>, text: &str) -> String {
+        let rules_file = self.file(ns, "iptables-save.txt");
+        match line {
+            Some(line) => format!("{rules_file}:{line}: {text}"),
+            None => format!("{rules_file}: {text}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixture::*;
+    use super::*;
+
+    #[test]
+    fn a_namespace_without_routes_cannot_route() {
+        let a = pod("a");
+        let mut files = two_pods_on_a_bridge();
+        files.retain(|(path, _)| !path.ends_with("pods/default/a/ip-route.json"));
+        let fixture = Fixture::new(&files);
+        fixture.walk(None, |walker| {
+            let (place, flow) = walker.test_flow(&a, tcp("10.0.0.2", "10.0.0.3"));
+            let stop = stopped(walker.process(&place, flow, Arrival::Local));
+            assert_eq!(stop.id, "snapshot.missing");
+            assert_eq!(stop.disposition, Disposition::InsufficientInfo);
+        });
+    }
+
+    #[test]
+    fn a_socket_packet_is_routed_then_sent_then_followed_out_of_its_device() {
+        let fixture = Fixture::new(&two_pods_on_a_bridge());
+        fixture.walk(None, |walker| {
+            let (place, flow) = walker.test_flow(&pod("a"), tcp("10.0.0.2", "10.0.0.3"));
+            let Next::Fork(mut ways) = walker.process(&place, flow, Arrival::Local) else {
+                panic!("no ways out");
+            };
+            assert_eq!(ways.len(), 1);
+            let Some(Next::Netfilter(place, followed)) = ways.pop() else {
+                panic!("not a netfilter outcome");
+            };
+            assert!(followed.branch.origin.is_some(), "the connection is opened");
+            // Accepted, routed by eth0: the frame goes to pod b.
+            let next = walker.after_netfilter(&place, *followed);
+            assert!(
+                matches!(&next, Next::Visit { ns, .. } if *ns == pod("b")),
+                "{}",
+                describe(&next)
+            );
+            let steps = &walker.graph[place.hop].steps;
+            assert!(matches!(steps[0].step, Step::Sent { .. }));
+            assert!(matches!(&steps[1].step, Step::Route { result, .. } if result == "dev eth0"));
+        });
+    }
+
+    #[test]
+    fn a_namespace_that_does_not_forward_stops_a_packet_routed_through_it() {
+        let fixture = Fixture::new(&two_pods_on_a_bridge());
+        fixture.walk(None, |walker| {
+            let stop = walker.forwarding(&pod("a"), "eth0").unwrap();
+            assert_eq!(stop.id, "kernel.sysctl.forwarding");
+            assert_eq!(stop.disposition, Disposition::ForwardingDisabled);
+            assert!(walker.forwarding(&host("n1"), "cni0").is_none());
+        });
+    }
+
+    #[test]
+    fn strict_rp_filter_drops_a_source_routed_back_by_another_device() {
+        let node = host("n1");
+        let sysctls = "net.ipv4.ip_forward = 1\nnet.ipv4.conf.all.rp_filter = 1\n";
+        let files = with(
+            two_pods_on_a_bridge(),
+            vec![file(&node, "sysctl.txt", sysctls)],
+        );
+        let fixture = Fixture::new(&files);
+        fixture.walk(None, |walker| {
+            // 10.0.0.2 is routed back by cni0, not flannel.1.
+            let packet = tcp("10.0.0.2", "10.0.1.5");
+            let stop = walker
+                .reverse_path_filter(&node, &packet, Some("flannel.1"))
+                .unwrap();
+            assert_eq!(stop.id, "kernel.sysctl.rp_filter");
+            assert!(
+                walker
+                    .reverse_path_filter(&node, &packet, Some("cni0"))
+                    .is_none()
+            );
+        });
+    }
+}

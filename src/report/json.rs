@@ -1,0 +1,385 @@
+//! The JSON contract of `skoop diagnose -o json` (`docs/json.md`): fields
+//! are only ever added; `schema_version` changes when one changes meaning
+//! or goes. Every value is plain data (strings, numbers, indices), built
+//! from the engine's diagnosis by [`Report::new`]; `tests/json_golden.rs`
+//! pins the result on every example.
+
+use petgraph::visit::EdgeRef;
+use serde::Serialize;
+
+use crate::engine::{Diagnosis, Finding, Hop, HopKind, Link, LinkKind, PacketFields, Step};
+
+/// The version of this contract.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// A probability is given to this many decimal places: the product of
+/// `statistic` branches' shares is exact only to the float's last digits.
+const PROBABILITY_DECIMALS: i32 = 6;
+
+/// The whole report.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub schema_version: u32,
+    /// The question as resolved: source, destination, address, port, protocol.
+    pub request: String,
+    /// `delivered` only if every path is; otherwise the first path's that is not.
+    pub disposition: &'static str,
+    /// Some path goes through a namespace stepped over with a pack's intent.
+    pub assumed: bool,
+    pub paths: Vec<PathOut>,
+    pub hops: Vec<HopOut>,
+    pub links: Vec<LinkOut>,
+    pub findings: Vec<FindingOut>,
+}
+
+/// What `-o json` prints when there is no diagnosis to report (a bad
+/// argument, not a snapshot): the message the command also gives on stderr.
+#[derive(Debug, Serialize)]
+pub struct ErrorReport {
+    pub schema_version: u32,
+    pub error: String,
+}
+
+impl ErrorReport {
+    pub fn new(error: String) -> ErrorReport {
+        ErrorReport {
+            schema_version: SCHEMA_VERSION,
+            error,
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct PathOut {
+    pub disposition: &'static str,
+    pub probability: f64,
+    /// Indices into `hops`.
+    pub hops: Vec<usize>,
+    pub assumed: bool,
+}
+
+#[derive(Debug, Serialize)]
+pub struct HopOut {
+    pub id: String,
+    pub kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    pub assumed: bool,
+    pub steps: Vec<StepOut>,
+    /// Indices into `findings` of the findings about this hop.
+    pub findings: Vec<usize>,
+}
+
+/// A step: its `kind` and that kind's fields (`docs/json.md`).
+#[derive(Debug, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum StepKindOut {
+    Sent {
+        packet: String,
+    },
+    Received {
+        interface: String,
+        packet: String,
+    },
+    Route {
+        rule: String,
+        route: String,
+        result: String,
+    },
+    Translated {
+        hook: String,
+        table: String,
+        translation: String,
+    },
+    Netfilter {
+        decision: String,
+        table: String,
+        chain: String,
+        rule: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        line: Option<usize>,
+    },
+    Neighbour {
+        address: String,
+        interface: String,
+        result: String,
+    },
+    Bridged {
+        bridge: String,
+        port: String,
+    },
+    Encapsulated {
+        device: String,
+        outer: String,
+    },
+    Decapsulated {
+        device: String,
+        inner: String,
+    },
+    Delivered {
+        socket: String,
+    },
+    Stopped {
+        disposition: &'static str,
+        reason: String,
+    },
+}
+
+#[derive(Debug, Serialize)]
+pub struct StepOut {
+    #[serde(flatten)]
+    pub step: StepKindOut,
+    /// Concluded from a pack's intent; absent otherwise.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub assumed: bool,
+}
+
+#[derive(Debug, Serialize)]
+pub struct LinkOut {
+    pub from: usize,
+    pub to: usize,
+    pub kind: &'static str,
+    pub from_interface: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to_interface: Option<String>,
+    pub packet: String,
+    /// The packet's fields beside `packet`'s text.
+    pub packet_fields: PacketOut,
+}
+
+/// A packet's fields (`docs/json.md`, "Links").
+#[derive(Debug, Serialize)]
+pub struct PacketOut {
+    /// Absent until routing chose it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub src: Option<String>,
+    pub dst: String,
+    /// `tcp`, `udp`, `icmp`, or `ipip` for an IPIP outer packet.
+    pub protocol: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub src_port: Option<u16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dst_port: Option<u16>,
+    /// With `--size`: its length in bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u32>,
+    pub reply: bool,
+    /// The packet a tunnel's outer packet carries.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inner: Option<Box<PacketOut>>,
+}
+
+impl PacketOut {
+    fn new(fields: &PacketFields) -> PacketOut {
+        PacketOut {
+            src: fields.src.map(|src| src.to_string()),
+            dst: fields.dst.to_string(),
+            protocol: fields.protocol,
+            src_port: fields.src_port,
+            dst_port: fields.dst_port,
+            bytes: fields.bytes,
+            reply: fields.reply,
+            inner: fields
+                .inner
+                .as_deref()
+                .map(|inner| Box::new(PacketOut::new(inner))),
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct FindingOut {
+    pub id: String,
+    pub severity: &'static str,
+    pub hop: String,
+    pub message: String,
+    pub evidence: String,
+    pub expected: Option<String>,
+}
+
+impl Report {
+    pub fn new(diagnosis: &Diagnosis) -> Report {
+        let graph = &diagnosis.graph;
+        Report {
+            schema_version: SCHEMA_VERSION,
+            request: diagnosis.summary.clone(),
+            disposition: diagnosis.disposition().as_str(),
+            assumed: diagnosis.assumed(),
+            paths: diagnosis
+                .paths
+                .iter()
+                .map(|path| PathOut {
+                    disposition: path.disposition.as_str(),
+                    probability: rounded(path.probability),
+                    hops: path.hops.clone(),
+                    assumed: path.assumed,
+                })
+                .collect(),
+            hops: graph
+                .node_indices()
+                .map(|index| {
+                    let findings = diagnosis
+                        .findings
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, f)| f.hop_index == index.index())
+                        .map(|(i, _)| i)
+                        .collect();
+                    HopOut::new(&graph[index], findings)
+                })
+                .collect(),
+            links: graph
+                .edge_references()
+                .map(|edge| {
+                    LinkOut::new(edge.source().index(), edge.target().index(), edge.weight())
+                })
+                .collect(),
+            findings: diagnosis.findings.iter().map(FindingOut::new).collect(),
+        }
+    }
+}
+
+impl HopOut {
+    fn new(hop: &Hop, findings: Vec<usize>) -> HopOut {
+        HopOut {
+            id: hop.id.clone(),
+            kind: hop_kind(hop.kind),
+            node: hop.node.clone(),
+            assumed: hop.assumed,
+            steps: hop
+                .steps
+                .iter()
+                .map(|step| StepOut {
+                    step: StepKindOut::new(&step.step),
+                    assumed: step.assumed,
+                })
+                .collect(),
+            findings,
+        }
+    }
+}
+
+impl StepKindOut {
+    fn new(step: &Step) -> StepKindOut {
+        match step.clone() {
+            Step::Sent { packet } => StepKindOut::Sent { packet },
+            Step::Received { interface, packet } => StepKindOut::Received { interface, packet },
+            Step::Route {
+                rule,
+                route,
+                result,
+            } => StepKindOut::Route {
+                rule,
+                route,
+                result,
+            },
+            Step::Translated {
+                hook,
+                table,
+                translation,
+            } => StepKindOut::Translated {
+                hook,
+                table,
+                translation,
+            },
+            Step::Netfilter {
+                decision,
+                table,
+                chain,
+                rule,
+                line,
+            } => StepKindOut::Netfilter {
+                decision,
+                table,
+                chain,
+                rule,
+                line,
+            },
+            Step::Neighbour {
+                address,
+                interface,
+                result,
+            } => StepKindOut::Neighbour {
+                address: address.to_string(),
+                interface,
+                result,
+            },
+            Step::Bridged { bridge, port } => StepKindOut::Bridged { bridge, port },
+            Step::Encapsulated { device, outer } => StepKindOut::Encapsulated { device, outer },
+            Step::Decapsulated { device, inner } => StepKindOut::Decapsulated { device, inner },
+            Step::Delivered { socket } => StepKindOut::Delivered { socket },
+            Step::Stopped {
+                disposition,
+                reason,
+            } => StepKindOut::Stopped {
+                disposition: disposition.as_str(),
+                reason,
+            },
+        }
+    }
+}
+
+impl LinkOut {
+    fn new(from: usize, to: usize, link: &Link) -> LinkOut {
+        LinkOut {
+            from,
+            to,
+            kind: link_kind(link.kind),
+            from_interface: link.from_interface.clone(),
+            to_interface: link.to_interface.clone(),
+            packet: link.packet.clone(),
+            packet_fields: PacketOut::new(&link.fields),
+        }
+    }
+}
+
+impl FindingOut {
+    fn new(finding: &Finding) -> FindingOut {
+        FindingOut {
+            id: finding.id.clone(),
+            severity: finding.severity.as_str(),
+            hop: finding.hop.clone(),
+            message: finding.message.clone(),
+            evidence: finding.evidence.clone(),
+            expected: finding.expected.clone(),
+        }
+    }
+}
+
+/// A hop's `kind`.
+pub fn hop_kind(kind: HopKind) -> &'static str {
+    match kind {
+        HopKind::Pod => "pod",
+        HopKind::Node => "node",
+        HopKind::External => "external",
+    }
+}
+
+/// A link's `kind`.
+pub fn link_kind(kind: LinkKind) -> &'static str {
+    match kind {
+        LinkKind::Veth => "veth",
+        LinkKind::BridgePort => "bridge_port",
+        LinkKind::Vxlan => "vxlan",
+        LinkKind::Underlay => "underlay",
+        LinkKind::Local => "local",
+        LinkKind::Outside => "outside",
+    }
+}
+
+fn rounded(probability: f64) -> f64 {
+    let scale = 10f64.powi(PROBABILITY_DECIMALS);
+    (probability * scale).round() / scale
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn probabilities_are_rounded_to_six_decimals() {
+        assert_eq!(rounded(0.24999999994125002), 0.25);
+        assert_eq!(rounded(1.0 / 3.0), 0.333333);
+        assert_eq!(rounded(1.0), 1.0);
+    }
+}

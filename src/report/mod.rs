@@ -1,0 +1,7 @@
+//! Data out: what a diagnosis is shown as. The JSON contract of
+//! `skoop diagnose -o json` (`docs/json.md`) is a set of plain output types
+//! here, built from the engine's [`Diagnosis`](crate::engine::Diagnosis), so
+//! that the engine can change shape without changing what users' scripts
+//! read.
+
+pub mod json;

@@ -1,0 +1,173 @@
+//! The JSON contract (`docs/json.md`) pinned: `skoop diagnose -o json` on
+//! every example (and the IPIP fixture) for a matrix of flows, compared byte
+//! for byte with `tests/golden/`. A change to the engine that changes what a
+//! user's script reads shows up here as a diff.
+//!
+//! `SKOOP_BLESS=1 cargo test --test json_golden` rewrites the files; review
+//! the diff before committing it.
+
+use std::fmt::Write as _;
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+
+/// Every snapshot the goldens cover.
+const SNAPSHOTS: &[&str] = &[
+    "examples/flannel-vxlan",
+    "examples/flannel-host-gw",
+    "examples/flannel-vxlan-broken",
+    "examples/flannel-vxlan-partial",
+    "examples/calico-bgp",
+    "examples/calico-vxlan",
+    "tests/fixtures/flannel-ipip",
+];
+
+/// (name, arguments after `--snapshot DIR`): the same flows on every snapshot.
+const FLOWS: &[(&str, &[&str])] = &[
+    (
+        "web-0_web-1_tcp",
+        &["--from", "default/web-0", "--to", "default/web-1:8080"],
+    ),
+    (
+        "web-0_web-3_tcp",
+        &["--from", "default/web-0", "--to", "default/web-3:8080"],
+    ),
+    (
+        "web-0_web-3_udp",
+        &[
+            "--from",
+            "default/web-0",
+            "--to",
+            "default/web-3:8080",
+            "--protocol",
+            "udp",
+        ],
+    ),
+    (
+        "web-0_web-3_icmp",
+        &[
+            "--from",
+            "default/web-0",
+            "--to",
+            "default/web-3",
+            "--protocol",
+            "icmp",
+        ],
+    ),
+    (
+        "web-0_web-3_icmp_size_mtu",
+        &[
+            "--from",
+            "default/web-0",
+            "--to",
+            "default/web-3",
+            "--protocol",
+            "icmp",
+            "--size",
+            "mtu",
+        ],
+    ),
+    (
+        "web-0_web-3_tcp_size_1500",
+        &[
+            "--from",
+            "default/web-0",
+            "--to",
+            "default/web-3:8080",
+            "--size",
+            "1500",
+        ],
+    ),
+    (
+        "web-0_svc_web",
+        &["--from", "default/web-0", "--to", "svc/default/web"],
+    ),
+    (
+        "web-3_svc_web",
+        &["--from", "default/web-3", "--to", "svc/default/web"],
+    ),
+    (
+        "web-2_web-0_tcp",
+        &["--from", "default/web-2", "--to", "default/web-0:8080"],
+    ),
+    (
+        "node-1_web-1_tcp",
+        &["--from", "node/node-1", "--to", "default/web-1:8080"],
+    ),
+    (
+        "node-1_web-3_tcp",
+        &["--from", "node/node-1", "--to", "default/web-3:8080"],
+    ),
+    (
+        "node-1_node-2_icmp",
+        &[
+            "--from",
+            "node/node-1",
+            "--to",
+            "node/node-2",
+            "--protocol",
+            "icmp",
+        ],
+    ),
+    (
+        "unknown_pod_error",
+        &["--from", "default/nope", "--to", "default/web-1:8080"],
+    ),
+    (
+        "web-0_outside_udp",
+        &[
+            "--from",
+            "default/web-0",
+            "--to",
+            "8.8.8.8:53",
+            "--protocol",
+            "udp",
+        ],
+    ),
+];
+
+/// What the command printed, and how it ended, as one text to compare.
+fn run(snapshot: &str, args: &[&str]) -> String {
+    let output = Command::new(env!("CARGO_BIN_EXE_skoop"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["diagnose", "--snapshot", snapshot, "-o", "json"])
+        .args(args)
+        .output()
+        .expect("run skoop");
+    let mut text = String::new();
+    let code = output.status.code();
+    writeln!(text, "exit: {code:?}").unwrap();
+    if !output.stderr.is_empty() {
+        writeln!(text, "stderr: {}", String::from_utf8_lossy(&output.stderr)).unwrap();
+    }
+    text.push_str(&String::from_utf8_lossy(&output.stdout));
+    text
+}
+
+#[test]
+fn json_output_matches_the_goldens_on_every_example() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
+    let bless = std::env::var_os("SKOOP_BLESS").is_some();
+    let mut differ = Vec::new();
+    for snapshot in SNAPSHOTS {
+        let name = Path::new(snapshot).file_name().unwrap().to_str().unwrap();
+        let dir = root.join(name);
+        for (flow, args) in FLOWS {
+            let actual = run(snapshot, args);
+            let file = dir.join(format!("{flow}.json"));
+            if bless {
+                fs::create_dir_all(&dir).unwrap();
+                fs::write(&file, &actual).unwrap();
+                continue;
+            }
+            let expected = fs::read_to_string(&file).unwrap_or_default();
+            if expected != actual {
+                differ.push(format!("{}", file.display()));
+            }
+        }
+    }
+    assert!(
+        differ.is_empty(),
+        "output differs from the golden files (SKOOP_BLESS=1 rewrites them): {differ:#?}"
+    );
+}
