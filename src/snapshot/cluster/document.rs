@@ -155,12 +155,60 @@ impl Value {
         }
     }
 
-    fn shift_lines(&mut self, by: usize) {
-        self.position.line += by;
+    /// Moves every position of the tree through `to`.
+    fn relocate(&mut self, to: &impl Fn(Position) -> Position) {
+        self.position = to(self.position);
         match &mut self.data {
-            Data::Seq(items) => items.iter_mut().for_each(|v| v.shift_lines(by)),
-            Data::Map(entries) => entries.iter_mut().for_each(|(_, v)| v.shift_lines(by)),
+            Data::Seq(items) => items.iter_mut().for_each(|v| v.relocate(to)),
+            Data::Map(entries) => entries.iter_mut().for_each(|(_, v)| v.relocate(to)),
             _ => {}
+        }
+    }
+}
+
+/// YAML breaks lines at a lone carriage return too; a user's editor and
+/// skoop's positions break them at line feeds only. Where a piece of YAML
+/// has lone CRs, the parser's (line, column) is translated to those.
+struct LoneCrLines {
+    /// Per YAML line (0-based): the line-feed line it is on (0-based, from
+    /// the piece's start), and the characters before it on that line.
+    starts: Vec<(usize, usize)>,
+}
+
+impl LoneCrLines {
+    /// `None` when `piece` has no lone CR: the parser's lines are the file's.
+    fn of(piece: &str) -> Option<LoneCrLines> {
+        let bytes = piece.as_bytes();
+        let lone = |i: usize| bytes[i] == b'\r' && bytes.get(i + 1) != Some(&b'\n');
+        if !(0..bytes.len()).any(lone) {
+            return None;
+        }
+        let mut starts = vec![(0, 0)];
+        let (mut line, mut column) = (0, 0);
+        let mut chars = piece.char_indices().peekable();
+        while let Some((_, c)) = chars.next() {
+            column += 1;
+            match c {
+                '\n' => {
+                    (line, column) = (line + 1, 0);
+                    starts.push((line, 0));
+                }
+                '\r' if chars.peek().map(|&(_, next)| next) != Some('\n') => {
+                    starts.push((line, column));
+                }
+                _ => {}
+            }
+        }
+        Some(LoneCrLines { starts })
+    }
+
+    fn translate(&self, at: Position) -> Position {
+        match self.starts.get(at.line.saturating_sub(1)) {
+            Some(&(line, before)) => Position {
+                line: line + 1,
+                column: at.column + before,
+            },
+            None => at,
         }
     }
 }
@@ -291,21 +339,29 @@ pub(super) fn parse_yaml(text: &str) -> (Vec<Value>, Vec<ParseIssue>) {
         },
     };
     for (first_line, piece) in yaml_pieces(text) {
+        let lone_cr = LoneCrLines::of(piece);
+        let in_file = |at: Position| {
+            let at = lone_cr.as_ref().map_or(at, |lines| lines.translate(at));
+            Position {
+                line: at.line.saturating_add(first_line),
+                column: at.column,
+            }
+        };
         match serde_saphyr::from_multiple_with_options::<YamlValue>(piece, options.clone()) {
             Ok(values) => documents.extend(values.into_iter().map(|YamlValue(mut value)| {
-                value.shift_lines(first_line);
+                value.relocate(&in_file);
                 value
             })),
             Err(error) => {
                 let message = yaml_message(&error);
                 let issue = match error.location() {
-                    Some(at) if at.line() > 0 => ParseIssue::at(
-                        usize::try_from(at.line())
-                            .unwrap_or(usize::MAX)
-                            .saturating_add(first_line),
-                        usize::try_from(at.column()).unwrap_or(usize::MAX),
-                        message,
-                    ),
+                    Some(at) if at.line() > 0 => {
+                        let at = in_file(Position {
+                            line: usize::try_from(at.line()).unwrap_or(usize::MAX),
+                            column: usize::try_from(at.column()).unwrap_or(usize::MAX),
+                        });
+                        ParseIssue::at(at.line, at.column, message)
+                    }
                     _ => ParseIssue::at_line(first_line + 1, message),
                 };
                 issues.push(issue);
@@ -493,6 +549,19 @@ mod tests {
         let (docs, issues) = parse_yaml("%YAML 1.2\n---\na: 1\n");
         assert!(issues.is_empty(), "{issues:?}");
         assert_eq!(docs[0].get("a").unwrap().position, pos(3, 4));
+    }
+
+    // Found by the cluster_objects fuzzer: lone CRs are YAML line breaks,
+    // which put an error at line 57 of a 19-line file.
+    #[test]
+    fn yaml_positions_count_line_feeds_not_lone_carriage_returns() {
+        let (_, issues) = parse_yaml("a: 1\r\r\r\nb: [\r\r\n");
+        assert_eq!(issues.len(), 1, "{issues:?}");
+        assert!(issues[0].line <= 3, "{issues:?}");
+        let (docs, issues) = parse_yaml("x: 1\ra: 1\r\nb: 2\n");
+        assert!(issues.is_empty(), "{issues:?}");
+        assert_eq!(docs[0].get("a").unwrap().position, pos(1, 9));
+        assert_eq!(docs[0].get("b").unwrap().position, pos(2, 4));
     }
 
     #[test]
