@@ -17,10 +17,10 @@ use super::local::find_tool;
 /// How long one dump command may take before it is killed.
 pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// The most one dump command may print on stdout (a node with 100,000
-/// services prints about 200 MiB of iptables-save); more is an error, not a
-/// truncated file.
-pub const MAX_STDOUT: usize = 512 << 20;
+/// The most one dump command may print on stdout: the largest file a
+/// snapshot reads (a ruleset dump, `docs/limits.md`); more is an error,
+/// not a truncated file.
+pub const MAX_STDOUT: usize = 256 << 20;
 
 /// The most of a command's stderr that is kept.
 const MAX_STDERR: usize = 64 << 10;
