@@ -152,13 +152,18 @@ impl LiveCollection {
             }
             match self.node_of(&want) {
                 Some(node) => by_node.entry(node).or_default().push(want),
-                None => self.outcomes.push(Outcome {
-                    result: Err(
-                        "the cluster has no such pod, or it is on no node / on the host network"
-                            .into(),
-                    ),
-                    wanted: want,
-                }),
+                None => {
+                    let why = match &want {
+                        Wanted::Host { .. } => "the cluster has no such node",
+                        Wanted::Pod { .. } => {
+                            "the cluster has no such pod on a node, or it uses its node's network namespace (hostNetwork)"
+                        }
+                    };
+                    self.outcomes.push(Outcome {
+                        result: Err(why.into()),
+                        wanted: want,
+                    });
+                }
             }
         }
         let count: usize = by_node.values().map(Vec::len).sum();

@@ -657,6 +657,26 @@ fn a_collector_pod_that_never_runs_is_named_and_no_collector_pod_is_left() {
         assert_eq!(collector_pods(&client).await, Vec::<String>::new());
     });
 
+    // A node the cluster does not have is said to be so; the run goes on.
+    let output = skoop(&[
+        "collect",
+        "cluster",
+        "--kubeconfig",
+        kubeconfig,
+        "--out",
+        out.path().to_str().unwrap(),
+        "--nodes",
+        "no-such-node",
+        "--node-exec",
+        "false",
+    ]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    assert!(
+        text(&output).contains("node/no-such-node not collected: the cluster has no such node"),
+        "{}",
+        text(&output)
+    );
+
     // Interrupted while waiting: SIGINT still removes the pod.
     let mut child = Command::new(env!("CARGO_BIN_EXE_skoop"))
         .args([
