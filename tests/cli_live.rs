@@ -52,6 +52,29 @@ fn a_missing_kubeconfig_is_a_clear_error_not_a_hang() {
 }
 
 #[test]
+fn a_live_error_under_json_output_is_a_json_object() {
+    let output = skoop(&[
+        "diagnose",
+        "--kubeconfig",
+        "/nonexistent-skoop/kubeconfig",
+        "--from",
+        "default/web-0",
+        "--to",
+        "svc/default/web",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    let report: serde_json::Value =
+        serde_json::from_slice(&output.stdout).expect("a JSON object on stdout");
+    let error = report["error"].as_str().unwrap_or_default();
+    assert!(
+        error.starts_with("kubeconfig: /nonexistent-skoop/kubeconfig"),
+        "{report}"
+    );
+}
+
+#[test]
 fn diagnose_help_teaches_the_live_mode() {
     let output = skoop(&["diagnose", "--help"]);
     let help = String::from_utf8_lossy(&output.stdout);

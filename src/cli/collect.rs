@@ -10,7 +10,7 @@ use skoop::engine::{Endpoint, Protocol, Request};
 use skoop::snapshot::netns::DUMP_FILES;
 
 use super::EXIT_USAGE;
-use super::live::{LiveArgs, Summary, collect_flow, print_outcomes};
+use super::live::{LiveArgs, Stopped, Summary, collect_flow, print_outcomes, runtime};
 use super::packs::LoadArgs;
 
 #[derive(Debug, Subcommand)]
@@ -201,30 +201,20 @@ fn cluster(args: Box<ClusterArgs>) -> ExitCode {
                 ExitCode::from(1)
             }
         }
-        Err(code) => code,
+        Err(stopped) => stopped.report(),
     }
 }
 
 fn cleanup(args: CleanupArgs) -> ExitCode {
-    use skoop::collect::api::{ConnectOptions, connect};
+    use skoop::collect::api::connect;
     use skoop::collect::collector::{TOOL_LABEL, delete_labelled};
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match runtime() {
         Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
-            return ExitCode::from(EXIT_USAGE);
-        }
-    };
-    let options = ConnectOptions {
-        kubeconfig: args.live.kubeconfig.clone(),
-        context: args.live.context.clone(),
+        Err(stopped) => return stopped.report(),
     };
     let labels = std::collections::BTreeMap::from([TOOL_LABEL]);
     let deleted = runtime.block_on(async {
-        let connection = connect(&options).await?;
+        let connection = connect(&args.live.connect_options()).await?;
         delete_labelled(&connection, Some(&args.live.collector_namespace), &labels).await
     });
     match deleted {
@@ -235,7 +225,7 @@ fn cleanup(args: CleanupArgs) -> ExitCode {
             out!("{} collector pod(s) deleted", deleted.len());
             ExitCode::SUCCESS
         }
-        Err(e) => super::live::fail(e),
+        Err(e) => Stopped::from(e).report(),
     }
 }
 

@@ -9,10 +9,12 @@ use petgraph::graph::NodeIndex;
 use skoop::engine::{
     self, Diagnosis, Disposition, Endpoint, PacketSize, Protocol, Request, Severity, Step,
 };
+use skoop::packs::LoadedPacks;
 use skoop::report::json::{ErrorReport, Report, link_kind};
 use skoop::snapshot::Snapshot;
+use tempfile::TempDir;
 
-use super::live::{LiveArgs, Summary, collect_flow, print_outcomes};
+use super::live::{LiveArgs, Stopped, Summary, collect_flow, print_outcomes};
 use super::packs::LoadArgs;
 use super::{EXIT_USAGE, OutputFormat, print_json, report_problems};
 
@@ -128,39 +130,13 @@ pub fn run(args: Box<DiagnoseArgs>) -> ExitCode {
     };
     // A live diagnosis collects into a directory, then reads it as any
     // snapshot: the answer can be replayed offline.
-    let temporary;
-    let dir = match (&args.snapshot, &args.save_snapshot) {
-        (Some(dir), _) => dir.clone(),
-        (None, saved) => {
-            let dir = match saved {
-                Some(dir) => dir.clone(),
-                None => match tempfile::Builder::new().prefix("skoop-snapshot-").tempdir() {
-                    Ok(dir) => {
-                        temporary = dir;
-                        temporary.path().to_path_buf()
-                    }
-                    Err(e) => {
-                        eprintln!("error: cannot create a temporary snapshot directory: {e}");
-                        return ExitCode::from(EXIT_USAGE);
-                    }
-                },
-            };
-            let collected = args.live.run(&packs, &dir, async |collection| {
-                collect_flow(collection, &packs, &request).await?;
-                print_outcomes(collection, Summary::Brief);
-                Ok(())
-            });
-            if let Err(code) = collected {
-                return code;
-            }
-            if args.save_snapshot.is_some() {
-                eprintln!(
-                    "saved the snapshot in {0}; replay with --snapshot {0}",
-                    dir.display()
-                );
-            }
-            dir
-        }
+    let (dir, _temporary) = match &args.snapshot {
+        Some(dir) => (dir.clone(), None),
+        None => match collect_live(&args, &packs, &request) {
+            Ok(collected) => collected,
+            Err(Stopped::Error(message)) => return usage_error(args.output, message),
+            Err(stopped) => return stopped.report(),
+        },
     };
     let (snapshot, problems) = match Snapshot::load(&dir) {
         Ok((snapshot, problems)) => (Arc::new(snapshot), problems),
@@ -192,6 +168,40 @@ pub fn run(args: Box<DiagnoseArgs>) -> ExitCode {
 
 /// A bad argument or input: said on stderr, and under `-o json` as a JSON
 /// object on stdout too, so that a script reading stdout gets JSON either way.
+/// Collects what `request` needs from the live cluster into
+/// `--save-snapshot DIR`, or a temporary directory (returned too, so that
+/// it lives as long as the diagnosis reads it).
+fn collect_live(
+    args: &DiagnoseArgs,
+    packs: &LoadedPacks,
+    request: &Request,
+) -> Result<(PathBuf, Option<TempDir>), Stopped> {
+    let (dir, temporary) = match &args.save_snapshot {
+        Some(dir) => (dir.clone(), None),
+        None => {
+            let temporary = tempfile::Builder::new()
+                .prefix("skoop-snapshot-")
+                .tempdir()
+                .map_err(|e| {
+                    Stopped::Error(format!("cannot create a temporary snapshot directory: {e}"))
+                })?;
+            (temporary.path().to_path_buf(), Some(temporary))
+        }
+    };
+    args.live.run(packs, &dir, async |collection| {
+        collect_flow(collection, packs, request).await?;
+        print_outcomes(collection, Summary::Brief);
+        Ok(())
+    })?;
+    if args.save_snapshot.is_some() {
+        err!(
+            "saved the snapshot in {0}; replay with --snapshot {0}",
+            dir.display()
+        );
+    }
+    Ok((dir, temporary))
+}
+
 fn usage_error(output: OutputFormat, error: String) -> ExitCode {
     eprintln!("error: {error}");
     if let OutputFormat::Json = output

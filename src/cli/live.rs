@@ -52,6 +52,14 @@ pub struct LiveArgs {
 }
 
 impl LiveArgs {
+    /// Where the API server is and who skoop is there.
+    pub fn connect_options(&self) -> ConnectOptions {
+        ConnectOptions {
+            kubeconfig: self.kubeconfig.clone(),
+            context: self.context.clone(),
+        }
+    }
+
     fn access(&self) -> NodeAccess {
         match &self.node_exec {
             Some(template) => NodeAccess::Template(template.clone()),
@@ -66,33 +74,25 @@ impl LiveArgs {
 
     /// Connects, runs `work` on a [`LiveCollection`] writing into `dir`,
     /// and then — whether `work` succeeded, failed or Ctrl-C came — deletes
-    /// this run's collector pods. Errors are printed; `Err` is the exit code.
+    /// this run's collector pods. An error is left to the caller to say (in
+    /// its output format).
     pub fn run<T>(
         &self,
         packs: &skoop::packs::LoadedPacks,
         dir: &std::path::Path,
-        work: impl AsyncFnOnce(&mut LiveCollection) -> Result<T, ExitCode>,
-    ) -> Result<T, ExitCode> {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| {
-                err!("error: cannot start the async runtime: {e}");
-                ExitCode::from(EXIT_USAGE)
-            })?;
+        work: impl AsyncFnOnce(&mut LiveCollection) -> Result<T, Stopped>,
+    ) -> Result<T, Stopped> {
         let access = self.access();
-        runtime.block_on(async {
-            let options = ConnectOptions {
-                kubeconfig: self.kubeconfig.clone(),
-                context: self.context.clone(),
-            };
-            let connection = connect(&options).await.map_err(fail)?;
+        runtime()?.block_on(async {
+            let connection = connect(&self.connect_options())
+                .await
+                .map_err(Stopped::from)?;
             let interrupted = interrupted();
             let result = tokio::select! {
                 result = collect(&connection, &access, packs, dir, work) => result,
                 signal = interrupted => {
                     err!("{signal}: stopping, removing collector pods");
-                    Err(ExitCode::from(130))
+                    Err(Stopped::Interrupted)
                 }
             };
             match cleanup_run(&connection, &access).await {
@@ -114,15 +114,24 @@ async fn collect<T>(
     access: &NodeAccess,
     packs: &skoop::packs::LoadedPacks,
     dir: &std::path::Path,
-    work: impl AsyncFnOnce(&mut LiveCollection) -> Result<T, ExitCode>,
-) -> Result<T, ExitCode> {
+    work: impl AsyncFnOnce(&mut LiveCollection) -> Result<T, Stopped>,
+) -> Result<T, Stopped> {
     let mut collection = LiveCollection::start(connection.clone(), access.clone(), packs, dir)
         .await
-        .map_err(fail)?;
+        .map_err(Stopped::from)?;
     let result = work(&mut collection).await;
     // This run's pods are deleted by label by the caller, also on Ctrl-C.
     collection.stop_progress();
     result
+}
+
+/// The runtime live commands run on: one thread, as the engine and the
+/// packs are not shared across threads.
+pub fn runtime() -> Result<tokio::runtime::Runtime, Stopped> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Stopped::Error(format!("cannot start the async runtime: {e}")))
 }
 
 /// Resolves on SIGINT or SIGTERM with the signal's name.
@@ -144,27 +153,49 @@ async fn interrupted() -> &'static str {
 }
 
 /// Collects what `request` needs; a request that does not resolve
-/// against the cluster (no such pod) is printed, and exit code 2.
+/// against the cluster (no such pod) stops the run.
 pub async fn collect_flow(
     collection: &mut LiveCollection,
     packs: &skoop::packs::LoadedPacks,
     request: &skoop::engine::Request,
-) -> Result<(), ExitCode> {
+) -> Result<(), Stopped> {
     collection
         .collect_for_flow(packs, request)
         .await
-        .map_err(|e| {
-            err!("error: {e}");
-            ExitCode::from(EXIT_USAGE)
-        })
+        .map_err(|e| Stopped::Error(e.to_string()))
 }
 
-/// Prints a live error; its exit code is 2 (input or usage: the cluster
-/// could not be used at all).
-pub fn fail(error: LiveError) -> ExitCode {
-    err!("error: {error}");
-    ExitCode::from(EXIT_USAGE)
+/// Why a live run ended before its work was done.
+#[derive(Debug)]
+pub enum Stopped {
+    /// The cluster or the request could not be used at all (exit status 2);
+    /// not yet said, so that the caller says it in its output format.
+    Error(String),
+    /// Ctrl-C or SIGTERM, already said (exit status 130).
+    Interrupted,
 }
+
+impl From<LiveError> for Stopped {
+    fn from(error: LiveError) -> Stopped {
+        Stopped::Error(error.to_string())
+    }
+}
+
+impl Stopped {
+    /// Says an error on stderr, as text; the exit code.
+    pub fn report(self) -> ExitCode {
+        match self {
+            Stopped::Error(message) => {
+                err!("error: {message}");
+                ExitCode::from(EXIT_USAGE)
+            }
+            Stopped::Interrupted => ExitCode::from(EXIT_INTERRUPTED),
+        }
+    }
+}
+
+/// Exit status after Ctrl-C or SIGTERM, as a shell reports SIGINT.
+pub const EXIT_INTERRUPTED: u8 = 130;
 
 /// How much [`print_outcomes`] says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

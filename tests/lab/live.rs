@@ -30,6 +30,20 @@ fn skoop(args: &[&str]) -> Output {
         .expect("run skoop")
 }
 
+/// `skoop collect cluster --kubeconfig KUBECONFIG --out OUT ARGS...`.
+fn collect_cluster(kubeconfig: &str, out: &str, args: &[&str]) -> Output {
+    let mut argv = vec![
+        "collect",
+        "cluster",
+        "--kubeconfig",
+        kubeconfig,
+        "--out",
+        out,
+    ];
+    argv.extend_from_slice(args);
+    skoop(&argv)
+}
+
 fn text(output: &Output) -> String {
     format!(
         "{}{}",
@@ -92,17 +106,7 @@ pub fn collect_live(server: &ApiServer, cluster: &Cluster, out: &Path) {
     let kubeconfig = server.kubeconfig.to_str().expect("utf-8 path");
     let template = node_exec(cluster);
     let out = out.to_str().expect("utf-8 path");
-    let output = skoop(&[
-        "collect",
-        "cluster",
-        "--kubeconfig",
-        kubeconfig,
-        "--out",
-        out,
-        "--all-nodes",
-        "--node-exec",
-        &template,
-    ]);
+    let output = collect_cluster(kubeconfig, out, &["--all-nodes", "--node-exec", &template]);
     assert!(
         output.status.success(),
         "collect cluster failed:\n{}",
@@ -355,17 +359,11 @@ fn rand_suffix() -> u128 {
 
 fn assert_fails_fast(kubeconfig: &str, says: &str) {
     let started = Instant::now();
-    let output = skoop(&[
-        "collect",
-        "cluster",
-        "--kubeconfig",
+    let output = collect_cluster(
         kubeconfig,
-        "--out",
         "/nonexistent-skoop-out",
-        "--all-nodes",
-        "--node-exec",
-        "false",
-    ]);
+        &["--all-nodes", "--node-exec", "false"],
+    );
     let elapsed = started.elapsed();
     assert_eq!(output.status.code(), Some(2), "{}", text(&output));
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -520,17 +518,11 @@ fn a_service_account_bound_to_deploy_rbac_collects_and_cannot_read_secrets() {
     });
     // Without deploy/rbac.yaml: refused, and told which rule grants it.
     for kubeconfig in [&unbound, &by_plugin] {
-        let output = skoop(&[
-            "collect",
-            "cluster",
-            "--kubeconfig",
+        let output = collect_cluster(
             kubeconfig,
-            "--out",
             dir.path().join("x").to_str().unwrap(),
-            "--all-nodes",
-            "--node-exec",
-            &node_exec(&cluster),
-        ]);
+            &["--all-nodes", "--node-exec", &node_exec(&cluster)],
+        );
         assert_eq!(output.status.code(), Some(2), "{}", text(&output));
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(
@@ -573,17 +565,11 @@ fn a_service_account_bound_to_deploy_rbac_collects_and_cannot_read_secrets() {
     });
     // And it collects a snapshot that diagnoses as the offline one.
     let live = tempfile::tempdir().unwrap();
-    let output = skoop(&[
-        "collect",
-        "cluster",
-        "--kubeconfig",
+    let output = collect_cluster(
         &kubeconfig,
-        "--out",
         live.path().to_str().unwrap(),
-        "--all-nodes",
-        "--node-exec",
-        &node_exec(&cluster),
-    ]);
+        &["--all-nodes", "--node-exec", &node_exec(&cluster)],
+    );
     assert!(output.status.success(), "{}", text(&output));
     let (from, to) = (&cluster.nodes[0].pods[0], &cluster.nodes[1].pods[0]);
     let request = Request {
@@ -632,18 +618,11 @@ fn a_collector_pod_that_never_runs_is_named_and_no_collector_pod_is_left() {
     let kubeconfig = server.kubeconfig.to_str().unwrap();
     let out = tempfile::tempdir().unwrap();
     // No kubelet runs the pod: it stays Pending until the time limit.
-    let output = skoop(&[
-        "collect",
-        "cluster",
-        "--kubeconfig",
+    let output = collect_cluster(
         kubeconfig,
-        "--out",
         out.path().to_str().unwrap(),
-        "--nodes",
-        "node-1",
-        "--collector-timeout",
-        "3",
-    ]);
+        &["--nodes", "node-1", "--collector-timeout", "3"],
+    );
     assert_eq!(output.status.code(), Some(1), "{}", text(&output));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
@@ -658,18 +637,11 @@ fn a_collector_pod_that_never_runs_is_named_and_no_collector_pod_is_left() {
     });
 
     // A node the cluster does not have is said to be so; the run goes on.
-    let output = skoop(&[
-        "collect",
-        "cluster",
-        "--kubeconfig",
+    let output = collect_cluster(
         kubeconfig,
-        "--out",
         out.path().to_str().unwrap(),
-        "--nodes",
-        "no-such-node",
-        "--node-exec",
-        "false",
-    ]);
+        &["--nodes", "no-such-node", "--node-exec", "false"],
+    );
     assert_eq!(output.status.code(), Some(1), "{}", text(&output));
     assert!(
         text(&output).contains("node/no-such-node not collected: the cluster has no such node"),
