@@ -336,10 +336,13 @@ pub struct ObjectsReport {
 /// Lists the contract's kinds, the packs' custom resources (found through
 /// discovery; a kind the server does not serve is noted, not an error) and
 /// the packs' ConfigMaps into `dir/cluster/`, one `List` file per kind.
+/// `seen` is shown each list before it is written, for what the caller
+/// needs of it at once (the pods and nodes live collection works with).
 pub async fn collect_objects(
     connection: &Connection,
     packs: &LoadedPacks,
     dir: &Path,
+    mut seen: impl FnMut(&ApiResource, &[Value]),
 ) -> Result<ObjectsReport, LiveError> {
     let cluster = dir.join("cluster");
     std::fs::create_dir_all(&cluster).map_err(|source| LiveError::Write {
@@ -349,6 +352,7 @@ pub async fn collect_objects(
     let mut report = ObjectsReport::default();
     for resource in contract_kinds() {
         let items = connection.list_all(&resource, None).await?;
+        seen(&resource, &items);
         write_list(&cluster, &resource, None, items, &mut report)?;
     }
     let (custom, config_maps) = pack_kinds(packs);

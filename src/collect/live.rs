@@ -105,8 +105,18 @@ impl LiveCollection {
         );
         progress.set_message("listing the cluster's objects");
         progress.enable_steady_tick(std::time::Duration::from_millis(120));
-        let objects = collect_objects(&connection, packs, root).await?;
-        let (pods, nodes) = read_pods_and_nodes(root);
+        let (mut pods, mut nodes) = (PodsByName::new(), NodeAddresses::new());
+        let objects = collect_objects(&connection, packs, root, |resource, items| {
+            if !resource.group.is_empty() {
+                return;
+            }
+            match resource.kind.as_str() {
+                "Pod" => pods.extend(items.iter().filter_map(pod_on_node)),
+                "Node" => nodes.extend(items.iter().filter_map(node_address)),
+                _ => {}
+            }
+        })
+        .await?;
         if let NodeAccess::CollectorPods(options) = &access {
             ensure_namespace(&connection, options).await?;
         }
@@ -392,73 +402,60 @@ fn endpoint_namespaces(snapshot: &Snapshot, endpoint: &Endpoint) -> Vec<Wanted> 
     }
 }
 
-/// The pods (not on the host network, on a node, with a UID) and the
-/// nodes of the lists just written.
-fn read_pods_and_nodes(root: &Path) -> (PodsByName, NodeAddresses) {
-    let items = |file: &str| -> Vec<Value> {
-        std::fs::read(root.join("cluster").join(file))
-            .ok()
-            .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok())
-            .and_then(|list| list.get("items").and_then(Value::as_array).cloned())
-            .unwrap_or_default()
-    };
-    let text = |value: &Value, pointer: &str| {
-        value
-            .pointer(pointer)
-            .and_then(Value::as_str)
-            .map(str::to_string)
-    };
-    let mut pods = BTreeMap::new();
-    for pod in items("pods.core.json") {
-        let host_network = pod
-            .pointer("/spec/hostNetwork")
-            .and_then(Value::as_bool)
-            .unwrap_or(false);
-        let (Some(namespace), Some(name), Some(uid), Some(node)) = (
-            text(&pod, "/metadata/namespace"),
-            text(&pod, "/metadata/name"),
-            text(&pod, "/metadata/uid"),
-            text(&pod, "/spec/nodeName"),
-        ) else {
-            continue;
-        };
-        if host_network {
-            continue;
-        }
-        let mut ips: Vec<String> = pod
-            .pointer("/status/podIPs")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(|ip| text(ip, "/ip"))
-            .collect();
-        if ips.is_empty() {
-            ips.extend(text(&pod, "/status/podIP"));
-        }
-        pods.insert(
-            (namespace.clone(), name.clone()),
-            PodOnNode {
-                namespace,
-                name,
-                uid,
-                node,
-                ips,
-            },
-        );
+/// A string field of an object, by JSON pointer.
+fn text(value: &Value, pointer: &str) -> Option<String> {
+    value
+        .pointer(pointer)
+        .and_then(Value::as_str)
+        .map(str::to_string)
+}
+
+/// A listed pod whose network namespace can be collected: on a node, with
+/// a UID, not on the host network.
+fn pod_on_node(pod: &Value) -> Option<((String, String), PodOnNode)> {
+    let host_network = pod
+        .pointer("/spec/hostNetwork")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    if host_network {
+        return None;
     }
-    let mut nodes = BTreeMap::new();
-    for node in items("nodes.core.json") {
-        let Some(name) = text(&node, "/metadata/name") else {
-            continue;
-        };
-        let address = node
-            .pointer("/status/addresses")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .find(|a| a.get("type").and_then(Value::as_str) == Some("InternalIP"))
-            .and_then(|a| text(a, "/address"));
-        nodes.insert(name, address);
+    let namespace = text(pod, "/metadata/namespace")?;
+    let name = text(pod, "/metadata/name")?;
+    let uid = text(pod, "/metadata/uid")?;
+    let node = text(pod, "/spec/nodeName")?;
+    let mut ips: Vec<String> = pod
+        .pointer("/status/podIPs")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|ip| text(ip, "/ip"))
+        .collect();
+    if ips.is_empty() {
+        ips.extend(text(pod, "/status/podIP"));
     }
-    (pods, nodes)
+    let key = (namespace.clone(), name.clone());
+    Some((
+        key,
+        PodOnNode {
+            namespace,
+            name,
+            uid,
+            node,
+            ips,
+        },
+    ))
+}
+
+/// A listed node's name and first InternalIP.
+fn node_address(node: &Value) -> Option<(String, Option<String>)> {
+    let name = text(node, "/metadata/name")?;
+    let address = node
+        .pointer("/status/addresses")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .find(|a| a.get("type").and_then(Value::as_str) == Some("InternalIP"))
+        .and_then(|a| text(a, "/address"));
+    Some((name, address))
 }
