@@ -1,19 +1,24 @@
 #!/usr/bin/env bash
-# Build the real Kubernetes components skoop's live-cluster tests run, and the
-# skoop-testcluster launcher, into OUTDIR.
+# Build the real Kubernetes components skoop's live-cluster tests and the
+# real-components lab run, and the skoop-testcluster launcher, into OUTDIR.
 #
 #   bash tests/k8s/build.sh [--all] [OUTDIR]
 #
 # OUTDIR defaults to ${SKOOP_K8S_BIN:-$HOME/.cache/skoop/k8s-bin}.
 # Default targets: kube-apiserver, skoop-testcluster.
-# --all adds kube-controller-manager and kube-proxy.
+# --all adds the node components of the real-components lab:
+# kube-controller-manager, kube-proxy, flanneld, Calico's calico-node (felix),
+# the CNI plugins bridge, host-local, loopback, flannel, calico and
+# calico-ipam (in OUTDIR/cni), and Calico's CRDs (OUTDIR/calico-crds).
 #
-# Needs only `go` (the version in go.mod or newer) and the Go module proxy.
-# Uses Go's normal module and build caches, so a rebuild on the same machine
-# is fast; and each binary carries a stamp (sha256 of go.mod, go.sum, this
-# script, the Go sources and `go version`), so an up-to-date binary is not
-# rebuilt at all. go's own output goes to OUTDIR/build.log; its tail is shown
-# on failure. Prints the path of OUTDIR on its last line.
+# Needs `go` (the version in go.mod or newer), a C compiler for flanneld (its
+# udp backend needs cgo, as in flannel's own release build) and the Go module
+# proxy. Uses Go's normal module and build caches, so a rebuild on the same
+# machine is fast; and each binary carries a stamp (sha256 of its Go module's
+# go.mod, go.sum and Go sources, this script and `go version`), so an
+# up-to-date binary is not rebuilt at all. go's own output goes to
+# OUTDIR/build.log; its tail is shown on failure. Prints the path of OUTDIR on
+# its last line.
 set -euo pipefail
 
 # All in one function that runs only once bash has read the whole file, so
@@ -25,7 +30,7 @@ main() {
 		case $arg in
 		--all) all=1 ;;
 		-h | --help)
-			sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
+			sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'
 			exit 0
 			;;
 		-*) echo "build.sh: unknown option $arg" >&2; exit 2 ;;
@@ -42,40 +47,65 @@ main() {
 
 	command -v go >/dev/null || { echo "build.sh: 'go' is not on PATH; install Go $(sed -n 's/^go //p' go.mod) or newer" >&2; exit 1; }
 
-	# Static binaries, no C toolchain needed; no VCS stamping (the checkout may
-	# be a bare tree or owned by someone else).
-	export CGO_ENABLED=0
+	# No VCS stamping (the checkout may be a bare tree or owned by someone
+	# else); static binaries where the component allows it (cgo per target).
 	export GOFLAGS="${GOFLAGS:+$GOFLAGS }-buildvcs=false -mod=readonly"
 
-	mkdir -p "$outdir"
+	mkdir -p "$outdir/cni"
 	outdir=$(cd "$outdir" && pwd)
 	log=$outdir/build.log
 
-	# name:package
-	targets=(kube-apiserver:k8s.io/kubernetes/cmd/kube-apiserver skoop-testcluster:./cmd/skoop-testcluster)
+	# module directory|name in OUTDIR|package|cgo. Each module directory has its
+	# own go.mod: flannel and the old flannel CNI plugin pin other versions of
+	# modules Kubernetes also uses.
+	targets=(
+		".|kube-apiserver|k8s.io/kubernetes/cmd/kube-apiserver|0"
+		".|skoop-testcluster|./cmd/skoop-testcluster|0"
+	)
 	if [ "$all" = 1 ]; then
-		targets+=(kube-controller-manager:k8s.io/kubernetes/cmd/kube-controller-manager kube-proxy:k8s.io/kubernetes/cmd/kube-proxy)
+		targets+=(
+			".|kube-controller-manager|k8s.io/kubernetes/cmd/kube-controller-manager|0"
+			".|kube-proxy|k8s.io/kubernetes/cmd/kube-proxy|0"
+			"flannel|flanneld|github.com/flannel-io/flannel|1"
+			"flannel|cni/bridge|github.com/containernetworking/plugins/plugins/main/bridge|0"
+			"flannel|cni/host-local|github.com/containernetworking/plugins/plugins/ipam/host-local|0"
+			"flannel|cni/loopback|github.com/containernetworking/plugins/plugins/main/loopback|0"
+			"flannel-cni|cni/flannel|github.com/containernetworking/plugins/plugins/meta/flannel|0"
+			"calico|calico-node|github.com/projectcalico/calico/node/cmd/calico-node|0"
+			"calico|cni/calico|github.com/projectcalico/calico/cni-plugin/cmd/calico|0"
+		)
 	fi
+	modules=(. flannel flannel-cni calico)
 
 	sha256() {
 		if command -v sha256sum >/dev/null; then sha256sum | cut -d' ' -f1; else shasum -a 256 | cut -d' ' -f1; fi
 	}
-	stamp=$(
-		{
-			go version
-			echo "GOOS=$(go env GOOS) GOARCH=$(go env GOARCH) GOFLAGS=$GOFLAGS"
-			for f in go.mod go.sum build.sh $(find . -name '*.go' -not -path './_*' | LC_ALL=C sort); do
-				echo "== $f"
-				cat "$f"
-			done
-		} | sha256
-	)
+	# A stamp per module directory: everything its binaries are built from.
+	declare -A stamps
+	for module in "${modules[@]}"; do
+		prune=()
+		for other in "${modules[@]}"; do
+			if [ "$other" != . ] && [ "$other" != "$module" ]; then
+				prune+=(-path "./$other" -prune -o)
+			fi
+		done
+		stamps[$module]=$(
+			{
+				go version
+				echo "GOOS=$(go env GOOS) GOARCH=$(go env GOARCH) GOFLAGS=$GOFLAGS"
+				for f in build.sh "$module/go.mod" "$module/go.sum" $(find "./$module" "${prune[@]}" -name '*.go' -not -path '*/_*' -print | LC_ALL=C sort); do
+					echo "== $f"
+					cat "$f"
+				done
+			} | sha256
+		)
+	done
 
 	outdated() {
 		todo=()
 		for t in "${targets[@]}"; do
-			name=${t%%:*}
-			if [ -x "$outdir/$name" ] && [ "$(cat "$outdir/.stamp.$name" 2>/dev/null)" = "$stamp" ]; then
+			IFS='|' read -r module name _ _ <<<"$t"
+			if [ -x "$outdir/$name" ] && [ "$(cat "$outdir/.stamp.${name//\//_}" 2>/dev/null)" = "${stamps[$module]}" ]; then
 				continue
 			fi
 			todo+=("$t")
@@ -94,28 +124,45 @@ main() {
 		outdated
 	fi
 	if [ ${#todo[@]} -eq 0 ]; then
-		echo "build.sh: up to date: $(for t in "${targets[@]}"; do printf '%s ' "${t%%:*}"; done)(stamp ${stamp:0:12})"
+		echo "build.sh: up to date: $(for t in "${targets[@]}"; do IFS='|' read -r _ name _ _ <<<"$t"; printf '%s ' "$name"; done)(stamp ${stamps[.]:0:12})"
 		echo "$outdir"
 		exit 0
 	fi
 
-	k8s_version=$(go list -m -f '{{.Version}}' k8s.io/kubernetes)
-	# What Kubernetes' own build (hack/lib/version.sh) stamps in, so /version and
-	# `kube-apiserver --version` tell the real release.
-	minor=${k8s_version#v1.}
-	minor=${minor%%.*}
-	ldflags="-s -w"
-	for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-		ldflags+=" -X $pkg.gitVersion=$k8s_version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
-	done
+	# What each project's own release build stamps in, so `--version` and
+	# kube-apiserver's GET /version tell the real release.
+	ldflags_of() {
+		local module=$1 version minor flags="-s -w"
+		case $module in
+		.)
+			version=$(go list -m -f '{{.Version}}' k8s.io/kubernetes)
+			# As Kubernetes' hack/lib/version.sh does.
+			minor=${version#v1.}
+			minor=${minor%%.*}
+			for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+				flags+=" -X $pkg.gitVersion=$version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
+			done
+			;;
+		calico)
+			# The release the served commit is on (go.mod says which).
+			for pkg in github.com/projectcalico/calico/felix/buildinfo github.com/projectcalico/calico/node/buildinfo; do
+				flags+=" -X $pkg.GitVersion=v3.28.4-11-ga0db560f0520"
+			done
+			;;
+		flannel)
+			flags+=" -X github.com/flannel-io/flannel/pkg/version.Version=$(go list -m -f '{{.Version}}' github.com/flannel-io/flannel)"
+			flags+=" -X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=$(go list -m -f '{{.Version}}' github.com/containernetworking/plugins)"
+			;;
+		esac
+		echo "$flags"
+	}
 
 	names=()
-	pkgs=()
 	for t in "${todo[@]}"; do
-		names+=("${t%%:*}")
-		pkgs+=("${t#*:}")
+		IFS='|' read -r _ name _ _ <<<"$t"
+		names+=("$name")
 	done
-	echo "build.sh: building ${names[*]} (Kubernetes $k8s_version, $(go env GOVERSION)) into $outdir; log: $log"
+	echo "build.sh: building ${names[*]} ($(go env GOVERSION)) into $outdir; log: $log"
 	start=$(date +%s)
 	tmp=$(mktemp -d "$outdir/.tmp.XXXXXX")
 	trap 'rm -rf "$tmp"' EXIT
@@ -123,23 +170,33 @@ main() {
 		echo "# $(date -u +%FT%TZ) go build ${names[*]}"
 		go env GOMODCACHE GOCACHE
 	} >"$log"
-	# One `go build` for all targets: they share most packages, and go runs the
-	# work in parallel. It downloads what it needs through the module proxy.
-	if ! go build -v -ldflags "$ldflags" -o "$tmp/" "${pkgs[@]}" >>"$log" 2>&1; then
-		echo "build.sh: go build failed after $(($(date +%s) - start))s; last lines of $log:" >&2
-		tail -n 40 "$log" >&2
-		exit 1
-	fi
+	# One `go build` per binary, in its module: they share most packages
+	# through Go's build cache. go downloads what it needs through the proxy.
+	for t in "${todo[@]}"; do
+		IFS='|' read -r module name pkg cgo <<<"$t"
+		echo "## $name: go build $pkg (in $module, CGO_ENABLED=$cgo)" >>"$log"
+		if ! (cd "$module" && CGO_ENABLED=$cgo go build -v -ldflags "$(ldflags_of "$module")" -o "$tmp/$name" "$pkg") >>"$log" 2>&1; then
+			echo "build.sh: go build of $name failed after $(($(date +%s) - start))s; last lines of $log:" >&2
+			tail -n 40 "$log" >&2
+			exit 1
+		fi
+	done
 	# Rename into place: works even while an old binary is running.
-	for n in "${names[@]}"; do
-		mv -f "$tmp/$n" "$outdir/$n"
-		echo "$stamp" >"$outdir/.stamp.$n"
+	for t in "${todo[@]}"; do
+		IFS='|' read -r module name _ _ <<<"$t"
+		mv -f "$tmp/$name" "$outdir/$name"
+		echo "${stamps[$module]}" >"$outdir/.stamp.${name//\//_}"
+		printf 'build.sh: built %-24s %s\n' "$name" "$(du -h "$outdir/$name" | cut -f1)"
+		if [ "$name" = cni/calico ]; then
+			# One binary: it is calico-ipam when invoked by that name. And
+			# the CRDs its version defines, as Calico's manifests apply them.
+			ln -f "$outdir/cni/calico" "$outdir/cni/calico-ipam"
+			rm -rf "$outdir/calico-crds"
+			cp -r "$(cd calico && go list -m -f '{{.Dir}}' github.com/projectcalico/calico)/libcalico-go/config/crd" "$outdir/calico-crds"
+			chmod -R u+w "$outdir/calico-crds"
+		fi
 	done
-	secs=$(($(date +%s) - start))
-	for n in "${names[@]}"; do
-		printf 'build.sh: built %-24s %s\n' "$n" "$(du -h "$outdir/$n" | cut -f1)"
-	done
-	echo "build.sh: done in ${secs}s"
+	echo "build.sh: done in $(($(date +%s) - start))s"
 	echo "$outdir"
 }
 

@@ -9,7 +9,7 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use kube::api::{Api, DynamicObject, PostParams};
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::{Client, Config};
@@ -26,15 +26,17 @@ pub fn bin_dir() -> PathBuf {
     }
 }
 
-/// Builds the binaries once per test run (quick when build.sh finds them
-/// up to date). Panics with build.sh's output when it fails.
-fn built() -> &'static PathBuf {
+/// Builds the binaries once per test run, the real-components lab's too
+/// (`--all`; quick when build.sh finds them up to date). Panics with
+/// build.sh's output when it fails.
+pub fn built() -> &'static PathBuf {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT.get_or_init(|| {
         let dir = bin_dir();
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/k8s/build.sh");
         let output = Command::new("bash")
             .arg(&script)
+            .arg("--all")
             .arg(&dir)
             .output()
             .unwrap_or_else(|e| panic!("run {}: {e}", script.display()));
@@ -253,10 +255,11 @@ pub async fn create(client: &Client, object: &Value) -> Option<Value> {
             .as_str()
             .expect("name")
             .to_string();
-        created["status"] = status;
-        let data: DynamicObject = serde_json::from_value(created.clone()).expect("an object");
+        // A merge patch, not a replace: a controller may have changed the
+        // object since it was created (node IPAM gives a Node its pod CIDR).
+        let patch = Patch::Merge(json!({ "status": status }));
         match api
-            .replace_status(&name, &PostParams::default(), &data)
+            .patch_status(&name, &PatchParams::default(), &patch)
             .await
         {
             Ok(updated) => created = serde_json::to_value(updated).expect("json"),

@@ -138,8 +138,12 @@ impl Calico {
 }
 
 /// The IPAM block `node` holds: Calico picks a free /26 of the pool at
-/// random; here the node's name picks it, so that every run is the same.
+/// random (the real-components lab records which); in the scripted lab the
+/// node's name picks it, so that every run is the same.
 pub fn block(node: &Node) -> Ipv4Net {
+    if let Some(block) = node.ipam_block {
+        return block;
+    }
     let digest = Sha256::digest(format!("calico-block/{}", node.name).as_bytes());
     let address = Ipv4Addr::new(10, 244, digest[0], digest[1] & 0xc0);
     Ipv4Net::new(address, BLOCK_SIZE).expect("a /26")
@@ -830,7 +834,7 @@ fn workload_chains(t: &mut Table, veth: &str, policy: &str, profiles: &[&String]
 }
 
 /// The lab's NetworkPolicy, as `kubectl get networkpolicy -o yaml` shows it.
-fn network_policy() -> Value {
+pub fn network_policy() -> Value {
     json!({
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",

@@ -87,6 +87,10 @@ pub struct Node {
     /// The node's address on the underlay (its InternalIP), on `eth0`.
     pub ip: Ipv4Addr,
     pub pod_cidr: Ipv4Net,
+    /// The IPAM block the node's pods take their addresses from where the
+    /// CNI's IPAM is block-based and picks blocks itself (Calico in the
+    /// real-components lab); `None` where the lab chooses.
+    pub ipam_block: Option<Ipv4Net>,
     pub pods: Vec<Pod>,
 }
 
@@ -125,19 +129,13 @@ impl Cluster {
     /// Builds the cluster in `lab`: underlay, nodes, pods, the CNI, the
     /// service's kube-proxy rules, and a listener in every pod.
     pub fn build(lab: &mut Lab, topology: &Topology, cni: &dyn Cni) -> Cluster {
-        let underlay = lab.netns("underlay");
-        underlay.ip(&format!(
-            "link add br0 address {} type bridge",
-            mac("underlay/br0")
-        ));
-        underlay.ip(&format!("addr add {UNDERLAY_GATEWAY}/24 dev br0"));
-        underlay.ip("link set br0 up");
-        let outside = add_outside(lab, &underlay);
+        let (underlay, outside) = underlay(lab);
 
         let mut pod_number = 0;
         let mut nodes = Vec::new();
         for n in 1..=topology.nodes {
             let node = add_node(lab, &underlay, n);
+            node.ns.run(&["sysctl", "-qw", "net.ipv4.ip_forward=1"]);
             cni.setup_node(&node);
             nodes.push(node);
         }
@@ -178,7 +176,7 @@ impl Cluster {
 
     /// Starts a listener in every pod, as its container would, and waits
     /// until each one accepts connections.
-    fn start_listeners(&self, lab: &mut Lab) {
+    pub fn start_listeners(&self, lab: &mut Lab) {
         let listeners: Vec<&Netns> = self.pods().map(|p| &p.ns).chain([&self.outside]).collect();
         for ns in &listeners {
             spawn_listener(lab, ns);
@@ -224,16 +222,30 @@ impl Cluster {
 }
 
 /// Starts a container's listener on [`POD_PORT`] in `ns`.
-fn spawn_listener(lab: &mut Lab, ns: &Netns) {
+pub fn spawn_listener(lab: &mut Lab, ns: &Netns) {
     lab.spawn(ns, &["nc", "-lk", &POD_PORT.to_string()]);
 }
 
 /// Waits until `ns` has a socket listening on [`POD_PORT`].
-fn wait_listening(ns: &Netns) {
+pub fn wait_listening(ns: &Netns) {
     let listening = format!(":{POD_PORT} ");
     ns.wait_for(&["ss", "-H", "-tln"], Duration::from_secs(5), |out| {
         out.contains(&listening)
     });
+}
+
+/// The underlay (a bridge, the nodes' default gateway) and the host
+/// outside the cluster behind it.
+pub fn underlay(lab: &mut Lab) -> (Netns, Netns) {
+    let underlay = lab.netns("underlay");
+    underlay.ip(&format!(
+        "link add br0 address {} type bridge",
+        mac("underlay/br0")
+    ));
+    underlay.ip(&format!("addr add {UNDERLAY_GATEWAY}/24 dev br0"));
+    underlay.ip("link set br0 up");
+    let outside = add_outside(lab, &underlay);
+    (underlay, outside)
 }
 
 /// The host outside the cluster: a veth from the underlay's router, which
@@ -258,8 +270,10 @@ fn add_outside(lab: &mut Lab, underlay: &Netns) -> Netns {
 }
 
 /// Node `n` (1-based): `node-n`, `eth0` at 172.18.0.(10+n) on the underlay,
-/// pod CIDR 10.244.n.0/24, forwarding on, default route to the underlay router.
-fn add_node(lab: &mut Lab, underlay: &Netns, n: u8) -> Node {
+/// pod CIDR 10.244.n.0/24 (the scripted lab's; node IPAM's in the real one),
+/// default route to the underlay router. Forwarding is left as the kernel
+/// has it: on a real node, something sets it (the scripted lab, or the CNI).
+pub fn add_node(lab: &mut Lab, underlay: &Netns, n: u8) -> Node {
     let name = format!("node-{n}");
     let ns = lab.netns(&name);
     let ip = Ipv4Addr::new(172, 18, 0, 10 + n);
@@ -275,12 +289,12 @@ fn add_node(lab: &mut Lab, underlay: &Netns, n: u8) -> Node {
     ns.ip(&format!(
         "route add default via {UNDERLAY_GATEWAY} dev eth0"
     ));
-    ns.run(&["sysctl", "-qw", "net.ipv4.ip_forward=1"]);
     Node {
         name,
         ns,
         ip,
         pod_cidr: format!("10.244.{n}.0/24").parse().expect("pod CIDR"),
+        ipam_block: None,
         pods: Vec::new(),
     }
 }

@@ -19,23 +19,36 @@ use crate::calico::{self, Calico};
 use crate::cluster::{Cluster, Cni, OUTSIDE_IP, Pod, Topology};
 use crate::flannel::Flannel;
 use crate::lab::{Availability, Lab, availability};
+use crate::real::{RealCluster, RealCni};
 use crate::{live, snapshot};
 
 /// A fault: what to break, and which hop a diagnosis must blame.
 struct Fault {
     name: &'static str,
     /// Breaks the cluster (runs after it is built and working).
-    inject: fn(&Cluster),
+    inject: Inject,
     /// The hop id the fatal finding must be about (`None`: nothing is broken).
     blamed: Option<&'static str>,
     /// The disposition skoop must give.
     expected: Disposition,
     protocol: Protocol,
     port: Option<u16>,
+    /// A finding the diagnosis must carry (the cause behind the blamed hop).
+    finds: Option<&'static str>,
     /// The flow goes to the lab's ClusterIP service instead of the pod.
     to_service: bool,
     /// A case about packet sizes; `None`: a connect or a ping.
     mtu: Option<MtuCase>,
+}
+
+/// How a fault is injected.
+#[derive(Clone, Copy)]
+enum Inject {
+    /// Into the namespaces, whoever programmed them.
+    Kernel(fn(&Cluster)),
+    /// Through the real components (stopping one, changing objects they
+    /// watch); only in groups on the real-components lab.
+    Components(fn(&mut Lab, &mut RealCluster)),
 }
 
 /// How a case about packet sizes asks the kernel and skoop.
@@ -55,10 +68,15 @@ const BULK_BYTES: usize = 400_000;
 /// nothing tells the sender.
 const BLACK_HOLE: &str = "kernel.mtu.black-hole";
 
-/// The flow every case checks: the first pod of node-1 to the last pod of node-2.
+/// The flow every case checks: the first pod of node-1 to the last pod of
+/// the last node (node-2, unless a case added one).
 fn endpoints(cluster: &Cluster) -> (&Pod, &Pod) {
     let first = &cluster.nodes[0].pods[0];
-    let last = cluster.nodes[1].pods.last().expect("node-2 has pods");
+    let last = cluster
+        .nodes
+        .last()
+        .and_then(|n| n.pods.last())
+        .expect("the last node has pods");
     (first, last)
 }
 
@@ -82,6 +100,19 @@ fn delete_vtep_fdb_entry(cluster: &Cluster, node: usize, device: &str, remote: &
         node,
         &["bridge", "fdb", "del", mac, "dev", device, "dst", remote],
     );
+}
+
+/// Node `node`'s pod CIDR (node IPAM's in the real-components lab, so
+/// cases never name one).
+fn pod_cidr(cluster: &Cluster, node: usize) -> String {
+    cluster.nodes[node].pod_cidr.to_string()
+}
+
+/// The address `offset` into node `node`'s pod CIDR (0: the network
+/// address, which is flannel's VTEP address on the node).
+fn pod_cidr_address(cluster: &Cluster, node: usize, offset: u32) -> String {
+    let network = u32::from(cluster.nodes[node].pod_cidr.network());
+    std::net::Ipv4Addr::from(network + offset).to_string()
 }
 
 /// Sets a device's MTU in a namespace.
@@ -115,97 +146,201 @@ fn narrow_first_veth(cluster: &Cluster) {
     set_mtu(&cluster.nodes[0].ns, &pod.host_veth, 1400);
 }
 
+/// Every pod of the service not Ready; waits until kube-proxy on node-1
+/// has programmed the service as one without endpoints.
+fn no_endpoint_ready(real: &mut RealCluster) {
+    let pods: Vec<&Pod> = real.cluster.pods().collect();
+    real.set_ready(&pods, false);
+    let rejected = no_endpoints_comment(&real.cluster);
+    real.wait_rules(0, "filter", |rules| rules.contains(&rejected));
+}
+
+/// The comment of kube-proxy's REJECT for the lab's service without
+/// endpoints (the `kubernetes` Service of the test API server has one too).
+fn no_endpoints_comment(cluster: &Cluster) -> String {
+    let service = &cluster.service;
+    format!(
+        "{}/{}:{} has no endpoints",
+        service.namespace, service.name, service.port_name
+    )
+}
+
+/// The cases only the real components have: what they do when objects
+/// change, and when one of them is stopped.
+const REAL_COMPONENT_FAULTS: &[Fault] = &[
+    Fault {
+        name: "one endpoint not Ready (kube-proxy leaves it out)",
+        inject: Inject::Components(|_, real| {
+            let pod = endpoints(&real.cluster).1;
+            real.set_ready(&[pod], false);
+            let left_out = format!("-> {}:", pod.ip);
+            real.wait_rules(0, "nat", |rules| !rules.contains(&left_out));
+        }),
+        blamed: None,
+        expected: Disposition::Delivered,
+        protocol: Protocol::Tcp,
+        port: Some(80),
+        finds: None,
+        to_service: true,
+        mtu: None,
+    },
+    Fault {
+        name: "no endpoint Ready: kube-proxy's REJECT on node-1",
+        inject: Inject::Components(|_, real| no_endpoint_ready(real)),
+        blamed: Some("node-1"),
+        expected: Disposition::DeniedByNetfilter,
+        protocol: Protocol::Tcp,
+        port: Some(80),
+        finds: None,
+        to_service: true,
+        mtu: None,
+    },
+    Fault {
+        name: "kube-proxy stopped on node-1, then the endpoints Ready again (its REJECT is stale)",
+        inject: Inject::Components(|lab, real| {
+            no_endpoint_ready(real);
+            real.stop(lab, 0, "kube-proxy");
+            let pods: Vec<&Pod> = real.cluster.pods().collect();
+            real.set_ready(&pods, true);
+            // node-2's kube-proxy has seen them: the change is out.
+            let rejected = no_endpoints_comment(&real.cluster);
+            real.wait_rules(1, "filter", |rules| !rules.contains(&rejected));
+        }),
+        blamed: Some("node-1"),
+        expected: Disposition::DeniedByNetfilter,
+        protocol: Protocol::Tcp,
+        port: Some(80),
+        finds: Some("kube-proxy.rules.stale"),
+        to_service: true,
+        mtu: None,
+    },
+    Fault {
+        name: "flanneld stopped on node-1, then node-3 joined (no route to its pods)",
+        inject: Inject::Components(|lab, real| {
+            real.stop(lab, 0, "flanneld");
+            real.add_node(lab, 2);
+            real.wait_programmed(&["node-1"]);
+        }),
+        blamed: Some("node-1"),
+        expected: Disposition::ExitsCluster,
+        protocol: Protocol::Tcp,
+        port: Some(8080),
+        finds: Some("flannel.route.remote-pod-cidr"),
+        to_service: false,
+        mtu: None,
+    },
+];
+
 /// The cases of the VXLAN lab.
 const VXLAN_FAULTS: &[Fault] = &[
     Fault {
         name: "healthy (tcp)",
-        inject: |_| {},
+        inject: Inject::Kernel(|_| {}),
         blamed: None,
         expected: Disposition::Delivered,
         protocol: Protocol::Tcp,
         port: Some(8080),
+        finds: None,
         to_service: false,
         mtu: None,
     },
     Fault {
         name: "healthy (icmp)",
-        inject: |_| {},
+        inject: Inject::Kernel(|_| {}),
         blamed: None,
         expected: Disposition::Delivered,
         protocol: Protocol::Icmp,
         port: None,
+        finds: None,
         to_service: false,
         mtu: None,
     },
     Fault {
         name: "nothing listens on the port",
-        inject: |_| {},
+        inject: Inject::Kernel(|_| {}),
         blamed: Some("default/web-3"),
         expected: Disposition::NoListener,
         protocol: Protocol::Tcp,
         port: Some(9999),
+        finds: None,
         to_service: false,
         mtu: None,
     },
     Fault {
         name: "route to the remote pod CIDR deleted on node-1",
-        inject: |c| node_run(c, 0, &["ip", "route", "del", "10.244.2.0/24"]),
+        inject: Inject::Kernel(|c| node_run(c, 0, &["ip", "route", "del", &pod_cidr(c, 1)])),
         blamed: Some("node-1"),
         expected: Disposition::ExitsCluster,
         protocol: Protocol::Tcp,
         port: Some(8080),
+        finds: None,
         to_service: false,
         mtu: None,
     },
     Fault {
         name: "flannel.1 down on node-1",
-        inject: |c| node_run(c, 0, &["ip", "link", "set", "flannel.1", "down"]),
+        inject: Inject::Kernel(|c| node_run(c, 0, &["ip", "link", "set", "flannel.1", "down"])),
         blamed: Some("node-1"),
         expected: Disposition::ExitsCluster,
         protocol: Protocol::Tcp,
         port: Some(8080),
+        finds: None,
         to_service: false,
         mtu: None,
     },
     Fault {
         name: "VXLAN neighbour entry missing on node-1",
-        inject: |c| {
+        inject: Inject::Kernel(|c| {
             node_run(
                 c,
                 0,
-                &["ip", "neigh", "del", "10.244.2.0", "dev", "flannel.1"],
+                &[
+                    "ip",
+                    "neigh",
+                    "del",
+                    &pod_cidr_address(c, 1, 0),
+                    "dev",
+                    "flannel.1",
+                ],
             )
-        },
+        }),
         blamed: Some("node-1"),
         expected: Disposition::NeighborFailed,
         protocol: Protocol::Tcp,
         port: Some(8080),
+        finds: None,
         to_service: false,
         mtu: None,
     },
     Fault {
         name: "VXLAN FDB entry missing on node-1",
-        inject: |c| delete_vtep_fdb_entry(c, 0, "flannel.1", "172.18.0.12"),
+        inject: Inject::Kernel(|c| {
+            delete_vtep_fdb_entry(c, 0, "flannel.1", &c.nodes[1].ip.to_string())
+        }),
         blamed: Some("node-1"),
         expected: Disposition::NeighborFailed,
         protocol: Protocol::Tcp,
         port: Some(8080),
+        finds: None,
         to_service: false,
         mtu: None,
     },
     Fault {
         name: "ip_forward off on node-2",
-        inject: |c| node_run(c, 1, &["sysctl", "-q", "-w", "net.ipv4.ip_forward=0"]),
+        inject: Inject::Kernel(|c| {
+            node_run(c, 1, &["sysctl", "-q", "-w", "net.ipv4.ip_forward=0"])
+        }),
         blamed: Some("node-2"),
         expected: Disposition::ForwardingDisabled,
         protocol: Protocol::Tcp,
         port: Some(8080),
+        finds: None,
         to_service: false,
         mtu: None,
     },
     Fault {
         name: "FORWARD drop for the pod on node-1",
-        inject: |c| {
+        inject: Inject::Kernel(|c| {
             node_run(
                 c,
                 0,
@@ -215,22 +350,23 @@ const VXLAN_FAULTS: &[Fault] = &[
                     "FORWARD",
                     "1",
                     "-d",
-                    "10.244.2.3",
+                    &endpoints(c).1.ip.to_string(),
                     "-j",
                     "DROP",
                 ],
             )
-        },
+        }),
         blamed: Some("node-1"),
         expected: Disposition::DeniedByNetfilter,
         protocol: Protocol::Tcp,
         port: Some(8080),
+        finds: None,
         to_service: false,
         mtu: None,
     },
     Fault {
         name: "INPUT drop of VXLAN on node-2",
-        inject: |c| {
+        inject: Inject::Kernel(|c| {
             node_run(
                 c,
                 1,
@@ -238,32 +374,34 @@ const VXLAN_FAULTS: &[Fault] = &[
                     "iptables", "-I", "INPUT", "1", "-p", "udp", "--dport", "8472", "-j", "DROP",
                 ],
             )
-        },
+        }),
         blamed: Some("node-2"),
         expected: Disposition::DeniedByNetfilter,
         protocol: Protocol::Tcp,
         port: Some(8080),
+        finds: None,
         to_service: false,
         mtu: None,
     },
     Fault {
         name: "REJECT of the port in the destination pod",
-        inject: |c| {
+        inject: Inject::Kernel(|c| {
             let pod = endpoints(c).1;
             pod.ns.run(&[
                 "iptables", "-I", "INPUT", "1", "-p", "tcp", "--dport", "8080", "-j", "REJECT",
             ]);
-        },
+        }),
         blamed: Some("default/web-3"),
         expected: Disposition::DeniedByNetfilter,
         protocol: Protocol::Tcp,
         port: Some(8080),
+        finds: None,
         to_service: false,
         mtu: None,
     },
     Fault {
         name: "pod's route to the cluster via a gateway nobody has",
-        inject: |c| {
+        inject: Inject::Kernel(|c| {
             let pod = endpoints(c).0;
             pod.ns.run(&[
                 "ip",
@@ -271,34 +409,36 @@ const VXLAN_FAULTS: &[Fault] = &[
                 "replace",
                 "10.244.0.0/16",
                 "via",
-                "10.244.1.99",
+                &pod_cidr_address(c, 0, 99),
                 "dev",
                 "eth0",
             ]);
-        },
+        }),
         blamed: Some("default/web-0"),
         expected: Disposition::NeighborFailed,
         protocol: Protocol::Tcp,
         port: Some(8080),
+        finds: None,
         to_service: false,
         mtu: None,
     },
     Fault {
         name: "pod lo down (the kernel still delivers)",
-        inject: |c| {
+        inject: Inject::Kernel(|c| {
             let pod = endpoints(c).1;
             pod.ns.run(&["ip", "link", "set", "lo", "down"]);
-        },
+        }),
         blamed: None,
         expected: Disposition::Delivered,
         protocol: Protocol::Tcp,
         port: Some(8080),
+        finds: None,
         to_service: false,
         mtu: None,
     },
     Fault {
         name: "strict rp_filter on node-2 with the route back via eth0",
-        inject: |c| {
+        inject: Inject::Kernel(|c| {
             node_run(
                 c,
                 1,
@@ -306,9 +446,9 @@ const VXLAN_FAULTS: &[Fault] = &[
                     "ip",
                     "route",
                     "replace",
-                    "10.244.1.0/24",
+                    &pod_cidr(c, 0),
                     "via",
-                    "172.18.0.11",
+                    &c.nodes[0].ip.to_string(),
                     "dev",
                     "eth0",
                 ],
@@ -318,60 +458,69 @@ const VXLAN_FAULTS: &[Fault] = &[
                 1,
                 &["sysctl", "-q", "-w", "net.ipv4.conf.all.rp_filter=1"],
             );
-        },
+        }),
         blamed: Some("node-2"),
         expected: Disposition::RpFilter,
         protocol: Protocol::Tcp,
         port: Some(8080),
+        finds: None,
         to_service: false,
         mtu: None,
     },
     Fault {
         name: "veth of the destination pod down on node-2",
-        inject: |c| {
+        inject: Inject::Kernel(|c| {
             let pod = endpoints(c).1;
             node_run(c, 1, &["ip", "link", "set", &pod.host_veth, "down"]);
-        },
+        }),
         blamed: Some("node-2"),
         expected: Disposition::NeighborFailed,
         protocol: Protocol::Tcp,
         port: Some(8080),
+        finds: None,
         to_service: false,
         mtu: None,
     },
     Fault {
         name: "VXLAN FDB entry missing on node-2 (the reply is lost)",
-        inject: |c| delete_vtep_fdb_entry(c, 1, "flannel.1", "172.18.0.11"),
+        inject: Inject::Kernel(|c| {
+            delete_vtep_fdb_entry(c, 1, "flannel.1", &c.nodes[0].ip.to_string())
+        }),
         blamed: Some("node-2"),
         expected: Disposition::NeighborFailed,
         protocol: Protocol::Tcp,
         port: Some(8080),
+        finds: None,
         to_service: false,
         mtu: None,
     },
     Fault {
         name: "healthy, to the ClusterIP service",
-        inject: |_| {},
+        inject: Inject::Kernel(|_| {}),
         blamed: None,
         expected: Disposition::Delivered,
         protocol: Protocol::Tcp,
         port: Some(80),
+        finds: None,
         to_service: true,
         mtu: None,
     },
     Fault {
         name: "kube-proxy's service rules flushed on node-1",
-        inject: |c| node_run(c, 0, &["iptables", "-t", "nat", "-F", "KUBE-SERVICES"]),
+        inject: Inject::Kernel(|c| {
+            node_run(c, 0, &["iptables", "-t", "nat", "-F", "KUBE-SERVICES"])
+        }),
         blamed: Some("node-1"),
         expected: Disposition::ExitsCluster,
         protocol: Protocol::Tcp,
         port: Some(80),
+        finds: None,
         to_service: true,
         mtu: None,
     },
     Fault {
         name: "service without endpoints: kube-proxy's REJECT on node-1",
-        inject: |c| {
+        inject: Inject::Kernel(|c| {
             // What kube-proxy writes once the last endpoint is gone: no DNAT,
             // a REJECT in the filter table.
             node_run(c, 0, &["iptables", "-t", "nat", "-F", "KUBE-SERVICES"]);
@@ -424,17 +573,18 @@ const VXLAN_FAULTS: &[Fault] = &[
                     "icmp-port-unreachable",
                 ],
             );
-        },
+        }),
         blamed: Some("node-1"),
         expected: Disposition::DeniedByNetfilter,
         protocol: Protocol::Tcp,
         port: Some(80),
+        finds: None,
         to_service: true,
         mtu: None,
     },
     Fault {
         name: "service DNAT to an address no pod has, on node-1",
-        inject: |c| {
+        inject: Inject::Kernel(|c| {
             let rules = c.nodes[0].ns.run(&["iptables-save", "-t", "nat"]);
             let chain = rules
                 .lines()
@@ -457,24 +607,26 @@ const VXLAN_FAULTS: &[Fault] = &[
                     "-j",
                     "DNAT",
                     "--to-destination",
-                    "10.244.2.99:8080",
+                    &format!("{}:8080", pod_cidr_address(c, 1, 99)),
                 ],
             );
-        },
+        }),
         blamed: Some("node-2"),
         expected: Disposition::NeighborFailed,
         protocol: Protocol::Tcp,
         port: Some(80),
+        finds: None,
         to_service: true,
         mtu: None,
     },
     Fault {
         name: "healthy: a DF ping of the pod's MTU",
-        inject: |_| {},
+        inject: Inject::Kernel(|_| {}),
         blamed: None,
         expected: Disposition::Delivered,
         protocol: Protocol::Icmp,
         port: None,
+        finds: None,
         to_service: false,
         mtu: Some(MtuCase {
             size: Some(PacketSize::InterfaceMtu),
@@ -483,11 +635,12 @@ const VXLAN_FAULTS: &[Fault] = &[
     },
     Fault {
         name: "pods at 1500 over flannel.1 at 1450: a DF ping of the pods' MTU",
-        inject: |c| pods_at_mtu(c, 1500),
+        inject: Inject::Kernel(|c| pods_at_mtu(c, 1500)),
         blamed: Some("node-1"),
         expected: Disposition::MtuExceeded,
         protocol: Protocol::Icmp,
         port: None,
+        finds: None,
         to_service: false,
         mtu: Some(MtuCase {
             size: Some(PacketSize::InterfaceMtu),
@@ -496,11 +649,12 @@ const VXLAN_FAULTS: &[Fault] = &[
     },
     Fault {
         name: "pods at 1500 over flannel.1 at 1450: a TCP transfer (path MTU discovery)",
-        inject: |c| pods_at_mtu(c, 1500),
+        inject: Inject::Kernel(|c| pods_at_mtu(c, 1500)),
         blamed: None,
         expected: Disposition::Delivered,
         protocol: Protocol::Tcp,
         port: Some(8080),
+        finds: None,
         to_service: false,
         mtu: Some(MtuCase {
             size: None,
@@ -509,11 +663,12 @@ const VXLAN_FAULTS: &[Fault] = &[
     },
     Fault {
         name: "web-0's veth at 1400 on node-1: a DF ping of the pod's MTU",
-        inject: narrow_first_veth,
+        inject: Inject::Kernel(narrow_first_veth),
         blamed: Some("node-1"),
         expected: Disposition::MtuExceeded,
         protocol: Protocol::Icmp,
         port: None,
+        finds: None,
         to_service: false,
         mtu: Some(MtuCase {
             size: Some(PacketSize::InterfaceMtu),
@@ -522,11 +677,12 @@ const VXLAN_FAULTS: &[Fault] = &[
     },
     Fault {
         name: "web-0's veth at 1400 on node-1: a TCP transfer (segmentation offload passes)",
-        inject: narrow_first_veth,
+        inject: Inject::Kernel(narrow_first_veth),
         blamed: None,
         expected: Disposition::Delivered,
         protocol: Protocol::Tcp,
         port: Some(8080),
+        finds: None,
         to_service: false,
         mtu: Some(MtuCase {
             size: None,
@@ -535,15 +691,16 @@ const VXLAN_FAULTS: &[Fault] = &[
     },
     Fault {
         name: "underlay eth0 at 1400 under flannel.1 at 1450: a DF ping of the pod's MTU (VXLAN packets fragmented)",
-        inject: |c| {
+        inject: Inject::Kernel(|c| {
             for node in &c.nodes {
                 set_mtu(&node.ns, "eth0", 1400);
             }
-        },
+        }),
         blamed: None,
         expected: Disposition::Delivered,
         protocol: Protocol::Icmp,
         port: None,
+        finds: None,
         to_service: false,
         mtu: Some(MtuCase {
             size: Some(PacketSize::InterfaceMtu),
@@ -552,16 +709,17 @@ const VXLAN_FAULTS: &[Fault] = &[
     },
     Fault {
         name: "underlay eth0 at 1400 under flannel.1 at 1450 with df set: a DF ping of the pod's MTU (a black hole)",
-        inject: |c| {
+        inject: Inject::Kernel(|c| {
             for node in &c.nodes {
                 set_mtu(&node.ns, "eth0", 1400);
                 node.ns.ip("link set flannel.1 type vxlan df set");
             }
-        },
+        }),
         blamed: Some("node-1"),
         expected: Disposition::MtuExceeded,
         protocol: Protocol::Icmp,
         port: None,
+        finds: None,
         to_service: false,
         mtu: Some(MtuCase {
             size: Some(PacketSize::InterfaceMtu),
@@ -574,47 +732,51 @@ const VXLAN_FAULTS: &[Fault] = &[
 const HOST_GW_FAULTS: &[Fault] = &[
     Fault {
         name: "healthy (tcp)",
-        inject: |_| {},
+        inject: Inject::Kernel(|_| {}),
         blamed: None,
         expected: Disposition::Delivered,
         protocol: Protocol::Tcp,
         port: Some(8080),
+        finds: None,
         to_service: false,
         mtu: None,
     },
     Fault {
         name: "healthy (icmp)",
-        inject: |_| {},
+        inject: Inject::Kernel(|_| {}),
         blamed: None,
         expected: Disposition::Delivered,
         protocol: Protocol::Icmp,
         port: None,
+        finds: None,
         to_service: false,
         mtu: None,
     },
     Fault {
         name: "healthy, to the ClusterIP service",
-        inject: |_| {},
+        inject: Inject::Kernel(|_| {}),
         blamed: None,
         expected: Disposition::Delivered,
         protocol: Protocol::Tcp,
         port: Some(80),
+        finds: None,
         to_service: true,
         mtu: None,
     },
     Fault {
         name: "route to the remote pod CIDR deleted on node-1",
-        inject: |c| node_run(c, 0, &["ip", "route", "del", "10.244.2.0/24"]),
+        inject: Inject::Kernel(|c| node_run(c, 0, &["ip", "route", "del", &pod_cidr(c, 1)])),
         blamed: Some("node-1"),
         expected: Disposition::ExitsCluster,
         protocol: Protocol::Tcp,
         port: Some(8080),
+        finds: None,
         to_service: false,
         mtu: None,
     },
     Fault {
         name: "route to the remote pod CIDR via the wrong node on node-2 (the reply is lost)",
-        inject: |c| {
+        inject: Inject::Kernel(|c| {
             node_run(
                 c,
                 1,
@@ -622,34 +784,38 @@ const HOST_GW_FAULTS: &[Fault] = &[
                     "ip",
                     "route",
                     "replace",
-                    "10.244.1.0/24",
+                    &pod_cidr(c, 0),
                     "via",
                     "172.18.0.99",
                     "dev",
                     "eth0",
                 ],
             )
-        },
+        }),
         blamed: Some("node-2"),
         expected: Disposition::ExitsCluster,
         protocol: Protocol::Tcp,
         port: Some(8080),
+        finds: None,
         to_service: false,
         mtu: None,
     },
     Fault {
         name: "ip_forward off on node-2",
-        inject: |c| node_run(c, 1, &["sysctl", "-q", "-w", "net.ipv4.ip_forward=0"]),
+        inject: Inject::Kernel(|c| {
+            node_run(c, 1, &["sysctl", "-q", "-w", "net.ipv4.ip_forward=0"])
+        }),
         blamed: Some("node-2"),
         expected: Disposition::ForwardingDisabled,
         protocol: Protocol::Tcp,
         port: Some(8080),
+        finds: None,
         to_service: false,
         mtu: None,
     },
     Fault {
         name: "FORWARD drop of the cluster CIDR on node-2",
-        inject: |c| {
+        inject: Inject::Kernel(|c| {
             node_run(
                 c,
                 1,
@@ -664,21 +830,23 @@ const HOST_GW_FAULTS: &[Fault] = &[
                     "DROP",
                 ],
             )
-        },
+        }),
         blamed: Some("node-2"),
         expected: Disposition::DeniedByNetfilter,
         protocol: Protocol::Tcp,
         port: Some(8080),
+        finds: None,
         to_service: false,
         mtu: None,
     },
     Fault {
         name: "node-1's eth0 at 1400 under pods at 1500: a DF ping of the pod's MTU",
-        inject: |c| set_mtu(&c.nodes[0].ns, "eth0", 1400),
+        inject: Inject::Kernel(|c| set_mtu(&c.nodes[0].ns, "eth0", 1400)),
         blamed: Some("node-1"),
         expected: Disposition::MtuExceeded,
         protocol: Protocol::Icmp,
         port: None,
+        finds: None,
         to_service: false,
         mtu: Some(MtuCase {
             size: Some(PacketSize::InterfaceMtu),
@@ -687,11 +855,12 @@ const HOST_GW_FAULTS: &[Fault] = &[
     },
     Fault {
         name: "cni0 down on node-2",
-        inject: |c| node_run(c, 1, &["ip", "link", "set", "cni0", "down"]),
+        inject: Inject::Kernel(|c| node_run(c, 1, &["ip", "link", "set", "cni0", "down"])),
         blamed: Some("node-2"),
         expected: Disposition::ExitsCluster,
         protocol: Protocol::Tcp,
         port: Some(8080),
+        finds: None,
         to_service: false,
         mtu: None,
     },
@@ -705,11 +874,12 @@ fn node_sysctl(cluster: &Cluster, node: usize, setting: &str) {
 /// The healthy flow, the first case of every Calico topology.
 const HEALTHY_TCP: Fault = Fault {
     name: "healthy (tcp)",
-    inject: |_| {},
+    inject: Inject::Kernel(|_| {}),
     blamed: None,
     expected: Disposition::Delivered,
     protocol: Protocol::Tcp,
     port: Some(8080),
+    finds: None,
     to_service: false,
     mtu: None,
 };
@@ -719,90 +889,97 @@ const CALICO_FAULTS: &[Fault] = &[
     HEALTHY_TCP,
     Fault {
         name: "healthy, to the ClusterIP service",
-        inject: |_| {},
+        inject: Inject::Kernel(|_| {}),
         blamed: None,
         expected: Disposition::Delivered,
         protocol: Protocol::Tcp,
         port: Some(80),
+        finds: None,
         to_service: true,
         mtu: None,
     },
     Fault {
         name: "ping denied by the NetworkPolicy (felix's cali-tw chain)",
-        inject: |_| {},
+        inject: Inject::Kernel(|_| {}),
         blamed: Some("node-2"),
         expected: Disposition::DeniedByNetfilter,
         protocol: Protocol::Icmp,
         port: None,
+        finds: None,
         to_service: false,
         mtu: None,
     },
     Fault {
         name: "a port the NetworkPolicy does not open, where nothing listens either",
-        inject: |_| {},
+        inject: Inject::Kernel(|_| {}),
         blamed: Some("node-2"),
         expected: Disposition::DeniedByNetfilter,
         protocol: Protocol::Tcp,
         port: Some(9999),
+        finds: None,
         to_service: false,
         mtu: None,
     },
     Fault {
         name: "felix DROP at the top of web-0's cali-fw chain on node-1",
-        inject: |c| {
+        inject: Inject::Kernel(|c| {
             let chain = format!("cali-fw-{}", endpoints(c).0.host_veth);
             node_run(c, 0, &["iptables", "-I", &chain, "1", "-j", "DROP"]);
-        },
+        }),
         blamed: Some("node-1"),
         expected: Disposition::DeniedByNetfilter,
         protocol: Protocol::Tcp,
         port: Some(8080),
+        finds: None,
         to_service: false,
         mtu: None,
     },
     Fault {
         name: "proxy_arp off on web-0's cali veth",
-        inject: |c| {
+        inject: Inject::Kernel(|c| {
             let veth = &endpoints(c).0.host_veth;
             node_sysctl(c, 0, &format!("net.ipv4.conf.{veth}.proxy_arp=0"));
-        },
+        }),
         blamed: Some("default/web-0"),
         expected: Disposition::NeighborFailed,
         protocol: Protocol::Tcp,
         port: Some(8080),
+        finds: None,
         to_service: false,
         mtu: None,
     },
     Fault {
         name: "proxy_arp off on web-0's cali veth but on for all (the kernel ORs them)",
-        inject: |c| {
+        inject: Inject::Kernel(|c| {
             let veth = &endpoints(c).0.host_veth;
             node_sysctl(c, 0, &format!("net.ipv4.conf.{veth}.proxy_arp=0"));
             node_sysctl(c, 0, "net.ipv4.conf.all.proxy_arp=1");
-        },
+        }),
         blamed: None,
         expected: Disposition::Delivered,
         protocol: Protocol::Tcp,
         port: Some(8080),
+        finds: None,
         to_service: false,
         mtu: None,
     },
     Fault {
         name: "forwarding off on web-0's cali veth (no proxy ARP without it)",
-        inject: |c| {
+        inject: Inject::Kernel(|c| {
             let veth = &endpoints(c).0.host_veth;
             node_sysctl(c, 0, &format!("net.ipv4.conf.{veth}.forwarding=0"));
-        },
+        }),
         blamed: Some("default/web-0"),
         expected: Disposition::NeighborFailed,
         protocol: Protocol::Tcp,
         port: Some(8080),
+        finds: None,
         to_service: false,
         mtu: None,
     },
     Fault {
         name: "web-0's default route via another link-local address (proxy ARP answers it too)",
-        inject: |c| {
+        inject: Inject::Kernel(|c| {
             endpoints(c).0.ns.run(&[
                 "ip",
                 "route",
@@ -814,62 +991,67 @@ const CALICO_FAULTS: &[Fault] = &[
                 "eth0",
                 "onlink",
             ]);
-        },
+        }),
         blamed: None,
         expected: Disposition::Delivered,
         protocol: Protocol::Tcp,
         port: Some(8080),
+        finds: None,
         to_service: false,
         mtu: None,
     },
     Fault {
         name: "web-0's default route deleted",
-        inject: |c| {
+        inject: Inject::Kernel(|c| {
             endpoints(c)
                 .0
                 .ns
                 .run(&["ip", "route", "del", "default", "via", calico::POD_GATEWAY]);
-        },
+        }),
         blamed: Some("default/web-0"),
         expected: Disposition::NoRoute,
         protocol: Protocol::Tcp,
         port: Some(8080),
+        finds: None,
         to_service: false,
         mtu: None,
     },
     Fault {
         name: "route to node-2's block deleted on node-1",
-        inject: |c| {
+        inject: Inject::Kernel(|c| {
             let block = calico::block(&c.nodes[1]).to_string();
             node_run(c, 0, &["ip", "route", "del", &block]);
-        },
+        }),
         blamed: Some("node-1"),
         expected: Disposition::ExitsCluster,
         protocol: Protocol::Tcp,
         port: Some(8080),
+        finds: None,
         to_service: false,
         mtu: None,
     },
     Fault {
         name: "web-3's cali veth down on node-2 (its route goes, the block's blackhole takes over)",
-        inject: |c| {
+        inject: Inject::Kernel(|c| {
             let pod = endpoints(c).1;
             node_run(c, 1, &["ip", "link", "set", &pod.host_veth, "down"]);
-        },
+        }),
         blamed: Some("node-2"),
         expected: Disposition::UnreachableRoute,
         protocol: Protocol::Tcp,
         port: Some(8080),
+        finds: None,
         to_service: false,
         mtu: None,
     },
     Fault {
         name: "ip_forward off on node-2",
-        inject: |c| node_sysctl(c, 1, "net.ipv4.ip_forward=0"),
+        inject: Inject::Kernel(|c| node_sysctl(c, 1, "net.ipv4.ip_forward=0")),
         blamed: Some("node-2"),
         expected: Disposition::ForwardingDisabled,
         protocol: Protocol::Tcp,
         port: Some(8080),
+        finds: None,
         to_service: false,
         mtu: None,
     },
@@ -878,7 +1060,7 @@ const CALICO_FAULTS: &[Fault] = &[
 /// The cases of the Calico BGP lab only.
 const CALICO_BGP_FAULTS: &[Fault] = &[Fault {
     name: "route to node-2's block via an address no node has, on node-1",
-    inject: |c| {
+    inject: Inject::Kernel(|c| {
         let block = calico::block(&c.nodes[1]).to_string();
         node_run(
             c,
@@ -896,11 +1078,12 @@ const CALICO_BGP_FAULTS: &[Fault] = &[Fault {
                 "bird",
             ],
         );
-    },
+    }),
     blamed: Some("node-1"),
     expected: Disposition::ExitsCluster,
     protocol: Protocol::Tcp,
     port: Some(8080),
+    finds: None,
     to_service: false,
     mtu: None,
 }];
@@ -909,11 +1092,12 @@ const CALICO_BGP_FAULTS: &[Fault] = &[Fault {
 const CALICO_VXLAN_FAULTS: &[Fault] = &[
     Fault {
         name: "pods at 1500 over vxlan.calico at 1450: a TCP transfer (path MTU discovery)",
-        inject: |c| pods_at_mtu(c, 1500),
+        inject: Inject::Kernel(|c| pods_at_mtu(c, 1500)),
         blamed: None,
         expected: Disposition::Delivered,
         protocol: Protocol::Tcp,
         port: Some(8080),
+        finds: None,
         to_service: false,
         mtu: Some(MtuCase {
             size: None,
@@ -922,11 +1106,12 @@ const CALICO_VXLAN_FAULTS: &[Fault] = &[
     },
     Fault {
         name: "pods at 1500 over vxlan.calico at 1450: a DF ping of the pods' MTU",
-        inject: |c| pods_at_mtu(c, 1500),
+        inject: Inject::Kernel(|c| pods_at_mtu(c, 1500)),
         blamed: Some("node-1"),
         expected: Disposition::MtuExceeded,
         protocol: Protocol::Icmp,
         port: None,
+        finds: None,
         to_service: false,
         mtu: Some(MtuCase {
             size: Some(PacketSize::InterfaceMtu),
@@ -935,7 +1120,7 @@ const CALICO_VXLAN_FAULTS: &[Fault] = &[
     },
     Fault {
         name: "pods at 1500 over vxlan.calico at 1450, node-1 dropping the ICMP destination-unreachable it sends: a TCP transfer (a black hole)",
-        inject: |c| {
+        inject: Inject::Kernel(|c| {
             pods_at_mtu(c, 1500);
             // A common hardening rule (no port-unreachable for scans), which
             // takes fragmentation-needed with it.
@@ -955,11 +1140,12 @@ const CALICO_VXLAN_FAULTS: &[Fault] = &[
                     "DROP",
                 ],
             );
-        },
+        }),
         blamed: None,
         expected: Disposition::Delivered,
         protocol: Protocol::Tcp,
         port: Some(8080),
+        finds: None,
         to_service: false,
         mtu: Some(MtuCase {
             size: None,
@@ -968,50 +1154,61 @@ const CALICO_VXLAN_FAULTS: &[Fault] = &[
     },
     Fault {
         name: "vxlan.calico neighbour entry missing on node-1",
-        inject: |c| {
+        inject: Inject::Kernel(|c| {
             let vtep = calico::vtep_ip(&c.nodes[1]).to_string();
             node_run(c, 0, &["ip", "neigh", "del", &vtep, "dev", calico::VTEP]);
-        },
+        }),
         blamed: Some("node-1"),
         expected: Disposition::NeighborFailed,
         protocol: Protocol::Tcp,
         port: Some(8080),
+        finds: None,
         to_service: false,
         mtu: None,
     },
     Fault {
         name: "vxlan.calico FDB entry missing on node-1",
-        inject: |c| delete_vtep_fdb_entry(c, 0, calico::VTEP, "172.18.0.12"),
+        inject: Inject::Kernel(|c| {
+            delete_vtep_fdb_entry(c, 0, calico::VTEP, &c.nodes[1].ip.to_string())
+        }),
         blamed: Some("node-1"),
         expected: Disposition::NeighborFailed,
         protocol: Protocol::Tcp,
         port: Some(8080),
+        finds: None,
         to_service: false,
         mtu: None,
     },
     Fault {
         name: "vxlan.calico down on node-1 (its routes go, the default route takes over)",
-        inject: |c| node_run(c, 0, &["ip", "link", "set", calico::VTEP, "down"]),
+        inject: Inject::Kernel(|c| node_run(c, 0, &["ip", "link", "set", calico::VTEP, "down"])),
         blamed: Some("node-1"),
         expected: Disposition::ExitsCluster,
         protocol: Protocol::Tcp,
         port: Some(8080),
+        finds: None,
         to_service: false,
         mtu: None,
     },
     Fault {
         name: "node-1 missing from felix's VXLAN peers ipset on node-2 (felix drops its VXLAN)",
-        inject: |c| {
+        inject: Inject::Kernel(|c| {
             node_run(
                 c,
                 1,
-                &["ipset", "del", "cali40all-vxlan-net", "172.18.0.11"],
+                &[
+                    "ipset",
+                    "del",
+                    "cali40all-vxlan-net",
+                    &c.nodes[0].ip.to_string(),
+                ],
             )
-        },
+        }),
         blamed: Some("node-2"),
         expected: Disposition::DeniedByNetfilter,
         protocol: Protocol::Tcp,
         port: Some(8080),
+        finds: None,
         to_service: false,
         mtu: None,
     },
@@ -1020,17 +1217,35 @@ const CALICO_VXLAN_FAULTS: &[Fault] = &[
 /// A flow from web-0 to the host outside the cluster.
 const OUTSIDE_FAULTS: &[Fault] = &[Fault {
     name: "to a host outside the cluster",
-    inject: |_| {},
+    inject: Inject::Kernel(|_| {}),
     blamed: None,
     expected: Disposition::ExitsCluster,
     protocol: Protocol::Tcp,
     port: Some(8080),
+    finds: None,
     to_service: false,
     mtu: None,
 }];
 
 /// A lab CNI, shared by the threads that run the cases.
 type LabCni = &'static (dyn Cni + Sync + std::panic::RefUnwindSafe);
+
+/// What programs a case's nodes: the lab's own scripts for a CNI, or the
+/// real components (`real.rs`).
+#[derive(Clone, Copy)]
+enum LabKind {
+    Scripted(LabCni),
+    Real(RealCni),
+}
+
+impl LabKind {
+    fn topology_name(self) -> &'static str {
+        match self {
+            LabKind::Scripted(cni) => cni.topology_name(),
+            LabKind::Real(cni) => cni.topology_name(),
+        }
+    }
+}
 
 /// Where a group's flows go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1047,7 +1262,7 @@ enum Peer {
 
 /// A lab topology and the cases run on it.
 struct Group {
-    cni: LabCni,
+    lab: LabKind,
     peer: Peer,
     faults: &'static [Fault],
 }
@@ -1055,52 +1270,87 @@ struct Group {
 /// Each lab topology with its cases.
 const TOPOLOGIES: &[Group] = &[
     Group {
-        cni: &Flannel::VXLAN,
+        lab: LabKind::Scripted(&Flannel::VXLAN),
         peer: Peer::Cluster,
         faults: VXLAN_FAULTS,
     },
     Group {
-        cni: &Flannel::HOST_GW,
+        lab: LabKind::Scripted(&Flannel::HOST_GW),
         peer: Peer::Cluster,
         faults: HOST_GW_FAULTS,
     },
     Group {
-        cni: &Calico::BGP,
+        lab: LabKind::Scripted(&Calico::BGP),
         peer: Peer::Cluster,
         faults: CALICO_FAULTS,
     },
     Group {
-        cni: &Calico::BGP,
+        lab: LabKind::Scripted(&Calico::BGP),
         peer: Peer::Cluster,
         faults: CALICO_BGP_FAULTS,
     },
     Group {
-        cni: &Calico::BGP,
+        lab: LabKind::Scripted(&Calico::BGP),
         peer: Peer::Outside,
         faults: OUTSIDE_FAULTS,
     },
     Group {
-        cni: &Calico::BGP_WITHOUT_NAT_OUTGOING,
+        lab: LabKind::Scripted(&Calico::BGP_WITHOUT_NAT_OUTGOING),
         peer: Peer::Outside,
         faults: OUTSIDE_FAULTS,
     },
     Group {
-        cni: &Calico::BGP_POOL_SAYS_VXLAN,
+        lab: LabKind::Scripted(&Calico::BGP_POOL_SAYS_VXLAN),
         peer: Peer::Cluster,
         faults: &[HEALTHY_TCP],
     },
     Group {
-        cni: &Calico::VXLAN,
+        lab: LabKind::Scripted(&Calico::VXLAN),
         peer: Peer::Cluster,
         faults: CALICO_FAULTS,
     },
     Group {
-        cni: &Calico::VXLAN,
+        lab: LabKind::Scripted(&Calico::VXLAN),
         peer: Peer::Cluster,
         faults: CALICO_VXLAN_FAULTS,
     },
     Group {
-        cni: &Calico::VXLAN,
+        lab: LabKind::Scripted(&Calico::VXLAN),
+        peer: Peer::Outside,
+        faults: OUTSIDE_FAULTS,
+    },
+    Group {
+        lab: LabKind::Real(RealCni::FlannelVxlan),
+        peer: Peer::Cluster,
+        faults: VXLAN_FAULTS,
+    },
+    Group {
+        lab: LabKind::Real(RealCni::FlannelVxlan),
+        peer: Peer::Cluster,
+        faults: REAL_COMPONENT_FAULTS,
+    },
+    Group {
+        lab: LabKind::Real(RealCni::FlannelVxlan),
+        peer: Peer::Outside,
+        faults: OUTSIDE_FAULTS,
+    },
+    Group {
+        lab: LabKind::Real(RealCni::FlannelHostGw),
+        peer: Peer::Cluster,
+        faults: HOST_GW_FAULTS,
+    },
+    Group {
+        lab: LabKind::Real(RealCni::CalicoVxlan),
+        peer: Peer::Cluster,
+        faults: CALICO_FAULTS,
+    },
+    Group {
+        lab: LabKind::Real(RealCni::CalicoVxlan),
+        peer: Peer::Cluster,
+        faults: CALICO_VXLAN_FAULTS,
+    },
+    Group {
+        lab: LabKind::Real(RealCni::CalicoVxlan),
         peer: Peer::Outside,
         faults: OUTSIDE_FAULTS,
     },
@@ -1180,6 +1430,25 @@ fn transfers(from: &Pod, to: &Pod, ip: &str, port: u16) -> bool {
     String::from_utf8_lossy(&counted.stdout).trim() == BULK_BYTES.to_string()
 }
 
+/// With `SKOOP_LAB_CASE` naming this case and `SKOOP_LAB_SAVE=DIR`, keeps
+/// its snapshot (how the examples are made).
+fn save_if_this_case(name: &str, snapshot: &std::path::Path) {
+    if std::env::var("SKOOP_LAB_CASE").is_ok_and(|wanted| wanted == name) {
+        snapshot::save_if_asked(snapshot);
+    }
+}
+
+/// A snapshot that loads without problems.
+fn load(dir: &std::path::Path) -> Arc<Snapshot> {
+    let (loaded, problems) = Snapshot::load(dir).expect("a snapshot");
+    assert!(
+        problems.is_empty(),
+        "problems in the snapshot at {}: {problems:#?}",
+        dir.display()
+    );
+    Arc::new(loaded)
+}
+
 /// One row of the agreement table.
 struct Row {
     topology: String,
@@ -1195,8 +1464,8 @@ struct Row {
 }
 
 /// `<topology>: <fault name>`, how `SKOOP_LAB_CASE` names a case.
-fn case_name(cni: &dyn Cni, fault: &Fault) -> String {
-    format!("{}: {}", cni.topology_name(), fault.name)
+fn case_name(lab: LabKind, fault: &Fault) -> String {
+    format!("{}: {}", lab.topology_name(), fault.name)
 }
 
 /// The sources the flow leaves the cluster with, on every path that does.
@@ -1214,37 +1483,38 @@ fn sources_leaving(diagnosis: &engine::Diagnosis) -> Vec<std::net::IpAddr> {
         .collect()
 }
 
-fn run_case(cni: &dyn Cni, peer: Peer, fault: &Fault) -> Option<Row> {
+fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
     let Availability::Run = availability() else {
         return None;
     };
+    let name = case_name(kind, fault);
     let mut lab = Lab::new();
-    let cluster = Cluster::build(
-        &mut lab,
-        &Topology {
-            nodes: 2,
-            pods_per_node: 2,
-        },
-        cni,
-    );
-    (fault.inject)(&cluster);
-    let (from, to) = endpoints(&cluster);
-    let ip = destination(&cluster, to, peer, fault);
-    let kernel = kernel_delivers(&mut lab, &cluster, (from, to), &ip, fault);
-
-    let dir = tempfile::tempdir().expect("temp dir");
-    snapshot::collect(&cluster, cni, dir.path());
-    // `SKOOP_LAB_CASE="<topology>: <fault name>" SKOOP_LAB_SAVE=DIR` keeps this
-    // case's snapshot (how examples/flannel-vxlan-broken is made).
-    if std::env::var("SKOOP_LAB_CASE").is_ok_and(|wanted| wanted == case_name(cni, fault)) {
-        snapshot::save_if_asked(dir.path());
+    let (scripted, mut real) = match kind {
+        LabKind::Scripted(cni) => {
+            let topology = Topology {
+                nodes: 2,
+                pods_per_node: 2,
+            };
+            (Some(Cluster::build(&mut lab, &topology, cni)), None)
+        }
+        LabKind::Real(cni) => (None, Some(RealCluster::build(&mut lab, cni, 2, 2))),
+    };
+    match (fault.inject, &mut real, &scripted) {
+        (Inject::Kernel(inject), Some(real), _) => inject(&real.cluster),
+        (Inject::Kernel(inject), None, Some(cluster)) => inject(cluster),
+        (Inject::Components(inject), Some(real), _) => inject(&mut lab, real),
+        (Inject::Components(_), None, _) => panic!("{name}: a fault of the real components' only"),
+        (Inject::Kernel(_), None, None) => unreachable!("one of the two is built"),
     }
-    let (loaded, problems) = Snapshot::load(dir.path()).expect("a snapshot");
-    assert!(
-        problems.is_empty(),
-        "{}: problems in the snapshot: {problems:#?}",
-        fault.name
-    );
+    let cluster = match (&scripted, &real) {
+        (Some(cluster), _) => cluster,
+        (_, Some(real)) => &real.cluster,
+        (None, None) => unreachable!("one of the two is built"),
+    };
+    let (from, to) = endpoints(cluster);
+    let ip = destination(cluster, to, peer, fault);
+    let kernel = kernel_delivers(&mut lab, cluster, (from, to), &ip, fault);
+
     let request = Request {
         from: Endpoint::Pod {
             namespace: from.namespace.clone(),
@@ -1273,20 +1543,40 @@ fn run_case(cni: &dyn Cni, peer: Peer, fault: &Fault) -> Option<Row> {
     };
     let (packs, pack_problems) = LoadedPacks::load(builtin_sources(), &[]);
     assert!(pack_problems.is_empty(), "{pack_problems:?}");
-    let loaded = Arc::new(loaded);
-    let diagnosis = engine::diagnose(&loaded, &request, &packs).expect("the request resolves");
-    // The same cluster collected through a real API server holding its
-    // objects (`skoop collect cluster --node-exec`) must answer the same.
-    let server = live::serve_lab(&mut lab, &cluster, dir.path());
-    let live_dir = tempfile::tempdir().expect("temp dir");
-    live::collect_live(&server, &cluster, live_dir.path());
-    live::assert_same_diagnosis(
-        &diagnosis,
-        live_dir.path(),
-        &request,
-        &case_name(cni, fault),
-    );
-    drop(server);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let diagnosis = match (kind, &real) {
+        (LabKind::Scripted(cni), _) => {
+            snapshot::collect(cluster, cni, dir.path());
+            save_if_this_case(&name, dir.path());
+            let diagnosis = engine::diagnose(&load(dir.path()), &request, &packs)
+                .expect("the request resolves");
+            // The same cluster collected through a real API server holding
+            // its objects (`skoop collect cluster --node-exec`) must answer
+            // the same.
+            let server = live::serve_lab(&mut lab, cluster, dir.path());
+            let live_dir = tempfile::tempdir().expect("temp dir");
+            live::collect_live(&server, cluster, live_dir.path());
+            live::assert_same_diagnosis(&diagnosis, live_dir.path(), &request, &name);
+            diagnosis
+        }
+        (LabKind::Real(_), Some(real)) => {
+            // The real components' cluster is only ever seen as a user sees
+            // it: collected through its API server.
+            live::collect_live(&real.server, cluster, dir.path());
+            save_if_this_case(&name, dir.path());
+            // The components keep working while the case runs: a fault one
+            // of them repaired between the kernel's answer and the snapshot
+            // would make the two disagree for no fault of skoop's.
+            let again = kernel_delivers(&mut lab, cluster, (from, to), &ip, fault);
+            assert_eq!(
+                again, kernel,
+                "{name}: the kernel's answer changed while the snapshot was collected \
+                 (a component repaired or changed the fault)"
+            );
+            engine::diagnose(&load(dir.path()), &request, &packs).expect("the request resolves")
+        }
+        (LabKind::Real(_), None) => unreachable!("a real cluster was built"),
+    };
     let blamed = diagnosis
         .findings
         .iter()
@@ -1328,7 +1618,7 @@ fn run_case(cni: &dyn Cni, peer: Peer, fault: &Fault) -> Option<Row> {
         }
     };
     let row = Row {
-        topology: cni.topology_name().to_string(),
+        topology: kind.topology_name().to_string(),
         fault: fault.name,
         kernel,
         skoop: disposition,
@@ -1357,6 +1647,14 @@ fn run_case(cni: &dyn Cni, peer: Peer, fault: &Fault) -> Option<Row> {
         "{}: findings {:#?}",
         fault.name, diagnosis.findings
     );
+    if let Some(id) = fault.finds {
+        assert!(
+            diagnosis.findings.iter().any(|f| f.id == id),
+            "{}: no {id} finding: {:#?}",
+            fault.name,
+            diagnosis.findings
+        );
+    }
     if let Some(id) = fault.mtu.as_ref().and_then(|mtu| mtu.warns) {
         assert!(
             diagnosis
@@ -1390,17 +1688,22 @@ fn run_case(cni: &dyn Cni, peer: Peer, fault: &Fault) -> Option<Row> {
 
 #[test]
 fn diagnosis_agrees_with_the_kernel_on_every_lab_fault() {
-    // `SKOOP_LAB_CASE` runs that one case only.
+    // `SKOOP_LAB_CASE` runs that one case only, or (a topology's name) that
+    // topology's cases.
     let wanted = std::env::var("SKOOP_LAB_CASE").ok();
-    let cases: Vec<(LabCni, Peer, &Fault)> = TOPOLOGIES
+    let cases: Vec<(LabKind, Peer, &Fault)> = TOPOLOGIES
         .iter()
         .flat_map(|group| {
             group
                 .faults
                 .iter()
-                .map(move |fault| (group.cni, group.peer, fault))
+                .map(move |fault| (group.lab, group.peer, fault))
         })
-        .filter(|(cni, _, fault)| wanted.as_ref().is_none_or(|w| *w == case_name(*cni, fault)))
+        .filter(|(lab, _, fault)| {
+            wanted
+                .as_ref()
+                .is_none_or(|w| *w == case_name(*lab, fault) || w == lab.topology_name())
+        })
         .collect();
     assert!(!cases.is_empty(), "no lab case is named {wanted:?}");
     let rows = Mutex::new(Vec::new());
@@ -1410,8 +1713,8 @@ fn diagnosis_agrees_with_the_kernel_on_every_lab_fault() {
         for chunk in cases.chunks(cases.len().div_ceil(2)) {
             let (rows, failures) = (&rows, &failures);
             scope.spawn(move || {
-                for (cni, peer, fault) in chunk {
-                    match std::panic::catch_unwind(|| run_case(*cni, *peer, fault)) {
+                for (lab, peer, fault) in chunk {
+                    match std::panic::catch_unwind(|| run_case(*lab, *peer, fault)) {
                         Ok(Some(row)) => rows.lock().unwrap().push(row),
                         Ok(None) => {}
                         Err(panic) => {
@@ -1420,7 +1723,7 @@ fn diagnosis_agrees_with_the_kernel_on_every_lab_fault() {
                                 .cloned()
                                 .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
                                 .unwrap_or_default();
-                            let case = case_name(*cni, fault);
+                            let case = case_name(*lab, fault);
                             failures.lock().unwrap().push(format!("{case}: {message}"));
                         }
                     }
@@ -1433,7 +1736,7 @@ fn diagnosis_agrees_with_the_kernel_on_every_lab_fault() {
     rows.sort_by_key(|row| {
         cases
             .iter()
-            .position(|(cni, _, f)| f.name == row.fault && cni.topology_name() == row.topology)
+            .position(|(lab, _, f)| f.name == row.fault && lab.topology_name() == row.topology)
     });
     let table = accuracy_table(&rows);
     eprintln!("{table}");

@@ -60,8 +60,9 @@ pub fn availability() -> Availability {
 pub struct Lab {
     prefix: String,
     namespaces: Vec<Netns>,
-    /// Background processes, with the name of the namespace each runs in.
-    processes: Vec<(String, Child)>,
+    /// Background processes, with the name of the namespace each runs in
+    /// (empty: the root namespace) and the program each runs.
+    processes: Vec<(String, String, Child)>,
     /// Control groups made for pods' processes, removed at cleanup.
     cgroups: Vec<PathBuf>,
 }
@@ -103,7 +104,46 @@ impl Lab {
             .stderr(Stdio::null())
             .spawn()
             .unwrap_or_else(|e| panic!("start {argv:?} in {}: {e}", ns.name));
-        self.processes.push((ns.name.clone(), child));
+        self.processes
+            .push((ns.name.clone(), argv[0].to_string(), child));
+    }
+
+    /// Starts `argv` in the background, inside `ns` or (`None`) in the root
+    /// namespace, with `env` added and its output appended to `log`; it is
+    /// killed at cleanup. For the real components the lab runs.
+    pub fn spawn_logged(
+        &mut self,
+        ns: Option<&Netns>,
+        argv: &[&str],
+        env: &[(&str, &str)],
+        log: &Path,
+    ) {
+        let file = std::fs::File::options()
+            .create(true)
+            .append(true)
+            .open(log)
+            .unwrap_or_else(|e| panic!("open {}: {e}", log.display()));
+        let mut command = match ns {
+            Some(ns) => {
+                let mut command = Command::new("ip");
+                command.args(["netns", "exec", &ns.name]).args(argv);
+                command
+            }
+            None => {
+                let mut command = Command::new(argv[0]);
+                command.args(&argv[1..]);
+                command
+            }
+        };
+        let child = command
+            .envs(env.iter().copied())
+            .stdin(Stdio::null())
+            .stdout(file.try_clone().expect("clone the log file"))
+            .stderr(file)
+            .spawn()
+            .unwrap_or_else(|e| panic!("start {argv:?}: {e}"));
+        let name = ns.map(|ns| ns.name.clone()).unwrap_or_default();
+        self.processes.push((name, argv[0].to_string(), child));
     }
 
     /// Runs a pod's "pause" process in `ns`, in a control group named as
@@ -121,7 +161,7 @@ impl Lab {
             }
         }
         self.spawn(ns, &["sleep", "infinity"]);
-        let (_, child) = self.processes.last().expect("just spawned");
+        let (_, _, child) = self.processes.last().expect("just spawned");
         // `ip netns exec` execs the command: the child's pid is sleep's.
         std::fs::write(cgroup.join("cgroup.procs"), child.id().to_string())
             .unwrap_or_else(|e| panic!("move the pause process into {}: {e}", cgroup.display()));
@@ -129,11 +169,21 @@ impl Lab {
 
     /// Kills the processes [`Lab::spawn`] started in `ns` and waits for them.
     pub fn stop_in(&mut self, ns: &Netns) {
+        self.stop_where(|name, _| name == ns.name);
+    }
+
+    /// Kills the processes started in `ns` whose program ends with
+    /// `program` (`kube-proxy`, `flanneld`), and waits for them.
+    pub fn stop_program(&mut self, ns: &Netns, program: &str) {
+        self.stop_where(|name, argv0| name == ns.name && argv0.ends_with(program));
+    }
+
+    fn stop_where(&mut self, stop: impl Fn(&str, &str) -> bool) {
         let (stopped, kept) = std::mem::take(&mut self.processes)
             .into_iter()
-            .partition(|(name, _)| *name == ns.name);
+            .partition(|(name, program, _)| stop(name, program));
         self.processes = kept;
-        for (_, mut child) in stopped {
+        for (_, _, mut child) in stopped {
             let _ = child.kill();
             let _ = child.wait();
         }
@@ -142,7 +192,7 @@ impl Lab {
 
 impl Drop for Lab {
     fn drop(&mut self) {
-        for (_, child) in &mut self.processes {
+        for (_, _, child) in &mut self.processes {
             let _ = child.kill();
             let _ = child.wait();
         }

@@ -17,5 +17,6 @@ mod lab;
 mod live;
 mod netfilter;
 mod objects;
+mod real;
 mod routing;
 mod snapshot;

@@ -1,0 +1,982 @@
+//! The lab on real components: the nodes and pods of a [`Cluster`] are
+//! programmed by the real binaries, built from the Go module proxy by
+//! `tests/k8s/build.sh --all`, not by scripts written from what we believe
+//! they do:
+//!
+//! - a real kube-apiserver (`skoop-testcluster`) on the host's loopback;
+//! - kube-controller-manager, whose node IPAM gives the nodes their pod CIDR
+//!   and whose EndpointSlice and Endpoints controllers follow the pods;
+//! - in every node's namespace, flanneld (`--kube-subnet-mgr`, `--ip-masq`)
+//!   and kube-proxy (iptables mode), each with the cluster's kubeconfig;
+//! - for every pod, the flannel CNI plugin invoked as a container runtime
+//!   does (`CNI_COMMAND=ADD`), delegating to bridge and host-local.
+//!
+//! The test does only what a kubelet would: it registers the Nodes, and it
+//! writes each Pod's status (IP, Ready) once the CNI plugin has set the pod
+//! up. Components inside a node's namespace reach the API server through a
+//! [`Forwarder`] that listens on the same port on that namespace's loopback.
+
+use std::fs;
+use std::io::{ErrorKind, Write};
+use std::net::{Ipv4Addr, Shutdown, TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use ipnet::Ipv4Net;
+use kube::Client;
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use serde_json::{Value, json};
+
+use crate::apiserver::{self, ApiServer};
+use crate::calico;
+use crate::cluster::{self, APP_NAMESPACE, CLUSTER_CIDR, Cluster, Node, POD_PORT, Pod, Service};
+use crate::lab::{Lab, Netns};
+
+/// The Services' network, kube-apiserver's `--service-cluster-ip-range`.
+const SERVICE_CIDR: &str = "10.96.0.0/12";
+/// How long a component may take to do its part.
+const SETTLE: Duration = Duration::from_secs(60);
+
+/// A CNI of the real-components lab, and its mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RealCni {
+    FlannelVxlan,
+    FlannelHostGw,
+    /// felix (the Kubernetes datastore), the calico CNI plugin and
+    /// calico-ipam, an IPPool in VXLAN mode; no BIRD.
+    CalicoVxlan,
+}
+
+impl RealCni {
+    /// The topology's name in test output and `docs/accuracy.md`; the
+    /// scripted lab's counterpart has the same name without the suffix.
+    pub fn topology_name(self) -> &'static str {
+        match self {
+            RealCni::FlannelVxlan => "flannel-vxlan (real components)",
+            RealCni::FlannelHostGw => "flannel-host-gw (real components)",
+            RealCni::CalicoVxlan => "calico-vxlan (real components)",
+        }
+    }
+
+    fn is_calico(self) -> bool {
+        self == RealCni::CalicoVxlan
+    }
+
+    /// flanneld's `net-conf.json`, as kube-flannel's ConfigMap holds it.
+    fn net_conf(self) -> Value {
+        let backend = match self {
+            RealCni::FlannelHostGw => "host-gw",
+            RealCni::FlannelVxlan | RealCni::CalicoVxlan => "vxlan",
+        };
+        json!({"Network": CLUSTER_CIDR, "EnableNFTables": false, "Backend": {"Type": backend}})
+    }
+}
+
+/// A lab cluster programmed by the real components, and the API server
+/// that holds its objects. The components run as processes of the [`Lab`],
+/// which stops them when it is dropped.
+pub struct RealCluster {
+    pub cluster: Cluster,
+    pub server: ApiServer,
+    components: Components,
+    runtime: tokio::runtime::Runtime,
+    /// The cluster's administrator, on `runtime`.
+    client: Client,
+    /// Into every node's namespace, stopped when dropped.
+    forwarders: Vec<Forwarder>,
+}
+
+/// How the lab starts the node components, and where their configuration,
+/// state and logs are.
+struct Components {
+    cni: RealCni,
+    bin: PathBuf,
+    kubeconfig: PathBuf,
+    state: tempfile::TempDir,
+}
+
+impl Components {
+    /// A node's directory: its flanneld subnet file, CNI state and logs.
+    fn node_dir(&self, node: &Node) -> PathBuf {
+        self.state.path().join(&node.name)
+    }
+
+    fn controller_manager_log(&self) -> PathBuf {
+        self.state.path().join("kube-controller-manager.log")
+    }
+
+    fn program(&self, name: &str) -> String {
+        self.bin
+            .join(name)
+            .to_str()
+            .expect("a UTF-8 path")
+            .to_string()
+    }
+
+    /// Starts flanneld in `node`'s namespace, as kube-flannel's DaemonSet
+    /// runs it.
+    fn start_flanneld(&self, lab: &mut Lab, node: &Node) {
+        let dir = self.node_dir(node);
+        lab.spawn_logged(
+            Some(&node.ns),
+            &[
+                &self.program("flanneld"),
+                "--kube-subnet-mgr",
+                &format!("--kubeconfig-file={}", self.kubeconfig.display()),
+                "--iface=eth0",
+                "--ip-masq",
+                &format!("--subnet-file={}", dir.join("subnet.env").display()),
+                &format!(
+                    "--net-config-path={}",
+                    self.state.path().join("net-conf.json").display()
+                ),
+            ],
+            &[("NODE_NAME", &node.name)],
+            &dir.join("flanneld.log"),
+        );
+    }
+
+    /// Does calico-node's part on `node` as its DaemonSet pod does: the
+    /// one-shot `-startup` (the node's address annotation, and on the first
+    /// node the IPPool, FelixConfiguration and ClusterInformation) and
+    /// `-allocate-tunnel-addrs` (the node's VXLAN tunnel address from an
+    /// IPAM block), then felix (`-felix`), left running. Each sees the
+    /// node's directory as `/var/lib` (calico-node writes
+    /// `/var/lib/calico`, a hostPath in the DaemonSet).
+    fn start_calico(&self, lab: &mut Lab, node: &Node) {
+        let dir = self.node_dir(node);
+        let var_lib = dir.join("var-lib");
+        fs::create_dir_all(&var_lib).expect("the node's /var/lib");
+        let program = self.program("calico-node");
+        let node_ip = format!("{}/24", node.ip);
+        let node_env: Vec<(&str, &str)> = vec![
+            ("DATASTORE_TYPE", "kubernetes"),
+            ("NODENAME", &node.name),
+            ("CALICO_NETWORKING_BACKEND", "vxlan"),
+            ("IP", &node_ip),
+            ("IP6", "none"),
+            ("CALICO_IPV4POOL_CIDR", CLUSTER_CIDR),
+            ("CALICO_IPV4POOL_BLOCK_SIZE", "26"),
+            ("CALICO_IPV4POOL_VXLAN", "Always"),
+            ("CALICO_IPV4POOL_IPIP", "Never"),
+            ("CALICO_IPV4POOL_NAT_OUTGOING", "true"),
+            ("CALICO_DISABLE_FILE_LOGGING", "true"),
+            ("WAIT_FOR_DATASTORE", "true"),
+            ("FELIX_IPV6SUPPORT", "false"),
+        ];
+        for step in [
+            &["-startup"][..],
+            &["-allocate-tunnel-addrs", "-allocate-tunnel-addrs-run-once"],
+        ] {
+            let log = dir.join(format!("calico-node{}.log", step[0]));
+            let output = self
+                .calico_command(node, &var_lib, &program, step)
+                .envs(node_env.iter().copied())
+                .output()
+                .expect("run calico-node");
+            fs::write(&log, [output.stdout, output.stderr].concat()).expect("write the log");
+            assert!(
+                output.status.success(),
+                "calico-node {step:?} on {} failed ({}); last lines of {}:\n{}",
+                node.name,
+                output.status,
+                log.display(),
+                tail(&log)
+            );
+        }
+        let felix_env: Vec<(&str, &str)> = vec![
+            ("FELIX_DATASTORETYPE", "kubernetes"),
+            ("FELIX_FELIXHOSTNAME", &node.name),
+            ("FELIX_LOGFILEPATH", "none"),
+            ("FELIX_LOGSEVERITYSYS", "none"),
+            ("FELIX_LOGSEVERITYSCREEN", "Info"),
+            ("FELIX_USAGEREPORTINGENABLED", "false"),
+            ("FELIX_HEALTHENABLED", "true"),
+            ("FELIX_HEALTHHOST", "127.0.0.1"),
+            ("FELIX_PROMETHEUSMETRICSENABLED", "false"),
+            ("FELIX_IPV6SUPPORT", "false"),
+            ("FELIX_BPFENABLED", "false"),
+            ("FELIX_XDPENABLED", "false"),
+            // The backend the node's iptables commands use (Auto would pick
+            // legacy in a namespace that has no rules yet).
+            ("FELIX_IPTABLESBACKEND", "NFT"),
+        ];
+        let mut argv = self.calico_argv(&var_lib, &program);
+        argv.push("-felix".into());
+        let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+        let mut env = felix_env;
+        env.push((
+            "KUBECONFIG",
+            self.kubeconfig.to_str().expect("a UTF-8 path"),
+        ));
+        lab.spawn_logged(Some(&node.ns), &argv, &env, &dir.join("felix.log"));
+    }
+
+    /// `program` with its `/var/lib` bound to `var_lib`, in a mount
+    /// namespace of its own (`ip netns exec` makes one for every command).
+    fn calico_argv(&self, var_lib: &Path, program: &str) -> Vec<String> {
+        vec![
+            "sh".into(),
+            "-c".into(),
+            r#"mount --bind "$1" /var/lib && shift && exec "$@""#.into(),
+            "sh".into(),
+            var_lib.to_str().expect("a UTF-8 path").into(),
+            program.into(),
+        ]
+    }
+
+    fn calico_command(&self, node: &Node, var_lib: &Path, program: &str, args: &[&str]) -> Command {
+        let mut command = Command::new("ip");
+        command
+            .args(["netns", "exec", &node.ns.name])
+            .args(self.calico_argv(var_lib, program))
+            .args(args)
+            .env("KUBECONFIG", &self.kubeconfig)
+            .stdin(Stdio::null());
+        command
+    }
+
+    /// Starts kube-proxy in `node`'s namespace.
+    fn start_kube_proxy(&self, lab: &mut Lab, node: &Node) {
+        lab.spawn_logged(
+            Some(&node.ns),
+            &[
+                &self.program("kube-proxy"),
+                &format!("--kubeconfig={}", self.kubeconfig.display()),
+                &format!("--hostname-override={}", node.name),
+                "--proxy-mode=iptables",
+                &format!("--cluster-cidr={CLUSTER_CIDR}"),
+                // The host's conntrack settings are not the lab's to change.
+                "--conntrack-max-per-core=0",
+                "--conntrack-tcp-timeout-established=0",
+                "--conntrack-tcp-timeout-close-wait=0",
+            ],
+            &[],
+            &self.node_dir(node).join("kube-proxy.log"),
+        );
+    }
+}
+
+impl RealCluster {
+    /// Builds `nodes` nodes of `pods_per_node` pods each, programmed by the
+    /// real components, and waits until they have done their work: routes
+    /// to every other node's pods, and kube-proxy's rules for every pod of
+    /// the service.
+    pub fn build(lab: &mut Lab, cni: RealCni, nodes: u8, pods_per_node: u8) -> RealCluster {
+        let mut real = RealCluster::start(lab, cni);
+        for _ in 0..nodes {
+            real.add_node(lab, pods_per_node);
+        }
+        real.wait_programmed(&[]);
+        real
+    }
+
+    /// The control plane, the underlay and the Service; no node yet.
+    fn start(lab: &mut Lab, cni: RealCni) -> RealCluster {
+        let server = ApiServer::start();
+        let components = Components {
+            cni,
+            bin: apiserver::built().clone(),
+            kubeconfig: server.kubeconfig.clone(),
+            state: tempfile::Builder::new()
+                .prefix("skoop-real-lab-")
+                .tempdir()
+                .expect("temp dir"),
+        };
+        // One runtime for the cluster's life: the client's connection pool
+        // lives on the runtime it was made on.
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let client = runtime.block_on(server.admin());
+        lab.spawn_logged(
+            None,
+            &[
+                &components.program("kube-controller-manager"),
+                &format!("--kubeconfig={}", components.kubeconfig.display()),
+                "--controllers=endpointslice-controller,endpoints-controller,node-ipam-controller",
+                "--allocate-node-cidrs",
+                &format!("--cluster-cidr={CLUSTER_CIDR}"),
+                "--node-cidr-mask-size=24",
+                &format!("--service-cluster-ip-range={SERVICE_CIDR}"),
+                "--leader-elect=false",
+                "--secure-port=0",
+                "--use-service-account-credentials=false",
+            ],
+            &[],
+            &components.controller_manager_log(),
+        );
+        let net_conf = components.state.path().join("net-conf.json");
+        fs::write(&net_conf, cni.net_conf().to_string()).expect("write net-conf.json");
+
+        let (underlay, outside) = cluster::underlay(lab);
+        cluster::spawn_listener(lab, &outside);
+        cluster::wait_listening(&outside);
+        let service = Service {
+            namespace: APP_NAMESPACE.into(),
+            name: "web".into(),
+            port_name: "http".into(),
+            cluster_ip: Ipv4Addr::new(10, 96, 0, 100),
+            port: 80,
+        };
+        runtime.block_on(apiserver::create(&client, &service_object(&service)));
+        if cni.is_calico() {
+            runtime.block_on(async {
+                for crd in calico_crds(&components.bin) {
+                    apiserver::create(&client, &crd).await;
+                }
+                // felix enforces it; calico-node creates the IPPool.
+                apiserver::create(&client, &calico::network_policy()).await;
+            });
+        }
+        RealCluster {
+            cluster: Cluster {
+                underlay,
+                outside,
+                nodes: Vec::new(),
+                service,
+            },
+            server,
+            components,
+            runtime,
+            client,
+            forwarders: Vec::new(),
+        }
+    }
+
+    /// Adds the next node, as a kubelet registers it, with its flanneld
+    /// and kube-proxy, and `pods` pods set up by the CNI plugins, each with
+    /// its listener. Does not wait for the other nodes to learn of it.
+    pub fn add_node(&mut self, lab: &mut Lab, pods: u8) {
+        let number = u8::try_from(self.cluster.nodes.len() + 1).expect("few nodes");
+        let mut node = cluster::add_node(lab, &self.cluster.underlay, number);
+        let dir = self.components.node_dir(&node);
+        fs::create_dir_all(&dir).expect("node state dir");
+        let port = api_port(&self.components.kubeconfig);
+        self.forwarders.push(Forwarder::start(&node.ns, port));
+        // One node at a time, so node IPAM hands out CIDRs in node order.
+        self.runtime.block_on(register_node(&self.client, &node));
+        node.pod_cidr = self.runtime.block_on(wait_pod_cidr(
+            &self.client,
+            &node.name,
+            &self.components.controller_manager_log(),
+        ));
+        if self.components.cni.is_calico() {
+            self.components.start_calico(lab, &node);
+            // felix makes the tunnel device once it has the node's tunnel
+            // address and the pool.
+            self.wait(&node, &["ip", "-br", "link"], "felix.log", |out| {
+                out.contains(calico::VTEP)
+            });
+        } else {
+            self.components.start_flanneld(lab, &node);
+            wait_for_file(&dir.join("subnet.env"), &dir.join("flanneld.log"));
+        }
+        self.components.start_kube_proxy(lab, &node);
+
+        for _ in 0..pods {
+            let name = format!("web-{}", self.cluster.pods().count() + node.pods.len());
+            let pod = self.add_pod(lab, &node, name);
+            node.pods.push(pod);
+        }
+        if self.components.cni.is_calico() && !node.pods.is_empty() {
+            node.ipam_block = Some(self.calico_block(&node));
+        }
+        self.cluster.nodes.push(node);
+    }
+
+    /// A pod on `node` as its kubelet and container runtime make it: the
+    /// Pod object, the sandbox (a namespace with a pause process in the
+    /// pod's cgroup), the CNI plugin's ADD, the Pod's status, and its
+    /// container (a listener).
+    fn add_pod(&self, lab: &mut Lab, node: &Node, name: String) -> Pod {
+        let ns = lab.netns(&format!("{}-{name}", node.name));
+        let mut pod = Pod {
+            namespace: APP_NAMESPACE.into(),
+            name,
+            ns,
+            ip: Ipv4Addr::UNSPECIFIED,
+            host_veth: String::new(),
+        };
+        let mut object = pod_object(node, &pod);
+        let status = object
+            .as_object_mut()
+            .and_then(|o| o.remove("status"))
+            .expect("a status");
+        let created = self
+            .runtime
+            .block_on(apiserver::create(&self.client, &object))
+            .expect("a new pod");
+        let uid = created["metadata"]["uid"].as_str().expect("a uid");
+        lab.pause_in_pod_cgroup(&pod.ns, uid);
+        let dir = self.components.node_dir(node);
+        let (conf, plugin) = if self.components.cni.is_calico() {
+            (calico_cni_conf(&self.components, node), "calico")
+        } else {
+            (flannel_cni_conf(&dir), "flannel")
+        };
+        (pod.ip, pod.host_veth) = cni_add(&self.components.bin, plugin, node, &pod, &conf);
+        let mut status = status;
+        status["podIP"] = pod.ip.to_string().into();
+        status["podIPs"] = json!([{"ip": pod.ip.to_string()}]);
+        let resource = ApiResource::from_gvk(&GroupVersionKind::gvk("", "v1", "Pod"));
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(self.client.clone(), &pod.namespace, &resource);
+        let patch = Patch::Merge(json!({ "status": status }));
+        self.runtime
+            .block_on(api.patch_status(&pod.name, &PatchParams::default(), &patch))
+            .unwrap_or_else(|e| panic!("write the status of {}: {e}", pod.name));
+        cluster::spawn_listener(lab, &pod.ns);
+        cluster::wait_listening(&pod.ns);
+        pod
+    }
+
+    /// The IPAM block felix blackholes on `node`: the one its pods' and
+    /// tunnel's addresses came from (Calico picks it at random).
+    fn calico_block(&self, node: &Node) -> Ipv4Net {
+        let routes = node.ns.run(&["ip", "route", "show", "type", "blackhole"]);
+        let pod_ip = node.pods[0].ip;
+        routes
+            .lines()
+            .filter_map(|l| l.split_whitespace().nth(1))
+            .filter_map(|cidr| cidr.parse::<Ipv4Net>().ok())
+            .find(|block| block.contains(&pod_ip))
+            .unwrap_or_else(|| {
+                panic!(
+                    "no blackhole route for {pod_ip}'s block on {}:\n{routes}",
+                    node.name
+                )
+            })
+    }
+
+    /// Waits until every node routes to every other node's pod CIDR
+    /// (flanneld has seen the others' leases) and has kube-proxy's rules for
+    /// every pod behind the service (the EndpointSlice controller has seen
+    /// the pods Ready, and kube-proxy the slice); except on the nodes named
+    /// in `stale`, whose components were stopped.
+    pub fn wait_programmed(&self, stale: &[&str]) {
+        let pods = self.cluster.pods().count();
+        let service = format!(
+            "\"{}/{}:{} -> ",
+            self.cluster.service.namespace,
+            self.cluster.service.name,
+            self.cluster.service.port_name
+        );
+        for node in &self.cluster.nodes {
+            if stale.contains(&node.name.as_str()) {
+                continue;
+            }
+            let agent_log = if self.components.cni.is_calico() {
+                "felix.log"
+            } else {
+                "flanneld.log"
+            };
+            for peer in self.cluster.nodes.iter().filter(|p| p.name != node.name) {
+                let cidr = peer.ipam_block.unwrap_or(peer.pod_cidr).to_string();
+                self.wait(node, &["ip", "route", "show", &cidr], agent_log, |out| {
+                    !out.trim().is_empty()
+                });
+            }
+
+            self.wait(
+                node,
+                &["iptables-save", "-t", "nat"],
+                "kube-proxy.log",
+                |out| {
+                    out.lines()
+                        .filter(|l| l.starts_with("-A KUBE-SVC-") && l.contains(&service))
+                        .count()
+                        == pods
+                },
+            );
+        }
+    }
+
+    /// Stops `program` (`kube-proxy`, `flanneld`) on the `node`th node.
+    pub fn stop(&self, lab: &mut Lab, node: usize, program: &str) {
+        lab.stop_program(&self.cluster.nodes[node].ns, program);
+    }
+
+    /// Writes `pods`' readiness as their kubelet would once a readiness
+    /// probe fails or passes again.
+    pub fn set_ready(&self, pods: &[&Pod], ready: bool) {
+        let status = if ready { "True" } else { "False" };
+        let resource = ApiResource::from_gvk(&GroupVersionKind::gvk("", "v1", "Pod"));
+        for pod in pods {
+            let api: Api<DynamicObject> =
+                Api::namespaced_with(self.client.clone(), &pod.namespace, &resource);
+            let now = "2026-01-01T00:01:00Z";
+            let condition = |type_: &str, status: &str| json!({"type": type_, "status": status, "lastTransitionTime": now});
+            let patch = json!({"status": {
+                "conditions": [
+                    condition("PodReadyToStartContainers", "True"),
+                    condition("Initialized", "True"),
+                    condition("Ready", status),
+                    condition("ContainersReady", status),
+                    condition("PodScheduled", "True"),
+                ],
+            }});
+            self.runtime
+                .block_on(api.patch_status(
+                    &pod.name,
+                    &PatchParams::default(),
+                    &Patch::Merge(patch),
+                ))
+                .unwrap_or_else(|e| panic!("write the readiness of {}: {e}", pod.name));
+        }
+    }
+
+    /// Waits until `ready` holds of the `node`th node's iptables `table`
+    /// (kube-proxy has programmed a change).
+    pub fn wait_rules(&self, node: usize, table: &str, ready: impl Fn(&str) -> bool) {
+        let node = &self.cluster.nodes[node];
+        self.wait(
+            node,
+            &["iptables-save", "-t", table],
+            "kube-proxy.log",
+            ready,
+        );
+    }
+
+    /// Waits for `ready` of `argv`'s output in `node`; on timeout, fails
+    /// with the tail of the component's `log`.
+    fn wait(&self, node: &Node, argv: &[&str], log: &str, ready: impl Fn(&str) -> bool) {
+        let start = Instant::now();
+        loop {
+            let output = node.ns.run(argv);
+            if ready(&output) {
+                return;
+            }
+            if start.elapsed() > SETTLE {
+                let log = self.components.node_dir(node).join(log);
+                panic!(
+                    "{argv:?} on {} not ready after {SETTLE:?}; it printed:\n{output}\n\
+                     last lines of {}:\n{}",
+                    node.name,
+                    log.display(),
+                    tail(&log)
+                );
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+/// The port of the API server a kubeconfig names (`https://127.0.0.1:PORT`).
+fn api_port(kubeconfig: &Path) -> u16 {
+    let text = fs::read_to_string(kubeconfig).expect("read kubeconfig");
+    let server = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("server: https://127.0.0.1:"))
+        .expect("the kubeconfig names a loopback server");
+    server.trim().parse().expect("a port")
+}
+
+/// Registers `node` as its kubelet would: labels, the annotations a
+/// kubelet sets (flanneld expects a node to have annotations), addresses
+/// and a Ready condition. No pod CIDR: node IPAM gives it one.
+async fn register_node(client: &Client, node: &Node) {
+    let now = "2026-01-01T00:00:00Z";
+    let condition = |type_: &str, status: &str, reason: &str| {
+        json!({"type": type_, "status": status, "reason": reason, "message": "lab",
+               "lastHeartbeatTime": now, "lastTransitionTime": now})
+    };
+    let object = json!({
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": node.name,
+            "labels": {
+                "beta.kubernetes.io/arch": "amd64",
+                "beta.kubernetes.io/os": "linux",
+                "kubernetes.io/arch": "amd64",
+                "kubernetes.io/hostname": node.name,
+                "kubernetes.io/os": "linux",
+            },
+            "annotations": {
+                "node.alpha.kubernetes.io/ttl": "0",
+                "volumes.kubernetes.io/controller-managed-attach-detach": "true",
+            },
+        },
+        "status": {
+            "addresses": [
+                {"type": "InternalIP", "address": node.ip.to_string()},
+                {"type": "Hostname", "address": node.name},
+            ],
+            "conditions": [
+                condition("MemoryPressure", "False", "KubeletHasSufficientMemory"),
+                condition("DiskPressure", "False", "KubeletHasNoDiskPressure"),
+                condition("PIDPressure", "False", "KubeletHasSufficientPID"),
+                condition("Ready", "True", "KubeletReady"),
+            ],
+            "nodeInfo": {
+                "architecture": "amd64", "bootID": "", "containerRuntimeVersion": "lab://netns",
+                "kernelVersion": fs::read_to_string("/proc/sys/kernel/osrelease")
+                    .map(|v| v.trim().to_string()).unwrap_or_default(),
+                "kubeProxyVersion": "", "kubeletVersion": "v1.37.2", "machineID": "",
+                "operatingSystem": "linux", "osImage": "skoop lab (Linux network namespaces)",
+                "systemUUID": "",
+            },
+        },
+    });
+    apiserver::create(client, &object).await;
+}
+
+/// Waits until node IPAM has given `node` its pod CIDR.
+async fn wait_pod_cidr(client: &Client, node: &str, log: &Path) -> Ipv4Net {
+    let resource = ApiResource::from_gvk(&GroupVersionKind::gvk("", "v1", "Node"));
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
+    let start = Instant::now();
+    loop {
+        let object = api.get(node).await.expect("get the node");
+        if let Some(cidr) = object.data["spec"]["podCIDR"].as_str() {
+            return cidr.parse().expect("a pod CIDR");
+        }
+        assert!(
+            start.elapsed() < SETTLE,
+            "node IPAM gave {node} no pod CIDR in {SETTLE:?}; last lines of {}:\n{}",
+            log.display(),
+            tail(log)
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Waits until `file` exists (flanneld writes its subnet file once it holds
+/// its lease and has set the node up).
+fn wait_for_file(file: &Path, log: &Path) {
+    let start = Instant::now();
+    while !file.exists() {
+        assert!(
+            start.elapsed() < SETTLE,
+            "{} not written in {SETTLE:?}; last lines of {}:\n{}",
+            file.display(),
+            log.display(),
+            tail(log)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The flannel CNI plugin's configuration for a node, as kube-flannel's
+/// `cni-conf.json` has it, with the node's subnet file and the plugins'
+/// state kept in the node's directory instead of `/run` and `/var/lib/cni`.
+fn flannel_cni_conf(dir: &Path) -> String {
+    json!({
+        "cniVersion": "0.3.1",
+        "name": "cbr0",
+        "type": "flannel",
+        "subnetFile": dir.join("subnet.env"),
+        "dataDir": dir.join("flannel"),
+        "ipam": {"dataDir": dir.join("ipam")},
+        "delegate": {"hairpinMode": true, "isDefaultGateway": true},
+    })
+    .to_string()
+}
+
+/// The calico CNI plugin's configuration for `node`, as Calico's
+/// manifest installs it (`10-calico.conflist`'s calico plugin), with the
+/// node's name, the MTU (felix's file of it is per host, not per node
+/// here) and the IPAM lock and log in the node's directory.
+fn calico_cni_conf(components: &Components, node: &Node) -> String {
+    let dir = components.node_dir(node);
+    json!({
+        "cniVersion": "0.3.1",
+        "name": "k8s-pod-network",
+        "type": "calico",
+        "log_level": "info",
+        "log_file_path": dir.join("cni.log"),
+        "datastore_type": "kubernetes",
+        "nodename": node.name,
+        "nodename_file_optional": true,
+        "mtu": 1450,
+        "ipam": {"type": "calico-ipam", "assign_ipv4": "true", "assign_ipv6": "false"},
+        // Read by calico-ipam from the whole configuration, not its section.
+        "ipam_lock_file": dir.join("ipam.lock"),
+        "policy": {"type": "k8s"},
+        "kubernetes": {"kubeconfig": components.kubeconfig},
+    })
+    .to_string()
+}
+
+/// Calico's CustomResourceDefinitions, as its manifests apply them (from
+/// the module build.sh built it from).
+fn calico_crds(bin: &Path) -> Vec<Value> {
+    let dir = bin.join("calico-crds");
+    let mut files: Vec<PathBuf> = fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("read {}: {e}", dir.display()))
+        .map(|e| e.expect("an entry").path())
+        .collect();
+    files.sort();
+    files
+        .iter()
+        .map(|file| {
+            let text = fs::read_to_string(file).expect("read a CRD");
+            serde_saphyr::from_str(&text)
+                .unwrap_or_else(|e| panic!("{}: not YAML: {e}", file.display()))
+        })
+        .collect()
+}
+
+/// Sets `pod` up as a container runtime does: CNI `plugin`'s ADD with the
+/// pod's namespace, run in the node's. Returns the pod's address and the
+/// node side of its veth.
+fn cni_add(bin: &Path, plugin: &str, node: &Node, pod: &Pod, conf: &str) -> (Ipv4Addr, String) {
+    let cni_dir = bin.join("cni");
+    let container = format!("{}-{}", node.name, pod.name);
+    let mut child = Command::new("ip")
+        .args(["netns", "exec", &node.ns.name])
+        .arg(cni_dir.join(plugin))
+        .env("CNI_COMMAND", "ADD")
+        .env("CNI_CONTAINERID", &container)
+        .env("CNI_NETNS", format!("/run/netns/{}", pod.ns.name))
+        .env("CNI_IFNAME", "eth0")
+        .env("CNI_PATH", &cni_dir)
+        .env(
+            "CNI_ARGS",
+            format!(
+                "IgnoreUnknown=1;K8S_POD_NAMESPACE={};K8S_POD_NAME={};K8S_POD_INFRA_CONTAINER_ID={container}",
+                pod.namespace, pod.name
+            ),
+        )
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run the CNI plugin");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(conf.as_bytes())
+        .expect("write the CNI configuration");
+    let output = child.wait_with_output().expect("the CNI plugin's result");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "CNI ADD ({plugin}) of {} on {} failed ({}): {stdout}{}",
+        pod.name,
+        node.name,
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let result: Value = serde_json::from_str(&stdout).expect("a CNI result");
+    let address = result["ips"][0]["address"].as_str().expect("an address");
+    let ip: Ipv4Net = address.parse().expect("an IPv4 address");
+    let host_veth = result["interfaces"]
+        .as_array()
+        .expect("interfaces")
+        .iter()
+        .filter(|i| i.get("sandbox").is_none())
+        .filter_map(|i| i["name"].as_str())
+        .find(|n| n.starts_with("veth") || n.starts_with("cali"))
+        .unwrap_or_else(|| panic!("no node-side veth in the CNI result {result}"))
+        .to_string();
+    (ip.addr(), host_veth)
+}
+
+/// The lab's Service, as a user would create it (ClusterIP fixed, so that
+/// cases can name it).
+fn service_object(service: &Service) -> Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": service.name, "namespace": service.namespace, "labels": {"app": "web"}},
+        "spec": {
+            "clusterIP": service.cluster_ip.to_string(),
+            "ports": [{"name": service.port_name, "port": service.port, "protocol": "TCP",
+                       "targetPort": POD_PORT}],
+            "selector": {"app": "web"},
+            "type": "ClusterIP",
+        },
+    })
+}
+
+/// `pod` as scheduled to `node`, with the status its kubelet writes once
+/// the sandbox is up and the container Ready.
+fn pod_object(node: &Node, pod: &Pod) -> Value {
+    let now = "2026-01-01T00:00:10Z";
+    let condition =
+        |type_: &str| json!({"type": type_, "status": "True", "lastTransitionTime": now});
+    json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": pod.name, "namespace": pod.namespace, "labels": {"app": "web"}},
+        "spec": {
+            "nodeName": node.name,
+            "containers": [{
+                "name": "web",
+                "image": "registry.k8s.io/e2e-test-images/agnhost:2.53",
+                "args": ["netexec", format!("--http-port={POD_PORT}")],
+                "ports": [{"containerPort": POD_PORT, "name": "http", "protocol": "TCP"}],
+            }],
+        },
+        "status": {
+            "phase": "Running",
+            "conditions": [
+                condition("PodReadyToStartContainers"),
+                condition("Initialized"),
+                condition("Ready"),
+                condition("ContainersReady"),
+                condition("PodScheduled"),
+            ],
+            "containerStatuses": [{
+                "name": "web", "ready": true, "restartCount": 0, "started": true,
+                "image": "registry.k8s.io/e2e-test-images/agnhost:2.53", "imageID": "",
+                "state": {"running": {"startedAt": now}},
+            }],
+            "hostIP": node.ip.to_string(),
+            "hostIPs": [{"ip": node.ip.to_string()}],
+            "podIP": pod.ip.to_string(),
+            "podIPs": [{"ip": pod.ip.to_string()}],
+            "startTime": now,
+        },
+    })
+}
+
+/// The last 30 lines of a log file.
+fn tail(path: &Path) -> String {
+    let text = fs::read_to_string(path).unwrap_or_else(|e| format!("(cannot read: {e})"));
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(30)..].join("\n")
+}
+
+/// Forwards connections made to `127.0.0.1:PORT` inside a network namespace
+/// to the same port on the host's loopback, where the API server listens.
+/// The listening socket is made in the namespace, the connections to the
+/// API server in the host's: nothing listens outside a loopback.
+pub struct Forwarder {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Forwarder {
+    pub fn start(ns: &Netns, port: u16) -> Forwarder {
+        let listener = listen_in(ns, port);
+        listener.set_nonblocking(true).expect("non-blocking");
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopped = stop.clone();
+        let thread = std::thread::spawn(move || {
+            while !stopped.load(Ordering::Relaxed) {
+                match listener.accept() {
+                    Ok((client, _)) => {
+                        let _ = client.set_nonblocking(false);
+                        if let Ok(upstream) = TcpStream::connect(("127.0.0.1", port)) {
+                            splice(client, upstream);
+                        }
+                    }
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
+                    Err(_) => return,
+                }
+            }
+        });
+        Forwarder {
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Forwarder {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// A listener on `127.0.0.1:port` in `ns`, made by a thread that enters the
+/// namespace and ends (the socket stays in the namespace it was made in).
+fn listen_in(ns: &Netns, port: u16) -> TcpListener {
+    let path = format!("/run/netns/{}", ns.name);
+    std::thread::spawn(move || {
+        let file = fs::File::open(&path).unwrap_or_else(|e| panic!("open {path}: {e}"));
+        // SAFETY: setns only changes this thread's network namespace; the
+        // thread ends right after making the listener.
+        let entered = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
+        assert_eq!(
+            entered,
+            0,
+            "setns into {path}: {}",
+            std::io::Error::last_os_error()
+        );
+        TcpListener::bind(("127.0.0.1", port))
+            .unwrap_or_else(|e| panic!("listen on 127.0.0.1:{port} in {path}: {e}"))
+    })
+    .join()
+    .expect("the listener thread")
+}
+
+/// Copies both ways between two connections until either side closes.
+fn splice(a: TcpStream, b: TcpStream) {
+    for (mut from, mut to) in [
+        (a.try_clone().expect("clone"), b.try_clone().expect("clone")),
+        (b, a),
+    ] {
+        std::thread::spawn(move || {
+            let _ = std::io::copy(&mut from, &mut to);
+            let _ = to.shutdown(Shutdown::Write);
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lab::{Availability, availability};
+
+    /// The real components alone make the lab work: pods reach each other
+    /// across nodes and through the ClusterIP, each component having done
+    /// its part.
+    #[test]
+    fn real_flannel_vxlan_connects_pods_across_nodes_and_through_the_service() {
+        let Availability::Run = availability() else {
+            return;
+        };
+        let mut lab = Lab::new();
+        let real = RealCluster::build(&mut lab, RealCni::FlannelVxlan, 2, 2);
+        let cluster = &real.cluster;
+        let from = &cluster.nodes[0].pods[0];
+        for to in cluster.pods() {
+            let ip = to.ip.to_string();
+            let connect = from.ns.exec(&["nc", "-z", "-w", "2", &ip, "8080"]);
+            assert!(connect.status.success(), "{} -> {}", from.name, to.name);
+        }
+        let service = cluster.service.cluster_ip.to_string();
+        let connect = from.ns.exec(&["nc", "-z", "-w", "2", &service, "80"]);
+        assert!(connect.status.success(), "{} -> the service", from.name);
+        let routes = cluster.nodes[0].ns.run(&["ip", "route"]);
+        assert!(routes.contains("dev flannel.1 onlink"), "{routes}");
+    }
+
+    /// felix, the calico CNI plugin and calico-ipam alone make the lab
+    /// work, and felix enforces the NetworkPolicy (TCP 8080 only).
+    #[test]
+    fn real_calico_vxlan_connects_pods_and_enforces_the_network_policy() {
+        let Availability::Run = availability() else {
+            return;
+        };
+        let mut lab = Lab::new();
+        let real = RealCluster::build(&mut lab, RealCni::CalicoVxlan, 2, 2);
+        let cluster = &real.cluster;
+        let from = &cluster.nodes[0].pods[0];
+        let to = cluster.nodes[1].pods.last().expect("a pod on node-2");
+        let ip = to.ip.to_string();
+        let connect = from.ns.exec(&["nc", "-z", "-w", "2", &ip, "8080"]);
+        assert!(connect.status.success(), "{} -> {}", from.name, to.name);
+        let ping = from.ns.exec(&["ping", "-c", "1", "-W", "2", &ip]);
+        assert!(!ping.status.success(), "the policy admits TCP 8080 only");
+        let routes = cluster.nodes[0].ns.run(&["ip", "route"]);
+        assert!(routes.contains("dev vxlan.calico"), "{routes}");
+    }
+}
