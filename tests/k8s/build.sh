@@ -145,9 +145,12 @@ main() {
 			;;
 		calico)
 			# The release the served commit is on (go.mod says which).
-			for pkg in github.com/projectcalico/calico/felix/buildinfo github.com/projectcalico/calico/node/buildinfo; do
-				flags+=" -X $pkg.GitVersion=v3.28.4-11-ga0db560f0520"
+			for pkg in github.com/projectcalico/calico/felix/buildinfo.GitVersion github.com/projectcalico/calico/node/buildinfo.GitVersion github.com/projectcalico/calico/node/pkg/lifecycle/startup.VERSION; do
+				flags+=" -X $pkg=v3.28.4-11-ga0db560f0520"
 			done
+			;;
+		flannel-cni)
+			flags+=" -X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=$(go list -m -f '{{.Version}}' github.com/containernetworking/plugins)"
 			;;
 		flannel)
 			flags+=" -X github.com/flannel-io/flannel/pkg/version.Version=$(go list -m -f '{{.Version}}' github.com/flannel-io/flannel)"

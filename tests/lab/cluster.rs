@@ -191,7 +191,7 @@ impl Cluster {
     /// where the pod's listener discards it), then starts the listener
     /// again and waits until it accepts connections.
     pub fn without_listener<T>(&self, lab: &mut Lab, pod: &Pod, occupy: impl FnOnce() -> T) -> T {
-        lab.stop_in(&pod.ns);
+        lab.stop_program(&pod.ns, "nc");
         let result = occupy();
         spawn_listener(lab, &pod.ns);
         wait_listening(&pod.ns);

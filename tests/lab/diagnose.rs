@@ -19,7 +19,7 @@ use crate::calico::{self, Calico};
 use crate::cluster::{Cluster, Cni, OUTSIDE_IP, Pod, Topology};
 use crate::flannel::Flannel;
 use crate::lab::{Availability, Lab, availability};
-use crate::real::{RealCluster, RealCni};
+use crate::real::{self, RealCluster, RealCni};
 use crate::{live, snapshot};
 
 /// A fault: what to break, and which hop a diagnosis must blame.
@@ -35,10 +35,25 @@ struct Fault {
     port: Option<u16>,
     /// A finding the diagnosis must carry (the cause behind the blamed hop).
     finds: Option<&'static str>,
-    /// The flow goes to the lab's ClusterIP service instead of the pod.
-    to_service: bool,
+    /// Where the flow goes (with [`Peer::Cluster`]).
+    to: To,
     /// A case about packet sizes; `None`: a connect or a ping.
     mtu: Option<MtuCase>,
+}
+
+/// Where a case's flow goes inside the cluster.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum To {
+    /// The last pod of the last node.
+    Pod,
+    /// A Service by name, at its ClusterIP: `web` is every lab's; the
+    /// others exist in the real-components lab only ([`real::SERVICES`]).
+    Service(&'static str),
+    /// A Service's NodePort on the address of the `node`th node (the port
+    /// is the case's).
+    NodePort { node: usize },
+    /// An address (a LoadBalancer's ingress IP).
+    Address(&'static str),
 }
 
 /// How a fault is injected.
@@ -181,7 +196,7 @@ const REAL_COMPONENT_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(80),
         finds: None,
-        to_service: true,
+        to: To::Service("web"),
         mtu: None,
     },
     Fault {
@@ -192,7 +207,7 @@ const REAL_COMPONENT_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(80),
         finds: None,
-        to_service: true,
+        to: To::Service("web"),
         mtu: None,
     },
     Fault {
@@ -211,7 +226,7 @@ const REAL_COMPONENT_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(80),
         finds: Some("kube-proxy.rules.stale"),
-        to_service: true,
+        to: To::Service("web"),
         mtu: None,
     },
     Fault {
@@ -226,9 +241,81 @@ const REAL_COMPONENT_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         finds: Some("flannel.route.remote-pod-cidr"),
-        to_service: false,
+        to: To::Pod,
         mtu: None,
     },
+];
+
+/// A case of the real-components lab's Services: nothing broken, the flow
+/// to `to` on `port` must go as kube-proxy programs it.
+const fn service_case(
+    name: &'static str,
+    to: To,
+    port: u16,
+    expected: Disposition,
+    blamed: Option<&'static str>,
+) -> Fault {
+    Fault {
+        name,
+        inject: Inject::Kernel(|_| {}),
+        blamed,
+        expected,
+        protocol: Protocol::Tcp,
+        port: Some(port),
+        finds: None,
+        to,
+        mtu: None,
+    }
+}
+
+/// The Services of the real-components lab ([`real::SERVICES`]) as
+/// kube-proxy programs them.
+const REAL_SERVICE_FAULTS: &[Fault] = &[
+    service_case(
+        "a NodePort on node-2's address",
+        To::NodePort { node: 1 },
+        30080,
+        Disposition::Delivered,
+        None,
+    ),
+    service_case(
+        "a LoadBalancer's ingress IP (the status written by the test)",
+        To::Address("203.0.113.10"),
+        80,
+        Disposition::Delivered,
+        None,
+    ),
+    // flanneld masquerades a pod's traffic to a node's address (outside the
+    // cluster CIDR): node-2 sees node-1's address, external traffic, and
+    // has no local endpoint for it.
+    service_case(
+        "a NodePort with externalTrafficPolicy Local and endpoints on node-1 only, on node-2's address (the pod masqueraded: external there, dropped)",
+        To::NodePort { node: 1 },
+        30081,
+        Disposition::DeniedByNetfilter,
+        Some("node-2"),
+    ),
+    service_case(
+        "internalTrafficPolicy Local with endpoints on node-2 only (none on node-1: kube-proxy drops)",
+        To::Service("web-node-2-local"),
+        80,
+        Disposition::DeniedByNetfilter,
+        Some("node-1"),
+    ),
+    service_case(
+        "sessionAffinity ClientIP",
+        To::Service("web-affinity"),
+        80,
+        Disposition::Delivered,
+        None,
+    ),
+    service_case(
+        "a Service whose selector matches no pod: kube-proxy's REJECT",
+        To::Service("web-nobody"),
+        80,
+        Disposition::DeniedByNetfilter,
+        Some("node-1"),
+    ),
 ];
 
 /// The cases of the VXLAN lab.
@@ -241,7 +328,7 @@ const VXLAN_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         finds: None,
-        to_service: false,
+        to: To::Pod,
         mtu: None,
     },
     Fault {
@@ -252,7 +339,7 @@ const VXLAN_FAULTS: &[Fault] = &[
         protocol: Protocol::Icmp,
         port: None,
         finds: None,
-        to_service: false,
+        to: To::Pod,
         mtu: None,
     },
     Fault {
@@ -263,7 +350,7 @@ const VXLAN_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(9999),
         finds: None,
-        to_service: false,
+        to: To::Pod,
         mtu: None,
     },
     Fault {
@@ -274,7 +361,7 @@ const VXLAN_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         finds: None,
-        to_service: false,
+        to: To::Pod,
         mtu: None,
     },
     Fault {
@@ -285,7 +372,7 @@ const VXLAN_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         finds: None,
-        to_service: false,
+        to: To::Pod,
         mtu: None,
     },
     Fault {
@@ -309,7 +396,7 @@ const VXLAN_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         finds: None,
-        to_service: false,
+        to: To::Pod,
         mtu: None,
     },
     Fault {
@@ -322,7 +409,7 @@ const VXLAN_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         finds: None,
-        to_service: false,
+        to: To::Pod,
         mtu: None,
     },
     Fault {
@@ -335,7 +422,7 @@ const VXLAN_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         finds: None,
-        to_service: false,
+        to: To::Pod,
         mtu: None,
     },
     Fault {
@@ -361,7 +448,7 @@ const VXLAN_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         finds: None,
-        to_service: false,
+        to: To::Pod,
         mtu: None,
     },
     Fault {
@@ -380,7 +467,7 @@ const VXLAN_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         finds: None,
-        to_service: false,
+        to: To::Pod,
         mtu: None,
     },
     Fault {
@@ -396,7 +483,7 @@ const VXLAN_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         finds: None,
-        to_service: false,
+        to: To::Pod,
         mtu: None,
     },
     Fault {
@@ -419,7 +506,7 @@ const VXLAN_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         finds: None,
-        to_service: false,
+        to: To::Pod,
         mtu: None,
     },
     Fault {
@@ -433,7 +520,7 @@ const VXLAN_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         finds: None,
-        to_service: false,
+        to: To::Pod,
         mtu: None,
     },
     Fault {
@@ -464,7 +551,7 @@ const VXLAN_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         finds: None,
-        to_service: false,
+        to: To::Pod,
         mtu: None,
     },
     Fault {
@@ -478,7 +565,7 @@ const VXLAN_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         finds: None,
-        to_service: false,
+        to: To::Pod,
         mtu: None,
     },
     Fault {
@@ -491,7 +578,7 @@ const VXLAN_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         finds: None,
-        to_service: false,
+        to: To::Pod,
         mtu: None,
     },
     Fault {
@@ -502,7 +589,7 @@ const VXLAN_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(80),
         finds: None,
-        to_service: true,
+        to: To::Service("web"),
         mtu: None,
     },
     Fault {
@@ -515,7 +602,7 @@ const VXLAN_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(80),
         finds: None,
-        to_service: true,
+        to: To::Service("web"),
         mtu: None,
     },
     Fault {
@@ -579,7 +666,7 @@ const VXLAN_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(80),
         finds: None,
-        to_service: true,
+        to: To::Service("web"),
         mtu: None,
     },
     Fault {
@@ -616,7 +703,7 @@ const VXLAN_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(80),
         finds: None,
-        to_service: true,
+        to: To::Service("web"),
         mtu: None,
     },
     Fault {
@@ -627,7 +714,7 @@ const VXLAN_FAULTS: &[Fault] = &[
         protocol: Protocol::Icmp,
         port: None,
         finds: None,
-        to_service: false,
+        to: To::Pod,
         mtu: Some(MtuCase {
             size: Some(PacketSize::InterfaceMtu),
             warns: None,
@@ -641,7 +728,7 @@ const VXLAN_FAULTS: &[Fault] = &[
         protocol: Protocol::Icmp,
         port: None,
         finds: None,
-        to_service: false,
+        to: To::Pod,
         mtu: Some(MtuCase {
             size: Some(PacketSize::InterfaceMtu),
             warns: None,
@@ -655,7 +742,7 @@ const VXLAN_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         finds: None,
-        to_service: false,
+        to: To::Pod,
         mtu: Some(MtuCase {
             size: None,
             warns: Some("kernel.mtu.path"),
@@ -669,7 +756,7 @@ const VXLAN_FAULTS: &[Fault] = &[
         protocol: Protocol::Icmp,
         port: None,
         finds: None,
-        to_service: false,
+        to: To::Pod,
         mtu: Some(MtuCase {
             size: Some(PacketSize::InterfaceMtu),
             warns: None,
@@ -683,7 +770,7 @@ const VXLAN_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         finds: None,
-        to_service: false,
+        to: To::Pod,
         mtu: Some(MtuCase {
             size: None,
             warns: Some("kernel.mtu.path"),
@@ -701,7 +788,7 @@ const VXLAN_FAULTS: &[Fault] = &[
         protocol: Protocol::Icmp,
         port: None,
         finds: None,
-        to_service: false,
+        to: To::Pod,
         mtu: Some(MtuCase {
             size: Some(PacketSize::InterfaceMtu),
             warns: Some("kernel.mtu.fragmented"),
@@ -720,7 +807,7 @@ const VXLAN_FAULTS: &[Fault] = &[
         protocol: Protocol::Icmp,
         port: None,
         finds: None,
-        to_service: false,
+        to: To::Pod,
         mtu: Some(MtuCase {
             size: Some(PacketSize::InterfaceMtu),
             warns: None,
@@ -738,7 +825,7 @@ const HOST_GW_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         finds: None,
-        to_service: false,
+        to: To::Pod,
         mtu: None,
     },
     Fault {
@@ -749,7 +836,7 @@ const HOST_GW_FAULTS: &[Fault] = &[
         protocol: Protocol::Icmp,
         port: None,
         finds: None,
-        to_service: false,
+        to: To::Pod,
         mtu: None,
     },
     Fault {
@@ -760,7 +847,7 @@ const HOST_GW_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(80),
         finds: None,
-        to_service: true,
+        to: To::Service("web"),
         mtu: None,
     },
     Fault {
@@ -771,7 +858,7 @@ const HOST_GW_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         finds: None,
-        to_service: false,
+        to: To::Pod,
         mtu: None,
     },
     Fault {
@@ -797,7 +884,7 @@ const HOST_GW_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         finds: None,
-        to_service: false,
+        to: To::Pod,
         mtu: None,
     },
     Fault {
@@ -810,7 +897,7 @@ const HOST_GW_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         finds: None,
-        to_service: false,
+        to: To::Pod,
         mtu: None,
     },
     Fault {
@@ -836,7 +923,7 @@ const HOST_GW_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         finds: None,
-        to_service: false,
+        to: To::Pod,
         mtu: None,
     },
     Fault {
@@ -847,7 +934,7 @@ const HOST_GW_FAULTS: &[Fault] = &[
         protocol: Protocol::Icmp,
         port: None,
         finds: None,
-        to_service: false,
+        to: To::Pod,
         mtu: Some(MtuCase {
             size: Some(PacketSize::InterfaceMtu),
             warns: None,
@@ -861,7 +948,7 @@ const HOST_GW_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         finds: None,
-        to_service: false,
+        to: To::Pod,
         mtu: None,
     },
 ];
@@ -880,7 +967,7 @@ const HEALTHY_TCP: Fault = Fault {
     protocol: Protocol::Tcp,
     port: Some(8080),
     finds: None,
-    to_service: false,
+    to: To::Pod,
     mtu: None,
 };
 
@@ -895,7 +982,7 @@ const CALICO_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(80),
         finds: None,
-        to_service: true,
+        to: To::Service("web"),
         mtu: None,
     },
     Fault {
@@ -906,7 +993,7 @@ const CALICO_FAULTS: &[Fault] = &[
         protocol: Protocol::Icmp,
         port: None,
         finds: None,
-        to_service: false,
+        to: To::Pod,
         mtu: None,
     },
     Fault {
@@ -917,7 +1004,7 @@ const CALICO_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(9999),
         finds: None,
-        to_service: false,
+        to: To::Pod,
         mtu: None,
     },
     Fault {
@@ -931,7 +1018,7 @@ const CALICO_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         finds: None,
-        to_service: false,
+        to: To::Pod,
         mtu: None,
     },
     Fault {
@@ -945,7 +1032,7 @@ const CALICO_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         finds: None,
-        to_service: false,
+        to: To::Pod,
         mtu: None,
     },
     Fault {
@@ -960,7 +1047,7 @@ const CALICO_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         finds: None,
-        to_service: false,
+        to: To::Pod,
         mtu: None,
     },
     Fault {
@@ -974,7 +1061,7 @@ const CALICO_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         finds: None,
-        to_service: false,
+        to: To::Pod,
         mtu: None,
     },
     Fault {
@@ -997,7 +1084,7 @@ const CALICO_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         finds: None,
-        to_service: false,
+        to: To::Pod,
         mtu: None,
     },
     Fault {
@@ -1013,7 +1100,7 @@ const CALICO_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         finds: None,
-        to_service: false,
+        to: To::Pod,
         mtu: None,
     },
     Fault {
@@ -1027,7 +1114,7 @@ const CALICO_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         finds: None,
-        to_service: false,
+        to: To::Pod,
         mtu: None,
     },
     Fault {
@@ -1041,7 +1128,7 @@ const CALICO_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         finds: None,
-        to_service: false,
+        to: To::Pod,
         mtu: None,
     },
     Fault {
@@ -1052,7 +1139,7 @@ const CALICO_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         finds: None,
-        to_service: false,
+        to: To::Pod,
         mtu: None,
     },
 ];
@@ -1084,7 +1171,7 @@ const CALICO_BGP_FAULTS: &[Fault] = &[Fault {
     protocol: Protocol::Tcp,
     port: Some(8080),
     finds: None,
-    to_service: false,
+    to: To::Pod,
     mtu: None,
 }];
 
@@ -1098,7 +1185,7 @@ const CALICO_VXLAN_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         finds: None,
-        to_service: false,
+        to: To::Pod,
         mtu: Some(MtuCase {
             size: None,
             warns: Some("kernel.mtu.path"),
@@ -1112,7 +1199,7 @@ const CALICO_VXLAN_FAULTS: &[Fault] = &[
         protocol: Protocol::Icmp,
         port: None,
         finds: None,
-        to_service: false,
+        to: To::Pod,
         mtu: Some(MtuCase {
             size: Some(PacketSize::InterfaceMtu),
             warns: None,
@@ -1146,7 +1233,7 @@ const CALICO_VXLAN_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         finds: None,
-        to_service: false,
+        to: To::Pod,
         mtu: Some(MtuCase {
             size: None,
             warns: None,
@@ -1163,7 +1250,7 @@ const CALICO_VXLAN_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         finds: None,
-        to_service: false,
+        to: To::Pod,
         mtu: None,
     },
     Fault {
@@ -1176,7 +1263,7 @@ const CALICO_VXLAN_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         finds: None,
-        to_service: false,
+        to: To::Pod,
         mtu: None,
     },
     Fault {
@@ -1187,7 +1274,7 @@ const CALICO_VXLAN_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         finds: None,
-        to_service: false,
+        to: To::Pod,
         mtu: None,
     },
     Fault {
@@ -1209,7 +1296,7 @@ const CALICO_VXLAN_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         finds: None,
-        to_service: false,
+        to: To::Pod,
         mtu: None,
     },
 ];
@@ -1223,7 +1310,7 @@ const OUTSIDE_FAULTS: &[Fault] = &[Fault {
     protocol: Protocol::Tcp,
     port: Some(8080),
     finds: None,
-    to_service: false,
+    to: To::Pod,
     mtu: None,
 }];
 
@@ -1331,6 +1418,11 @@ const TOPOLOGIES: &[Group] = &[
     },
     Group {
         lab: LabKind::Real(RealCni::FlannelVxlan),
+        peer: Peer::Cluster,
+        faults: REAL_SERVICE_FAULTS,
+    },
+    Group {
+        lab: LabKind::Real(RealCni::FlannelVxlan),
         peer: Peer::Outside,
         faults: OUTSIDE_FAULTS,
     },
@@ -1358,10 +1450,13 @@ const TOPOLOGIES: &[Group] = &[
 
 /// The address a case's flow goes to.
 fn destination(cluster: &Cluster, to: &Pod, peer: Peer, fault: &Fault) -> String {
-    match peer {
-        Peer::Outside => OUTSIDE_IP.to_string(),
-        Peer::Cluster if fault.to_service => cluster.service.cluster_ip.to_string(),
-        Peer::Cluster => to.ip.to_string(),
+    match (peer, fault.to) {
+        (Peer::Outside, _) => OUTSIDE_IP.to_string(),
+        (Peer::Cluster, To::Pod) => to.ip.to_string(),
+        (Peer::Cluster, To::Service("web")) => cluster.service.cluster_ip.to_string(),
+        (Peer::Cluster, To::Service(name)) => real::service(name).cluster_ip.to_string(),
+        (Peer::Cluster, To::NodePort { node }) => cluster.nodes[node].ip.to_string(),
+        (Peer::Cluster, To::Address(address)) => address.to_string(),
     }
 }
 
@@ -1376,7 +1471,7 @@ fn kernel_delivers(
     match &fault.mtu {
         Some(MtuCase { size: None, .. }) => {
             assert!(
-                !fault.to_service,
+                fault.to == To::Pod,
                 "{}: a transfer goes to the destination pod itself",
                 fault.name
             );
@@ -1499,10 +1594,18 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
         }
         LabKind::Real(cni) => (None, Some(RealCluster::build(&mut lab, cni, 2, 2))),
     };
+    // The real components are frozen once the case's fault is in place, so
+    // that none of them repairs it while the kernel and skoop are asked.
     match (fault.inject, &mut real, &scripted) {
-        (Inject::Kernel(inject), Some(real), _) => inject(&real.cluster),
+        (Inject::Kernel(inject), Some(real), _) => {
+            real.freeze();
+            inject(&real.cluster);
+        }
         (Inject::Kernel(inject), None, Some(cluster)) => inject(cluster),
-        (Inject::Components(inject), Some(real), _) => inject(&mut lab, real),
+        (Inject::Components(inject), Some(real), _) => {
+            inject(&mut lab, real);
+            real.freeze();
+        }
         (Inject::Components(_), None, _) => panic!("{name}: a fault of the real components' only"),
         (Inject::Kernel(_), None, None) => unreachable!("one of the two is built"),
     }
@@ -1526,15 +1629,25 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
                 address: OUTSIDE_IP.into(),
                 port: None,
             },
-            Peer::Cluster if fault.to_service => Endpoint::Service {
-                namespace: cluster.service.namespace.clone(),
-                name: cluster.service.name.clone(),
-                port: None,
-            },
-            Peer::Cluster => Endpoint::Pod {
-                namespace: to.namespace.clone(),
-                name: to.name.clone(),
-                port: None,
+            Peer::Cluster => match fault.to {
+                To::Pod => Endpoint::Pod {
+                    namespace: to.namespace.clone(),
+                    name: to.name.clone(),
+                    port: None,
+                },
+                To::Service(name) => Endpoint::Service {
+                    namespace: cluster.service.namespace.clone(),
+                    name: name.into(),
+                    port: None,
+                },
+                To::NodePort { node } => Endpoint::Node {
+                    name: cluster.nodes[node].name.clone(),
+                    port: None,
+                },
+                To::Address(address) => Endpoint::Ip {
+                    address: address.parse().expect("an address"),
+                    port: None,
+                },
             },
         },
         port: fault.port,
@@ -1757,25 +1870,52 @@ fn accuracy_table(rows: &[Row]) -> String {
     let mut text = String::from(
         "# Accuracy: skoop diagnose against the kernel\n\n\
          Generated by `tests/lab/diagnose.rs` (`SKOOP_WRITE_ACCURACY=1 cargo test --test lab diagnosis_agrees`).\n\
-         Each row is a fresh 2-node lab (2 pods per node, kube-proxy's rules for a ClusterIP service) with\n\
-         one fault injected: Flannel VXLAN or host-gw (flanneld's routes, neighbours, FDB entries and\n\
-         masquerade rules), or Calico BGP-style or VXLAN (cali veths with proxy ARP, /26 IPAM blocks,\n\
-         BIRD's or felix's routes, felix's iptables chains and ipsets enforcing a NetworkPolicy that\n\
-         admits TCP 8080 from the web pods and the nodes only).\n\
-         The flow is `default/web-0` (node-1) to `default/web-3` (node-2), or to the service's ClusterIP\n\
-         (10.96.0.100:80, four backends on both nodes) where the fault says so. *Kernel* is what a real TCP\n\
-         connect (`nc -z`) or ping between the namespaces did; for a DF ping of a size, `ping -M do` of\n\
-         that size (skoop given the same `--size`); for a TCP transfer, 400 KB sent with `nc` arriving\n\
-         whole (skoop without `--size`, warning where full-size packets do not fit; the transfer works\n\
-         for skoop when the path is delivered and has no `kernel.mtu.black-hole`). *skoop* is the\n\
-         diagnosis of a snapshot collected right after with `skoop collect local`. *Blamed* is the hop\n\
-         of the fatal finding.\n\n\
+         Each row is a fresh 2-node lab (2 pods per node, a ClusterIP service in front of all four) with\n\
+         one fault injected, on one of two labs:\n\n\
+         - **scripted** (topology without a suffix): the lab's own scripts program the namespaces as\n\
+         the CNI and kube-proxy would: Flannel VXLAN or host-gw (flanneld's routes, neighbours, FDB\n\
+         entries and masquerade rules), or Calico BGP-style or VXLAN (cali veths with proxy ARP, /26\n\
+         IPAM blocks, BIRD's or felix's routes, felix's iptables chains and ipsets enforcing a\n\
+         NetworkPolicy that admits TCP 8080 from the web pods and the nodes only), and kube-proxy's\n\
+         iptables layout. The snapshot is collected with `skoop collect local`, and once more through\n\
+         a real API server holding the lab's objects (`skoop collect cluster --node-exec`); both must\n\
+         diagnose the same.\n\
+         - **real components** (`(real components)`, `tests/lab/real.rs`): the real binaries program\n\
+         the nodes: kube-controller-manager (node IPAM, EndpointSlices), kube-proxy (iptables mode)\n\
+         and flanneld (`--kube-subnet-mgr --ip-masq`) or felix in every node's namespace, and the CNI\n\
+         plugins (flannel delegating to bridge and host-local, or calico with calico-ipam) set up every\n\
+         pod through CNI ADD; the test only registers the Nodes and writes the Pods' status, as a\n\
+         kubelet would. Calico runs without BIRD, in VXLAN mode, with the same NetworkPolicy. The\n\
+         snapshot is collected through the cluster's API server only (`skoop collect cluster\n\
+         --node-exec`). The components are frozen (SIGSTOP) once the fault is in place, so that none\n\
+         repairs it while the kernel and skoop are asked; the kernel is asked again after the\n\
+         collection and must answer the same.\n\n\
+         The flow is `default/web-0` (node-1) to the last pod of the last node (`default/web-3` on\n\
+         node-2), or to the service's ClusterIP (10.96.0.100:80) where the fault says so. *Kernel* is\n\
+         what a real TCP connect (`nc -z`) or ping between the namespaces did; for a DF ping of a size,\n\
+         `ping -M do` of that size (skoop given the same `--size`); for a TCP transfer, 400 KB sent with\n\
+         `nc` arriving whole (skoop without `--size`, warning where full-size packets do not fit; the\n\
+         transfer works for skoop when the path is delivered and has no `kernel.mtu.black-hole`).\n\
+         *skoop* is the diagnosis of the snapshot collected right after. *Blamed* is the hop of the\n\
+         fatal finding.\n\n\
          A flow to the host outside the cluster (198.51.100.10, behind the underlay's router, which like\n\
          most networks routes back to the nodes' addresses only) cannot be followed past the cluster's\n\
          edge: there skoop agrees with the kernel when it says the flow exits the cluster from a node's\n\
          address (masqueraded) exactly when the kernel's connect succeeds; it names the source the flow\n\
-         leaves with.\n\n\
-         | topology | fault | kernel | skoop | blamed hop | agree |\n|---|---|---|---|---|---|\n",
+         leaves with.\n\n",
+    );
+    if rows
+        .iter()
+        .any(|row| row.topology.ends_with("(real components)"))
+    {
+        text.push_str("The real components' versions, and the tools and kernel of this run:\n\n| component | version |\n|---|---|\n");
+        for (component, version) in crate::real::component_versions() {
+            text.push_str(&format!("| {component} | {version} |\n"));
+        }
+        text.push('\n');
+    }
+    text.push_str(
+        "| topology | fault | kernel | skoop | blamed hop | agree |\n|---|---|---|---|---|---|\n",
     );
     for row in rows {
         let kernel = if row.kernel { "delivered" } else { "fails" };

@@ -110,14 +110,16 @@ impl Lab {
 
     /// Starts `argv` in the background, inside `ns` or (`None`) in the root
     /// namespace, with `env` added and its output appended to `log`; it is
-    /// killed at cleanup. For the real components the lab runs.
+    /// killed at cleanup. For the real components the lab runs. Returns the
+    /// process id (the program's own: `ip netns exec` and `sh -c 'exec'`
+    /// replace themselves with it).
     pub fn spawn_logged(
         &mut self,
         ns: Option<&Netns>,
         argv: &[&str],
         env: &[(&str, &str)],
         log: &Path,
-    ) {
+    ) -> u32 {
         let file = std::fs::File::options()
             .create(true)
             .append(true)
@@ -143,7 +145,9 @@ impl Lab {
             .spawn()
             .unwrap_or_else(|e| panic!("start {argv:?}: {e}"));
         let name = ns.map(|ns| ns.name.clone()).unwrap_or_default();
+        let pid = child.id();
         self.processes.push((name, argv[0].to_string(), child));
+        pid
     }
 
     /// Runs a pod's "pause" process in `ns`, in a control group named as
@@ -167,21 +171,12 @@ impl Lab {
             .unwrap_or_else(|e| panic!("move the pause process into {}: {e}", cgroup.display()));
     }
 
-    /// Kills the processes [`Lab::spawn`] started in `ns` and waits for them.
-    pub fn stop_in(&mut self, ns: &Netns) {
-        self.stop_where(|name, _| name == ns.name);
-    }
-
     /// Kills the processes started in `ns` whose program ends with
     /// `program` (`kube-proxy`, `flanneld`), and waits for them.
     pub fn stop_program(&mut self, ns: &Netns, program: &str) {
-        self.stop_where(|name, argv0| name == ns.name && argv0.ends_with(program));
-    }
-
-    fn stop_where(&mut self, stop: impl Fn(&str, &str) -> bool) {
         let (stopped, kept) = std::mem::take(&mut self.processes)
             .into_iter()
-            .partition(|(name, program, _)| stop(name, program));
+            .partition(|(name, argv0, _)| *name == ns.name && argv0.ends_with(program));
         self.processes = kept;
         for (_, _, mut child) in stopped {
             let _ = child.kill();

@@ -95,6 +95,8 @@ pub struct RealCluster {
 /// How the lab starts the node components, and where their configuration,
 /// state and logs are.
 struct Components {
+    /// Every component process started, for [`RealCluster::freeze`].
+    pids: std::cell::RefCell<Vec<u32>>,
     cni: RealCni,
     bin: PathBuf,
     kubeconfig: PathBuf,
@@ -123,7 +125,7 @@ impl Components {
     /// runs it.
     fn start_flanneld(&self, lab: &mut Lab, node: &Node) {
         let dir = self.node_dir(node);
-        lab.spawn_logged(
+        let pid = lab.spawn_logged(
             Some(&node.ns),
             &[
                 &self.program("flanneld"),
@@ -140,6 +142,7 @@ impl Components {
             &[("NODE_NAME", &node.name)],
             &dir.join("flanneld.log"),
         );
+        self.pids.borrow_mut().push(pid);
     }
 
     /// Does calico-node's part on `node` as its DaemonSet pod does: the
@@ -215,7 +218,8 @@ impl Components {
             "KUBECONFIG",
             self.kubeconfig.to_str().expect("a UTF-8 path"),
         ));
-        lab.spawn_logged(Some(&node.ns), &argv, &env, &dir.join("felix.log"));
+        let pid = lab.spawn_logged(Some(&node.ns), &argv, &env, &dir.join("felix.log"));
+        self.pids.borrow_mut().push(pid);
     }
 
     /// `program` with its `/var/lib` bound to `var_lib`, in a mount
@@ -244,7 +248,7 @@ impl Components {
 
     /// Starts kube-proxy in `node`'s namespace.
     fn start_kube_proxy(&self, lab: &mut Lab, node: &Node) {
-        lab.spawn_logged(
+        let pid = lab.spawn_logged(
             Some(&node.ns),
             &[
                 &self.program("kube-proxy"),
@@ -260,6 +264,7 @@ impl Components {
             &[],
             &self.node_dir(node).join("kube-proxy.log"),
         );
+        self.pids.borrow_mut().push(pid);
     }
 }
 
@@ -281,6 +286,7 @@ impl RealCluster {
     fn start(lab: &mut Lab, cni: RealCni) -> RealCluster {
         let server = ApiServer::start();
         let components = Components {
+            pids: Default::default(),
             cni,
             bin: apiserver::built().clone(),
             kubeconfig: server.kubeconfig.clone(),
@@ -296,7 +302,7 @@ impl RealCluster {
             .build()
             .expect("runtime");
         let client = runtime.block_on(server.admin());
-        lab.spawn_logged(
+        let pid = lab.spawn_logged(
             None,
             &[
                 &components.program("kube-controller-manager"),
@@ -313,6 +319,7 @@ impl RealCluster {
             &[],
             &components.controller_manager_log(),
         );
+        components.pids.borrow_mut().push(pid);
         let net_conf = components.state.path().join("net-conf.json");
         fs::write(&net_conf, cni.net_conf().to_string()).expect("write net-conf.json");
 
@@ -326,7 +333,29 @@ impl RealCluster {
             cluster_ip: Ipv4Addr::new(10, 96, 0, 100),
             port: 80,
         };
-        runtime.block_on(apiserver::create(&client, &service_object(&service)));
+        runtime.block_on(async {
+            apiserver::create(&client, &service_object(&service)).await;
+            for other in SERVICES {
+                apiserver::create(&client, &other.object()).await;
+            }
+        });
+        if !cni.is_calico() {
+            // What kube-flannel's manifest mounts into flanneld's pod; here
+            // flanneld reads the same text from a file.
+            runtime.block_on(async {
+                let namespace = json!({"apiVersion": "v1", "kind": "Namespace",
+                                       "metadata": {"name": "kube-flannel"}});
+                apiserver::create(&client, &namespace).await;
+                let config_map = json!({
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {"name": "kube-flannel-cfg", "namespace": "kube-flannel",
+                                 "labels": {"app": "flannel", "tier": "node"}},
+                    "data": {"net-conf.json": cni.net_conf().to_string()},
+                });
+                apiserver::create(&client, &config_map).await;
+            });
+        }
         if cni.is_calico() {
             runtime.block_on(async {
                 for crd in calico_crds(&components.bin) {
@@ -499,6 +528,21 @@ impl RealCluster {
         }
     }
 
+    /// Freezes every component (SIGSTOP): what they programmed stays as it
+    /// is, and a fault a case injects is not repaired (felix rewrites a
+    /// deleted route at once, flanneld's host-gw and kube-proxy on their
+    /// next sync) while the kernel is asked and the snapshot collected.
+    /// The lab's cleanup kills them frozen or not.
+    pub fn freeze(&self) {
+        for pid in self.components.pids.borrow().iter() {
+            // A component a case stopped is gone; nothing to freeze.
+            let _ = Command::new("kill")
+                .args(["-STOP", &pid.to_string()])
+                .stderr(Stdio::null())
+                .status();
+        }
+    }
+
     /// Stops `program` (`kube-proxy`, `flanneld`) on the `node`th node.
     pub fn stop(&self, lab: &mut Lab, node: usize, program: &str) {
         lab.stop_program(&self.cluster.nodes[node].ns, program);
@@ -567,6 +611,48 @@ impl RealCluster {
             std::thread::sleep(Duration::from_millis(200));
         }
     }
+}
+
+/// What each component of the real-components lab says its version is
+/// (and the tools and kernel the lab ran on), as `(component, version)`.
+pub fn component_versions() -> Vec<(&'static str, String)> {
+    let bin = apiserver::built();
+    let program = |name: &str| bin.join(name).to_str().expect("a UTF-8 path").to_string();
+    let run = |argv: &[&str]| {
+        let output = Command::new(argv[0])
+            .args(&argv[1..])
+            .output()
+            .unwrap_or_else(|e| panic!("run {argv:?}: {e}"));
+        let text = [output.stdout, output.stderr].concat();
+        String::from_utf8_lossy(&text)
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .to_string()
+    };
+    vec![
+        (
+            "kube-apiserver",
+            run(&[&program("kube-apiserver"), "--version"]),
+        ),
+        (
+            "kube-controller-manager",
+            run(&[&program("kube-controller-manager"), "--version"]),
+        ),
+        ("kube-proxy", run(&[&program("kube-proxy"), "--version"])),
+        ("flanneld", run(&[&program("flanneld"), "--version"])),
+        ("CNI bridge", run(&[&program("cni/bridge"), "--version"])),
+        (
+            "CNI host-local",
+            run(&[&program("cni/host-local"), "--version"]),
+        ),
+        ("CNI flannel", run(&[&program("cni/flannel"), "--version"])),
+        ("calico-node (felix)", run(&[&program("calico-node"), "-v"])),
+        ("iptables", run(&["iptables", "--version"])),
+        ("iproute2", run(&["ip", "-V"])),
+        ("kernel", run(&["uname", "-r"])),
+    ]
 }
 
 /// The port of the API server a kubeconfig names (`https://127.0.0.1:PORT`).
@@ -782,6 +868,119 @@ fn cni_add(bin: &Path, plugin: &str, node: &Node, pod: &Pod, conf: &str) -> (Ipv
     (ip.addr(), host_veth)
 }
 
+/// A Service of the real-components lab besides `web`, each on port 80 to
+/// the pods' 8080: the kinds and policies kube-proxy programs differently.
+pub struct LabService {
+    pub name: &'static str,
+    pub cluster_ip: Ipv4Addr,
+    kind: &'static str,
+    node_port: Option<u16>,
+    /// The pods it selects: those of this node only, or (`Some("")`) none.
+    selects_node: Option<&'static str>,
+    external_local: bool,
+    internal_local: bool,
+    client_ip_affinity: bool,
+    /// The ingress IP a load-balancer controller would write in its status.
+    load_balancer_ip: Option<&'static str>,
+}
+
+const fn lab_service(name: &'static str, last_octet: u8, kind: &'static str) -> LabService {
+    LabService {
+        name,
+        cluster_ip: Ipv4Addr::new(10, 96, 0, last_octet),
+        kind,
+        node_port: None,
+        selects_node: None,
+        external_local: false,
+        internal_local: false,
+        client_ip_affinity: false,
+        load_balancer_ip: None,
+    }
+}
+
+/// The real-components lab's other Services.
+pub const SERVICES: &[LabService] = &[
+    LabService {
+        node_port: Some(30080),
+        ..lab_service("web-nodeport", 101, "NodePort")
+    },
+    LabService {
+        node_port: Some(30082),
+        load_balancer_ip: Some("203.0.113.10"),
+        ..lab_service("web-lb", 102, "LoadBalancer")
+    },
+    LabService {
+        node_port: Some(30081),
+        selects_node: Some("node-1"),
+        external_local: true,
+        ..lab_service("web-node-1-external-local", 103, "NodePort")
+    },
+    LabService {
+        selects_node: Some("node-2"),
+        internal_local: true,
+        ..lab_service("web-node-2-local", 104, "ClusterIP")
+    },
+    LabService {
+        client_ip_affinity: true,
+        ..lab_service("web-affinity", 105, "ClusterIP")
+    },
+    LabService {
+        selects_node: Some(""),
+        ..lab_service("web-nobody", 106, "ClusterIP")
+    },
+];
+
+/// The Service of [`SERVICES`] named `name`.
+pub fn service(name: &str) -> &'static LabService {
+    SERVICES
+        .iter()
+        .find(|s| s.name == name)
+        .unwrap_or_else(|| panic!("the real-components lab has no Service {name}"))
+}
+
+impl LabService {
+    /// The Service as a user creates it, with the status a load-balancer
+    /// controller would write.
+    fn object(&self) -> Value {
+        let selector = match self.selects_node {
+            None => json!({"app": "web"}),
+            Some("") => json!({"app": "nobody"}),
+            Some(node) => json!({"app": "web", "node": node}),
+        };
+        let mut port =
+            json!({"name": "http", "port": 80, "protocol": "TCP", "targetPort": POD_PORT});
+        if let Some(node_port) = self.node_port {
+            port["nodePort"] = node_port.into();
+        }
+        let mut spec = json!({
+            "type": self.kind,
+            "clusterIP": self.cluster_ip.to_string(),
+            "ports": [port],
+            "selector": selector,
+            "internalTrafficPolicy": if self.internal_local { "Local" } else { "Cluster" },
+            "sessionAffinity": if self.client_ip_affinity { "ClientIP" } else { "None" },
+        });
+        if self.node_port.is_some() {
+            spec["externalTrafficPolicy"] = if self.external_local {
+                "Local"
+            } else {
+                "Cluster"
+            }
+            .into();
+        }
+        let mut object = json!({
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": self.name, "namespace": APP_NAMESPACE},
+            "spec": spec,
+        });
+        if let Some(ip) = self.load_balancer_ip {
+            object["status"] = json!({"loadBalancer": {"ingress": [{"ip": ip}]}});
+        }
+        object
+    }
+}
+
 /// The lab's Service, as a user would create it (ClusterIP fixed, so that
 /// cases can name it).
 fn service_object(service: &Service) -> Value {
@@ -808,7 +1007,8 @@ fn pod_object(node: &Node, pod: &Pod) -> Value {
     json!({
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": pod.name, "namespace": pod.namespace, "labels": {"app": "web"}},
+        "metadata": {"name": pod.name, "namespace": pod.namespace,
+                     "labels": {"app": "web", "node": node.name}},
         "spec": {
             "nodeName": node.name,
             "containers": [{
