@@ -167,7 +167,9 @@ fn no_endpoint_ready(real: &mut RealCluster) {
     let pods: Vec<&Pod> = real.cluster.pods().collect();
     real.set_ready(&pods, false);
     let rejected = no_endpoints_comment(&real.cluster);
-    real.wait_rules(0, "filter", |rules| rules.contains(&rejected));
+    real.wait_rules(0, "filter", "kube-proxy.log", |rules| {
+        rules.contains(&rejected)
+    });
 }
 
 /// The comment of kube-proxy's REJECT for the lab's service without
@@ -189,7 +191,9 @@ const REAL_COMPONENT_FAULTS: &[Fault] = &[
             let pod = endpoints(&real.cluster).1;
             real.set_ready(&[pod], false);
             let left_out = format!("-> {}:", pod.ip);
-            real.wait_rules(0, "nat", |rules| !rules.contains(&left_out));
+            real.wait_rules(0, "nat", "kube-proxy.log", |rules| {
+                !rules.contains(&left_out)
+            });
         }),
         blamed: None,
         expected: Disposition::Delivered,
@@ -219,7 +223,9 @@ const REAL_COMPONENT_FAULTS: &[Fault] = &[
             real.set_ready(&pods, true);
             // node-2's kube-proxy has seen them: the change is out.
             let rejected = no_endpoints_comment(&real.cluster);
-            real.wait_rules(1, "filter", |rules| !rules.contains(&rejected));
+            real.wait_rules(1, "filter", "kube-proxy.log", |rules| {
+                !rules.contains(&rejected)
+            });
         }),
         blamed: Some("node-1"),
         expected: Disposition::DeniedByNetfilter,
@@ -317,6 +323,35 @@ const REAL_SERVICE_FAULTS: &[Fault] = &[
         Some("node-1"),
     ),
 ];
+
+/// The cases only real Calico has.
+const REAL_CALICO_FAULTS: &[Fault] = &[Fault {
+    name: "felix restarted on node-1 with a NetworkPolicy added that denies node-1's pods all egress",
+    inject: Inject::Components(|lab, real| {
+        real.stop(lab, 0, "calico-node");
+        real.create(&serde_json::json!({
+            "apiVersion": "networking.k8s.io/v1",
+            "kind": "NetworkPolicy",
+            "metadata": {"name": "deny-node-1-egress", "namespace": "default"},
+            "spec": {
+                "podSelector": {"matchLabels": {"node": "node-1"}},
+                "policyTypes": ["Egress"],
+            },
+        }));
+        real.restart_felix(lab, 0);
+        // felix's egress policy chain is there once it has synced.
+        real.wait_rules(0, "filter", "felix.log", |rules| {
+            rules.contains(":cali-po-")
+        });
+    }),
+    blamed: Some("node-1"),
+    expected: Disposition::DeniedByNetfilter,
+    protocol: Protocol::Tcp,
+    port: Some(8080),
+    finds: None,
+    to: To::Pod,
+    mtu: None,
+}];
 
 /// The cases of the VXLAN lab.
 const VXLAN_FAULTS: &[Fault] = &[
@@ -1440,6 +1475,11 @@ const TOPOLOGIES: &[Group] = &[
         lab: LabKind::Real(RealCni::CalicoVxlan),
         peer: Peer::Cluster,
         faults: CALICO_VXLAN_FAULTS,
+    },
+    Group {
+        lab: LabKind::Real(RealCni::CalicoVxlan),
+        peer: Peer::Cluster,
+        faults: REAL_CALICO_FAULTS,
     },
     Group {
         lab: LabKind::Real(RealCni::CalicoVxlan),

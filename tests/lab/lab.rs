@@ -21,6 +21,7 @@ const TOOLS: &[(&str, &str)] = &[
     ("iptables-restore", "iptables"),
     ("iptables-save", "iptables"),
     ("ipset", "ipset"),
+    ("nft", "nftables"),
     ("sysctl", "procps"),
     ("nc", "netcat-openbsd"),
     ("ping", "iputils-ping"),
@@ -61,8 +62,8 @@ pub struct Lab {
     prefix: String,
     namespaces: Vec<Netns>,
     /// Background processes, with the name of the namespace each runs in
-    /// (empty: the root namespace) and the program each runs.
-    processes: Vec<(String, String, Child)>,
+    /// (empty: the root namespace) and the command line each runs.
+    processes: Vec<(String, Vec<String>, Child)>,
     /// Control groups made for pods' processes, removed at cleanup.
     cgroups: Vec<PathBuf>,
 }
@@ -104,8 +105,7 @@ impl Lab {
             .stderr(Stdio::null())
             .spawn()
             .unwrap_or_else(|e| panic!("start {argv:?} in {}: {e}", ns.name));
-        self.processes
-            .push((ns.name.clone(), argv[0].to_string(), child));
+        self.processes.push((ns.name.clone(), words(argv), child));
     }
 
     /// Starts `argv` in the background, inside `ns` or (`None`) in the root
@@ -146,7 +146,7 @@ impl Lab {
             .unwrap_or_else(|e| panic!("start {argv:?}: {e}"));
         let name = ns.map(|ns| ns.name.clone()).unwrap_or_default();
         let pid = child.id();
-        self.processes.push((name, argv[0].to_string(), child));
+        self.processes.push((name, words(argv), child));
         pid
     }
 
@@ -171,12 +171,16 @@ impl Lab {
             .unwrap_or_else(|e| panic!("move the pause process into {}: {e}", cgroup.display()));
     }
 
-    /// Kills the processes started in `ns` whose program ends with
-    /// `program` (`kube-proxy`, `flanneld`), and waits for them.
+    /// Kills the processes started in `ns` whose command line has a word
+    /// ending with `program` (`kube-proxy`, `flanneld`, `calico-node`, run
+    /// through `sh` to bind its `/var/lib`), and waits for them.
     pub fn stop_program(&mut self, ns: &Netns, program: &str) {
-        let (stopped, kept) = std::mem::take(&mut self.processes)
-            .into_iter()
-            .partition(|(name, argv0, _)| *name == ns.name && argv0.ends_with(program));
+        let (stopped, kept) =
+            std::mem::take(&mut self.processes)
+                .into_iter()
+                .partition(|(name, argv, _)| {
+                    *name == ns.name && argv.iter().any(|word| word.ends_with(program))
+                });
         self.processes = kept;
         for (_, _, mut child) in stopped {
             let _ = child.kill();
@@ -289,6 +293,10 @@ impl Netns {
             std::thread::sleep(Duration::from_millis(100));
         }
     }
+}
+
+fn words(argv: &[&str]) -> Vec<String> {
+    argv.iter().map(|word| word.to_string()).collect()
 }
 
 /// Runs a command in the root namespace (only `ip netns` and `ip -n`, which

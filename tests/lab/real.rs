@@ -78,6 +78,24 @@ impl RealCni {
     }
 }
 
+/// kube-proxy's mode (`--proxy-mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProxyMode {
+    Iptables,
+    /// Its rules in the nftables table `ip kube-proxy` (the nftables issue
+    /// models them; `nft` must be installed).
+    Nftables,
+}
+
+impl ProxyMode {
+    fn flag(self) -> &'static str {
+        match self {
+            ProxyMode::Iptables => "--proxy-mode=iptables",
+            ProxyMode::Nftables => "--proxy-mode=nftables",
+        }
+    }
+}
+
 /// A lab cluster programmed by the real components, and the API server
 /// that holds its objects. The components run as processes of the [`Lab`],
 /// which stops them when it is dropped.
@@ -98,6 +116,7 @@ struct Components {
     /// Every component process started, for [`RealCluster::freeze`].
     pids: std::cell::RefCell<Vec<u32>>,
     cni: RealCni,
+    proxy_mode: ProxyMode,
     bin: PathBuf,
     kubeconfig: PathBuf,
     state: tempfile::TempDir,
@@ -193,6 +212,14 @@ impl Components {
                 tail(&log)
             );
         }
+        self.start_felix(lab, node);
+    }
+
+    /// Starts felix (`calico-node -felix`) in `node`'s namespace.
+    fn start_felix(&self, lab: &mut Lab, node: &Node) {
+        let dir = self.node_dir(node);
+        let var_lib = dir.join("var-lib");
+        let program = self.program("calico-node");
         let felix_env: Vec<(&str, &str)> = vec![
             ("FELIX_DATASTORETYPE", "kubernetes"),
             ("FELIX_FELIXHOSTNAME", &node.name),
@@ -254,7 +281,7 @@ impl Components {
                 &self.program("kube-proxy"),
                 &format!("--kubeconfig={}", self.kubeconfig.display()),
                 &format!("--hostname-override={}", node.name),
-                "--proxy-mode=iptables",
+                self.proxy_mode.flag(),
                 &format!("--cluster-cidr={CLUSTER_CIDR}"),
                 // The host's conntrack settings are not the lab's to change.
                 "--conntrack-max-per-core=0",
@@ -274,7 +301,18 @@ impl RealCluster {
     /// to every other node's pods, and kube-proxy's rules for every pod of
     /// the service.
     pub fn build(lab: &mut Lab, cni: RealCni, nodes: u8, pods_per_node: u8) -> RealCluster {
-        let mut real = RealCluster::start(lab, cni);
+        RealCluster::build_with(lab, cni, ProxyMode::Iptables, nodes, pods_per_node)
+    }
+
+    /// [`RealCluster::build`] with kube-proxy in `proxy_mode`.
+    pub fn build_with(
+        lab: &mut Lab,
+        cni: RealCni,
+        proxy_mode: ProxyMode,
+        nodes: u8,
+        pods_per_node: u8,
+    ) -> RealCluster {
+        let mut real = RealCluster::start(lab, cni, proxy_mode);
         for _ in 0..nodes {
             real.add_node(lab, pods_per_node);
         }
@@ -283,11 +321,12 @@ impl RealCluster {
     }
 
     /// The control plane, the underlay and the Service; no node yet.
-    fn start(lab: &mut Lab, cni: RealCni) -> RealCluster {
+    fn start(lab: &mut Lab, cni: RealCni, proxy_mode: ProxyMode) -> RealCluster {
         let server = ApiServer::start();
         let components = Components {
             pids: Default::default(),
             cni,
+            proxy_mode,
             bin: apiserver::built().clone(),
             kubeconfig: server.kubeconfig.clone(),
             state: tempfile::Builder::new()
@@ -514,17 +553,48 @@ impl RealCluster {
                 });
             }
 
-            self.wait(
-                node,
-                &["iptables-save", "-t", "nat"],
-                "kube-proxy.log",
-                |out| {
-                    out.lines()
-                        .filter(|l| l.starts_with("-A KUBE-SVC-") && l.contains(&service))
-                        .count()
-                        == pods
-                },
-            );
+            match self.components.proxy_mode {
+                ProxyMode::Iptables => self.wait(
+                    node,
+                    &["iptables-save", "-t", "nat"],
+                    "kube-proxy.log",
+                    |out| {
+                        out.lines()
+                            .filter(|l| l.starts_with("-A KUBE-SVC-") && l.contains(&service))
+                            .count()
+                            == pods
+                    },
+                ),
+                // The service port's chain DNATs to every endpoint (a
+                // numgen map; an endpoint chain each where there is
+                // affinity).
+                ProxyMode::Nftables => {
+                    let chain = format!(
+                        "-{}/{}/tcp/{} {{",
+                        self.cluster.service.namespace,
+                        self.cluster.service.name,
+                        self.cluster.service.port_name
+                    );
+                    let endpoints: Vec<String> = self
+                        .cluster
+                        .pods()
+                        .map(|p| format!("{} . {POD_PORT}", p.ip))
+                        .collect();
+                    self.wait(
+                        node,
+                        &["nft", "list", "table", "ip", "kube-proxy"],
+                        "kube-proxy.log",
+                        |out| {
+                            let Some(start) = out.find(&chain) else {
+                                return false;
+                            };
+                            let block = &out[start..];
+                            let block = &block[..block.find('}').unwrap_or(block.len())];
+                            endpoints.iter().all(|e| block.contains(e.as_str()))
+                        },
+                    )
+                }
+            }
         }
     }
 
@@ -543,7 +613,20 @@ impl RealCluster {
         }
     }
 
-    /// Stops `program` (`kube-proxy`, `flanneld`) on the `node`th node.
+    /// Starts felix again on the `node`th node (after [`RealCluster::stop`]
+    /// of `calico-node`).
+    pub fn restart_felix(&self, lab: &mut Lab, node: usize) {
+        self.components.start_felix(lab, &self.cluster.nodes[node]);
+    }
+
+    /// Creates `object` in the cluster, as a user applies it.
+    pub fn create(&self, object: &Value) {
+        self.runtime
+            .block_on(apiserver::create(&self.client, object));
+    }
+
+    /// Stops `program` (`kube-proxy`, `flanneld`, `calico-node`) on the
+    /// `node`th node.
     pub fn stop(&self, lab: &mut Lab, node: usize, program: &str) {
         lab.stop_program(&self.cluster.nodes[node].ns, program);
     }
@@ -578,15 +661,11 @@ impl RealCluster {
     }
 
     /// Waits until `ready` holds of the `node`th node's iptables `table`
-    /// (kube-proxy has programmed a change).
-    pub fn wait_rules(&self, node: usize, table: &str, ready: impl Fn(&str) -> bool) {
+    /// (a component has programmed a change; on timeout, the tail of its
+    /// `log` is shown).
+    pub fn wait_rules(&self, node: usize, table: &str, log: &str, ready: impl Fn(&str) -> bool) {
         let node = &self.cluster.nodes[node];
-        self.wait(
-            node,
-            &["iptables-save", "-t", table],
-            "kube-proxy.log",
-            ready,
-        );
+        self.wait(node, &["iptables-save", "-t", table], log, ready);
     }
 
     /// Waits for `ready` of `argv`'s output in `node`; on timeout, fails
@@ -1178,5 +1257,29 @@ mod tests {
         assert!(!ping.status.success(), "the policy admits TCP 8080 only");
         let routes = cluster.nodes[0].ns.run(&["ip", "route"]);
         assert!(routes.contains("dev vxlan.calico"), "{routes}");
+    }
+
+    /// kube-proxy in nftables mode programs the node (the lab the nftables
+    /// issue's cases run on): pods reach the ClusterIP through its table
+    /// `ip kube-proxy`, and it writes no iptables rules for the service.
+    #[test]
+    fn real_kube_proxy_in_nftables_mode_serves_the_cluster_ip() {
+        let Availability::Run = availability() else {
+            return;
+        };
+        let mut lab = Lab::new();
+        let real =
+            RealCluster::build_with(&mut lab, RealCni::FlannelVxlan, ProxyMode::Nftables, 2, 2);
+        let cluster = &real.cluster;
+        let from = &cluster.nodes[0].pods[0];
+        let service = cluster.service.cluster_ip.to_string();
+        let connect = from.ns.exec(&["nc", "-z", "-w", "2", &service, "80"]);
+        assert!(connect.status.success(), "{} -> the service", from.name);
+        let table = cluster.nodes[0]
+            .ns
+            .run(&["nft", "list", "table", "ip", "kube-proxy"]);
+        assert!(table.contains(&service), "{table}");
+        let nat = cluster.nodes[0].ns.run(&["iptables-save", "-t", "nat"]);
+        assert!(!nat.contains("KUBE-SVC-"), "{nat}");
     }
 }
