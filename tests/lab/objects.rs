@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use crate::cluster::{Cluster, Cni, Node, POD_PORT, Pod, hex_digest};
 
@@ -199,13 +199,18 @@ fn kernel_version() -> String {
 }
 
 fn pod(node: &Node, pod: &Pod, cni: &dyn Cni) -> Value {
+    pod_with_annotations(node, pod, cni.pod_annotations(pod))
+}
+
+/// A lab pod on `node` as its kubelet reports it (Running, Ready), with
+/// the annotations its CNI plugin wrote.
+pub fn pod_with_annotations(node: &Node, pod: &Pod, annotations: Map<String, Value>) -> Value {
     let mut metadata = metadata(
         "Pod",
         Some(&pod.namespace),
         &pod.name,
         json!({"app": "web"}),
     );
-    let annotations = cni.pod_annotations(pod);
     if !annotations.is_empty() {
         metadata["annotations"] = annotations.into();
     }

@@ -37,6 +37,7 @@ use crate::apiserver::{self, ApiServer};
 use crate::calico;
 use crate::cluster::{self, APP_NAMESPACE, CLUSTER_CIDR, Cluster, Node, POD_PORT, Pod, Service};
 use crate::lab::{Lab, Netns};
+use crate::objects;
 
 /// The Services' network, kube-apiserver's `--service-cluster-ip-range`.
 const SERVICE_CIDR: &str = "10.96.0.0/12";
@@ -474,10 +475,10 @@ impl RealCluster {
             host_veth: String::new(),
         };
         let mut object = pod_object(node, &pod);
-        let status = object
-            .as_object_mut()
-            .and_then(|o| o.remove("status"))
-            .expect("a status");
+        // Scheduled, not running yet: the status comes once CNI ADD is done.
+        if let Some(fields) = object.as_object_mut() {
+            fields.remove("status");
+        }
         let created = self
             .runtime
             .block_on(apiserver::create(&self.client, &object))
@@ -491,9 +492,7 @@ impl RealCluster {
             (flannel_cni_conf(&dir), "flannel")
         };
         (pod.ip, pod.host_veth) = cni_add(&self.components.bin, plugin, node, &pod, &conf);
-        let mut status = status;
-        status["podIP"] = pod.ip.to_string().into();
-        status["podIPs"] = json!([{"ip": pod.ip.to_string()}]);
+        let status = pod_object(node, &pod)["status"].take();
         let resource = ApiResource::from_gvk(&GroupVersionKind::gvk("", "v1", "Pod"));
         let api: Api<DynamicObject> =
             Api::namespaced_with(self.client.clone(), &pod.namespace, &resource);
@@ -1077,47 +1076,13 @@ fn service_object(service: &Service) -> Value {
     })
 }
 
-/// `pod` as scheduled to `node`, with the status its kubelet writes once
-/// the sandbox is up and the container Ready.
+/// `pod` as scheduled to `node` (labelled with its node, for the
+/// Services that select one node's pods), with the status its kubelet
+/// writes once the sandbox is up and the container Ready.
 fn pod_object(node: &Node, pod: &Pod) -> Value {
-    let now = "2026-01-01T00:00:10Z";
-    let condition =
-        |type_: &str| json!({"type": type_, "status": "True", "lastTransitionTime": now});
-    json!({
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": pod.name, "namespace": pod.namespace,
-                     "labels": {"app": "web", "node": node.name}},
-        "spec": {
-            "nodeName": node.name,
-            "containers": [{
-                "name": "web",
-                "image": "registry.k8s.io/e2e-test-images/agnhost:2.53",
-                "args": ["netexec", format!("--http-port={POD_PORT}")],
-                "ports": [{"containerPort": POD_PORT, "name": "http", "protocol": "TCP"}],
-            }],
-        },
-        "status": {
-            "phase": "Running",
-            "conditions": [
-                condition("PodReadyToStartContainers"),
-                condition("Initialized"),
-                condition("Ready"),
-                condition("ContainersReady"),
-                condition("PodScheduled"),
-            ],
-            "containerStatuses": [{
-                "name": "web", "ready": true, "restartCount": 0, "started": true,
-                "image": "registry.k8s.io/e2e-test-images/agnhost:2.53", "imageID": "",
-                "state": {"running": {"startedAt": now}},
-            }],
-            "hostIP": node.ip.to_string(),
-            "hostIPs": [{"ip": node.ip.to_string()}],
-            "podIP": pod.ip.to_string(),
-            "podIPs": [{"ip": pod.ip.to_string()}],
-            "startTime": now,
-        },
-    })
+    let mut object = objects::pod_with_annotations(node, pod, serde_json::Map::new());
+    object["metadata"]["labels"]["node"] = node.name.clone().into();
+    object
 }
 
 /// The last 30 lines of a log file.
