@@ -586,3 +586,70 @@ fn yaml_duplicate_key_is_positioned_at_the_duplicate() {
         )
     );
 }
+
+/// Copies a directory tree (a pack) into `to`.
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("create the copy");
+    for entry in std::fs::read_dir(from).expect("read the pack") {
+        let entry = entry.expect("an entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("its type").is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy a file");
+        }
+    }
+}
+
+#[test]
+fn hook_answer_outside_its_contract_is_said_not_replaced() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for (overhead, says) in [
+        (
+            "99999999999",
+            "overhead must be a byte count, not 99999999999",
+        ),
+        ("-50", "overhead must be a byte count, not -50"),
+        (
+            "60",
+            "overhead is 60, but vxlan to 172.18.0.11 adds 50 bytes",
+        ),
+    ] {
+        // The Flannel pack, its encapsulation hook answering `overhead`
+        // out of its contract; it replaces the built-in one by its name.
+        let packs = tempfile::tempdir().expect("temp dir");
+        let pack = packs.path().join("flannel");
+        copy_tree(&root.join("plugins/flannel"), &pack);
+        let checks = pack.join("checks.rhai");
+        let script = std::fs::read_to_string(&checks).expect("the scripts");
+        let honest = "overhead: flannel::overhead(backend)";
+        assert!(script.contains(honest), "the hook's overhead line moved");
+        std::fs::write(
+            &checks,
+            script.replace(honest, &format!("overhead: {overhead}")),
+        )
+        .expect("write the scripts");
+        // node-2's dump is missing: the way back is the hook's answer.
+        let output = skoop(&[
+            "diagnose",
+            "--snapshot",
+            root.join("examples/flannel-vxlan-partial")
+                .to_str()
+                .expect("utf-8"),
+            "--from",
+            "default/web-0",
+            "--to",
+            "default/web-3:8080",
+            "--pack-path",
+            pack.to_str().expect("utf-8"),
+        ]);
+        let text = stdout(&output);
+        assert!(
+            text.contains("flannel's encapsulation hook answered outside its contract")
+                && text.contains(says),
+            "overhead {overhead}: {text}{}",
+            stderr(&output)
+        );
+        assert_eq!(output.status.code(), Some(1), "{text}");
+    }
+}
