@@ -653,3 +653,35 @@ fn hook_answer_outside_its_contract_is_said_not_replaced() {
         assert_eq!(output.status.code(), Some(1), "{text}");
     }
 }
+
+#[test]
+fn fdb_entry_pointing_at_its_own_node_is_a_loop_not_a_missing_dump() {
+    let snap = common::copy_snapshot("examples/flannel-vxlan");
+    let fdb = snap.path().join("nodes/node-1/host/bridge-fdb.json");
+    common::edit_json(&fdb, |entries| {
+        for entry in entries.iter_mut() {
+            if entry["ifname"] == "flannel.1" && entry["dst"] == "172.18.0.12" {
+                entry["dst"] = "172.18.0.11".into();
+            }
+        }
+    });
+    let diagnosis = common::web_0_to_web_3(snap.path());
+    assert_eq!(
+        diagnosis.disposition(),
+        skoop::engine::Disposition::Loop,
+        "{:#?}",
+        diagnosis.findings
+    );
+    let finding = common::only(&diagnosis, "engine.loop");
+    assert_eq!(finding.hop, "node-1");
+    assert!(
+        finding.message.contains("its own address"),
+        "{}",
+        finding.message
+    );
+    assert!(
+        common::with_id(&diagnosis, "snapshot.missing").is_empty(),
+        "node-1's dump is there: {:#?}",
+        diagnosis.findings
+    );
+}

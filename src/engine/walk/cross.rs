@@ -146,6 +146,24 @@ impl<'s> Walker<'s, '_> {
         if let Some((owner, interface)) = owner {
             return self.cross(place, device, LinkKind::Underlay, owner, interface, flow);
         }
+        // The namespace's own address (a route via it, an FDB entry of a
+        // tunnel pointing at its own node): the packet comes back to where
+        // it was sent from, never reaching another host.
+        if self.owns(ns, next_hop) {
+            let reason = format!(
+                "{} sends the packet out of {} to {next_hop}, its own address: it comes back to {} instead of reaching another host",
+                hop_id(ns),
+                device.ifname,
+                hop_id(ns)
+            );
+            let stop = Stop {
+                disposition: Disposition::Loop,
+                id: "engine.loop",
+                reason,
+                evidence: self.file(ns, "ip-addr.json"),
+            };
+            return self.stop(hop, flow.branch, stop);
+        }
         // A next hop that is a node of the cluster whose dump is missing:
         // the snapshot cannot tell what happens there.
         let missing_node =
