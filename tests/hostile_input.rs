@@ -685,3 +685,54 @@ fn fdb_entry_pointing_at_its_own_node_is_a_loop_not_a_missing_dump() {
         diagnosis.findings
     );
 }
+
+#[test]
+fn unparseable_dump_is_said_unreadable_not_missing() {
+    let snap = common::copy_snapshot("examples/flannel-vxlan");
+    std::fs::write(
+        snap.path().join("nodes/node-1/host/ip-route.json"),
+        "{\"broken",
+    )
+    .expect("break the routes");
+    let (snapshot, problems) = skoop::snapshot::Snapshot::load(snap.path()).expect("loads");
+    assert_eq!(
+        problems.len(),
+        1,
+        "the broken file is a problem: {problems:#?}"
+    );
+    let diagnosis = common::diagnose(
+        &std::sync::Arc::new(snapshot),
+        "default/web-0",
+        "default/web-3:8080",
+        skoop::engine::Protocol::Tcp,
+        None,
+    );
+    let finding = common::only(&diagnosis, "snapshot.unreadable");
+    assert_eq!(finding.hop, "node-1");
+    assert!(
+        finding
+            .message
+            .contains("ip-route.json of node-1 is in the snapshot but unreadable")
+            && finding.message.contains("ip-route.json:1:"),
+        "{}",
+        finding.message
+    );
+    assert!(
+        common::with_id(&diagnosis, "snapshot.missing").is_empty(),
+        "{:#?}",
+        diagnosis.findings
+    );
+    // The packs say the same, once.
+    let pack_says = diagnosis
+        .findings
+        .iter()
+        .find(|f| f.id == "flannel.route.remote-pod-cidr")
+        .expect("flannel's route check");
+    assert!(
+        pack_says.message.starts_with(
+            "cannot tell: ip-route.json of node/node-1 is in the snapshot but unreadable"
+        ),
+        "{}",
+        pack_says.message
+    );
+}

@@ -223,6 +223,12 @@ pub(crate) fn convert(finding: packs::Finding, hop: &str, hop_index: usize) -> F
             "check failed to run: ",
         ),
     };
+    // A pack's own message may already say so.
+    let prefix = if finding.message.starts_with(prefix) {
+        ""
+    } else {
+        prefix
+    };
     let mut evidence: Vec<String> = finding.evidence.iter().map(ToString::to_string).collect();
     if let Some(remediation) = &finding.remediation {
         evidence.push(format!("remediation: {remediation}"));

@@ -407,8 +407,15 @@ impl Evaluator<'_> {
         dir: &Path,
         dump: &crate::snapshot::netns::NetnsDump,
     ) -> Outcome {
-        let not_collected =
-            |file: &str| Stop::Unknown(format!("{file} of {} was not collected", ctx.subject));
+        let not_collected = |file: &str| {
+            Stop::Unknown(match dump.unreadable.get(file) {
+                Some(why) => format!(
+                    "{file} of {} is in the snapshot but unreadable ({why})",
+                    ctx.subject
+                ),
+                None => format!("{file} of {} was not collected", ctx.subject),
+            })
+        };
         let fail = |actual: String, expected: String, evidence: Evidence| {
             Ok(vec![Failure {
                 actual,

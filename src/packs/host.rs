@@ -811,9 +811,13 @@ fn dump_part<'a, T>(
     let Some(entry) = netns.entry() else {
         return Insufficient::raise(format!("no dump of {} in the snapshot", netns.id));
     };
-    match part(&entry.dump) {
-        Some(value) => Ok(value),
-        None => Insufficient::raise(format!("{file} of {} was not collected", netns.id)),
+    match (part(&entry.dump), entry.dump.unreadable.get(file)) {
+        (Some(value), _) => Ok(value),
+        (None, Some(why)) => Insufficient::raise(format!(
+            "{file} of {} is in the snapshot but unreadable ({why})",
+            netns.id
+        )),
+        (None, None) => Insufficient::raise(format!("{file} of {} was not collected", netns.id)),
     }
 }
 

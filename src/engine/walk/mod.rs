@@ -339,18 +339,39 @@ impl<'s> Walker<'s, '_> {
         }
     }
 
-    /// A stop for want of a dump file.
+    /// A stop for want of a dump file. `what` names the files (or the
+    /// whole dump); a file that is there but unreadable is said to be so,
+    /// with why, not to be missing.
     fn missing(&self, ns: &NetnsId, what: &str, to_do: &str) -> Stop {
+        let entry = self.snapshot.namespaces.get(ns);
+        let unreadable: Vec<(&str, &String)> = entry
+            .map(|e| {
+                e.dump
+                    .unreadable
+                    .iter()
+                    .filter(|(file, _)| what.contains(*file))
+                    .map(|(file, why)| (*file, why))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let evidence = entry.map_or_else(|| hop_id(ns), |e| e.dir.display().to_string());
+        if let Some((file, why)) = unreadable.first() {
+            return Stop::unknown(
+                "snapshot.unreadable",
+                format!(
+                    "{file} of {} is in the snapshot but unreadable ({why}), needed to {to_do}",
+                    hop_id(ns)
+                ),
+                evidence,
+            );
+        }
         Stop::unknown(
             "snapshot.missing",
             format!(
                 "the snapshot lacks {what} for {}, needed to {to_do}",
                 hop_id(ns)
             ),
-            self.snapshot
-                .namespaces
-                .get(ns)
-                .map_or_else(|| hop_id(ns), |e| e.dir.display().to_string()),
+            evidence,
         )
     }
 }

@@ -100,6 +100,10 @@ pub struct NetnsDump {
     pub ipvs: Option<ipvs::IpvsConfig>,
     pub sysctls: Option<sysctl::Sysctls>,
     pub sockets: Option<Vec<sockets::ListeningSocket>>,
+    /// Dump files that are there but could not be read or parsed, by name,
+    /// with the first problem (`FILE:LINE:COLUMN: what`): not the same as
+    /// not collected, and said so.
+    pub unreadable: std::collections::BTreeMap<&'static str, String>,
 }
 
 impl NetnsDump {
@@ -116,8 +120,9 @@ impl NetnsDump {
             dir,
             boundary,
             problems: Vec::new(),
+            unreadable: Default::default(),
         };
-        let dump = NetnsDump {
+        let mut dump = NetnsDump {
             links: files.load("ip-link.json", link::parse),
             addrs: files.load("ip-addr.json", addr::parse),
             routes: files.load("ip-route.json", route::parse),
@@ -130,7 +135,9 @@ impl NetnsDump {
             ipvs: files.load("ipvsadm.txt", ipvs::parse),
             sysctls: files.load("sysctl.txt", sysctl::parse),
             sockets: files.load("ss.txt", sockets::parse),
+            unreadable: Default::default(),
         };
+        dump.unreadable = files.unreadable;
         (dump, files.problems)
     }
 
@@ -164,28 +171,37 @@ struct DumpReader<'a> {
     dir: &'a Path,
     boundary: &'a Boundary,
     problems: Vec<Problem>,
+    unreadable: std::collections::BTreeMap<&'static str, String>,
 }
 
 impl DumpReader<'_> {
     /// Reads and parses one dump file. A missing file is simply not
     /// collected; an unreadable one, one over its size cap, one that is not
     /// a regular file inside the boundary, or not UTF-8, is a problem.
-    fn load<T>(&mut self, name: &str, parse: fn(&str) -> Parsed<T>) -> Option<T> {
+    fn load<T>(&mut self, name: &'static str, parse: fn(&str) -> Parsed<T>) -> Option<T> {
         let path = self.dir.join(name);
         let text = match self.boundary.read_text(&path, input::dump_file(name)) {
             Ok(Some(text)) => text,
             Ok(None) => return None,
             Err(problem) => {
+                self.unreadable.insert(name, problem.to_string());
                 self.problems.push(problem);
                 return None;
             }
         };
         let (value, issues) = parse(&text);
-        self.problems.extend(
-            issues
-                .into_iter()
-                .map(|issue| Problem::from_issue(&path, issue)),
-        );
+        let problems: Vec<Problem> = issues
+            .into_iter()
+            .map(|issue| Problem::from_issue(&path, issue))
+            .collect();
+        if value.is_none() {
+            let why = problems.first().map_or_else(
+                || format!("{}: not parsed", path.display()),
+                Problem::to_string,
+            );
+            self.unreadable.insert(name, why);
+        }
+        self.problems.extend(problems);
         value
     }
 }
