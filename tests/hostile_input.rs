@@ -736,3 +736,33 @@ fn unparseable_dump_is_said_unreadable_not_missing() {
         pack_says.message
     );
 }
+
+#[test]
+fn veth_that_is_its_own_peer_is_an_inconsistent_dump_not_a_missing_one() {
+    let snap = common::copy_snapshot("examples/flannel-vxlan");
+    let links = snap.path().join("nodes/node-1/host/ip-link.json");
+    common::edit_json(&links, |links| {
+        let veth = links
+            .iter_mut()
+            .find(|l| l["ifname"] == "veth53842afe")
+            .expect("web-0's veth");
+        veth["link_index"] = veth["ifindex"].clone();
+        veth.as_object_mut().expect("a link").remove("link_netnsid");
+    });
+    let diagnosis = common::diagnose(
+        &common::load(snap.path()),
+        "default/web-3",
+        "default/web-0:8080",
+        skoop::engine::Protocol::Tcp,
+        None,
+    );
+    let finding = common::only(&diagnosis, "snapshot.unreadable");
+    assert!(
+        finding
+            .message
+            .contains("veth53842afe of node-1 names itself as its veth peer"),
+        "{}",
+        finding.message
+    );
+    assert!(common::with_id(&diagnosis, "snapshot.missing").is_empty());
+}

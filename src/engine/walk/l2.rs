@@ -215,6 +215,29 @@ impl<'s> Walker<'s, '_> {
             .filter(|port| port.link_index.is_some() && self.topology.veth_peer(ns, port).is_none())
             .map(|port| port.ifname.as_str())
             .collect();
+        // A veth naming itself as its peer, in its own namespace (no
+        // link-netnsid): no kernel reports that; the dump is inconsistent,
+        // not missing.
+        let self_peered: Vec<&str> = self
+            .topology
+            .bridge_ports(ns, bridge)
+            .into_iter()
+            .filter(|port| port.link_index == Some(port.ifindex) && port.link_netnsid.is_none())
+            .map(|port| port.ifname.as_str())
+            .collect();
+        if !self_peered.is_empty() && self_peered.len() == unknown.len() {
+            let (names, its, it) = match self_peered.len() {
+                1 => ("names itself as its", "its", "it"),
+                _ => ("name themselves as their", "their", "them"),
+            };
+            let reason = format!(
+                "{} of {} {names} veth peer (the link index is {its} own, in the same namespace), which no kernel reports: ip-link.json is inconsistent, and what is behind {it} cannot be told",
+                self_peered.join(", "),
+                hop_id(ns)
+            );
+            let stop = Stop::unknown("snapshot.unreadable", reason, self.file(ns, "ip-link.json"));
+            return self.stop(hop, branch, stop);
+        }
         if !unknown.is_empty() {
             let owner =
                 self.snapshot
