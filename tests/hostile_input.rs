@@ -766,3 +766,72 @@ fn veth_that_is_its_own_peer_is_an_inconsistent_dump_not_a_missing_one() {
     );
     assert!(common::with_id(&diagnosis, "snapshot.missing").is_empty());
 }
+
+/// The VXLAN example with `rules` added at the top of node-1's FORWARD chain.
+fn with_forward_rules(rules: &[String]) -> tempfile::TempDir {
+    let snap = common::copy_snapshot("examples/flannel-vxlan");
+    let path = snap.path().join("nodes/node-1/host/iptables-save.txt");
+    let text = std::fs::read_to_string(&path).expect("node-1's rules");
+    let mut out = Vec::new();
+    let mut in_filter = false;
+    let mut added = false;
+    let lines: Vec<&str> = text.lines().collect();
+    for (i, line) in lines.iter().enumerate() {
+        out.push(line.to_string());
+        in_filter |= *line == "*filter";
+        let last_declaration =
+            line.starts_with(':') && !lines.get(i + 1).is_some_and(|next| next.starts_with(':'));
+        if in_filter && !added && last_declaration {
+            out.extend(rules.iter().cloned());
+            added = true;
+        }
+    }
+    assert!(added, "node-1 has a filter table");
+    std::fs::write(&path, out.join("\n") + "\n").expect("write the rules");
+    snap
+}
+
+#[test]
+fn sampled_rules_that_change_nothing_do_not_fork_the_paths() {
+    let rules: Vec<String> = (0..8)
+        .map(|k| {
+            format!(
+                "-A FORWARD -m statistic --mode random --probability 0.50000000000 -j LOG --log-prefix \"sample{k} \""
+            )
+        })
+        .collect();
+    let snap = with_forward_rules(&rules);
+    let diagnosis = common::web_0_to_web_3(snap.path());
+    assert_eq!(diagnosis.paths.len(), 1, "one path, not 2^16");
+    assert_eq!(
+        diagnosis.disposition(),
+        skoop::engine::Disposition::Delivered
+    );
+}
+
+#[test]
+fn sampled_rules_that_each_change_the_packet_are_bounded_not_exploding() {
+    // Eight sampled MARKs, each going on to the next: 256 ways through
+    // node-1's FORWARD chain, and again on the way back.
+    let rules: Vec<String> = (0..8)
+        .map(|k| {
+            let bit = 1u32 << (k + 8);
+            format!(
+                "-A FORWARD -m statistic --mode random --probability 0.50000000000 -j MARK --set-xmark {bit:#x}/{bit:#x}"
+            )
+        })
+        .collect();
+    let snap = with_forward_rules(&rules);
+    let diagnosis = common::web_0_to_web_3(snap.path());
+    assert!(
+        diagnosis.paths.len() < 5000,
+        "{} paths",
+        diagnosis.paths.len()
+    );
+    assert_eq!(
+        diagnosis.disposition(),
+        skoop::engine::Disposition::InsufficientInfo
+    );
+    let bound = common::only(&diagnosis, "engine.too-many-paths");
+    assert!(bound.message.contains("4096 paths"), "{}", bound.message);
+}

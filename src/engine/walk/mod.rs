@@ -87,6 +87,10 @@ const EPHEMERAL_PORT: u16 = 40000;
 
 /// A walk longer than this is a loop the per-visit check did not catch.
 const MAX_VISITS: usize = 64;
+/// The most paths one diagnosis follows. Ways through netfilter past it
+/// end `insufficient_info`: sampled rules that each change the packet
+/// double the paths at every namespace they are met in, request and reply.
+const MAX_PATHS: usize = 4096;
 
 /// The kernel models of every namespace, built once per walk.
 struct Models<'s> {
@@ -306,6 +310,32 @@ impl<'s> Walker<'s, '_> {
                     flow,
                     arrival,
                 } => pending.push(self.enter(&place, flow, arrival)),
+                Next::Netfilter(place, followed) if self.paths.len() >= MAX_PATHS => {
+                    let reason = format!(
+                        "the diagnosis has followed {MAX_PATHS} paths already (its bound): this way through the netfilter rules of {} is not followed",
+                        hop_id(&place.ns)
+                    );
+                    // One finding says so; every way cut short ends the same.
+                    if self
+                        .findings
+                        .iter()
+                        .any(|f| f.id == "engine.too-many-paths")
+                    {
+                        let hop = place.hop;
+                        self.step(
+                            hop,
+                            Step::Stopped {
+                                disposition: Disposition::InsufficientInfo,
+                                reason,
+                            },
+                        );
+                        self.record_path(followed.branch, Disposition::InsufficientInfo);
+                    } else {
+                        let evidence = self.file(&place.ns, "iptables-save.txt");
+                        let stop = Stop::unknown("engine.too-many-paths", reason, evidence);
+                        self.record_stop(place.hop, followed.branch, stop);
+                    }
+                }
                 Next::Netfilter(place, followed) => {
                     pending.push(self.after_netfilter(&place, *followed))
                 }

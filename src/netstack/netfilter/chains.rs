@@ -24,6 +24,11 @@ const MAX_RULE_VISITS: usize = 100_000;
 
 /// Most branches one DNAT/SNAT address range is split into.
 const MAX_RANGE_BRANCHES: u128 = 256;
+/// The most ways one table walk forks into from sampled rules
+/// (`-m statistic`): enough for a Service's endpoints, which each end the
+/// walk (a jump to its DNAT), but not for sampled rules that each change the
+/// packet and go on, which double the ways each.
+const MAX_SAMPLED_BRANCHES: usize = 4096;
 
 /// One way the packet can go, while it is still being evaluated.
 #[derive(Debug, Clone)]
@@ -214,6 +219,30 @@ impl<'a> Walk<'_, 'a, '_> {
                 branch.stop_unknown(format!(
                     "{} {} rule {} (line {}): {why}",
                     table.name, chain.name, rule.number, rule.line
+                ));
+                out.push(branch);
+                return;
+            }
+            if probability < 1.0 && passive(rule.target.as_ref()) {
+                // A sampled rule that changes nothing (LOG, NFLOG, TRACE):
+                // firing or not, the packet goes on the same; one branch.
+                branch.trace.push(step(
+                    Tri::True,
+                    Some(Assumption::Statistic {
+                        fires: true,
+                        share: probability,
+                    }),
+                ));
+                continue;
+            }
+            if probability < 1.0 && pending.len() + out.len() + 1 >= MAX_SAMPLED_BRANCHES {
+                // Each sampled rule that changes the packet doubles the
+                // ways through the table: past the bound, the walk says
+                // which rule it stopped at instead of following them all.
+                branch.trace.push(step(Tri::Unknown, None));
+                branch.stop_unknown(format!(
+                    "{} {} rule {} (line {}): more than {MAX_SAMPLED_BRANCHES} ways through table {} from sampled (statistic) rules; the rest are not followed",
+                    table.name, chain.name, rule.number, rule.line, table.name
                 ));
                 out.push(branch);
                 return;
