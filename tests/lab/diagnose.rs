@@ -236,6 +236,24 @@ const REAL_COMPONENT_FAULTS: &[Fault] = &[
         mtu: None,
     },
     Fault {
+        name: "kube-proxy stopped on node-1, then the Service's targetPort changed (node-1 still sends to the old port)",
+        inject: Inject::Components(|lab, real| {
+            real.stop(lab, 0, "kube-proxy");
+            let ports = serde_json::json!([{"name": "http", "port": 80, "protocol": "TCP",
+                                             "targetPort": 9090}]);
+            real.patch_service("web", serde_json::json!({"spec": {"ports": ports}}));
+            // node-2's kube-proxy has the new port: the change is out.
+            real.wait_rules(1, "nat", "kube-proxy.log", |rules| rules.contains(":9090"));
+        }),
+        blamed: None,
+        expected: Disposition::Delivered,
+        protocol: Protocol::Tcp,
+        port: Some(80),
+        finds: Some("kube-proxy.rules.stale"),
+        to: To::Service("web"),
+        mtu: None,
+    },
+    Fault {
         name: "flanneld stopped on node-1, then node-3 joined (no route to its pods)",
         inject: Inject::Components(|lab, real| {
             real.stop(lab, 0, "flanneld");

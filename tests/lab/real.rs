@@ -618,6 +618,17 @@ impl RealCluster {
         self.components.start_felix(lab, &self.cluster.nodes[node]);
     }
 
+    /// Merge-patches the Service `name` of the lab's namespace, as a user
+    /// edits it.
+    pub fn patch_service(&self, name: &str, patch: Value) {
+        let resource = ApiResource::from_gvk(&GroupVersionKind::gvk("", "v1", "Service"));
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(self.client.clone(), APP_NAMESPACE, &resource);
+        self.runtime
+            .block_on(api.patch(name, &PatchParams::default(), &Patch::Merge(patch)))
+            .unwrap_or_else(|e| panic!("patch Service {name}: {e}"));
+    }
+
     /// Creates `object` in the cluster, as a user applies it.
     pub fn create(&self, object: &Value) {
         self.runtime
