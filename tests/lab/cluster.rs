@@ -169,6 +169,9 @@ impl Cluster {
         for node in &cluster.nodes {
             node.ns.restore_iptables(&rules);
             node.ns.restore_iptables(&cni.iptables_rules(node));
+            // kube-proxy's iptables mode allows NodePorts on localhost.
+            node.ns
+                .run(&["sysctl", "-qw", "net.ipv4.conf.all.route_localnet=1"]);
         }
         cluster.start_listeners(lab);
         cluster

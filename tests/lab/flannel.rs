@@ -76,8 +76,9 @@ impl Cni for Flannel {
             "link add {BRIDGE} address {} mtu {mtu} type bridge",
             mac(&format!("{}/{BRIDGE}", node.name))
         ));
+        // With its broadcast address, as the bridge plugin adds it.
         ns.ip(&format!(
-            "addr add {}/{} dev {BRIDGE}",
+            "addr add {}/{} brd + dev {BRIDGE}",
             node.gateway(),
             node.pod_cidr.prefix_len()
         ));
@@ -95,6 +96,12 @@ impl Cni for Flannel {
             "addr add {}/32 dev {VTEP}",
             node.pod_cidr.network()
         ));
+        // flanneld turns router advertisements off on its VXLAN device.
+        ns.run(&[
+            "sysctl",
+            "-qw",
+            &format!("net/ipv6/conf/{VTEP}/accept_ra=0"),
+        ]);
         ns.ip(&format!("link set {VTEP} up"));
     }
 
