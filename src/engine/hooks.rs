@@ -32,6 +32,9 @@ pub(crate) struct Encapsulation {
     /// The inner frame's destination MAC (the remote tunnel device's), when
     /// the pack knows it.
     pub mac: Option<MacAddr>,
+    /// The bytes the pack says the tunnel adds; checked by the walker
+    /// against its own model of the tunnel.
+    pub overhead: Option<u32>,
 }
 
 /// A service proxy's translation of a packet (`service`).
@@ -138,7 +141,7 @@ impl<'s> Intent<'s> {
                 .optional(ip, "an Ip", name)?
                 .ok_or_else(|| field.malformed(format!("{name} is missing")))
         };
-        let encapsulation = Encapsulation {
+        Ok(Some(Encapsulation {
             kind: field.text("kind")?,
             dev: field.text("dev")?,
             outer_src: required_ip("outer_src")?,
@@ -146,26 +149,8 @@ impl<'s> Intent<'s> {
             port: field.optional(integer, "a port", "port")?,
             vni: field.optional(integer, "a VNI", "vni")?,
             mac: field.optional(|v| string(v)?.parse().ok(), "a MAC address", "mac")?,
-        };
-        // The bytes a tunnel adds follow from its kind and the outer
-        // header's family; an answer that says otherwise is wrong, not a
-        // setting, and is not replaced silently.
-        let overhead: Option<u32> = field.optional(integer, "a byte count", "overhead")?;
-        let expected = match (encapsulation.kind.as_str(), encapsulation.outer_dst) {
-            ("vxlan", IpAddr::V4(_)) => Some(50),
-            ("vxlan", IpAddr::V6(_)) => Some(70),
-            ("ipip", _) => Some(20),
-            _ => None,
-        };
-        if let (Some(overhead), Some(expected)) = (overhead, expected)
-            && overhead != expected
-        {
-            return Err(field.malformed(format!(
-                "overhead is {overhead}, but {} to {} adds {expected} bytes",
-                encapsulation.kind, encapsulation.outer_dst
-            )));
-        }
-        Ok(Some(encapsulation))
+            overhead: field.optional(integer, "a byte count", "overhead")?,
+        }))
     }
 
     /// The first answer of a service proxy pack; `None` when no pack takes

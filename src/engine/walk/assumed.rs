@@ -484,6 +484,24 @@ impl<'s> Walker<'s, '_> {
                 return self.stop(hop, flow.branch, self.unmodelled_tunnel(reason));
             }
         };
+        // The bytes a tunnel adds follow from its kind: an answer that says
+        // otherwise is wrong, not a setting, and is not replaced silently.
+        if let Some(overhead) = encapsulation.overhead
+            && overhead != encapsulated.overhead()
+        {
+            let problem = format!(
+                "overhead is {overhead}, but {} to {} adds {} bytes",
+                encapsulation.kind,
+                encapsulation.outer_dst,
+                encapsulated.overhead()
+            );
+            let undecided = Undecided::Malformed {
+                pack: self.cni_name(),
+                hook: "encapsulation",
+                problem,
+            };
+            return self.undecided(hop, flow.branch, undecided);
+        }
         let header = TunnelHeader {
             encapsulation: encapsulated,
             device: encapsulation.dev,
