@@ -587,20 +587,6 @@ fn yaml_duplicate_key_is_positioned_at_the_duplicate() {
     );
 }
 
-/// Copies a directory tree (a pack) into `to`.
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("create the copy");
-    for entry in std::fs::read_dir(from).expect("read the pack") {
-        let entry = entry.expect("an entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("its type").is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy a file");
-        }
-    }
-}
-
 #[test]
 fn hook_answer_outside_its_contract_is_said_not_replaced() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -619,7 +605,7 @@ fn hook_answer_outside_its_contract_is_said_not_replaced() {
         // out of its contract; it replaces the built-in one by its name.
         let packs = tempfile::tempdir().expect("temp dir");
         let pack = packs.path().join("flannel");
-        copy_tree(&root.join("plugins/flannel"), &pack);
+        common::copy_dir(&root.join("plugins/flannel"), &pack);
         let checks = pack.join("checks.rhai");
         let script = std::fs::read_to_string(&checks).expect("the scripts");
         let honest = "overhead: flannel::overhead(backend)";

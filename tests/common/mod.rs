@@ -24,7 +24,8 @@ pub fn copy_snapshot(from: &str) -> tempfile::TempDir {
     dir
 }
 
-fn copy_dir(from: &Path, to: &Path) {
+/// Copies a directory tree (a snapshot, a pack) into `to`.
+pub fn copy_dir(from: &Path, to: &Path) {
     fs::create_dir_all(to).unwrap();
     for entry in fs::read_dir(from).unwrap() {
         let entry = entry.unwrap();

@@ -12,8 +12,6 @@ use std::sync::Mutex;
 
 use skoop::engine::{self, Disposition, Endpoint, LinkKind, PacketSize, Protocol, Request};
 use skoop::packs::{LoadedPacks, builtin_sources};
-use skoop::snapshot::Snapshot;
-use std::sync::Arc;
 
 use crate::calico::{self, Calico};
 use crate::cluster::{Cluster, Cni, OUTSIDE_IP, Pod, Topology};
@@ -1630,17 +1628,6 @@ fn save_if_this_case(name: &str, snapshot: &std::path::Path) {
     }
 }
 
-/// A snapshot that loads without problems.
-fn load(dir: &std::path::Path) -> Arc<Snapshot> {
-    let (loaded, problems) = Snapshot::load(dir).expect("a snapshot");
-    assert!(
-        problems.is_empty(),
-        "problems in the snapshot at {}: {problems:#?}",
-        dir.display()
-    );
-    Arc::new(loaded)
-}
-
 /// One row of the agreement table.
 struct Row {
     topology: String,
@@ -1758,7 +1745,7 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
         (LabKind::Scripted(cni), _) => {
             snapshot::collect(cluster, cni, dir.path());
             save_if_this_case(&name, dir.path());
-            let diagnosis = engine::diagnose(&load(dir.path()), &request, &packs)
+            let diagnosis = engine::diagnose(&live::load(dir.path()), &request, &packs)
                 .expect("the request resolves");
             // The same cluster collected through a real API server holding
             // its objects (`skoop collect cluster --node-exec`) must answer
@@ -1783,7 +1770,8 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
                 "{name}: the kernel's answer changed while the snapshot was collected \
                  (a component repaired or changed the fault)"
             );
-            engine::diagnose(&load(dir.path()), &request, &packs).expect("the request resolves")
+            engine::diagnose(&live::load(dir.path()), &request, &packs)
+                .expect("the request resolves")
         }
         (LabKind::Real(_), None) => unreachable!("a real cluster was built"),
     };

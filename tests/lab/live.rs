@@ -137,7 +137,8 @@ pub fn outline(diagnosis: &Diagnosis) -> String {
     lines.join("\n")
 }
 
-fn load(dir: &Path) -> Arc<Snapshot> {
+/// A snapshot that loads without problems.
+pub fn load(dir: &Path) -> Arc<Snapshot> {
     let (snapshot, problems) = Snapshot::load(dir).expect("a snapshot");
     assert!(problems.is_empty(), "{}: {problems:#?}", dir.display());
     Arc::new(snapshot)
