@@ -28,7 +28,8 @@ seed() {
     fi
     case $target in
     netns_dumps)
-        find "$root/tests/fixtures/dumps" "$root/examples/flannel-vxlan/nodes/node-1" \
+        find "$root/tests/fixtures/dumps" "$root/tests/fixtures/nft" \
+            "$root/examples/flannel-vxlan/nodes/node-1" \
             -type f -size -256k -exec cp {} "$dir/" \; ;;
     cluster_objects)
         find "$root/tests/fixtures/cluster" "$root"/examples/*/cluster \

@@ -20,7 +20,7 @@
 //! flows:
 //!   - from: default/web-0
 //!     to: default/web-3:8080      # any --to form of skoop diagnose
-//!     protocol: tcp               # tcp (default), udp or icmp
+//!     protocol: tcp               # tcp (default), udp, sctp or icmp
 //!     disposition: neighbor_failed
 //!     findings: [kernel.fdb.missing]   # ids the diagnosis must report
 //!     absent: [core.pod.listener]      # ids it must not
@@ -203,9 +203,11 @@ fn read_flow(node: &yaml::Node, issues: &mut Issues) -> Option<Flow> {
         Some(At { value, pos }) => match value.as_str() {
             "tcp" => Some(Protocol::Tcp),
             "udp" => Some(Protocol::Udp),
+            "sctp" => Some(Protocol::Sctp),
             "icmp" => Some(Protocol::Icmp),
             other => {
-                issues.push(pos.issue(format!("protocol is tcp, udp or icmp, not {other:?}")));
+                issues
+                    .push(pos.issue(format!("protocol is tcp, udp, sctp or icmp, not {other:?}")));
                 None
             }
         },

@@ -340,11 +340,312 @@ fn edited_example(file: &str, from: &str, to: &str) -> tempfile::TempDir {
             .unwrap();
         assert!(status.success());
     }
-    let path = dir.path().join(file);
+    edit(dir.path(), file, from, to);
+    dir
+}
+
+/// Replaces `from` by `to` in `file` of the snapshot at `dir`.
+fn edit(dir: &std::path::Path, file: &str, from: &str, to: &str) {
+    let path = dir.join(file);
     let text = std::fs::read_to_string(&path).unwrap();
     assert!(text.contains(from), "{from:?} in {file}");
     std::fs::write(&path, text.replace(from, to)).unwrap();
+}
+
+/// The VXLAN example with SCTP added as a cluster would have it (the lab's
+/// kernel has no sctp module, so no lab run can make this snapshot): every
+/// web pod declares 38412/SCTP and listens there (the line `ss -H -tulnS`
+/// prints for an SCTP endpoint), Service web has port ngap 38412/SCTP
+/// beside http, its EndpointSlice the port, and kube-proxy's rules for it on
+/// both nodes, written as kube-proxy writes an SCTP port's.
+fn sctp_example() -> tempfile::TempDir {
+    let dir = edited_example(
+        "cluster/pods.yaml",
+        "        name: http\n        protocol: TCP\n",
+        "        name: http\n        protocol: TCP\n      - containerPort: 38412\n        name: ngap\n        protocol: SCTP\n",
+    );
+    let dir_path = dir.path();
+    edit(
+        dir_path,
+        "cluster/services.yaml",
+        "      targetPort: 8080\n",
+        "      targetPort: 8080\n    - name: ngap\n      port: 38412\n      protocol: SCTP\n      targetPort: 38412\n",
+    );
+    edit(
+        dir_path,
+        "cluster/endpointslices.yaml",
+        "  - name: http\n    port: 8080\n    protocol: TCP\n",
+        "  - name: http\n    port: 8080\n    protocol: TCP\n  - name: ngap\n    port: 38412\n    protocol: SCTP\n",
+    );
+    let pods = [
+        ("10.244.1.2", "0.25000000000"),
+        ("10.244.1.3", "0.33333333349"),
+        ("10.244.2.2", "0.50000000000"),
+        ("10.244.2.3", ""),
+    ];
+    let mut chains = String::from(":KUBE-SVC-NGAPSCTP00000000 - [0:0]\n");
+    let mut rules = String::from(
+        "-A KUBE-SERVICES -d 10.96.0.100/32 -p sctp -m comment --comment \"default/web:ngap cluster IP\" -m sctp --dport 38412 -j KUBE-SVC-NGAPSCTP00000000\n\
+         -A KUBE-SVC-NGAPSCTP00000000 ! -s 10.244.0.0/16 -d 10.96.0.100/32 -p sctp -m comment --comment \"default/web:ngap cluster IP\" -m sctp --dport 38412 -j KUBE-MARK-MASQ\n",
+    );
+    for (n, (ip, probability)) in pods.iter().enumerate() {
+        let sep = format!("KUBE-SEP-NGAPSCTP0000000{n}");
+        chains.push_str(&format!(":{sep} - [0:0]\n"));
+        let statistic = match *probability {
+            "" => String::new(),
+            p => format!(" -m statistic --mode random --probability {p}"),
+        };
+        rules.push_str(&format!(
+            "-A KUBE-SVC-NGAPSCTP00000000 -m comment --comment \"default/web:ngap -> {ip}:38412\"{statistic} -j {sep}\n\
+             -A {sep} -s {ip}/32 -m comment --comment \"default/web:ngap\" -j KUBE-MARK-MASQ\n\
+             -A {sep} -p sctp -m comment --comment \"default/web:ngap\" -m sctp -j DNAT --to-destination {ip}:38412\n"
+        ));
+    }
+    for node in ["node-1", "node-2"] {
+        let file = format!("nodes/{node}/host/iptables-save.txt");
+        let svc = ":KUBE-SVC-CDGGSHYLG3RE2FKL - [0:0]\n";
+        edit(dir_path, &file, svc, &format!("{svc}{chains}"));
+        let nodeports = "-A KUBE-SERVICES -m comment --comment \"kubernetes service nodeports";
+        edit(dir_path, &file, nodeports, &format!("{rules}{nodeports}"));
+    }
+    for (node, pod) in [
+        ("node-1", "web-0"),
+        ("node-1", "web-1"),
+        ("node-2", "web-2"),
+        ("node-2", "web-3"),
+    ] {
+        let listening = "tcp LISTEN 0      1      0.0.0.0:8080 0.0.0.0:*\n";
+        edit(
+            dir_path,
+            &format!("nodes/{node}/pods/default/{pod}/ss.txt"),
+            listening,
+            &format!("{listening}sctp LISTEN 0      128    0.0.0.0:38412 0.0.0.0:*\n"),
+        );
+    }
     dir
+}
+
+/// The socket each path was delivered to, and the hop that took it.
+fn deliveries(report: &Value) -> Vec<(String, String)> {
+    let mut found: Vec<(String, String)> = report["hops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|hop| {
+            hop["steps"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|s| s["kind"] == "delivered")
+                .map(move |s| {
+                    (
+                        hop["id"].as_str().unwrap().to_string(),
+                        s["socket"].as_str().unwrap().to_string(),
+                    )
+                })
+        })
+        .filter(|(_, socket)| !socket.contains("the sender's connection"))
+        .collect();
+    found.sort();
+    found
+}
+
+#[test]
+fn an_sctp_service_port_is_dnated_by_its_sctp_rules_to_listening_endpoints() {
+    let dir = sctp_example();
+    let (code, report) = json_in(
+        dir.path(),
+        &[
+            "--from",
+            "default/web-0",
+            "--to",
+            "svc/default/web",
+            "--protocol",
+            "sctp",
+        ],
+    );
+    assert_eq!(code, Some(0), "{report:#}");
+    assert_eq!(report["disposition"], "delivered");
+    assert_eq!(
+        report["paths"].as_array().unwrap().len(),
+        4,
+        "one per endpoint"
+    );
+    let socket = "sctp 0.0.0.0:38412".to_string();
+    assert_eq!(
+        deliveries(&report),
+        [
+            "default/web-0",
+            "default/web-1",
+            "default/web-2",
+            "default/web-3"
+        ]
+        .map(|pod| (pod.to_string(), socket.clone()))
+    );
+    let text = report.to_string();
+    assert!(
+        text.contains("dnat 10.96.0.100:38412 -> 10.244.2.3:38412"),
+        "{text}"
+    );
+    // The links carry the protocol as a field too.
+    let protocols: Vec<&str> = report["links"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|l| l["packet_fields"]["protocol"].as_str())
+        .collect();
+    assert!(protocols.contains(&"sctp"), "{protocols:?}");
+    // The same Service over TCP: port 80, the one TCP port of two.
+    let (code, tcp) = json_in(
+        dir.path(),
+        &["--from", "default/web-0", "--to", "svc/default/web"],
+    );
+    assert_eq!(code, Some(0), "{tcp:#}");
+    assert!(
+        tcp.to_string()
+            .contains("dnat 10.96.0.100:80 -> 10.244.2.3:8080")
+    );
+}
+
+#[test]
+fn an_sctp_flow_to_a_pod_is_delivered_where_an_sctp_endpoint_listens_and_refused_elsewhere() {
+    let dir = sctp_example();
+    // The pod's one declared SCTP port is the flow's.
+    let output = Command::new(env!("CARGO_BIN_EXE_skoop"))
+        .args(["diagnose", "--snapshot"])
+        .arg(dir.path())
+        .args([
+            "--from",
+            "default/web-0",
+            "--to",
+            "default/web-3",
+            "--protocol",
+            "sctp",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    assert!(
+        text.starts_with("default/web-0 -> default/web-3 (10.244.2.3:38412 sctp): delivered\n"),
+        "{text}"
+    );
+    for expected in [
+        "flannel.1 decapsulates: 10.244.1.2 -> 10.244.2.3:38412 sctp",
+        "delivered to sctp 0.0.0.0:38412",
+    ] {
+        assert!(text.contains(expected), "missing {expected:?} in:\n{text}");
+    }
+    // The dump lists SCTP endpoints, so none on 9999 means none listens.
+    let (code, report) = json_in(
+        dir.path(),
+        &[
+            "--from",
+            "default/web-0",
+            "--to",
+            "default/web-3:9999",
+            "--protocol",
+            "sctp",
+        ],
+    );
+    assert_eq!(code, Some(1));
+    assert_eq!(report["disposition"], "no_listener");
+    let finding = &report["findings"][0];
+    assert_eq!(finding["id"], "kernel.socket.no-listener");
+    assert!(
+        finding["message"].as_str().unwrap().contains(
+            "nothing in default/web-3 listens on sctp port 9999 (the kernel answers with an ABORT)"
+        ),
+        "{finding}"
+    );
+}
+
+/// The bundled example was collected with `ss -H -tuln`, which lists no
+/// SCTP socket: whether anything listens on SCTP is unknown there, never
+/// "nothing listens".
+#[test]
+fn an_sctp_flow_on_a_dump_without_sctp_listing_is_insufficient_info_not_no_listener() {
+    let (code, report) = json(&[
+        "--from",
+        "default/web-0",
+        "--to",
+        "default/web-3:38412",
+        "--protocol",
+        "sctp",
+    ]);
+    assert_eq!(code, Some(1), "{report:#}");
+    assert_eq!(report["disposition"], "insufficient_info");
+    let ids: Vec<&str> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["id"].as_str().unwrap())
+        .collect();
+    assert!(!ids.contains(&"kernel.socket.no-listener"), "{ids:?}");
+    let finding = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "kernel.socket.unknown")
+        .unwrap_or_else(|| panic!("kernel.socket.unknown in {report:#}"));
+    assert_eq!(finding["hop"], "default/web-3");
+    assert_eq!(finding["severity"], "warning");
+    assert!(
+        finding["message"]
+            .as_str()
+            .unwrap()
+            .contains("ss.txt lists no SCTP socket at all"),
+        "{finding}"
+    );
+    // The pack's listener check at that hop cannot tell either.
+    assert!(
+        !report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["id"] == "core.hop.listener" && f["severity"] == "critical"),
+        "{report:#}"
+    );
+    // The walk itself crossed both nodes and the VXLAN tunnel as SCTP.
+    let hops: Vec<&str> = report["hops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(hops, ["default/web-0", "node-1", "node-2", "default/web-3"]);
+}
+
+#[test]
+fn an_sctp_flow_to_a_tcp_only_service_port_is_a_usage_error() {
+    let output = diagnose(&[
+        "--from",
+        "default/web-0",
+        "--to",
+        "svc/default/web:80",
+        "--protocol",
+        "sctp",
+    ]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("service default/web has no sctp port 80 (its port 80 is TCP)"),
+        "{stderr}"
+    );
+    let output = diagnose(&[
+        "--from",
+        "default/web-0",
+        "--to",
+        "svc/default/web",
+        "--protocol",
+        "sctp",
+    ]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("service default/web has no sctp port (its ports: 80/TCP)"),
+        "{stderr}"
+    );
 }
 
 /// `skoop diagnose --snapshot DIR ARGS -o json`: the exit code and the report.
@@ -416,6 +717,8 @@ fn help_explains_size() {
         "Walk packets of this size (IP header included) with DF set",
         "stops the path (mtu_exceeded)",
         "--protocol icmp --size mtu",
+        "--protocol sctp",
+        "sctp: Whether an SCTP endpoint listens",
     ] {
         assert!(help.contains(expected), "missing {expected:?} in:\n{help}");
     }

@@ -35,7 +35,13 @@ fn a_flow_that_is_diagnosed_otherwise_fails_the_case_and_says_how() {
              \x20 - from: default/web-0\n\
              \x20   to: default/web-3:9999\n\
              \x20   disposition: delivered\n\
-             \x20   findings: [kernel.route.none]\n",
+             \x20   findings: [kernel.route.none]\n\
+             \x20 - from: default/web-0\n\
+             \x20   to: default/web-3:38412\n\
+             \x20   protocol: sctp\n\
+             \x20   disposition: insufficient_info\n\
+             \x20   findings: [kernel.socket.unknown]\n\
+             \x20   absent: [kernel.socket.no-listener]\n",
             example.display()
         ),
     )
@@ -57,6 +63,8 @@ fn a_flow_that_is_diagnosed_otherwise_fails_the_case_and_says_how() {
         !text.contains("default/web-3:8080: expected"),
         "the delivered flow passes: {text}"
     );
+    // An SCTP flow on a dump that lists no SCTP socket: unknown, as expected.
+    assert!(!text.contains("default/web-3:38412"), "{text}");
 }
 
 #[test]

@@ -1,7 +1,10 @@
-//! `examples/flannel-vxlan-real`, collected live (`skoop collect cluster
-//! --node-exec`) from the lab on real components: it loads without a
-//! problem, it is what the real components wrote (not the scripted lab's
-//! layout), and the commands its README shows diagnose as it says.
+//! `examples/flannel-vxlan-real` and `examples/flannel-vxlan-nftables-real`
+//! (kube-proxy in nftables mode), collected live (`skoop collect cluster
+//! --node-exec`) from the lab on real components: each loads without a
+//! problem, is what the real components wrote (not the scripted lab's
+//! layout), and the commands its README shows run as it says.
+
+mod common;
 
 use std::path::Path;
 use std::process::Command;
@@ -12,13 +15,19 @@ use skoop::packs::{LoadedPacks, builtin_sources};
 use skoop::snapshot::Snapshot;
 
 const EXAMPLE: &str = "examples/flannel-vxlan-real";
+const NFTABLES_EXAMPLE: &str = "examples/flannel-vxlan-nftables-real";
 
 fn root() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(EXAMPLE)
 }
 
 fn diagnose(to: &str) -> engine::Diagnosis {
-    let (snapshot, problems) = Snapshot::load(&root()).expect("the example loads");
+    diagnose_in(EXAMPLE, to)
+}
+
+fn diagnose_in(example: &str, to: &str) -> engine::Diagnosis {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join(example);
+    let (snapshot, problems) = Snapshot::load(&root).expect("the example loads");
     assert!(problems.is_empty(), "{problems:#?}");
     let request = Request {
         from: "default/web-0".parse::<Endpoint>().expect("a pod"),
@@ -81,30 +90,116 @@ fn pods_and_services_diagnose_as_kube_proxy_programmed_them() {
     );
 }
 
+/// kube-proxy in nftables mode: its rules are in node-1's nftables table
+/// `ip kube-proxy`, none in iptables, and the walker follows them.
+#[test]
+fn kube_proxy_in_nftables_mode_is_followed_through_its_table() {
+    let host = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(NFTABLES_EXAMPLE)
+        .join("nodes/node-1/host");
+    let iptables = std::fs::read_to_string(host.join("iptables-save.txt")).expect("iptables");
+    assert!(
+        !iptables.contains("KUBE-"),
+        "no kube-proxy chain in iptables"
+    );
+    let nft = std::fs::read_to_string(host.join("nft-ruleset.json")).expect("nft");
+    assert!(nft.contains(r#""name": "kube-proxy""#));
+    let web = diagnose_in(NFTABLES_EXAMPLE, "svc/default/web");
+    assert_eq!(web.disposition(), Disposition::Delivered);
+    assert_eq!(web.paths.len(), 4, "one path per endpoint");
+    let nobody = diagnose_in(NFTABLES_EXAMPLE, "svc/default/web-nobody");
+    assert_eq!(nobody.disposition(), Disposition::DeniedByNetfilter);
+    let denied = nobody
+        .findings
+        .iter()
+        .find(|f| f.hop == "node-1" && f.id == "kernel.netfilter.denied")
+        .unwrap_or_else(|| panic!("{:#?}", nobody.findings));
+    assert!(
+        denied
+            .message
+            .contains("chain reject-chain (nftables table ip kube-proxy, FORWARD)"),
+        "{}",
+        denied.message
+    );
+    assert!(
+        denied.evidence.contains("nft-ruleset.json:1:")
+            && denied
+                .evidence
+                .ends_with("reject with icmp port-unreachable"),
+        "{}",
+        denied.evidence
+    );
+}
+
 /// The README's commands, as a user runs them.
 #[test]
 fn the_readme_commands_run() {
-    let readme = std::fs::read_to_string(root().join("README.md")).expect("the README");
-    let commands: Vec<&str> = readme
-        .lines()
-        .filter(|l| l.starts_with("skoop diagnose --snapshot examples/flannel-vxlan-real"))
-        .collect();
-    assert!(commands.len() >= 2, "the README shows its commands");
-    for command in commands {
-        let args: Vec<&str> = command.split_whitespace().skip(1).collect();
-        let output = Command::new(env!("CARGO_BIN_EXE_skoop"))
-            .args(&args)
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .output()
-            .expect("run skoop");
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        // Exit 0 for a delivered flow, 1 for one that is not: both report.
+    for example in [EXAMPLE, NFTABLES_EXAMPLE] {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join(example);
+        let readme = std::fs::read_to_string(root.join("README.md")).expect("the README");
+        let commands: Vec<&str> = readme
+            .lines()
+            .filter(|l| l.starts_with("skoop ") && l.contains(example))
+            .collect();
         assert!(
-            matches!(output.status.code(), Some(0 | 1)),
-            "{command}: {}\n{stdout}{}",
-            output.status,
-            String::from_utf8_lossy(&output.stderr)
+            commands.len() >= 2,
+            "{example}: the README shows its commands"
         );
-        assert!(stdout.contains("path 1 of"), "{command}:\n{stdout}");
+        for command in commands {
+            let args: Vec<&str> = command.split_whitespace().skip(1).collect();
+            let output = Command::new(env!("CARGO_BIN_EXE_skoop"))
+                .args(&args)
+                .current_dir(env!("CARGO_MANIFEST_DIR"))
+                .output()
+                .expect("run skoop");
+            let stdout = String::from_utf8_lossy(&output.stdout);
+            // Exit 0 for a delivered flow (or accepted packet), 1 for one
+            // that is not: both report.
+            assert!(
+                matches!(output.status.code(), Some(0 | 1)),
+                "{command}: {}\n{stdout}{}",
+                output.status,
+                String::from_utf8_lossy(&output.stderr)
+            );
+            let reported = if args[0] == "diagnose" {
+                stdout.contains("path 1 of")
+            } else {
+                stdout.contains("trace:")
+            };
+            assert!(reported, "{command}:\n{stdout}");
+        }
     }
+}
+
+/// kube-proxy's `kube-proxy.rules.stale` reads the nftables table too: an
+/// endpoint its service chain still translates to, which the slices do not
+/// list, is named.
+#[test]
+fn a_stale_endpoint_in_kube_proxys_nftables_table_is_named() {
+    let dir = common::copy_snapshot(NFTABLES_EXAMPLE);
+    let rules = dir.path().join("nodes/node-1/host/nft-ruleset.json");
+    let text = std::fs::read_to_string(&rules).expect("node-1's nft ruleset");
+    let stale = text.replace(r#"["10.244.1.3", 8080]"#, r#"["10.244.1.9", 8080]"#);
+    assert_ne!(stale, text, "the example's service chains name web-3");
+    std::fs::write(&rules, stale).expect("write the ruleset");
+    let diagnosis = common::diagnose(
+        &common::load(dir.path()),
+        "default/web-0",
+        "svc/default/web",
+        Protocol::Tcp,
+        None,
+    );
+    // One finding per service chain that names it; `web`'s among them.
+    let stale = common::with_id(&diagnosis, "kube-proxy.rules.stale");
+    let web = stale
+        .iter()
+        .find(|f| f.message.contains("/web/tcp/http of table ip kube-proxy"))
+        .unwrap_or_else(|| panic!("{stale:#?}"));
+    assert_eq!(web.hop, "node-1");
+    assert!(
+        web.message
+            .contains("send default/web (port http) to 10.244.1.9:8080"),
+        "{}",
+        web.message
+    );
 }

@@ -6,12 +6,12 @@ use std::process::ExitCode;
 use clap::{Args, Subcommand};
 use skoop::collect::live::Wanted;
 use skoop::collect::{CollectReport, collect_local};
-use skoop::engine::{Endpoint, Protocol, Request};
+use skoop::engine::{Endpoint, Request};
 use skoop::snapshot::netns::DUMP_FILES;
 
-use super::EXIT_USAGE;
 use super::live::{LiveArgs, Stopped, Summary, collect_flow, print_outcomes, runtime};
 use super::packs::LoadArgs;
+use super::{EXIT_USAGE, ProtocolArg};
 
 #[derive(Debug, Subcommand)]
 pub enum CollectCommand {
@@ -92,6 +92,9 @@ pub struct ClusterArgs {
     to: Option<Endpoint>,
     #[arg(long)]
     port: Option<u16>,
+    /// The flow's protocol (with --for-flow), as `skoop diagnose --protocol`.
+    #[arg(long, value_enum, default_value_t = ProtocolArg::Tcp, requires = "for_flow")]
+    protocol: ProtocolArg,
     #[command(flatten)]
     live: LiveArgs,
     #[command(flatten)]
@@ -169,7 +172,7 @@ fn cluster(args: Box<ClusterArgs>) -> ExitCode {
                 from,
                 to,
                 port: args.port,
-                protocol: Protocol::Tcp,
+                protocol: args.protocol.into(),
                 size: None,
             };
             collect_flow(collection, &packs, &request).await?;

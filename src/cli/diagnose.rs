@@ -16,7 +16,7 @@ use tempfile::TempDir;
 
 use super::live::{LiveArgs, Stopped, Summary, collect_flow, print_outcomes};
 use super::packs::LoadArgs;
-use super::{EXIT_USAGE, OutputFormat, print_json, report_problems};
+use super::{EXIT_USAGE, OutputFormat, ProtocolArg, print_json, report_problems};
 
 /// Follow a packet hop by hop through a cluster and say where it stops.
 ///
@@ -44,6 +44,7 @@ use super::{EXIT_USAGE, OutputFormat, print_json, report_problems};
 ///   skoop diagnose --snapshot examples/flannel-vxlan --from default/web-0 --to svc/default/web
 ///   skoop diagnose --snapshot snap --from node/node-1 --to 10.244.2.3 --protocol icmp -o json
 ///   skoop diagnose --snapshot snap --from default/web-0 --to default/web-3 --protocol icmp --size mtu
+///   skoop diagnose --snapshot snap --from default/web-0 --to svc/default/signalling --protocol sctp
 ///
 /// Exit status: 0 when every path is delivered and nothing fatal was found,
 /// 1 otherwise (the report is printed either way), 2 for bad arguments or
@@ -68,10 +69,13 @@ pub struct DiagnoseArgs {
     /// service (svc/NS/NAME[:PORT]) or an address (IP[:PORT], [IPv6]:PORT).
     #[arg(long, value_name = "DST", value_parser = super::parse_endpoint)]
     to: Endpoint,
-    /// Destination port (tcp, udp); also accepted as DST:PORT. Not needed for a
-    /// service with one port or a pod declaring one container port.
+    /// Destination port (tcp, udp, sctp); also accepted as DST:PORT. Not
+    /// needed for a service with one port of the protocol or a pod declaring
+    /// one container port of it.
     #[arg(long, value_parser = super::parse_port)]
     port: Option<u16>,
+    /// The flow's protocol. A service's port and a pod's declared port are
+    /// those of this protocol.
     #[arg(long, value_enum, default_value_t = ProtocolArg::Tcp)]
     protocol: ProtocolArg,
     /// Walk packets of this size (IP header included) with DF set, as
@@ -97,15 +101,6 @@ pub struct DiagnoseArgs {
     output: OutputFormat,
 }
 
-/// The IP protocol of the flow.
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-enum ProtocolArg {
-    Tcp,
-    Udp,
-    /// An echo request (ping).
-    Icmp,
-}
-
 pub fn run(args: Box<DiagnoseArgs>) -> ExitCode {
     let mut packs = match args.packs.load() {
         Ok(packs) => packs,
@@ -116,11 +111,7 @@ pub fn run(args: Box<DiagnoseArgs>) -> ExitCode {
     {
         return usage_error(args.output, format!("--cni: {e}"));
     }
-    let protocol = match args.protocol {
-        ProtocolArg::Tcp => Protocol::Tcp,
-        ProtocolArg::Udp => Protocol::Udp,
-        ProtocolArg::Icmp => Protocol::Icmp,
-    };
+    let protocol = Protocol::from(args.protocol);
     let request = Request {
         from: args.from.clone(),
         to: args.to.clone(),

@@ -202,6 +202,30 @@ fn parse_endpoint(text: &str) -> Result<skoop::engine::Endpoint, String> {
     }
 }
 
+/// `--protocol`: the IP protocol of a flow.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum ProtocolArg {
+    Tcp,
+    Udp,
+    /// Whether an SCTP endpoint listens is known from an ss.txt that lists
+    /// SCTP (`ss -H -tulnS`), else unknown.
+    Sctp,
+    /// An echo request (ping).
+    Icmp,
+}
+
+impl From<ProtocolArg> for skoop::engine::Protocol {
+    fn from(arg: ProtocolArg) -> Self {
+        use skoop::engine::Protocol;
+        match arg {
+            ProtocolArg::Tcp => Protocol::Tcp,
+            ProtocolArg::Udp => Protocol::Udp,
+            ProtocolArg::Sctp => Protocol::Sctp,
+            ProtocolArg::Icmp => Protocol::Icmp,
+        }
+    }
+}
+
 /// A packet mark as iptables and iproute2 print it: decimal or 0x-hex.
 fn parse_mark(text: &str) -> Result<u32, String> {
     let parsed = match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {

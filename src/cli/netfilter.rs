@@ -1,5 +1,5 @@
-//! `skoop netfilter trace`: one packet through one namespace's iptables
-//! rules, as the kernel would run it, with every rule visited.
+//! `skoop netfilter trace`: one packet through one namespace's iptables and
+//! nftables rules, as the kernel would run them, with every rule visited.
 
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -17,17 +17,21 @@ use skoop::snapshot::Problem;
 use skoop::snapshot::input::{self, read_text};
 use skoop::snapshot::netns::NetnsDump;
 use skoop::snapshot::netns::iptables::{self, Protocol, TcpFlagBits};
+use skoop::snapshot::netns::nft;
 
 use super::{EXIT_USAGE, OutputFormat, parse_mark, print_json, report_problems};
 
 #[derive(Debug, Subcommand)]
 pub enum NetfilterCommand {
-    /// What the iptables rules of one namespace do with a packet, rule by rule.
+    /// What the iptables and nftables rules of one namespace do with a packet,
+    /// rule by rule.
     ///
-    /// The packet goes through the hooks of its path in kernel order (raw,
-    /// mangle, nat, filter), with jumps, gotos, RETURNs and policies; NAT and
-    /// MARK rewrite it for the rules after them. A `statistic` rule or a
-    /// multipath route splits the result into outcomes, each with its
+    /// The packet goes through the hooks of its path; at each hook the
+    /// iptables tables (raw, mangle, nat, filter) and the nftables base
+    /// chains in the kernel's priority order, with jumps, gotos, returns and
+    /// policies; NAT and marks rewrite it for the rules after them. A
+    /// `statistic` rule, an nftables `numgen` or a multipath route splits the
+    /// result into outcomes, each with its
     /// probability. A rule the model cannot evaluate makes its outcome
     /// `unknown`, naming the rule.
     ///
@@ -42,11 +46,13 @@ pub enum NetfilterCommand {
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("input").required(true).args(["netns", "rules"])))]
 pub struct TraceArgs {
-    /// A namespace dump directory (iptables-save.txt; ip-route.json, ip-rule.json,
-    /// ip-addr.json for routing and local addresses; ipset-save.txt for sets).
+    /// A namespace dump directory (iptables-save.txt and nft-ruleset.json;
+    /// ip-route.json, ip-rule.json, ip-addr.json for routing and local
+    /// addresses; ipset-save.txt for sets).
     #[arg(long, value_name = "DIR")]
     netns: Option<PathBuf>,
-    /// An iptables-save file alone (no routing: give --local-ip and --out-iface).
+    /// A ruleset file alone: iptables-save output, or `nft -j list ruleset`
+    /// (told apart by content). No routing: give --local-ip and --out-iface.
     #[arg(long, value_name = "FILE")]
     rules: Option<PathBuf>,
     /// Source address.
@@ -58,10 +64,10 @@ pub struct TraceArgs {
     /// Protocol.
     #[arg(long, value_enum)]
     proto: Proto,
-    /// Source port (tcp, udp).
+    /// Source port (tcp, udp, sctp).
     #[arg(long, default_value_t = 40000, value_parser = super::parse_port)]
     sport: u16,
-    /// Destination port (tcp, udp: required).
+    /// Destination port (tcp, udp, sctp: required).
     #[arg(long, value_parser = super::parse_port)]
     dport: Option<u16>,
     /// Which way the packet goes through the namespace.
@@ -92,6 +98,7 @@ pub struct TraceArgs {
 enum Proto {
     Tcp,
     Udp,
+    Sctp,
     Icmp,
 }
 
@@ -119,13 +126,8 @@ pub fn run(command: NetfilterCommand) -> ExitCode {
     }
 }
 
-/// What the command reads: the rules and, from a namespace dump, the rest.
-struct Input {
-    ruleset: iptables::Ruleset,
-    dump: NetnsDump,
-}
-
-fn load(args: &TraceArgs) -> Result<Input, ExitCode> {
+/// Reads the rules and, from a namespace dump, the rest.
+fn load(args: &TraceArgs) -> Result<NetnsDump, ExitCode> {
     let usage = |message: String| {
         err!("error: {message}");
         ExitCode::from(EXIT_USAGE)
@@ -137,15 +139,15 @@ fn load(args: &TraceArgs) -> Result<Input, ExitCode> {
                 dir.display()
             )));
         }
-        let (mut dump, problems) = NetnsDump::load(dir);
+        let (dump, problems) = NetnsDump::load(dir);
         report_problems(&problems);
-        let Some(ruleset) = dump.iptables.take() else {
+        if dump.iptables.is_none() && dump.nftables.is_none() {
             return Err(usage(format!(
-                "{}: no readable iptables-save.txt",
+                "{}: no readable iptables-save.txt or nft-ruleset.json",
                 dir.display()
             )));
-        };
-        return Ok(Input { ruleset, dump });
+        }
+        return Ok(dump);
     }
     let Some(file) = &args.rules else {
         return Err(usage("give --netns DIR or --rules FILE".into()));
@@ -155,28 +157,39 @@ fn load(args: &TraceArgs) -> Result<Input, ExitCode> {
         Ok(None) => return Err(usage(format!("{}: no such file", file.display()))),
         Err(problem) => return Err(usage(problem.to_string())),
     };
-    let (ruleset, issues) = iptables::parse(&text);
+    // `nft -j` writes one JSON object; iptables-save never starts with `{`.
+    let is_nft = text.trim_start().starts_with('{');
+    let mut dump = NetnsDump::default();
+    let issues = if is_nft {
+        let (ruleset, issues) = nft::parse(&text);
+        dump.nftables = ruleset;
+        issues
+    } else {
+        let (ruleset, issues) = iptables::parse(&text);
+        dump.iptables = ruleset;
+        issues
+    };
     let problems: Vec<Problem> = issues
         .into_iter()
         .map(|issue| Problem::from_issue(file, issue))
         .collect();
     report_problems(&problems);
-    let Some(ruleset) = ruleset else {
-        return Err(usage(format!(
-            "{}: not an iptables-save dump",
-            file.display()
-        )));
-    };
-    Ok(Input {
-        ruleset,
-        dump: NetnsDump::default(),
-    })
+    if dump.iptables.is_none() && dump.nftables.is_none() {
+        let what = if is_nft {
+            "not `nft -j list ruleset` output"
+        } else {
+            "not an iptables-save dump"
+        };
+        return Err(usage(format!("{}: {what}", file.display())));
+    }
+    Ok(dump)
 }
 
 fn packet(args: &TraceArgs) -> Result<Packet, String> {
     let proto = match args.proto {
         Proto::Tcp => Protocol::TCP,
         Proto::Udp => Protocol::UDP,
+        Proto::Sctp => Protocol::SCTP,
         Proto::Icmp => Protocol::ICMP,
     };
     if args.src.is_ipv4() != args.dst.is_ipv4() {
@@ -209,11 +222,11 @@ fn trace(args: TraceArgs) -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
-    let input = match load(&args) {
-        Ok(input) => input,
+    let dump = match load(&args) {
+        Ok(dump) => dump,
         Err(code) => return code,
     };
-    let dump = &input.dump;
+    let dump = &dump;
     let fib = match (&dump.rules, &dump.routes, &dump.addrs) {
         (Some(rules), Some(routes), Some(addrs)) => {
             Some(Fib::new(rules, routes, addrs, dump.sysctls.as_ref()))
@@ -225,7 +238,10 @@ fn trace(args: TraceArgs) -> ExitCode {
         interfaces: dump.addrs.as_deref().unwrap_or_default(),
         local_addresses: &args.local_ip,
     };
-    let netfilter = Netfilter::new(&input.ruleset, dump.ipsets.as_ref());
+    let Some(netfilter) = Netfilter::from_dump(dump) else {
+        err!("error: no ruleset to trace");
+        return ExitCode::from(EXIT_USAGE);
+    };
     let path = match args.path {
         PathArg::Received => PacketPath::Received,
         PathArg::Forward => PacketPath::Forward,
@@ -303,9 +319,31 @@ enum StepJson {
         chain: String,
         policy: &'static str,
     },
+    /// An nftables rule: `handle` and the rule's position in the JSON dump.
+    #[serde(rename = "nft_rule")]
+    NftRule {
+        hook: &'static str,
+        table: String,
+        chain: String,
+        handle: Option<u64>,
+        line: usize,
+        column: usize,
+        text: String,
+        #[serde(rename = "match")]
+        matched: Tri,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        assumption: Option<String>,
+    },
+    #[serde(rename = "nft_policy")]
+    NftPolicy {
+        hook: &'static str,
+        table: String,
+        chain: String,
+        policy: &'static str,
+    },
     Translation {
         hook: &'static str,
-        table: &'static str,
+        table: String,
         kind: &'static str,
         before: String,
         after: String,
@@ -404,6 +442,38 @@ impl From<&Step<'_>> for StepJson {
                     iptables::Policy::Drop => "DROP",
                 },
             },
+            Step::NftRule {
+                hook,
+                table,
+                chain,
+                rule,
+                matched,
+                assumption,
+            } => StepJson::NftRule {
+                hook: hook_name(*hook),
+                table: table.to_string(),
+                chain: chain.to_string(),
+                handle: rule.handle,
+                line: rule.position.0,
+                column: rule.position.1,
+                text: rule.text(),
+                matched: *matched,
+                assumption: assumption.map(|a| a.to_string()),
+            },
+            Step::NftPolicy {
+                hook,
+                table,
+                chain,
+                policy,
+            } => StepJson::NftPolicy {
+                hook: hook_name(*hook),
+                table: table.to_string(),
+                chain: chain.to_string(),
+                policy: match policy {
+                    nft::Policy::Accept => "accept",
+                    nft::Policy::Drop => "drop",
+                },
+            },
             Step::Translation {
                 hook,
                 table,
@@ -439,7 +509,7 @@ impl From<&Step<'_>> for StepJson {
                 };
                 StepJson::Translation {
                     hook: hook_name(*hook),
-                    table: table.as_str(),
+                    table: table.to_string(),
                     kind,
                     before,
                     after,
@@ -535,6 +605,14 @@ fn print_text(json: &TraceJson) {
     }
 }
 
+fn matched_word(matched: Tri) -> &'static str {
+    match matched {
+        Tri::True => "match",
+        Tri::False => "no match",
+        Tri::Unknown => "UNKNOWN",
+    }
+}
+
 fn step_line(step: &StepJson) -> String {
     match step {
         StepJson::Rule {
@@ -547,11 +625,7 @@ fn step_line(step: &StepJson) -> String {
             matched,
             assumption,
         } => {
-            let matched = match matched {
-                Tri::True => "match",
-                Tri::False => "no match",
-                Tri::Unknown => "UNKNOWN",
-            };
+            let matched = matched_word(*matched);
             let mut out =
                 format!("{hook} {table} {chain} #{rule} (line {line}): {matched}: {text}");
             if let Some(assumption) = assumption {
@@ -560,6 +634,33 @@ fn step_line(step: &StepJson) -> String {
             out
         }
         StepJson::Policy {
+            hook,
+            table,
+            chain,
+            policy,
+        } => format!("{hook} {table} {chain}: policy {policy}"),
+        StepJson::NftRule {
+            hook,
+            table,
+            chain,
+            handle,
+            line,
+            column,
+            text,
+            matched,
+            assumption,
+        } => {
+            let handle = handle.map_or_else(String::new, |h| format!(" handle {h}"));
+            let mut out = format!(
+                "{hook} {table} {chain}{handle} (line {line}:{column}): {}: {text}",
+                matched_word(*matched)
+            );
+            if let Some(assumption) = assumption {
+                out.push_str(&format!(" [{assumption}]"));
+            }
+            out
+        }
+        StepJson::NftPolicy {
             hook,
             table,
             chain,

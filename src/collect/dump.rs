@@ -13,7 +13,11 @@
 //!   `nf_tables`, `ip_set` and the `*_diag` modules on a modular kernel. These
 //!   register no packet hooks and create no tables or sets (checked: after
 //!   `iptables-save` in a fresh namespace `nft list ruleset` is still empty),
-//!   so the packet path is unchanged and they run as they are.
+//!   so the packet path is unchanged and they run as they are. `ss -S` never
+//!   loads `sctp` itself, which would change how the kernel answers SCTP
+//!   packets: the kernel requests a protocol's diag module only once the
+//!   protocol is registered (`sock_load_diag_module`), so without SCTP `ss`
+//!   just lists no SCTP socket.
 //! - `ip`, `bridge` and `sysctl` only read.
 //!
 //! What the tools print in a fresh, empty namespace (iproute2 6.1, iptables

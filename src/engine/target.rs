@@ -5,7 +5,7 @@ use std::fmt;
 use std::net::IpAddr;
 use std::str::FromStr;
 
-use crate::snapshot::cluster::{IpOwner, Pod};
+use crate::snapshot::cluster::{IpOwner, Pod, Protocol as PortProtocol, ServicePort};
 use crate::snapshot::{NetnsId, Snapshot};
 
 /// A source or destination as the user writes it.
@@ -62,6 +62,10 @@ pub enum TargetError {
     PortRequired(Protocol),
     #[error("service {0}/{1} has no port {2}")]
     UnknownServicePort(String, String, u16),
+    #[error("service {0}/{1} has no {3} port {2} (its port {2} is {4})")]
+    WrongServicePortProtocol(String, String, u16, Protocol, String),
+    #[error("service {0}/{1} has no {2} port (its ports: {3})")]
+    NoServicePortOfProtocol(String, String, Protocol, String),
 }
 
 impl FromStr for Endpoint {
@@ -170,10 +174,13 @@ impl fmt::Display for Endpoint {
     }
 }
 
+/// The protocol of a flow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Protocol {
     Tcp,
     Udp,
+    Sctp,
+    /// An echo request.
     Icmp,
 }
 
@@ -182,7 +189,24 @@ impl Protocol {
         match self {
             Protocol::Tcp => "tcp",
             Protocol::Udp => "udp",
+            Protocol::Sctp => "sctp",
             Protocol::Icmp => "icmp",
+        }
+    }
+
+    /// Whether its packets carry ports.
+    pub fn has_ports(self) -> bool {
+        self != Protocol::Icmp
+    }
+
+    /// The protocol of a Kubernetes port (a Service's, an EndpointSlice's, a
+    /// container's, a NetworkPolicy's) that carries this flow; ICMP has none.
+    pub fn port_protocol(self) -> Option<PortProtocol> {
+        match self {
+            Protocol::Tcp => Some(PortProtocol::Tcp),
+            Protocol::Udp => Some(PortProtocol::Udp),
+            Protocol::Sctp => Some(PortProtocol::Sctp),
+            Protocol::Icmp => None,
         }
     }
 }
@@ -263,25 +287,21 @@ pub(crate) struct Resolved {
 
 pub(crate) fn resolve(snapshot: &Snapshot, request: &Request) -> Result<Resolved, TargetError> {
     let (source, src) = resolve_source(snapshot, &request.from)?;
-    let (dst, target_port) = resolve_destination(snapshot, &request.to)?;
+    let (dst, target_port) = resolve_destination(snapshot, &request.to, request.protocol)?;
     let dport = match (request.port, target_port) {
         (Some(a), Some(b)) if a != b => return Err(TargetError::ConflictingPorts(a, b)),
         (Some(port), _) | (None, Some(port)) => Some(port),
-        (None, None) if request.protocol == Protocol::Icmp => None,
+        (None, None) if !request.protocol.has_ports() => None,
         (None, None) => match &request.to {
             Endpoint::Pod {
                 namespace, name, ..
-            } => single_declared_port(snapshot, namespace, name)
+            } => single_declared_port(snapshot, namespace, name, request.protocol)
                 .ok_or(TargetError::PortRequired(request.protocol))?,
             _ => return Err(TargetError::PortRequired(request.protocol)),
         }
         .into(),
     };
-    let dport = if request.protocol == Protocol::Icmp {
-        None
-    } else {
-        dport
-    };
+    let dport = dport.filter(|_| request.protocol.has_ports());
     let target = match dport {
         Some(port) => std::net::SocketAddr::new(dst, port).to_string(),
         None => dst.to_string(),
@@ -375,9 +395,13 @@ fn pod_namespace(
     ))
 }
 
+/// The destination's address, and its port when the endpoint names one: a
+/// Service's port is one of the flow's protocol (a Service may have port 53
+/// for TCP and for UDP, and an SCTP-only port takes no TCP flow).
 fn resolve_destination(
     snapshot: &Snapshot,
     to: &Endpoint,
+    protocol: Protocol,
 ) -> Result<(IpAddr, Option<u16>), TargetError> {
     match to {
         Endpoint::Pod {
@@ -417,17 +441,56 @@ fn resolve_destination(
                 .cluster_ips
                 .first()
                 .ok_or_else(|| TargetError::ServiceWithoutIp(namespace.clone(), name.clone()))?;
+            // ICMP has no ports: any of the Service's will do.
+            let carries = |p: &&ServicePort| {
+                protocol
+                    .port_protocol()
+                    .is_none_or(|wanted| p.protocol == wanted)
+            };
             let port = match port {
-                Some(port) if service.ports.iter().any(|p| p.port == *port) => Some(*port),
                 Some(port) => {
-                    return Err(TargetError::UnknownServicePort(
-                        namespace.clone(),
-                        name.clone(),
-                        *port,
-                    ));
+                    let numbered: Vec<&ServicePort> =
+                        service.ports.iter().filter(|p| p.port == *port).collect();
+                    if numbered.is_empty() {
+                        return Err(TargetError::UnknownServicePort(
+                            namespace.clone(),
+                            name.clone(),
+                            *port,
+                        ));
+                    }
+                    if !numbered.iter().any(carries) {
+                        let theirs: Vec<&str> =
+                            numbered.iter().map(|p| p.protocol.as_str()).collect();
+                        return Err(TargetError::WrongServicePortProtocol(
+                            namespace.clone(),
+                            name.clone(),
+                            *port,
+                            protocol,
+                            theirs.join(" and "),
+                        ));
+                    }
+                    Some(*port)
                 }
-                None if service.ports.len() == 1 => Some(service.ports[0].port),
-                None => None,
+                None => {
+                    let mut ports = service.ports.iter().filter(carries);
+                    match (ports.next(), ports.next()) {
+                        (Some(only), None) => Some(only.port),
+                        (None, _) if !service.ports.is_empty() => {
+                            let theirs: Vec<String> = service
+                                .ports
+                                .iter()
+                                .map(|p| format!("{}/{}", p.port, p.protocol))
+                                .collect();
+                            return Err(TargetError::NoServicePortOfProtocol(
+                                namespace.clone(),
+                                name.clone(),
+                                protocol,
+                                theirs.join(", "),
+                            ));
+                        }
+                        _ => None,
+                    }
+                }
             };
             Ok((*ip, port))
         }
@@ -435,13 +498,21 @@ fn resolve_destination(
     }
 }
 
-/// The one port a pod's containers declare, if exactly one.
-fn single_declared_port(snapshot: &Snapshot, namespace: &str, name: &str) -> Option<u16> {
+/// The one port of `protocol` a pod's containers declare, if exactly one.
+fn single_declared_port(
+    snapshot: &Snapshot,
+    namespace: &str,
+    name: &str,
+    protocol: Protocol,
+) -> Option<u16> {
     let pod = snapshot.cluster.pod(namespace, name)?;
-    let mut ports = pod
-        .containers
-        .iter()
-        .flat_map(|c| c.ports.iter().map(|p| p.container_port));
+    let wanted = protocol.port_protocol()?;
+    let mut ports = pod.containers.iter().flat_map(|c| {
+        c.ports
+            .iter()
+            .filter(move |p| p.protocol == wanted)
+            .map(|p| p.container_port)
+    });
     let first = ports.next()?;
     ports.next().is_none().then_some(first)
 }
@@ -546,6 +617,129 @@ mod tests {
                 "{bad}: {error}"
             );
         }
+    }
+
+    /// A node, a pod declaring 8080/TCP and 38412/SCTP, DNS on 53 over TCP
+    /// and UDP, and an SCTP-only Service (an AMF's NGAP port).
+    const CLUSTER: &str = r#"
+apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: Node
+  metadata: {name: n1}
+  status:
+    addresses: [{type: InternalIP, address: 172.18.0.11}]
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: amf-0, namespace: core}
+  spec:
+    nodeName: n1
+    containers:
+    - name: amf
+      ports:
+      - {containerPort: 8080}
+      - {containerPort: 38412, protocol: SCTP}
+  status:
+    phase: Running
+    podIP: 10.0.0.2
+    podIPs: [{ip: 10.0.0.2}]
+- apiVersion: v1
+  kind: Service
+  metadata: {name: dns, namespace: core}
+  spec:
+    clusterIP: 10.96.0.10
+    clusterIPs: [10.96.0.10]
+    ports:
+    - {name: dns-tcp, port: 53, protocol: TCP}
+    - {name: dns, port: 53, protocol: UDP}
+- apiVersion: v1
+  kind: Service
+  metadata: {name: ngap, namespace: core}
+  spec:
+    clusterIP: 10.96.0.50
+    clusterIPs: [10.96.0.50]
+    ports:
+    - {port: 38412, protocol: SCTP}
+"#;
+
+    /// Resolves `--to` from node n1 over `protocol` in [`CLUSTER`]: the
+    /// destination port, or the error.
+    fn port_to(to: &str, protocol: Protocol) -> Result<Option<u16>, TargetError> {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("cluster")).unwrap();
+        std::fs::write(dir.path().join("cluster/objects.yaml"), CLUSTER).unwrap();
+        let (snapshot, problems) = Snapshot::load(dir.path()).unwrap();
+        assert!(problems.is_empty(), "{problems:#?}");
+        let request = Request {
+            from: "node/n1".parse().unwrap(),
+            to: to.parse().unwrap(),
+            port: None,
+            protocol,
+            size: None,
+        };
+        resolve(&snapshot, &request).map(|resolved| resolved.dport)
+    }
+
+    #[test]
+    fn a_service_port_is_one_of_the_flows_protocol() {
+        assert_eq!(port_to("svc/core/ngap", Protocol::Sctp), Ok(Some(38412)));
+        assert_eq!(
+            port_to("svc/core/ngap:38412", Protocol::Sctp),
+            Ok(Some(38412))
+        );
+        // A TCP flow never takes the SCTP-only port.
+        assert_eq!(
+            port_to("svc/core/ngap:38412", Protocol::Tcp)
+                .unwrap_err()
+                .to_string(),
+            "service core/ngap has no tcp port 38412 (its port 38412 is SCTP)"
+        );
+        assert_eq!(
+            port_to("svc/core/ngap", Protocol::Tcp)
+                .unwrap_err()
+                .to_string(),
+            "service core/ngap has no tcp port (its ports: 38412/SCTP)"
+        );
+        // Port 53 for TCP and for UDP: the flow's protocol picks one.
+        assert_eq!(port_to("svc/core/dns", Protocol::Udp), Ok(Some(53)));
+        assert_eq!(port_to("svc/core/dns", Protocol::Tcp), Ok(Some(53)));
+        assert!(matches!(
+            port_to("svc/core/dns:53", Protocol::Sctp),
+            Err(TargetError::WrongServicePortProtocol(.., Protocol::Sctp, ref theirs)) if theirs == "TCP and UDP"
+        ));
+        assert!(matches!(
+            port_to("svc/core/dns", Protocol::Sctp),
+            Err(TargetError::NoServicePortOfProtocol(..))
+        ));
+        // ICMP has no ports: any Service will do.
+        assert_eq!(port_to("svc/core/ngap", Protocol::Icmp), Ok(None));
+        assert_eq!(port_to("svc/core/dns", Protocol::Icmp), Ok(None));
+    }
+
+    #[test]
+    fn a_pods_single_declared_port_is_one_of_the_flows_protocol() {
+        assert_eq!(port_to("core/amf-0", Protocol::Sctp), Ok(Some(38412)));
+        assert_eq!(port_to("core/amf-0", Protocol::Tcp), Ok(Some(8080)));
+        assert_eq!(
+            port_to("core/amf-0", Protocol::Udp),
+            Err(TargetError::PortRequired(Protocol::Udp))
+        );
+        assert_eq!(port_to("core/amf-0:9999", Protocol::Sctp), Ok(Some(9999)));
+    }
+
+    #[test]
+    fn every_flow_protocol_but_icmp_has_ports_and_a_kubernetes_port_protocol() {
+        for (protocol, port) in [
+            (Protocol::Tcp, Some(PortProtocol::Tcp)),
+            (Protocol::Udp, Some(PortProtocol::Udp)),
+            (Protocol::Sctp, Some(PortProtocol::Sctp)),
+            (Protocol::Icmp, None),
+        ] {
+            assert_eq!(protocol.port_protocol(), port);
+            assert_eq!(protocol.has_ports(), port.is_some());
+        }
+        assert_eq!(Protocol::Sctp.to_string(), "sctp");
     }
 
     #[test]

@@ -18,6 +18,7 @@ use crate::snapshot::netns::ipvs::{
 pub enum Transport {
     Tcp,
     Udp,
+    Sctp,
 }
 
 /// One real server a connection can be sent to.
@@ -62,6 +63,7 @@ impl<'a> Ipvs<'a> {
         let by_address = match transport {
             Transport::Tcp => ServiceAddress::Tcp(dst),
             Transport::Udp => ServiceAddress::Udp(dst),
+            Transport::Sctp => ServiceAddress::Sctp(dst),
         };
         let ipv6 = matches!(dst.ip(), IpAddr::V6(_));
         let service = self.config.service(&by_address).or_else(|| {
@@ -184,6 +186,28 @@ mod tests {
             ipvs.schedule(Transport::Tcp, "10.96.0.10:53".parse().unwrap(), 0),
             IpvsOutcome::NotVirtual
         );
+    }
+
+    #[test]
+    fn an_sctp_virtual_service_schedules_sctp_only() {
+        // kube-proxy's IPVS mode programs a Service's SCTP port so.
+        let config = ipvs(
+            "-A --sctp-service 10.96.0.50:38412 -s rr\n\
+             -a --sctp-service 10.96.0.50:38412 -r 10.244.1.2:38412 -m -w 1\n\
+             -a --sctp-service 10.96.0.50:38412 -r 10.244.2.3:38412 -m -w 1\n",
+        );
+        let ipvs = Ipvs::new(&config);
+        let dst = "10.96.0.50:38412".parse().unwrap();
+        assert_eq!(
+            shares(ipvs.schedule(Transport::Sctp, dst, 0)),
+            [
+                ("10.244.1.2:38412".into(), 0.5),
+                ("10.244.2.3:38412".into(), 0.5)
+            ]
+        );
+        for other in [Transport::Tcp, Transport::Udp] {
+            assert_eq!(ipvs.schedule(other, dst, 0), IpvsOutcome::NotVirtual);
+        }
     }
 
     #[test]

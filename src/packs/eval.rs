@@ -12,7 +12,6 @@ use rhai::{CallFnOptions, Dynamic, Engine, EvalAltResult, Scope};
 
 use super::host::{
     Insufficient, display, json_to_dynamic, link_is_up, link_kind, lladdr_text, service_map,
-    socket_protocol,
 };
 use super::model::*;
 use super::sandbox::{ScriptError, function_position};
@@ -23,6 +22,7 @@ use crate::snapshot::input::{self, Boundary};
 use crate::snapshot::netns::DUMP_FILES;
 use crate::snapshot::netns::neigh::NeighbourState;
 use crate::snapshot::netns::route::Destination;
+use crate::snapshot::netns::sockets::{self as ss, SocketProtocol};
 use crate::snapshot::problem::line_col;
 use crate::snapshot::{NetnsId, Snapshot};
 
@@ -652,11 +652,20 @@ impl Evaluator<'_> {
                     .sockets
                     .as_ref()
                     .ok_or_else(|| not_collected("ss.txt"))?;
-                let listening = sockets.iter().any(|s| {
-                    s.port.to_string() == port_text && socket_protocol(s.protocol) == protocol
-                });
+                let listening = sockets
+                    .iter()
+                    .any(|s| s.port.to_string() == port_text && s.protocol.as_str() == protocol);
                 if listening {
                     return Ok(Vec::new());
+                }
+                if protocol == SocketProtocol::Sctp.as_str()
+                    && !ss::lists(sockets, SocketProtocol::Sctp)
+                {
+                    return Err(Stop::Unknown(format!(
+                        "{}: {}",
+                        ctx.subject,
+                        ss::SCTP_UNLISTED
+                    )));
                 }
                 fail(
                     format!("nothing listens on {protocol} port {port_text}"),

@@ -29,7 +29,7 @@ use crate::snapshot::netns::addr::Family;
 use crate::snapshot::netns::iptables::{Protocol, Target};
 use crate::snapshot::netns::link::{Link, LinkFlag, LinkKind, OperState};
 use crate::snapshot::netns::route::{Destination, Route};
-use crate::snapshot::netns::sockets::{LocalAddress, SocketProtocol};
+use crate::snapshot::netns::sockets::LocalAddress;
 use crate::snapshot::netns::sysctl::Sysctls;
 
 type Fallible<T> = Result<T, Box<EvalAltResult>>;
@@ -904,6 +904,13 @@ fn register_netns(engine: &mut Engine) {
             matches!(n.id, NetnsId::Host { .. })
         })
         .register_get("collected", |n: &mut NetnsRef| n.entry().is_some())
+        // Whether the dump has a file (readable or not): a script asks
+        // before it reads a file older snapshots do not have.
+        .register_fn("has_file", |n: &mut NetnsRef, name: &str| {
+            n.entry().is_some_and(|e| {
+                e.dump.files_present().contains(&name) || e.dump.unreadable.contains_key(name)
+            })
+        })
         .register_fn("links", |n: &mut NetnsRef| -> Fallible<Array> {
             let links = dump_part(n, "ip-link.json", |d| d.links.as_ref())?;
             Ok(links.iter().map(link_map).collect())
@@ -938,6 +945,8 @@ fn register_netns(engine: &mut Engine) {
         })
         .register_fn("route_get", route_get)
         .register_fn("iptables_chain", iptables_chain)
+        .register_fn("nft_chain", nft_chain)
+        .register_fn("nft_map", nft_map)
         .register_fn("masquerades", masquerades)
         .register_fn("addresses", |n: &mut NetnsRef| -> Fallible<Array> {
             let addrs = dump_part(n, "ip-addr.json", |d| d.addrs.as_ref())?;
@@ -993,20 +1002,13 @@ fn register_netns(engine: &mut Engine) {
                         LocalAddress::Ip(ip) => ip.to_string(),
                     };
                     map([
-                        ("protocol", text(socket_protocol(s.protocol))),
+                        ("protocol", text(s.protocol.as_str())),
                         ("address", text(address)),
                         ("port", int(s.port)),
                     ])
                 })
                 .collect())
         });
-}
-
-pub fn socket_protocol(protocol: SocketProtocol) -> &'static str {
-    match protocol {
-        SocketProtocol::Tcp => "tcp",
-        SocketProtocol::Udp => "udp",
-    }
 }
 
 pub fn lladdr_text(address: &crate::snapshot::netns::link::LinkLayerAddress) -> String {
@@ -1078,6 +1080,75 @@ fn iptables_chain(n: &mut NetnsRef, table: &str, chain: &str) -> Fallible<Dynami
         })
         .collect();
     Ok(Dynamic::from_array(rules))
+}
+
+/// The nftables table `family name` of a namespace's ruleset, if any.
+fn nft_table<'a>(
+    n: &'a NetnsRef,
+    family: &str,
+    table: &str,
+) -> Fallible<Option<&'a crate::snapshot::netns::nft::Table>> {
+    let ruleset = dump_part(n, "nft-ruleset.json", |d| d.nftables.as_ref())?;
+    Ok(ruleset
+        .tables
+        .iter()
+        .find(|t| t.family.as_str() == family && t.name == table))
+}
+
+/// `netns.nft_chain(family, table, chain)`: the chain's rules in order, each
+/// `#{handle, line, column, text, comment, targets, dnat}` (`targets`: the
+/// chains it jumps or goes to; `dnat`: the `address:port`s it can translate
+/// to); `()` when the table or chain does not exist.
+fn nft_chain(n: &mut NetnsRef, family: &str, table: &str, chain: &str) -> Fallible<Dynamic> {
+    let Some(chain) = nft_table(n, family, table)?.and_then(|t| t.chain(chain)) else {
+        return Ok(Dynamic::UNIT);
+    };
+    let count = |value: usize| int(i64::try_from(value).unwrap_or(i64::MAX));
+    let rules: Array = chain
+        .rules
+        .iter()
+        .map(|rule| {
+            let targets: Array = rule.chain_targets().into_iter().map(text).collect();
+            let dnat: Array = rule.dnat_targets().into_iter().map(text).collect();
+            map([
+                (
+                    "handle",
+                    opt(rule.handle.map(|h| i64::try_from(h).unwrap_or(i64::MAX))),
+                ),
+                ("line", count(rule.position.0)),
+                ("column", count(rule.position.1)),
+                ("text", text(rule.text())),
+                ("comment", opt(rule.comment.clone())),
+                ("targets", Dynamic::from_array(targets)),
+                ("dnat", Dynamic::from_array(dnat)),
+            ])
+        })
+        .collect();
+    Ok(Dynamic::from_array(rules))
+}
+
+/// `netns.nft_map(family, table, name)`: the elements of a named set or map,
+/// each `#{key, value, comment}` as nft prints them (`value` is `()` in a
+/// set); `()` when there is no such set.
+fn nft_map(n: &mut NetnsRef, family: &str, table: &str, name: &str) -> Fallible<Dynamic> {
+    let Some(set) = nft_table(n, family, table)?.and_then(|t| t.set(name)) else {
+        return Ok(Dynamic::UNIT);
+    };
+    let elements: Array = set
+        .elements
+        .iter()
+        .map(|element| {
+            map([
+                ("key", text(element.key.to_string())),
+                (
+                    "value",
+                    opt(element.value.as_ref().map(ToString::to_string)),
+                ),
+                ("comment", opt(element.comment.clone())),
+            ])
+        })
+        .collect();
+    Ok(Dynamic::from_array(elements))
 }
 
 /// The name a rule's target is written with after `-j` or `-g`.

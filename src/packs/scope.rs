@@ -34,6 +34,7 @@ pub struct Packet {
 pub enum TransportProtocol {
     Tcp,
     Udp,
+    Sctp,
     Icmp,
 }
 
@@ -42,6 +43,7 @@ impl TransportProtocol {
         match self {
             TransportProtocol::Tcp => "tcp",
             TransportProtocol::Udp => "udp",
+            TransportProtocol::Sctp => "sctp",
             TransportProtocol::Icmp => "icmp",
         }
     }

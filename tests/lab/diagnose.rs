@@ -17,7 +17,7 @@ use crate::calico::{self, Calico};
 use crate::cluster::{Cluster, Cni, OUTSIDE_IP, Pod, Topology};
 use crate::flannel::Flannel;
 use crate::lab::{Availability, Lab, availability};
-use crate::real::{self, RealCluster, RealCni};
+use crate::real::{self, ProxyMode, RealCluster, RealCni};
 use crate::{live, snapshot};
 
 /// A fault: what to break, and which hop a diagnosis must blame.
@@ -264,6 +264,75 @@ const REAL_COMPONENT_FAULTS: &[Fault] = &[
         port: Some(8080),
         finds: Some("flannel.route.remote-pod-cidr"),
         to: To::Pod,
+        mtu: None,
+    },
+];
+
+/// The element of kube-proxy's `no-endpoint-services` map (nftables mode)
+/// for the lab's service: `ClusterIP . tcp . port` ... `goto reject-chain`.
+fn nft_no_endpoints(cluster: &Cluster) -> String {
+    let service = &cluster.service;
+    format!(
+        "comment \"{}/{}:{}\" : goto reject-chain",
+        service.namespace, service.name, service.port_name
+    )
+}
+
+/// What kube-proxy in nftables mode does when objects change, and when it
+/// is stopped: the faults of [`REAL_COMPONENT_FAULTS`] on its table.
+const REAL_NFTABLES_FAULTS: &[Fault] = &[
+    Fault {
+        name: "no endpoint Ready: kube-proxy's reject-chain on node-1",
+        inject: Inject::Components(|_, real| {
+            let pods: Vec<&Pod> = real.cluster.pods().collect();
+            real.set_ready(&pods, false);
+            let rejected = nft_no_endpoints(&real.cluster);
+            real.wait_nft(0, |rules| rules.contains(&rejected));
+        }),
+        blamed: Some("node-1"),
+        expected: Disposition::DeniedByNetfilter,
+        protocol: Protocol::Tcp,
+        port: Some(80),
+        finds: None,
+        to: To::Service("web"),
+        mtu: None,
+    },
+    Fault {
+        name: "kube-proxy stopped on node-1, then the endpoints Ready again (its reject is stale)",
+        inject: Inject::Components(|lab, real| {
+            let pods: Vec<&Pod> = real.cluster.pods().collect();
+            real.set_ready(&pods, false);
+            let rejected = nft_no_endpoints(&real.cluster);
+            real.wait_nft(0, |rules| rules.contains(&rejected));
+            real.stop(lab, 0, "kube-proxy");
+            let pods: Vec<&Pod> = real.cluster.pods().collect();
+            real.set_ready(&pods, true);
+            // node-2's kube-proxy has seen them: the change is out.
+            real.wait_nft(1, |rules| !rules.contains(&rejected));
+        }),
+        blamed: Some("node-1"),
+        expected: Disposition::DeniedByNetfilter,
+        protocol: Protocol::Tcp,
+        port: Some(80),
+        finds: Some("kube-proxy.rules.stale"),
+        to: To::Service("web"),
+        mtu: None,
+    },
+    Fault {
+        name: "kube-proxy stopped on node-1, then the Service's targetPort changed (node-1 still sends to the old port)",
+        inject: Inject::Components(|lab, real| {
+            real.stop(lab, 0, "kube-proxy");
+            let ports = serde_json::json!([{"name": "http", "port": 80, "protocol": "TCP",
+                                             "targetPort": 9090}]);
+            real.patch_service("web", serde_json::json!({"spec": {"ports": ports}}));
+            real.wait_nft(1, |rules| rules.contains(". 9090"));
+        }),
+        blamed: None,
+        expected: Disposition::Delivered,
+        protocol: Protocol::Tcp,
+        port: Some(80),
+        finds: Some("kube-proxy.rules.stale"),
+        to: To::Service("web"),
         mtu: None,
     },
 ];
@@ -1412,14 +1481,20 @@ type LabCni = &'static (dyn Cni + Sync + std::panic::RefUnwindSafe);
 #[derive(Clone, Copy)]
 enum LabKind {
     Scripted(LabCni),
-    Real(RealCni),
+    Real(RealCni, ProxyMode),
 }
 
 impl LabKind {
     fn topology_name(self) -> &'static str {
         match self {
             LabKind::Scripted(cni) => cni.topology_name(),
-            LabKind::Real(cni) => cni.topology_name(),
+            LabKind::Real(cni, ProxyMode::Iptables) => cni.topology_name(),
+            LabKind::Real(RealCni::FlannelVxlan, ProxyMode::Nftables) => {
+                "flannel-vxlan (real components, kube-proxy in nftables mode)"
+            }
+            LabKind::Real(_, ProxyMode::Nftables) => {
+                unreachable!("the nftables cases run on Flannel VXLAN")
+            }
         }
     }
 }
@@ -1497,47 +1572,67 @@ const TOPOLOGIES: &[Group] = &[
         faults: OUTSIDE_FAULTS,
     },
     Group {
-        lab: LabKind::Real(RealCni::FlannelVxlan),
+        lab: LabKind::Real(RealCni::FlannelVxlan, ProxyMode::Iptables),
         peer: Peer::Cluster,
         faults: VXLAN_FAULTS,
     },
     Group {
-        lab: LabKind::Real(RealCni::FlannelVxlan),
+        lab: LabKind::Real(RealCni::FlannelVxlan, ProxyMode::Iptables),
         peer: Peer::Cluster,
         faults: REAL_COMPONENT_FAULTS,
     },
     Group {
-        lab: LabKind::Real(RealCni::FlannelVxlan),
+        lab: LabKind::Real(RealCni::FlannelVxlan, ProxyMode::Iptables),
         peer: Peer::Cluster,
         faults: REAL_SERVICE_FAULTS,
     },
     Group {
-        lab: LabKind::Real(RealCni::FlannelVxlan),
+        lab: LabKind::Real(RealCni::FlannelVxlan, ProxyMode::Iptables),
         peer: Peer::Outside,
         faults: OUTSIDE_FAULTS,
     },
     Group {
-        lab: LabKind::Real(RealCni::FlannelHostGw),
+        lab: LabKind::Real(RealCni::FlannelVxlan, ProxyMode::Nftables),
+        peer: Peer::Cluster,
+        faults: &[HEALTHY_TCP],
+    },
+    Group {
+        lab: LabKind::Real(RealCni::FlannelVxlan, ProxyMode::Nftables),
+        peer: Peer::Cluster,
+        faults: REAL_SERVICE_FAULTS,
+    },
+    Group {
+        lab: LabKind::Real(RealCni::FlannelVxlan, ProxyMode::Nftables),
+        peer: Peer::Cluster,
+        faults: REAL_NFTABLES_FAULTS,
+    },
+    Group {
+        lab: LabKind::Real(RealCni::FlannelVxlan, ProxyMode::Nftables),
+        peer: Peer::Outside,
+        faults: OUTSIDE_FAULTS,
+    },
+    Group {
+        lab: LabKind::Real(RealCni::FlannelHostGw, ProxyMode::Iptables),
         peer: Peer::Cluster,
         faults: HOST_GW_FAULTS,
     },
     Group {
-        lab: LabKind::Real(RealCni::CalicoVxlan),
+        lab: LabKind::Real(RealCni::CalicoVxlan, ProxyMode::Iptables),
         peer: Peer::Cluster,
         faults: CALICO_FAULTS,
     },
     Group {
-        lab: LabKind::Real(RealCni::CalicoVxlan),
+        lab: LabKind::Real(RealCni::CalicoVxlan, ProxyMode::Iptables),
         peer: Peer::Cluster,
         faults: CALICO_VXLAN_FAULTS,
     },
     Group {
-        lab: LabKind::Real(RealCni::CalicoVxlan),
+        lab: LabKind::Real(RealCni::CalicoVxlan, ProxyMode::Iptables),
         peer: Peer::Cluster,
         faults: REAL_CALICO_FAULTS,
     },
     Group {
-        lab: LabKind::Real(RealCni::CalicoVxlan),
+        lab: LabKind::Real(RealCni::CalicoVxlan, ProxyMode::Iptables),
         peer: Peer::Outside,
         faults: OUTSIDE_FAULTS,
     },
@@ -1676,7 +1771,10 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
             };
             (Some(Cluster::build(&mut lab, &topology, cni)), None)
         }
-        LabKind::Real(cni) => (None, Some(RealCluster::build(&mut lab, cni, 2, 2))),
+        LabKind::Real(cni, mode) => (
+            None,
+            Some(RealCluster::build_with(&mut lab, cni, mode, 2, 2)),
+        ),
     };
     // The real components are frozen once the case's fault is in place, so
     // that none of them repairs it while the kernel and skoop are asked.
@@ -1756,7 +1854,7 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
             live::assert_same_diagnosis(&diagnosis, live_dir.path(), &request, &name);
             diagnosis
         }
-        (LabKind::Real(_), Some(real)) => {
+        (LabKind::Real(..), Some(real)) => {
             // The real components' cluster is only ever seen as a user sees
             // it: collected through its API server.
             live::collect_live(&real.server, cluster, dir.path());
@@ -1773,7 +1871,7 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
             engine::diagnose(&live::load(dir.path()), &request, &packs)
                 .expect("the request resolves")
         }
-        (LabKind::Real(_), None) => unreachable!("a real cluster was built"),
+        (LabKind::Real(..), None) => unreachable!("a real cluster was built"),
     };
     let blamed = diagnosis
         .findings
@@ -1966,8 +2064,9 @@ fn accuracy_table(rows: &[Row]) -> String {
          a real API server holding the lab's objects (`skoop collect cluster --node-exec`); both must\n\
          diagnose the same.\n\
          - **real components** (`(real components)`, `tests/lab/real.rs`): the real binaries program\n\
-         the nodes: kube-controller-manager (node IPAM, EndpointSlices), kube-proxy (iptables mode)\n\
-         and flanneld (`--kube-subnet-mgr --ip-masq`) or felix in every node's namespace, and the CNI\n\
+         the nodes: kube-controller-manager (node IPAM, EndpointSlices), kube-proxy (iptables mode,\n\
+         or nftables mode where the topology says so: its rules in the table `ip kube-proxy`) and\n\
+         flanneld (`--kube-subnet-mgr --ip-masq`) or felix in every node's namespace, and the CNI\n\
          plugins (flannel delegating to bridge and host-local, or calico with calico-ipam) set up every\n\
          pod through CNI ADD; the test only registers the Nodes and writes the Pods' status, as a\n\
          kubelet would. Calico runs without BIRD, in VXLAN mode, with the same NetworkPolicy. The\n\
@@ -1991,7 +2090,7 @@ fn accuracy_table(rows: &[Row]) -> String {
     );
     if rows
         .iter()
-        .any(|row| row.topology.ends_with("(real components)"))
+        .any(|row| row.topology.contains("(real components"))
     {
         text.push_str("The real components' versions, and the tools and kernel of this run:\n\n| component | version |\n|---|---|\n");
         for (component, version) in crate::real::component_versions() {

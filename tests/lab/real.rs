@@ -678,13 +678,28 @@ impl RealCluster {
         self.wait(node, &["iptables-save", "-t", table], log, ready);
     }
 
+    /// Waits until kube-proxy's nftables table on `node` (`nft list table
+    /// ip kube-proxy`) satisfies `ready`.
+    pub fn wait_nft(&self, node: usize, ready: impl Fn(&str) -> bool) {
+        let node = &self.cluster.nodes[node];
+        self.wait(
+            node,
+            &["nft", "list", "table", "ip", "kube-proxy"],
+            "kube-proxy.log",
+            ready,
+        );
+    }
+
     /// Waits for `ready` of `argv`'s output in `node`; on timeout, fails
     /// with the tail of the component's `log`.
     fn wait(&self, node: &Node, argv: &[&str], log: &str, ready: impl Fn(&str) -> bool) {
         let start = Instant::now();
         loop {
-            let output = node.ns.run(argv);
-            if ready(&output) {
+            // A command that fails (kube-proxy's table not created yet) is
+            // not ready either.
+            let run = node.ns.exec(argv);
+            let output = String::from_utf8_lossy(&run.stdout);
+            if run.status.success() && ready(&output) {
                 return;
             }
             if start.elapsed() > SETTLE {
@@ -739,6 +754,7 @@ pub fn component_versions() -> Vec<(&'static str, String)> {
         ("CNI flannel", run(&[&program("cni/flannel"), "--version"])),
         ("calico-node (felix)", run(&[&program("calico-node"), "-v"])),
         ("iptables", run(&["iptables", "--version"])),
+        ("nftables", run(&["nft", "--version"])),
         ("iproute2", run(&["ip", "-V"])),
         ("kernel", run(&["uname", "-r"])),
     ]

@@ -141,7 +141,7 @@ impl<'s> Walker<'s, '_> {
                 hop,
                 Step::Translated {
                     hook: hook.to_string(),
-                    table: table.as_str().to_string(),
+                    table: table.to_string(),
                     translation: translation.to_string(),
                 },
             );

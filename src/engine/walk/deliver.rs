@@ -2,6 +2,7 @@
 //! takes the packet.
 
 use super::*;
+use crate::snapshot::netns::sockets::{self as ss, ListeningSocket};
 
 impl<'s> Walker<'s, '_> {
     /// The packet is for this namespace: a tunnel device or a socket takes
@@ -50,8 +51,8 @@ impl<'s> Walker<'s, '_> {
             }
         }
         self.delivering(hop);
-        match packet.protocol {
-            Protocol::Icmp => {
+        match socket_protocol(packet.protocol) {
+            None => {
                 let ignored = self
                     .sysctls(ns)
                     .and_then(|s| s.get_i64("net.ipv4.icmp_echo_ignore_all").ok().flatten());
@@ -76,7 +77,7 @@ impl<'s> Walker<'s, '_> {
                 self.step(hop, Step::Delivered { socket });
                 self.answer(place, Flow { packet, branch })
             }
-            Protocol::Tcp | Protocol::Udp => {
+            Some(wanted) => {
                 let Some(sockets) = self
                     .snapshot
                     .namespaces
@@ -89,26 +90,8 @@ impl<'s> Walker<'s, '_> {
                         self.missing(ns, "ss.txt", "tell whether anything listens"),
                     );
                 };
-                let (wanted, state) = match packet.protocol {
-                    Protocol::Tcp => (SocketProtocol::Tcp, SocketState::Listen),
-                    _ => (SocketProtocol::Udp, SocketState::Unconn),
-                };
-                let listener = sockets.iter().find(|s| {
-                    s.protocol == wanted
-                        && s.state == state
-                        && Some(s.port) == packet.dport
-                        && s.interface.as_deref().is_none_or(|bound| bound == iif)
-                        && match s.address {
-                            LocalAddress::AnyDualStack => true,
-                            LocalAddress::Ip(address) => {
-                                address == packet.dst
-                                    || (address.is_unspecified()
-                                        && Family::of(address) == Family::of(packet.dst))
-                            }
-                        }
-                });
-                match listener {
-                    Some(socket) => {
+                match listener(sockets, wanted, &packet, iif) {
+                    Listener::Found(socket) => {
                         let address = match socket.address {
                             LocalAddress::AnyDualStack => "*".to_string(),
                             LocalAddress::Ip(address) => address.to_string(),
@@ -117,10 +100,15 @@ impl<'s> Walker<'s, '_> {
                         self.step(hop, Step::Delivered { socket });
                         self.answer(place, Flow { packet, branch })
                     }
-                    None => {
+                    Listener::None => {
                         let port = packet.dport.map_or("-".to_string(), |p| p.to_string());
+                        let answer = match packet.protocol {
+                            Protocol::Tcp => "a reset",
+                            Protocol::Sctp => "an ABORT",
+                            _ => "port unreachable",
+                        };
                         let reason = format!(
-                            "nothing in {} listens on {} port {port} (the kernel answers with a reset or port unreachable)",
+                            "nothing in {} listens on {} port {port} (the kernel answers with {answer})",
                             hop_id(ns),
                             packet.protocol
                         );
@@ -135,6 +123,17 @@ impl<'s> Walker<'s, '_> {
                                 evidence,
                             },
                         )
+                    }
+                    Listener::Unknown(why) => {
+                        let port = packet.dport.map_or("-".to_string(), |p| p.to_string());
+                        let reason = format!(
+                            "whether anything in {} listens on {} port {port} is unknown: {why}",
+                            hop_id(ns),
+                            packet.protocol
+                        );
+                        let stop =
+                            Stop::unknown("kernel.socket.unknown", reason, self.file(ns, "ss.txt"));
+                        self.stop(hop, branch, stop)
                     }
                 }
             }
@@ -202,6 +201,68 @@ impl<'s> Walker<'s, '_> {
     }
 }
 
+/// What a namespace's listening sockets say of a request.
+enum Listener<'d> {
+    /// This socket takes it.
+    Found(&'d ListeningSocket),
+    /// No socket does: the kernel refuses it.
+    None,
+    /// The dump cannot tell; why.
+    Unknown(String),
+}
+
+/// The socket that takes `packet`, arrived on `iif`: one of `wanted`
+/// waiting for packets on its port, bound to its destination (or to every
+/// address of its family, or of both) and to no other device.
+fn listener<'d>(
+    sockets: &'d [ListeningSocket],
+    wanted: SocketProtocol,
+    packet: &Packet,
+    iif: &str,
+) -> Listener<'d> {
+    let on_port: Vec<&ListeningSocket> = sockets
+        .iter()
+        .filter(|s| {
+            s.protocol == wanted
+                && s.state == wanted.waiting_state()
+                && Some(s.port) == packet.dport
+        })
+        .collect();
+    let found = on_port.iter().find(|s| {
+        s.interface.as_deref().is_none_or(|bound| bound == iif)
+            && match s.address {
+                LocalAddress::AnyDualStack => true,
+                LocalAddress::Ip(address) => {
+                    address == packet.dst
+                        || (address.is_unspecified()
+                            && Family::of(address) == Family::of(packet.dst))
+                }
+            }
+    });
+    if let Some(socket) = found {
+        return Listener::Found(socket);
+    }
+    if !ss::lists(sockets, wanted) {
+        return Listener::Unknown(ss::SCTP_UNLISTED.into());
+    }
+    // A multi-homed SCTP endpoint shows one of its addresses only.
+    let elsewhere = on_port.iter().find_map(|s| match s.address {
+        LocalAddress::Ip(address)
+            if wanted == SocketProtocol::Sctp && !address.is_unspecified() =>
+        {
+            Some(address)
+        }
+        _ => None,
+    });
+    match elsewhere {
+        Some(address) => Listener::Unknown(format!(
+            "an SCTP endpoint listens on port {} at {address}, and ss shows one address of an endpoint bound to several (sctp_bindx), so it may be bound to {} too",
+            on_port[0].port, packet.dst
+        )),
+        None => Listener::None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::fixture::*;
@@ -220,6 +281,96 @@ mod tests {
             assert!(flow.packet.reply && flow.branch.reply);
             assert_eq!(flow.packet.dst, "10.0.0.2".parse::<IpAddr>().unwrap());
             assert_eq!(from.unwrap().1.kind, LinkKind::Local);
+        });
+    }
+
+    /// An SCTP request from pod a to pod b:8080, with pod b's ss.txt.
+    fn sctp_to_b(ss: &str, test: impl FnOnce(Next<'_>)) {
+        let b = pod("b");
+        let files = with(two_pods_on_a_bridge(), vec![file(&b, "ss.txt", ss)]);
+        let fixture = Fixture::new(&files);
+        fixture.walk(None, |walker| {
+            let packet = Packet {
+                protocol: Protocol::Sctp,
+                ..tcp("10.0.0.2", "10.0.0.3")
+            };
+            let (place, flow) = walker.test_flow(&b, packet);
+            test(walker.deliver(&place, flow, "eth0"));
+        });
+    }
+
+    #[test]
+    fn a_listening_sctp_endpoint_takes_the_request() {
+        sctp_to_b("sctp LISTEN 0 128 0.0.0.0:8080 0.0.0.0:*\n", |next| {
+            let Next::Visit { flow, .. } = next else {
+                panic!("{}", describe(&next));
+            };
+            assert!(flow.packet.reply);
+            assert_eq!(flow.packet.protocol, Protocol::Sctp);
+            assert_eq!(
+                (flow.packet.sport, flow.packet.dport),
+                (Some(8080), Some(EPHEMERAL_PORT))
+            );
+        });
+        // A TCP socket on the port is not an SCTP endpoint.
+        sctp_to_b(
+            "tcp LISTEN 0 128 0.0.0.0:8080 0.0.0.0:*\n\
+             sctp LISTEN 0 128 0.0.0.0:38412 0.0.0.0:*\n",
+            |next| {
+                let stop = stopped(next);
+                assert_eq!(stop.id, "kernel.socket.no-listener");
+                assert_eq!(stop.disposition, Disposition::NoListener);
+                assert!(stop.reason.contains("sctp port 8080"), "{}", stop.reason);
+                assert!(stop.reason.contains("ABORT"), "{}", stop.reason);
+            },
+        );
+    }
+
+    #[test]
+    fn a_dump_listing_no_sctp_socket_cannot_say_nothing_listens_on_sctp() {
+        // What the contract's old `ss -H -tuln` wrote: no SCTP line, ever.
+        sctp_to_b("tcp LISTEN 0 128 0.0.0.0:8080 0.0.0.0:*\n", |next| {
+            let stop = stopped(next);
+            assert_eq!(stop.id, "kernel.socket.unknown");
+            assert_eq!(stop.disposition, Disposition::InsufficientInfo);
+            assert!(
+                stop.reason.starts_with(
+                    "whether anything in default/b listens on sctp port 8080 is unknown: ss.txt lists no SCTP socket at all"
+                ),
+                "{}",
+                stop.reason
+            );
+            assert!(stop.evidence.ends_with("ss.txt"), "{}", stop.evidence);
+        });
+    }
+
+    #[test]
+    fn an_sctp_endpoint_on_the_port_at_another_address_may_be_multi_homed() {
+        sctp_to_b("sctp LISTEN 0 128 127.0.0.1:8080 0.0.0.0:*\n", |next| {
+            let stop = stopped(next);
+            assert_eq!(stop.id, "kernel.socket.unknown");
+            assert!(
+                stop.reason.contains("at 127.0.0.1") && stop.reason.contains("sctp_bindx"),
+                "{}",
+                stop.reason
+            );
+        });
+        // A TCP socket at another address is simply not the destination's.
+        let b = pod("b");
+        let files = with(
+            two_pods_on_a_bridge(),
+            vec![file(
+                &b,
+                "ss.txt",
+                "tcp LISTEN 0 128 127.0.0.1:8080 0.0.0.0:*\n",
+            )],
+        );
+        let fixture = Fixture::new(&files);
+        fixture.walk(None, |walker| {
+            let (place, flow) = walker.test_flow(&b, tcp("10.0.0.2", "10.0.0.3"));
+            let stop = stopped(walker.deliver(&place, flow, "eth0"));
+            assert_eq!(stop.id, "kernel.socket.no-listener");
+            assert!(stop.reason.contains("a reset"), "{}", stop.reason);
         });
     }
 

@@ -71,9 +71,10 @@ use crate::snapshot::netns::link::{
     TunnelEndpoint, VxlanDf, VxlanInfo,
 };
 use crate::snapshot::netns::neigh::NeighbourState;
+use crate::snapshot::netns::nft;
 use crate::snapshot::netns::route::RouteType;
 use crate::snapshot::netns::rule::IpProto;
-use crate::snapshot::netns::sockets::{LocalAddress, SocketProtocol, SocketState};
+use crate::snapshot::netns::sockets::{LocalAddress, SocketProtocol};
 use crate::snapshot::netns::sysctl::Sysctls;
 use crate::snapshot::{NetnsId, Snapshot};
 
@@ -99,6 +100,9 @@ struct Models<'s> {
     ipvs: HashMap<&'s NetnsId, Ipvs<'s>>,
 }
 
+/// The dump files netfilter's rules are read from.
+const RULESET_FILES: [&str; 2] = ["iptables-save.txt", "nft-ruleset.json"];
+
 impl<'s> Models<'s> {
     /// Each namespace's FIB, netfilter and IPVS, where its dump has them.
     fn build(snapshot: &'s Snapshot) -> Models<'s> {
@@ -114,10 +118,14 @@ impl<'s> Models<'s> {
         let netfilters = snapshot
             .namespaces
             .iter()
-            .filter_map(|(id, entry)| {
-                let ruleset = entry.dump.iptables.as_ref()?;
-                Some((id, Netfilter::new(ruleset, entry.dump.ipsets.as_ref())))
+            // A ruleset that is there but unreadable leaves the namespace's
+            // netfilter unknown: the other file alone is not the whole truth.
+            .filter(|(_, entry)| {
+                !RULESET_FILES
+                    .iter()
+                    .any(|file| entry.dump.unreadable.contains_key(file))
             })
+            .filter_map(|(id, entry)| Some((id, Netfilter::from_dump(&entry.dump)?)))
             .collect();
         let ipvs = snapshot
             .namespaces
@@ -157,7 +165,7 @@ pub(crate) fn walk(shared: &Arc<Snapshot>, resolved: &Resolved, packs: &LoadedPa
         dst: resolved.dst,
         protocol: resolved.protocol,
         // The client's ephemeral port, as netfilter's model assumes it.
-        sport: matches!(resolved.protocol, Protocol::Tcp | Protocol::Udp).then_some(EPHEMERAL_PORT),
+        sport: resolved.protocol.has_ports().then_some(EPHEMERAL_PORT),
         dport: resolved.dport,
         reply: false,
         mark: 0,

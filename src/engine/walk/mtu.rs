@@ -297,7 +297,7 @@ impl<'s> Walker<'s, '_> {
                         };
                         ErrorOut::Stopped {
                             reason: format!("its netfilter {verb} it: {}", decision.description),
-                            evidence: self.rule_evidence(ns, decision.line, &decision.text),
+                            evidence: self.rule_evidence(ns, &decision),
                         }
                     }
                     Verdict::Unroutable { error } => ErrorOut::Stopped {

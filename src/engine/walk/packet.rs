@@ -69,6 +69,7 @@ impl Packet {
             protocol: match self.protocol {
                 Protocol::Tcp => packs::TransportProtocol::Tcp,
                 Protocol::Udp => packs::TransportProtocol::Udp,
+                Protocol::Sctp => packs::TransportProtocol::Sctp,
                 Protocol::Icmp => packs::TransportProtocol::Icmp,
             },
             src_port: self.sport,
@@ -87,6 +88,7 @@ impl Packet {
         let protocol = match self.protocol {
             Protocol::Tcp => IpProtocol::TCP,
             Protocol::Udp => IpProtocol::UDP,
+            Protocol::Sctp => IpProtocol::SCTP,
             Protocol::Icmp => IpProtocol::ICMP,
         };
         let protocol = match &self.tunnel {
@@ -280,7 +282,29 @@ pub(super) fn transport(protocol: Protocol) -> Option<Transport> {
     match protocol {
         Protocol::Tcp => Some(Transport::Tcp),
         Protocol::Udp => Some(Transport::Udp),
+        Protocol::Sctp => Some(Transport::Sctp),
         Protocol::Icmp => None,
+    }
+}
+
+/// The sockets that take a protocol's packets; ICMP's echo requests are
+/// answered by the kernel itself.
+pub(super) fn socket_protocol(protocol: Protocol) -> Option<SocketProtocol> {
+    match protocol {
+        Protocol::Tcp => Some(SocketProtocol::Tcp),
+        Protocol::Udp => Some(SocketProtocol::Udp),
+        Protocol::Sctp => Some(SocketProtocol::Sctp),
+        Protocol::Icmp => None,
+    }
+}
+
+/// The protocol as policy routing's `ipproto` selector names it.
+pub(super) fn ip_proto(protocol: Protocol) -> IpProto {
+    match protocol {
+        Protocol::Tcp => IpProto::Tcp,
+        Protocol::Udp => IpProto::Udp,
+        Protocol::Sctp => IpProto::Sctp,
+        Protocol::Icmp => IpProto::Icmp,
     }
 }
 
@@ -363,6 +387,30 @@ mod tests {
             "172.18.0.11 -> 172.18.0.12 ipip [10.244.1.2 -> 10.244.2.3:8080 tcp]",
             "a probe's size is not the packet's"
         );
+    }
+
+    #[test]
+    fn an_sctp_packet_is_protocol_132_with_its_ports_everywhere() {
+        let sctp = Packet {
+            protocol: Protocol::Sctp,
+            ..packet("10.244.1.2", "10.244.2.3", 100, false)
+        };
+        let filtered = sctp.netfilter_packet(sctp.src.unwrap());
+        assert_eq!(filtered.proto, IpProtocol::SCTP);
+        assert_eq!(
+            (filtered.sport, filtered.dport),
+            (Some(EPHEMERAL_PORT), Some(8080))
+        );
+        assert_eq!(filtered.tcp_flags, None);
+        assert_eq!(sctp.pack_packet().protocol, packs::TransportProtocol::Sctp);
+        assert_eq!(sctp.fields().protocol, "sctp");
+        assert_eq!(
+            sctp.to_string(),
+            "10.244.1.2 -> 10.244.2.3:8080 sctp (100 bytes, DF)"
+        );
+        assert_eq!(transport(Protocol::Sctp), Some(Transport::Sctp));
+        assert_eq!(ip_proto(Protocol::Sctp), IpProto::Sctp);
+        assert_eq!(socket_protocol(Protocol::Sctp), Some(SocketProtocol::Sctp));
     }
 
     #[test]

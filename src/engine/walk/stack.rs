@@ -35,8 +35,55 @@ pub(super) fn deciding_rule(trace: &[NetfilterStep<'_>]) -> Decision {
                     ),
                     table: table.to_string(),
                     chain: chain.to_string(),
+                    file: IPTABLES_FILE,
                     line: Some(rule.line),
+                    column: None,
                     text: rule.text.to_string(),
+                };
+            }
+            NetfilterStep::NftRule {
+                hook,
+                table,
+                chain,
+                rule,
+                matched: Tri::True,
+                ..
+            } => {
+                let handle = rule
+                    .handle
+                    .map_or_else(String::new, |h| format!(" (handle {h})"));
+                return Decision {
+                    description: format!(
+                        "the rule{handle} of chain {chain} (nftables table {table}, {hook})"
+                    ),
+                    table: table.to_string(),
+                    chain: chain.to_string(),
+                    file: NFT_FILE,
+                    line: Some(rule.position.0),
+                    column: Some(rule.position.1),
+                    text: rule.text(),
+                };
+            }
+            NetfilterStep::NftPolicy {
+                hook,
+                table,
+                chain,
+                policy,
+            } => {
+                let policy = match policy {
+                    nft::Policy::Accept => "accept",
+                    nft::Policy::Drop => "drop",
+                };
+                return Decision {
+                    description: format!(
+                        "the {policy} policy of chain {chain} (nftables table {table}, {hook})"
+                    ),
+                    table: table.to_string(),
+                    chain: chain.to_string(),
+                    file: NFT_FILE,
+                    line: None,
+                    column: None,
+                    text: format!("chain {chain} {{ policy {policy}; }}"),
                 };
             }
             NetfilterStep::Policy {
@@ -55,7 +102,9 @@ pub(super) fn deciding_rule(trace: &[NetfilterStep<'_>]) -> Decision {
                     ),
                     table: table.to_string(),
                     chain: chain.to_string(),
+                    file: IPTABLES_FILE,
                     line: None,
+                    column: None,
                     text: format!(":{chain} {policy}"),
                 };
             }
@@ -66,9 +115,24 @@ pub(super) fn deciding_rule(trace: &[NetfilterStep<'_>]) -> Decision {
         description: "no rule is recorded".into(),
         table: String::new(),
         chain: String::new(),
+        file: IPTABLES_FILE,
         line: None,
+        column: None,
         text: String::new(),
     }
+}
+
+const IPTABLES_FILE: &str = "iptables-save.txt";
+const NFT_FILE: &str = "nft-ruleset.json";
+
+/// The dump file of the last rule a trace tested: where to look for why it stopped.
+fn rules_file_of(trace: &[NetfilterStep<'_>]) -> &'static str {
+    let last = trace.iter().rev().find_map(|step| match step {
+        NetfilterStep::Rule { .. } | NetfilterStep::Policy { .. } => Some(IPTABLES_FILE),
+        NetfilterStep::NftRule { .. } | NetfilterStep::NftPolicy { .. } => Some(NFT_FILE),
+        _ => None,
+    });
+    last.unwrap_or(IPTABLES_FILE)
 }
 
 /// The rule or chain policy that gave a netfilter verdict.
@@ -77,8 +141,12 @@ pub(super) struct Decision {
     pub(super) description: String,
     pub(super) table: String,
     pub(super) chain: String,
-    /// The rule's line in iptables-save.txt; `None` for a chain's policy.
+    /// The dump file the rule is in.
+    pub(super) file: &'static str,
+    /// The rule's line (and, in the one-line JSON of nft, column) in
+    /// `file`; `None` for a chain's policy.
     pub(super) line: Option<usize>,
+    pub(super) column: Option<usize>,
     /// The rule as written, or `:CHAIN POLICY`.
     pub(super) text: String,
 }
@@ -98,7 +166,11 @@ impl<'s> Walker<'s, '_> {
             return self.stop(hop, branch, stop);
         };
         let Some(netfilter) = models.netfilters.get(ns) else {
-            let stop = self.missing(ns, "iptables-save.txt", "evaluate its netfilter rules");
+            let stop = self.missing(
+                ns,
+                "iptables-save.txt or nft-ruleset.json",
+                "evaluate its netfilter rules",
+            );
             return self.stop(hop, branch, stop);
         };
         let context = self.netfilter_context(ns, Some(fib));
@@ -128,6 +200,7 @@ impl<'s> Walker<'s, '_> {
                 // A socket's packet is routed first (that picks its source
                 // address), then meets OUTPUT and POSTROUTING.
                 let lookup = fib.lookup(&FlowKey {
+                    ip_proto: Some(ip_proto(packet.protocol)),
                     dport: packet.dport,
                     ..FlowKey::to(packet.dst)
                 });
@@ -240,7 +313,7 @@ impl<'s> Walker<'s, '_> {
         } else {
             "rejects"
         };
-        let evidence = self.rule_evidence(ns, decision.line, &decision.text);
+        let evidence = self.rule_evidence(ns, &decision);
         let reason = format!(
             "{}'s netfilter {verb} {what}: {}",
             hop_id(ns),
@@ -277,7 +350,7 @@ impl<'s> Walker<'s, '_> {
         } = followed;
         let iif = iif.as_ref();
         branch.probability *= outcome.probability;
-        let rules_file = self.file(ns, "iptables-save.txt");
+        let rules_file = self.file(ns, rules_file_of(&outcome.trace));
         self.record_translations(ns, hop, &outcome, &mut branch);
         let route = outcome.trace.iter().rev().find_map(|step| match step {
             NetfilterStep::Route { choice, .. } => Some(choice.clone()),
@@ -548,11 +621,13 @@ impl<'s> Walker<'s, '_> {
     }
 
     /// A rule's place in the namespace's iptables-save dump, as evidence.
-    pub(super) fn rule_evidence(&self, ns: &NetnsId, line: Option<usize>, text: &str) -> String {
-        let rules_file = self.file(ns, "iptables-save.txt");
-        match line {
-            Some(line) => format!("{rules_file}:{line}: {text}"),
-            None => format!("{rules_file}: {text}"),
+    pub(super) fn rule_evidence(&self, ns: &NetnsId, decision: &Decision) -> String {
+        let rules_file = self.file(ns, decision.file);
+        let text = &decision.text;
+        match (decision.line, decision.column) {
+            (Some(line), Some(column)) => format!("{rules_file}:{line}:{column}: {text}"),
+            (Some(line), None) => format!("{rules_file}:{line}: {text}"),
+            _ => format!("{rules_file}: {text}"),
         }
     }
 }
@@ -599,6 +674,32 @@ mod tests {
             let steps = &walker.graph[place.hop].steps;
             assert!(matches!(steps[0].step, Step::Sent { .. }));
             assert!(matches!(&steps[1].step, Step::Route { result, .. } if result == "dev eth0"));
+        });
+    }
+
+    #[test]
+    fn a_sockets_route_lookup_is_for_its_protocol() {
+        // `ip rule add ipproto sctp unreachable`: SCTP cannot leave, TCP can.
+        let a = pod("a");
+        let rules = r#"[{"priority": 0, "src": "all", "table": "local"},
+{"priority": 100, "src": "all", "ipproto": "sctp", "action": "unreachable"},
+{"priority": 32766, "src": "all", "table": "main"}]"#;
+        let files = with(
+            two_pods_on_a_bridge(),
+            vec![file(&a, "ip-rule.json", rules)],
+        );
+        let fixture = Fixture::new(&files);
+        fixture.walk(None, |walker| {
+            let sctp = Packet {
+                protocol: Protocol::Sctp,
+                ..tcp("10.0.0.2", "10.0.0.3")
+            };
+            let (place, flow) = walker.test_flow(&a, sctp);
+            let stop = stopped(walker.process(&place, flow, Arrival::Local));
+            assert_eq!(stop.id, "kernel.route.unreachable");
+            let (place, flow) = walker.test_flow(&a, tcp("10.0.0.2", "10.0.0.3"));
+            let next = walker.process(&place, flow, Arrival::Local);
+            assert!(matches!(next, Next::Fork(_)), "{}", describe(&next));
         });
     }
 

@@ -9,8 +9,8 @@ use std::net::IpAddr;
 use super::index::IndexedTable;
 use super::matching::{RuleTest, test_rule};
 use super::{
-    Assumption, Context, CtState, Endpoint, Hook, Netfilter, Outcome, Packet, Step, Translation,
-    Verdict,
+    Assumption, Context, CtState, Endpoint, Hook, Netfilter, Outcome, Packet, Step, TableId,
+    Translation, Verdict,
 };
 use crate::netstack::Tri;
 use crate::snapshot::netns::iptables::{
@@ -402,7 +402,7 @@ impl<'a> Walk<'_, 'a, '_> {
     fn translated(&self, branch: &mut Branch<'a>, translation: Translation) {
         branch.trace.push(Step::Translation {
             hook: self.hook,
-            table: self.table.table.name,
+            table: TableId::Iptables(self.table.table.name),
             translation,
         });
     }
@@ -538,13 +538,7 @@ impl<'a> Walk<'_, 'a, '_> {
             Ok(port) => port,
             Err(why) => return self.unknown(branch, rule, &why),
         };
-        let address = match (self.context.fib, branch.packet.out_iface.as_deref()) {
-            (Some(fib), Some(dev)) => {
-                fib.select_source(Some(dev), branch.next_hop.unwrap_or(branch.packet.dst))
-            }
-            _ => None,
-        };
-        let after = address.map(|addr| Endpoint { addr, port });
+        let after = masquerade_source(self.context, branch).map(|addr| Endpoint { addr, port });
         if let Some(after) = after {
             NatSide::Source.set(&mut branch.packet, after);
         }
@@ -561,29 +555,9 @@ impl<'a> Walk<'_, 'a, '_> {
             Ok(port) => port,
             Err(why) => return self.unknown(branch, rule, &why),
         };
-        let address = if self.hook == Hook::Output {
-            Some(match before.addr {
-                IpAddr::V4(_) => IpAddr::from([127, 0, 0, 1]),
-                IpAddr::V6(_) => IpAddr::from(std::net::Ipv6Addr::LOCALHOST),
-            })
-        } else {
-            let Some(dev) = branch.packet.in_iface.as_deref() else {
-                return self.unknown(branch, rule, "REDIRECT: the input interface is not known");
-            };
-            if self.context.interfaces.is_empty() {
-                return self.unknown(
-                    branch,
-                    rule,
-                    "REDIRECT: the interfaces' addresses were not collected",
-                );
-            }
-            self.context
-                .interfaces
-                .iter()
-                .filter(|i| i.ifname == dev)
-                .flat_map(|i| i.addresses.iter())
-                .find(|a| a.local.is_ipv4() == before.addr.is_ipv4())
-                .map(|a| a.local)
+        let address = match redirect_destination(self.context, self.hook, branch, before) {
+            Ok(address) => address,
+            Err(why) => return self.unknown(branch, rule, why),
         };
         let Some(addr) = address else {
             // The kernel drops what it cannot redirect to an address.
@@ -598,6 +572,48 @@ impl<'a> Walk<'_, 'a, '_> {
     }
 }
 
+/// The address MASQUERADE gives the packet: the one the outgoing device
+/// would choose for the next hop; `None` when that is not known.
+pub(super) fn masquerade_source(context: &Context<'_>, branch: &Branch<'_>) -> Option<IpAddr> {
+    match (context.fib, branch.packet.out_iface.as_deref()) {
+        (Some(fib), Some(dev)) => {
+            fib.select_source(Some(dev), branch.next_hop.unwrap_or(branch.packet.dst))
+        }
+        _ => None,
+    }
+}
+
+/// The address REDIRECT sends the packet to: the first address of the
+/// receiving interface, or 127.0.0.1 for a locally generated packet.
+/// `Ok(None)`: the interface has no address (the kernel drops the packet);
+/// `Err`: the model does not know.
+pub(super) fn redirect_destination(
+    context: &Context<'_>,
+    hook: Hook,
+    branch: &Branch<'_>,
+    before: Endpoint,
+) -> Result<Option<IpAddr>, &'static str> {
+    if hook == Hook::Output {
+        return Ok(Some(match before.addr {
+            IpAddr::V4(_) => IpAddr::from([127, 0, 0, 1]),
+            IpAddr::V6(_) => IpAddr::from(std::net::Ipv6Addr::LOCALHOST),
+        }));
+    }
+    let Some(dev) = branch.packet.in_iface.as_deref() else {
+        return Err("REDIRECT: the input interface is not known");
+    };
+    if context.interfaces.is_empty() {
+        return Err("REDIRECT: the interfaces' addresses were not collected");
+    }
+    Ok(context
+        .interfaces
+        .iter()
+        .filter(|i| i.ifname == dev)
+        .flat_map(|i| i.addresses.iter())
+        .find(|a| a.local.is_ipv4() == before.addr.is_ipv4())
+        .map(|a| a.local))
+}
+
 /// Whether a target leaves the packet as it is, so that not knowing whether
 /// its rule fired changes nothing the model tracks.
 fn passive(target: Option<&Target>) -> bool {
@@ -609,13 +625,13 @@ fn passive(target: Option<&Target>) -> bool {
 
 /// Which end of the packet a NAT rewrites.
 #[derive(Debug, Clone, Copy)]
-enum NatSide {
+pub(super) enum NatSide {
     Source,
     Destination,
 }
 
 impl NatSide {
-    fn endpoint(self, packet: &Packet) -> Endpoint {
+    pub(super) fn endpoint(self, packet: &Packet) -> Endpoint {
         match self {
             NatSide::Source => Endpoint {
                 addr: packet.src,
@@ -628,7 +644,7 @@ impl NatSide {
         }
     }
 
-    fn set(self, packet: &mut Packet, endpoint: Endpoint) {
+    pub(super) fn set(self, packet: &mut Packet, endpoint: Endpoint) {
         match self {
             NatSide::Source => {
                 packet.src = endpoint.addr;
@@ -644,7 +660,7 @@ impl NatSide {
 
 /// The port after NAT: unchanged without a range or when already in it (the
 /// kernel keeps a port that leaves the tuple unique), the range's only port.
-fn nat_port(port: Option<u16>, range: Option<PortRange>) -> Result<Option<u16>, String> {
+pub(super) fn nat_port(port: Option<u16>, range: Option<PortRange>) -> Result<Option<u16>, String> {
     match (port, range) {
         (None, _) | (_, None) => Ok(port),
         (Some(port), Some(range)) if range.contains(port) => Ok(Some(port)),

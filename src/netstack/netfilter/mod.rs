@@ -24,6 +24,7 @@
 mod chains;
 mod index;
 mod matching;
+mod nftables;
 mod sets;
 #[cfg(test)]
 mod tests;
@@ -35,13 +36,16 @@ use serde::Serialize;
 
 use super::Tri;
 use super::routing::{Fib, FlowKey, LookupOutcome, RouteError, describe_route, describe_rule};
+use crate::snapshot::netns::NetnsDump;
 use crate::snapshot::netns::addr::InterfaceAddrs;
 use crate::snapshot::netns::ipset::IpSets;
 use crate::snapshot::netns::iptables::{
     Policy, Protocol, RejectWith, Rule, Ruleset, TableName, TcpFlagBits,
 };
+use crate::snapshot::netns::nft;
 use crate::snapshot::netns::rule::IpProto;
 use index::IndexedTable;
+use nftables::{NftTable, NftWalk};
 
 /// A netfilter hook: where in the stack the kernel runs a packet through the tables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -220,6 +224,7 @@ impl Packet {
             ip_proto: match self.proto {
                 Protocol::TCP => Some(IpProto::Tcp),
                 Protocol::UDP => Some(IpProto::Udp),
+                Protocol::SCTP => Some(IpProto::Sctp),
                 Protocol::ICMP => Some(IpProto::Icmp),
                 _ => None,
             },
@@ -404,10 +409,27 @@ pub enum Step<'a> {
         chain: &'a str,
         policy: Policy,
     },
-    /// A target rewrote the packet or its connection.
+    /// An nftables rule was tested.
+    NftRule {
+        hook: Hook,
+        table: &'a nft::Table,
+        chain: &'a str,
+        rule: &'a nft::Rule,
+        matched: Tri,
+        /// The share of packets whose `numgen` draw takes this way.
+        assumption: Option<Assumption>,
+    },
+    /// No rule decided: the nftables base chain's policy did.
+    NftPolicy {
+        hook: Hook,
+        table: &'a nft::Table,
+        chain: &'a str,
+        policy: nft::Policy,
+    },
+    /// A target (or nftables statement) rewrote the packet or its connection.
     Translation {
         hook: Hook,
-        table: TableName,
+        table: TableId<'a>,
         translation: Translation,
     },
     /// The routing decision between hooks.
@@ -415,6 +437,22 @@ pub enum Step<'a> {
         destination: IpAddr,
         choice: RouteChoice,
     },
+}
+
+/// A table a step happened in: an iptables table, or an nftables table.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum TableId<'a> {
+    Iptables(TableName),
+    Nft(&'a nft::Table),
+}
+
+impl fmt::Display for TableId<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TableId::Iptables(name) => f.write_str(name.as_str()),
+            TableId::Nft(table) => write!(f, "{table}"),
+        }
+    }
 }
 
 /// What a rule's match result rests on besides the packet.
@@ -477,25 +515,185 @@ impl Outcome<'_> {
     }
 }
 
-/// The iptables rules of one namespace, indexed for evaluation.
+/// The iptables and nftables rules of one namespace, indexed for evaluation.
 #[derive(Debug)]
 pub struct Netfilter<'a> {
     tables: Vec<IndexedTable<'a>>,
     ipsets: Option<&'a IpSets>,
+    nft: Vec<NftTable<'a>>,
+    /// Per hook (in `Hook::ALL` order), for IPv4 and for IPv6: the tables and
+    /// base chains a packet meets, in the kernel's order.
+    stages: Vec<[Vec<Stage>; 2]>,
+    /// Whether the nftables ruleset has `bridge` family base chains, which
+    /// the model does not evaluate: a bridged packet's fate is then unknown.
+    bridge_chains: Option<String>,
+}
+
+/// One table or base chain on a hook.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    Iptables(usize),
+    Nft { table: usize, chain: usize },
+}
+
+impl Hook {
+    const ALL: [Hook; 5] = [
+        Hook::Prerouting,
+        Hook::Input,
+        Hook::Forward,
+        Hook::Output,
+        Hook::Postrouting,
+    ];
+
+    fn index(self) -> usize {
+        Hook::ALL.iter().position(|h| *h == self).unwrap_or(0)
+    }
+
+    /// The priority of an iptables table's chain on this hook.
+    fn priority(self, table: TableName) -> i32 {
+        match table {
+            TableName::Raw => -300,
+            TableName::Mangle => -150,
+            TableName::Nat if matches!(self, Hook::Prerouting | Hook::Output) => -100,
+            TableName::Nat => 100,
+            TableName::Filter => 0,
+            TableName::Security => 50,
+        }
+    }
 }
 
 impl<'a> Netfilter<'a> {
     /// Indexes `ruleset`; `ipsets` is `None` when `ipset save` was not
     /// collected (every `-m set` test is then unknown).
     pub fn new(ruleset: &'a Ruleset, ipsets: Option<&'a IpSets>) -> Netfilter<'a> {
-        Netfilter {
-            tables: ruleset.tables.iter().map(IndexedTable::new).collect(),
-            ipsets,
-        }
+        Netfilter::build(Some(ruleset), None, ipsets)
     }
 
-    fn table(&self, name: TableName) -> Option<&IndexedTable<'a>> {
-        self.tables.iter().find(|t| t.table.name == name)
+    /// The rules of a namespace dump: its iptables-save and its nftables
+    /// ruleset, whichever were collected; `None` when neither was.
+    pub fn from_dump(dump: &'a NetnsDump) -> Option<Netfilter<'a>> {
+        if dump.iptables.is_none() && dump.nftables.is_none() {
+            return None;
+        }
+        Some(Netfilter::build(
+            dump.iptables.as_ref(),
+            dump.nftables.as_ref(),
+            dump.ipsets.as_ref(),
+        ))
+    }
+
+    /// Adds an nftables ruleset to the iptables rules.
+    pub fn with_nftables(mut self, ruleset: &'a nft::Ruleset) -> Netfilter<'a> {
+        self.nft = ruleset.tables.iter().map(NftTable::new).collect();
+        self.order();
+        self
+    }
+
+    fn build(
+        iptables: Option<&'a Ruleset>,
+        nftables: Option<&'a nft::Ruleset>,
+        ipsets: Option<&'a IpSets>,
+    ) -> Netfilter<'a> {
+        let mut netfilter = Netfilter {
+            tables: iptables
+                .map(|r| r.tables.iter().map(IndexedTable::new).collect())
+                .unwrap_or_default(),
+            ipsets,
+            nft: nftables
+                .map(|r| r.tables.iter().map(NftTable::new).collect())
+                .unwrap_or_default(),
+            stages: Vec::new(),
+            bridge_chains: None,
+        };
+        netfilter.order();
+        netfilter
+    }
+
+    /// Puts the tables and base chains of every hook in the kernel's order:
+    /// by priority; of equal priorities, the one registered last runs first
+    /// (`nf_hook_entries_grow`), which the handles tell: the newer table,
+    /// then the newer chain within a table (handles count up per table, so
+    /// a chain added to an older table after a newer table was made is
+    /// taken as older than it: the dump cannot tell). iptables legacy
+    /// tables, not in the nftables dump, are taken as the oldest.
+    /// An iptables-nft table is in both dumps; it is evaluated once, from
+    /// iptables-save.
+    fn order(&mut self) {
+        let iptables_handle = |name: TableName| {
+            self.nft
+                .iter()
+                .find(|t| t.table.family == nft::Family::Ip && t.table.name == name.as_str())
+                .and_then(|t| t.table.handle)
+                .unwrap_or(0)
+        };
+        let shadowed = |table: &nft::Table| {
+            table.family == nft::Family::Ip
+                && self
+                    .tables
+                    .iter()
+                    .any(|t| t.table.name.as_str() == table.name)
+        };
+        self.bridge_chains = self
+            .nft
+            .iter()
+            .filter(|t| t.table.family == nft::Family::Bridge)
+            .flat_map(|t| t.table.chains.iter().map(move |c| (t.table, c)))
+            .find(|(_, c)| c.base.is_some() && !c.rules.is_empty())
+            .map(|(t, c)| format!("the bridge family chain {} of table {t}", c.name));
+        let mut stages = Vec::with_capacity(Hook::ALL.len());
+        for hook in Hook::ALL {
+            let mut by_family: [Vec<Stage>; 2] = Default::default();
+            for (slot, ipv4) in [(0, true), (1, false)] {
+                // (before every hook: netdev ingress, priority, newest first
+                // (table, then chain in it), stage)
+                type Newest = std::cmp::Reverse<(u64, u64)>;
+                let mut keyed: Vec<(bool, i32, Newest, Stage)> = Vec::new();
+                if ipv4 {
+                    for (index, table) in self.tables.iter().enumerate() {
+                        if table.table.chain_index(hook.chain()).is_none() {
+                            continue;
+                        }
+                        let name = table.table.name;
+                        keyed.push((
+                            false,
+                            hook.priority(name),
+                            std::cmp::Reverse((iptables_handle(name), 0)),
+                            Stage::Iptables(index),
+                        ));
+                    }
+                }
+                for (t, table) in self.nft.iter().enumerate() {
+                    if !table.sees(ipv4) || shadowed(table.table) {
+                        continue;
+                    }
+                    for (c, chain) in table.table.chains.iter().enumerate() {
+                        let Some(base) = &chain.base else { continue };
+                        let ingress = table.table.family == nft::Family::Netdev
+                            && base.hook == nft::ChainHook::Ingress
+                            && hook == Hook::Prerouting;
+                        if !ingress
+                            && (table.table.family == nft::Family::Netdev
+                                || base.hook != nftables::chain_hook(hook))
+                        {
+                            continue;
+                        }
+                        keyed.push((
+                            !ingress,
+                            base.priority,
+                            std::cmp::Reverse((
+                                table.table.handle.unwrap_or(0),
+                                chain.handle.unwrap_or(0),
+                            )),
+                            Stage::Nft { table: t, chain: c },
+                        ));
+                    }
+                }
+                keyed.sort_by_key(|(group, priority, handle, _)| (*group, *priority, *handle));
+                by_family[slot] = keyed.into_iter().map(|(_, _, _, stage)| stage).collect();
+            }
+            stages.push(by_family);
+        }
+        self.stages = stages;
     }
 
     /// Runs `packet` through every table at `hook`. Outcomes that pass all
@@ -597,37 +795,95 @@ impl<'a> Netfilter<'a> {
         }
     }
 
-    /// Every table of `hook` in order; branches stopped by a verdict pass through.
+    /// Every table and base chain of `hook` in order; branches stopped by a
+    /// verdict pass through.
     fn run_hook(
         &self,
         hook: Hook,
-        branch: chains::Branch<'a>,
+        mut branch: chains::Branch<'a>,
         context: &Context<'_>,
     ) -> Vec<chains::Branch<'a>> {
+        if let (Some(chain), Some(_)) = (&self.bridge_chains, &branch.packet.bridge)
+            && branch.verdict.is_none()
+        {
+            branch.stop_unknown(format!(
+                "a bridged packet: {chain} is not evaluated by the model"
+            ));
+        }
+        let slot = usize::from(!branch.packet.dst.is_ipv4());
+        let stages = &self.stages[hook.index()][slot];
         let mut live = vec![branch];
-        for &name in hook.tables() {
-            let Some(table) = self.table(name) else {
-                continue;
-            };
+        for stage in stages {
             let mut next = Vec::with_capacity(live.len());
+            let mut reroute = false;
             for branch in live {
-                // The nat table sees only a connection's first packet.
-                let skip = name == TableName::Nat && branch.packet.ct_state != CtState::New;
-                if branch.verdict.is_some() || skip {
+                if branch.verdict.is_some() {
                     next.push(branch);
                     continue;
                 }
-                let walk = chains::Walk {
-                    netfilter: self,
-                    table,
-                    hook,
-                    context,
-                };
-                walk.run(branch, &mut next);
+                match *stage {
+                    Stage::Iptables(index) => {
+                        let table = &self.tables[index];
+                        let name = table.table.name;
+                        // The nat table sees only a connection's first packet.
+                        if name == TableName::Nat && !nat_applies(hook, &branch) {
+                            next.push(branch);
+                            continue;
+                        }
+                        // A locally generated packet is routed again when mangle
+                        // changed its mark or nat its destination (`ip_route_me_harder`).
+                        reroute |= hook == Hook::Output
+                            && matches!(name, TableName::Mangle | TableName::Nat);
+                        let walk = chains::Walk {
+                            netfilter: self,
+                            table,
+                            hook,
+                            context,
+                        };
+                        walk.run(branch, &mut next);
+                    }
+                    Stage::Nft { table, chain } => {
+                        let nft_table = &self.nft[table];
+                        let base_chain = &nft_table.table.chains[chain];
+                        let Some(base) = &base_chain.base else {
+                            next.push(branch);
+                            continue;
+                        };
+                        if base.kind == nft::ChainType::Nat && !nat_applies(hook, &branch) {
+                            next.push(branch);
+                            continue;
+                        }
+                        if let Some(device) = &base.device {
+                            match branch.packet.in_iface.as_deref() {
+                                Some(iif) if iif == device => {}
+                                Some(_) => {
+                                    next.push(branch);
+                                    continue;
+                                }
+                                None => {
+                                    let mut branch = branch;
+                                    branch.stop_unknown(format!(
+                                        "whether the ingress chain {} of table {} (device {device}) sees the packet: its input interface is not known",
+                                        base_chain.name, nft_table.table
+                                    ));
+                                    next.push(branch);
+                                    continue;
+                                }
+                            }
+                        }
+                        reroute |= hook == Hook::Output
+                            && matches!(base.kind, nft::ChainType::Nat | nft::ChainType::Route);
+                        let walk = NftWalk {
+                            table: nft_table,
+                            chain,
+                            hook,
+                            context,
+                        };
+                        walk.run(branch, &mut next);
+                    }
+                }
             }
-            // A locally generated packet is routed again when mangle changed
-            // its mark or nat its destination (`ip_route_me_harder`).
-            if hook == Hook::Output && matches!(name, TableName::Mangle | TableName::Nat) {
+            if reroute {
                 next = next
                     .into_iter()
                     .map(|branch| reroute_if_changed(branch, context))
@@ -637,6 +893,22 @@ impl<'a> Netfilter<'a> {
         }
         live
     }
+}
+
+/// Whether a nat table or chain sees the packet: only the first packet of a
+/// connection, and only until a chain at this hook set up a translation of
+/// the hook's kind (destination before routing, source after; the kernel's
+/// `nf_nat_initialized`).
+fn nat_applies(hook: Hook, branch: &chains::Branch<'_>) -> bool {
+    if branch.packet.ct_state != CtState::New {
+        return false;
+    }
+    let done = if matches!(hook, Hook::Prerouting | Hook::Output) {
+        branch.ct_dnat
+    } else {
+        branch.ct_snat
+    };
+    done != Tri::True
 }
 
 /// A branch after the routing decision, and the hook it goes to next

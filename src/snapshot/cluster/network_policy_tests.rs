@@ -31,6 +31,7 @@ spec:
     ports:
     - {name: http, containerPort: 8080}
     - {name: dns, containerPort: 53, protocol: UDP}
+    - {name: ngap, containerPort: 38412, protocol: SCTP}
 status: {phase: Running, podIP: 10.0.1.1}
 ---
 apiVersion: v1
@@ -481,6 +482,42 @@ fn ports_match_protocol_number_and_end_port_ranges() {
     ));
     assert_eq!(ingress(&c, udp).verdict, Verdict::Admitted);
     assert_eq!(to_web(&c, A_CLIENT), Verdict::Denied);
+}
+
+#[test]
+fn an_sctp_port_admits_sctp_only_and_a_tcp_port_no_sctp() {
+    let sctp = |port| PolicyFlow {
+        transport: Some((Protocol::Sctp, port)),
+        ..tcp(A_CLIENT, WEB, port)
+    };
+    let c = cluster(&policy(
+        "ngap",
+        "default",
+        "  podSelector: {}\n  ingress:\n  - ports: [{port: 38412, protocol: SCTP}, {port: 8080}]",
+    ));
+    assert_eq!(ingress(&c, sctp(38412)).verdict, Verdict::Admitted);
+    assert_eq!(
+        ingress(&c, tcp(A_CLIENT, WEB, 38412)).verdict,
+        Verdict::Denied
+    );
+    let missed = ingress(&c, sctp(8080));
+    assert_eq!(missed.verdict, Verdict::Denied);
+    assert_eq!(
+        missed.reasons(),
+        "default/ngap: spec.ingress[0]: port 8080/SCTP not in [38412/SCTP, 8080/TCP]"
+    );
+    // A named SCTP port is the destination pod's container port of that
+    // name and protocol.
+    let c = cluster(&policy(
+        "named",
+        "default",
+        "  podSelector: {}\n  ingress:\n  - ports: [{port: ngap, protocol: SCTP}]",
+    ));
+    assert_eq!(ingress(&c, sctp(38412)).verdict, Verdict::Admitted);
+    assert_eq!(
+        ingress(&c, tcp(A_CLIENT, WEB, 38412)).verdict,
+        Verdict::Denied
+    );
 }
 
 #[test]

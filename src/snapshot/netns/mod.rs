@@ -14,6 +14,7 @@ mod json;
 mod keyword;
 pub mod link;
 pub mod neigh;
+pub mod nft;
 pub mod route;
 pub mod rule;
 pub mod sockets;
@@ -61,6 +62,10 @@ pub const DUMP_FILES: &[DumpFile] = &[
         command: &["iptables-save"],
     },
     DumpFile {
+        name: "nft-ruleset.json",
+        command: &["nft", "-j", "list", "ruleset"],
+    },
+    DumpFile {
         name: "ipset-save.txt",
         command: &["ipset", "save"],
     },
@@ -74,7 +79,7 @@ pub const DUMP_FILES: &[DumpFile] = &[
     },
     DumpFile {
         name: "ss.txt",
-        command: &["ss", "-H", "-tuln"],
+        command: &["ss", "-H", "-tulnS"],
     },
 ];
 
@@ -96,6 +101,7 @@ pub struct NetnsDump {
     pub neighbours: Option<Vec<neigh::Neighbour>>,
     pub fdb: Option<Vec<fdb::FdbEntry>>,
     pub iptables: Option<iptables::Ruleset>,
+    pub nftables: Option<nft::Ruleset>,
     pub ipsets: Option<ipset::IpSets>,
     pub ipvs: Option<ipvs::IpvsConfig>,
     pub sysctls: Option<sysctl::Sysctls>,
@@ -131,6 +137,7 @@ impl NetnsDump {
             neighbours: files.load("ip-neigh.json", neigh::parse),
             fdb: files.load("bridge-fdb.json", fdb::parse),
             iptables: files.load("iptables-save.txt", iptables::parse),
+            nftables: files.load("nft-ruleset.json", nft::parse),
             ipsets: files.load("ipset-save.txt", ipset::parse),
             ipvs: files.load("ipvsadm.txt", ipvs::parse),
             sysctls: files.load("sysctl.txt", sysctl::parse),
@@ -152,6 +159,7 @@ impl NetnsDump {
             self.neighbours.is_some(),
             self.fdb.is_some(),
             self.iptables.is_some(),
+            self.nftables.is_some(),
             self.ipsets.is_some(),
             self.ipvs.is_some(),
             self.sysctls.is_some(),
@@ -218,6 +226,7 @@ pub fn parse_any_dump(text: &str) -> Vec<super::problem::ParseIssue> {
     issues.extend(neigh::parse(text).1);
     issues.extend(fdb::parse(text).1);
     issues.extend(iptables::parse(text).1);
+    issues.extend(nft::parse(text).1);
     issues.extend(ipset::parse(text).1);
     issues.extend(ipvs::parse(text).1);
     issues.extend(sysctl::parse(text).1);

@@ -1,8 +1,16 @@
-//! `ss -H -tuln`: the TCP and UDP sockets waiting for packets.
+//! `ss -H -tulnS`: the TCP, UDP and SCTP sockets waiting for packets.
 //!
 //! Each line is `Netid State Recv-Q Send-Q Local:Port Peer:Port`, columns
 //! separated by spaces. The peer (always a wildcard for these sockets) and
 //! any further columns are ignored.
+//!
+//! SCTP came later: the contract was `ss -H -tuln`, which lists no SCTP
+//! socket, and such a dump reads exactly like one of a namespace where no
+//! SCTP socket listens. So only an `sctp` line proves that a dump lists SCTP
+//! at all ([`lists`]); without one, whether anything listens on SCTP is
+//! unknown, never "nothing" (see [`SCTP_UNLISTED`]). An SCTP endpoint
+//! listening on several addresses (`sctp_bindx`) shows only one of them on
+//! its line: the others are in `ss -i`'s `locals:`, which is not collected.
 
 use std::net::IpAddr;
 
@@ -13,11 +21,44 @@ use crate::snapshot::problem::{ParseIssue, Parsed};
 pub enum SocketProtocol {
     Tcp,
     Udp,
+    Sctp,
 }
+
+impl SocketProtocol {
+    /// The Netid as ss prints it: `tcp`, `udp`, `sctp`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SocketProtocol::Tcp => "tcp",
+            SocketProtocol::Udp => "udp",
+            SocketProtocol::Sctp => "sctp",
+        }
+    }
+
+    /// The state of a socket of this protocol that takes new packets: a
+    /// listening TCP or SCTP socket, a bound UDP one.
+    pub fn waiting_state(self) -> SocketState {
+        match self {
+            SocketProtocol::Tcp | SocketProtocol::Sctp => SocketState::Listen,
+            SocketProtocol::Udp => SocketState::Unconn,
+        }
+    }
+}
+
+/// Whether a dump says anything of `protocol`'s sockets: of TCP and UDP
+/// always; of SCTP only when it has an SCTP socket, since a dump of
+/// `ss -H -tuln` (the contract before SCTP) lists none whatever listens.
+pub fn lists(sockets: &[ListeningSocket], protocol: SocketProtocol) -> bool {
+    protocol != SocketProtocol::Sctp || sockets.iter().any(|s| s.protocol == protocol)
+}
+
+/// Why a dump that [`lists`] no SCTP socket cannot say that nothing listens
+/// on an SCTP port.
+pub const SCTP_UNLISTED: &str = "ss.txt lists no SCTP socket at all, and a dump made without SCTP (`ss -H -tuln`, as skoop collected before `ss -H -tulnS`) lists none either, whatever listens";
 
 keyword_enum! {
     pub enum SocketState {
-        /// A TCP socket accepting connections.
+        /// A TCP socket accepting connections, an SCTP endpoint accepting
+        /// associations.
         Listen = "LISTEN",
         /// A bound UDP socket.
         Unconn = "UNCONN",
@@ -48,7 +89,7 @@ pub struct ListeningSocket {
     pub port: u16,
 }
 
-/// Reads `ss -H -tuln` output. A line that cannot be read is an issue at
+/// Reads `ss -H -tulnS` output (or `ss -H -tuln`'s, of older snapshots). A line that cannot be read is an issue at
 /// the column of the field that is wrong; the other lines are kept. No
 /// listening socket at all is an empty, valid dump.
 pub fn parse(text: &str) -> Parsed<Vec<ListeningSocket>> {
@@ -81,7 +122,8 @@ fn parse_line(line: &str) -> Result<ListeningSocket, LineError> {
     let protocol = match netid {
         "tcp" => SocketProtocol::Tcp,
         "udp" => SocketProtocol::Udp,
-        _ => return Err((column, format!("{netid:?} is not tcp or udp"))),
+        "sctp" => SocketProtocol::Sctp,
+        _ => return Err((column, format!("{netid:?} is not tcp, udp or sctp"))),
     };
     let (_, state) = field(1, "State")?;
     let recv_q = queue(field(2, "Recv-Q")?)?;
@@ -217,11 +259,7 @@ mod tests {
     fn tcp_sockets_listen_and_udp_sockets_are_unconnected() {
         let sockets = sockets(NODE);
         for socket in &sockets {
-            let expected = match socket.protocol {
-                SocketProtocol::Tcp => SocketState::Listen,
-                SocketProtocol::Udp => SocketState::Unconn,
-            };
-            assert_eq!(socket.state, expected);
+            assert_eq!(socket.state, socket.protocol.waiting_state());
         }
         let kubelet = sockets
             .iter()
@@ -237,6 +275,67 @@ mod tests {
         assert_eq!(found.len(), 2);
         assert!(found.contains(&(SocketProtocol::Udp, LocalAddress::AnyDualStack, None, 53)));
         assert!(found.contains(&(SocketProtocol::Tcp, ip("0.0.0.0"), None, 8080)));
+    }
+
+    /// What `ss -H -tulnS` prints for SCTP endpoints listening (iproute2's
+    /// `sock_state_print` and `inet_addr_print`: the Netid `sctp`, state
+    /// LISTEN, the backlog as Send-Q, one local address, a wildcard peer).
+    const SCTP: &str = "sctp LISTEN 0      128          0.0.0.0:38412      0.0.0.0:*\n\
+                        sctp LISTEN 0      5                  *:36412            *:*\n\
+                        sctp LISTEN 0      10     [fd00::7]%eth0:2905             [::]:*\n\
+                        tcp  LISTEN 0      4096         0.0.0.0:22         0.0.0.0:*\n";
+
+    #[test]
+    fn sctp_endpoints_are_read_as_listening_sockets() {
+        let sockets = sockets(SCTP);
+        assert_eq!(
+            bound(&sockets),
+            [
+                (SocketProtocol::Sctp, ip("0.0.0.0"), None, 38412),
+                (
+                    SocketProtocol::Sctp,
+                    LocalAddress::AnyDualStack,
+                    None,
+                    36412
+                ),
+                (SocketProtocol::Sctp, ip("fd00::7"), Some("eth0"), 2905),
+                (SocketProtocol::Tcp, ip("0.0.0.0"), None, 22),
+            ]
+        );
+        for socket in &sockets {
+            assert_eq!(socket.state, SocketState::Listen);
+        }
+        assert_eq!((sockets[0].recv_q, sockets[0].send_q), (0, 128));
+    }
+
+    #[test]
+    fn only_an_sctp_line_proves_a_dump_lists_sctp() {
+        // The contract's old `ss -H -tuln` never printed SCTP: a dump without
+        // an SCTP line may be one of those, and says nothing of SCTP.
+        for old in [NODE, POD, ""] {
+            let sockets = sockets(old);
+            assert!(!lists(&sockets, SocketProtocol::Sctp));
+            assert!(lists(&sockets, SocketProtocol::Tcp));
+            assert!(lists(&sockets, SocketProtocol::Udp));
+        }
+        assert!(lists(&sockets(SCTP), SocketProtocol::Sctp));
+        assert!(SCTP_UNLISTED.contains("ss -H -tulnS"));
+    }
+
+    #[test]
+    fn an_sctp_association_line_is_not_a_listener() {
+        // Without -l ss prints an endpoint's associations under it; -l never
+        // does, so such a line is not of the contract.
+        let text = "sctp LISTEN 0 128 0.0.0.0:38412 0.0.0.0:*\n\
+                    `- ESTAB 0 0 10.0.0.2:38412 10.0.0.9:40000\n";
+        let (sockets, issues) = parse(text);
+        assert_eq!(sockets.expect("always a value").len(), 1);
+        assert_eq!(issues.len(), 1);
+        assert_eq!(
+            (issues[0].line, issues[0].column),
+            (2, Some(1)),
+            "{issues:?}"
+        );
     }
 
     #[test]
@@ -268,7 +367,7 @@ mod tests {
         assert_eq!(
             found,
             [
-                (1, 1, r#""Netid" is not tcp or udp"#),
+                (1, 1, r#""Netid" is not tcp, udp or sctp"#),
                 (3, 12, r#"queue length "x" is not a number"#),
                 (4, 26, r#""10.0.0.300:53": "10.0.0.300" is not an address"#),
                 (5, 26, r#""[::1:53": IPv6 address without its closing ]"#),

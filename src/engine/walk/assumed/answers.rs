@@ -10,11 +10,10 @@ use petgraph::graph::NodeIndex;
 use super::super::{Branch, Next, Packet, Stop, Walker, hop_id};
 use crate::engine::hooks::{NextHop, Undecided};
 use crate::engine::intent::convert;
-use crate::engine::target::Protocol;
 use crate::engine::{Finding, Severity};
 use crate::packs::HopScope;
 use crate::snapshot::NetnsId;
-use crate::snapshot::cluster::{IpOwner, Protocol as PortProtocol};
+use crate::snapshot::cluster::IpOwner;
 
 /// Where a packet from an assumed hop goes, by who holds its next hop.
 pub(super) enum Holder {
@@ -48,12 +47,8 @@ impl<'s> Walker<'s, '_> {
                 "pod {namespace}/{name} is not Ready: whether it answers cannot be known without its dump"
             ));
         }
-        let wanted = match packet.protocol {
-            Protocol::Icmp => {
-                return Ok("the kernel's ICMP echo responder (the pod is Ready)".into());
-            }
-            Protocol::Tcp => PortProtocol::Tcp,
-            Protocol::Udp => PortProtocol::Udp,
+        let Some(wanted) = packet.protocol.port_protocol() else {
+            return Ok("the kernel's ICMP echo responder (the pod is Ready)".into());
         };
         let declared = pod.containers.iter().find_map(|container| {
             container
