@@ -16,6 +16,7 @@ mod kube_proxy;
 mod lab;
 mod live;
 mod netfilter;
+mod nftables;
 mod objects;
 mod real;
 mod routing;
