@@ -30,16 +30,47 @@ const MAX_RULE_VISITS: usize = 100_000;
 /// The most values one `numgen` forks a rule into.
 const MAX_NUMGEN: u32 = 4096;
 
-/// One table of the ruleset, indexed: chains by name, named sets compiled.
+/// One table of the ruleset, indexed once: chains by name, named sets and
+/// the anonymous sets and maps of its rules compiled, each rule's `numgen`.
 #[derive(Debug)]
 pub(super) struct NftTable<'a> {
     pub table: &'a nft::Table,
     chains: HashMap<&'a str, usize>,
     sets: HashMap<&'a str, CompiledSet<'a>>,
+    /// Anonymous sets and maps, by the address of their expression in the
+    /// ruleset (which outlives the index).
+    anonymous: HashMap<usize, CompiledSet<'a>>,
+    /// Per chain, per rule: how its `numgen` forks it (`None`: it does not).
+    forks: Vec<Vec<Option<Fork>>>,
 }
 
 impl<'a> NftTable<'a> {
     pub fn new(table: &'a nft::Table) -> NftTable<'a> {
+        let mut anonymous = HashMap::new();
+        let mut forks = Vec::with_capacity(table.chains.len());
+        for chain in &table.chains {
+            forks.push(
+                chain
+                    .rules
+                    .iter()
+                    .map(|rule| numgen(rule).filter(|_| !passive(rule)))
+                    .collect(),
+            );
+            for statement in chain.rules.iter().flat_map(|r| &r.statements) {
+                let (key, data) = match statement {
+                    Statement::Match { left, right, .. } => (left, right),
+                    Statement::Vmap { key, data } => (key, data),
+                    Statement::Nat(nft::Nat {
+                        addr: Some(Expr::Map { key, data }),
+                        ..
+                    }) => (key.as_ref(), data.as_ref()),
+                    _ => continue,
+                };
+                if let Expr::Set(elements) = data {
+                    anonymous.insert(address_of(data), CompiledSet::new(Kind::of(key), elements));
+                }
+            }
+        }
         NftTable {
             table,
             chains: table
@@ -56,7 +87,14 @@ impl<'a> NftTable<'a> {
                     (set.name.as_str(), CompiledSet::new(kinds, &set.elements))
                 })
                 .collect(),
+            anonymous,
+            forks,
         }
+    }
+
+    /// The compiled form of an anonymous set or map of this table's rules.
+    fn anonymous(&self, set: &Expr) -> Option<&CompiledSet<'a>> {
+        self.anonymous.get(&address_of(set))
     }
 
     /// Whether a packet of this address family passes through this table's
@@ -123,8 +161,17 @@ impl Kind {
 
     /// What an expression reads, as a type for the literals beside it.
     fn of(expr: &Expr) -> Vec<Kind> {
-        let one = match expr {
-            Expr::Concat(parts) => return parts.iter().flat_map(Kind::of).collect(),
+        match expr {
+            Expr::Concat(parts) => parts.iter().flat_map(Kind::of).collect(),
+            Expr::Binary { left, .. } => Kind::of(left),
+            one => vec![Kind::of_one(one)],
+        }
+    }
+
+    /// What one expression (not a concatenation) reads.
+    fn of_one(expr: &Expr) -> Kind {
+        match expr {
+            Expr::Concat(parts) => parts.first().map_or(Kind::Int, Kind::of_one),
             Expr::Payload { field, .. } => match field.as_str() {
                 "saddr" | "daddr" => Kind::Addr,
                 "sport" | "dport" => Kind::Port,
@@ -148,11 +195,9 @@ impl Kind {
             },
             Expr::Fib { result, .. } if result == "type" => Kind::FibType,
             Expr::Fib { .. } => Kind::Iface,
-            Expr::Binary { left, .. } => return Kind::of(left),
-            Expr::Map { .. } | Expr::Unknown(_) => Kind::Int,
+            Expr::Binary { left, .. } => Kind::of_one(left),
             _ => Kind::Int,
-        };
-        vec![one]
+        }
     }
 }
 
@@ -459,47 +504,46 @@ impl<'a> NftWalk<'_, 'a, '_> {
                 continue;
             };
             cursor.position += 1;
-            let values = match numgen(rule) {
-                None => vec![(None, 1.0)],
-                Some(_) if passive(rule) => vec![(None, 1.0)],
+            let fork = self
+                .table
+                .forks
+                .get(cursor.chain)
+                .and_then(|rules| rules.get(cursor.position - 1))
+                .and_then(Option::as_ref);
+            let (first, first_share) = match fork {
+                None => (None, 1.0),
                 Some(Err(why)) => {
                     self.record(&mut branch, &chain.name, rule, Tri::Unknown, None);
-                    branch.stop_unknown(self.at(&chain.name, rule, &why));
+                    branch.stop_unknown(self.at(&chain.name, rule, why));
                     out.push(branch);
                     return;
                 }
                 Some(Ok((modulus, offset))) => {
-                    let share = 1.0 / f64::from(modulus);
-                    (offset..offset.saturating_add(modulus))
-                        .map(|v| (Some(v), share))
-                        .collect()
-                }
-            };
-            // Every value but the first goes on as a branch of its own.
-            let mut ways = values.into_iter();
-            let Some((first, first_share)) = ways.next() else {
-                continue;
-            };
-            for (value, share) in ways.rev() {
-                let mut other = branch.clone();
-                other.probability *= share;
-                let mut other_cursor = Cursor {
-                    chain: cursor.chain,
-                    position: cursor.position,
-                    returns: cursor.returns.clone(),
-                    visits: cursor.visits,
-                };
-                match self.rule(&mut other, &chain.name, rule, value, share) {
-                    Flow::ChainAccept | Flow::Stop => out.push(other),
-                    flow => {
-                        if self.follow(flow, &mut other, &mut other_cursor) {
-                            out.push(other);
-                        } else {
-                            pending.push((other, other_cursor));
+                    // Every value but the first goes on as a branch of its own.
+                    let share = 1.0 / f64::from(*modulus);
+                    for value in (offset.saturating_add(1)..offset.saturating_add(*modulus)).rev() {
+                        let mut other = branch.clone();
+                        other.probability *= share;
+                        let mut other_cursor = Cursor {
+                            chain: cursor.chain,
+                            position: cursor.position,
+                            returns: cursor.returns.clone(),
+                            visits: cursor.visits,
+                        };
+                        match self.rule(&mut other, &chain.name, rule, Some(value), share) {
+                            Flow::ChainAccept | Flow::Stop => out.push(other),
+                            flow => {
+                                if self.follow(flow, &mut other, &mut other_cursor) {
+                                    out.push(other);
+                                } else {
+                                    pending.push((other, other_cursor));
+                                }
+                            }
                         }
                     }
+                    (Some(*offset), share)
                 }
-            }
+            };
             branch.probability *= first_share;
             let flow = self.rule(&mut branch, &chain.name, rule, first, first_share);
             if self.follow(flow, &mut branch, &mut cursor) {
@@ -928,12 +972,19 @@ impl<'a> NftWalk<'_, 'a, '_> {
                 }
             }
             Expr::Set(elements) => {
-                let kinds = if key_kinds.is_empty() {
-                    vec![Kind::Int; key.len()]
-                } else {
-                    key_kinds.to_vec()
+                let compiled;
+                let set = match self.table.anonymous(data) {
+                    Some(set) => set,
+                    None => {
+                        let kinds = if key_kinds.is_empty() {
+                            vec![Kind::Int; key.len()]
+                        } else {
+                            key_kinds.to_vec()
+                        };
+                        compiled = CompiledSet::new(kinds, elements);
+                        &compiled
+                    }
                 };
-                let set = CompiledSet::new(kinds, elements);
                 match set.lookup(key) {
                     Ok(found) => Ok(found.and_then(|i| set.value(i))),
                     Err(()) => {
@@ -978,8 +1029,7 @@ impl<'a> NftWalk<'_, 'a, '_> {
             Read::Absent => return Tri::False,
             Read::Unknown(_) => return Tri::Unknown,
         };
-        let kinds = Kind::of(left);
-        let kind = kinds.first().copied().unwrap_or(Kind::Int);
+        let kind = Kind::of_one(left);
         let truth = match right {
             Expr::SetRef(name) => match self.table.sets.get(name.as_str()) {
                 Some(set) => match set.lookup(&key) {
@@ -989,7 +1039,14 @@ impl<'a> NftWalk<'_, 'a, '_> {
                 None => Tri::Unknown,
             },
             Expr::Set(elements) => {
-                let set = CompiledSet::new(kinds.clone(), elements);
+                let compiled;
+                let set = match self.table.anonymous(right) {
+                    Some(set) => set,
+                    None => {
+                        compiled = CompiledSet::new(Kind::of(left), elements);
+                        &compiled
+                    }
+                };
                 match set.lookup(&key) {
                     Ok(found) => Tri::from(found.is_some()),
                     Err(()) => Tri::Unknown,
@@ -1023,19 +1080,29 @@ impl<'a> NftWalk<'_, 'a, '_> {
                         comment: None,
                     })
                     .collect();
-                let set = CompiledSet::new(kinds.clone(), &elements);
+                let set = CompiledSet::new(Kind::of(left), &elements);
                 match set.lookup(&key) {
                     Ok(found) => Tri::from(found.is_some()),
                     Err(()) => Tri::Unknown,
                 }
             }
             right => {
-                let expected = patterns(right, &kinds);
-                let truth = test_element(&expected, &key);
+                let (several, single);
+                let expected: &[Pattern] = match right {
+                    Expr::Concat(_) => {
+                        several = patterns(right, &Kind::of(left));
+                        &several
+                    }
+                    one => {
+                        single = pattern(one, kind);
+                        std::slice::from_ref(&single)
+                    }
+                };
+                let truth = test_element(expected, &key);
                 match op {
                     Op::Eq | Op::In | Op::Ne => truth,
                     ordering => {
-                        return match (key.as_slice(), expected.as_slice()) {
+                        return match (key.as_slice(), expected) {
                             ([Some(Val::Num(a))], [Pattern::Exact(Val::Num(b))]) => {
                                 Tri::from(match ordering {
                                     Op::Lt => a < b,
@@ -1238,6 +1305,15 @@ impl<'a> NftWalk<'_, 'a, '_> {
     }
 }
 
+/// How a rule's `numgen` forks it: `(modulus, offset)`, or why the model
+/// does not follow it.
+type Fork = Result<(u32, u32), String>;
+
+/// The key under which an anonymous set's compiled form is kept.
+fn address_of(expr: &Expr) -> usize {
+    std::ptr::from_ref(expr) as usize
+}
+
 /// The key expression of a map expression.
 fn key_expr(expr: &Expr) -> &Expr {
     match expr {
@@ -1267,18 +1343,22 @@ fn ct_status(right: &Expr, branch: &Branch<'_>) -> Tri {
 
 /// The numgen of a rule: `Some(Ok((modulus, offset)))`, or `Err` when the
 /// rule has more than one or too large a one.
-fn numgen(rule: &Rule) -> Option<Result<(u32, u32), String>> {
+fn numgen(rule: &Rule) -> Option<Fork> {
     let mut found = Vec::new();
     for statement in &rule.statements {
-        let exprs: Vec<&Expr> = match statement {
-            Statement::Match { left, right, .. } => vec![left, right],
-            Statement::Vmap { key, .. } => vec![key],
-            Statement::Nat(nat) => nat.addr.iter().chain(nat.port.iter()).collect(),
-            Statement::Mangle { value, .. } => vec![value],
-            _ => Vec::new(),
-        };
-        for expr in exprs {
-            collect_numgen(expr, &mut found);
+        match statement {
+            Statement::Match { left, right, .. } => {
+                collect_numgen(left, &mut found);
+                collect_numgen(right, &mut found);
+            }
+            Statement::Vmap { key, .. } => collect_numgen(key, &mut found),
+            Statement::Nat(nat) => {
+                for expr in nat.addr.iter().chain(nat.port.iter()) {
+                    collect_numgen(expr, &mut found);
+                }
+            }
+            Statement::Mangle { value, .. } => collect_numgen(value, &mut found),
+            _ => {}
         }
     }
     match found.as_slice() {

@@ -125,3 +125,24 @@ fn named_priorities_are_the_kernels_numbers() {
     assert_eq!(read::named_priority("filter - 5"), Some(-5));
     assert_eq!(read::named_priority("mangle +"), None);
 }
+
+#[test]
+fn positions_found_from_the_last_object_are_those_counted_from_the_start() {
+    // One object per line, then many on one line after a multi-byte comment.
+    let text = KUBE_PROXY.replace("{\"metainfo\"", "{\"metainfo\": {\"é\": \"ü\"}}, {\"x\"");
+    let one_line = text.replace('\n', " ");
+    for text in [text, one_line] {
+        let (ruleset, _) = parse(&text);
+        let table = &ruleset.expect("a ruleset").tables[0];
+        for chain in &table.chains {
+            let at = text.find(&format!("\"name\": \"{}\"", chain.name)).unwrap();
+            let start = text[..at].rfind("{\"chain\"").unwrap();
+            assert_eq!(
+                chain.position,
+                crate::snapshot::problem::line_col(&text, start),
+                "{}",
+                chain.name
+            );
+        }
+    }
+}
