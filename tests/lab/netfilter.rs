@@ -99,7 +99,11 @@ enum Seen {
     Timeout,
 }
 
-fn build(lab: &mut Lab) -> (Netns, Netns) {
+/// The client (10.70.0.2 and 10.71.0.2 on its eth0), the router between it
+/// (10.70.0.1, 10.71.0.1) and the two backends (10.80.N.2 behind the
+/// router's ethN, 10.80.N.1), forwarding: the topology of this file's
+/// case and of `nftables.rs`'s hand-built one.
+pub fn client_router_backends(lab: &mut Lab) -> (Netns, Netns, [Netns; 2]) {
     let client = lab.netns("client");
     let router = lab.netns("router");
     let backends = [lab.netns("backend1"), lab.netns("backend2")];
@@ -127,6 +131,11 @@ fn build(lab: &mut Lab) -> (Netns, Netns) {
         backend.ip(&format!("route add default via 10.80.{n}.1"));
     }
     router.run(&["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"]);
+    (client, router, backends)
+}
+
+fn build(lab: &mut Lab) -> (Netns, Netns) {
+    let (client, router, backends) = client_router_backends(lab);
     // ICMP errors (REJECT's, routing's) are rate limited per peer by default:
     // after a burst the client would see timeouts instead.
     router.run(&["sysctl", "-q", "-w", "net.ipv4.icmp_ratelimit=0"]);

@@ -951,37 +951,13 @@ fn load_nft(ns: &Netns, rules: &str) {
 /// router holding the rules (default route via backend 2, which does not
 /// forward) and the backends with their listeners.
 fn build(lab: &mut Lab, servers: &mut Servers) -> (Netns, Netns) {
-    let client = lab.netns("client");
-    let router = lab.netns("router");
-    let backends = [lab.netns("backend1"), lab.netns("backend2")];
-    router.ip(&format!(
-        "link add eth0 type veth peer name eth0 netns {}",
-        client.name
-    ));
-    router.ip("addr add 10.70.0.1/24 dev eth0");
-    router.ip("addr add 10.71.0.1/24 dev eth0");
-    router.ip("link set eth0 up");
-    client.ip("addr add 10.70.0.2/24 dev eth0");
-    client.ip("addr add 10.71.0.2/24 dev eth0");
-    client.ip("link set eth0 up");
-    client.ip("route add default via 10.70.0.1");
-    for (n, backend) in backends.iter().enumerate() {
-        let n = n + 1;
-        router.ip(&format!(
-            "link add eth{n} type veth peer name eth0 netns {}",
-            backend.name
-        ));
-        router.ip(&format!("addr add 10.80.{n}.1/24 dev eth{n}"));
-        router.ip(&format!("link set eth{n} up"));
-        backend.ip(&format!("addr add 10.80.{n}.2/24 dev eth0"));
-        backend.ip("link set eth0 up");
-        backend.ip(&format!("route add default via 10.80.{n}.1"));
-        // ICMP errors are rate limited per peer: a burst of flows would
-        // see timeouts instead.
+    let (client, router, backends) = crate::netfilter::client_router_backends(lab);
+    // ICMP errors are rate limited per peer: a burst of flows would see
+    // timeouts instead.
+    for backend in &backends {
         backend.run(&["sysctl", "-q", "-w", "net.ipv4.icmp_ratelimit=0"]);
     }
     router.ip("route add default via 10.80.2.2 dev eth2");
-    router.run(&["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"]);
     router.run(&["sysctl", "-q", "-w", "net.ipv4.icmp_ratelimit=0"]);
     load_nft(&router, LAB_FILTER);
     load_nft(&router, KUBE_PROXY);

@@ -92,19 +92,33 @@ impl<'a> Branch<'a> {
     }
 }
 
-/// Where a walk is: the chain, the next rule, and the return points.
-struct Cursor {
-    chain: usize,
-    position: usize,
-    returns: Vec<(usize, usize)>,
-    visits: usize,
+/// Where a walk is: the chain, the next rule, and the return points (the
+/// iptables walk's and the nftables one's).
+#[derive(Debug, Clone)]
+pub(super) struct Cursor {
+    pub chain: usize,
+    pub position: usize,
+    pub returns: Vec<(usize, usize)>,
+    pub visits: usize,
+}
+
+impl Cursor {
+    /// At the first rule of `chain`, with no return point.
+    pub fn at(chain: usize) -> Cursor {
+        Cursor {
+            chain,
+            position: 0,
+            returns: Vec::new(),
+            visits: 0,
+        }
+    }
 }
 
 /// Branches still to walk from their cursor, or (`None`) done with the table.
 type Pending<'a> = Vec<(Branch<'a>, Option<Cursor>)>;
 
-/// What a rule's target did to the walk.
-enum Flow {
+/// What a rule did to the walk (an iptables target, an nftables verdict).
+pub(super) enum Flow {
     /// Go on with the next rule.
     Next,
     /// Continue at rule 0 of `chain`, pushing a return point or not.
@@ -113,7 +127,8 @@ enum Flow {
         push: bool,
     },
     Return,
-    /// The table let the packet through (ACCEPT, a NAT target).
+    /// The table (iptables) or base chain (nftables) let the packet
+    /// through: ACCEPT, accept, a NAT.
     TableAccept,
     /// The branch stopped (DROP, REJECT, unknown).
     Stop,
@@ -135,12 +150,7 @@ impl<'a> Walk<'_, 'a, '_> {
             out.push(branch);
             return;
         };
-        let cursor = Cursor {
-            chain: start,
-            position: 0,
-            returns: Vec::new(),
-            visits: 0,
-        };
+        let cursor = Cursor::at(start);
         let mut pending = vec![(branch, Some(cursor))];
         while let Some((branch, cursor)) = pending.pop() {
             match cursor {
@@ -260,12 +270,7 @@ impl<'a> Walk<'_, 'a, '_> {
                 ));
                 pending.push((
                     other,
-                    Some(Cursor {
-                        chain: cursor.chain,
-                        position: cursor.position,
-                        returns: cursor.returns.clone(),
-                        visits: cursor.visits,
-                    }),
+                    Some(cursor.clone()),
                 ));
                 branch.probability *= probability;
                 branch.trace.push(step(

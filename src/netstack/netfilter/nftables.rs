@@ -14,7 +14,7 @@ use std::net::IpAddr;
 #[cfg(test)]
 mod tests;
 
-use super::chains::{Branch, NatSide, masquerade_source, nat_port, redirect_destination};
+use super::chains::{Branch, Cursor, Flow, NatSide, masquerade_source, nat_port, redirect_destination};
 use super::{
     Assumption, Context, CtState, Endpoint, Hook, Packet, Step, TableId, Translation, Verdict,
 };
@@ -412,20 +412,6 @@ fn ct_state_bit(name: &str) -> Option<u32> {
     })
 }
 
-/// What a rule did to the walk.
-enum Flow {
-    /// Go on with the next rule.
-    Next,
-    Enter {
-        chain: usize,
-        push: bool,
-    },
-    Return,
-    /// The base chain accepted the packet (accept, a NAT).
-    ChainAccept,
-    /// The branch stopped (drop, reject, unknown).
-    Stop,
-}
 
 /// What an acting statement did.
 enum Act {
@@ -452,26 +438,13 @@ pub(super) struct NftWalk<'n, 'a, 'c> {
     pub context: &'n Context<'c>,
 }
 
-/// A walk still to go on: the branch, where it is, and whether it is done.
-struct Cursor {
-    chain: usize,
-    position: usize,
-    returns: Vec<(usize, usize)>,
-    visits: usize,
-}
-
 impl<'a> NftWalk<'_, 'a, '_> {
     fn id(&self) -> TableId<'a> {
         TableId::Nft(self.table.table)
     }
 
     pub fn run(&self, branch: Branch<'a>, out: &mut Vec<Branch<'a>>) {
-        let cursor = Cursor {
-            chain: self.chain,
-            position: 0,
-            returns: Vec::new(),
-            visits: 0,
-        };
+        let cursor = Cursor::at(self.chain);
         let mut pending = vec![(branch, cursor)];
         while let Some((branch, cursor)) = pending.pop() {
             self.walk(branch, cursor, &mut pending, out);
@@ -524,14 +497,9 @@ impl<'a> NftWalk<'_, 'a, '_> {
                     for value in (offset.saturating_add(1)..offset.saturating_add(*modulus)).rev() {
                         let mut other = branch.clone();
                         other.probability *= share;
-                        let mut other_cursor = Cursor {
-                            chain: cursor.chain,
-                            position: cursor.position,
-                            returns: cursor.returns.clone(),
-                            visits: cursor.visits,
-                        };
+                        let mut other_cursor = cursor.clone();
                         match self.rule(&mut other, &chain.name, rule, Some(value), share) {
-                            Flow::ChainAccept | Flow::Stop => out.push(other),
+                            Flow::TableAccept | Flow::Stop => out.push(other),
                             flow => {
                                 if self.follow(flow, &mut other, &mut other_cursor) {
                                     out.push(other);
@@ -566,7 +534,7 @@ impl<'a> NftWalk<'_, 'a, '_> {
                 false
             }
             Flow::Return => self.return_or_policy(branch, cursor),
-            Flow::ChainAccept | Flow::Stop => true,
+            Flow::TableAccept | Flow::Stop => true,
         }
     }
 
@@ -806,7 +774,7 @@ impl<'a> NftWalk<'_, 'a, '_> {
             None => Flow::Stop,
         };
         let flow = match verdict {
-            nft::Verdict::Accept => Flow::ChainAccept,
+            nft::Verdict::Accept => Flow::TableAccept,
             nft::Verdict::Drop => {
                 branch.verdict = Some(Verdict::Drop);
                 Flow::Stop
@@ -911,7 +879,7 @@ impl<'a> NftWalk<'_, 'a, '_> {
             }
         };
         translations.push(translation);
-        Act::Flow(Flow::ChainAccept)
+        Act::Flow(Flow::TableAccept)
     }
 
     /// The address of a NAT, and its port when the address expression is

@@ -262,15 +262,7 @@ impl Reader<'_> {
         } else {
             None
         };
-        let flags = match body.get("flags") {
-            Some(Value::Array(flags)) => flags
-                .iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect(),
-            Some(Value::String(flag)) => vec![flag.clone()],
-            _ => Vec::new(),
-        };
+        let flags = words(body.get("flags"));
         let elements = match body.get("elem") {
             None => Vec::new(),
             Some(Value::Array(items)) => items
@@ -323,6 +315,20 @@ fn single(value: &Value) -> Option<(&str, &Value)> {
         return None;
     }
     object.iter().next().map(|(k, v)| (k.as_str(), v))
+}
+
+/// A list of words, which nft writes as an array, or as a string when it
+/// has one (`"flags": "interval"`).
+fn words(value: Option<&Value>) -> Vec<String> {
+    match value {
+        Some(Value::Array(words)) => words
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect(),
+        Some(Value::String(word)) => vec![word.clone()],
+        _ => Vec::new(),
+    }
 }
 
 fn string(body: &Value, key: &str) -> Result<String, Failure> {
@@ -509,15 +515,7 @@ fn nat(name: &str, body: &Value) -> Result<Nat, Failure> {
         None => None,
     };
     let part = |key: &str| body.get(key).map(|v| expr(v, 0)).transpose();
-    let flags = match body.get("flags") {
-        Some(Value::Array(flags)) => flags
-            .iter()
-            .filter_map(Value::as_str)
-            .map(str::to_string)
-            .collect(),
-        Some(Value::String(flag)) => vec![flag.clone()],
-        _ => Vec::new(),
-    };
+    let flags = words(body.get("flags"));
     Ok(Nat {
         kind,
         family,
@@ -592,15 +590,7 @@ fn expr(value: &Value, depth: usize) -> Result<Expr, Failure> {
                 },
                 "fib" => Expr::Fib {
                     result: text("result").ok_or("fib without \"result\"")?,
-                    flags: match body.get("flags") {
-                        Some(Value::Array(flags)) => flags
-                            .iter()
-                            .filter_map(Value::as_str)
-                            .map(str::to_string)
-                            .collect(),
-                        Some(Value::String(flag)) => vec![flag.clone()],
-                        _ => Vec::new(),
-                    },
+                    flags: words(body.get("flags")),
                 },
                 "numgen" => Expr::Numgen {
                     mode: text("mode").unwrap_or_else(|| "inc".to_string()),
