@@ -268,10 +268,7 @@ impl<'a> Walk<'_, 'a, '_> {
                         share: 1.0 - probability,
                     }),
                 ));
-                pending.push((
-                    other,
-                    Some(cursor.clone()),
-                ));
+                pending.push((other, Some(cursor.clone())));
                 branch.probability *= probability;
                 branch.trace.push(step(
                     Tri::True,

@@ -14,7 +14,9 @@ use std::net::IpAddr;
 #[cfg(test)]
 mod tests;
 
-use super::chains::{Branch, Cursor, Flow, NatSide, masquerade_source, nat_port, redirect_destination};
+use super::chains::{
+    Branch, Cursor, Flow, NatSide, masquerade_source, nat_port, redirect_destination,
+};
 use super::{
     Assumption, Context, CtState, Endpoint, Hook, Packet, Step, TableId, Translation, Verdict,
 };
@@ -411,7 +413,6 @@ fn ct_state_bit(name: &str) -> Option<u32> {
         _ => return None,
     })
 }
-
 
 /// What an acting statement did.
 enum Act {
