@@ -159,3 +159,42 @@ fn example_cluster_objects_index_every_address() {
     let endpoints: usize = slices.iter().map(|s| s.endpoints.len()).sum();
     assert_eq!(endpoints, 4);
 }
+
+/// A pod's connection to its own address is routed by its local table out
+/// of `lo` and received back on it (issue 12): delivered to its listener,
+/// or refused where nothing listens; never a loop.
+#[test]
+fn a_pod_reaches_itself_through_lo() {
+    use std::sync::Arc;
+
+    use skoop::engine::{self, Disposition, Protocol, Request};
+    use skoop::packs::{LoadedPacks, builtin_sources};
+
+    let snapshot = Arc::new(load());
+    let (packs, problems) = LoadedPacks::load(builtin_sources(), &[]);
+    assert!(problems.is_empty(), "{problems:?}");
+    for (port, expected) in [
+        ("8080", Disposition::Delivered),
+        ("9999", Disposition::NoListener),
+    ] {
+        let request = Request {
+            from: "default/web-0".parse().expect("a pod"),
+            to: format!("default/web-0:{port}").parse().expect("a pod"),
+            port: None,
+            protocol: Protocol::Tcp,
+            size: None,
+        };
+        let diagnosis = engine::diagnose(&snapshot, &request, &packs).expect("resolves");
+        assert_eq!(
+            diagnosis.disposition(),
+            expected,
+            "{:#?}",
+            diagnosis.findings
+        );
+        assert!(
+            diagnosis.findings.iter().all(|f| f.id != "engine.loop"),
+            "{:#?}",
+            diagnosis.findings
+        );
+    }
+}

@@ -44,6 +44,9 @@ struct Fault {
 enum To {
     /// The last pod of the last node.
     Pod,
+    /// The sending pod itself, at its own address (routed by its local
+    /// table, through `lo`).
+    Sender,
     /// A Service by name, at its ClusterIP: `web` is every lab's; the
     /// others exist in the real-components lab only ([`real::SERVICES`]).
     Service(&'static str),
@@ -474,6 +477,28 @@ const VXLAN_FAULTS: &[Fault] = &[
         mtu: None,
     },
     Fault {
+        name: "a pod to itself (its local route, through lo)",
+        inject: Inject::Kernel(|_| {}),
+        blamed: None,
+        expected: Disposition::Delivered,
+        protocol: Protocol::Tcp,
+        port: Some(8080),
+        finds: None,
+        to: To::Sender,
+        mtu: None,
+    },
+    Fault {
+        name: "a pod to itself on a port nothing listens on",
+        inject: Inject::Kernel(|_| {}),
+        blamed: Some("default/web-0"),
+        expected: Disposition::NoListener,
+        protocol: Protocol::Tcp,
+        port: Some(9999),
+        finds: None,
+        to: To::Sender,
+        mtu: None,
+    },
+    Fault {
         name: "route to the remote pod CIDR deleted on node-1",
         inject: Inject::Kernel(|c| node_run(c, 0, &["ip", "route", "del", &pod_cidr(c, 1)])),
         blamed: Some("node-1"),
@@ -529,6 +554,55 @@ const VXLAN_FAULTS: &[Fault] = &[
         protocol: Protocol::Tcp,
         port: Some(8080),
         finds: None,
+        to: To::Pod,
+        mtu: None,
+    },
+    Fault {
+        name: "VXLAN FDB entry on node-1 for node-2's VTEP pointing at node-1 itself",
+        inject: Inject::Kernel(|c| {
+            let (own, remote) = (c.nodes[0].ip.to_string(), c.nodes[1].ip.to_string());
+            let fdb = c.nodes[0]
+                .ns
+                .run(&["bridge", "fdb", "show", "dev", "flannel.1"]);
+            let entry = fdb
+                .lines()
+                .find(|l| l.contains(&format!("dst {remote}")))
+                .unwrap_or_else(|| panic!("FDB entry for {remote}"));
+            let mac = entry.split_whitespace().next().expect("MAC");
+            node_run(
+                c,
+                0,
+                &[
+                    "bridge",
+                    "fdb",
+                    "del",
+                    mac,
+                    "dev",
+                    "flannel.1",
+                    "dst",
+                    &remote,
+                ],
+            );
+            node_run(
+                c,
+                0,
+                &[
+                    "bridge",
+                    "fdb",
+                    "append",
+                    mac,
+                    "dev",
+                    "flannel.1",
+                    "dst",
+                    &own,
+                ],
+            );
+        }),
+        blamed: Some("node-1"),
+        expected: Disposition::NeighborFailed,
+        protocol: Protocol::Tcp,
+        port: Some(8080),
+        finds: Some("flannel.vxlan.fdb"),
         to: To::Pod,
         mtu: None,
     },
@@ -1642,7 +1716,7 @@ const TOPOLOGIES: &[Group] = &[
 fn destination(cluster: &Cluster, to: &Pod, peer: Peer, fault: &Fault) -> String {
     match (peer, fault.to) {
         (Peer::Outside, _) => OUTSIDE_IP.to_string(),
-        (Peer::Cluster, To::Pod) => to.ip.to_string(),
+        (Peer::Cluster, To::Pod | To::Sender) => to.ip.to_string(),
         (Peer::Cluster, To::Service("web")) => cluster.service.cluster_ip.to_string(),
         (Peer::Cluster, To::Service(name)) => real::service(name).cluster_ip.to_string(),
         (Peer::Cluster, To::NodePort { node }) => cluster.nodes[node].ip.to_string(),
@@ -1797,6 +1871,7 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
         (None, None) => unreachable!("one of the two is built"),
     };
     let (from, to) = endpoints(cluster);
+    let to = if fault.to == To::Sender { from } else { to };
     let ip = destination(cluster, to, peer, fault);
     let kernel = kernel_delivers(&mut lab, cluster, (from, to), &ip, fault);
 
@@ -1812,7 +1887,7 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
                 port: None,
             },
             Peer::Cluster => match fault.to {
-                To::Pod => Endpoint::Pod {
+                To::Pod | To::Sender => Endpoint::Pod {
                     namespace: to.namespace.clone(),
                     name: to.name.clone(),
                     port: None,

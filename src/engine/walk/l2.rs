@@ -67,6 +67,16 @@ impl<'s> Walker<'s, '_> {
             Err(stop) => return self.stop(hop, branch, stop),
         };
         let flow = Flow { packet, branch };
+        // What is sent by the loopback device (a route to one of the
+        // namespace's own addresses) is received by the same namespace on
+        // it: PREROUTING, routing, INPUT, the socket.
+        if device.has_flag(&LinkFlag::Loopback) {
+            return Next::Enter {
+                place: place.clone(),
+                flow,
+                arrival: Arrival::Received(device.ifname.clone()),
+            };
+        }
         match device.kind() {
             Some(DeviceKind::Vxlan(info)) => match self.vxlan_header(place, device, info, next_hop)
             {
