@@ -227,12 +227,7 @@ fn trace(args: TraceArgs) -> ExitCode {
         Err(code) => return code,
     };
     let dump = &dump;
-    let fib = match (&dump.rules, &dump.routes, &dump.addrs) {
-        (Some(rules), Some(routes), Some(addrs)) => {
-            Some(Fib::new(rules, routes, addrs, dump.sysctls.as_ref()))
-        }
-        _ => None,
-    };
+    let fib = Fib::from_dump(dump);
     let context = Context {
         fib: fib.as_ref(),
         interfaces: dump.addrs.as_deref().unwrap_or_default(),

@@ -206,6 +206,17 @@ struct TableIndex {
 const MAX_RULE_STEPS: usize = 10_000;
 
 impl<'a> Fib<'a> {
+    /// The FIB of a namespace dump: its policy rules, routes and addresses
+    /// (and sysctls, where collected); `None` when one of the three was not.
+    pub fn from_dump(dump: &'a crate::snapshot::netns::NetnsDump) -> Option<Fib<'a>> {
+        Some(Fib::new(
+            dump.rules.as_ref()?,
+            dump.routes.as_ref()?,
+            dump.addrs.as_ref()?,
+            dump.sysctls.as_ref(),
+        ))
+    }
+
     pub fn new(
         rules: &'a [PolicyRule],
         routes: &'a [Route],

@@ -106,15 +106,11 @@ const RULESET_FILES: [&str; 2] = ["iptables-save.txt", "nft-ruleset.json"];
 impl<'s> Models<'s> {
     /// Each namespace's FIB, netfilter and IPVS, where its dump has them.
     fn build(snapshot: &'s Snapshot) -> Models<'s> {
-        let mut fibs = HashMap::new();
-        for (id, entry) in &snapshot.namespaces {
-            let dump = &entry.dump;
-            if let (Some(rules), Some(routes), Some(addrs)) =
-                (&dump.rules, &dump.routes, &dump.addrs)
-            {
-                fibs.insert(id, Fib::new(rules, routes, addrs, dump.sysctls.as_ref()));
-            }
-        }
+        let fibs = snapshot
+            .namespaces
+            .iter()
+            .filter_map(|(id, entry)| Some((id, Fib::from_dump(&entry.dump)?)))
+            .collect();
         let netfilters = snapshot
             .namespaces
             .iter()
