@@ -7,12 +7,17 @@
 //! `iptables-restore` comparison; without it that line says why it is missing).
 //! Figures are reported in docs/performance.md.
 
+#[path = "common/rulesets.rs"]
+mod rulesets;
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
 use std::net::{IpAddr, Ipv4Addr};
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+
+use rulesets::{RUNS, best, mib};
 
 use skoop::netstack::netfilter::{Context, Netfilter, Packet, PacketPath, Verdict};
 use skoop::snapshot::netns::iptables::{self, Protocol, generate::kube_proxy_dump};
@@ -46,24 +51,6 @@ static ALLOCATOR: Counting = Counting;
 
 const SERVICES: usize = 10_000;
 const ENDPOINTS: usize = 4;
-const RUNS: usize = 5;
-
-fn mib(bytes: usize) -> f64 {
-    bytes as f64 / (1024.0 * 1024.0)
-}
-
-/// The fastest of `RUNS` runs of `f`.
-fn best<T>(mut f: impl FnMut() -> T) -> (Duration, T) {
-    let mut fastest = Duration::MAX;
-    let mut last = None;
-    for _ in 0..RUNS {
-        let start = Instant::now();
-        let value = f();
-        fastest = fastest.min(start.elapsed());
-        last = Some(value);
-    }
-    (fastest, last.expect("RUNS > 0"))
-}
 
 /// `iptables-restore --test` on the file, in a namespace of its own so that
 /// nothing on this machine is touched; `Err` says why it could not run.

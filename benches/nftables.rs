@@ -13,6 +13,9 @@
 //! the JSON skoop reads (nft's own output, never a stand-in); without them
 //! each line says why it is missing.
 
+#[path = "common/rulesets.rs"]
+mod rulesets;
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -22,6 +25,8 @@ use std::path::Path;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+
+use rulesets::{RUNS, best, mib};
 
 use skoop::netstack::netfilter::{
     Context, Endpoint, Hook, Netfilter, Outcome, Packet, PacketPath, Verdict,
@@ -124,7 +129,6 @@ fn counted<T>(f: impl FnOnce() -> T) -> (T, Heap) {
 static ALLOCATOR: Counting = Counting;
 
 const SIZES: [usize; 2] = [1_000, 10_000];
-const RUNS: usize = 5;
 /// Evaluations of one packet per timed run.
 const ITERATIONS: usize = 20_000;
 /// Issue 16's targets.
@@ -135,23 +139,6 @@ const EVALUATE_TARGET_US: f64 = 20.0;
 const NODE: Ipv4Addr = Ipv4Addr::new(172, 18, 0, 11);
 /// The cluster's pod network; this node's pods are in 10.244.0.0/24.
 const POD_CIDR: &str = "10.244.0.0/16";
-
-fn mib(bytes: usize) -> f64 {
-    bytes as f64 / (1024.0 * 1024.0)
-}
-
-/// The fastest of `RUNS` runs of `f`.
-fn best<T>(mut f: impl FnMut() -> T) -> (Duration, T) {
-    let mut fastest = Duration::MAX;
-    let mut last = None;
-    for _ in 0..RUNS {
-        let start = Instant::now();
-        let value = f();
-        fastest = fastest.min(start.elapsed());
-        last = Some(value);
-    }
-    (fastest, last.expect("RUNS > 0"))
-}
 
 // ---------------------------------------------------------------------------
 // The generated cluster and its ruleset.
@@ -337,8 +324,10 @@ table ip filter {
 }
 ";
 
-/// kube-proxy's fixed chains of its `ip` table.
-const KUBE_PROXY_CHAINS: &str = "\tchain filter-prerouting-pre-dnat {
+/// kube-proxy's base chains, the same in its `ip` and `ip6` tables.
+macro_rules! kube_proxy_base_chains {
+    () => {
+        "\tchain filter-prerouting-pre-dnat {
 \t\ttype filter hook prerouting priority dstnat - 10; policy accept;
 \t\tct state new jump firewall-check
 \t}
@@ -381,7 +370,12 @@ const KUBE_PROXY_CHAINS: &str = "\tchain filter-prerouting-pre-dnat {
 \t\tjump masquerading
 \t}
 
-\tchain nodeport-endpoints-check {
+"
+    };
+}
+
+/// kube-proxy's fixed chains of its `ip` table.
+const KUBE_PROXY_CHAINS: &str = concat!(kube_proxy_base_chains!(), "\tchain nodeport-endpoints-check {
 \t\tip daddr @nodeport-ips meta l4proto . th dport vmap @no-endpoint-nodeports
 \t}
 
@@ -413,10 +407,10 @@ const KUBE_PROXY_CHAINS: &str = "\tchain filter-prerouting-pre-dnat {
 \t\tcomment \"helper for @no-endpoint-services / @no-endpoint-nodeports\"
 \t\treject
 \t}
-";
+");
 
 /// kube-proxy's `ip6` table of a single-stack IPv4 cluster: empty sets and maps.
-const KUBE_PROXY_IP6: &str = "table ip6 kube-proxy {
+const KUBE_PROXY_IP6: &str = concat!("table ip6 kube-proxy {
 \tcomment \"rules for kube-proxy\"
 \tset hairpin-connections {
 \t\ttype ipv6_addr . ipv6_addr . inet_proto . inet_service
@@ -453,50 +447,7 @@ const KUBE_PROXY_IP6: &str = "table ip6 kube-proxy {
 \t\tcomment \"NodePort traffic\"
 \t}
 
-\tchain filter-prerouting-pre-dnat {
-\t\ttype filter hook prerouting priority dstnat - 10; policy accept;
-\t\tct state new jump firewall-check
-\t}
-
-\tchain filter-output-pre-dnat {
-\t\ttype filter hook output priority -110; policy accept;
-\t\tct state new jump firewall-check
-\t}
-
-\tchain filter-input {
-\t\ttype filter hook input priority filter; policy accept;
-\t\tct state new jump nodeport-endpoints-check
-\t\tct state new jump service-endpoints-check
-\t}
-
-\tchain filter-forward {
-\t\ttype filter hook forward priority filter; policy accept;
-\t\tct state new jump service-endpoints-check
-\t\tct state new jump cluster-ips-check
-\t}
-
-\tchain filter-output {
-\t\ttype filter hook output priority filter; policy accept;
-\t\tct state new jump service-endpoints-check
-\t\tct state new jump cluster-ips-check
-\t}
-
-\tchain nat-prerouting {
-\t\ttype nat hook prerouting priority dstnat; policy accept;
-\t\tjump services
-\t}
-
-\tchain nat-output {
-\t\ttype nat hook output priority -100; policy accept;
-\t\tjump services
-\t}
-
-\tchain nat-postrouting {
-\t\ttype nat hook postrouting priority srcnat; policy accept;
-\t\tjump masquerading
-\t}
-
-\tchain nodeport-endpoints-check {
+", kube_proxy_base_chains!(), "\tchain nodeport-endpoints-check {
 \t\tip6 daddr != ::1 meta l4proto . th dport vmap @no-endpoint-nodeports
 \t}
 
@@ -527,7 +478,7 @@ const KUBE_PROXY_IP6: &str = "table ip6 kube-proxy {
 \t\treject
 \t}
 }
-";
+");
 
 /// A named set or map of kube-proxy's `ip` table, with its elements.
 fn set(text: &mut String, kind: &str, name: &str, type_: &str, comment: &str, elements: &[String]) {

@@ -90,12 +90,17 @@ const LISTENERS: &[(&str, &[u16])] = &[
 /// How long the router needs between ICMP errors for failed routes.
 const ERROR_INTERVAL: Duration = Duration::from_millis(1100);
 
-/// What the client sees of a connection attempt.
+/// What the client sees of an attempt: a TCP connect, a UDP datagram
+/// answered by an echo (`nftables.rs`), a ping.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Seen {
+pub enum Seen {
+    /// Connected, echoed, answered.
     Connected,
+    /// TCP reset, ICMP port unreachable.
     Refused,
+    /// Another ICMP error (host prohibited, unreachable).
     Unreachable,
+    /// Nothing came back.
     Timeout,
 }
 
@@ -153,7 +158,7 @@ fn build(lab: &mut Lab) -> (Netns, Netns) {
 }
 
 /// Tries a TCP connection from the client, as `nc -z` reports it.
-fn connect(client: &Netns, src: Ipv4Addr, sport: u16, dst: Ipv4Addr, dport: u16) -> Seen {
+pub fn connect(client: &Netns, src: Ipv4Addr, sport: u16, dst: Ipv4Addr, dport: u16) -> Seen {
     let (src, sport, dst, dport) = (
         src.to_string(),
         sport.to_string(),
@@ -230,12 +235,21 @@ fn expected(outcome: &Outcome<'_>) -> Seen {
                 Seen::Refused
             }
         }
-        Verdict::Drop => Seen::Timeout,
+        Verdict::Unknown { reason } => panic!("the model is unknown for a lab flow: {reason}"),
+        stopped => seen_when_stopped(stopped).expect("a verdict that stops the packet"),
+    }
+}
+
+/// What the client sees of a packet the rules (or routing between them)
+/// stop: `None` for accept and unknown, which each case judges itself.
+pub fn seen_when_stopped(verdict: &Verdict) -> Option<Seen> {
+    match verdict {
+        Verdict::Drop => Some(Seen::Timeout),
         Verdict::Reject {
             with: RejectWith::TcpReset | RejectWith::IcmpPortUnreachable,
-        } => Seen::Refused,
-        Verdict::Reject { .. } | Verdict::Unroutable { .. } => Seen::Unreachable,
-        Verdict::Unknown { reason } => panic!("the model is unknown for a lab flow: {reason}"),
+        } => Some(Seen::Refused),
+        Verdict::Reject { .. } | Verdict::Unroutable { .. } => Some(Seen::Unreachable),
+        Verdict::Accept | Verdict::Unknown { .. } => None,
     }
 }
 
@@ -251,15 +265,10 @@ fn kube_proxy_style_rules_agree_with_the_kernel_on_every_flow() {
     let (dump, problems) = NetnsDump::load(dir.path());
     assert!(problems.is_empty(), "{problems:?}");
     let ruleset = dump.iptables.as_ref().expect("iptables-save collected");
-    let (rules, routes, addrs) = (
-        dump.rules.as_ref().expect("rules"),
-        dump.routes.as_ref().expect("routes"),
-        dump.addrs.as_ref().expect("addrs"),
-    );
-    let fib = Fib::new(rules, routes, addrs, dump.sysctls.as_ref());
+    let fib = Fib::from_dump(&dump).expect("rules, routes and addresses collected");
     let context = Context {
         fib: Some(&fib),
-        interfaces: addrs,
+        interfaces: dump.addrs.as_deref().unwrap_or_default(),
         local_addresses: &[],
     };
     let netfilter = Netfilter::new(ruleset, dump.ipsets.as_ref());

@@ -49,10 +49,11 @@ use skoop::netstack::netfilter::{
 };
 use skoop::netstack::routing::Fib;
 use skoop::snapshot::netns::NetnsDump;
-use skoop::snapshot::netns::iptables::{Protocol, RejectWith};
+use skoop::snapshot::netns::iptables::Protocol;
 
 use crate::cluster::{OUTSIDE_IP, POD_PORT};
 use crate::lab::{Availability, Lab, Netns, availability};
+use crate::netfilter::{Seen, connect, seen_when_stopped};
 use crate::real::{ProxyMode, RealCluster, RealCni};
 use crate::snapshot::collect_local;
 
@@ -325,20 +326,6 @@ const PARALLEL: usize = 12;
 /// How often a flow the model forks (`numgen`) is tried.
 const FORKED_ATTEMPTS: usize = 4;
 
-/// What the client sees of an attempt: a TCP connect, a UDP datagram
-/// answered by an echo, a ping.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Seen {
-    /// Connected, echoed, answered.
-    Connected,
-    /// TCP reset, ICMP port unreachable.
-    Refused,
-    /// Another ICMP error (host prohibited, unreachable).
-    Unreachable,
-    /// Nothing came back.
-    Timeout,
-}
-
 /// One flow: who sends it, and how the namespace whose rules are modelled
 /// meets it.
 #[derive(Debug, Clone)]
@@ -450,12 +437,7 @@ impl Ground {
                     Seen::Timeout
                 }
             }
-            Verdict::Drop => Seen::Timeout,
-            Verdict::Reject {
-                with: RejectWith::TcpReset | RejectWith::IcmpPortUnreachable,
-            } => Seen::Refused,
-            Verdict::Reject { .. } | Verdict::Unroutable { .. } => Seen::Unreachable,
-            Verdict::Unknown { .. } => return None,
+            stopped => return seen_when_stopped(stopped),
         })
     }
 }
@@ -599,28 +581,13 @@ impl Drop for Servers {
 fn kernel(flow: &Flow, sport: Option<u16>) -> Seen {
     let (src, dst) = (flow.src.to_string(), flow.dst.to_string());
     match flow.proto {
-        Protocol::TCP => {
-            let (sport, dport) = (
-                sport.expect("a source port").to_string(),
-                flow.dport.expect("a port").to_string(),
-            );
-            let out = flow.from.exec(&[
-                "nc", "-z", "-n", "-v", "-w", "1", "-s", &src, "-p", &sport, &dst, &dport,
-            ]);
-            let stderr = String::from_utf8_lossy(&out.stderr).to_lowercase();
-            if out.status.success() {
-                Seen::Connected
-            } else if stderr.contains("refused") {
-                Seen::Refused
-            } else if stderr.contains("unreachable")
-                || stderr.contains("no route")
-                || stderr.contains("not permitted")
-            {
-                Seen::Unreachable
-            } else {
-                Seen::Timeout
-            }
-        }
+        Protocol::TCP => connect(
+            &flow.from,
+            flow.src,
+            sport.expect("a source port"),
+            flow.dst,
+            flow.dport.expect("a port"),
+        ),
         Protocol::UDP => udp(flow, sport.expect("a source port")),
         _ => {
             let out = flow
@@ -1003,15 +970,10 @@ fn hand_built_nftables_rules_agree_with_the_kernel_on_every_flow() {
     let (client, router) = build(&mut lab, &mut servers);
     let dir = tempfile::tempdir().expect("temp dir");
     let dump = dump_of(&router, dir.path());
-    let (rules, routes, addrs) = (
-        dump.rules.as_ref().expect("rules"),
-        dump.routes.as_ref().expect("routes"),
-        dump.addrs.as_ref().expect("addrs"),
-    );
-    let fib = Fib::new(rules, routes, addrs, dump.sysctls.as_ref());
+    let fib = Fib::from_dump(&dump).expect("rules, routes and addresses collected");
     let context = Context {
         fib: Some(&fib),
-        interfaces: addrs,
+        interfaces: dump.addrs.as_deref().unwrap_or_default(),
         local_addresses: &[],
     };
     let netfilter = Netfilter::from_dump(&dump).expect("rules collected");
@@ -1186,15 +1148,10 @@ fn real_kube_proxy_nftables_rules_agree_with_the_kernel_on_every_flow() {
     real.freeze();
     let dir = tempfile::tempdir().expect("temp dir");
     let dump = dump_of(&node.ns, dir.path());
-    let (rules, routes, addrs) = (
-        dump.rules.as_ref().expect("rules"),
-        dump.routes.as_ref().expect("routes"),
-        dump.addrs.as_ref().expect("addrs"),
-    );
-    let fib = Fib::new(rules, routes, addrs, dump.sysctls.as_ref());
+    let fib = Fib::from_dump(&dump).expect("rules, routes and addresses collected");
     let context = Context {
         fib: Some(&fib),
-        interfaces: addrs,
+        interfaces: dump.addrs.as_deref().unwrap_or_default(),
         local_addresses: &[],
     };
     let netfilter = Netfilter::from_dump(&dump).expect("rules collected");

@@ -11,11 +11,12 @@ fn ruleset(text: &str) -> Ruleset {
     ruleset.expect("a ruleset")
 }
 
-fn ip(text: &str) -> IpAddr {
+pub(super) fn ip(text: &str) -> IpAddr {
     text.parse().expect("an address")
 }
 
-fn tcp(src: &str, dst: &str, dport: u16) -> Packet {
+/// A TCP SYN to `dst:dport`, received on eth0 and sent out of eth1.
+pub(super) fn tcp(src: &str, dst: &str, dport: u16) -> Packet {
     let mut packet = Packet::new(ip(src), ip(dst), Protocol::TCP);
     packet.dport = Some(dport);
     packet.in_iface = Some("eth0".into());

@@ -1,18 +1,13 @@
 //! nftables evaluation on small rulesets written as `nft -j` JSON, and on
 //! the ruleset the real kube-proxy v1.37 wrote in the lab.
 
-use std::net::IpAddr;
-
+use super::super::tests::{ip, tcp};
 use super::super::*;
 use crate::snapshot::netns::iptables;
 use crate::snapshot::netns::nft;
 
 const KUBE_PROXY: &str = include_str!("../../../../tests/fixtures/nft/kube-proxy-node-1.json");
 const NODE_IP: &str = "172.18.0.11";
-
-fn ip(text: &str) -> IpAddr {
-    text.parse().expect("an address")
-}
 
 fn parse(text: &str) -> nft::Ruleset {
     let (ruleset, issues) = nft::parse(text);
@@ -22,14 +17,6 @@ fn parse(text: &str) -> nft::Ruleset {
 
 fn no_iptables() -> iptables::Ruleset {
     iptables::parse("").0.unwrap_or_default()
-}
-
-fn tcp(src: &str, dst: &str, dport: u16) -> Packet {
-    let mut packet = Packet::new(ip(src), ip(dst), Protocol::TCP);
-    packet.dport = Some(dport);
-    packet.in_iface = Some("eth0".into());
-    packet.out_iface = Some("eth1".into());
-    packet
 }
 
 /// Every outcome of `packet` received by a namespace with `nft` (and
