@@ -607,45 +607,6 @@ const VXLAN_FAULTS: &[Fault] = &[
         mtu: None,
     },
     Fault {
-        name: "VXLAN FDB entry on node-1 pointing at node-1 itself",
-        inject: Inject::Kernel(|c| {
-            let fdb = c.nodes[0]
-                .ns
-                .run(&["bridge", "fdb", "show", "dev", "flannel.1"]);
-            let peer = c.nodes[1].ip.to_string();
-            let mac = fdb
-                .lines()
-                .find(|l| l.contains(&format!("dst {peer}")))
-                .and_then(|l| l.split_whitespace().next())
-                .expect("node-2's FDB entry")
-                .to_string();
-            let own = c.nodes[0].ip.to_string();
-            node_run(
-                c,
-                0,
-                &[
-                    "bridge",
-                    "fdb",
-                    "replace",
-                    &mac,
-                    "dev",
-                    "flannel.1",
-                    "dst",
-                    &own,
-                    "self",
-                    "permanent",
-                ],
-            );
-        }),
-        blamed: Some("node-1"),
-        expected: Disposition::Loop,
-        protocol: Protocol::Tcp,
-        port: Some(8080),
-        finds: None,
-        to: To::Pod,
-        mtu: None,
-    },
-    Fault {
         name: "ip_forward off on node-2",
         inject: Inject::Kernel(|c| {
             node_run(c, 1, &["sysctl", "-q", "-w", "net.ipv4.ip_forward=0"])
