@@ -723,3 +723,49 @@ fn help_explains_size() {
         assert!(help.contains(expected), "missing {expected:?} in:\n{help}");
     }
 }
+
+/// Issue 12: a packet of the sender's MTU fits every device of a healthy
+/// VXLAN path (the outer packet on the underlay, the inner one on the
+/// bridge), so nothing about sizes is reported; a packet that does not fit
+/// is, with the device's line in ip-link.json as evidence.
+#[test]
+fn a_size_that_fits_every_device_on_a_healthy_path_is_not_a_finding() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    for example in ["examples/flannel-vxlan", "examples/calico-vxlan"] {
+        let args = [
+            "--from",
+            "default/web-0",
+            "--to",
+            "default/web-3:8080",
+            "--size",
+            "mtu",
+        ];
+        let (code, report) = json_in(&root.join(example), &args);
+        assert_eq!(report["disposition"], "delivered", "{example}: {report:#}");
+        assert_eq!(code, Some(0), "{example}");
+        let findings = report["findings"].as_array().unwrap();
+        assert!(
+            findings.iter().all(|f| f["id"] != "core.hop.mtu"),
+            "{example}: {findings:#?}"
+        );
+    }
+    let (_, report) = json(&[
+        "--from",
+        "default/web-0",
+        "--to",
+        "default/web-3:8080",
+        "--size",
+        "1500",
+    ]);
+    let too_big = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "core.hop.mtu")
+        .expect("core.hop.mtu for 1500 bytes out of a 1450-byte eth0");
+    let evidence = too_big["evidence"].as_str().unwrap();
+    assert!(
+        evidence.ends_with("nodes/node-1/pods/default/web-0/ip-link.json:1:510"),
+        "{evidence}"
+    );
+}

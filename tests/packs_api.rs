@@ -26,26 +26,25 @@ fn pack(dir: &str) -> LoadedPacks {
 }
 
 fn hop(snapshot: &Arc<Snapshot>, dst: &str, forwarding: bool, delivers: bool) -> Arc<HopScope> {
+    let packet = Packet {
+        src: "10.244.1.2".parse().expect("ip"),
+        dst: dst.parse().expect("ip"),
+        protocol: TransportProtocol::Tcp,
+        src_port: Some(40000),
+        dst_port: Some(8080),
+        mark: 0,
+        size: 1400,
+    };
+    let node_1 = NetnsId::Host {
+        node: "node-1".into(),
+    };
     Arc::new(HopScope {
         in_iface: Some("cni0".into()),
         out_iface: Some("flannel.1".into()),
+        out_packet: Some(packet.clone()),
         forwarding,
         delivers_locally: delivers,
-        ..HopScope::new(
-            snapshot.clone(),
-            NetnsId::Host {
-                node: "node-1".into(),
-            },
-            Packet {
-                src: "10.244.1.2".parse().expect("ip"),
-                dst: dst.parse().expect("ip"),
-                protocol: TransportProtocol::Tcp,
-                src_port: Some(40000),
-                dst_port: Some(8080),
-                mark: 0,
-                size: 1400,
-            },
-        )
+        ..HopScope::new(snapshot.clone(), node_1, packet)
     })
 }
 
@@ -199,9 +198,12 @@ fn hop_checks_follow_the_hop() {
     let delivered = packs.evaluate_hop(&hop(&snapshot, "172.18.0.11", false, true));
     let ids: Vec<&str> = delivered.iter().map(|f| f.id.as_str()).collect();
     assert_eq!(ids, ["core.hop.listener"]);
-    // A packet too large for flannel.1 (MTU 1450).
+    // A packet leaving too large for flannel.1 (MTU 1450), whatever size
+    // it arrived with.
     let mut big = (*hop(&snapshot, "10.244.2.3", true, false)).clone();
-    big.packet.size = 1500;
+    if let Some(leaving) = &mut big.out_packet {
+        leaving.size = 1500;
+    }
     let findings = packs.evaluate_hop(&Arc::new(big));
     let ids: Vec<&str> = findings.iter().map(|f| f.id.as_str()).collect();
     assert_eq!(ids, ["core.hop.mtu"]);
@@ -211,6 +213,11 @@ fn hop_checks_follow_the_hop() {
             .contains("a 1500-byte packet leaves by flannel.1, whose MTU is 1450"),
         "{}",
         findings[0].message
+    );
+    let evidence = findings[0].evidence[0].to_string();
+    assert!(
+        evidence.ends_with("node-1/host/ip-link.json:1:2550"),
+        "{evidence}"
     );
 }
 

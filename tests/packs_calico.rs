@@ -64,25 +64,18 @@ fn ip(text: &str) -> IpAddr {
 
 /// A TCP packet from `src` to `dst` at a hop in `netns`.
 fn hop(snapshot: &Arc<Snapshot>, netns: NetnsId, src: &str, dst: &str) -> Arc<HopScope> {
+    let packet = Packet {
+        src: ip(src),
+        dst: ip(dst),
+        protocol: TransportProtocol::Tcp,
+        src_port: Some(40000),
+        dst_port: Some(8080),
+        mark: 0,
+        size: 1400,
+    };
     Arc::new(HopScope {
-        snapshot: snapshot.clone(),
-        netns,
-        in_iface: None,
-        out_iface: None,
         forwarding: true,
-        delivers_locally: false,
-        packet: Packet {
-            src: ip(src),
-            dst: ip(dst),
-            protocol: TransportProtocol::Tcp,
-            src_port: Some(40000),
-            dst_port: Some(8080),
-            mark: 0,
-            size: 1400,
-        },
-        reply: false,
-        origin: None,
-        stopped: None,
+        ..HopScope::new(snapshot.clone(), netns, packet)
     })
 }
 

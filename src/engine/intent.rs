@@ -92,6 +92,7 @@ fn hop_scope(
         netns: context.netns.clone(),
         in_iface: context.in_iface.clone(),
         out_iface: context.out_iface.clone(),
+        out_packet: context.out_packet.clone(),
         forwarding: context.in_iface.is_some() && context.out_iface.is_some(),
         delivers_locally: context.delivered,
         packet: context.packet.clone(),

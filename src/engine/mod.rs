@@ -107,6 +107,9 @@ pub(crate) struct HopContext {
     pub packet: crate::packs::Packet,
     pub in_iface: Option<String>,
     pub out_iface: Option<String>,
+    /// The packet as it left by `out_iface` (translated, not yet in a
+    /// tunnel the device puts it in).
+    pub out_packet: Option<crate::packs::Packet>,
     pub delivered: bool,
     /// The source of the packet as it last entered the IP layer here
     /// (arrived on a device, or out of a tunnel): where an ICMP error about

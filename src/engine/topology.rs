@@ -4,7 +4,9 @@
 use std::collections::HashMap;
 use std::net::IpAddr;
 
-use crate::snapshot::netns::link::Link;
+use crate::snapshot::netns::addr::InterfaceAddr;
+use crate::snapshot::netns::link::{Link, LinkFlag, LinkKind};
+use crate::snapshot::netns::route::Scope;
 use crate::snapshot::{NetnsId, Snapshot};
 
 /// An interface of a namespace.
@@ -88,6 +90,71 @@ impl<'s> Topology<'s> {
     /// The namespaces (and interfaces) that hold `address`.
     pub fn owners(&self, address: IpAddr) -> &[(&'s NetnsId, &'s str)] {
         self.owners.get(&address).map_or(&[], Vec::as_slice)
+    }
+
+    /// The interfaces of other namespaces on the link-layer segment of
+    /// `device` in `ns`, a device whose far end is not in the snapshot (a
+    /// node's NIC): those that share one of its connected prefixes (of global scope) and can
+    /// take a frame from the wire, not loopback, a dummy, a tunnel, a
+    /// bridge's port (its bridge takes the frame) or a veth into another
+    /// namespace of the snapshot. A segment is not in the dumps; one subnet,
+    /// one segment is the assumption (routers between subnets are not
+    /// namespaces of the snapshot).
+    pub fn segment(&self, ns: &NetnsId, device: &str) -> Vec<Port<'s>> {
+        // Link-local prefixes (fe80::/64) are on every link: they say nothing.
+        let routable = |address: &&InterfaceAddr| address.scope == Scope::Global;
+        let prefixes: Vec<ipnet::IpNet> = self
+            .addresses(ns, device)
+            .filter(routable)
+            .map(|address| address.network)
+            .collect();
+        let shares_prefix = |other: &NetnsId, link: &Link| {
+            self.addresses(other, &link.ifname)
+                .filter(routable)
+                .any(|address| {
+                    prefixes.iter().any(|net| {
+                        net.contains(&address.local) || address.network.contains(&net.addr())
+                    })
+                })
+        };
+        let mut ports = Vec::new();
+        for other in self.snapshot.namespaces.keys() {
+            if other == ns {
+                continue;
+            }
+            for link in self.links(other) {
+                let takes_frames = !link.has_flag(&LinkFlag::Loopback)
+                    && link.master.is_none()
+                    && !matches!(
+                        link.kind(),
+                        Some(LinkKind::Dummy | LinkKind::Vxlan(_) | LinkKind::Ipip(_))
+                    )
+                    && self.veth_peer(other, link).is_none();
+                if takes_frames && shares_prefix(other, link) {
+                    ports.push(Port { ns: other, link });
+                }
+            }
+        }
+        ports
+    }
+
+    /// The addresses of one interface of a namespace.
+    pub fn addresses(
+        &self,
+        ns: &NetnsId,
+        ifname: &str,
+    ) -> impl Iterator<Item = &'s InterfaceAddr> + use<'s> {
+        let addrs = self
+            .snapshot
+            .namespaces
+            .get(ns)
+            .and_then(|entry| entry.dump.addrs.as_deref());
+        let ifname = ifname.to_string();
+        addrs
+            .into_iter()
+            .flatten()
+            .filter(move |iface| iface.ifname == ifname)
+            .flat_map(|iface| &iface.addresses)
     }
 
     /// The ports of a bridge in a namespace.

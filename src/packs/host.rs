@@ -226,6 +226,9 @@ fn register_packet(engine: &mut Engine) {
         .register_get("out_iface", |h: &mut std::sync::Arc<HopScope>| {
             opt(h.out_iface.clone())
         })
+        .register_get("out_packet", |h: &mut std::sync::Arc<HopScope>| {
+            opt(h.out_packet.clone().map(Dynamic::from))
+        })
         .register_get("forwarding", |h: &mut std::sync::Arc<HopScope>| {
             h.forwarding
         })

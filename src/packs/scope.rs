@@ -58,6 +58,9 @@ pub struct HopScope {
     pub in_iface: Option<String>,
     /// The interface it leaves by; `None` when it is delivered here or dropped.
     pub out_iface: Option<String>,
+    /// The packet as it leaves by `out_iface` (translated here, not yet in
+    /// a tunnel); `None` when it does not leave.
+    pub out_packet: Option<Packet>,
     /// The hop routes the packet on to another interface (it is not its
     /// source nor its destination).
     pub forwarding: bool,
@@ -85,6 +88,7 @@ impl HopScope {
             netns,
             in_iface: None,
             out_iface: None,
+            out_packet: None,
             forwarding: false,
             delivers_locally: false,
             packet,

@@ -1145,7 +1145,209 @@ const HOST_GW_FAULTS: &[Fault] = &[
         to: To::Pod,
         mtu: None,
     },
+    // Who answers ARP on the underlay (issue 12): the kernel, not the
+    // cluster's idea of who holds an address, decides where a frame goes.
+    Fault {
+        name: "node-2's pod CIDR routed on-link out of node-1's eth0 (nobody there holds the pod's address)",
+        inject: Inject::Kernel(|c| route_pod_cidr_on_link(c, &[])),
+        blamed: Some("node-1"),
+        expected: Disposition::NeighborFailed,
+        protocol: Protocol::Tcp,
+        port: Some(8080),
+        finds: Some("kernel.neighbour.unanswered"),
+        to: To::Pod,
+        mtu: None,
+    },
+    Fault {
+        name: "node-2's pod CIDR routed on-link out of node-1's eth0, proxy ARP on node-2's eth0",
+        inject: Inject::Kernel(|c| {
+            node_sysctl(c, 1, "net.ipv4.conf.eth0.proxy_arp=1");
+            route_pod_cidr_on_link(c, &[]);
+        }),
+        blamed: None,
+        expected: Disposition::Delivered,
+        protocol: Protocol::Tcp,
+        port: Some(8080),
+        finds: None,
+        to: To::Pod,
+        mtu: None,
+    },
+    Fault {
+        name: "node-2's pod CIDR routed on-link out of node-1's eth0, a permanent neighbour entry for the pod at node-2's MAC",
+        inject: Inject::Kernel(|c| {
+            let mac = crate::cluster::mac("node-2/eth0");
+            route_pod_cidr_on_link(c, &[&mac]);
+        }),
+        blamed: None,
+        expected: Disposition::Delivered,
+        protocol: Protocol::Tcp,
+        port: Some(8080),
+        finds: None,
+        to: To::Pod,
+        mtu: None,
+    },
+    Fault {
+        name: "node-2's pod CIDR routed on-link out of node-1's eth0, a permanent neighbour entry for the pod at a MAC nobody has",
+        inject: Inject::Kernel(|c| route_pod_cidr_on_link(c, &["02:00:00:00:00:99"])),
+        blamed: Some("node-1"),
+        expected: Disposition::NeighborFailed,
+        protocol: Protocol::Tcp,
+        port: Some(8080),
+        finds: Some("kernel.neighbour.permanent"),
+        to: To::Pod,
+        mtu: None,
+    },
+    Fault {
+        name: "node-2's pod CIDR via node-2's cni0 address on node-1 (arp_ignore 0: node-2 answers for it on eth0)",
+        inject: Inject::Kernel(|c| route_via_remote_gateway(c, &[])),
+        blamed: None,
+        expected: Disposition::Delivered,
+        protocol: Protocol::Tcp,
+        port: Some(8080),
+        finds: None,
+        to: To::Pod,
+        mtu: None,
+    },
+    Fault {
+        name: "node-2's pod CIDR via node-2's cni0 address on node-1, arp_ignore=1 on node-2",
+        inject: Inject::Kernel(|c| {
+            route_via_remote_gateway(c, &["net.ipv4.conf.all.arp_ignore=1"])
+        }),
+        blamed: Some("node-1"),
+        expected: Disposition::NeighborFailed,
+        protocol: Protocol::Tcp,
+        port: Some(8080),
+        finds: Some("kernel.neighbour.unanswered"),
+        to: To::Pod,
+        mtu: None,
+    },
+    Fault {
+        name: "node-2's pod CIDR via node-2's cni0 address on node-1, arp_ignore=3 on node-2 (it is not host-scope)",
+        inject: Inject::Kernel(|c| {
+            route_via_remote_gateway(c, &["net.ipv4.conf.eth0.arp_ignore=3"])
+        }),
+        blamed: None,
+        expected: Disposition::Delivered,
+        protocol: Protocol::Tcp,
+        port: Some(8080),
+        finds: None,
+        to: To::Pod,
+        mtu: None,
+    },
+    Fault {
+        name: "arp_ignore=2 on node-2 (node-1 asks from its address in node-2's subnet)",
+        inject: Inject::Kernel(|c| node_sysctl(c, 1, "net.ipv4.conf.all.arp_ignore=2")),
+        blamed: None,
+        expected: Disposition::Delivered,
+        protocol: Protocol::Tcp,
+        port: Some(8080),
+        finds: None,
+        to: To::Pod,
+        mtu: None,
+    },
+    Fault {
+        name: "arp_ignore=8 on node-2's eth0 (it answers no ARP request)",
+        inject: Inject::Kernel(|c| {
+            node_sysctl(c, 1, "net.ipv4.conf.eth0.arp_ignore=8");
+            flush_underlay_neighbours(c);
+        }),
+        blamed: Some("node-1"),
+        expected: Disposition::NeighborFailed,
+        protocol: Protocol::Tcp,
+        port: Some(8080),
+        finds: Some("kernel.neighbour.unanswered"),
+        to: To::Pod,
+        mtu: None,
+    },
+    Fault {
+        name: "arp_filter=1 on node-2 (its route back to node-1 leaves by eth0)",
+        inject: Inject::Kernel(|c| node_sysctl(c, 1, "net.ipv4.conf.all.arp_filter=1")),
+        blamed: None,
+        expected: Disposition::Delivered,
+        protocol: Protocol::Tcp,
+        port: Some(8080),
+        finds: None,
+        to: To::Pod,
+        mtu: None,
+    },
+    Fault {
+        name: "arp_filter=1 on node-2 with node-1's address routed by cni0 there",
+        inject: Inject::Kernel(|c| {
+            node_sysctl(c, 1, "net.ipv4.conf.all.arp_filter=1");
+            node_sysctl(c, 1, "net.ipv4.conf.all.rp_filter=0");
+            node_sysctl(c, 1, "net.ipv4.conf.eth0.rp_filter=0");
+            let node_1 = format!("{}/32", c.nodes[0].ip);
+            node_run(c, 1, &["ip", "route", "add", &node_1, "dev", "cni0"]);
+            flush_underlay_neighbours(c);
+        }),
+        blamed: Some("node-1"),
+        expected: Disposition::NeighborFailed,
+        protocol: Protocol::Tcp,
+        port: Some(8080),
+        finds: Some("kernel.neighbour.unanswered"),
+        to: To::Pod,
+        mtu: None,
+    },
 ];
+
+/// On node-1, routes node-2's pod CIDR on-link out of eth0 with no gateway,
+/// so that node-1 asks the underlay for the pod's own address; with a MAC
+/// address, a permanent neighbour entry for the last pod there answers
+/// instead of ARP.
+fn route_pod_cidr_on_link(cluster: &Cluster, permanent_mac: &[&str]) {
+    let cidr = pod_cidr(cluster, 1);
+    node_run(
+        cluster,
+        0,
+        &["ip", "route", "replace", &cidr, "dev", "eth0"],
+    );
+    if let Some(mac) = permanent_mac.first() {
+        let pod = cluster.nodes[1].pods.last().expect("node-2 has pods");
+        let ip = pod.ip.to_string();
+        node_run(
+            cluster,
+            0,
+            &[
+                "ip",
+                "neigh",
+                "replace",
+                &ip,
+                "lladdr",
+                mac,
+                "dev",
+                "eth0",
+                "nud",
+                "permanent",
+            ],
+        );
+    }
+}
+
+/// On node-1, routes node-2's pod CIDR via node-2's cni0 address (on-link
+/// out of eth0): node-2 must answer ARP on eth0 for an address of another
+/// of its interfaces, under the `settings` (sysctls) given to it.
+fn route_via_remote_gateway(cluster: &Cluster, settings: &[&str]) {
+    for setting in settings {
+        node_sysctl(cluster, 1, setting);
+    }
+    let (cidr, gateway) = (pod_cidr(cluster, 1), cluster.nodes[1].gateway().to_string());
+    node_run(
+        cluster,
+        0,
+        &[
+            "ip", "route", "replace", &cidr, "via", &gateway, "dev", "eth0", "onlink",
+        ],
+    );
+    flush_underlay_neighbours(cluster);
+}
+
+/// Forgets what the nodes learnt on the underlay, so that the flow's frames
+/// need fresh ARP answers.
+fn flush_underlay_neighbours(cluster: &Cluster) {
+    for node in 0..cluster.nodes.len() {
+        node_run(cluster, node, &["ip", "neigh", "flush", "dev", "eth0"]);
+    }
+}
 
 /// Sets a sysctl in `node`'s namespace.
 fn node_sysctl(cluster: &Cluster, node: usize, setting: &str) {

@@ -55,6 +55,7 @@ impl<'s> Walker<'s, '_> {
                 packet: packet.pack_packet(),
                 in_iface: arrival.interface().map(str::to_string),
                 out_iface: None,
+                out_packet: None,
                 delivered: false,
                 received_from: None,
                 last_packet: Some(packet.pack_packet()),
@@ -128,7 +129,10 @@ impl<'s> Walker<'s, '_> {
     }
 
     /// A device whose far end is not in the snapshot (a node's NIC): the
-    /// next hop is whichever node holds that address, or outside the cluster.
+    /// frame goes to whichever interface on the device's segment answers ARP
+    /// for the next hop (or has the MAC address of a permanent neighbour
+    /// entry, which sends no request), else to a node the snapshot lacks,
+    /// else out of the cluster.
     pub(super) fn underlay_egress(
         &mut self,
         place: &Place,
@@ -137,14 +141,93 @@ impl<'s> Walker<'s, '_> {
         flow: Flow,
     ) -> Next<'s> {
         let (ns, hop) = (&place.ns, place.hop);
-        let owner = self
-            .topology
-            .owners(next_hop)
-            .iter()
-            .find(|(owner, _)| *owner != ns)
-            .copied();
-        if let Some((owner, interface)) = owner {
-            return self.cross(place, device, LinkKind::Underlay, owner, interface, flow);
+        let segment = self.topology.segment(ns, &device.ifname);
+        let mut silent = None;
+        match self.permanent_neighbour(ns, &device.ifname, next_hop) {
+            Some(mac) => {
+                let holder = segment
+                    .iter()
+                    .find(|port| port.link.address == Some(LinkLayerAddress::Mac(mac)));
+                if let Some(port) = holder {
+                    self.step(
+                        hop,
+                        Step::Neighbour {
+                            address: next_hop,
+                            interface: device.ifname.clone(),
+                            result: format!(
+                                "permanent entry {mac}: {}'s {}",
+                                hop_id(port.ns),
+                                port.link.ifname
+                            ),
+                        },
+                    );
+                    let (to, interface) = (port.ns, port.link.ifname.as_str());
+                    return self.cross(place, device, LinkKind::Underlay, to, interface, flow);
+                }
+                let reason = format!(
+                    "{}'s permanent neighbour entry for {next_hop} on {} sends the frame to {mac}, which no interface on its segment in the snapshot has",
+                    hop_id(ns),
+                    device.ifname
+                );
+                silent = Some(Stop {
+                    disposition: Disposition::NeighborFailed,
+                    id: "kernel.neighbour.permanent",
+                    reason,
+                    evidence: self.file(ns, "ip-neigh.json"),
+                });
+            }
+            None => {
+                let request = match self.arp_request(ns, device, next_hop, &flow.packet) {
+                    Ok(request) => request,
+                    Err(stop) => return self.stop(hop, flow.branch, stop),
+                };
+                // Those holding the address answer first; the others only
+                // by proxy.
+                let (holders, others): (Vec<&Port>, Vec<&Port>) = segment
+                    .iter()
+                    .partition(|port| self.owns(port.ns, next_hop));
+                for port in holders.into_iter().chain(others) {
+                    match self.arp_answer(port.ns, port.link, &request) {
+                        Ok(answer) => {
+                            if answer == ArpAnswer::Proxy {
+                                self.step(
+                                    hop,
+                                    Step::Neighbour {
+                                        address: next_hop,
+                                        interface: device.ifname.clone(),
+                                        result: format!(
+                                            "answered by proxy ARP on {}'s {}",
+                                            hop_id(port.ns),
+                                            port.link.ifname
+                                        ),
+                                    },
+                                );
+                            }
+                            let (to, interface) = (port.ns, port.link.ifname.as_str());
+                            return self.cross(
+                                place,
+                                device,
+                                LinkKind::Underlay,
+                                to,
+                                interface,
+                                flow,
+                            );
+                        }
+                        // Why a holder stays silent is the answer; a
+                        // non-holder that cannot be judged leaves it unknown.
+                        Err(refusal) => {
+                            let unknown = matches!(refusal, ArpRefusal::Unknown(_));
+                            if unknown || self.owns(port.ns, next_hop) {
+                                let stop =
+                                    self.refused(port.ns, &port.link.ifname, next_hop, refusal);
+                                if silent.is_none() || unknown {
+                                    silent = Some(stop);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
         }
         // The namespace's own address (a route via it, an FDB entry of a
         // tunnel pointing at its own node): the packet comes back to where
@@ -164,19 +247,30 @@ impl<'s> Walker<'s, '_> {
             };
             return self.stop(hop, flow.branch, stop);
         }
-        // A next hop that is a node of the cluster whose dump is missing:
-        // the snapshot cannot tell what happens there.
-        let missing_node =
-            self.snapshot
-                .cluster
-                .by_ip(next_hop)
-                .iter()
-                .find_map(|owner| match owner {
-                    IpOwner::Node { name } => Some(name.clone()),
-                    _ => None,
-                });
+        // A namespace of the snapshot holds the next hop, or the cluster
+        // says a pod does, yet nobody on the segment answers for it (an
+        // on-link route to a pod of another node, arp_ignore): the frame is
+        // never sent.
+        let held = !self.topology.owners(next_hop).is_empty()
+            || !self.snapshot.cluster.by_ip(next_hop).is_empty();
+        if let Some(stop) =
+            silent.filter(|stop| held || stop.disposition == Disposition::InsufficientInfo)
+        {
+            return self.stop(hop, flow.branch, stop);
+        }
+        // A next hop that is a node of the cluster whose dump the snapshot
+        // lacks: it cannot tell what happens there.
+        let missing_node = self
+            .snapshot
+            .cluster
+            .by_ip(next_hop)
+            .iter()
+            .find_map(|owner| match owner {
+                IpOwner::Node { name } => Some(NetnsId::Host { node: name.clone() }),
+                _ => None,
+            })
+            .filter(|node| !self.snapshot.namespaces.contains_key(node));
         if let Some(node) = missing_node {
-            let node = NetnsId::Host { node };
             if self.can_assume(&node) {
                 let link = (LinkKind::Underlay, device.ifname.as_str());
                 return self.enter_node(hop, link, &node, next_hop, None, flow);
@@ -188,10 +282,40 @@ impl<'s> Walker<'s, '_> {
             );
             return self.stop(hop, flow.branch, stop);
         }
+        if held {
+            let reason = format!(
+                "no interface on the segment of {}'s {} answers ARP for {next_hop}: the namespace holding it is not on that link, and none answers by proxy",
+                hop_id(ns),
+                device.ifname
+            );
+            let stop = Stop {
+                disposition: Disposition::NeighborFailed,
+                id: "kernel.neighbour.unanswered",
+                reason,
+                evidence: self.file(ns, "ip-route.json"),
+            };
+            return self.stop(hop, flow.branch, stop);
+        }
         // Otherwise the packet leaves the cluster's namespaces. For a
         // destination inside the cluster that is the fault itself.
         self.lost(place, &device.ifname, next_hop, &flow.packet);
         self.leave_cluster(hop, &device.ifname, flow)
+    }
+
+    /// The MAC address of a neighbour entry of `ns` for `next_hop` on `dev`
+    /// that is never resolved (permanent, or for a device without ARP).
+    fn permanent_neighbour(&self, ns: &NetnsId, dev: &str, next_hop: IpAddr) -> Option<MacAddr> {
+        let neighbours = self.snapshot.namespaces.get(ns)?.dump.neighbours.as_ref()?;
+        neighbours
+            .iter()
+            .filter(|n| n.dst == next_hop && n.dev == dev)
+            .filter(|n| {
+                n.has_state(&NeighbourState::Permanent) || n.has_state(&NeighbourState::Noarp)
+            })
+            .find_map(|n| match &n.lladdr {
+                Some(LinkLayerAddress::Mac(mac)) => Some(*mac),
+                _ => None,
+            })
     }
 
     /// The finding for a packet that leaves the cluster though its

@@ -103,6 +103,9 @@ pub(super) fn address(ifindex: u32, name: &str, local: &str, prefixlen: u8) -> V
     })
 }
 
+/// The kernel's defaults for how a namespace answers ARP.
+pub(super) const ARP_DEFAULTS: &str = "net.ipv4.conf.all.arp_ignore = 0\nnet.ipv4.conf.all.arp_filter = 0\nnet.ipv4.conf.all.proxy_arp = 0\n";
+
 /// The default policy rules.
 pub(super) const RULES: &str = r#"[{"priority": 0, "src": "all", "table": "local"},
 {"priority": 32766, "src": "all", "table": "main"},
@@ -140,7 +143,11 @@ fn pod_files(name: &str, ip: &str, peer_index: u32) -> Vec<(String, String)> {
         file(&ns, "ip-route.json", Value::from(routes).to_string()),
         file(&ns, "ip-rule.json", RULES),
         file(&ns, "iptables-save.txt", ""),
-        file(&ns, "sysctl.txt", "net.ipv4.ip_forward = 0\n"),
+        file(
+            &ns,
+            "sysctl.txt",
+            format!("net.ipv4.ip_forward = 0\n{ARP_DEFAULTS}"),
+        ),
         file(&ns, "ss.txt", "tcp LISTEN 0 128 0.0.0.0:8080 0.0.0.0:*\n"),
     ]
 }
@@ -188,7 +195,11 @@ pub(super) fn two_pods_on_a_bridge() -> Vec<(String, String)> {
         file(&node, "ip-route.json", Value::from(routes).to_string()),
         file(&node, "ip-rule.json", RULES),
         file(&node, "iptables-save.txt", ""),
-        file(&node, "sysctl.txt", "net.ipv4.ip_forward = 1\n"),
+        file(
+            &node,
+            "sysctl.txt",
+            format!("net.ipv4.ip_forward = 1\n{ARP_DEFAULTS}"),
+        ),
         file(&node, "ip-neigh.json", "[]"),
         file(&node, "bridge-fdb.json", "[]"),
     ];
@@ -283,4 +294,50 @@ pub(super) fn describe(next: &Next<'_>) -> String {
         Next::Finish { disposition, .. } => format!("finish {disposition}"),
         Next::Fork(ways) => format!("fork of {}", ways.len()),
     }
+}
+
+/// Nodes `n1` (eth0 172.18.0.11/24, MAC 02:00:00:00:01:02) and `n2` (eth0
+/// 172.18.0.12/24, MAC 02:00:00:00:02:02, and
+/// bridge cni0 10.0.1.1/24 holding the route to its pods) on one segment,
+/// `n2`'s sysctl.txt being `n2_sysctls` after forwarding on.
+pub(super) fn two_nodes_on_a_segment(n2_sysctls: &str) -> Vec<(String, String)> {
+    let node = |name: &str, ip: &str, extra: Option<(&str, &str)>, sysctls: &str| {
+        let ns = host(name);
+        let mac = format!("02:00:00:00:{}:02", &name[1..]);
+        let eth0 = device(2, "eth0", 1500, json!({ "address": mac }));
+        let mut links = vec![loopback(), eth0];
+        let mut addrs = vec![address(2, "eth0", ip, 24)];
+        let mut routes = connected("172.18.0.0/24", "eth0", ip);
+        if let Some((subnet, local)) = extra {
+            links.push(device(
+                3,
+                "cni0",
+                1450,
+                json!({"linkinfo": {"info_kind": "bridge", "info_data": {"stp_state": 0, "vlan_filtering": 0}}}),
+            ));
+            addrs.push(address(3, "cni0", local, 24));
+            routes.extend(connected(subnet, "cni0", local));
+        }
+        vec![
+            file(&ns, "ip-link.json", Value::from(links).to_string()),
+            file(&ns, "ip-addr.json", Value::from(addrs).to_string()),
+            file(&ns, "ip-route.json", Value::from(routes).to_string()),
+            file(&ns, "ip-rule.json", RULES),
+            file(&ns, "iptables-save.txt", ""),
+            file(
+                &ns,
+                "sysctl.txt",
+                format!("net.ipv4.ip_forward = 1\n{sysctls}"),
+            ),
+            file(&ns, "ip-neigh.json", "[]"),
+        ]
+    };
+    let mut files = node("n1", "172.18.0.11", None, ARP_DEFAULTS);
+    files.extend(node(
+        "n2",
+        "172.18.0.12",
+        Some(("10.0.1.0/24", "10.0.1.1")),
+        n2_sysctls,
+    ));
+    files
 }

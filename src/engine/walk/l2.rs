@@ -3,14 +3,6 @@
 
 use super::*;
 
-/// Why a veth's peer does not answer an ARP request by proxy.
-pub(super) enum ProxyArpRefusal {
-    /// The kernel stays silent: why, and the dump file that shows it.
-    Silent { why: String, file: &'static str },
-    /// The snapshot cannot tell.
-    Unknown(Stop),
-}
-
 /// Where a bridge sends a frame, by who holds its next hop.
 pub(super) enum BridgePort<'s> {
     /// The namespace behind this port.
@@ -18,8 +10,9 @@ pub(super) enum BridgePort<'s> {
     /// A pod of the bridge's node whose dump the snapshot lacks, behind the
     /// port the CNI gives it.
     AssumedPod(NetnsId),
-    /// Nobody: the ARP request goes unanswered.
-    Unanswered,
+    /// Nobody: the ARP request goes unanswered; the stop says why where the
+    /// namespace holding the address stays silent.
+    Unanswered(Option<Stop>),
 }
 
 impl<'s> Walker<'s, '_> {
@@ -47,6 +40,7 @@ impl<'s> Walker<'s, '_> {
             {
                 context.packet.src = src;
             }
+            context.out_packet = Some(packet.pack_packet());
         }
         let Some(device) = self.topology.link(ns, dev) else {
             return self.stop(
@@ -158,7 +152,11 @@ impl<'s> Walker<'s, '_> {
         flow: Flow,
     ) -> Next<'s> {
         let (ns, hop) = (&place.ns, place.hop);
-        match self.bridge_port(ns, &bridge.ifname, next_hop, None) {
+        let request = match self.arp_request(ns, bridge, next_hop, &flow.packet) {
+            Ok(request) => request,
+            Err(stop) => return self.stop(hop, flow.branch, stop),
+        };
+        match self.bridge_port(ns, &bridge.ifname, &request, None) {
             BridgePort::Found { port, far } => {
                 self.step(
                     hop,
@@ -173,36 +171,50 @@ impl<'s> Walker<'s, '_> {
             BridgePort::AssumedPod(pod) => {
                 self.send_to_local_pod(place, &bridge.ifname, &pod, None, flow)
             }
-            BridgePort::Unanswered => {
+            BridgePort::Unanswered(Some(stop)) => self.stop(hop, flow.branch, stop),
+            BridgePort::Unanswered(None) => {
                 self.arp_unanswered(ns, hop, &bridge.ifname, next_hop, flow.branch)
             }
         }
     }
 
-    /// The port of `bridge` (in `ns`) a frame for `next_hop` leaves by: the
-    /// one whose far end holds it (never the port it came in by), or the
-    /// CNI's port to a pod of this node the snapshot lacks. The one search,
-    /// whether the frame comes from the node's own stack or from a port.
+    /// The port of `bridge` (in `ns`) a frame resolved by `request` leaves
+    /// by: the one whose far end holds the address and answers (never the
+    /// port it came in by), or the CNI's port to a pod of this node the
+    /// snapshot lacks. The one search, whether the frame comes from the
+    /// node's own stack or from a port.
     pub(super) fn bridge_port(
         &self,
         ns: &NetnsId,
         bridge: &str,
-        next_hop: IpAddr,
+        request: &ArpRequest,
         in_port: Option<&str>,
     ) -> BridgePort<'s> {
+        let next_hop = request.target;
+        let mut silent = None;
         for port in self.topology.bridge_ports(ns, bridge) {
             if Some(port.ifname.as_str()) == in_port {
                 continue;
             }
-            if let Some(far) = self.topology.veth_peer(ns, port)
-                && self.owns(far.ns, next_hop)
-            {
-                return BridgePort::Found { port, far };
+            let Some(far) = self.topology.veth_peer(ns, port) else {
+                continue;
+            };
+            if !self.owns(far.ns, next_hop) {
+                continue;
             }
+            match self.arp_answer(far.ns, far.link, request) {
+                Ok(_) => return BridgePort::Found { port, far },
+                Err(refusal) => {
+                    silent.get_or_insert(self.refused(far.ns, &far.link.ifname, next_hop, refusal));
+                }
+            }
+        }
+        if silent.is_some() {
+            return BridgePort::Unanswered(silent);
         }
         match self.missing_local_pod(ns, next_hop) {
             Some(pod) if self.can_assume(&pod) => BridgePort::AssumedPod(pod),
-            _ => BridgePort::Unanswered,
+            _ => BridgePort::Unanswered(None),
         }
     }
 
@@ -302,33 +314,13 @@ impl<'s> Walker<'s, '_> {
         let Some(bridge) = peer.master.clone() else {
             // A plain veth pair: the peer answers ARP for its own addresses,
             // and for others by proxy where proxy ARP is on.
-            let proxied = match self.owns(peer_ns, next_hop) {
-                true => None,
-                false => match self.proxy_arp(ns, device, peer_ns, peer, next_hop, &packet) {
-                    Ok(()) => Some(()),
-                    Err(ProxyArpRefusal::Unknown(stop)) => return self.stop(hop, branch, stop),
-                    Err(ProxyArpRefusal::Silent { why, file }) => {
-                        let reason = format!(
-                            "{next_hop} is not an address of {} behind {}, and it does not answer ARP for it by proxy: {why}",
-                            hop_id(peer_ns),
-                            device.ifname
-                        );
-                        let evidence = self.file(peer_ns, file);
-                        return self.stop(
-                            hop,
-                            branch,
-                            Stop {
-                                disposition: Disposition::NeighborFailed,
-                                id: "kernel.neighbour.unanswered",
-                                reason,
-                                evidence,
-                            },
-                        );
-                    }
-                },
+            let request = match self.arp_request(ns, device, next_hop, &packet) {
+                Ok(request) => request,
+                Err(stop) => return self.stop(hop, branch, stop),
             };
-            if proxied.is_some() {
-                self.step(
+            match self.arp_answer(peer_ns, peer, &request) {
+                Ok(ArpAnswer::Own) => {}
+                Ok(ArpAnswer::Proxy) => self.step(
                     hop,
                     Step::Neighbour {
                         address: next_hop,
@@ -339,7 +331,11 @@ impl<'s> Walker<'s, '_> {
                             peer.ifname
                         ),
                     },
-                );
+                ),
+                Err(refusal) => {
+                    let stop = self.refused(peer_ns, &peer.ifname, next_hop, refusal);
+                    return self.stop(hop, branch, stop);
+                }
             }
             let flow = Flow { packet, branch };
             return self.cross(place, device, LinkKind::Veth, peer_ns, &peer.ifname, flow);
@@ -360,8 +356,24 @@ impl<'s> Walker<'s, '_> {
             return self.dropped_on_arrival(hop, &crossing, &packet, branch, stop);
         }
         let link = crossing.link(&packet);
+        let request = match self.arp_request(ns, device, next_hop, &packet) {
+            Ok(request) => request,
+            Err(stop) => return self.stop(hop, branch, stop),
+        };
         // The bridge itself (the node's stack) answers ARP for the next hop.
         if self.owns(peer_ns, next_hop) {
+            let answer = match self.topology.link(peer_ns, &bridge) {
+                Some(bridge_device) => self.arp_answer(peer_ns, bridge_device, &request),
+                None => Err(ArpRefusal::Unknown(self.missing(
+                    peer_ns,
+                    &format!("device {bridge} in ip-link.json"),
+                    "tell whether it answers ARP",
+                ))),
+            };
+            if let Err(refusal) = answer {
+                let stop = self.refused(peer_ns, &bridge, next_hop, refusal);
+                return self.stop(hop, branch, stop);
+            }
             return Next::Visit {
                 ns: peer_ns.clone(),
                 flow: Flow { packet, branch },
@@ -372,7 +384,8 @@ impl<'s> Walker<'s, '_> {
         // Or another port: the frame crosses the node's bridge without
         // entering its IP stack (bridged, not routed: no IP-stack checks
         // apply in that hop).
-        let (port, far) = match self.bridge_port(peer_ns, &bridge, next_hop, Some(&peer.ifname)) {
+        let in_port = Some(peer.ifname.as_str());
+        let (port, far) = match self.bridge_port(peer_ns, &bridge, &request, in_port) {
             BridgePort::Found { port, far } => (port, far),
             BridgePort::AssumedPod(pod) => {
                 let bridge_hop =
@@ -386,7 +399,8 @@ impl<'s> Walker<'s, '_> {
                     flow,
                 );
             }
-            BridgePort::Unanswered => {
+            BridgePort::Unanswered(Some(stop)) => return self.stop(hop, branch, stop),
+            BridgePort::Unanswered(None) => {
                 return self.arp_unanswered(peer_ns, hop, &bridge, next_hop, branch);
             }
         };
@@ -428,132 +442,6 @@ impl<'s> Walker<'s, '_> {
         self.graph.add_edge(from, hop, link);
         branch.hops.push(hop);
         hop
-    }
-
-    /// The kernel's `arp_process` for a request arriving on `peer` (in
-    /// `peer_ns`) for `next_hop`, an address `peer_ns` does not hold: it
-    /// answers by proxy when `proxy_arp` is on (`all` OR'd with the device's
-    /// own), the device forwards, the input route (which validates the
-    /// request's sender address, rp_filter included) is unicast and leaves
-    /// by another device. Explicit proxy entries (`ip neigh add proxy`) and
-    /// `proxy_arp_pvlan` are not in the dumps and are not modelled.
-    pub(super) fn proxy_arp(
-        &self,
-        ns: &NetnsId,
-        device: &Device,
-        peer_ns: &NetnsId,
-        peer: &Device,
-        next_hop: IpAddr,
-        packet: &Packet,
-    ) -> Result<(), ProxyArpRefusal> {
-        let to_do = "tell whether it answers ARP by proxy";
-        let sysctls = self
-            .sysctls(peer_ns)
-            .ok_or_else(|| ProxyArpRefusal::Unknown(self.missing(peer_ns, "sysctl.txt", to_do)))?;
-        let settings: Vec<Option<i64>> = ["all", peer.ifname.as_str()]
-            .iter()
-            .map(|ifname| {
-                let key = Sysctls::interface_key(Family::Ipv4, ifname, "proxy_arp");
-                sysctls.get_i64(&key).ok().flatten()
-            })
-            .collect();
-        if !settings.iter().any(|v| v.is_some_and(|v| v != 0)) {
-            if settings.contains(&None) {
-                return Err(ProxyArpRefusal::Unknown(self.missing(
-                    peer_ns,
-                    &format!(
-                        "net.ipv4.conf.{{all,{}}}.proxy_arp in sysctl.txt",
-                        peer.ifname
-                    ),
-                    to_do,
-                )));
-            }
-            return Err(ProxyArpRefusal::Silent {
-                why: format!(
-                    "net.ipv4.conf.all.proxy_arp and net.ipv4.conf.{}.proxy_arp are 0",
-                    peer.ifname
-                ),
-                file: "sysctl.txt",
-            });
-        }
-        if let Some(stop) = self.forwarding(peer_ns, &peer.ifname) {
-            return Err(match stop.disposition {
-                Disposition::ForwardingDisabled => ProxyArpRefusal::Silent {
-                    why: stop.reason,
-                    file: "sysctl.txt",
-                },
-                _ => ProxyArpRefusal::Unknown(stop),
-            });
-        }
-        // The request's sender address: the packet's own source where the
-        // sender holds it, else the one the sender picks for the device.
-        let sender = packet
-            .src
-            .filter(|src| self.owns(ns, *src))
-            .or_else(|| {
-                let fib = self.models.fibs.get(ns)?;
-                fib.select_source(Some(&device.ifname), next_hop)
-            })
-            .ok_or_else(|| ProxyArpRefusal::Silent {
-                why: format!("{} has no address to send the request from", hop_id(ns)),
-                file: "ip-addr.json",
-            })?;
-        let request = Packet {
-            src: Some(sender),
-            dst: next_hop,
-            ..packet.clone()
-        };
-        if let Some(stop) = self.reverse_path_filter(peer_ns, &request, Some(&peer.ifname)) {
-            return Err(ProxyArpRefusal::Silent {
-                why: format!(
-                    "the request from {sender} fails the input route's source check: {}",
-                    stop.reason
-                ),
-                file: "sysctl.txt",
-            });
-        }
-        let fib = self.models.fibs.get(peer_ns).ok_or_else(|| {
-            ProxyArpRefusal::Unknown(self.missing(peer_ns, "ip-route.json", to_do))
-        })?;
-        let lookup = fib.lookup(&FlowKey {
-            src: Some(sender),
-            iif: Some(peer.ifname.clone()),
-            ..FlowKey::to(next_hop)
-        });
-        let silent = |why: String| {
-            Err(ProxyArpRefusal::Silent {
-                why,
-                file: "ip-route.json",
-            })
-        };
-        match lookup.outcome {
-            LookupOutcome::Routed {
-                route_type: RouteType::Unicast,
-                paths,
-                ..
-            } => match paths.iter().any(|p| p.dev.as_deref() == Some(&peer.ifname)) {
-                false => Ok(()),
-                true => silent(format!(
-                    "its route to {next_hop} leaves by {} itself",
-                    peer.ifname
-                )),
-            },
-            LookupOutcome::Routed { route_type, .. } => silent(format!(
-                "its route to {next_hop} is {route_type:?}, not unicast"
-            )),
-            LookupOutcome::Failed { error, .. } => silent(format!(
-                "it has no route to {next_hop} ({})",
-                error.as_str()
-            )),
-            LookupOutcome::Unknown { reason } => Err(ProxyArpRefusal::Unknown(Stop::unknown(
-                "kernel.route.unknown",
-                format!(
-                    "whether {} answers ARP for {next_hop} by proxy is not known: {reason}",
-                    hop_id(peer_ns)
-                ),
-                self.file(peer_ns, "ip-route.json"),
-            ))),
-        }
     }
 
     /// With `bridge-nf-call-iptables` on, a frame crossing a bridge goes
@@ -637,12 +525,27 @@ mod tests {
     use super::super::fixture::*;
     use super::*;
 
+    /// The port of n1's cni0 a frame from the node to `to` leaves by, the
+    /// frame having come in by `in_port`.
+    fn port_towards<'s>(
+        walker: &Walker<'s, '_>,
+        to: &str,
+        in_port: Option<&str>,
+    ) -> BridgePort<'s> {
+        let node = host("n1");
+        let bridge = walker.topology.link(&node, "cni0").expect("cni0");
+        let packet = tcp("10.0.0.1", to);
+        let request = walker
+            .arp_request(&node, bridge, packet.dst, &packet)
+            .unwrap_or_else(|stop| panic!("{}", stop.reason));
+        walker.bridge_port(&node, "cni0", &request, in_port)
+    }
+
     #[test]
     fn bridge_port_finds_the_port_whose_far_end_holds_the_next_hop() {
         let fixture = Fixture::new(&two_pods_on_a_bridge());
         fixture.walk(None, |walker| {
-            let next_hop = "10.0.0.3".parse().unwrap();
-            match walker.bridge_port(&host("n1"), "cni0", next_hop, None) {
+            match port_towards(walker, "10.0.0.3", None) {
                 BridgePort::Found { port, far } => {
                     assert_eq!(port.ifname, "veth-b");
                     assert_eq!(far.ns, &pod("b"));
@@ -650,8 +553,8 @@ mod tests {
                 _ => panic!("no port found"),
             }
             // Never back out of the port the frame came in by.
-            let from_b = walker.bridge_port(&host("n1"), "cni0", next_hop, Some("veth-b"));
-            assert!(matches!(from_b, BridgePort::Unanswered));
+            let from_b = port_towards(walker, "10.0.0.3", Some("veth-b"));
+            assert!(matches!(from_b, BridgePort::Unanswered(None)));
         });
     }
 
@@ -659,9 +562,30 @@ mod tests {
     fn bridge_port_for_an_address_nobody_holds_is_unanswered() {
         let fixture = Fixture::new(&two_pods_on_a_bridge());
         fixture.walk(None, |walker| {
-            let next_hop = "10.0.0.9".parse().unwrap();
-            let port = walker.bridge_port(&host("n1"), "cni0", next_hop, None);
-            assert!(matches!(port, BridgePort::Unanswered));
+            let port = port_towards(walker, "10.0.0.9", None);
+            assert!(matches!(port, BridgePort::Unanswered(None)));
+        });
+    }
+
+    #[test]
+    fn a_pod_with_arp_ignore_8_leaves_the_bridge_port_unanswered_and_says_why() {
+        let b = pod("b");
+        let files = with(
+            two_pods_on_a_bridge(),
+            vec![file(
+                &b,
+                "sysctl.txt",
+                "net.ipv4.ip_forward = 0\nnet.ipv4.conf.all.arp_ignore = 8\nnet.ipv4.conf.all.arp_filter = 0\n",
+            )],
+        );
+        let fixture = Fixture::new(&files);
+        fixture.walk(None, |walker| {
+            let BridgePort::Unanswered(Some(stop)) = port_towards(walker, "10.0.0.3", None) else {
+                panic!("pod b answered");
+            };
+            assert_eq!(stop.id, "kernel.neighbour.unanswered");
+            assert_eq!(stop.disposition, Disposition::NeighborFailed);
+            assert!(stop.reason.contains("arp_ignore = 8"), "{}", stop.reason);
         });
     }
 

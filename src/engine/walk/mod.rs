@@ -23,6 +23,7 @@
 //! `packet` (the packet and its size) and `record` (steps, forks, stops and
 //! the paths they end).
 
+mod arp;
 mod assumed;
 mod conntrack;
 mod cross;
@@ -72,11 +73,12 @@ use crate::snapshot::netns::link::{
 };
 use crate::snapshot::netns::neigh::NeighbourState;
 use crate::snapshot::netns::nft;
-use crate::snapshot::netns::route::RouteType;
+use crate::snapshot::netns::route::{RouteType, Scope};
 use crate::snapshot::netns::rule::IpProto;
 use crate::snapshot::netns::sockets::{LocalAddress, SocketProtocol};
 use crate::snapshot::netns::sysctl::Sysctls;
 use crate::snapshot::{NetnsId, Snapshot};
+use arp::{ArpAnswer, ArpRefusal, ArpRequest};
 
 use conntrack::*;
 use cross::Crossing;

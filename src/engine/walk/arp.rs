@@ -1,0 +1,574 @@
+//! Who answers a neighbour request on a link: the kernel's `arp_process`
+//! for a host holding the address (under `arp_ignore`, `arp_filter` and the
+//! input route's source check) or answering by proxy, and IPv6 neighbour
+//! discovery, which answers for the receiving interface's own addresses.
+
+use super::*;
+
+/// How a request is answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ArpAnswer {
+    /// By the namespace that holds the address.
+    Own,
+    /// By proxy ARP, for an address the namespace routes elsewhere.
+    Proxy,
+}
+
+/// Why a namespace does not answer a request.
+pub(super) enum ArpRefusal {
+    /// The kernel stays silent: why, and the dump file that shows it.
+    Silent { why: String, file: &'static str },
+    /// The snapshot cannot tell.
+    Unknown(Stop),
+}
+
+/// A neighbour request on the wire.
+pub(super) struct ArpRequest<'a> {
+    /// The address asked for.
+    pub(super) target: IpAddr,
+    /// The address the request is sent from (ARP's sender protocol address).
+    pub(super) sender: IpAddr,
+    /// The packet waiting for the answer.
+    pub(super) packet: &'a Packet,
+}
+
+impl<'s> Walker<'s, '_> {
+    /// The request `ns` sends by `device` to resolve `next_hop` for `packet`
+    /// (`arp_solicit` with `arp_announce` 0): its sender address is the
+    /// packet's own source where `ns` holds it, else the one `ns` picks for
+    /// the device.
+    pub(super) fn arp_request<'p>(
+        &self,
+        ns: &NetnsId,
+        device: &Device,
+        next_hop: IpAddr,
+        packet: &'p Packet,
+    ) -> Result<ArpRequest<'p>, Stop> {
+        let sender = packet
+            .src
+            .filter(|src| self.owns(ns, *src))
+            .or_else(|| {
+                let fib = self.models.fibs.get(ns)?;
+                fib.select_source(Some(&device.ifname), next_hop)
+            })
+            .ok_or_else(|| Stop {
+                disposition: Disposition::NeighborFailed,
+                id: "kernel.neighbour.unanswered",
+                reason: format!(
+                    "{} has no address on {} to send an ARP request for {next_hop} from",
+                    hop_id(ns),
+                    device.ifname
+                ),
+                evidence: self.file(ns, "ip-addr.json"),
+            })?;
+        Ok(ArpRequest {
+            target: next_hop,
+            sender,
+            packet,
+        })
+    }
+
+    /// The stop for a request `ns` does not answer on its interface `via`.
+    pub(super) fn refused(
+        &self,
+        ns: &NetnsId,
+        via: &str,
+        target: IpAddr,
+        refusal: ArpRefusal,
+    ) -> Stop {
+        let (why, file) = match refusal {
+            ArpRefusal::Unknown(stop) => return stop,
+            ArpRefusal::Silent { why, file } => (why, file),
+        };
+        let reason = match self.owns(ns, target) {
+            true => format!(
+                "{} holds {target} but does not answer ARP for it on {via}: {why}",
+                hop_id(ns)
+            ),
+            false => format!(
+                "{target} is not an address of {}, and it does not answer ARP for it by proxy on {via}: {why}",
+                hop_id(ns)
+            ),
+        };
+        Stop {
+            disposition: Disposition::NeighborFailed,
+            id: "kernel.neighbour.unanswered",
+            reason,
+            evidence: self.file(ns, file),
+        }
+    }
+
+    /// Whether `ns` answers `request` arriving on its interface `iface`.
+    pub(super) fn arp_answer(
+        &self,
+        ns: &NetnsId,
+        iface: &Device,
+        request: &ArpRequest,
+    ) -> Result<ArpAnswer, ArpRefusal> {
+        if self.owns(ns, request.target) {
+            return self
+                .own_address_answer(ns, iface, request)
+                .map(|()| ArpAnswer::Own);
+        }
+        self.proxy_arp(ns, iface, request)
+            .map(|()| ArpAnswer::Proxy)
+    }
+
+    /// A request for one of the namespace's own addresses. IPv6 neighbour
+    /// discovery answers for the receiving interface's addresses; ARP
+    /// answers under `arp_ignore` (the larger of `all` and the interface's):
+    /// 0 for any local address, 1 for the interface's own, 2 for the
+    /// interface's own in the sender's subnet, 3 for any but host-scope
+    /// ones, 8 never; then `arp_filter` (`all` or the interface's) answers
+    /// only if the route back to the sender leaves by the interface, and the
+    /// input route checks the sender's address as for any packet
+    /// (rp_filter).
+    fn own_address_answer(
+        &self,
+        ns: &NetnsId,
+        iface: &Device,
+        request: &ArpRequest,
+    ) -> Result<(), ArpRefusal> {
+        let target = request.target;
+        let on_iface = |in_sender_subnet: bool| {
+            self.topology.addresses(ns, &iface.ifname).any(|a| {
+                a.local == target && (!in_sender_subnet || a.network.contains(&request.sender))
+            })
+        };
+        if target.is_ipv6() {
+            return match on_iface(false) {
+                true => Ok(()),
+                false => Err(ArpRefusal::Silent {
+                    why: format!(
+                        "IPv6 neighbour discovery answers only for addresses of the receiving interface, and {target} is not on {}",
+                        iface.ifname
+                    ),
+                    file: "ip-addr.json",
+                }),
+            };
+        }
+        let setting = |name: &str| {
+            self.interface_setting(ns, &iface.ifname, name)
+                .ok_or_else(|| {
+                    ArpRefusal::Unknown(self.missing(
+                        ns,
+                        &format!(
+                            "net.ipv4.conf.{{all,{}}}.{name} in sysctl.txt",
+                            iface.ifname
+                        ),
+                        "tell whether it answers ARP",
+                    ))
+                })
+        };
+        let ignore = setting("arp_ignore")?;
+        let silent = |why: String| ArpRefusal::Silent {
+            why: format!("arp_ignore = {ignore}: {why}"),
+            file: "sysctl.txt",
+        };
+        match ignore {
+            1 if !on_iface(false) => {
+                return Err(silent(format!(
+                    "it answers only for addresses of the receiving interface, and {target} is not on {}",
+                    iface.ifname
+                )));
+            }
+            2 if !on_iface(true) => {
+                return Err(silent(format!(
+                    "it answers only for addresses of the receiving interface in the sender's subnet, and {target} is not on {} in a subnet holding {}",
+                    iface.ifname, request.sender
+                )));
+            }
+            3 if self
+                .topology
+                .owners(target)
+                .iter()
+                .filter(|(owner, _)| *owner == ns)
+                .all(|(_, ifname)| {
+                    self.topology
+                        .addresses(ns, ifname)
+                        .filter(|a| a.local == target)
+                        .all(|a| a.scope == Scope::Host)
+                }) =>
+            {
+                return Err(silent(format!(
+                    "it does not answer for host-scope addresses, and {target} is one"
+                )));
+            }
+            8 => return Err(silent("it answers no request".to_string())),
+            _ => {}
+        }
+        if setting("arp_filter")? != 0 {
+            let fib = self.models.fibs.get(ns).ok_or_else(|| {
+                ArpRefusal::Unknown(self.missing(
+                    ns,
+                    "ip-route.json",
+                    "tell whether it answers ARP",
+                ))
+            })?;
+            let back = fib.lookup(&FlowKey {
+                src: Some(target),
+                ..FlowKey::to(request.sender)
+            });
+            let leaves_by = |paths: &[crate::netstack::routing::RoutePath]| {
+                paths
+                    .iter()
+                    .any(|p| p.dev.as_deref() == Some(&iface.ifname))
+            };
+            match back.outcome {
+                LookupOutcome::Routed { paths, .. } if leaves_by(&paths) => {}
+                LookupOutcome::Unknown { reason } => {
+                    return Err(ArpRefusal::Unknown(Stop::unknown(
+                        "kernel.route.unknown",
+                        format!(
+                            "whether {} answers ARP for {target} on {} is not known (arp_filter is on): {reason}",
+                            hop_id(ns),
+                            iface.ifname
+                        ),
+                        self.file(ns, "ip-route.json"),
+                    )));
+                }
+                _ => {
+                    return Err(ArpRefusal::Silent {
+                        why: format!(
+                            "arp_filter is on and its route back to the sender {} does not leave by {}",
+                            request.sender, iface.ifname
+                        ),
+                        file: "ip-route.json",
+                    });
+                }
+            }
+        }
+        self.sender_check(ns, iface, request)
+    }
+
+    /// The input route of the request checks its sender address as for any
+    /// packet arriving on `iface` (rp_filter).
+    fn sender_check(
+        &self,
+        ns: &NetnsId,
+        iface: &Device,
+        request: &ArpRequest,
+    ) -> Result<(), ArpRefusal> {
+        let probe = Packet {
+            src: Some(request.sender),
+            dst: request.target,
+            ..request.packet.clone()
+        };
+        match self.reverse_path_filter(ns, &probe, Some(&iface.ifname)) {
+            None => Ok(()),
+            Some(stop) => Err(ArpRefusal::Silent {
+                why: format!(
+                    "the request from {} fails the input route's source check: {}",
+                    request.sender, stop.reason
+                ),
+                file: "sysctl.txt",
+            }),
+        }
+    }
+
+    /// An IPv4 interface setting of `ns` as the kernel reads the ARP ones:
+    /// the larger of `all` and the interface's own (for the on/off ones,
+    /// either being on). A value sysctl.txt lacks is left out; `None` where
+    /// it has neither.
+    fn interface_setting(&self, ns: &NetnsId, ifname: &str, name: &str) -> Option<i64> {
+        let sysctls = self.sysctls(ns)?;
+        ["all", ifname]
+            .iter()
+            .filter_map(|ifname| {
+                let key = Sysctls::interface_key(Family::Ipv4, ifname, name);
+                sysctls.get_i64(&key).ok().flatten()
+            })
+            .max()
+    }
+
+    /// The kernel's `arp_process` for a request arriving on `iface` (in
+    /// `ns`) for an address `ns` does not hold: it answers by proxy when
+    /// `proxy_arp` is on (`all` OR'd with the device's own), the device
+    /// forwards, the input route (which validates the request's sender
+    /// address, rp_filter included) is unicast and leaves by another device.
+    /// Explicit proxy entries (`ip neigh add proxy`), `proxy_arp_pvlan` and
+    /// IPv6 proxy neighbour discovery are not modelled: they answer nothing
+    /// here.
+    fn proxy_arp(
+        &self,
+        ns: &NetnsId,
+        iface: &Device,
+        request: &ArpRequest,
+    ) -> Result<(), ArpRefusal> {
+        let target = request.target;
+        if target.is_ipv6() {
+            return Err(ArpRefusal::Silent {
+                why: format!(
+                    "{target} is not an address of {}, and proxy neighbour discovery is not modelled",
+                    iface.ifname
+                ),
+                file: "ip-addr.json",
+            });
+        }
+        let to_do = "tell whether it answers ARP by proxy";
+        let proxy_arp = self
+            .interface_setting(ns, &iface.ifname, "proxy_arp")
+            .ok_or_else(|| {
+                ArpRefusal::Unknown(self.missing(
+                    ns,
+                    &format!(
+                        "net.ipv4.conf.{{all,{}}}.proxy_arp in sysctl.txt",
+                        iface.ifname
+                    ),
+                    to_do,
+                ))
+            })?;
+        if proxy_arp == 0 {
+            return Err(ArpRefusal::Silent {
+                why: format!(
+                    "net.ipv4.conf.all.proxy_arp and net.ipv4.conf.{}.proxy_arp are 0",
+                    iface.ifname
+                ),
+                file: "sysctl.txt",
+            });
+        }
+        if let Some(stop) = self.forwarding(ns, &iface.ifname) {
+            return Err(match stop.disposition {
+                Disposition::ForwardingDisabled => ArpRefusal::Silent {
+                    why: stop.reason,
+                    file: "sysctl.txt",
+                },
+                _ => ArpRefusal::Unknown(stop),
+            });
+        }
+        self.sender_check(ns, iface, request)?;
+        let fib = self
+            .models
+            .fibs
+            .get(ns)
+            .ok_or_else(|| ArpRefusal::Unknown(self.missing(ns, "ip-route.json", to_do)))?;
+        let lookup = fib.lookup(&FlowKey {
+            src: Some(request.sender),
+            iif: Some(iface.ifname.clone()),
+            ..FlowKey::to(target)
+        });
+        let silent = |why: String| {
+            Err(ArpRefusal::Silent {
+                why,
+                file: "ip-route.json",
+            })
+        };
+        match lookup.outcome {
+            LookupOutcome::Routed {
+                route_type: RouteType::Unicast,
+                paths,
+                ..
+            } => match paths
+                .iter()
+                .any(|p| p.dev.as_deref() == Some(&iface.ifname))
+            {
+                false => Ok(()),
+                true => silent(format!(
+                    "its route to {target} leaves by {} itself",
+                    iface.ifname
+                )),
+            },
+            LookupOutcome::Routed { route_type, .. } => silent(format!(
+                "its route to {target} is {route_type:?}, not unicast"
+            )),
+            LookupOutcome::Failed { error, .. } => {
+                silent(format!("it has no route to {target} ({})", error.as_str()))
+            }
+            LookupOutcome::Unknown { reason } => Err(ArpRefusal::Unknown(Stop::unknown(
+                "kernel.route.unknown",
+                format!(
+                    "whether {} answers ARP for {target} by proxy is not known: {reason}",
+                    hop_id(ns)
+                ),
+                self.file(ns, "ip-route.json"),
+            ))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::super::fixture::*;
+    use super::*;
+
+    /// What n1 sending by eth0 to `next_hop` (for a packet to `dst`) meets,
+    /// with n2's ARP settings `n2_sysctls` and `replaced` files.
+    fn send(
+        n2_sysctls: &str,
+        replaced: Vec<(String, String)>,
+        next_hop: &str,
+        test: impl FnOnce(Next<'_>, &Walker<'_, '_>, NodeIndex),
+    ) {
+        let files = with(two_nodes_on_a_segment(n2_sysctls), replaced);
+        let fixture = Fixture::new(&files);
+        fixture.walk(None, |walker| {
+            let (place, flow) = walker.test_flow(&host("n1"), tcp("172.18.0.11", "10.0.1.5"));
+            let device = walker.topology.link(&place.ns, "eth0").unwrap();
+            let next = walker.underlay_egress(&place, device, next_hop.parse().unwrap(), flow);
+            test(next, walker, place.hop)
+        });
+    }
+
+    fn arp(ignore: u8, filter: u8, proxy: u8) -> String {
+        format!(
+            "net.ipv4.conf.all.arp_ignore = {ignore}\nnet.ipv4.conf.all.arp_filter = {filter}\nnet.ipv4.conf.all.proxy_arp = {proxy}\n"
+        )
+    }
+
+    /// The namespace and interface a frame crossed into.
+    fn crossed_to(next: &Next<'_>) -> (NetnsId, String) {
+        match next {
+            Next::Visit { ns, arrival, .. } => {
+                (ns.clone(), arrival.interface().unwrap().to_string())
+            }
+            other => panic!("{}", describe(other)),
+        }
+    }
+
+    #[test]
+    fn the_node_holding_the_next_hop_on_the_segment_answers() {
+        send(&arp(0, 0, 0), vec![], "172.18.0.12", |next, _, _| {
+            assert_eq!(crossed_to(&next), (host("n2"), "eth0".into()));
+        });
+    }
+
+    #[test]
+    fn with_arp_ignore_0_a_node_answers_for_an_address_of_another_interface() {
+        send(&arp(0, 0, 0), vec![], "10.0.1.1", |next, _, _| {
+            assert_eq!(crossed_to(&next), (host("n2"), "eth0".into()));
+        });
+    }
+
+    #[test]
+    fn with_arp_ignore_1_a_node_answers_only_for_the_receiving_interfaces_addresses() {
+        send(&arp(1, 0, 0), vec![], "10.0.1.1", |next, _, _| {
+            let stop = stopped(next);
+            assert_eq!(stop.id, "kernel.neighbour.unanswered");
+            assert_eq!(stop.disposition, Disposition::NeighborFailed);
+            assert!(stop.reason.contains("arp_ignore = 1"), "{}", stop.reason);
+            assert!(stop.evidence.ends_with("sysctl.txt"), "{}", stop.evidence);
+        });
+        // Its own interface's address is still answered.
+        send(&arp(1, 0, 0), vec![], "172.18.0.12", |next, _, _| {
+            assert_eq!(crossed_to(&next), (host("n2"), "eth0".into()));
+        });
+    }
+
+    #[test]
+    fn arp_ignore_takes_the_larger_of_all_and_the_interface() {
+        let sysctls = format!("{}net.ipv4.conf.eth0.arp_ignore = 1\n", arp(0, 0, 0));
+        send(&sysctls, vec![], "10.0.1.1", |next, _, _| {
+            assert!(stopped(next).reason.contains("arp_ignore = 1"));
+        });
+    }
+
+    #[test]
+    fn with_arp_ignore_2_the_sender_must_be_in_the_addresses_subnet() {
+        send(&arp(2, 0, 0), vec![], "172.18.0.12", |next, _, _| {
+            assert_eq!(crossed_to(&next), (host("n2"), "eth0".into()));
+        });
+        // n1's address, 172.18.0.11, is not in 172.18.0.12/32's subnet.
+        let narrow = json!([
+            address(2, "eth0", "172.18.0.12", 32),
+            address(3, "cni0", "10.0.1.1", 24)
+        ]);
+        let eth0_route = json!({"type": "unicast", "dst": "172.18.0.0/24", "dev": "eth0", "table": "main", "protocol": "boot", "scope": "link", "flags": []});
+        let mut routes = vec![eth0_route];
+        routes.extend(connected("10.0.1.0/24", "cni0", "10.0.1.1"));
+        routes.push(json!({"type": "local", "dst": "172.18.0.12", "dev": "eth0", "table": "local", "protocol": "kernel", "scope": "host", "prefsrc": "172.18.0.12", "flags": []}));
+        let n2 = host("n2");
+        let replaced = vec![
+            file(&n2, "ip-addr.json", narrow.to_string()),
+            file(&n2, "ip-route.json", Value::from(routes).to_string()),
+        ];
+        send(&arp(2, 0, 0), replaced, "172.18.0.12", |next, _, _| {
+            let stop = stopped(next);
+            assert!(stop.reason.contains("arp_ignore = 2"), "{}", stop.reason);
+        });
+    }
+
+    #[test]
+    fn with_arp_ignore_8_a_node_answers_nothing() {
+        send(&arp(8, 0, 0), vec![], "172.18.0.12", |next, _, _| {
+            let stop = stopped(next);
+            assert_eq!(stop.disposition, Disposition::NeighborFailed);
+            assert!(
+                stop.reason.contains("answers no request"),
+                "{}",
+                stop.reason
+            );
+        });
+    }
+
+    #[test]
+    fn with_arp_filter_the_route_back_to_the_sender_must_leave_by_the_receiving_interface() {
+        send(&arp(0, 1, 0), vec![], "172.18.0.12", |next, _, _| {
+            assert_eq!(crossed_to(&next), (host("n2"), "eth0".into()));
+        });
+        let n2 = host("n2");
+        let mut routes = connected("172.18.0.0/24", "eth0", "172.18.0.12");
+        routes.extend(connected("10.0.1.0/24", "cni0", "10.0.1.1"));
+        routes.push(json!({"type": "unicast", "dst": "172.18.0.11", "dev": "cni0", "table": "main", "protocol": "boot", "scope": "link", "flags": []}));
+        let replaced = vec![file(&n2, "ip-route.json", Value::from(routes).to_string())];
+        send(&arp(0, 1, 0), replaced, "172.18.0.12", |next, _, _| {
+            let stop = stopped(next);
+            assert!(stop.reason.contains("arp_filter"), "{}", stop.reason);
+            assert!(
+                stop.evidence.ends_with("ip-route.json"),
+                "{}",
+                stop.evidence
+            );
+        });
+    }
+
+    #[test]
+    fn an_address_nobody_on_the_segment_holds_is_answered_by_proxy_where_proxy_arp_is_on() {
+        send(&arp(0, 0, 1), vec![], "10.0.1.5", |next, walker, hop| {
+            assert_eq!(crossed_to(&next), (host("n2"), "eth0".into()));
+            assert!(walker.graph[hop].steps.iter().any(|step| matches!(
+                &step.step,
+                Step::Neighbour { result, .. } if result.contains("proxy ARP on n2's eth0")
+            )));
+        });
+    }
+
+    #[test]
+    fn a_permanent_neighbour_entry_sends_to_its_mac_without_asking() {
+        let n1 = host("n1");
+        let entry = |mac: &str| {
+            let neigh =
+                json!([{"dst": "10.0.1.1", "dev": "eth0", "lladdr": mac, "state": ["PERMANENT"]}]);
+            vec![file(&n1, "ip-neigh.json", neigh.to_string())]
+        };
+        // arp_ignore 8 on n2: no ARP answer, yet the entry reaches it.
+        send(
+            &arp(8, 0, 0),
+            entry("02:00:00:00:02:02"),
+            "10.0.1.1",
+            |next, _, _| {
+                assert_eq!(crossed_to(&next), (host("n2"), "eth0".into()));
+            },
+        );
+        send(
+            &arp(0, 0, 0),
+            entry("02:00:00:00:09:09"),
+            "10.0.1.1",
+            |next, _, _| {
+                let stop = stopped(next);
+                assert_eq!(stop.id, "kernel.neighbour.permanent");
+                assert_eq!(stop.disposition, Disposition::NeighborFailed);
+            },
+        );
+    }
+
+    #[test]
+    fn a_node_without_arp_settings_in_its_dump_cannot_be_judged() {
+        send("", vec![], "172.18.0.12", |next, _, _| {
+            let stop = stopped(next);
+            assert_eq!(stop.disposition, Disposition::InsufficientInfo);
+            assert!(stop.reason.contains("arp_ignore"), "{}", stop.reason);
+        });
+    }
+}
