@@ -769,3 +769,44 @@ fn a_size_that_fits_every_device_on_a_healthy_path_is_not_a_finding() {
         "{evidence}"
     );
 }
+
+/// Issue 12: leaving the cluster is a success when the source is one the
+/// outside can answer (masqueraded to the node's address), and a failure
+/// saying why when it keeps a pod's address (Calico's natOutgoing rule
+/// missing).
+#[test]
+fn leaving_the_cluster_succeeds_only_with_a_source_the_outside_can_answer() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let outside = ["--from", "default/web-0", "--to", "203.0.113.10:443"];
+    let run = |dir: &str| {
+        let output = Command::new(env!("CARGO_BIN_EXE_skoop"))
+            .args(["diagnose", "--snapshot"])
+            .arg(root.join(dir))
+            .args(outside)
+            .output()
+            .expect("run skoop");
+        let text = String::from_utf8_lossy(&output.stdout).into_owned();
+        (output.status.code(), text)
+    };
+    let (code, text) = run("examples/flannel-vxlan");
+    assert_eq!(code, Some(0), "{text}");
+    assert!(
+        text.lines().next().unwrap().ends_with(
+            "exits_cluster from 172.18.0.11 (node-1's address: replies are routed back to the node)"
+        ),
+        "{text}"
+    );
+    let broken = "plugins/calico/tests/nat-outgoing-rule-missing/snapshot";
+    let (code, text) = run(broken);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.lines().next().unwrap().contains(
+            "exits_cluster with source 10.244.60.65, which the outside cannot answer (pod default/web-0's address"
+        ),
+        "{text}"
+    );
+    let (_, report) = json_in(&root.join(broken), &outside);
+    let exit = &report["paths"][0]["exit"];
+    assert_eq!(exit["source"], "10.244.60.65");
+    assert_eq!(exit["answerable"], false);
+}

@@ -46,8 +46,9 @@ use super::{EXIT_USAGE, OutputFormat, ProtocolArg, print_json, report_problems};
 ///   skoop diagnose --snapshot snap --from default/web-0 --to default/web-3 --protocol icmp --size mtu
 ///   skoop diagnose --snapshot snap --from default/web-0 --to svc/default/signalling --protocol sctp
 ///
-/// Exit status: 0 when every path is delivered and nothing fatal was found,
-/// 1 otherwise (the report is printed either way), 2 for bad arguments or
+/// Exit status: 0 when every path is delivered (or leaves the cluster with a
+/// source address the outside can answer: a node's, not a pod's) and nothing
+/// fatal was found, 1 otherwise (the report is printed either way), 2 for bad arguments or
 /// input (unknown pod, malformed address, not a snapshot, a broken pack, a
 /// cluster that cannot be reached or refuses skoop).
 #[derive(Debug, Args)]
@@ -150,7 +151,7 @@ pub fn run(args: Box<DiagnoseArgs>) -> ExitCode {
         .findings
         .iter()
         .any(|f| f.severity == Severity::Fatal);
-    if diagnosis.disposition() == Disposition::Delivered && !fatal {
+    if diagnosis.succeeds() && !fatal {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
@@ -207,8 +208,9 @@ fn print_text(diagnosis: &Diagnosis, verbose: bool) {
     // The verdict first, then where it stops.
     let disposition = diagnosis.disposition();
     out!(
-        "{}: {disposition}{}",
+        "{}: {disposition}{}{}",
         diagnosis.summary,
+        exit_note(diagnosis),
         assumed_mark(diagnosis.assumed())
     );
     if let Some(pack) = &diagnosis.assumed_by {
@@ -288,6 +290,27 @@ fn print_text(diagnosis: &Diagnosis, verbose: bool) {
             );
             out!("      evidence: {}", finding.evidence);
         }
+    }
+}
+
+/// How the flow leaves the cluster, where that is the verdict: with which
+/// source address, and whether the outside can answer it.
+fn exit_note(diagnosis: &Diagnosis) -> String {
+    let Some(exit) = diagnosis
+        .exit()
+        .filter(|_| diagnosis.disposition() == Disposition::ExitsCluster)
+    else {
+        return String::new();
+    };
+    let source = exit
+        .source
+        .map_or_else(|| "a masqueraded address".to_string(), |s| s.to_string());
+    match exit.answerable {
+        true => format!(" from {source} ({})", exit.why),
+        false => format!(
+            " with source {source}, which the outside cannot answer ({})",
+            exit.why
+        ),
     }
 }
 

@@ -254,6 +254,31 @@ pub struct PathResult {
     pub hops: Vec<usize>,
     /// The path goes through a hop whose behaviour is assumed.
     pub assumed: bool,
+    /// How the packet leaves the cluster, where the path does.
+    pub exit: Option<Exit>,
+}
+
+impl PathResult {
+    /// The path ends as intended: delivered, or out of the cluster with a
+    /// source address the outside can answer.
+    pub fn succeeds(&self) -> bool {
+        self.disposition == Disposition::Delivered
+            || (self.disposition == Disposition::ExitsCluster
+                && self.exit.as_ref().is_some_and(|exit| exit.answerable))
+    }
+}
+
+/// The source address a packet leaves the cluster with, and whether the
+/// outside can answer it: a node's address (masqueraded, or the node's
+/// own traffic) is routed back to the node; a pod's is not, since nothing
+/// outside the cluster routes pod addresses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Exit {
+    /// `None` where a masquerade gave it an address the dump does not show.
+    pub source: Option<IpAddr>,
+    pub answerable: bool,
+    /// Whose address it is, and why it can or cannot be answered.
+    pub why: String,
 }
 
 /// The answer to a [`Request`].
@@ -271,6 +296,16 @@ pub struct Diagnosis {
 
 impl Diagnosis {
     /// `delivered` only if every path is.
+    /// Whether every path ends as intended (see [`PathResult::succeeds`]).
+    pub fn succeeds(&self) -> bool {
+        !self.paths.is_empty() && self.paths.iter().all(PathResult::succeeds)
+    }
+
+    /// How the first path that leaves the cluster leaves it.
+    pub fn exit(&self) -> Option<&Exit> {
+        self.paths.iter().find_map(|path| path.exit.as_ref())
+    }
+
     pub fn disposition(&self) -> Disposition {
         self.paths
             .iter()

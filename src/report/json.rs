@@ -56,6 +56,19 @@ pub struct PathOut {
     /// Indices into `hops`.
     pub hops: Vec<usize>,
     pub assumed: bool,
+    /// How the packet leaves the cluster, where the path does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exit: Option<ExitOut>,
+}
+
+/// The source address a packet leaves the cluster with.
+#[derive(Debug, Serialize)]
+pub struct ExitOut {
+    /// `null` where a masquerade chose an address the dump does not show.
+    pub source: Option<String>,
+    /// The outside can answer it (a node's address, not a pod's).
+    pub answerable: bool,
+    pub why: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -213,6 +226,11 @@ impl Report {
                     probability: rounded(path.probability),
                     hops: path.hops.clone(),
                     assumed: path.assumed,
+                    exit: path.exit.as_ref().map(|exit| ExitOut {
+                        source: exit.source.map(|source| source.to_string()),
+                        answerable: exit.answerable,
+                        why: exit.why.clone(),
+                    }),
                 })
                 .collect(),
             hops: graph

@@ -10,7 +10,7 @@
 
 use std::sync::Mutex;
 
-use skoop::engine::{self, Disposition, Endpoint, LinkKind, PacketSize, Protocol, Request};
+use skoop::engine::{self, Disposition, Endpoint, PacketSize, Protocol, Request};
 use skoop::packs::{LoadedPacks, builtin_sources};
 
 use crate::calico::{self, Calico};
@@ -1744,8 +1744,9 @@ enum Peer {
     /// The host outside the cluster ([`OUTSIDE_IP`]). skoop cannot see
     /// past the cluster's edge, so what it is compared on is what leaves:
     /// the flow works exactly when skoop says it exits the cluster with a
-    /// node's address as its source (masqueraded), since the outside
-    /// network routes back to the nodes only, never to pod addresses.
+    /// source the outside can answer (`Diagnosis::succeeds`): the lab's
+    /// outside network routes back to the nodes only, never to pod
+    /// addresses.
     Outside,
 }
 
@@ -1979,21 +1980,6 @@ fn case_name(lab: LabKind, fault: &Fault) -> String {
     format!("{}: {}", lab.topology_name(), fault.name)
 }
 
-/// The sources the flow leaves the cluster with, on every path that does.
-fn sources_leaving(diagnosis: &engine::Diagnosis) -> Vec<std::net::IpAddr> {
-    diagnosis
-        .graph
-        .edge_weights()
-        .filter(|link| link.kind == LinkKind::Outside)
-        .map(|link| {
-            let source = link.packet.split_whitespace().next().unwrap_or_default();
-            source
-                .parse()
-                .unwrap_or_else(|_| panic!("a source address in {:?}", link.packet))
-        })
-        .collect()
-}
-
 fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
     let Availability::Run = availability() else {
         return None;
@@ -2132,21 +2118,16 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
             black_hole.map(|f| format!("{BLACK_HOLE} at {}", f.hop)),
         ),
         Peer::Outside => {
-            let sources = sources_leaving(&diagnosis);
-            let node_ips: Vec<std::net::IpAddr> =
-                cluster.nodes.iter().map(|n| n.ip.into()).collect();
-            let answerable = !sources.is_empty() && sources.iter().all(|s| node_ips.contains(s));
-            let listed: Vec<String> = sources.iter().map(|s| s.to_string()).collect();
-            let detail = format!(
-                "leaves from {}",
-                if listed.is_empty() {
-                    "nowhere".to_string()
-                } else {
-                    listed.join(", ")
-                }
-            );
+            let detail = match diagnosis.exit() {
+                Some(exit) => format!(
+                    "leaves from {}",
+                    exit.source
+                        .map_or_else(|| "a masqueraded address".into(), |s| s.to_string())
+                ),
+                None => "leaves from nowhere".to_string(),
+            };
             (
-                disposition == Disposition::ExitsCluster && answerable,
+                disposition == Disposition::ExitsCluster && diagnosis.succeeds(),
                 Some(detail),
             )
         }

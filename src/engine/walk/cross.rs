@@ -393,7 +393,74 @@ impl<'s> Walker<'s, '_> {
         self.graph.add_edge(hop, outside, link);
         let mut branch = branch;
         branch.hops.push(outside);
-        self.finish(branch, Disposition::ExitsCluster)
+        Next::Finish {
+            branch,
+            disposition: Disposition::ExitsCluster,
+            exit: Some(self.exit(packet.src)),
+        }
+    }
+
+    /// Whether the outside can answer a packet leaving with `source`.
+    fn exit(&self, source: Option<IpAddr>) -> Exit {
+        let Some(source) = source else {
+            return Exit {
+                source,
+                answerable: true,
+                why: "masqueraded to an address of the node the dump does not give".into(),
+            };
+        };
+        let owners = self.snapshot.cluster.by_ip(source);
+        let node = owners.iter().find_map(|owner| match owner {
+            IpOwner::Node { name } => Some(name.clone()),
+            _ => None,
+        });
+        let node = node.or_else(|| {
+            self.topology
+                .owners(source)
+                .iter()
+                .find(|(ns, _)| matches!(ns, NetnsId::Host { .. }))
+                .map(|(ns, _)| ns.node().to_string())
+        });
+        if let Some(node) = node {
+            return Exit {
+                source: Some(source),
+                answerable: true,
+                why: format!("{node}'s address: replies are routed back to the node"),
+            };
+        }
+        let pod = owners
+            .iter()
+            .find_map(|owner| match owner {
+                IpOwner::Pod {
+                    namespace, name, ..
+                } => Some(format!("{namespace}/{name}")),
+                _ => None,
+            })
+            .or_else(|| {
+                self.topology
+                    .owners(source)
+                    .iter()
+                    .find_map(|(ns, _)| match ns {
+                        NetnsId::Pod {
+                            namespace, name, ..
+                        } => Some(format!("{namespace}/{name}")),
+                        NetnsId::Host { .. } => None,
+                    })
+            });
+        match pod {
+            Some(pod) => Exit {
+                source: Some(source),
+                answerable: false,
+                why: format!(
+                    "pod {pod}'s address: nothing outside the cluster routes pod addresses back, and no rule masqueraded it"
+                ),
+            },
+            None => Exit {
+                source: Some(source),
+                answerable: true,
+                why: "not an address of a pod of the cluster".into(),
+            },
+        }
     }
 
     /// Moves the packet over a link into another namespace.
@@ -546,28 +613,52 @@ mod tests {
         });
     }
 
-    #[test]
-    fn a_next_hop_nobody_holds_leaves_the_cluster() {
+    /// n1 sends a packet from `source` to 8.8.8.8, which nobody holds.
+    fn leave_from(source: &str, test: impl FnOnce(&Walker<'_, '_>, Branch, Option<Exit>)) {
         let fixture = Fixture::new(&two_pods_on_a_bridge());
         fixture.walk(None, |walker| {
             let mut branch = branch();
             let place = walker.test_hop(&host("n1"), &mut branch);
             let device = walker.topology.link(&place.ns, "cni0").unwrap();
             let flow = Flow {
-                packet: tcp("10.0.0.1", "8.8.8.8"),
+                packet: tcp(source, "8.8.8.8"),
                 branch,
             };
             let next = walker.underlay_egress(&place, device, "8.8.8.8".parse().unwrap(), flow);
             let Next::Finish {
                 disposition,
                 branch,
+                exit,
             } = next
             else {
                 panic!("{}", describe(&next));
             };
             assert_eq!(disposition, Disposition::ExitsCluster);
+            test(walker, branch, exit)
+        });
+    }
+
+    #[test]
+    fn a_next_hop_nobody_holds_leaves_the_cluster_answerably_from_a_nodes_address() {
+        leave_from("10.0.0.1", |walker, branch, exit| {
             let outside = *branch.hops.last().unwrap();
             assert_eq!(walker.graph[outside].id, "8.8.8.8");
+            let exit = exit.expect("how it leaves");
+            assert!(exit.answerable);
+            assert!(exit.why.starts_with("n1's address"), "{}", exit.why);
+        });
+    }
+
+    #[test]
+    fn leaving_with_a_pods_address_cannot_be_answered() {
+        leave_from("10.0.0.2", |_, _, exit| {
+            let exit = exit.expect("how it leaves");
+            assert!(!exit.answerable);
+            assert!(
+                exit.why.starts_with("pod default/a's address"),
+                "{}",
+                exit.why
+            );
         });
     }
 }

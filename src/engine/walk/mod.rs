@@ -48,7 +48,7 @@ use super::hooks::Intent;
 use super::target::{PacketSize, Protocol, Resolved};
 use super::topology::{Port, Topology};
 use super::{
-    Diagnosis, Disposition, Finding, Hop, HopContext, HopKind, HopStep, Link, LinkKind,
+    Diagnosis, Disposition, Exit, Finding, Hop, HopContext, HopKind, HopStep, Link, LinkKind,
     PacketFields, PathResult, Severity, Step,
 };
 use crate::netstack::Tri;
@@ -250,6 +250,8 @@ enum Next<'s> {
     Finish {
         branch: Branch,
         disposition: Disposition,
+        /// How it leaves the cluster, where it does.
+        exit: Option<Exit>,
     },
     /// Ways on, walked one after the other, each to its end before the next.
     Fork(Vec<Next<'s>>),
@@ -335,7 +337,7 @@ impl<'s> Walker<'s, '_> {
                                 reason,
                             },
                         );
-                        self.record_path(followed.branch, Disposition::InsufficientInfo);
+                        self.record_path(followed.branch, Disposition::InsufficientInfo, None);
                     } else {
                         let evidence = self.file(&place.ns, "iptables-save.txt");
                         let stop = Stop::unknown("engine.too-many-paths", reason, evidence);
@@ -349,7 +351,8 @@ impl<'s> Walker<'s, '_> {
                 Next::Finish {
                     branch,
                     disposition,
-                } => self.record_path(branch, disposition),
+                    exit,
+                } => self.record_path(branch, disposition, exit),
                 Next::Fork(ways) => pending.extend(ways.into_iter().rev()),
             }
         }

@@ -110,6 +110,7 @@ impl<'s> Walker<'s, '_> {
         Next::Finish {
             branch,
             disposition,
+            exit: None,
         }
     }
 
@@ -138,16 +139,22 @@ impl<'s> Walker<'s, '_> {
             evidence: stop.evidence,
             expected: None,
         });
-        self.record_path(branch, stop.disposition);
+        self.record_path(branch, stop.disposition, None);
     }
 
     /// Records a path that ended.
-    pub(super) fn record_path(&mut self, branch: Branch, disposition: Disposition) {
+    pub(super) fn record_path(
+        &mut self,
+        branch: Branch,
+        disposition: Disposition,
+        exit: Option<Exit>,
+    ) {
         self.paths.push(PathResult {
             disposition,
             probability: branch.probability,
             hops: branch.hops.iter().map(|h| h.index()).collect(),
             assumed: branch.hops.iter().any(|&h| self.graph[h].assumed),
+            exit,
         });
     }
 }
