@@ -156,11 +156,15 @@ fn write_raw(text: &str) {
 /// Prints a value as pretty JSON on stdout; `Err` carries the exit code when
 /// it cannot be encoded.
 fn print_json(value: &impl serde::Serialize) -> Result<(), ExitCode> {
+    write_raw(&json_text(value)?);
+    Ok(())
+}
+
+/// A value as pretty JSON, one line feed after it; `Err` carries the exit
+/// code when it cannot be encoded (and says why on stderr).
+fn json_text(value: &impl serde::Serialize) -> Result<String, ExitCode> {
     match serde_json::to_string_pretty(value) {
-        Ok(json) => {
-            write_raw(&format!("{json}\n"));
-            Ok(())
-        }
+        Ok(json) => Ok(format!("{json}\n")),
         Err(e) => {
             err!("error: cannot encode the result as JSON: {e}");
             Err(ExitCode::from(EXIT_USAGE))
