@@ -69,12 +69,15 @@ pub const SCRIPT_HASH: &str = "sha256-uHfj55URgmYHpwZdeJbgl88FKlWyf7A+AMXt2Tq4jX
 const STYLE: &str = r#"
 body { font-family: system-ui, sans-serif; margin: 1.5rem; color: #111; background: #fff; }
 code, .mono, table.steps td { font-family: "DejaVu Sans Mono", Menlo, Consolas, monospace; font-size: 0.9em; }
-header.verdict { border-left: 0.5rem solid; padding: 0.5rem 1rem; margin-bottom: 1rem; }
+header.verdict { border-left-width: 0.5rem; border-left-style: solid; padding: 0.5rem 1rem; margin-bottom: 1rem; }
 header h1 { margin: 0 0 0.25rem 0; font-size: 1.6rem; }
 .delivered { border-color: #1b7f3b; } .delivered h1 { color: #1b7f3b; }
 .stopped { border-color: #c62828; } .stopped h1 { color: #c62828; }
-.unknown { border-color: #8d6e00; border-style: dotted; } .unknown h1 { color: #8d6e00; }
-.leaves { border-color: #1565c0; border-style: dashed; } .leaves h1 { color: #1565c0; }
+.unknown { border-color: #8d6e00; } .unknown h1 { color: #8d6e00; }
+.leaves { border-color: #1565c0; } .leaves h1 { color: #1565c0; }
+header.verdict.unknown, ol.paths > li.unknown { border-left-style: dotted; }
+header.verdict.leaves, ol.paths > li.leaves { border-left-style: dashed; }
+header.verdict.stopped, ol.paths > li.stopped { border-left-style: double; border-left-width: 0.6rem; }
 section { margin: 1.25rem 0; }
 ol.findings li { margin-bottom: 0.6rem; }
 .severity { font-weight: bold; text-transform: uppercase; font-size: 0.8em; }
@@ -82,7 +85,7 @@ ol.findings li { margin-bottom: 0.6rem; }
 .evidence, .expected { margin-left: 1.5rem; color: #333; }
 .picture { overflow-x: auto; border: 1px solid #ddd; }
 .picture g.hop:hover rect, .picture g.hop.selected rect { stroke: #000; stroke-width: 3; }
-ol.paths > li { margin-bottom: 0.75rem; padding-left: 0.5rem; border-left: 0.3rem solid; }
+ol.paths > li { margin-bottom: 0.75rem; padding-left: 0.5rem; border-left-width: 0.3rem; border-left-style: solid; }
 ol.chain { list-style: none; padding: 0; margin: 0.3rem 0 0 0; display: flex; flex-wrap: wrap; gap: 0.3rem; }
 ol.chain li:not(:first-child)::before { content: "→ "; color: #777; }
 button[data-hop] { font: inherit; font-family: "DejaVu Sans Mono", Menlo, Consolas, monospace; cursor: pointer; background: #f7f9fc; border: 1px solid #999; border-radius: 4px; }
@@ -259,8 +262,7 @@ pub fn render(report: &Report) -> String {
     let _ = writeln!(html, "</section>");
     let _ = writeln!(
         html,
-        "<footer><p class=\"mono\">{} paths; the same diagnosis as <code>skoop diagnose -o json</code>.</p></footer>",
-        report.paths.len()
+        "<footer><p>The same diagnosis as <code>skoop diagnose -o json</code> reports.</p></footer>"
     );
     let _ = writeln!(html, "<script>{SCRIPT}</script>\n</body>\n</html>");
     html
