@@ -35,9 +35,7 @@ pub fn render(picture: &Picture) -> String {
         format!("verdict: {}", picture.verdict),
     ];
     legend.extend(picture.key_findings.iter().cloned());
-    if picture.other_findings > 0 {
-        legend.push(format!("and {} more findings", picture.other_findings));
-    }
+    legend.extend(picture.more_findings.clone());
     let _ = writeln!(dot, "digraph skoop {{");
     let _ = writeln!(
         dot,

@@ -114,10 +114,9 @@ impl Layout {
                 legend.push((LegendStyle::Finding, y, line));
             }
         }
-        if picture.other_findings > 0 {
+        if let Some(more) = &picture.more_findings {
             y += LINE;
-            let more = format!("and {} more findings", picture.other_findings);
-            legend.push((LegendStyle::Finding, y, more));
+            legend.push((LegendStyle::Finding, y, more.clone()));
         }
         y += 4.0;
         let key = "✔ delivered · ✖ stopped (thick red border) · ? cannot tell (dotted) · → leaves the cluster (dashed) · grey dashed box: assumed";

@@ -5,7 +5,12 @@
 //! link, where each path ends and how, and the findings worth a legend. DOT
 //! and SVG draw the same [`Picture`].
 
+use std::collections::HashMap;
+
 use super::json::{FindingOut, HopOut, LinkOut, PacketOut, Report, StepKindOut};
+
+/// How many findings a legend names; the rest are counted.
+const KEY_FINDINGS: usize = 6;
 
 /// How a path ended, as a picture marks it: by colour, and by a sign, a
 /// border and words that still tell them apart in grey.
@@ -91,8 +96,6 @@ pub struct LinkPicture {
     /// `veth eth0 → veth53842afe`, then the packet (a tunnel's outer and
     /// inner one), then the paths through it.
     pub lines: Vec<String>,
-    /// Indices into the report's `paths` of the paths through it.
-    pub paths: Vec<usize>,
 }
 
 /// Everything a picture draws.
@@ -108,10 +111,11 @@ pub struct Picture {
     /// Each path's hops, indices into `hops`.
     pub paths: Vec<Vec<usize>>,
     pub ends: Vec<PathEnd>,
-    /// The findings worth a legend: fatal and critical ones, each once.
+    /// The findings worth a legend: fatal and critical ones, each once, at
+    /// most [`KEY_FINDINGS`].
     pub key_findings: Vec<String>,
-    /// How many findings the legend leaves out.
-    pub other_findings: usize,
+    /// `and 3 more findings`, when the legend leaves some out.
+    pub more_findings: Option<String>,
 }
 
 impl Picture {
@@ -142,23 +146,40 @@ impl Picture {
                 })
             })
             .collect();
+        // How each hop stops the packet, and the paths through each link,
+        // gathered in one pass over the paths: a diagnosis may have
+        // thousands of them.
+        let mut stops: Vec<Option<Outcome>> = vec![None; report.hops.len()];
+        for end in ends.iter().rev() {
+            if end.outcome != Outcome::Delivered
+                && let Some(stop) = stops.get_mut(end.hop)
+            {
+                *stop = Some(end.outcome);
+            }
+        }
+        let mut through: HashMap<(usize, usize), Vec<usize>> = HashMap::new();
+        for (number, path) in report.paths.iter().enumerate() {
+            for pair in path.hops.windows(2) {
+                let paths = through.entry((pair[0], pair[1])).or_default();
+                if paths.last() != Some(&number) {
+                    paths.push(number);
+                }
+            }
+        }
         let hops = report
             .hops
             .iter()
+            .zip(stops)
             .enumerate()
-            .map(|(index, hop)| {
-                let stop = ends
-                    .iter()
-                    .filter(|end| end.hop == index && end.outcome != Outcome::Delivered)
-                    .map(|end| end.outcome)
-                    .next();
-                HopPicture::new(index, hop, stop)
-            })
+            .map(|(index, (hop, stop))| HopPicture::new(index, hop, stop))
             .collect();
         let links = report
             .links
             .iter()
-            .map(|link| LinkPicture::new(report, link))
+            .map(|link| {
+                let paths = through.remove(&(link.from, link.to)).unwrap_or_default();
+                LinkPicture::new(link, &paths, report.paths.len())
+            })
             .collect();
         let mut key: Vec<&FindingOut> = Vec::new();
         for severity in ["fatal", "critical"] {
@@ -166,7 +187,7 @@ impl Picture {
                 let seen = key
                     .iter()
                     .any(|k| k.id == finding.id && k.message == finding.message);
-                if !seen {
+                if !seen && key.len() < KEY_FINDINGS {
                     key.push(finding);
                 }
             }
@@ -188,7 +209,11 @@ impl Picture {
             links,
             paths: report.paths.iter().map(|path| path.hops.clone()).collect(),
             ends,
-            other_findings: report.findings.len() - key_findings.len(),
+            more_findings: match report.findings.len() - key_findings.len() {
+                0 => None,
+                1 => Some("and 1 more finding".to_string()),
+                more => Some(format!("and {more} more findings")),
+            },
             key_findings,
         }
     }
@@ -222,7 +247,8 @@ impl HopPicture {
 }
 
 impl LinkPicture {
-    fn new(report: &Report, link: &LinkOut) -> LinkPicture {
+    /// `paths`: the paths through the link, of `count` in all.
+    fn new(link: &LinkOut, paths: &[usize], count: usize) -> LinkPicture {
         let mut lines = vec![match &link.to_interface {
             Some(to) => format!("{} {} → {to}", link.kind, link.from_interface),
             None => format!("{} {}", link.kind, link.from_interface),
@@ -235,25 +261,13 @@ impl LinkPicture {
             }
             None => lines.push(link.packet.clone()),
         }
-        let paths: Vec<usize> = report
-            .paths
-            .iter()
-            .enumerate()
-            .filter(|(_, path)| {
-                path.hops
-                    .windows(2)
-                    .any(|pair| pair[0] == link.from && pair[1] == link.to)
-            })
-            .map(|(number, _)| number)
-            .collect();
-        if report.paths.len() > 1 && !paths.is_empty() {
-            lines.push(paths_text(&paths));
+        if count > 1 && !paths.is_empty() {
+            lines.push(paths_text(paths));
         }
         LinkPicture {
             from: link.from,
             to: link.to,
             lines,
-            paths,
         }
     }
 }
