@@ -327,23 +327,22 @@ const COMMENT_PAYLOAD: &str = "<script>alert(1)</script>";
 /// dropping rule commented with [`COMMENT_PAYLOAD`].
 fn hostile_snapshot() -> tempfile::TempDir {
     let dir = common::copy_snapshot("examples/calico-bgp");
-    let pods = dir.path().join("cluster/pods.yaml");
-    let text = fs::read_to_string(&pods).unwrap();
-    let text = text.replacen(
-        "    name: web-0\n",
-        &format!("    name: \"{POD_PAYLOAD}\"\n"),
-        1,
-    );
-    fs::write(&pods, text).unwrap();
+    common::edit_text(&dir.path().join("cluster/pods.yaml"), |text| {
+        text.replacen(
+            "    name: web-0\n",
+            &format!("    name: \"{POD_PAYLOAD}\"\n"),
+            1,
+        )
+    });
     let pod_dirs = dir.path().join("nodes/node-1/pods/default");
     fs::rename(pod_dirs.join("web-0"), pod_dirs.join(POD_PAYLOAD)).unwrap();
     let rules = dir.path().join("nodes/node-2/host/iptables-save.txt");
-    let text = fs::read_to_string(&rules).unwrap();
-    let text = text.replace(
-        "--comment \"Drop if no policies passed packet\"",
-        &format!("--comment \"{COMMENT_PAYLOAD}\""),
-    );
-    fs::write(&rules, text).unwrap();
+    common::edit_text(&rules, |text| {
+        text.replace(
+            "--comment \"Drop if no policies passed packet\"",
+            &format!("--comment \"{COMMENT_PAYLOAD}\""),
+        )
+    });
     dir
 }
 

@@ -48,6 +48,12 @@ pub fn edit_json(path: &Path, edit: impl FnOnce(&mut Vec<Value>)) {
     fs::write(path, serde_json::to_string(&items).unwrap()).unwrap();
 }
 
+/// Rewrites a text file (a dump, a manifest) in place.
+pub fn edit_text(path: &Path, edit: impl FnOnce(String) -> String) {
+    let text = fs::read_to_string(path).unwrap();
+    fs::write(path, edit(text)).unwrap();
+}
+
 /// Loads a snapshot that must have no problems.
 pub fn load(dir: &Path) -> Arc<Snapshot> {
     let (snapshot, problems) = Snapshot::load(dir).unwrap();
