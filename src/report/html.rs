@@ -83,6 +83,7 @@ ol.findings li { margin-bottom: 0.6rem; }
 .severity { font-weight: bold; text-transform: uppercase; font-size: 0.8em; }
 .severity.fatal, .severity.critical { color: #c62828; }
 .evidence, .expected { margin-left: 1.5rem; color: #333; }
+.evidence, .expected, table.steps td { overflow-wrap: anywhere; }
 .picture { overflow-x: auto; border: 1px solid #ddd; }
 .picture g.hop:hover rect, .picture g.hop.selected rect { stroke: #000; stroke-width: 3; }
 ol.paths > li { margin-bottom: 0.75rem; padding-left: 0.5rem; border-left-width: 0.3rem; border-left-style: solid; }

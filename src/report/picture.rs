@@ -114,7 +114,8 @@ pub struct Picture {
     /// The findings worth a legend: fatal and critical ones, each once, at
     /// most [`KEY_FINDINGS`].
     pub key_findings: Vec<String>,
-    /// `and 3 more findings`, when the legend leaves some out.
+    /// `and 3 more findings` (or `2 findings, none fatal or critical`), when
+    /// the legend leaves some out.
     pub more_findings: Option<String>,
 }
 
@@ -209,10 +210,12 @@ impl Picture {
             links,
             paths: report.paths.iter().map(|path| path.hops.clone()).collect(),
             ends,
-            more_findings: match report.findings.len() - key_findings.len() {
-                0 => None,
-                1 => Some("and 1 more finding".to_string()),
-                more => Some(format!("and {more} more findings")),
+            more_findings: match (key_findings.len(), report.findings.len()) {
+                (shown, all) if shown == all => None,
+                (0, 1) => Some("1 finding, neither fatal nor critical".to_string()),
+                (0, all) => Some(format!("{all} findings, none fatal or critical")),
+                (shown, all) if all - shown == 1 => Some("and 1 more finding".to_string()),
+                (shown, all) => Some(format!("and {} more findings", all - shown)),
             },
             key_findings,
         }
