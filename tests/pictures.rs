@@ -245,6 +245,27 @@ fn output_file_takes_its_format_from_the_extension() {
 }
 
 #[test]
+fn a_usage_error_under_json_goes_to_the_output_file_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("report.json");
+    let output = skoop(&[
+        "--snapshot",
+        "examples/flannel-vxlan",
+        "--from",
+        "default/nope",
+        "--to",
+        "default/web-3:8080",
+        "--output",
+        path.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(output.stdout.is_empty());
+    let report: Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(report["schema_version"], json!(1));
+    assert!(report["error"].as_str().unwrap().contains("default/nope"));
+}
+
+#[test]
 fn output_json_as_a_bare_word_still_selects_the_format() {
     let stdout = report(&[
         "--snapshot",

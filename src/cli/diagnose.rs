@@ -324,7 +324,8 @@ fn usage_error(output: &mut Destination, error: String) -> ExitCode {
 /// The text report, each line escaped for a terminal (see `terminal_safe`).
 fn text(diagnosis: &Diagnosis, verbose: bool) -> String {
     let mut text = String::new();
-    macro_rules! out {
+    // One line of the report, escaped as `out!` escapes it.
+    macro_rules! say {
         () => {
             text.push('\n')
         };
@@ -335,7 +336,7 @@ fn text(diagnosis: &Diagnosis, verbose: bool) -> String {
     }
     // The verdict first, then where it stops.
     let disposition = diagnosis.disposition();
-    out!(
+    say!(
         "{}: {disposition}{}",
         diagnosis.summary,
         assumed_mark(diagnosis.assumed())
@@ -347,7 +348,7 @@ fn text(diagnosis: &Diagnosis, verbose: bool) -> String {
             .filter(|f| f.id == "snapshot.assumed")
             .map(|f| f.hop.as_str())
             .collect();
-        out!(
+        say!(
             "  assumed: the snapshot has no dump of {}; pack {pack}'s intent stands in there",
             namespaces.join(", ")
         );
@@ -357,12 +358,12 @@ fn text(diagnosis: &Diagnosis, verbose: bool) -> String {
         .iter()
         .filter(|f| f.severity == Severity::Fatal)
     {
-        out!("  stops at {}: {}", finding.hop, finding.message);
+        say!("  stops at {}: {}", finding.hop, finding.message);
     }
     let count = diagnosis.paths.len();
     for (number, path) in diagnosis.paths.iter().enumerate() {
-        out!();
-        out!(
+        say!();
+        say!(
             "path {} of {count} ({:.0}% of flows): {}{}",
             number + 1,
             path.probability * 100.0,
@@ -380,13 +381,13 @@ fn text(diagnosis: &Diagnosis, verbose: bool) -> String {
                 let to = link.to_interface.as_deref().unwrap_or("");
                 let kind = link_kind(link.kind);
                 if verbose {
-                    out!(
+                    say!(
                         "   | {kind} {} -> {to}: {}",
                         link.from_interface,
                         link.packet
                     );
                 } else {
-                    out!("   | {kind} {} -> {to}", link.from_interface);
+                    say!("   | {kind} {} -> {to}", link.from_interface);
                 }
             }
             previous = Some(index);
@@ -396,26 +397,26 @@ fn text(diagnosis: &Diagnosis, verbose: bool) -> String {
                 engine::HopKind::Node => "node".to_string(),
                 engine::HopKind::External => "outside the cluster".to_string(),
             };
-            out!("  {} [{what}]{}", hop.id, assumed_mark(hop.assumed));
+            say!("  {} [{what}]{}", hop.id, assumed_mark(hop.assumed));
             for step in &hop.steps {
                 // In an assumed hop every step is: the hop says so once.
                 let mark = assumed_mark(step.assumed && !hop.assumed);
-                out!("      {}{mark}", step_line(&step.step, verbose));
+                say!("      {}{mark}", step_line(&step.step, verbose));
             }
         }
     }
     if !diagnosis.findings.is_empty() {
-        out!();
-        out!("findings:");
+        say!();
+        say!("findings:");
         for finding in &diagnosis.findings {
             let severity = finding.severity.as_str();
-            out!(
+            say!(
                 "  {severity} {} at {}: {}",
                 finding.id,
                 finding.hop,
                 finding.message
             );
-            out!("      evidence: {}", finding.evidence);
+            say!("      evidence: {}", finding.evidence);
         }
     }
     text
