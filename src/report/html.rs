@@ -1,9 +1,9 @@
 //! `skoop diagnose -o html`: one self-contained page (no network: its style
 //! and script are inline, and its Content-Security-Policy lets nothing else
 //! load or run) that opens from disk. The verdict first, then the findings
-//! with their evidence and what was expected, the SVG picture, the paths as
-//! a list, and each hop's steps, shown when the hop is clicked (in the
-//! picture or a path) or named by the page's fragment (`#hop=3`). Every text
+//! with their evidence and what was expected, the SVG picture, each hop's
+//! steps, shown when the hop is clicked (in the picture or a path) or named
+//! by the page's fragment (`#hop=3`), and the paths as lists of hops. Every text
 //! from the snapshot is escaped ([`escape`]); the script only shows and
 //! hides what the page already holds.
 
@@ -33,9 +33,13 @@ pub const SCRIPT: &str = r#"(function () {
   }
   function choose(element) {
     var hop = element.getAttribute('data-hop');
-    if (show(hop) && location.hash !== '#hop=' + hop) {
+    if (!show(hop)) {
+      return;
+    }
+    if (location.hash !== '#hop=' + hop) {
       location.hash = 'hop=' + hop;
     }
+    document.getElementById('hop-' + hop).scrollIntoView({ block: 'nearest' });
   }
   document.addEventListener('click', function (event) {
     var element = event.target.closest('[data-hop]');
@@ -64,7 +68,7 @@ pub const SCRIPT: &str = r#"(function () {
 
 /// `sha256-` and the base64 of [`SCRIPT`]'s SHA-256, for the page's
 /// Content-Security-Policy (a unit test keeps it right).
-pub const SCRIPT_HASH: &str = "sha256-uHfj55URgmYHpwZdeJbgl88FKlWyf7A+AMXt2Tq4jXA=";
+pub const SCRIPT_HASH: &str = "sha256-oD7OHDLX5ssmoWUExelkAqSYtXcCHTSg96IYfoPCfC8=";
 
 const STYLE: &str = r#"
 body { font-family: system-ui, sans-serif; margin: 1.5rem; color: #111; background: #fff; }
@@ -85,6 +89,7 @@ ol.findings li { margin-bottom: 0.6rem; }
 .evidence, .expected { margin-left: 1.5rem; color: #333; }
 .evidence, .expected, table.steps td { overflow-wrap: anywhere; }
 .picture { overflow-x: auto; border: 1px solid #ddd; }
+.picture svg { max-width: 100%; height: auto; }
 .picture g.hop:hover rect, .picture g.hop.selected rect { stroke: #000; stroke-width: 3; }
 ol.paths > li { margin-bottom: 0.75rem; padding-left: 0.5rem; border-left-width: 0.3rem; border-left-style: solid; }
 ol.chain { list-style: none; padding: 0; margin: 0.3rem 0 0 0; display: flex; flex-wrap: wrap; gap: 0.3rem; }
@@ -124,12 +129,20 @@ pub fn render(report: &Report) -> String {
         escape(&picture.verdict),
         escape(&report.request)
     );
+    // Where it stops, each place once (paths that stop alike say it alike).
+    let mut stops: Vec<(&str, &str)> = Vec::new();
     for finding in report.findings.iter().filter(|f| f.severity == "fatal") {
+        let stop = (finding.hop.as_str(), finding.message.as_str());
+        if !stops.contains(&stop) {
+            stops.push(stop);
+        }
+    }
+    for (hop, message) in stops {
         let _ = writeln!(
             html,
             "<p>stops at <strong>{}</strong>: {}</p>",
-            escape(&finding.hop),
-            escape(&finding.message)
+            escape(hop),
+            escape(message)
         );
     }
     let _ = writeln!(html, "</header>");
@@ -181,31 +194,6 @@ pub fn render(report: &Report) -> String {
         "<section id=\"picture\">\n<h2>The path</h2>\n<div class=\"picture\">\n{}</div>\n</section>",
         svg::render(&picture)
     );
-
-    let _ = writeln!(
-        html,
-        "<section id=\"paths\">\n<h2>Paths</h2>\n<ol class=\"paths\">"
-    );
-    for end in &picture.ends {
-        let path = &report.paths[end.path];
-        let _ = writeln!(
-            html,
-            "<li class=\"{}\"><strong>{}</strong>: {}\n<ol class=\"chain\">",
-            end.outcome.name(),
-            escape(&end.title),
-            escape(&end.verdict)
-        );
-        for &hop in &path.hops {
-            let id = report.hops.get(hop).map_or("?", |h| h.id.as_str());
-            let _ = writeln!(
-                html,
-                "<li><button type=\"button\" data-hop=\"{hop}\">{}</button></li>",
-                escape(id)
-            );
-        }
-        let _ = writeln!(html, "</ol></li>");
-    }
-    let _ = writeln!(html, "</ol>\n</section>");
 
     // Each hop's steps, hidden until it is chosen; the hop where the
     // verdict's path stops is shown at first.
@@ -266,6 +254,31 @@ pub fn render(report: &Report) -> String {
         let _ = writeln!(html, "</article>");
     }
     let _ = writeln!(html, "</section>");
+    let _ = writeln!(
+        html,
+        "<section id=\"paths\">\n<h2>Paths</h2>\n<ol class=\"paths\">"
+    );
+    for end in &picture.ends {
+        let path = &report.paths[end.path];
+        let _ = writeln!(
+            html,
+            "<li class=\"{}\"><strong>{}</strong>: {}\n<ol class=\"chain\">",
+            end.outcome.name(),
+            escape(&end.title),
+            escape(&end.verdict)
+        );
+        for &hop in &path.hops {
+            let id = report.hops.get(hop).map_or("?", |h| h.id.as_str());
+            let _ = writeln!(
+                html,
+                "<li><button type=\"button\" data-hop=\"{hop}\">{}</button></li>",
+                escape(id)
+            );
+        }
+        let _ = writeln!(html, "</ol></li>");
+    }
+    let _ = writeln!(html, "</ol>\n</section>");
+
     let _ = writeln!(
         html,
         "<footer><p>The same diagnosis as <code>skoop diagnose -o json</code> reports.</p></footer>"
