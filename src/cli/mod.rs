@@ -119,10 +119,8 @@ fn write_stdout(args: std::fmt::Arguments) {
 /// Rust escapes (`\n`, `\u{1b}`, `\u{202e}`); everything else is kept.
 /// One `out!` or `err!` is therefore exactly one line.
 pub(crate) fn terminal_safe(text: &str) -> std::borrow::Cow<'_, str> {
-    let unsafe_char = |c: char| {
-        (c.is_control() && c != '\t')
-            || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
-    };
+    // The characters the pictures escape too, but tab.
+    let unsafe_char = |c: char| c != '\t' && skoop::report::markup::hidden(c);
     if !text.chars().any(unsafe_char) {
         return std::borrow::Cow::Borrowed(text);
     }

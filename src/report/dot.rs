@@ -6,6 +6,7 @@
 
 use std::fmt::Write as _;
 
+use super::markup::hidden;
 use super::picture::{Outcome, Picture};
 
 /// Colours by outcome; the shape, border and the words in each label say the
@@ -120,7 +121,7 @@ fn write_hop(dot: &mut String, picture: &Picture, index: usize, indent: &str) {
 }
 
 /// A DOT quoted string: backslashes and quotes escaped, control characters
-/// written visibly, and each line ended by `line_end` (`\l` left-justifies
+/// and bidirectional overrides ([`hidden`]) written visibly, and each line ended by `line_end` (`\l` left-justifies
 /// it, `\n` centres it).
 fn quoted(text: &str, line_end: &str) -> String {
     let mut out = String::from("\"");
@@ -132,7 +133,7 @@ fn quoted(text: &str, line_end: &str) -> String {
             match c {
                 '\\' => out.push_str("\\\\"),
                 '"' => out.push_str("\\\""),
-                c if c.is_control() => {
+                c if hidden(c) => {
                     for e in c.escape_default() {
                         if e == '\\' {
                             out.push_str("\\\\");

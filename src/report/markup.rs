@@ -6,9 +6,8 @@
 use std::fmt::Write as _;
 
 /// `text` as XML and HTML character data or a quoted attribute value: the
-/// five markup characters as entities, and control characters but newline
-/// and tab (which XML 1.0 forbids even as references) as visible Rust
-/// escapes (`\u{1b}`).
+/// five markup characters as entities, and what [`hidden`] names but
+/// newline and tab as visible Rust escapes (`\u{1b}`).
 pub fn escape(text: &str) -> String {
     let mut escaped = String::with_capacity(text.len());
     for c in text.chars() {
@@ -19,13 +18,21 @@ pub fn escape(text: &str) -> String {
             '"' => escaped.push_str("&quot;"),
             '\'' => escaped.push_str("&#39;"),
             '\n' | '\t' => escaped.push(c),
-            c if c.is_control() => {
+            c if hidden(c) => {
                 let _ = write!(escaped, "{}", c.escape_default());
             }
             c => escaped.push(c),
         }
     }
     escaped
+}
+
+/// A character a picture shows as its escape: a control character (XML 1.0
+/// forbids most even as references) or a bidirectional override, which
+/// would reorder what follows it and so spoof a name, as `cli` treats them
+/// on a terminal.
+pub fn hidden(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
 /// At most `max` characters of `text`, the cut marked with `…`.
@@ -48,6 +55,7 @@ mod tests {
             escape("<script>alert('x')</script> & \"q\"\u{1b}[31m"),
             "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;q&quot;\\u{1b}[31m"
         );
+        assert_eq!(escape("web\u{202e}0-bew"), "web\\u{202e}0-bew");
     }
 
     #[test]
