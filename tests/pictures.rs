@@ -266,6 +266,24 @@ fn a_usage_error_under_json_goes_to_the_output_file_too() {
 }
 
 #[test]
+fn a_run_without_a_report_leaves_no_output_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("report.svg");
+    let output = skoop(&[
+        "--snapshot",
+        "examples/flannel-vxlan",
+        "--from",
+        "default/nope",
+        "--to",
+        "default/web-3:8080",
+        "--output",
+        path.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(!path.exists(), "no empty report.svg is left behind");
+}
+
+#[test]
 fn output_json_as_a_bare_word_still_selects_the_format() {
     let stdout = report(&[
         "--snapshot",

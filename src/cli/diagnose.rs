@@ -161,6 +161,11 @@ struct Destination {
     format: ReportFormat,
     /// `None`: stdout.
     file: Option<(PathBuf, File)>,
+    /// A whole report went to the file; until then, dropping the
+    /// destination removes the file, so that a run that ends without a
+    /// report (a bad argument, a failed write) leaves no empty or partial
+    /// one behind.
+    written: bool,
 }
 
 impl Destination {
@@ -171,6 +176,7 @@ impl Destination {
             return Ok(Destination {
                 format: format.unwrap_or(ReportFormat::Text),
                 file: None,
+                written: false,
             });
         };
         // `--output json` was the long form of `-o json` before --output took
@@ -179,13 +185,18 @@ impl Destination {
             && let Some(name) = path.to_str()
             && let Ok(format) = ReportFormat::from_str(name, false)
         {
-            return Ok(Destination { format, file: None });
+            return Ok(Destination {
+                format,
+                file: None,
+                written: false,
+            });
         }
         let file = File::create(path)
             .map_err(|e| format!("--output: cannot write {}: {e}", path.display()))?;
         Ok(Destination {
             format: format.unwrap_or_else(|| ReportFormat::of_file(path)),
             file: Some((path.to_path_buf(), file)),
+            written: false,
         })
     }
 
@@ -196,16 +207,32 @@ impl Destination {
                 write_raw(text);
                 Ok(())
             }
-            Some((path, file)) => file.write_all(text.as_bytes()).map_err(|e| {
-                err!("error: cannot write {}: {e}", path.display());
-                ExitCode::from(EXIT_USAGE)
-            }),
+            Some((path, file)) => match file.write_all(text.as_bytes()) {
+                Ok(()) => {
+                    self.written = true;
+                    Ok(())
+                }
+                Err(e) => {
+                    err!("error: cannot write {}: {e}", path.display());
+                    Err(ExitCode::from(EXIT_USAGE))
+                }
+            },
         }
     }
 
     /// Writes a value as pretty JSON.
     fn write_json(&mut self, value: &impl serde::Serialize) -> Result<(), ExitCode> {
         self.write(&json_text(value)?)
+    }
+}
+
+impl Drop for Destination {
+    fn drop(&mut self) {
+        if let Some((path, _)) = &self.file
+            && !self.written
+        {
+            let _ = std::fs::remove_file(path);
+        }
     }
 }
 
