@@ -266,10 +266,10 @@ fn a_usage_error_under_json_goes_to_the_output_file_too() {
 }
 
 #[test]
-fn a_run_without_a_report_leaves_no_output_file() {
+fn a_run_without_a_report_leaves_the_output_file_as_it_was() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("report.svg");
-    let output = skoop(&[
+    let args = [
         "--snapshot",
         "examples/flannel-vxlan",
         "--from",
@@ -278,9 +278,19 @@ fn a_run_without_a_report_leaves_no_output_file() {
         "default/web-3:8080",
         "--output",
         path.to_str().unwrap(),
-    ]);
+    ];
+    let output = skoop(&args);
     assert_eq!(output.status.code(), Some(2));
     assert!(!path.exists(), "no empty report.svg is left behind");
+    // Nor does it spoil the report an earlier run wrote there.
+    fs::write(&path, "<svg>earlier</svg>").unwrap();
+    assert_eq!(skoop(&args).status.code(), Some(2));
+    assert_eq!(fs::read_to_string(&path).unwrap(), "<svg>earlier</svg>");
+    assert_eq!(
+        fs::read_dir(dir.path()).unwrap().count(),
+        1,
+        "no temporary file stays"
+    );
 }
 
 #[test]

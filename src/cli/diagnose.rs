@@ -1,7 +1,7 @@
 //! `skoop diagnose`: where a flow stops in a snapshot, and why.
 
-use std::fs::File;
 use std::io::Write as _;
+use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -16,7 +16,7 @@ use skoop::report::json::{ErrorReport, Report, link_kind};
 use skoop::report::picture::{Picture, assumed_mark};
 use skoop::report::{dot, html, svg};
 use skoop::snapshot::Snapshot;
-use tempfile::TempDir;
+use tempfile::{NamedTempFile, TempDir};
 
 use super::live::{LiveArgs, Stopped, Summary, collect_flow, print_outcomes};
 use super::packs::LoadArgs;
@@ -159,24 +159,20 @@ impl ReportFormat {
 /// Where the report goes, and in which format.
 struct Destination {
     format: ReportFormat,
-    /// `None`: stdout.
-    file: Option<(PathBuf, File)>,
-    /// A whole report went to the file; until then, dropping the
-    /// destination removes the file, so that a run that ends without a
-    /// report (a bad argument, a failed write) leaves no empty or partial
-    /// one behind.
-    written: bool,
+    /// `None`: stdout. A file is written as a temporary file beside it,
+    /// renamed over it once the report is whole: a run that ends without a
+    /// report (a bad argument, a failed write) leaves the file as it was.
+    file: Option<(PathBuf, NamedTempFile)>,
 }
 
 impl Destination {
-    /// From `-o` and `--output`; the file is created at once, so that a path
-    /// that cannot be written is said before any work is done.
+    /// From `-o` and `--output`; the temporary file is created at once, so
+    /// that a directory that cannot be written is said before any work.
     fn new(format: Option<ReportFormat>, output: Option<&Path>) -> Result<Destination, String> {
         let Some(path) = output else {
             return Ok(Destination {
                 format: format.unwrap_or(ReportFormat::Text),
                 file: None,
-                written: false,
             });
         };
         // `--output json` was the long form of `-o json` before --output took
@@ -185,66 +181,54 @@ impl Destination {
             && let Some(name) = path.to_str()
             && let Ok(format) = ReportFormat::from_str(name, false)
         {
-            return Ok(Destination {
-                format,
-                file: None,
-                written: false,
-            });
+            return Ok(Destination { format, file: None });
         }
-        let file = File::create(path)
+        let dir = match path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir,
+            _ => Path::new("."),
+        };
+        // Read and write for all but what the umask takes, as a file
+        // created by File::create would be.
+        let file = tempfile::Builder::new()
+            .prefix(".skoop-report-")
+            .permissions(std::fs::Permissions::from_mode(0o666))
+            .tempfile_in(dir)
             .map_err(|e| format!("--output: cannot write {}: {e}", path.display()))?;
         Ok(Destination {
             format: format.unwrap_or_else(|| ReportFormat::of_file(path)),
             file: Some((path.to_path_buf(), file)),
-            written: false,
         })
     }
 
     /// Writes the whole report; `Err` carries the exit code when it cannot.
-    fn write(&mut self, text: &str) -> Result<(), ExitCode> {
-        match &mut self.file {
-            None => {
-                write_raw(text);
-                Ok(())
-            }
-            Some((path, file)) => match file.write_all(text.as_bytes()) {
-                Ok(()) => {
-                    self.written = true;
-                    Ok(())
-                }
-                Err(e) => {
-                    err!("error: cannot write {}: {e}", path.display());
-                    Err(ExitCode::from(EXIT_USAGE))
-                }
-            },
-        }
+    fn write(self, text: &str) -> Result<(), ExitCode> {
+        let Some((path, mut file)) = self.file else {
+            write_raw(text);
+            return Ok(());
+        };
+        let written = file
+            .write_all(text.as_bytes())
+            .and_then(|()| file.persist(&path).map(drop).map_err(|e| e.error));
+        written.map_err(|e| {
+            err!("error: cannot write {}: {e}", path.display());
+            ExitCode::from(EXIT_USAGE)
+        })
     }
 
     /// Writes a value as pretty JSON.
-    fn write_json(&mut self, value: &impl serde::Serialize) -> Result<(), ExitCode> {
+    fn write_json(self, value: &impl serde::Serialize) -> Result<(), ExitCode> {
         self.write(&json_text(value)?)
     }
 }
 
-impl Drop for Destination {
-    fn drop(&mut self) {
-        if let Some((path, _)) = &self.file
-            && !self.written
-        {
-            let _ = std::fs::remove_file(path);
-        }
-    }
-}
-
 pub fn run(args: Box<DiagnoseArgs>) -> ExitCode {
-    let mut output = match Destination::new(args.format, args.output.as_deref()) {
+    let output = match Destination::new(args.format, args.output.as_deref()) {
         Ok(output) => output,
         Err(e) => {
             err!("error: {e}");
             return ExitCode::from(EXIT_USAGE);
         }
     };
-    let output = &mut output;
     let mut packs = match args.packs.load() {
         Ok(packs) => packs,
         Err(code) => return code,
@@ -338,7 +322,7 @@ fn collect_live(
     Ok((dir, temporary))
 }
 
-fn usage_error(output: &mut Destination, error: String) -> ExitCode {
+fn usage_error(output: Destination, error: String) -> ExitCode {
     eprintln!("error: {error}");
     if output.format == ReportFormat::Json
         && let Err(code) = output.write_json(&ErrorReport::new(error))
