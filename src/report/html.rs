@@ -121,7 +121,26 @@ pub fn render(report: &Report) -> String {
     let _ = writeln!(html, "<title>{}</title>", escape(&title));
     let _ = writeln!(html, "<style>{STYLE}</style>\n</head>\n<body>");
 
-    // The verdict first.
+    write_verdict(&mut html, report, &picture);
+    write_findings(&mut html, report);
+    let _ = writeln!(
+        html,
+        "<section id=\"picture\">\n<h2>The path</h2>\n<div class=\"picture\">\n{}</div>\n</section>",
+        svg::render(&picture)
+    );
+    write_hops(&mut html, report, &picture);
+    write_paths(&mut html, report, &picture);
+    let _ = writeln!(
+        html,
+        "<footer><p>The same diagnosis as <code>skoop diagnose -o json</code> reports.</p></footer>"
+    );
+    let _ = writeln!(html, "<script>{SCRIPT}</script>\n</body>\n</html>");
+    html
+}
+
+/// The verdict, the question, and where the packet stops (each place once:
+/// paths that stop alike say it alike).
+fn write_verdict(html: &mut String, report: &Report, picture: &Picture) {
     let _ = writeln!(
         html,
         "<header class=\"verdict {}\" id=\"verdict\">\n<h1>{}</h1>\n<p class=\"mono\">{}</p>",
@@ -129,7 +148,6 @@ pub fn render(report: &Report) -> String {
         escape(&picture.verdict),
         escape(&report.request)
     );
-    // Where it stops, each place once (paths that stop alike say it alike).
     let mut stops: Vec<(&str, &str)> = Vec::new();
     for finding in report.findings.iter().filter(|f| f.severity == "fatal") {
         let stop = (finding.hop.as_str(), finding.message.as_str());
@@ -146,57 +164,57 @@ pub fn render(report: &Report) -> String {
         );
     }
     let _ = writeln!(html, "</header>");
+}
 
-    if !report.findings.is_empty() {
-        let _ = writeln!(
-            html,
-            "<section id=\"findings\">\n<h2>Findings</h2>\n<ol class=\"findings\">"
-        );
-        // The hop each finding is about, for a link to its steps.
-        let mut hop_of = vec![None; report.findings.len()];
-        for (hop, out) in report.hops.iter().enumerate() {
-            for &finding in &out.findings {
-                if let Some(slot) = hop_of.get_mut(finding) {
-                    slot.get_or_insert(hop);
-                }
-            }
-        }
-        for (index, finding) in report.findings.iter().enumerate() {
-            let at = match hop_of[index] {
-                Some(hop) => format!(
-                    "<a href=\"#hop={hop}\" data-hop=\"{hop}\">{}</a>",
-                    escape(&finding.hop)
-                ),
-                None => escape(&finding.hop),
-            };
-            let _ = writeln!(
-                html,
-                "<li><span class=\"severity {0}\">{0}</span> <code>{1}</code> at {at}: {2}\n<div class=\"evidence\">evidence: <code>{3}</code></div>",
-                escape(finding.severity),
-                escape(&finding.id),
-                escape(&finding.message),
-                escape(&finding.evidence)
-            );
-            if let Some(expected) = &finding.expected {
-                let _ = writeln!(
-                    html,
-                    "<div class=\"expected\">expected: {}</div>",
-                    escape(expected)
-                );
-            }
-            let _ = writeln!(html, "</li>");
-        }
-        let _ = writeln!(html, "</ol>\n</section>");
+/// Every finding, with its evidence, what was expected, and a link to its hop.
+fn write_findings(html: &mut String, report: &Report) {
+    if report.findings.is_empty() {
+        return;
     }
-
     let _ = writeln!(
         html,
-        "<section id=\"picture\">\n<h2>The path</h2>\n<div class=\"picture\">\n{}</div>\n</section>",
-        svg::render(&picture)
+        "<section id=\"findings\">\n<h2>Findings</h2>\n<ol class=\"findings\">"
     );
+    // The hop each finding is about, for a link to its steps.
+    let mut hop_of = vec![None; report.findings.len()];
+    for (hop, out) in report.hops.iter().enumerate() {
+        for &finding in &out.findings {
+            if let Some(slot) = hop_of.get_mut(finding) {
+                slot.get_or_insert(hop);
+            }
+        }
+    }
+    for (index, finding) in report.findings.iter().enumerate() {
+        let at = match hop_of[index] {
+            Some(hop) => format!(
+                "<a href=\"#hop={hop}\" data-hop=\"{hop}\">{}</a>",
+                escape(&finding.hop)
+            ),
+            None => escape(&finding.hop),
+        };
+        let _ = writeln!(
+            html,
+            "<li><span class=\"severity {0}\">{0}</span> <code>{1}</code> at {at}: {2}\n<div class=\"evidence\">evidence: <code>{3}</code></div>",
+            escape(finding.severity),
+            escape(&finding.id),
+            escape(&finding.message),
+            escape(&finding.evidence)
+        );
+        if let Some(expected) = &finding.expected {
+            let _ = writeln!(
+                html,
+                "<div class=\"expected\">expected: {}</div>",
+                escape(expected)
+            );
+        }
+        let _ = writeln!(html, "</li>");
+    }
+    let _ = writeln!(html, "</ol>\n</section>");
+}
 
-    // Each hop's steps, hidden until it is chosen; the hop where the
-    // verdict's path stops is shown at first.
+/// Each hop's steps and findings, hidden until the hop is chosen; the hop
+/// where the verdict's path stops is shown at first.
+fn write_hops(html: &mut String, report: &Report, picture: &Picture) {
     let first = picture
         .ends
         .iter()
@@ -254,6 +272,10 @@ pub fn render(report: &Report) -> String {
         let _ = writeln!(html, "</article>");
     }
     let _ = writeln!(html, "</section>");
+}
+
+/// The paths as lists of their hops, each a button that shows its steps.
+fn write_paths(html: &mut String, report: &Report, picture: &Picture) {
     let _ = writeln!(
         html,
         "<section id=\"paths\">\n<h2>Paths</h2>\n<ol class=\"paths\">"
@@ -278,13 +300,6 @@ pub fn render(report: &Report) -> String {
         let _ = writeln!(html, "</ol></li>");
     }
     let _ = writeln!(html, "</ol>\n</section>");
-
-    let _ = writeln!(
-        html,
-        "<footer><p>The same diagnosis as <code>skoop diagnose -o json</code> reports.</p></footer>"
-    );
-    let _ = writeln!(html, "<script>{SCRIPT}</script>\n</body>\n</html>");
-    html
 }
 
 /// A step's kind and its fields by name, in the contract's order

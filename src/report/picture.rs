@@ -178,8 +178,10 @@ impl Picture {
             .links
             .iter()
             .map(|link| {
-                let paths = through.remove(&(link.from, link.to)).unwrap_or_default();
-                LinkPicture::new(link, &paths, report.paths.len())
+                let paths = through
+                    .get(&(link.from, link.to))
+                    .map_or(&[][..], Vec::as_slice);
+                LinkPicture::new(link, paths, report.paths.len())
             })
             .collect();
         let mut key: Vec<&FindingOut> = Vec::new();
