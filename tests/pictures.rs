@@ -244,11 +244,9 @@ fn output_file_takes_its_format_from_the_extension() {
     assert!(fs::read_to_string(&path).unwrap().starts_with("<svg"));
 }
 
-#[test]
-fn a_usage_error_under_json_goes_to_the_output_file_too() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("report.json");
-    let output = skoop(&[
+/// A diagnosis from a pod the example lacks, written to `--output path`.
+fn unknown_pod_into(path: &Path) -> Output {
+    skoop(&[
         "--snapshot",
         "examples/flannel-vxlan",
         "--from",
@@ -257,7 +255,14 @@ fn a_usage_error_under_json_goes_to_the_output_file_too() {
         "default/web-3:8080",
         "--output",
         path.to_str().unwrap(),
-    ]);
+    ])
+}
+
+#[test]
+fn a_usage_error_under_json_goes_to_the_output_file_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("report.json");
+    let output = unknown_pod_into(&path);
     assert_eq!(output.status.code(), Some(2));
     assert!(output.stdout.is_empty());
     let report: Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
@@ -269,22 +274,12 @@ fn a_usage_error_under_json_goes_to_the_output_file_too() {
 fn a_run_without_a_report_leaves_the_output_file_as_it_was() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("report.svg");
-    let args = [
-        "--snapshot",
-        "examples/flannel-vxlan",
-        "--from",
-        "default/nope",
-        "--to",
-        "default/web-3:8080",
-        "--output",
-        path.to_str().unwrap(),
-    ];
-    let output = skoop(&args);
+    let output = unknown_pod_into(&path);
     assert_eq!(output.status.code(), Some(2));
     assert!(!path.exists(), "no empty report.svg is left behind");
     // Nor does it spoil the report an earlier run wrote there.
     fs::write(&path, "<svg>earlier</svg>").unwrap();
-    assert_eq!(skoop(&args).status.code(), Some(2));
+    assert_eq!(unknown_pod_into(&path).status.code(), Some(2));
     assert_eq!(fs::read_to_string(&path).unwrap(), "<svg>earlier</svg>");
     assert_eq!(
         fs::read_dir(dir.path()).unwrap().count(),
