@@ -112,7 +112,7 @@ pub struct Picture {
     pub paths: Vec<Vec<usize>>,
     pub ends: Vec<PathEnd>,
     /// The findings worth a legend: fatal and critical ones, each once, at
-    /// most [`KEY_FINDINGS`].
+    /// most six (`KEY_FINDINGS`).
     pub key_findings: Vec<String>,
     /// `and 3 more findings` (or `2 findings, none fatal or critical`), when
     /// the legend leaves some out.
