@@ -394,6 +394,7 @@ fn step_fields(step: &StepKindOut) -> (&'static str, Vec<(&'static str, String)>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::fixture::fanned_out;
     use sha2::{Digest, Sha256};
 
     fn base64(bytes: &[u8]) -> String {
@@ -415,82 +416,10 @@ mod tests {
         text
     }
 
-    /// A report at the walker's bound on paths (4,096), each of eight hops
-    /// fanned out from one source and stopped, with a finding each.
-    fn wide_report() -> Report {
-        use crate::report::json::{FindingOut, HopOut, LinkOut, PacketOut, PathOut, StepOut};
-        let hop = |id: String, findings: Vec<usize>| HopOut {
-            id,
-            kind: "node",
-            node: Some("node-1".to_string()),
-            assumed: false,
-            steps: vec![StepOut {
-                step: StepKindOut::Sent {
-                    packet: "10.0.0.1 -> 10.0.0.2:80 tcp".to_string(),
-                },
-                assumed: false,
-            }],
-            findings,
-        };
-        let mut report = Report {
-            schema_version: 1,
-            request: "a -> b".to_string(),
-            disposition: "no_route",
-            assumed: false,
-            paths: Vec::new(),
-            hops: vec![hop("source".to_string(), Vec::new())],
-            links: Vec::new(),
-            findings: Vec::new(),
-        };
-        for path in 0..4096 {
-            let mut hops = vec![0];
-            for depth in 0..7 {
-                let index = report.hops.len();
-                let findings = if depth == 6 { vec![path] } else { Vec::new() };
-                report
-                    .hops
-                    .push(hop(format!("hop-{path}-{depth}"), findings));
-                report.links.push(LinkOut {
-                    from: *hops.last().unwrap(),
-                    to: index,
-                    kind: "veth",
-                    from_interface: "eth0".to_string(),
-                    to_interface: Some("eth1".to_string()),
-                    packet: "10.0.0.1 -> 10.0.0.2:80 tcp".to_string(),
-                    packet_fields: PacketOut {
-                        src: Some("10.0.0.1".to_string()),
-                        dst: "10.0.0.2".to_string(),
-                        protocol: "tcp",
-                        src_port: Some(40000),
-                        dst_port: Some(80),
-                        bytes: None,
-                        reply: false,
-                        inner: None,
-                    },
-                });
-                hops.push(index);
-            }
-            report.findings.push(FindingOut {
-                id: "kernel.route.none".to_string(),
-                severity: "fatal",
-                hop: format!("hop-{path}-6"),
-                message: format!("no route {path}"),
-                evidence: "ip-route.json".to_string(),
-                expected: None,
-            });
-            report.paths.push(PathOut {
-                disposition: "no_route",
-                probability: 1.0 / 4096.0,
-                hops,
-                assumed: false,
-            });
-        }
-        report
-    }
-
     #[test]
     fn a_diagnosis_at_the_bound_on_paths_is_drawn_in_linear_time() {
-        let report = wide_report();
+        // The walker's bound on paths, each of eight hops.
+        let report = fanned_out(4096, 7);
         let started = std::time::Instant::now();
         let page = render(&report);
         let elapsed = started.elapsed();

@@ -353,6 +353,51 @@ pub fn wrap(text: &str, width: usize, max_lines: usize) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::fixture::fanned_out;
+    use crate::report::json::PathOut;
+
+    #[test]
+    fn hops_on_no_path_get_columns_of_their_own() {
+        // Two paths; the second path's hops are left on none, and a report
+        // with no path at all.
+        let mut report = fanned_out(2, 3);
+        report.paths.truncate(1);
+        for report in [report, {
+            let mut none = fanned_out(2, 3);
+            none.paths.clear();
+            none
+        }] {
+            let layout = Layout::new(&Picture::new(&report));
+            assert_eq!(layout.hops.len(), report.hops.len());
+            for placed in &layout.hops {
+                let rect = placed.rect;
+                assert!(
+                    rect.x >= 0.0 && rect.x + rect.width <= layout.width,
+                    "{rect:?}"
+                );
+                assert!(rect.y >= 0.0 && rect.bottom() <= layout.height, "{rect:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_fan_out_puts_each_path_in_its_column_under_the_shared_source() {
+        let report = fanned_out(4, 2);
+        let layout = Layout::new(&Picture::new(&report));
+        let source = layout.hops[0].rect;
+        let firsts: Vec<f64> = report
+            .paths
+            .iter()
+            .map(|path: &PathOut| layout.hops[path.hops[1]].rect.centre_x())
+            .collect();
+        assert!(
+            firsts.windows(2).all(|pair| pair[0] < pair[1]),
+            "{firsts:?}"
+        );
+        let middle = (firsts[0] + firsts[3]) / 2.0;
+        assert!((source.centre_x() - middle).abs() < 0.01);
+        assert!(layout.hops[1].rect.y > source.bottom());
+    }
 
     #[test]
     fn text_wraps_at_spaces_and_cuts_long_words() {

@@ -6,6 +6,8 @@
 //! that they never disagree with the JSON report.
 
 pub mod dot;
+#[cfg(test)]
+mod fixture;
 pub mod html;
 pub mod json;
 pub mod layout;
