@@ -63,7 +63,7 @@ use super::{EXIT_USAGE, ProtocolArg, json_text, report_problems, terminal_safe, 
 ///         the picture, the paths, and each hop's steps on a click
 ///
 /// Exit status: 0 when every path is delivered and nothing fatal was found,
-/// 1 otherwise (the report is printed either way), 2 for bad arguments or
+/// 1 otherwise (the report is written either way), 2 for bad arguments or
 /// input (unknown pod, malformed address, not a snapshot, a broken pack, a
 /// cluster that cannot be reached or refuses skoop).
 #[derive(Debug, Args)]
@@ -286,8 +286,6 @@ pub fn run(args: Box<DiagnoseArgs>) -> ExitCode {
     }
 }
 
-/// A bad argument or input: said on stderr, and under `-o json` as a JSON
-/// object on stdout too, so that a script reading stdout gets JSON either way.
 /// Collects what `request` needs from the live cluster into
 /// `--save-snapshot DIR`, or a temporary directory (returned too, so that
 /// it lives as long as the diagnosis reads it).
@@ -322,6 +320,9 @@ fn collect_live(
     Ok((dir, temporary))
 }
 
+/// A bad argument or input: said on stderr, and under `-o json` as a JSON
+/// object where the report goes too (stdout or `--output FILE`), so that a
+/// script reading the report gets JSON either way.
 fn usage_error(output: Destination, error: String) -> ExitCode {
     eprintln!("error: {error}");
     if output.format == ReportFormat::Json
