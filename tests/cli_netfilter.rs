@@ -4,39 +4,12 @@
 //! the page elides nothing with `...`). A `$ cat FILE` shows a file the
 //! commands after it read: it is written as shown.
 
+mod common;
+
 use std::path::Path;
 use std::process::Command;
 
-/// A command of a console block and the lines the page shows it printing.
-struct Example {
-    command: String,
-    shown: Vec<String>,
-}
-
-fn examples(page: &str) -> Vec<Example> {
-    let mut examples: Vec<Example> = Vec::new();
-    let mut in_console = false;
-    for line in page.lines() {
-        if line.starts_with("```console") {
-            in_console = true;
-        } else if line.starts_with("```") {
-            in_console = false;
-        } else if in_console {
-            match line.strip_prefix("$ ") {
-                Some(command) => examples.push(Example {
-                    command: command.to_string(),
-                    shown: Vec::new(),
-                }),
-                None => {
-                    if let Some(example) = examples.last_mut() {
-                        example.shown.push(line.to_string());
-                    }
-                }
-            }
-        }
-    }
-    examples
-}
+use common::console::examples;
 
 #[test]
 fn the_pages_examples_print_what_the_page_shows() {
@@ -69,20 +42,6 @@ fn the_pages_examples_print_what_the_page_shows() {
             .current_dir(root)
             .output()
             .expect("skoop runs");
-        let printed = String::from_utf8_lossy(&output.stdout);
-        let printed: Vec<&str> = printed.lines().collect();
-        if !example.shown.iter().any(|l| l == "...") {
-            assert_eq!(printed, example.shown, "{}", example.command);
-            continue;
-        }
-        let mut rest = printed.iter();
-        for line in example.shown.iter().filter(|l| *l != "...") {
-            assert!(
-                rest.any(|p| p == line),
-                "{}: the page shows {line:?}, which it does not print (in that order):\n{}",
-                example.command,
-                printed.join("\n")
-            );
-        }
+        example.assert_printed(&String::from_utf8_lossy(&output.stdout));
     }
 }

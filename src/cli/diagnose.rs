@@ -1,22 +1,26 @@
 //! `skoop diagnose`: where a flow stops in a snapshot, and why.
 
-use std::path::PathBuf;
+use std::io::Write as _;
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use clap::Args;
+use clap::{Args, ValueEnum};
 use petgraph::graph::NodeIndex;
 use skoop::engine::{
     self, Diagnosis, Disposition, Endpoint, PacketSize, Protocol, Request, Severity, Step,
 };
 use skoop::packs::LoadedPacks;
 use skoop::report::json::{ErrorReport, Report, link_kind};
+use skoop::report::picture::{Picture, assumed_mark};
+use skoop::report::{dot, html, svg};
 use skoop::snapshot::Snapshot;
-use tempfile::TempDir;
+use tempfile::{NamedTempFile, TempDir};
 
 use super::live::{LiveArgs, Stopped, Summary, collect_flow, print_outcomes};
 use super::packs::LoadArgs;
-use super::{EXIT_USAGE, OutputFormat, ProtocolArg, print_json, report_problems};
+use super::{EXIT_USAGE, ProtocolArg, json_text, report_problems, terminal_safe, write_raw};
 
 /// Follow a packet hop by hop through a cluster and say where it stops.
 ///
@@ -45,10 +49,22 @@ use super::{EXIT_USAGE, OutputFormat, ProtocolArg, print_json, report_problems};
 ///   skoop diagnose --snapshot snap --from node/node-1 --to 10.244.2.3 --protocol icmp -o json
 ///   skoop diagnose --snapshot snap --from default/web-0 --to default/web-3 --protocol icmp --size mtu
 ///   skoop diagnose --snapshot snap --from default/web-0 --to svc/default/signalling --protocol sctp
+///   skoop diagnose --snapshot examples/flannel-vxlan-broken --from default/web-0 --to svc/default/web --output web.html
+///
+/// Formats (-o, or guessed from the extension of --output FILE: .json,
+/// .dot/.gv, .svg, .html/.htm, anything else text):
+///   text  the verdict, then each path hop by hop (-v: every step)
+///   json  the report scripts read (docs/json.md)
+///   dot   the path graph for Graphviz: hops grouped by node, links labelled
+///         with the packet on the wire, each path's end and disposition
+///   svg   the same picture drawn by skoop (no Graphviz needed), with the
+///         verdict and key findings in a legend
+///   html  one self-contained page: the verdict, findings with evidence,
+///         the picture, the paths, and each hop's steps on a click
 ///
 /// Exit status: 0 when every path is delivered (or leaves the cluster with a
 /// source address the outside can answer: a node's, not a pod's) and nothing
-/// fatal was found, 1 otherwise (the report is printed either way), 2 for bad arguments or
+/// fatal was found, 1 otherwise (the report is written either way), 2 for bad arguments or
 /// input (unknown pod, malformed address, not a snapshot, a broken pack, a
 /// cluster that cannot be reached or refuses skoop).
 #[derive(Debug, Args)]
@@ -98,11 +114,122 @@ pub struct DiagnoseArgs {
     /// Show every step (rules and tables of each route, packets on every link).
     #[arg(short, long)]
     verbose: bool,
-    #[arg(short, long, value_enum, default_value_t = OutputFormat::Text)]
-    output: OutputFormat,
+    /// The report's format (see above); without it, guessed from --output's
+    /// extension, else text.
+    #[arg(short = 'o', long = "format", value_enum, value_name = "FORMAT")]
+    format: Option<ReportFormat>,
+    /// Write the report to FILE instead of stdout. (A bare format name,
+    /// `--output json`, selects that format as older skoop read it; write
+    /// `./json` for a file of that name.)
+    #[arg(long, value_name = "FILE")]
+    output: Option<PathBuf>,
+}
+
+/// What `diagnose` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ReportFormat {
+    /// The verdict, then each path hop by hop.
+    Text,
+    /// The JSON report (docs/json.md).
+    Json,
+    /// The path graph in Graphviz's DOT language.
+    Dot,
+    /// The path graph drawn as SVG, with a legend.
+    Svg,
+    /// One self-contained HTML page.
+    Html,
+}
+
+impl ReportFormat {
+    /// The format a file's extension names; text for any other.
+    fn of_file(path: &Path) -> ReportFormat {
+        let extension = path
+            .extension()
+            .and_then(|e| e.to_str())
+            .map(str::to_ascii_lowercase);
+        match extension.as_deref() {
+            Some("json") => ReportFormat::Json,
+            Some("dot" | "gv") => ReportFormat::Dot,
+            Some("svg") => ReportFormat::Svg,
+            Some("html" | "htm") => ReportFormat::Html,
+            _ => ReportFormat::Text,
+        }
+    }
+}
+
+/// Where the report goes, and in which format.
+struct Destination {
+    format: ReportFormat,
+    /// `None`: stdout. A file is written as a temporary file beside it,
+    /// renamed over it once the report is whole: a run that ends without a
+    /// report (a bad argument, a failed write) leaves the file as it was.
+    file: Option<(PathBuf, NamedTempFile)>,
+}
+
+impl Destination {
+    /// From `-o` and `--output`; the temporary file is created at once, so
+    /// that a directory that cannot be written is said before any work.
+    fn new(format: Option<ReportFormat>, output: Option<&Path>) -> Result<Destination, String> {
+        let Some(path) = output else {
+            return Ok(Destination {
+                format: format.unwrap_or(ReportFormat::Text),
+                file: None,
+            });
+        };
+        // `--output json` was the long form of `-o json` before --output took
+        // a file: a bare format name keeps meaning that.
+        if format.is_none()
+            && let Some(name) = path.to_str()
+            && let Ok(format) = ReportFormat::from_str(name, false)
+        {
+            return Ok(Destination { format, file: None });
+        }
+        let dir = match path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir,
+            _ => Path::new("."),
+        };
+        // Read and write for all but what the umask takes, as a file
+        // created by File::create would be.
+        let file = tempfile::Builder::new()
+            .prefix(".skoop-report-")
+            .permissions(std::fs::Permissions::from_mode(0o666))
+            .tempfile_in(dir)
+            .map_err(|e| format!("--output: cannot write {}: {e}", path.display()))?;
+        Ok(Destination {
+            format: format.unwrap_or_else(|| ReportFormat::of_file(path)),
+            file: Some((path.to_path_buf(), file)),
+        })
+    }
+
+    /// Writes the whole report; `Err` carries the exit code when it cannot.
+    fn write(self, text: &str) -> Result<(), ExitCode> {
+        let Some((path, mut file)) = self.file else {
+            write_raw(text);
+            return Ok(());
+        };
+        let written = file
+            .write_all(text.as_bytes())
+            .and_then(|()| file.persist(&path).map(drop).map_err(|e| e.error));
+        written.map_err(|e| {
+            err!("error: cannot write {}: {e}", path.display());
+            ExitCode::from(EXIT_USAGE)
+        })
+    }
+
+    /// Writes a value as pretty JSON.
+    fn write_json(self, value: &impl serde::Serialize) -> Result<(), ExitCode> {
+        self.write(&json_text(value)?)
+    }
 }
 
 pub fn run(args: Box<DiagnoseArgs>) -> ExitCode {
+    let output = match Destination::new(args.format, args.output.as_deref()) {
+        Ok(output) => output,
+        Err(e) => {
+            err!("error: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
     let mut packs = match args.packs.load() {
         Ok(packs) => packs,
         Err(code) => return code,
@@ -110,7 +237,7 @@ pub fn run(args: Box<DiagnoseArgs>) -> ExitCode {
     if args.cni != "auto"
         && let Err(e) = packs.choose_cni(&args.cni)
     {
-        return usage_error(args.output, format!("--cni: {e}"));
+        return usage_error(output, format!("--cni: {e}"));
     }
     let protocol = Protocol::from(args.protocol);
     let request = Request {
@@ -126,26 +253,28 @@ pub fn run(args: Box<DiagnoseArgs>) -> ExitCode {
         Some(dir) => (dir.clone(), None),
         None => match collect_live(&args, &packs, &request) {
             Ok(collected) => collected,
-            Err(Stopped::Error(message)) => return usage_error(args.output, message),
+            Err(Stopped::Error(message)) => return usage_error(output, message),
             Err(stopped) => return stopped.report(),
         },
     };
     let (snapshot, problems) = match Snapshot::load(&dir) {
         Ok((snapshot, problems)) => (Arc::new(snapshot), problems),
-        Err(e) => return usage_error(args.output, e.to_string()),
+        Err(e) => return usage_error(output, e.to_string()),
     };
     report_problems(&problems);
     let diagnosis = match engine::diagnose(&snapshot, &request, &packs) {
         Ok(diagnosis) => diagnosis,
-        Err(e) => return usage_error(args.output, e.to_string()),
+        Err(e) => return usage_error(output, e.to_string()),
     };
-    match args.output {
-        OutputFormat::Json => {
-            if let Err(code) = print_json(&Report::new(&diagnosis)) {
-                return code;
-            }
-        }
-        OutputFormat::Text => print_text(&diagnosis, args.verbose),
+    let written = match output.format {
+        ReportFormat::Text => output.write(&text(&diagnosis, args.verbose)),
+        ReportFormat::Json => output.write_json(&Report::new(&diagnosis)),
+        ReportFormat::Dot => output.write(&dot::render(&Picture::new(&Report::new(&diagnosis)))),
+        ReportFormat::Svg => output.write(&svg::render(&Picture::new(&Report::new(&diagnosis)))),
+        ReportFormat::Html => output.write(&html::render(&Report::new(&diagnosis))),
+    };
+    if let Err(code) = written {
+        return code;
     }
     let fatal = diagnosis
         .findings
@@ -158,8 +287,6 @@ pub fn run(args: Box<DiagnoseArgs>) -> ExitCode {
     }
 }
 
-/// A bad argument or input: said on stderr, and under `-o json` as a JSON
-/// object on stdout too, so that a script reading stdout gets JSON either way.
 /// Collects what `request` needs from the live cluster into
 /// `--save-snapshot DIR`, or a temporary directory (returned too, so that
 /// it lives as long as the diagnosis reads it).
@@ -194,20 +321,35 @@ fn collect_live(
     Ok((dir, temporary))
 }
 
-fn usage_error(output: OutputFormat, error: String) -> ExitCode {
+/// A bad argument or input: said on stderr, and under `-o json` as a JSON
+/// object where the report goes too (stdout or `--output FILE`), so that a
+/// script reading the report gets JSON either way.
+fn usage_error(output: Destination, error: String) -> ExitCode {
     eprintln!("error: {error}");
-    if let OutputFormat::Json = output
-        && let Err(code) = print_json(&ErrorReport::new(error))
+    if output.format == ReportFormat::Json
+        && let Err(code) = output.write_json(&ErrorReport::new(error))
     {
         return code;
     }
     ExitCode::from(EXIT_USAGE)
 }
 
-fn print_text(diagnosis: &Diagnosis, verbose: bool) {
+/// The text report, each line escaped for a terminal (see `terminal_safe`).
+fn text(diagnosis: &Diagnosis, verbose: bool) -> String {
+    let mut text = String::new();
+    // One line of the report, escaped as `out!` escapes it.
+    macro_rules! say {
+        () => {
+            text.push('\n')
+        };
+        ($($arg:tt)*) => {{
+            text.push_str(&terminal_safe(&format!($($arg)*)));
+            text.push('\n');
+        }};
+    }
     // The verdict first, then where it stops.
     let disposition = diagnosis.disposition();
-    out!(
+    say!(
         "{}: {disposition}{}{}",
         diagnosis.summary,
         exit_note(diagnosis),
@@ -220,7 +362,7 @@ fn print_text(diagnosis: &Diagnosis, verbose: bool) {
             .filter(|f| f.id == "snapshot.assumed")
             .map(|f| f.hop.as_str())
             .collect();
-        out!(
+        say!(
             "  assumed: the snapshot has no dump of {}; pack {pack}'s intent stands in there",
             namespaces.join(", ")
         );
@@ -230,12 +372,12 @@ fn print_text(diagnosis: &Diagnosis, verbose: bool) {
         .iter()
         .filter(|f| f.severity == Severity::Fatal)
     {
-        out!("  stops at {}: {}", finding.hop, finding.message);
+        say!("  stops at {}: {}", finding.hop, finding.message);
     }
     let count = diagnosis.paths.len();
     for (number, path) in diagnosis.paths.iter().enumerate() {
-        out!();
-        out!(
+        say!();
+        say!(
             "path {} of {count} ({:.0}% of flows): {}{}",
             number + 1,
             path.probability * 100.0,
@@ -253,13 +395,13 @@ fn print_text(diagnosis: &Diagnosis, verbose: bool) {
                 let to = link.to_interface.as_deref().unwrap_or("");
                 let kind = link_kind(link.kind);
                 if verbose {
-                    out!(
+                    say!(
                         "   | {kind} {} -> {to}: {}",
                         link.from_interface,
                         link.packet
                     );
                 } else {
-                    out!("   | {kind} {} -> {to}", link.from_interface);
+                    say!("   | {kind} {} -> {to}", link.from_interface);
                 }
             }
             previous = Some(index);
@@ -269,28 +411,29 @@ fn print_text(diagnosis: &Diagnosis, verbose: bool) {
                 engine::HopKind::Node => "node".to_string(),
                 engine::HopKind::External => "outside the cluster".to_string(),
             };
-            out!("  {} [{what}]{}", hop.id, assumed_mark(hop.assumed));
+            say!("  {} [{what}]{}", hop.id, assumed_mark(hop.assumed));
             for step in &hop.steps {
                 // In an assumed hop every step is: the hop says so once.
                 let mark = assumed_mark(step.assumed && !hop.assumed);
-                out!("      {}{mark}", step_line(&step.step, verbose));
+                say!("      {}{mark}", step_line(&step.step, verbose));
             }
         }
     }
     if !diagnosis.findings.is_empty() {
-        out!();
-        out!("findings:");
+        say!();
+        say!("findings:");
         for finding in &diagnosis.findings {
             let severity = finding.severity.as_str();
-            out!(
+            say!(
                 "  {severity} {} at {}: {}",
                 finding.id,
                 finding.hop,
                 finding.message
             );
-            out!("      evidence: {}", finding.evidence);
+            say!("      evidence: {}", finding.evidence);
         }
     }
+    text
 }
 
 /// How the flow leaves the cluster, where that is the verdict: with which
@@ -312,11 +455,6 @@ fn exit_note(diagnosis: &Diagnosis) -> String {
             exit.why
         ),
     }
-}
-
-/// What marks a verdict, path, hop or step concluded from a pack's intent.
-fn assumed_mark(assumed: bool) -> &'static str {
-    if assumed { " (assumed)" } else { "" }
 }
 
 fn step_line(step: &Step, verbose: bool) -> String {

@@ -119,10 +119,8 @@ fn write_stdout(args: std::fmt::Arguments) {
 /// Rust escapes (`\n`, `\u{1b}`, `\u{202e}`); everything else is kept.
 /// One `out!` or `err!` is therefore exactly one line.
 pub(crate) fn terminal_safe(text: &str) -> std::borrow::Cow<'_, str> {
-    let unsafe_char = |c: char| {
-        (c.is_control() && c != '\t')
-            || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
-    };
+    // The characters the pictures escape too, but tab.
+    let unsafe_char = |c: char| c != '\t' && skoop::report::markup::hidden(c);
     if !text.chars().any(unsafe_char) {
         return std::borrow::Cow::Borrowed(text);
     }
@@ -156,11 +154,15 @@ fn write_raw(text: &str) {
 /// Prints a value as pretty JSON on stdout; `Err` carries the exit code when
 /// it cannot be encoded.
 fn print_json(value: &impl serde::Serialize) -> Result<(), ExitCode> {
+    write_raw(&json_text(value)?);
+    Ok(())
+}
+
+/// A value as pretty JSON, one line feed after it; `Err` carries the exit
+/// code when it cannot be encoded (and says why on stderr).
+fn json_text(value: &impl serde::Serialize) -> Result<String, ExitCode> {
     match serde_json::to_string_pretty(value) {
-        Ok(json) => {
-            write_raw(&format!("{json}\n"));
-            Ok(())
-        }
+        Ok(json) => Ok(format!("{json}\n")),
         Err(e) => {
             err!("error: cannot encode the result as JSON: {e}");
             Err(ExitCode::from(EXIT_USAGE))

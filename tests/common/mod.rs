@@ -1,7 +1,10 @@
 //! Edited copies of a snapshot, for what the lab kernel cannot build (no
-//! ipip, no ip_vs) or what a test wants changed in one place.
+//! ipip, no ip_vs) or what a test wants changed in one place; and the
+//! console examples of `docs/` pages (`console`).
 // Every test crate that declares `mod common` compiles all of it and uses a part.
 #![allow(dead_code)]
+
+pub mod console;
 
 use std::fs;
 use std::path::Path;
@@ -43,6 +46,12 @@ pub fn edit_json(path: &Path, edit: impl FnOnce(&mut Vec<Value>)) {
     let mut items: Vec<Value> = serde_json::from_str(&fs::read_to_string(path).unwrap()).unwrap();
     edit(&mut items);
     fs::write(path, serde_json::to_string(&items).unwrap()).unwrap();
+}
+
+/// Rewrites a text file (a dump, a manifest) in place.
+pub fn edit_text(path: &Path, edit: impl FnOnce(String) -> String) {
+    let text = fs::read_to_string(path).unwrap();
+    fs::write(path, edit(text)).unwrap();
 }
 
 /// Loads a snapshot that must have no problems.

@@ -1,0 +1,84 @@
+//! Reports built in code for the pictures' unit tests: shapes no example
+//! has (thousands of paths, hops on no path).
+
+use super::json::{FindingOut, HopOut, LinkOut, PacketOut, PathOut, Report, StepKindOut, StepOut};
+
+fn hop(id: String, findings: Vec<usize>) -> HopOut {
+    HopOut {
+        id,
+        kind: "node",
+        node: Some("node-1".to_string()),
+        assumed: false,
+        steps: vec![StepOut {
+            step: StepKindOut::Sent {
+                packet: "10.0.0.1 -> 10.0.0.2:80 tcp".to_string(),
+            },
+            assumed: false,
+        }],
+        findings,
+    }
+}
+
+/// `paths` paths fanned out from one source hop, each `depth` hops more,
+/// each stopped (`no_route`) with a fatal finding of its own.
+pub fn fanned_out(paths: usize, depth: usize) -> Report {
+    let mut report = Report {
+        schema_version: 1,
+        request: "a -> b".to_string(),
+        disposition: "no_route",
+        assumed: false,
+        paths: Vec::new(),
+        hops: vec![hop("source".to_string(), Vec::new())],
+        links: Vec::new(),
+        findings: Vec::new(),
+    };
+    for path in 0..paths {
+        let mut hops = vec![0];
+        for level in 0..depth {
+            let index = report.hops.len();
+            let findings = if level + 1 == depth {
+                vec![path]
+            } else {
+                Vec::new()
+            };
+            report
+                .hops
+                .push(hop(format!("hop-{path}-{level}"), findings));
+            report.links.push(LinkOut {
+                from: *hops.last().unwrap_or(&0),
+                to: index,
+                kind: "veth",
+                from_interface: "eth0".to_string(),
+                to_interface: Some("eth1".to_string()),
+                packet: "10.0.0.1 -> 10.0.0.2:80 tcp".to_string(),
+                packet_fields: PacketOut {
+                    src: Some("10.0.0.1".to_string()),
+                    dst: "10.0.0.2".to_string(),
+                    protocol: "tcp",
+                    src_port: Some(40000),
+                    dst_port: Some(80),
+                    bytes: None,
+                    reply: false,
+                    inner: None,
+                },
+            });
+            hops.push(index);
+        }
+        report.findings.push(FindingOut {
+            id: "kernel.route.none".to_string(),
+            severity: "fatal",
+            hop: format!("hop-{path}-{}", depth.saturating_sub(1)),
+            message: format!("no route {path}"),
+            evidence: "ip-route.json".to_string(),
+            expected: None,
+        });
+        report.paths.push(PathOut {
+            disposition: "no_route",
+            probability: 1.0 / paths as f64,
+            hops,
+            assumed: false,
+            exit: None,
+        });
+    }
+    report
+}
