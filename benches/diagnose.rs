@@ -21,6 +21,7 @@ fn request(to: &str) -> Request {
         port: None,
         protocol: Protocol::Tcp,
         size: None,
+        via: None,
     }
 }
 

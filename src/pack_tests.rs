@@ -258,6 +258,7 @@ fn read_flow(node: &yaml::Node, issues: &mut Issues) -> Option<Flow> {
             port,
             protocol: protocol?,
             size: None,
+            via: None,
         },
         disposition: disposition.value,
         findings,

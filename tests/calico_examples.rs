@@ -30,6 +30,7 @@ fn diagnose(
         port,
         protocol,
         size: None,
+        via: None,
     };
     let (packs, problems) = LoadedPacks::load(builtin_sources(), &[]);
     assert!(problems.is_empty(), "{problems:?}");

@@ -189,7 +189,7 @@ fn bad_input_is_a_clear_error_with_exit_2() {
         ),
         (
             &["--from", "8.8.8.8", "--to", "default/web-3:8080"],
-            "sources must be inside the cluster",
+            "8.8.8.8 is outside the cluster (no pod's, node's or service's address): say at which node its packets arrive with --via node/NAME",
         ),
         (
             &[
@@ -809,4 +809,99 @@ fn leaving_the_cluster_succeeds_only_with_a_source_the_outside_can_answer() {
     let exit = &report["paths"][0]["exit"];
     assert_eq!(exit["source"], "10.244.60.65");
     assert_eq!(exit["answerable"], false);
+}
+
+/// Issue 12: a client outside the cluster to a NodePort, arriving at the
+/// node `--via` names (the real-components example, whose kube-proxy
+/// programmed an externalTrafficPolicy Cluster NodePort, 30080, and a Local
+/// one, 30081, whose endpoints are on node-1 only).
+#[test]
+fn a_client_outside_the_cluster_reaches_a_nodeport_as_its_traffic_policy_says() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let example = root.join("examples/flannel-vxlan-real");
+    let from_outside = |via: &str, port: &str| {
+        let to = format!("node/{via}:{port}");
+        let via = format!("node/{via}");
+        json_in(
+            &example,
+            &["--from", "198.51.100.7", "--via", &via, "--to", &to],
+        )
+    };
+    // Cluster: every backend, masqueraded at node-2, the reply un-NATed
+    // there and handed to the client's connection.
+    let (code, report) = from_outside("node-2", "30080");
+    assert_eq!(code, Some(0), "{report:#}");
+    let paths = report["paths"].as_array().unwrap();
+    assert_eq!(paths.len(), 4);
+    let hops = report["hops"].as_array().unwrap();
+    for path in paths {
+        assert_eq!(path["disposition"], "delivered");
+        let indices = path["hops"].as_array().unwrap();
+        let first = &hops[indices[0].as_u64().unwrap() as usize];
+        let last = &hops[indices.last().unwrap().as_u64().unwrap() as usize];
+        assert_eq!(
+            (first["id"].as_str(), first["kind"].as_str()),
+            (Some("198.51.100.7"), Some("external"))
+        );
+        assert_eq!(last["id"], "198.51.100.7");
+        assert!(
+            last["steps"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|s| s["kind"] == "delivered"),
+            "{last:#}"
+        );
+    }
+    let masqueraded = report.to_string().contains("masquerade 198.51.100.7:40000");
+    assert!(masqueraded, "externalTrafficPolicy Cluster masquerades");
+    // Local: delivered at node-1 with the client's address kept; dropped
+    // at node-2, which has no endpoint.
+    let (code, report) = from_outside("node-1", "30081");
+    assert_eq!(code, Some(0), "{report:#}");
+    assert!(!report.to_string().contains("masquerade 198.51.100.7"));
+    let (code, report) = from_outside("node-2", "30081");
+    assert_eq!(code, Some(1));
+    assert_eq!(report["disposition"], "denied_by_netfilter");
+    assert_eq!(report["findings"][0]["hop"], "node-2");
+}
+
+#[test]
+fn a_source_outside_the_cluster_needs_via_and_via_needs_one() {
+    let output = diagnose(&["--from", "198.51.100.7", "--to", "default/web-3:8080"]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("198.51.100.7 is outside the cluster"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--via node/NAME"), "{stderr}");
+    let output = diagnose(&[
+        "--from",
+        "default/web-0",
+        "--via",
+        "node/node-1",
+        "--to",
+        "default/web-3:8080",
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("--via is for a source outside the cluster"),
+        "{stderr}"
+    );
+    let output = diagnose(&[
+        "--from",
+        "198.51.100.7",
+        "--via",
+        "node-1",
+        "--to",
+        "default/web-3:8080",
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("is not a node: write node/NAME"),
+        "{stderr}"
+    );
 }

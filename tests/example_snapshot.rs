@@ -183,6 +183,7 @@ fn a_pod_reaches_itself_through_lo() {
             port: None,
             protocol: Protocol::Tcp,
             size: None,
+            via: None,
         };
         let diagnosis = engine::diagnose(&snapshot, &request, &packs).expect("resolves");
         assert_eq!(

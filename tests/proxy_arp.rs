@@ -58,6 +58,7 @@ fn web_0_to_web_3(snapshot: &Arc<Snapshot>) -> engine::Diagnosis {
         port: Some(8080),
         protocol: Protocol::Tcp,
         size: None,
+        via: None,
     };
     let (packs, _) = LoadedPacks::load(Vec::new(), &[]);
     engine::diagnose(snapshot, &request, &packs).unwrap()

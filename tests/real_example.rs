@@ -35,6 +35,7 @@ fn diagnose_in(example: &str, to: &str) -> engine::Diagnosis {
         port: None,
         protocol: Protocol::Tcp,
         size: None,
+        via: None,
     };
     let (packs, problems) = LoadedPacks::load(builtin_sources(), &[]);
     assert!(problems.is_empty(), "{problems:?}");

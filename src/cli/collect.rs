@@ -174,6 +174,7 @@ fn cluster(args: Box<ClusterArgs>) -> ExitCode {
                 port: args.port,
                 protocol: args.protocol.into(),
                 size: None,
+                via: None,
             };
             collect_flow(collection, &packs, &request).await?;
         } else {

@@ -49,6 +49,7 @@ use super::{EXIT_USAGE, ProtocolArg, json_text, report_problems, terminal_safe, 
 ///   skoop diagnose --snapshot snap --from node/node-1 --to 10.244.2.3 --protocol icmp -o json
 ///   skoop diagnose --snapshot snap --from default/web-0 --to default/web-3 --protocol icmp --size mtu
 ///   skoop diagnose --snapshot snap --from default/web-0 --to svc/default/signalling --protocol sctp
+///   skoop diagnose --snapshot snap --from 198.51.100.7 --via node/node-2 --to node/node-2:30080
 ///   skoop diagnose --snapshot examples/flannel-vxlan-broken --from default/web-0 --to svc/default/web --output web.html
 ///
 /// Formats (-o, or guessed from the extension of --output FILE: .json,
@@ -82,6 +83,11 @@ pub struct DiagnoseArgs {
     /// Where the packet starts: a pod (NS/NAME), a node (node/NAME) or an IP of one.
     #[arg(long, value_name = "SRC", value_parser = super::parse_endpoint)]
     from: Endpoint,
+    /// For a client outside the cluster (--from IP), the node its packets
+    /// arrive at: the node of a NodePort, or the one a load balancer or
+    /// router sends an externalIP's traffic to.
+    #[arg(long, value_name = "node/NAME", value_parser = parse_via)]
+    via: Option<String>,
     /// Where it goes: a pod (NS/NAME[:PORT]), a node (node/NAME[:PORT]), a
     /// service (svc/NS/NAME[:PORT]) or an address (IP[:PORT], [IPv6]:PORT).
     #[arg(long, value_name = "DST", value_parser = super::parse_endpoint)]
@@ -246,6 +252,7 @@ pub fn run(args: Box<DiagnoseArgs>) -> ExitCode {
         port: args.port,
         protocol,
         size: args.size,
+        via: args.via.clone(),
     };
     // A live diagnosis collects into a directory, then reads it as any
     // snapshot: the answer can be replayed offline.
@@ -505,5 +512,13 @@ fn step_line(step: &Step, verbose: bool) -> String {
             disposition,
             reason,
         } => format!("STOPPED ({disposition}): {reason}"),
+    }
+}
+
+/// `--via node/NAME`: the node's name.
+fn parse_via(text: &str) -> Result<String, String> {
+    match text.strip_prefix("node/") {
+        Some(name) if !name.is_empty() && !name.contains('/') => Ok(name.to_string()),
+        _ => Err(format!("{text:?} is not a node: write node/NAME")),
     }
 }

@@ -286,6 +286,7 @@ mod tests {
             port: None,
             protocol: Protocol::Tcp,
             size: None,
+            via: None,
         };
         let (packs, problems) = LoadedPacks::load(packs::builtin_sources(), &[]);
         assert!(problems.is_empty(), "{problems:?}");

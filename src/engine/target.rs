@@ -53,9 +53,15 @@ pub enum TargetError {
     #[error("service {0}/{1} has no cluster IP (headless or ExternalName)")]
     ServiceWithoutIp(String, String),
     #[error(
-        "{0} is neither a pod's, a node's nor a service's address: sources must be inside the cluster"
+        "{0} is outside the cluster (no pod's, node's or service's address): say at which node its packets arrive with --via node/NAME"
     )]
     ExternalSource(IpAddr),
+    #[error("--via is for a source outside the cluster; {0} is the cluster's own")]
+    ViaForInternalSource(String),
+    #[error(
+        "node {0}'s dump does not show its address {1} on any interface: where packets from outside arrive cannot be told"
+    )]
+    NoArrivalInterface(String, IpAddr),
     #[error("the port is given twice ({0} and {1})")]
     ConflictingPorts(u16, u16),
     #[error("{0} needs a port: give --port N (or IP:PORT, svc/NS/NAME:PORT)")]
@@ -227,6 +233,9 @@ pub struct Request {
     /// The size of the flow's packets (`--size`); `None` walks a small one
     /// and only warns where full-size packets would not fit.
     pub size: Option<PacketSize>,
+    /// For a source outside the cluster, the node its packet arrives at
+    /// (`--via node/NAME`).
+    pub via: Option<String>,
 }
 
 /// How big the packets of a flow are, IP header included, sent with DF
@@ -274,10 +283,14 @@ impl fmt::Display for PacketSize {
 /// Where the walk starts and what it is for.
 #[derive(Debug, Clone)]
 pub(crate) struct Resolved {
-    /// The namespace the packet is generated in.
+    /// The namespace the packet is generated in, or arrives at from outside.
     pub source: NetnsId,
-    /// The source address when the source names one (a pod's IP).
+    /// The source address when the source names one (a pod's IP, a client
+    /// outside the cluster).
     pub src: Option<IpAddr>,
+    /// For a client outside the cluster, the interface of `source` its
+    /// packet arrives on (the one holding the node's address).
+    pub arrives_on: Option<String>,
     pub dst: IpAddr,
     pub dport: Option<u16>,
     pub protocol: Protocol,
@@ -286,7 +299,17 @@ pub(crate) struct Resolved {
 }
 
 pub(crate) fn resolve(snapshot: &Snapshot, request: &Request) -> Result<Resolved, TargetError> {
-    let (source, src) = resolve_source(snapshot, &request.from)?;
+    let (source, src, arrives_on) = match (&request.from, &request.via) {
+        (Endpoint::Ip { address, .. }, Some(via)) if is_outside(snapshot, *address) => {
+            let (node, interface) = arrival(snapshot, via)?;
+            (node, Some(*address), Some(interface))
+        }
+        (from, Some(_)) => return Err(TargetError::ViaForInternalSource(from.to_string())),
+        (from, None) => {
+            let (source, src) = resolve_source(snapshot, from)?;
+            (source, src, None)
+        }
+    };
     let (dst, target_port) = resolve_destination(snapshot, &request.to, request.protocol)?;
     let dport = match (request.port, target_port) {
         (Some(a), Some(b)) if a != b => return Err(TargetError::ConflictingPorts(a, b)),
@@ -310,13 +333,18 @@ pub(crate) fn resolve(snapshot: &Snapshot, request: &Request) -> Result<Resolved
         Some(size) => format!(", {size}, DF"),
         None => String::new(),
     };
+    let via = match &request.via {
+        Some(node) => format!(" (from outside, arriving at node/{node})"),
+        None => String::new(),
+    };
     let summary = format!(
-        "{} -> {} ({target} {}{size})",
+        "{}{via} -> {} ({target} {}{size})",
         request.from, request.to, request.protocol
     );
     Ok(Resolved {
         source,
         src,
+        arrives_on,
         dst,
         dport,
         protocol: request.protocol,
@@ -330,6 +358,42 @@ fn pod<'s>(snapshot: &'s Snapshot, namespace: &str, name: &str) -> Result<&'s Po
         .cluster
         .pod(namespace, name)
         .ok_or_else(|| TargetError::UnknownPod(namespace.into(), name.into()))
+}
+
+/// An address no pod (of the pod network), node or service of the cluster holds.
+fn is_outside(snapshot: &Snapshot, address: IpAddr) -> bool {
+    snapshot.cluster.by_ip(address).is_empty()
+}
+
+/// Where packets from outside arrive at node `via`: its host namespace, on
+/// the interface holding one of the node's addresses (InternalIP first).
+fn arrival(snapshot: &Snapshot, via: &str) -> Result<(NetnsId, String), TargetError> {
+    let node = snapshot
+        .cluster
+        .node(via)
+        .ok_or_else(|| TargetError::UnknownNode(via.to_string()))?;
+    let addresses: Vec<IpAddr> = node.addresses.iter().filter_map(|a| a.ip()).collect();
+    let first = *addresses
+        .first()
+        .ok_or_else(|| TargetError::NodeWithoutIp(via.to_string()))?;
+    let id = NetnsId::Host {
+        node: via.to_string(),
+    };
+    let interfaces = snapshot
+        .namespaces
+        .get(&id)
+        .and_then(|entry| entry.dump.addrs.as_deref())
+        .unwrap_or_default();
+    let interface = addresses
+        .iter()
+        .find_map(|address| {
+            interfaces
+                .iter()
+                .find(|iface| iface.addresses.iter().any(|a| a.local == *address))
+        })
+        .map(|iface| iface.ifname.clone())
+        .ok_or(TargetError::NoArrivalInterface(via.to_string(), first))?;
+    Ok((id, interface))
 }
 
 fn resolve_source(
@@ -677,6 +741,7 @@ items:
             port: None,
             protocol,
             size: None,
+            via: None,
         };
         resolve(&snapshot, &request).map(|resolved| resolved.dport)
     }

@@ -75,6 +75,7 @@ pub fn diagnose(
         port: None,
         protocol,
         size,
+        via: None,
     };
     let (packs, problems) = LoadedPacks::load(skoop::packs::builtin_sources(), &[]);
     assert!(problems.is_empty(), "{problems:?}");

@@ -412,6 +412,33 @@ const REAL_SERVICE_FAULTS: &[Fault] = &[
     ),
 ];
 
+/// A client outside the cluster (the lab's outside host, behind the
+/// underlay's router) to the real-components lab's NodePorts
+/// ([`real::SERVICES`]), at the node the fault names.
+const REAL_FROM_OUTSIDE_FAULTS: &[Fault] = &[
+    service_case(
+        "from outside to a NodePort (externalTrafficPolicy Cluster) at node-2: masqueraded to any backend, the reply un-NATed there",
+        To::NodePort { node: 1 },
+        30080,
+        Disposition::Delivered,
+        None,
+    ),
+    service_case(
+        "from outside to a NodePort with externalTrafficPolicy Local at node-1, where its endpoints are (the client's address kept)",
+        To::NodePort { node: 0 },
+        30081,
+        Disposition::Delivered,
+        None,
+    ),
+    service_case(
+        "from outside to a NodePort with externalTrafficPolicy Local at node-2, which has no endpoint of it (dropped)",
+        To::NodePort { node: 1 },
+        30081,
+        Disposition::DeniedByNetfilter,
+        Some("node-2"),
+    ),
+];
+
 /// The cases only real Calico has.
 const REAL_CALICO_FAULTS: &[Fault] = &[Fault {
     name: "felix restarted on node-1 with a NetworkPolicy added that denies node-1's pods all egress",
@@ -1748,6 +1775,9 @@ enum Peer {
     /// outside network routes back to the nodes only, never to pod
     /// addresses.
     Outside,
+    /// From the host outside the cluster to the node the fault's
+    /// [`To::NodePort`] names, which its packets arrive at (`--via`).
+    FromOutside,
 }
 
 /// A lab topology and the cases run on it.
@@ -1826,6 +1856,11 @@ const TOPOLOGIES: &[Group] = &[
     },
     Group {
         lab: LabKind::Real(RealCni::FlannelVxlan, ProxyMode::Iptables),
+        peer: Peer::FromOutside,
+        faults: REAL_FROM_OUTSIDE_FAULTS,
+    },
+    Group {
+        lab: LabKind::Real(RealCni::FlannelVxlan, ProxyMode::Iptables),
         peer: Peer::Outside,
         faults: OUTSIDE_FAULTS,
     },
@@ -1880,6 +1915,8 @@ const TOPOLOGIES: &[Group] = &[
 fn destination(cluster: &Cluster, to: &Pod, peer: Peer, fault: &Fault) -> String {
     match (peer, fault.to) {
         (Peer::Outside, _) => OUTSIDE_IP.to_string(),
+        (Peer::FromOutside, To::NodePort { node }) => cluster.nodes[node].ip.to_string(),
+        (Peer::FromOutside, _) => panic!("{}: a client outside goes to a NodePort", fault.name),
         (Peer::Cluster, To::Pod | To::Sender) => to.ip.to_string(),
         (Peer::Cluster, To::Service("web")) => cluster.service.cluster_ip.to_string(),
         (Peer::Cluster, To::Service(name)) => real::service(name).cluster_ip.to_string(),
@@ -2021,21 +2058,44 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
     };
     let (from, to) = endpoints(cluster);
     let to = if fault.to == To::Sender { from } else { to };
+    // The outside host, as the client a flow from outside starts at.
+    let outside = Pod {
+        namespace: String::new(),
+        name: "outside".into(),
+        ns: cluster.outside.clone(),
+        ip: OUTSIDE_IP,
+        host_veth: String::new(),
+    };
+    let from = if peer == Peer::FromOutside {
+        &outside
+    } else {
+        from
+    };
     let ip = destination(cluster, to, peer, fault);
     let kernel = kernel_delivers(&mut lab, cluster, (from, to), &ip, fault);
 
+    let via = match (peer, fault.to) {
+        (Peer::FromOutside, To::NodePort { node }) => Some(cluster.nodes[node].name.clone()),
+        _ => None,
+    };
     let request = Request {
-        from: Endpoint::Pod {
-            namespace: from.namespace.clone(),
-            name: from.name.clone(),
-            port: None,
+        from: match peer {
+            Peer::FromOutside => Endpoint::Ip {
+                address: from.ip.into(),
+                port: None,
+            },
+            Peer::Cluster | Peer::Outside => Endpoint::Pod {
+                namespace: from.namespace.clone(),
+                name: from.name.clone(),
+                port: None,
+            },
         },
         to: match peer {
             Peer::Outside => Endpoint::Ip {
                 address: OUTSIDE_IP.into(),
                 port: None,
             },
-            Peer::Cluster => match fault.to {
+            Peer::Cluster | Peer::FromOutside => match fault.to {
                 To::Pod | To::Sender => Endpoint::Pod {
                     namespace: to.namespace.clone(),
                     name: to.name.clone(),
@@ -2059,6 +2119,7 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
         port: fault.port,
         protocol: fault.protocol,
         size: fault.mtu.as_ref().and_then(|mtu| mtu.size),
+        via,
     };
     let (packs, pack_problems) = LoadedPacks::load(builtin_sources(), &[]);
     assert!(pack_problems.is_empty(), "{pack_problems:?}");
@@ -2113,7 +2174,7 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
         .find(|f| f.id == BLACK_HOLE)
         .filter(|_| fault.mtu.as_ref().is_some_and(|mtu| mtu.size.is_none()));
     let (skoop_delivers, detail) = match peer {
-        Peer::Cluster => (
+        Peer::Cluster | Peer::FromOutside => (
             disposition == Disposition::Delivered && black_hole.is_none(),
             black_hole.map(|f| format!("{BLACK_HOLE} at {}", f.hop)),
         ),

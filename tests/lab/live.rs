@@ -225,6 +225,7 @@ fn healthy_lab_collected_live_diagnoses_as_offline(cni: &dyn crate::cluster::Cni
                 port: Some(crate::cluster::POD_PORT),
                 protocol: Protocol::Tcp,
                 size: None,
+                via: None,
             });
         }
         requests.push(Request {
@@ -237,6 +238,7 @@ fn healthy_lab_collected_live_diagnoses_as_offline(cni: &dyn crate::cluster::Cni
             port: None,
             protocol: Protocol::Tcp,
             size: None,
+            via: None,
         });
     }
     requests.push(Request {
@@ -248,6 +250,7 @@ fn healthy_lab_collected_live_diagnoses_as_offline(cni: &dyn crate::cluster::Cni
         port: None,
         protocol: Protocol::Icmp,
         size: None,
+        via: None,
     });
     for request in &requests {
         let offline = engine::diagnose(&offline_snapshot, request, &packs).expect("resolves");
@@ -335,6 +338,7 @@ fn live_diagnose_collects_only_what_the_flow_needs_and_answers_as_offline() {
         port: Some(crate::cluster::POD_PORT),
         protocol: Protocol::Tcp,
         size: None,
+        via: None,
     };
     let offline = engine::diagnose(&load(offline.path()), &request, &packs()).expect("resolves");
     assert_same_diagnosis(&offline, &saved_dir, &request, "live diagnose");
@@ -583,6 +587,7 @@ fn a_service_account_bound_to_deploy_rbac_collects_and_cannot_read_secrets() {
         port: None,
         protocol: Protocol::Tcp,
         size: None,
+        via: None,
     };
     let _ = to;
     let offline_diagnosis =

@@ -67,7 +67,8 @@ impl Branch {
 /// socket, from that address, or the sender's kernel does not take it.
 #[derive(Debug, Clone)]
 pub(super) struct Origin {
-    pub(super) ns: NetnsId,
+    /// The sender's namespace; `None` for a client outside the cluster.
+    pub(super) ns: Option<NetnsId>,
     pub(super) address: IpAddr,
     pub(super) port: Option<u16>,
     pub(super) target: IpAddr,
@@ -103,7 +104,7 @@ impl<'s> Walker<'s, '_> {
             && let Some(src) = packet.src
         {
             branch.origin = Some(Origin {
-                ns: ns.clone(),
+                ns: Some(ns.clone()),
                 address: src,
                 port: packet.sport,
                 target: packet.dst,
@@ -255,6 +256,72 @@ impl<'s> Walker<'s, '_> {
         }
     }
 
+    /// The client outside the cluster sent `packet`: the connection its
+    /// reply must come back to.
+    pub(super) fn sent_from_outside(
+        &mut self,
+        client: NodeIndex,
+        packet: &Packet,
+        branch: &mut Branch,
+    ) {
+        self.step(
+            client,
+            Step::Sent {
+                packet: packet.to_string(),
+            },
+        );
+        if let Some(src) = packet.src {
+            branch.origin = Some(Origin {
+                ns: None,
+                address: src,
+                port: packet.sport,
+                target: packet.dst,
+                target_port: packet.dport,
+            });
+        }
+    }
+
+    /// The reply left the cluster for the client outside it (`client`, the
+    /// hop it went to): the client takes it only as the answer of its own
+    /// connection, to its address and port, from the address and port it
+    /// sent to.
+    pub(super) fn reply_left(
+        &mut self,
+        client: NodeIndex,
+        origin: &Origin,
+        packet: &Packet,
+        branch: Branch,
+    ) -> Next<'s> {
+        let reason = if origin.address != packet.dst || origin.port != packet.dport {
+            format!(
+                "the reply leaves the cluster for {}, but the connection was opened from {}: the client never sees the answer",
+                endpoint(Some(packet.dst), packet.dport),
+                endpoint(Some(origin.address), origin.port)
+            )
+        } else if Some(origin.target) != packet.src || origin.target_port != packet.sport {
+            format!(
+                "the reply leaves the cluster from {}, but the client sent to {}: its kernel does not match it to the connection (no un-DNAT on the way back)",
+                endpoint(packet.src, packet.sport),
+                endpoint(Some(origin.target), origin.target_port)
+            )
+        } else {
+            let socket = "the client's connection (the reply left the cluster for it)".to_string();
+            self.step(client, Step::Delivered { socket });
+            return self.finish(branch, Disposition::Delivered);
+        };
+        let stop = Stop {
+            disposition: Disposition::NoListener,
+            id: "engine.reply.misdelivered",
+            reason,
+            evidence: format!(
+                "the connection the client opened: {} -> {}",
+                endpoint(Some(origin.address), origin.port),
+                endpoint(Some(origin.target), origin.target_port)
+            ),
+        };
+        self.stop(client, branch, stop)
+    }
+
     /// The reply is in a namespace that takes it: it must be the sender's.
     pub(super) fn reply_arrived(&mut self, place: &Place, flow: Flow) -> Next<'s> {
         let (ns, hop) = (&place.ns, place.hop);
@@ -262,7 +329,7 @@ impl<'s> Walker<'s, '_> {
         let Some(origin) = &branch.origin else {
             return self.finish(branch, Disposition::Delivered);
         };
-        let reason = if &origin.ns != ns
+        let reason = if origin.ns.as_ref() != Some(ns)
             || origin.address != packet.dst
             || origin.port != packet.dport
         {
@@ -271,7 +338,10 @@ impl<'s> Walker<'s, '_> {
                 hop_id(ns),
                 packet.dst,
                 origin.address,
-                hop_id(&origin.ns)
+                origin
+                    .ns
+                    .as_ref()
+                    .map_or("outside the cluster".into(), hop_id)
             )
         } else if Some(origin.target) != packet.src || origin.target_port != packet.sport {
             format!(
@@ -355,7 +425,7 @@ mod tests {
             // The connection went to a service address; the reply comes
             // from the backend, never un-DNATed.
             branch.origin = Some(Origin {
-                ns: a.clone(),
+                ns: Some(a.clone()),
                 address: "10.0.0.2".parse().unwrap(),
                 port: Some(EPHEMERAL_PORT),
                 target: "10.96.0.100".parse().unwrap(),

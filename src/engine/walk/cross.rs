@@ -372,6 +372,41 @@ impl<'s> Walker<'s, '_> {
         }
     }
 
+    /// A packet from a client outside the cluster arrives at `node` on
+    /// `interface`. The client is the path's first hop, and the connection
+    /// it opens is the one the reply must come back to.
+    pub(super) fn arrive_from_outside(
+        &mut self,
+        node: &NetnsId,
+        interface: &str,
+        packet: Packet,
+    ) -> Next<'s> {
+        let client = self.graph.add_node(Hop {
+            id: packet.src.map_or_else(String::new, |src| src.to_string()),
+            kind: HopKind::External,
+            node: None,
+            assumed: false,
+            steps: Vec::new(),
+            context: None,
+        });
+        let mut branch = Branch::new();
+        branch.hops.push(client);
+        self.sent_from_outside(client, &packet, &mut branch);
+        let link = Link {
+            kind: LinkKind::Outside,
+            from_interface: String::new(),
+            to_interface: Some(interface.to_string()),
+            packet: packet.to_string(),
+            fields: packet.fields(),
+        };
+        Next::Visit {
+            ns: node.clone(),
+            flow: Flow { packet, branch },
+            arrival: Arrival::Received(interface.to_string()),
+            from: Some((client, link)),
+        }
+    }
+
     /// The packet leaves the cluster's namespaces by `device`.
     pub(super) fn leave_cluster(&mut self, hop: NodeIndex, device: &str, flow: Flow) -> Next<'s> {
         let Flow { packet, branch } = flow;
@@ -393,6 +428,13 @@ impl<'s> Walker<'s, '_> {
         self.graph.add_edge(hop, outside, link);
         let mut branch = branch;
         branch.hops.push(outside);
+        // The answer to a client outside the cluster: what leaves must be
+        // what the client's connection expects.
+        if branch.reply
+            && let Some(origin) = branch.origin.clone().filter(|origin| origin.ns.is_none())
+        {
+            return self.reply_left(outside, &origin, &packet, branch);
+        }
         Next::Finish {
             branch,
             disposition: Disposition::ExitsCluster,

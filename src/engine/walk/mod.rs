@@ -178,15 +178,19 @@ pub(crate) fn walk(shared: &Arc<Snapshot>, resolved: &Resolved, packs: &LoadedPa
             Some(PacketSize::InterfaceMtu) | None => None,
         },
     };
-    walker.run(Next::Visit {
-        ns: resolved.source.clone(),
-        flow: Flow {
-            packet,
-            branch: Branch::new(),
+    let start = match &resolved.arrives_on {
+        Some(interface) => walker.arrive_from_outside(&resolved.source, interface, packet),
+        None => Next::Visit {
+            ns: resolved.source.clone(),
+            flow: Flow {
+                packet,
+                branch: Branch::new(),
+            },
+            arrival: Arrival::Local,
+            from: None,
         },
-        arrival: Arrival::Local,
-        from: None,
-    });
+    };
+    walker.run(start);
     Diagnosis {
         summary: resolved.summary.clone(),
         graph: walker.graph,
