@@ -68,6 +68,28 @@ impl<'s> Walker<'s, '_> {
         })
     }
 
+    /// The step of `hop` whose request for `next_hop` out of `device`
+    /// `answerer` answered by proxy ARP.
+    pub(super) fn answered_by_proxy(
+        &mut self,
+        hop: NodeIndex,
+        device: &Device,
+        next_hop: IpAddr,
+        answerer: Port<'_>,
+    ) {
+        let result = format!(
+            "answered by proxy ARP on {}'s {}",
+            hop_id(answerer.ns),
+            answerer.link.ifname
+        );
+        let step = Step::Neighbour {
+            address: next_hop,
+            interface: device.ifname.clone(),
+            result,
+        };
+        self.step(hop, step);
+    }
+
     /// The stop for a request `ns` does not answer on its interface `via`.
     pub(super) fn refused(
         &self,

@@ -75,6 +75,18 @@ pub(super) struct Origin {
     pub(super) target_port: Option<u16>,
 }
 
+impl Origin {
+    /// The reply goes to the connection's own address and port.
+    fn is_for(&self, packet: &Packet) -> bool {
+        self.address == packet.dst && self.port == packet.dport
+    }
+
+    /// The reply comes from the address and port the connection went to.
+    fn is_from_target(&self, packet: &Packet) -> bool {
+        Some(self.target) == packet.src && self.target_port == packet.sport
+    }
+}
+
 /// When conntrack undoes a translation for a reply: the destination (un-SNAT)
 /// in PREROUTING, before the routing decision; the source (un-DNAT) in
 /// POSTROUTING, after it — so routing sees the reply as it arrived.
@@ -292,34 +304,28 @@ impl<'s> Walker<'s, '_> {
         packet: &Packet,
         branch: Branch,
     ) -> Next<'s> {
-        let reason = if origin.address != packet.dst || origin.port != packet.dport {
-            format!(
+        let mismatch = if !origin.is_for(packet) {
+            Some(format!(
                 "the reply leaves the cluster for {}, but the connection was opened from {}: the client never sees the answer",
                 endpoint(Some(packet.dst), packet.dport),
                 endpoint(Some(origin.address), origin.port)
-            )
-        } else if Some(origin.target) != packet.src || origin.target_port != packet.sport {
-            format!(
+            ))
+        } else if !origin.is_from_target(packet) {
+            Some(format!(
                 "the reply leaves the cluster from {}, but the client sent to {}: its kernel does not match it to the connection (no un-DNAT on the way back)",
                 endpoint(packet.src, packet.sport),
                 endpoint(Some(origin.target), origin.target_port)
-            )
+            ))
         } else {
-            let socket = "the client's connection (the reply left the cluster for it)".to_string();
-            self.step(client, Step::Delivered { socket });
-            return self.finish(branch, Disposition::Delivered);
+            None
         };
-        let stop = Stop {
-            disposition: Disposition::NoListener,
-            id: "engine.reply.misdelivered",
-            reason,
-            evidence: format!(
-                "the connection the client opened: {} -> {}",
-                endpoint(Some(origin.address), origin.port),
-                endpoint(Some(origin.target), origin.target_port)
-            ),
-        };
-        self.stop(client, branch, stop)
+        let taken = "the client's connection (the reply left the cluster for it)";
+        let evidence = format!(
+            "the connection the client opened: {} -> {}",
+            endpoint(Some(origin.address), origin.port),
+            endpoint(Some(origin.target), origin.target_port)
+        );
+        self.reply_taken(client, branch, mismatch, taken, evidence)
     }
 
     /// The reply is in a namespace that takes it: it must be the sender's.
@@ -329,11 +335,8 @@ impl<'s> Walker<'s, '_> {
         let Some(origin) = &branch.origin else {
             return self.finish(branch, Disposition::Delivered);
         };
-        let reason = if origin.ns.as_ref() != Some(ns)
-            || origin.address != packet.dst
-            || origin.port != packet.dport
-        {
-            format!(
+        let mismatch = if origin.ns.as_ref() != Some(ns) || !origin.is_for(&packet) {
+            Some(format!(
                 "the reply is delivered in {} to {}, but the connection was opened from {} in {}: the sender never sees the answer",
                 hop_id(ns),
                 packet.dst,
@@ -342,16 +345,33 @@ impl<'s> Walker<'s, '_> {
                     .ns
                     .as_ref()
                     .map_or("outside the cluster".into(), hop_id)
-            )
-        } else if Some(origin.target) != packet.src || origin.target_port != packet.sport {
-            format!(
+            ))
+        } else if !origin.is_from_target(&packet) {
+            Some(format!(
                 "the reply reaches {} from {}, but the connection went to {}: the sender's kernel does not match it to the connection (no un-DNAT on the way back)",
                 hop_id(ns),
                 endpoint(packet.src, packet.sport),
                 endpoint(Some(origin.target), origin.target_port)
-            )
+            ))
         } else {
-            let socket = "the sender's connection (the reply arrived)".to_string();
+            None
+        };
+        let taken = "the sender's connection (the reply arrived)";
+        self.reply_taken(hop, branch, mismatch, taken, hop_id(ns))
+    }
+
+    /// The reply at `hop` is taken by `connection`, or, where it does not
+    /// match it, misdelivered: the sender never sees it.
+    fn reply_taken(
+        &mut self,
+        hop: NodeIndex,
+        branch: Branch,
+        mismatch: Option<String>,
+        connection: &str,
+        evidence: String,
+    ) -> Next<'s> {
+        let Some(reason) = mismatch else {
+            let socket = connection.to_string();
             self.step(hop, Step::Delivered { socket });
             return self.finish(branch, Disposition::Delivered);
         };
@@ -359,7 +379,7 @@ impl<'s> Walker<'s, '_> {
             disposition: Disposition::NoListener,
             id: "engine.reply.misdelivered",
             reason,
-            evidence: hop_id(ns),
+            evidence,
         };
         self.stop(hop, branch, stop)
     }

@@ -190,18 +190,7 @@ impl<'s> Walker<'s, '_> {
                     match self.arp_answer(port.ns, port.link, &request) {
                         Ok(answer) => {
                             if answer == ArpAnswer::Proxy {
-                                self.step(
-                                    hop,
-                                    Step::Neighbour {
-                                        address: next_hop,
-                                        interface: device.ifname.clone(),
-                                        result: format!(
-                                            "answered by proxy ARP on {}'s {}",
-                                            hop_id(port.ns),
-                                            port.link.ifname
-                                        ),
-                                    },
-                                );
+                                self.answered_by_proxy(hop, device, next_hop, *port);
                             }
                             let (to, interface) = (port.ns, port.link.ifname.as_str());
                             return self.cross(

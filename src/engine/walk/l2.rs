@@ -320,16 +320,13 @@ impl<'s> Walker<'s, '_> {
             };
             match self.arp_answer(peer_ns, peer, &request) {
                 Ok(ArpAnswer::Own) => {}
-                Ok(ArpAnswer::Proxy) => self.step(
+                Ok(ArpAnswer::Proxy) => self.answered_by_proxy(
                     hop,
-                    Step::Neighbour {
-                        address: next_hop,
-                        interface: device.ifname.clone(),
-                        result: format!(
-                            "answered by proxy ARP on {}'s {}",
-                            hop_id(peer_ns),
-                            peer.ifname
-                        ),
+                    device,
+                    next_hop,
+                    Port {
+                        ns: peer_ns,
+                        link: peer,
                     },
                 ),
                 Err(refusal) => {
