@@ -188,8 +188,15 @@ fn bad_input_is_a_clear_error_with_exit_2() {
             "tcp needs a port",
         ),
         (
-            &["--from", "8.8.8.8", "--to", "default/web-3:8080"],
-            "8.8.8.8 is outside the cluster (no pod's, node's or service's address): say at which node its packets arrive with --via node/NAME",
+            &[
+                "--from",
+                "8.8.8.8",
+                "--via",
+                "node/node-9",
+                "--to",
+                "default/web-3:8080",
+            ],
+            "no node node-9 in the snapshot",
         ),
         (
             &[
@@ -867,15 +874,7 @@ fn a_client_outside_the_cluster_reaches_a_nodeport_as_its_traffic_policy_says() 
 }
 
 #[test]
-fn a_source_outside_the_cluster_needs_via_and_via_needs_one() {
-    let output = diagnose(&["--from", "198.51.100.7", "--to", "default/web-3:8080"]);
-    assert_eq!(output.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        stderr.contains("198.51.100.7 is outside the cluster"),
-        "{stderr}"
-    );
-    assert!(stderr.contains("--via node/NAME"), "{stderr}");
+fn via_is_for_a_source_outside_the_cluster_and_names_a_node() {
     let output = diagnose(&[
         "--from",
         "default/web-0",
@@ -902,6 +901,54 @@ fn a_source_outside_the_cluster_needs_via_and_via_needs_one() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         stderr.contains("is not a node: write node/NAME"),
+        "{stderr}"
+    );
+}
+
+/// Without --via, a client outside sending to a load balancer's IP
+/// arrives at every node in turn, each an equal share of the flows.
+#[test]
+fn without_via_a_client_outside_arrives_at_every_node_in_turn() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let example = root.join("examples/flannel-vxlan-real");
+    let args = ["--from", "198.51.100.7", "--to", "203.0.113.10:80"];
+    let (code, report) = json_in(&example, &args);
+    assert_eq!(code, Some(0), "{report:#}");
+    let request = report["request"].as_str().unwrap();
+    assert!(
+        request.contains("(from outside, arriving at node/node-1, node/node-2)"),
+        "{request}"
+    );
+    let hops = report["hops"].as_array().unwrap();
+    let mut arrivals = std::collections::BTreeMap::new();
+    for path in report["paths"].as_array().unwrap() {
+        let second = path["hops"][1].as_u64().unwrap() as usize;
+        *arrivals
+            .entry(hops[second]["id"].as_str().unwrap().to_string())
+            .or_insert(0.0) += path["probability"].as_f64().unwrap();
+    }
+    assert_eq!(arrivals.len(), 2, "{arrivals:?}");
+    for share in arrivals.values() {
+        assert!((share - 0.5).abs() < 1e-6, "{arrivals:?}");
+    }
+}
+
+/// A client outside the cluster with no node dump to arrive at, and none
+/// named: where its packets arrive cannot be told.
+#[test]
+fn a_client_outside_with_nowhere_to_arrive_is_a_usage_error() {
+    let dir = edited_example("cluster/nodes.yaml", "", "");
+    std::fs::remove_dir_all(dir.path().join("nodes")).unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_skoop"))
+        .args(["diagnose", "--snapshot"])
+        .arg(dir.path())
+        .args(["--from", "198.51.100.7", "--to", "10.96.0.100:80"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("198.51.100.7 is outside the cluster, and no node's dump shows where its packets would arrive: name the node with --via node/NAME"),
         "{stderr}"
     );
 }

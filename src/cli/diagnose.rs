@@ -84,8 +84,9 @@ pub struct DiagnoseArgs {
     #[arg(long, value_name = "SRC", value_parser = super::parse_endpoint)]
     from: Endpoint,
     /// For a client outside the cluster (--from IP), the node its packets
-    /// arrive at: the node of a NodePort, or the one a load balancer or
-    /// router sends an externalIP's traffic to.
+    /// arrive at. Without it: the node whose address it sends to (a
+    /// NodePort), else every node in turn, an equal share each (a load
+    /// balancer's or an external IP).
     #[arg(long, value_name = "node/NAME", value_parser = parse_via)]
     via: Option<String>,
     /// Where it goes: a pod (NS/NAME[:PORT]), a node (node/NAME[:PORT]), a

@@ -53,7 +53,7 @@ pub enum TargetError {
     #[error("service {0}/{1} has no cluster IP (headless or ExternalName)")]
     ServiceWithoutIp(String, String),
     #[error(
-        "{0} is outside the cluster (no pod's, node's or service's address): say at which node its packets arrive with --via node/NAME"
+        "{0} is outside the cluster, and no node's dump shows where its packets would arrive: name the node with --via node/NAME"
     )]
     ExternalSource(IpAddr),
     #[error("--via is for a source outside the cluster; {0} is the cluster's own")]
@@ -283,14 +283,10 @@ impl fmt::Display for PacketSize {
 /// Where the walk starts and what it is for.
 #[derive(Debug, Clone)]
 pub(crate) struct Resolved {
-    /// The namespace the packet is generated in, or arrives at from outside.
-    pub source: NetnsId,
+    pub start: Start,
     /// The source address when the source names one (a pod's IP, a client
     /// outside the cluster).
     pub src: Option<IpAddr>,
-    /// For a client outside the cluster, the interface of `source` its
-    /// packet arrives on (the one holding the node's address).
-    pub arrives_on: Option<String>,
     pub dst: IpAddr,
     pub dport: Option<u16>,
     pub protocol: Protocol,
@@ -298,19 +294,37 @@ pub(crate) struct Resolved {
     pub summary: String,
 }
 
+/// Where the walk starts.
+#[derive(Debug, Clone)]
+pub(crate) enum Start {
+    /// The packet is generated in this namespace.
+    Local(NetnsId),
+    /// From a client outside the cluster: it arrives at each of these nodes
+    /// in turn (the host namespace, and the interface holding the node's
+    /// address), each the same share of the flows.
+    Outside(Vec<(NetnsId, String)>),
+}
+
 pub(crate) fn resolve(snapshot: &Snapshot, request: &Request) -> Result<Resolved, TargetError> {
-    let (source, src, arrives_on) = match (&request.from, &request.via) {
-        (Endpoint::Ip { address, .. }, Some(via)) if is_outside(snapshot, *address) => {
-            let (node, interface) = arrival(snapshot, via)?;
-            (node, Some(*address), Some(interface))
+    let (dst, target_port) = resolve_destination(snapshot, &request.to, request.protocol)?;
+    let outside = match &request.from {
+        Endpoint::Ip { address, .. } if is_outside(snapshot, *address) => Some(*address),
+        _ => None,
+    };
+    let (start, src) = match (outside, &request.via) {
+        (Some(address), Some(via)) => {
+            (Start::Outside(vec![arrival(snapshot, via)?]), Some(address))
         }
-        (from, Some(_)) => return Err(TargetError::ViaForInternalSource(from.to_string())),
-        (from, None) => {
-            let (source, src) = resolve_source(snapshot, from)?;
-            (source, src, None)
+        (Some(address), None) => (
+            Start::Outside(entries(snapshot, address, dst)?),
+            Some(address),
+        ),
+        (None, Some(_)) => return Err(TargetError::ViaForInternalSource(request.from.to_string())),
+        (None, None) => {
+            let (source, src) = resolve_source(snapshot, &request.from)?;
+            (Start::Local(source), src)
         }
     };
-    let (dst, target_port) = resolve_destination(snapshot, &request.to, request.protocol)?;
     let dport = match (request.port, target_port) {
         (Some(a), Some(b)) if a != b => return Err(TargetError::ConflictingPorts(a, b)),
         (Some(port), _) | (None, Some(port)) => Some(port),
@@ -333,18 +347,21 @@ pub(crate) fn resolve(snapshot: &Snapshot, request: &Request) -> Result<Resolved
         Some(size) => format!(", {size}, DF"),
         None => String::new(),
     };
-    let via = match &request.via {
-        Some(node) => format!(" (from outside, arriving at node/{node})"),
-        None => String::new(),
+    let via = match (&start, &request.via) {
+        (_, Some(node)) => format!(" (from outside, arriving at node/{node})"),
+        (Start::Outside(entries), None) => {
+            let nodes: Vec<String> = entries.iter().map(|(ns, _)| ns.to_string()).collect();
+            format!(" (from outside, arriving at {})", nodes.join(", "))
+        }
+        (Start::Local(_), None) => String::new(),
     };
     let summary = format!(
         "{}{via} -> {} ({target} {}{size})",
         request.from, request.to, request.protocol
     );
     Ok(Resolved {
-        source,
+        start,
         src,
-        arrives_on,
         dst,
         dport,
         protocol: request.protocol,
@@ -358,6 +375,37 @@ fn pod<'s>(snapshot: &'s Snapshot, namespace: &str, name: &str) -> Result<&'s Po
         .cluster
         .pod(namespace, name)
         .ok_or_else(|| TargetError::UnknownPod(namespace.into(), name.into()))
+}
+
+/// Where a client outside the cluster that names no node (`--via`) arrives:
+/// at the node whose address it sends to, else (a load balancer's or an
+/// external IP) at every node whose dump shows where it would arrive, in
+/// turn.
+fn entries(
+    snapshot: &Snapshot,
+    client: IpAddr,
+    dst: IpAddr,
+) -> Result<Vec<(NetnsId, String)>, TargetError> {
+    let addressed = snapshot
+        .cluster
+        .by_ip(dst)
+        .iter()
+        .find_map(|owner| match owner {
+            IpOwner::Node { name } => Some(name.clone()),
+            _ => None,
+        });
+    if let Some(node) = addressed {
+        return Ok(vec![arrival(snapshot, &node)?]);
+    }
+    let entries: Vec<(NetnsId, String)> = snapshot
+        .cluster
+        .nodes()
+        .filter_map(|node| arrival(snapshot, &node.meta.name).ok())
+        .collect();
+    match entries.is_empty() {
+        true => Err(TargetError::ExternalSource(client)),
+        false => Ok(entries),
+    }
 }
 
 /// An address no pod (of the pod network), node or service of the cluster holds.

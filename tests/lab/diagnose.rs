@@ -2242,6 +2242,20 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
             diagnosis.findings
         );
     }
+    // Where the kernel delivers a packet of the size walked, every device
+    // on the path took it: no finding may say it does not fit one.
+    if kernel && fault.mtu.as_ref().is_some_and(|mtu| mtu.size.is_some()) {
+        let misfits: Vec<_> = diagnosis
+            .findings
+            .iter()
+            .filter(|f| f.id == "core.hop.mtu")
+            .collect();
+        assert!(
+            misfits.is_empty(),
+            "{}: the kernel delivers the packet, yet: {misfits:#?}",
+            fault.name
+        );
+    }
     match fault.blamed {
         Some(hop) => assert!(
             diagnosis

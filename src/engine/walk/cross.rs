@@ -362,13 +362,15 @@ impl<'s> Walker<'s, '_> {
     }
 
     /// A packet from a client outside the cluster arrives at `node` on
-    /// `interface`. The client is the path's first hop, and the connection
-    /// it opens is the one the reply must come back to.
+    /// `interface`, for `share` of the flows. The client is the path's first
+    /// hop, and the connection it opens is the one the reply must come back
+    /// to.
     pub(super) fn arrive_from_outside(
         &mut self,
         node: &NetnsId,
         interface: &str,
         packet: Packet,
+        share: f64,
     ) -> Next<'s> {
         let client = self.graph.add_node(Hop {
             id: packet.src.map_or_else(String::new, |src| src.to_string()),
@@ -379,6 +381,7 @@ impl<'s> Walker<'s, '_> {
             context: None,
         });
         let mut branch = Branch::new();
+        branch.probability = share;
         branch.hops.push(client);
         self.sent_from_outside(client, &packet, &mut branch);
         let link = Link {

@@ -45,7 +45,7 @@ use std::sync::Arc;
 use petgraph::graph::{DiGraph, NodeIndex};
 
 use super::hooks::Intent;
-use super::target::{PacketSize, Protocol, Resolved};
+use super::target::{PacketSize, Protocol, Resolved, Start};
 use super::topology::{Port, Topology};
 use super::{
     Diagnosis, Disposition, Exit, Finding, Hop, HopContext, HopKind, HopStep, Link, LinkKind,
@@ -178,10 +178,16 @@ pub(crate) fn walk(shared: &Arc<Snapshot>, resolved: &Resolved, packs: &LoadedPa
             Some(PacketSize::InterfaceMtu) | None => None,
         },
     };
-    let start = match &resolved.arrives_on {
-        Some(interface) => walker.arrive_from_outside(&resolved.source, interface, packet),
-        None => Next::Visit {
-            ns: resolved.source.clone(),
+    let start = match &resolved.start {
+        Start::Outside(entries) => {
+            let share = 1.0 / entries.len() as f64;
+            let ways = entries.iter().map(|(node, interface)| {
+                walker.arrive_from_outside(node, interface, packet.clone(), share)
+            });
+            Next::Fork(ways.collect())
+        }
+        Start::Local(source) => Next::Visit {
+            ns: source.clone(),
             flow: Flow {
                 packet,
                 branch: Branch::new(),
