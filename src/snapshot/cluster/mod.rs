@@ -17,6 +17,7 @@
 
 mod convert;
 mod de;
+mod direct;
 mod document;
 mod load;
 mod model;
@@ -28,7 +29,7 @@ mod tests;
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
-pub use load::{load, load_file_text};
+pub use load::{Reading, load, load_file_text, load_file_text_as};
 pub use model::{
     AddressType, ApiEnum, ConfigMap, Container, ContainerPort, DaemonSet, Endpoint,
     EndpointAddress, EndpointConditions, EndpointPort, EndpointSlice, EndpointSubset, Endpoints,
@@ -288,6 +289,12 @@ impl Cluster {
 
     pub fn pod(&self, namespace: &str, name: &str) -> Option<&Pod> {
         self.pods.get(namespace, name)
+    }
+
+    /// The pods scheduled on `node` (`spec.nodeName`).
+    pub fn pods_on<'a>(&'a self, node: &'a str) -> impl Iterator<Item = &'a Pod> {
+        self.pods()
+            .filter(move |pod| pod.node_name.as_deref() == Some(node))
     }
 
     /// The pods of `namespace` whose labels `selector` matches.
