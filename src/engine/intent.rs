@@ -42,11 +42,12 @@ pub(crate) fn pack_findings(
         }
     }
     // Snapshot checks, about the nodes and pods on the path, the Service the
-    // request goes to (at the first hop, where it starts), and the packs.
-    for finding in packs.evaluate_snapshot(snapshot) {
-        let hop = diagnosis.graph.node_indices().find(|&index| {
+    // request goes to (at the first hop, where it starts), and the packs:
+    // only those are evaluated, whatever the size of the cluster.
+    let hop_about = |subject: &Subject| {
+        diagnosis.graph.node_indices().find(|&index| {
             let hop = &diagnosis.graph[index];
-            match &finding.subject {
+            match subject {
                 Subject::Node { name } => hop.kind == HopKind::Node && &hop.id == name,
                 Subject::Pod { namespace, name } => {
                     hop.kind == HopKind::Pod && hop.id == format!("{namespace}/{name}")
@@ -63,8 +64,23 @@ pub(crate) fn pack_findings(
                 }
                 Subject::Hop { .. } => false,
             }
-        });
-        if let Some(index) = hop {
+        })
+    };
+    // The nodes a question involves are those on its path and those the
+    // snapshot holds dumps of (what was collected for it): a node on the
+    // path is checked against each of them (its tunnel to each), not
+    // against every node of the cluster.
+    let about = |subject: &Subject| match subject {
+        Subject::Node { name } => {
+            hop_about(subject).is_some()
+                || snapshot
+                    .namespaces
+                    .contains_key(&NetnsId::Host { node: name.clone() })
+        }
+        _ => hop_about(subject).is_some(),
+    };
+    for finding in packs.evaluate_snapshot_about(snapshot, &about) {
+        if let Some(index) = hop_about(&finding.subject) {
             let id = diagnosis.graph[index].id.clone();
             keep(convert(finding, &id, index.index()), &mut findings);
         }
