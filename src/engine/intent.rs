@@ -13,6 +13,7 @@ use super::{Diagnosis, Disposition, Finding, HopContext, HopKind, HopStep, LinkK
 use crate::packs::{
     self, FindingStatus, HopScope, HopStop, LoadedPacks, Severity, StoppingRule, Subject,
 };
+use crate::snapshot::cluster::IpOwner;
 use crate::snapshot::{NetnsId, Snapshot};
 
 pub(crate) fn pack_findings(
@@ -66,17 +67,11 @@ pub(crate) fn pack_findings(
             }
         })
     };
-    // The nodes a question involves are those on its path and those the
-    // snapshot holds dumps of (what was collected for it): a node on the
-    // path is checked against each of them (its tunnel to each), not
-    // against every node of the cluster.
+    // A node on the path is checked against the nodes the question involves
+    // (its tunnel to each), not against every node of the cluster.
+    let involved = involved_nodes(diagnosis, snapshot);
     let about = |subject: &Subject| match subject {
-        Subject::Node { name } => {
-            hop_about(subject).is_some()
-                || snapshot
-                    .namespaces
-                    .contains_key(&NetnsId::Host { node: name.clone() })
-        }
+        Subject::Node { name } => involved.contains(name),
         _ => hop_about(subject).is_some(),
     };
     for finding in packs.evaluate_snapshot_about(snapshot, &about) {
@@ -86,6 +81,43 @@ pub(crate) fn pack_findings(
         }
     }
     findings
+}
+
+/// The nodes a question involves: those on its path, those holding an
+/// address its packets were sent to (the node a packet stopped on the way
+/// was headed for), and those the snapshot has dumps of (what was collected
+/// for it).
+fn involved_nodes(diagnosis: &Diagnosis, snapshot: &Snapshot) -> HashSet<String> {
+    let cluster = &snapshot.cluster;
+    let mut nodes: HashSet<String> = snapshot
+        .namespaces
+        .keys()
+        .map(|id| id.node().to_owned())
+        .collect();
+    for hop in diagnosis.graph.node_weights() {
+        if hop.kind == HopKind::Node {
+            nodes.insert(hop.id.clone());
+        }
+        let Some(context) = &hop.context else {
+            continue;
+        };
+        nodes.insert(context.netns.node().to_owned());
+        for packet in std::iter::once(&context.packet).chain(&context.last_packet) {
+            for owner in cluster.by_ip(packet.dst) {
+                let node = match owner {
+                    IpOwner::Pod {
+                        namespace, name, ..
+                    } => cluster
+                        .pod(namespace, name)
+                        .and_then(|pod| pod.node_name.clone()),
+                    IpOwner::Node { name } => Some(name.clone()),
+                    _ => None,
+                };
+                nodes.extend(node);
+            }
+        }
+    }
+    nodes
 }
 
 /// The hop at `index` as its checks see it; `None` for a hop the packs do
