@@ -96,7 +96,7 @@ pub fn generate(shape: &Shape, dir: &Path, all_objects: &Path) -> io::Result<Gen
         let (stem, extension) = file.rsplit_once('.').unwrap_or((file, "json"));
         let mut list = ListWriter::create(&cluster_dir.join(file))?;
         for (i, item) in items.enumerate() {
-            if i > 0 && i % ITEMS_PER_FILE == 0 {
+            if i > 0 && i.is_multiple_of(ITEMS_PER_FILE) {
                 list.finish()?;
                 let part = i / ITEMS_PER_FILE + 1;
                 list = ListWriter::create(&cluster_dir.join(format!("{stem}.{part}.{extension}")))?;
@@ -306,7 +306,7 @@ fn service_port(s: usize, nodes: usize) -> ServicePort {
         protocol: "tcp",
         cluster_ip: Ipv4Addr::from(u32::from(Ipv4Addr::new(10, 96, 1, 0)) + s as u32),
         port: 80,
-        node_port: (s % 4 == 0 && s / 4 < NODE_PORTS).then(|| 30000 + (s / 4) as u16),
+        node_port: (s.is_multiple_of(4) && s / 4 < NODE_PORTS).then(|| 30000 + (s / 4) as u16),
         target_port: 8080,
         endpoints: (0..ENDPOINTS)
             .map(|e| {
