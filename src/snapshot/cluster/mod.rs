@@ -432,9 +432,11 @@ impl Cluster {
     /// stale record, and which is real the snapshot can only guess (the
     /// Running one, which [`Cluster::pod_at`] gives).
     pub fn ip_conflicts(&self) -> Vec<IpConflict<'_>> {
+        // Only an address with several owners can have two pods.
         self.ips
-            .keys()
-            .filter_map(|&ip| {
+            .iter()
+            .filter(|(_, owners)| owners.len() > 1)
+            .filter_map(|(&ip, _)| {
                 let live: Vec<&Pod> = self
                     .pods_at(ip)
                     .into_iter()
