@@ -3,9 +3,11 @@
 //! 2 services per node; `common/cluster.rs` says what is generated), the
 //! release `skoop diagnose` is run as a fresh process (load the snapshot and
 //! the built-in packs, walk default/web-0 -> svc/default/web, print the
-//! answer), and beside it, on the same cluster objects as one JSON file,
+//! answer), also with `--cni none` and as `skoop snapshot check`, and beside
+//! it, on the same cluster objects as one JSON file,
 //! `python3 -c 'import json; json.load(open(F))'`. Each is timed by wall
-//! clock, its peak memory read from the kernel (`wait4`'s `ru_maxrss`); the
+//! clock, its CPU time (user and system, which a loaded machine stretches
+//! less) and peak memory read from the kernel (`wait4`'s rusage); the
 //! fastest of `RUNS` runs is reported, so the page cache is warm.
 //! Targets: the flow in at most 1 s and 1 GiB at 5,000 nodes, faster than
 //! Python reads the objects, its cost growing linearly with the cluster.
@@ -28,6 +30,8 @@ const SEED: u64 = 14;
 /// whether it succeeded.
 struct Run {
     wall: Duration,
+    /// User and system time, which a loaded machine stretches less.
+    cpu: Duration,
     peak_bytes: u64,
     success: bool,
 }
@@ -52,8 +56,13 @@ fn run(command: &mut Command) -> Run {
     let reaped = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
     let wall = start.elapsed();
     assert_eq!(reaped, pid, "wait4: {}", std::io::Error::last_os_error());
+    let time = |t: libc::timeval| {
+        Duration::from_secs(u64::try_from(t.tv_sec).unwrap_or(0))
+            + Duration::from_micros(u64::try_from(t.tv_usec).unwrap_or(0))
+    };
     Run {
         wall,
+        cpu: time(usage.ru_utime) + time(usage.ru_stime),
         peak_bytes: u64::try_from(usage.ru_maxrss).unwrap_or(0) * 1024,
         success: libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
     }
@@ -73,6 +82,19 @@ fn fastest(mut command: impl FnMut() -> Command) -> Run {
     best.expect("RUNS > 0")
 }
 
+/// `wall ms (CPU ms) / peak MiB`.
+impl std::fmt::Display for Run {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{:.0} ms ({:.0}) / {:.0} MiB",
+            self.wall.as_secs_f64() * 1000.0,
+            self.cpu.as_secs_f64() * 1000.0,
+            mib(self.peak_bytes)
+        )
+    }
+}
+
 fn mib(bytes: u64) -> f64 {
     bytes as f64 / (1024.0 * 1024.0)
 }
@@ -88,9 +110,9 @@ fn main() {
         std::env::var_os("SKOOP_SCALE_DIR").map_or_else(|| temporary.path().into(), PathBuf::from);
     let skoop = Path::new(env!("CARGO_BIN_EXE_skoop"));
     println!(
-        "| nodes (pods / services / policies) | cluster/ | skoop diagnose: wall / peak RSS | python3 json.load: wall / peak RSS | python / skoop |"
+        "| nodes (pods / services / policies) | cluster/ | skoop diagnose | diagnose --cni none | snapshot check | python3 json.load | python / diagnose |"
     );
-    println!("|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|");
     for nodes in sizes {
         let dir = base.join(nodes.to_string());
         let all = base.join(format!("{nodes}-all.json"));
@@ -103,16 +125,19 @@ fn main() {
             eprintln!("{nodes} nodes generated in {:?}", start.elapsed());
             Some(generated)
         };
-        let diagnose = fastest(|| {
-            let mut command = Command::new(skoop);
-            command.arg("diagnose").arg("--snapshot").arg(&dir).args([
-                "--from",
-                "default/web-0",
-                "--to",
-                "svc/default/web",
-            ]);
-            command
-        });
+        let skoop_run = |args: &[&str]| {
+            fastest(|| {
+                let mut command = Command::new(skoop);
+                command.args(args).arg(&dir);
+                if args[0] == "diagnose" {
+                    command.args(["--from", "default/web-0", "--to", "svc/default/web"]);
+                }
+                command
+            })
+        };
+        let diagnose = skoop_run(&["diagnose", "--snapshot"]);
+        let no_cni = skoop_run(&["diagnose", "--cni", "none", "--snapshot"]);
+        let check = skoop_run(&["snapshot", "check"]);
         let python = fastest(|| {
             let mut command = Command::new("python3");
             command
@@ -127,12 +152,12 @@ fn main() {
         );
         let size = generated_size(&dir.join("cluster"));
         println!(
-            "| {nodes} ({what}) | {:.0} MiB | {:.0} ms / {:.0} MiB | {:.0} ms / {:.0} MiB | {:.1}x |",
+            "| {nodes} ({what}) | {:.0} MiB | {} | {} | {} | {} | {:.1}x |",
             mib(size),
-            diagnose.wall.as_secs_f64() * 1000.0,
-            mib(diagnose.peak_bytes),
-            python.wall.as_secs_f64() * 1000.0,
-            mib(python.peak_bytes),
+            diagnose,
+            no_cni,
+            check,
+            python,
             python.wall.as_secs_f64() / diagnose.wall.as_secs_f64(),
         );
     }
