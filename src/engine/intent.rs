@@ -13,6 +13,7 @@ use super::{Diagnosis, Disposition, Finding, HopContext, HopKind, HopStep, LinkK
 use crate::packs::{
     self, FindingStatus, HopScope, HopStop, LoadedPacks, Severity, StoppingRule, Subject,
 };
+use crate::snapshot::cluster::IpOwner;
 use crate::snapshot::{NetnsId, Snapshot};
 
 pub(crate) fn pack_findings(
@@ -42,11 +43,12 @@ pub(crate) fn pack_findings(
         }
     }
     // Snapshot checks, about the nodes and pods on the path, the Service the
-    // request goes to (at the first hop, where it starts), and the packs.
-    for finding in packs.evaluate_snapshot(snapshot) {
-        let hop = diagnosis.graph.node_indices().find(|&index| {
+    // request goes to (at the first hop, where it starts), and the packs:
+    // only those are evaluated, whatever the size of the cluster.
+    let hop_about = |subject: &Subject| {
+        diagnosis.graph.node_indices().find(|&index| {
             let hop = &diagnosis.graph[index];
-            match &finding.subject {
+            match subject {
                 Subject::Node { name } => hop.kind == HopKind::Node && &hop.id == name,
                 Subject::Pod { namespace, name } => {
                     hop.kind == HopKind::Pod && hop.id == format!("{namespace}/{name}")
@@ -63,13 +65,59 @@ pub(crate) fn pack_findings(
                 }
                 Subject::Hop { .. } => false,
             }
-        });
-        if let Some(index) = hop {
+        })
+    };
+    // A node on the path is checked against the nodes the question involves
+    // (its tunnel to each), not against every node of the cluster.
+    let involved = involved_nodes(diagnosis, snapshot);
+    let about = |subject: &Subject| match subject {
+        Subject::Node { name } => involved.contains(name),
+        _ => hop_about(subject).is_some(),
+    };
+    for finding in packs.evaluate_snapshot_about(snapshot, &about) {
+        if let Some(index) = hop_about(&finding.subject) {
             let id = diagnosis.graph[index].id.clone();
             keep(convert(finding, &id, index.index()), &mut findings);
         }
     }
     findings
+}
+
+/// The nodes a question involves: those on its path, those holding an
+/// address its packets were sent to (the node a packet stopped on the way
+/// was headed for), and those the snapshot has dumps of (what was collected
+/// for it).
+fn involved_nodes(diagnosis: &Diagnosis, snapshot: &Snapshot) -> HashSet<String> {
+    let cluster = &snapshot.cluster;
+    let mut nodes: HashSet<String> = snapshot
+        .namespaces
+        .keys()
+        .map(|id| id.node().to_owned())
+        .collect();
+    for hop in diagnosis.graph.node_weights() {
+        if hop.kind == HopKind::Node {
+            nodes.insert(hop.id.clone());
+        }
+        let Some(context) = &hop.context else {
+            continue;
+        };
+        nodes.insert(context.netns.node().to_owned());
+        for packet in std::iter::once(&context.packet).chain(&context.last_packet) {
+            for owner in cluster.by_ip(packet.dst) {
+                let node = match owner {
+                    IpOwner::Pod {
+                        namespace, name, ..
+                    } => cluster
+                        .pod(namespace, name)
+                        .and_then(|pod| pod.node_name.clone()),
+                    IpOwner::Node { name } => Some(name.clone()),
+                    _ => None,
+                };
+                nodes.extend(node);
+            }
+        }
+    }
+    nodes
 }
 
 /// The hop at `index` as its checks see it; `None` for a hop the packs do

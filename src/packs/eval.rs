@@ -849,15 +849,25 @@ fn object_evidence(source: &crate::snapshot::cluster::ObjectSource) -> Evidence 
     }
 }
 
-/// Every subject of a scope in a snapshot, as contexts.
-pub fn subjects(check: &Check, params: &Dynamic, snapshot: &Arc<Snapshot>) -> Vec<Context> {
+/// Every subject of a scope in a snapshot that `about` accepts, as contexts;
+/// the peers of a check made per remote node are the nodes it accepts too.
+pub fn subjects(
+    check: &Check,
+    params: &Dynamic,
+    snapshot: &Arc<Snapshot>,
+    about: &dyn Fn(&Subject) -> bool,
+) -> Vec<Context> {
     let base = |subject: Subject| Context::new(params.clone(), snapshot.clone(), subject);
     let mut contexts = Vec::new();
     match check.scope {
         CheckScope::Node => {
             for id in snapshot.namespaces.keys() {
                 let NetnsId::Host { node } = id else { continue };
-                let mut ctx = base(Subject::Node { name: node.clone() });
+                let subject = Subject::Node { name: node.clone() };
+                if !about(&subject) {
+                    continue;
+                }
+                let mut ctx = base(subject);
                 ctx.node = NodeRef::new(snapshot, node);
                 ctx.netns = Some(NetnsRef {
                     snapshot: snapshot.clone(),
@@ -865,7 +875,13 @@ pub fn subjects(check: &Check, params: &Dynamic, snapshot: &Arc<Snapshot>) -> Ve
                 });
                 match check.for_each {
                     Some(ForEach::RemoteNodes) => {
-                        for peer in snapshot.cluster.nodes().filter(|n| n.meta.name != *node) {
+                        let peers = snapshot.cluster.nodes().filter(|n| {
+                            n.meta.name != *node
+                                && about(&Subject::Node {
+                                    name: n.meta.name.clone(),
+                                })
+                        });
+                        for peer in peers {
                             let mut ctx = ctx.clone();
                             ctx.peer = NodeRef::new(snapshot, &peer.meta.name);
                             contexts.push(ctx);
@@ -885,10 +901,14 @@ pub fn subjects(check: &Check, params: &Dynamic, snapshot: &Arc<Snapshot>) -> Ve
                 else {
                     continue;
                 };
-                let mut ctx = base(Subject::Pod {
+                let subject = Subject::Pod {
                     namespace: namespace.clone(),
                     name: name.clone(),
-                });
+                };
+                if !about(&subject) {
+                    continue;
+                }
+                let mut ctx = base(subject);
                 ctx.node = NodeRef::new(snapshot, node);
                 ctx.pod = PodRef::new(snapshot, namespace, name);
                 ctx.netns = Some(NetnsRef {
@@ -918,28 +938,27 @@ pub fn subjects(check: &Check, params: &Dynamic, snapshot: &Arc<Snapshot>) -> Ve
                 return contexts;
             };
             let version_fits = |v: &str| kind.api_version.as_deref().is_none_or(|want| want == v);
+            let wanted = |meta: &ObjectMeta| about(&object_subject(&kind.kind, meta));
             match kind.kind.as_str() {
                 "Node" if version_fits("v1") => {
-                    for node in snapshot.cluster.nodes() {
+                    for node in snapshot.cluster.nodes().filter(|n| wanted(&n.meta)) {
                         contexts.push(node_object(node, params, snapshot));
                     }
                 }
                 "Pod" if version_fits("v1") => {
-                    for pod in snapshot.cluster.pods() {
+                    for pod in snapshot.cluster.pods().filter(|p| wanted(&p.meta)) {
                         contexts.push(pod_object(pod, params, snapshot));
                     }
                 }
                 "Service" if version_fits("v1") => {
-                    for service in snapshot.cluster.services() {
+                    for service in snapshot.cluster.services().filter(|s| wanted(&s.meta)) {
                         contexts.push(service_object(service, params, snapshot));
                     }
                 }
                 _ => {
-                    for object in snapshot
-                        .cluster
-                        .others()
-                        .filter(|o| o.kind == kind.kind && version_fits(&o.api_version))
-                    {
+                    for object in snapshot.cluster.others().filter(|o| {
+                        o.kind == kind.kind && version_fits(&o.api_version) && wanted(&o.meta)
+                    }) {
                         contexts.push(generic_object(object, params, snapshot));
                     }
                 }
@@ -950,6 +969,14 @@ pub fn subjects(check: &Check, params: &Dynamic, snapshot: &Arc<Snapshot>) -> Ve
     contexts
 }
 
+fn object_subject(kind: &str, meta: &ObjectMeta) -> Subject {
+    Subject::Object {
+        kind: kind.into(),
+        namespace: meta.namespace.clone(),
+        name: meta.name.clone(),
+    }
+}
+
 /// The context of an object check about the object `meta` names.
 fn object_context(
     kind: &str,
@@ -957,15 +984,7 @@ fn object_context(
     params: &Dynamic,
     snapshot: &Arc<Snapshot>,
 ) -> Context {
-    Context::new(
-        params.clone(),
-        snapshot.clone(),
-        Subject::Object {
-            kind: kind.into(),
-            namespace: meta.namespace.clone(),
-            name: meta.name.clone(),
-        },
-    )
+    Context::new(params.clone(), snapshot.clone(), object_subject(kind, meta))
 }
 
 fn node_object(node: &Node, params: &Dynamic, snapshot: &Arc<Snapshot>) -> Context {

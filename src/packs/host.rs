@@ -26,8 +26,10 @@ use crate::snapshot::cluster::{
 };
 use crate::snapshot::netns::NetnsDump;
 use crate::snapshot::netns::addr::Family;
+use crate::snapshot::netns::fdb::FdbEntry;
 use crate::snapshot::netns::iptables::{Protocol, Target};
 use crate::snapshot::netns::link::{Link, LinkFlag, LinkKind, OperState};
+use crate::snapshot::netns::neigh::Neighbour;
 use crate::snapshot::netns::route::{Destination, Route};
 use crate::snapshot::netns::sockets::LocalAddress;
 use crate::snapshot::netns::sysctl::Sysctls;
@@ -365,6 +367,14 @@ fn register_cluster(engine: &mut Engine) {
             c.snapshot
                 .cluster
                 .pods()
+                .filter_map(|p| PodRef::new(&c.snapshot, &p.meta.namespace, &p.meta.name))
+                .map(Dynamic::from)
+                .collect()
+        })
+        .register_fn("pods_on", |c: &mut ClusterRef, node: &str| -> Array {
+            c.snapshot
+                .cluster
+                .pods_on(node)
                 .filter_map(|p| PodRef::new(&c.snapshot, &p.meta.namespace, &p.meta.name))
                 .map(Dynamic::from)
                 .collect()
@@ -897,6 +907,25 @@ fn route_map(route: &Route) -> Dynamic {
     ])
 }
 
+fn neighbour_map(nb: &Neighbour) -> Dynamic {
+    let states: Array = nb.state.iter().map(text).collect();
+    map([
+        ("dst", Dynamic::from(nb.dst)),
+        ("dev", text(&nb.dev)),
+        ("lladdr", opt(nb.lladdr.as_ref().map(lladdr_text))),
+        ("state", Dynamic::from_array(states)),
+    ])
+}
+
+fn fdb_map(e: &FdbEntry) -> Dynamic {
+    map([
+        ("mac", text(e.mac)),
+        ("dev", text(&e.ifname)),
+        ("dst", opt(e.dst.map(Dynamic::from))),
+        ("master", opt(e.master.clone())),
+    ])
+}
+
 fn register_netns(engine: &mut Engine) {
     engine
         .register_type_with_name::<NetnsRef>("Netns")
@@ -946,11 +975,25 @@ fn register_netns(engine: &mut Engine) {
             let routes = dump_part(n, "ip-route.json", |d| d.routes.as_ref())?;
             Ok(routes.iter().map(route_map).collect())
         })
+        // One destination's routes, neighbour entries or FDB entries: on a
+        // node of a large cluster the whole table outgrows a script's limits.
+        .register_fn(
+            "routes_to",
+            |n: &mut NetnsRef, dst: &str| -> Fallible<Array> {
+                let routes = dump_part(n, "ip-route.json", |d| d.routes.as_ref())?;
+                Ok(routes
+                    .iter()
+                    .filter(|r| destination_text(r) == dst)
+                    .map(route_map)
+                    .collect())
+            },
+        )
         .register_fn("route_get", route_get)
         .register_fn("iptables_chain", iptables_chain)
         .register_fn("nft_chain", nft_chain)
         .register_fn("nft_map", nft_map)
         .register_fn("masquerades", masquerades)
+        .register_fn("masquerades_each", masquerades_each)
         .register_fn("addresses", |n: &mut NetnsRef| -> Fallible<Array> {
             let addrs = dump_part(n, "ip-addr.json", |d| d.addrs.as_ref())?;
             Ok(addrs
@@ -968,31 +1011,30 @@ fn register_netns(engine: &mut Engine) {
         })
         .register_fn("neighbours", |n: &mut NetnsRef| -> Fallible<Array> {
             let neighbours = dump_part(n, "ip-neigh.json", |d| d.neighbours.as_ref())?;
-            Ok(neighbours
-                .iter()
-                .map(|nb| {
-                    let states: Array = nb.state.iter().map(text).collect();
-                    map([
-                        ("dst", Dynamic::from(nb.dst)),
-                        ("dev", text(&nb.dev)),
-                        ("lladdr", opt(nb.lladdr.as_ref().map(lladdr_text))),
-                        ("state", Dynamic::from_array(states)),
-                    ])
-                })
-                .collect())
+            Ok(neighbours.iter().map(neighbour_map).collect())
         })
+        .register_fn(
+            "neighbours_of",
+            |n: &mut NetnsRef, ip: Dynamic| -> Fallible<Array> {
+                let ip = as_ip(&ip)?;
+                let neighbours = dump_part(n, "ip-neigh.json", |d| d.neighbours.as_ref())?;
+                Ok(neighbours
+                    .iter()
+                    .filter(|nb| nb.dst == ip)
+                    .map(neighbour_map)
+                    .collect())
+            },
+        )
         .register_fn("fdb", |n: &mut NetnsRef| -> Fallible<Array> {
+            let fdb = dump_part(n, "bridge-fdb.json", |d| d.fdb.as_ref())?;
+            Ok(fdb.iter().map(fdb_map).collect())
+        })
+        .register_fn("fdb_of", |n: &mut NetnsRef, mac: &str| -> Fallible<Array> {
             let fdb = dump_part(n, "bridge-fdb.json", |d| d.fdb.as_ref())?;
             Ok(fdb
                 .iter()
-                .map(|e| {
-                    map([
-                        ("mac", text(e.mac)),
-                        ("dev", text(&e.ifname)),
-                        ("dst", opt(e.dst.map(Dynamic::from))),
-                        ("master", opt(e.master.clone())),
-                    ])
-                })
+                .filter(|e| e.mac.to_string().eq_ignore_ascii_case(mac))
+                .map(fdb_map)
                 .collect())
         })
         .register_fn("listeners", |n: &mut NetnsRef| -> Fallible<Array> {
@@ -1184,7 +1226,20 @@ fn target_name(target: &Target) -> String {
 /// `src` and `dst` name. True when any way the rules can send it is
 /// translated; a rule the model cannot evaluate makes the answer unknown.
 fn masquerades(n: &mut NetnsRef, src: Dynamic, dst: Dynamic) -> Fallible<bool> {
-    let (src, dst) = (as_ip(&src)?, as_ip(&dst)?);
+    Ok(masquerade_decisions(n, src, &[dst])?[0])
+}
+
+/// [`masquerades`] for each of `dsts`, the namespace's models built once.
+fn masquerades_each(n: &mut NetnsRef, src: Dynamic, dsts: Array) -> Fallible<Array> {
+    Ok(masquerade_decisions(n, src, &dsts)?
+        .into_iter()
+        .map(Dynamic::from)
+        .collect())
+}
+
+fn masquerade_decisions(n: &NetnsRef, src: Dynamic, dsts: &[Dynamic]) -> Fallible<Vec<bool>> {
+    let src = as_ip(&src)?;
+    let dsts = dsts.iter().map(as_ip).collect::<Fallible<Vec<IpAddr>>>()?;
     let ruleset = dump_part(n, "iptables-save.txt", |d| d.iptables.as_ref())?;
     let rules = dump_part(n, "ip-rule.json", |d| d.rules.as_ref())?;
     let routes = dump_part(n, "ip-route.json", |d| d.routes.as_ref())?;
@@ -1195,27 +1250,29 @@ fn masquerades(n: &mut NetnsRef, src: Dynamic, dst: Dynamic) -> Fallible<bool> {
         LookupOutcome::Routed { paths, .. } => paths.first().and_then(|p| p.dev.clone()),
         _ => None,
     };
-    let mut packet = netfilter::Packet::new(src, dst, Protocol::TCP);
-    packet.in_iface = device_to(src);
-    packet.out_iface = device_to(dst);
     let context = netfilter::Context {
         fib: Some(&fib),
         interfaces: addrs,
         local_addresses: &[],
     };
     let ipsets = dump.and_then(|d| d.ipsets.as_ref());
-    let outcomes = netfilter::Netfilter::new(ruleset, ipsets).hook(
-        netfilter::Hook::Postrouting,
-        packet,
-        &context,
-    );
-    if let Some(reason) = outcomes.iter().find_map(|o| match &o.verdict {
-        netfilter::Verdict::Unknown { reason } => Some(reason.clone()),
-        _ => None,
-    }) {
-        return Insufficient::raise(format!("nat POSTROUTING of {}: {reason}", n.id));
+    let netfilter = netfilter::Netfilter::new(ruleset, ipsets);
+    let in_iface = device_to(src);
+    let mut decisions = Vec::with_capacity(dsts.len());
+    for dst in dsts {
+        let mut packet = netfilter::Packet::new(src, dst, Protocol::TCP);
+        packet.in_iface = in_iface.clone();
+        packet.out_iface = device_to(dst);
+        let outcomes = netfilter.hook(netfilter::Hook::Postrouting, packet, &context);
+        if let Some(reason) = outcomes.iter().find_map(|o| match &o.verdict {
+            netfilter::Verdict::Unknown { reason } => Some(reason.clone()),
+            _ => None,
+        }) {
+            return Insufficient::raise(format!("nat POSTROUTING of {}: {reason}", n.id));
+        }
+        decisions.push(outcomes.iter().any(netfilter::Outcome::masquerade));
     }
-    Ok(outcomes.iter().any(netfilter::Outcome::masquerade))
+    Ok(decisions)
 }
 
 fn register_context(engine: &mut Engine) {

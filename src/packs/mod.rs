@@ -366,11 +366,25 @@ impl LoadedPacks {
     /// Every check of every applicable pack over every node, pod and object
     /// of the snapshot (hop checks wait for the walker).
     pub fn evaluate_snapshot(&self, snapshot: &Arc<Snapshot>) -> Vec<Finding> {
+        self.evaluate_snapshot_about(snapshot, &|_| true)
+    }
+
+    /// [`LoadedPacks::evaluate_snapshot`] about only the subjects `about`
+    /// accepts (and, for a check made per remote node, only the peers it
+    /// accepts as `Subject::Node`): a diagnosis asks about what its path
+    /// involves, so that its checks cost what the path holds, not what the
+    /// cluster does. A pack's own findings (its mode, its detection) are
+    /// always made.
+    pub fn evaluate_snapshot_about(
+        &self,
+        snapshot: &Arc<Snapshot>,
+        about: &dyn Fn(&Subject) -> bool,
+    ) -> Vec<Finding> {
         self.evaluate(snapshot, |pack, check, evaluator| {
             if check.scope == CheckScope::Hop {
                 return Vec::new();
             }
-            eval::subjects(check, &pack.params, snapshot)
+            eval::subjects(check, &pack.params, snapshot, about)
                 .iter()
                 .flat_map(|ctx| evaluator.run(check, ctx))
                 .collect()

@@ -15,6 +15,7 @@ use k8s_openapi::api::networking::v1 as networking;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use k8s_openapi::{ClusterResourceScope, Metadata, NamespaceResourceScope, Resource};
+use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
 use super::de::{FieldError, from_value};
@@ -75,6 +76,33 @@ pub(super) fn read_object(
     (object, issues)
 }
 
+/// [`read_object`] straight from the object's JSON text, for an object
+/// read without an issue; `None` for any other (the positioned path then
+/// reads it and says what is wrong, where).
+pub(super) fn read_object_json(
+    raw: &str,
+    api_version: &str,
+    kind: &str,
+    source: ObjectSource,
+) -> Option<Object> {
+    let mut cx = Conversion::default();
+    let typed = TYPED_KINDS
+        .iter()
+        .find(|t| t.api_version == api_version && t.kind == kind);
+    let object = match typed {
+        Some(typed) => (typed.read_json)(raw, source, &mut cx).ok()?,
+        // A typed kind in another version is kept generic, with an issue.
+        None if TYPED_KINDS
+            .iter()
+            .any(|t| t.kind == kind && api_group(t.api_version) == api_group(api_version)) =>
+        {
+            return None;
+        }
+        None => read_generic_json(raw, api_version, kind, source, &mut cx).ok()?,
+    };
+    if cx.issues.is_empty() { object } else { None }
+}
+
 fn issue(position: Position, name: &str, path: &FieldPath, message: &str) -> ParseIssue {
     let message = if path.is_empty() {
         format!("{name}: {message}")
@@ -108,6 +136,7 @@ struct TypedKind {
     api_version: &'static str,
     kind: &'static str,
     read: fn(&Value, ObjectSource, &mut Conversion) -> Result<Option<Object>, FieldError>,
+    read_json: fn(&str, ObjectSource, &mut Conversion) -> serde_json::Result<Option<Object>>,
 }
 
 const fn typed<K: Typed>() -> TypedKind {
@@ -115,6 +144,7 @@ const fn typed<K: Typed>() -> TypedKind {
         api_version: K::API_VERSION,
         kind: K::KIND,
         read: read_typed::<K>,
+        read_json: read_typed_json::<K>,
     }
 }
 
@@ -165,12 +195,25 @@ fn read_typed<K: Typed>(
     source: ObjectSource,
     cx: &mut Conversion,
 ) -> Result<Option<Object>, FieldError> {
-    let mut object: K = from_value(value)?;
+    Ok(typed_object(from_value::<K>(value)?, source, cx))
+}
+
+fn read_typed_json<K: Typed>(
+    raw: &str,
+    source: ObjectSource,
+    cx: &mut Conversion,
+) -> serde_json::Result<Option<Object>> {
+    Ok(typed_object(serde_json::from_str::<K>(raw)?, source, cx))
+}
+
+fn typed_object<K: Typed>(
+    mut object: K,
+    source: ObjectSource,
+    cx: &mut Conversion,
+) -> Option<Object> {
     let metadata = std::mem::take(object.metadata_mut());
-    let Some(meta) = cx.object_meta(metadata, K::Scope::NAMESPACING, source) else {
-        return Ok(None);
-    };
-    Ok(object.convert(meta, cx))
+    let meta = cx.object_meta(metadata, K::Scope::NAMESPACING, source)?;
+    object.convert(meta, cx)
 }
 
 fn read_generic(
@@ -185,15 +228,53 @@ fn read_generic(
             .map_err(|e| e.within(Segment::Field("metadata".into())))?,
         None => meta::ObjectMeta::default(),
     };
-    let Some(meta) = cx.object_meta(metadata, Namespacing::AsWritten, source) else {
-        return Ok(None);
+    Ok(generic_object(
+        metadata,
+        value.to_json(),
+        api_version,
+        kind,
+        source,
+        cx,
+    ))
+}
+
+fn read_generic_json(
+    raw: &str,
+    api_version: &str,
+    kind: &str,
+    source: ObjectSource,
+    cx: &mut Conversion,
+) -> serde_json::Result<Option<Object>> {
+    let value: serde_json::Value = serde_json::from_str(raw)?;
+    let metadata = match value.get("metadata") {
+        Some(metadata) => meta::ObjectMeta::deserialize(metadata)?,
+        None => meta::ObjectMeta::default(),
     };
-    Ok(Some(Object::Generic(GenericObject {
+    Ok(generic_object(
+        metadata,
+        value,
+        api_version,
+        kind,
+        source,
+        cx,
+    ))
+}
+
+fn generic_object(
+    metadata: meta::ObjectMeta,
+    value: serde_json::Value,
+    api_version: &str,
+    kind: &str,
+    source: ObjectSource,
+    cx: &mut Conversion,
+) -> Option<Object> {
+    let meta = cx.object_meta(metadata, Namespacing::AsWritten, source)?;
+    Some(Object::Generic(GenericObject {
         api_version: api_version.to_owned(),
         kind: kind.to_owned(),
         meta,
-        value: value.to_json(),
-    })))
+        value,
+    }))
 }
 
 fn root() -> FieldPath {

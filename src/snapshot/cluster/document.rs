@@ -497,10 +497,17 @@ impl LineIndex {
         let line = self.starts.partition_point(|&s| s <= offset).max(1);
         let line_start = self.starts.get(line - 1).copied().unwrap_or(0);
         let before = text.get(line_start..offset).unwrap_or_default();
-        // Columns count characters: skip UTF-8 continuation bytes.
-        let column = before.iter().filter(|&&b| b & 0xC0 != 0x80).count() + 1;
-        Position { line, column }
+        Position {
+            line,
+            column: chars(before) + 1,
+        }
     }
+}
+
+/// The characters of UTF-8 `bytes` (columns count characters): its bytes
+/// but the continuation bytes.
+pub(super) fn chars(bytes: &[u8]) -> usize {
+    bytes.iter().filter(|&&b| b & 0xC0 != 0x80).count()
 }
 
 #[cfg(test)]

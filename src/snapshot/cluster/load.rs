@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 
 use super::Cluster;
 use super::convert::read_object;
-use super::document::{Data, Value, parse_json, parse_yaml};
+use super::direct;
+use super::document::{Data, Position, Value, parse_json, parse_yaml};
 use super::model::{Object, ObjectSource, Pod};
 use crate::snapshot::input::{self, Boundary};
 use crate::snapshot::problem::{ParseIssue, Problem};
@@ -22,7 +23,14 @@ pub fn load(dir: &Path, boundary: &Boundary) -> (Cluster, Vec<Problem>) {
     let mut cluster = Cluster::default();
     for (path, format) in files {
         if let Some(text) = read_text(&path, boundary, &mut problems) {
-            load_text(&path, &text, format, &mut cluster, &mut problems);
+            load_text(
+                &path,
+                &text,
+                format,
+                Reading::DirectFirst,
+                &mut cluster,
+                &mut problems,
+            );
         }
     }
     problems.extend(ip_conflicts(&cluster));
@@ -144,16 +152,37 @@ fn read_text(path: &Path, boundary: &Boundary, problems: &mut Vec<Problem>) -> O
     }
 }
 
+/// How a file's text is read. Both give the same objects and problems
+/// (the fuzz target `cluster_objects` and the tests compare them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reading {
+    /// JSON straight into the typed kinds (`direct`) when nothing in it is a
+    /// problem; otherwise, and for YAML, through the positioned tree.
+    DirectFirst,
+    /// Through the positioned tree only.
+    Positioned,
+}
+
 /// Reads the objects of one file's text into `cluster`.
 fn load_text(
     path: &Path,
     text: &str,
     format: Format,
+    reading: Reading,
     cluster: &mut Cluster,
     problems: &mut Vec<Problem>,
 ) {
     // Editors do not count a byte-order mark as a column, and serde_json refuses it.
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    if format == Format::Json
+        && reading == Reading::DirectFirst
+        && let Some(objects) = direct::read(path, text)
+    {
+        for (object, at) in objects {
+            insert_at(path, cluster, object, at, problems);
+        }
+        return;
+    }
     let (documents, parse_issues) = match format {
         Format::Yaml => parse_yaml(text),
         Format::Json => parse_json(text),
@@ -183,14 +212,25 @@ fn load_text(
                 .map(|issue| Problem::from_issue(path, issue)),
         );
         if let Some(object) = object {
-            let at = found.value.position;
-            for message in insert(cluster, object) {
-                problems.push(Problem::from_issue(
-                    path,
-                    ParseIssue::at(at.line, at.column, message),
-                ));
-            }
+            insert_at(path, cluster, object, found.value.position, problems);
         }
+    }
+}
+
+/// Inserts `object`, read at `at` of `path`, saying there what is wrong with
+/// doing so.
+fn insert_at(
+    path: &Path,
+    cluster: &mut Cluster,
+    object: Object,
+    at: Position,
+    problems: &mut Vec<Problem>,
+) {
+    for message in insert(cluster, object) {
+        problems.push(Problem::from_issue(
+            path,
+            ParseIssue::at(at.line, at.column, message),
+        ));
     }
 }
 
@@ -332,10 +372,15 @@ fn describe(data: &Data) -> &'static str {
 /// the format (for tests and fuzzing: whatever the text, no panic, and
 /// every problem inside it).
 pub fn load_file_text(path: &Path, text: &str) -> (Cluster, Vec<Problem>) {
+    load_file_text_as(path, text, Reading::DirectFirst)
+}
+
+/// [`load_file_text`] read the way `reading` says.
+pub fn load_file_text_as(path: &Path, text: &str, reading: Reading) -> (Cluster, Vec<Problem>) {
     let mut cluster = Cluster::default();
     let mut problems = Vec::new();
     match format_of(path) {
-        Some(format) => load_text(path, text, format, &mut cluster, &mut problems),
+        Some(format) => load_text(path, text, format, reading, &mut cluster, &mut problems),
         None => problems.push(Problem::in_file(
             path,
             "not a YAML or JSON file (expected .yaml, .yml or .json)",

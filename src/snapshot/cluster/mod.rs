@@ -17,6 +17,7 @@
 
 mod convert;
 mod de;
+mod direct;
 mod document;
 mod load;
 mod model;
@@ -28,7 +29,7 @@ mod tests;
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
-pub use load::{load, load_file_text};
+pub use load::{Reading, load, load_file_text, load_file_text_as};
 pub use model::{
     AddressType, ApiEnum, ConfigMap, Container, ContainerPort, DaemonSet, Endpoint,
     EndpointAddress, EndpointConditions, EndpointPort, EndpointSlice, EndpointSubset, Endpoints,
@@ -290,6 +291,12 @@ impl Cluster {
         self.pods.get(namespace, name)
     }
 
+    /// The pods scheduled on `node` (`spec.nodeName`).
+    pub fn pods_on<'a>(&'a self, node: &'a str) -> impl Iterator<Item = &'a Pod> {
+        self.pods()
+            .filter(move |pod| pod.node_name.as_deref() == Some(node))
+    }
+
     /// The pods of `namespace` whose labels `selector` matches.
     pub fn pods_matching<'a>(
         &'a self,
@@ -425,9 +432,11 @@ impl Cluster {
     /// stale record, and which is real the snapshot can only guess (the
     /// Running one, which [`Cluster::pod_at`] gives).
     pub fn ip_conflicts(&self) -> Vec<IpConflict<'_>> {
+        // Only an address with several owners can have two pods.
         self.ips
-            .keys()
-            .filter_map(|&ip| {
+            .iter()
+            .filter(|(_, owners)| owners.len() > 1)
+            .filter_map(|(&ip, _)| {
                 let live: Vec<&Pod> = self
                     .pods_at(ip)
                     .into_iter()

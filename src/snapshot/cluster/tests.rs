@@ -960,3 +960,60 @@ proptest::proptest! {
         }
     }
 }
+
+/// Every JSON file of the fixtures and examples, and a List large enough to
+/// be read on several threads, read directly into the typed kinds, give
+/// what the positioned path gives, problems included.
+#[test]
+fn json_read_directly_equals_json_read_through_the_positioned_tree() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    let mut dirs = vec![root.join("tests/fixtures/cluster"), root.join("examples")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "json")
+                && path.components().any(|c| c.as_os_str() == "cluster")
+            {
+                let text = std::fs::read_to_string(&path).unwrap();
+                files.push((path, text));
+            }
+        }
+    }
+    let mut pods = String::from(r#"{"apiVersion": "v1", "kind": "PodList", "items": ["#);
+    for i in 0..1500 {
+        let comma = if i == 0 { "" } else { "," };
+        pods.push_str(&format!(
+            "{comma}\n  {{\"metadata\": {{\"name\": \"p{i}\", \"namespace\": \"ns-{}\", \"labels\": {{\"app\": \"a{}\"}}}}, \"spec\": {{\"nodeName\": \"n{}\", \"containers\": [{{\"name\": \"c\", \"ports\": [{{\"containerPort\": 8080}}]}}]}}, \"status\": {{\"phase\": \"Running\", \"podIP\": \"10.{}.{}.{}\"}}}}",
+            i % 7, i % 13, i % 50, i / 65536, i / 256 % 256, i % 256
+        ));
+    }
+    pods.push_str("\n]}\n");
+    files.push((PathBuf::from("pods.json"), pods));
+    assert!(files.len() > 10, "{} JSON files", files.len());
+    for (path, text) in &files {
+        let direct = load_file_text(path, text);
+        let positioned = load_file_text_as(path, text, Reading::Positioned);
+        assert_eq!(
+            format!("{direct:?}"),
+            format!("{positioned:?}"),
+            "{}",
+            path.display()
+        );
+    }
+}
+
+#[test]
+fn a_duplicate_key_deep_in_a_json_list_is_reported_where_it_is() {
+    let text = r#"{"apiVersion": "v1", "kind": "List", "items": [
+  {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a"}},
+  {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "b", "labels": {"x": "1", "x": "2"}}}
+]}"#;
+    let (cluster, problems) = load_one("list.json", text);
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(problems[0].starts_with("3:"), "{problems:?}");
+    assert!(problems[0].contains("duplicate key `x`"), "{problems:?}");
+    assert_eq!(cluster.namespaces().count(), 0);
+}

@@ -7,6 +7,7 @@
 //! KUBE-POSTROUTING masquerades what was marked.
 
 use std::fmt::Write;
+use std::net::Ipv4Addr;
 
 /// Node ports are 30000-32767: only this many services can have one.
 const NODE_PORTS: usize = 2768;
@@ -16,54 +17,103 @@ const NODE_PORTS: usize = 2768;
 /// NodePort; every tenth one is UDP. 10,000 services with 4 endpoints give
 /// about 150,000 rules (about 20 MB).
 pub fn kube_proxy_dump(services: usize, endpoints: usize) -> String {
-    let mut out = String::with_capacity(services * (endpoints + 1) * 420 + 4096);
+    let services: Vec<ServicePort> = (0..services).map(|i| service(i, endpoints)).collect();
+    let mut out = String::with_capacity(services.len() * (endpoints + 1) * 420 + 4096);
     write_filter(&mut out);
-    write_nat(&mut out, services, endpoints);
+    write_nat(&mut out, &services, "10.244.0.0/16");
     out
 }
 
-/// One service port as kube-proxy names its chains and comments.
-struct Service {
-    name: String,
-    protocol: &'static str,
-    cluster_ip: String,
-    port: u16,
-    node_port: Option<u16>,
-    svc: String,
-    ext: String,
-    endpoints: Vec<(String, String)>,
+/// One service port as kube-proxy programs it.
+#[derive(Debug, Clone)]
+pub struct ServicePort {
+    /// `namespace/name:port`, as kube-proxy writes it in comments.
+    pub name: String,
+    /// `tcp` or `udp`.
+    pub protocol: &'static str,
+    pub cluster_ip: Ipv4Addr,
+    pub port: u16,
+    pub node_port: Option<u16>,
+    pub target_port: u16,
+    pub endpoints: Vec<Ipv4Addr>,
 }
 
-fn service(index: usize, endpoints: usize) -> Service {
-    let name = format!("ns-{}/svc-{index}:p{}", index % 50, index % 3);
-    let protocol = if index % 10 == 9 { "udp" } else { "tcp" };
-    // Cluster IPs from 10.96.0.0/12, pod IPs from 10.244.0.0/16 on.
-    let cluster_ip = ipv4(0x0a60_0000 + index as u32 + 1);
-    let port = if protocol == "udp" { 53 } else { 80 };
-    let endpoints = (0..endpoints)
-        .map(|e| {
-            let ip = ipv4(0x0af4_0000 + (index * endpoints + e) as u32 + 2);
-            let chain = format!(
-                "KUBE-SEP-{}",
-                chain_hash(&format!("{name}/{protocol}/{ip}"))
-            );
-            (ip, chain)
-        })
-        .collect();
-    Service {
-        svc: format!("KUBE-SVC-{}", chain_hash(&format!("{name}/{protocol}"))),
-        ext: format!("KUBE-EXT-{}", chain_hash(&format!("{name}/{protocol}"))),
-        node_port: (index < NODE_PORTS).then(|| 30000 + index as u16),
-        name,
-        protocol,
-        cluster_ip,
-        port,
-        endpoints,
+/// What kube-proxy adds to a node's nat table for `services`, to be spliced
+/// into a ruleset that already has its fixed chains (`KUBE-SERVICES`,
+/// `KUBE-NODEPORTS`, `KUBE-MARK-MASQ`): the declarations of the services'
+/// own chains, and their rules (each chain's rules in order; the
+/// `KUBE-SERVICES` rules go before that chain's last, NodePort rule).
+/// `cluster_cidr` is kube-proxy's `--cluster-cidr`.
+pub struct ServiceRules {
+    pub chains: String,
+    pub rules: String,
+}
+
+pub fn service_rules(services: &[ServicePort], cluster_cidr: &str) -> ServiceRules {
+    let services: Vec<Chains> = services.iter().map(Chains::of).collect();
+    let mut chains = String::new();
+    for s in &services {
+        let _ = writeln!(chains, ":{} - [0:0]", s.svc);
+        if s.port.node_port.is_some() {
+            let _ = writeln!(chains, ":{} - [0:0]", s.ext);
+        }
+        for sep in &s.seps {
+            let _ = writeln!(chains, ":{sep} - [0:0]");
+        }
+    }
+    let mut rules = String::new();
+    write_node_ports(&mut rules, &services);
+    write_dispatch(&mut rules, &services);
+    for s in &services {
+        write_service_chains(&mut rules, s, cluster_cidr);
+    }
+    ServiceRules { chains, rules }
+}
+
+/// A service port with the names of its chains.
+struct Chains<'a> {
+    port: &'a ServicePort,
+    svc: String,
+    ext: String,
+    seps: Vec<String>,
+}
+
+impl<'a> Chains<'a> {
+    fn of(port: &'a ServicePort) -> Self {
+        let (name, protocol) = (&port.name, port.protocol);
+        Chains {
+            svc: format!("KUBE-SVC-{}", chain_hash(&format!("{name}/{protocol}"))),
+            ext: format!("KUBE-EXT-{}", chain_hash(&format!("{name}/{protocol}"))),
+            seps: port
+                .endpoints
+                .iter()
+                .map(|ip| {
+                    format!(
+                        "KUBE-SEP-{}",
+                        chain_hash(&format!("{name}/{protocol}/{ip}"))
+                    )
+                })
+                .collect(),
+            port,
+        }
     }
 }
 
-fn ipv4(address: u32) -> String {
-    std::net::Ipv4Addr::from(address).to_string()
+fn service(index: usize, endpoints: usize) -> ServicePort {
+    let protocol = if index % 10 == 9 { "udp" } else { "tcp" };
+    // Cluster IPs from 10.96.0.0/12, pod IPs from 10.244.0.0/16 on.
+    let port = if protocol == "udp" { 53 } else { 80 };
+    ServicePort {
+        name: format!("ns-{}/svc-{index}:p{}", index % 50, index % 3),
+        protocol,
+        cluster_ip: Ipv4Addr::from(0x0a60_0000 + index as u32 + 1),
+        port,
+        node_port: (index < NODE_PORTS).then(|| 30000 + index as u16),
+        target_port: port + 8000,
+        endpoints: (0..endpoints)
+            .map(|e| Ipv4Addr::from(0x0af4_0000 + (index * endpoints + e) as u32 + 2))
+            .collect(),
+    }
 }
 
 /// 16 base32 characters, as kube-proxy's chain names end (it hashes with
@@ -117,8 +167,8 @@ COMMIT\n",
 }
 
 // `write!` to a String cannot fail.
-fn write_nat(out: &mut String, services: usize, endpoints: usize) {
-    let services: Vec<Service> = (0..services).map(|i| service(i, endpoints)).collect();
+fn write_nat(out: &mut String, services: &[ServicePort], cluster_cidr: &str) {
+    let ServiceRules { chains, rules } = service_rules(services, cluster_cidr);
     out.push_str(
         "*nat\n\
 :PREROUTING ACCEPT [0:0]\n\
@@ -130,54 +180,63 @@ fn write_nat(out: &mut String, services: usize, endpoints: usize) {
 :KUBE-POSTROUTING - [0:0]\n\
 :KUBE-SERVICES - [0:0]\n",
     );
-    for s in &services {
-        let _ = writeln!(out, ":{} - [0:0]", s.svc);
-        if s.node_port.is_some() {
-            let _ = writeln!(out, ":{} - [0:0]", s.ext);
-        }
-        for (_, sep) in &s.endpoints {
-            let _ = writeln!(out, ":{sep} - [0:0]");
-        }
-    }
+    out.push_str(&chains);
     out.push_str(
         "-A PREROUTING -m comment --comment \"kubernetes service portals\" -j KUBE-SERVICES\n\
 -A OUTPUT -m comment --comment \"kubernetes service portals\" -j KUBE-SERVICES\n\
 -A POSTROUTING -m comment --comment \"kubernetes postrouting rules\" -j KUBE-POSTROUTING\n\
--A KUBE-MARK-MASQ -j MARK --set-xmark 0x4000/0x4000\n",
+-A KUBE-MARK-MASQ -j MARK --set-xmark 0x4000/0x4000\n\
+-A KUBE-POSTROUTING -m mark ! --mark 0x4000/0x4000 -j RETURN\n\
+-A KUBE-POSTROUTING -j MARK --set-xmark 0x4000/0x0\n\
+-A KUBE-POSTROUTING -m comment --comment \"kubernetes service traffic requiring SNAT\" -j MASQUERADE --random-fully\n",
     );
-    for s in &services {
-        if let Some(node_port) = s.node_port {
-            let (name, protocol, ext) = (&s.name, s.protocol, &s.ext);
+    out.push_str(&rules);
+    out.push_str(
+        "-A KUBE-SERVICES -m comment --comment \"kubernetes service nodeports; NOTE: this must be the last rule in this chain\" -m addrtype --dst-type LOCAL -j KUBE-NODEPORTS\n\
+COMMIT\n",
+    );
+}
+
+fn write_node_ports(out: &mut String, services: &[Chains]) {
+    for s in services {
+        if let Some(node_port) = s.port.node_port {
+            let (name, protocol, ext) = (&s.port.name, s.port.protocol, &s.ext);
             let _ = writeln!(
                 out,
                 "-A KUBE-NODEPORTS -p {protocol} -m comment --comment \"{name}\" -m {protocol} --dport {node_port} -j {ext}"
             );
         }
     }
-    out.push_str(
-        "-A KUBE-POSTROUTING -m mark ! --mark 0x4000/0x4000 -j RETURN\n\
--A KUBE-POSTROUTING -j MARK --set-xmark 0x4000/0x0\n\
--A KUBE-POSTROUTING -m comment --comment \"kubernetes service traffic requiring SNAT\" -j MASQUERADE --random-fully\n",
-    );
-    for s in &services {
-        let (name, protocol, ip, port, svc) = (&s.name, s.protocol, &s.cluster_ip, s.port, &s.svc);
+}
+
+fn write_dispatch(out: &mut String, services: &[Chains]) {
+    for s in services {
+        let ServicePort {
+            name,
+            protocol,
+            cluster_ip: ip,
+            port,
+            ..
+        } = s.port;
+        let svc = &s.svc;
         let _ = writeln!(
             out,
             "-A KUBE-SERVICES -d {ip}/32 -p {protocol} -m comment --comment \"{name} cluster IP\" -m {protocol} --dport {port} -j {svc}"
         );
     }
-    out.push_str(
-        "-A KUBE-SERVICES -m comment --comment \"kubernetes service nodeports; NOTE: this must be the last rule in this chain\" -m addrtype --dst-type LOCAL -j KUBE-NODEPORTS\n",
-    );
-    for s in &services {
-        write_service_chains(out, s);
-    }
-    out.push_str("COMMIT\n");
 }
 
-fn write_service_chains(out: &mut String, s: &Service) {
-    let (name, protocol, ip, port, svc) = (&s.name, s.protocol, &s.cluster_ip, s.port, &s.svc);
-    if s.node_port.is_some() {
+fn write_service_chains(out: &mut String, s: &Chains, cluster_cidr: &str) {
+    let ServicePort {
+        name,
+        protocol,
+        cluster_ip: ip,
+        port,
+        target_port,
+        ..
+    } = s.port;
+    let svc = &s.svc;
+    if s.port.node_port.is_some() {
         let ext = &s.ext;
         let _ = writeln!(
             out,
@@ -187,11 +246,10 @@ fn write_service_chains(out: &mut String, s: &Service) {
     }
     let _ = writeln!(
         out,
-        "-A {svc} ! -s 10.244.0.0/16 -d {ip}/32 -p {protocol} -m comment --comment \"{name} cluster IP\" -m {protocol} --dport {port} -j KUBE-MARK-MASQ"
+        "-A {svc} ! -s {cluster_cidr} -d {ip}/32 -p {protocol} -m comment --comment \"{name} cluster IP\" -m {protocol} --dport {port} -j KUBE-MARK-MASQ"
     );
-    let count = s.endpoints.len();
-    for (e, (endpoint, sep)) in s.endpoints.iter().enumerate() {
-        let target_port = port + 8000;
+    let count = s.seps.len();
+    for (e, (endpoint, sep)) in s.port.endpoints.iter().zip(&s.seps).enumerate() {
         let _ = write!(
             out,
             "-A {svc} -m comment --comment \"{name} -> {endpoint}:{target_port}\""
@@ -205,8 +263,7 @@ fn write_service_chains(out: &mut String, s: &Service) {
         }
         let _ = writeln!(out, " -j {sep}");
     }
-    for (endpoint, sep) in &s.endpoints {
-        let target_port = port + 8000;
+    for (endpoint, sep) in s.port.endpoints.iter().zip(&s.seps) {
         let _ = writeln!(
             out,
             "-A {sep} -s {endpoint}/32 -m comment --comment \"{name}\" -j KUBE-MARK-MASQ"

@@ -1,0 +1,633 @@
+//! A generated large snapshot of the bundled example's shape, for the scale
+//! benchmark: `examples/flannel-vxlan` (two real nodes, four `web` pods, the
+//! `default/web` service) grown to `nodes` nodes with Flannel VXLAN, 30 pods
+//! per node, 2 services per node with 4 endpoints each (one EndpointSlice
+//! each; every 4th a NodePort), a NetworkPolicy per 10 services and 50
+//! namespaces. Every generated object is a copy of one of the example's real
+//! objects (a pod, a node, a service, a slice) with its identity changed, so
+//! that what is read has the shape kubectl writes.
+//!
+//! The cluster objects are written as the live collector writes them
+//! (pretty-printed `kind: List`s, `cluster/<plural>.<group>.json`; see
+//! `ITEMS_PER_FILE`), and once more as one List of every object for
+//! `python3 -c 'json.load'`.
+//! The two example nodes keep their full namespace dumps (the nodes on the
+//! path), grown as flanneld and kube-proxy would grow them on such a
+//! cluster: a route, a neighbour and an FDB entry per other node, and
+//! kube-proxy's iptables rules for every service
+//! (`iptables::generate::service_rules`). Flannel's network becomes
+//! 10.128.0.0/9, which holds the example's 10.244.1.0/24 and 10.244.2.0/24
+//! and 5,000 more /24s; the other nodes have no dumps.
+//!
+//! Everything that is not an address (UIDs, VTEP MACs, container IDs,
+//! resource versions) comes from `seed`: the same seed writes the same bytes.
+
+use std::fmt::Write as _;
+use std::fs;
+use std::io::{self, BufWriter, Write};
+use std::net::Ipv4Addr;
+use std::path::Path;
+
+use serde_json::{Value, json};
+use skoop::snapshot::netns::iptables::generate::{ServicePort, ServiceRules, service_rules};
+
+const EXAMPLE: &str = "examples/flannel-vxlan";
+/// The example's own nodes, with dumps: the nodes on the path.
+const PATH_NODES: [&str; 2] = ["node-1", "node-2"];
+const EXAMPLE_NETWORK: &str = "10.244.0.0/16";
+const NETWORK: &str = "10.128.0.0/9";
+const PODS_PER_NODE: usize = 30;
+const SERVICES_PER_NODE: usize = 2;
+const ENDPOINTS: usize = 4;
+const NAMESPACES: usize = 50;
+/// The collector writes one List per kind, but 150,000 pods make a file of
+/// 500 MB, over the loader's 256 MiB per file (`docs/limits.md`): a List is
+/// split into files of this many items (`pods.core.json`, `pods.core.2.json`).
+const ITEMS_PER_FILE: usize = 50_000;
+/// NodePorts are 30000-32767.
+const NODE_PORTS: usize = 2768;
+
+/// What to generate.
+pub struct Shape {
+    /// Nodes in all, the example's two included.
+    pub nodes: usize,
+    pub seed: u64,
+}
+
+/// What was written.
+pub struct Generated {
+    pub pods: usize,
+    pub services: usize,
+    pub policies: usize,
+}
+
+impl Shape {
+    fn generated_nodes(&self) -> usize {
+        self.nodes.saturating_sub(PATH_NODES.len())
+    }
+
+    fn services(&self) -> usize {
+        self.nodes * SERVICES_PER_NODE
+    }
+}
+
+/// Writes the snapshot into `dir` (which must not exist) and every cluster
+/// object as one List into `all_objects`.
+pub fn generate(shape: &Shape, dir: &Path, all_objects: &Path) -> io::Result<Generated> {
+    assert!(
+        (1..20 * 256).contains(&shape.generated_nodes()),
+        "10.128.0.0/9 less the services' 10.96.0.0/12 holds up to 5,120 /24s"
+    );
+    let mut random = SplitMix(shape.seed);
+    let example = Example::read()?;
+    let cluster_dir = dir.join("cluster");
+    fs::create_dir_all(&cluster_dir)?;
+    copy_tree(&Path::new(EXAMPLE).join("nodes"), &dir.join("nodes"))?;
+
+    let nodes: Vec<GeneratedNode> = (0..shape.generated_nodes())
+        .map(|k| GeneratedNode::new(k, &mut random))
+        .collect();
+    let services: Vec<ServicePort> = (0..shape.services())
+        .map(|s| service_port(s, nodes.len()))
+        .collect();
+
+    let mut all = ListWriter::create(all_objects)?;
+    let mut write = |file: &str, items: &mut dyn Iterator<Item = Value>| -> io::Result<()> {
+        let (stem, extension) = file.rsplit_once('.').unwrap_or((file, "json"));
+        let mut list = ListWriter::create(&cluster_dir.join(file))?;
+        for (i, item) in items.enumerate() {
+            if i > 0 && i.is_multiple_of(ITEMS_PER_FILE) {
+                list.finish()?;
+                let part = i / ITEMS_PER_FILE + 1;
+                list = ListWriter::create(&cluster_dir.join(format!("{stem}.{part}.{extension}")))?;
+            }
+            list.push(&item)?;
+            all.push(&item)?;
+        }
+        list.finish()
+    };
+    write(
+        "nodes.core.json",
+        &mut example.nodes.iter().cloned().chain(
+            nodes
+                .iter()
+                .map(|node| node.object(&example.nodes[0], &mut random)),
+        ),
+    )?;
+    write(
+        "namespaces.core.json",
+        &mut example
+            .namespaces
+            .iter()
+            .cloned()
+            .chain((0..NAMESPACES).map(|n| namespace(&example.namespaces[0], n, &mut random))),
+    )?;
+    write(
+        "pods.core.json",
+        &mut example
+            .pods
+            .iter()
+            .cloned()
+            .chain(nodes.iter().enumerate().flat_map(|(k, node)| {
+                let place = Place {
+                    node,
+                    k,
+                    nodes: nodes.len(),
+                    services: services.len(),
+                };
+                let (template, mut random) = (&example.pods[0], SplitMix(node.seed));
+                (0..PODS_PER_NODE).map(move |slot| pod(template, &place, slot, &mut random))
+            })),
+    )?;
+    write(
+        "services.core.json",
+        &mut example.services.iter().cloned().chain(
+            services
+                .iter()
+                .enumerate()
+                .map(|(s, port)| service(&example.services[0], s, port, &mut random)),
+        ),
+    )?;
+    write(
+        "endpointslices.discovery.k8s.io.json",
+        &mut example.slices.iter().cloned().chain(
+            services
+                .iter()
+                .enumerate()
+                .map(|(s, port)| slice(&example.slices[0], s, port, &nodes, &mut random)),
+        ),
+    )?;
+    let policies = services.len() / 10;
+    write(
+        "networkpolicies.networking.k8s.io.json",
+        &mut (0..policies).map(|p| policy(p * 10, &mut random)),
+    )?;
+    write(
+        "daemonsets.apps.json",
+        &mut example.daemon_sets.iter().cloned(),
+    )?;
+    for config_map in &example.config_maps {
+        let name = config_map["metadata"]["name"].as_str().unwrap_or("unnamed");
+        write(
+            &format!("configmaps.core.{name}.json"),
+            &mut std::iter::once(config_map.clone()),
+        )?;
+    }
+    all.finish()?;
+
+    for node in PATH_NODES {
+        grow_path_node(
+            &dir.join("nodes").join(node).join("host"),
+            &nodes,
+            &services,
+        )?;
+    }
+    Ok(Generated {
+        pods: example.pods.len() + nodes.len() * PODS_PER_NODE,
+        services: example.services.len() + services.len(),
+        policies,
+    })
+}
+
+/// The example's objects, by kind, as JSON values.
+struct Example {
+    nodes: Vec<Value>,
+    namespaces: Vec<Value>,
+    pods: Vec<Value>,
+    services: Vec<Value>,
+    slices: Vec<Value>,
+    daemon_sets: Vec<Value>,
+    config_maps: Vec<Value>,
+}
+
+impl Example {
+    fn read() -> io::Result<Example> {
+        let items = |file: &str| -> io::Result<Vec<Value>> {
+            let text = fs::read_to_string(Path::new(EXAMPLE).join("cluster").join(file))?;
+            let list: Value = serde_saphyr::from_str(&text)
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
+            match list.get("items") {
+                Some(Value::Array(items)) if !items.is_empty() => Ok(items.clone()),
+                _ => Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("{file}: expected a List with items"),
+                )),
+            }
+        };
+        let mut config_maps = items("configmaps.yaml")?;
+        for config_map in &mut config_maps {
+            if let Some(Value::String(conf)) = config_map.pointer_mut("/data/net-conf.json") {
+                *conf = conf.replace(EXAMPLE_NETWORK, NETWORK);
+            }
+        }
+        Ok(Example {
+            nodes: items("nodes.yaml")?,
+            namespaces: items("namespaces.yaml")?,
+            pods: items("pods.yaml")?,
+            services: items("services.yaml")?,
+            slices: items("endpointslices.yaml")?,
+            daemon_sets: items("daemonsets.yaml")?,
+            config_maps,
+        })
+    }
+}
+
+/// A node beside the example's: `node-{k + 3}`.
+struct GeneratedNode {
+    name: String,
+    /// The network address of its pod CIDR (a /24).
+    subnet: Ipv4Addr,
+    address: Ipv4Addr,
+    vtep_mac: String,
+    /// Seeds what its pods draw.
+    seed: u64,
+}
+
+impl GeneratedNode {
+    fn new(k: usize, random: &mut SplitMix) -> Self {
+        let k = k as u32;
+        GeneratedNode {
+            name: format!("node-{}", k + 3),
+            subnet: Ipv4Addr::from(u32::from(Ipv4Addr::new(10, 128, 0, 0)) + (k << 8)),
+            address: Ipv4Addr::new(172, 20, (k / 250) as u8, (k % 250 + 1) as u8),
+            vtep_mac: random.mac(),
+            seed: random.next(),
+        }
+    }
+
+    /// Its pod in `slot` (0-29).
+    fn pod_ip(&self, slot: usize) -> Ipv4Addr {
+        Ipv4Addr::from(u32::from(self.subnet) + slot as u32 + 2)
+    }
+
+    fn object(&self, template: &Value, random: &mut SplitMix) -> Value {
+        let mut node = template.clone();
+        let (name, address, subnet) = (&self.name, self.address.to_string(), self.subnet);
+        let annotations = &mut node["metadata"]["annotations"];
+        annotations["flannel.alpha.coreos.com/backend-data"] =
+            json!(format!("{{\"VNI\":1,\"VtepMAC\":\"{}\"}}", self.vtep_mac));
+        annotations["flannel.alpha.coreos.com/public-ip"] = json!(address);
+        node["metadata"]["labels"]["kubernetes.io/hostname"] = json!(name);
+        identify(&mut node, name, None, random);
+        node["spec"] =
+            json!({"podCIDR": format!("{subnet}/24"), "podCIDRs": [format!("{subnet}/24")]});
+        node["status"]["addresses"] = json!([
+            {"address": address, "type": "InternalIP"},
+            {"address": name, "type": "Hostname"},
+        ]);
+        node["status"]["nodeInfo"]["bootID"] = json!(random.uuid());
+        node["status"]["nodeInfo"]["systemUUID"] = json!(random.uuid());
+        node
+    }
+}
+
+/// Where backend `b` of the services runs: backends are spread over the
+/// generated nodes first, 8 slots deep, so that a service's 4 endpoints are
+/// on 4 nodes.
+fn backend_place(backend: usize, nodes: usize) -> (usize, usize) {
+    (backend % nodes, backend / nodes)
+}
+
+/// The service and endpoint a pod in `slot` of node `k` backs, if any.
+fn backing(k: usize, slot: usize, nodes: usize, services: usize) -> Option<(usize, usize)> {
+    let backend = slot * nodes + k;
+    (backend < services * ENDPOINTS).then_some((backend / ENDPOINTS, backend % ENDPOINTS))
+}
+
+fn service_namespace(s: usize) -> String {
+    format!("ns-{}", s % NAMESPACES)
+}
+
+/// Service `s` as kube-proxy sees it: `ns-*/svc-{s}:http`, ClusterIP from
+/// 10.96.1.0 on, port 80 to 8080, every 4th with a NodePort.
+fn service_port(s: usize, nodes: usize) -> ServicePort {
+    ServicePort {
+        name: format!("{}/svc-{s}:http", service_namespace(s)),
+        protocol: "tcp",
+        cluster_ip: Ipv4Addr::from(u32::from(Ipv4Addr::new(10, 96, 1, 0)) + s as u32),
+        port: 80,
+        node_port: (s.is_multiple_of(4) && s / 4 < NODE_PORTS).then(|| 30000 + (s / 4) as u16),
+        target_port: 8080,
+        endpoints: (0..ENDPOINTS)
+            .map(|e| {
+                let (k, slot) = backend_place(s * ENDPOINTS + e, nodes);
+                Ipv4Addr::from(
+                    u32::from(Ipv4Addr::new(10, 128, 0, 0)) + ((k as u32) << 8) + slot as u32 + 2,
+                )
+            })
+            .collect(),
+    }
+}
+
+/// Generated node `k` of `nodes`, beside `services` services.
+#[derive(Clone, Copy)]
+struct Place<'a> {
+    node: &'a GeneratedNode,
+    k: usize,
+    nodes: usize,
+    services: usize,
+}
+
+fn pod(template: &Value, place: &Place, slot: usize, random: &mut SplitMix) -> Value {
+    let Place {
+        node,
+        k,
+        nodes,
+        services,
+    } = *place;
+    let (name, namespace, app) = match backing(k, slot, nodes, services) {
+        Some((s, e)) => (
+            format!("svc-{s}-{e}"),
+            service_namespace(s),
+            format!("svc-{s}"),
+        ),
+        None => {
+            let n = k * PODS_PER_NODE + slot;
+            (
+                format!("job-{n}"),
+                format!("ns-{}", n % NAMESPACES),
+                format!("job-{}", n % 100),
+            )
+        }
+    };
+    let mut pod = template.clone();
+    identify(&mut pod, &name, Some(&namespace), random);
+    pod["metadata"]["labels"] = json!({"app": app});
+    pod["spec"]["nodeName"] = json!(node.name);
+    let (ip, host) = (node.pod_ip(slot).to_string(), node.address.to_string());
+    let status = &mut pod["status"];
+    status["hostIP"] = json!(host);
+    status["hostIPs"] = json!([{"ip": host}]);
+    status["podIP"] = json!(ip);
+    status["podIPs"] = json!([{"ip": ip}]);
+    status["containerStatuses"][0]["containerID"] = json!(format!(
+        "containerd://{:016x}{:016x}",
+        random.next(),
+        random.next()
+    ));
+    pod
+}
+
+fn service(template: &Value, s: usize, port: &ServicePort, random: &mut SplitMix) -> Value {
+    let mut service = template.clone();
+    let (name, namespace) = (format!("svc-{s}"), service_namespace(s));
+    identify(&mut service, &name, Some(&namespace), random);
+    service["metadata"]["labels"] = json!({"app": name});
+    let spec = &mut service["spec"];
+    let ip = port.cluster_ip.to_string();
+    spec["clusterIP"] = json!(ip);
+    spec["clusterIPs"] = json!([ip]);
+    spec["selector"] = json!({"app": name});
+    spec["ports"] = json!([{"name": "http", "port": 80, "protocol": "TCP", "targetPort": 8080}]);
+    if let Some(node_port) = port.node_port {
+        spec["ports"][0]["nodePort"] = json!(node_port);
+        spec["type"] = json!("NodePort");
+        spec["externalTrafficPolicy"] = json!("Cluster");
+    }
+    service
+}
+
+fn slice(
+    template: &Value,
+    s: usize,
+    port: &ServicePort,
+    nodes: &[GeneratedNode],
+    random: &mut SplitMix,
+) -> Value {
+    let mut slice = template.clone();
+    let (service, namespace) = (format!("svc-{s}"), service_namespace(s));
+    identify(
+        &mut slice,
+        &format!("{service}-{}", random.word(5)),
+        Some(&namespace),
+        random,
+    );
+    let metadata = &mut slice["metadata"];
+    metadata["generateName"] = json!(format!("{service}-"));
+    metadata["labels"]["app"] = json!(service);
+    metadata["labels"]["kubernetes.io/service-name"] = json!(service);
+    metadata["ownerReferences"][0]["name"] = json!(service);
+    metadata["ownerReferences"][0]["uid"] = json!(random.uuid());
+    let template_endpoint = template["endpoints"][0].clone();
+    slice["endpoints"] = port
+        .endpoints
+        .iter()
+        .enumerate()
+        .map(|(e, ip)| {
+            let (k, _) = backend_place(s * ENDPOINTS + e, nodes.len());
+            let mut endpoint = template_endpoint.clone();
+            endpoint["addresses"] = json!([ip.to_string()]);
+            endpoint["nodeName"] = json!(nodes[k].name);
+            endpoint["targetRef"] = json!({"kind": "Pod", "name": format!("{service}-{e}"),
+                "namespace": namespace, "uid": random.uuid()});
+            endpoint
+        })
+        .collect();
+    slice
+}
+
+/// Policy for service `s`: its pods admit TCP 8080 from `role: client` pods
+/// of their namespace and from the `monitoring` namespace.
+fn policy(s: usize, random: &mut SplitMix) -> Value {
+    let mut policy = json!({
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"creationTimestamp": "2025-06-02T09:00:00Z", "generation": 1},
+        "spec": {
+            "podSelector": {"matchLabels": {"app": format!("svc-{s}")}},
+            "policyTypes": ["Ingress"],
+            "ingress": [{
+                "from": [
+                    {"podSelector": {"matchLabels": {"role": "client"}}},
+                    {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}},
+                ],
+                "ports": [{"port": 8080, "protocol": "TCP"}],
+            }],
+        },
+    });
+    identify(
+        &mut policy,
+        &format!("allow-svc-{s}"),
+        Some(&service_namespace(s)),
+        random,
+    );
+    policy
+}
+
+fn namespace(template: &Value, n: usize, random: &mut SplitMix) -> Value {
+    let mut namespace = template.clone();
+    let name = format!("ns-{n}");
+    identify(&mut namespace, &name, None, random);
+    namespace["metadata"]["labels"] = json!({"kubernetes.io/metadata.name": name});
+    namespace
+}
+
+/// Gives an object its name, namespace, UID and resource version.
+fn identify(object: &mut Value, name: &str, namespace: Option<&str>, random: &mut SplitMix) {
+    let metadata = &mut object["metadata"];
+    metadata["name"] = json!(name);
+    if let Some(namespace) = namespace {
+        metadata["namespace"] = json!(namespace);
+    }
+    metadata["uid"] = json!(random.uuid());
+    metadata["resourceVersion"] = json!((random.next() % 1_000_000).to_string());
+}
+
+/// A node on the path as it would be on the generated cluster: flanneld's
+/// route, neighbour and FDB entry for every other node, and kube-proxy's
+/// rules for every service in its nat table.
+fn grow_path_node(
+    host: &Path,
+    nodes: &[GeneratedNode],
+    services: &[ServicePort],
+) -> io::Result<()> {
+    let append = |file: &str, entries: &mut dyn Iterator<Item = Value>| -> io::Result<()> {
+        let path = host.join(file);
+        let mut array: Vec<Value> = serde_json::from_str(&fs::read_to_string(&path)?)?;
+        array.extend(entries);
+        fs::write(&path, serde_json::to_string(&array)?)
+    };
+    append(
+        "ip-route.json",
+        &mut nodes.iter().map(|node| {
+            json!({"type": "unicast", "dst": format!("{}/24", node.subnet), "gateway": node.subnet.to_string(),
+                "dev": "flannel.1", "table": "main", "protocol": "boot", "scope": "global", "flags": ["onlink"]})
+        }),
+    )?;
+    append(
+        "ip-neigh.json",
+        &mut nodes.iter().map(|node| {
+            json!({"dst": node.subnet.to_string(), "dev": "flannel.1", "lladdr": node.vtep_mac, "state": ["PERMANENT"]})
+        }),
+    )?;
+    append(
+        "bridge-fdb.json",
+        &mut nodes.iter().map(|node| {
+            json!({"mac": node.vtep_mac, "ifname": "flannel.1", "dst": node.address.to_string(),
+                "flags": ["self"], "state": "permanent"})
+        }),
+    )?;
+
+    let path = host.join("iptables-save.txt");
+    let text = fs::read_to_string(&path)?.replace(EXAMPLE_NETWORK, NETWORK);
+    let ServiceRules { chains, rules } = service_rules(services, NETWORK);
+    let mut out = String::with_capacity(text.len() + chains.len() + rules.len());
+    let mut table = "";
+    for line in text.lines() {
+        if let Some(name) = line.strip_prefix('*') {
+            table = if name == "nat" { "nat" } else { "" };
+        }
+        // The services' chains after the nat table's last declaration, their
+        // rules before KUBE-SERVICES' last rule (the NodePort one).
+        if table == "nat"
+            && line
+                .starts_with("-A KUBE-SERVICES -m comment --comment \"kubernetes service nodeports")
+        {
+            out.push_str(&rules);
+        }
+        let _ = writeln!(out, "{line}");
+        if table == "nat" && line == ":KUBE-SERVICES - [0:0]" {
+            out.push_str(&chains);
+        }
+    }
+    fs::write(path, out)
+}
+
+fn copy_tree(from: &Path, to: &Path) -> io::Result<()> {
+    fs::create_dir_all(to)?;
+    for entry in fs::read_dir(from)? {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            copy_tree(&entry.path(), &target)?;
+        } else {
+            fs::copy(entry.path(), target)?;
+        }
+    }
+    Ok(())
+}
+
+/// A `kind: List` written item by item, as `serde_json::to_vec_pretty`
+/// writes the collector's lists (keys sorted, two-space indents), without
+/// holding the list in memory.
+struct ListWriter {
+    out: BufWriter<fs::File>,
+    first: bool,
+}
+
+impl ListWriter {
+    fn create(path: &Path) -> io::Result<ListWriter> {
+        let mut out = BufWriter::new(fs::File::create(path)?);
+        out.write_all(b"{\n  \"apiVersion\": \"v1\",\n  \"items\": [")?;
+        Ok(ListWriter { out, first: true })
+    }
+
+    fn push(&mut self, item: &Value) -> io::Result<()> {
+        let text = serde_json::to_string_pretty(item)?;
+        self.out
+            .write_all(if self.first { b"\n" } else { b",\n" })?;
+        self.first = false;
+        for (i, line) in text.lines().enumerate() {
+            if i > 0 {
+                self.out.write_all(b"\n")?;
+            }
+            self.out.write_all(b"    ")?;
+            self.out.write_all(line.as_bytes())?;
+        }
+        Ok(())
+    }
+
+    fn finish(mut self) -> io::Result<()> {
+        self.out
+            .write_all(if self.first { b"]" } else { b"\n  ]" })?;
+        self.out.write_all(b",\n  \"kind\": \"List\"\n}")?;
+        self.out.flush()
+    }
+}
+
+/// splitmix64: small, seeded, good enough for identifiers.
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn uuid(&mut self) -> String {
+        let (a, b) = (self.next(), self.next());
+        format!(
+            "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
+            a >> 32,
+            (a >> 16) & 0xffff,
+            a & 0xffff,
+            b >> 48,
+            b & 0xffff_ffff_ffff
+        )
+    }
+
+    /// A locally administered unicast MAC address.
+    fn mac(&mut self) -> String {
+        let bytes = self.next().to_be_bytes();
+        format!(
+            "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
+            (bytes[0] & 0xfe) | 0x02,
+            bytes[1],
+            bytes[2],
+            bytes[3],
+            bytes[4],
+            bytes[5]
+        )
+    }
+
+    /// `len` lowercase letters and digits, as generateName suffixes are.
+    fn word(&mut self, len: usize) -> String {
+        const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+        (0..len)
+            .map(|_| char::from(ALPHABET[(self.next() % ALPHABET.len() as u64) as usize]))
+            .collect()
+    }
+}

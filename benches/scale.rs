@@ -1,0 +1,177 @@
+//! One flow on a large generated cluster, end to end and cold (`cargo bench
+//! --bench scale`): for 500, 1,000, 2,500 and 5,000 nodes (30 pods per node,
+//! 2 services per node; `common/cluster.rs` says what is generated), the
+//! release `skoop diagnose` is run as a fresh process (load the snapshot and
+//! the built-in packs, walk default/web-0 -> svc/default/web, print the
+//! answer), also with `--cni none` and as `skoop snapshot check`, and beside
+//! it, on the same cluster objects as one JSON file,
+//! `python3 -c 'import json; json.load(open(F))'`. Each is timed by wall
+//! clock, its CPU time (user and system, which a loaded machine stretches
+//! less) and peak memory read from the kernel (`wait4`'s rusage); the
+//! fastest of `RUNS` runs is reported, so the page cache is warm.
+//! Targets: the flow in at most 1 s and 1 GiB at 5,000 nodes, faster than
+//! Python reads the objects, its cost growing linearly with the cluster.
+//!
+//! `SKOOP_SCALE_NODES=500,1000` picks the sizes; `SKOOP_SCALE_DIR=DIR` keeps
+//! the generated snapshots there (`DIR/<nodes>/`) instead of a temporary
+//! directory.
+
+#[path = "common/cluster.rs"]
+mod cluster;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const RUNS: usize = 3;
+const SEED: u64 = 14;
+
+/// A finished child process: its wall time, peak resident memory and
+/// whether it succeeded.
+struct Run {
+    wall: Duration,
+    /// User and system time, which a loaded machine stretches less.
+    cpu: Duration,
+    peak_bytes: u64,
+    success: bool,
+}
+
+#[expect(
+    clippy::zombie_processes,
+    reason = "the child is reaped by wait4, which gives its peak memory too"
+)]
+fn run(command: &mut Command) -> Run {
+    let start = Instant::now();
+    let child = command
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the command starts");
+    let pid = libc::pid_t::try_from(child.id()).expect("a pid");
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is a valid value, which wait4 overwrites.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `pid` is our own child, not yet reaped (its `Child` is never
+    // waited on); `status` and `usage` are valid for writing.
+    let reaped = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    let wall = start.elapsed();
+    assert_eq!(reaped, pid, "wait4: {}", std::io::Error::last_os_error());
+    let time = |t: libc::timeval| {
+        Duration::from_secs(u64::try_from(t.tv_sec).unwrap_or(0))
+            + Duration::from_micros(u64::try_from(t.tv_usec).unwrap_or(0))
+    };
+    Run {
+        wall,
+        cpu: time(usage.ru_utime) + time(usage.ru_stime),
+        peak_bytes: u64::try_from(usage.ru_maxrss).unwrap_or(0) * 1024,
+        success: libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+    }
+}
+
+/// The fastest of `RUNS` runs (its peak memory beside it), each a fresh
+/// process.
+fn fastest(mut command: impl FnMut() -> Command) -> Run {
+    let mut best: Option<Run> = None;
+    for _ in 0..RUNS {
+        let run = run(&mut command());
+        assert!(run.success, "{:?} failed", command());
+        if best.as_ref().is_none_or(|b| run.wall < b.wall) {
+            best = Some(run);
+        }
+    }
+    best.expect("RUNS > 0")
+}
+
+/// `wall ms (CPU ms) / peak MiB`.
+impl std::fmt::Display for Run {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{:.0} ms ({:.0}) / {:.0} MiB",
+            self.wall.as_secs_f64() * 1000.0,
+            self.cpu.as_secs_f64() * 1000.0,
+            mib(self.peak_bytes)
+        )
+    }
+}
+
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / (1024.0 * 1024.0)
+}
+
+fn main() {
+    let sizes: Vec<usize> = std::env::var("SKOOP_SCALE_NODES")
+        .unwrap_or_else(|_| "500,1000,2500,5000".into())
+        .split(',')
+        .map(|n| n.trim().parse().expect("SKOOP_SCALE_NODES: node counts"))
+        .collect();
+    let temporary = tempfile::tempdir().expect("a temporary directory");
+    let base: PathBuf =
+        std::env::var_os("SKOOP_SCALE_DIR").map_or_else(|| temporary.path().into(), PathBuf::from);
+    let skoop = Path::new(env!("CARGO_BIN_EXE_skoop"));
+    println!(
+        "| nodes (pods / services / policies) | cluster/ | skoop diagnose | diagnose --cni none | snapshot check | python3 json.load | python / diagnose |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    for nodes in sizes {
+        let dir = base.join(nodes.to_string());
+        let all = base.join(format!("{nodes}-all.json"));
+        let generated = if dir.exists() {
+            None
+        } else {
+            let start = Instant::now();
+            let generated = cluster::generate(&cluster::Shape { nodes, seed: SEED }, &dir, &all)
+                .expect("the snapshot is written");
+            eprintln!("{nodes} nodes generated in {:?}", start.elapsed());
+            Some(generated)
+        };
+        let skoop_run = |args: &[&str]| {
+            fastest(|| {
+                let mut command = Command::new(skoop);
+                command.args(args).arg(&dir);
+                if args[0] == "diagnose" {
+                    command.args(["--from", "default/web-0", "--to", "svc/default/web"]);
+                }
+                command
+            })
+        };
+        let diagnose = skoop_run(&["diagnose", "--snapshot"]);
+        let no_cni = skoop_run(&["diagnose", "--cni", "none", "--snapshot"]);
+        let check = skoop_run(&["snapshot", "check"]);
+        let python = fastest(|| {
+            let mut command = Command::new("python3");
+            command
+                .arg("-c")
+                .arg("import json, sys; json.load(open(sys.argv[1]))")
+                .arg(&all);
+            command
+        });
+        let what = generated.map_or_else(
+            || "(kept)".to_owned(),
+            |g| format!("{} / {} / {}", g.pods, g.services, g.policies),
+        );
+        let size = generated_size(&dir.join("cluster"));
+        println!(
+            "| {nodes} ({what}) | {:.0} MiB | {} | {} | {} | {} | {:.1}x |",
+            mib(size),
+            diagnose,
+            no_cni,
+            check,
+            python,
+            python.wall.as_secs_f64() / diagnose.wall.as_secs_f64(),
+        );
+    }
+}
+
+/// Bytes of the files directly in `dir`.
+fn generated_size(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter_map(|e| e.metadata().ok())
+                .map(|m| m.len())
+                .sum()
+        })
+        .unwrap_or(0)
+}
