@@ -9,7 +9,8 @@ use std::sync::Arc;
 use clap::{Args, ValueEnum};
 use petgraph::graph::NodeIndex;
 use skoop::engine::{
-    self, Diagnosis, Disposition, Endpoint, PacketSize, Protocol, Request, Severity, Step,
+    self, Diagnosis, Disposition, Endpoint, Finding, PacketSize, PathResult, Protocol, Request,
+    Severity, Step,
 };
 use skoop::packs::LoadedPacks;
 use skoop::report::json::{ErrorReport, Report, link_kind};
@@ -53,7 +54,9 @@ use super::{EXIT_USAGE, ProtocolArg, json_text, report_problems, terminal_safe, 
 ///
 /// Formats (-o, or guessed from the extension of --output FILE: .json,
 /// .dot/.gv, .svg, .html/.htm, anything else text):
-///   text  the verdict, then each path hop by hop (-v: every step)
+///   text  the verdict, which backends fail, one line per path (its backend,
+///         disposition and where it stops), then the findings, each once;
+///         --detail: every hop and step of each path; -v: with packets too
 ///   json  the report scripts read (docs/json.md)
 ///   dot   the path graph for Graphviz: hops grouped by node, links labelled
 ///         with the packet on the wire, each path's end and disposition
@@ -62,11 +65,16 @@ use super::{EXIT_USAGE, ProtocolArg, json_text, report_problems, terminal_safe, 
 ///   html  one self-contained page: the verdict, findings with evidence,
 ///         the picture, the paths, and each hop's steps on a click
 ///
-/// Exit status: 0 when every path is delivered (or leaves the cluster with a
-/// source address the outside can answer: a node's, not a pod's) and nothing
-/// fatal was found, 1 otherwise (the report is written either way), 2 for bad arguments or
-/// input (unknown pod, malformed address, not a snapshot, a broken pack, a
-/// cluster that cannot be reached or refuses skoop).
+/// Exit status (the report is written whatever it is):
+///   0  every path is delivered (or leaves the cluster with a source address
+///      the outside can answer: a node's, not a pod's) and no finding is
+///      critical or fatal
+///   1  some path is not delivered
+///   2  bad arguments or input (unknown pod, malformed address, not a
+///      snapshot, a broken pack, a cluster that cannot be reached or
+///      refuses skoop)
+///   3  every path is delivered, but a critical or fatal finding says
+///      something on the way is broken all the same (the verdict counts them)
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub struct DiagnoseArgs {
@@ -111,7 +119,11 @@ pub struct DiagnoseArgs {
     /// stands in for a namespace the snapshot lacks.
     #[arg(long, value_name = "auto|none|NAME", default_value = "auto")]
     cni: String,
-    /// Show every step (rules and tables of each route, packets on every link).
+    /// Show every hop of every path and its steps, not one line per path.
+    #[arg(long)]
+    detail: bool,
+    /// Show every hop and step with its packet, the rules and tables of
+    /// each route, the packet on every link (implies --detail).
     #[arg(short, long)]
     verbose: bool,
     /// The report's format (see above); without it, guessed from --output's
@@ -123,6 +135,17 @@ pub struct DiagnoseArgs {
     /// `./json` for a file of that name.)
     #[arg(long, value_name = "FILE")]
     output: Option<PathBuf>,
+}
+
+impl DiagnoseArgs {
+    /// How much of each path the text report shows.
+    fn detail(&self) -> Detail {
+        match (self.verbose, self.detail) {
+            (true, _) => Detail::Packets,
+            (false, true) => Detail::Hops,
+            (false, false) => Detail::Paths,
+        }
+    }
 }
 
 /// What `diagnose` writes.
@@ -267,7 +290,7 @@ pub fn run(args: Box<DiagnoseArgs>) -> ExitCode {
         Err(e) => return usage_error(output, e.to_string()),
     };
     let written = match output.format {
-        ReportFormat::Text => output.write(&text(&diagnosis, args.verbose)),
+        ReportFormat::Text => output.write(&text(&diagnosis, args.detail())),
         ReportFormat::Json => output.write_json(&Report::new(&diagnosis)),
         ReportFormat::Dot => output.write(&dot::render(&Picture::new(&Report::new(&diagnosis)))),
         ReportFormat::Svg => output.write(&svg::render(&Picture::new(&Report::new(&diagnosis)))),
@@ -276,15 +299,7 @@ pub fn run(args: Box<DiagnoseArgs>) -> ExitCode {
     if let Err(code) = written {
         return code;
     }
-    let fatal = diagnosis
-        .findings
-        .iter()
-        .any(|f| f.severity == Severity::Fatal);
-    if diagnosis.succeeds() && !fatal {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    }
+    exit_status(&diagnosis)
 }
 
 /// Collects what `request` needs from the live cluster into
@@ -334,8 +349,188 @@ fn usage_error(output: Destination, error: String) -> ExitCode {
     ExitCode::from(EXIT_USAGE)
 }
 
+/// How much of each path the text report shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Detail {
+    /// One line per path: its backend, disposition and where it stops.
+    Paths,
+    /// Every hop of every path, and its steps (`--detail`).
+    Hops,
+    /// Every step with its packet, rules and tables too (`-v`).
+    Packets,
+}
+
+/// Exit status when some path is not delivered.
+const EXIT_NOT_DELIVERED: u8 = 1;
+/// Exit status when every path is delivered but a critical or fatal
+/// finding says something on the way is broken all the same.
+const EXIT_DELIVERED_WITH_FINDINGS: u8 = 3;
+
+/// The exit status of a diagnosis (see `diagnose --help`, docs/json.md).
+fn exit_status(diagnosis: &Diagnosis) -> ExitCode {
+    if !diagnosis.succeeds() {
+        ExitCode::from(EXIT_NOT_DELIVERED)
+    } else if severe_findings(diagnosis) != (0, 0) {
+        ExitCode::from(EXIT_DELIVERED_WITH_FINDINGS)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// A finding as the text report says it: once, with the paths (numbered
+/// from 1) it is about. The walker records a stop on every path it ends, so
+/// that paths forked from one hop repeat it word for word; a finding that
+/// stops no path is recorded once, at the first visit of its place, and is
+/// about every path through that place.
+struct Said<'d> {
+    finding: &'d Finding,
+    paths: Vec<usize>,
+}
+
+/// The paths (numbered from 1) a finding is about: those it ends, else
+/// those through the namespace it is about.
+fn paths_of(diagnosis: &Diagnosis, finding: &Finding) -> Vec<usize> {
+    let numbered = || diagnosis.paths.iter().enumerate().map(|(i, p)| (i + 1, p));
+    let ended: Vec<usize> = numbered()
+        .filter(|(_, path)| path.hops.last() == Some(&finding.hop_index))
+        .map(|(number, _)| number)
+        .collect();
+    if !ended.is_empty() {
+        return ended;
+    }
+    numbered()
+        .filter(|(_, path)| {
+            path.hops
+                .iter()
+                .any(|&hop| diagnosis.hop(hop).id == finding.hop)
+        })
+        .map(|(number, _)| number)
+        .collect()
+}
+
+/// Each distinct finding once, in the order first found.
+fn said_findings(diagnosis: &Diagnosis) -> Vec<Said<'_>> {
+    let mut said: Vec<Said> = Vec::new();
+    for finding in &diagnosis.findings {
+        let paths = paths_of(diagnosis, finding);
+        let same = |s: &&mut Said| {
+            let f = s.finding;
+            (
+                &f.id,
+                f.severity,
+                &f.hop,
+                &f.message,
+                &f.evidence,
+                &f.expected,
+            ) == (
+                &finding.id,
+                finding.severity,
+                &finding.hop,
+                &finding.message,
+                &finding.evidence,
+                &finding.expected,
+            )
+        };
+        match said.iter_mut().find(same) {
+            Some(earlier) => {
+                earlier.paths.extend(paths);
+                earlier.paths.sort_unstable();
+                earlier.paths.dedup();
+            }
+            None => said.push(Said { finding, paths }),
+        }
+    }
+    said
+}
+
+/// How many distinct fatal and critical findings the diagnosis has.
+fn severe_findings(diagnosis: &Diagnosis) -> (usize, usize) {
+    let said = said_findings(diagnosis);
+    let count = |severity| {
+        said.iter()
+            .filter(|s| s.finding.severity == severity)
+            .count()
+    };
+    (count(Severity::Fatal), count(Severity::Critical))
+}
+
+/// What the verdict adds about fatal and critical findings: a delivered
+/// flow with one is not healthy (exit status 3), and says so at once.
+fn severity_note(diagnosis: &Diagnosis) -> String {
+    let (fatal, critical) = severe_findings(diagnosis);
+    let counts: Vec<String> = [(fatal, "fatal"), (critical, "critical")]
+        .into_iter()
+        .filter(|(count, _)| *count > 0)
+        .map(|(count, severity)| format!("{count} {severity}"))
+        .collect();
+    if counts.is_empty() {
+        return String::new();
+    }
+    let noun = if fatal + critical == 1 {
+        "finding"
+    } else {
+        "findings"
+    };
+    let joint = if diagnosis.succeeds() { "but" } else { "with" };
+    format!(", {joint} {} {noun}", counts.join(" and "))
+}
+
+/// What a path's request reached, as a summary names it: the pod or node
+/// whose address it is, else the address; a path without one, by number.
+fn backend_name(path: &PathResult, number: usize) -> String {
+    match &path.backend {
+        Some(backend) => backend.owner.clone().unwrap_or_else(|| backend.socket()),
+        None => format!("path {number}"),
+    }
+}
+
+/// Which of several paths fail, by backend where they reach several (a
+/// service's fan-out): "2 of 4 backends (50% of flows) fail: a, b".
+fn failing_summary(diagnosis: &Diagnosis) -> Option<String> {
+    if diagnosis.paths.len() < 2 || diagnosis.succeeds() {
+        return None;
+    }
+    // Each backend with whether any of its paths fails, in path order.
+    let mut backends: Vec<(String, bool)> = Vec::new();
+    for (index, path) in diagnosis.paths.iter().enumerate() {
+        let name = backend_name(path, index + 1);
+        let fails = !path.succeeds();
+        match backends.iter_mut().find(|(known, _)| *known == name) {
+            Some((_, failing)) => *failing |= fails,
+            None => backends.push((name, fails)),
+        }
+    }
+    let share: f64 = diagnosis
+        .paths
+        .iter()
+        .filter(|path| !path.succeeds())
+        .map(|path| path.probability)
+        .sum();
+    let failing: Vec<&str> = backends
+        .iter()
+        .filter(|(_, fails)| *fails)
+        .map(|(name, _)| name.as_str())
+        .collect();
+    if backends.len() > 1 {
+        Some(format!(
+            "{} of {} backends ({:.0}% of flows) fail: {}",
+            failing.len(),
+            backends.len(),
+            share * 100.0,
+            failing.join(", ")
+        ))
+    } else {
+        let paths = diagnosis.paths.iter().filter(|p| !p.succeeds()).count();
+        Some(format!(
+            "{paths} of {} paths ({:.0}% of flows) fail",
+            diagnosis.paths.len(),
+            share * 100.0
+        ))
+    }
+}
+
 /// The text report, each line escaped for a terminal (see `terminal_safe`).
-fn text(diagnosis: &Diagnosis, verbose: bool) -> String {
+fn text(diagnosis: &Diagnosis, detail: Detail) -> String {
     let mut text = String::new();
     // One line of the report, escaped as `out!` escapes it.
     macro_rules! say {
@@ -347,13 +542,14 @@ fn text(diagnosis: &Diagnosis, verbose: bool) -> String {
             text.push('\n');
         }};
     }
-    // The verdict first, then where it stops.
+    // The verdict first, then which paths fail.
     let disposition = diagnosis.disposition();
     say!(
-        "{}: {disposition}{}{}",
+        "{}: {disposition}{}{}{}",
         diagnosis.summary,
         exit_note(diagnosis),
-        assumed_mark(diagnosis.assumed())
+        assumed_mark(diagnosis.assumed()),
+        severity_note(diagnosis)
     );
     if let Some(pack) = &diagnosis.assumed_by {
         let namespaces: Vec<&str> = diagnosis
@@ -367,23 +563,37 @@ fn text(diagnosis: &Diagnosis, verbose: bool) -> String {
             namespaces.join(", ")
         );
     }
-    for finding in diagnosis
-        .findings
-        .iter()
-        .filter(|f| f.severity == Severity::Fatal)
-    {
-        say!("  stops at {}: {}", finding.hop, finding.message);
+    if let Some(summary) = failing_summary(diagnosis) {
+        say!("  {summary}");
     }
     let count = diagnosis.paths.len();
-    for (number, path) in diagnosis.paths.iter().enumerate() {
+    if detail == Detail::Paths && count > 0 {
         say!();
+    }
+    for (number, path) in diagnosis.paths.iter().enumerate() {
+        if detail > Detail::Paths {
+            say!();
+        }
+        let to = path
+            .backend
+            .as_ref()
+            .map(|backend| format!(" to {backend}"))
+            .unwrap_or_default();
+        let stops = match (path.disposition, path.hops.last()) {
+            (Disposition::Delivered | Disposition::ExitsCluster, _) | (_, None) => String::new(),
+            (_, Some(&last)) => format!(" at {}", diagnosis.hop(last).id),
+        };
         say!(
-            "path {} of {count} ({:.0}% of flows): {}{}",
+            "path {} of {count} ({:.0}% of flows){to}: {}{}{stops}",
             number + 1,
             path.probability * 100.0,
             path.disposition,
             assumed_mark(path.assumed)
         );
+        if detail == Detail::Paths {
+            continue;
+        }
+        let verbose = detail == Detail::Packets;
         let mut previous: Option<usize> = None;
         for &index in &path.hops {
             if let Some(from) = previous
@@ -419,13 +629,24 @@ fn text(diagnosis: &Diagnosis, verbose: bool) -> String {
             }
         }
     }
-    if !diagnosis.findings.is_empty() {
+    let said = said_findings(diagnosis);
+    if !said.is_empty() {
         say!();
         say!("findings:");
-        for finding in &diagnosis.findings {
+        for Said { finding, paths } in &said {
             let severity = finding.severity.as_str();
+            // Which paths, where it is about some of several.
+            let which = match paths.as_slice() {
+                [] => String::new(),
+                _ if count < 2 || paths.len() == count => String::new(),
+                [one] => format!(" (path {one})"),
+                many => {
+                    let numbers: Vec<String> = many.iter().map(usize::to_string).collect();
+                    format!(" (paths {})", numbers.join(", "))
+                }
+            };
             say!(
-                "  {severity} {} at {}: {}",
+                "  {severity} {} at {}{which}: {}",
                 finding.id,
                 finding.hop,
                 finding.message
