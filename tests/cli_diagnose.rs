@@ -1,6 +1,8 @@
 //! `skoop diagnose` on the bundled example as a user runs it: the verdict,
 //! the JSON contract (`docs/json.md`) and the exit codes.
 
+mod common;
+
 use std::process::{Command, Output};
 
 use serde_json::Value;
@@ -813,4 +815,216 @@ fn leaving_the_cluster_succeeds_only_with_a_source_the_outside_can_answer() {
     let exit = &report["paths"][0]["exit"];
     assert_eq!(exit["source"], "10.244.60.65");
     assert_eq!(exit["answerable"], false);
+}
+
+/// `docs/diagnose.md` as it shows the command: every `$ skoop ...` of its
+/// console blocks prints what the page says it prints.
+#[test]
+fn the_diagnose_pages_examples_print_what_the_page_shows() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let page = std::fs::read_to_string(root.join("docs/diagnose.md")).expect("the page");
+    let examples = common::console::examples(&page);
+    assert!(examples.len() >= 5, "the page shows its examples");
+    for example in examples {
+        let words: Vec<&str> = example.command.split_whitespace().collect();
+        assert_eq!(words[0], "skoop", "{}", example.command);
+        let output = Command::new(env!("CARGO_BIN_EXE_skoop"))
+            .args(&words[1..])
+            .current_dir(root)
+            .output()
+            .expect("skoop runs");
+        example.assert_printed(&String::from_utf8_lossy(&output.stdout));
+    }
+}
+
+/// Issue 17: which backends of a service fail, each path naming its
+/// backend, and a finding several paths share said once with them.
+#[test]
+fn a_service_fan_out_says_which_backends_fail_and_each_finding_once() {
+    let output = Command::new(env!("CARGO_BIN_EXE_skoop"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["diagnose", "-s", "examples/flannel-vxlan-broken"])
+        .args(["-f", "default/web-0", "-t", "svc/default/web"])
+        .output()
+        .expect("run skoop");
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("\n  2 of 4 backends (50% of flows) fail: default/web-2, default/web-3\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "\npath 3 of 4 (25% of flows) to default/web-2 (10.244.2.2:8080): neighbor_failed at node-1\n"
+        ),
+        "{text}"
+    );
+    assert_eq!(text.matches("kernel.fdb.missing").count(), 1, "{text}");
+    assert!(
+        text.contains("fatal kernel.fdb.missing at node-1 (paths 3, 4):"),
+        "{text}"
+    );
+    let (_, report) = json_in(
+        std::path::Path::new("examples/flannel-vxlan-broken"),
+        &["--from", "default/web-0", "--to", "svc/default/web"],
+    );
+    let owners: Vec<&Value> = report["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|path| &path["backend"]["owner"])
+        .collect();
+    assert_eq!(
+        owners,
+        [
+            "default/web-0",
+            "default/web-1",
+            "default/web-2",
+            "default/web-3"
+        ]
+    );
+}
+
+/// Issue 17: a delivered flow with a fatal or critical finding is not
+/// healthy: the verdict counts them and the exit status is 3.
+#[test]
+fn delivered_with_a_fatal_finding_says_so_and_exits_3() {
+    let output = diagnose(&[
+        "--from",
+        "default/web-0",
+        "--to",
+        "default/web-3:8080",
+        "--set",
+        "flannel.bridge=br0",
+    ]);
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(3), "{text}");
+    assert!(
+        text.starts_with(
+            "default/web-0 -> default/web-3:8080 (10.244.2.3:8080 tcp): delivered, but 2 fatal findings\n"
+        ),
+        "{text}"
+    );
+    let help = Command::new(env!("CARGO_BIN_EXE_skoop"))
+        .args(["diagnose", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(
+        help.contains("  3  every path is delivered, but a critical"),
+        "{help}"
+    );
+}
+
+/// Issue 17: errors about names the snapshot lacks suggest what it has.
+#[test]
+fn unknown_names_and_ports_suggest_what_the_snapshot_has() {
+    for (from, to, expected) in [
+        (
+            "default/web-O",
+            "default/web-1:8080",
+            "no pod default/web-O in the snapshot; did you mean default/web-0?",
+        ),
+        (
+            "default/web-0",
+            "svc/default/webb",
+            "no service default/webb in the snapshot; did you mean default/web?",
+        ),
+        (
+            "node/node-3",
+            "default/web-1:8080",
+            "no node node-3 in the snapshot; did you mean node-1 or node-2?",
+        ),
+        ("node1", "default/web-1:8080", "; did you mean node/node-1?"),
+        (
+            "default/web-0",
+            "svc/default/web:8080",
+            "service default/web has no port 8080 (its ports: 80/TCP (http); 8080 is the targetPort of its port 80, which takes the connections)",
+        ),
+        (
+            "svc/default/web",
+            "default/web-1:8080",
+            "\"svc/default/web\" cannot be a source",
+        ),
+    ] {
+        let output = diagnose(&["--from", from, "--to", to]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(expected), "{from} -> {to}: {stderr}");
+    }
+}
+
+/// Issue 17: a named service port, and a ClusterIP without a port, resolve
+/// as `svc/` does; ICMP with a port is an error, not ignored.
+#[test]
+fn named_ports_and_bare_clusterips_resolve_and_icmp_takes_no_port() {
+    for to in ["svc/default/web:http", "10.96.0.100"] {
+        let (code, report) = json(&["--from", "default/web-0", "--to", to]);
+        assert_eq!(code, Some(0), "{to}");
+        assert!(
+            report["request"]
+                .as_str()
+                .unwrap()
+                .contains("(10.96.0.100:80 tcp)"),
+            "{report}"
+        );
+    }
+    let output = diagnose(&[
+        "--from",
+        "default/web-0",
+        "--to",
+        "default/web-3",
+        "--protocol",
+        "icmp",
+        "-p",
+        "8080",
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("icmp has no ports"));
+}
+
+/// Issue 17: the short and shared flag names, and SKOOP_SNAPSHOT.
+#[test]
+fn short_flags_aliases_and_the_snapshot_from_the_environment() {
+    let output = Command::new(env!("CARGO_BIN_EXE_skoop"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("SKOOP_SNAPSHOT", "examples/flannel-vxlan")
+        .args(["diagnose", "-f", "default/web-0", "-t", "default/web-3"])
+        .args(["--dport", "8080", "--proto", "tcp"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    assert!(
+        text.starts_with("default/web-0 -> default/web-3 (10.244.2.3:8080 tcp): delivered\n"),
+        "{text}"
+    );
+    let trace = Command::new(env!("CARGO_BIN_EXE_skoop"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args([
+            "netfilter",
+            "trace",
+            "--netns",
+            "examples/flannel-vxlan/nodes/node-1/host",
+        ])
+        .args([
+            "--src",
+            "10.244.1.3",
+            "--dst",
+            "10.96.0.100",
+            "--in-iface",
+            "cni0",
+        ])
+        .args(["--protocol", "tcp", "--port", "80"])
+        .output()
+        .unwrap();
+    assert_eq!(trace.status.code(), Some(0), "{trace:?}");
+}
+
+/// Issue 17: an IPv6 destination is not a gap in the snapshot.
+#[test]
+fn an_ipv6_destination_says_ipv6_is_not_modelled_yet() {
+    let output = diagnose(&["--from", "default/web-0", "--to", "[fd00::1]:80"]);
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("IPv6 is not modelled yet"), "{text}");
 }

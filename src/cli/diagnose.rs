@@ -79,7 +79,13 @@ use super::{EXIT_USAGE, ProtocolArg, json_text, report_problems, terminal_safe, 
 #[command(verbatim_doc_comment)]
 pub struct DiagnoseArgs {
     /// A collected snapshot directory; without it, the live cluster.
-    #[arg(long, value_name = "DIR", conflicts_with = "save_snapshot")]
+    #[arg(
+        short,
+        long,
+        value_name = "DIR",
+        env = "SKOOP_SNAPSHOT",
+        conflicts_with = "save_snapshot"
+    )]
     snapshot: Option<PathBuf>,
     /// Keep what a live diagnosis collected in DIR (to replay it offline
     /// with --snapshot DIR, or attach it to a ticket).
@@ -88,20 +94,21 @@ pub struct DiagnoseArgs {
     #[command(flatten)]
     live: LiveArgs,
     /// Where the packet starts: a pod (NS/NAME), a node (node/NAME) or an IP of one.
-    #[arg(long, value_name = "SRC", value_parser = super::parse_endpoint)]
-    from: Endpoint,
+    #[arg(short, long, value_name = "SRC")]
+    from: String,
     /// Where it goes: a pod (NS/NAME[:PORT]), a node (node/NAME[:PORT]), a
     /// service (svc/NS/NAME[:PORT]) or an address (IP[:PORT], [IPv6]:PORT).
-    #[arg(long, value_name = "DST", value_parser = super::parse_endpoint)]
-    to: Endpoint,
+    #[arg(short, long, value_name = "DST")]
+    to: String,
     /// Destination port (tcp, udp, sctp); also accepted as DST:PORT. Not
     /// needed for a service with one port of the protocol or a pod declaring
-    /// one container port of it.
-    #[arg(long, value_parser = super::parse_port)]
+    /// one container port of it. ICMP has none. (`--dport` as `netfilter
+    /// trace` once read it.)
+    #[arg(short, long, alias = "dport", value_parser = super::parse_port)]
     port: Option<u16>,
     /// The flow's protocol. A service's port and a pod's declared port are
-    /// those of this protocol.
-    #[arg(long, value_enum, default_value_t = ProtocolArg::Tcp)]
+    /// those of this protocol. (`--proto` as `netfilter trace` once read it.)
+    #[arg(long, alias = "proto", value_enum, default_value_t = ProtocolArg::Tcp)]
     protocol: ProtocolArg,
     /// Walk packets of this size (IP header included) with DF set, as
     /// `ping -M do -s BYTES-28` sends them: a device they do not fit stops
@@ -263,9 +270,15 @@ pub fn run(args: Box<DiagnoseArgs>) -> ExitCode {
         return usage_error(output, format!("--cni: {e}"));
     }
     let protocol = Protocol::from(args.protocol);
+    let endpoints = endpoint(&args, "--from", &args.from)
+        .and_then(|from| Ok((from, endpoint(&args, "--to", &args.to)?)));
+    let (from, to) = match endpoints {
+        Ok(endpoints) => endpoints,
+        Err(e) => return usage_error(output, e),
+    };
     let request = Request {
-        from: args.from.clone(),
-        to: args.to.clone(),
+        from,
+        to,
         port: args.port,
         protocol,
         size: args.size,
@@ -300,6 +313,27 @@ pub fn run(args: Box<DiagnoseArgs>) -> ExitCode {
         return code;
     }
     exit_status(&diagnosis)
+}
+
+/// `--from` or `--to` (`flag`) as an endpoint. One that is none of the
+/// forms is compared with the names of `--snapshot`'s objects, to suggest
+/// the endpoint it may have meant.
+fn endpoint(args: &DiagnoseArgs, flag: &str, text: &str) -> Result<Endpoint, String> {
+    super::parse_endpoint(text).map_err(|e| {
+        let malformed = matches!(
+            text.parse::<Endpoint>(),
+            Err(engine::TargetError::Malformed(_))
+        );
+        let suggestion = args
+            .snapshot
+            .as_deref()
+            .filter(|_| malformed)
+            .and_then(|dir| Snapshot::load(dir).ok())
+            .and_then(|(snapshot, _)| engine::suggest_endpoint(&snapshot, text))
+            .map(|candidates| candidates.to_string())
+            .unwrap_or_default();
+        format!("{flag}: {e}{suggestion}")
+    })
 }
 
 /// Collects what `request` needs from the live cluster into

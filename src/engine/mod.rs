@@ -29,7 +29,10 @@ use crate::packs::LoadedPacks;
 use crate::snapshot::cluster::IpOwner;
 use crate::snapshot::{NetnsId, Snapshot};
 
-pub use target::{Endpoint, PacketSize, PacketSizeError, Protocol, Request, TargetError};
+pub use target::{
+    Candidates, Endpoint, PacketSize, PacketSizeError, Protocol, Request, TargetError,
+    suggest_endpoint,
+};
 
 /// How a path ends. The closed set of DESIGN §4.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
