@@ -885,72 +885,22 @@ fn a_service_fan_out_says_which_backends_fail_and_each_finding_once() {
     );
 }
 
-/// Issue 17: a delivered flow with a fatal or critical finding is not
-/// healthy: the verdict counts them and the exit status is 3.
+/// Issue 17: the exit statuses are documented where a user looks first.
+/// (What each run prints and exits with is in the text goldens.)
 #[test]
-fn delivered_with_a_fatal_finding_says_so_and_exits_3() {
-    let output = diagnose(&[
-        "--from",
-        "default/web-0",
-        "--to",
-        "default/web-3:8080",
-        "--set",
-        "flannel.bridge=br0",
-    ]);
-    let text = String::from_utf8_lossy(&output.stdout);
-    assert_eq!(output.status.code(), Some(3), "{text}");
-    assert!(
-        text.starts_with(
-            "default/web-0 -> default/web-3:8080 (10.244.2.3:8080 tcp): delivered, but 2 fatal findings\n"
-        ),
-        "{text}"
-    );
+fn help_documents_every_exit_status() {
     let help = Command::new(env!("CARGO_BIN_EXE_skoop"))
         .args(["diagnose", "--help"])
         .output()
         .unwrap();
     let help = String::from_utf8_lossy(&help.stdout);
-    assert!(
-        help.contains("  3  every path is delivered, but a critical"),
-        "{help}"
-    );
-}
-
-/// Issue 17: errors about names the snapshot lacks suggest what it has.
-#[test]
-fn unknown_names_and_ports_suggest_what_the_snapshot_has() {
-    for (from, to, expected) in [
-        (
-            "default/web-O",
-            "default/web-1:8080",
-            "no pod default/web-O in the snapshot; did you mean default/web-0?",
-        ),
-        (
-            "default/web-0",
-            "svc/default/webb",
-            "no service default/webb in the snapshot; did you mean default/web?",
-        ),
-        (
-            "node/node-3",
-            "default/web-1:8080",
-            "no node node-3 in the snapshot; did you mean node-1 or node-2?",
-        ),
-        ("node1", "default/web-1:8080", "; did you mean node/node-1?"),
-        (
-            "default/web-0",
-            "svc/default/web:8080",
-            "service default/web has no port 8080 (its ports: 80/TCP (http); 8080 is the targetPort of its port 80, which takes the connections)",
-        ),
-        (
-            "svc/default/web",
-            "default/web-1:8080",
-            "\"svc/default/web\" cannot be a source",
-        ),
+    for status in [
+        "  0  every path is delivered",
+        "  1  some path is not delivered",
+        "  2  bad arguments or input",
+        "  3  every path is delivered, but a critical or fatal finding",
     ] {
-        let output = diagnose(&["--from", from, "--to", to]);
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert_eq!(output.status.code(), Some(2), "{stderr}");
-        assert!(stderr.contains(expected), "{from} -> {to}: {stderr}");
+        assert!(help.contains(status), "{status:?} in:\n{help}");
     }
 }
 
@@ -1019,12 +969,4 @@ fn short_flags_aliases_and_the_snapshot_from_the_environment() {
         .output()
         .unwrap();
     assert_eq!(trace.status.code(), Some(0), "{trace:?}");
-}
-
-/// Issue 17: an IPv6 destination is not a gap in the snapshot.
-#[test]
-fn an_ipv6_destination_says_ipv6_is_not_modelled_yet() {
-    let output = diagnose(&["--from", "default/web-0", "--to", "[fd00::1]:80"]);
-    let text = String::from_utf8_lossy(&output.stdout);
-    assert!(text.contains("IPv6 is not modelled yet"), "{text}");
 }
