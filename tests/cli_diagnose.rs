@@ -969,4 +969,17 @@ fn short_flags_aliases_and_the_snapshot_from_the_environment() {
         .output()
         .unwrap();
     assert_eq!(trace.status.code(), Some(0), "{trace:?}");
+    // A snapshot from the environment and a live collection cannot both be.
+    let both = Command::new(env!("CARGO_BIN_EXE_skoop"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("SKOOP_SNAPSHOT", "examples/flannel-vxlan")
+        .args(["diagnose", "--save-snapshot", "/nonexistent-skoop/saved"])
+        .args(["-f", "default/web-0", "-t", "default/web-3:8080"])
+        .output()
+        .unwrap();
+    assert_eq!(both.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&both.stderr).contains("(or SKOOP_SNAPSHOT) names"),
+        "{both:?}"
+    );
 }

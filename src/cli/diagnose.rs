@@ -79,13 +79,9 @@ use super::{EXIT_USAGE, ProtocolArg, json_text, report_problems, terminal_safe, 
 #[command(verbatim_doc_comment)]
 pub struct DiagnoseArgs {
     /// A collected snapshot directory; without it, the live cluster.
-    #[arg(
-        short,
-        long,
-        value_name = "DIR",
-        env = "SKOOP_SNAPSHOT",
-        conflicts_with = "save_snapshot"
-    )]
+    // Not `conflicts_with = "save_snapshot"`: clap would blame --snapshot
+    // for a SKOOP_SNAPSHOT the user may have forgotten; `run` says both.
+    #[arg(short, long, value_name = "DIR", env = "SKOOP_SNAPSHOT")]
     snapshot: Option<PathBuf>,
     /// Keep what a live diagnosis collected in DIR (to replay it offline
     /// with --snapshot DIR, or attach it to a ticket).
@@ -260,6 +256,13 @@ pub fn run(args: Box<DiagnoseArgs>) -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
+    if let (Some(dir), Some(_)) = (&args.snapshot, &args.save_snapshot) {
+        let error = format!(
+            "--save-snapshot collects from the live cluster, but --snapshot (or SKOOP_SNAPSHOT) names {} to read: give one of them",
+            dir.display()
+        );
+        return usage_error(output, error);
+    }
     let mut packs = match args.packs.load() {
         Ok(packs) => packs,
         Err(code) => return code,
