@@ -983,3 +983,23 @@ fn short_flags_aliases_and_the_snapshot_from_the_environment() {
         "{both:?}"
     );
 }
+
+/// Issue 17: the names an error suggests come from the snapshot, which
+/// anyone may have written: they are escaped for the terminal as the report is.
+#[test]
+fn suggested_names_cannot_drive_the_terminal() {
+    let dir = common::copy_snapshot("examples/flannel-vxlan");
+    common::edit_text(&dir.path().join("cluster/pods.yaml"), |text| {
+        text.replacen("    name: web-1\n", "    name: \"web-1\\e[31m\"\n", 1)
+    });
+    let output = Command::new(env!("CARGO_BIN_EXE_skoop"))
+        .args(["diagnose", "--snapshot"])
+        .arg(dir.path())
+        .args(["--from", "default/web-0", "--to", "default/nope:8080"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("default/web-1\\u{1b}[31m"), "{stderr}");
+    assert!(!stderr.contains('\u{1b}'), "{stderr}");
+}

@@ -377,7 +377,7 @@ fn collect_live(
 /// object where the report goes too (stdout or `--output FILE`), so that a
 /// script reading the report gets JSON either way.
 fn usage_error(output: Destination, error: String) -> ExitCode {
-    eprintln!("error: {error}");
+    err!("error: {error}");
     if output.format == ReportFormat::Json
         && let Err(code) = output.write_json(&ErrorReport::new(error))
     {
