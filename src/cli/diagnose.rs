@@ -93,7 +93,8 @@ pub struct DiagnoseArgs {
     #[arg(short, long, value_name = "SRC")]
     from: String,
     /// Where it goes: a pod (NS/NAME[:PORT]), a node (node/NAME[:PORT]), a
-    /// service (svc/NS/NAME[:PORT]) or an address (IP[:PORT], [IPv6]:PORT).
+    /// service (svc/NS/NAME[:PORT], the port by number or name) or an
+    /// address (IP[:PORT], [IPv6]:PORT; a ClusterIP takes its Service's ports).
     #[arg(short, long, value_name = "DST")]
     to: String,
     /// Destination port (tcp, udp, sctp); also accepted as DST:PORT. Not
