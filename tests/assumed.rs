@@ -140,7 +140,13 @@ fn text_marks_the_verdict_the_assumed_hops_and_names_the_pack() {
     let output = Command::new(env!("CARGO_BIN_EXE_skoop"))
         .current_dir(root())
         .args(["diagnose", "--snapshot", PARTIAL])
-        .args(["--from", "default/web-0", "--to", "default/web-3:8080"])
+        .args([
+            "--from",
+            "default/web-0",
+            "--to",
+            "default/web-3:8080",
+            "--detail",
+        ])
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&output.stdout);

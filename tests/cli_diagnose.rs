@@ -1,6 +1,8 @@
 //! `skoop diagnose` on the bundled example as a user runs it: the verdict,
 //! the JSON contract (`docs/json.md`) and the exit codes.
 
+mod common;
+
 use std::process::{Command, Output};
 
 use serde_json::Value;
@@ -28,6 +30,7 @@ fn pod_to_pod_across_nodes_is_delivered_through_vxlan() {
         "default/web-3",
         "--port",
         "8080",
+        "--detail",
     ]);
     let text = String::from_utf8_lossy(&output.stdout);
     assert_eq!(output.status.code(), Some(0), "{text}");
@@ -257,6 +260,7 @@ fn host_gw_example_pairs_veths_despite_colliding_ifindexes() {
             "default/web-0",
             "--to",
             "default/web-3:8080",
+            "--detail",
         ])
         .output()
         .expect("run skoop");
@@ -277,7 +281,8 @@ fn a_service_without_ready_endpoints_is_a_fatal_finding_naming_its_endpointslice
     // By name or by its ClusterIP, the request goes to the same Service.
     for to in ["svc/default/web", "10.96.0.100:80"] {
         let (code, report) = json_in(dir.path(), &["--from", "default/web-0", "--to", to]);
-        assert_eq!(code, Some(1));
+        // Delivered by the rules kube-proxy left, but broken all the same.
+        assert_eq!(code, Some(3));
         let finding = report["findings"]
             .as_array()
             .unwrap()
@@ -528,6 +533,7 @@ fn an_sctp_flow_to_a_pod_is_delivered_where_an_sctp_endpoint_listens_and_refused
             "default/web-3",
             "--protocol",
             "sctp",
+            "--detail",
         ])
         .output()
         .unwrap();
@@ -693,7 +699,7 @@ fn size_walks_packets_of_that_size_and_stops_where_one_does_not_fit() {
     assert_eq!(too_large.status.code(), Some(1), "{text}");
     assert!(
         text.starts_with(
-            "default/web-0 -> default/web-3 (10.244.2.3 icmp, 1451 bytes, DF): mtu_exceeded\n  stops at default/web-0: default/web-0 cannot send a 1451-byte packet by eth0, whose MTU is 1450, and DF is set: the sending socket gets EMSGSIZE (message too long)\n"
+            "default/web-0 -> default/web-3 (10.244.2.3 icmp, 1451 bytes, DF): mtu_exceeded, with 1 fatal and 1 critical findings\n\npath 1 of 1 (100% of flows) to default/web-3 (10.244.2.3): mtu_exceeded at default/web-0\n\nfindings:\n  fatal kernel.mtu.exceeded at default/web-0: default/web-0 cannot send a 1451-byte packet by eth0, whose MTU is 1450, and DF is set: the sending socket gets EMSGSIZE (message too long)\n"
         ),
         "{text}"
     );
@@ -711,8 +717,10 @@ fn size_walks_packets_of_that_size_and_stops_where_one_does_not_fit() {
     );
 }
 
+/// Issue 17 too: the exit statuses are documented where a user looks first
+/// (what each run prints and exits with is in the text goldens).
 #[test]
-fn help_explains_size() {
+fn help_explains_size_and_every_exit_status() {
     let output = Command::new(env!("CARGO_BIN_EXE_skoop"))
         .args(["diagnose", "--help"])
         .output()
@@ -726,6 +734,10 @@ fn help_explains_size() {
         "--protocol icmp --size mtu",
         "--protocol sctp",
         "sctp: Whether an SCTP endpoint listens",
+        "  0  every path is delivered",
+        "  1  some path is not delivered",
+        "  2  bad arguments or input",
+        "  3  every path is delivered, but a critical or fatal finding",
     ] {
         assert!(help.contains(expected), "missing {expected:?} in:\n{help}");
     }
@@ -951,4 +963,172 @@ fn a_client_outside_with_nowhere_to_arrive_is_a_usage_error() {
         stderr.contains("198.51.100.7 is outside the cluster, and no node's dump shows where its packets would arrive: name the node with --via node/NAME"),
         "{stderr}"
     );
+}
+
+/// `docs/diagnose.md` as it shows the command: every `$ skoop ...` of its
+/// console blocks prints what the page says it prints.
+#[test]
+fn the_diagnose_pages_examples_print_what_the_page_shows() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let page = std::fs::read_to_string(root.join("docs/diagnose.md")).expect("the page");
+    let examples = common::console::examples(&page);
+    assert!(examples.len() >= 5, "the page shows its examples");
+    for example in examples {
+        let words: Vec<&str> = example.command.split_whitespace().collect();
+        assert_eq!(words[0], "skoop", "{}", example.command);
+        let output = Command::new(env!("CARGO_BIN_EXE_skoop"))
+            .args(&words[1..])
+            .current_dir(root)
+            .output()
+            .expect("skoop runs");
+        example.assert_printed(&String::from_utf8_lossy(&output.stdout));
+    }
+}
+
+/// Issue 17: which backends of a service fail, each path naming its
+/// backend, and a finding several paths share said once with them.
+#[test]
+fn a_service_fan_out_says_which_backends_fail_and_each_finding_once() {
+    let output = Command::new(env!("CARGO_BIN_EXE_skoop"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["diagnose", "-s", "examples/flannel-vxlan-broken"])
+        .args(["-f", "default/web-0", "-t", "svc/default/web"])
+        .output()
+        .expect("run skoop");
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("\n  2 of 4 backends (50% of flows) fail: default/web-2, default/web-3\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "\npath 3 of 4 (25% of flows) to default/web-2 (10.244.2.2:8080): neighbor_failed at node-1\n"
+        ),
+        "{text}"
+    );
+    assert_eq!(text.matches("kernel.fdb.missing").count(), 1, "{text}");
+    assert!(
+        text.contains("fatal kernel.fdb.missing at node-1 (paths 3, 4):"),
+        "{text}"
+    );
+    let (_, report) = json_in(
+        std::path::Path::new("examples/flannel-vxlan-broken"),
+        &["--from", "default/web-0", "--to", "svc/default/web"],
+    );
+    let owners: Vec<&Value> = report["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|path| &path["backend"]["owner"])
+        .collect();
+    assert_eq!(
+        owners,
+        [
+            "default/web-0",
+            "default/web-1",
+            "default/web-2",
+            "default/web-3"
+        ]
+    );
+}
+
+/// Issue 17: a named service port, and a ClusterIP without a port, resolve
+/// as `svc/` does; ICMP with a port is an error, not ignored.
+#[test]
+fn named_ports_and_bare_clusterips_resolve_and_icmp_takes_no_port() {
+    for to in ["svc/default/web:http", "10.96.0.100"] {
+        let (code, report) = json(&["--from", "default/web-0", "--to", to]);
+        assert_eq!(code, Some(0), "{to}");
+        assert!(
+            report["request"]
+                .as_str()
+                .unwrap()
+                .contains("(10.96.0.100:80 tcp)"),
+            "{report}"
+        );
+    }
+    let output = diagnose(&[
+        "--from",
+        "default/web-0",
+        "--to",
+        "default/web-3",
+        "--protocol",
+        "icmp",
+        "-p",
+        "8080",
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("icmp has no ports"));
+}
+
+/// Issue 17: the short and shared flag names, and SKOOP_SNAPSHOT.
+#[test]
+fn short_flags_aliases_and_the_snapshot_from_the_environment() {
+    let output = Command::new(env!("CARGO_BIN_EXE_skoop"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("SKOOP_SNAPSHOT", "examples/flannel-vxlan")
+        .args(["diagnose", "-f", "default/web-0", "-t", "default/web-3"])
+        .args(["--dport", "8080", "--proto", "tcp"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    assert!(
+        text.starts_with("default/web-0 -> default/web-3 (10.244.2.3:8080 tcp): delivered\n"),
+        "{text}"
+    );
+    let trace = Command::new(env!("CARGO_BIN_EXE_skoop"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args([
+            "netfilter",
+            "trace",
+            "--netns",
+            "examples/flannel-vxlan/nodes/node-1/host",
+        ])
+        .args([
+            "--src",
+            "10.244.1.3",
+            "--dst",
+            "10.96.0.100",
+            "--in-iface",
+            "cni0",
+        ])
+        .args(["--protocol", "tcp", "--port", "80"])
+        .output()
+        .unwrap();
+    assert_eq!(trace.status.code(), Some(0), "{trace:?}");
+    // A snapshot from the environment and a live collection cannot both be.
+    let both = Command::new(env!("CARGO_BIN_EXE_skoop"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("SKOOP_SNAPSHOT", "examples/flannel-vxlan")
+        .args(["diagnose", "--save-snapshot", "/nonexistent-skoop/saved"])
+        .args(["-f", "default/web-0", "-t", "default/web-3:8080"])
+        .output()
+        .unwrap();
+    assert_eq!(both.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&both.stderr).contains("(or SKOOP_SNAPSHOT) names"),
+        "{both:?}"
+    );
+}
+
+/// Issue 17: the names an error suggests come from the snapshot, which
+/// anyone may have written: they are escaped for the terminal as the report is.
+#[test]
+fn suggested_names_cannot_drive_the_terminal() {
+    let dir = common::copy_snapshot("examples/flannel-vxlan");
+    common::edit_text(&dir.path().join("cluster/pods.yaml"), |text| {
+        text.replacen("    name: web-1\n", "    name: \"web-1\\e[31m\"\n", 1)
+    });
+    let output = Command::new(env!("CARGO_BIN_EXE_skoop"))
+        .args(["diagnose", "--snapshot"])
+        .arg(dir.path())
+        .args(["--from", "default/web-0", "--to", "default/nope:8080"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("default/web-1\\u{1b}[31m"), "{stderr}");
+    assert!(!stderr.contains('\u{1b}'), "{stderr}");
 }

@@ -3,6 +3,8 @@
 //! for byte with `tests/golden/`. A change to the engine that changes what a
 //! user's script reads shows up here as a diff.
 //!
+//! The text report is pinned too, on fewer flows (`tests/golden/text/`).
+//!
 //! `SKOOP_BLESS=1 cargo test --test json_golden` rewrites the files; review
 //! the diff before committing it.
 
@@ -114,6 +116,33 @@ const FLOWS: &[(&str, &[&str])] = &[
         &["--from", "default/nope", "--to", "default/web-1:8080"],
     ),
     (
+        "web-0_svc_web_named_port",
+        &["--from", "default/web-0", "--to", "svc/default/web:http"],
+    ),
+    (
+        "web-0_clusterip_without_port",
+        &["--from", "default/web-0", "--to", "10.96.0.100"],
+    ),
+    (
+        "misspelt_pod_error",
+        &["--from", "default/web-O", "--to", "default/web-1:8080"],
+    ),
+    (
+        "icmp_with_port_error",
+        &[
+            "--from",
+            "default/web-0",
+            "--to",
+            "default/web-3:8080",
+            "--protocol",
+            "icmp",
+        ],
+    ),
+    (
+        "web-0_ipv6",
+        &["--from", "default/web-0", "--to", "[fd00::1]:80"],
+    ),
+    (
         "web-0_outside_udp",
         &[
             "--from",
@@ -126,11 +155,84 @@ const FLOWS: &[(&str, &[&str])] = &[
     ),
 ];
 
+/// (file name, snapshot, arguments after it) of the text goldens: the
+/// verdict, per-backend summary and exit status of issue 17 on the examples,
+/// the three levels of detail, and errors that suggest.
+const TEXT: &[(&str, &str, &[&str])] = &[
+    (
+        "broken_web-0_svc_web",
+        "examples/flannel-vxlan-broken",
+        &["-f", "default/web-0", "-t", "svc/default/web"],
+    ),
+    (
+        "broken_web-0_svc_web_detail",
+        "examples/flannel-vxlan-broken",
+        &["-f", "default/web-0", "-t", "svc/default/web", "--detail"],
+    ),
+    (
+        "healthy_web-0_svc_web",
+        "examples/flannel-vxlan",
+        &["-f", "default/web-0", "-t", "svc/default/web"],
+    ),
+    (
+        "healthy_web-0_web-3_verbose",
+        "examples/flannel-vxlan",
+        &["-f", "default/web-0", "-t", "default/web-3:8080", "-v"],
+    ),
+    (
+        "delivered_with_fatal_findings",
+        "examples/flannel-vxlan",
+        &[
+            "-f",
+            "default/web-0",
+            "-t",
+            "default/web-3:8080",
+            "--set",
+            "flannel.bridge=br0",
+        ],
+    ),
+    (
+        "ipv6_destination",
+        "examples/flannel-vxlan",
+        &["-f", "default/web-0", "-t", "[fd00::1]:80"],
+    ),
+    (
+        "bare_name_error",
+        "examples/flannel-vxlan",
+        &["-f", "node1", "-t", "default/web-3:8080"],
+    ),
+    (
+        "unknown_node_error",
+        "examples/flannel-vxlan",
+        &["-f", "node/node-3", "-t", "default/web-3:8080"],
+    ),
+    (
+        "unknown_service_error",
+        "examples/flannel-vxlan",
+        &["-f", "default/web-0", "-t", "svc/default/webb"],
+    ),
+    (
+        "target_port_error",
+        "examples/flannel-vxlan",
+        &["-f", "default/web-0", "-t", "svc/default/web:8080"],
+    ),
+    (
+        "service_source_error",
+        "examples/flannel-vxlan",
+        &["-f", "svc/default/web", "-t", "default/web-3:8080"],
+    ),
+];
+
 /// What the command printed, and how it ended, as one text to compare.
 fn run(snapshot: &str, args: &[&str]) -> String {
+    run_as(snapshot, &[&["-o", "json"], args].concat())
+}
+
+/// [`run`] in the format `args` ask for.
+fn run_as(snapshot: &str, args: &[&str]) -> String {
     let output = Command::new(env!("CARGO_BIN_EXE_skoop"))
         .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(["diagnose", "--snapshot", snapshot, "-o", "json"])
+        .args(["diagnose", "--snapshot", snapshot])
         .args(args)
         .output()
         .expect("run skoop");
@@ -164,6 +266,29 @@ fn json_output_matches_the_goldens_on_every_example() {
             if expected != actual {
                 differ.push(format!("{}", file.display()));
             }
+        }
+    }
+    assert!(
+        differ.is_empty(),
+        "output differs from the golden files (SKOOP_BLESS=1 rewrites them): {differ:#?}"
+    );
+}
+
+#[test]
+fn text_output_matches_the_goldens() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/text");
+    let bless = std::env::var_os("SKOOP_BLESS").is_some();
+    let mut differ = Vec::new();
+    for (name, snapshot, args) in TEXT {
+        let actual = run_as(snapshot, args);
+        let file = dir.join(format!("{name}.txt"));
+        if bless {
+            fs::create_dir_all(&dir).unwrap();
+            fs::write(&file, &actual).unwrap();
+            continue;
+        }
+        if fs::read_to_string(&file).unwrap_or_default() != actual {
+            differ.push(format!("{}", file.display()));
         }
     }
     assert!(

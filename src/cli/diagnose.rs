@@ -9,7 +9,8 @@ use std::sync::Arc;
 use clap::{Args, ValueEnum};
 use petgraph::graph::NodeIndex;
 use skoop::engine::{
-    self, Diagnosis, Disposition, Endpoint, PacketSize, Protocol, Request, Severity, Step,
+    self, Diagnosis, Disposition, Endpoint, Finding, PacketSize, PathResult, Protocol, Request,
+    Severity, Step,
 };
 use skoop::packs::LoadedPacks;
 use skoop::report::json::{ErrorReport, Report, link_kind};
@@ -54,7 +55,9 @@ use super::{EXIT_USAGE, ProtocolArg, json_text, report_problems, terminal_safe, 
 ///
 /// Formats (-o, or guessed from the extension of --output FILE: .json,
 /// .dot/.gv, .svg, .html/.htm, anything else text):
-///   text  the verdict, then each path hop by hop (-v: every step)
+///   text  the verdict, which backends fail, one line per path (its backend,
+///         disposition and where it stops), then the findings, each once;
+///         --detail: every hop and step of each path; -v: with packets too
 ///   json  the report scripts read (docs/json.md)
 ///   dot   the path graph for Graphviz: hops grouped by node, links labelled
 ///         with the packet on the wire, each path's end and disposition
@@ -63,16 +66,23 @@ use super::{EXIT_USAGE, ProtocolArg, json_text, report_problems, terminal_safe, 
 ///   html  one self-contained page: the verdict, findings with evidence,
 ///         the picture, the paths, and each hop's steps on a click
 ///
-/// Exit status: 0 when every path is delivered (or leaves the cluster with a
-/// source address the outside can answer: a node's, not a pod's) and nothing
-/// fatal was found, 1 otherwise (the report is written either way), 2 for bad arguments or
-/// input (unknown pod, malformed address, not a snapshot, a broken pack, a
-/// cluster that cannot be reached or refuses skoop).
+/// Exit status (the report is written whatever it is):
+///   0  every path is delivered (or leaves the cluster with a source address
+///      the outside can answer: a node's, not a pod's) and no finding is
+///      critical or fatal
+///   1  some path is not delivered
+///   2  bad arguments or input (unknown pod, malformed address, not a
+///      snapshot, a broken pack, a cluster that cannot be reached or
+///      refuses skoop)
+///   3  every path is delivered, but a critical or fatal finding says
+///      something on the way is broken all the same (the verdict counts them)
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub struct DiagnoseArgs {
     /// A collected snapshot directory; without it, the live cluster.
-    #[arg(long, value_name = "DIR", conflicts_with = "save_snapshot")]
+    // Not `conflicts_with = "save_snapshot"`: clap would blame --snapshot
+    // for a SKOOP_SNAPSHOT the user may have forgotten; `run` says both.
+    #[arg(short, long, value_name = "DIR", env = "SKOOP_SNAPSHOT")]
     snapshot: Option<PathBuf>,
     /// Keep what a live diagnosis collected in DIR (to replay it offline
     /// with --snapshot DIR, or attach it to a ticket).
@@ -81,8 +91,8 @@ pub struct DiagnoseArgs {
     #[command(flatten)]
     live: LiveArgs,
     /// Where the packet starts: a pod (NS/NAME), a node (node/NAME) or an IP of one.
-    #[arg(long, value_name = "SRC", value_parser = super::parse_endpoint)]
-    from: Endpoint,
+    #[arg(short, long, value_name = "SRC")]
+    from: String,
     /// For a client outside the cluster (--from IP), the node its packets
     /// arrive at. Without it: the node whose address it sends to (a
     /// NodePort), else every node in turn, an equal share each (a load
@@ -90,17 +100,19 @@ pub struct DiagnoseArgs {
     #[arg(long, value_name = "node/NAME", value_parser = parse_via)]
     via: Option<String>,
     /// Where it goes: a pod (NS/NAME[:PORT]), a node (node/NAME[:PORT]), a
-    /// service (svc/NS/NAME[:PORT]) or an address (IP[:PORT], [IPv6]:PORT).
-    #[arg(long, value_name = "DST", value_parser = super::parse_endpoint)]
-    to: Endpoint,
+    /// service (svc/NS/NAME[:PORT], the port by number or name) or an
+    /// address (IP[:PORT], [IPv6]:PORT; a ClusterIP takes its Service's ports).
+    #[arg(short, long, value_name = "DST")]
+    to: String,
     /// Destination port (tcp, udp, sctp); also accepted as DST:PORT. Not
     /// needed for a service with one port of the protocol or a pod declaring
-    /// one container port of it.
-    #[arg(long, value_parser = super::parse_port)]
+    /// one container port of it. ICMP has none. (`--dport` as `netfilter
+    /// trace` once read it.)
+    #[arg(short, long, alias = "dport", value_parser = super::parse_port)]
     port: Option<u16>,
     /// The flow's protocol. A service's port and a pod's declared port are
-    /// those of this protocol.
-    #[arg(long, value_enum, default_value_t = ProtocolArg::Tcp)]
+    /// those of this protocol. (`--proto` as `netfilter trace` once read it.)
+    #[arg(long, alias = "proto", value_enum, default_value_t = ProtocolArg::Tcp)]
     protocol: ProtocolArg,
     /// Walk packets of this size (IP header included) with DF set, as
     /// `ping -M do -s BYTES-28` sends them: a device they do not fit stops
@@ -118,7 +130,11 @@ pub struct DiagnoseArgs {
     /// stands in for a namespace the snapshot lacks.
     #[arg(long, value_name = "auto|none|NAME", default_value = "auto")]
     cni: String,
-    /// Show every step (rules and tables of each route, packets on every link).
+    /// Show every hop of every path and its steps, not one line per path.
+    #[arg(long)]
+    detail: bool,
+    /// Show every hop and step with its packet, the rules and tables of
+    /// each route, the packet on every link (implies --detail).
     #[arg(short, long)]
     verbose: bool,
     /// The report's format (see above); without it, guessed from --output's
@@ -130,6 +146,17 @@ pub struct DiagnoseArgs {
     /// `./json` for a file of that name.)
     #[arg(long, value_name = "FILE")]
     output: Option<PathBuf>,
+}
+
+impl DiagnoseArgs {
+    /// How much of each path the text report shows.
+    fn detail(&self) -> Detail {
+        match (self.verbose, self.detail) {
+            (true, _) => Detail::Packets,
+            (false, true) => Detail::Hops,
+            (false, false) => Detail::Paths,
+        }
+    }
 }
 
 /// What `diagnose` writes.
@@ -237,6 +264,13 @@ pub fn run(args: Box<DiagnoseArgs>) -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
+    if let (Some(dir), Some(_)) = (&args.snapshot, &args.save_snapshot) {
+        let error = format!(
+            "--save-snapshot collects from the live cluster, but --snapshot (or SKOOP_SNAPSHOT) names {} to read: give one of them",
+            dir.display()
+        );
+        return usage_error(output, error);
+    }
     let mut packs = match args.packs.load() {
         Ok(packs) => packs,
         Err(code) => return code,
@@ -247,9 +281,15 @@ pub fn run(args: Box<DiagnoseArgs>) -> ExitCode {
         return usage_error(output, format!("--cni: {e}"));
     }
     let protocol = Protocol::from(args.protocol);
+    let endpoints = endpoint(&args, "--from", &args.from)
+        .and_then(|from| Ok((from, endpoint(&args, "--to", &args.to)?)));
+    let (from, to) = match endpoints {
+        Ok(endpoints) => endpoints,
+        Err(e) => return usage_error(output, e),
+    };
     let request = Request {
-        from: args.from.clone(),
-        to: args.to.clone(),
+        from,
+        to,
         port: args.port,
         protocol,
         size: args.size,
@@ -275,7 +315,7 @@ pub fn run(args: Box<DiagnoseArgs>) -> ExitCode {
         Err(e) => return usage_error(output, e.to_string()),
     };
     let written = match output.format {
-        ReportFormat::Text => output.write(&text(&diagnosis, args.verbose)),
+        ReportFormat::Text => output.write(&text(&diagnosis, args.detail())),
         ReportFormat::Json => output.write_json(&Report::new(&diagnosis)),
         ReportFormat::Dot => output.write(&dot::render(&Picture::new(&Report::new(&diagnosis)))),
         ReportFormat::Svg => output.write(&svg::render(&Picture::new(&Report::new(&diagnosis)))),
@@ -284,19 +324,32 @@ pub fn run(args: Box<DiagnoseArgs>) -> ExitCode {
     if let Err(code) = written {
         return code;
     }
-    let fatal = diagnosis
-        .findings
-        .iter()
-        .any(|f| f.severity == Severity::Fatal);
-    let code = if diagnosis.succeeds() && !fatal {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    };
+    let code = exit_status(&diagnosis);
     // The process ends here: freeing a large cluster object by object
     // would take a tenth of the run, and the system takes it back at once.
     std::mem::forget((snapshot, diagnosis));
     code
+}
+
+/// `--from` or `--to` (`flag`) as an endpoint. One that is none of the
+/// forms is compared with the names of `--snapshot`'s objects, to suggest
+/// the endpoint it may have meant.
+fn endpoint(args: &DiagnoseArgs, flag: &str, text: &str) -> Result<Endpoint, String> {
+    super::parse_endpoint(text).map_err(|e| {
+        let malformed = matches!(
+            text.parse::<Endpoint>(),
+            Err(engine::TargetError::Malformed(_))
+        );
+        let suggestion = args
+            .snapshot
+            .as_deref()
+            .filter(|_| malformed)
+            .and_then(|dir| Snapshot::load(dir).ok())
+            .and_then(|(snapshot, _)| engine::suggest_endpoint(&snapshot, text))
+            .map(|candidates| candidates.to_string())
+            .unwrap_or_default();
+        format!("{flag}: {e}{suggestion}")
+    })
 }
 
 /// Collects what `request` needs from the live cluster into
@@ -337,7 +390,7 @@ fn collect_live(
 /// object where the report goes too (stdout or `--output FILE`), so that a
 /// script reading the report gets JSON either way.
 fn usage_error(output: Destination, error: String) -> ExitCode {
-    eprintln!("error: {error}");
+    err!("error: {error}");
     if output.format == ReportFormat::Json
         && let Err(code) = output.write_json(&ErrorReport::new(error))
     {
@@ -346,8 +399,188 @@ fn usage_error(output: Destination, error: String) -> ExitCode {
     ExitCode::from(EXIT_USAGE)
 }
 
+/// How much of each path the text report shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Detail {
+    /// One line per path: its backend, disposition and where it stops.
+    Paths,
+    /// Every hop of every path, and its steps (`--detail`).
+    Hops,
+    /// Every step with its packet, rules and tables too (`-v`).
+    Packets,
+}
+
+/// Exit status when some path is not delivered.
+const EXIT_NOT_DELIVERED: u8 = 1;
+/// Exit status when every path is delivered but a critical or fatal
+/// finding says something on the way is broken all the same.
+const EXIT_DELIVERED_WITH_FINDINGS: u8 = 3;
+
+/// The exit status of a diagnosis (see `diagnose --help`, docs/json.md).
+fn exit_status(diagnosis: &Diagnosis) -> ExitCode {
+    if !diagnosis.succeeds() {
+        ExitCode::from(EXIT_NOT_DELIVERED)
+    } else if severe_findings(diagnosis) != (0, 0) {
+        ExitCode::from(EXIT_DELIVERED_WITH_FINDINGS)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// A finding as the text report says it: once, with the paths (numbered
+/// from 1) it is about. The walker records a stop on every path it ends, so
+/// that paths forked from one hop repeat it word for word; a finding that
+/// stops no path is recorded once, at the first visit of its place, and is
+/// about every path through that place.
+struct Said<'d> {
+    finding: &'d Finding,
+    paths: Vec<usize>,
+}
+
+/// The paths (numbered from 1) a finding is about: those it ends, else
+/// those through the namespace it is about.
+fn paths_of(diagnosis: &Diagnosis, finding: &Finding) -> Vec<usize> {
+    let numbered = || diagnosis.paths.iter().enumerate().map(|(i, p)| (i + 1, p));
+    let ended: Vec<usize> = numbered()
+        .filter(|(_, path)| path.hops.last() == Some(&finding.hop_index))
+        .map(|(number, _)| number)
+        .collect();
+    if !ended.is_empty() {
+        return ended;
+    }
+    numbered()
+        .filter(|(_, path)| {
+            path.hops
+                .iter()
+                .any(|&hop| diagnosis.hop(hop).id == finding.hop)
+        })
+        .map(|(number, _)| number)
+        .collect()
+}
+
+/// Each distinct finding once, in the order first found.
+fn said_findings(diagnosis: &Diagnosis) -> Vec<Said<'_>> {
+    let mut said: Vec<Said> = Vec::new();
+    for finding in &diagnosis.findings {
+        let paths = paths_of(diagnosis, finding);
+        let same = |s: &&mut Said| {
+            let f = s.finding;
+            (
+                &f.id,
+                f.severity,
+                &f.hop,
+                &f.message,
+                &f.evidence,
+                &f.expected,
+            ) == (
+                &finding.id,
+                finding.severity,
+                &finding.hop,
+                &finding.message,
+                &finding.evidence,
+                &finding.expected,
+            )
+        };
+        match said.iter_mut().find(same) {
+            Some(earlier) => {
+                earlier.paths.extend(paths);
+                earlier.paths.sort_unstable();
+                earlier.paths.dedup();
+            }
+            None => said.push(Said { finding, paths }),
+        }
+    }
+    said
+}
+
+/// How many distinct fatal and critical findings the diagnosis has.
+fn severe_findings(diagnosis: &Diagnosis) -> (usize, usize) {
+    let said = said_findings(diagnosis);
+    let count = |severity| {
+        said.iter()
+            .filter(|s| s.finding.severity == severity)
+            .count()
+    };
+    (count(Severity::Fatal), count(Severity::Critical))
+}
+
+/// What the verdict adds about fatal and critical findings: a delivered
+/// flow with one is not healthy (exit status 3), and says so at once.
+fn severity_note(diagnosis: &Diagnosis) -> String {
+    let (fatal, critical) = severe_findings(diagnosis);
+    let counts: Vec<String> = [(fatal, "fatal"), (critical, "critical")]
+        .into_iter()
+        .filter(|(count, _)| *count > 0)
+        .map(|(count, severity)| format!("{count} {severity}"))
+        .collect();
+    if counts.is_empty() {
+        return String::new();
+    }
+    let noun = if fatal + critical == 1 {
+        "finding"
+    } else {
+        "findings"
+    };
+    let joint = if diagnosis.succeeds() { "but" } else { "with" };
+    format!(", {joint} {} {noun}", counts.join(" and "))
+}
+
+/// What a path's request reached, as a summary names it: the pod or node
+/// whose address it is, else the address; a path without one, by number.
+fn backend_name(path: &PathResult, number: usize) -> String {
+    match &path.backend {
+        Some(backend) => backend.owner.clone().unwrap_or_else(|| backend.socket()),
+        None => format!("path {number}"),
+    }
+}
+
+/// Which of several paths fail, by backend where they reach several (a
+/// service's fan-out): "2 of 4 backends (50% of flows) fail: a, b".
+fn failing_summary(diagnosis: &Diagnosis) -> Option<String> {
+    if diagnosis.paths.len() < 2 || diagnosis.succeeds() {
+        return None;
+    }
+    // Each backend with whether any of its paths fails, in path order.
+    let mut backends: Vec<(String, bool)> = Vec::new();
+    for (index, path) in diagnosis.paths.iter().enumerate() {
+        let name = backend_name(path, index + 1);
+        let fails = !path.succeeds();
+        match backends.iter_mut().find(|(known, _)| *known == name) {
+            Some((_, failing)) => *failing |= fails,
+            None => backends.push((name, fails)),
+        }
+    }
+    let share: f64 = diagnosis
+        .paths
+        .iter()
+        .filter(|path| !path.succeeds())
+        .map(|path| path.probability)
+        .sum();
+    let failing: Vec<&str> = backends
+        .iter()
+        .filter(|(_, fails)| *fails)
+        .map(|(name, _)| name.as_str())
+        .collect();
+    if backends.len() > 1 {
+        Some(format!(
+            "{} of {} backends ({:.0}% of flows) fail: {}",
+            failing.len(),
+            backends.len(),
+            share * 100.0,
+            failing.join(", ")
+        ))
+    } else {
+        let paths = diagnosis.paths.iter().filter(|p| !p.succeeds()).count();
+        Some(format!(
+            "{paths} of {} paths ({:.0}% of flows) fail",
+            diagnosis.paths.len(),
+            share * 100.0
+        ))
+    }
+}
+
 /// The text report, each line escaped for a terminal (see `terminal_safe`).
-fn text(diagnosis: &Diagnosis, verbose: bool) -> String {
+fn text(diagnosis: &Diagnosis, detail: Detail) -> String {
     let mut text = String::new();
     // One line of the report, escaped as `out!` escapes it.
     macro_rules! say {
@@ -359,13 +592,14 @@ fn text(diagnosis: &Diagnosis, verbose: bool) -> String {
             text.push('\n');
         }};
     }
-    // The verdict first, then where it stops.
+    // The verdict first, then which paths fail.
     let disposition = diagnosis.disposition();
     say!(
-        "{}: {disposition}{}{}",
+        "{}: {disposition}{}{}{}",
         diagnosis.summary,
         exit_note(diagnosis),
-        assumed_mark(diagnosis.assumed())
+        assumed_mark(diagnosis.assumed()),
+        severity_note(diagnosis)
     );
     if let Some(pack) = &diagnosis.assumed_by {
         let namespaces: Vec<&str> = diagnosis
@@ -379,23 +613,37 @@ fn text(diagnosis: &Diagnosis, verbose: bool) -> String {
             namespaces.join(", ")
         );
     }
-    for finding in diagnosis
-        .findings
-        .iter()
-        .filter(|f| f.severity == Severity::Fatal)
-    {
-        say!("  stops at {}: {}", finding.hop, finding.message);
+    if let Some(summary) = failing_summary(diagnosis) {
+        say!("  {summary}");
     }
     let count = diagnosis.paths.len();
-    for (number, path) in diagnosis.paths.iter().enumerate() {
+    if detail == Detail::Paths && count > 0 {
         say!();
+    }
+    for (number, path) in diagnosis.paths.iter().enumerate() {
+        if detail > Detail::Paths {
+            say!();
+        }
+        let to = path
+            .backend
+            .as_ref()
+            .map(|backend| format!(" to {backend}"))
+            .unwrap_or_default();
+        let stops = match (path.disposition, path.hops.last()) {
+            (Disposition::Delivered | Disposition::ExitsCluster, _) | (_, None) => String::new(),
+            (_, Some(&last)) => format!(" at {}", diagnosis.hop(last).id),
+        };
         say!(
-            "path {} of {count} ({:.0}% of flows): {}{}",
+            "path {} of {count} ({:.0}% of flows){to}: {}{}{stops}",
             number + 1,
             path.probability * 100.0,
             path.disposition,
             assumed_mark(path.assumed)
         );
+        if detail == Detail::Paths {
+            continue;
+        }
+        let verbose = detail == Detail::Packets;
         let mut previous: Option<usize> = None;
         for &index in &path.hops {
             if let Some(from) = previous
@@ -431,13 +679,24 @@ fn text(diagnosis: &Diagnosis, verbose: bool) -> String {
             }
         }
     }
-    if !diagnosis.findings.is_empty() {
+    let said = said_findings(diagnosis);
+    if !said.is_empty() {
         say!();
         say!("findings:");
-        for finding in &diagnosis.findings {
+        for Said { finding, paths } in &said {
             let severity = finding.severity.as_str();
+            // Which paths, where it is about some of several.
+            let which = match paths.as_slice() {
+                [] => String::new(),
+                _ if count < 2 || paths.len() == count => String::new(),
+                [one] => format!(" (path {one})"),
+                many => {
+                    let numbers: Vec<String> = many.iter().map(usize::to_string).collect();
+                    format!(" (paths {})", numbers.join(", "))
+                }
+            };
             say!(
-                "  {severity} {} at {}: {}",
+                "  {severity} {} at {}{which}: {}",
                 finding.id,
                 finding.hop,
                 finding.message

@@ -188,18 +188,12 @@ fn parse_port(text: &str) -> Result<u16, String> {
 
 /// `--from`/`--to`, with the port rule of [`parse_port`] for `DST:PORT`.
 fn parse_endpoint(text: &str) -> Result<skoop::engine::Endpoint, String> {
-    use skoop::engine::Endpoint;
-    let endpoint: Endpoint = text
+    use skoop::snapshot::cluster::PortRef;
+    let endpoint: skoop::engine::Endpoint = text
         .parse()
         .map_err(|e: skoop::engine::TargetError| e.to_string())?;
-    let port = match &endpoint {
-        Endpoint::Pod { port, .. }
-        | Endpoint::Node { port, .. }
-        | Endpoint::Service { port, .. }
-        | Endpoint::Ip { port, .. } => *port,
-    };
-    match port {
-        Some(0) => Err(format!("{text:?}: 0 is not a port number (1-65535)")),
+    match endpoint.port() {
+        Some(PortRef::Number(0)) => Err(format!("{text:?}: 0 is not a port number (1-65535)")),
         _ => Ok(endpoint),
     }
 }

@@ -19,7 +19,7 @@ use skoop::snapshot::netns::NetnsDump;
 use skoop::snapshot::netns::iptables::{self, Protocol, TcpFlagBits};
 use skoop::snapshot::netns::nft;
 
-use super::{EXIT_USAGE, OutputFormat, parse_mark, print_json, report_problems};
+use super::{EXIT_USAGE, OutputFormat, ProtocolArg, parse_mark, print_json, report_problems};
 
 #[derive(Debug, Subcommand)]
 pub enum NetfilterCommand {
@@ -39,7 +39,7 @@ pub enum NetfilterCommand {
     /// are unknown, 2 for bad arguments or an unreadable dump.
     ///
     /// Example: skoop netfilter trace --netns snap/nodes/node-1/host
-    /// --src 10.244.1.2 --dst 10.96.0.100 --proto tcp --dport 80 --in-iface cni0
+    /// --src 10.244.1.2 --dst 10.96.0.100 --protocol tcp --port 80 --in-iface cni0
     Trace(TraceArgs),
 }
 
@@ -61,15 +61,16 @@ pub struct TraceArgs {
     /// Destination address.
     #[arg(long)]
     dst: IpAddr,
-    /// Protocol.
-    #[arg(long, value_enum)]
-    proto: Proto,
+    /// Protocol (`--proto` as older skoop read it).
+    #[arg(long, alias = "proto", value_enum)]
+    protocol: ProtocolArg,
     /// Source port (tcp, udp, sctp).
     #[arg(long, default_value_t = 40000, value_parser = super::parse_port)]
     sport: u16,
-    /// Destination port (tcp, udp, sctp: required).
-    #[arg(long, value_parser = super::parse_port)]
-    dport: Option<u16>,
+    /// Destination port (tcp, udp, sctp: required; icmp has none).
+    /// `--dport` as older skoop read it.
+    #[arg(long, alias = "dport", value_parser = super::parse_port)]
+    port: Option<u16>,
     /// Which way the packet goes through the namespace.
     #[arg(long, value_enum, default_value_t = PathArg::Received)]
     path: PathArg,
@@ -92,14 +93,6 @@ pub struct TraceArgs {
     /// Output format.
     #[arg(short, long, value_enum, default_value_t = OutputFormat::Text)]
     output: OutputFormat,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum Proto {
-    Tcp,
-    Udp,
-    Sctp,
-    Icmp,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -186,19 +179,23 @@ fn load(args: &TraceArgs) -> Result<NetnsDump, ExitCode> {
 }
 
 fn packet(args: &TraceArgs) -> Result<Packet, String> {
-    let proto = match args.proto {
-        Proto::Tcp => Protocol::TCP,
-        Proto::Udp => Protocol::UDP,
-        Proto::Sctp => Protocol::SCTP,
-        Proto::Icmp => Protocol::ICMP,
+    let proto = match args.protocol {
+        ProtocolArg::Tcp => Protocol::TCP,
+        ProtocolArg::Udp => Protocol::UDP,
+        ProtocolArg::Sctp => Protocol::SCTP,
+        ProtocolArg::Icmp => Protocol::ICMP,
     };
     if args.src.is_ipv4() != args.dst.is_ipv4() {
         return Err("--src and --dst must be of one address family".into());
     }
     let mut packet = Packet::new(args.src, args.dst, proto);
+    let flow = skoop::engine::Protocol::from(args.protocol);
+    if proto == Protocol::ICMP && args.port.is_some() {
+        return Err(format!("--protocol {flow} has no ports: drop --port"));
+    }
     if proto != Protocol::ICMP {
-        let Some(dport) = args.dport else {
-            return Err(format!("--proto {:?} needs --dport", args.proto).to_lowercase());
+        let Some(dport) = args.port else {
+            return Err(format!("--protocol {flow} needs --port"));
         };
         packet.sport = Some(args.sport);
         packet.dport = Some(dport);

@@ -29,7 +29,10 @@ use crate::packs::LoadedPacks;
 use crate::snapshot::cluster::IpOwner;
 use crate::snapshot::{NetnsId, Snapshot};
 
-pub use target::{Endpoint, PacketSize, PacketSizeError, Protocol, Request, TargetError};
+pub use target::{
+    Candidates, Endpoint, PacketSize, PacketSizeError, Protocol, Request, TargetError,
+    suggest_endpoint,
+};
 
 /// How a path ends. The closed set of DESIGN §4.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -256,6 +259,39 @@ pub struct PathResult {
     pub assumed: bool,
     /// How the packet leaves the cluster, where the path does.
     pub exit: Option<Exit>,
+    /// Where the path's request goes once translated; `None` where no hop
+    /// holds its packet.
+    pub backend: Option<Backend>,
+}
+
+/// Where a path's request is delivered, or would be: its destination once
+/// every translation on the way (a service's DNAT) is done, and whose
+/// address that is. A service's paths differ by it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Backend {
+    pub address: IpAddr,
+    pub port: Option<u16>,
+    /// The pod (`NS/NAME`) or node (`node/NAME`) the address is of.
+    pub owner: Option<String>,
+}
+
+impl Backend {
+    /// The address, with its port where it has one.
+    pub fn socket(&self) -> String {
+        match self.port {
+            Some(port) => std::net::SocketAddr::new(self.address, port).to_string(),
+            None => self.address.to_string(),
+        }
+    }
+}
+
+impl fmt::Display for Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.owner {
+            Some(owner) => write!(f, "{owner} ({})", self.socket()),
+            None => f.write_str(&self.socket()),
+        }
+    }
 }
 
 impl PathResult {
@@ -337,6 +373,14 @@ pub fn diagnose(
 ) -> Result<Diagnosis, TargetError> {
     let resolved = target::resolve(snapshot, request)?;
     let mut diagnosis = walk::walk(snapshot, &resolved, packs);
+    let backends: Vec<Option<Backend>> = diagnosis
+        .paths
+        .iter()
+        .map(|path| backend(snapshot, &diagnosis.graph, path))
+        .collect();
+    for (path, backend) in diagnosis.paths.iter_mut().zip(backends) {
+        path.backend = backend;
+    }
     let service = target_service(snapshot, request, &resolved);
     if let Some((namespace, name)) = &service {
         let finding = service_without_ready_endpoints(snapshot, namespace, name, &diagnosis);
@@ -345,6 +389,58 @@ pub fn diagnose(
     let findings = intent::pack_findings(&diagnosis, snapshot, packs, service.as_ref());
     diagnosis.findings.extend(findings);
     Ok(diagnosis)
+}
+
+/// The request's destination as the last hop of `path` that holds the
+/// request had it (the reply, once the path turns back, is not looked at):
+/// from each hop's packet, and from each link's (the innermost, for a
+/// tunnel) into a hop that keeps none, such as the world outside.
+fn backend(snapshot: &Snapshot, graph: &DiGraph<Hop, Link>, path: &PathResult) -> Option<Backend> {
+    let mut destination = None;
+    let mut previous: Option<NodeIndex> = None;
+    for &index in &path.hops {
+        let hop = NodeIndex::new(index);
+        if let Some(edge) = previous.and_then(|from| graph.find_edge(from, hop)) {
+            let mut fields = &graph[edge].fields;
+            while let Some(inner) = &fields.inner {
+                fields = inner;
+            }
+            if fields.reply {
+                break;
+            }
+            destination = Some((fields.dst, fields.dst_port));
+        }
+        let held = graph[hop]
+            .context
+            .as_ref()
+            .and_then(|c| c.last_packet.as_ref());
+        if let Some(packet) = held {
+            destination = Some((packet.dst, packet.dst_port));
+        }
+        previous = Some(hop);
+    }
+    let (address, port) = destination?;
+    let owners = snapshot.cluster.by_ip(address);
+    let pod = owners.iter().find_map(|owner| match owner {
+        // A host-network pod shares its node's address: the node is named.
+        IpOwner::Pod {
+            namespace,
+            name,
+            host_network: false,
+        } => Some(format!("{namespace}/{name}")),
+        _ => None,
+    });
+    let node = || {
+        owners.iter().find_map(|owner| match owner {
+            IpOwner::Node { name } => Some(format!("node/{name}")),
+            _ => None,
+        })
+    };
+    Some(Backend {
+        address,
+        port,
+        owner: pod.or_else(node),
+    })
 }
 
 /// The Service the request goes to: named (`svc/NS/NAME`), or the owner of

@@ -5,7 +5,9 @@ use std::fmt;
 use std::net::IpAddr;
 use std::str::FromStr;
 
-use crate::snapshot::cluster::{IpOwner, Pod, Protocol as PortProtocol, ServicePort};
+use crate::snapshot::cluster::{
+    IpOwner, Pod, PortRef, Protocol as PortProtocol, Service, ServicePort,
+};
 use crate::snapshot::{NetnsId, Snapshot};
 
 /// A source or destination as the user writes it.
@@ -19,11 +21,11 @@ pub enum Endpoint {
     },
     /// `node/NAME[:PORT]`
     Node { name: String, port: Option<u16> },
-    /// `svc/NS/NAME[:PORT]`
+    /// `svc/NS/NAME[:PORT]`, the port by number or by its name
     Service {
         namespace: String,
         name: String,
-        port: Option<u16>,
+        port: Option<PortRef>,
     },
     /// `IP` or `IP:PORT` (`[IPv6]:PORT`)
     Ip { address: IpAddr, port: Option<u16> },
@@ -38,12 +40,16 @@ pub enum TargetError {
     Malformed(String),
     #[error("{0:?}: {1} is not a port number (1-65535)")]
     BadPort(String, String),
-    #[error("no pod {0}/{1} in the snapshot")]
-    UnknownPod(String, String),
-    #[error("no node {0} in the snapshot")]
-    UnknownNode(String),
-    #[error("no service {0}/{1} in the snapshot")]
-    UnknownService(String, String),
+    #[error("no pod {0}/{1} in the snapshot{2}")]
+    UnknownPod(String, String, Candidates),
+    #[error("no node {0} in the snapshot{1}")]
+    UnknownNode(String, Candidates),
+    #[error("no service {0}/{1} in the snapshot{2}")]
+    UnknownService(String, String, Candidates),
+    #[error(
+        "{0:?} cannot be a source: a service sends nothing, its backends do (give one of its pods, NS/NAME)"
+    )]
+    ServiceSource(String),
     #[error("pod {0}/{1} has no IP (status.podIPs is empty)")]
     PodWithoutIp(String, String),
     #[error("pod {0}/{1} is not scheduled on a node")]
@@ -66,12 +72,139 @@ pub enum TargetError {
     ConflictingPorts(u16, u16),
     #[error("{0} needs a port: give --port N (or IP:PORT, svc/NS/NAME:PORT)")]
     PortRequired(Protocol),
-    #[error("service {0}/{1} has no port {2}")]
-    UnknownServicePort(String, String, u16),
+    #[error("service {0}/{1} has no port {2} (its ports: {3}{4})")]
+    UnknownServicePort(String, String, PortRef, String, TargetPortNote),
+    #[error("{0} has no ports: drop the port (--port, or :PORT of --to)")]
+    PortWithoutPorts(Protocol),
     #[error("service {0}/{1} has no {3} port {2} (its port {2} is {4})")]
     WrongServicePortProtocol(String, String, u16, Protocol, String),
     #[error("service {0}/{1} has no {2} port (its ports: {3})")]
     NoServicePortOfProtocol(String, String, Protocol, String),
+}
+
+/// What a snapshot has instead of a name it lacks: the closest of its
+/// names by edit distance, else a few of them, so that a typo is one
+/// command away from fixed.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Candidates {
+    /// The names closest to the one asked for, if any is close.
+    pub closest: Vec<String>,
+    /// Otherwise, the first names the snapshot has, sorted.
+    pub listed: Vec<String>,
+    /// How many more it has than `listed` shows.
+    pub more: usize,
+}
+
+/// How many names an error lists at most.
+const LISTED: usize = 8;
+
+impl Candidates {
+    /// `names` as candidates for `wanted`: the closest, if at most a third
+    /// of its length away (at least one edit), else a few of them.
+    pub fn new<I: IntoIterator<Item = String>>(wanted: &str, names: I) -> Candidates {
+        let mut names: Vec<String> = names.into_iter().collect();
+        names.sort();
+        names.dedup();
+        let within = 2 * (wanted.chars().count() / 3).max(1);
+        let distances: Vec<usize> = names.iter().map(|n| edit_distance(wanted, n)).collect();
+        if let Some(&nearest) = distances.iter().filter(|&&d| d <= within).min() {
+            let closest = names
+                .iter()
+                .zip(&distances)
+                .filter(|(_, d)| **d == nearest)
+                .map(|(name, _)| name.clone())
+                .take(3)
+                .collect();
+            return Candidates {
+                closest,
+                ..Candidates::default()
+            };
+        }
+        let more = names.len().saturating_sub(LISTED);
+        names.truncate(LISTED);
+        Candidates {
+            closest: Vec::new(),
+            listed: names,
+            more,
+        }
+    }
+}
+
+/// `; did you mean a?`, `; it has: a, b (and 3 more)`, or `; it has none`.
+impl fmt::Display for Candidates {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if !self.closest.is_empty() {
+            return write!(f, "; did you mean {}?", self.closest.join(" or "));
+        }
+        if self.listed.is_empty() {
+            return f.write_str("; it has none");
+        }
+        write!(f, "; it has: {}", self.listed.join(", "))?;
+        if self.more > 0 {
+            write!(f, " (and {} more)", self.more)?;
+        }
+        Ok(())
+    }
+}
+
+/// The edit distance between two names, in half edits: inserting,
+/// deleting or replacing a character is 2, replacing one by a character
+/// that looks like it (`O` and `0`, `l` and `1`) or by itself in the other
+/// case is 1, so that `web-O` is closer to `web-0` than to `web-1`.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let replace = |x: char, y: char| {
+        let look_alike = |c: char| match c.to_ascii_lowercase() {
+            'o' => '0',
+            'l' | 'i' => '1',
+            c => c,
+        };
+        if x == y {
+            0
+        } else if look_alike(x) == look_alike(y) {
+            1
+        } else {
+            2
+        }
+    };
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).map(|j| 2 * j).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = 2 * (i + 1);
+        for (j, &cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (above + 2).min(row[j] + 2).min(diagonal + replace(ca, cb));
+            diagonal = above;
+        }
+    }
+    row[b.len()]
+}
+
+/// Where a port the Service lacks is one of its target ports: the port a
+/// pod listens on, not the one the Service takes connections on.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TargetPortNote(Option<(u16, u16)>);
+
+impl TargetPortNote {
+    /// Whether `wanted` is the number of one of `service`'s target ports.
+    fn new(service: &Service, wanted: &PortRef) -> TargetPortNote {
+        TargetPortNote(service.ports.iter().find_map(|p| match wanted {
+            PortRef::Number(number) if p.target_port == *wanted => Some((*number, p.port)),
+            _ => None,
+        }))
+    }
+}
+
+impl fmt::Display for TargetPortNote {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some((target, port)) => write!(
+                f,
+                "; {target} is the targetPort of its port {port}, which takes the connections"
+            ),
+            None => Ok(()),
+        }
+    }
 }
 
 impl FromStr for Endpoint {
@@ -91,7 +224,19 @@ impl FromStr for Endpoint {
             };
         }
         if let Some(rest) = text.strip_prefix("svc/") {
-            let (path, port) = split_port(text, rest)?;
+            // A Service's port may be given by its name (`svc/NS/NAME:http`).
+            let (path, port) = match rest.rsplit_once(':') {
+                Some((path, name))
+                    if name.starts_with(|c: char| c.is_ascii_alphabetic())
+                        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') =>
+                {
+                    (path, Some(PortRef::Name(name.to_string())))
+                }
+                _ => {
+                    let (path, port) = split_port(text, rest)?;
+                    (path, port.map(PortRef::Number))
+                }
+            };
             return match path.split_once('/') {
                 Some((namespace, name))
                     if !namespace.is_empty() && !name.is_empty() && !name.contains('/') =>
@@ -176,6 +321,18 @@ impl fmt::Display for Endpoint {
                 address,
                 port: Some(port),
             } => write!(f, "{}", std::net::SocketAddr::new(*address, *port)),
+        }
+    }
+}
+
+impl Endpoint {
+    /// The port it names, by number or (a Service's) by name.
+    pub fn port(&self) -> Option<PortRef> {
+        match self {
+            Endpoint::Pod { port, .. }
+            | Endpoint::Node { port, .. }
+            | Endpoint::Ip { port, .. } => port.map(PortRef::Number),
+            Endpoint::Service { port, .. } => port.clone(),
         }
     }
 }
@@ -306,6 +463,9 @@ pub(crate) enum Start {
 }
 
 pub(crate) fn resolve(snapshot: &Snapshot, request: &Request) -> Result<Resolved, TargetError> {
+    if !request.protocol.has_ports() && (request.port.is_some() || request.to.port().is_some()) {
+        return Err(TargetError::PortWithoutPorts(request.protocol));
+    }
     let (dst, target_port) = resolve_destination(snapshot, &request.to, request.protocol)?;
     let outside = match &request.from {
         Endpoint::Ip { address, .. } if is_outside(snapshot, *address) => Some(*address),
@@ -371,10 +531,75 @@ pub(crate) fn resolve(snapshot: &Snapshot, request: &Request) -> Result<Resolved
 }
 
 fn pod<'s>(snapshot: &'s Snapshot, namespace: &str, name: &str) -> Result<&'s Pod, TargetError> {
-    snapshot
-        .cluster
-        .pod(namespace, name)
-        .ok_or_else(|| TargetError::UnknownPod(namespace.into(), name.into()))
+    snapshot.cluster.pod(namespace, name).ok_or_else(|| {
+        let names = snapshot
+            .cluster
+            .pods()
+            .map(|pod| format!("{}/{}", pod.meta.namespace, pod.meta.name));
+        let candidates = Candidates::new(&format!("{namespace}/{name}"), names);
+        TargetError::UnknownPod(namespace.into(), name.into(), candidates)
+    })
+}
+
+fn node<'s>(
+    snapshot: &'s Snapshot,
+    name: &str,
+) -> Result<&'s crate::snapshot::cluster::Node, TargetError> {
+    snapshot.cluster.node(name).ok_or_else(|| {
+        let names = snapshot.cluster.nodes().map(|node| node.meta.name.clone());
+        TargetError::UnknownNode(name.into(), Candidates::new(name, names))
+    })
+}
+
+fn service<'s>(
+    snapshot: &'s Snapshot,
+    namespace: &str,
+    name: &str,
+) -> Result<&'s Service, TargetError> {
+    snapshot.cluster.service(namespace, name).ok_or_else(|| {
+        let names = snapshot
+            .cluster
+            .services()
+            .map(|service| format!("{}/{}", service.meta.namespace, service.meta.name));
+        let candidates = Candidates::new(&format!("{namespace}/{name}"), names);
+        TargetError::UnknownService(namespace.into(), name.into(), candidates)
+    })
+}
+
+/// What a `--from`/`--to` that is none of the forms may have meant: a bare
+/// name is compared with the snapshot's nodes, pods and services, and the
+/// closest named in its form (`node1` -> `node/node-1`); `None` when none
+/// is close.
+pub fn suggest_endpoint(snapshot: &Snapshot, text: &str) -> Option<Candidates> {
+    let cluster = &snapshot.cluster;
+    // (the name as written bare, the endpoint that names it)
+    let mut names: Vec<(String, String)> = Vec::new();
+    for node in cluster.nodes() {
+        names.push((node.meta.name.clone(), format!("node/{}", node.meta.name)));
+    }
+    for pod in cluster.pods() {
+        let full = format!("{}/{}", pod.meta.namespace, pod.meta.name);
+        names.push((pod.meta.name.clone(), full.clone()));
+        names.push((full.clone(), full));
+    }
+    for service in cluster.services() {
+        let full = format!("{}/{}", service.meta.namespace, service.meta.name);
+        names.push((service.meta.name.clone(), format!("svc/{full}")));
+        names.push((full.clone(), format!("svc/{full}")));
+    }
+    let close = Candidates::new(text, names.iter().map(|(bare, _)| bare.clone()));
+    let mut closest: Vec<String> = Vec::new();
+    for bare in &close.closest {
+        for (name, endpoint) in &names {
+            if name == bare && !closest.contains(endpoint) {
+                closest.push(endpoint.clone());
+            }
+        }
+    }
+    (!closest.is_empty()).then(|| Candidates {
+        closest,
+        ..Candidates::default()
+    })
 }
 
 /// Where a client outside the cluster that names no node (`--via`) arrives:
@@ -416,10 +641,7 @@ fn is_outside(snapshot: &Snapshot, address: IpAddr) -> bool {
 /// Where packets from outside arrive at node `via`: its host namespace, on
 /// the interface holding one of the node's addresses (InternalIP first).
 fn arrival(snapshot: &Snapshot, via: &str) -> Result<(NetnsId, String), TargetError> {
-    let node = snapshot
-        .cluster
-        .node(via)
-        .ok_or_else(|| TargetError::UnknownNode(via.to_string()))?;
+    let node = node(snapshot, via)?;
     let addresses: Vec<IpAddr> = node.addresses.iter().filter_map(|a| a.ip()).collect();
     let first = *addresses
         .first()
@@ -453,13 +675,10 @@ fn resolve_source(
             namespace, name, ..
         } => pod_namespace(snapshot, namespace, name),
         Endpoint::Node { name, .. } => {
-            snapshot
-                .cluster
-                .node(name)
-                .ok_or_else(|| TargetError::UnknownNode(name.clone()))?;
+            node(snapshot, name)?;
             Ok((NetnsId::Host { node: name.clone() }, None))
         }
-        Endpoint::Service { .. } => Err(TargetError::Malformed(from.to_string())),
+        Endpoint::Service { .. } => Err(TargetError::ServiceSource(from.to_string())),
         Endpoint::Ip { address, .. } => {
             for owner in snapshot.cluster.by_ip(*address) {
                 match owner {
@@ -529,10 +748,7 @@ fn resolve_destination(
             Ok((*ip, *port))
         }
         Endpoint::Node { name, port } => {
-            let node = snapshot
-                .cluster
-                .node(name)
-                .ok_or_else(|| TargetError::UnknownNode(name.clone()))?;
+            let node = node(snapshot, name)?;
             let ip = node
                 .addresses
                 .iter()
@@ -545,69 +761,107 @@ fn resolve_destination(
             name,
             port,
         } => {
-            let service = snapshot
-                .cluster
-                .service(namespace, name)
-                .ok_or_else(|| TargetError::UnknownService(namespace.clone(), name.clone()))?;
+            let service = service(snapshot, namespace, name)?;
             let ip = service
                 .cluster_ips
                 .first()
                 .ok_or_else(|| TargetError::ServiceWithoutIp(namespace.clone(), name.clone()))?;
-            // ICMP has no ports: any of the Service's will do.
-            let carries = |p: &&ServicePort| {
-                protocol
-                    .port_protocol()
-                    .is_none_or(|wanted| p.protocol == wanted)
-            };
-            let port = match port {
-                Some(port) => {
-                    let numbered: Vec<&ServicePort> =
-                        service.ports.iter().filter(|p| p.port == *port).collect();
-                    if numbered.is_empty() {
-                        return Err(TargetError::UnknownServicePort(
-                            namespace.clone(),
-                            name.clone(),
-                            *port,
-                        ));
+            Ok((*ip, service_port(service, port.as_ref(), protocol)?))
+        }
+        // A Service's ClusterIP without a port: its ports, as `svc/` has them.
+        Endpoint::Ip {
+            address,
+            port: None,
+        } => {
+            let owner = snapshot
+                .cluster
+                .by_ip(*address)
+                .iter()
+                .find_map(|owner| match owner {
+                    IpOwner::ServiceClusterIp { namespace, name } => {
+                        snapshot.cluster.service(namespace, name)
                     }
-                    if !numbered.iter().any(carries) {
-                        let theirs: Vec<&str> =
-                            numbered.iter().map(|p| p.protocol.as_str()).collect();
-                        return Err(TargetError::WrongServicePortProtocol(
-                            namespace.clone(),
-                            name.clone(),
-                            *port,
-                            protocol,
-                            theirs.join(" and "),
-                        ));
-                    }
-                    Some(*port)
-                }
-                None => {
-                    let mut ports = service.ports.iter().filter(carries);
-                    match (ports.next(), ports.next()) {
-                        (Some(only), None) => Some(only.port),
-                        (None, _) if !service.ports.is_empty() => {
-                            let theirs: Vec<String> = service
-                                .ports
-                                .iter()
-                                .map(|p| format!("{}/{}", p.port, p.protocol))
-                                .collect();
-                            return Err(TargetError::NoServicePortOfProtocol(
-                                namespace.clone(),
-                                name.clone(),
-                                protocol,
-                                theirs.join(", "),
-                            ));
-                        }
-                        _ => None,
-                    }
-                }
-            };
-            Ok((*ip, port))
+                    _ => None,
+                });
+            match owner {
+                Some(service) => Ok((*address, service_port(service, None, protocol)?)),
+                None => Ok((*address, None)),
+            }
         }
         Endpoint::Ip { address, port } => Ok((*address, *port)),
     }
+}
+
+/// The port of `service` a flow of `protocol` goes to: `port` (a number or
+/// a name) if it has it, else its only port of the protocol, else none
+/// (ICMP has no ports: any of the Service's will do).
+fn service_port(
+    service: &Service,
+    port: Option<&PortRef>,
+    protocol: Protocol,
+) -> Result<Option<u16>, TargetError> {
+    let (namespace, name) = (&service.meta.namespace, &service.meta.name);
+    let carries = |p: &&ServicePort| {
+        protocol
+            .port_protocol()
+            .is_none_or(|wanted| p.protocol == wanted)
+    };
+    let Some(port) = port else {
+        let mut ports = service.ports.iter().filter(carries);
+        return match (ports.next(), ports.next()) {
+            (Some(only), None) => Ok(Some(only.port)),
+            (None, _) if !service.ports.is_empty() => {
+                let theirs: Vec<String> = service
+                    .ports
+                    .iter()
+                    .map(|p| format!("{}/{}", p.port, p.protocol))
+                    .collect();
+                Err(TargetError::NoServicePortOfProtocol(
+                    namespace.clone(),
+                    name.clone(),
+                    protocol,
+                    theirs.join(", "),
+                ))
+            }
+            _ => Ok(None),
+        };
+    };
+    let named: Vec<&ServicePort> = service
+        .ports
+        .iter()
+        .filter(|p| match port {
+            PortRef::Number(number) => p.port == *number,
+            PortRef::Name(wanted) => p.name.as_deref() == Some(wanted.as_str()),
+        })
+        .collect();
+    let Some(first) = named.first() else {
+        let theirs: Vec<String> = service
+            .ports
+            .iter()
+            .map(|p| match &p.name {
+                Some(port_name) => format!("{}/{} ({port_name})", p.port, p.protocol),
+                None => format!("{}/{}", p.port, p.protocol),
+            })
+            .collect();
+        return Err(TargetError::UnknownServicePort(
+            namespace.clone(),
+            name.clone(),
+            port.clone(),
+            theirs.join(", "),
+            TargetPortNote::new(service, port),
+        ));
+    };
+    if !named.iter().any(carries) {
+        let theirs: Vec<&str> = named.iter().map(|p| p.protocol.as_str()).collect();
+        return Err(TargetError::WrongServicePortProtocol(
+            namespace.clone(),
+            name.clone(),
+            first.port,
+            protocol,
+            theirs.join(" and "),
+        ));
+    }
+    Ok(Some(first.port))
 }
 
 /// The one port of `protocol` a pod's containers declare, if exactly one.
@@ -679,7 +933,15 @@ mod tests {
                 Endpoint::Service {
                     namespace: "default".into(),
                     name: "web".into(),
-                    port: Some(80),
+                    port: Some(PortRef::Number(80)),
+                },
+            ),
+            (
+                "svc/default/web:http",
+                Endpoint::Service {
+                    namespace: "default".into(),
+                    name: "web".into(),
+                    port: Some(PortRef::Name("http".into())),
                 },
             ),
             (
@@ -831,6 +1093,72 @@ items:
     }
 
     #[test]
+    fn a_service_port_may_be_named_and_a_missing_one_lists_those_it_has() {
+        assert_eq!(port_to("svc/core/dns:dns", Protocol::Udp), Ok(Some(53)));
+        assert_eq!(port_to("svc/core/dns:dns-tcp", Protocol::Tcp), Ok(Some(53)));
+        assert_eq!(
+            port_to("svc/core/dns:nope", Protocol::Udp)
+                .unwrap_err()
+                .to_string(),
+            "service core/dns has no port nope (its ports: 53/TCP (dns-tcp), 53/UDP (dns))"
+        );
+    }
+
+    #[test]
+    fn a_clusterip_without_a_port_takes_the_services_port_of_the_protocol() {
+        assert_eq!(port_to("10.96.0.50", Protocol::Sctp), Ok(Some(38412)));
+        assert_eq!(port_to("10.96.0.10", Protocol::Udp), Ok(Some(53)));
+        assert!(matches!(
+            port_to("10.96.0.50", Protocol::Tcp),
+            Err(TargetError::NoServicePortOfProtocol(..))
+        ));
+    }
+
+    #[test]
+    fn icmp_with_a_port_is_an_error_not_ignored() {
+        assert_eq!(
+            port_to("core/amf-0:8080", Protocol::Icmp),
+            Err(TargetError::PortWithoutPorts(Protocol::Icmp))
+        );
+        assert_eq!(
+            port_to("svc/core/dns:dns", Protocol::Icmp),
+            Err(TargetError::PortWithoutPorts(Protocol::Icmp))
+        );
+    }
+
+    #[test]
+    fn unknown_names_suggest_the_closest_or_list_a_few() {
+        let names = || ["default/web-0", "default/web-1", "kube-system/dns"].map(String::from);
+        assert_eq!(
+            Candidates::new("default/web-O", names()).to_string(),
+            "; did you mean default/web-0?"
+        );
+        assert_eq!(
+            Candidates::new("default/web-7", names()).to_string(),
+            "; did you mean default/web-0 or default/web-1?"
+        );
+        assert_eq!(
+            Candidates::new("prod/api", names()).to_string(),
+            "; it has: default/web-0, default/web-1, kube-system/dns"
+        );
+        let many = (0..20).map(|i| format!("pod-{i:02}"));
+        assert_eq!(
+            Candidates::new("something-else", many).to_string(),
+            "; it has: pod-00, pod-01, pod-02, pod-03, pod-04, pod-05, pod-06, pod-07 (and 12 more)"
+        );
+        assert_eq!(Candidates::new("x", []).to_string(), "; it has none");
+    }
+
+    #[test]
+    fn edit_distance_counts_look_alike_characters_as_half_an_edit() {
+        assert_eq!(edit_distance("web-0", "web-0"), 0);
+        assert_eq!(edit_distance("web-O", "web-0"), 1);
+        assert_eq!(edit_distance("web-O", "web-1"), 2);
+        assert_eq!(edit_distance("node1", "node-1"), 2);
+        assert_eq!(edit_distance("", "abc"), 6);
+    }
+
+    #[test]
     fn a_pods_single_declared_port_is_one_of_the_flows_protocol() {
         assert_eq!(port_to("core/amf-0", Protocol::Sctp), Ok(Some(38412)));
         assert_eq!(port_to("core/amf-0", Protocol::Tcp), Ok(Some(8080)));
@@ -863,7 +1191,8 @@ items:
             "a/b/c",
             "node/",
             "svc/default",
-            "svc/default/web:http",
+            "svc/default/web:-x",
+            "default/web-0:http",
             "10.0.0.1:99999",
         ] {
             let error = text.parse::<Endpoint>().unwrap_err();

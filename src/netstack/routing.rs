@@ -277,9 +277,9 @@ impl<'a> Fib<'a> {
     pub fn lookup(&self, flow: &FlowKey) -> RouteLookup {
         let mut steps = Vec::new();
         if flow.family() == Family::Ipv6 {
-            // `ip rule show` lists the IPv4 rules only; IPv6 has its own.
-            let reason =
-                "IPv6 policy rules are not in the snapshot (ip-rule.json holds IPv4 rules)";
+            // Not a gap in the snapshot: skoop models IPv4 forwarding only
+            // (`ip rule show` lists the IPv4 rules; IPv6 has its own).
+            let reason = "IPv6 is not modelled yet: skoop follows IPv4 packets only";
             return RouteLookup {
                 outcome: LookupOutcome::Unknown {
                     reason: reason.into(),

@@ -78,6 +78,7 @@ pub fn fanned_out(paths: usize, depth: usize) -> Report {
             hops,
             assumed: false,
             exit: None,
+            backend: None,
         });
     }
     report

@@ -59,6 +59,18 @@ pub struct PathOut {
     /// How the packet leaves the cluster, where the path does.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub exit: Option<ExitOut>,
+    /// Where the path's request goes once translated (a service's backend).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backend: Option<BackendOut>,
+}
+
+/// The destination a path's request is delivered to, or would be.
+#[derive(Debug, Serialize)]
+pub struct BackendOut {
+    pub address: String,
+    pub port: Option<u16>,
+    /// The pod (`NS/NAME`) or node (`node/NAME`) whose address it is.
+    pub owner: Option<String>,
 }
 
 /// The source address a packet leaves the cluster with.
@@ -230,6 +242,11 @@ impl Report {
                         source: exit.source.map(|source| source.to_string()),
                         answerable: exit.answerable,
                         why: exit.why.clone(),
+                    }),
+                    backend: path.backend.as_ref().map(|backend| BackendOut {
+                        address: backend.address.to_string(),
+                        port: backend.port,
+                        owner: backend.owner.clone(),
                     }),
                 })
                 .collect(),

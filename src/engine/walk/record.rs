@@ -155,6 +155,7 @@ impl<'s> Walker<'s, '_> {
             hops: branch.hops.iter().map(|h| h.index()).collect(),
             assumed: branch.hops.iter().any(|&h| self.graph[h].assumed),
             exit,
+            backend: None,
         });
     }
 }

@@ -105,6 +105,15 @@ pub enum PortRef {
     Name(String),
 }
 
+impl std::fmt::Display for PortRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PortRef::Number(number) => write!(f, "{number}"),
+            PortRef::Name(name) => f.write_str(name),
+        }
+    }
+}
+
 /// A Kubernetes Node.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Node {
