@@ -120,6 +120,14 @@ pub struct RoutePath {
     pub probability: f64,
 }
 
+impl RoutePath {
+    /// Whether any of `paths` leaves by `dev` (what reverse-path checks and
+    /// ARP's `arp_filter` ask of a route back).
+    pub fn any_by(paths: &[RoutePath], dev: &str) -> bool {
+        paths.iter().any(|path| path.dev.as_deref() == Some(dev))
+    }
+}
+
 /// What a lookup concluded.
 #[derive(Debug, Clone, PartialEq)]
 pub enum LookupOutcome {

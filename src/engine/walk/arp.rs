@@ -169,20 +169,8 @@ impl<'s> Walker<'s, '_> {
                 }),
             };
         }
-        let setting = |name: &str| {
-            self.interface_setting(ns, &iface.ifname, name)
-                .ok_or_else(|| {
-                    ArpRefusal::Unknown(self.missing(
-                        ns,
-                        &format!(
-                            "net.ipv4.conf.{{all,{}}}.{name} in sysctl.txt",
-                            iface.ifname
-                        ),
-                        "tell whether it answers ARP",
-                    ))
-                })
-        };
-        let ignore = setting("arp_ignore")?;
+        let to_do = "tell whether it answers ARP";
+        let ignore = self.interface_setting(ns, &iface.ifname, "arp_ignore", to_do)?;
         let silent = |why: String| ArpRefusal::Silent {
             why: format!("arp_ignore = {ignore}: {why}"),
             file: "sysctl.txt",
@@ -219,25 +207,19 @@ impl<'s> Walker<'s, '_> {
             8 => return Err(silent("it answers no request".to_string())),
             _ => {}
         }
-        if setting("arp_filter")? != 0 {
-            let fib = self.models.fibs.get(ns).ok_or_else(|| {
-                ArpRefusal::Unknown(self.missing(
-                    ns,
-                    "ip-route.json",
-                    "tell whether it answers ARP",
-                ))
-            })?;
+        if self.interface_setting(ns, &iface.ifname, "arp_filter", to_do)? != 0 {
+            let fib = self
+                .models
+                .fibs
+                .get(ns)
+                .ok_or_else(|| ArpRefusal::Unknown(self.missing(ns, "ip-route.json", to_do)))?;
             let back = fib.lookup(&FlowKey {
                 src: Some(target),
                 ..FlowKey::to(request.sender)
             });
-            let leaves_by = |paths: &[crate::netstack::routing::RoutePath]| {
-                paths
-                    .iter()
-                    .any(|p| p.dev.as_deref() == Some(&iface.ifname))
-            };
             match back.outcome {
-                LookupOutcome::Routed { paths, .. } if leaves_by(&paths) => {}
+                LookupOutcome::Routed { paths, .. } if RoutePath::any_by(&paths, &iface.ifname) => {
+                }
                 LookupOutcome::Unknown { reason } => {
                     return Err(ArpRefusal::Unknown(Stop::unknown(
                         "kernel.route.unknown",
@@ -290,17 +272,28 @@ impl<'s> Walker<'s, '_> {
 
     /// An IPv4 interface setting of `ns` as the kernel reads the ARP ones:
     /// the larger of `all` and the interface's own (for the on/off ones,
-    /// either being on). A value sysctl.txt lacks is left out; `None` where
-    /// it has neither.
-    fn interface_setting(&self, ns: &NetnsId, ifname: &str, name: &str) -> Option<i64> {
-        let sysctls = self.sysctls(ns)?;
-        ["all", ifname]
-            .iter()
-            .filter_map(|ifname| {
-                let key = Sysctls::interface_key(Family::Ipv4, ifname, name);
-                sysctls.get_i64(&key).ok().flatten()
-            })
-            .max()
+    /// either being on). A value sysctl.txt lacks is left out; where it has
+    /// neither, what is `to_do` cannot be told.
+    fn interface_setting(
+        &self,
+        ns: &NetnsId,
+        ifname: &str,
+        name: &str,
+        to_do: &str,
+    ) -> Result<i64, ArpRefusal> {
+        let value = self.sysctls(ns).and_then(|sysctls| {
+            ["all", ifname]
+                .iter()
+                .filter_map(|ifname| {
+                    let key = Sysctls::interface_key(Family::Ipv4, ifname, name);
+                    sysctls.get_i64(&key).ok().flatten()
+                })
+                .max()
+        });
+        value.ok_or_else(|| {
+            let what = format!("net.ipv4.conf.{{all,{ifname}}}.{name} in sysctl.txt");
+            ArpRefusal::Unknown(self.missing(ns, &what, to_do))
+        })
     }
 
     /// The kernel's `arp_process` for a request arriving on `iface` (in
@@ -328,19 +321,7 @@ impl<'s> Walker<'s, '_> {
             });
         }
         let to_do = "tell whether it answers ARP by proxy";
-        let proxy_arp = self
-            .interface_setting(ns, &iface.ifname, "proxy_arp")
-            .ok_or_else(|| {
-                ArpRefusal::Unknown(self.missing(
-                    ns,
-                    &format!(
-                        "net.ipv4.conf.{{all,{}}}.proxy_arp in sysctl.txt",
-                        iface.ifname
-                    ),
-                    to_do,
-                ))
-            })?;
-        if proxy_arp == 0 {
+        if self.interface_setting(ns, &iface.ifname, "proxy_arp", to_do)? == 0 {
             return Err(ArpRefusal::Silent {
                 why: format!(
                     "net.ipv4.conf.all.proxy_arp and net.ipv4.conf.{}.proxy_arp are 0",
@@ -380,10 +361,7 @@ impl<'s> Walker<'s, '_> {
                 route_type: RouteType::Unicast,
                 paths,
                 ..
-            } => match paths
-                .iter()
-                .any(|p| p.dev.as_deref() == Some(&iface.ifname))
-            {
+            } => match RoutePath::any_by(&paths, &iface.ifname) {
                 false => Ok(()),
                 true => silent(format!(
                     "its route to {target} leaves by {} itself",

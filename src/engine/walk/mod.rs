@@ -58,7 +58,7 @@ use crate::netstack::netfilter::{
     RouteChoice, Step as NetfilterStep, Translation, Verdict,
 };
 use crate::netstack::routing::{
-    Fib, FlowKey, LookupOutcome, RouteError, describe_route, describe_rule,
+    Fib, FlowKey, LookupOutcome, RouteError, RoutePath, describe_route, describe_rule,
 };
 use crate::packs::{self, LoadedPacks};
 use crate::snapshot::cluster::IpOwner;

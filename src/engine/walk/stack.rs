@@ -582,11 +582,7 @@ impl<'s> Walker<'s, '_> {
         let passes = match &back.outcome {
             LookupOutcome::Routed {
                 paths, route_type, ..
-            } => {
-                *route_type == RouteType::Local
-                    || mode == 2
-                    || paths.iter().any(|p| p.dev.as_deref() == Some(iif))
-            }
+            } => *route_type == RouteType::Local || mode == 2 || RoutePath::any_by(paths, iif),
             LookupOutcome::Failed { .. } => false,
             LookupOutcome::Unknown { .. } => return None,
         };

@@ -9,7 +9,7 @@ use ipnet::IpNet;
 use super::chains::{Branch, Walk};
 use super::{Assumption, CtState, Packet, is_local, sets};
 use crate::netstack::Tri;
-use crate::netstack::routing::{FlowKey, LookupOutcome};
+use crate::netstack::routing::{FlowKey, LookupOutcome, RoutePath};
 use crate::snapshot::netns::iptables::{
     AddrTypeMatch, AddrTypes, ConntrackMatch, CtDirection, CtStates, CtStatuses, IcmpType,
     Interface, Invertible, LimitInterface, Match, MultiportMatch, OwnerMatch, PacketType,
@@ -641,9 +641,7 @@ impl Tester<'_, '_, '_, '_> {
                 if route_type == RouteType::Local {
                     Test::from(rpfilter.accept_local)
                 } else {
-                    Test::from(
-                        rpfilter.loose || paths.iter().any(|p| p.dev.as_deref() == Some(iif)),
-                    )
+                    Test::from(rpfilter.loose || RoutePath::any_by(&paths, iif))
                 }
             }
             LookupOutcome::Failed { .. } => false.into(),
