@@ -44,6 +44,9 @@ pub struct CaseResult {
     pub dir: PathBuf,
     /// Why it failed; empty when it passed.
     pub failures: Vec<String>,
+    /// What the case expected and what was reported, a line each, for a
+    /// pack author to read (`packs test -v`).
+    pub details: Vec<String>,
 }
 
 impl CaseResult {
@@ -282,15 +285,23 @@ const DISPOSITIONS: &[&str] = &[
     "insufficient_info",
 ];
 
-/// Diagnoses each flow and says how it differs from what the case expects.
+/// Diagnoses each flow and says how it differs from what the case expects
+/// (`failures`) and what it reported (`details`).
 fn check_flows(
     flows: &[Flow],
     snapshot: &Arc<Snapshot>,
     packs: &LoadedPacks,
     failures: &mut Vec<String>,
+    details: &mut Vec<String>,
 ) {
     for flow in flows {
         let name = format!("flow {} -> {}", flow.request.from, flow.request.to);
+        details.push(format!(
+            "{name} expects {}{}{}",
+            flow.disposition,
+            listed(", findings ", &flow.findings),
+            listed(", absent ", &flow.absent)
+        ));
         let diagnosis = match engine::diagnose(snapshot, &flow.request, packs) {
             Ok(diagnosis) => diagnosis,
             Err(e) => {
@@ -299,6 +310,11 @@ fn check_flows(
             }
         };
         let disposition = diagnosis.disposition();
+        let ids: Vec<String> = diagnosis.findings.iter().map(|f| f.id.clone()).collect();
+        details.push(format!(
+            "{name} reported {disposition}{}",
+            listed(", findings ", &ids)
+        ));
         if disposition.as_str() != flow.disposition {
             failures.push(format!(
                 "{name}: expected {}, diagnosed {disposition}",
@@ -317,8 +333,24 @@ fn check_flows(
     }
 }
 
+/// `ids` after `prefix`, comma-separated; nothing when there are none.
+fn listed(prefix: &str, ids: &[String]) -> String {
+    if ids.is_empty() {
+        String::new()
+    } else {
+        format!("{prefix}{}", ids.join(", "))
+    }
+}
+
 fn run_case(source: &PackSource, pack: &str, case: &Path, expectation: &Expectation) -> CaseResult {
     let mut failures = Vec::new();
+    let mut details = Vec::new();
+    if !expectation.findings.is_empty() {
+        details.push(listed("expects findings ", &expectation.findings));
+    }
+    if !expectation.absent.is_empty() {
+        details.push(listed("expects absent ", &expectation.absent));
+    }
     let (loaded, problems) = LoadedPacks::load(vec![source.clone()], &expectation.overrides);
     // Flows are diagnosed as skoop diagnose would: the built-in packs, with
     // this one in place of its built-in namesake.
@@ -347,8 +379,19 @@ fn run_case(source: &PackSource, pack: &str, case: &Path, expectation: &Expectat
         Ok((snapshot, problems)) => {
             failures.extend(problems.iter().map(|p| format!("snapshot: {p}")));
             let snapshot = Arc::new(snapshot);
-            check_flows(&expectation.flows, &snapshot, &with_builtins, &mut failures);
+            check_flows(
+                &expectation.flows,
+                &snapshot,
+                &with_builtins,
+                &mut failures,
+                &mut details,
+            );
             let findings = loaded.evaluate_snapshot(&snapshot);
+            details.extend(
+                findings
+                    .iter()
+                    .map(|f| format!("reported {} ({}): {}", f.id, f.status, f.message)),
+            );
             for finding in findings
                 .iter()
                 .filter(|f| f.status == FindingStatus::ScriptError)
@@ -382,5 +425,6 @@ fn run_case(source: &PackSource, pack: &str, case: &Path, expectation: &Expectat
         pack: pack.to_owned(),
         dir: case.to_path_buf(),
         failures,
+        details,
     }
 }
