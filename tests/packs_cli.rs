@@ -278,34 +278,30 @@ fn eval_shows_what_a_check_script_prints() {
 
 #[test]
 fn eval_names_what_it_cannot_find_and_suggests() {
-    let output = skoop(&[
-        "packs",
-        "eval",
-        "plugins/flannel",
-        "-s",
-        "examples/flannel-vxlan",
-        "--node",
-        "node2",
-    ]);
-    assert_eq!(output.status.code(), Some(2));
-    assert_eq!(
-        String::from_utf8_lossy(&output.stderr).trim_end(),
-        "error: --node: no node node2 in examples/flannel-vxlan; did you mean node-2?"
-    );
-    let output = skoop(&[
-        "packs",
-        "eval",
-        "plugins/flannel",
-        "-s",
-        "examples/flannel-vxlan",
-        "--pod",
-        "default/web-O",
-    ]);
-    assert_eq!(output.status.code(), Some(2));
-    assert_eq!(
-        String::from_utf8_lossy(&output.stderr).trim_end(),
-        "error: --pod: no pod default/web-O in examples/flannel-vxlan; did you mean default/web-0?"
-    );
+    for (flag, name, error) in [
+        (
+            "--node",
+            "node2",
+            "error: --node: no node node2 in examples/flannel-vxlan; did you mean node-2?",
+        ),
+        (
+            "--pod",
+            "default/web-O",
+            "error: --pod: no pod default/web-O in examples/flannel-vxlan; did you mean default/web-0?",
+        ),
+    ] {
+        let output = skoop(&[
+            "packs",
+            "eval",
+            "plugins/flannel",
+            "-s",
+            "examples/flannel-vxlan",
+            flag,
+            name,
+        ]);
+        assert_eq!(output.status.code(), Some(2));
+        assert_eq!(String::from_utf8_lossy(&output.stderr).trim_end(), error);
+    }
 }
 
 #[test]
