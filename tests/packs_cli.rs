@@ -323,3 +323,36 @@ fn test_verbose_shows_what_each_case_expected_and_reported() {
         "      reported flannel.vxlan.fdb (failed): node/node-1: no FDB entry for node-2's VTEP 52:04:a1:8d:72:13 on flannel.1; VXLAN packets to node-2 are not sent"
     );
 }
+
+/// Copies a pack directory (files and subdirectories) to `to`.
+fn copy_pack(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("directory created");
+    for entry in std::fs::read_dir(from).expect("pack readable").flatten() {
+        let target = to.join(entry.file_name());
+        if entry.path().is_dir() {
+            copy_pack(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("file copied");
+        }
+    }
+}
+
+#[test]
+fn one_syntax_error_in_a_script_is_one_problem() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let pack = dir.path().join("flannel");
+    copy_pack(Path::new("plugins/flannel"), &pack);
+    let script = pack.join("checks.rhai");
+    let text = std::fs::read_to_string(&script).expect("checks.rhai");
+    std::fs::write(&script, format!("let broken = ;\n{text}")).expect("written");
+    let output = skoop(&["packs", "lint", pack.to_str().expect("UTF-8")]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        stdout(&output).trim_end(),
+        format!(
+            "{}:1:14: Syntax error: Unexpected ';'",
+            script.to_str().expect("UTF-8")
+        ),
+        "the functions checks.rhai defines are not each reported missing"
+    );
+}
