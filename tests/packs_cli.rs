@@ -121,6 +121,30 @@ fn new_cni_pack_passes_its_own_tests() {
     assert!(stdout(&output).trim_end().ends_with("2 passed, 0 failed"));
     let output = skoop(&["packs", "lint", pack]);
     assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+    // Its hook stubs load once named in the manifest, each with its arity.
+    let manifest = Path::new(pack).join("pack.yaml");
+    let text = std::fs::read_to_string(&manifest).expect("pack.yaml");
+    let hooks = ["next_hop", "encapsulation", "masquerade", "pod_interface"];
+    let mut named = text.replace("# hooks:\n", "hooks:\n");
+    for hook in hooks {
+        named = named.replace(
+            &format!("#   {hook}: {hook}\n"),
+            &format!("  {hook}: {hook}\n"),
+        );
+    }
+    assert_ne!(named, text, "the manifest names hooks in comments");
+    std::fs::write(&manifest, named).expect("pack.yaml written");
+    let output = skoop(&["packs", "show", "demo", "--pack-path", pack]);
+    assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+    for hook in hooks {
+        assert!(
+            stdout(&output).contains(hook),
+            "{hook}: {}",
+            stdout(&output)
+        );
+    }
+    let output = skoop(&["packs", "test", pack]);
+    assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
 }
 
 #[test]
