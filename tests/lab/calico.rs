@@ -81,6 +81,9 @@ pub struct Calico {
     pub nat_outgoing: bool,
     /// The mode the IPPool object says (`vxlanMode: Always` or `Never`).
     pub pool_mode: Mode,
+    /// VXLAN only to nodes on another subnet, direct routes to those on the
+    /// node's own (`vxlanMode: CrossSubnet`).
+    pub cross_subnet: bool,
 }
 
 impl Calico {
@@ -89,12 +92,21 @@ impl Calico {
         mode: Mode::Bgp,
         nat_outgoing: true,
         pool_mode: Mode::Bgp,
+        cross_subnet: false,
     };
     pub const VXLAN: Calico = Calico {
         name: "calico-vxlan",
         mode: Mode::Vxlan,
         nat_outgoing: true,
         pool_mode: Mode::Vxlan,
+        cross_subnet: false,
+    };
+    /// `vxlanMode: CrossSubnet`: felix routes blocks of nodes on the node's
+    /// subnet directly, the others through vxlan.calico.
+    pub const VXLAN_CROSS_SUBNET: Calico = Calico {
+        name: "calico-vxlan-cross-subnet",
+        cross_subnet: true,
+        ..Calico::VXLAN
     };
     /// The IPPool without natOutgoing: pod addresses leave the cluster as they are.
     pub const BGP_WITHOUT_NAT_OUTGOING: Calico = Calico {
@@ -249,8 +261,21 @@ impl Cni for Calico {
     fn connect(&self, node: &Node, peers: &[&Node]) {
         let protocol = self.route_protocol();
         for peer in peers {
+            let same_subnet = node.subnet() == peer.subnet();
             match self.mode {
+                // BIRD's mesh sessions are multihop with `gateway recursive`:
+                // a peer on another subnet is reached through the node's
+                // own gateway, and so is every block it advertises.
                 Mode::Bgp => node.ns.ip(&format!(
+                    "route add {} via {} dev eth0 proto {protocol}",
+                    block(peer),
+                    if same_subnet {
+                        peer.ip
+                    } else {
+                        node.underlay_gateway()
+                    }
+                )),
+                Mode::Vxlan if self.cross_subnet && same_subnet => node.ns.ip(&format!(
                     "route add {} via {} dev eth0 proto {protocol}",
                     block(peer),
                     peer.ip
@@ -335,6 +360,7 @@ impl Cni for Calico {
     fn objects(&self, nodes: &[Node]) -> Vec<Value> {
         let vxlan_mode = match self.pool_mode {
             Mode::Bgp => "Never",
+            Mode::Vxlan if self.cross_subnet => "CrossSubnet",
             Mode::Vxlan => "Always",
         };
         let mut objects = vec![

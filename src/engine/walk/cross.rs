@@ -132,7 +132,8 @@ impl<'s> Walker<'s, '_> {
     /// frame goes to whichever interface on the device's segment answers ARP
     /// for the next hop (or has the MAC address of a permanent neighbour
     /// entry, which sends no request), else to a node the snapshot lacks,
-    /// else out of the cluster.
+    /// else through a router of the underlay (`routed.rs`), else out of the
+    /// cluster.
     pub(super) fn underlay_egress(
         &mut self,
         place: &Place,
@@ -285,6 +286,12 @@ impl<'s> Walker<'s, '_> {
             };
             return self.stop(hop, flow.branch, stop);
         }
+        // A gateway nobody holds is a router of the underlay, which carries
+        // a node's packet on to the node or pod holding its destination.
+        let flow = match self.routed_underlay(place, device, next_hop, flow) {
+            Ok(next) => return next,
+            Err(flow) => flow,
+        };
         // Otherwise the packet leaves the cluster's namespaces. For a
         // destination inside the cluster that is the fault itself.
         self.lost(place, &device.ifname, next_hop, &flow.packet);

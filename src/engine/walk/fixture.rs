@@ -37,6 +37,15 @@ impl Fixture {
         }
     }
 
+    /// A snapshot of these files, diagnosed with the built-in packs (the
+    /// CNI pack the cluster's objects name applies).
+    pub(super) fn with_builtin_packs(files: &[(String, String)]) -> Fixture {
+        let fixture = Fixture::new(files);
+        let (packs, problems) = LoadedPacks::load(packs::builtin_sources(), &[]);
+        assert!(problems.is_empty(), "{problems:?}");
+        Fixture { packs, ..fixture }
+    }
+
     /// Runs `test` with a walker over the snapshot (`--size` as given).
     pub(super) fn walk<R>(
         &self,
@@ -87,7 +96,7 @@ pub(super) fn device(ifindex: u32, name: &str, mtu: u32, extra: Value) -> Value 
 }
 
 /// The loopback device.
-fn loopback() -> Value {
+pub(super) fn loopback() -> Value {
     let flags = json!({"link_type": "loopback", "flags": ["LOOPBACK", "UP", "LOWER_UP"]});
     device(1, "lo", 65536, flags)
 }
