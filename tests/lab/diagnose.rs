@@ -1394,12 +1394,14 @@ const VXLAN_ACROSS_ROUTER_FAULTS: &[Fault] = &[Fault {
 /// Pod addresses sent unencapsulated to a router that has no route for
 /// them: flanneld's host-gw routes to a node on another subnet are refused
 /// by the kernel, and Calico's mesh routes a block of a node on another
-/// subnet via the node's gateway (no BGP peering with the routers).
+/// subnet via the node's gateway (no BGP peering with the routers). The
+/// packet is lost beyond the gateway, as when a route to a pod CIDR is
+/// missing.
 const NO_POD_ROUTES_ACROSS_ROUTER: &[Fault] = &[Fault {
     name: "pods on a node behind a router that knows no pod routes (tcp)",
     blamed: Some("node-1"),
-    expected: Disposition::NoRoute,
-    finds: Some("engine.underlay.no-pod-routes"),
+    expected: Disposition::ExitsCluster,
+    finds: Some("kernel.route.leaves-cluster"),
     ..HEALTHY_TCP
 }];
 

@@ -26,41 +26,30 @@ impl<'s> Walker<'s, '_> {
     /// A node's packet for `gateway` on `device`, which nobody of the
     /// snapshot holds: carried by the routed underlay to the node that holds
     /// its destination (or the pod's node, where the CNI says the routers
-    /// know pod addresses). `Err` gives the flow back where the routed
-    /// underlay does not apply (a pod's packet, a route with no gateway, a
-    /// destination outside the cluster): the packet leaves the cluster.
+    /// know pod addresses). It leaves the cluster where the routed underlay
+    /// does not apply (a pod's packet, a route with no gateway, a destination
+    /// outside the cluster) or the routers know no pod addresses.
     pub(super) fn routed_underlay(
         &mut self,
         place: &Place,
         device: &Device,
         gateway: IpAddr,
         flow: Flow,
-    ) -> Result<Next<'s>, Flow> {
+    ) -> Next<'s> {
         // A route straight to the destination that nobody answers is the
         // neighbour's failure, not a router's.
         if !matches!(place.ns, NetnsId::Host { .. }) || gateway == flow.packet.dst {
-            return Err(flow);
+            return self.leaves_by(place, device, gateway, None, flow);
         }
-        let (node, address, pod_routes) = match self.destination(flow.packet.dst) {
-            Destination::Outside => return Err(flow),
-            Destination::Node { ns, address } => (ns, address, None),
-            Destination::Pod { pod, node } => {
-                match self.pod_routes(place, device, gateway, &pod, &node, flow) {
-                    Ok((node, address, why, flow)) => {
-                        return Ok(self.carry(
-                            place,
-                            device,
-                            gateway,
-                            (&node, address),
-                            Some(&why),
-                            flow,
-                        ));
-                    }
-                    Err(next) => return Ok(next),
-                }
+        match self.destination(flow.packet.dst) {
+            Destination::Outside => self.leaves_by(place, device, gateway, None, flow),
+            Destination::Node { ns, address } => {
+                self.carry(place, device, gateway, (&ns, address), None, flow)
             }
-        };
-        Ok(self.carry(place, device, gateway, (&node, address), pod_routes, flow))
+            Destination::Pod { pod, node } => {
+                self.pod_routes(place, device, gateway, (&pod, &node), flow)
+            }
+        }
     }
 
     /// Who holds `address`: a node (its namespace in the snapshot, or a
@@ -117,17 +106,16 @@ impl<'s> Walker<'s, '_> {
 
     /// An unencapsulated packet for `pod` (on `node`) sent to a router: it
     /// reaches the pod's node only where the CNI says the routers know pod
-    /// addresses. `Ok` with the node, the address the routers reach it at
-    /// and the CNI's reason; `Err` with the path's end otherwise.
+    /// addresses, leaves the cluster where it says they do not, and where
+    /// it says nothing, nothing can be said.
     fn pod_routes(
         &mut self,
         place: &Place,
         device: &Device,
         gateway: IpAddr,
-        pod: &str,
-        node: &str,
+        (pod, node): (&str, &str),
         flow: Flow,
-    ) -> Result<(NetnsId, IpAddr, String, Flow), Next<'s>> {
+    ) -> Next<'s> {
         let (ns, hop) = (&place.ns, place.hop);
         let scope = self.scope(ns, &flow.packet, None);
         let sent = format!(
@@ -150,25 +138,19 @@ impl<'s> Walker<'s, '_> {
                     reason,
                     self.file(ns, "ip-route.json"),
                 );
-                return Err(self.stop(hop, flow.branch, stop));
+                return self.stop(hop, flow.branch, stop);
             }
             Err(undecided) => {
                 let stop = self.undecided_stop(hop, undecided);
-                return Err(self.stop(hop, flow.branch, stop));
+                return self.stop(hop, flow.branch, stop);
             }
         };
         if !routes.pods {
-            let reason = format!(
-                "{sent}; pack {} says the routers have no route to pod addresses ({}): the packet never reaches {node}",
+            let because = format!(
+                "pack {} says the routers route no pod address: {}",
                 routes.pack, routes.why
             );
-            let stop = Stop {
-                disposition: Disposition::NoRoute,
-                id: "engine.underlay.no-pod-routes",
-                reason,
-                evidence: self.file(ns, "ip-route.json"),
-            };
-            return Err(self.stop(hop, flow.branch, stop));
+            return self.leaves_by(place, device, gateway, Some(&because), flow);
         }
         let node_ns = NetnsId::Host {
             node: node.to_string(),
@@ -184,13 +166,20 @@ impl<'s> Walker<'s, '_> {
                 routes.pack
             );
             let stop = Stop::unknown("snapshot.missing", reason, format!("node {node}"));
-            return Err(self.stop(hop, flow.branch, stop));
+            return self.stop(hop, flow.branch, stop);
         };
         let why = format!(
             "pack {} says the routers route pod addresses: {}",
             routes.pack, routes.why
         );
-        Ok((node_ns, address, why, flow))
+        self.carry(
+            place,
+            device,
+            gateway,
+            (&node_ns, address),
+            Some(&why),
+            flow,
+        )
     }
 
     /// The routers carry the packet to `node`, which they reach at
@@ -445,15 +434,35 @@ spec: {peerIP: 172.18.0.1, asNumber: 64512}
         });
     }
 
+    /// The fatal finding of a pod's packet that leaves the cluster instead
+    /// of reaching the pod, once the walk has ended there.
+    fn lost_pod(walker: &Walker<'_, '_>, next: Next<'_>) -> String {
+        let Next::Finish { disposition, .. } = next else {
+            panic!("{}", describe(&next));
+        };
+        assert_eq!(disposition, Disposition::ExitsCluster);
+        let finding = walker
+            .findings
+            .iter()
+            .find(|f| f.id == "kernel.route.leaves-cluster")
+            .expect("the packet for the pod is lost");
+        assert!(
+            finding.message.contains("pod default/c"),
+            "{}",
+            finding.message
+        );
+        finding.message.clone()
+    }
+
     #[test]
-    fn flannel_host_gw_across_a_router_has_no_route_to_the_pod() {
+    fn flannel_host_gw_across_a_router_loses_the_pods_packet() {
         let fixture = Fixture::with_builtin_packs(&two_subnets(&flannel("host-gw")));
-        send(&fixture, tcp("172.18.0.11", "10.0.1.2"), |_, next| {
-            let stop = stopped(next);
-            assert_eq!(stop.id, "engine.underlay.no-pod-routes");
-            assert_eq!(stop.disposition, Disposition::NoRoute);
-            assert!(stop.reason.contains("pack flannel says"), "{}", stop.reason);
-            assert!(stop.reason.contains("pod default/c"), "{}", stop.reason);
+        send(&fixture, tcp("172.18.0.11", "10.0.1.2"), |walker, next| {
+            let message = lost_pod(walker, next);
+            assert!(
+                message.contains("pack flannel says the routers route no pod address"),
+                "{message}"
+            );
         });
     }
 
@@ -468,12 +477,11 @@ spec: {peerIP: 172.18.0.1, asNumber: 64512}
     }
 
     #[test]
-    fn calico_without_bgp_peering_has_no_route_to_the_pod() {
+    fn calico_without_bgp_peering_loses_the_pods_packet() {
         let fixture = Fixture::with_builtin_packs(&two_subnets(&calico(false)));
-        send(&fixture, tcp("172.18.0.11", "10.0.1.2"), |_, next| {
-            let stop = stopped(next);
-            assert_eq!(stop.id, "engine.underlay.no-pod-routes");
-            assert!(stop.reason.contains("no BGPPeer"), "{}", stop.reason);
+        send(&fixture, tcp("172.18.0.11", "10.0.1.2"), |walker, next| {
+            let message = lost_pod(walker, next);
+            assert!(message.contains("no BGPPeer"), "{message}");
         });
     }
 
@@ -500,7 +508,7 @@ spec: {peerIP: 172.18.0.1, asNumber: 64512}
                 walker
                     .findings
                     .iter()
-                    .all(|f| !f.id.starts_with("engine.underlay"))
+                    .all(|f| f.id != "engine.underlay.routed")
             );
         });
     }
