@@ -275,11 +275,9 @@ impl Cni for Calico {
                         node.underlay_gateway()
                     }
                 )),
-                Mode::Vxlan if self.cross_subnet && same_subnet => node.ns.ip(&format!(
-                    "route add {} via {} dev eth0 proto {protocol}",
-                    block(peer),
-                    peer.ip
-                )),
+                // felix gives every remote VTEP its neighbour and FDB
+                // entries; with CrossSubnet, a block of a node on the same
+                // subnet is routed directly all the same.
                 Mode::Vxlan => {
                     let peer_vtep = vtep_ip(peer);
                     let peer_mac = vtep_mac(peer);
@@ -298,10 +296,11 @@ impl Cni for Calico {
                         "self",
                         "permanent",
                     ]);
-                    node.ns.ip(&format!(
-                        "route add {} via {peer_vtep} dev {VTEP} onlink proto {protocol}",
-                        block(peer)
-                    ));
+                    let route = match self.cross_subnet && same_subnet {
+                        true => format!("{} via {} dev eth0", block(peer), peer.ip),
+                        false => format!("{} via {peer_vtep} dev {VTEP} onlink", block(peer)),
+                    };
+                    node.ns.ip(&format!("route add {route} proto {protocol}"));
                 }
             }
         }

@@ -1388,6 +1388,7 @@ fn node_sysctl(cluster: &Cluster, node: usize, setting: &str) {
 /// addressed to node-2, which the router routes.
 const VXLAN_ACROSS_ROUTER_FAULTS: &[Fault] = &[Fault {
     name: "healthy, VXLAN to a node behind a router (tcp)",
+    finds: Some("engine.underlay.routed"),
     ..HEALTHY_TCP
 }];
 
@@ -1410,6 +1411,7 @@ const NO_POD_ROUTES_ACROSS_ROUTER: &[Fault] = &[Fault {
 const CROSS_SUBNET_FAULTS: &[Fault] = &[
     Fault {
         name: "healthy, VXLAN to a node behind a router (tcp)",
+        finds: Some("engine.underlay.routed"),
         ..HEALTHY_TCP
     },
     Fault {
@@ -2122,13 +2124,13 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
     };
     let name = case_name(kind, fault);
     let mut lab = Lab::new();
-    let (scripted, mut real) = match (kind, kind.scripted()) {
-        (_, Some((cni, topology))) => (Some(Cluster::build(&mut lab, &topology, cni)), None),
-        (LabKind::Scripted(_) | LabKind::Routed(_), None) => unreachable!("scripted"),
-        (LabKind::Real(cni, mode), None) => (
+    let (scripted, mut real) = match (kind.scripted(), kind) {
+        (Some((cni, topology)), _) => (Some(Cluster::build(&mut lab, &topology, cni)), None),
+        (None, LabKind::Real(cni, mode)) => (
             None,
             Some(RealCluster::build_with(&mut lab, cni, mode, 2, 2)),
         ),
+        (None, _) => unreachable!("every lab but the real components' is scripted"),
     };
     // The real components are frozen once the case's fault is in place, so
     // that none of them repairs it while the kernel and skoop are asked.
