@@ -2456,7 +2456,10 @@ fn accuracy_table(rows: &[Row]) -> String {
          NetworkPolicy that admits TCP 8080 from the web pods and the nodes only), and kube-proxy's\n\
          iptables layout. The snapshot is collected with `skoop collect local`, and once more through\n\
          a real API server holding the lab's objects (`skoop collect cluster --node-exec`); both must\n\
-         diagnose the same.\n\
+         diagnose the same. In the topologies *across a router*, the last node is on a second\n\
+         subnet (172.18.1.0/24), reached through the underlay's router, which is not in the snapshot\n\
+         and routes the nodes' addresses only (no pod CIDR); `calico-vxlan-cross-subnet across a\n\
+         router` has three nodes, node-2 on node-1's subnet.\n\
          - **real components** (`(real components)`, `tests/lab/real.rs`): the real binaries program\n\
          the nodes: kube-controller-manager (node IPAM, EndpointSlices), kube-proxy (iptables mode,\n\
          or nftables mode where the topology says so: its rules in the table `ip kube-proxy`) and\n\
