@@ -1785,16 +1785,14 @@ type LabCni = &'static (dyn Cni + Sync + std::panic::RefUnwindSafe);
 #[derive(Clone, Copy)]
 enum LabKind {
     Scripted(LabCni),
-    Routed(&'static Routed),
+    /// A scripted lab of `nodes` nodes whose last node is on a second
+    /// subnet, reached through the underlay's router (not in the snapshot).
+    Routed {
+        name: &'static str,
+        cni: LabCni,
+        nodes: u8,
+    },
     Real(RealCni, ProxyMode),
-}
-
-/// A scripted lab whose last node is on a second subnet, reached through
-/// the underlay's router (which is not in the snapshot).
-struct Routed {
-    name: &'static str,
-    cni: LabCni,
-    nodes: u8,
 }
 
 impl LabKind {
@@ -1802,7 +1800,7 @@ impl LabKind {
     fn scripted(self) -> Option<(LabCni, Topology)> {
         let (cni, nodes, across_router) = match self {
             LabKind::Scripted(cni) => (cni, 2, false),
-            LabKind::Routed(routed) => (routed.cni, routed.nodes, true),
+            LabKind::Routed { cni, nodes, .. } => (cni, nodes, true),
             LabKind::Real(..) => return None,
         };
         let topology = Topology {
@@ -1816,7 +1814,7 @@ impl LabKind {
     fn topology_name(self) -> &'static str {
         match self {
             LabKind::Scripted(cni) => cni.topology_name(),
-            LabKind::Routed(routed) => routed.name,
+            LabKind::Routed { name, .. } => name,
             LabKind::Real(cni, ProxyMode::Iptables) => cni.topology_name(),
             LabKind::Real(RealCni::FlannelVxlan, ProxyMode::Nftables) => {
                 "flannel-vxlan (real components, kube-proxy in nftables mode)"
@@ -1850,6 +1848,21 @@ struct Group {
     lab: LabKind,
     peer: Peer,
     faults: &'static [Fault],
+}
+
+/// The cases of a scripted lab of `nodes` nodes, the last behind the
+/// underlay's router, flows to pods.
+const fn across_router(
+    name: &'static str,
+    cni: LabCni,
+    nodes: u8,
+    faults: &'static [Fault],
+) -> Group {
+    Group {
+        lab: LabKind::Routed { name, cni, nodes },
+        peer: Peer::Cluster,
+        faults,
+    }
 }
 
 /// Each lab topology with its cases.
@@ -1904,42 +1917,30 @@ const TOPOLOGIES: &[Group] = &[
         peer: Peer::Outside,
         faults: OUTSIDE_FAULTS,
     },
-    Group {
-        lab: LabKind::Routed(&Routed {
-            name: "flannel-vxlan across a router",
-            cni: &Flannel::VXLAN,
-            nodes: 2,
-        }),
-        peer: Peer::Cluster,
-        faults: VXLAN_ACROSS_ROUTER_FAULTS,
-    },
-    Group {
-        lab: LabKind::Routed(&Routed {
-            name: "flannel-host-gw across a router",
-            cni: &Flannel::HOST_GW,
-            nodes: 2,
-        }),
-        peer: Peer::Cluster,
-        faults: NO_POD_ROUTES_ACROSS_ROUTER,
-    },
-    Group {
-        lab: LabKind::Routed(&Routed {
-            name: "calico-vxlan-cross-subnet across a router",
-            cni: &Calico::VXLAN_CROSS_SUBNET,
-            nodes: 3,
-        }),
-        peer: Peer::Cluster,
-        faults: CROSS_SUBNET_FAULTS,
-    },
-    Group {
-        lab: LabKind::Routed(&Routed {
-            name: "calico-bgp across a router, without peering",
-            cni: &Calico::BGP,
-            nodes: 2,
-        }),
-        peer: Peer::Cluster,
-        faults: NO_POD_ROUTES_ACROSS_ROUTER,
-    },
+    across_router(
+        "flannel-vxlan across a router",
+        &Flannel::VXLAN,
+        2,
+        VXLAN_ACROSS_ROUTER_FAULTS,
+    ),
+    across_router(
+        "flannel-host-gw across a router",
+        &Flannel::HOST_GW,
+        2,
+        NO_POD_ROUTES_ACROSS_ROUTER,
+    ),
+    across_router(
+        "calico-vxlan-cross-subnet across a router",
+        &Calico::VXLAN_CROSS_SUBNET,
+        3,
+        CROSS_SUBNET_FAULTS,
+    ),
+    across_router(
+        "calico-bgp across a router, without peering",
+        &Calico::BGP,
+        2,
+        NO_POD_ROUTES_ACROSS_ROUTER,
+    ),
     Group {
         lab: LabKind::Real(RealCni::FlannelVxlan, ProxyMode::Iptables),
         peer: Peer::Cluster,

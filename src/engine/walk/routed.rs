@@ -249,7 +249,7 @@ impl<'s> Walker<'s, '_> {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::{Value, json};
+    use serde_json::json;
 
     use super::super::fixture::*;
     use super::*;
@@ -260,38 +260,18 @@ mod tests {
     /// objects are `objects` (YAML) beside Node `n2` and its pod `default/c`
     /// (10.0.1.2, no dump).
     fn two_subnets(objects: &str) -> Vec<(String, String)> {
-        let node = |name: &str, ip: &str, subnet: &str, gateway: &str, bridge: bool| {
-            let ns = host(name);
-            let mut links = vec![loopback(), device(2, "eth0", 1500, json!({}))];
-            let mut addrs = vec![address(2, "eth0", ip, 24)];
-            let mut routes = connected(subnet, "eth0", ip);
-            routes.push(json!({"type": "unicast", "dst": "default", "gateway": gateway, "dev": "eth0", "table": "main", "protocol": "boot", "scope": "global", "flags": []}));
-            if bridge {
-                links.push(device(3, "cni0", 1500, json!({"linkinfo": {"info_kind": "bridge", "info_data": {"stp_state": 0, "vlan_filtering": 0}}})));
-                addrs.push(address(3, "cni0", "10.0.1.1", 24));
-                routes.extend(connected("10.0.1.0/24", "cni0", "10.0.1.1"));
-            }
-            vec![
-                file(&ns, "ip-link.json", Value::from(links).to_string()),
-                file(&ns, "ip-addr.json", Value::from(addrs).to_string()),
-                file(&ns, "ip-route.json", Value::from(routes).to_string()),
-                file(&ns, "ip-rule.json", RULES),
-                file(&ns, "iptables-save.txt", ""),
-                file(
-                    &ns,
-                    "sysctl.txt",
-                    format!("net.ipv4.ip_forward = 1\n{ARP_DEFAULTS}"),
-                ),
-                file(&ns, "ip-neigh.json", "[]"),
-            ]
-        };
-        let mut files = node("n1", "172.18.0.11", "172.18.0.0/24", "172.18.0.1", false);
-        files.extend(node(
+        let (first, second) = (
+            ("172.18.0.11", "172.18.0.0/24"),
+            ("172.18.1.12", "172.18.1.0/24"),
+        );
+        let mut files = node_files("n1", first, Some("172.18.0.1"), None, ARP_DEFAULTS);
+        let pods = Some(("10.0.1.0/24", "10.0.1.1"));
+        files.extend(node_files(
             "n2",
-            "172.18.1.12",
-            "172.18.1.0/24",
-            "172.18.1.1",
-            true,
+            second,
+            Some("172.18.1.1"),
+            pods,
+            ARP_DEFAULTS,
         ));
         let cluster = format!(
             "apiVersion: v1
