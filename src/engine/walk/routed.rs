@@ -117,7 +117,9 @@ impl<'s> Walker<'s, '_> {
         flow: Flow,
     ) -> Next<'s> {
         let (ns, hop) = (&place.ns, place.hop);
-        let scope = self.scope(ns, &flow.packet, None);
+        let context = self.graph[hop].context.as_ref();
+        let in_iface = context.and_then(|context| context.in_iface.clone());
+        let scope = self.scope(ns, &flow.packet, in_iface.as_deref());
         let sent = format!(
             "{} sends the packet for pod {pod} unencapsulated by {} to gateway {gateway}, a router outside the snapshot",
             hop_id(ns),
