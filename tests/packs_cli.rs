@@ -124,7 +124,13 @@ fn new_cni_pack_passes_its_own_tests() {
     // Its hook stubs load once named in the manifest, each with its arity.
     let manifest = Path::new(pack).join("pack.yaml");
     let text = std::fs::read_to_string(&manifest).expect("pack.yaml");
-    let hooks = ["next_hop", "encapsulation", "masquerade", "pod_interface"];
+    let hooks = [
+        "next_hop",
+        "encapsulation",
+        "masquerade",
+        "pod_interface",
+        "underlay",
+    ];
     let mut named = text.replace("# hooks:\n", "hooks:\n");
     for hook in hooks {
         named = named.replace(
