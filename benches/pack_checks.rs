@@ -13,7 +13,9 @@
 //! `SKOOP_PACK_CHECKS_NODES=500` picks the size, `SKOOP_PACK_CHECKS_CNI=calico`
 //! one CNI (`flannel`, `calico`), `SKOOP_PACK_CHECKS_DIR=DIR` keeps the
 //! generated snapshots there (`DIR/<cni>-<nodes>/`) instead of a temporary
-//! directory.
+//! directory, and `SKOOP_PACK_CHECKS_PACKS=DIR` runs the packs found in DIR
+//! (each subdirectory with a pack.yaml: say, another version's `rules/*` and
+//! `plugins/*` copied there) instead of the built-in ones.
 
 #[path = "common/cluster.rs"]
 mod cluster;
@@ -81,7 +83,11 @@ fn run(name: &str, dir: &Path) {
         "{name}: snapshot loaded in {:.1} s",
         start.elapsed().as_secs_f64()
     );
-    let (packs, problems) = LoadedPacks::load(skoop::packs::builtin_sources(), &[]);
+    let sources = match std::env::var_os("SKOOP_PACK_CHECKS_PACKS") {
+        Some(dir) => skoop::packs::discover(Path::new(&dir)).expect("the packs are readable"),
+        None => skoop::packs::builtin_sources(),
+    };
+    let (packs, problems) = LoadedPacks::load(sources, &[]);
     assert!(problems.is_empty(), "{problems:?}");
     let (none, _) = LoadedPacks::load(Vec::new(), &[]);
 
@@ -105,7 +111,7 @@ fn run(name: &str, dir: &Path) {
     let (diagnosis, with_packs) = timed(|| diagnose(&snapshot, &packs));
     let (bare, without_packs) = timed(|| diagnose(&snapshot, &none));
     println!(
-        "{name}: diagnose default/web-0 -> svc/default/web: {} ({} paths), {:.0} ms with the built-in packs, {:.0} ms with none ({})",
+        "{name}: diagnose default/web-0 -> svc/default/web: {} ({} paths), {:.0} ms with the packs, {:.0} ms with none ({})",
         diagnosis.disposition().as_str(),
         diagnosis.paths.len(),
         with_packs,
