@@ -147,6 +147,12 @@ pub fn generate(shape: &Shape, dir: &Path, all_objects: &Path) -> io::Result<Gen
     let services: Vec<ServicePort> = (0..shape.services())
         .map(|s| service_port(s, nodes.len(), cni))
         .collect();
+    let place = |k: usize| Place {
+        node: &nodes[k],
+        k,
+        nodes: nodes.len(),
+        services: services.len(),
+    };
 
     let mut all = ListWriter::create(all_objects)?;
     let mut write = |file: &str, items: &mut dyn Iterator<Item = Value>| -> io::Result<()> {
@@ -185,14 +191,9 @@ pub fn generate(shape: &Shape, dir: &Path, all_objects: &Path) -> io::Result<Gen
             .pods
             .iter()
             .cloned()
-            .chain(nodes.iter().enumerate().flat_map(|(k, node)| {
-                let place = Place {
-                    node,
-                    k,
-                    nodes: nodes.len(),
-                    services: services.len(),
-                };
-                let (template, mut random) = (&example.pods[0], SplitMix(node.seed));
+            .chain((0..nodes.len()).flat_map(|k| {
+                let place = place(k);
+                let (template, mut random) = (&example.pods[0], SplitMix(place.node.seed));
                 (0..PODS_PER_NODE).map(move |slot| pod(template, &place, slot, cni, &mut random))
             })),
     )?;
@@ -250,19 +251,10 @@ pub fn generate(shape: &Shape, dir: &Path, all_objects: &Path) -> io::Result<Gen
         )?;
         write(
             "ipamblocks.crd.projectcalico.org.json",
-            &mut calico
-                .ipam_blocks
-                .iter()
-                .cloned()
-                .chain(nodes.iter().enumerate().map(|(k, node)| {
-                    let place = Place {
-                        node,
-                        k,
-                        nodes: nodes.len(),
-                        services: services.len(),
-                    };
-                    ipam_block(&calico.ipam_blocks[0], &place, &mut random)
-                })),
+            &mut calico.ipam_blocks.iter().cloned().chain(
+                (0..nodes.len())
+                    .map(|k| ipam_block(&calico.ipam_blocks[0], &place(k), &mut random)),
+            ),
         )?;
     }
     all.finish()?;

@@ -100,23 +100,26 @@ fn parse_cidr(text: &str) -> Fallible<IpNet> {
 
 /// An IP given as `Ip` or as a string.
 fn as_ip(value: &Dynamic) -> Fallible<IpAddr> {
-    if let Some(ip) = value.clone().try_cast::<IpAddr>() {
-        return Ok(ip);
-    }
-    match value.clone().into_immutable_string() {
-        Ok(s) => parse_ip(&s),
-        Err(kind) => fail(format!("expected an Ip or a string, found {kind}")),
-    }
+    host_value_or_text(value, "an Ip", parse_ip)
 }
 
 /// A network given as `Cidr` or as a string.
 fn as_cidr(value: &Dynamic) -> Fallible<IpNet> {
-    if let Some(net) = value.clone().try_cast::<IpNet>() {
-        return Ok(net);
+    host_value_or_text(value, "a Cidr", parse_cidr)
+}
+
+/// A host value of type `T` given as itself or as text `parse` reads.
+fn host_value_or_text<T: Clone + 'static>(
+    value: &Dynamic,
+    what: &str,
+    parse: fn(&str) -> Fallible<T>,
+) -> Fallible<T> {
+    if let Some(found) = value.clone().try_cast::<T>() {
+        return Ok(found);
     }
     match value.clone().into_immutable_string() {
-        Ok(s) => parse_cidr(&s),
-        Err(kind) => fail(format!("expected a Cidr or a string, found {kind}")),
+        Ok(s) => parse(&s),
+        Err(kind) => fail(format!("expected {what} or a string, found {kind}")),
     }
 }
 
