@@ -30,7 +30,8 @@ use skoop::snapshot::Snapshot;
 
 const SEED: u64 = 14;
 
-/// The prefix `engine::intent` gives a check whose script did not finish.
+/// The prefix `engine::intent` gives a check whose script did not finish
+/// (what `skoop diagnose` prints; the engine's `Finding` keeps no status).
 const FAILED_TO_RUN: &str = "check failed to run: ";
 
 fn main() {

@@ -533,18 +533,7 @@ fn objects_where(
     field: &str,
     value: &str,
 ) -> Array {
-    let pointer = field_pointer(field);
-    c.snapshot
-        .cluster
-        .objects(api_version, kind)
-        .filter(|o| {
-            o.value
-                .pointer(&pointer)
-                .and_then(serde_json::Value::as_str)
-                == Some(value)
-        })
-        .map(|o| json_to_dynamic(&o.value))
-        .collect()
+    objects_whose(c, api_version, kind, field, |text| text == value)
 }
 
 /// `cluster.objects_holding(api_version, kind, field, address)`: the objects
@@ -558,19 +547,32 @@ fn objects_holding(
     address: Dynamic,
 ) -> Fallible<Array> {
     let address = as_ip(&address)?;
+    Ok(objects_whose(c, api_version, kind, field, |text| {
+        text.parse::<IpNet>()
+            .is_ok_and(|net| net.contains(&address))
+    }))
+}
+
+/// The objects of a kind whose text `field` `keep` accepts, as scripts see them.
+fn objects_whose(
+    c: &ClusterRef,
+    api_version: &str,
+    kind: &str,
+    field: &str,
+    keep: impl Fn(&str) -> bool,
+) -> Array {
     let pointer = field_pointer(field);
-    Ok(c.snapshot
+    c.snapshot
         .cluster
         .objects(api_version, kind)
         .filter(|o| {
             o.value
                 .pointer(&pointer)
                 .and_then(serde_json::Value::as_str)
-                .and_then(|text| text.parse::<IpNet>().ok())
-                .is_some_and(|net| net.contains(&address))
+                .is_some_and(&keep)
         })
         .map(|o| json_to_dynamic(&o.value))
-        .collect())
+        .collect()
 }
 
 /// `Node.netns`: the node's host namespace, so that a check about a pod (or
