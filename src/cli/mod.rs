@@ -25,6 +25,7 @@ macro_rules! err {
 mod collect;
 mod diagnose;
 mod live;
+mod namespace;
 mod netfilter;
 mod packs;
 mod route;
