@@ -328,40 +328,6 @@ fn an_output_file_that_cannot_be_written_is_a_clear_error() {
     assert!(output.stdout.is_empty());
 }
 
-#[test]
-fn the_pages_examples_do_what_the_page_says() {
-    let page = fs::read_to_string(root().join("docs/pictures.md")).expect("the page");
-    let examples = common::console::examples(&page);
-    assert!(examples.len() >= 3, "the page shows its examples");
-    let files = tempfile::tempdir().unwrap();
-    for example in examples {
-        let mut words: Vec<String> = example
-            .command
-            .split_whitespace()
-            .map(String::from)
-            .collect();
-        assert_eq!(words[..2], ["skoop", "diagnose"], "{}", example.command);
-        // A file the page writes is written into a temporary directory.
-        let written = words.iter().position(|w| w == "--output").map(|at| {
-            let path = files.path().join(&words[at + 1]);
-            words[at + 1] = path.display().to_string();
-            path
-        });
-        let args: Vec<&str> = words[2..].iter().map(String::as_str).collect();
-        let stdout = report(&args);
-        example.assert_printed(&stdout);
-        if let Some(path) = written {
-            let text = fs::read_to_string(&path).expect("the page's command writes its file");
-            let start = match path.extension().and_then(|e| e.to_str()) {
-                Some("html") => "<!DOCTYPE html>",
-                Some("svg") => "<svg ",
-                other => panic!("{}: a file the test knows ({other:?})", example.command),
-            };
-            assert!(text.starts_with(start), "{}", example.command);
-        }
-    }
-}
-
 /// The payloads put into a copy of calico-bgp: in a pod's name, and in the
 /// comment of the rule that drops its flow.
 const POD_PAYLOAD: &str = "web-0<img src=x onerror=alert(2)>";
