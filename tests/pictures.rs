@@ -128,7 +128,7 @@ fn artefacts() -> PathBuf {
 #[test]
 fn pictures_match_the_goldens_on_every_example() {
     let golden = root().join("tests/golden/pictures");
-    let mut differ = Vec::new();
+    let mut goldens = common::golden::Goldens::new();
     for example in examples() {
         let name = Path::new(&example).file_name().unwrap().to_string_lossy();
         let dir = golden.join(&*name);
@@ -137,20 +137,11 @@ fn pictures_match_the_goldens_on_every_example() {
                 let mut all = vec!["--snapshot", &example, "-o", format];
                 all.extend_from_slice(args);
                 let actual = report(&all);
-                let file = dir.join(format!("{flow}.{format}"));
-                if bless() {
-                    fs::create_dir_all(&dir).unwrap();
-                    fs::write(&file, &actual).unwrap();
-                } else if fs::read_to_string(&file).unwrap_or_default() != actual {
-                    differ.push(file.display().to_string());
-                }
+                goldens.check(&dir.join(format!("{flow}.{format}")), &actual);
             }
         }
     }
-    assert!(
-        differ.is_empty(),
-        "output differs from the golden files (SKOOP_BLESS=1 rewrites them): {differ:#?}"
-    );
+    goldens.assert_none_differ();
 }
 
 #[test]

@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod console;
+pub mod golden;
 
 use std::fs;
 use std::path::Path;
