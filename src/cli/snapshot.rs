@@ -1,6 +1,6 @@
 //! `skoop snapshot check`: what a snapshot holds and what is wrong with it.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -218,6 +218,13 @@ fn gaps(snapshot: &Snapshot) -> Vec<Gap> {
     let cluster = &snapshot.cluster;
     let mut gaps = Vec::new();
     let nodes_with_dumps: BTreeSet<&str> = snapshot.namespaces.keys().map(NetnsId::node).collect();
+    // Counted once: a large cluster has thousands of nodes and pods.
+    let mut pods_on: HashMap<&str, usize> = HashMap::new();
+    for pod in cluster.pods().filter(|pod| has_own_netns(pod)) {
+        if let Some(node) = pod.node_name.as_deref() {
+            *pods_on.entry(node).or_default() += 1;
+        }
+    }
     for node in cluster.nodes() {
         let name = node.meta.name.as_str();
         if nodes_with_dumps.contains(name) {
@@ -236,11 +243,7 @@ fn gaps(snapshot: &Snapshot) -> Vec<Gap> {
             }
             continue;
         }
-        let pods = cluster
-            .pods()
-            .filter(|pod| pod.node_name.as_deref() == Some(name) && has_own_netns(pod))
-            .count();
-        let pods = match pods {
+        let pods = match pods_on.get(name).copied().unwrap_or(0) {
             0 => String::new(),
             1 => " nor of its 1 pod".to_string(),
             _ => format!(" nor of its {pods} pods"),
