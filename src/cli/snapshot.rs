@@ -246,7 +246,7 @@ fn gaps(snapshot: &Snapshot) -> Vec<Gap> {
         let pods = match pods_on.get(name).copied().unwrap_or(0) {
             0 => String::new(),
             1 => " nor of its 1 pod".to_string(),
-            _ => format!(" nor of its {pods} pods"),
+            count => format!(" nor of its {count} pods"),
         };
         gaps.push(Gap {
             kind: GapKind::NodeWithoutDump,
