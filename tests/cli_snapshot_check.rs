@@ -272,3 +272,34 @@ fn an_incomplete_snapshot_warns_of_each_gap_and_exits_3() {
     assert!(node_2.as_str().unwrap().ends_with("/nodes/node-2/host: no ip-rule.json (not collected): what needs it is insufficient_info"), "{node_2}");
     assert!(!kinds.iter().any(|(_, subject)| *subject == "node/node-1"));
 }
+
+/// Thousands of nodes without dumps (a live diagnosis collects only the
+/// flow's) are not thousands of lines: ten of a kind, then how many more.
+#[test]
+fn many_gaps_of_a_kind_are_shown_ten_and_counted() {
+    let copy = common::copy_snapshot("examples/flannel-vxlan");
+    let nodes: Vec<serde_json::Value> = (3..15)
+        .map(|n| serde_json::json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": format!("node-{n}")}}))
+        .collect();
+    let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": nodes});
+    std::fs::write(
+        copy.path().join("cluster/more-nodes.json"),
+        list.to_string(),
+    )
+    .unwrap();
+    let output = check(&[copy.path().to_str().unwrap()]);
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(3), "{text}");
+    let shown = text
+        .lines()
+        .filter(|l| l.starts_with("  node/node-"))
+        .count();
+    assert_eq!(shown, 10, "{text}");
+    assert!(
+        text.contains("\n  ... 2 nodes without dumps not shown (-o json lists every one)\nincomplete: 12 nodes without dumps; no problems\n"),
+        "{text}"
+    );
+    let output = check(&[copy.path().to_str().unwrap(), "-o", "json"]);
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    assert_eq!(report["warnings"].as_array().unwrap().len(), 12);
+}

@@ -517,7 +517,7 @@ fn print_text(report: &CheckReport) {
         }
         if of_kind.len() > WARNINGS_SHOWN {
             out!(
-                "  ... and {} more (-o json lists every one)",
+                "  ... {} not shown (-o json lists every one)",
                 kind.counted(of_kind.len() - WARNINGS_SHOWN)
             );
         }
