@@ -897,6 +897,9 @@ fn route_map(route: &Route) -> Dynamic {
         ("dev", opt(route.dev.clone())),
         ("table", text(table_name(&route.table))),
         ("protocol", text(&route.protocol)),
+        ("scope", text(&route.scope)),
+        ("prefsrc", opt(route.prefsrc.map(Dynamic::from))),
+        ("metric", opt(route.metric.map(i64::from))),
         ("mtu", opt(route.mtu.map(i64::from))),
         (
             "onlink",
@@ -1408,6 +1411,28 @@ mod netns_tests {
         assert!(missing.is_unit());
         let no_table = iptables_chain(&mut netns, "raw", "PREROUTING").expect("answers");
         assert!(no_table.is_unit());
+    }
+
+    #[test]
+    fn routes_carry_scope_source_and_metric() {
+        let netns = node_1();
+        let routes: Vec<Map> = dump_part(&netns, "ip-route.json", |d| d.routes.as_ref())
+            .expect("routes collected")
+            .iter()
+            .map(route_map)
+            .filter_map(|r| r.try_cast::<Map>())
+            .collect();
+        let fields = |dst: &str, dev: &str| {
+            let route = routes
+                .iter()
+                .find(|r| display(&r["dst"]) == dst && display(&r["dev"]) == dev)
+                .unwrap_or_else(|| panic!("a route to {dst} by {dev}"));
+            // `display` shows `()` as nothing.
+            ["scope", "prefsrc", "metric"].map(|field| display(&route[field]))
+        };
+        assert_eq!(fields("172.18.0.0/24", "eth0"), ["link", "172.18.0.11", ""]);
+        assert_eq!(fields("default", "eth0"), ["global", "", ""]);
+        assert_eq!(fields("fe80::/64", "eth0"), ["global", "", "256"]);
     }
 
     #[test]

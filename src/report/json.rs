@@ -427,6 +427,7 @@ pub fn link_kind(kind: LinkKind) -> &'static str {
         LinkKind::BridgePort => "bridge_port",
         LinkKind::Vxlan => "vxlan",
         LinkKind::Underlay => "underlay",
+        LinkKind::UnderlayRouted => "underlay_routed",
         LinkKind::Local => "local",
         LinkKind::Outside => "outside",
     }
