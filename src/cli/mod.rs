@@ -25,9 +25,11 @@ macro_rules! err {
 mod collect;
 mod diagnose;
 mod live;
+mod namespace;
 mod netfilter;
 mod packs;
 mod route;
+mod shell;
 mod snapshot;
 
 use std::process::ExitCode;
@@ -54,11 +56,16 @@ enum Command {
     /// Collect snapshots: one namespace of this machine, or a live cluster.
     #[command(subcommand)]
     Collect(collect::CollectCommand),
+    /// Print a shell's completion script for skoop (bash, zsh, fish, elvish,
+    /// powershell), e.g. `skoop completions bash > /etc/bash_completion.d/skoop`.
+    Completions(shell::CompletionsArgs),
     // Its help text is DiagnoseArgs's own doc comment, examples included.
     Diagnose(Box<diagnose::DiagnoseArgs>),
     /// Ask the kernel model what one namespace's iptables rules do with a packet.
     #[command(subcommand)]
     Netfilter(netfilter::NetfilterCommand),
+    /// Print a manual page in roff: `skoop man | man -l -`, `skoop man diagnose`.
+    Man(shell::ManArgs),
     /// List, show, lint, test and create rule packs.
     #[command(subcommand)]
     Packs(packs::PacksCommand),
@@ -96,6 +103,8 @@ pub fn run() -> ExitCode {
     };
     match cli.command {
         Command::Collect(command) => collect::run(command),
+        Command::Completions(args) => shell::completions(args),
+        Command::Man(args) => shell::man(args),
         Command::Diagnose(args) => diagnose::run(args),
         Command::Netfilter(command) => netfilter::run(command),
         Command::Packs(command) => packs::run(command),

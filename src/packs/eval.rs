@@ -99,6 +99,15 @@ impl Evidence {
     }
 }
 
+/// Where a check that cannot tell looked: the subject's namespace dump,
+/// whose files are missing or unreadable (an object's check has none).
+fn unknown_evidence(ctx: &Context) -> Vec<Evidence> {
+    let entry = ctx.netns.as_ref().and_then(|netns| netns.entry());
+    entry
+        .map(|entry| vec![Evidence::file(entry.dir.clone())])
+        .unwrap_or_default()
+}
+
 /// One finding of a check about one subject.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Finding {
@@ -246,7 +255,7 @@ impl Evaluator<'_> {
                 ctx,
                 FindingStatus::Unknown,
                 format!("cannot tell: {reason}"),
-                Vec::new(),
+                unknown_evidence(ctx),
                 None,
             )],
             Err(Stop::Error(error)) => {
@@ -289,7 +298,7 @@ impl Evaluator<'_> {
             Stop::Unknown(reason) => (
                 FindingStatus::Unknown,
                 format!("cannot tell: {reason}"),
-                Vec::new(),
+                unknown_evidence(ctx),
                 None,
             ),
             Stop::Error(error) => {
