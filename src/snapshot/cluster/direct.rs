@@ -181,12 +181,13 @@ impl<'de> Visitor<'de> for OnePass<'_, '_> {
             match (&mut lean, key.as_ref()) {
                 (None, "apiVersion") => api_version = map.next_value::<Option<Key>>()?.map(|k| k.0),
                 (None, "kind") => kind = map.next_value::<Option<Key>>()?.map(|k| k.0),
+                // Decided without it (a List gave it): the two passes say
+                // which one counts.
+                (Some(_), "apiVersion" | "kind") => return skip_rest(map),
                 (Some(lean), _) => lean.field(&key, &mut map)?,
                 (None, _) => {
                     let Some(mut decided) = self.lean(api_version.take(), kind.take()) else {
-                        map.next_value::<IgnoredAny>()?;
-                        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-                        return Ok(None);
+                        return skip_rest(map);
                     };
                     decided.field(&key, &mut map)?;
                     lean = Some(decided);
@@ -199,6 +200,14 @@ impl<'de> Visitor<'de> for OnePass<'_, '_> {
             None => Ok(self.lean(api_version, kind)),
         }
     }
+}
+
+/// Skips the value of the key just read and the rest of the mapping: the
+/// object is left to the two passes.
+fn skip_rest<'de, A: MapAccess<'de>>(mut map: A) -> Result<Option<LeanObject>, A::Error> {
+    map.next_value::<IgnoredAny>()?;
+    while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+    Ok(None)
 }
 
 impl OnePass<'_, '_> {
