@@ -954,7 +954,7 @@ pub fn subjects(
                     namespace.clone_from(&meta.namespace);
                     name.clone_from(&meta.name);
                 }
-                about(&*subject)
+                about(&subject)
             };
             match kind.kind.as_str() {
                 "Node" if version_fits("v1") => {
