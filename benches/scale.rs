@@ -14,7 +14,8 @@
 //!
 //! `SKOOP_SCALE_NODES=500,1000` picks the sizes; `SKOOP_SCALE_DIR=DIR` keeps
 //! the generated snapshots there (`DIR/<nodes>/`) instead of a temporary
-//! directory.
+//! directory; `SKOOP_SCALE_BEFORE=BIN` runs the same `diagnose` with another
+//! `skoop` binary (an older build) beside it, for a before/after in one run.
 
 #[path = "common/cluster.rs"]
 mod cluster;
@@ -109,10 +110,19 @@ fn main() {
     let base: PathBuf =
         std::env::var_os("SKOOP_SCALE_DIR").map_or_else(|| temporary.path().into(), PathBuf::from);
     let skoop = Path::new(env!("CARGO_BIN_EXE_skoop"));
+    let before = std::env::var_os("SKOOP_SCALE_BEFORE").map(PathBuf::from);
     println!(
-        "| nodes (pods / services / policies) | cluster/ | skoop diagnose | diagnose --cni none | snapshot check | python3 json.load | python / diagnose |"
+        "| nodes (pods / services / policies) | cluster/ | skoop diagnose | diagnose --cni none | snapshot check | python3 json.load | python / diagnose |{}",
+        if before.is_some() {
+            " diagnose, before |"
+        } else {
+            ""
+        }
     );
-    println!("|---|---|---|---|---|---|---|");
+    println!(
+        "|---|---|---|---|---|---|---|{}",
+        if before.is_some() { "---|" } else { "" }
+    );
     for nodes in sizes {
         let dir = base.join(nodes.to_string());
         let all = base.join(format!("{nodes}-all.json"));
@@ -129,9 +139,9 @@ fn main() {
             eprintln!("{nodes} nodes generated in {:?}", start.elapsed());
             Some(generated)
         };
-        let skoop_run = |args: &[&str]| {
+        let run_with = |binary: &Path, args: &[&str]| {
             fastest(|| {
-                let mut command = Command::new(skoop);
+                let mut command = Command::new(binary);
                 command.args(args).arg(&dir);
                 if args[0] == "diagnose" {
                     command.args(["--from", "default/web-0", "--to", "svc/default/web"]);
@@ -139,6 +149,7 @@ fn main() {
                 command
             })
         };
+        let skoop_run = |args: &[&str]| run_with(skoop, args);
         let diagnose = skoop_run(&["diagnose", "--snapshot"]);
         let no_cni = skoop_run(&["diagnose", "--cni", "none", "--snapshot"]);
         let check = skoop_run(&["snapshot", "check"]);
@@ -155,8 +166,11 @@ fn main() {
             |g| format!("{} / {} / {}", g.pods, g.services, g.policies),
         );
         let size = generated_size(&dir.join("cluster"));
+        let before = before.as_deref().map_or_else(String::new, |binary| {
+            format!(" {} |", run_with(binary, &["diagnose", "--snapshot"]))
+        });
         println!(
-            "| {nodes} ({what}) | {:.0} MiB | {} | {} | {} | {} | {:.1}x |",
+            "| {nodes} ({what}) | {:.0} MiB | {} | {} | {} | {} | {:.1}x |{before}",
             mib(size),
             diagnose,
             no_cni,

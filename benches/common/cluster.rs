@@ -8,8 +8,8 @@
 //! that what is read has the shape kubectl writes.
 //!
 //! The cluster objects are written as the live collector writes them
-//! (pretty-printed `kind: List`s, `cluster/<plural>.<group>.json`; see
-//! `ITEMS_PER_FILE`), and once more as one List of every object for
+//! (pretty-printed `kind: List`s, `cluster/<plural>.<group>.json`, in parts
+//! of `FILE_BYTES`), and once more as one List of every object for
 //! `python3 -c 'json.load'`.
 //! The two example nodes keep their full namespace dumps (the nodes on the
 //! path), grown as flanneld and kube-proxy would grow them on such a
@@ -49,10 +49,10 @@ const PODS_PER_NODE: usize = 30;
 const SERVICES_PER_NODE: usize = 2;
 const ENDPOINTS: usize = 4;
 const NAMESPACES: usize = 50;
-/// The collector writes one List per kind, but 150,000 pods make a file of
-/// 500 MB, over the loader's 256 MiB per file (`docs/limits.md`): a List is
-/// split into files of this many items (`pods.core.json`, `pods.core.2.json`).
-const ITEMS_PER_FILE: usize = 50_000;
+/// The collector writes one List per kind in files of about this size
+/// (`pods.core.json`, `pods.core.2.json`, ...; `collect/api.rs`), as 150,000
+/// pods make 500 MB, over the loader's 256 MiB per file (`docs/limits.md`).
+const FILE_BYTES: u64 = 64 * 1024 * 1024;
 /// NodePorts are 30000-32767.
 const NODE_PORTS: usize = 2768;
 
@@ -158,10 +158,11 @@ pub fn generate(shape: &Shape, dir: &Path, all_objects: &Path) -> io::Result<Gen
     let mut write = |file: &str, items: &mut dyn Iterator<Item = Value>| -> io::Result<()> {
         let (stem, extension) = file.rsplit_once('.').unwrap_or((file, "json"));
         let mut list = ListWriter::create(&cluster_dir.join(file))?;
-        for (i, item) in items.enumerate() {
-            if i > 0 && i.is_multiple_of(ITEMS_PER_FILE) {
+        let mut part = 1;
+        for item in items {
+            if list.written >= FILE_BYTES {
                 list.finish()?;
-                let part = i / ITEMS_PER_FILE + 1;
+                part += 1;
                 list = ListWriter::create(&cluster_dir.join(format!("{stem}.{part}.{extension}")))?;
             }
             list.push(&item)?;
@@ -736,13 +737,19 @@ fn copy_tree(from: &Path, to: &Path) -> io::Result<()> {
 struct ListWriter {
     out: BufWriter<fs::File>,
     first: bool,
+    /// Bytes of items written so far.
+    written: u64,
 }
 
 impl ListWriter {
     fn create(path: &Path) -> io::Result<ListWriter> {
         let mut out = BufWriter::new(fs::File::create(path)?);
         out.write_all(b"{\n  \"apiVersion\": \"v1\",\n  \"items\": [")?;
-        Ok(ListWriter { out, first: true })
+        Ok(ListWriter {
+            out,
+            first: true,
+            written: 0,
+        })
     }
 
     fn push(&mut self, item: &Value) -> io::Result<()> {
@@ -756,6 +763,7 @@ impl ListWriter {
             }
             self.out.write_all(b"    ")?;
             self.out.write_all(line.as_bytes())?;
+            self.written += line.len() as u64 + 5;
         }
         Ok(())
     }

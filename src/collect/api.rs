@@ -392,11 +392,30 @@ pub async fn collect_objects(
     Ok(report)
 }
 
+/// The most one `cluster/` file the collector writes holds: a kind's List
+/// is split into files of about this size (`pods.core.json`,
+/// `pods.core.2.json`, ...), well under the loader's cap per file
+/// (`snapshot::input::CLUSTER_FILE`), so that a cluster of any size loads.
+const LIST_FILE_BYTES: usize = 64 * 1024 * 1024;
+
 fn write_list(
     cluster: &Path,
     resource: &ApiResource,
     name: Option<&str>,
+    items: Vec<Value>,
+    report: &mut ObjectsReport,
+) -> Result<(), LiveError> {
+    write_list_in_parts(cluster, resource, name, items, LIST_FILE_BYTES, report)
+}
+
+/// Writes `items` as Lists of at most `part_bytes` each (an item bigger than
+/// that alone in its file), at least one file even for no items.
+fn write_list_in_parts(
+    cluster: &Path,
+    resource: &ApiResource,
+    name: Option<&str>,
     mut items: Vec<Value>,
+    part_bytes: usize,
     report: &mut ObjectsReport,
 ) -> Result<(), LiveError> {
     for item in &mut items {
@@ -407,17 +426,40 @@ fn write_list(
     } else {
         resource.group.clone()
     };
-    let file = match name {
-        Some(name) => format!("{}.{group}.{name}.json", resource.plural),
-        None => format!("{}.{group}.json", resource.plural),
+    let stem = match name {
+        Some(name) => format!("{}.{group}.{name}", resource.plural),
+        None => format!("{}.{group}", resource.plural),
     };
-    let count = items.len();
-    let list = json!({"apiVersion": "v1", "kind": "List", "items": items});
-    let path = cluster.join(&file);
-    let text = serde_json::to_vec_pretty(&list).unwrap_or_default();
-    super::dump::write_atomically(&path, &text)
-        .map_err(|source| LiveError::Write { path, source })?;
-    report.written.push((file, count));
+    // Each item pretty-printed once; a List's own lines around them.
+    const HEAD: &[u8] = b"{\n  \"apiVersion\": \"v1\",\n  \"kind\": \"List\",\n  \"items\": [\n";
+    const TAIL: &[u8] = b"\n  ]\n}\n";
+    let mut parts: Vec<(Vec<u8>, usize)> = vec![(HEAD.to_vec(), 0)];
+    for item in &items {
+        let text = serde_json::to_vec_pretty(item).unwrap_or_default();
+        let full = parts.last().is_some_and(|(part, count)| {
+            *count > 0 && part.len() + text.len() + TAIL.len() > part_bytes
+        });
+        if full {
+            parts.push((HEAD.to_vec(), 0));
+        }
+        let (part, count) = parts.last_mut().expect("one part at least");
+        if *count > 0 {
+            part.extend_from_slice(b",\n");
+        }
+        part.extend_from_slice(&text);
+        *count += 1;
+    }
+    for (index, (mut text, count)) in parts.into_iter().enumerate() {
+        text.extend_from_slice(TAIL);
+        let file = match index {
+            0 => format!("{stem}.json"),
+            _ => format!("{stem}.{}.json", index + 1),
+        };
+        let path = cluster.join(&file);
+        super::dump::write_atomically(&path, &text)
+            .map_err(|source| LiveError::Write { path, source })?;
+        report.written.push((file, count));
+    }
     Ok(())
 }
 
@@ -484,6 +526,55 @@ pub fn chain(error: &dyn std::error::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// 150,000 pods as kubectl writes them are a 504 MB List, over the
+    /// loader's cap per file: the collector splits a List into parts.
+    #[test]
+    fn a_long_list_is_written_in_parts_that_load_as_the_same_objects() {
+        let dir = tempfile::tempdir().unwrap();
+        let resource = ApiResource::erase::<k8s_openapi::api::core::v1::ConfigMap>(&());
+        let items: Vec<Value> = (0..50)
+            .map(|i| {
+                json!({"apiVersion": "v1", "kind": "ConfigMap",
+                       "metadata": {"name": format!("cm-{i}"), "namespace": "default"},
+                       "data": {"k": "v".repeat(100)}})
+            })
+            .collect();
+        let mut report = ObjectsReport::default();
+        write_list_in_parts(dir.path(), &resource, None, items, 2048, &mut report).unwrap();
+        let files: Vec<&str> = report.written.iter().map(|(f, _)| f.as_str()).collect();
+        assert!(files.len() > 5, "{files:?}");
+        assert_eq!(files[0], "configmaps.core.json");
+        assert_eq!(files[1], "configmaps.core.2.json");
+        assert_eq!(report.written.iter().map(|(_, n)| n).sum::<usize>(), 50);
+        for file in &files {
+            let size = std::fs::metadata(dir.path().join(file)).unwrap().len();
+            assert!(size <= 2048, "{file}: {size} bytes");
+        }
+        let (cluster, problems) = crate::snapshot::cluster::load(
+            dir.path(),
+            &crate::snapshot::input::Boundary::new(dir.path()),
+        );
+        assert!(problems.is_empty(), "{problems:?}");
+        let names: Vec<&str> = cluster
+            .config_maps()
+            .map(|c| c.meta.name.as_str())
+            .collect();
+        assert_eq!(names.len(), 50);
+        assert!(names.contains(&"cm-0") && names.contains(&"cm-49"));
+    }
+
+    #[test]
+    fn an_empty_list_is_one_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let resource = ApiResource::erase::<k8s_openapi::api::core::v1::ConfigMap>(&());
+        let mut report = ObjectsReport::default();
+        write_list_in_parts(dir.path(), &resource, None, Vec::new(), 2048, &mut report).unwrap();
+        assert_eq!(report.written, vec![("configmaps.core.json".to_owned(), 0)]);
+        let text = std::fs::read_to_string(dir.path().join("configmaps.core.json")).unwrap();
+        let list: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(list["items"], json!([]));
+    }
 
     #[test]
     fn redact_drops_env_values_command_args_and_managed_fields_from_pods() {

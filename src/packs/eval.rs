@@ -958,7 +958,24 @@ pub fn subjects(
                 return contexts;
             };
             let version_fits = |v: &str| kind.api_version.as_deref().is_none_or(|want| want == v);
-            let wanted = |meta: &ObjectMeta| about(&object_subject(&kind.kind, meta));
+            // One subject refilled per object: asking about each of a large
+            // cluster's 150,000 pods must not allocate three strings for each.
+            let asked = std::cell::RefCell::new(Subject::Object {
+                kind: kind.kind.clone(),
+                namespace: String::new(),
+                name: String::new(),
+            });
+            let wanted = |meta: &ObjectMeta| {
+                let mut subject = asked.borrow_mut();
+                if let Subject::Object {
+                    namespace, name, ..
+                } = &mut *subject
+                {
+                    namespace.clone_from(&meta.namespace);
+                    name.clone_from(&meta.name);
+                }
+                about(&subject)
+            };
             match kind.kind.as_str() {
                 "Node" if version_fits("v1") => {
                     for node in snapshot.cluster.nodes().filter(|n| wanted(&n.meta)) {

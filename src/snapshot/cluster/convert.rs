@@ -1,6 +1,8 @@
-//! From a document tree to skoop's model: typed kinds through k8s-openapi
-//! (so that IntOrString, quantities and timestamps are read as the API
-//! defines them), then into the model; every other kind as a generic object.
+//! From a document tree or JSON text to skoop's model: the kinds a large
+//! cluster has most of through their lean forms (`wire.rs`: only the fields
+//! skoop reads), the others through k8s-openapi (so that IntOrString,
+//! quantities and timestamps are read as the API defines them), then into
+//! the model; every other kind as a generic object.
 //!
 //! This is the only place that names k8s-openapi types.
 
@@ -10,13 +12,14 @@ use std::net::IpAddr;
 use ipnet::IpNet;
 use k8s_openapi::api::apps::v1 as apps;
 use k8s_openapi::api::core::v1 as core;
-use k8s_openapi::api::discovery::v1 as discovery;
 use k8s_openapi::api::networking::v1 as networking;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use k8s_openapi::{ClusterResourceScope, Metadata, NamespaceResourceScope, Resource};
 use serde::Deserialize;
-use serde::de::DeserializeOwned;
+use serde::de::{DeserializeOwned, MapAccess};
+
+use super::wire::{self, Fields, StringMap};
 
 use super::de::{FieldError, from_value};
 use super::document::{FieldPath, Position, Segment, Value};
@@ -149,22 +152,114 @@ const fn typed<K: Typed>() -> TypedKind {
 }
 
 const TYPED_KINDS: &[TypedKind] = &[
-    typed::<core::Node>(),
-    typed::<core::Pod>(),
-    typed::<core::Service>(),
-    typed::<discovery::EndpointSlice>(),
-    typed::<core::Endpoints>(),
+    typed::<wire::Node>(),
+    typed::<wire::Pod>(),
+    typed::<wire::Service>(),
+    typed::<wire::EndpointSlice>(),
+    typed::<wire::Endpoints>(),
     typed::<core::ConfigMap>(),
     typed::<apps::DaemonSet>(),
     typed::<networking::NetworkPolicy>(),
     typed::<core::Namespace>(),
 ];
 
-/// A k8s-openapi resource with a model here.
-trait Typed: Resource<Scope: Scope> + Metadata<Ty = meta::ObjectMeta> + DeserializeOwned {
+/// A kind with a model here, read through its lean form or k8s-openapi's.
+trait Typed: Kind + DeserializeOwned {
     /// The model of this object; `None` when it had to be skipped (an issue says why).
     fn convert(self, meta: ObjectMeta, cx: &mut Conversion) -> Option<Object>;
 }
+
+/// What reading needs of a kind's type besides converting it.
+trait Kind {
+    const API_VERSION: &'static str;
+    const KIND: &'static str;
+    const NAMESPACING: Namespacing;
+
+    /// Takes the object's metadata out.
+    fn take_metadata(&mut self) -> wire::Metadata;
+}
+
+impl<K: Resource<Scope: Scope> + Metadata<Ty = meta::ObjectMeta>> Kind for K {
+    const API_VERSION: &'static str = <K as Resource>::API_VERSION;
+    const KIND: &'static str = <K as Resource>::KIND;
+    const NAMESPACING: Namespacing = <K::Scope as Scope>::NAMESPACING;
+
+    fn take_metadata(&mut self) -> wire::Metadata {
+        let metadata = std::mem::take(self.metadata_mut());
+        wire::Metadata {
+            name: metadata.name,
+            namespace: metadata.namespace,
+            labels: metadata.labels.map(StringMap),
+            annotations: metadata.annotations.map(StringMap),
+        }
+    }
+}
+
+/// The [`Kind`] of a lean type: its apiVersion, kind and scope.
+macro_rules! lean_kind {
+    ($type:ty, $api_version:literal, $kind:literal, $namespacing:expr) => {
+        impl Kind for $type {
+            const API_VERSION: &'static str = $api_version;
+            const KIND: &'static str = $kind;
+            const NAMESPACING: Namespacing = $namespacing;
+
+            fn take_metadata(&mut self) -> wire::Metadata {
+                self.metadata.take().unwrap_or_default()
+            }
+        }
+    };
+}
+
+lean_kind!(wire::Node, "v1", "Node", Namespacing::Ignored);
+lean_kind!(wire::Pod, "v1", "Pod", Namespacing::Required);
+lean_kind!(wire::Service, "v1", "Service", Namespacing::Required);
+lean_kind!(
+    wire::EndpointSlice,
+    "discovery.k8s.io/v1",
+    "EndpointSlice",
+    Namespacing::Required
+);
+lean_kind!(wire::Endpoints, "v1", "Endpoints", Namespacing::Required);
+
+/// An object of a kind with a lean form, read field by field once its
+/// apiVersion and kind are known (`direct.rs`: one pass over its text).
+macro_rules! lean_objects {
+    ($($variant:ident),*) => {
+        pub(super) enum LeanObject {
+            $($variant(wire::$variant),)*
+        }
+
+        impl LeanObject {
+            /// An empty object of this apiVersion and kind, when it has a lean form.
+            pub fn of(api_version: &str, kind: &str) -> Option<LeanObject> {
+                $(
+                    if (api_version, kind) == (<wire::$variant as Kind>::API_VERSION, <wire::$variant as Kind>::KIND) {
+                        return Some(LeanObject::$variant(wire::$variant::default()));
+                    }
+                )*
+                None
+            }
+
+            /// Reads the value of the object's field `key`.
+            pub fn field<'de, A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+                match self {
+                    $(LeanObject::$variant(object) => object.field(key, map),)*
+                }
+            }
+
+            /// The object in the model, as [`read_object_json`] gives it.
+            pub fn into_object(self, source: ObjectSource) -> Option<Object> {
+                let mut cx = Conversion::default();
+                let object = match self {
+                    $(LeanObject::$variant(object) => typed_object(object, source, &mut cx),)*
+                };
+                if cx.issues.is_empty() { object } else { None }
+            }
+        }
+    };
+}
+
+lean_objects!(Node, Pod, Service, EndpointSlice, Endpoints);
 
 /// What an object's `metadata.namespace` means.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -211,8 +306,8 @@ fn typed_object<K: Typed>(
     source: ObjectSource,
     cx: &mut Conversion,
 ) -> Option<Object> {
-    let metadata = std::mem::take(object.metadata_mut());
-    let meta = cx.object_meta(metadata, K::Scope::NAMESPACING, source)?;
+    let metadata = object.take_metadata();
+    let meta = cx.object_meta(metadata, K::NAMESPACING, source)?;
     object.convert(meta, cx)
 }
 
@@ -224,9 +319,9 @@ fn read_generic(
     cx: &mut Conversion,
 ) -> Result<Option<Object>, FieldError> {
     let metadata = match value.get("metadata") {
-        Some(metadata) => from_value::<meta::ObjectMeta>(metadata)
+        Some(metadata) => from_value::<wire::Metadata>(metadata)
             .map_err(|e| e.within(Segment::Field("metadata".into())))?,
-        None => meta::ObjectMeta::default(),
+        None => wire::Metadata::default(),
     };
     Ok(generic_object(
         metadata,
@@ -247,8 +342,8 @@ fn read_generic_json(
 ) -> serde_json::Result<Option<Object>> {
     let value: serde_json::Value = serde_json::from_str(raw)?;
     let metadata = match value.get("metadata") {
-        Some(metadata) => meta::ObjectMeta::deserialize(metadata)?,
-        None => meta::ObjectMeta::default(),
+        Some(metadata) => wire::Metadata::deserialize(metadata)?,
+        None => wire::Metadata::default(),
     };
     Ok(generic_object(
         metadata,
@@ -261,7 +356,7 @@ fn read_generic_json(
 }
 
 fn generic_object(
-    metadata: meta::ObjectMeta,
+    metadata: wire::Metadata,
     value: serde_json::Value,
     api_version: &str,
     kind: &str,
@@ -293,7 +388,7 @@ impl Conversion {
 
     fn object_meta(
         &mut self,
-        metadata: meta::ObjectMeta,
+        metadata: wire::Metadata,
         namespacing: Namespacing,
         source: ObjectSource,
     ) -> Option<ObjectMeta> {
@@ -317,8 +412,8 @@ impl Conversion {
         Some(ObjectMeta {
             namespace,
             name,
-            labels: metadata.labels.unwrap_or_default(),
-            annotations: metadata.annotations.unwrap_or_default(),
+            labels: metadata.labels.unwrap_or_default().0,
+            annotations: metadata.annotations.unwrap_or_default().0,
             source,
         })
     }
@@ -462,7 +557,7 @@ fn label_selector(
     })
 }
 
-fn object_reference(reference: core::ObjectReference) -> ObjectReference {
+fn object_reference(reference: wire::ObjectReference) -> ObjectReference {
     ObjectReference {
         kind: reference.kind,
         namespace: reference.namespace,
@@ -470,7 +565,7 @@ fn object_reference(reference: core::ObjectReference) -> ObjectReference {
     }
 }
 
-impl Typed for core::Node {
+impl Typed for wire::Node {
     fn convert(self, meta: ObjectMeta, cx: &mut Conversion) -> Option<Object> {
         let spec = self.spec.unwrap_or_default();
         let status = self.status.unwrap_or_default();
@@ -500,9 +595,7 @@ impl Typed for core::Node {
             .collect();
         let conditions = status.conditions.unwrap_or_default();
         let ready = cx.condition(
-            conditions
-                .iter()
-                .map(|c| (c.type_.as_str(), c.status.as_str())),
+            conditions.iter().map(wire::Condition::pair),
             "Ready",
             status_path.field("conditions"),
         );
@@ -516,25 +609,26 @@ impl Typed for core::Node {
 }
 
 fn node_address(
-    address: core::NodeAddress,
+    address: wire::NodeAddress,
     path: FieldPath,
     cx: &mut Conversion,
 ) -> Option<NodeAddress> {
     let ip_path = path.field("address");
-    Some(match address.type_.as_str() {
-        "InternalIP" => NodeAddress::InternalIp(cx.ip(&address.address, ip_path)?),
-        "ExternalIP" => NodeAddress::ExternalIp(cx.ip(&address.address, ip_path)?),
-        "Hostname" => NodeAddress::Hostname(address.address),
-        "InternalDNS" => NodeAddress::InternalDns(address.address),
-        "ExternalDNS" => NodeAddress::ExternalDns(address.address),
-        _ => NodeAddress::Other {
-            kind: address.type_,
-            address: address.address,
-        },
+    let (kind, address) = (
+        address.type_.unwrap_or_default(),
+        address.address.unwrap_or_default(),
+    );
+    Some(match kind.as_str() {
+        "InternalIP" => NodeAddress::InternalIp(cx.ip(&address, ip_path)?),
+        "ExternalIP" => NodeAddress::ExternalIp(cx.ip(&address, ip_path)?),
+        "Hostname" => NodeAddress::Hostname(address),
+        "InternalDNS" => NodeAddress::InternalDns(address),
+        "ExternalDNS" => NodeAddress::ExternalDns(address),
+        _ => NodeAddress::Other { kind, address },
     })
 }
 
-impl Typed for core::Pod {
+impl Typed for wire::Pod {
     fn convert(self, meta: ObjectMeta, cx: &mut Conversion) -> Option<Object> {
         let spec = self.spec.unwrap_or_default();
         let status = self.status.unwrap_or_default();
@@ -542,11 +636,10 @@ impl Typed for core::Pod {
         let ips = match status.pod_ips.filter(|ips| !ips.is_empty()) {
             Some(ips) => {
                 let path = status_path.field("podIPs");
-                cx.ips(
-                    ips.iter()
-                        .enumerate()
-                        .map(|(i, ip)| (path.index(i).field("ip"), ip.ip.as_str())),
-                )
+                cx.ips(ips.iter().enumerate().map(|(i, ip)| {
+                    let text = ip.ip.as_deref().unwrap_or_default();
+                    (path.index(i).field("ip"), text)
+                }))
             }
             None => non_empty(status.pod_ip)
                 .and_then(|ip| cx.ip(&ip, status_path.field("podIP")))
@@ -561,24 +654,22 @@ impl Typed for core::Pod {
             .and_then(|phase| cx.enumerated(phase, status_path.field("phase"), "phase ignored"));
         let conditions = status.conditions.unwrap_or_default();
         let conditions_path = status_path.field("conditions");
-        let pairs = || {
-            conditions
-                .iter()
-                .map(|c| (c.type_.as_str(), c.status.as_str()))
-        };
+        let pairs = || conditions.iter().map(wire::Condition::pair);
         let ready = cx.condition(pairs(), "Ready", conditions_path.clone());
         let containers_ready = cx.condition(pairs(), "ContainersReady", conditions_path);
         let statuses = status.container_statuses.unwrap_or_default();
         let containers_path = root().field("spec").field("containers");
         let containers = spec
             .containers
+            .unwrap_or_default()
             .into_iter()
             .enumerate()
             .map(|(i, container)| {
+                let name = container.name.unwrap_or_default();
                 let ready = statuses
                     .iter()
-                    .find(|s| s.name == container.name)
-                    .map(|s| s.ready);
+                    .find(|s| s.name.as_deref().unwrap_or_default() == name)
+                    .map(|s| s.ready.unwrap_or_default());
                 let ports_path = containers_path.index(i).field("ports");
                 let ports = container
                     .ports
@@ -587,11 +678,7 @@ impl Typed for core::Pod {
                     .enumerate()
                     .filter_map(|(j, port)| container_port(port, ports_path.index(j), cx))
                     .collect();
-                Container {
-                    name: container.name,
-                    ready,
-                    ports,
-                }
+                Container { name, ready, ports }
             })
             .collect();
         Some(Object::Pod(Pod {
@@ -609,12 +696,12 @@ impl Typed for core::Pod {
 }
 
 fn container_port(
-    port: core::ContainerPort,
+    port: wire::ContainerPort,
     path: FieldPath,
     cx: &mut Conversion,
 ) -> Option<ContainerPort> {
     let container_port = cx.port(
-        port.container_port,
+        port.container_port.unwrap_or_default(),
         path.field("containerPort"),
         "port ignored",
     )?;
@@ -635,7 +722,7 @@ fn container_port(
     })
 }
 
-impl Typed for core::Service {
+impl Typed for wire::Service {
     fn convert(self, meta: ObjectMeta, cx: &mut Conversion) -> Option<Object> {
         let spec = self.spec.unwrap_or_default();
         let spec_path = root().field("spec");
@@ -702,7 +789,7 @@ impl Typed for core::Service {
             .enumerate()
             .filter_map(|(i, port)| service_port(port, ports_path.index(i), cx))
             .collect();
-        let traffic_policy = |cx: &mut Conversion, policy: Option<String>, field: &str| {
+        let traffic_policy = |cx: &mut Conversion, policy: Option<String>, field: &'static str| {
             non_empty(policy)
                 .and_then(|text| cx.enumerated(&text, spec_path.field(field), "ignored"))
         };
@@ -721,6 +808,7 @@ impl Typed for core::Service {
             ports,
             selector: spec
                 .selector
+                .map(|selector| selector.0)
                 .filter(|selector| !selector.is_empty())
                 .map(LabelSelector::from_labels),
             external_traffic_policy,
@@ -731,11 +819,15 @@ impl Typed for core::Service {
 }
 
 fn service_port(
-    port: core::ServicePort,
+    port: wire::ServicePort,
     path: FieldPath,
     cx: &mut Conversion,
 ) -> Option<ServicePort> {
-    let number = cx.port(port.port, path.field("port"), "port ignored")?;
+    let number = cx.port(
+        port.port.unwrap_or_default(),
+        path.field("port"),
+        "port ignored",
+    )?;
     let protocol = cx.protocol(
         port.protocol.as_deref(),
         path.field("protocol"),
@@ -743,10 +835,10 @@ fn service_port(
     )?;
     let target_port = match port.target_port {
         None => PortRef::Number(number),
-        Some(IntOrString::Int(target)) => {
+        Some(wire::IntOrString::Int(target)) => {
             PortRef::Number(cx.port(target, path.field("targetPort"), "port ignored")?)
         }
-        Some(IntOrString::String(name)) => PortRef::Name(name),
+        Some(wire::IntOrString::String(name)) => PortRef::Name(name),
     };
     let node_port = match port.node_port {
         Some(node_port) => Some(cx.port(node_port, path.field("nodePort"), "port ignored")?),
@@ -761,10 +853,10 @@ fn service_port(
     })
 }
 
-impl Typed for discovery::EndpointSlice {
+impl Typed for wire::EndpointSlice {
     fn convert(self, meta: ObjectMeta, cx: &mut Conversion) -> Option<Object> {
         let address_type: AddressType = cx.enumerated(
-            &self.address_type,
+            self.address_type.as_deref().unwrap_or_default(),
             root().field("addressType"),
             "object skipped",
         )?;
@@ -800,12 +892,12 @@ impl Typed for discovery::EndpointSlice {
             .enumerate()
             .map(|(i, endpoint)| {
                 let path = endpoints_path.index(i).field("addresses");
+                let texts = endpoint.addresses.unwrap_or_default();
                 let (addresses, fqdns) = match address_type {
-                    AddressType::Fqdn => (Vec::new(), endpoint.addresses),
-                    AddressType::Ipv4 | AddressType::Ipv6 => (
-                        slice_addresses(&endpoint.addresses, address_type, &path, cx),
-                        Vec::new(),
-                    ),
+                    AddressType::Fqdn => (Vec::new(), texts),
+                    AddressType::Ipv4 | AddressType::Ipv6 => {
+                        (slice_addresses(&texts, address_type, &path, cx), Vec::new())
+                    }
                 };
                 let conditions = endpoint.conditions.unwrap_or_default();
                 Endpoint {
@@ -859,7 +951,7 @@ fn slice_addresses(
         .collect()
 }
 
-impl Typed for core::Endpoints {
+impl Typed for wire::Endpoints {
     fn convert(self, meta: ObjectMeta, cx: &mut Conversion) -> Option<Object> {
         let subsets_path = root().field("subsets");
         let subsets = self
@@ -869,13 +961,15 @@ impl Typed for core::Endpoints {
             .enumerate()
             .map(|(i, subset)| {
                 let path = subsets_path.index(i);
-                let mut addresses = |list: Option<Vec<core::EndpointAddress>>, field: &str| {
+                let mut addresses = |list: Option<Vec<wire::EndpointAddress>>,
+                                     field: &'static str| {
                     let list_path = path.field(field);
                     list.unwrap_or_default()
                         .into_iter()
                         .enumerate()
                         .filter_map(|(j, address)| {
-                            let ip = cx.ip(&address.ip, list_path.index(j).field("ip"))?;
+                            let text = address.ip.unwrap_or_default();
+                            let ip = cx.ip(&text, list_path.index(j).field("ip"))?;
                             Some(EndpointAddress {
                                 ip,
                                 node_name: non_empty(address.node_name),
@@ -899,7 +993,11 @@ impl Typed for core::Endpoints {
                                 at.field("protocol"),
                                 "port ignored",
                             )?,
-                            port: Some(cx.port(port.port, at.field("port"), "port ignored")?),
+                            port: Some(cx.port(
+                                port.port.unwrap_or_default(),
+                                at.field("port"),
+                                "port ignored",
+                            )?),
                             name: non_empty(port.name),
                         })
                     })
@@ -1054,7 +1152,7 @@ fn policy_rule(
     peers: Option<Vec<networking::NetworkPolicyPeer>>,
     ports: Option<Vec<networking::NetworkPolicyPort>>,
     path: FieldPath,
-    peers_field: &str,
+    peers_field: &'static str,
     cx: &mut Conversion,
 ) -> NetworkPolicyRule {
     let peers = peers
@@ -1141,7 +1239,7 @@ fn policy_port(
         None => Protocol::Tcp,
         Some(text) => parse_enum(text).map_err(|m| (path.field("protocol"), m))?,
     };
-    let number = |n: i32, field: &str| port_number(n).map_err(|m| (path.field(field), m));
+    let number = |n: i32, field: &'static str| port_number(n).map_err(|m| (path.field(field), m));
     let start = match port.port {
         None => None,
         Some(IntOrString::Int(n)) => Some(PortRef::Number(number(n, "port")?)),

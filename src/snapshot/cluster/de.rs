@@ -178,9 +178,10 @@ impl<'de> de::MapAccess<'de> for MapAccess<'_> {
         };
         self.value = Some((key, value));
         let key_deserializer: StrDeserializer<'_, FieldError> = key.as_str().into_deserializer();
-        seed.deserialize(key_deserializer)
-            .map(Some)
-            .map_err(|e| e.at(value.position).within(Segment::Field(key.clone())))
+        seed.deserialize(key_deserializer).map(Some).map_err(|e| {
+            e.at(value.position)
+                .within(Segment::Field(key.clone().into()))
+        })
     }
 
     fn next_value_seed<V: DeserializeSeed<'de>>(
@@ -193,7 +194,7 @@ impl<'de> de::MapAccess<'de> for MapAccess<'_> {
             ));
         };
         seed.deserialize(ValueDeserializer(value))
-            .map_err(|e| e.within(Segment::Field(key.to_owned())))
+            .map_err(|e| e.within(Segment::Field(key.to_owned().into())))
     }
 
     fn size_hint(&self) -> Option<usize> {

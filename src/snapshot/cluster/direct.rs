@@ -11,16 +11,16 @@
 //! are the positioned path's.
 
 use std::borrow::Cow;
-use std::collections::HashSet;
 use std::fmt;
 use std::path::Path;
 
-use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{Deserialize, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
-use super::convert::read_object_json;
+use super::convert::{LeanObject, read_object_json};
 use super::document::{Position, chars};
 use super::model::{Object, ObjectSource};
+use super::wire::{Key, Keys, Unique};
 
 /// Below this many objects a file is read on the calling thread.
 const PARALLEL_FROM: usize = 512;
@@ -97,26 +97,130 @@ fn read_objects(path: &Path, text: &str, objects: &[Pending]) -> Option<Vec<(Obj
     let mut read = Vec::with_capacity(objects.len());
     let mut lines = Lines::default();
     for object in objects {
-        let head: Head = serde_json::from_str(object.raw).ok()?;
-        let inherited = object.inherited.as_ref();
-        let api_version = named(head.api_version).or_else(|| inherited.map(|i| i.0.clone()))?;
-        let kind = named(head.kind).or_else(|| inherited.map(|i| i.1.clone()))?;
-        // A List in a List: the positioned path says what it makes of it.
-        if kind == "List" || (kind.ends_with("List") && head.items.is_some()) {
-            return None;
-        }
         let offset = (object.raw.as_ptr() as usize).checked_sub(text.as_ptr() as usize)?;
         let at = lines.position(text, offset);
         let source = ObjectSource {
             file: path.to_path_buf(),
             line: at.line,
         };
-        read.push((
-            read_object_json(object.raw, &api_version, &kind, source)?,
-            at,
-        ));
+        let read_object = match read_in_one_pass(object)? {
+            Some(lean) => lean.into_object(source)?,
+            None => read_in_two_passes(object, source)?,
+        };
+        read.push((read_object, at));
     }
     Some(read)
+}
+
+/// An object of a kind with a lean form whose apiVersion and kind come
+/// before its other fields (as kubectl and the collector write them), read
+/// in one pass; `Some(None)` for any other object, `None` for a problem.
+fn read_in_one_pass<'a>(object: &Pending<'a>) -> Option<Option<LeanObject>> {
+    let mut deserializer = serde_json::Deserializer::from_str(object.raw);
+    let lean = OnePass(object).deserialize(&mut deserializer).ok()?;
+    deserializer.end().ok()?;
+    Some(lean)
+}
+
+/// An object read first for its head (apiVersion, kind, unique keys), then
+/// for its kind.
+fn read_in_two_passes(object: &Pending, source: ObjectSource) -> Option<Object> {
+    let head: Head = serde_json::from_str(object.raw).ok()?;
+    let (api_version, kind) = object.kind(head.api_version, head.kind)?;
+    // A List in a List: the positioned path says what it makes of it.
+    if kind == "List" || (kind.ends_with("List") && head.items.is_some()) {
+        return None;
+    }
+    read_object_json(object.raw, &api_version, &kind, source)
+}
+
+impl<'a> Pending<'a> {
+    /// The apiVersion and kind the object has, else those its List gives
+    /// it; `None` when it has neither.
+    fn kind<'b>(
+        &self,
+        api_version: Option<Cow<'b, str>>,
+        kind: Option<Cow<'b, str>>,
+    ) -> Option<(Cow<'b, str>, Cow<'b, str>)>
+    where
+        'a: 'b,
+    {
+        let inherited = self.inherited.as_ref();
+        let api_version = named(api_version).or_else(|| inherited.map(|i| i.0.clone()))?;
+        let kind = named(kind).or_else(|| inherited.map(|i| i.1.clone()))?;
+        Some((api_version, kind))
+    }
+}
+
+/// Reads an object's apiVersion and kind, then, at its first other field,
+/// the rest of it into its kind's lean form, every key checked to be
+/// unique; an object of another kind, or whose other fields come first, is
+/// skipped unchecked (`None`), for [`read_in_two_passes`].
+struct OnePass<'p, 'a>(&'p Pending<'a>);
+
+impl<'de> DeserializeSeed<'de> for OnePass<'_, '_> {
+    type Value = Option<LeanObject>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for OnePass<'_, '_> {
+    type Value = Option<LeanObject>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a Kubernetes object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut keys = Keys::default();
+        let (mut api_version, mut kind) = (None, None);
+        let mut lean: Option<LeanObject> = None;
+        while let Some(Key(key)) = map.next_key::<Key>()? {
+            match (&mut lean, key.as_ref()) {
+                (None, "apiVersion") => api_version = map.next_value::<Option<Key>>()?.map(|k| k.0),
+                (None, "kind") => kind = map.next_value::<Option<Key>>()?.map(|k| k.0),
+                // Decided without it (a List gave it): the two passes say
+                // which one counts.
+                (Some(_), "apiVersion" | "kind") => return skip_rest(map),
+                (Some(lean), _) => lean.field(&key, &mut map)?,
+                (None, _) => {
+                    let Some(mut decided) = self.lean(api_version.take(), kind.take()) else {
+                        return skip_rest(map);
+                    };
+                    decided.field(&key, &mut map)?;
+                    lean = Some(decided);
+                }
+            }
+            keys.insert::<A::Error>(key)?;
+        }
+        match lean {
+            Some(lean) => Ok(Some(lean)),
+            None => Ok(self.lean(api_version, kind)),
+        }
+    }
+}
+
+/// Skips the value of the key just read and the rest of the mapping: the
+/// object is left to the two passes.
+fn skip_rest<'de, A: MapAccess<'de>>(mut map: A) -> Result<Option<LeanObject>, A::Error> {
+    map.next_value::<IgnoredAny>()?;
+    while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+    Ok(None)
+}
+
+impl OnePass<'_, '_> {
+    /// The lean form of the object's kind, if it has one and it is known
+    /// (the two passes say what is wrong with an object without one).
+    fn lean(
+        &self,
+        api_version: Option<Cow<'_, str>>,
+        kind: Option<Cow<'_, str>>,
+    ) -> Option<LeanObject> {
+        let (api_version, kind) = self.0.kind(api_version, kind)?;
+        LeanObject::of(&api_version, &kind)
+    }
 }
 
 /// A non-empty name; empty and null count as absent, as for the positioned path.
@@ -195,117 +299,5 @@ impl<'de> Visitor<'de> for HeadVisitor {
             }
         }
         Ok(head)
-    }
-}
-
-/// A string, borrowed from the text where it has no escapes.
-struct Key<'a>(Cow<'a, str>);
-
-impl<'de> Deserialize<'de> for Key<'de> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_str(KeyVisitor)
-    }
-}
-
-struct KeyVisitor;
-
-impl<'de> Visitor<'de> for KeyVisitor {
-    type Value = Key<'de>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a string")
-    }
-
-    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Key<'de>, E> {
-        Ok(Key(Cow::Borrowed(v)))
-    }
-
-    fn visit_str<E>(self, v: &str) -> Result<Key<'de>, E> {
-        Ok(Key(Cow::Owned(v.to_owned())))
-    }
-}
-
-/// The keys of one mapping so far: a short list, a set once it grows (a
-/// hostile mapping with a million keys stays linear).
-#[derive(Default)]
-struct Keys<'a> {
-    few: Vec<Cow<'a, str>>,
-    many: HashSet<Cow<'a, str>>,
-}
-
-impl<'a> Keys<'a> {
-    const FEW: usize = 16;
-
-    fn contains(&self, key: &str) -> bool {
-        self.few.iter().any(|k| k == key) || self.many.contains(key)
-    }
-
-    fn insert<E: de::Error>(&mut self, key: Cow<'a, str>) -> Result<(), E> {
-        if self.contains(&key) {
-            return Err(E::custom("duplicate key"));
-        }
-        if self.few.len() < Self::FEW {
-            self.few.push(key);
-        } else {
-            self.many.insert(key);
-        }
-        Ok(())
-    }
-}
-
-/// Any JSON value whose mappings have unique keys; the value is dropped.
-struct Unique;
-
-impl<'de> Deserialize<'de> for Unique {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(UniqueVisitor)
-    }
-}
-
-struct UniqueVisitor;
-
-impl<'de> Visitor<'de> for UniqueVisitor {
-    type Value = Unique;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a JSON value")
-    }
-
-    fn visit_bool<E>(self, _: bool) -> Result<Unique, E> {
-        Ok(Unique)
-    }
-
-    fn visit_i64<E>(self, _: i64) -> Result<Unique, E> {
-        Ok(Unique)
-    }
-
-    fn visit_u64<E>(self, _: u64) -> Result<Unique, E> {
-        Ok(Unique)
-    }
-
-    fn visit_f64<E>(self, _: f64) -> Result<Unique, E> {
-        Ok(Unique)
-    }
-
-    fn visit_str<E>(self, _: &str) -> Result<Unique, E> {
-        Ok(Unique)
-    }
-
-    fn visit_unit<E>(self) -> Result<Unique, E> {
-        Ok(Unique)
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Unique, A::Error> {
-        while seq.next_element::<Unique>()?.is_some() {}
-        Ok(Unique)
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Unique, A::Error> {
-        let mut keys = Keys::default();
-        while let Some(Key(key)) = map.next_key::<Key>()? {
-            keys.insert::<A::Error>(key)?;
-            map.next_value::<Unique>()?;
-        }
-        Ok(Unique)
     }
 }

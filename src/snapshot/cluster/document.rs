@@ -5,6 +5,7 @@
 //! YAML is read with serde-saphyr and JSON with serde_json; both build the
 //! same tree, and everything after this module works on the tree alone.
 
+use std::borrow::Cow;
 use std::cell::Cell;
 use std::collections::HashSet;
 use std::fmt;
@@ -50,13 +51,14 @@ pub(super) struct FieldPath(Vec<Segment>);
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum Segment {
-    Field(String),
+    /// A field's name: mostly one the code names, so no allocation.
+    Field(Cow<'static, str>),
     Index(usize),
 }
 
 impl FieldPath {
-    pub fn field(&self, name: impl Into<String>) -> FieldPath {
-        self.with(Segment::Field(name.into()))
+    pub fn field(&self, name: &'static str) -> FieldPath {
+        self.with(Segment::Field(Cow::Borrowed(name)))
     }
 
     pub fn index(&self, index: usize) -> FieldPath {

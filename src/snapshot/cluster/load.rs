@@ -21,18 +21,35 @@ pub fn load(dir: &Path, boundary: &Boundary) -> (Cluster, Vec<Problem>) {
     find_files(dir, &mut files, &mut problems);
     files.sort();
     let mut cluster = Cluster::default();
-    for (path, format) in files {
-        if let Some(text) = read_text(&path, boundary, &mut problems) {
-            load_text(
-                &path,
-                &text,
-                format,
-                Reading::DirectFirst,
-                &mut cluster,
-                &mut problems,
-            );
+    // The next file is read while this one is parsed: reading is work for
+    // one core, hundreds of megabytes on a large cluster. A rendezvous
+    // channel holds at most one file read ahead.
+    std::thread::scope(|scope| {
+        let (sender, texts) = std::sync::mpsc::sync_channel(0);
+        let paths = &files;
+        scope.spawn(move || {
+            for (path, _) in paths {
+                if sender
+                    .send(boundary.read_text(path, input::CLUSTER_FILE))
+                    .is_err()
+                {
+                    break;
+                }
+            }
+        });
+        for ((path, format), read) in files.iter().zip(texts) {
+            if let Some(text) = file_text(path, read, &mut problems) {
+                load_text(
+                    path,
+                    &text,
+                    *format,
+                    Reading::DirectFirst,
+                    &mut cluster,
+                    &mut problems,
+                );
+            }
         }
-    }
+    });
     problems.extend(ip_conflicts(&cluster));
     (cluster, problems)
 }
@@ -135,8 +152,13 @@ fn format_of(path: &Path) -> Option<Format> {
     }
 }
 
-fn read_text(path: &Path, boundary: &Boundary, problems: &mut Vec<Problem>) -> Option<String> {
-    match boundary.read_text(path, input::CLUSTER_FILE) {
+/// The text of a file read, or the problem of reading it.
+fn file_text(
+    path: &Path,
+    read: Result<Option<String>, Problem>,
+    problems: &mut Vec<Problem>,
+) -> Option<String> {
+    match read {
         Ok(Some(text)) => Some(text),
         Ok(None) => {
             problems.push(Problem::in_file(

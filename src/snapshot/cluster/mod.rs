@@ -25,6 +25,7 @@ mod network_policy;
 mod selector;
 #[cfg(test)]
 mod tests;
+mod wire;
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;

@@ -1017,3 +1017,56 @@ fn a_duplicate_key_deep_in_a_json_list_is_reported_where_it_is() {
     assert!(problems[0].contains("duplicate key `x`"), "{problems:?}");
     assert_eq!(cluster.namespaces().count(), 0);
 }
+
+/// Objects of the lean kinds are read in one pass: apiVersion and kind
+/// first, then the fields skoop reads, every key checked on the way. A
+/// duplicate key in a field skoop does not read is still a problem, and an
+/// object whose kind comes after its other fields is read all the same.
+#[test]
+fn one_pass_reading_refuses_duplicate_keys_anywhere_and_takes_any_key_order() {
+    let text = r#"{"apiVersion": "v1", "kind": "List", "items": [
+  {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a", "namespace": "d"}, "spec": {"volumes": [{"name": "v", "name": "w"}]}},
+  {"metadata": {"name": "b", "namespace": "d"}, "status": {"podIP": "10.0.0.2"}, "kind": "Pod", "apiVersion": "v1"},
+  {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s", "namespace": "d"}, "spec": {"clusterIP": "10.96.0.9", "ports": [{"port": 80, "targetPort": "http"}]}}
+]}"#;
+    // In a PodList, an item's own kind counts, wherever it is written.
+    let typed_list = r#"{"apiVersion": "v1", "kind": "PodList", "items": [
+  {"metadata": {"name": "p", "namespace": "d"}},
+  {"metadata": {"name": "c", "namespace": "d"}, "kind": "ConfigMap", "data": {"k": "v"}}
+]}"#;
+    let (cluster, problems) = load_one("typed.json", typed_list);
+    assert!(problems.is_empty(), "{problems:?}");
+    assert!(cluster.pod("d", "p").is_some());
+    assert!(cluster.pod("d", "c").is_none());
+    assert_eq!(cluster.config_map("d", "c").unwrap().data["k"], "v");
+    let positioned = load_file_text_as(Path::new("typed.json"), typed_list, Reading::Positioned);
+    assert_eq!(
+        format!("{:?}", load_file_text(Path::new("typed.json"), typed_list)),
+        format!("{positioned:?}")
+    );
+    let (cluster, problems) = load_one("list.json", text);
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(problems[0].starts_with("2:"), "{problems:?}");
+    assert!(problems[0].contains("duplicate key `name`"), "{problems:?}");
+    // The positioned path, which reports it, reads no object of a document
+    // with a duplicate key.
+    assert_eq!(cluster.pods().count(), 0);
+    // Without it the direct path takes the file, and gives what the
+    // positioned path gives.
+    let good = text.replace(r#""name": "v", "name": "w""#, r#""name": "v""#);
+    let (cluster, problems) = load_one("list.json", &good);
+    assert!(problems.is_empty(), "{problems:?}");
+    assert!(cluster.pod("d", "a").is_some());
+    let b = cluster
+        .pod("d", "b")
+        .expect("the pod whose kind comes last");
+    assert_eq!(b.ips, vec!["10.0.0.2".parse::<IpAddr>().unwrap()]);
+    let s = cluster.service("d", "s").expect("the service");
+    assert_eq!(s.ports[0].target_port, PortRef::Name("http".into()));
+    let path = Path::new("list.json");
+    let direct = load_file_text(path, &good);
+    assert!(direct.1.is_empty(), "{:?}", direct.1);
+    assert_eq!(direct.0.pods().count(), 2);
+    let positioned = load_file_text_as(path, &good, Reading::Positioned);
+    assert_eq!(format!("{direct:?}"), format!("{positioned:?}"));
+}
