@@ -12,6 +12,7 @@
 
 pub mod collect;
 pub mod engine;
+pub mod matrix;
 pub mod netstack;
 pub mod pack_tests;
 pub mod packs;

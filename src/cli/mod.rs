@@ -24,7 +24,9 @@ macro_rules! err {
 
 mod collect;
 mod diagnose;
+mod diff;
 mod live;
+mod matrix;
 mod netfilter;
 mod packs;
 mod route;
@@ -56,6 +58,9 @@ enum Command {
     Collect(collect::CollectCommand),
     // Its help text is DiagnoseArgs's own doc comment, examples included.
     Diagnose(Box<diagnose::DiagnoseArgs>),
+    // Its help text is DiffArgs's own doc comment, as for matrix below.
+    Diff(Box<diff::DiffArgs>),
+    Matrix(Box<matrix::MatrixArgs>),
     /// Ask the kernel model what one namespace's iptables rules do with a packet.
     #[command(subcommand)]
     Netfilter(netfilter::NetfilterCommand),
@@ -97,6 +102,8 @@ pub fn run() -> ExitCode {
     match cli.command {
         Command::Collect(command) => collect::run(command),
         Command::Diagnose(args) => diagnose::run(args),
+        Command::Diff(args) => diff::run(*args),
+        Command::Matrix(args) => matrix::run(*args),
         Command::Netfilter(command) => netfilter::run(command),
         Command::Packs(command) => packs::run(command),
         Command::Route(command) => route::run(command),
