@@ -130,7 +130,10 @@ fn matrix_answers_equal_diagnose_on_a_sample_of_50_flows() {
         assert_eq!(flow["failing_paths"], json!(failing), "{context}");
         // The flow's finding is one of diagnose's, field for field.
         match flow["finding"].as_object() {
-            None => assert_eq!(verdict, "succeeds", "{context}: a failing flow names a finding"),
+            None => assert_eq!(
+                verdict, "succeeds",
+                "{context}: a failing flow names a finding"
+            ),
             Some(finding) => {
                 let found = report["findings"].as_array().unwrap().iter().any(|f| {
                     ["id", "severity", "hop", "message", "evidence"]
@@ -218,7 +221,10 @@ fn diff_reports_exactly_the_flows_the_missing_fdb_entry_breaks() {
                     .ends_with("nodes/node-1/host/bridge-fdb.json"),
                 "{c}"
             );
-            (c["from"].as_str().unwrap().to_owned(), c["to"].as_str().unwrap().to_owned())
+            (
+                c["from"].as_str().unwrap().to_owned(),
+                c["to"].as_str().unwrap().to_owned(),
+            )
         })
         .collect();
     assert_eq!(broke, expected);
@@ -273,7 +279,11 @@ fn diff_refuses_what_is_neither_a_snapshot_nor_a_matrix() {
         stderr.contains("bad.json:2:") && stderr.contains("not a snapshot directory"),
         "{stderr}"
     );
-    let output = skoop(&["diff", "examples/flannel-vxlan", "examples/flannel-vxlan-broken"]);
+    let output = skoop(&[
+        "diff",
+        "examples/flannel-vxlan",
+        "examples/flannel-vxlan-broken",
+    ]);
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("give the flows"));
 }
@@ -285,7 +295,10 @@ fn exit_status_is_the_worst_flows_as_diagnose_would_exit() {
         args.extend(flows);
         skoop(&args)
     };
-    let ok = run("examples/flannel-vxlan", &["--from-pods", "default", "--to-services"]);
+    let ok = run(
+        "examples/flannel-vxlan",
+        &["--from-pods", "default", "--to-services"],
+    );
     assert_eq!(ok.status.code(), Some(0));
     let broken = run(
         "examples/flannel-vxlan-broken",
@@ -308,7 +321,10 @@ fn exit_status_is_the_worst_flows_as_diagnose_would_exit() {
         text.contains("4 refused") && text.contains("error: no pod default/web-9"),
         "{text}"
     );
-    let nothing = run("examples/flannel-vxlan", &["--from-pods", "nowhere", "--to-services"]);
+    let nothing = run(
+        "examples/flannel-vxlan",
+        &["--from-pods", "nowhere", "--to-services"],
+    );
     assert_eq!(nothing.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&nothing.stderr).contains("gives no flow"));
     let no_destination = run("examples/flannel-vxlan", &["--from-nodes"]);

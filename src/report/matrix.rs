@@ -315,7 +315,7 @@ impl MatrixReport {
             }
         }
         // The most flows first; a stable sort keeps equals in flow order.
-        causes.sort_by(|a, b| b.flows.cmp(&a.flows));
+        causes.sort_by_key(|cause| std::cmp::Reverse(cause.flows));
         MatrixReport {
             schema_version: MATRIX_SCHEMA_VERSION,
             snapshot,

@@ -254,4 +254,3 @@ fn base64_decode(text: &str) -> Vec<u8> {
     }
     bytes
 }
-
