@@ -24,7 +24,7 @@ use super::{EXIT_USAGE, json_text, write_raw};
 /// sides when its source, destination and protocol are.
 ///
 /// Examples:
-///   skoop diff examples/flannel-vxlan examples/flannel-vxlan-broken --from-pods default --to-pods default
+///   skoop diff yesterday/ today/ --from-pod-per-node --to-services
 ///   skoop diff yesterday.json today-snapshot/
 ///   skoop diff yesterday.json today.json -o json
 ///
