@@ -10,6 +10,7 @@
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 
+use super::html;
 use super::markup::escape;
 use super::matrix::{FlowVerdict, MatrixReport};
 
@@ -50,14 +51,8 @@ pub fn render(matrix: &MatrixReport, link: impl Fn(usize) -> Option<String>) -> 
         "skoop matrix: {} flows on {}: {} succeed",
         counts.flows, matrix.snapshot, counts.succeed
     );
-    let _ = writeln!(html, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>");
-    let _ = writeln!(html, "<meta charset=\"utf-8\">");
-    let _ = writeln!(
-        html,
-        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">"
-    );
-    let _ = writeln!(html, "<title>{}</title>", escape(&title));
-    let _ = writeln!(html, "<style>{STYLE}</style>\n</head>\n<body>");
+    let policy = "default-src 'none'; style-src 'unsafe-inline'";
+    html::write_head(&mut html, &title, policy, STYLE);
     let _ = writeln!(html, "<h1>{}</h1>", escape(&title));
     let _ = writeln!(html, "<p class=\"key\">");
     for (verdict, count) in [
