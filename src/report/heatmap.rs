@@ -181,3 +181,76 @@ fn write_grid(html: &mut String, matrix: &MatrixReport, link: impl Fn(usize) -> 
     }
     let _ = writeln!(html, "</tbody>\n</table>");
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::matrix::{CauseOut, FlowOut};
+
+    fn flow(from: &str, to: &str, verdict: FlowVerdict, message: &str) -> FlowOut {
+        FlowOut {
+            from: from.into(),
+            to: to.into(),
+            protocol: "tcp".into(),
+            verdict,
+            disposition: Some("no_route".into()),
+            assumed: false,
+            paths: 1,
+            failing_paths: 1,
+            finding: Some(CauseOut {
+                id: "kernel.route.none".into(),
+                severity: "fatal".into(),
+                hop: "node-1".into(),
+                message: message.into(),
+                evidence: String::new(),
+            }),
+            error: None,
+        }
+    }
+
+    #[test]
+    fn snapshot_text_in_the_heat_map_is_only_text() {
+        let payload = "<script>alert(1)</script>";
+        let matrix = MatrixReport::new(
+            "snap\"><img src=x>".into(),
+            vec![
+                flow(
+                    &format!("default/{payload}"),
+                    "node/n\"1",
+                    FlowVerdict::NotDelivered,
+                    payload,
+                ),
+                flow(
+                    "default/web-0",
+                    "node/n\"1",
+                    FlowVerdict::NotDelivered,
+                    "ok",
+                ),
+            ],
+        );
+        let page = render(&matrix, |index| Some(format!("flows/{index}.html\"x")));
+        assert!(!page.contains("<script>"), "{page}");
+        assert!(!page.contains("<img"), "{page}");
+        assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+        assert!(page.contains("href=\"flows/0.html&quot;x\""));
+    }
+
+    #[test]
+    fn a_cell_without_a_flow_is_empty_and_a_cell_without_a_report_has_no_link() {
+        let matrix = MatrixReport::new(
+            "snap".into(),
+            vec![
+                flow("a", "x", FlowVerdict::NotDelivered, "m"),
+                flow("b", "y", FlowVerdict::Succeeds, "m"),
+            ],
+        );
+        let page = render(&matrix, |_| None);
+        // Two sources by two destinations: two flows and two empty cells.
+        assert_eq!(page.matches("<td class=\"none\"></td>").count(), 2);
+        assert_eq!(page.matches("data-flow=").count(), 2);
+        assert!(!page.contains("<a href"));
+        assert!(
+            page.contains("<td class=\"succeeds\" data-flow=\"1\"><span title=\"b -&gt; y (tcp)")
+        );
+    }
+}
