@@ -560,3 +560,23 @@ fn the_pages_examples_do_what_the_page_says() {
         example.assert_printed(&String::from_utf8(output.stdout).unwrap());
     }
 }
+
+#[test]
+fn the_answers_do_not_depend_on_how_many_workers_make_them() {
+    let run = |jobs: &str| {
+        let mut args = vec![
+            "matrix",
+            "--snapshot",
+            "examples/flannel-vxlan-broken",
+            "-o",
+            "json",
+            "--jobs",
+            jobs,
+        ];
+        args.extend(EVERY_KIND);
+        stdout(&args, 1)
+    };
+    let one = run("1");
+    assert_eq!(one, run("3"));
+    assert_eq!(one, run("64"), "more workers than flows");
+}
