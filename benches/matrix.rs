@@ -52,8 +52,12 @@ fn main() {
         } else {
             let start = Instant::now();
             let all = base.join(format!("{nodes}-all.json"));
-            let generated = cluster::generate(&cluster::Shape { nodes, seed: SEED }, &dir, &all)
-                .expect("the snapshot is written");
+            let shape = cluster::Shape {
+                nodes,
+                seed: SEED,
+                cni: cluster::Cni::FlannelVxlan,
+            };
+            let generated = cluster::generate(&shape, &dir, &all).expect("the snapshot is written");
             eprintln!("{nodes} nodes generated in {:?}", start.elapsed());
             format!(
                 "{} / {} / {}",

@@ -65,8 +65,12 @@ fn main() {
             None
         } else {
             let start = Instant::now();
-            let generated = cluster::generate(&cluster::Shape { nodes, seed: SEED }, &dir, &all)
-                .expect("the snapshot is written");
+            let shape = cluster::Shape {
+                nodes,
+                seed: SEED,
+                cni: cluster::Cni::FlannelVxlan,
+            };
+            let generated = cluster::generate(&shape, &dir, &all).expect("the snapshot is written");
             eprintln!("{nodes} nodes generated in {:?}", start.elapsed());
             Some(generated)
         };

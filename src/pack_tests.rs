@@ -21,15 +21,19 @@
 //!   - from: default/web-0
 //!     to: default/web-3:8080      # any --to form of skoop diagnose
 //!     protocol: tcp               # tcp (default), udp, sctp or icmp
-//!     disposition: neighbor_failed
+//!     disposition: neighbor_failed     # or not_disposition: delivered
 //!     findings: [kernel.fdb.missing]   # ids the diagnosis must report
 //!     absent: [core.pod.listener]      # ids it must not
+//!     size: 1400                       # --size: BYTES or mtu
+//!     assumed: false                   # whether a path was stepped over
+//!     exit_source: 172.18.0.11         # the source it leaves the cluster with
 //! ```
 
+use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::engine::{self, Endpoint, Protocol, Request};
+use crate::engine::{self, Endpoint, PacketSize, Protocol, Request};
 use crate::packs::yaml::{self, At, Fields, Issues};
 use crate::packs::{self, FindingStatus, LoadedPacks, Override, PackSource};
 use crate::snapshot::Snapshot;
@@ -44,6 +48,9 @@ pub struct CaseResult {
     pub dir: PathBuf,
     /// Why it failed; empty when it passed.
     pub failures: Vec<String>,
+    /// What the case expected and what was reported, a line each, for a
+    /// pack author to read (`packs test -v`).
+    pub details: Vec<String>,
 }
 
 impl CaseResult {
@@ -64,9 +71,35 @@ struct Expectation {
 /// One flow to diagnose and what must come of it.
 struct Flow {
     request: Request,
-    disposition: String,
+    disposition: Option<Disposition>,
     findings: Vec<String>,
     absent: Vec<String>,
+    assumed: Option<bool>,
+    exit_source: Option<IpAddr>,
+}
+
+/// The disposition a flow must end in, or must not.
+enum Disposition {
+    Is(String),
+    Not(String),
+}
+
+impl Disposition {
+    fn holds(&self, disposition: &str) -> bool {
+        match self {
+            Disposition::Is(want) => want == disposition,
+            Disposition::Not(refused) => refused != disposition,
+        }
+    }
+}
+
+impl std::fmt::Display for Disposition {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Disposition::Is(want) => f.write_str(want),
+            Disposition::Not(refused) => write!(f, "anything but {refused}"),
+        }
+    }
 }
 
 /// Runs every case of one pack. `Err` with every problem when the pack's
@@ -232,14 +265,65 @@ fn read_flow(node: &yaml::Node, issues: &mut Issues) -> Option<Flow> {
             return None;
         }
     };
-    let disposition = fields.required_string("disposition", issues)?;
-    if !DISPOSITIONS.contains(&disposition.value.as_str()) {
-        issues.push(disposition.pos.issue(format!(
-            "unknown disposition {:?} (one of: {})",
-            disposition.value,
-            DISPOSITIONS.join(", ")
-        )));
-    }
+    let known = |field: At<String>, issues: &mut Issues| {
+        if !DISPOSITIONS.contains(&field.value.as_str()) {
+            issues.push(field.pos.issue(format!(
+                "unknown disposition {:?} (one of: {})",
+                field.value,
+                DISPOSITIONS.join(", ")
+            )));
+        }
+        field.value
+    };
+    let disposition = match (
+        fields.string("disposition", issues),
+        fields.string("not_disposition", issues),
+    ) {
+        (Some(_), Some(not)) => {
+            issues.push(
+                not.pos
+                    .issue("give disposition or not_disposition, not both"),
+            );
+            return None;
+        }
+        (Some(is), None) => Some(Disposition::Is(known(is, issues))),
+        (None, Some(not)) => Some(Disposition::Not(known(not, issues))),
+        (None, None) => None,
+    };
+    let size = match fields.take("size") {
+        None => None,
+        Some(node) => {
+            let size = match &node.value {
+                yaml::Value::Int(n) => n.to_string().parse::<PacketSize>(),
+                yaml::Value::String(text) => text.parse::<PacketSize>(),
+                other => {
+                    issues.push(
+                        node.pos
+                            .issue(format!("size is BYTES or mtu, found {}", other.kind())),
+                    );
+                    return None;
+                }
+            };
+            match size {
+                Ok(size) => Some(size),
+                Err(e) => {
+                    issues.push(node.pos.issue(format!("size: {e}")));
+                    return None;
+                }
+            }
+        }
+    };
+    let assumed = fields.bool("assumed", issues);
+    let exit_source = match fields.string("exit_source", issues) {
+        None => None,
+        Some(At { value, pos }) => match value.parse::<IpAddr>() {
+            Ok(address) => Some(address),
+            Err(_) => {
+                issues.push(pos.issue(format!("exit_source {value:?} is not an IP address")));
+                return None;
+            }
+        },
+    };
     let findings = fields
         .strings("findings", issues)
         .into_iter()
@@ -250,20 +334,33 @@ fn read_flow(node: &yaml::Node, issues: &mut Issues) -> Option<Flow> {
         .into_iter()
         .map(|f| f.value)
         .collect();
-    fields.finish(issues);
-    Some(Flow {
+    let flow = Flow {
         request: Request {
             from: from?,
             to: to?,
             port,
             protocol: protocol?,
-            size: None,
+            size,
             via: None,
         },
-        disposition: disposition.value,
+        disposition,
         findings,
         absent,
-    })
+        assumed,
+        exit_source,
+    };
+    if flow.disposition.is_none()
+        && flow.findings.is_empty()
+        && flow.absent.is_empty()
+        && flow.assumed.is_none()
+        && flow.exit_source.is_none()
+    {
+        issues.push(node.pos.issue(
+            "a flow must say what to expect: disposition, not_disposition, findings, absent, assumed or exit_source",
+        ));
+    }
+    fields.finish(issues);
+    Some(flow)
 }
 
 /// The dispositions a flow can end in (`docs/json.md`).
@@ -282,15 +379,25 @@ const DISPOSITIONS: &[&str] = &[
     "insufficient_info",
 ];
 
-/// Diagnoses each flow and says how it differs from what the case expects.
+/// Diagnoses each flow and says how it differs from what the case expects
+/// (`failures`) and what it reported (`details`).
 fn check_flows(
     flows: &[Flow],
     snapshot: &Arc<Snapshot>,
     packs: &LoadedPacks,
     failures: &mut Vec<String>,
+    details: &mut Vec<String>,
 ) {
     for flow in flows {
         let name = format!("flow {} -> {}", flow.request.from, flow.request.to);
+        details.push(format!(
+            "{name} expects {}{}{}",
+            flow.disposition
+                .as_ref()
+                .map_or_else(|| "any disposition".to_owned(), ToString::to_string),
+            listed(", findings ", &flow.findings),
+            listed(", absent ", &flow.absent)
+        ));
         let diagnosis = match engine::diagnose(snapshot, &flow.request, packs) {
             Ok(diagnosis) => diagnosis,
             Err(e) => {
@@ -299,11 +406,51 @@ fn check_flows(
             }
         };
         let disposition = diagnosis.disposition();
-        if disposition.as_str() != flow.disposition {
+        let exit_source = diagnosis.exit().and_then(|exit| exit.source);
+        let ids: Vec<String> = diagnosis.findings.iter().map(|f| f.id.clone()).collect();
+        details.push(format!(
+            "{name} reported {disposition}{}{}{}",
+            if diagnosis.assumed() {
+                " (assumed)"
+            } else {
+                ""
+            },
+            exit_source.map_or_else(String::new, |source| format!(", leaving from {source}")),
+            listed(", findings ", &ids)
+        ));
+        if let Some(expected) = &flow.disposition
+            && !expected.holds(disposition.as_str())
+        {
             failures.push(format!(
-                "{name}: expected {}, diagnosed {disposition}",
-                flow.disposition
+                "{name}: expected {expected}, diagnosed {disposition}"
             ));
+        }
+        if let Some(assumed) = flow.assumed
+            && assumed != diagnosis.assumed()
+        {
+            failures.push(format!(
+                "{name}: expected assumed: {assumed}, diagnosed {}",
+                if diagnosis.assumed() {
+                    "with assumed hops"
+                } else {
+                    "without assumed hops"
+                }
+            ));
+        }
+        if let Some(expected) = flow.exit_source {
+            match diagnosis.exit() {
+                None => failures.push(format!(
+                    "{name}: expected to leave the cluster from {expected}, it does not leave it"
+                )),
+                Some(exit) if exit.source != Some(expected) => failures.push(format!(
+                    "{name}: expected to leave the cluster from {expected}, leaves from {}",
+                    exit.source.map_or_else(
+                        || "an address the dump does not show".to_owned(),
+                        |s| s.to_string()
+                    )
+                )),
+                Some(_) => {}
+            }
         }
         let reported = |id: &str| diagnosis.findings.iter().any(|f| f.id == id);
         for id in &flow.findings {
@@ -317,8 +464,24 @@ fn check_flows(
     }
 }
 
+/// `ids` after `prefix`, comma-separated; nothing when there are none.
+fn listed(prefix: &str, ids: &[String]) -> String {
+    if ids.is_empty() {
+        String::new()
+    } else {
+        format!("{prefix}{}", ids.join(", "))
+    }
+}
+
 fn run_case(source: &PackSource, pack: &str, case: &Path, expectation: &Expectation) -> CaseResult {
     let mut failures = Vec::new();
+    let mut details = Vec::new();
+    if !expectation.findings.is_empty() {
+        details.push(listed("expects findings ", &expectation.findings));
+    }
+    if !expectation.absent.is_empty() {
+        details.push(listed("expects absent ", &expectation.absent));
+    }
     let (loaded, problems) = LoadedPacks::load(vec![source.clone()], &expectation.overrides);
     // Flows are diagnosed as skoop diagnose would: the built-in packs, with
     // this one in place of its built-in namesake.
@@ -347,8 +510,19 @@ fn run_case(source: &PackSource, pack: &str, case: &Path, expectation: &Expectat
         Ok((snapshot, problems)) => {
             failures.extend(problems.iter().map(|p| format!("snapshot: {p}")));
             let snapshot = Arc::new(snapshot);
-            check_flows(&expectation.flows, &snapshot, &with_builtins, &mut failures);
+            check_flows(
+                &expectation.flows,
+                &snapshot,
+                &with_builtins,
+                &mut failures,
+                &mut details,
+            );
             let findings = loaded.evaluate_snapshot(&snapshot);
+            details.extend(
+                findings
+                    .iter()
+                    .map(|f| format!("reported {} ({}): {}", f.id, f.status, f.message)),
+            );
             for finding in findings
                 .iter()
                 .filter(|f| f.status == FindingStatus::ScriptError)
@@ -382,5 +556,6 @@ fn run_case(source: &PackSource, pack: &str, case: &Path, expectation: &Expectat
         pack: pack.to_owned(),
         dir: case.to_path_buf(),
         failures,
+        details,
     }
 }

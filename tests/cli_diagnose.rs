@@ -965,26 +965,6 @@ fn a_client_outside_with_nowhere_to_arrive_is_a_usage_error() {
     );
 }
 
-/// `docs/diagnose.md` as it shows the command: every `$ skoop ...` of its
-/// console blocks prints what the page says it prints.
-#[test]
-fn the_diagnose_pages_examples_print_what_the_page_shows() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let page = std::fs::read_to_string(root.join("docs/diagnose.md")).expect("the page");
-    let examples = common::console::examples(&page);
-    assert!(examples.len() >= 5, "the page shows its examples");
-    for example in examples {
-        let words: Vec<&str> = example.command.split_whitespace().collect();
-        assert_eq!(words[0], "skoop", "{}", example.command);
-        let output = Command::new(env!("CARGO_BIN_EXE_skoop"))
-            .args(&words[1..])
-            .current_dir(root)
-            .output()
-            .expect("skoop runs");
-        example.assert_printed(&String::from_utf8_lossy(&output.stdout));
-    }
-}
-
 /// Issue 17: which backends of a service fail, each path naming its
 /// backend, and a finding several paths share said once with them.
 #[test]

@@ -8,8 +8,9 @@
 //! `SKOOP_BLESS=1 cargo test --test json_golden` rewrites the files; review
 //! the diff before committing it.
 
+mod common;
+
 use std::fmt::Write as _;
-use std::fs;
 use std::path::Path;
 use std::process::Command;
 
@@ -249,50 +250,23 @@ fn run_as(snapshot: &str, args: &[&str]) -> String {
 #[test]
 fn json_output_matches_the_goldens_on_every_example() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
-    let bless = std::env::var_os("SKOOP_BLESS").is_some();
-    let mut differ = Vec::new();
+    let mut goldens = common::golden::Goldens::new();
     for snapshot in SNAPSHOTS {
         let name = Path::new(snapshot).file_name().unwrap().to_str().unwrap();
         let dir = root.join(name);
         for (flow, args) in FLOWS {
-            let actual = run(snapshot, args);
-            let file = dir.join(format!("{flow}.json"));
-            if bless {
-                fs::create_dir_all(&dir).unwrap();
-                fs::write(&file, &actual).unwrap();
-                continue;
-            }
-            let expected = fs::read_to_string(&file).unwrap_or_default();
-            if expected != actual {
-                differ.push(format!("{}", file.display()));
-            }
+            goldens.check(&dir.join(format!("{flow}.json")), &run(snapshot, args));
         }
     }
-    assert!(
-        differ.is_empty(),
-        "output differs from the golden files (SKOOP_BLESS=1 rewrites them): {differ:#?}"
-    );
+    goldens.assert_none_differ();
 }
 
 #[test]
 fn text_output_matches_the_goldens() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/text");
-    let bless = std::env::var_os("SKOOP_BLESS").is_some();
-    let mut differ = Vec::new();
+    let mut goldens = common::golden::Goldens::new();
     for (name, snapshot, args) in TEXT {
-        let actual = run_as(snapshot, args);
-        let file = dir.join(format!("{name}.txt"));
-        if bless {
-            fs::create_dir_all(&dir).unwrap();
-            fs::write(&file, &actual).unwrap();
-            continue;
-        }
-        if fs::read_to_string(&file).unwrap_or_default() != actual {
-            differ.push(format!("{}", file.display()));
-        }
+        goldens.check(&dir.join(format!("{name}.txt")), &run_as(snapshot, args));
     }
-    assert!(
-        differ.is_empty(),
-        "output differs from the golden files (SKOOP_BLESS=1 rewrites them): {differ:#?}"
-    );
+    goldens.assert_none_differ();
 }

@@ -4,6 +4,7 @@
 //! `tests/golden/matrix/` (`SKOOP_BLESS=1` rewrites them); the heat map's
 //! structure, its links to each flow's report, and (where Chromium is
 //! installed, see `common::browser`) the page opened and a cell clicked.
+//! `docs/matrix.md`'s commands are run by `tests/docs_examples.rs`.
 
 mod common;
 
@@ -13,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use common::browser::{Browser, tool};
+use common::golden::Goldens;
 use serde_json::{Value, json};
 use skoop::snapshot::Snapshot;
 
@@ -334,7 +336,7 @@ fn exit_status_is_the_worst_flows_as_diagnose_would_exit() {
 #[test]
 fn reports_match_the_goldens() {
     let golden = root().join("tests/golden/matrix");
-    let bless = std::env::var_os("SKOOP_BLESS").is_some();
+    let mut goldens = Goldens::new();
     let matrix = |format: &str| {
         let mut args = vec![
             "matrix",
@@ -365,16 +367,9 @@ fn reports_match_the_goldens() {
         ("diff.json", diff("json")),
     ];
     for (name, report) in reports {
-        let path = golden.join(name);
-        if bless {
-            fs::create_dir_all(&golden).unwrap();
-            fs::write(&path, &report).unwrap();
-        } else {
-            let expected = fs::read_to_string(&path)
-                .unwrap_or_else(|e| panic!("{}: {e} (SKOOP_BLESS=1 writes it)", path.display()));
-            assert_eq!(report, expected, "{name} (SKOOP_BLESS=1 rewrites it)");
-        }
+        goldens.check(&golden.join(name), &report);
     }
+    goldens.assert_none_differ();
 }
 
 /// The heat map of every kind of flow on the broken example, written into
@@ -527,38 +522,6 @@ fn the_heat_map_opens_in_chromium_and_a_click_opens_the_flows_report() {
         verdict.as_str().unwrap_or("").contains(disposition),
         "{verdict} names {disposition}"
     );
-}
-
-#[test]
-fn the_pages_examples_do_what_the_page_says() {
-    let page = fs::read_to_string(root().join("docs/matrix.md")).expect("the page");
-    let examples = common::console::examples(&page);
-    assert!(examples.len() >= 3, "the page shows its examples");
-    let files = tempfile::tempdir().unwrap();
-    for example in examples {
-        let mut words: Vec<String> = example
-            .command
-            .split_whitespace()
-            .map(String::from)
-            .collect();
-        assert_eq!(words[0], "skoop", "{}", example.command);
-        // What the page writes is written into a temporary directory, and
-        // a file it reads back is that one.
-        for word in words.iter_mut() {
-            if word.ends_with(".json") || word.ends_with(".csv") {
-                *word = files.path().join(&*word).display().to_string();
-            }
-        }
-        let args: Vec<&str> = words[1..].iter().map(String::as_str).collect();
-        let output = skoop(&args);
-        assert!(
-            matches!(output.status.code(), Some(0..=3)),
-            "{}: {}",
-            example.command,
-            String::from_utf8_lossy(&output.stderr)
-        );
-        example.assert_printed(&String::from_utf8(output.stdout).unwrap());
-    }
 }
 
 #[test]

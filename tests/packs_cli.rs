@@ -121,6 +121,36 @@ fn new_cni_pack_passes_its_own_tests() {
     assert!(stdout(&output).trim_end().ends_with("2 passed, 0 failed"));
     let output = skoop(&["packs", "lint", pack]);
     assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+    // Its hook stubs load once named in the manifest, each with its arity.
+    let manifest = Path::new(pack).join("pack.yaml");
+    let text = std::fs::read_to_string(&manifest).expect("pack.yaml");
+    let hooks = [
+        "next_hop",
+        "encapsulation",
+        "masquerade",
+        "pod_interface",
+        "underlay",
+    ];
+    let mut named = text.replace("# hooks:\n", "hooks:\n");
+    for hook in hooks {
+        named = named.replace(
+            &format!("#   {hook}: {hook}\n"),
+            &format!("  {hook}: {hook}\n"),
+        );
+    }
+    assert_ne!(named, text, "the manifest names hooks in comments");
+    std::fs::write(&manifest, named).expect("pack.yaml written");
+    let output = skoop(&["packs", "show", "demo", "--pack-path", pack]);
+    assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+    for hook in hooks {
+        assert!(
+            stdout(&output).contains(hook),
+            "{hook}: {}",
+            stdout(&output)
+        );
+    }
+    let output = skoop(&["packs", "test", pack]);
+    assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
 }
 
 #[test]
@@ -159,4 +189,200 @@ fn show_lists_parameters_and_check_ids() {
     let bad = skoop(&["packs", "show", "core", "--set", "core.vxlan_overhead=big"]);
     assert_eq!(bad.status.code(), Some(2));
     assert!(Path::new("rules/core/pack.yaml").is_file());
+}
+
+#[test]
+fn eval_prints_each_check_and_the_finding_with_its_evidence() {
+    let output = skoop(&[
+        "packs",
+        "eval",
+        "plugins/flannel",
+        "--snapshot",
+        "examples/flannel-vxlan-broken",
+        "--node",
+        "node-1",
+    ]);
+    assert_eq!(output.status.code(), Some(1), "a check failed");
+    let text = stdout(&output);
+    let fdb: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("  flannel.vxlan.fdb "))
+        .take(5)
+        .collect();
+    let snapshot = "examples/flannel-vxlan-broken";
+    assert_eq!(
+        fdb,
+        [
+            "  flannel.vxlan.fdb (node per remote node): 1 subject, 1 finding",
+            "    failed [critical] node/node-1: no FDB entry for node-2's VTEP 52:04:a1:8d:72:13 on flannel.1; VXLAN packets to node-2 are not sent",
+            &format!("      evidence: {snapshot}/nodes/node-1/host/bridge-fdb.json"),
+            "      expected: fdb 52:04:a1:8d:72:13 dev flannel.1 dst 172.18.0.12 (node-2's public IP)",
+            "      remediation: restart flanneld on node/node-1, or bridge fdb append by hand",
+        ]
+    );
+    assert!(text.contains("  flannel.vxlan.neighbour (node per remote node): 1 subject, ok\n"));
+    assert!(
+        text.trim_end()
+            .ends_with("15 checks over 15 subjects: 1 failed, 0 cannot tell, 0 script errors"),
+        "{text}"
+    );
+    // node-2's own checks find nothing wrong: the missing entry is node-1's.
+    let output = skoop(&[
+        "packs",
+        "eval",
+        "plugins/flannel",
+        "-s",
+        "examples/flannel-vxlan-broken",
+        "--node",
+        "node-2",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+}
+
+#[test]
+fn eval_as_json_lists_every_check_with_its_subjects_and_findings() {
+    let output = skoop(&[
+        "packs",
+        "eval",
+        "plugins/flannel",
+        "-s",
+        "examples/flannel-vxlan-broken",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    let pack = &report["packs"][0];
+    assert_eq!(pack["pack"], "flannel");
+    assert_eq!(pack["mode"], "vxlan");
+    let checks = pack["checks"].as_array().expect("checks");
+    assert_eq!(checks.len(), 15);
+    let failing: Vec<&serde_json::Value> = checks
+        .iter()
+        .filter(|c| !c["findings"].as_array().expect("findings").is_empty())
+        .collect();
+    assert_eq!(failing.len(), 1, "{failing:?}");
+    assert_eq!(failing[0]["id"], "flannel.vxlan.fdb");
+    assert_eq!(failing[0]["subjects"], 2, "node-1 to node-2 and back");
+    assert_eq!(failing[0]["findings"][0]["status"], "failed");
+    assert_eq!(failing[0]["findings"][0]["subject"]["name"], "node-1");
+}
+
+#[test]
+fn eval_shows_what_a_check_script_prints() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let pack = dir.path().join("demo");
+    let output = skoop(
+        &["packs", "new", "demo", "--kind", "rules", "--dir"]
+            .into_iter()
+            .chain([pack.to_str().expect("UTF-8 path")])
+            .collect::<Vec<_>>(),
+    );
+    assert_eq!(output.status.code(), Some(0));
+    let script = pack.join("checks.rhai");
+    let text = std::fs::read_to_string(&script).expect("the scaffold's script");
+    let looked_up = "    let lo = ctx.netns.link(\"lo\");\n";
+    assert!(text.contains(looked_up), "{text}");
+    let text = text.replace(
+        looked_up,
+        &format!("{looked_up}    print(\"lo is \" + lo.state);\n    debug(lo.mtu);\n"),
+    );
+    std::fs::write(&script, text).expect("script written");
+    let snapshot = pack.join("tests/healthy/snapshot");
+    let output = skoop(&[
+        "packs",
+        "eval",
+        pack.to_str().expect("UTF-8"),
+        "--snapshot",
+        snapshot.to_str().expect("UTF-8"),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+    let text = stdout(&output);
+    assert!(
+        text.contains(
+            "  demo.node.loopback-up (node): 1 subject, ok\n    | print: lo is UNKNOWN\n    | debug checks.rhai:6:5: 65536\n"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn eval_names_what_it_cannot_find_and_suggests() {
+    for (flag, name, error) in [
+        (
+            "--node",
+            "node2",
+            "error: --node: no node node2 in examples/flannel-vxlan; did you mean node-2?",
+        ),
+        (
+            "--pod",
+            "default/web-O",
+            "error: --pod: no pod default/web-O in examples/flannel-vxlan; did you mean default/web-0?",
+        ),
+    ] {
+        let output = skoop(&[
+            "packs",
+            "eval",
+            "plugins/flannel",
+            "-s",
+            "examples/flannel-vxlan",
+            flag,
+            name,
+        ]);
+        assert_eq!(output.status.code(), Some(2));
+        assert_eq!(String::from_utf8_lossy(&output.stderr).trim_end(), error);
+    }
+}
+
+#[test]
+fn test_verbose_shows_what_each_case_expected_and_reported() {
+    let output = skoop(&["packs", "test", "-v", "plugins/flannel"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+    let text = stdout(&output);
+    let case: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.ends_with("plugins/flannel/tests/broken-fdb ... ok"))
+        .skip(1)
+        .take_while(|l| l.starts_with("      "))
+        .collect();
+    assert_eq!(case.len(), 3, "{case:?}");
+    assert_eq!(case[0], "      expects findings flannel.vxlan.fdb");
+    assert!(case[1].starts_with("      expects absent flannel.mode, "));
+    assert_eq!(
+        case[2],
+        "      reported flannel.vxlan.fdb (failed): node/node-1: no FDB entry for node-2's VTEP 52:04:a1:8d:72:13 on flannel.1; VXLAN packets to node-2 are not sent"
+    );
+}
+
+/// Copies a pack directory (files and subdirectories) to `to`.
+fn copy_pack(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("directory created");
+    for entry in std::fs::read_dir(from).expect("pack readable").flatten() {
+        let target = to.join(entry.file_name());
+        if entry.path().is_dir() {
+            copy_pack(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("file copied");
+        }
+    }
+}
+
+#[test]
+fn one_syntax_error_in_a_script_is_one_problem() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let pack = dir.path().join("flannel");
+    copy_pack(Path::new("plugins/flannel"), &pack);
+    let script = pack.join("checks.rhai");
+    let text = std::fs::read_to_string(&script).expect("checks.rhai");
+    std::fs::write(&script, format!("let broken = ;\n{text}")).expect("written");
+    let output = skoop(&["packs", "lint", pack.to_str().expect("UTF-8")]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        stdout(&output).trim_end(),
+        format!(
+            "{}:1:14: Syntax error: Unexpected ';'",
+            script.to_str().expect("UTF-8")
+        ),
+        "the functions checks.rhai defines are not each reported missing"
+    );
 }

@@ -98,3 +98,88 @@ fn a_malformed_flow_is_positioned() {
         "{text}"
     );
 }
+
+/// A rules pack `demo` in `dir` whose one case holds `flows` (YAML lines
+/// under `flows:`) over the bundled example `example`; `packs test` of it.
+fn test_flows(dir: &Path, example: &str, flows: &str) -> (Option<i32>, String) {
+    assert!(
+        skoop(dir, &["packs", "new", "demo", "--kind", "rules"])
+            .status
+            .success()
+    );
+    let snapshot = Path::new(env!("CARGO_MANIFEST_DIR")).join(example);
+    let case = dir.join("demo/tests/flows");
+    std::fs::create_dir_all(&case).unwrap();
+    std::fs::write(
+        case.join("expect.yaml"),
+        format!("snapshot: {}\nflows:\n{flows}", snapshot.display()),
+    )
+    .unwrap();
+    let output = skoop(dir, &["packs", "test", "demo"]);
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+    )
+}
+
+#[test]
+fn flows_can_assert_the_leaving_source_the_size_and_any_disposition_but_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, text) = test_flows(
+        dir.path(),
+        "examples/flannel-vxlan",
+        "  - {from: default/web-0, to: '198.51.100.10:80', exit_source: 172.18.0.11, assumed: false}\n\
+         \x20 - {from: default/web-0, to: 'default/web-3:8080', size: 1400, disposition: delivered}\n\
+         \x20 - {from: default/web-0, to: 'default/web-3:8080', size: 1500, not_disposition: delivered}\n",
+    );
+    assert_eq!(code, Some(0), "{text}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let (code, text) = test_flows(
+        dir.path(),
+        "examples/flannel-vxlan",
+        "  - {from: default/web-0, to: '198.51.100.10:80', exit_source: 10.244.1.2}\n\
+         \x20 - {from: default/web-0, to: 'default/web-3:8080', exit_source: 172.18.0.11}\n\
+         \x20 - {from: default/web-0, to: 'default/web-3:8080', size: 1500, not_disposition: mtu_exceeded}\n",
+    );
+    assert_eq!(code, Some(1), "{text}");
+    for failure in [
+        "flow default/web-0 -> 198.51.100.10:80: expected to leave the cluster from 10.244.1.2, leaves from 172.18.0.11",
+        "flow default/web-0 -> default/web-3:8080: expected to leave the cluster from 172.18.0.11, it does not leave it",
+        "flow default/web-0 -> default/web-3:8080: expected anything but mtu_exceeded, diagnosed mtu_exceeded",
+    ] {
+        assert!(text.contains(failure), "{failure}\n{text}");
+    }
+}
+
+#[test]
+fn flows_can_assert_whether_a_hop_was_assumed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, text) = test_flows(
+        dir.path(),
+        "examples/flannel-vxlan-partial",
+        "  - {from: default/web-0, to: 'default/web-3:8080', disposition: delivered, assumed: false}\n",
+    );
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.contains(
+            "flow default/web-0 -> default/web-3:8080: expected assumed: false, diagnosed with assumed hops"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_flow_that_expects_nothing_is_a_problem() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, text) = test_flows(
+        dir.path(),
+        "examples/flannel-vxlan",
+        "  - {from: default/web-0, to: 'default/web-3:8080'}\n",
+    );
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.contains("a flow must say what to expect: disposition, not_disposition, findings, absent, assumed or exit_source"),
+        "{text}"
+    );
+}

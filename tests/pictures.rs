@@ -106,7 +106,7 @@ fn artefacts() -> PathBuf {
 #[test]
 fn pictures_match_the_goldens_on_every_example() {
     let golden = root().join("tests/golden/pictures");
-    let mut differ = Vec::new();
+    let mut goldens = common::golden::Goldens::new();
     for example in examples() {
         let name = Path::new(&example).file_name().unwrap().to_string_lossy();
         let dir = golden.join(&*name);
@@ -115,20 +115,11 @@ fn pictures_match_the_goldens_on_every_example() {
                 let mut all = vec!["--snapshot", &example, "-o", format];
                 all.extend_from_slice(args);
                 let actual = report(&all);
-                let file = dir.join(format!("{flow}.{format}"));
-                if bless() {
-                    fs::create_dir_all(&dir).unwrap();
-                    fs::write(&file, &actual).unwrap();
-                } else if fs::read_to_string(&file).unwrap_or_default() != actual {
-                    differ.push(file.display().to_string());
-                }
+                goldens.check(&dir.join(format!("{flow}.{format}")), &actual);
             }
         }
     }
-    assert!(
-        differ.is_empty(),
-        "output differs from the golden files (SKOOP_BLESS=1 rewrites them): {differ:#?}"
-    );
+    goldens.assert_none_differ();
 }
 
 #[test]
@@ -304,40 +295,6 @@ fn an_output_file_that_cannot_be_written_is_a_clear_error() {
         "{stderr}"
     );
     assert!(output.stdout.is_empty());
-}
-
-#[test]
-fn the_pages_examples_do_what_the_page_says() {
-    let page = fs::read_to_string(root().join("docs/pictures.md")).expect("the page");
-    let examples = common::console::examples(&page);
-    assert!(examples.len() >= 3, "the page shows its examples");
-    let files = tempfile::tempdir().unwrap();
-    for example in examples {
-        let mut words: Vec<String> = example
-            .command
-            .split_whitespace()
-            .map(String::from)
-            .collect();
-        assert_eq!(words[..2], ["skoop", "diagnose"], "{}", example.command);
-        // A file the page writes is written into a temporary directory.
-        let written = words.iter().position(|w| w == "--output").map(|at| {
-            let path = files.path().join(&words[at + 1]);
-            words[at + 1] = path.display().to_string();
-            path
-        });
-        let args: Vec<&str> = words[2..].iter().map(String::as_str).collect();
-        let stdout = report(&args);
-        example.assert_printed(&stdout);
-        if let Some(path) = written {
-            let text = fs::read_to_string(&path).expect("the page's command writes its file");
-            let start = match path.extension().and_then(|e| e.to_str()) {
-                Some("html") => "<!DOCTYPE html>",
-                Some("svg") => "<svg ",
-                other => panic!("{}: a file the test knows ({other:?})", example.command),
-            };
-            assert!(text.starts_with(start), "{}", example.command);
-        }
-    }
 }
 
 /// The payloads put into a copy of calico-bgp: in a pod's name, and in the

@@ -19,6 +19,14 @@
 //! 10.128.0.0/9, which holds the example's 10.244.1.0/24 and 10.244.2.0/24
 //! and 5,000 more /24s; the other nodes have no dumps.
 //!
+//! With `Cni::CalicoVxlan` the example is `examples/calico-vxlan` instead,
+//! grown as calico-node grows it: the IPPool becomes 10.128.0.0/9, each
+//! generated node has one /26 block (a BlockAffinity and its IPAMBlock, the
+//! block's first address its VXLAN tunnel address, its pods the next 30)
+//! and the annotations calico-node writes, and the path nodes get felix's
+//! route, neighbour and FDB entry per other node's VTEP, its VXLAN hosts in
+//! `cali40all-vxlan-net` and its pools in the IPAM ipsets.
+//!
 //! Everything that is not an address (UIDs, VTEP MACs, container IDs,
 //! resource versions) comes from `seed`: the same seed writes the same bytes.
 
@@ -31,11 +39,12 @@ use std::path::Path;
 use serde_json::{Value, json};
 use skoop::snapshot::netns::iptables::generate::{ServicePort, ServiceRules, service_rules};
 
-const EXAMPLE: &str = "examples/flannel-vxlan";
 /// The example's own nodes, with dumps: the nodes on the path.
 const PATH_NODES: [&str; 2] = ["node-1", "node-2"];
+/// The pod network of both examples (Flannel's network, Calico's IPPool).
 const EXAMPLE_NETWORK: &str = "10.244.0.0/16";
 const NETWORK: &str = "10.128.0.0/9";
+const NETWORK_START: Ipv4Addr = Ipv4Addr::new(10, 128, 0, 0);
 const PODS_PER_NODE: usize = 30;
 const SERVICES_PER_NODE: usize = 2;
 const ENDPOINTS: usize = 4;
@@ -47,11 +56,58 @@ const ITEMS_PER_FILE: usize = 50_000;
 /// NodePorts are 30000-32767.
 const NODE_PORTS: usize = 2768;
 
+/// The CNI of the generated cluster, and so the example it grows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(
+    dead_code,
+    reason = "each bench binary compiles this module; scale.rs generates Flannel only"
+)]
+pub enum Cni {
+    /// `examples/flannel-vxlan`: a /24 per node, pods from its second address.
+    FlannelVxlan,
+    /// `examples/calico-vxlan`: a /26 block per node, its first address the
+    /// node's VXLAN tunnel address, pods from the second.
+    CalicoVxlan,
+}
+
+impl Cni {
+    fn example(self) -> &'static str {
+        match self {
+            Cni::FlannelVxlan => "examples/flannel-vxlan",
+            Cni::CalicoVxlan => "examples/calico-vxlan",
+        }
+    }
+
+    /// The prefix length of a node's share of the pod network.
+    fn subnet_prefix(self) -> u32 {
+        match self {
+            Cni::FlannelVxlan => 24,
+            Cni::CalicoVxlan => 26,
+        }
+    }
+
+    /// The address of generated node `k`'s pod in `slot`.
+    fn pod_address(self, k: usize, slot: usize) -> Ipv4Addr {
+        let first = match self {
+            Cni::FlannelVxlan => 2,
+            Cni::CalicoVxlan => 1,
+        };
+        Ipv4Addr::from(u32::from(self.subnet(k)) + slot as u32 + first)
+    }
+
+    /// The network address of generated node `k`'s pod subnet (Flannel's
+    /// lease, Calico's block).
+    fn subnet(self, k: usize) -> Ipv4Addr {
+        Ipv4Addr::from(u32::from(NETWORK_START) + ((k as u32) << (32 - self.subnet_prefix())))
+    }
+}
+
 /// What to generate.
 pub struct Shape {
     /// Nodes in all, the example's two included.
     pub nodes: usize,
     pub seed: u64,
+    pub cni: Cni,
 }
 
 /// What was written.
@@ -78,18 +134,25 @@ pub fn generate(shape: &Shape, dir: &Path, all_objects: &Path) -> io::Result<Gen
         (1..20 * 256).contains(&shape.generated_nodes()),
         "10.128.0.0/9 less the services' 10.96.0.0/12 holds up to 5,120 /24s"
     );
+    let cni = shape.cni;
     let mut random = SplitMix(shape.seed);
-    let example = Example::read()?;
+    let example = Example::read(cni)?;
     let cluster_dir = dir.join("cluster");
     fs::create_dir_all(&cluster_dir)?;
-    copy_tree(&Path::new(EXAMPLE).join("nodes"), &dir.join("nodes"))?;
+    copy_tree(&Path::new(cni.example()).join("nodes"), &dir.join("nodes"))?;
 
     let nodes: Vec<GeneratedNode> = (0..shape.generated_nodes())
-        .map(|k| GeneratedNode::new(k, &mut random))
+        .map(|k| GeneratedNode::new(k, cni, &mut random))
         .collect();
     let services: Vec<ServicePort> = (0..shape.services())
-        .map(|s| service_port(s, nodes.len()))
+        .map(|s| service_port(s, nodes.len(), cni))
         .collect();
+    let place = |k: usize| Place {
+        node: &nodes[k],
+        k,
+        nodes: nodes.len(),
+        services: services.len(),
+    };
 
     let mut all = ListWriter::create(all_objects)?;
     let mut write = |file: &str, items: &mut dyn Iterator<Item = Value>| -> io::Result<()> {
@@ -111,7 +174,7 @@ pub fn generate(shape: &Shape, dir: &Path, all_objects: &Path) -> io::Result<Gen
         &mut example.nodes.iter().cloned().chain(
             nodes
                 .iter()
-                .map(|node| node.object(&example.nodes[0], &mut random)),
+                .map(|node| node.object(&example.nodes[0], cni, &mut random)),
         ),
     )?;
     write(
@@ -128,15 +191,10 @@ pub fn generate(shape: &Shape, dir: &Path, all_objects: &Path) -> io::Result<Gen
             .pods
             .iter()
             .cloned()
-            .chain(nodes.iter().enumerate().flat_map(|(k, node)| {
-                let place = Place {
-                    node,
-                    k,
-                    nodes: nodes.len(),
-                    services: services.len(),
-                };
-                let (template, mut random) = (&example.pods[0], SplitMix(node.seed));
-                (0..PODS_PER_NODE).map(move |slot| pod(template, &place, slot, &mut random))
+            .chain((0..nodes.len()).flat_map(|k| {
+                let place = place(k);
+                let (template, mut random) = (&example.pods[0], SplitMix(place.node.seed));
+                (0..PODS_PER_NODE).map(move |slot| pod(template, &place, slot, cni, &mut random))
             })),
     )?;
     write(
@@ -173,11 +231,38 @@ pub fn generate(shape: &Shape, dir: &Path, all_objects: &Path) -> io::Result<Gen
             &mut std::iter::once(config_map.clone()),
         )?;
     }
+    if cni == Cni::CalicoVxlan {
+        let calico = &example.calico;
+        write(
+            "ippools.crd.projectcalico.org.json",
+            &mut calico.pools.iter().cloned(),
+        )?;
+        write(
+            "felixconfigurations.crd.projectcalico.org.json",
+            &mut calico.felix_configurations.iter().cloned(),
+        )?;
+        write(
+            "blockaffinities.crd.projectcalico.org.json",
+            &mut calico.block_affinities.iter().cloned().chain(
+                nodes
+                    .iter()
+                    .map(|node| block_affinity(&calico.block_affinities[0], node, &mut random)),
+            ),
+        )?;
+        write(
+            "ipamblocks.crd.projectcalico.org.json",
+            &mut calico.ipam_blocks.iter().cloned().chain(
+                (0..nodes.len())
+                    .map(|k| ipam_block(&calico.ipam_blocks[0], &place(k), &mut random)),
+            ),
+        )?;
+    }
     all.finish()?;
 
     for node in PATH_NODES {
         grow_path_node(
             &dir.join("nodes").join(node).join("host"),
+            cni,
             &nodes,
             &services,
         )?;
@@ -198,12 +283,24 @@ struct Example {
     slices: Vec<Value>,
     daemon_sets: Vec<Value>,
     config_maps: Vec<Value>,
+    /// Empty for Flannel.
+    calico: CalicoObjects,
+}
+
+/// The Calico example's custom resources, its IPPools over the generated
+/// network.
+#[derive(Default)]
+struct CalicoObjects {
+    pools: Vec<Value>,
+    felix_configurations: Vec<Value>,
+    block_affinities: Vec<Value>,
+    ipam_blocks: Vec<Value>,
 }
 
 impl Example {
-    fn read() -> io::Result<Example> {
+    fn read(cni: Cni) -> io::Result<Example> {
         let items = |file: &str| -> io::Result<Vec<Value>> {
-            let text = fs::read_to_string(Path::new(EXAMPLE).join("cluster").join(file))?;
+            let text = fs::read_to_string(Path::new(cni.example()).join("cluster").join(file))?;
             let list: Value = serde_saphyr::from_str(&text)
                 .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
             match list.get("items") {
@@ -220,6 +317,23 @@ impl Example {
                 *conf = conf.replace(EXAMPLE_NETWORK, NETWORK);
             }
         }
+        let calico = match cni {
+            Cni::FlannelVxlan => CalicoObjects::default(),
+            Cni::CalicoVxlan => {
+                let mut pools = items("ippools.yaml")?;
+                for pool in &mut pools {
+                    if pool["spec"]["cidr"] == EXAMPLE_NETWORK {
+                        pool["spec"]["cidr"] = json!(NETWORK);
+                    }
+                }
+                CalicoObjects {
+                    pools,
+                    felix_configurations: items("felixconfigurations.yaml")?,
+                    block_affinities: items("blockaffinities.yaml")?,
+                    ipam_blocks: items("ipamblocks.yaml")?,
+                }
+            }
+        };
         Ok(Example {
             nodes: items("nodes.yaml")?,
             namespaces: items("namespaces.yaml")?,
@@ -228,6 +342,7 @@ impl Example {
             slices: items("endpointslices.yaml")?,
             daemon_sets: items("daemonsets.yaml")?,
             config_maps,
+            calico,
         })
     }
 }
@@ -244,29 +359,34 @@ struct GeneratedNode {
 }
 
 impl GeneratedNode {
-    fn new(k: usize, random: &mut SplitMix) -> Self {
-        let k = k as u32;
+    fn new(k: usize, cni: Cni, random: &mut SplitMix) -> Self {
         GeneratedNode {
             name: format!("node-{}", k + 3),
-            subnet: Ipv4Addr::from(u32::from(Ipv4Addr::new(10, 128, 0, 0)) + (k << 8)),
+            subnet: cni.subnet(k),
             address: Ipv4Addr::new(172, 20, (k / 250) as u8, (k % 250 + 1) as u8),
             vtep_mac: random.mac(),
             seed: random.next(),
         }
     }
 
-    /// Its pod in `slot` (0-29).
-    fn pod_ip(&self, slot: usize) -> Ipv4Addr {
-        Ipv4Addr::from(u32::from(self.subnet) + slot as u32 + 2)
-    }
-
-    fn object(&self, template: &Value, random: &mut SplitMix) -> Value {
+    fn object(&self, template: &Value, cni: Cni, random: &mut SplitMix) -> Value {
         let mut node = template.clone();
         let (name, address, subnet) = (&self.name, self.address.to_string(), self.subnet);
         let annotations = &mut node["metadata"]["annotations"];
-        annotations["flannel.alpha.coreos.com/backend-data"] =
-            json!(format!("{{\"VNI\":1,\"VtepMAC\":\"{}\"}}", self.vtep_mac));
-        annotations["flannel.alpha.coreos.com/public-ip"] = json!(address);
+        match cni {
+            Cni::FlannelVxlan => {
+                annotations["flannel.alpha.coreos.com/backend-data"] =
+                    json!(format!("{{\"VNI\":1,\"VtepMAC\":\"{}\"}}", self.vtep_mac));
+                annotations["flannel.alpha.coreos.com/public-ip"] = json!(address);
+            }
+            // As calico-node writes them; the node addresses are in
+            // 172.20.0.0/16.
+            Cni::CalicoVxlan => {
+                annotations["projectcalico.org/IPv4Address"] = json!(format!("{address}/16"));
+                annotations["projectcalico.org/IPv4VXLANTunnelAddr"] = json!(subnet.to_string());
+                annotations["projectcalico.org/VXLANTunnelMACAddr"] = json!(self.vtep_mac);
+            }
+        }
         node["metadata"]["labels"]["kubernetes.io/hostname"] = json!(name);
         identify(&mut node, name, None, random);
         node["spec"] =
@@ -300,7 +420,7 @@ fn service_namespace(s: usize) -> String {
 
 /// Service `s` as kube-proxy sees it: `ns-*/svc-{s}:http`, ClusterIP from
 /// 10.96.1.0 on, port 80 to 8080, every 4th with a NodePort.
-fn service_port(s: usize, nodes: usize) -> ServicePort {
+fn service_port(s: usize, nodes: usize, cni: Cni) -> ServicePort {
     ServicePort {
         name: format!("{}/svc-{s}:http", service_namespace(s)),
         protocol: "tcp",
@@ -311,9 +431,7 @@ fn service_port(s: usize, nodes: usize) -> ServicePort {
         endpoints: (0..ENDPOINTS)
             .map(|e| {
                 let (k, slot) = backend_place(s * ENDPOINTS + e, nodes);
-                Ipv4Addr::from(
-                    u32::from(Ipv4Addr::new(10, 128, 0, 0)) + ((k as u32) << 8) + slot as u32 + 2,
-                )
+                cni.pod_address(k, slot)
             })
             .collect(),
     }
@@ -328,14 +446,12 @@ struct Place<'a> {
     services: usize,
 }
 
-fn pod(template: &Value, place: &Place, slot: usize, random: &mut SplitMix) -> Value {
+/// The name, namespace and `app` label of generated node `k`'s pod in `slot`.
+fn pod_identity(place: &Place, slot: usize) -> (String, String, String) {
     let Place {
-        node,
-        k,
-        nodes,
-        services,
+        k, nodes, services, ..
     } = *place;
-    let (name, namespace, app) = match backing(k, slot, nodes, services) {
+    match backing(k, slot, nodes, services) {
         Some((s, e)) => (
             format!("svc-{s}-{e}"),
             service_namespace(s),
@@ -349,23 +465,73 @@ fn pod(template: &Value, place: &Place, slot: usize, random: &mut SplitMix) -> V
                 format!("job-{}", n % 100),
             )
         }
-    };
+    }
+}
+
+fn pod(template: &Value, place: &Place, slot: usize, cni: Cni, random: &mut SplitMix) -> Value {
+    let (node, k) = (place.node, place.k);
+    let (name, namespace, app) = pod_identity(place, slot);
     let mut pod = template.clone();
     identify(&mut pod, &name, Some(&namespace), random);
     pod["metadata"]["labels"] = json!({"app": app});
     pod["spec"]["nodeName"] = json!(node.name);
-    let (ip, host) = (node.pod_ip(slot).to_string(), node.address.to_string());
+    let (ip, host) = (
+        cni.pod_address(k, slot).to_string(),
+        node.address.to_string(),
+    );
     let status = &mut pod["status"];
     status["hostIP"] = json!(host);
     status["hostIPs"] = json!([{"ip": host}]);
     status["podIP"] = json!(ip);
     status["podIPs"] = json!([{"ip": ip}]);
-    status["containerStatuses"][0]["containerID"] = json!(format!(
-        "containerd://{:016x}{:016x}",
-        random.next(),
-        random.next()
-    ));
+    let container = format!("{:016x}{:016x}", random.next(), random.next());
+    status["containerStatuses"][0]["containerID"] = json!(format!("containerd://{container}"));
+    if cni == Cni::CalicoVxlan {
+        let annotations = &mut pod["metadata"]["annotations"];
+        annotations["cni.projectcalico.org/containerID"] = json!(container);
+        annotations["cni.projectcalico.org/podIP"] = json!(format!("{ip}/32"));
+        annotations["cni.projectcalico.org/podIPs"] = json!(format!("{ip}/32"));
+    }
     pod
+}
+
+/// The BlockAffinity calico-ipam writes for `node`'s block.
+fn block_affinity(template: &Value, node: &GeneratedNode, random: &mut SplitMix) -> Value {
+    let mut affinity = template.clone();
+    let block = format!("{}/26", node.subnet);
+    let name = format!("{}-{}", node.name, block.replace(['.', '/'], "-"));
+    identify(&mut affinity, &name, None, random);
+    affinity["spec"]["cidr"] = json!(block);
+    affinity["spec"]["node"] = json!(node.name);
+    affinity
+}
+
+/// The IPAMBlock of a generated node: its first address the node's VXLAN
+/// tunnel address, the next 30 its pods', the rest unallocated.
+fn ipam_block(template: &Value, place: &Place, random: &mut SplitMix) -> Value {
+    let node = place.node;
+    let mut block = template.clone();
+    let cidr = format!("{}/26", node.subnet);
+    identify(&mut block, &cidr.replace(['.', '/'], "-"), None, random);
+    let spec = &mut block["spec"];
+    spec["cidr"] = json!(cidr);
+    spec["affinity"] = json!(format!("host:{}", node.name));
+    let used = PODS_PER_NODE + 1;
+    spec["allocations"] = (0..64)
+        .map(|i| if i < used { json!(i) } else { Value::Null })
+        .collect();
+    spec["unallocated"] = json!((used..64).collect::<Vec<_>>());
+    let tunnel = json!({"handle_id": format!("vxlan-tunnel-addr-{}", node.name),
+        "secondary": {"node": node.name, "type": "vxlanTunnelAddress"}});
+    spec["attributes"] = std::iter::once(tunnel)
+        .chain((0..PODS_PER_NODE).map(|slot| {
+            let (pod, namespace, _) = pod_identity(place, slot);
+            json!({"handle_id": format!("k8s-pod-network.{:016x}{:016x}", random.next(), random.next()),
+                "secondary": {"namespace": namespace, "node": node.name, "pod": pod,
+                    "timestamp": "2025-06-02 09:00:05.000000000 +0000 UTC"}})
+        }))
+        .collect();
+    block
 }
 
 fn service(template: &Value, s: usize, port: &ServicePort, random: &mut SplitMix) -> Value {
@@ -474,10 +640,11 @@ fn identify(object: &mut Value, name: &str, namespace: Option<&str>, random: &mu
 }
 
 /// A node on the path as it would be on the generated cluster: flanneld's
-/// route, neighbour and FDB entry for every other node, and kube-proxy's
-/// rules for every service in its nat table.
+/// (or felix's) route, neighbour and FDB entry for every other node, and
+/// kube-proxy's rules for every service in its nat table.
 fn grow_path_node(
     host: &Path,
+    cni: Cni,
     nodes: &[GeneratedNode],
     services: &[ServicePort],
 ) -> io::Result<()> {
@@ -487,26 +654,42 @@ fn grow_path_node(
         array.extend(entries);
         fs::write(&path, serde_json::to_string(&array)?)
     };
+    // The VTEP of each node is the first address of its subnet: flanneld's
+    // (protocol boot) or felix's (protocol 80) route goes through it.
+    let (device, prefix, protocol) = match cni {
+        Cni::FlannelVxlan => ("flannel.1", 24, "boot"),
+        Cni::CalicoVxlan => ("vxlan.calico", 26, "80"),
+    };
     append(
         "ip-route.json",
         &mut nodes.iter().map(|node| {
-            json!({"type": "unicast", "dst": format!("{}/24", node.subnet), "gateway": node.subnet.to_string(),
-                "dev": "flannel.1", "table": "main", "protocol": "boot", "scope": "global", "flags": ["onlink"]})
+            json!({"type": "unicast", "dst": format!("{}/{prefix}", node.subnet), "gateway": node.subnet.to_string(),
+                "dev": device, "table": "main", "protocol": protocol, "scope": "global", "flags": ["onlink"]})
         }),
     )?;
     append(
         "ip-neigh.json",
         &mut nodes.iter().map(|node| {
-            json!({"dst": node.subnet.to_string(), "dev": "flannel.1", "lladdr": node.vtep_mac, "state": ["PERMANENT"]})
+            json!({"dst": node.subnet.to_string(), "dev": device, "lladdr": node.vtep_mac, "state": ["PERMANENT"]})
         }),
     )?;
     append(
         "bridge-fdb.json",
         &mut nodes.iter().map(|node| {
-            json!({"mac": node.vtep_mac, "ifname": "flannel.1", "dst": node.address.to_string(),
+            json!({"mac": node.vtep_mac, "ifname": device, "dst": node.address.to_string(),
                 "flags": ["self"], "state": "permanent"})
         }),
     )?;
+    if cni == Cni::CalicoVxlan {
+        // felix's ipsets: the pools, and every other node's address as a
+        // host VXLAN packets may come from.
+        let path = host.join("ipset-save.txt");
+        let mut text = fs::read_to_string(&path)?.replace(EXAMPLE_NETWORK, NETWORK);
+        for node in nodes {
+            let _ = writeln!(text, "add cali40all-vxlan-net {}", node.address);
+        }
+        fs::write(path, text)?;
+    }
 
     let path = host.join("iptables-save.txt");
     let text = fs::read_to_string(&path)?.replace(EXAMPLE_NETWORK, NETWORK);

@@ -13,7 +13,7 @@ use skoop::engine::{
     Severity, Step, Verdict,
 };
 use skoop::packs::LoadedPacks;
-use skoop::report::json::{ErrorReport, Report, link_kind};
+use skoop::report::json::{ErrorReport, Report, finding_paths, link_kind};
 use skoop::report::picture::{Picture, assumed_mark};
 use skoop::report::{dot, html, svg};
 use skoop::snapshot::Snapshot;
@@ -457,40 +457,21 @@ pub(super) fn verdict_status(verdict: Verdict) -> u8 {
 
 /// A finding as the text report says it: once, with the paths (numbered
 /// from 1) it is about. The walker records a stop on every path it ends, so
-/// that paths forked from one hop repeat it word for word; a finding that
-/// stops no path is recorded once, at the first visit of its place, and is
-/// about every path through that place.
+/// that paths forked from one hop repeat it word for word: those are one
+/// finding about all their paths (`finding_paths` of each).
 struct Said<'d> {
     finding: &'d Finding,
     paths: Vec<usize>,
-}
-
-/// The paths (numbered from 1) a finding is about: those it ends, else
-/// those through the namespace it is about.
-fn paths_of(diagnosis: &Diagnosis, finding: &Finding) -> Vec<usize> {
-    let numbered = || diagnosis.paths.iter().enumerate().map(|(i, p)| (i + 1, p));
-    let ended: Vec<usize> = numbered()
-        .filter(|(_, path)| path.hops.last() == Some(&finding.hop_index))
-        .map(|(number, _)| number)
-        .collect();
-    if !ended.is_empty() {
-        return ended;
-    }
-    numbered()
-        .filter(|(_, path)| {
-            path.hops
-                .iter()
-                .any(|&hop| diagnosis.hop(hop).id == finding.hop)
-        })
-        .map(|(number, _)| number)
-        .collect()
 }
 
 /// Each distinct finding once, in the order first found.
 fn said_findings(diagnosis: &Diagnosis) -> Vec<Said<'_>> {
     let mut said: Vec<Said> = Vec::new();
     for finding in &diagnosis.findings {
-        let paths = paths_of(diagnosis, finding);
+        let paths = finding_paths(diagnosis, finding)
+            .into_iter()
+            .map(|index| index + 1)
+            .collect();
         let same = |s: &&mut Said| {
             let f = s.finding;
             (
@@ -729,7 +710,10 @@ fn text(diagnosis: &Diagnosis, detail: Detail) -> String {
                 finding.hop,
                 finding.message
             );
-            say!("      evidence: {}", finding.evidence);
+            // An object's check that cannot tell has no file to point at.
+            if !finding.evidence.is_empty() {
+                say!("      evidence: {}", finding.evidence);
+            }
         }
     }
     text

@@ -27,9 +27,11 @@ mod diagnose;
 mod diff;
 mod live;
 mod matrix;
+mod namespace;
 mod netfilter;
 mod packs;
 mod route;
+mod shell;
 mod snapshot;
 
 use std::process::ExitCode;
@@ -56,6 +58,9 @@ enum Command {
     /// Collect snapshots: one namespace of this machine, or a live cluster.
     #[command(subcommand)]
     Collect(collect::CollectCommand),
+    /// Print a shell's completion script for skoop (bash, zsh, fish, elvish,
+    /// powershell), e.g. `skoop completions bash > /etc/bash_completion.d/skoop`.
+    Completions(shell::CompletionsArgs),
     // Its help text is DiagnoseArgs's own doc comment, examples included.
     Diagnose(Box<diagnose::DiagnoseArgs>),
     // Its help text is DiffArgs's own doc comment, as for matrix below.
@@ -64,6 +69,8 @@ enum Command {
     /// Ask the kernel model what one namespace's iptables rules do with a packet.
     #[command(subcommand)]
     Netfilter(netfilter::NetfilterCommand),
+    /// Print a manual page in roff: `skoop man | man -l -`, `skoop man diagnose`.
+    Man(shell::ManArgs),
     /// List, show, lint, test and create rule packs.
     #[command(subcommand)]
     Packs(packs::PacksCommand),
@@ -101,6 +108,8 @@ pub fn run() -> ExitCode {
     };
     match cli.command {
         Command::Collect(command) => collect::run(command),
+        Command::Completions(args) => shell::completions(args),
+        Command::Man(args) => shell::man(args),
         Command::Diagnose(args) => diagnose::run(args),
         Command::Diff(args) => diff::run(*args),
         Command::Matrix(args) => matrix::run(*args),

@@ -19,6 +19,7 @@ use skoop::snapshot::netns::NetnsDump;
 use skoop::snapshot::netns::iptables::{self, Protocol, TcpFlagBits};
 use skoop::snapshot::netns::nft;
 
+use super::namespace::{NamespaceArgs, lacking_files};
 use super::{EXIT_USAGE, OutputFormat, ProtocolArg, parse_mark, print_json, report_problems};
 
 #[derive(Debug, Subcommand)]
@@ -38,19 +39,20 @@ pub enum NetfilterCommand {
     /// Exit status: 0 when every outcome accepts, 1 when some drop, reject or
     /// are unknown, 2 for bad arguments or an unreadable dump.
     ///
-    /// Example: skoop netfilter trace --netns snap/nodes/node-1/host
-    /// --src 10.244.1.2 --dst 10.96.0.100 --protocol tcp --port 80 --in-iface cni0
+    /// Examples: skoop netfilter trace --netns snap/nodes/node-1/host
+    /// --src 10.244.1.2 --dst 10.96.0.100 --protocol tcp --port 80 --in-iface cni0;
+    /// skoop netfilter trace --snapshot snap --node node-1 (the same dump).
     Trace(TraceArgs),
 }
 
 #[derive(Debug, Args)]
-#[command(group(clap::ArgGroup::new("input").required(true).args(["netns", "rules"])))]
+#[command(group(clap::ArgGroup::new("input").required(true).args(["netns", "node", "pod", "rules"])))]
 pub struct TraceArgs {
-    /// A namespace dump directory (iptables-save.txt and nft-ruleset.json;
+    /// The namespace dump (iptables-save.txt and nft-ruleset.json;
     /// ip-route.json, ip-rule.json, ip-addr.json for routing and local
     /// addresses; ipset-save.txt for sets).
-    #[arg(long, value_name = "DIR")]
-    netns: Option<PathBuf>,
+    #[command(flatten)]
+    namespace: NamespaceArgs,
     /// A ruleset file alone: iptables-save output, or `nft -j list ruleset`
     /// (told apart by content). No routing: give --local-ip and --out-iface.
     #[arg(long, value_name = "FILE")]
@@ -125,25 +127,22 @@ fn load(args: &TraceArgs) -> Result<NetnsDump, ExitCode> {
         err!("error: {message}");
         ExitCode::from(EXIT_USAGE)
     };
-    if let Some(dir) = &args.netns {
-        if !dir.is_dir() {
-            return Err(usage(format!(
-                "{}: no such namespace dump directory",
-                dir.display()
-            )));
-        }
-        let (dump, problems) = NetnsDump::load(dir);
+    let Some(file) = &args.rules else {
+        let dir = args.namespace.dir().map_err(usage)?;
+        let (dump, problems) = NetnsDump::load(&dir);
         report_problems(&problems);
+        let files = [
+            ("iptables-save.txt", dump.iptables.is_some()),
+            ("nft-ruleset.json", dump.nftables.is_some()),
+        ];
         if dump.iptables.is_none() && dump.nftables.is_none() {
+            let lacking = lacking_files(&dump, &files).unwrap_or_default();
             return Err(usage(format!(
-                "{}: no readable iptables-save.txt or nft-ruleset.json",
+                "{}: a trace needs iptables-save.txt or nft-ruleset.json: {lacking}",
                 dir.display()
             )));
         }
         return Ok(dump);
-    }
-    let Some(file) = &args.rules else {
-        return Err(usage("give --netns DIR or --rules FILE".into()));
     };
     let text = match read_text(file, input::dump_file("iptables-save.txt")) {
         Ok(Some(text)) => text,

@@ -7,7 +7,10 @@ use clap::{Args, Subcommand, ValueEnum};
 use skoop::pack_tests;
 use skoop::packs::{self, HOOKS, IntRange, LoadedPacks, Override, Pack, PackKind, scaffold};
 
-use super::{EXIT_USAGE, report_problems};
+use super::{EXIT_USAGE, OutputFormat, report_problems};
+
+mod eval;
+use eval::eval;
 
 #[derive(Debug, Subcommand)]
 pub enum PacksCommand {
@@ -39,7 +42,28 @@ pub enum PacksCommand {
         /// Pack directories (or directories of packs).
         #[arg(required = true)]
         dirs: Vec<PathBuf>,
+        /// Show what each case reported (its findings, each flow's
+        /// disposition and findings) beside what it expected.
+        #[arg(short, long)]
+        verbose: bool,
     },
+    /// Run a pack's checks over a snapshot and print every check, what it
+    /// reported, and what its scripts printed.
+    ///
+    /// For writing a pack: each check with the subjects it ran on, every
+    /// finding (failed, cannot tell, or script error) with its evidence,
+    /// expected value and remediation, and the lines its scripts printed
+    /// with `print` and `debug` (shown nowhere else). A CNI pack runs
+    /// whether or not its detection finds its CNI; the output says which.
+    /// Hop checks need a path: `skoop diagnose --pack-path DIR` runs them.
+    ///
+    ///   skoop packs eval plugins/flannel --snapshot examples/flannel-vxlan
+    ///   skoop packs eval my-pack -s snap --node node-1 --set my-pack.mtu=1400
+    ///
+    /// Exit status: 0 when no check failed or broke, 1 when one reported a
+    /// failure or a script error, 2 when the pack or the snapshot cannot be
+    /// used.
+    Eval(EvalArgs),
     /// Create a new pack in ./NAME whose own tests pass.
     New {
         name: String,
@@ -49,6 +73,27 @@ pub enum PacksCommand {
         #[arg(long)]
         dir: Option<PathBuf>,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct EvalArgs {
+    /// The pack directory (or a directory of packs) whose checks run.
+    dir: PathBuf,
+    /// The snapshot directory to run them over.
+    #[arg(short, long, value_name = "DIR", env = "SKOOP_SNAPSHOT")]
+    snapshot: PathBuf,
+    /// Only what is about this node: its checks (per remote node, with every
+    /// peer), its pods' checks, and its Node object's.
+    #[arg(long, value_name = "NAME", conflicts_with = "pod")]
+    node: Option<String>,
+    /// Only what is about this pod: its checks and its Pod object's.
+    #[arg(long, value_name = "NS/NAME")]
+    pod: Option<String>,
+    /// Override a parameter: PACK.PARAM=VALUE (validated like any value).
+    #[arg(long = "set", value_name = "PACK.PARAM=VALUE", value_parser = Override::parse)]
+    overrides: Vec<Override>,
+    #[arg(short, long, value_enum, default_value_t = OutputFormat::Text)]
+    output: OutputFormat,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -99,7 +144,8 @@ pub fn run(command: PacksCommand) -> ExitCode {
         PacksCommand::List(load) => list(&load),
         PacksCommand::Show { name, load } => show(&name, &load),
         PacksCommand::Lint { dirs, overrides } => lint(&dirs, &overrides),
-        PacksCommand::Test { dirs } => test(&dirs),
+        PacksCommand::Test { dirs, verbose } => test(&dirs, verbose),
+        PacksCommand::Eval(args) => eval(&args),
         PacksCommand::New { name, kind, dir } => new(&name, kind, dir),
     }
 }
@@ -262,7 +308,7 @@ fn lint(dirs: &[PathBuf], overrides: &[Override]) -> ExitCode {
     }
 }
 
-fn test(dirs: &[PathBuf]) -> ExitCode {
+fn test(dirs: &[PathBuf], verbose: bool) -> ExitCode {
     let (mut passed, mut failed) = (0, 0);
     let mut unusable = false;
     for dir in dirs {
@@ -309,6 +355,11 @@ fn test(dirs: &[PathBuf]) -> ExitCode {
                                 out!("    {failure}");
                             }
                             failed += 1;
+                        }
+                        if verbose {
+                            for line in &result.details {
+                                out!("      {line}");
+                            }
                         }
                     }
                 }

@@ -2,7 +2,6 @@
 //! `ip route get` would answer it on the live namespace.
 
 use std::net::IpAddr;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
@@ -14,6 +13,7 @@ use skoop::netstack::routing::{
 };
 use skoop::snapshot::netns::NetnsDump;
 
+use super::namespace::{NamespaceArgs, lacking_files};
 use super::{EXIT_USAGE, OutputFormat, parse_mark, print_json, report_problems};
 
 #[derive(Debug, Subcommand)]
@@ -28,15 +28,20 @@ pub enum RouteCommand {
     /// Exit status: 0 routed, 1 unroutable (no route, unreachable, prohibit,
     /// blackhole) or unknown, 2 bad arguments or unreadable dump.
     ///
-    /// Example: skoop route lookup --netns snap/nodes/node-1/host --dst 10.244.1.5
+    /// Examples:
+    ///   skoop route lookup --netns snap/nodes/node-1/host --dst 10.244.1.5
+    ///   skoop route lookup --snapshot snap --node node-1 --dst 10.244.1.5
+    ///   skoop route lookup --snapshot snap --pod default/web-0 --dst 10.96.0.100
+    #[command(verbatim_doc_comment)]
     Lookup(LookupArgs),
 }
 
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("dump").required(true).args(["netns", "node", "pod"])))]
 pub struct LookupArgs {
-    /// A namespace dump directory (holding ip-route.json, ip-rule.json, ip-addr.json).
-    #[arg(long, value_name = "DIR")]
-    netns: PathBuf,
+    /// The namespace dump (it needs ip-route.json, ip-rule.json, ip-addr.json).
+    #[command(flatten)]
+    namespace: NamespaceArgs,
     /// Destination address.
     #[arg(long)]
     dst: IpAddr,
@@ -121,19 +126,25 @@ fn lookup(args: LookupArgs) -> ExitCode {
         );
         return ExitCode::from(EXIT_USAGE);
     }
-    if !args.netns.is_dir() {
-        err!(
-            "error: {}: no such namespace dump directory",
-            args.netns.display()
-        );
-        return ExitCode::from(EXIT_USAGE);
-    }
-    let (dump, problems) = NetnsDump::load(&args.netns);
+    let dir = match args.namespace.dir() {
+        Ok(dir) => dir,
+        Err(e) => {
+            err!("error: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let (dump, problems) = NetnsDump::load(&dir);
     report_problems(&problems);
     let (Some(routes), Some(rules), Some(addrs)) = (&dump.routes, &dump.rules, &dump.addrs) else {
+        let files = [
+            ("ip-route.json", dump.routes.is_some()),
+            ("ip-rule.json", dump.rules.is_some()),
+            ("ip-addr.json", dump.addrs.is_some()),
+        ];
+        let lacking = lacking_files(&dump, &files).unwrap_or_default();
         err!(
-            "error: {}: a route lookup needs ip-route.json, ip-rule.json and ip-addr.json",
-            args.netns.display()
+            "error: {}: a route lookup needs ip-route.json, ip-rule.json and ip-addr.json: {lacking}",
+            dir.display()
         );
         return ExitCode::from(EXIT_USAGE);
     };

@@ -1,6 +1,6 @@
 //! `skoop snapshot check`: what a snapshot holds and what is wrong with it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -9,16 +9,23 @@ use clap::{Args, Subcommand};
 use ipnet::IpNet;
 use serde::Serialize;
 use skoop::snapshot::cluster::Cluster;
-use skoop::snapshot::{Problem, Snapshot};
+use skoop::snapshot::{NetnsId, Problem, Snapshot};
 
 use super::{EXIT_USAGE, OutputFormat, print_json};
 
 #[derive(Debug, Subcommand)]
 pub enum SnapshotCommand {
-    /// Load a snapshot and list what was loaded and every problem found.
+    /// Load a snapshot: what was loaded, every problem, and whether it is complete.
     ///
-    /// Exit status: 0 when the snapshot is clean, 1 when problems were found
-    /// (each printed as file:line:col: message), 2 when DIR is not a snapshot.
+    /// A problem is a file that cannot be read or parsed, printed as
+    /// file:line:col: message. A warning is something a diagnosis will lack:
+    /// a node or pod of the cluster's objects without a dump, a dump without
+    /// an object, an empty namespace directory, a dump without a file every
+    /// diagnosis reads. The last line sums it up.
+    ///
+    /// Exit status: 0 when the snapshot is complete and clean, 1 when
+    /// problems were found, 3 when it is readable but incomplete (warnings
+    /// only), 2 when DIR is not a snapshot.
     Check(CheckArgs),
 }
 
@@ -44,6 +51,8 @@ struct CheckReport<'a> {
     cluster: ClusterReport,
     namespaces: Vec<NamespaceReport>,
     problems: &'a [Problem],
+    /// What a diagnosis will lack, each once.
+    warnings: Vec<Gap>,
 }
 
 /// What was loaded from `cluster/`: the objects a diagnosis starts from, and
@@ -117,6 +126,7 @@ fn check(args: CheckArgs) -> ExitCode {
             })
             .collect(),
         problems: &problems,
+        warnings: gaps(&snapshot),
     };
     match args.output {
         OutputFormat::Json => {
@@ -126,10 +136,226 @@ fn check(args: CheckArgs) -> ExitCode {
         }
         OutputFormat::Text => print_text(&report),
     }
-    if problems.is_empty() {
-        ExitCode::SUCCESS
-    } else {
+    if !problems.is_empty() {
         ExitCode::from(1)
+    } else if !report.warnings.is_empty() {
+        ExitCode::from(EXIT_INCOMPLETE)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// Exit status of a snapshot that can be read but lacks something.
+const EXIT_INCOMPLETE: u8 = 3;
+
+/// What kind of thing a diagnosis will lack.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+enum GapKind {
+    /// A Node object without a dump of its host namespace.
+    NodeWithoutDump,
+    /// A Pod object (scheduled, not hostNetwork, not finished) without a
+    /// dump, on a node that has dumps.
+    PodWithoutDump,
+    /// A dump whose node or pod is not in the objects, or is elsewhere.
+    DumpWithoutObject,
+    /// A namespace directory without any dump file.
+    EmptyDump,
+    /// A dump without a file every diagnosis reads there.
+    FilesMissing,
+}
+
+impl GapKind {
+    /// How the summary counts `count` of them.
+    fn counted(self, count: usize) -> String {
+        let (one, many) = match self {
+            GapKind::NodeWithoutDump => ("node without a dump", "nodes without dumps"),
+            GapKind::PodWithoutDump => ("pod without a dump", "pods without dumps"),
+            GapKind::DumpWithoutObject => ("dump without an object", "dumps without objects"),
+            GapKind::EmptyDump => ("empty dump", "empty dumps"),
+            GapKind::FilesMissing => (
+                "dump lacking files a diagnosis reads",
+                "dumps lacking files a diagnosis reads",
+            ),
+        };
+        format!("{count} {}", if count == 1 { one } else { many })
+    }
+}
+
+/// One thing a diagnosis will lack.
+#[derive(Debug, Serialize)]
+struct Gap {
+    kind: GapKind,
+    /// The node (`node/NAME`), pod (`NS/NAME`) or dump it is about.
+    subject: String,
+    message: String,
+}
+
+/// The files a diagnosis reads in every namespace it walks through, each
+/// as the names any one of which will do (iptables or nftables). Without
+/// one, what needs it is `insufficient_info`. The others are read where
+/// they matter (IPv6 routes, ipsets, IPVS) and are not looked for here.
+const READ_IN_EVERY_NAMESPACE: &[&[&str]] = &[
+    &["ip-link.json"],
+    &["ip-addr.json"],
+    &["ip-route.json"],
+    &["ip-rule.json"],
+    &["ip-neigh.json"],
+    &["iptables-save.txt", "nft-ruleset.json"],
+    &["sysctl.txt"],
+    &["ss.txt"],
+];
+
+/// Also read in a node's host namespace: where its bridges and VXLAN
+/// devices send frames.
+const READ_IN_HOSTS: &[&[&str]] = &[&["bridge-fdb.json"]];
+
+/// Whether the snapshot holds what a diagnosis reads: every node and pod of
+/// the objects with its dump, every dump with its object, and in each dump
+/// the files read at every hop. Unreadable files are problems already, not
+/// repeated here.
+fn gaps(snapshot: &Snapshot) -> Vec<Gap> {
+    let cluster = &snapshot.cluster;
+    let mut gaps = Vec::new();
+    let nodes_with_dumps: BTreeSet<&str> = snapshot.namespaces.keys().map(NetnsId::node).collect();
+    // Counted once: a large cluster has thousands of nodes and pods.
+    let mut pods_on: HashMap<&str, usize> = HashMap::new();
+    for pod in cluster.pods().filter(|pod| has_own_netns(pod)) {
+        if let Some(node) = pod.node_name.as_deref() {
+            *pods_on.entry(node).or_default() += 1;
+        }
+    }
+    for node in cluster.nodes() {
+        let name = node.meta.name.as_str();
+        if nodes_with_dumps.contains(name) {
+            if !snapshot
+                .namespaces
+                .contains_key(&NetnsId::Host { node: name.into() })
+            {
+                gaps.push(Gap {
+                    kind: GapKind::NodeWithoutDump,
+                    subject: format!("node/{name}"),
+                    message: format!(
+                        "no dump of its host namespace ({}), though some of its pods have one",
+                        NetnsId::Host { node: name.into() }.dir().display()
+                    ),
+                });
+            }
+            continue;
+        }
+        let pods = match pods_on.get(name).copied().unwrap_or(0) {
+            0 => String::new(),
+            1 => " nor of its 1 pod".to_string(),
+            count => format!(" nor of its {count} pods"),
+        };
+        gaps.push(Gap {
+            kind: GapKind::NodeWithoutDump,
+            subject: format!("node/{name}"),
+            message: format!(
+                "no dump of its host namespace (nodes/{name}/host){pods}: a diagnosis through it is assumed or insufficient_info"
+            ),
+        });
+    }
+    for pod in cluster.pods().filter(|pod| has_own_netns(pod)) {
+        let Some(node) = pod.node_name.as_deref() else {
+            continue;
+        };
+        let id = NetnsId::Pod {
+            node: node.into(),
+            namespace: pod.meta.namespace.clone(),
+            name: pod.meta.name.clone(),
+        };
+        if nodes_with_dumps.contains(node) && !snapshot.namespaces.contains_key(&id) {
+            gaps.push(Gap {
+                kind: GapKind::PodWithoutDump,
+                subject: format!("{}/{}", pod.meta.namespace, pod.meta.name),
+                message: format!(
+                    "on {node}, no dump of its namespace ({})",
+                    id.dir().display()
+                ),
+            });
+        }
+    }
+    for (id, entry) in &snapshot.namespaces {
+        if let Some(why) = without_object(cluster, id) {
+            gaps.push(Gap {
+                kind: GapKind::DumpWithoutObject,
+                subject: id.to_string(),
+                message: format!("{}: {why}", entry.dir.display()),
+            });
+        }
+        let dump = &entry.dump;
+        if dump.files_present().is_empty() && dump.unreadable.is_empty() {
+            gaps.push(Gap {
+                kind: GapKind::EmptyDump,
+                subject: id.to_string(),
+                message: format!("{}: no dump files in it", entry.dir.display()),
+            });
+            continue;
+        }
+        let present = dump.files_present();
+        let host_files = match id {
+            NetnsId::Host { .. } => READ_IN_HOSTS,
+            NetnsId::Pod { .. } => &[],
+        };
+        let lacking: Vec<String> = READ_IN_EVERY_NAMESPACE
+            .iter()
+            .chain(host_files)
+            .filter(|names| {
+                !names
+                    .iter()
+                    .any(|name| present.contains(name) || dump.unreadable.contains_key(name))
+            })
+            .map(|names| names.join(" or "))
+            .collect();
+        if !lacking.is_empty() {
+            gaps.push(Gap {
+                kind: GapKind::FilesMissing,
+                subject: id.to_string(),
+                message: format!(
+                    "{}: no {} (not collected): what needs it is insufficient_info",
+                    entry.dir.display(),
+                    lacking.join(", ")
+                ),
+            });
+        }
+    }
+    gaps.sort_by_key(|gap| gap.kind);
+    gaps
+}
+
+/// Whether a pod has a network namespace of its own to dump: scheduled,
+/// not on the host's network, not finished.
+fn has_own_netns(pod: &skoop::snapshot::cluster::Pod) -> bool {
+    use skoop::snapshot::cluster::PodPhase;
+    pod.node_name.is_some()
+        && !pod.host_network
+        && !matches!(pod.phase, Some(PodPhase::Succeeded | PodPhase::Failed))
+}
+
+/// Why a dump has no object to go with it, if it has none.
+fn without_object(cluster: &Cluster, id: &NetnsId) -> Option<String> {
+    match id {
+        NetnsId::Host { node } => cluster
+            .node(node)
+            .is_none()
+            .then(|| format!("no Node {node} in the cluster objects")),
+        NetnsId::Pod {
+            node,
+            namespace,
+            name,
+        } => match cluster.pod(namespace, name) {
+            None => Some(format!("no Pod {namespace}/{name} in the cluster objects")),
+            Some(pod) => match pod.node_name.as_deref() {
+                Some(scheduled) if scheduled == node => None,
+                Some(scheduled) => Some(format!(
+                    "the objects put Pod {namespace}/{name} on {scheduled}, not {node}"
+                )),
+                None => Some(format!(
+                    "Pod {namespace}/{name} is not scheduled in the objects"
+                )),
+            },
+        },
     }
 }
 
@@ -280,4 +506,44 @@ fn print_text(report: &CheckReport) {
             out!("  {problem}");
         }
     }
+    if !report.warnings.is_empty() {
+        out!("warnings: {}", report.warnings.len());
+    }
+    let kinds: BTreeSet<GapKind> = report.warnings.iter().map(|gap| gap.kind).collect();
+    for &kind in &kinds {
+        let of_kind: Vec<&Gap> = report.warnings.iter().filter(|g| g.kind == kind).collect();
+        for gap in of_kind.iter().take(WARNINGS_SHOWN) {
+            out!("  {}: {}", gap.subject, gap.message);
+        }
+        if of_kind.len() > WARNINGS_SHOWN {
+            out!(
+                "  ... {} not shown (-o json lists every one)",
+                kind.counted(of_kind.len() - WARNINGS_SHOWN)
+            );
+        }
+    }
+    out!("{}", summary(report, &kinds));
+}
+
+/// How many warnings of one kind the text shows (a large cluster collected
+/// for one flow lacks thousands of pods' dumps).
+const WARNINGS_SHOWN: usize = 10;
+
+/// The last line: complete or what it lacks, and how many problems.
+fn summary(report: &CheckReport, kinds: &BTreeSet<GapKind>) -> String {
+    let problems = match report.problems.len() {
+        0 => "no problems".to_string(),
+        1 => "1 problem".to_string(),
+        n => format!("{n} problems"),
+    };
+    if kinds.is_empty() {
+        return format!(
+            "complete: every node and pod of the objects has its dump, with the files a diagnosis reads; {problems}"
+        );
+    }
+    let counted: Vec<String> = kinds
+        .iter()
+        .map(|&kind| kind.counted(report.warnings.iter().filter(|g| g.kind == kind).count()))
+        .collect();
+    format!("incomplete: {}; {problems}", counted.join(", "))
 }

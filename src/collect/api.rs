@@ -364,21 +364,27 @@ pub async fn collect_objects(
     }
     for gvk in custom {
         let request = Request::new("get", format!("/apis/{}/{}", gvk.group, gvk.version), None);
-        let found = connection
-            .call(
-                request,
-                kube::discovery::pinned_kind(&connection.client, &gvk),
-            )
-            .await;
-        let resource = match found {
-            Ok((resource, _)) => resource,
-            Err(e) if e.code() == Some(404) => {
-                report
-                    .not_served
-                    .push(format!("{}/{} {}", gvk.group, gvk.version, gvk.kind));
-                continue;
+        // A group the server does not serve is a 404; a kind missing from a
+        // group it serves (a CNI installed without one of its CRDs) is
+        // discovery's MissingKind. Neither stops the collection.
+        let discover = async {
+            match kube::discovery::pinned_kind(&connection.client, &gvk).await {
+                Err(kube::Error::Discovery(kube::error::DiscoveryError::MissingKind(_))) => {
+                    Ok(None)
+                }
+                found => found.map(|(resource, _)| Some(resource)),
             }
+        };
+        let served = match connection.call(request, discover).await {
+            Ok(served) => served,
+            Err(e) if e.code() == Some(404) => None,
             Err(e) => return Err(e),
+        };
+        let Some(resource) = served else {
+            report
+                .not_served
+                .push(format!("{}/{} {}", gvk.group, gvk.version, gvk.kind));
+            continue;
         };
         let items = connection.list_all(&resource, None).await?;
         write_list(&cluster, &resource, None, items, &mut report)?;

@@ -57,6 +57,16 @@ pub(crate) struct Backend {
     pub masquerade: bool,
 }
 
+/// Whether the routers of the underlay route pod addresses (`underlay`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct UnderlayRoutes {
+    /// The pack that answered.
+    pub pack: String,
+    pub pods: bool,
+    /// Why, in the CNI's words.
+    pub why: String,
+}
+
 /// The veth pair the CNI gives a pod (`pod_interface`).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub(crate) struct PodInterface {
@@ -150,6 +160,24 @@ impl<'s> Intent<'s> {
             vni: field.optional(integer, "a VNI", "vni")?,
             mac: field.optional(|v| string(v)?.parse().ok(), "a MAC address", "mac")?,
             overhead: field.optional(integer, "a byte count", "overhead")?,
+        }))
+    }
+
+    /// Whether the routers beyond a node's gateway (not in the snapshot)
+    /// route the packet's pod address to its node.
+    pub fn underlay(&self, hop: &Arc<HopScope>) -> Result<Option<UnderlayRoutes>, Undecided> {
+        let arg = Dynamic::from(hop.packet.clone());
+        let Some((pack, map)) = self.call_cni("underlay", hop, arg)? else {
+            return Ok(None);
+        };
+        let field = Fields::new(pack, "underlay", &map);
+        let pods = field
+            .optional(|value| value.as_bool().ok(), "a bool", "routes_pods")?
+            .ok_or_else(|| field.malformed("routes_pods is missing".into()))?;
+        Ok(Some(UnderlayRoutes {
+            pack: pack.name.clone(),
+            pods,
+            why: field.text("why")?,
         }))
     }
 

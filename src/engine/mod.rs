@@ -190,10 +190,22 @@ pub enum LinkKind {
     BridgePort,
     Vxlan,
     Underlay,
+    /// Through routers of the underlay that are not in the snapshot (a
+    /// node's gateway nobody holds) to the node holding the destination:
+    /// assumed.
+    UnderlayRouted,
     /// Within one namespace: the destination's socket answering.
     Local,
     /// Leaving the cluster.
     Outside,
+}
+
+impl LinkKind {
+    /// Whether crossing the link is assumed rather than read from the
+    /// snapshot (what is between its ends is not in it).
+    pub fn assumed(self) -> bool {
+        self == LinkKind::UnderlayRouted
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -255,7 +267,7 @@ pub struct PathResult {
     pub probability: f64,
     /// Indices into [`Diagnosis::hops`], in order.
     pub hops: Vec<usize>,
-    /// The path goes through a hop whose behaviour is assumed.
+    /// The path goes through a hop or over a link whose behaviour is assumed.
     pub assumed: bool,
     /// How the packet leaves the cluster, where the path does.
     pub exit: Option<Exit>,

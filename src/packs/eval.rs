@@ -38,6 +38,16 @@ pub enum FindingStatus {
     ScriptError,
 }
 
+impl std::fmt::Display for FindingStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            FindingStatus::Failed => "failed",
+            FindingStatus::Unknown => "cannot tell",
+            FindingStatus::ScriptError => "script error",
+        })
+    }
+}
+
 /// Where a finding's evidence is: a snapshot file and line, or an object's source.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Evidence {
@@ -87,6 +97,15 @@ impl Evidence {
             None => Evidence::file(file),
         }
     }
+}
+
+/// Where a check that cannot tell looked: the subject's namespace dump,
+/// whose files are missing or unreadable (an object's check has none).
+fn unknown_evidence(ctx: &Context) -> Vec<Evidence> {
+    let entry = ctx.netns.as_ref().and_then(|netns| netns.entry());
+    entry
+        .map(|entry| vec![Evidence::file(entry.dir.clone())])
+        .unwrap_or_default()
 }
 
 /// One finding of a check about one subject.
@@ -236,7 +255,7 @@ impl Evaluator<'_> {
                 ctx,
                 FindingStatus::Unknown,
                 format!("cannot tell: {reason}"),
-                Vec::new(),
+                unknown_evidence(ctx),
                 None,
             )],
             Err(Stop::Error(error)) => {
@@ -279,7 +298,7 @@ impl Evaluator<'_> {
             Stop::Unknown(reason) => (
                 FindingStatus::Unknown,
                 format!("cannot tell: {reason}"),
-                Vec::new(),
+                unknown_evidence(ctx),
                 None,
             ),
             Stop::Error(error) => {
@@ -850,12 +869,13 @@ fn object_evidence(source: &crate::snapshot::cluster::ObjectSource) -> Evidence 
 }
 
 /// Every subject of a scope in a snapshot that `about` accepts, as contexts;
-/// the peers of a check made per remote node are the nodes it accepts too.
+/// the peers of a check made per remote node are the nodes `peer` accepts.
 pub fn subjects(
     check: &Check,
     params: &Dynamic,
     snapshot: &Arc<Snapshot>,
     about: &dyn Fn(&Subject) -> bool,
+    peer: &dyn Fn(&Subject) -> bool,
 ) -> Vec<Context> {
     let base = |subject: Subject| Context::new(params.clone(), snapshot.clone(), subject);
     let mut contexts = Vec::new();
@@ -877,7 +897,7 @@ pub fn subjects(
                     Some(ForEach::RemoteNodes) => {
                         let peers = snapshot.cluster.nodes().filter(|n| {
                             n.meta.name != *node
-                                && about(&Subject::Node {
+                                && peer(&Subject::Node {
                                     name: n.meta.name.clone(),
                                 })
                         });

@@ -64,6 +64,12 @@ pub const HOOKS: &[HookSpec] = &[
         doc: "The CNI's masquerade decision for the packet at this hop.",
     },
     HookSpec {
+        name: "underlay",
+        params: &["ctx", "packet"],
+        returns: "() for no opinion, or #{routes_pods: bool, why: String}",
+        doc: "Whether the routers beyond a node's gateway (not in the snapshot) route the packet's pod address to the pod's node, as a node sends it unencapsulated.",
+    },
+    HookSpec {
         name: "pod_interface",
         params: &["ctx", "pod"],
         returns: "#{host_veth: String or (), pod_dev: String or (), mtu: int or ()}; () where the CNI cannot tell (a veth named at random)",

@@ -100,12 +100,26 @@ fn parse_cidr(text: &str) -> Fallible<IpNet> {
 
 /// An IP given as `Ip` or as a string.
 fn as_ip(value: &Dynamic) -> Fallible<IpAddr> {
-    if let Some(ip) = value.clone().try_cast::<IpAddr>() {
-        return Ok(ip);
+    host_value_or_text(value, "an Ip", parse_ip)
+}
+
+/// A network given as `Cidr` or as a string.
+fn as_cidr(value: &Dynamic) -> Fallible<IpNet> {
+    host_value_or_text(value, "a Cidr", parse_cidr)
+}
+
+/// A host value of type `T` given as itself or as text `parse` reads.
+fn host_value_or_text<T: Clone + 'static>(
+    value: &Dynamic,
+    what: &str,
+    parse: fn(&str) -> Fallible<T>,
+) -> Fallible<T> {
+    if let Some(found) = value.clone().try_cast::<T>() {
+        return Ok(found);
     }
     match value.clone().into_immutable_string() {
-        Ok(s) => parse_ip(&s),
-        Err(kind) => fail(format!("expected an Ip or a string, found {kind}")),
+        Ok(s) => parse(&s),
+        Err(kind) => fail(format!("expected {what} or a string, found {kind}")),
     }
 }
 
@@ -379,6 +393,20 @@ fn register_cluster(engine: &mut Engine) {
                 .map(Dynamic::from)
                 .collect()
         })
+        // The pods with an address in `net`: a CNI's block of addresses.
+        .register_fn(
+            "pods_in",
+            |c: &mut ClusterRef, net: Dynamic| -> Fallible<Array> {
+                let net = as_cidr(&net)?;
+                Ok(c.snapshot
+                    .cluster
+                    .pods()
+                    .filter(|p| p.ips.iter().any(|ip| net.contains(ip)))
+                    .filter_map(|p| PodRef::new(&c.snapshot, &p.meta.namespace, &p.meta.name))
+                    .map(Dynamic::from)
+                    .collect())
+            },
+        )
         .register_fn(
             "pods_labelled",
             |c: &mut ClusterRef, key: &str, value: &str| -> Array {
@@ -469,7 +497,82 @@ fn register_cluster(engine: &mut Engine) {
                     .map(|o| json_to_dynamic(&o.value))
                     .collect()
             },
-        );
+        )
+        // A kind of object can have one per node or more (a CNI's address
+        // blocks): these find the few a check is about without handing the
+        // script all of them.
+        .register_fn(
+            "has_objects",
+            |c: &mut ClusterRef, api_version: &str, kind: &str| {
+                c.snapshot
+                    .cluster
+                    .objects(api_version, kind)
+                    .next()
+                    .is_some()
+            },
+        )
+        .register_fn("objects_where", objects_where)
+        .register_fn("objects_holding", objects_holding);
+}
+
+/// The JSON pointer of a dotted field path (`spec.node` -> `/spec/node`).
+fn field_pointer(field: &str) -> String {
+    field.split('.').fold(String::new(), |mut pointer, key| {
+        pointer.push('/');
+        pointer.push_str(&key.replace('~', "~0").replace('/', "~1"));
+        pointer
+    })
+}
+
+/// `cluster.objects_where(api_version, kind, field, value)`: the objects of
+/// that kind whose `field` (a dotted path, `spec.node`) is the string `value`.
+fn objects_where(
+    c: &mut ClusterRef,
+    api_version: &str,
+    kind: &str,
+    field: &str,
+    value: &str,
+) -> Array {
+    objects_whose(c, api_version, kind, field, |text| text == value)
+}
+
+/// `cluster.objects_holding(api_version, kind, field, address)`: the objects
+/// of that kind whose `field` is a network (`10.244.60.64/26`) holding
+/// `address`. A field that is not a network holds nothing.
+fn objects_holding(
+    c: &mut ClusterRef,
+    api_version: &str,
+    kind: &str,
+    field: &str,
+    address: Dynamic,
+) -> Fallible<Array> {
+    let address = as_ip(&address)?;
+    Ok(objects_whose(c, api_version, kind, field, |text| {
+        text.parse::<IpNet>()
+            .is_ok_and(|net| net.contains(&address))
+    }))
+}
+
+/// The objects of a kind whose text `field` `keep` accepts, as scripts see them.
+fn objects_whose(
+    c: &ClusterRef,
+    api_version: &str,
+    kind: &str,
+    field: &str,
+    keep: impl Fn(&str) -> bool,
+) -> Array {
+    let pointer = field_pointer(field);
+    c.snapshot
+        .cluster
+        .objects(api_version, kind)
+        .filter(|o| {
+            o.value
+                .pointer(&pointer)
+                .and_then(serde_json::Value::as_str)
+                .is_some_and(&keep)
+        })
+        .map(|o| json_to_dynamic(&o.value))
+        .collect()
 }
 
 /// `Node.netns`: the node's host namespace, so that a check about a pod (or
@@ -897,6 +1000,9 @@ fn route_map(route: &Route) -> Dynamic {
         ("dev", opt(route.dev.clone())),
         ("table", text(table_name(&route.table))),
         ("protocol", text(&route.protocol)),
+        ("scope", text(&route.scope)),
+        ("prefsrc", opt(route.prefsrc.map(Dynamic::from))),
+        ("metric", opt(route.metric.map(i64::from))),
         ("mtu", opt(route.mtu.map(i64::from))),
         (
             "onlink",
@@ -990,8 +1096,10 @@ fn register_netns(engine: &mut Engine) {
         )
         .register_fn("route_get", route_get)
         .register_fn("iptables_chain", iptables_chain)
+        .register_fn("iptables_rules_with", iptables_rules_with)
         .register_fn("nft_chain", nft_chain)
         .register_fn("nft_map", nft_map)
+        .register_fn("nft_map_element", nft_map_element)
         .register_fn("masquerades", masquerades)
         .register_fn("masquerades_each", masquerades_each)
         .register_fn("addresses", |n: &mut NetnsRef| -> Fallible<Array> {
@@ -1100,6 +1208,28 @@ fn route_get(n: &mut NetnsRef, dst: Dynamic) -> Fallible<Dynamic> {
 /// `#{number, line, text, target}` (`target` is the `-j`/`-g` name, a chain's
 /// or a built-in's, or `()`), or `()` when the table has no such chain.
 fn iptables_chain(n: &mut NetnsRef, table: &str, chain: &str) -> Fallible<Dynamic> {
+    iptables_rules(n, table, chain, |_| true)
+}
+
+/// `netns.iptables_rules_with(table, chain, text)`: the rules of the chain
+/// whose text holds `text` (a comment, an address), as `iptables_chain`
+/// gives them; `()` when the table has no such chain. A service proxy's
+/// dispatch chain holds a rule per service: a check asks for one.
+fn iptables_rules_with(
+    n: &mut NetnsRef,
+    table: &str,
+    chain: &str,
+    needle: &str,
+) -> Fallible<Dynamic> {
+    iptables_rules(n, table, chain, |text| text.contains(needle))
+}
+
+fn iptables_rules(
+    n: &NetnsRef,
+    table: &str,
+    chain: &str,
+    keep: impl Fn(&str) -> bool,
+) -> Fallible<Dynamic> {
     let ruleset = dump_part(n, "iptables-save.txt", |d| d.iptables.as_ref())?;
     let Some(chain) = ruleset
         .tables
@@ -1112,6 +1242,7 @@ fn iptables_chain(n: &mut NetnsRef, table: &str, chain: &str) -> Fallible<Dynami
     let rules: Array = chain
         .rules
         .iter()
+        .filter(|rule| keep(rule.text.as_str()))
         .map(|rule| {
             map([
                 (
@@ -1179,21 +1310,40 @@ fn nft_map(n: &mut NetnsRef, family: &str, table: &str, name: &str) -> Fallible<
     let Some(set) = nft_table(n, family, table)?.and_then(|t| t.set(name)) else {
         return Ok(Dynamic::UNIT);
     };
-    let elements: Array = set
+    Ok(Dynamic::from_array(
+        set.elements.iter().map(nft_element_map).collect(),
+    ))
+}
+
+/// `netns.nft_map_element(family, table, name, key)`: the element of a named
+/// set or map whose key nft prints as `key` (`10.96.0.100 . tcp . 80`), as
+/// `nft_map` gives it; `()` when there is no such set or element.
+fn nft_map_element(
+    n: &mut NetnsRef,
+    family: &str,
+    table: &str,
+    name: &str,
+    key: &str,
+) -> Fallible<Dynamic> {
+    let Some(set) = nft_table(n, family, table)?.and_then(|t| t.set(name)) else {
+        return Ok(Dynamic::UNIT);
+    };
+    Ok(opt(set
         .elements
         .iter()
-        .map(|element| {
-            map([
-                ("key", text(element.key.to_string())),
-                (
-                    "value",
-                    opt(element.value.as_ref().map(ToString::to_string)),
-                ),
-                ("comment", opt(element.comment.clone())),
-            ])
-        })
-        .collect();
-    Ok(Dynamic::from_array(elements))
+        .find(|element| element.key.to_string() == key)
+        .map(nft_element_map)))
+}
+
+fn nft_element_map(element: &crate::snapshot::netns::nft::Element) -> Dynamic {
+    map([
+        ("key", text(element.key.to_string())),
+        (
+            "value",
+            opt(element.value.as_ref().map(ToString::to_string)),
+        ),
+        ("comment", opt(element.comment.clone())),
+    ])
 }
 
 /// The name a rule's target is written with after `-j` or `-g`.
@@ -1320,38 +1470,55 @@ fn register_context(engine: &mut Engine) {
 mod tests {
     use super::*;
 
+    /// The code cells of the rows of the docs/packs.md table after
+    /// `marker` (backquotes removed), each row's first cell left out.
+    pub(super) fn documented_rows(marker: &str) -> Vec<Vec<String>> {
+        let docs = include_str!("../../docs/packs.md");
+        let table = docs
+            .split(marker)
+            .nth(1)
+            .and_then(|rest| rest.trim_start().split("\n\n").next())
+            .unwrap_or_else(|| panic!("docs/packs.md has a table after {marker}"));
+        // Rows after the header and its separator.
+        table
+            .lines()
+            .skip(2)
+            .map(|line| {
+                line.trim_matches('|')
+                    .split(" | ")
+                    .skip(1)
+                    .map(|cell| cell.trim().trim_matches('`').to_owned())
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// A result as the docs write it: a string quoted, anything else as the
+    /// script's `to_string` shows it.
+    pub(super) fn shown(value: &Dynamic) -> String {
+        if value.is_string() {
+            format!("{:?}", value.clone().into_string().unwrap_or_default())
+        } else {
+            display(value)
+        }
+    }
+
     /// Every example of the host API table of docs/packs.md, run: a row
     /// `| function | `EXPR` | `RESULT` |` must evaluate to RESULT.
     #[test]
     fn every_documented_example_evaluates_to_its_documented_result() {
-        let docs = include_str!("../../docs/packs.md");
-        let table = docs
-            .split("<!-- host-api-examples -->")
-            .nth(1)
-            .and_then(|rest| rest.trim_start().split("\n\n").next())
-            .expect("docs/packs.md has the host API examples table");
         let engine = super::super::sandbox::engine();
-        let mut count = 0;
-        // Rows after the header and its separator: | function | `EXPR` | `RESULT` |
-        for line in table.lines().skip(2) {
-            let cells: Vec<&str> = line.trim_matches('|').split(" | ").collect();
-            let [_, expression, expected] = cells.as_slice() else {
-                panic!("not a row of three cells: {line}");
+        let rows = documented_rows("<!-- host-api-examples -->");
+        for row in &rows {
+            let [expression, expected] = row.as_slice() else {
+                panic!("not a row of three cells: {row:?}");
             };
-            let code = |cell: &str| cell.trim().trim_matches('`').to_owned();
-            let (expression, expected) = (code(expression), code(expected));
             let value: Dynamic = engine
-                .eval(&expression)
+                .eval(expression)
                 .unwrap_or_else(|e| panic!("{expression}: {e}"));
-            let shown = if value.is_string() {
-                format!("{:?}", value.clone().into_string().unwrap_or_default())
-            } else {
-                display(&value)
-            };
-            assert_eq!(shown, expected, "{expression}");
-            count += 1;
+            assert_eq!(&shown(&value), expected, "{expression}");
         }
-        assert!(count >= 10, "only {count} examples found");
+        assert!(rows.len() >= 10, "only {} examples found", rows.len());
     }
 
     #[test]
@@ -1383,6 +1550,50 @@ mod netns_tests {
         }
     }
 
+    /// Every example of docs/packs.md's table of queries on the bundled
+    /// examples, run: a row `| function | snapshot | `EXPR` | `RESULT` |`
+    /// evaluates EXPR, with `cluster` that snapshot's cluster and `netns`
+    /// its node-1's host namespace, to RESULT.
+    #[test]
+    fn every_documented_query_evaluates_to_its_documented_result() {
+        let engine = crate::packs::sandbox::engine();
+        let rows = super::tests::documented_rows("<!-- host-api-snapshot-examples -->");
+        for row in &rows {
+            let [example, expression, expected] = row.as_slice() else {
+                panic!("not a row of four cells: {row:?}");
+            };
+            let (snapshot, problems) =
+                Snapshot::load(std::path::Path::new(example)).expect("the example loads");
+            assert!(problems.is_empty(), "{problems:?}");
+            let snapshot = Arc::new(snapshot);
+            let mut scope = rhai::Scope::new();
+            scope.push(
+                "cluster",
+                ClusterRef {
+                    snapshot: snapshot.clone(),
+                },
+            );
+            scope.push(
+                "netns",
+                NetnsRef {
+                    snapshot,
+                    id: NetnsId::Host {
+                        node: "node-1".into(),
+                    },
+                },
+            );
+            let value: Dynamic = engine
+                .eval_with_scope(&mut scope, expression)
+                .unwrap_or_else(|e| panic!("{expression}: {e}"));
+            assert_eq!(
+                &super::tests::shown(&value),
+                expected,
+                "{example}: {expression}"
+            );
+        }
+        assert!(rows.len() >= 10, "only {} examples found", rows.len());
+    }
+
     #[test]
     fn iptables_chain_lists_rules_with_their_targets() {
         let mut netns = node_1();
@@ -1408,6 +1619,28 @@ mod netns_tests {
         assert!(missing.is_unit());
         let no_table = iptables_chain(&mut netns, "raw", "PREROUTING").expect("answers");
         assert!(no_table.is_unit());
+    }
+
+    #[test]
+    fn routes_carry_scope_source_and_metric() {
+        let netns = node_1();
+        let routes: Vec<Map> = dump_part(&netns, "ip-route.json", |d| d.routes.as_ref())
+            .expect("routes collected")
+            .iter()
+            .map(route_map)
+            .filter_map(|r| r.try_cast::<Map>())
+            .collect();
+        let fields = |dst: &str, dev: &str| {
+            let route = routes
+                .iter()
+                .find(|r| display(&r["dst"]) == dst && display(&r["dev"]) == dev)
+                .unwrap_or_else(|| panic!("a route to {dst} by {dev}"));
+            // `display` shows `()` as nothing.
+            ["scope", "prefsrc", "metric"].map(|field| display(&route[field]))
+        };
+        assert_eq!(fields("172.18.0.0/24", "eth0"), ["link", "172.18.0.11", ""]);
+        assert_eq!(fields("default", "eth0"), ["global", "", ""]);
+        assert_eq!(fields("fe80::/64", "eth0"), ["global", "", "256"]);
     }
 
     #[test]

@@ -172,6 +172,7 @@ pub fn load_pack(
         text,
         issues: Issues::default(),
         problems: Vec::new(),
+        broken_scripts: Vec::new(),
     };
     let pack = loader.pack(engine, &root, overrides);
     let mut problems: Vec<Problem> = loader
@@ -197,6 +198,10 @@ struct Loader<'a> {
     issues: Issues,
     /// Problems in other files (scripts, overrides).
     problems: Vec<Problem>,
+    /// The scripts that failed to compile: a function one of them declares
+    /// is not reported missing, so that one syntax error is one problem, not
+    /// one more per check and hook that calls into that script.
+    broken_scripts: Vec<String>,
 }
 
 /// Reads `namespace` (optional) and `name` of a detection signal.
@@ -548,6 +553,7 @@ impl Loader<'_> {
                     });
                 }
                 Err(error) => {
+                    self.broken_scripts.push(text.clone());
                     // rhai gives an unresolvable import no position: find it.
                     let fallback = match &*error {
                         rhai::EvalAltResult::ErrorModuleNotFound(path, _) => text
@@ -671,6 +677,14 @@ impl Loader<'_> {
                 }
                 arities.push(format!("{} in {}", f.params.len(), script.file));
             }
+        }
+        if arities.is_empty()
+            && self
+                .broken_scripts
+                .iter()
+                .any(|text| declares(text, &name.value))
+        {
+            return None;
         }
         let message = if arities.is_empty() {
             let files: Vec<&str> = scripts.iter().map(|s| s.file.as_str()).collect();
@@ -1061,6 +1075,21 @@ fn params_map(parameters: &[Parameter]) -> Dynamic {
     Dynamic::from_map(map)
 }
 
+/// Whether a script's text declares `fn NAME(` (spaces allowed), as read
+/// without compiling it: a script that does not compile may still say which
+/// functions it was meant to hold.
+fn declares(text: &str, name: &str) -> bool {
+    text.match_indices("fn ").any(|(at, _)| {
+        let declared_at =
+            at == 0 || !text[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_');
+        let rest = text[at + 3..].trim_start();
+        declared_at
+            && rest
+                .strip_prefix(name)
+                .is_some_and(|after| after.trim_start().starts_with('('))
+    })
+}
+
 /// What every check of a pack is compiled against.
 struct CheckContext<'a> {
     engine: &'a Engine,
@@ -1176,5 +1205,16 @@ mod tests {
         assert!(req.matches(Version::parse("0.2.9").expect("v")));
         assert!(!req.matches(Version::parse("0.3.0").expect("v")));
         assert!(VersionReq::parse(">=one").is_err());
+    }
+
+    #[test]
+    fn a_declaration_is_read_from_a_script_that_does_not_compile() {
+        let script =
+            "fn vxlan_fdb(ctx) { let x = ; }\nfn  peer_route (ctx, arg) {}\nmy_fn other(ctx) {}";
+        assert!(declares(script, "vxlan_fdb"));
+        assert!(declares(script, "peer_route"));
+        assert!(!declares(script, "vxlan"), "a prefix of a declared name");
+        assert!(!declares(script, "other"), "not declared by `fn`");
+        assert!(!declares(script, "x"));
     }
 }

@@ -34,8 +34,8 @@ pub use hooks::{HOOKS, HookSpec};
 pub use host::{Insufficient, display};
 pub use load::{MANIFEST, Override, PackSource};
 pub use model::{
-    Check, CheckKind, CheckScope, IntRange, Mode, Pack, PackKind, ParamType, ParamValue, Parameter,
-    Severity, Version,
+    Check, CheckKind, CheckScope, ForEach, IntRange, Mode, Pack, PackKind, ParamType, ParamValue,
+    Parameter, Severity, Version,
 };
 pub use sandbox::{ScriptError, ScriptErrorKind};
 pub use scope::{
@@ -128,6 +128,20 @@ impl std::fmt::Debug for LoadedPacks {
             .field("notes", &self.notes)
             .finish()
     }
+}
+
+/// One check run over its subjects ([`LoadedPacks::run_snapshot_checks`]).
+#[derive(Debug)]
+pub struct CheckRun<'p> {
+    pub pack: &'p Pack,
+    /// `None` for the pack's own finding when its mode cannot be decided.
+    pub check: Option<&'p Check>,
+    /// How many subjects (node, pod, object, or node and peer) it ran on.
+    pub subjects: usize,
+    /// What it reported: failures, what it could not tell, script errors.
+    pub findings: Vec<Finding>,
+    /// What its scripts printed, when asked for.
+    pub output: Vec<String>,
 }
 
 impl LoadedPacks {
@@ -380,33 +394,75 @@ impl LoadedPacks {
         snapshot: &Arc<Snapshot>,
         about: &dyn Fn(&Subject) -> bool,
     ) -> Vec<Finding> {
-        self.evaluate(snapshot, |pack, check, evaluator| {
+        self.run_snapshot_checks(snapshot, about, about, false)
+            .into_iter()
+            .flat_map(|run| run.findings)
+            .collect()
+    }
+
+    /// Each snapshot check of every applicable pack, run over the subjects
+    /// `about` accepts (a check made per remote node, with the peers `peer`
+    /// accepts), with what it found and (with `capture`) what its scripts
+    /// printed: a pack author's view (`skoop packs eval`). A check outside
+    /// the pack's active mode is not run and not listed.
+    pub fn run_snapshot_checks<'p>(
+        &'p self,
+        snapshot: &Arc<Snapshot>,
+        about: &dyn Fn(&Subject) -> bool,
+        peer: &dyn Fn(&Subject) -> bool,
+        capture: bool,
+    ) -> Vec<CheckRun<'p>> {
+        self.each_check(snapshot, |pack, check, evaluator| {
             if check.scope == CheckScope::Hop {
-                return Vec::new();
+                return None;
             }
-            eval::subjects(check, &pack.params, snapshot, about)
-                .iter()
-                .flat_map(|ctx| evaluator.run(check, ctx))
-                .collect()
+            let contexts = eval::subjects(check, &pack.params, snapshot, about, peer);
+            let run = || -> Vec<Finding> {
+                contexts
+                    .iter()
+                    .flat_map(|ctx| evaluator.run(check, ctx))
+                    .collect()
+            };
+            let (findings, output) = if capture {
+                sandbox::capturing_output(run)
+            } else {
+                (run(), Vec::new())
+            };
+            Some(CheckRun {
+                pack,
+                check: Some(check),
+                subjects: contexts.len(),
+                findings,
+                output,
+            })
         })
     }
 
     /// The hop-scoped checks of every applicable pack at one hop of a path.
     pub fn evaluate_hop(&self, hop: &Arc<HopScope>) -> Vec<Finding> {
-        self.evaluate(&hop.snapshot, |pack, check, evaluator| {
-            if check.scope != CheckScope::Hop {
-                return Vec::new();
-            }
-            evaluator.run(check, &eval::hop_context(&pack.params, hop))
+        self.each_check(&hop.snapshot, |pack, check, evaluator| {
+            (check.scope == CheckScope::Hop).then(|| CheckRun {
+                pack,
+                check: Some(check),
+                subjects: 1,
+                findings: evaluator.run(check, &eval::hop_context(&pack.params, hop)),
+                output: Vec::new(),
+            })
         })
+        .into_iter()
+        .flat_map(|run| run.findings)
+        .collect()
     }
 
-    fn evaluate(
-        &self,
+    /// Runs `per_check` for each check of each applicable pack that its
+    /// active mode selects. A pack whose mode cannot be decided runs no
+    /// check: its finding says why.
+    fn each_check<'p>(
+        &'p self,
         snapshot: &Arc<Snapshot>,
-        per_check: impl Fn(&Pack, &Check, &eval::Evaluator<'_>) -> Vec<Finding>,
-    ) -> Vec<Finding> {
-        let mut findings = Vec::new();
+        per_check: impl Fn(&'p Pack, &'p Check, &eval::Evaluator<'p>) -> Option<CheckRun<'p>>,
+    ) -> Vec<CheckRun<'p>> {
+        let mut runs = Vec::new();
         for pack in &self.packs {
             if !self.applies(pack, &snapshot.cluster) {
                 continue;
@@ -414,7 +470,13 @@ impl LoadedPacks {
             let mode = match self.active_mode(pack, snapshot) {
                 Ok(mode) => mode,
                 Err(finding) => {
-                    findings.push(*finding);
+                    runs.push(CheckRun {
+                        pack,
+                        check: None,
+                        subjects: 1,
+                        findings: vec![*finding],
+                        output: Vec::new(),
+                    });
                     continue;
                 }
             };
@@ -426,11 +488,11 @@ impl LoadedPacks {
                 let in_mode = check.modes.is_empty()
                     || mode.as_ref().is_some_and(|m| check.modes.contains(m));
                 if in_mode {
-                    findings.extend(per_check(pack, check, &evaluator));
+                    runs.extend(per_check(pack, check, &evaluator));
                 }
             }
         }
-        findings
+        runs
     }
 
     /// Calls hook `hook` of `pack` with `ctx` (see [`HookSpec`]) and `arg`.

@@ -53,10 +53,75 @@ pub fn engine() -> Engine {
         .disable_symbol("eval")
         .on_progress(|ops| budget::progress(ops).map(rhai::Dynamic::from));
     // A script's output would mix with skoop's own; scripts report through
-    // their return values only.
-    engine.on_print(|_| {}).on_debug(|_, _, _| {});
+    // their return values. What they print is kept only while a pack's
+    // author asks to see it (`skoop packs eval`, [`capturing_output`]).
+    engine
+        .on_print(|text| record_output(format!("print: {text}")))
+        .on_debug(|text, source, pos| {
+            let at = match (source, pos.line()) {
+                (Some(file), Some(line)) => {
+                    format!("{file}:{line}:{}", pos.position().unwrap_or(0))
+                }
+                (Some(file), None) => file.to_owned(),
+                (None, Some(line)) => format!("line {line}"),
+                (None, None) => "?".to_owned(),
+            };
+            record_output(format!("debug {at}: {text}"));
+        });
     super::host::register(&mut engine);
     engine
+}
+
+/// Lines a script may print while captured; more are counted, not kept, so
+/// that a script printing in a loop cannot fill memory.
+pub const MAX_CAPTURED_LINES: usize = 1000;
+
+/// What scripts printed on this thread, while [`capturing_output`] runs.
+struct CapturedOutput {
+    lines: Vec<String>,
+    dropped: usize,
+}
+
+thread_local! {
+    static CAPTURED: std::cell::RefCell<Option<CapturedOutput>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+fn record_output(line: String) {
+    CAPTURED.with(|captured| {
+        if let Some(captured) = captured.borrow_mut().as_mut() {
+            if captured.lines.len() < MAX_CAPTURED_LINES {
+                captured.lines.push(line);
+            } else {
+                captured.dropped += 1;
+            }
+        }
+    });
+}
+
+/// Runs `work` and returns what the scripts it ran printed (`print: ...`,
+/// `debug FILE:LINE:COL: ...`), in order; a last line counts what was over
+/// [`MAX_CAPTURED_LINES`]. Outside it, scripts' output is discarded.
+pub fn capturing_output<R>(work: impl FnOnce() -> R) -> (R, Vec<String>) {
+    let outer = CAPTURED.with(|captured| {
+        captured.borrow_mut().replace(CapturedOutput {
+            lines: Vec::new(),
+            dropped: 0,
+        })
+    });
+    let result = work();
+    let captured = CAPTURED.with(|captured| std::mem::replace(&mut *captured.borrow_mut(), outer));
+    let mut lines = Vec::new();
+    if let Some(captured) = captured {
+        lines = captured.lines;
+        if captured.dropped > 0 {
+            lines.push(format!(
+                "({} more lines not shown: at most {MAX_CAPTURED_LINES} are kept)",
+                captured.dropped
+            ));
+        }
+    }
+    (result, lines)
 }
 
 /// The modules of one pack's `lib/`: `import "util"` reads `lib/util.rhai`.
@@ -432,5 +497,24 @@ mod tests {
             .compile_into_self_contained(&Scope::new(), "import \"util\" as u;")
             .expect_err("nothing to import outside a pack's compilation");
         assert!(matches!(*error, EvalAltResult::ErrorModuleNotFound(..)));
+    }
+
+    #[test]
+    fn printed_lines_are_kept_only_while_captured_and_only_so_many() {
+        let engine = engine();
+        let printing = "for i in 0..1500 { print(`line ${i}`) }";
+        engine.run(printing).expect("runs");
+        let ((), lines) = capturing_output(|| engine.run(printing).expect("runs"));
+        assert_eq!(lines.len(), MAX_CAPTURED_LINES + 1);
+        assert_eq!(lines[0], "print: line 0");
+        assert_eq!(lines[MAX_CAPTURED_LINES - 1], "print: line 999");
+        assert_eq!(
+            lines[MAX_CAPTURED_LINES],
+            "(500 more lines not shown: at most 1000 are kept)"
+        );
+        // Nothing printed outside a capture is kept for the next one.
+        engine.run(printing).expect("runs");
+        let ((), lines) = capturing_output(|| engine.run("debug(42)").expect("runs"));
+        assert_eq!(lines, ["debug line 1: 42"]);
     }
 }

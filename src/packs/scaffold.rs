@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::PackKind;
+use super::{HOOKS, HookSpec, PackKind};
 
 /// Why a pack could not be created.
 #[derive(Debug, thiserror::Error)]
@@ -33,6 +33,9 @@ pub fn new_pack(dir: &Path, name: &str, kind: PackKind) -> Result<Vec<PathBuf>, 
         ("pack.yaml".to_owned(), manifest(name, kind)),
         ("checks.rhai".to_owned(), SCRIPT.to_owned()),
     ];
+    if kind == PackKind::Cni {
+        files.push(("hooks.rhai".to_owned(), hook_stubs()));
+    }
     for (case, forwarding, expect) in [
         (
             "healthy",
@@ -80,12 +83,53 @@ pub fn new_pack(dir: &Path, name: &str, kind: PackKind) -> Result<Vec<PathBuf>, 
     Ok(written)
 }
 
+/// The walker's hooks a CNI pack implements (`mode` needs modes, `service`
+/// is a service proxy's).
+fn scaffold_hooks() -> impl Iterator<Item = &'static HookSpec> {
+    HOOKS
+        .iter()
+        .filter(|hook| !matches!(hook.name, "mode" | "service"))
+}
+
+/// `hooks.rhai` of a new CNI pack: each hook's contract, and a body with
+/// the plainest answer, to be replaced.
+fn hook_stubs() -> String {
+    let mut text = String::from(
+        "// The walker's hooks: what the CNI does where the snapshot lacks a node's or\n\
+         // a pod's dump. Each stub gives the plainest answer (no opinion, not\n\
+         // encapsulated, not masqueraded); write what your CNI does, then name the\n\
+         // function under `hooks:` in pack.yaml.\n",
+    );
+    for hook in scaffold_hooks() {
+        let answer = match hook.name {
+            "masquerade" => "false",
+            _ => "()",
+        };
+        text.push_str(&format!(
+            "\n// {}\n// Returns {}.\nfn {}({}) {{\n    {answer}\n}}\n",
+            hook.doc,
+            hook.returns,
+            hook.name,
+            hook.params.join(", ")
+        ));
+    }
+    text
+}
+
 fn manifest(name: &str, kind: PackKind) -> String {
     let detect = match kind {
-        PackKind::Cni => format!(
-            "# How the CNI is recognised in a snapshot: any of these signals.\n\
-             detect:\n  daemonsets:\n    - {{namespace: kube-system, name: {name}}}\n"
-        ),
+        PackKind::Cni => {
+            let hooks: String = scaffold_hooks()
+                .map(|hook| format!("#   {0}: {0}\n", hook.name))
+                .collect();
+            format!(
+                "# How the CNI is recognised in a snapshot: any of these signals.\n\
+                 detect:\n  daemonsets:\n    - {{namespace: kube-system, name: {name}}}\n\
+                 # Name a hook of hooks.rhai here once it says what the CNI does\n\
+                 # (docs/packs.md, Hooks):\n\
+                 # hooks:\n{hooks}"
+            )
+        }
         PackKind::Rules => String::new(),
     };
     format!(

@@ -71,6 +71,8 @@ pub fn fanned_out(paths: usize, depth: usize) -> Report {
             message: format!("no route {path}"),
             evidence: "ip-route.json".to_string(),
             expected: None,
+            // The path this finding ends, pushed just below.
+            paths: vec![report.paths.len()],
         });
         report.paths.push(PathOut {
             disposition: "no_route",

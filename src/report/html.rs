@@ -203,12 +203,19 @@ fn write_findings(html: &mut String, report: &Report) {
         };
         let _ = writeln!(
             html,
-            "<li><span class=\"severity {0}\">{0}</span> <code>{1}</code> at {at}: {2}\n<div class=\"evidence\">evidence: <code>{3}</code></div>",
+            "<li><span class=\"severity {0}\">{0}</span> <code>{1}</code> at {at}: {2}",
             escape(finding.severity),
             escape(&finding.id),
             escape(&finding.message),
-            escape(&finding.evidence)
         );
+        // An object's check that cannot tell has no file to point at.
+        if !finding.evidence.is_empty() {
+            let _ = writeln!(
+                html,
+                "<div class=\"evidence\">evidence: <code>{}</code></div>",
+                escape(&finding.evidence)
+            );
+        }
         if let Some(expected) = &finding.expected {
             let _ = writeln!(
                 html,

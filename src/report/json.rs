@@ -220,6 +220,9 @@ pub struct FindingOut {
     pub message: String,
     pub evidence: String,
     pub expected: Option<String>,
+    /// Indices into `paths`: the paths the finding is about (see
+    /// [`finding_paths`]).
+    pub paths: Vec<usize>,
 }
 
 impl Report {
@@ -269,7 +272,11 @@ impl Report {
                     LinkOut::new(edge.source().index(), edge.target().index(), edge.weight())
                 })
                 .collect(),
-            findings: diagnosis.findings.iter().map(FindingOut::new).collect(),
+            findings: diagnosis
+                .findings
+                .iter()
+                .map(|finding| FindingOut::new(finding, finding_paths(diagnosis, finding)))
+                .collect(),
         }
     }
 }
@@ -369,8 +376,9 @@ impl LinkOut {
 }
 
 impl FindingOut {
-    fn new(finding: &Finding) -> FindingOut {
+    fn new(finding: &Finding, paths: Vec<usize>) -> FindingOut {
         FindingOut {
+            paths,
             id: finding.id.clone(),
             severity: finding.severity.as_str(),
             hop: finding.hop.clone(),
@@ -379,6 +387,28 @@ impl FindingOut {
             expected: finding.expected.clone(),
         }
     }
+}
+
+/// The paths (indices into `diagnosis.paths`) a finding is about: those it
+/// ends, else those through the namespace it is about. The walker records a
+/// stop on every path it ends; a finding that stops no path is recorded
+/// once, at the first visit of its place, and is about every path through
+/// that place.
+pub fn finding_paths(diagnosis: &Diagnosis, finding: &Finding) -> Vec<usize> {
+    let ended: Vec<usize> = (0..diagnosis.paths.len())
+        .filter(|&index| diagnosis.paths[index].hops.last() == Some(&finding.hop_index))
+        .collect();
+    if !ended.is_empty() {
+        return ended;
+    }
+    (0..diagnosis.paths.len())
+        .filter(|&index| {
+            diagnosis.paths[index]
+                .hops
+                .iter()
+                .any(|&hop| diagnosis.hop(hop).id == finding.hop)
+        })
+        .collect()
 }
 
 /// A hop's `kind`.
@@ -397,6 +427,7 @@ pub fn link_kind(kind: LinkKind) -> &'static str {
         LinkKind::BridgePort => "bridge_port",
         LinkKind::Vxlan => "vxlan",
         LinkKind::Underlay => "underlay",
+        LinkKind::UnderlayRouted => "underlay_routed",
         LinkKind::Local => "local",
         LinkKind::Outside => "outside",
     }

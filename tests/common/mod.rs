@@ -1,11 +1,12 @@
 //! Edited copies of a snapshot, for what the lab kernel cannot build (no
 //! ipip, no ip_vs) or what a test wants changed in one place; and the
-//! console examples of `docs/` pages (`console`).
+//! blocks of commands of README.md and `docs/` pages (`console`).
 // Every test crate that declares `mod common` compiles all of it and uses a part.
 #![allow(dead_code)]
 
 pub mod browser;
 pub mod console;
+pub mod golden;
 
 use std::fs;
 use std::path::Path;

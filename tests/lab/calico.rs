@@ -81,6 +81,9 @@ pub struct Calico {
     pub nat_outgoing: bool,
     /// The mode the IPPool object says (`vxlanMode: Always` or `Never`).
     pub pool_mode: Mode,
+    /// VXLAN only to nodes on another subnet, direct routes to those on the
+    /// node's own (`vxlanMode: CrossSubnet`).
+    pub cross_subnet: bool,
 }
 
 impl Calico {
@@ -89,12 +92,21 @@ impl Calico {
         mode: Mode::Bgp,
         nat_outgoing: true,
         pool_mode: Mode::Bgp,
+        cross_subnet: false,
     };
     pub const VXLAN: Calico = Calico {
         name: "calico-vxlan",
         mode: Mode::Vxlan,
         nat_outgoing: true,
         pool_mode: Mode::Vxlan,
+        cross_subnet: false,
+    };
+    /// `vxlanMode: CrossSubnet`: felix routes blocks of nodes on the node's
+    /// subnet directly, the others through vxlan.calico.
+    pub const VXLAN_CROSS_SUBNET: Calico = Calico {
+        name: "calico-vxlan-cross-subnet",
+        cross_subnet: true,
+        ..Calico::VXLAN
     };
     /// The IPPool without natOutgoing: pod addresses leave the cluster as they are.
     pub const BGP_WITHOUT_NAT_OUTGOING: Calico = Calico {
@@ -249,12 +261,23 @@ impl Cni for Calico {
     fn connect(&self, node: &Node, peers: &[&Node]) {
         let protocol = self.route_protocol();
         for peer in peers {
+            let same_subnet = node.subnet() == peer.subnet();
             match self.mode {
+                // BIRD's mesh sessions are multihop with `gateway recursive`:
+                // a peer on another subnet is reached through the node's
+                // own gateway, and so is every block it advertises.
                 Mode::Bgp => node.ns.ip(&format!(
                     "route add {} via {} dev eth0 proto {protocol}",
                     block(peer),
-                    peer.ip
+                    if same_subnet {
+                        peer.ip
+                    } else {
+                        node.underlay_gateway()
+                    }
                 )),
+                // felix gives every remote VTEP its neighbour and FDB
+                // entries; with CrossSubnet, a block of a node on the same
+                // subnet is routed directly all the same.
                 Mode::Vxlan => {
                     let peer_vtep = vtep_ip(peer);
                     let peer_mac = vtep_mac(peer);
@@ -273,10 +296,11 @@ impl Cni for Calico {
                         "self",
                         "permanent",
                     ]);
-                    node.ns.ip(&format!(
-                        "route add {} via {peer_vtep} dev {VTEP} onlink proto {protocol}",
-                        block(peer)
-                    ));
+                    let route = match self.cross_subnet && same_subnet {
+                        true => format!("{} via {} dev eth0", block(peer), peer.ip),
+                        false => format!("{} via {peer_vtep} dev {VTEP} onlink", block(peer)),
+                    };
+                    node.ns.ip(&format!("route add {route} proto {protocol}"));
                 }
             }
         }
@@ -335,6 +359,7 @@ impl Cni for Calico {
     fn objects(&self, nodes: &[Node]) -> Vec<Value> {
         let vxlan_mode = match self.pool_mode {
             Mode::Bgp => "Never",
+            Mode::Vxlan if self.cross_subnet => "CrossSubnet",
             Mode::Vxlan => "Always",
         };
         let mut objects = vec![

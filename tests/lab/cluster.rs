@@ -22,8 +22,9 @@ pub const APP_NAMESPACE: &str = "default";
 pub const POD_PORT: u16 = 8080;
 /// The nodes' network, the underlay.
 pub const NODE_NETWORK: &str = "172.18.0.0/24";
-/// The underlay's router, the nodes' default gateway.
-const UNDERLAY_GATEWAY: &str = "172.18.0.1";
+/// The nodes' subnets: node-n is at 172.18.S.(10+n)/24 on subnet S, whose
+/// gateway, the underlay's router, is 172.18.S.1.
+const NODE_SUBNET_PREFIX: &str = "172.18";
 /// A host outside the cluster behind the underlay's router. Like most real
 /// networks it routes back to the nodes' addresses only, never to pods'.
 pub const OUTSIDE_IP: Ipv4Addr = Ipv4Addr::new(198, 51, 100, 10);
@@ -99,6 +100,16 @@ impl Node {
     pub fn gateway(&self) -> Ipv4Addr {
         self.pod_cidr.hosts().next().expect("pod CIDR has hosts")
     }
+
+    /// The node's subnet on the underlay.
+    pub fn subnet(&self) -> Ipv4Net {
+        Ipv4Net::new(self.ip, 24).expect("a /24").trunc()
+    }
+
+    /// The underlay's router on the node's subnet: its default gateway.
+    pub fn underlay_gateway(&self) -> Ipv4Addr {
+        self.subnet().hosts().next().expect("the subnet has hosts")
+    }
 }
 
 pub struct Pod {
@@ -123,6 +134,10 @@ pub struct Service {
 pub struct Topology {
     pub nodes: u8,
     pub pods_per_node: u8,
+    /// The last node is on a second subnet (172.18.1.0/24), reached through
+    /// the underlay's router, which routes the nodes' addresses only (no
+    /// pod CIDR); the others share 172.18.0.0/24.
+    pub across_router: bool,
 }
 
 impl Cluster {
@@ -130,11 +145,15 @@ impl Cluster {
     /// service's kube-proxy rules, and a listener in every pod.
     pub fn build(lab: &mut Lab, topology: &Topology, cni: &dyn Cni) -> Cluster {
         let (underlay, outside) = underlay(lab);
+        if topology.across_router {
+            add_node_subnet(&underlay, 1);
+        }
 
         let mut pod_number = 0;
         let mut nodes = Vec::new();
         for n in 1..=topology.nodes {
-            let node = add_node(lab, &underlay, n);
+            let subnet = u8::from(topology.across_router && n == topology.nodes);
+            let node = add_node(lab, &underlay, n, subnet);
             node.ns.run(&["sysctl", "-qw", "net.ipv4.ip_forward=1"]);
             cni.setup_node(&node);
             nodes.push(node);
@@ -241,14 +260,24 @@ pub fn wait_listening(ns: &Netns) {
 /// outside the cluster behind it.
 pub fn underlay(lab: &mut Lab) -> (Netns, Netns) {
     let underlay = lab.netns("underlay");
-    underlay.ip(&format!(
-        "link add br0 address {} type bridge",
-        mac("underlay/br0")
-    ));
-    underlay.ip(&format!("addr add {UNDERLAY_GATEWAY}/24 dev br0"));
-    underlay.ip("link set br0 up");
+    add_node_subnet(&underlay, 0);
     let outside = add_outside(lab, &underlay);
     (underlay, outside)
+}
+
+/// Node subnet `subnet` on the underlay: bridge `br<subnet>` holding its
+/// gateway. The underlay routes between its subnets (and to the outside):
+/// the routes it has are its connected ones, the nodes' addresses only.
+fn add_node_subnet(underlay: &Netns, subnet: u8) {
+    let bridge = format!("br{subnet}");
+    underlay.ip(&format!(
+        "link add {bridge} address {} type bridge",
+        mac(&format!("underlay/{bridge}"))
+    ));
+    underlay.ip(&format!(
+        "addr add {NODE_SUBNET_PREFIX}.{subnet}.1/24 dev {bridge}"
+    ));
+    underlay.ip(&format!("link set {bridge} up"));
 }
 
 /// The host outside the cluster: a veth from the underlay's router, which
@@ -272,25 +301,26 @@ fn add_outside(lab: &mut Lab, underlay: &Netns) -> Netns {
     ns
 }
 
-/// Node `n` (1-based): `node-n`, `eth0` at 172.18.0.(10+n) on the underlay,
-/// pod CIDR 10.244.n.0/24 (the scripted lab's; node IPAM's in the real one),
-/// default route to the underlay router. Forwarding is left as the kernel
-/// has it: on a real node, something sets it (the scripted lab, or the CNI).
-pub fn add_node(lab: &mut Lab, underlay: &Netns, n: u8) -> Node {
+/// Node `n` (1-based): `node-n`, `eth0` at 172.18.S.(10+n) on the
+/// underlay's subnet S, pod CIDR 10.244.n.0/24 (the scripted lab's; node
+/// IPAM's in the real one), default route to the underlay router. Forwarding
+/// is left as the kernel has it: on a real node, something sets it (the
+/// scripted lab, or the CNI).
+pub fn add_node(lab: &mut Lab, underlay: &Netns, n: u8, subnet: u8) -> Node {
     let name = format!("node-{n}");
     let ns = lab.netns(&name);
-    let ip = Ipv4Addr::new(172, 18, 0, 10 + n);
+    let ip = Ipv4Addr::new(172, 18, subnet, 10 + n);
     underlay.ip(&format!(
         "link add {name} address {} type veth peer name eth0 address {} netns {}",
         mac(&format!("underlay/{name}")),
         mac(&format!("{name}/eth0")),
         ns.name
     ));
-    underlay.ip(&format!("link set {name} master br0 up"));
+    underlay.ip(&format!("link set {name} master br{subnet} up"));
     ns.ip(&format!("addr add {ip}/24 dev eth0"));
     ns.ip("link set eth0 up");
     ns.ip(&format!(
-        "route add default via {UNDERLAY_GATEWAY} dev eth0"
+        "route add default via {NODE_SUBNET_PREFIX}.{subnet}.1 dev eth0"
     ));
     Node {
         name,

@@ -44,6 +44,8 @@ struct Fault {
 enum To {
     /// The last pod of the last node.
     Pod,
+    /// The last pod of the `node`th node (0-based).
+    PodOn { node: usize },
     /// The sending pod itself, at its own address (routed by its local
     /// table, through `lo`).
     Sender,
@@ -1382,6 +1384,43 @@ fn node_sysctl(cluster: &Cluster, node: usize, setting: &str) {
 }
 
 /// The healthy flow, the first case of every Calico topology.
+/// Flannel VXLAN with node-2 behind the router: the VXLAN packets are
+/// addressed to node-2, which the router routes.
+const VXLAN_ACROSS_ROUTER_FAULTS: &[Fault] = &[Fault {
+    name: "healthy, VXLAN to a node behind a router (tcp)",
+    finds: Some("engine.underlay.routed"),
+    ..HEALTHY_TCP
+}];
+
+/// Pod addresses sent unencapsulated to a router that has no route for
+/// them: flanneld's host-gw routes to a node on another subnet are refused
+/// by the kernel, and Calico's mesh routes a block of a node on another
+/// subnet via the node's gateway (no BGP peering with the routers). The
+/// packet is lost beyond the gateway, as when a route to a pod CIDR is
+/// missing.
+const NO_POD_ROUTES_ACROSS_ROUTER: &[Fault] = &[Fault {
+    name: "pods on a node behind a router that knows no pod routes (tcp)",
+    blamed: Some("node-1"),
+    expected: Disposition::ExitsCluster,
+    finds: Some("kernel.route.leaves-cluster"),
+    ..HEALTHY_TCP
+}];
+
+/// Calico `vxlanMode: CrossSubnet` with node-3 behind the router: VXLAN to
+/// it, direct routes to node-2 on node-1's own subnet.
+const CROSS_SUBNET_FAULTS: &[Fault] = &[
+    Fault {
+        name: "healthy, VXLAN to a node behind a router (tcp)",
+        finds: Some("engine.underlay.routed"),
+        ..HEALTHY_TCP
+    },
+    Fault {
+        name: "healthy, direct to a node on the same subnet (tcp)",
+        to: To::PodOn { node: 1 },
+        ..HEALTHY_TCP
+    },
+];
+
 const HEALTHY_TCP: Fault = Fault {
     name: "healthy (tcp)",
     inject: Inject::Kernel(|_| {}),
@@ -1740,18 +1779,42 @@ const OUTSIDE_FAULTS: &[Fault] = &[Fault {
 /// A lab CNI, shared by the threads that run the cases.
 type LabCni = &'static (dyn Cni + Sync + std::panic::RefUnwindSafe);
 
-/// What programs a case's nodes: the lab's own scripts for a CNI, or the
-/// real components (`real.rs`).
+/// What programs a case's nodes: the lab's own scripts for a CNI (with
+/// every node on one subnet, or the last one behind the underlay's router),
+/// or the real components (`real.rs`).
 #[derive(Clone, Copy)]
 enum LabKind {
     Scripted(LabCni),
+    /// A scripted lab of `nodes` nodes whose last node is on a second
+    /// subnet, reached through the underlay's router (not in the snapshot).
+    Routed {
+        name: &'static str,
+        cni: LabCni,
+        nodes: u8,
+    },
     Real(RealCni, ProxyMode),
 }
 
 impl LabKind {
+    /// The CNI and the shape of a lab the scripts build.
+    fn scripted(self) -> Option<(LabCni, Topology)> {
+        let (cni, nodes, across_router) = match self {
+            LabKind::Scripted(cni) => (cni, 2, false),
+            LabKind::Routed { cni, nodes, .. } => (cni, nodes, true),
+            LabKind::Real(..) => return None,
+        };
+        let topology = Topology {
+            nodes,
+            pods_per_node: 2,
+            across_router,
+        };
+        Some((cni, topology))
+    }
+
     fn topology_name(self) -> &'static str {
         match self {
             LabKind::Scripted(cni) => cni.topology_name(),
+            LabKind::Routed { name, .. } => name,
             LabKind::Real(cni, ProxyMode::Iptables) => cni.topology_name(),
             LabKind::Real(RealCni::FlannelVxlan, ProxyMode::Nftables) => {
                 "flannel-vxlan (real components, kube-proxy in nftables mode)"
@@ -1785,6 +1848,21 @@ struct Group {
     lab: LabKind,
     peer: Peer,
     faults: &'static [Fault],
+}
+
+/// The cases of a scripted lab of `nodes` nodes, the last behind the
+/// underlay's router, flows to pods.
+const fn across_router(
+    name: &'static str,
+    cni: LabCni,
+    nodes: u8,
+    faults: &'static [Fault],
+) -> Group {
+    Group {
+        lab: LabKind::Routed { name, cni, nodes },
+        peer: Peer::Cluster,
+        faults,
+    }
 }
 
 /// Each lab topology with its cases.
@@ -1839,6 +1917,30 @@ const TOPOLOGIES: &[Group] = &[
         peer: Peer::Outside,
         faults: OUTSIDE_FAULTS,
     },
+    across_router(
+        "flannel-vxlan across a router",
+        &Flannel::VXLAN,
+        2,
+        VXLAN_ACROSS_ROUTER_FAULTS,
+    ),
+    across_router(
+        "flannel-host-gw across a router",
+        &Flannel::HOST_GW,
+        2,
+        NO_POD_ROUTES_ACROSS_ROUTER,
+    ),
+    across_router(
+        "calico-vxlan-cross-subnet across a router",
+        &Calico::VXLAN_CROSS_SUBNET,
+        3,
+        CROSS_SUBNET_FAULTS,
+    ),
+    across_router(
+        "calico-bgp across a router, without peering",
+        &Calico::BGP,
+        2,
+        NO_POD_ROUTES_ACROSS_ROUTER,
+    ),
     Group {
         lab: LabKind::Real(RealCni::FlannelVxlan, ProxyMode::Iptables),
         peer: Peer::Cluster,
@@ -1917,7 +2019,7 @@ fn destination(cluster: &Cluster, to: &Pod, peer: Peer, fault: &Fault) -> String
         (Peer::Outside, _) => OUTSIDE_IP.to_string(),
         (Peer::FromOutside, To::NodePort { node }) => cluster.nodes[node].ip.to_string(),
         (Peer::FromOutside, _) => panic!("{}: a client outside goes to a NodePort", fault.name),
-        (Peer::Cluster, To::Pod | To::Sender) => to.ip.to_string(),
+        (Peer::Cluster, To::Pod | To::Sender | To::PodOn { .. }) => to.ip.to_string(),
         (Peer::Cluster, To::Service("web")) => cluster.service.cluster_ip.to_string(),
         (Peer::Cluster, To::Service(name)) => real::service(name).cluster_ip.to_string(),
         (Peer::Cluster, To::NodePort { node }) => cluster.nodes[node].ip.to_string(),
@@ -2023,18 +2125,13 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
     };
     let name = case_name(kind, fault);
     let mut lab = Lab::new();
-    let (scripted, mut real) = match kind {
-        LabKind::Scripted(cni) => {
-            let topology = Topology {
-                nodes: 2,
-                pods_per_node: 2,
-            };
-            (Some(Cluster::build(&mut lab, &topology, cni)), None)
-        }
-        LabKind::Real(cni, mode) => (
+    let (scripted, mut real) = match (kind.scripted(), kind) {
+        (Some((cni, topology)), _) => (Some(Cluster::build(&mut lab, &topology, cni)), None),
+        (None, LabKind::Real(cni, mode)) => (
             None,
             Some(RealCluster::build_with(&mut lab, cni, mode, 2, 2)),
         ),
+        (None, _) => unreachable!("every lab but the real components' is scripted"),
     };
     // The real components are frozen once the case's fault is in place, so
     // that none of them repairs it while the kernel and skoop are asked.
@@ -2057,7 +2154,11 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
         (None, None) => unreachable!("one of the two is built"),
     };
     let (from, to) = endpoints(cluster);
-    let to = if fault.to == To::Sender { from } else { to };
+    let to = match fault.to {
+        To::Sender => from,
+        To::PodOn { node } => cluster.nodes[node].pods.last().expect("the node has pods"),
+        _ => to,
+    };
     // The outside host, as the client a flow from outside starts at.
     let outside = Pod {
         namespace: String::new(),
@@ -2096,7 +2197,7 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
                 port: None,
             },
             Peer::Cluster | Peer::FromOutside => match fault.to {
-                To::Pod | To::Sender => Endpoint::Pod {
+                To::Pod | To::Sender | To::PodOn { .. } => Endpoint::Pod {
                     namespace: to.namespace.clone(),
                     name: to.name.clone(),
                     port: None,
@@ -2124,8 +2225,8 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
     let (packs, pack_problems) = LoadedPacks::load(builtin_sources(), &[]);
     assert!(pack_problems.is_empty(), "{pack_problems:?}");
     let dir = tempfile::tempdir().expect("temp dir");
-    let diagnosis = match (kind, &real) {
-        (LabKind::Scripted(cni), _) => {
+    let diagnosis = match (kind.scripted(), &real) {
+        (Some((cni, _)), _) => {
             snapshot::collect(cluster, cni, dir.path());
             save_if_this_case(&name, dir.path());
             let diagnosis = engine::diagnose(&live::load(dir.path()), &request, &packs)
@@ -2139,7 +2240,7 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
             live::assert_same_diagnosis(&diagnosis, live_dir.path(), &request, &name);
             diagnosis
         }
-        (LabKind::Real(..), Some(real)) => {
+        (None, Some(real)) => {
             // The real components' cluster is only ever seen as a user sees
             // it: collected through its API server.
             live::collect_live(&real.server, cluster, dir.path());
@@ -2156,7 +2257,7 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
             engine::diagnose(&live::load(dir.path()), &request, &packs)
                 .expect("the request resolves")
         }
-        (LabKind::Real(..), None) => unreachable!("a real cluster was built"),
+        (None, None) => unreachable!("a real cluster was built"),
     };
     let blamed = diagnosis
         .findings
@@ -2356,7 +2457,10 @@ fn accuracy_table(rows: &[Row]) -> String {
          NetworkPolicy that admits TCP 8080 from the web pods and the nodes only), and kube-proxy's\n\
          iptables layout. The snapshot is collected with `skoop collect local`, and once more through\n\
          a real API server holding the lab's objects (`skoop collect cluster --node-exec`); both must\n\
-         diagnose the same.\n\
+         diagnose the same. In the topologies *across a router*, the last node is on a second\n\
+         subnet (172.18.1.0/24), reached through the underlay's router, which is not in the snapshot\n\
+         and routes the nodes' addresses only (no pod CIDR); `calico-vxlan-cross-subnet across a\n\
+         router` has three nodes, node-2 on node-1's subnet.\n\
          - **real components** (`(real components)`, `tests/lab/real.rs`): the real binaries program\n\
          the nodes: kube-controller-manager (node IPAM, EndpointSlices), kube-proxy (iptables mode,\n\
          or nftables mode where the topology says so: its rules in the table `ip kube-proxy`) and\n\

@@ -136,10 +136,19 @@ impl Cni for Flannel {
     fn connect(&self, node: &Node, peers: &[&Node]) {
         if self.0 == Backend::HostGw {
             for peer in peers {
-                node.ns.ip(&format!(
-                    "route add {} via {} dev eth0",
-                    peer.pod_cidr, peer.ip
-                ));
+                // A peer on another subnet is no neighbour: the kernel refuses
+                // the route ("Nexthop has invalid gateway"), and flanneld
+                // logs the error and goes on without it (route_network.go).
+                let cidr = peer.pod_cidr.to_string();
+                let via = peer.ip.to_string();
+                let route = ["ip", "route", "add", &cidr, "via", &via, "dev", "eth0"];
+                let added = node.ns.exec(&route).status.success();
+                assert_eq!(
+                    added,
+                    node.subnet() == peer.subnet(),
+                    "{}: ip route add {cidr} via {via}",
+                    node.name
+                );
             }
             return;
         }

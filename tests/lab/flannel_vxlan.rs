@@ -34,6 +34,7 @@ mod k8s {
 const TOPOLOGY: Topology = Topology {
     nodes: 2,
     pods_per_node: 2,
+    across_router: false,
 };
 
 /// Builds the lab, or `None` when the lab is skipped.

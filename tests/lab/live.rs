@@ -179,6 +179,7 @@ fn served_lab(cni: &dyn crate::cluster::Cni, nodes: u8) -> Option<ServedLab> {
     let topology = Topology {
         nodes,
         pods_per_node: 2,
+        across_router: false,
     };
     let cluster = Cluster::build(&mut lab, &topology, cni);
     let offline = tempfile::tempdir().expect("temp dir");

@@ -425,7 +425,7 @@ impl RealCluster {
     /// its listener. Does not wait for the other nodes to learn of it.
     pub fn add_node(&mut self, lab: &mut Lab, pods: u8) {
         let number = u8::try_from(self.cluster.nodes.len() + 1).expect("few nodes");
-        let mut node = cluster::add_node(lab, &self.cluster.underlay, number);
+        let mut node = cluster::add_node(lab, &self.cluster.underlay, number, 0);
         let dir = self.components.node_dir(&node);
         fs::create_dir_all(&dir).expect("node state dir");
         let port = api_port(&self.components.kubeconfig);

@@ -25,6 +25,15 @@ impl Crossing<'_> {
     }
 }
 
+/// How a packet leaves the cluster: by `device` to `next_hop`, which
+/// nothing of the snapshot holds, and why the routers there do not take it
+/// on where the CNI says.
+struct Lost<'a> {
+    device: &'a str,
+    next_hop: IpAddr,
+    because: Option<&'a str>,
+}
+
 impl<'s> Walker<'s, '_> {
     /// Enters a namespace: a new hop in the graph.
     pub(super) fn visit(
@@ -132,7 +141,8 @@ impl<'s> Walker<'s, '_> {
     /// frame goes to whichever interface on the device's segment answers ARP
     /// for the next hop (or has the MAC address of a permanent neighbour
     /// entry, which sends no request), else to a node the snapshot lacks,
-    /// else out of the cluster.
+    /// else through a router of the underlay (`routed.rs`), else out of the
+    /// cluster.
     pub(super) fn underlay_egress(
         &mut self,
         place: &Place,
@@ -285,10 +295,31 @@ impl<'s> Walker<'s, '_> {
             };
             return self.stop(hop, flow.branch, stop);
         }
-        // Otherwise the packet leaves the cluster's namespaces. For a
-        // destination inside the cluster that is the fault itself.
-        self.lost(place, &device.ifname, next_hop, &flow.packet);
-        self.leave_cluster(hop, &device.ifname, flow)
+        // A next hop nobody holds is a router of the underlay, which
+        // carries a node's packet on to the node or pod holding its
+        // destination, else out of the cluster.
+        self.routed_underlay(place, device, next_hop, flow)
+    }
+
+    /// The packet leaves the cluster's namespaces by `device` to `next_hop`,
+    /// which nothing of the snapshot holds. For a destination inside the
+    /// cluster that is the fault itself; `because` is the CNI's word on why
+    /// the routers there do not take it on, where it gave one.
+    pub(super) fn leaves_by(
+        &mut self,
+        place: &Place,
+        device: &Device,
+        next_hop: IpAddr,
+        because: Option<&str>,
+        flow: Flow,
+    ) -> Next<'s> {
+        let lost = Lost {
+            device: &device.ifname,
+            next_hop,
+            because,
+        };
+        self.lost(place, lost, &flow.packet);
+        self.leave_cluster(place.hop, &device.ifname, flow)
     }
 
     /// The MAC address of a neighbour entry of `ns` for `next_hop` on `dev`
@@ -309,8 +340,14 @@ impl<'s> Walker<'s, '_> {
 
     /// The finding for a packet that leaves the cluster though its
     /// destination is a pod, a node or a service address of it.
-    pub(super) fn lost(&mut self, place: &Place, device: &str, next_hop: IpAddr, packet: &Packet) {
+    fn lost(&mut self, place: &Place, lost: Lost<'_>, packet: &Packet) {
         let (ns, hop) = (&place.ns, place.hop);
+        let Lost {
+            device,
+            next_hop,
+            because,
+        } = lost;
+        let because = because.map(|why| format!(" ({why})")).unwrap_or_default();
         let cluster_owner = self
             .snapshot
             .cluster
@@ -327,7 +364,7 @@ impl<'s> Walker<'s, '_> {
             (Some(owner), _) => Some((
                 "kernel.route.leaves-cluster",
                 format!(
-                    "{} sends the packet for {owner} out of the cluster: its route to {} leads by {} to {next_hop}, which no node or pod holds",
+                    "{} sends the packet for {owner} out of the cluster: its route to {} leads by {} to {next_hop}, which no node or pod holds{because}",
                     hop_id(ns),
                     packet.dst,
                     device

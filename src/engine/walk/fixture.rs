@@ -37,6 +37,15 @@ impl Fixture {
         }
     }
 
+    /// A snapshot of these files, diagnosed with the built-in packs (the
+    /// CNI pack the cluster's objects name applies).
+    pub(super) fn with_builtin_packs(files: &[(String, String)]) -> Fixture {
+        let fixture = Fixture::new(files);
+        let (packs, problems) = LoadedPacks::load(packs::builtin_sources(), &[]);
+        assert!(problems.is_empty(), "{problems:?}");
+        Fixture { packs, ..fixture }
+    }
+
     /// Runs `test` with a walker over the snapshot (`--size` as given).
     pub(super) fn walk<R>(
         &self,
@@ -133,22 +142,35 @@ fn pod_files(name: &str, ip: &str, peer_index: u32) -> Vec<(String, String)> {
         ),
     ]);
     let routes = connected("10.0.0.0/24", "eth0", ip);
+    let addrs = json!([address(2, "eth0", ip, 24)]);
+    let mut files = netns_files(&ns, (links, addrs, routes), 0, ARP_DEFAULTS);
+    files.push(file(
+        &ns,
+        "ss.txt",
+        "tcp LISTEN 0 128 0.0.0.0:8080 0.0.0.0:*\n",
+    ));
+    files
+}
+
+/// A namespace's dump with an empty ruleset: its devices, addresses and
+/// routes, the default policy rules, `ip_forward` then `sysctls`.
+fn netns_files(
+    ns: &NetnsId,
+    (links, addrs, routes): (Value, Value, Vec<Value>),
+    ip_forward: u8,
+    sysctls: &str,
+) -> Vec<(String, String)> {
     vec![
-        file(&ns, "ip-link.json", links.to_string()),
+        file(ns, "ip-link.json", links.to_string()),
+        file(ns, "ip-addr.json", addrs.to_string()),
+        file(ns, "ip-route.json", Value::from(routes).to_string()),
+        file(ns, "ip-rule.json", RULES),
+        file(ns, "iptables-save.txt", ""),
         file(
-            &ns,
-            "ip-addr.json",
-            json!([address(2, "eth0", ip, 24)]).to_string(),
-        ),
-        file(&ns, "ip-route.json", Value::from(routes).to_string()),
-        file(&ns, "ip-rule.json", RULES),
-        file(&ns, "iptables-save.txt", ""),
-        file(
-            &ns,
+            ns,
             "sysctl.txt",
-            format!("net.ipv4.ip_forward = 0\n{ARP_DEFAULTS}"),
+            format!("net.ipv4.ip_forward = {ip_forward}\n{sysctls}"),
         ),
-        file(&ns, "ss.txt", "tcp LISTEN 0 128 0.0.0.0:8080 0.0.0.0:*\n"),
     ]
 }
 
@@ -296,46 +318,53 @@ pub(super) fn describe(next: &Next<'_>) -> String {
     }
 }
 
-/// Nodes `n1` (eth0 172.18.0.11/24, MAC 02:00:00:00:01:02) and `n2` (eth0
-/// 172.18.0.12/24, MAC 02:00:00:00:02:02, and
-/// bridge cni0 10.0.1.1/24 holding the route to its pods) on one segment,
-/// `n2`'s sysctl.txt being `n2_sysctls` after forwarding on.
+/// Node `name`'s dump: `eth0` (MAC 02:00:00:00:<name less its first
+/// letter>:02) holding `ip` in `subnet` (a /24), a default route via
+/// `gateway` where one is given, bridge `cni0` holding `local` in the pod
+/// `subnet` of `bridge` where one is given, forwarding on, then `sysctls`.
+pub(super) fn node_files(
+    name: &str,
+    (ip, subnet): (&str, &str),
+    gateway: Option<&str>,
+    bridge: Option<(&str, &str)>,
+    sysctls: &str,
+) -> Vec<(String, String)> {
+    let ns = host(name);
+    let mac = format!("02:00:00:00:{}:02", &name[1..]);
+    let eth0 = device(2, "eth0", 1500, json!({ "address": mac }));
+    let mut links = vec![loopback(), eth0];
+    let mut addrs = vec![address(2, "eth0", ip, 24)];
+    let mut routes = connected(subnet, "eth0", ip);
+    if let Some(gateway) = gateway {
+        routes.push(json!({"type": "unicast", "dst": "default", "gateway": gateway, "dev": "eth0", "table": "main", "protocol": "boot", "scope": "global", "flags": []}));
+    }
+    if let Some((subnet, local)) = bridge {
+        links.push(device(
+            3,
+            "cni0",
+            1450,
+            json!({"linkinfo": {"info_kind": "bridge", "info_data": {"stp_state": 0, "vlan_filtering": 0}}}),
+        ));
+        addrs.push(address(3, "cni0", local, 24));
+        routes.extend(connected(subnet, "cni0", local));
+    }
+    let dump = (Value::from(links), Value::from(addrs), routes);
+    let mut files = netns_files(&ns, dump, 1, sysctls);
+    files.push(file(&ns, "ip-neigh.json", "[]"));
+    files
+}
+
+/// Nodes `n1` (eth0 172.18.0.11/24, MAC 02:00:00:00:1:02) and `n2` (eth0
+/// 172.18.0.12/24, MAC 02:00:00:00:2:02, and bridge cni0 10.0.1.1/24
+/// holding the route to its pods) on one segment, `n2`'s sysctl.txt being
+/// `n2_sysctls` after forwarding on.
 pub(super) fn two_nodes_on_a_segment(n2_sysctls: &str) -> Vec<(String, String)> {
-    let node = |name: &str, ip: &str, extra: Option<(&str, &str)>, sysctls: &str| {
-        let ns = host(name);
-        let mac = format!("02:00:00:00:{}:02", &name[1..]);
-        let eth0 = device(2, "eth0", 1500, json!({ "address": mac }));
-        let mut links = vec![loopback(), eth0];
-        let mut addrs = vec![address(2, "eth0", ip, 24)];
-        let mut routes = connected("172.18.0.0/24", "eth0", ip);
-        if let Some((subnet, local)) = extra {
-            links.push(device(
-                3,
-                "cni0",
-                1450,
-                json!({"linkinfo": {"info_kind": "bridge", "info_data": {"stp_state": 0, "vlan_filtering": 0}}}),
-            ));
-            addrs.push(address(3, "cni0", local, 24));
-            routes.extend(connected(subnet, "cni0", local));
-        }
-        vec![
-            file(&ns, "ip-link.json", Value::from(links).to_string()),
-            file(&ns, "ip-addr.json", Value::from(addrs).to_string()),
-            file(&ns, "ip-route.json", Value::from(routes).to_string()),
-            file(&ns, "ip-rule.json", RULES),
-            file(&ns, "iptables-save.txt", ""),
-            file(
-                &ns,
-                "sysctl.txt",
-                format!("net.ipv4.ip_forward = 1\n{sysctls}"),
-            ),
-            file(&ns, "ip-neigh.json", "[]"),
-        ]
-    };
-    let mut files = node("n1", "172.18.0.11", None, ARP_DEFAULTS);
-    files.extend(node(
+    let segment = "172.18.0.0/24";
+    let mut files = node_files("n1", ("172.18.0.11", segment), None, None, ARP_DEFAULTS);
+    files.extend(node_files(
         "n2",
-        "172.18.0.12",
+        ("172.18.0.12", segment),
+        None,
         Some(("10.0.1.0/24", "10.0.1.1")),
         n2_sysctls,
     ));

@@ -18,7 +18,8 @@
 //! branch's connection, NAT undone for the reply, the reply's arrival),
 //! `mtu` (sizes against devices, the ICMP error a hop answers with),
 //! `tunnel` (VXLAN and IPIP in and out), `l2` (the egress device decides the
-//! link: veth, bridge port, proxy ARP, bridged netfilter), `assumed`
+//! link: veth, bridge port, proxy ARP, bridged netfilter), `routed` (a
+//! router of the underlay the snapshot lacks carries a node's packet on), `assumed`
 //! (namespaces the snapshot lacks, stepped over with the CNI's intent),
 //! `packet` (the packet and its size) and `record` (steps, forks, stops and
 //! the paths they end).
@@ -34,6 +35,7 @@ mod l2;
 mod mtu;
 mod packet;
 mod record;
+mod routed;
 mod stack;
 mod tunnel;
 

@@ -149,11 +149,16 @@ impl<'s> Walker<'s, '_> {
         disposition: Disposition,
         exit: Option<Exit>,
     ) {
+        let assumed_link = branch.hops.windows(2).any(|pair| {
+            self.graph
+                .find_edge(pair[0], pair[1])
+                .is_some_and(|edge| self.graph[edge].kind.assumed())
+        });
         self.paths.push(PathResult {
             disposition,
             probability: branch.probability,
             hops: branch.hops.iter().map(|h| h.index()).collect(),
-            assumed: branch.hops.iter().any(|&h| self.graph[h].assumed),
+            assumed: assumed_link || branch.hops.iter().any(|&h| self.graph[h].assumed),
             exit,
             backend: None,
         });

@@ -141,7 +141,7 @@ impl<'s> Walker<'s, '_> {
     }
 
     /// The hop as the hooks see it.
-    pub(super) fn scope(
+    pub(in super::super) fn scope(
         &self,
         ns: &NetnsId,
         packet: &Packet,
@@ -197,7 +197,11 @@ impl<'s> Walker<'s, '_> {
 
     /// The stop for a hook without a usable answer, its pack's finding
     /// reported.
-    pub(super) fn undecided_stop(&mut self, hop: NodeIndex, undecided: Undecided) -> Stop {
+    pub(in super::super) fn undecided_stop(
+        &mut self,
+        hop: NodeIndex,
+        undecided: Undecided,
+    ) -> Stop {
         let hop_name = self.graph[hop].id.clone();
         let (reason, evidence) = match undecided {
             Undecided::Pack(finding) => {
