@@ -13,8 +13,8 @@ use super::matrix::{FlowArgs, flow_line, outcome, terminal_lines};
 use super::{EXIT_USAGE, json_text, write_raw};
 
 /// Compare two snapshots' answers flow by flow: every flow whose verdict
-/// (or disposition) changed, with the finding that made the difference —
-/// the question after an upgrade, or yesterday against today in CI.
+/// (or disposition) changed, with the finding that made the difference
+/// (the question after an upgrade, or yesterday against today in CI).
 ///
 /// Each side is a snapshot directory or a `skoop matrix -o json` file. Two
 /// snapshots: the same matrix (the flow options below, as `skoop matrix`

@@ -54,7 +54,7 @@ use super::{EXIT_USAGE, ProtocolArg, json_text, report_problems, terminal_safe, 
 ///   json  every flow: source, destination, verdict, disposition, its first
 ///         finding; the counts and causes (docs/matrix.md); `skoop diff` reads it
 ///   csv   a row per flow, the same fields
-///   html  --output DIR: DIR/index.html, a heat map (sources × destinations)
+///   html  --output DIR: DIR/index.html, a heat map (sources by destinations)
 ///         whose every cell links to that flow's own report, DIR/flows/N.html
 ///         (diagnose -o html); DIR must be new or empty
 ///
