@@ -10,7 +10,7 @@ use clap::{Args, ValueEnum};
 use petgraph::graph::NodeIndex;
 use skoop::engine::{
     self, Diagnosis, Disposition, Endpoint, Finding, PacketSize, PathResult, Protocol, Request,
-    Severity, Step,
+    Severity, Step, Verdict,
 };
 use skoop::packs::LoadedPacks;
 use skoop::report::json::{ErrorReport, Report, finding_paths, link_kind};
@@ -194,10 +194,50 @@ impl ReportFormat {
 /// Where the report goes, and in which format.
 struct Destination {
     format: ReportFormat,
-    /// `None`: stdout. A file is written as a temporary file beside it,
-    /// renamed over it once the report is whole: a run that ends without a
-    /// report (a bad argument, a failed write) leaves the file as it was.
-    file: Option<(PathBuf, NamedTempFile)>,
+    /// `None`: stdout.
+    file: Option<ReportFile>,
+}
+
+/// A file a report is written to: first as a temporary file beside it,
+/// renamed over it once the report is whole, so that a run that ends
+/// without a report (a bad argument, a failed write) leaves the file as it
+/// was. The temporary file is created at once, so that a directory that
+/// cannot be written is said before any work.
+pub(super) struct ReportFile {
+    path: PathBuf,
+    file: NamedTempFile,
+}
+
+impl ReportFile {
+    pub(super) fn create(path: &Path) -> Result<ReportFile, String> {
+        let dir = match path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir,
+            _ => Path::new("."),
+        };
+        // Read and write for all but what the umask takes, as a file
+        // created by File::create would be.
+        let file = tempfile::Builder::new()
+            .prefix(".skoop-report-")
+            .permissions(std::fs::Permissions::from_mode(0o666))
+            .tempfile_in(dir)
+            .map_err(|e| format!("--output: cannot write {}: {e}", path.display()))?;
+        Ok(ReportFile {
+            path: path.to_path_buf(),
+            file,
+        })
+    }
+
+    /// Writes the whole report; `Err` carries the exit code when it cannot.
+    pub(super) fn write(mut self, text: &str) -> Result<(), ExitCode> {
+        let written = self
+            .file
+            .write_all(text.as_bytes())
+            .and_then(|()| self.file.persist(&self.path).map(drop).map_err(|e| e.error));
+        written.map_err(|e| {
+            err!("error: cannot write {}: {e}", self.path.display());
+            ExitCode::from(EXIT_USAGE)
+        })
+    }
 }
 
 impl Destination {
@@ -218,36 +258,21 @@ impl Destination {
         {
             return Ok(Destination { format, file: None });
         }
-        let dir = match path.parent() {
-            Some(dir) if !dir.as_os_str().is_empty() => dir,
-            _ => Path::new("."),
-        };
-        // Read and write for all but what the umask takes, as a file
-        // created by File::create would be.
-        let file = tempfile::Builder::new()
-            .prefix(".skoop-report-")
-            .permissions(std::fs::Permissions::from_mode(0o666))
-            .tempfile_in(dir)
-            .map_err(|e| format!("--output: cannot write {}: {e}", path.display()))?;
         Ok(Destination {
             format: format.unwrap_or_else(|| ReportFormat::of_file(path)),
-            file: Some((path.to_path_buf(), file)),
+            file: Some(ReportFile::create(path)?),
         })
     }
 
     /// Writes the whole report; `Err` carries the exit code when it cannot.
     fn write(self, text: &str) -> Result<(), ExitCode> {
-        let Some((path, mut file)) = self.file else {
-            write_raw(text);
-            return Ok(());
-        };
-        let written = file
-            .write_all(text.as_bytes())
-            .and_then(|()| file.persist(&path).map(drop).map_err(|e| e.error));
-        written.map_err(|e| {
-            err!("error: cannot write {}: {e}", path.display());
-            ExitCode::from(EXIT_USAGE)
-        })
+        match self.file {
+            Some(file) => file.write(text),
+            None => {
+                write_raw(text);
+                Ok(())
+            }
+        }
     }
 
     /// Writes a value as pretty JSON.
@@ -418,12 +443,15 @@ const EXIT_DELIVERED_WITH_FINDINGS: u8 = 3;
 
 /// The exit status of a diagnosis (see `diagnose --help`, docs/json.md).
 fn exit_status(diagnosis: &Diagnosis) -> ExitCode {
-    if !diagnosis.succeeds() {
-        ExitCode::from(EXIT_NOT_DELIVERED)
-    } else if severe_findings(diagnosis) != (0, 0) {
-        ExitCode::from(EXIT_DELIVERED_WITH_FINDINGS)
-    } else {
-        ExitCode::SUCCESS
+    ExitCode::from(verdict_status(diagnosis.verdict()))
+}
+
+/// The exit status of a verdict (`skoop matrix` exits with its worst flow's).
+pub(super) fn verdict_status(verdict: Verdict) -> u8 {
+    match verdict {
+        Verdict::Succeeds => 0,
+        Verdict::NotDelivered => EXIT_NOT_DELIVERED,
+        Verdict::DeliveredWithSevereFindings => EXIT_DELIVERED_WITH_FINDINGS,
     }
 }
 

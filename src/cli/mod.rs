@@ -24,7 +24,9 @@ macro_rules! err {
 
 mod collect;
 mod diagnose;
+mod diff;
 mod live;
+mod matrix;
 mod namespace;
 mod netfilter;
 mod packs;
@@ -61,6 +63,9 @@ enum Command {
     Completions(shell::CompletionsArgs),
     // Its help text is DiagnoseArgs's own doc comment, examples included.
     Diagnose(Box<diagnose::DiagnoseArgs>),
+    // Its help text is DiffArgs's own doc comment, as for matrix below.
+    Diff(Box<diff::DiffArgs>),
+    Matrix(Box<matrix::MatrixArgs>),
     /// Ask the kernel model what one namespace's iptables rules do with a packet.
     #[command(subcommand)]
     Netfilter(netfilter::NetfilterCommand),
@@ -106,6 +111,8 @@ pub fn run() -> ExitCode {
         Command::Completions(args) => shell::completions(args),
         Command::Man(args) => shell::man(args),
         Command::Diagnose(args) => diagnose::run(args),
+        Command::Diff(args) => diff::run(*args),
+        Command::Matrix(args) => matrix::run(*args),
         Command::Netfilter(command) => netfilter::run(command),
         Command::Packs(command) => packs::run(command),
         Command::Route(command) => route::run(command),

@@ -116,9 +116,15 @@ pub struct LoadArgs {
 }
 
 impl LoadArgs {
+    /// The packs and every problem, said nowhere (a matrix's workers load
+    /// again what `load` has said once).
+    pub(super) fn discover_and_load(&self) -> (LoadedPacks, Vec<skoop::snapshot::Problem>) {
+        LoadedPacks::discover_and_load(&self.pack_paths, &self.overrides)
+    }
+
     /// Loads the packs; problems and notes go to stderr. `Err` is the exit code.
     pub(super) fn load(&self) -> Result<LoadedPacks, ExitCode> {
-        let (loaded, problems) = LoadedPacks::discover_and_load(&self.pack_paths, &self.overrides);
+        let (loaded, problems) = self.discover_and_load();
         for note in &loaded.notes {
             err!("note: {note}");
         }

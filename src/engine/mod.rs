@@ -329,6 +329,18 @@ pub struct Exit {
     pub why: String,
 }
 
+/// A diagnosis's conclusion (see [`Diagnosis::verdict`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Verdict {
+    /// Every path ends as intended and no finding is critical or fatal.
+    Succeeds,
+    /// Every path ends as intended, but a critical or fatal finding says
+    /// something on the way is broken all the same.
+    DeliveredWithSevereFindings,
+    /// Some path does not end as intended.
+    NotDelivered,
+}
+
 /// The answer to a [`Request`].
 #[derive(Debug, Clone)]
 pub struct Diagnosis {
@@ -347,6 +359,22 @@ impl Diagnosis {
     /// Whether every path ends as intended (see [`PathResult::succeeds`]).
     pub fn succeeds(&self) -> bool {
         !self.paths.is_empty() && self.paths.iter().all(PathResult::succeeds)
+    }
+
+    /// What the diagnosis concludes as a whole: the one place that decides
+    /// it (`diagnose`'s exit status, each flow of `skoop matrix`).
+    pub fn verdict(&self) -> Verdict {
+        if !self.succeeds() {
+            Verdict::NotDelivered
+        } else if self
+            .findings
+            .iter()
+            .any(|f| f.severity >= Severity::Critical)
+        {
+            Verdict::DeliveredWithSevereFindings
+        } else {
+            Verdict::Succeeds
+        }
     }
 
     /// How the first path that leaves the cluster leaves it.

@@ -103,23 +103,32 @@ table.steps th { width: 8rem; }
 .assumed { font-style: italic; color: #666; }
 "#;
 
-/// The report as one HTML page.
-pub fn render(report: &Report) -> String {
-    let picture = Picture::new(report);
-    let mut html = String::new();
-    let title = format!("skoop: {}: {}", report.request, picture.verdict);
+/// A self-contained page up to the start of its body: its character set,
+/// its Content-Security-Policy (`policy`), the viewport, its title and its
+/// only style.
+pub(super) fn write_head(html: &mut String, title: &str, policy: &str, style: &str) {
     let _ = writeln!(html, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>");
     let _ = writeln!(html, "<meta charset=\"utf-8\">");
     let _ = writeln!(
         html,
-        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; script-src '{SCRIPT_HASH}'\">"
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"{policy}\">"
     );
     let _ = writeln!(
         html,
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
     );
-    let _ = writeln!(html, "<title>{}</title>", escape(&title));
-    let _ = writeln!(html, "<style>{STYLE}</style>\n</head>\n<body>");
+    let _ = writeln!(html, "<title>{}</title>", escape(title));
+    let _ = writeln!(html, "<style>{style}</style>\n</head>\n<body>");
+}
+
+/// The report as one HTML page.
+pub fn render(report: &Report) -> String {
+    let picture = Picture::new(report);
+    let mut html = String::new();
+    let title = format!("skoop: {}: {}", report.request, picture.verdict);
+    let policy =
+        format!("default-src 'none'; style-src 'unsafe-inline'; script-src '{SCRIPT_HASH}'");
+    write_head(&mut html, &title, &policy, STYLE);
 
     write_verdict(&mut html, report, &picture);
     write_findings(&mut html, report);

@@ -8,9 +8,11 @@
 pub mod dot;
 #[cfg(test)]
 mod fixture;
+pub mod heatmap;
 pub mod html;
 pub mod json;
 pub mod layout;
 pub mod markup;
+pub mod matrix;
 pub mod picture;
 pub mod svg;

@@ -4,6 +4,7 @@
 // Every test crate that declares `mod common` compiles all of it and uses a part.
 #![allow(dead_code)]
 
+pub mod browser;
 pub mod console;
 pub mod golden;
 

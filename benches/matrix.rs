@@ -1,0 +1,107 @@
+//! `skoop matrix` on a large generated cluster (`cargo bench --bench
+//! matrix`): 1,000 nodes (30 pods per node, 2 services per node with 4
+//! endpoints each; `common/cluster.rs` says what is generated), from one pod
+//! on each node with a full dump (`--from-pod-per-node --from-dumped-only`:
+//! the generator dumps the two nodes of the bundled example, so web-0 on
+//! node-1 and web-2 on node-2) to every Service port (`--to-services`),
+//! with the built-in packs. The release `skoop matrix` runs as a fresh
+//! process: it loads the snapshot once, diagnoses every flow on its worker
+//! threads, and writes the JSON report, whose counts are printed beside the
+//! time. Timed by wall clock, its CPU time and peak memory read from the
+//! kernel (`wait4`'s rusage); one run per row, as each takes tens of
+//! seconds. Target: at most 60 s on 2 cores.
+//!
+//! `SKOOP_MATRIX_NODES=1000` picks the sizes; `SKOOP_MATRIX_JOBS=1,2` the
+//! worker counts; `SKOOP_SCALE_DIR=DIR` keeps the generated snapshots there
+//! (`DIR/<nodes>/`, shared with `cargo bench --bench scale`) instead of a
+//! temporary directory.
+
+#[path = "common/cluster.rs"]
+mod cluster;
+#[path = "common/process.rs"]
+mod process;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+/// The scale benchmark's seed: the same clusters.
+const SEED: u64 = 14;
+
+fn list(variable: &str, default: &str) -> Vec<usize> {
+    std::env::var(variable)
+        .unwrap_or_else(|_| default.into())
+        .split(',')
+        .map(|n| n.trim().parse().expect("a comma-separated list of numbers"))
+        .collect()
+}
+
+fn main() {
+    let temporary = tempfile::tempdir().expect("a temporary directory");
+    let base: PathBuf =
+        std::env::var_os("SKOOP_SCALE_DIR").map_or_else(|| temporary.path().into(), PathBuf::from);
+    let skoop = Path::new(env!("CARGO_BIN_EXE_skoop"));
+    println!(
+        "| nodes (pods / services / policies) | -j | flows (succeed / not delivered / with severe findings / refused) | skoop matrix: wall (CPU) / peak | per flow |"
+    );
+    println!("|---|---|---|---|---|");
+    for nodes in list("SKOOP_MATRIX_NODES", "1000") {
+        let dir = base.join(nodes.to_string());
+        let what = if dir.exists() {
+            "(kept)".to_owned()
+        } else {
+            let start = Instant::now();
+            let all = base.join(format!("{nodes}-all.json"));
+            let shape = cluster::Shape {
+                nodes,
+                seed: SEED,
+                cni: cluster::Cni::FlannelVxlan,
+            };
+            let generated = cluster::generate(&shape, &dir, &all).expect("the snapshot is written");
+            eprintln!("{nodes} nodes generated in {:?}", start.elapsed());
+            format!(
+                "{} / {} / {}",
+                generated.pods, generated.services, generated.policies
+            )
+        };
+        for jobs in list("SKOOP_MATRIX_JOBS", "2") {
+            let report = temporary.path().join(format!("matrix-{nodes}-{jobs}.json"));
+            let run = process::run(
+                Command::new(skoop)
+                    .args(["matrix", "--snapshot"])
+                    .arg(&dir)
+                    .args([
+                        "--from-pod-per-node",
+                        "--from-dumped-only",
+                        "--to-services",
+                        "--jobs",
+                        &jobs.to_string(),
+                        "--output",
+                    ])
+                    .arg(&report),
+            );
+            // 0, 1 or 3: a report was written (2 would be an error).
+            assert!(
+                matches!(run.exit, Some(0 | 1 | 3)),
+                "skoop matrix failed: {:?}",
+                run.exit
+            );
+            let report: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(&report).expect("the report"))
+                    .expect("JSON");
+            let counts = &report["counts"];
+            let flows = counts["flows"].as_u64().expect("a count");
+            println!(
+                "| {nodes} ({what}) | {jobs} | {flows} ({} / {} / {} / {}) | {:.1} s ({:.1}) / {:.0} MiB | {:.1} ms |",
+                counts["succeed"],
+                counts["not_delivered"],
+                counts["delivered_with_severe_findings"],
+                counts["errors"],
+                run.wall.as_secs_f64(),
+                run.cpu.as_secs_f64(),
+                process::mib(run.peak_bytes),
+                run.wall.as_secs_f64() * 1000.0 / flows.max(1) as f64,
+            );
+        }
+    }
+}

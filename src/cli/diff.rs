@@ -1,0 +1,195 @@
+//! `skoop diff A B`: which flows' answers changed between two snapshots
+//! (or two saved matrices), and the finding that made the difference.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Args, ValueEnum};
+use skoop::matrix::{Flow, diff::diff};
+use skoop::report::matrix::{DiffReport, MatrixReport};
+use skoop::snapshot::input::{CLUSTER_FILE, read_text};
+
+use super::matrix::{FlowArgs, flow_line, outcome, terminal_lines};
+use super::{EXIT_USAGE, json_text, write_raw};
+
+/// Compare two snapshots' answers flow by flow: every flow whose verdict
+/// (or disposition) changed, with the finding that made the difference
+/// (the question after an upgrade, or yesterday against today in CI).
+///
+/// Each side is a snapshot directory or a `skoop matrix -o json` file. Two
+/// snapshots: the same matrix (the flow options below, as `skoop matrix`
+/// takes them) is diagnosed on both. A saved matrix and a snapshot: the
+/// saved matrix's flows are diagnosed on the snapshot. Two saved matrices:
+/// compared as they are (no flow options). A flow is the same flow on both
+/// sides when its source, destination and protocol are.
+///
+/// Examples:
+///   skoop diff yesterday/ today/ --from-pod-per-node --to-services
+///   skoop diff yesterday.json today-snapshot/
+///   skoop diff yesterday.json today.json -o json
+///
+/// Exit status:
+///   0  no flow changed (and none came or went)
+///   1  some flow changed, or is only on one side
+///   2  bad arguments or input
+#[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
+pub struct DiffArgs {
+    /// Before: a snapshot directory or a `skoop matrix -o json` file.
+    before: PathBuf,
+    /// After: the same.
+    after: PathBuf,
+    #[command(flatten)]
+    flows: FlowArgs,
+    /// `text` (each changed flow with its cause) or `json` (docs/matrix.md).
+    #[arg(short = 'o', long = "format", value_enum, default_value_t = DiffFormat::Text)]
+    format: DiffFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum DiffFormat {
+    Text,
+    Json,
+}
+
+/// One side of the comparison.
+enum Side {
+    Snapshot(PathBuf),
+    Saved(MatrixReport),
+}
+
+impl Side {
+    fn read(path: &Path) -> Result<Side, String> {
+        if path.is_dir() {
+            return Ok(Side::Snapshot(path.to_path_buf()));
+        }
+        let text = read_text(path, CLUSTER_FILE)
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| format!("{}: no such file or directory", path.display()))?;
+        let matrix: MatrixReport = serde_json::from_str(&text).map_err(|e| {
+            format!(
+                "{}:{}:{}: not a snapshot directory nor a `skoop matrix -o json` report: {e}",
+                path.display(),
+                e.line(),
+                e.column()
+            )
+        })?;
+        Ok(Side::Saved(matrix))
+    }
+
+    /// The flows of a saved matrix, to ask of a snapshot.
+    fn flows(matrix: &MatrixReport, path: &Path) -> Result<Vec<Flow>, String> {
+        matrix
+            .flows
+            .iter()
+            .map(|f| {
+                Flow::parse(&f.from, &f.to, &f.protocol)
+                    .map_err(|e| format!("{}: flow {} -> {}: {e}", path.display(), f.from, f.to))
+            })
+            .collect()
+    }
+}
+
+pub fn run(args: DiffArgs) -> ExitCode {
+    match compared(&args) {
+        Ok(report) => {
+            let text = match args.format {
+                DiffFormat::Text => Ok(text(&report)),
+                DiffFormat::Json => json_text(&report),
+            };
+            match text {
+                Ok(text) => write_raw(&text),
+                Err(code) => return code,
+            }
+            let same = report.changed.is_empty()
+                && report.only_before.is_empty()
+                && report.only_after.is_empty();
+            if same {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
+        }
+        Err(e) => {
+            err!("error: {e}");
+            ExitCode::from(EXIT_USAGE)
+        }
+    }
+}
+
+fn compared(args: &DiffArgs) -> Result<DiffReport, String> {
+    let before = Side::read(&args.before)?;
+    let after = Side::read(&args.after)?;
+    let snapshots = [&before, &after]
+        .iter()
+        .any(|side| matches!(side, Side::Snapshot(_)));
+    if snapshots {
+        args.flows.check_packs()?;
+    }
+    let both_snapshots = matches!((&before, &after), (Side::Snapshot(_), Side::Snapshot(_)));
+    if both_snapshots && !args.flows.selects() {
+        return Err("two snapshots: give the flows to compare as `skoop matrix` takes them (a source and a destination)".into());
+    }
+    let run = |dir: &Path, flows| args.flows.run(dir, flows, &|_, _| {});
+    let (before, after) = match (before, after) {
+        (Side::Saved(a), Side::Saved(b)) => (a, b),
+        (Side::Snapshot(a), Side::Snapshot(b)) => (run(&a, None)?, run(&b, None)?),
+        (Side::Saved(a), Side::Snapshot(b)) => {
+            let flows = Side::flows(&a, &args.before)?;
+            let b = run(&b, Some(flows))?;
+            (a, b)
+        }
+        (Side::Snapshot(a), Side::Saved(b)) => {
+            let flows = Side::flows(&b, &args.after)?;
+            (run(&a, Some(flows))?, b)
+        }
+    };
+    Ok(diff(&before, &after))
+}
+
+/// The text report: the two sides' counts, then each changed flow with its
+/// cause, then the flows only one side has.
+fn text(report: &DiffReport) -> String {
+    let mut lines = vec![
+        format!("before: {}", report.before),
+        format!("after:  {}", report.after),
+    ];
+    let changed = report.changed.len();
+    lines.push(format!(
+        "{changed} flow{} changed, {} unchanged, {} only before, {} only after",
+        if changed == 1 { "" } else { "s" },
+        report.unchanged,
+        report.only_before.len(),
+        report.only_after.len()
+    ));
+    for change in &report.changed {
+        lines.push(String::new());
+        lines.push(format!(
+            "{} {} -> {} ({}): {} -> {}",
+            change.change.as_str(),
+            change.from,
+            change.to,
+            change.protocol,
+            outcome(&change.before),
+            outcome(&change.after)
+        ));
+        if let Some(cause) = &change.cause {
+            lines.push(format!(
+                "    {} {} at {}: {}",
+                cause.severity, cause.id, cause.hop, cause.message
+            ));
+            lines.push(format!("    evidence: {}", cause.evidence));
+        }
+    }
+    for (title, flows) in [
+        ("only before:", &report.only_before),
+        ("only after:", &report.only_after),
+    ] {
+        if !flows.is_empty() {
+            lines.push(String::new());
+            lines.push(title.to_owned());
+            lines.extend(flows.iter().map(flow_line));
+        }
+    }
+    terminal_lines(&lines)
+}

@@ -1,0 +1,493 @@
+//! Many flows at once (`skoop matrix`): a set of sources and a set of
+//! destinations chosen from a snapshot's objects, every pair diagnosed in
+//! parallel exactly as `skoop diagnose` diagnoses one, each answered in
+//! brief ([`FlowOut`]); and two such answers compared ([`diff`]).
+//!
+//! The snapshot is loaded once and shared by every worker. The rule packs
+//! are not: a [`LoadedPacks`] holds Rhai's engine and compiled scripts,
+//! which are not `Send` (rhai's `sync` feature is off, and turning it on
+//! would put every script value behind an atomic reference count and a
+//! lock). So each worker of the matrix's own rayon pool loads its own pack
+//! set once, on its own thread, before taking flows (`load_packs`; about
+//! 15 ms for the built-in packs), and the pack set never leaves that
+//! thread.
+
+pub mod diff;
+
+use std::collections::BTreeSet;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::engine::{self, Diagnosis, Endpoint, Protocol, Request};
+use crate::packs::LoadedPacks;
+use crate::report::matrix::FlowOut;
+use crate::snapshot::cluster::{
+    LabelSelector, LabelSelectorRequirement, PodPhase, PortRef, Protocol as PortProtocol,
+    SelectorOperator,
+};
+use crate::snapshot::{NetnsId, Snapshot};
+
+/// One question of a matrix: what `skoop diagnose --from FROM --to TO
+/// --protocol PROTOCOL` asks (a destination's port is part of `to`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Flow {
+    pub from: Endpoint,
+    pub to: Endpoint,
+    pub protocol: Protocol,
+}
+
+impl Flow {
+    /// The request `diagnose` would make of the same arguments.
+    pub fn request(&self) -> Request {
+        Request {
+            from: self.from.clone(),
+            to: self.to.clone(),
+            port: None,
+            protocol: self.protocol,
+            size: None,
+            via: None,
+        }
+    }
+
+    /// The flow a matrix's JSON names (`from`, `to`, `protocol` as written
+    /// there), so that a saved matrix can be asked again of a snapshot.
+    pub fn parse(from: &str, to: &str, protocol: &str) -> Result<Flow, String> {
+        let endpoint = |text: &str| {
+            text.parse::<Endpoint>()
+                .map_err(|e: engine::TargetError| e.to_string())
+        };
+        let protocol = [Protocol::Tcp, Protocol::Udp, Protocol::Sctp, Protocol::Icmp]
+            .into_iter()
+            .find(|p| p.as_str() == protocol)
+            .ok_or_else(|| format!("{protocol:?} is not a protocol (tcp, udp, sctp, icmp)"))?;
+        Ok(Flow {
+            from: endpoint(from)?,
+            to: endpoint(to)?,
+            protocol,
+        })
+    }
+}
+
+/// Pods by namespace and labels: `NAMESPACE`, `NAMESPACE/LABELS` or
+/// `*/LABELS` (every namespace), where LABELS is a comma-separated list of
+/// `key=value`, `key!=value`, `key` (has the label) and `!key` (has not).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodSelector {
+    /// `None`: every namespace.
+    pub namespace: Option<String>,
+    pub labels: LabelSelector,
+}
+
+impl FromStr for PodSelector {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<PodSelector, String> {
+        let (namespace, labels) = text.split_once('/').unwrap_or((text, ""));
+        if namespace.is_empty() {
+            return Err(format!(
+                "{text:?}: no namespace (write NAMESPACE[/LABELS], or */LABELS for every namespace)"
+            ));
+        }
+        let mut selector = LabelSelector::default();
+        for term in labels.split(',').filter(|term| !term.is_empty()) {
+            let requirement = |key: &str, operator, values: &[&str]| {
+                let values = values.iter().map(|v| (*v).to_owned()).collect();
+                LabelSelectorRequirement::new(key.trim().to_owned(), operator, values)
+                    .map_err(|e| format!("{text:?}: {term:?}: {e}"))
+            };
+            if let Some((key, value)) = term.split_once("!=") {
+                let requirement = requirement(key, SelectorOperator::NotIn, &[value.trim()])?;
+                selector.match_expressions.push(requirement);
+            } else if let Some((key, value)) = term.split_once('=') {
+                let value = value.strip_prefix('=').unwrap_or(value);
+                selector
+                    .match_labels
+                    .insert(key.trim().to_owned(), value.trim().to_owned());
+            } else if let Some(key) = term.strip_prefix('!') {
+                let requirement = requirement(key, SelectorOperator::DoesNotExist, &[])?;
+                selector.match_expressions.push(requirement);
+            } else {
+                let requirement = requirement(term, SelectorOperator::Exists, &[])?;
+                selector.match_expressions.push(requirement);
+            }
+        }
+        let bad_key = selector
+            .match_labels
+            .keys()
+            .chain(selector.match_expressions.iter().map(|r| &r.key))
+            .find(|key| key.is_empty());
+        if bad_key.is_some() {
+            return Err(format!("{text:?}: a label term without a key"));
+        }
+        Ok(PodSelector {
+            namespace: (namespace != "*").then(|| namespace.to_owned()),
+            labels: selector,
+        })
+    }
+}
+
+/// Where a matrix's flows start. Each source is taken once, in the order
+/// of the fields (then by name), however many ways select it.
+#[derive(Debug, Clone, Default)]
+pub struct Sources {
+    /// Named as `--from` names them.
+    pub endpoints: Vec<Endpoint>,
+    /// Every node's own namespace.
+    pub nodes: bool,
+    pub pods: Vec<PodSelector>,
+    /// On each node, its first pod (by namespace and name) that runs with
+    /// an address of its own (not in the node's namespace).
+    pub pod_per_node: bool,
+    /// Of the nodes and pods selected, only those whose namespace the
+    /// snapshot holds a dump of.
+    pub dumped_only: bool,
+}
+
+/// Where a matrix's flows go, each source to every destination.
+#[derive(Debug, Clone)]
+pub struct Destinations {
+    /// Named as `--to` names them (with `port` where they name none).
+    pub endpoints: Vec<Endpoint>,
+    /// Every port of every Service with a ClusterIP, with its protocol.
+    pub services: bool,
+    /// Pods: each port a container declares, with its protocol (or `port`
+    /// over `protocol` when given); a pod declaring none is pinged.
+    pub pods: Vec<PodSelector>,
+    /// Every node: on `port` over `protocol` when given, else pinged.
+    pub nodes: bool,
+    pub port: Option<u16>,
+    pub protocol: Protocol,
+}
+
+/// Every flow of the matrix: each source to each destination, in order.
+/// A destination that is its own source is kept: `diagnose` answers it.
+pub fn flows(snapshot: &Snapshot, sources: &Sources, destinations: &Destinations) -> Vec<Flow> {
+    let from = source_endpoints(snapshot, sources);
+    let to = destination_endpoints(snapshot, destinations);
+    from.iter()
+        .flat_map(|source| {
+            to.iter().map(|(to, protocol)| Flow {
+                from: source.clone(),
+                to: to.clone(),
+                protocol: *protocol,
+            })
+        })
+        .collect()
+}
+
+/// A pod as an endpoint, where it has an address of its own on a node.
+fn pod_endpoint(pod: &crate::snapshot::cluster::Pod) -> Option<(Endpoint, NetnsId)> {
+    let node = pod.node_name.as_ref()?;
+    if pod.ips.is_empty() || pod.host_network {
+        return None;
+    }
+    let netns = NetnsId::Pod {
+        node: node.clone(),
+        namespace: pod.meta.namespace.clone(),
+        name: pod.meta.name.clone(),
+    };
+    let endpoint = Endpoint::Pod {
+        namespace: pod.meta.namespace.clone(),
+        name: pod.meta.name.clone(),
+        port: None,
+    };
+    Some((endpoint, netns))
+}
+
+/// The pods `selector` picks, by namespace and name.
+fn selected_pods<'s>(
+    snapshot: &'s Snapshot,
+    selector: &'s PodSelector,
+) -> impl Iterator<Item = &'s crate::snapshot::cluster::Pod> {
+    snapshot.cluster.pods().filter(move |pod| {
+        selector
+            .namespace
+            .as_deref()
+            .is_none_or(|ns| ns == pod.meta.namespace)
+            && selector.labels.matches(&pod.meta.labels)
+    })
+}
+
+fn source_endpoints(snapshot: &Snapshot, sources: &Sources) -> Vec<Endpoint> {
+    let cluster = &snapshot.cluster;
+    let dumped = |netns: &NetnsId| !sources.dumped_only || snapshot.namespaces.contains_key(netns);
+    let mut chosen: Vec<Endpoint> = sources.endpoints.clone();
+    let mut nodes: Vec<&str> = cluster.nodes().map(|n| n.meta.name.as_str()).collect();
+    nodes.sort_unstable();
+    if sources.nodes {
+        chosen.extend(
+            nodes
+                .iter()
+                .filter(|node| {
+                    dumped(&NetnsId::Host {
+                        node: (**node).to_owned(),
+                    })
+                })
+                .map(|node| Endpoint::Node {
+                    name: (*node).to_owned(),
+                    port: None,
+                }),
+        );
+    }
+    for selector in &sources.pods {
+        let mut pods: Vec<(Endpoint, NetnsId)> = selected_pods(snapshot, selector)
+            .filter_map(pod_endpoint)
+            .filter(|(_, netns)| dumped(netns))
+            .collect();
+        pods.sort_by(|a, b| {
+            a.1.cmp(&b.1)
+                .then_with(|| a.0.to_string().cmp(&b.0.to_string()))
+        });
+        chosen.extend(pods.into_iter().map(|(endpoint, _)| endpoint));
+    }
+    if sources.pod_per_node {
+        for node in &nodes {
+            let mut pods: Vec<(Endpoint, NetnsId)> = cluster
+                .pods_on(node)
+                .filter(|pod| pod.phase == Some(PodPhase::Running))
+                .filter_map(pod_endpoint)
+                .filter(|(_, netns)| dumped(netns))
+                .collect();
+            pods.sort_by(|a, b| a.1.cmp(&b.1));
+            chosen.extend(pods.into_iter().next().map(|(endpoint, _)| endpoint));
+        }
+    }
+    let mut seen = BTreeSet::new();
+    chosen.retain(|endpoint| seen.insert(endpoint.to_string()));
+    chosen
+}
+
+fn destination_endpoints(
+    snapshot: &Snapshot,
+    destinations: &Destinations,
+) -> Vec<(Endpoint, Protocol)> {
+    let cluster = &snapshot.cluster;
+    let given = |protocol: Protocol| match destinations.port {
+        Some(_) => (destinations.port, protocol),
+        None => (None, Protocol::Icmp),
+    };
+    let mut chosen: Vec<(Endpoint, Protocol)> = destinations
+        .endpoints
+        .iter()
+        .map(|endpoint| {
+            (
+                with_port(endpoint, destinations.port),
+                destinations.protocol,
+            )
+        })
+        .collect();
+    if destinations.services {
+        let mut services: Vec<_> = cluster
+            .services()
+            .filter(|s| !s.headless && !s.cluster_ips.is_empty())
+            .collect();
+        services.sort_by(|a, b| {
+            (&a.meta.namespace, &a.meta.name).cmp(&(&b.meta.namespace, &b.meta.name))
+        });
+        for service in services {
+            for port in &service.ports {
+                let endpoint = Endpoint::Service {
+                    namespace: service.meta.namespace.clone(),
+                    name: service.meta.name.clone(),
+                    port: Some(PortRef::Number(port.port)),
+                };
+                chosen.push((endpoint, flow_protocol(port.protocol)));
+            }
+        }
+    }
+    for selector in &destinations.pods {
+        let mut pods: Vec<_> = selected_pods(snapshot, selector)
+            .filter_map(|pod| Some((pod, pod_endpoint(pod)?)))
+            .collect();
+        pods.sort_by(|a, b| (a.1).1.cmp(&(b.1).1));
+        for (pod, (endpoint, _)) in pods {
+            let declared: Vec<(Option<u16>, Protocol)> = match destinations.port {
+                Some(_) => vec![given(destinations.protocol)],
+                None => pod
+                    .containers
+                    .iter()
+                    .flat_map(|c| &c.ports)
+                    .map(|p| (Some(p.container_port), flow_protocol(p.protocol)))
+                    .collect(),
+            };
+            let ports = if declared.is_empty() {
+                vec![given(destinations.protocol)]
+            } else {
+                declared
+            };
+            for (port, protocol) in ports {
+                chosen.push((with_port(&endpoint, port), protocol));
+            }
+        }
+    }
+    if destinations.nodes {
+        let mut nodes: Vec<&str> = cluster.nodes().map(|n| n.meta.name.as_str()).collect();
+        nodes.sort_unstable();
+        for node in nodes {
+            let (port, protocol) = given(destinations.protocol);
+            let endpoint = Endpoint::Node {
+                name: node.to_owned(),
+                port,
+            };
+            chosen.push((endpoint, protocol));
+        }
+    }
+    let mut seen = BTreeSet::new();
+    chosen.retain(|(endpoint, protocol)| seen.insert((endpoint.to_string(), protocol.as_str())));
+    chosen
+}
+
+/// `endpoint` with `port` where it names none.
+fn with_port(endpoint: &Endpoint, port: Option<u16>) -> Endpoint {
+    let mut endpoint = endpoint.clone();
+    let Some(given) = port else { return endpoint };
+    match &mut endpoint {
+        Endpoint::Pod { port, .. } | Endpoint::Node { port, .. } | Endpoint::Ip { port, .. } => {
+            port.get_or_insert(given);
+        }
+        Endpoint::Service { port, .. } => {
+            port.get_or_insert(PortRef::Number(given));
+        }
+    }
+    endpoint
+}
+
+/// The flow protocol of a Kubernetes port's protocol.
+fn flow_protocol(protocol: PortProtocol) -> Protocol {
+    match protocol {
+        PortProtocol::Tcp => Protocol::Tcp,
+        PortProtocol::Udp => Protocol::Udp,
+        PortProtocol::Sctp => Protocol::Sctp,
+    }
+}
+
+/// Why a matrix could not be evaluated.
+#[derive(Debug, thiserror::Error)]
+pub enum MatrixError {
+    #[error("cannot start {threads} worker threads: {source}")]
+    Threads {
+        threads: usize,
+        source: rayon::ThreadPoolBuildError,
+    },
+    #[error("a worker could not load the rule packs: {0}")]
+    Packs(String),
+}
+
+/// Each worker's stack: the main thread's usual 8 MiB, which `diagnose`
+/// runs on (a rayon thread's default is 2 MiB).
+const WORKER_STACK: usize = 8 << 20;
+
+/// Diagnoses every flow on `threads` worker threads, each with its own
+/// pack set from `load_packs` (see the module's documentation), and
+/// answers each in brief, in the order of `flows` whichever worker took it.
+/// `each` sees every flow's whole diagnosis, on the worker that made it (to
+/// write its report), in no particular order.
+pub fn evaluate(
+    snapshot: &Arc<Snapshot>,
+    flows: &[Flow],
+    threads: usize,
+    load_packs: &(dyn Fn() -> Result<LoadedPacks, String> + Sync),
+    each: &(dyn Fn(usize, &Diagnosis) + Sync),
+) -> Result<Vec<FlowOut>, MatrixError> {
+    let threads = threads.clamp(1, flows.len().max(1));
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .stack_size(WORKER_STACK)
+        .thread_name(|i| format!("skoop-matrix-{i}"))
+        .build()
+        .map_err(|source| MatrixError::Threads { threads, source })?;
+    // Workers take the next flow as they finish one, so that a slow flow
+    // (a service of many backends) holds up only its own worker.
+    let next = AtomicUsize::new(0);
+    let answered: Vec<Result<Vec<(usize, FlowOut)>, String>> = pool.broadcast(|_| {
+        let packs = load_packs()?;
+        let mut answered = Vec::new();
+        loop {
+            let index = next.fetch_add(1, Ordering::Relaxed);
+            let Some(flow) = flows.get(index) else { break };
+            let (from, to) = (flow.from.to_string(), flow.to.to_string());
+            let answer = match engine::diagnose(snapshot, &flow.request(), &packs) {
+                Ok(diagnosis) => {
+                    each(index, &diagnosis);
+                    FlowOut::new(from, to, flow.protocol, &diagnosis)
+                }
+                Err(e) => FlowOut::refused(from, to, flow.protocol, e.to_string()),
+            };
+            answered.push((index, answer));
+        }
+        Ok(answered)
+    });
+    let mut slots: Vec<Option<FlowOut>> = vec![None; flows.len()];
+    for worker in answered {
+        for (index, answer) in worker.map_err(MatrixError::Packs)? {
+            slots[index] = Some(answer);
+        }
+    }
+    // Every index below the length was taken by exactly one worker.
+    Ok(slots.into_iter().flatten().collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pod_selector_reads_namespace_and_label_terms() {
+        let selector: PodSelector = "default/app=web,tier!=db,canary,!legacy".parse().unwrap();
+        assert_eq!(selector.namespace.as_deref(), Some("default"));
+        let labels = |pairs: &[(&str, &str)]| {
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect()
+        };
+        assert!(
+            selector
+                .labels
+                .matches(&labels(&[("app", "web"), ("canary", "")]))
+        );
+        assert!(!selector.labels.matches(&labels(&[
+            ("app", "web"),
+            ("canary", ""),
+            ("tier", "db")
+        ])));
+        assert!(!selector.labels.matches(&labels(&[
+            ("app", "web"),
+            ("canary", ""),
+            ("legacy", "1")
+        ])));
+        assert!(!selector.labels.matches(&labels(&[("app", "web")])));
+        let every: PodSelector = "*/app==web".parse().unwrap();
+        assert_eq!(every.namespace, None);
+        assert_eq!(every.labels.match_labels, labels(&[("app", "web")]));
+    }
+
+    #[test]
+    fn pod_selector_without_namespace_or_key_is_an_error() {
+        assert!(
+            "/app=web"
+                .parse::<PodSelector>()
+                .unwrap_err()
+                .contains("no namespace")
+        );
+        assert!(
+            "default/=web"
+                .parse::<PodSelector>()
+                .unwrap_err()
+                .contains("without a key")
+        );
+    }
+
+    #[test]
+    fn flow_parse_reads_what_a_matrix_writes() {
+        let flow = Flow::parse("default/web-0", "svc/default/web:80", "udp").unwrap();
+        assert_eq!(flow.to.to_string(), "svc/default/web:80");
+        assert_eq!(flow.protocol, Protocol::Udp);
+        assert!(
+            Flow::parse("default/web-0", "node/n", "gre")
+                .unwrap_err()
+                .contains("gre")
+        );
+    }
+}

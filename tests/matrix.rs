@@ -1,0 +1,545 @@
+//! `skoop matrix` and `skoop diff` (`docs/matrix.md`): a matrix's answers
+//! are `skoop diagnose`'s, flow by flow; `diff` names exactly the flows an
+//! injected fault breaks; the text, JSON and CSV reports pinned against
+//! `tests/golden/matrix/` (`SKOOP_BLESS=1` rewrites them); the heat map's
+//! structure, its links to each flow's report, and (where Chromium is
+//! installed, see `common::browser`) the page opened and a cell clicked.
+//! `docs/matrix.md`'s commands are run by `tests/docs_examples.rs`.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::browser::{Browser, tool};
+use common::golden::Goldens;
+use serde_json::{Value, json};
+use skoop::snapshot::Snapshot;
+
+/// Every source and destination kind on the small examples.
+const EVERY_KIND: &[&str] = &[
+    "--from-nodes",
+    "--from-pods",
+    "default",
+    "--to-services",
+    "--to-pods",
+    "default",
+    "--to-nodes",
+];
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn skoop(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_skoop"))
+        .current_dir(root())
+        .args(args)
+        .output()
+        .expect("run skoop")
+}
+
+/// A command's stdout, which must end with exit status `code` and say
+/// nothing on stderr.
+fn stdout(args: &[&str], code: i32) -> String {
+    let output = skoop(args);
+    assert_eq!(
+        output.status.code(),
+        Some(code),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        output.stderr.is_empty(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).expect("UTF-8")
+}
+
+/// `skoop matrix -o json` of every kind of flow on `snapshot`.
+fn matrix_json(snapshot: &str, code: i32) -> Value {
+    let mut args = vec!["matrix", "--snapshot", snapshot, "-o", "json"];
+    args.extend(EVERY_KIND);
+    serde_json::from_str(&stdout(&args, code)).expect("JSON")
+}
+
+fn flows(matrix: &Value) -> &Vec<Value> {
+    matrix["flows"].as_array().expect("flows")
+}
+
+/// Whether a path of `diagnose -o json` ends as intended (as the engine's
+/// `PathResult::succeeds` says, read from the report).
+fn path_succeeds(path: &Value) -> bool {
+    path["disposition"] == "delivered"
+        || (path["disposition"] == "exits_cluster" && path["exit"]["answerable"] == true)
+}
+
+#[test]
+fn matrix_answers_equal_diagnose_on_a_sample_of_50_flows() {
+    // 42 flows each on three examples: a fault the kernel made, a
+    // NetworkPolicy, a snapshot missing a node's dumps (assumed hops).
+    let mut all: Vec<(&str, Value)> = Vec::new();
+    for (snapshot, code) in [
+        ("examples/flannel-vxlan-broken", 1),
+        ("examples/calico-vxlan", 1),
+        ("examples/flannel-vxlan-partial", 1),
+    ] {
+        let matrix = matrix_json(snapshot, code);
+        all.extend(flows(&matrix).iter().map(|f| (snapshot, f.clone())));
+    }
+    assert_eq!(all.len(), 126);
+    // 50 flows spread evenly over the three.
+    let sample: Vec<&(&str, Value)> = (0..50).map(|i| &all[i * all.len() / 50]).collect();
+    let mut verdicts = BTreeSet::new();
+    for (snapshot, flow) in sample {
+        let (from, to, protocol) = (
+            flow["from"].as_str().unwrap(),
+            flow["to"].as_str().unwrap(),
+            flow["protocol"].as_str().unwrap(),
+        );
+        let args = [
+            "diagnose",
+            "--snapshot",
+            snapshot,
+            "--from",
+            from,
+            "--to",
+            to,
+            "--protocol",
+            protocol,
+            "-o",
+            "json",
+        ];
+        let output = skoop(&args);
+        let report: Value = serde_json::from_slice(&output.stdout).expect("a JSON report");
+        let context = format!("{snapshot}: {from} -> {to} ({protocol})");
+        let verdict = match output.status.code() {
+            Some(0) => "succeeds",
+            Some(1) => "not_delivered",
+            Some(3) => "delivered_with_severe_findings",
+            other => panic!("{context}: diagnose exits {other:?}"),
+        };
+        verdicts.insert(verdict);
+        assert_eq!(flow["verdict"], verdict, "{context}");
+        assert_eq!(flow["disposition"], report["disposition"], "{context}");
+        assert_eq!(flow["assumed"], report["assumed"], "{context}");
+        let paths = report["paths"].as_array().unwrap();
+        assert_eq!(flow["paths"], json!(paths.len()), "{context}");
+        let failing = paths.iter().filter(|p| !path_succeeds(p)).count();
+        assert_eq!(flow["failing_paths"], json!(failing), "{context}");
+        // The flow's finding is one of diagnose's, field for field.
+        match flow["finding"].as_object() {
+            None => assert_eq!(
+                verdict, "succeeds",
+                "{context}: a failing flow names a finding"
+            ),
+            Some(finding) => {
+                let found = report["findings"].as_array().unwrap().iter().any(|f| {
+                    ["id", "severity", "hop", "message", "evidence"]
+                        .iter()
+                        .all(|key| f[key] == finding[*key])
+                });
+                assert!(found, "{context}: {finding:?} is not diagnose's");
+            }
+        }
+    }
+    assert_eq!(
+        verdicts.len(),
+        3,
+        "the sample holds every verdict: {verdicts:?}"
+    );
+}
+
+/// The node a source or destination of the examples' flows is on, from the
+/// cluster's objects: `node/NAME` is NAME, a pod its `spec.nodeName`.
+fn node_of(snapshot: &Snapshot, endpoint: &str) -> String {
+    if let Some(node) = endpoint.strip_prefix("node/") {
+        return node.to_owned();
+    }
+    let (namespace, rest) = endpoint.split_once('/').unwrap();
+    let name = rest.split(':').next().unwrap();
+    let pod = snapshot.cluster.pod(namespace, name).unwrap();
+    pod.node_name.clone().unwrap()
+}
+
+#[test]
+fn diff_reports_exactly_the_flows_the_missing_fdb_entry_breaks() {
+    // The fault (examples/flannel-vxlan-broken/README.md): node-1 lost the
+    // FDB entry of node-2's VTEP, so that no VXLAN packet goes from node-1 to
+    // node-2. Flannel sends pod-network traffic between two nodes by VXLAN
+    // both ways, and node-to-node traffic over the underlay; so, by the
+    // cluster's objects alone, a flow breaks exactly when it joins a node or
+    // pod on one node to a pod (or a service's backend pod) on the other:
+    // its request or its reply then needs the missing entry.
+    let (snapshot, _) = Snapshot::load(&root().join("examples/flannel-vxlan-broken")).unwrap();
+    let backends = |service: &str| -> BTreeSet<String> {
+        let (namespace, name) = service.split_once('/').unwrap();
+        let service = snapshot.cluster.service(namespace, name).unwrap();
+        let endpoints = snapshot.cluster.endpoint_slices_for(service);
+        endpoints
+            .flat_map(|slice| &slice.endpoints)
+            .filter_map(|endpoint| endpoint.node_name.clone())
+            .collect()
+    };
+    let mut args = vec![
+        "diff",
+        "examples/flannel-vxlan",
+        "examples/flannel-vxlan-broken",
+        "-o",
+        "json",
+    ];
+    args.extend(EVERY_KIND);
+    let report: Value = serde_json::from_str(&stdout(&args, 1)).unwrap();
+    let after = matrix_json("examples/flannel-vxlan-broken", 1);
+    let mut expected = BTreeSet::new();
+    for flow in flows(&after) {
+        let (from, to) = (flow["from"].as_str().unwrap(), flow["to"].as_str().unwrap());
+        let source = node_of(&snapshot, from);
+        let far: BTreeSet<String> = match to.strip_prefix("svc/") {
+            Some(service) => backends(service.split(':').next().unwrap()),
+            None if to.starts_with("node/") => BTreeSet::new(),
+            None => BTreeSet::from([node_of(&snapshot, to)]),
+        };
+        if far.iter().any(|node| *node != source) {
+            expected.insert((from.to_owned(), to.to_owned()));
+        }
+    }
+    assert_eq!(expected.len(), 18, "{expected:#?}");
+    let changed = report["changed"].as_array().unwrap();
+    let broke: BTreeSet<(String, String)> = changed
+        .iter()
+        .filter(|c| c["change"] == "broke")
+        .map(|c| {
+            let cause = &c["cause"];
+            assert_eq!(cause["id"], "kernel.fdb.missing", "{c}");
+            assert_eq!(cause["hop"], "node-1", "{c}");
+            assert!(
+                cause["evidence"]
+                    .as_str()
+                    .unwrap()
+                    .ends_with("nodes/node-1/host/bridge-fdb.json"),
+                "{c}"
+            );
+            (
+                c["from"].as_str().unwrap().to_owned(),
+                c["to"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(broke, expected);
+    // Nothing else changed but flows still delivered, now flagged by the
+    // flannel pack's finding about that same entry.
+    for change in changed.iter().filter(|c| c["change"] != "broke") {
+        assert_eq!(change["change"], "flagged", "{change}");
+        assert_eq!(change["after"]["disposition"], "delivered", "{change}");
+        assert_eq!(change["cause"]["id"], "flannel.vxlan.fdb", "{change}");
+        assert_eq!(change["cause"]["hop"], "node-1", "{change}");
+    }
+    assert_eq!(report["only_before"], json!([]));
+    assert_eq!(report["only_after"], json!([]));
+    assert_eq!(
+        report["unchanged"],
+        json!(flows(&after).len() - changed.len())
+    );
+}
+
+#[test]
+fn diff_of_a_saved_matrix_with_itself_or_its_snapshot_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let saved = dir.path().join("vxlan.json");
+    let mut args = vec![
+        "matrix",
+        "--snapshot",
+        "examples/flannel-vxlan",
+        "--output",
+        saved.to_str().unwrap(),
+    ];
+    args.extend(EVERY_KIND);
+    stdout(&args, 0);
+    let saved = saved.to_str().unwrap();
+    let text = stdout(&["diff", saved, saved], 0);
+    assert!(text.contains("0 flows changed, 42 unchanged"), "{text}");
+    // The saved matrix's flows asked again of the snapshot.
+    let text = stdout(&["diff", saved, "examples/flannel-vxlan"], 0);
+    assert!(text.contains("0 flows changed, 42 unchanged"), "{text}");
+    let text = stdout(&["diff", saved, "examples/flannel-vxlan-broken"], 1);
+    assert!(text.contains("31 flows changed, 11 unchanged"), "{text}");
+}
+
+#[test]
+fn diff_refuses_what_is_neither_a_snapshot_nor_a_matrix() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.json");
+    fs::write(&bad, "{\"schema_version\": 1,\n \"flows\": 3}").unwrap();
+    let output = skoop(&["diff", bad.to_str().unwrap(), "examples/flannel-vxlan"]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("bad.json:2:") && stderr.contains("not a snapshot directory"),
+        "{stderr}"
+    );
+    let output = skoop(&[
+        "diff",
+        "examples/flannel-vxlan",
+        "examples/flannel-vxlan-broken",
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("give the flows"));
+}
+
+#[test]
+fn exit_status_is_the_worst_flows_as_diagnose_would_exit() {
+    let run = |snapshot: &str, flows: &[&str]| {
+        let mut args = vec!["matrix", "--snapshot", snapshot];
+        args.extend(flows);
+        skoop(&args)
+    };
+    let ok = run(
+        "examples/flannel-vxlan",
+        &["--from-pods", "default", "--to-services"],
+    );
+    assert_eq!(ok.status.code(), Some(0));
+    let broken = run(
+        "examples/flannel-vxlan-broken",
+        &["--from-pods", "default", "--to-services"],
+    );
+    assert_eq!(broken.status.code(), Some(1));
+    // Delivered on node-1, with the flannel pack's critical finding.
+    let marred = run(
+        "examples/flannel-vxlan-broken",
+        &["--from", "default/web-0", "--to", "default/web-1:8080"],
+    );
+    assert_eq!(marred.status.code(), Some(3));
+    let refused = run(
+        "examples/flannel-vxlan",
+        &["--from-pods", "default", "--to", "default/web-9:8080"],
+    );
+    assert_eq!(refused.status.code(), Some(2));
+    let text = String::from_utf8_lossy(&refused.stdout);
+    assert!(
+        text.contains("4 refused") && text.contains("error: no pod default/web-9"),
+        "{text}"
+    );
+    let nothing = run(
+        "examples/flannel-vxlan",
+        &["--from-pods", "nowhere", "--to-services"],
+    );
+    assert_eq!(nothing.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&nothing.stderr).contains("gives no flow"));
+    let no_destination = run("examples/flannel-vxlan", &["--from-nodes"]);
+    assert_eq!(no_destination.status.code(), Some(2));
+}
+
+#[test]
+fn reports_match_the_goldens() {
+    let golden = root().join("tests/golden/matrix");
+    let mut goldens = Goldens::new();
+    let matrix = |format: &str| {
+        let mut args = vec![
+            "matrix",
+            "--snapshot",
+            "examples/flannel-vxlan-broken",
+            "-o",
+            format,
+        ];
+        args.extend(EVERY_KIND);
+        stdout(&args, 1)
+    };
+    let diff = |format: &str| {
+        let mut args = vec![
+            "diff",
+            "examples/flannel-vxlan",
+            "examples/flannel-vxlan-broken",
+            "-o",
+            format,
+        ];
+        args.extend(EVERY_KIND);
+        stdout(&args, 1)
+    };
+    let reports = [
+        ("flannel-vxlan-broken.txt", matrix("text")),
+        ("flannel-vxlan-broken.json", matrix("json")),
+        ("flannel-vxlan-broken.csv", matrix("csv")),
+        ("diff.txt", diff("text")),
+        ("diff.json", diff("json")),
+    ];
+    for (name, report) in reports {
+        goldens.check(&golden.join(name), &report);
+    }
+    goldens.assert_none_differ();
+}
+
+/// The heat map of every kind of flow on the broken example, written into
+/// a new directory; the directory and the JSON matrix of the same flows.
+fn heat_map() -> (tempfile::TempDir, PathBuf, Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let site = dir.path().join("matrix");
+    let mut args = vec![
+        "matrix",
+        "--snapshot",
+        "examples/flannel-vxlan-broken",
+        "-o",
+        "html",
+        "--output",
+        site.to_str().unwrap(),
+    ];
+    args.extend(EVERY_KIND);
+    assert_eq!(stdout(&args, 1), "", "the report goes to the directory");
+    (dir, site, matrix_json("examples/flannel-vxlan-broken", 1))
+}
+
+#[test]
+fn the_heat_map_links_every_cell_to_that_flows_own_report() {
+    let (_dir, site, matrix) = heat_map();
+    let page = fs::read_to_string(site.join("index.html")).unwrap();
+    assert!(page.starts_with("<!DOCTYPE html>"));
+    assert!(page.contains("content=\"default-src 'none'; style-src 'unsafe-inline'\""));
+    let flows = flows(&matrix);
+    // 6 sources (rows) by 7 destinations (columns), a cell per flow.
+    assert_eq!(page.matches("<th scope=\"row\">").count(), 6);
+    assert_eq!(page.matches("<th scope=\"col\">").count(), 7);
+    assert_eq!(page.matches("<td class=").count(), flows.len());
+    for (index, flow) in flows.iter().enumerate() {
+        let cell = format!(
+            "<td class=\"{}\" data-flow=\"{index}\"><a href=\"flows/{index}.html\"",
+            flow["verdict"].as_str().unwrap()
+        );
+        assert!(page.contains(&cell), "{cell}");
+        let report = site.join(format!("flows/{index}.html"));
+        assert!(report.is_file(), "{}", report.display());
+    }
+    // A flow's page is diagnose's own report of it, byte for byte.
+    for index in [0, 1, flows.len() - 1] {
+        let flow = &flows[index];
+        let diagnosed = skoop(&[
+            "diagnose",
+            "--snapshot",
+            "examples/flannel-vxlan-broken",
+            "--from",
+            flow["from"].as_str().unwrap(),
+            "--to",
+            flow["to"].as_str().unwrap(),
+            "--protocol",
+            flow["protocol"].as_str().unwrap(),
+            "-o",
+            "html",
+        ]);
+        let written = fs::read(site.join(format!("flows/{index}.html"))).unwrap();
+        assert!(written == diagnosed.stdout, "flow {index}: {flow}");
+    }
+    // The causes table counts the flows each finding stops.
+    for cause in matrix["causes"].as_array().unwrap() {
+        let row = format!(
+            "<tr><td>{}</td><td>{}</td><td>{}</td>",
+            cause["flows"],
+            cause["severity"].as_str().unwrap(),
+            cause["id"].as_str().unwrap()
+        );
+        assert!(page.contains(&row), "{row}");
+    }
+}
+
+#[test]
+fn html_needs_a_new_or_empty_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("keep.txt"), "mine").unwrap();
+    let output = skoop(&[
+        "matrix",
+        "--snapshot",
+        "examples/flannel-vxlan",
+        "--from-nodes",
+        "--to-nodes",
+        "-o",
+        "html",
+        "--output",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("is not empty"));
+    assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+    let output = skoop(&[
+        "matrix",
+        "--snapshot",
+        "examples/flannel-vxlan",
+        "--from-nodes",
+        "--to-nodes",
+        "-o",
+        "html",
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("--output DIR"));
+}
+
+#[test]
+fn the_heat_map_opens_in_chromium_and_a_click_opens_the_flows_report() {
+    let Some(chromium) = tool("chromium", "chromium") else {
+        return;
+    };
+    let (_dir, site, matrix) = heat_map();
+    let mut browser = Browser::start(&chromium);
+    browser.open(&format!("file://{}", site.join("index.html").display()));
+    let cells = browser.eval("document.querySelectorAll('table.heatmap td a').length");
+    assert_eq!(cells, json!(flows(&matrix).len()));
+    let problems = browser.problems();
+    assert!(problems.is_empty(), "{problems:#?}");
+    let artefacts = root().join("target/test-artefacts/matrix");
+    fs::create_dir_all(&artefacts).unwrap();
+    let png = browser.screenshot();
+    assert!(png.starts_with(b"\x89PNG"));
+    fs::write(artefacts.join("heatmap.png"), png).unwrap();
+    // A real click on the first failing flow's cell opens its report.
+    let (index, failing) = flows(&matrix)
+        .iter()
+        .enumerate()
+        .find(|(_, f)| f["verdict"] == "not_delivered")
+        .unwrap();
+    browser.click(&format!("td[data-flow='{index}'] a"));
+    browser.wait_for("Page.frameNavigated");
+    // The navigation may still be loading: wait until the report's verdict is there.
+    let mut verdict = Value::Null;
+    for _ in 0..100 {
+        verdict = browser.eval(
+            "document.getElementById('verdict') ? document.getElementById('verdict').textContent : null",
+        );
+        if !verdict.is_null() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let location = browser.eval("location.pathname");
+    assert!(
+        location
+            .as_str()
+            .unwrap()
+            .ends_with(&format!("/flows/{index}.html")),
+        "{location}"
+    );
+    let disposition = failing["disposition"].as_str().unwrap();
+    assert!(
+        verdict.as_str().unwrap_or("").contains(disposition),
+        "{verdict} names {disposition}"
+    );
+}
+
+#[test]
+fn the_answers_do_not_depend_on_how_many_workers_make_them() {
+    let run = |jobs: &str| {
+        let mut args = vec![
+            "matrix",
+            "--snapshot",
+            "examples/flannel-vxlan-broken",
+            "-o",
+            "json",
+            "--jobs",
+            jobs,
+        ];
+        args.extend(EVERY_KIND);
+        stdout(&args, 1)
+    };
+    let one = run("1");
+    assert_eq!(one, run("3"));
+    assert_eq!(one, run("64"), "more workers than flows");
+}
