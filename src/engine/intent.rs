@@ -11,7 +11,7 @@ use petgraph::visit::EdgeRef;
 
 use super::{Diagnosis, Disposition, Finding, HopContext, HopKind, HopStep, LinkKind, Step};
 use crate::packs::{
-    self, FindingStatus, HopScope, HopStop, LoadedPacks, Severity, StoppingRule, Subject,
+    self, About, FindingStatus, HopScope, HopStop, LoadedPacks, Severity, StoppingRule, Subject,
 };
 use crate::snapshot::cluster::IpOwner;
 use crate::snapshot::{NetnsId, Snapshot};
@@ -70,9 +70,23 @@ pub(crate) fn pack_findings(
     // A node on the path is checked against the nodes the question involves
     // (its tunnel to each), not against every node of the cluster.
     let involved = involved_nodes(diagnosis, snapshot);
-    let about = |subject: &Subject| match subject {
+    let subject = |subject: &Subject| match subject {
         Subject::Node { name } => involved.contains(name),
         _ => hop_about(subject).is_some(),
+    };
+    // The only object a diagnosis checks is the Service it asks about.
+    let objects: Vec<Subject> = service
+        .iter()
+        .map(|(namespace, name)| Subject::Object {
+            kind: "Service".to_owned(),
+            namespace: namespace.clone(),
+            name: name.clone(),
+        })
+        .collect();
+    let about = About {
+        subject: &subject,
+        peer: &subject,
+        objects: Some(&objects),
     };
     for finding in packs.evaluate_snapshot_about(snapshot, &about) {
         if let Some(index) = hop_about(&finding.subject) {

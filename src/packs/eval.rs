@@ -869,14 +869,16 @@ fn object_evidence(source: &crate::snapshot::cluster::ObjectSource) -> Evidence 
 }
 
 /// Every subject of a scope in a snapshot that `about` accepts, as contexts;
-/// the peers of a check made per remote node are the nodes `peer` accepts.
+/// the peers of a check made per remote node are the nodes it accepts as
+/// peers.
 pub fn subjects(
     check: &Check,
     params: &Dynamic,
     snapshot: &Arc<Snapshot>,
-    about: &dyn Fn(&Subject) -> bool,
-    peer: &dyn Fn(&Subject) -> bool,
+    about: &super::About<'_>,
 ) -> Vec<Context> {
+    let (peer, objects) = (about.peer, about.objects);
+    let about = about.subject;
     let base = |subject: Subject| Context::new(params.clone(), snapshot.clone(), subject);
     let mut contexts = Vec::new();
     match check.scope {
@@ -976,25 +978,70 @@ pub fn subjects(
                 }
                 about(&subject)
             };
+            // Only the objects named, where they are named: looked up, not
+            // scanned for.
+            let named = |meta: &ObjectMeta| {
+                objects.is_none_or(|listed| {
+                    listed.iter().any(|subject| {
+                        matches!(subject, Subject::Object { kind: k, namespace, name }
+                            if *k == kind.kind && *namespace == meta.namespace && *name == meta.name)
+                    })
+                })
+            };
+            let listed_names = || {
+                objects
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|subject| match subject {
+                        Subject::Object {
+                            kind: k,
+                            namespace,
+                            name,
+                        } if *k == kind.kind => Some((namespace.as_str(), name.as_str())),
+                        _ => None,
+                    })
+            };
+            let cluster = &snapshot.cluster;
             match kind.kind.as_str() {
                 "Node" if version_fits("v1") => {
-                    for node in snapshot.cluster.nodes().filter(|n| wanted(&n.meta)) {
+                    let nodes: Vec<&Node> = match objects {
+                        Some(_) => listed_names()
+                            .filter_map(|(_, n)| cluster.node(n))
+                            .collect(),
+                        None => cluster.nodes().collect(),
+                    };
+                    for node in nodes.into_iter().filter(|n| wanted(&n.meta)) {
                         contexts.push(node_object(node, params, snapshot));
                     }
                 }
                 "Pod" if version_fits("v1") => {
-                    for pod in snapshot.cluster.pods().filter(|p| wanted(&p.meta)) {
+                    let pods: Vec<&Pod> = match objects {
+                        Some(_) => listed_names()
+                            .filter_map(|(ns, n)| cluster.pod(ns, n))
+                            .collect(),
+                        None => cluster.pods().collect(),
+                    };
+                    for pod in pods.into_iter().filter(|p| wanted(&p.meta)) {
                         contexts.push(pod_object(pod, params, snapshot));
                     }
                 }
                 "Service" if version_fits("v1") => {
-                    for service in snapshot.cluster.services().filter(|s| wanted(&s.meta)) {
+                    let services: Vec<&Service> = match objects {
+                        Some(_) => listed_names()
+                            .filter_map(|(ns, n)| cluster.service(ns, n))
+                            .collect(),
+                        None => cluster.services().collect(),
+                    };
+                    for service in services.into_iter().filter(|s| wanted(&s.meta)) {
                         contexts.push(service_object(service, params, snapshot));
                     }
                 }
                 _ => {
-                    for object in snapshot.cluster.others().filter(|o| {
-                        o.kind == kind.kind && version_fits(&o.api_version) && wanted(&o.meta)
+                    for object in cluster.others().filter(|o| {
+                        o.kind == kind.kind
+                            && version_fits(&o.api_version)
+                            && named(&o.meta)
+                            && wanted(&o.meta)
                     }) {
                         contexts.push(generic_object(object, params, snapshot));
                     }

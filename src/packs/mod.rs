@@ -130,6 +130,19 @@ impl std::fmt::Debug for LoadedPacks {
     }
 }
 
+/// Which subjects snapshot checks are run about.
+pub struct About<'a> {
+    /// Whether a node, pod or object is a subject.
+    pub subject: &'a dyn Fn(&Subject) -> bool,
+    /// Whether a node is a peer of a check made per remote node.
+    pub peer: &'a dyn Fn(&Subject) -> bool,
+    /// The only objects object checks may be about (`Subject::Object`s,
+    /// looked up by name), or `None` to consider every object of the
+    /// cluster: a diagnosis names the few its path involves, so that its
+    /// object checks do not scan a large cluster's every pod.
+    pub objects: Option<&'a [Subject]>,
+}
+
 /// One check run over its subjects ([`LoadedPacks::run_snapshot_checks`]).
 #[derive(Debug)]
 pub struct CheckRun<'p> {
@@ -380,43 +393,47 @@ impl LoadedPacks {
     /// Every check of every applicable pack over every node, pod and object
     /// of the snapshot (hop checks wait for the walker).
     pub fn evaluate_snapshot(&self, snapshot: &Arc<Snapshot>) -> Vec<Finding> {
-        self.evaluate_snapshot_about(snapshot, &|_| true)
+        let everything = |_: &Subject| true;
+        self.evaluate_snapshot_about(
+            snapshot,
+            &About {
+                subject: &everything,
+                peer: &everything,
+                objects: None,
+            },
+        )
     }
 
     /// [`LoadedPacks::evaluate_snapshot`] about only the subjects `about`
-    /// accepts (and, for a check made per remote node, only the peers it
-    /// accepts as `Subject::Node`): a diagnosis asks about what its path
-    /// involves, so that its checks cost what the path holds, not what the
-    /// cluster does. A pack's own findings (its mode, its detection) are
-    /// always made.
+    /// accepts: a diagnosis asks about what its path involves, so that its
+    /// checks cost what the path holds, not what the cluster does. A pack's
+    /// own findings (its mode, its detection) are always made.
     pub fn evaluate_snapshot_about(
         &self,
         snapshot: &Arc<Snapshot>,
-        about: &dyn Fn(&Subject) -> bool,
+        about: &About<'_>,
     ) -> Vec<Finding> {
-        self.run_snapshot_checks(snapshot, about, about, false)
+        self.run_snapshot_checks(snapshot, about, false)
             .into_iter()
             .flat_map(|run| run.findings)
             .collect()
     }
 
     /// Each snapshot check of every applicable pack, run over the subjects
-    /// `about` accepts (a check made per remote node, with the peers `peer`
-    /// accepts), with what it found and (with `capture`) what its scripts
-    /// printed: a pack author's view (`skoop packs eval`). A check outside
-    /// the pack's active mode is not run and not listed.
+    /// `about` accepts, with what it found and (with `capture`) what its
+    /// scripts printed: a pack author's view (`skoop packs eval`). A check
+    /// outside the pack's active mode is not run and not listed.
     pub fn run_snapshot_checks<'p>(
         &'p self,
         snapshot: &Arc<Snapshot>,
-        about: &dyn Fn(&Subject) -> bool,
-        peer: &dyn Fn(&Subject) -> bool,
+        about: &About<'_>,
         capture: bool,
     ) -> Vec<CheckRun<'p>> {
         self.each_check(snapshot, |pack, check, evaluator| {
             if check.scope == CheckScope::Hop {
                 return None;
             }
-            let contexts = eval::subjects(check, &pack.params, snapshot, about, peer);
+            let contexts = eval::subjects(check, &pack.params, snapshot, about);
             let run = || -> Vec<Finding> {
                 contexts
                     .iter()

@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use serde::Serialize;
 use skoop::engine::Candidates;
-use skoop::packs::{self, Finding, FindingStatus, LoadedPacks, PackKind, PackSource, Subject};
+use skoop::packs::{
+    self, About, Finding, FindingStatus, LoadedPacks, PackKind, PackSource, Subject,
+};
 use skoop::snapshot::{NetnsId, Snapshot};
 
 use super::EvalArgs;
@@ -135,9 +137,15 @@ fn run_pack(
         Vec::new()
     };
     let mode = loaded.active_mode(&pack, snapshot).ok().flatten();
-    let about = |subject: &Subject| scope.accepts(subject, snapshot);
+    let subject = |subject: &Subject| scope.accepts(subject, snapshot);
+    let about = About {
+        subject: &subject,
+        // A node's checks made per remote node run with every peer.
+        peer: &|_| true,
+        objects: None,
+    };
     let checks = loaded
-        .run_snapshot_checks(snapshot, &about, &|_| true, true)
+        .run_snapshot_checks(snapshot, &about, true)
         .into_iter()
         .map(|run| CheckRun {
             id: run
