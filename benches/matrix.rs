@@ -23,10 +23,6 @@ mod process;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Instant;
-
-/// The scale benchmark's seed: the same clusters.
-const SEED: u64 = 14;
 
 fn list(variable: &str, default: &str) -> Vec<usize> {
     std::env::var(variable)
@@ -50,15 +46,8 @@ fn main() {
         let what = if dir.exists() {
             "(kept)".to_owned()
         } else {
-            let start = Instant::now();
             let all = base.join(format!("{nodes}-all.json"));
-            let shape = cluster::Shape {
-                nodes,
-                seed: SEED,
-                cni: cluster::Cni::FlannelVxlan,
-            };
-            let generated = cluster::generate(&shape, &dir, &all).expect("the snapshot is written");
-            eprintln!("{nodes} nodes generated in {:?}", start.elapsed());
+            let generated = cluster::generate_timed(nodes, cluster::Cni::FlannelVxlan, &dir, &all);
             format!(
                 "{} / {} / {}",
                 generated.pods, generated.services, generated.policies

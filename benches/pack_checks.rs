@@ -28,8 +28,6 @@ use skoop::engine::{self, Diagnosis, Protocol, Request};
 use skoop::packs::LoadedPacks;
 use skoop::snapshot::Snapshot;
 
-const SEED: u64 = 14;
-
 /// The prefix `engine::intent` gives a check whose script did not finish
 /// (what `skoop diagnose` prints; the engine's `Finding` keeps no status).
 const FAILED_TO_RUN: &str = "check failed to run: ";
@@ -55,21 +53,11 @@ fn main() {
     for (name, cni) in cnis {
         let dir = base.join(format!("{name}-{nodes}"));
         if !dir.exists() {
-            let start = Instant::now();
-            let shape = cluster::Shape {
-                nodes,
-                seed: SEED,
-                cni,
-            };
             // The one List of every object is for the scale bench's Python.
-            let generated = cluster::generate(&shape, &dir, Path::new("/dev/null"))
-                .expect("the snapshot is written");
+            let generated = cluster::generate_timed(nodes, cni, &dir, Path::new("/dev/null"));
             println!(
-                "{name}, {nodes} nodes ({} pods, {} services, {} policies) generated in {:.1} s",
-                generated.pods,
-                generated.services,
-                generated.policies,
-                start.elapsed().as_secs_f64()
+                "{name}, {nodes} nodes ({} pods, {} services, {} policies)",
+                generated.pods, generated.services, generated.policies,
             );
         }
         run(name, &dir);

@@ -24,13 +24,10 @@ mod process;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Instant;
 
 use process::{Run, mib, run};
 
 const RUNS: usize = 3;
-const SEED: u64 = 14;
-
 /// The fastest of `RUNS` runs (its peak memory beside it), each a fresh
 /// process.
 fn fastest(mut command: impl FnMut() -> Command) -> Run {
@@ -74,15 +71,12 @@ fn main() {
         let generated = if dir.exists() {
             None
         } else {
-            let start = Instant::now();
-            let shape = cluster::Shape {
+            Some(cluster::generate_timed(
                 nodes,
-                seed: SEED,
-                cni: cluster::Cni::FlannelVxlan,
-            };
-            let generated = cluster::generate(&shape, &dir, &all).expect("the snapshot is written");
-            eprintln!("{nodes} nodes generated in {:?}", start.elapsed());
-            Some(generated)
+                cluster::Cni::FlannelVxlan,
+                &dir,
+                &all,
+            ))
         };
         let run_with = |binary: &Path, args: &[&str]| {
             fastest(|| {
