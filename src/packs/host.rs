@@ -20,9 +20,9 @@ use crate::netstack::routing::{Fib, FlowKey, LookupOutcome, table_name};
 use crate::snapshot::NetnsId;
 use crate::snapshot::cluster::ApiEnum as _;
 use crate::snapshot::cluster::{
-    DirectionVerdict, EndpointAddress, EndpointPort, EndpointSlice, Endpoints, IpOwner, MAX_LISTED,
-    Node, NodeAddress, ObjectReference, PolicyFlow, PolicyOutcome, PortRef,
-    Protocol as ClusterProtocol, Service, TrafficPolicy,
+    DaemonSet, DirectionVerdict, EndpointAddress, EndpointPort, EndpointSlice, Endpoints, IpOwner,
+    MAX_LISTED, Node, NodeAddress, ObjectReference, PolicyFlow, PolicyOutcome, PortRef,
+    Protocol as ClusterProtocol, Service, TemplateContainer, TrafficPolicy,
 };
 use crate::snapshot::netns::NetnsDump;
 use crate::snapshot::netns::addr::Family;
@@ -489,15 +489,23 @@ fn register_cluster(engine: &mut Engine) {
         )
         .register_fn("network_policy", network_policy)
         .register_fn(
-            "objects",
-            |c: &mut ClusterRef, api_version: &str, kind: &str| -> Array {
-                c.snapshot
+            "daemon_set",
+            |c: &mut ClusterRef, namespace: &str, name: &str| {
+                opt(c
+                    .snapshot
                     .cluster
-                    .objects(api_version, kind)
-                    .map(|o| json_to_dynamic(&o.value))
-                    .collect()
+                    .daemon_set(namespace, name)
+                    .map(daemon_set_map))
             },
         )
+        .register_fn("daemon_sets", |c: &mut ClusterRef| -> Array {
+            c.snapshot
+                .cluster
+                .daemon_sets()
+                .map(daemon_set_map)
+                .collect()
+        })
+        .register_fn("objects", objects)
         // A kind of object can have one per node or more (a CNI's address
         // blocks): these find the few a check is about without handing the
         // script all of them.
@@ -513,6 +521,89 @@ fn register_cluster(engine: &mut Engine) {
         )
         .register_fn("objects_where", objects_where)
         .register_fn("objects_holding", objects_holding);
+}
+
+/// `cluster.objects(api_version, kind)`: the objects of a kind. The kinds
+/// skoop reads itself come as their typed accessors give them (a Node, a
+/// Pod, a Service map, a ConfigMap's data, a DaemonSet map); a kind it reads
+/// but does not hand out this way is an error that says where to ask,
+/// never an empty list that would read as "there are none".
+fn objects(c: &mut ClusterRef, api_version: &str, kind: &str) -> Fallible<Array> {
+    let snapshot = &c.snapshot;
+    let cluster = &snapshot.cluster;
+    Ok(match (api_version, kind) {
+        ("v1", "Node") => cluster
+            .nodes()
+            .filter_map(|n| NodeRef::new(snapshot, &n.meta.name))
+            .map(Dynamic::from)
+            .collect(),
+        ("v1", "Pod") => cluster
+            .pods()
+            .filter_map(|p| PodRef::new(snapshot, &p.meta.namespace, &p.meta.name))
+            .map(Dynamic::from)
+            .collect(),
+        ("v1", "Service") => cluster.services().map(service_map).collect(),
+        ("v1", "ConfigMap") => cluster
+            .config_maps()
+            .map(|cm| {
+                let data: Map = cm.data.iter().map(|(k, v)| (k.into(), text(v))).collect();
+                map([
+                    ("namespace", text(&cm.meta.namespace)),
+                    ("name", text(&cm.meta.name)),
+                    ("data", Dynamic::from_map(data)),
+                ])
+            })
+            .collect(),
+        ("apps/v1", "DaemonSet") => cluster.daemon_sets().map(daemon_set_map).collect(),
+        ("v1", "Endpoints" | "Namespace")
+        | ("discovery.k8s.io/v1", "EndpointSlice")
+        | ("networking.k8s.io/v1", "NetworkPolicy") => {
+            return Err(format!(
+                "cluster.objects does not list {api_version} {kind}: skoop reads them itself; ask \
+                 cluster.service(ns, name) for a Service's endpoints, \
+                 cluster.network_policy(src, dst, port, protocol) for what policies decide"
+            )
+            .into());
+        }
+        _ => cluster
+            .objects(api_version, kind)
+            .map(|o| json_to_dynamic(&o.value))
+            .collect(),
+    })
+}
+
+/// A DaemonSet as scripts see it: `#{namespace, name, labels, containers,
+/// init_containers}`, each container `#{name, image, env, args}` with `env`
+/// a map of each variable's literal value (`()` where it is set from
+/// elsewhere).
+fn daemon_set_map(ds: &DaemonSet) -> Dynamic {
+    let containers = |containers: &[TemplateContainer]| -> Dynamic {
+        let list: Array = containers
+            .iter()
+            .map(|c| {
+                let env: Map = c
+                    .env
+                    .iter()
+                    .map(|(name, value)| (name.into(), opt(value.clone())))
+                    .collect();
+                let args: Array = c.args.iter().map(text).collect();
+                map([
+                    ("name", text(&c.name)),
+                    ("image", opt(c.image.clone())),
+                    ("env", Dynamic::from_map(env)),
+                    ("args", Dynamic::from_array(args)),
+                ])
+            })
+            .collect();
+        Dynamic::from_array(list)
+    };
+    map([
+        ("namespace", text(&ds.meta.namespace)),
+        ("name", text(&ds.meta.name)),
+        ("labels", string_map(Some(&ds.meta.labels))),
+        ("containers", containers(&ds.containers)),
+        ("init_containers", containers(&ds.init_containers)),
+    ])
 }
 
 /// The JSON pointer of a dotted field path (`spec.node` -> `/spec/node`).
@@ -1742,6 +1833,56 @@ mod network_policy_tests {
             .try_cast::<Map>()
             .and_then(|m| m.get(key).cloned())
             .unwrap_or_else(|| panic!("no {key} in {map:?}"))
+    }
+
+    /// What a script over the example's cluster (`cluster`) evaluates to.
+    fn eval(script: &str) -> Result<Dynamic, String> {
+        let engine = super::super::sandbox::engine();
+        let mut scope = rhai::Scope::new();
+        scope.push("cluster", cluster());
+        engine
+            .eval_with_scope::<Dynamic>(&mut scope, script)
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn daemon_sets_show_their_containers_env_and_args() {
+        let flannel = r#"cluster.daemon_set("kube-flannel", "kube-flannel-ds").containers[0]"#;
+        let env = eval(&format!("{flannel}.env")).expect("evaluates");
+        assert_eq!(display(&field(&env, "EVENT_QUEUE_DEPTH")), "5000");
+        assert!(
+            field(&env, "POD_NAME").is_unit(),
+            "set from a field of the pod: not in the template"
+        );
+        let args = eval(&format!("{flannel}.args")).expect("evaluates");
+        assert_eq!(display(&args), "[\"--ip-masq\", \"--kube-subnet-mgr\"]");
+        assert_eq!(
+            display(&eval(r#"cluster.objects("apps/v1", "DaemonSet").map(|d| d.name)"#).unwrap()),
+            "[\"kube-flannel-ds\"]"
+        );
+        assert!(
+            eval(r#"cluster.daemon_set("kube-flannel", "nothing")"#)
+                .unwrap()
+                .is_unit()
+        );
+    }
+
+    #[test]
+    fn objects_of_a_kind_skoop_reads_itself_are_its_typed_forms_or_an_error() {
+        assert_eq!(
+            display(&eval(r#"cluster.objects("v1", "Node").map(|n| n.name)"#).unwrap()),
+            "[\"node-1\", \"node-2\"]"
+        );
+        assert_eq!(
+            display(&eval(r#"cluster.objects("v1", "Service").len() > 0"#).unwrap()),
+            "true"
+        );
+        let error = eval(r#"cluster.objects("networking.k8s.io/v1", "NetworkPolicy")"#)
+            .expect_err("not listed as objects");
+        assert!(
+            error.contains("cluster.objects does not list networking.k8s.io/v1 NetworkPolicy"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -1039,6 +1039,20 @@ impl Typed for apps::DaemonSet {
                 .map(|c| TemplateContainer {
                     name: c.name,
                     image: non_empty(c.image),
+                    env: c
+                        .env
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(|var| {
+                            let literal = if var.value_from.is_some() {
+                                None
+                            } else {
+                                Some(var.value.unwrap_or_default())
+                            };
+                            (var.name, literal)
+                        })
+                        .collect(),
+                    args: c.args.unwrap_or_default(),
                 })
                 .collect()
         };

@@ -389,6 +389,11 @@ pub struct DaemonSet {
 pub struct TemplateContainer {
     pub name: String,
     pub image: Option<String>,
+    /// Its environment as written: each variable with its literal `value`,
+    /// `None` where it is set from elsewhere (`valueFrom`: a ConfigMap, a
+    /// Secret, a field of the pod), which the template does not hold.
+    pub env: Vec<(String, Option<String>)>,
+    pub args: Vec<String>,
 }
 
 /// The label the API server gives every namespace, with its name as value.
