@@ -386,3 +386,58 @@ fn one_syntax_error_in_a_script_is_one_problem() {
         "the functions checks.rhai defines are not each reported missing"
     );
 }
+
+#[test]
+fn object_checks_run_over_daemon_sets_and_refuse_kinds_they_would_never_see() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let pack = dir.path().join("agents");
+    let pack_dir = pack.to_str().expect("UTF-8");
+    let output = skoop(&[
+        "packs", "new", "agents", "--kind", "rules", "--dir", pack_dir,
+    ]);
+    assert_eq!(output.status.code(), Some(0));
+    let manifest = pack.join("pack.yaml");
+    let text = std::fs::read_to_string(&manifest).expect("pack.yaml");
+    let checks = "  - id: agents.daemonset.queue-depth\n    \
+                    severity: warning\n    \
+                    scope: object\n    \
+                    object: {api_version: apps/v1, kind: DaemonSet}\n    \
+                    kind: script\n    \
+                    function: queue_depth\n    \
+                    message: \"${subject}: ${actual}\"\n";
+    std::fs::write(&manifest, format!("{text}{checks}")).expect("written");
+    let script = pack.join("checks.rhai");
+    let mut rhai = std::fs::read_to_string(&script).expect("checks.rhai");
+    rhai.push_str(
+        "fn queue_depth(ctx) {\n    \
+           let depth = ctx.object.containers[0].env.EVENT_QUEUE_DEPTH;\n    \
+           if depth != () { return `EVENT_QUEUE_DEPTH is ${depth}`; }\n\
+         }\n",
+    );
+    std::fs::write(&script, rhai).expect("written");
+    let output = skoop(&["packs", "eval", pack_dir, "-s", "examples/flannel-vxlan"]);
+    let text = stdout(&output);
+    assert!(
+        text.contains(
+            "  agents.daemonset.queue-depth (object): 1 subject, 1 finding\n    \
+             failed [warning] DaemonSet kube-flannel/kube-flannel-ds: EVENT_QUEUE_DEPTH is 5000\n"
+        ),
+        "{text}"
+    );
+
+    let refused = std::fs::read_to_string(&manifest)
+        .expect("pack.yaml")
+        .replace(
+            "{api_version: apps/v1, kind: DaemonSet}",
+            "{kind: EndpointSlice}",
+        );
+    std::fs::write(&manifest, refused).expect("written");
+    let output = skoop(&["packs", "lint", pack_dir]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stdout(&output)
+            .contains("object checks cannot be about EndpointSlice: skoop reads them itself"),
+        "{}",
+        stdout(&output)
+    );
+}

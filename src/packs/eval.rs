@@ -11,7 +11,8 @@ use std::sync::Arc;
 use rhai::{CallFnOptions, Dynamic, Engine, EvalAltResult, Scope};
 
 use super::host::{
-    Insufficient, display, json_to_dynamic, link_is_up, link_kind, lladdr_text, service_map,
+    Insufficient, config_map_map, daemon_set_map, display, json_to_dynamic, link_is_up, link_kind,
+    lladdr_text, service_map,
 };
 use super::model::*;
 use super::sandbox::{ScriptError, function_position};
@@ -1034,6 +1035,26 @@ pub fn subjects(
                     };
                     for service in services.into_iter().filter(|s| wanted(&s.meta)) {
                         contexts.push(service_object(service, params, snapshot));
+                    }
+                }
+                "DaemonSet" if version_fits("apps/v1") => {
+                    for ds in cluster
+                        .daemon_sets()
+                        .filter(|d| named(&d.meta) && wanted(&d.meta))
+                    {
+                        let mut ctx = object_context("DaemonSet", &ds.meta, params, snapshot);
+                        ctx.object = Some(daemon_set_map(ds));
+                        contexts.push(ctx);
+                    }
+                }
+                "ConfigMap" if version_fits("v1") => {
+                    for cm in cluster
+                        .config_maps()
+                        .filter(|c| named(&c.meta) && wanted(&c.meta))
+                    {
+                        let mut ctx = object_context("ConfigMap", &cm.meta, params, snapshot);
+                        ctx.object = Some(config_map_map(cm));
+                        contexts.push(ctx);
                     }
                 }
                 _ => {

@@ -20,9 +20,9 @@ use crate::netstack::routing::{Fib, FlowKey, LookupOutcome, table_name};
 use crate::snapshot::NetnsId;
 use crate::snapshot::cluster::ApiEnum as _;
 use crate::snapshot::cluster::{
-    DaemonSet, DirectionVerdict, EndpointAddress, EndpointPort, EndpointSlice, Endpoints, IpOwner,
-    MAX_LISTED, Node, NodeAddress, ObjectReference, PolicyFlow, PolicyOutcome, PortRef,
-    Protocol as ClusterProtocol, Service, TemplateContainer, TrafficPolicy,
+    ConfigMap, DaemonSet, DirectionVerdict, EndpointAddress, EndpointPort, EndpointSlice,
+    Endpoints, IpOwner, MAX_LISTED, Node, NodeAddress, ObjectReference, PolicyFlow, PolicyOutcome,
+    PortRef, Protocol as ClusterProtocol, Service, TemplateContainer, TrafficPolicy,
 };
 use crate::snapshot::netns::NetnsDump;
 use crate::snapshot::netns::addr::Family;
@@ -543,17 +543,7 @@ fn objects(c: &mut ClusterRef, api_version: &str, kind: &str) -> Fallible<Array>
             .map(Dynamic::from)
             .collect(),
         ("v1", "Service") => cluster.services().map(service_map).collect(),
-        ("v1", "ConfigMap") => cluster
-            .config_maps()
-            .map(|cm| {
-                let data: Map = cm.data.iter().map(|(k, v)| (k.into(), text(v))).collect();
-                map([
-                    ("namespace", text(&cm.meta.namespace)),
-                    ("name", text(&cm.meta.name)),
-                    ("data", Dynamic::from_map(data)),
-                ])
-            })
-            .collect(),
+        ("v1", "ConfigMap") => cluster.config_maps().map(config_map_map).collect(),
         ("apps/v1", "DaemonSet") => cluster.daemon_sets().map(daemon_set_map).collect(),
         ("v1", "Endpoints" | "Namespace")
         | ("discovery.k8s.io/v1", "EndpointSlice")
@@ -572,11 +562,21 @@ fn objects(c: &mut ClusterRef, api_version: &str, kind: &str) -> Fallible<Array>
     })
 }
 
+/// A ConfigMap as scripts see it among objects: `#{namespace, name, data}`.
+pub fn config_map_map(cm: &ConfigMap) -> Dynamic {
+    let data: Map = cm.data.iter().map(|(k, v)| (k.into(), text(v))).collect();
+    map([
+        ("namespace", text(&cm.meta.namespace)),
+        ("name", text(&cm.meta.name)),
+        ("data", Dynamic::from_map(data)),
+    ])
+}
+
 /// A DaemonSet as scripts see it: `#{namespace, name, labels, containers,
 /// init_containers}`, each container `#{name, image, env, args}` with `env`
 /// a map of each variable's literal value (`()` where it is set from
 /// elsewhere).
-fn daemon_set_map(ds: &DaemonSet) -> Dynamic {
+pub fn daemon_set_map(ds: &DaemonSet) -> Dynamic {
     let containers = |containers: &[TemplateContainer]| -> Dynamic {
         let list: Array = containers
             .iter()

@@ -1056,11 +1056,26 @@ fn check_allowed(
     ))
 }
 
+/// The kinds an object check cannot be about (see `object_kind`).
+const NOT_OBJECT_SUBJECTS: &[&str] = &["EndpointSlice", "Endpoints", "Namespace", "NetworkPolicy"];
+
 fn object_kind(node: &Node, what: &str, issues: &mut Issues) -> Option<ObjectKind> {
     let mut f = Fields::of(node, what, issues)?;
     let api_version = f.string("api_version", issues).map(|a| a.value);
     let kind = f.required_string("kind", issues);
     f.finish(issues);
+    // Kinds skoop reads into its own model and hands to scripts only
+    // through queries: a check over them would silently see none.
+    if let Some(at) = &kind
+        && NOT_OBJECT_SUBJECTS.contains(&at.value.as_str())
+    {
+        issues.push(at.pos.issue(format!(
+            "object checks cannot be about {}: skoop reads them itself; check a Service \
+             (cluster.service(ns, name) has its endpoints) or ask cluster.network_policy",
+            at.value
+        )));
+        return None;
+    }
     Some(ObjectKind {
         api_version,
         kind: kind?.value,
