@@ -2482,9 +2482,10 @@ fn accuracy_table(rows: &[Row]) -> String {
          fatal finding.\n\n\
          A flow to the host outside the cluster (198.51.100.10, behind the underlay's router, which like\n\
          most networks routes back to the nodes' addresses only) cannot be followed past the cluster's\n\
-         edge: there skoop agrees with the kernel when it says the flow exits the cluster from a node's\n\
-         address (masqueraded) exactly when the kernel's connect succeeds; it names the source the flow\n\
-         leaves with.\n\n",
+         edge: there skoop agrees with the kernel when it says the flow exits the cluster with a source\n\
+         the outside can answer (a node's address, masqueraded: exit status 0) exactly when the kernel's\n\
+         connect succeeds; it names the source the flow leaves with. A flow *from* that host (`--from\n\
+         198.51.100.10 --via node/NAME`) to a NodePort is followed through the node and back out to it.\n\n",
     );
     if rows
         .iter()
