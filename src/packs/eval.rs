@@ -979,20 +979,10 @@ pub fn subjects(
                 }
                 about(&subject)
             };
-            // Only the objects named, where they are named: looked up, not
-            // scanned for.
-            let named = |meta: &ObjectMeta| {
-                objects.is_none_or(|listed| {
-                    listed.iter().any(|subject| {
-                        matches!(subject, Subject::Object { kind: k, namespace, name }
-                            if *k == kind.kind && *namespace == meta.namespace && *name == meta.name)
-                    })
-                })
-            };
-            let listed_names = || {
-                objects
-                    .into_iter()
-                    .flatten()
+            // With `objects`, only the objects named: looked up, not scanned for.
+            let listed: Option<Vec<(&str, &str)>> = objects.map(|listed| {
+                listed
+                    .iter()
                     .filter_map(|subject| match subject {
                         Subject::Object {
                             kind: k,
@@ -1001,63 +991,57 @@ pub fn subjects(
                         } if *k == kind.kind => Some((namespace.as_str(), name.as_str())),
                         _ => None,
                     })
-            };
+                    .collect()
+            });
             let cluster = &snapshot.cluster;
             match kind.kind.as_str() {
                 "Node" if version_fits("v1") => {
-                    let nodes: Vec<&Node> = match objects {
-                        Some(_) => listed_names()
-                            .filter_map(|(_, n)| cluster.node(n))
-                            .collect(),
-                        None => cluster.nodes().collect(),
-                    };
+                    let nodes = named_or_all(&listed, cluster.nodes(), |_, n| cluster.node(n));
                     for node in nodes.into_iter().filter(|n| wanted(&n.meta)) {
                         contexts.push(node_object(node, params, snapshot));
                     }
                 }
                 "Pod" if version_fits("v1") => {
-                    let pods: Vec<&Pod> = match objects {
-                        Some(_) => listed_names()
-                            .filter_map(|(ns, n)| cluster.pod(ns, n))
-                            .collect(),
-                        None => cluster.pods().collect(),
-                    };
+                    let pods = named_or_all(&listed, cluster.pods(), |ns, n| cluster.pod(ns, n));
                     for pod in pods.into_iter().filter(|p| wanted(&p.meta)) {
                         contexts.push(pod_object(pod, params, snapshot));
                     }
                 }
                 "Service" if version_fits("v1") => {
-                    let services: Vec<&Service> = match objects {
-                        Some(_) => listed_names()
-                            .filter_map(|(ns, n)| cluster.service(ns, n))
-                            .collect(),
-                        None => cluster.services().collect(),
-                    };
+                    let services =
+                        named_or_all(&listed, cluster.services(), |ns, n| cluster.service(ns, n));
                     for service in services.into_iter().filter(|s| wanted(&s.meta)) {
                         contexts.push(service_object(service, params, snapshot));
                     }
                 }
                 "DaemonSet" if version_fits("apps/v1") => {
-                    for ds in cluster
-                        .daemon_sets()
-                        .filter(|d| named(&d.meta) && wanted(&d.meta))
-                    {
+                    let daemon_sets = named_or_all(&listed, cluster.daemon_sets(), |ns, n| {
+                        cluster.daemon_set(ns, n)
+                    });
+                    for ds in daemon_sets.into_iter().filter(|d| wanted(&d.meta)) {
                         let mut ctx = object_context("DaemonSet", &ds.meta, params, snapshot);
                         ctx.object = Some(daemon_set_map(ds));
                         contexts.push(ctx);
                     }
                 }
                 "ConfigMap" if version_fits("v1") => {
-                    for cm in cluster
-                        .config_maps()
-                        .filter(|c| named(&c.meta) && wanted(&c.meta))
-                    {
+                    let config_maps = named_or_all(&listed, cluster.config_maps(), |ns, n| {
+                        cluster.config_map(ns, n)
+                    });
+                    for cm in config_maps.into_iter().filter(|c| wanted(&c.meta)) {
                         let mut ctx = object_context("ConfigMap", &cm.meta, params, snapshot);
                         ctx.object = Some(config_map_map(cm));
                         contexts.push(ctx);
                     }
                 }
                 _ => {
+                    // Objects as written are not indexed by name: the named
+                    // ones are found among those of their kind.
+                    let named = |meta: &ObjectMeta| {
+                        listed.as_ref().is_none_or(|names| {
+                            names.contains(&(meta.namespace.as_str(), meta.name.as_str()))
+                        })
+                    };
                     for object in cluster.others().filter(|o| {
                         o.kind == kind.kind
                             && version_fits(&o.api_version)
@@ -1072,6 +1056,19 @@ pub fn subjects(
         CheckScope::Hop => {}
     }
     contexts
+}
+
+/// The objects `lookup` finds by the `(namespace, name)`s `listed`, or,
+/// with no list, every one of `all`.
+fn named_or_all<'c, T: 'c>(
+    listed: &Option<Vec<(&str, &str)>>,
+    all: impl Iterator<Item = &'c T>,
+    lookup: impl Fn(&str, &str) -> Option<&'c T>,
+) -> Vec<&'c T> {
+    match listed {
+        Some(names) => names.iter().filter_map(|&(ns, n)| lookup(ns, n)).collect(),
+        None => all.collect(),
+    }
 }
 
 fn object_subject(kind: &str, meta: &ObjectMeta) -> Subject {
