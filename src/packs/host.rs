@@ -501,10 +501,11 @@ fn register_cluster(engine: &mut Engine) {
         .register_fn(
             "config_map",
             |c: &mut ClusterRef, namespace: &str, name: &str| {
-                opt(c.snapshot.cluster.config_map(namespace, name).map(|cm| {
-                    let data: Map = cm.data.iter().map(|(k, v)| (k.into(), text(v))).collect();
-                    Dynamic::from_map(data)
-                }))
+                opt(c
+                    .snapshot
+                    .cluster
+                    .config_map(namespace, name)
+                    .map(|cm| string_map(Some(&cm.data))))
             },
         )
         .register_fn("network_policy", network_policy)
@@ -584,11 +585,10 @@ fn objects(c: &mut ClusterRef, api_version: &str, kind: &str) -> Fallible<Array>
 
 /// A ConfigMap as scripts see it among objects: `#{namespace, name, data}`.
 pub fn config_map_map(cm: &ConfigMap) -> Dynamic {
-    let data: Map = cm.data.iter().map(|(k, v)| (k.into(), text(v))).collect();
     map([
         ("namespace", text(&cm.meta.namespace)),
         ("name", text(&cm.meta.name)),
-        ("data", Dynamic::from_map(data)),
+        ("data", string_map(Some(&cm.data))),
     ])
 }
 

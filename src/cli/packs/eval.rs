@@ -161,11 +161,7 @@ fn run_pack(
         })
         .collect();
     Ok(PackRun {
-        kind: if pack.kind == PackKind::Cni {
-            "cni"
-        } else {
-            "rules"
-        },
+        kind: pack.kind.as_str(),
         pack: pack.name,
         detected,
         mode,
