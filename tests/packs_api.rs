@@ -230,7 +230,7 @@ fn strict_rp_filter_drops_a_packet_whose_route_back_leaves_elsewhere() {
     };
     let entry = snapshot.namespaces.get_mut(&node).expect("node-1 host");
     let text = "net.ipv4.ip_forward = 1\nnet.ipv4.conf.all.rp_filter = 1\nnet.ipv4.conf.flannel/1.rp_filter = 0\nnet.ipv4.conf.flannel/1.forwarding = 1\n";
-    entry.dump.sysctls = skoop::snapshot::netns::sysctl::parse(text).0;
+    entry.dump_mut().sysctls = skoop::snapshot::netns::sysctl::parse(text).0;
     let snapshot = Arc::new(snapshot);
     // Arrives on flannel.1 from a pod of node-2: the route back is via flannel.1: fine.
     let mut fine = (*hop(&snapshot, "10.244.1.2", true, false)).clone();

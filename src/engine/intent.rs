@@ -248,7 +248,7 @@ fn stopping_rule(
     line: Option<usize>,
 ) -> Option<StoppingRule> {
     let entry = snapshot.namespaces.get(netns)?;
-    let ruleset = entry.dump.iptables.as_ref()?;
+    let ruleset = entry.dump().iptables.as_ref()?;
     let file = entry.dir.join("iptables-save.txt");
     let found = ruleset
         .tables
@@ -330,7 +330,7 @@ mod tests {
         let edited = format!("{}{rule}\n{}", &text[..first], &text[first..]);
         let (ruleset, issues) = iptables::parse(&edited);
         assert!(issues.is_empty(), "{issues:?}");
-        entry.dump.iptables = ruleset;
+        entry.dump_mut().iptables = ruleset;
         Arc::new(snapshot)
     }
 

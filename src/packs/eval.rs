@@ -407,7 +407,7 @@ impl Evaluator<'_> {
                 let entry = netns
                     .entry()
                     .ok_or_else(|| Stop::Unknown(format!("no dump of {}", netns.id)))?;
-                self.dump_outcome(kind, ctx, &entry.dir, &entry.dump)
+                self.dump_outcome(kind, ctx, &entry.dir, entry.dump())
             }
         }
     }

@@ -186,7 +186,7 @@ fn arrival(snapshot: &Snapshot, via: &str) -> Result<(NetnsId, String), TargetEr
     let interfaces = snapshot
         .namespaces
         .get(&id)
-        .and_then(|entry| entry.dump.addrs.as_deref())
+        .and_then(|entry| entry.dump().addrs.as_deref())
         .unwrap_or_default();
     let interface = addresses
         .iter()

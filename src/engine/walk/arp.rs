@@ -32,7 +32,7 @@ pub(super) struct ArpRequest<'a> {
     pub(super) packet: &'a Packet,
 }
 
-impl<'s> Walker<'s, '_> {
+impl<'s> Walker<'s> {
     /// The request `ns` sends by `device` to resolve `next_hop` for `packet`
     /// (`arp_solicit` with `arp_announce` 0): its sender address is the
     /// packet's own source where `ns` holds it, else the one `ns` picks for
@@ -48,7 +48,7 @@ impl<'s> Walker<'s, '_> {
             .src
             .filter(|src| self.owns(ns, *src))
             .or_else(|| {
-                let fib = self.models.fibs.get(ns)?;
+                let fib = self.fib(ns)?;
                 fib.select_source(Some(&device.ifname), next_hop)
             })
             .ok_or_else(|| Stop {
@@ -209,9 +209,7 @@ impl<'s> Walker<'s, '_> {
         }
         if self.interface_setting(ns, &iface.ifname, "arp_filter", to_do)? != 0 {
             let fib = self
-                .models
-                .fibs
-                .get(ns)
+                .fib(ns)
                 .ok_or_else(|| ArpRefusal::Unknown(self.missing(ns, "ip-route.json", to_do)))?;
             let back = fib.lookup(&FlowKey {
                 src: Some(target),
@@ -341,9 +339,7 @@ impl<'s> Walker<'s, '_> {
         }
         self.sender_check(ns, iface, request)?;
         let fib = self
-            .models
-            .fibs
-            .get(ns)
+            .fib(ns)
             .ok_or_else(|| ArpRefusal::Unknown(self.missing(ns, "ip-route.json", to_do)))?;
         let lookup = fib.lookup(&FlowKey {
             src: Some(request.sender),
@@ -399,7 +395,7 @@ mod tests {
         n2_sysctls: &str,
         replaced: Vec<(String, String)>,
         next_hop: &str,
-        test: impl FnOnce(Next<'_>, &Walker<'_, '_>, NodeIndex),
+        test: impl FnOnce(Next<'_>, &Walker<'_>, NodeIndex),
     ) {
         let files = with(two_nodes_on_a_segment(n2_sysctls), replaced);
         let fixture = Fixture::new(&files);

@@ -34,7 +34,7 @@ use crate::snapshot::NetnsId;
 use crate::snapshot::netns::link::LinkKind as DeviceKind;
 use answers::{Holder, holding, unnamed};
 
-impl<'s> Walker<'s, '_> {
+impl<'s> Walker<'s> {
     /// Whether a namespace is stepped over with the CNI's intent: the
     /// snapshot lacks it as a whole and a CNI pack applies.
     pub(super) fn can_assume(&self, ns: &NetnsId) -> bool {
@@ -429,7 +429,7 @@ impl<'s> Walker<'s, '_> {
     /// from that pod arrives on (a bridge, or the pod's routed veth). From
     /// the node's routes when its dump is there, else from the CNI's intent.
     fn interface_to(&self, node: &NetnsId, pod_ip: IpAddr, packet: &Packet) -> Option<String> {
-        if let Some(fib) = self.models.fibs.get(node) {
+        if let Some(fib) = self.fib(node) {
             return match fib.lookup(&FlowKey::to(pod_ip)).outcome {
                 LookupOutcome::Routed { paths, .. } => paths.into_iter().find_map(|path| path.dev),
                 _ => None,

@@ -96,7 +96,7 @@ pub(super) enum UndoPhase {
     AfterRouting,
 }
 
-impl<'s> Walker<'s, '_> {
+impl<'s> Walker<'s> {
     /// A socket of the hop's namespace sent the packet; the path's first
     /// such packet opens the connection its reply must come back to.
     pub(super) fn sent(

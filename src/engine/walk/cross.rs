@@ -34,7 +34,7 @@ struct Lost<'a> {
     because: Option<&'a str>,
 }
 
-impl<'s> Walker<'s, '_> {
+impl<'s> Walker<'s> {
     /// Enters a namespace: a new hop in the graph.
     pub(super) fn visit(
         &mut self,
@@ -325,7 +325,13 @@ impl<'s> Walker<'s, '_> {
     /// The MAC address of a neighbour entry of `ns` for `next_hop` on `dev`
     /// that is never resolved (permanent, or for a device without ARP).
     fn permanent_neighbour(&self, ns: &NetnsId, dev: &str, next_hop: IpAddr) -> Option<MacAddr> {
-        let neighbours = self.snapshot.namespaces.get(ns)?.dump.neighbours.as_ref()?;
+        let neighbours = self
+            .snapshot
+            .namespaces
+            .get(ns)?
+            .dump()
+            .neighbours
+            .as_ref()?;
         neighbours
             .iter()
             .filter(|n| n.dst == next_hop && n.dev == dev)
@@ -685,7 +691,7 @@ mod tests {
     }
 
     /// n1 sends a packet from `source` to 8.8.8.8, which nobody holds.
-    fn leave_from(source: &str, test: impl FnOnce(&Walker<'_, '_>, Branch, Option<Exit>)) {
+    fn leave_from(source: &str, test: impl FnOnce(&Walker<'_>, Branch, Option<Exit>)) {
         let fixture = Fixture::new(&two_pods_on_a_bridge());
         fixture.walk(None, |walker| {
             let mut branch = branch();

@@ -4,7 +4,7 @@
 use super::*;
 use crate::snapshot::netns::sockets::{self as ss, ListeningSocket};
 
-impl<'s> Walker<'s, '_> {
+impl<'s> Walker<'s> {
     /// The packet is for this namespace: a tunnel device or a socket takes
     /// it (at an assumed hop, as the CNI's intent and the cluster's objects
     /// say), or the sender's connection takes the reply.
@@ -20,7 +20,7 @@ impl<'s> Walker<'s, '_> {
             return self.deliver_assumed(place, flow);
         }
         let Flow { packet, branch } = flow;
-        if let Some(ipvs) = self.models.ipvs.get(ns)
+        if let Some(ipvs) = self.ipvs(ns)
             && let (Some(transport), Some(dport)) = (transport(packet.protocol), packet.dport)
         {
             match ipvs.schedule(transport, SocketAddr::new(packet.dst, dport), packet.mark) {
@@ -82,7 +82,7 @@ impl<'s> Walker<'s, '_> {
                     .snapshot
                     .namespaces
                     .get(ns)
-                    .and_then(|e| e.dump.sockets.as_ref())
+                    .and_then(|e| e.dump().sockets.as_ref())
                 else {
                     return self.stop(
                         hop,

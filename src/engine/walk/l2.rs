@@ -15,7 +15,7 @@ pub(super) enum BridgePort<'s> {
     Unanswered(Option<Stop>),
 }
 
-impl<'s> Walker<'s, '_> {
+impl<'s> Walker<'s> {
     /// Sends the packet out of `dev` towards `next_hop`.
     pub(super) fn egress(
         &mut self,
@@ -466,15 +466,14 @@ impl<'s> Walker<'s, '_> {
             self.undo_nat(ns, hop, packet, branch, UndoPhase::BeforeRouting);
             self.undo_nat(ns, hop, packet, branch, UndoPhase::AfterRouting);
         }
-        let models = self.models;
-        let Some(netfilter) = models.netfilters.get(ns) else {
+        let Some(netfilter) = self.netfilter(ns) else {
             return Some(self.missing(
                 ns,
                 "iptables-save.txt",
                 "evaluate bridged traffic (bridge-nf-call-iptables = 1)",
             ));
         };
-        let context = self.netfilter_context(ns, models.fibs.get(ns));
+        let context = self.netfilter_context(ns, self.fib(ns));
         let mut filtered = packet.netfilter_packet(packet.src.unwrap_or(packet.dst));
         filtered.ct_nat = branch.connection_nat(ns);
         filtered.in_iface = Some(bridge.to_string());
@@ -524,11 +523,7 @@ mod tests {
 
     /// The port of n1's cni0 a frame from the node to `to` leaves by, the
     /// frame having come in by `in_port`.
-    fn port_towards<'s>(
-        walker: &Walker<'s, '_>,
-        to: &str,
-        in_port: Option<&str>,
-    ) -> BridgePort<'s> {
+    fn port_towards<'s>(walker: &Walker<'s>, to: &str, in_port: Option<&str>) -> BridgePort<'s> {
         let node = host("n1");
         let bridge = walker.topology.link(&node, "cni0").expect("cni0");
         let packet = tcp("10.0.0.1", to);

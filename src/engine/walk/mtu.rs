@@ -27,7 +27,7 @@ pub(super) enum ErrorOut {
 /// dropped, without an ICMP error.
 pub(super) const VLAN_HEADER: u32 = 4;
 
-impl<'s> Walker<'s, '_> {
+impl<'s> Walker<'s> {
     /// The IP layer sends a packet by a device only if it fits the device's
     /// MTU. A larger one is fragmented when DF is clear; with DF set it is
     /// dropped, and the sender told: ICMP fragmentation-needed to a
@@ -241,8 +241,7 @@ impl<'s> Walker<'s, '_> {
         sender: IpAddr,
         nat: ConnectionNat,
     ) -> ErrorOut {
-        let models = self.models;
-        let (Some(fib), Some(netfilter)) = (models.fibs.get(ns), models.netfilters.get(ns)) else {
+        let (Some(fib), Some(netfilter)) = (self.fib(ns), self.netfilter(ns)) else {
             return ErrorOut::Unknown {
                 reason: format!(
                     "the snapshot lacks {}'s routes or netfilter rules",

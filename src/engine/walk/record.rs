@@ -3,7 +3,7 @@
 
 use super::*;
 
-impl<'s> Walker<'s, '_> {
+impl<'s> Walker<'s> {
     /// Keeps `packet` as the hop's packet (see [`HopContext::last_packet`]),
     /// or that its addresses are not `known`. The outer packet of a tunnel
     /// the hop put its packet in (`generated` here, carrying one) leaves the

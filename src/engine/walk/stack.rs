@@ -151,13 +151,12 @@ pub(super) struct Decision {
     pub(super) text: String,
 }
 
-impl<'s> Walker<'s, '_> {
+impl<'s> Walker<'s> {
     /// What the namespace's kernel does with a packet that is in it.
     pub(super) fn process(&mut self, place: &Place, flow: Flow, arrival: Arrival) -> Next<'s> {
         let (ns, hop) = (&place.ns, place.hop);
         let Flow { packet, branch } = flow;
-        let models = self.models;
-        let Some(fib) = models.fibs.get(ns) else {
+        let Some(fib) = self.fib(ns) else {
             let stop = self.missing(
                 ns,
                 "ip-route.json, ip-rule.json and ip-addr.json",
@@ -165,7 +164,7 @@ impl<'s> Walker<'s, '_> {
             );
             return self.stop(hop, branch, stop);
         };
-        let Some(netfilter) = models.netfilters.get(ns) else {
+        let Some(netfilter) = self.netfilter(ns) else {
             let stop = self.missing(
                 ns,
                 "iptables-save.txt or nft-ruleset.json",
@@ -574,7 +573,7 @@ impl<'s> Walker<'s, '_> {
         if mode == 0 {
             return None;
         }
-        let fib = self.models.fibs.get(ns)?;
+        let fib = self.fib(ns)?;
         let back = fib.lookup(&FlowKey {
             src: Some(packet.dst),
             ..FlowKey::to(src)
@@ -608,7 +607,7 @@ impl<'s> Walker<'s, '_> {
         Context {
             fib,
             interfaces: self.snapshot.namespaces[ns]
-                .dump
+                .dump()
                 .addrs
                 .as_deref()
                 .unwrap_or_default(),

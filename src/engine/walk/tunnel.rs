@@ -3,7 +3,7 @@
 
 use super::*;
 
-impl<'s> Walker<'s, '_> {
+impl<'s> Walker<'s> {
     /// A tunnel's outer packet was delivered here: the device that takes it
     /// (at an assumed hop, the one the CNI intends) decapsulates it, and the
     /// inner packet arrives on that device.
@@ -156,7 +156,7 @@ impl<'s> Walker<'s, '_> {
         next_hop: IpAddr,
     ) -> Result<TunnelHeader, Stop> {
         let (ns, hop) = (&place.ns, place.hop);
-        let dump = &self.snapshot.namespaces[ns].dump;
+        let dump = &self.snapshot.namespaces[ns].dump();
         let Some(neighbours) = &dump.neighbours else {
             return Err(self.missing(ns, "ip-neigh.json", "resolve the VXLAN next hop"));
         };

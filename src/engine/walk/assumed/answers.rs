@@ -28,7 +28,7 @@ pub(super) enum Holder {
     Outside,
 }
 
-impl<'s> Walker<'s, '_> {
+impl<'s> Walker<'s> {
     /// A pod without a dump takes the packet when it is Ready and declares
     /// the port: its socket, as Kubernetes describes it; else nobody can say.
     pub(super) fn pod_delivery(
