@@ -469,9 +469,9 @@ fn checks_name_the_service_and_what_kube_proxy_does() {
     let findings = packs().evaluate_snapshot(&snapshot());
     let ours: Vec<(String, String, String)> = findings
         .iter()
-        .filter(|f| f.pack == "kube-proxy")
+        .filter(|f| f.about.pack == "kube-proxy")
         .inspect(|f| assert_eq!(f.status, FindingStatus::Failed, "{f:#?}"))
-        .map(|f| (f.id.clone(), f.subject.to_string(), f.message.clone()))
+        .map(|f| (f.id.clone(), f.about.subject.to_string(), f.message.clone()))
         .collect();
     let expected = [
         (
@@ -507,7 +507,7 @@ fn checks_name_the_service_and_what_kube_proxy_does() {
         findings
             .iter()
             .filter(|f| f.id.starts_with("kube-proxy."))
-            .all(|f| matches!(&f.subject, Subject::Object { kind, .. } if kind == "Service"))
+            .all(|f| matches!(&f.about.subject, Subject::Object { kind, .. } if kind == "Service"))
     );
 }
 

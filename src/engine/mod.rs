@@ -239,25 +239,22 @@ pub struct PacketFields {
     pub inner: Option<Box<PacketFields>>,
 }
 
-/// A finding: what stopped a path, with its evidence.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Finding {
-    /// Stable id, e.g. `kernel.route.none`.
-    pub id: String,
-    pub severity: Severity,
+/// Where on the path a finding is.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct AtHop {
     /// The hop id it is about.
     pub hop: String,
     /// Index of that hop in [`Diagnosis::graph`] (hop ids repeat when a
     /// namespace is visited twice).
+    #[serde(skip)]
     pub hop_index: usize,
-    pub message: String,
-    /// The snapshot file (and what in it) the finding rests on.
-    pub evidence: String,
-    /// What the cluster should have had instead, where that is known.
-    pub expected: Option<String>,
 }
 
-pub use crate::packs::Severity;
+/// A finding of a diagnosis: what stopped a path or is worth knowing about
+/// it, at a hop.
+pub type Finding = crate::diagnostic::Finding<AtHop>;
+
+pub use crate::diagnostic::{Evidence, FindingStatus, Severity};
 
 /// One way through the graph, from the source to where it ends.
 #[derive(Debug, Clone)]
@@ -523,18 +520,15 @@ fn service_without_ready_endpoints(
             .iter()
             .map(|s| s.addresses.len())
             .sum::<usize>();
-        (ready, endpoints.meta.source.to_string())
+        (ready, vec![endpoints.meta.source.evidence()])
     } else {
         let ready = slices
             .iter()
             .flat_map(|slice| &slice.endpoints)
             .filter(|endpoint| endpoint.conditions.is_ready() && !endpoint.addresses.is_empty())
             .count();
-        let sources: Vec<String> = slices
-            .iter()
-            .map(|slice| slice.meta.source.to_string())
-            .collect();
-        (ready, sources.join(", "))
+        let sources = slices.iter().map(|slice| slice.meta.source.evidence());
+        (ready, sources.collect())
     };
     if ready > 0 {
         return None;
@@ -543,8 +537,7 @@ fn service_without_ready_endpoints(
     Some(Finding {
         id: "kubernetes.service.no-ready-endpoints".into(),
         severity: Severity::Fatal,
-        hop: diagnosis.graph[first].id.clone(),
-        hop_index: first.index(),
+        status: FindingStatus::Failed,
         message: format!(
             "service {namespace}/{name} has no ready endpoint: kube-proxy has nowhere to send its connections (it rejects them)"
         ),
@@ -553,5 +546,11 @@ fn service_without_ready_endpoints(
             "at least one ready endpoint (a Running, Ready pod matching the service's selector)"
                 .into(),
         ),
+        remediation: None,
+        references: Vec::new(),
+        about: AtHop {
+            hop: diagnosis.graph[first].id.clone(),
+            hop_index: first.index(),
+        },
     })
 }

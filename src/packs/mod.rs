@@ -28,8 +28,9 @@ use std::sync::Arc;
 
 use rhai::{Dynamic, Engine};
 
+pub use crate::diagnostic::{Evidence, FindingStatus};
 pub use budget::CountingAllocator;
-pub use eval::{Evidence, Finding, FindingStatus};
+pub use eval::{Finding, FromCheck};
 pub use hooks::{HOOKS, HookSpec};
 pub use host::{Insufficient, display};
 pub use load::{MANIFEST, Override, PackSource};

@@ -59,7 +59,7 @@ impl<'s> Walker<'s> {
                     hop_id(ns),
                     device.ifname
                 ),
-                evidence: self.file(ns, "ip-addr.json"),
+                evidence: vec![self.file(ns, "ip-addr.json")],
             })?;
         Ok(ArpRequest {
             target: next_hop,
@@ -116,7 +116,7 @@ impl<'s> Walker<'s> {
             disposition: Disposition::NeighborFailed,
             id: "kernel.neighbour.unanswered",
             reason,
-            evidence: self.file(ns, file),
+            evidence: vec![self.file(ns, file)],
         }
     }
 
@@ -226,7 +226,7 @@ impl<'s> Walker<'s> {
                             hop_id(ns),
                             iface.ifname
                         ),
-                        self.file(ns, "ip-route.json"),
+                        vec![self.file(ns, "ip-route.json")],
                     )));
                 }
                 _ => {
@@ -376,7 +376,7 @@ impl<'s> Walker<'s> {
                     "whether {} answers ARP for {target} by proxy is not known: {reason}",
                     hop_id(ns)
                 ),
-                self.file(ns, "ip-route.json"),
+                vec![self.file(ns, "ip-route.json")],
             ))),
         }
     }
@@ -444,7 +444,11 @@ mod tests {
             assert_eq!(stop.id, "kernel.neighbour.unanswered");
             assert_eq!(stop.disposition, Disposition::NeighborFailed);
             assert!(stop.reason.contains("arp_ignore = 1"), "{}", stop.reason);
-            assert!(stop.evidence.ends_with("sysctl.txt"), "{}", stop.evidence);
+            assert!(
+                crate::diagnostic::evidence_text(&stop.evidence).ends_with("sysctl.txt"),
+                "{:?}",
+                stop.evidence
+            );
         });
         // Its own interface's address is still answered.
         send(&arp(1, 0, 0), vec![], "172.18.0.12", |next, _, _| {
@@ -512,8 +516,8 @@ mod tests {
             let stop = stopped(next);
             assert!(stop.reason.contains("arp_filter"), "{}", stop.reason);
             assert!(
-                stop.evidence.ends_with("ip-route.json"),
-                "{}",
+                crate::diagnostic::evidence_text(&stop.evidence).ends_with("ip-route.json"),
+                "{:?}",
                 stop.evidence
             );
         });

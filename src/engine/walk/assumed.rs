@@ -92,7 +92,7 @@ impl<'s> Walker<'s> {
                 disposition: Disposition::InsufficientInfo,
                 id: "snapshot.missing",
                 reason,
-                evidence: self.file(ns, "ip-link.json"),
+                evidence: vec![self.file(ns, "ip-link.json")],
             };
             return self.stop(hop, flow.branch, stop);
         }
@@ -185,7 +185,7 @@ impl<'s> Walker<'s> {
                                 "pack {}: service {} has no backend for {before}: {}",
                                 translation.pack, translation.service, translation.why
                             ),
-                            evidence: format!("service {}", translation.service),
+                            evidence: self.service_evidence(&translation.service),
                         };
                         return self.stop(hop, branch, stop);
                     }
@@ -570,7 +570,7 @@ impl<'s> Walker<'s> {
                 self.answer(place, Flow { packet, branch })
             }
             Err(reason) => {
-                let stop = Stop::unknown("snapshot.missing", reason, self.file(ns, "ss.txt"));
+                let stop = Stop::unknown("snapshot.missing", reason, vec![self.file(ns, "ss.txt")]);
                 self.stop(hop, branch, stop)
             }
         }

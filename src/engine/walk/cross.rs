@@ -108,7 +108,7 @@ impl<'s> Walker<'s> {
                 disposition: Disposition::Loop,
                 id: "engine.loop",
                 reason,
-                evidence: hop_id(ns),
+                evidence: vec![self.place(ns)],
             };
             return self.stop(hop, branch, stop);
         }
@@ -183,7 +183,7 @@ impl<'s> Walker<'s> {
                     disposition: Disposition::NeighborFailed,
                     id: "kernel.neighbour.permanent",
                     reason,
-                    evidence: self.file(ns, "ip-neigh.json"),
+                    evidence: vec![self.file(ns, "ip-neigh.json")],
                 });
             }
             None => {
@@ -242,7 +242,7 @@ impl<'s> Walker<'s> {
                 disposition: Disposition::Loop,
                 id: "engine.loop",
                 reason,
-                evidence: self.file(ns, "ip-addr.json"),
+                evidence: vec![self.file(ns, "ip-addr.json")],
             };
             return self.stop(hop, flow.branch, stop);
         }
@@ -291,7 +291,7 @@ impl<'s> Walker<'s> {
                 disposition: Disposition::NeighborFailed,
                 id: "kernel.neighbour.unanswered",
                 reason,
-                evidence: self.file(ns, "ip-route.json"),
+                evidence: vec![self.file(ns, "ip-route.json")],
             };
             return self.stop(hop, flow.branch, stop);
         }
@@ -392,14 +392,10 @@ impl<'s> Walker<'s> {
             (None, None) => None,
         };
         if let Some((id, message, expected, evidence)) = lost {
+            let finding = self.finding_at(hop, id, Severity::Fatal, message, vec![evidence]);
             self.findings.push(Finding {
-                id: id.into(),
-                severity: Severity::Fatal,
-                hop: hop_id(ns),
-                hop_index: hop.index(),
-                message,
-                evidence,
                 expected: Some(expected.into()),
+                ..finding
             });
         }
     }

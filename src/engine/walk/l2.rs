@@ -138,7 +138,7 @@ impl<'s> Walker<'s> {
             disposition: Disposition::NeighborFailed,
             id: "kernel.device.down",
             reason: format!("{} sends by {}, which {state}", hop_id(ns), device.ifname),
-            evidence: self.file(ns, "ip-link.json"),
+            evidence: vec![self.file(ns, "ip-link.json")],
         })
     }
 
@@ -257,7 +257,11 @@ impl<'s> Walker<'s> {
                 self_peered.join(", "),
                 hop_id(ns)
             );
-            let stop = Stop::unknown("snapshot.unreadable", reason, self.file(ns, "ip-link.json"));
+            let stop = Stop::unknown(
+                "snapshot.unreadable",
+                reason,
+                vec![self.file(ns, "ip-link.json")],
+            );
             return self.stop(hop, branch, stop);
         }
         if !unknown.is_empty() {
@@ -278,7 +282,7 @@ impl<'s> Walker<'s> {
                 owner.unwrap_or_default(),
                 unknown.join(", ")
             );
-            let evidence = self.file(ns, "ip-link.json");
+            let evidence = vec![self.file(ns, "ip-link.json")];
             let stop = Stop::unknown("snapshot.missing", reason, evidence);
             return self.stop(hop, branch, stop);
         }
@@ -286,7 +290,7 @@ impl<'s> Walker<'s> {
             "no device on bridge {bridge} of {} answers ARP for {next_hop}",
             hop_id(ns)
         );
-        let evidence = self.file(ns, "ip-addr.json");
+        let evidence = vec![self.file(ns, "ip-addr.json")];
         let stop = Stop {
             disposition: Disposition::NeighborFailed,
             id: "kernel.neighbour.unanswered",
@@ -492,7 +496,7 @@ impl<'s> Walker<'s> {
             return Some(Stop::unknown(
                 "engine.bridge.branches",
                 reason,
-                self.file(ns, "iptables-save.txt"),
+                vec![self.file(ns, "iptables-save.txt")],
             ));
         };
         match &outcome.verdict {
@@ -503,7 +507,7 @@ impl<'s> Walker<'s> {
             Verdict::Unknown { reason } => Some(Stop::unknown(
                 "kernel.netfilter.unknown",
                 reason.clone(),
-                self.file(ns, "iptables-save.txt"),
+                vec![self.file(ns, "iptables-save.txt")],
             )),
             Verdict::Accept | Verdict::Unroutable { .. } => {
                 self.record_translations(ns, hop, outcome, branch);

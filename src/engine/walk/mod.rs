@@ -49,8 +49,8 @@ use super::hooks::Intent;
 use super::target::{PacketSize, Protocol, Resolved, Start};
 use super::topology::{Port, Topology};
 use super::{
-    Diagnosis, Disposition, Exit, Finding, Hop, HopContext, HopKind, HopStep, Link, LinkKind,
-    PacketFields, PathResult, Severity, Step,
+    AtHop, Diagnosis, Disposition, Evidence, Exit, Finding, FindingStatus, Hop, HopContext,
+    HopKind, HopStep, Link, LinkKind, PacketFields, PathResult, Severity, Step,
 };
 use crate::netstack::Tri;
 use crate::netstack::ipvs::{Ipvs, IpvsOutcome, Scheduled, Transport};
@@ -228,13 +228,13 @@ struct Stop {
     disposition: Disposition,
     id: &'static str,
     reason: String,
-    evidence: String,
+    evidence: Vec<Evidence>,
 }
 
 impl Stop {
     /// The snapshot cannot tell what happens next: the path ends as
     /// `insufficient_info`, never with a guessed verdict.
-    fn unknown(id: &'static str, reason: String, evidence: String) -> Stop {
+    fn unknown(id: &'static str, reason: String, evidence: Vec<Evidence>) -> Stop {
         Stop {
             disposition: Disposition::InsufficientInfo,
             id,
@@ -319,7 +319,7 @@ impl<'s> Walker<'s> {
                         );
                         self.record_path(followed.branch, Disposition::InsufficientInfo, None);
                     } else {
-                        let evidence = self.file(&place.ns, "iptables-save.txt");
+                        let evidence = vec![self.file(&place.ns, "iptables-save.txt")];
                         let stop = Stop::unknown("engine.too-many-paths", reason, evidence);
                         self.record_stop(place.hop, followed.branch, stop);
                     }
@@ -351,10 +351,18 @@ impl<'s> Walker<'s> {
     }
 
     /// The path of a dump file, as evidence.
-    fn file(&self, ns: &NetnsId, name: &str) -> String {
+    fn file(&self, ns: &NetnsId, name: &str) -> Evidence {
         match self.snapshot.namespaces.get(ns) {
-            Some(entry) => entry.dir.join(name).display().to_string(),
-            None => format!("{} (no dump)", hop_id(ns)),
+            Some(entry) => Evidence::file(entry.dir.join(name)),
+            None => Evidence::file(hop_id(ns)).noting("no dump"),
+        }
+    }
+
+    /// The namespace's dump directory, as evidence.
+    fn place(&self, ns: &NetnsId) -> Evidence {
+        match self.snapshot.namespaces.get(ns) {
+            Some(entry) => Evidence::file(entry.dir.clone()),
+            None => Evidence::file(hop_id(ns)).noting("no dump"),
         }
     }
 
@@ -373,7 +381,7 @@ impl<'s> Walker<'s> {
                     .collect()
             })
             .unwrap_or_default();
-        let evidence = entry.map_or_else(|| hop_id(ns), |e| e.dir.display().to_string());
+        let evidence = vec![self.place(ns)];
         if let Some((file, why)) = unreadable.first() {
             return Stop::unknown(
                 "snapshot.unreadable",

@@ -15,7 +15,10 @@ pub(super) enum ErrorOut {
     /// It leaves by `dev`, sent from `src`.
     Leaves { src: IpAddr, dev: String },
     /// Routing or netfilter stops it in the namespace: the sender is never told.
-    Stopped { reason: String, evidence: String },
+    Stopped {
+        reason: String,
+        evidence: Vec<Evidence>,
+    },
     /// The snapshot cannot tell.
     Unknown { reason: String },
 }
@@ -152,7 +155,7 @@ impl<'s> Walker<'s> {
                             evidence: stopped,
                         },
                     )) => {
-                        evidence = format!("{evidence}; {stopped}");
+                        evidence.extend(stopped);
                         (
                             format!(
                                 "it is dropped, and the {error} the kernel answers to {sender} never leaves {}: {reason}",
@@ -259,7 +262,7 @@ impl<'s> Walker<'s> {
                 let route = route.map(|r| format!(" ({})", describe_route(&fib.routes[r])));
                 return ErrorOut::Stopped {
                     reason: format!("it has no route back: {error}{}", route.unwrap_or_default()),
-                    evidence: self.file(ns, "ip-route.json"),
+                    evidence: vec![self.file(ns, "ip-route.json")],
                 };
             }
             LookupOutcome::Unknown { reason } => return ErrorOut::Unknown { reason },
@@ -272,7 +275,7 @@ impl<'s> Walker<'s> {
             let Some(src) = path.prefsrc else {
                 ways.push(ErrorOut::Stopped {
                     reason: "it has no address to be sent from".to_string(),
-                    evidence: self.file(ns, "ip-addr.json"),
+                    evidence: vec![self.file(ns, "ip-addr.json")],
                 });
                 continue;
             };
@@ -301,7 +304,7 @@ impl<'s> Walker<'s> {
                     }
                     Verdict::Unroutable { error } => ErrorOut::Stopped {
                         reason: format!("rerouted after OUTPUT, it has no route: {error}"),
-                        evidence: self.file(ns, "ip-route.json"),
+                        evidence: vec![self.file(ns, "ip-route.json")],
                     },
                     Verdict::Unknown { reason } => ErrorOut::Unknown {
                         reason: reason.clone(),
@@ -405,13 +408,9 @@ impl<'s> Walker<'s> {
     }
 
     /// The device and its MTU, where the dump shows them.
-    pub(super) fn mtu_evidence(&self, ns: &NetnsId, device: &Device) -> String {
-        format!(
-            "{}: {} mtu {}",
-            self.file(ns, "ip-link.json"),
-            device.ifname,
-            device.mtu
-        )
+    pub(super) fn mtu_evidence(&self, ns: &NetnsId, device: &Device) -> Vec<Evidence> {
+        let note = format!("{} mtu {}", device.ifname, device.mtu);
+        vec![self.file(ns, "ip-link.json").noting(note)]
     }
 }
 

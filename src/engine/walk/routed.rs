@@ -138,7 +138,7 @@ impl<'s> Walker<'s> {
                 let stop = Stop::unknown(
                     "engine.underlay.pod-routes-unknown",
                     reason,
-                    self.file(ns, "ip-route.json"),
+                    vec![self.file(ns, "ip-route.json")],
                 );
                 return self.stop(hop, flow.branch, stop);
             }
@@ -167,7 +167,12 @@ impl<'s> Walker<'s> {
                 "{sent}; pack {} says the routers route pod addresses, but node {node} has no InternalIP to tell where they deliver it",
                 routes.pack
             );
-            let stop = Stop::unknown("snapshot.missing", reason, format!("node {node}"));
+            let object = self
+                .snapshot
+                .cluster
+                .node(node)
+                .map(|n| n.meta.source.evidence());
+            let stop = Stop::unknown("snapshot.missing", reason, object.into_iter().collect());
             return self.stop(hop, flow.branch, stop);
         };
         let why = format!(
@@ -235,15 +240,15 @@ impl<'s> Walker<'s> {
             device.ifname,
             hop_id(node)
         );
-        self.findings.push(Finding {
-            id: "engine.underlay.routed".into(),
-            severity: Severity::Info,
-            hop: hop_id(ns),
-            hop_index: hop.index(),
+        let evidence = vec![self.file(ns, "ip-route.json")];
+        let finding = self.finding_at(
+            hop,
+            "engine.underlay.routed",
+            Severity::Info,
             message,
-            evidence: self.file(ns, "ip-route.json"),
-            expected: None,
-        });
+            evidence,
+        );
+        self.findings.push(finding);
         let link = (LinkKind::UnderlayRouted, device.ifname.as_str());
         self.enter_node(hop, link, node, address, None, flow)
     }

@@ -223,7 +223,7 @@ impl<'s> Walker<'s> {
                         return self.route_failed(place, &packet, &choice, branch);
                     }
                     LookupOutcome::Unknown { reason } => {
-                        let evidence = self.file(ns, "ip-route.json");
+                        let evidence = vec![self.file(ns, "ip-route.json")];
                         let stop = Stop::unknown("kernel.route.unknown", reason, evidence);
                         return self.stop(hop, branch, stop);
                     }
@@ -286,7 +286,7 @@ impl<'s> Walker<'s> {
                                 disposition: Disposition::NoRoute,
                                 id: "kernel.route.no-source",
                                 reason,
-                                evidence: self.file(ns, "ip-addr.json"),
+                                evidence: vec![self.file(ns, "ip-addr.json")],
                             };
                             self.stop(hop, branch, stop)
                         }
@@ -374,7 +374,8 @@ impl<'s> Walker<'s> {
                 return self.stop(hop, branch, stop);
             }
             Verdict::Unknown { reason } => {
-                let stop = Stop::unknown("kernel.netfilter.unknown", reason.clone(), rules_file);
+                let stop =
+                    Stop::unknown("kernel.netfilter.unknown", reason.clone(), vec![rules_file]);
                 return self.stop(hop, branch, stop);
             }
             Verdict::Unroutable { .. } | Verdict::Accept => {}
@@ -392,7 +393,7 @@ impl<'s> Walker<'s> {
         }
         let Some(choice) = route.or(routed) else {
             let reason = "netfilter reported no routing decision for the packet".to_string();
-            let stop = Stop::unknown("engine.route.missing", reason, rules_file);
+            let stop = Stop::unknown("engine.route.missing", reason, vec![rules_file]);
             return self.stop(hop, branch, stop);
         };
         match choice {
@@ -454,7 +455,7 @@ impl<'s> Walker<'s> {
                 let stop = Stop::unknown(
                     "kernel.route.unknown",
                     reason,
-                    self.file(ns, "ip-route.json"),
+                    vec![self.file(ns, "ip-route.json")],
                 );
                 self.stop(hop, branch, stop)
             }
@@ -500,7 +501,7 @@ impl<'s> Walker<'s> {
             disposition,
             id,
             reason,
-            evidence: self.file(ns, "ip-route.json"),
+            evidence: vec![self.file(ns, "ip-route.json")],
         };
         self.stop(hop, branch, stop)
     }
@@ -542,7 +543,7 @@ impl<'s> Walker<'s> {
                 "{} does not forward packets arriving on {iif}: {key} = 0",
                 hop_id(ns)
             ),
-            evidence: format!("{}: {key} = 0", self.file(ns, "sysctl.txt")),
+            evidence: vec![self.file(ns, "sysctl.txt").noting(format!("{key} = 0"))],
         })
     }
 
@@ -593,7 +594,7 @@ impl<'s> Walker<'s> {
                 hop_id(ns),
                 if mode == 1 { "strict" } else { "loose" }
             ),
-            evidence: format!("{}: rp_filter = {mode}", self.file(ns, "sysctl.txt")),
+            evidence: vec![self.file(ns, "sysctl.txt").noting(format!("rp_filter = {mode}"))],
         })
     }
 
@@ -616,14 +617,13 @@ impl<'s> Walker<'s> {
     }
 
     /// A rule's place in the namespace's iptables-save dump, as evidence.
-    pub(super) fn rule_evidence(&self, ns: &NetnsId, decision: &Decision) -> String {
-        let rules_file = self.file(ns, decision.file);
-        let text = &decision.text;
-        match (decision.line, decision.column) {
-            (Some(line), Some(column)) => format!("{rules_file}:{line}:{column}: {text}"),
-            (Some(line), None) => format!("{rules_file}:{line}: {text}"),
-            _ => format!("{rules_file}: {text}"),
-        }
+    pub(super) fn rule_evidence(&self, ns: &NetnsId, decision: &Decision) -> Vec<Evidence> {
+        let rules_file = Evidence {
+            line: decision.line,
+            column: decision.column.filter(|_| decision.line.is_some()),
+            ..self.file(ns, decision.file)
+        };
+        vec![rules_file.noting(decision.text.clone())]
     }
 }
 

@@ -73,7 +73,7 @@ impl<'s> Walker<'s> {
                     hop_id(ns),
                     outer.dport.unwrap_or_default()
                 ),
-                evidence: self.file(ns, "ip-link.json"),
+                evidence: vec![self.file(ns, "ip-link.json")],
             });
         };
         if let Some(inner_mac) = inner_mac
@@ -88,7 +88,7 @@ impl<'s> Walker<'s> {
                     device.ifname,
                     device.address.as_ref().map_or("none".to_string(), mac_text)
                 ),
-                evidence: self.file(ns, "ip-link.json"),
+                evidence: vec![self.file(ns, "ip-link.json")],
             });
         }
         Ok(device)
@@ -140,7 +140,7 @@ impl<'s> Walker<'s> {
             disposition: Disposition::NoListener,
             id: "kernel.ipip.no-device",
             reason,
-            evidence: self.file(ns, "ip-link.json"),
+            evidence: vec![self.file(ns, "ip-link.json")],
         })
     }
 
@@ -185,7 +185,7 @@ impl<'s> Walker<'s> {
                         result: "missing".into(),
                     },
                 );
-                let evidence = self.file(ns, "ip-neigh.json");
+                let evidence = vec![self.file(ns, "ip-neigh.json")];
                 return Err(Stop {
                     disposition: Disposition::NeighborFailed,
                     id: "kernel.neighbour.missing",
@@ -215,7 +215,7 @@ impl<'s> Walker<'s> {
                 hop_id(ns),
                 device.ifname
             );
-            let evidence = self.file(ns, "bridge-fdb.json");
+            let evidence = vec![self.file(ns, "bridge-fdb.json")];
             return Err(Stop {
                 disposition: Disposition::NeighborFailed,
                 id: "kernel.fdb.missing",
@@ -243,7 +243,7 @@ impl<'s> Walker<'s> {
                     hop_id(ns),
                     device.ifname
                 );
-                let evidence = self.file(ns, "ip-link.json");
+                let evidence = vec![self.file(ns, "ip-link.json")];
                 return Err(Stop::unknown("kernel.vxlan.unknown", reason, evidence));
             }
         };
