@@ -502,7 +502,19 @@ fn checks_name_the_service_and_what_kube_proxy_does() {
         .find(|(id, _, _)| id == "kube-proxy.service.endpoints-without-slices")
         .expect("reported");
     assert_eq!(fallback.1, "Service default/legacy");
-    assert_eq!(ours.len(), 4, "nothing else: {ours:#?}");
+    // Rejected outright: the two whose slices list no endpoint. The one
+    // whose only endpoint is terminating but serving is used, not rejected.
+    let mut unready: Vec<&str> = ours
+        .iter()
+        .filter(|(id, _, _)| id == "kube-proxy.service.no-ready-endpoints")
+        .map(|(_, subject, _)| subject.as_str())
+        .collect();
+    unready.sort_unstable();
+    assert_eq!(
+        unready,
+        ["Service default/empty", "Service default/metrics"]
+    );
+    assert_eq!(ours.len(), 6, "nothing else: {ours:#?}");
     assert!(
         findings
             .iter()

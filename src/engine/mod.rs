@@ -419,10 +419,6 @@ pub fn diagnose(
         path.backend = backend;
     }
     let service = target_service(snapshot, request, &resolved);
-    if let Some((namespace, name)) = &service {
-        let finding = service_without_ready_endpoints(snapshot, namespace, name, &diagnosis);
-        diagnosis.findings.extend(finding);
-    }
     let findings = intent::pack_findings(&diagnosis, snapshot, packs, service.as_ref());
     diagnosis.findings.extend(findings);
     Ok(diagnosis)
@@ -499,58 +495,4 @@ fn target_service(
         .iter()
         .find_map(IpOwner::service)
         .map(|(namespace, name)| (namespace.to_owned(), name.to_owned()))
-}
-
-/// The Kubernetes object behind a service that cannot work: no ready
-/// endpoint in its EndpointSlices (or, without any, its Endpoints). The
-/// finding is about the first hop, where the request starts.
-fn service_without_ready_endpoints(
-    snapshot: &Snapshot,
-    namespace: &str,
-    name: &str,
-    diagnosis: &Diagnosis,
-) -> Option<Finding> {
-    let cluster = &snapshot.cluster;
-    let service = cluster.service(namespace, name)?;
-    let slices: Vec<_> = cluster.endpoint_slices_for(service).collect();
-    let (ready, evidence) = if slices.is_empty() {
-        let endpoints = cluster.endpoints_for(service)?;
-        let ready = endpoints
-            .subsets
-            .iter()
-            .map(|s| s.addresses.len())
-            .sum::<usize>();
-        (ready, vec![endpoints.meta.source.evidence()])
-    } else {
-        let ready = slices
-            .iter()
-            .flat_map(|slice| &slice.endpoints)
-            .filter(|endpoint| endpoint.conditions.is_ready() && !endpoint.addresses.is_empty())
-            .count();
-        let sources = slices.iter().map(|slice| slice.meta.source.evidence());
-        (ready, sources.collect())
-    };
-    if ready > 0 {
-        return None;
-    }
-    let first = diagnosis.graph.node_indices().next()?;
-    Some(Finding {
-        id: "kubernetes.service.no-ready-endpoints".into(),
-        severity: Severity::Fatal,
-        status: FindingStatus::Failed,
-        message: format!(
-            "service {namespace}/{name} has no ready endpoint: kube-proxy has nowhere to send its connections (it rejects them)"
-        ),
-        evidence,
-        expected: Some(
-            "at least one ready endpoint (a Running, Ready pod matching the service's selector)"
-                .into(),
-        ),
-        remediation: None,
-        references: Vec::new(),
-        about: AtHop {
-            hop: diagnosis.graph[first].id.clone(),
-            hop_index: first.index(),
-        },
-    })
 }

@@ -335,7 +335,11 @@ impl Evaluator<'_> {
                     .as_ref()
                     .and_then(NetnsRef::entry)
                     .map(|entry| entry.dir.clone());
-                script_failures(result, &function, dump_dir.as_deref(), self)
+                let places = Places {
+                    dump_dir: dump_dir.as_deref(),
+                    cluster_dir: &ctx.snapshot.root.join("cluster"),
+                };
+                script_failures(result, &function, places, self)
             }
             CheckKind::Condition { condition, expect } => {
                 condition_outcome(ctx, condition, *expect)
@@ -657,14 +661,22 @@ fn glob(pattern: &str, name: &str) -> bool {
     }
 }
 
+/// Where a script check's evidence may point: the subject's dump, and the
+/// snapshot's cluster objects.
+struct Places<'p> {
+    dump_dir: Option<&'p Path>,
+    cluster_dir: &'p Path,
+}
+
 /// A script check returns `()` or `true` (pass), `false`, a message, a map
 /// `#{actual, expected}`, or an array of messages or maps (one failure each).
 /// A map may name its evidence in the subject's dump, `file` (`ip-neigh.json`)
-/// and optionally `find` (text to locate there), as declarative checks do.
+/// and optionally `find` (text to locate there), as declarative checks do;
+/// and the cluster objects it rests on, `objects` (their `source`s).
 fn script_failures(
     result: Dynamic,
     function: &ScriptFunction,
-    dump_dir: Option<&Path>,
+    places: Places<'_>,
     evaluator: &Evaluator<'_>,
 ) -> Outcome {
     let script_error = |message: String| {
@@ -712,11 +724,35 @@ fn script_failures(
                         names.join(", ")
                     )));
                 };
-                if let Some(dir) = dump_dir {
+                if let Some(dir) = places.dump_dir {
                     evidence.push(match map.get("find") {
                         Some(needle) => Evidence::locate(dir, file.name, &display(needle)),
                         None => Evidence::file(dir.join(file.name)),
                     });
+                }
+            }
+            if let Some(objects) = map.get("objects") {
+                let Some(sources) = objects.clone().try_cast::<rhai::Array>() else {
+                    return Err(script_error(format!(
+                        "{}'s objects is {}; it is an array of the objects' `source`s",
+                        function.name,
+                        objects.type_name()
+                    )));
+                };
+                for source in sources {
+                    let source = display(&source);
+                    // Only where an object of the snapshot was read from.
+                    let place = source
+                        .rsplit_once(':')
+                        .and_then(|(file, line)| Some((Path::new(file), line.parse().ok()?)))
+                        .filter(|(file, _)| file.starts_with(places.cluster_dir));
+                    let Some((file, line)) = place else {
+                        return Err(script_error(format!(
+                            "{} names evidence {source:?}, which is no object's `source` in the snapshot",
+                            function.name
+                        )));
+                    };
+                    evidence.push(Evidence::line(file, line));
                 }
             }
             return Ok(Some(Failure {
