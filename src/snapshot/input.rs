@@ -84,6 +84,16 @@ fn size_text(bytes: u64) -> String {
 /// file that cannot be read, and one that is not UTF-8 (positioned at the
 /// first bad byte) is a problem.
 pub fn read_text(path: &Path, limit: Limit) -> Result<Option<String>, Problem> {
+    read_text_into(path, limit, Vec::new())
+}
+
+/// [`read_text`] into `buffer`, whose memory is reused: reading hundreds of
+/// megabytes into fresh memory costs the kernel a page fault per page.
+pub fn read_text_into(
+    path: &Path,
+    limit: Limit,
+    buffer: Vec<u8>,
+) -> Result<Option<String>, Problem> {
     let cannot = |e: std::io::Error| Problem::in_file(path, format!("cannot read: {e}"));
     // The type before opening: opening is already too much for some devices.
     let metadata = match std::fs::metadata(path) {
@@ -114,7 +124,7 @@ pub fn read_text(path: &Path, limit: Limit) -> Result<Option<String>, Problem> {
         ));
     }
     regular(path, &opened, limit)?;
-    let bytes = read_at_most(file, opened.len(), limit.bytes).map_err(cannot)?;
+    let bytes = read_at_most(file, opened.len(), limit.bytes, buffer).map_err(cannot)?;
     if bytes.len() as u64 > limit.bytes {
         return Err(limit.exceeded(path, bytes.len() as u64));
     }
@@ -127,8 +137,14 @@ pub fn read_text(path: &Path, limit: Limit) -> Result<Option<String>, Problem> {
 }
 
 /// A file that grows while it is read stops one byte past the cap.
-fn read_at_most(file: File, expected: u64, max: u64) -> std::io::Result<Vec<u8>> {
-    let mut bytes = Vec::with_capacity(usize::try_from(expected.min(max)).unwrap_or(0));
+fn read_at_most(
+    file: File,
+    expected: u64,
+    max: u64,
+    mut bytes: Vec<u8>,
+) -> std::io::Result<Vec<u8>> {
+    bytes.clear();
+    bytes.reserve(usize::try_from(expected.min(max)).unwrap_or(0));
     file.take(max + 1).read_to_end(&mut bytes)?;
     Ok(bytes)
 }
@@ -203,8 +219,18 @@ impl Boundary {
 
     /// [`read_text`] of a file that must be inside the boundary.
     pub fn read_text(&self, path: &Path, limit: Limit) -> Result<Option<String>, Problem> {
+        self.read_text_into(path, limit, Vec::new())
+    }
+
+    /// [`read_text_into`] of a file that must be inside the boundary.
+    pub fn read_text_into(
+        &self,
+        path: &Path,
+        limit: Limit,
+        buffer: Vec<u8>,
+    ) -> Result<Option<String>, Problem> {
         self.check(path)?;
-        read_text(path, limit)
+        read_text_into(path, limit, buffer)
     }
 
     /// Whether `path` is a directory inside the boundary: a link to a

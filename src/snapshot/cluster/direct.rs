@@ -22,6 +22,8 @@ use super::document::{Position, chars};
 use super::model::{Object, ObjectSource};
 use super::wire::{Key, Keys, Unique};
 
+mod list;
+
 /// Below this many objects a file is read on the calling thread.
 const PARALLEL_FROM: usize = 512;
 /// At most this many threads read one file.
@@ -30,6 +32,9 @@ const MAX_THREADS: usize = 8;
 /// The objects of a JSON file with where each starts, in file order; `None`
 /// when anything in the file would be a problem.
 pub(super) fn read(path: &Path, text: &str) -> Option<Vec<(Object, Position)>> {
+    if let Some(objects) = list::read(path, text) {
+        return Some(objects);
+    }
     let mut pending = Vec::new();
     let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Head>();
     let mut start = 0;
@@ -89,8 +94,11 @@ pub(super) fn read(path: &Path, text: &str) -> Option<Vec<(Object, Position)>> {
 /// (`PodList`) gives it when it leaves them out.
 struct Pending<'a> {
     raw: &'a str,
-    inherited: Option<(Cow<'a, str>, Cow<'a, str>)>,
+    inherited: Option<Inherited<'a>>,
 }
+
+/// The apiVersion and kind a typed List gives its items.
+type Inherited<'a> = (Cow<'a, str>, Cow<'a, str>);
 
 /// Reads `objects` (in file order) of `text`.
 fn read_objects(path: &Path, text: &str, objects: &[Pending]) -> Option<Vec<(Object, Position)>> {
@@ -117,7 +125,9 @@ fn read_objects(path: &Path, text: &str, objects: &[Pending]) -> Option<Vec<(Obj
 /// in one pass; `Some(None)` for any other object, `None` for a problem.
 fn read_in_one_pass<'a>(object: &Pending<'a>) -> Option<Option<LeanObject>> {
     let mut deserializer = serde_json::Deserializer::from_str(object.raw);
-    let lean = OnePass(object).deserialize(&mut deserializer).ok()?;
+    let lean = OnePass(object.inherited.as_ref())
+        .deserialize(&mut deserializer)
+        .ok()?;
     deserializer.end().ok()?;
     Some(lean)
 }
@@ -126,7 +136,7 @@ fn read_in_one_pass<'a>(object: &Pending<'a>) -> Option<Option<LeanObject>> {
 /// for its kind.
 fn read_in_two_passes(object: &Pending, source: ObjectSource) -> Option<Object> {
     let head: Head = serde_json::from_str(object.raw).ok()?;
-    let (api_version, kind) = object.kind(head.api_version, head.kind)?;
+    let (api_version, kind) = kind_of(object.inherited.as_ref(), head.api_version, head.kind)?;
     // A List in a List: the positioned path says what it makes of it.
     if kind == "List" || (kind.ends_with("List") && head.items.is_some()) {
         return None;
@@ -134,29 +144,23 @@ fn read_in_two_passes(object: &Pending, source: ObjectSource) -> Option<Object> 
     read_object_json(object.raw, &api_version, &kind, source)
 }
 
-impl<'a> Pending<'a> {
-    /// The apiVersion and kind the object has, else those its List gives
-    /// it; `None` when it has neither.
-    fn kind<'b>(
-        &self,
-        api_version: Option<Cow<'b, str>>,
-        kind: Option<Cow<'b, str>>,
-    ) -> Option<(Cow<'b, str>, Cow<'b, str>)>
-    where
-        'a: 'b,
-    {
-        let inherited = self.inherited.as_ref();
-        let api_version = named(api_version).or_else(|| inherited.map(|i| i.0.clone()))?;
-        let kind = named(kind).or_else(|| inherited.map(|i| i.1.clone()))?;
-        Some((api_version, kind))
-    }
+/// The apiVersion and kind an object has, else those its List gives it
+/// (`inherited`); `None` when it has neither.
+fn kind_of<'b>(
+    inherited: Option<&Inherited<'b>>,
+    api_version: Option<Cow<'b, str>>,
+    kind: Option<Cow<'b, str>>,
+) -> Option<(Cow<'b, str>, Cow<'b, str>)> {
+    let api_version = named(api_version).or_else(|| inherited.map(|i| i.0.clone()))?;
+    let kind = named(kind).or_else(|| inherited.map(|i| i.1.clone()))?;
+    Some((api_version, kind))
 }
 
 /// Reads an object's apiVersion and kind, then, at its first other field,
 /// the rest of it into its kind's lean form, every key checked to be
 /// unique; an object of another kind, or whose other fields come first, is
 /// skipped unchecked (`None`), for [`read_in_two_passes`].
-struct OnePass<'p, 'a>(&'p Pending<'a>);
+struct OnePass<'p, 'a>(Option<&'p Inherited<'a>>);
 
 impl<'de> DeserializeSeed<'de> for OnePass<'_, '_> {
     type Value = Option<LeanObject>;
@@ -218,7 +222,7 @@ impl OnePass<'_, '_> {
         api_version: Option<Cow<'_, str>>,
         kind: Option<Cow<'_, str>>,
     ) -> Option<LeanObject> {
-        let (api_version, kind) = self.0.kind(api_version, kind)?;
+        let (api_version, kind) = kind_of(self.0, api_version, kind)?;
         LeanObject::of(&api_version, &kind)
     }
 }

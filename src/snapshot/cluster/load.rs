@@ -24,13 +24,16 @@ pub fn load(dir: &Path, boundary: &Boundary) -> (Cluster, Vec<Problem>) {
     // The next file is read while this one is parsed: reading is work for
     // one core, hundreds of megabytes on a large cluster. A rendezvous
     // channel holds at most one file read ahead.
+    // Each file's memory, once read, is handed back for the next one.
     std::thread::scope(|scope| {
         let (sender, texts) = std::sync::mpsc::sync_channel(0);
+        let (give_back, spent) = std::sync::mpsc::channel::<String>();
         let paths = &files;
         scope.spawn(move || {
             for (path, _) in paths {
+                let buffer = spent.try_recv().map(String::into_bytes).unwrap_or_default();
                 if sender
-                    .send(boundary.read_text(path, input::CLUSTER_FILE))
+                    .send(boundary.read_text_into(path, input::CLUSTER_FILE, buffer))
                     .is_err()
                 {
                     break;
@@ -47,6 +50,8 @@ pub fn load(dir: &Path, boundary: &Boundary) -> (Cluster, Vec<Problem>) {
                     &mut cluster,
                     &mut problems,
                 );
+                // The reader may be done: then the memory is freed here.
+                let _ = give_back.send(text);
             }
         }
     });

@@ -544,6 +544,22 @@ impl Object {
         }
     }
 
+    pub(super) fn meta_mut(&mut self) -> &mut ObjectMeta {
+        match self {
+            Object::Node(o) => &mut o.meta,
+            Object::Pod(o) => &mut o.meta,
+            Object::Service(o) => &mut o.meta,
+            Object::EndpointSlice(o) => &mut o.meta,
+            Object::Endpoints(o) => &mut o.meta,
+            Object::ConfigMap(o) => &mut o.meta,
+            Object::DaemonSet(o) => &mut o.meta,
+            Object::NetworkPolicy(o) => &mut o.meta,
+            Object::UnreadableNetworkPolicy(o) => &mut o.meta,
+            Object::Namespace(o) => &mut o.meta,
+            Object::Generic(o) => &mut o.meta,
+        }
+    }
+
     /// The object's kind as Kubernetes names it.
     pub fn kind(&self) -> &str {
         match self {

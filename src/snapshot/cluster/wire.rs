@@ -12,7 +12,7 @@
 //! reports it.
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::marker::PhantomData;
 
@@ -424,25 +424,30 @@ impl<'de> Visitor<'de> for KeyVisitor {
 
 /// The keys of one mapping so far: a short list, a set once it grows (a
 /// hostile mapping with a million keys stays linear).
+/// Keys of one mapping kept in place before a set is built.
+const FEW_KEYS: usize = 8;
+
+/// The keys of one mapping read so far. Most mappings have a few keys:
+/// those are kept in place, without allocating.
 #[derive(Default)]
 pub(super) struct Keys<'a> {
-    few: Vec<Cow<'a, str>>,
-    many: HashSet<Cow<'a, str>>,
+    few: [Cow<'a, str>; FEW_KEYS],
+    len: usize,
+    many: BTreeSet<Cow<'a, str>>,
 }
 
 impl<'a> Keys<'a> {
-    const FEW: usize = 16;
-
     fn contains(&self, key: &str) -> bool {
-        self.few.iter().any(|k| k == key) || self.many.contains(key)
+        self.few[..self.len].iter().any(|k| k == key) || self.many.contains(key)
     }
 
     pub fn insert<E: de::Error>(&mut self, key: Cow<'a, str>) -> Result<(), E> {
         if self.contains(&key) {
             return Err(E::custom("duplicate key"));
         }
-        if self.few.len() < Self::FEW {
-            self.few.push(key);
+        if self.len < FEW_KEYS {
+            self.few[self.len] = key;
+            self.len += 1;
         } else {
             self.many.insert(key);
         }
@@ -450,7 +455,6 @@ impl<'a> Keys<'a> {
     }
 }
 
-/// Any JSON value whose mappings have unique keys; the value is dropped.
 pub(super) struct Unique;
 
 impl<'de> Deserialize<'de> for Unique {
