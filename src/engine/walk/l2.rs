@@ -109,7 +109,7 @@ impl<'s> Walker<'s, '_> {
                     .filter(|_| device.link_index.is_some())
                 {
                     Some(pod) if self.can_assume(&pod) => {
-                        self.send_to_local_pod(place, &device.ifname, &pod, None, flow)
+                        self.send_to_local_pod(place, Some(&device.ifname), &pod, None, flow)
                     }
                     Some(pod) => {
                         let stop =
@@ -169,7 +169,7 @@ impl<'s> Walker<'s, '_> {
                 self.cross(place, port, kind, far.ns, &far.link.ifname, flow)
             }
             BridgePort::AssumedPod(pod) => {
-                self.send_to_local_pod(place, &bridge.ifname, &pod, None, flow)
+                self.send_to_local_pod(place, Some(&bridge.ifname), &pod, None, flow)
             }
             BridgePort::Unanswered(Some(stop)) => self.stop(hop, flow.branch, stop),
             BridgePort::Unanswered(None) => {
@@ -390,7 +390,7 @@ impl<'s> Walker<'s, '_> {
                 let flow = Flow { packet, branch };
                 return self.send_to_local_pod(
                     &bridge_hop,
-                    &bridge,
+                    Some(&bridge),
                     &pod,
                     Some(&peer.ifname),
                     flow,
