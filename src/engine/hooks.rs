@@ -27,8 +27,9 @@ pub(crate) enum NextHop {
         dev: Option<String>,
         via: Option<IpAddr>,
     },
-    /// `device`: through a device (`None` when only the namespace's own dump
-    /// could name it), to a gateway when `via` is given.
+    /// `device`: the CNI's route, through a device (`None` when only the
+    /// namespace's own dump could name it: a veth named at random), to a
+    /// gateway when `via` is given.
     Device {
         dev: Option<String>,
         via: Option<IpAddr>,
@@ -321,15 +322,7 @@ fn next_hop(field: &Fields) -> Result<NextHop, Undecided> {
             dev,
             via,
         }),
-        "device" => match dev {
-            Some(dev) => Ok(NextHop::Device {
-                dev: Some(dev),
-                via,
-            }),
-            None => Err(field.malformed(
-                "kind \"device\" needs dev (say kind \"node-routes\" when the node's own routes choose it)".into(),
-            )),
-        },
+        "device" => Ok(NextHop::Device { dev, via }),
         "encapsulated" => match via {
             None => Ok(NextHop::Encapsulated { dev }),
             Some(_) => Err(field.malformed(
@@ -579,8 +572,15 @@ mod tests {
                 via: "10.244.1.1".parse().ok(),
             }))
         );
-        let refused = next_hop(r#"#{kind: "device", via: "10.244.1.1"}"#).unwrap_err();
-        assert!(refused.contains("needs dev"), "{refused}");
+        // The CNI's own route through a device it cannot name (a pod's veth,
+        // named at random).
+        assert_eq!(
+            next_hop(r#"#{kind: "device"}"#),
+            Ok(Some(NextHop::Device {
+                dev: None,
+                via: None
+            }))
+        );
     }
 
     #[test]

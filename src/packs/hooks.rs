@@ -42,7 +42,7 @@ pub const HOOKS: &[HookSpec] = &[
     HookSpec {
         name: "next_hop",
         params: &["ctx", "packet"],
-        returns: "() for no opinion, or #{kind: \"node-routes\"} (the node's own routes take it), #{kind: \"peer-node\", node: String, dev: String or (), via: Ip or () (the peer's InternalIP)}, #{kind: \"device\", dev: String, via: Ip or ()} or #{kind: \"encapsulated\", dev: String or ()} (the encapsulation hook says how); the older #{dev, via} without kind is a device",
+        returns: "() for no opinion, or #{kind: \"node-routes\"} (the node's own routes take it), #{kind: \"peer-node\", node: String, dev: String or (), via: Ip or () (the peer's InternalIP)}, #{kind: \"device\", dev: String or () (when only the namespace's own dump could name it), via: Ip or ()} or #{kind: \"encapsulated\", dev: String or ()} (the encapsulation hook says how); the older #{dev, via} without kind is a device",
         doc: "Where the CNI intends the packet to go from this hop.",
     },
     HookSpec {
