@@ -5,10 +5,11 @@
 //!   pod CIDR, run with the configuration kindnetd writes
 //!   (`/etc/cni/net.d/10-kindnet.conflist`: `ipMasq: false`, the default
 //!   route, the MTU of the node's `eth0`). ptp gives the pod `eth0` with its
-//!   address, a /32 route to the gateway (the pod CIDR's first address) and a
-//!   default route via it; on the node a veth (named and addressed at random)
-//!   holding the gateway address /32 and a `scope host` /32 route to the pod.
-//!   No bridge.
+//!   address, a route to the gateway (the pod CIDR's first address) `scope
+//!   link`, the pod CIDR and the default route via it; on the node a veth
+//!   (named and addressed at random) holding the gateway address /32 and a
+//!   `scope host` /32 route to the pod; and it turns `ip_forward` on. No
+//!   bridge.
 //! - routes: per other node, `<its podCIDR> via <its InternalIP>`, no device
 //!   named, as kindnetd's `syncRoute` adds it (netlink, protocol boot);
 //! - masquerade: kindnetd's ip-masq-agent, its chain `KIND-MASQ-AGENT` with
@@ -178,4 +179,91 @@ fn daemon_set(nodes: usize) -> Value {
         },
         "status": objects::daemon_set_status(nodes)
     })
+}
+
+/// The lab as kindnet leaves it: traffic really flows, and the dumps show
+/// what ptp and kindnetd's routes and chain are said to be above.
+#[cfg(test)]
+mod tests {
+    use skoop::snapshot::Snapshot;
+    use skoop::snapshot::netns::route::Destination;
+
+    use super::*;
+    use crate::cluster::{Cluster, OUTSIDE_IP, POD_PORT, Topology};
+    use crate::lab::{Availability, Lab, availability};
+    use crate::snapshot;
+
+    fn succeeds(pod: &Pod, argv: &[&str]) {
+        let output = pod.ns.exec(argv);
+        assert!(
+            output.status.success(),
+            "{argv:?} from {}: {}{}",
+            pod.name,
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+
+    #[test]
+    fn kindnet_lab_carries_traffic_as_kindnetd_and_ptp_program_it() {
+        let Availability::Run = availability() else {
+            return;
+        };
+        let mut lab = Lab::new();
+        let topology = Topology {
+            nodes: 2,
+            pods_per_node: 2,
+            across_router: false,
+        };
+        let cluster = Cluster::build(&mut lab, &topology, &Kindnet);
+        let (a, b) = (&cluster.nodes[0].pods[0], &cluster.nodes[1].pods[1]);
+        let port = POD_PORT.to_string();
+        for (from, to) in [(a, b), (b, a)] {
+            let ip = to.ip.to_string();
+            succeeds(from, &["ping", "-c", "1", "-W", "2", &ip]);
+            succeeds(from, &["nc", "-z", "-w", "2", &ip, &port]);
+        }
+        // The outside routes back to the nodes only: it answers a pod only
+        // through KIND-MASQ-AGENT's masquerade.
+        succeeds(a, &["nc", "-z", "-w", "2", &OUTSIDE_IP.to_string(), &port]);
+
+        let dir = tempfile::tempdir().expect("temp dir");
+        snapshot::collect(&cluster, &Kindnet, dir.path());
+        snapshot::save_if_asked(dir.path());
+        let (snapshot, problems) = Snapshot::load(dir.path()).expect("the snapshot loads");
+        assert!(problems.is_empty(), "{problems:?}");
+        for node in &cluster.nodes {
+            let host = &snapshot.namespaces[&skoop::snapshot::NetnsId::Host {
+                node: node.name.clone(),
+            }]
+            .dump;
+            let routes = host.routes.as_ref().expect("ip-route.json");
+            let links = host.links.as_ref().expect("ip-link.json");
+            assert!(
+                links.iter().all(|l| !matches!(
+                    l.kind(),
+                    Some(skoop::snapshot::netns::link::LinkKind::Bridge(_))
+                )),
+                "{}: no bridge",
+                node.name
+            );
+            for pod in &node.pods {
+                let to_pod = routes
+                    .iter()
+                    .find(|r| r.dst == Destination::Prefix(format!("{}/32", pod.ip).parse().unwrap()))
+                    .unwrap_or_else(|| panic!("{}: no /32 route to {}", node.name, pod.name));
+                assert_eq!(to_pod.dev.as_deref(), Some(pod.host_veth.as_str()));
+                assert_eq!(to_pod.scope.to_string(), "host", "ptp's AddHostRoute");
+            }
+            for peer in cluster.nodes.iter().filter(|p| p.name != node.name) {
+                let to_peer = routes
+                    .iter()
+                    .find(|r| r.dst == Destination::Prefix(peer.pod_cidr.into()))
+                    .unwrap_or_else(|| panic!("{}: no route to {}", node.name, peer.pod_cidr));
+                assert_eq!(to_peer.gateway, Some(peer.ip.into()));
+            }
+            let rules = node.ns.run(&["iptables-save", "-t", "nat"]);
+            assert!(rules.contains(&format!(":{MASQ_CHAIN} - ")), "{rules}");
+        }
+    }
 }
