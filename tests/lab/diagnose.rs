@@ -1826,7 +1826,7 @@ const KINDNET_FAULTS: &[Fault] = &[
         }),
         blamed: Some("node-2"),
         expected: Disposition::ExitsCluster,
-        finds: Some("kindnet.pod.host-route"),
+        finds: Some("kernel.route.leaves-cluster"),
         ..HEALTHY_TCP
     },
     Fault {

@@ -84,7 +84,7 @@ impl Cni for Kindnet {
 
     fn attach_pod(&self, node: &Node, pod: &mut Pod) {
         let conf = Kindnet::cni_conf(node, eth0_mtu(node));
-        let (ip, host_veth) = cni_add(apiserver::built(), "ptp", node, pod, &conf);
+        let (ip, host_veth) = cni_add(&apiserver::bin_dir(), "ptp", node, pod, &conf);
         let planned: Ipv4Addr = pod.ip;
         assert_eq!(ip, planned, "host-local gives {} its next free address", pod.name);
         pod.host_veth = host_veth;
