@@ -1792,7 +1792,11 @@ fn delete_nat_jump(cluster: &Cluster, node: usize, chain: &str, target: &str) {
         .unwrap_or_else(|| panic!("no rule of {chain} jumps to {target}: {rules}"))
         + 1;
     let number = number.to_string();
-    node_run(cluster, node, &["iptables", "-t", "nat", "-D", chain, &number]);
+    node_run(
+        cluster,
+        node,
+        &["iptables", "-t", "nat", "-D", chain, &number],
+    );
 }
 
 /// kindnet's cases between pods (`kindnet.rs`).

@@ -86,7 +86,11 @@ impl Cni for Kindnet {
         let conf = Kindnet::cni_conf(node, eth0_mtu(node));
         let (ip, host_veth) = cni_add(&apiserver::bin_dir(), "ptp", node, pod, &conf);
         let planned: Ipv4Addr = pod.ip;
-        assert_eq!(ip, planned, "host-local gives {} its next free address", pod.name);
+        assert_eq!(
+            ip, planned,
+            "host-local gives {} its next free address",
+            pod.name
+        );
         pod.host_veth = host_veth;
     }
 
@@ -236,7 +240,7 @@ mod tests {
             let host = &snapshot.namespaces[&skoop::snapshot::NetnsId::Host {
                 node: node.name.clone(),
             }]
-            .dump;
+                .dump;
             let routes = host.routes.as_ref().expect("ip-route.json");
             let links = host.links.as_ref().expect("ip-link.json");
             assert!(
@@ -250,7 +254,9 @@ mod tests {
             for pod in &node.pods {
                 let to_pod = routes
                     .iter()
-                    .find(|r| r.dst == Destination::Prefix(format!("{}/32", pod.ip).parse().unwrap()))
+                    .find(|r| {
+                        r.dst == Destination::Prefix(format!("{}/32", pod.ip).parse().unwrap())
+                    })
                     .unwrap_or_else(|| panic!("{}: no /32 route to {}", node.name, pod.name));
                 assert_eq!(to_pod.dev.as_deref(), Some(pod.host_veth.as_str()));
                 assert_eq!(to_pod.scope.to_string(), "host", "ptp's AddHostRoute");

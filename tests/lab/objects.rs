@@ -151,9 +151,9 @@ fn node(node: &Node, cni: &dyn Cni) -> Value {
         })
     };
     let machine_id = &hex_digest(&format!("machine/{}", node.name))[..32];
-    let network = cni.network_condition().map(|(reason, message)| {
-        condition("NetworkUnavailable", "False", reason, message)
-    });
+    let network = cni
+        .network_condition()
+        .map(|(reason, message)| condition("NetworkUnavailable", "False", reason, message));
     json!({
         "apiVersion": "v1",
         "kind": "Node",
