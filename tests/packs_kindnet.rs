@@ -6,23 +6,12 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command;
 
 use skoop::engine::{Disposition, LinkKind, Protocol};
 
-const EXAMPLE: &str = "examples/kindnet";
+use common::skoop;
 
-fn skoop(args: &[&str]) -> (Option<i32>, String) {
-    let output = Command::new(env!("CARGO_BIN_EXE_skoop"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("skoop runs");
-    (
-        output.status.code(),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-    )
-}
+const EXAMPLE: &str = "examples/kindnet";
 
 #[test]
 fn kindnet_pack_lints_clean_and_its_tests_pass() {

@@ -84,7 +84,7 @@ impl Cni for Kindnet {
 
     fn attach_pod(&self, node: &Node, pod: &mut Pod) {
         let conf = Kindnet::cni_conf(node, eth0_mtu(node));
-        let (ip, host_veth) = cni_add(&apiserver::bin_dir(), "ptp", node, pod, &conf);
+        let (ip, host_veth) = cni_add(apiserver::built(), "ptp", node, pod, &conf);
         let planned: Ipv4Addr = pod.ip;
         assert_eq!(
             ip, planned,
@@ -194,19 +194,9 @@ mod tests {
 
     use super::*;
     use crate::cluster::{Cluster, OUTSIDE_IP, POD_PORT, Topology};
+    use crate::flannel_vxlan::assert_succeeds as succeeds;
     use crate::lab::{Availability, Lab, availability};
     use crate::snapshot;
-
-    fn succeeds(pod: &Pod, argv: &[&str]) {
-        let output = pod.ns.exec(argv);
-        assert!(
-            output.status.success(),
-            "{argv:?} from {}: {}{}",
-            pod.name,
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
 
     #[test]
     fn kindnet_lab_carries_traffic_as_kindnetd_and_ptp_program_it() {
