@@ -116,7 +116,7 @@ pub(crate) struct PodInterface {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Attachment {
     /// `routed`: the node routes to the veth itself (a /32 route on it, no
-    /// bridge), as ptp and Calico do.
+    /// bridge): a point-to-point veth per pod.
     Routed,
     /// `bridged`: the veth is a port of this bridge.
     Bridged { bridge: String },
