@@ -27,13 +27,14 @@ fn kindnet_pack_lints_clean_and_its_tests_pass() {
         "ip-forward-off",
         "pod-without-dump",
         "node-without-dump",
+        "pod-subnet-not-collected",
     ] {
         assert!(
             out.contains(&format!("test plugins/kindnet/tests/{case} ... ok")),
             "{out}"
         );
     }
-    assert!(out.trim_end().ends_with("8 passed, 0 failed"), "{out}");
+    assert!(out.trim_end().ends_with("9 passed, 0 failed"), "{out}");
 }
 
 #[test]
