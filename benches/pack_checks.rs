@@ -118,13 +118,13 @@ fn run(name: &str, dir: &Path) {
             "  {} {} at {}: {}",
             f.severity.as_str(),
             f.id,
-            f.hop,
+            f.about.hop,
             f.message
         );
     }
     println!("{name}: {} checks failed to run", failed.len());
     for f in failed {
-        println!("  {} at {}: {}", f.id, f.hop, f.message);
+        println!("  {} at {}: {}", f.id, f.about.hop, f.message);
     }
 }
 

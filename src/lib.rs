@@ -12,6 +12,7 @@
 //! line in `src/cli/` is a thin shell over these.
 
 pub mod collect;
+pub mod diagnostic;
 pub mod engine;
 pub mod matrix;
 pub mod netstack;

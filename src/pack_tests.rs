@@ -529,7 +529,7 @@ fn run_case(source: &PackSource, pack: &str, case: &Path, expectation: &Expectat
             {
                 failures.push(format!(
                     "script error in {} for {}: {}",
-                    finding.id, finding.subject, finding.message
+                    finding.id, finding.about.subject, finding.message
                 ));
             }
             let failed = |id: &str| {
@@ -546,7 +546,7 @@ fn run_case(source: &PackSource, pack: &str, case: &Path, expectation: &Expectat
                 for finding in findings.iter().filter(|f| f.id == *id) {
                     failures.push(format!(
                         "unexpected finding {id} ({:?}) for {}: {}",
-                        finding.status, finding.subject, finding.message
+                        finding.status, finding.about.subject, finding.message
                     ));
                 }
             }

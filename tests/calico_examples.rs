@@ -97,7 +97,7 @@ fn the_network_policy_drops_a_ping_in_felixs_chain_for_the_destination() {
         assert!(
             denials
                 .iter()
-                .any(|f| f.hop == "node-2" && f.message.contains("chain cali-tw-cali")),
+                .any(|f| f.about.hop == "node-2" && f.message.contains("chain cali-tw-cali")),
             "{example}: {denials:#?}"
         );
     }

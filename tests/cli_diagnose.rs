@@ -287,7 +287,7 @@ fn a_service_without_ready_endpoints_is_a_fatal_finding_naming_its_endpointslice
             .as_array()
             .unwrap()
             .iter()
-            .find(|f| f["id"] == "kubernetes.service.no-ready-endpoints")
+            .find(|f| f["id"] == "kube-proxy.service.no-ready-endpoints")
             .expect("the finding");
         assert_eq!(finding["severity"], "fatal");
         assert_eq!(finding["hop"], "default/web-0");

@@ -6,19 +6,28 @@
 //! cluster, root on a node): an unmarked `sh` block, a marker without a
 //! reason or before no block of commands fails.
 //!
-//! Commands run without a shell, from the repository's root: `skoop ...`
-//! (the binary under test), after `NAME=VALUE` words for its environment,
-//! and `cat FILE`, which shows a file the commands after it read: it is
-//! written as shown, and FILE in later commands names it. A file a command
-//! writes (`--output FILE`) goes to a temporary directory, and must be
+//! Each page runs in a fresh working directory of its own, where the
+//! repository's inputs (`examples/`, `plugins/`, `rules/`, `tests/`) are
+//! links to the repository, read only, so that a page can create files as
+//! its reader would (`skoop packs new`, `--output FILE`). Commands run
+//! without a shell: `skoop ...` (the binary under test), after `NAME=VALUE`
+//! words for its environment; `cat FILE`, which shows a file the commands
+//! after it read (it is written as shown); and `rm [-r] PATH...`. A block
+//! of any other language marked `<!-- file: PATH -->` on the line before
+//! its fence is a file the reader writes: its text is written to PATH
+//! before the commands after it run, so that what the reader copies is
+//! what is tested. A file a command writes (`--output FILE`) must be
 //! written.
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 use std::process::Command;
 
 use common::console::{Example, blocks};
+
+/// What a page's working directory links to in the repository.
+const REPOSITORY_INPUTS: &[&str] = &["examples", "plugins", "rules", "tests"];
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -43,47 +52,166 @@ fn every_command_in_the_readme_and_docs_prints_what_they_show() {
     for page in pages() {
         let name = page.strip_prefix(root()).unwrap().display().to_string();
         let text = std::fs::read_to_string(&page).expect("the page");
-        let (blocks, stray) = blocks(&text);
-        for line in stray {
-            failures.push(format!(
-                "{name}:{line}: a `not run` marker before no block of commands"
-            ));
-        }
-        let files = tempfile::tempdir().expect("a temp dir");
-        let mut shown_files: Vec<(String, PathBuf)> = Vec::new();
-        for block in blocks {
-            let at = format!("{name}:{}", block.line);
-            match (&block.not_run, block.language.as_str()) {
-                (Some(why), _) if why.is_empty() => {
-                    failures.push(format!("{at}: `not run` says no reason"));
-                }
-                (Some(_), _) => {}
-                (None, "console") => {
-                    for example in &block.examples {
-                        run += 1;
-                        if let Err(e) = run_example(example, files.path(), &mut shown_files) {
-                            failures.push(format!("{at}: $ {}: {e}", example.command));
-                        }
-                    }
-                }
-                (None, language) => failures.push(format!(
-                    "{at}: a `{language}` block the tests do not run: make it a `console` block \
-                     (`$ ` before each command, what it prints after it) or mark it \
-                     `<!-- not run: WHY -->`"
-                )),
-            }
-        }
+        run += check_page(&name, &text, &mut failures);
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
     assert!(run >= 20, "only {run} commands ran: are the pages read?");
 }
 
-/// Runs one command of a page and holds it to what the page shows.
-fn run_example(
-    example: &Example,
-    files: &Path,
-    shown_files: &mut Vec<(String, PathBuf)>,
-) -> Result<(), String> {
+/// The runner's own failures name the page, the line and what is wrong:
+/// a command printing other than shown, a file written outside the page's
+/// working directory or into the repository, a marker before no block it
+/// fits; and a file a block writes is what later commands read.
+#[test]
+fn the_runner_says_where_a_page_goes_wrong() {
+    let page = "\
+<!-- file: pack/pack.yaml -->
+```yaml
+name: [not a name
+```
+
+```console
+$ skoop packs lint pack
+pack/pack.yaml:1:7: this is not what lint says
+$ rm -r pack
+$ skoop packs lint pack
+```
+
+<!-- file: ../outside.txt -->
+```text
+a
+```
+
+<!-- file: examples/new.txt -->
+```text
+b
+```
+
+<!-- file: x.txt -->
+```console
+$ skoop --version
+...
+```
+
+<!-- not run: nothing follows -->
+";
+    let mut failures = Vec::new();
+    let run = check_page("page.md", page, &mut failures);
+    assert_eq!(run, 4);
+    let expected = [
+        "page.md:23: a `file` marker before a block of commands, not a file's text",
+        "page.md:29: a `not run` marker before no block of commands",
+        "page.md:7 (the block at line 6): $ skoop packs lint pack: the page shows:\n\
+         pack/pack.yaml:1:7: this is not what lint says\nit prints:\npack/pack.yaml:1:7: ",
+        "page.md:10 (the block at line 6): $ skoop packs lint pack: the page shows:\n\n\
+         it prints:\npack: cannot read pack directory",
+        "page.md:14: the file \"../outside.txt\": \"../outside.txt\": not a relative path",
+        "page.md:19: the file \"examples/new.txt\": \"examples/new.txt\" is in the \
+         repository's examples/",
+    ];
+    assert_eq!(failures.len(), expected.len(), "{failures:#?}");
+    for (failure, start) in failures.iter().zip(expected) {
+        assert!(
+            failure.starts_with(start),
+            "{failure:?} is not {start:?}..."
+        );
+    }
+}
+
+/// Runs a page's blocks in a working directory of its own, adding what
+/// fails to `failures`; returns how many commands ran.
+fn check_page(name: &str, text: &str, failures: &mut Vec<String>) -> usize {
+    let mut run = 0;
+    let (blocks, stray) = blocks(text);
+    for (line, what) in stray {
+        failures.push(format!("{name}:{line}: {what}"));
+    }
+    let work = working_directory();
+    for block in blocks {
+        let at = format!("{name}:{}", block.line);
+        match (&block.not_run, &block.file, block.language.as_str()) {
+            (Some(why), _, _) if why.is_empty() => {
+                failures.push(format!("{at}: `not run` says no reason"));
+            }
+            (Some(_), _, _) => {}
+            (None, Some(path), _) => {
+                if let Err(e) = write_file(work.path(), path, &block.text) {
+                    failures.push(format!("{at}: the file {path:?}: {e}"));
+                }
+            }
+            (None, None, "console") => {
+                for example in &block.examples {
+                    run += 1;
+                    if let Err(e) = run_example(example, work.path()) {
+                        failures.push(format!(
+                            "{name}:{} (the block at line {}): $ {}: {e}",
+                            example.line, block.line, example.command
+                        ));
+                    }
+                }
+            }
+            (None, None, language) => failures.push(format!(
+                "{at}: a `{language}` block the tests do not run: make it a `console` block \
+                 (`$ ` before each command, what it prints after it) or mark it \
+                 `<!-- not run: WHY -->`"
+            )),
+        }
+    }
+    run
+}
+
+/// A page's working directory: empty but for links to the repository's
+/// inputs.
+fn working_directory() -> tempfile::TempDir {
+    let work = tempfile::tempdir().expect("a temp dir");
+    for input in REPOSITORY_INPUTS {
+        std::os::unix::fs::symlink(root().join(input), work.path().join(input))
+            .expect("a link to the repository");
+    }
+    work
+}
+
+/// Where `path`, as a page names a file it writes, is in the working
+/// directory: a relative path that stays inside it and out of the links to
+/// the repository.
+fn inside(work: &Path, path: &str) -> Result<PathBuf, String> {
+    let relative = Path::new(path);
+    let mut components = relative.components();
+    let first = match components.next() {
+        Some(Component::Normal(first)) => first,
+        _ => {
+            return Err(format!(
+                "{path:?}: not a relative path of the working directory"
+            ));
+        }
+    };
+    if !components.all(|c| matches!(c, Component::Normal(_))) {
+        return Err(format!(
+            "{path:?}: not a relative path of the working directory"
+        ));
+    }
+    if REPOSITORY_INPUTS.iter().any(|input| first == *input) {
+        return Err(format!(
+            "{path:?} is in the repository's {}/, which a page only reads",
+            first.display()
+        ));
+    }
+    Ok(work.join(relative))
+}
+
+/// Writes a file the page shows (a marked block's text, what `cat` prints),
+/// creating its directories.
+fn write_file(work: &Path, path: &str, lines: &[String]) -> Result<(), String> {
+    let target = inside(work, path)?;
+    if let Some(parent) = target.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| e.to_string())?;
+    }
+    std::fs::write(&target, lines.join("\n") + "\n").map_err(|e| e.to_string())
+}
+
+/// Runs one command of a page in its working directory and holds it to
+/// what the page shows.
+fn run_example(example: &Example, work: &Path) -> Result<(), String> {
     let words: Vec<&str> = example.command.split_whitespace().collect();
     if let Some(word) = words
         .iter()
@@ -93,11 +221,10 @@ fn run_example(
             "{word:?}: the runner uses no shell; show the command plainly, or mark the block not run"
         ));
     }
-    if let ["cat", file] = words.as_slice() {
-        let path = files.join(file);
-        std::fs::write(&path, example.shown.join("\n") + "\n").map_err(|e| e.to_string())?;
-        shown_files.push((file.to_string(), path));
-        return Ok(());
+    match words.as_slice() {
+        ["cat", file] => return write_file(work, file, &example.shown),
+        ["rm", paths @ ..] => return remove(work, paths),
+        _ => {}
     }
     let env: Vec<(&str, &str)> = words
         .iter()
@@ -108,26 +235,19 @@ fn run_example(
     };
     if *program != "skoop" {
         return Err(format!(
-            "only `skoop` and `cat FILE` run here, not {program:?}; mark the block not run"
+            "only `skoop`, `cat FILE` and `rm` run here, not {program:?}; mark the block not run"
         ));
     }
-    let mut written: Option<PathBuf> = None;
-    let mut args: Vec<std::ffi::OsString> = args.iter().map(|arg| arg.into()).collect();
-    for index in 0..args.len() {
-        let word = args[index].to_string_lossy().into_owned();
-        if let Some((_, path)) = shown_files.iter().find(|(name, _)| *name == word) {
-            args[index] = path.into();
-        } else if index > 0 && args[index - 1] == "--output" {
-            let path = files.join(&word);
-            args[index] = path.clone().into();
-            written = Some(path);
-        }
-    }
+    let written = args
+        .windows(2)
+        .find(|pair| pair[0] == "--output")
+        .map(|pair| inside(work, pair[1]))
+        .transpose()?;
     let output = Command::new(env!("CARGO_BIN_EXE_skoop"))
-        .args(&args)
+        .args(args)
         .env_remove("SKOOP_SNAPSHOT")
         .envs(env)
-        .current_dir(root())
+        .current_dir(work)
         .output()
         .map_err(|e| e.to_string())?;
     if output.status.code() == Some(2) {
@@ -149,6 +269,27 @@ fn run_example(
         if text.is_empty() || !text.starts_with(start) {
             return Err(format!("{} is not what its name says", path.display()));
         }
+    }
+    Ok(())
+}
+
+/// `rm PATH...` and `rm -r PATH...`, inside the working directory.
+fn remove(work: &Path, words: &[&str]) -> Result<(), String> {
+    let (recursive, paths) = match words {
+        ["-r", paths @ ..] => (true, paths),
+        paths => (false, paths),
+    };
+    if paths.is_empty() {
+        return Err("`rm` names nothing to remove".into());
+    }
+    for path in paths {
+        let target = inside(work, path)?;
+        let removed = if recursive && target.is_dir() {
+            std::fs::remove_dir_all(&target)
+        } else {
+            std::fs::remove_file(&target)
+        };
+        removed.map_err(|e| format!("{path}: {e}"))?;
     }
     Ok(())
 }

@@ -28,7 +28,7 @@ fn load() -> Snapshot {
 
 fn host(snapshot: &Snapshot, node: &str) -> skoop::snapshot::netns::NetnsDump {
     snapshot.namespaces[&NetnsId::Host { node: node.into() }]
-        .dump
+        .dump()
         .clone()
 }
 
@@ -98,7 +98,7 @@ fn example_pods_are_veths_into_cni0_with_a_listener() {
         namespace: "default".into(),
         name: "web-0".into(),
     }]
-        .dump;
+        .dump();
     let eth0 = pod
         .links
         .as_ref()

@@ -461,7 +461,7 @@ fn slow_or_memory_hungry_scripts_are_stopped_by_their_budget() {
         let found: Vec<_> = findings.iter().filter(|f| f.id == id).collect();
         assert_eq!(found.len(), 2, "one per node: {found:?}");
         assert!(found.iter().all(|f| f.status == FindingStatus::ScriptError));
-        found[0].error_kind
+        found[0].about.error_kind
     };
     for id in ["budget.hash", "budget.sort", "budget.index-of"] {
         assert_eq!(kind(id), Some(ScriptErrorKind::TookTooLong), "{id}");
@@ -664,7 +664,7 @@ fn fdb_entry_pointing_at_its_own_node_comes_back_to_it_and_is_named() {
         diagnosis.findings
     );
     let mismatch = common::only(&diagnosis, "kernel.vxlan.mac-mismatch");
-    assert_eq!(mismatch.hop, "node-1");
+    assert_eq!(mismatch.about.hop, "node-1");
     let stale = common::only(&diagnosis, "flannel.vxlan.fdb");
     assert!(
         stale.message.contains("sends to 172.18.0.11"),
@@ -700,7 +700,7 @@ fn unparseable_dump_is_said_unreadable_not_missing() {
         None,
     );
     let finding = common::only(&diagnosis, "snapshot.unreadable");
-    assert_eq!(finding.hop, "node-1");
+    assert_eq!(finding.about.hop, "node-1");
     assert!(
         finding
             .message
@@ -720,10 +720,11 @@ fn unparseable_dump_is_said_unreadable_not_missing() {
         .iter()
         .find(|f| f.id == "flannel.route.remote-pod-cidr")
         .expect("flannel's route check");
+    assert_eq!(pack_says.status, skoop::diagnostic::FindingStatus::Unknown);
     assert!(
-        pack_says.message.starts_with(
-            "cannot tell: ip-route.json of node/node-1 is in the snapshot but unreadable"
-        ),
+        pack_says
+            .message
+            .starts_with("ip-route.json of node/node-1 is in the snapshot but unreadable"),
         "{}",
         pack_says.message
     );

@@ -90,12 +90,12 @@ fn ipvs_virtual_service_without_real_servers_refuses_the_connection() {
     assert_eq!(diagnosis.disposition(), Disposition::NoListener);
     let finding = &diagnosis.findings[0];
     assert_eq!(
-        (finding.id.as_str(), finding.hop.as_str()),
+        (finding.id.as_str(), finding.about.hop.as_str()),
         ("kernel.ipvs.no-real-server", "node-1")
     );
     assert!(
-        finding.evidence.ends_with("ipvsadm.txt:1"),
-        "{}",
+        skoop::diagnostic::evidence_text(&finding.evidence).ends_with("ipvsadm.txt:1"),
+        "{:?}",
         finding.evidence
     );
 }

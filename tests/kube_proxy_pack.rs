@@ -469,9 +469,9 @@ fn checks_name_the_service_and_what_kube_proxy_does() {
     let findings = packs().evaluate_snapshot(&snapshot());
     let ours: Vec<(String, String, String)> = findings
         .iter()
-        .filter(|f| f.pack == "kube-proxy")
+        .filter(|f| f.about.pack == "kube-proxy")
         .inspect(|f| assert_eq!(f.status, FindingStatus::Failed, "{f:#?}"))
-        .map(|f| (f.id.clone(), f.subject.to_string(), f.message.clone()))
+        .map(|f| (f.id.clone(), f.about.subject.to_string(), f.message.clone()))
         .collect();
     let expected = [
         (
@@ -502,12 +502,24 @@ fn checks_name_the_service_and_what_kube_proxy_does() {
         .find(|(id, _, _)| id == "kube-proxy.service.endpoints-without-slices")
         .expect("reported");
     assert_eq!(fallback.1, "Service default/legacy");
-    assert_eq!(ours.len(), 4, "nothing else: {ours:#?}");
+    // Rejected outright: the two whose slices list no endpoint. The one
+    // whose only endpoint is terminating but serving is used, not rejected.
+    let mut unready: Vec<&str> = ours
+        .iter()
+        .filter(|(id, _, _)| id == "kube-proxy.service.no-ready-endpoints")
+        .map(|(_, subject, _)| subject.as_str())
+        .collect();
+    unready.sort_unstable();
+    assert_eq!(
+        unready,
+        ["Service default/empty", "Service default/metrics"]
+    );
+    assert_eq!(ours.len(), 6, "nothing else: {ours:#?}");
     assert!(
         findings
             .iter()
             .filter(|f| f.id.starts_with("kube-proxy."))
-            .all(|f| matches!(&f.subject, Subject::Object { kind, .. } if kind == "Service"))
+            .all(|f| matches!(&f.about.subject, Subject::Object { kind, .. } if kind == "Service"))
     );
 }
 

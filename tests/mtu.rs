@@ -21,7 +21,10 @@ fn the_one<'d>(
     severity: Severity,
 ) -> &'d skoop::engine::Finding {
     let finding = only(diagnosis, id);
-    assert_eq!((finding.hop.as_str(), finding.severity), (hop, severity));
+    assert_eq!(
+        (finding.about.hop.as_str(), finding.severity),
+        (hop, severity)
+    );
     finding
 }
 
@@ -56,8 +59,7 @@ fn a_packet_of_the_pods_mtu_is_delivered_and_one_byte_more_is_refused_at_the_pod
         finding.message
     );
     assert!(
-        finding
-            .evidence
+        skoop::diagnostic::evidence_text(&finding.evidence)
             .ends_with("web-0/ip-link.json: eth0 mtu 1450")
     );
 }
@@ -77,7 +79,7 @@ fn size_mtu_is_the_source_interfaces_mtu_and_a_smaller_hop_answers_frag_needed()
     let diagnosis = ping(dir.path(), "default/web-0", Some(PacketSize::InterfaceMtu));
     assert_eq!(diagnosis.disposition(), Disposition::MtuExceeded);
     let finding = only(&diagnosis, "kernel.mtu.exceeded");
-    assert_eq!(finding.hop, "node-1");
+    assert_eq!(finding.about.hop, "node-1");
     assert!(
         finding
             .message
@@ -108,7 +110,7 @@ fn without_size_a_path_smaller_than_the_source_interface_is_a_warning() {
         "said once, where it happens: {warnings:#?}"
     );
     assert_eq!(
-        (warnings[0].hop.as_str(), warnings[0].severity),
+        (warnings[0].about.hop.as_str(), warnings[0].severity),
         ("node-1", Severity::Warning)
     );
     assert!(
@@ -185,10 +187,9 @@ fn a_node_dropping_the_frag_needed_it_sends_is_a_black_hole_naming_the_rule() {
         finding.message
     );
     assert!(
-        finding
-            .evidence
+        skoop::diagnostic::evidence_text(&finding.evidence)
             .ends_with(&format!("iptables-save.txt:{line}: {drop}")),
-        "{}",
+        "{:?}",
         finding.evidence
     );
 }
@@ -245,7 +246,7 @@ fn a_veth_takes_frames_up_to_its_mtu_plus_a_vlan_tag_and_drops_longer_ones_silen
     let dropped = ping(dir.path(), "default/web-0", Some(PacketSize::Bytes(1405)));
     assert_eq!(dropped.disposition(), Disposition::MtuExceeded);
     let finding = only(&dropped, "kernel.mtu.frame-dropped");
-    assert_eq!(finding.hop, "node-1", "the receiving end drops it");
+    assert_eq!(finding.about.hop, "node-1", "the receiving end drops it");
     assert!(
         finding
             .message
@@ -267,7 +268,7 @@ fn vxlan_packets_too_large_for_the_underlay_are_fragmented_with_df_unset() {
     assert_eq!(diagnosis.disposition(), Disposition::Delivered);
     let finding = only(&diagnosis, "kernel.mtu.fragmented");
     assert_eq!(
-        (finding.hop.as_str(), finding.severity),
+        (finding.about.hop.as_str(), finding.severity),
         ("node-1", Severity::Warning)
     );
     assert!(
@@ -319,7 +320,7 @@ fn a_vxlan_device_with_df_set_drops_what_the_underlay_cannot_carry_without_telli
     let diagnosis = ping(dir.path(), "default/web-0", Some(PacketSize::InterfaceMtu));
     assert_eq!(diagnosis.disposition(), Disposition::MtuExceeded);
     let finding = only(&diagnosis, "kernel.mtu.exceeded");
-    assert_eq!(finding.hop, "node-1");
+    assert_eq!(finding.about.hop, "node-1");
     assert!(
         finding.message.contains("flannel.1 has df set")
             && finding
@@ -392,7 +393,7 @@ fn a_reply_too_large_for_the_way_back_is_fragmented_for_ping_and_refused_for_tcp
     );
     assert_eq!(tcp.disposition(), Disposition::MtuExceeded);
     let refused = only(&tcp, "kernel.mtu.exceeded");
-    assert_eq!(refused.hop, "node-1");
+    assert_eq!(refused.about.hop, "node-1");
     assert!(
         refused.message.starts_with("on the way back: "),
         "{}",
@@ -410,5 +411,8 @@ fn absurd_mtus_in_a_dump_are_compared_not_overflowed() {
     // The VXLAN packet is fragmented on node-1's underlay (df unset); the
     // packet inside is still too large for node-2's cni0.
     assert_eq!(diagnosis.disposition(), Disposition::MtuExceeded);
-    assert_eq!(with_id(&diagnosis, "kernel.mtu.exceeded")[0].hop, "node-2");
+    assert_eq!(
+        with_id(&diagnosis, "kernel.mtu.exceeded")[0].about.hop,
+        "node-2"
+    );
 }

@@ -77,13 +77,15 @@ fn a_denial_names_the_policy_the_reason_and_the_dropping_rule() {
          default/web-from-node-1: spec.ingress[0]: 10.244.1.3 is in except 10.244.1.3/32 of 10.244.1.0/24; \
          netfilter drops 10.244.1.3 -> 10.244.2.3:8080 tcp at chain POLICY-TO-PODS rule 1 (table filter)"
     );
-    assert!(
-        denied["evidence"]
-            .as_str()
-            .is_some_and(|e| e.starts_with(&format!(
-                "{snapshot}/nodes/node-2/host/iptables-save.txt:29:1;"
-            ))),
+    assert_eq!(
+        denied["evidence"],
+        format!("{snapshot}/nodes/node-2/host/iptables-save.txt:29:1"),
         "{denied:#}"
+    );
+    assert_eq!(denied["places"][0]["line"], 29);
+    assert_eq!(
+        denied["remediation"],
+        "add an ingress rule admitting this source and port to one of the policies named, if the flow is wanted"
     );
     assert_eq!(
         denied["expected"],

@@ -103,7 +103,10 @@ fn hook_in_an_endless_loop_is_a_finding_and_the_engine_stays_usable() {
         )
         .expect_err("stopped");
     assert_eq!(finding.status, FindingStatus::ScriptError);
-    assert_eq!(finding.error_kind, Some(ScriptErrorKind::TooManyOperations));
+    assert_eq!(
+        finding.about.error_kind,
+        Some(ScriptErrorKind::TooManyOperations)
+    );
     assert_eq!(finding.id, "hooks.hook.encapsulation");
     assert!(
         finding.evidence[0].to_string().ends_with("hooks.rhai:11:1"),
@@ -126,7 +129,7 @@ fn hostile_scripts_are_each_stopped_with_their_kind() {
         let found: Vec<_> = findings.iter().filter(|f| f.id == id).collect();
         assert_eq!(found.len(), 2, "one per node: {found:?}");
         assert!(found.iter().all(|f| f.status == FindingStatus::ScriptError));
-        found[0].error_kind
+        found[0].about.error_kind
     };
     assert_eq!(
         kind("hostile.loop"),
@@ -162,7 +165,7 @@ fn ip_forward_off_finding_cites_the_sysctl_line() {
         .find(|f| f.id == "core.node.ip-forward")
         .expect("reported");
     assert_eq!(finding.status, FindingStatus::Failed);
-    assert_eq!(finding.subject.to_string(), "node/node-1");
+    assert_eq!(finding.about.subject.to_string(), "node/node-1");
     assert_eq!(
         finding.message,
         "node/node-1: net.ipv4.ip_forward = 0, so it drops every packet it should route for its pods"
@@ -230,7 +233,7 @@ fn strict_rp_filter_drops_a_packet_whose_route_back_leaves_elsewhere() {
     };
     let entry = snapshot.namespaces.get_mut(&node).expect("node-1 host");
     let text = "net.ipv4.ip_forward = 1\nnet.ipv4.conf.all.rp_filter = 1\nnet.ipv4.conf.flannel/1.rp_filter = 0\nnet.ipv4.conf.flannel/1.forwarding = 1\n";
-    entry.dump.sysctls = skoop::snapshot::netns::sysctl::parse(text).0;
+    entry.dump_mut().sysctls = skoop::snapshot::netns::sysctl::parse(text).0;
     let snapshot = Arc::new(snapshot);
     // Arrives on flannel.1 from a pod of node-2: the route back is via flannel.1: fine.
     let mut fine = (*hop(&snapshot, "10.244.1.2", true, false)).clone();

@@ -73,7 +73,7 @@ fn unanswered(diagnosis: &engine::Diagnosis) -> String {
         .find(|f| f.severity == Severity::Fatal)
         .expect("a fatal finding");
     assert_eq!(finding.id, "kernel.neighbour.unanswered");
-    assert_eq!(finding.hop, "default/web-0");
+    assert_eq!(finding.about.hop, "default/web-0");
     finding.message.clone()
 }
 

@@ -85,7 +85,7 @@ fn pods_and_services_diagnose_as_kube_proxy_programmed_them() {
         nobody
             .findings
             .iter()
-            .any(|f| f.hop == "node-1" && f.id == "kernel.netfilter.denied"),
+            .any(|f| f.about.hop == "node-1" && f.id == "kernel.netfilter.denied"),
         "{:#?}",
         nobody.findings
     );
@@ -113,7 +113,7 @@ fn kube_proxy_in_nftables_mode_is_followed_through_its_table() {
     let denied = nobody
         .findings
         .iter()
-        .find(|f| f.hop == "node-1" && f.id == "kernel.netfilter.denied")
+        .find(|f| f.about.hop == "node-1" && f.id == "kernel.netfilter.denied")
         .unwrap_or_else(|| panic!("{:#?}", nobody.findings));
     assert!(
         denied
@@ -123,11 +123,10 @@ fn kube_proxy_in_nftables_mode_is_followed_through_its_table() {
         denied.message
     );
     assert!(
-        denied.evidence.contains("nft-ruleset.json:1:")
-            && denied
-                .evidence
+        skoop::diagnostic::evidence_text(&denied.evidence).contains("nft-ruleset.json:1:")
+            && skoop::diagnostic::evidence_text(&denied.evidence)
                 .ends_with("reject with icmp port-unreachable"),
-        "{}",
+        "{:?}",
         denied.evidence
     );
 }
@@ -197,7 +196,7 @@ fn a_stale_endpoint_in_kube_proxys_nftables_table_is_named() {
         .iter()
         .find(|f| f.message.contains("/web/tcp/http of table ip kube-proxy"))
         .unwrap_or_else(|| panic!("{stale:#?}"));
-    assert_eq!(web.hop, "node-1");
+    assert_eq!(web.about.hop, "node-1");
     assert!(
         web.message
             .contains("send default/web (port http) to 10.244.1.9:8080"),

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use clap::{Args, ValueEnum};
 use petgraph::graph::NodeIndex;
+use skoop::diagnostic::evidence_text;
 use skoop::engine::{
     self, Diagnosis, Disposition, Endpoint, Finding, PacketSize, PathResult, Protocol, Request,
     Severity, Step, Verdict,
@@ -472,23 +473,10 @@ fn said_findings(diagnosis: &Diagnosis) -> Vec<Said<'_>> {
             .into_iter()
             .map(|index| index + 1)
             .collect();
+        // The same finding at the same hop id, wherever on the graph.
         let same = |s: &&mut Said| {
-            let f = s.finding;
-            (
-                &f.id,
-                f.severity,
-                &f.hop,
-                &f.message,
-                &f.evidence,
-                &f.expected,
-            ) == (
-                &finding.id,
-                finding.severity,
-                &finding.hop,
-                &finding.message,
-                &finding.evidence,
-                &finding.expected,
-            )
+            s.finding.about.hop == finding.about.hop
+                && s.finding.clone().about(()) == finding.clone().about(())
         };
         match said.iter_mut().find(same) {
             Some(earlier) => {
@@ -615,7 +603,7 @@ fn text(diagnosis: &Diagnosis, detail: Detail) -> String {
             .findings
             .iter()
             .filter(|f| f.id == "snapshot.assumed")
-            .map(|f| f.hop.as_str())
+            .map(|f| f.about.hop.as_str())
             .collect();
         say!(
             "  assumed: the snapshot has no dump of {}; pack {pack}'s intent stands in there",
@@ -705,14 +693,18 @@ fn text(diagnosis: &Diagnosis, detail: Detail) -> String {
                 }
             };
             say!(
-                "  {severity} {} at {}{which}: {}",
+                "  {severity} {} at {}{which}: {}{}",
                 finding.id,
-                finding.hop,
+                finding.about.hop,
+                finding.status.prefix(),
                 finding.message
             );
             // An object's check that cannot tell has no file to point at.
             if !finding.evidence.is_empty() {
-                say!("      evidence: {}", finding.evidence);
+                say!("      evidence: {}", evidence_text(&finding.evidence));
+            }
+            if let Some(remediation) = &finding.remediation {
+                say!("      remediation: {remediation}");
             }
         }
     }

@@ -122,7 +122,7 @@ fn check(args: CheckArgs) -> ExitCode {
                 id: id.to_string(),
                 node: id.node().to_string(),
                 dir: entry.dir.display().to_string(),
-                files: entry.dump.files_present(),
+                files: entry.dump().files_present(),
             })
             .collect(),
         problems: &problems,
@@ -284,7 +284,7 @@ fn gaps(snapshot: &Snapshot) -> Vec<Gap> {
                 message: format!("{}: {why}", entry.dir.display()),
             });
         }
-        let dump = &entry.dump;
+        let dump = entry.dump();
         if dump.files_present().is_empty() && dump.unreadable.is_empty() {
             gaps.push(Gap {
                 kind: GapKind::EmptyDump,

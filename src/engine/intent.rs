@@ -9,10 +9,11 @@ use petgraph::Direction;
 use petgraph::graph::NodeIndex;
 use petgraph::visit::EdgeRef;
 
-use super::{Diagnosis, Disposition, Finding, HopContext, HopKind, HopStep, LinkKind, Step};
-use crate::packs::{
-    self, About, FindingStatus, HopScope, HopStop, LoadedPacks, Severity, StoppingRule, Subject,
+use super::{
+    AtHop, Diagnosis, Disposition, Finding, FindingStatus, HopContext, HopKind, HopStep, LinkKind,
+    Severity, Step,
 };
+use crate::packs::{self, About, HopScope, HopStop, LoadedPacks, StoppingRule, Subject};
 use crate::snapshot::cluster::IpOwner;
 use crate::snapshot::{NetnsId, Snapshot};
 
@@ -27,7 +28,7 @@ pub(crate) fn pack_findings(
     let mut keep = |finding: Finding, findings: &mut Vec<Finding>| {
         if seen.insert((
             finding.id.clone(),
-            finding.hop.clone(),
+            finding.about.hop.clone(),
             finding.message.clone(),
         )) {
             findings.push(finding);
@@ -39,7 +40,7 @@ pub(crate) fn pack_findings(
         };
         for finding in packs.evaluate_hop(&Arc::new(scope)) {
             let hop = &diagnosis.graph[index].id;
-            keep(convert(finding, hop, index.index()), &mut findings);
+            keep(at_hop(finding, hop, index.index()), &mut findings);
         }
     }
     // Snapshot checks, about the nodes and pods on the path, the Service the
@@ -89,9 +90,9 @@ pub(crate) fn pack_findings(
         objects: Some(&objects),
     };
     for finding in packs.evaluate_snapshot_about(snapshot, &about) {
-        if let Some(index) = hop_about(&finding.subject) {
+        if let Some(index) = hop_about(&finding.about.subject) {
             let id = diagnosis.graph[index].id.clone();
-            keep(convert(finding, &id, index.index()), &mut findings);
+            keep(at_hop(finding, &id, index.index()), &mut findings);
         }
     }
     findings
@@ -248,7 +249,7 @@ fn stopping_rule(
     line: Option<usize>,
 ) -> Option<StoppingRule> {
     let entry = snapshot.namespaces.get(netns)?;
-    let ruleset = entry.dump.iptables.as_ref()?;
+    let ruleset = entry.dump().iptables.as_ref()?;
     let file = entry.dir.join("iptables-save.txt");
     let found = ruleset
         .tables
@@ -274,36 +275,21 @@ fn stopping_rule(
     })
 }
 
-/// A pack's finding as the diagnosis reports it. What a check could not
-/// conclude (the snapshot cannot tell, or its script failed) is never as
-/// severe as a failure: it is reported at most as a warning.
-pub(crate) fn convert(finding: packs::Finding, hop: &str, hop_index: usize) -> Finding {
-    let (severity, prefix) = match finding.status {
-        FindingStatus::Failed => (finding.severity, ""),
-        FindingStatus::Unknown => (finding.severity.min(Severity::Info), "cannot tell: "),
-        FindingStatus::ScriptError => (
-            finding.severity.min(Severity::Warning),
-            "check failed to run: ",
-        ),
+/// A pack's finding as the diagnosis reports it, at a hop. What a check
+/// could not conclude (the snapshot cannot tell, or its script failed) is
+/// never as severe as a failure: it is reported at most as a warning.
+pub(crate) fn at_hop(finding: packs::Finding, hop: &str, hop_index: usize) -> Finding {
+    let severity = match finding.status {
+        FindingStatus::Failed => finding.severity,
+        FindingStatus::Unknown => finding.severity.min(Severity::Info),
+        FindingStatus::ScriptError => finding.severity.min(Severity::Warning),
     };
-    // A pack's own message may already say so.
-    let prefix = if finding.message.starts_with(prefix) {
-        ""
-    } else {
-        prefix
-    };
-    let mut evidence: Vec<String> = finding.evidence.iter().map(ToString::to_string).collect();
-    if let Some(remediation) = &finding.remediation {
-        evidence.push(format!("remediation: {remediation}"));
-    }
     Finding {
-        id: finding.id,
         severity,
-        hop: hop.to_string(),
-        hop_index,
-        message: format!("{prefix}{}", finding.message),
-        evidence: evidence.join("; "),
-        expected: finding.expected,
+        ..finding.about(AtHop {
+            hop: hop.to_string(),
+            hop_index,
+        })
     }
 }
 
@@ -330,7 +316,7 @@ mod tests {
         let edited = format!("{}{rule}\n{}", &text[..first], &text[first..]);
         let (ruleset, issues) = iptables::parse(&edited);
         assert!(issues.is_empty(), "{issues:?}");
-        entry.dump.iptables = ruleset;
+        entry.dump_mut().iptables = ruleset;
         Arc::new(snapshot)
     }
 

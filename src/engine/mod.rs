@@ -239,25 +239,22 @@ pub struct PacketFields {
     pub inner: Option<Box<PacketFields>>,
 }
 
-/// A finding: what stopped a path, with its evidence.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Finding {
-    /// Stable id, e.g. `kernel.route.none`.
-    pub id: String,
-    pub severity: Severity,
+/// Where on the path a finding is.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct AtHop {
     /// The hop id it is about.
     pub hop: String,
     /// Index of that hop in [`Diagnosis::graph`] (hop ids repeat when a
     /// namespace is visited twice).
+    #[serde(skip)]
     pub hop_index: usize,
-    pub message: String,
-    /// The snapshot file (and what in it) the finding rests on.
-    pub evidence: String,
-    /// What the cluster should have had instead, where that is known.
-    pub expected: Option<String>,
 }
 
-pub use crate::packs::Severity;
+/// A finding of a diagnosis: what stopped a path or is worth knowing about
+/// it, at a hop.
+pub type Finding = crate::diagnostic::Finding<AtHop>;
+
+pub use crate::diagnostic::{Evidence, FindingStatus, Severity};
 
 /// One way through the graph, from the source to where it ends.
 #[derive(Debug, Clone)]
@@ -422,10 +419,6 @@ pub fn diagnose(
         path.backend = backend;
     }
     let service = target_service(snapshot, request, &resolved);
-    if let Some((namespace, name)) = &service {
-        let finding = service_without_ready_endpoints(snapshot, namespace, name, &diagnosis);
-        diagnosis.findings.extend(finding);
-    }
     let findings = intent::pack_findings(&diagnosis, snapshot, packs, service.as_ref());
     diagnosis.findings.extend(findings);
     Ok(diagnosis)
@@ -502,56 +495,4 @@ fn target_service(
         .iter()
         .find_map(IpOwner::service)
         .map(|(namespace, name)| (namespace.to_owned(), name.to_owned()))
-}
-
-/// The Kubernetes object behind a service that cannot work: no ready
-/// endpoint in its EndpointSlices (or, without any, its Endpoints). The
-/// finding is about the first hop, where the request starts.
-fn service_without_ready_endpoints(
-    snapshot: &Snapshot,
-    namespace: &str,
-    name: &str,
-    diagnosis: &Diagnosis,
-) -> Option<Finding> {
-    let cluster = &snapshot.cluster;
-    let service = cluster.service(namespace, name)?;
-    let slices: Vec<_> = cluster.endpoint_slices_for(service).collect();
-    let (ready, evidence) = if slices.is_empty() {
-        let endpoints = cluster.endpoints_for(service)?;
-        let ready = endpoints
-            .subsets
-            .iter()
-            .map(|s| s.addresses.len())
-            .sum::<usize>();
-        (ready, endpoints.meta.source.to_string())
-    } else {
-        let ready = slices
-            .iter()
-            .flat_map(|slice| &slice.endpoints)
-            .filter(|endpoint| endpoint.conditions.is_ready() && !endpoint.addresses.is_empty())
-            .count();
-        let sources: Vec<String> = slices
-            .iter()
-            .map(|slice| slice.meta.source.to_string())
-            .collect();
-        (ready, sources.join(", "))
-    };
-    if ready > 0 {
-        return None;
-    }
-    let first = diagnosis.graph.node_indices().next()?;
-    Some(Finding {
-        id: "kubernetes.service.no-ready-endpoints".into(),
-        severity: Severity::Fatal,
-        hop: diagnosis.graph[first].id.clone(),
-        hop_index: first.index(),
-        message: format!(
-            "service {namespace}/{name} has no ready endpoint: kube-proxy has nowhere to send its connections (it rejects them)"
-        ),
-        evidence,
-        expected: Some(
-            "at least one ready endpoint (a Running, Ready pod matching the service's selector)"
-                .into(),
-        ),
-    })
 }

@@ -30,7 +30,7 @@ impl<'s> Topology<'s> {
         let mut veth_ends: HashMap<_, Vec<Port>> = HashMap::new();
         let mut owners: HashMap<IpAddr, Vec<(&NetnsId, &str)>> = HashMap::new();
         for (ns, entry) in &snapshot.namespaces {
-            for link in entry.dump.links.iter().flatten() {
+            for link in entry.dump().links.iter().flatten() {
                 if let Some(peer_index) = link.link_index {
                     veth_ends
                         .entry((ns.node(), link.ifindex, peer_index))
@@ -38,7 +38,7 @@ impl<'s> Topology<'s> {
                         .push(Port { ns, link });
                 }
             }
-            for iface in entry.dump.addrs.iter().flatten() {
+            for iface in entry.dump().addrs.iter().flatten() {
                 for address in &iface.addresses {
                     owners
                         .entry(address.local)
@@ -60,7 +60,7 @@ impl<'s> Topology<'s> {
             .snapshot
             .namespaces
             .get(ns)
-            .and_then(|entry| entry.dump.links.as_deref());
+            .and_then(|entry| entry.dump().links.as_deref());
         links.into_iter().flatten()
     }
 
@@ -138,7 +138,7 @@ impl<'s> Topology<'s> {
             .snapshot
             .namespaces
             .get(ns)
-            .and_then(|entry| entry.dump.addrs.as_deref());
+            .and_then(|entry| entry.dump().addrs.as_deref());
         let ifname = ifname.to_string();
         addrs
             .into_iter()

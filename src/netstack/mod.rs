@@ -8,6 +8,7 @@
 //! never a guess.
 
 pub mod ipvs;
+pub mod namespace;
 pub mod netfilter;
 pub mod routing;
 

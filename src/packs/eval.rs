@@ -5,7 +5,7 @@
 //! finding with the reason (a dump not collected), never a pass. A script
 //! that fails is a finding too, positioned in the script.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use rhai::{CallFnOptions, Dynamic, Engine, EvalAltResult, Scope};
@@ -17,6 +17,7 @@ use super::host::{
 use super::model::*;
 use super::sandbox::{ScriptError, function_position};
 use super::scope::{Context, HopScope, NetnsRef, NodeRef, PodRef, Subject};
+use crate::diagnostic::{Evidence, FindingStatus};
 use crate::netstack::routing::table_name;
 use crate::snapshot::cluster::{GenericObject, Node, ObjectMeta, Pod, Service};
 use crate::snapshot::input::{self, Boundary};
@@ -27,60 +28,7 @@ use crate::snapshot::netns::sockets::{self as ss, SocketProtocol};
 use crate::snapshot::problem::line_col;
 use crate::snapshot::{NetnsId, Snapshot};
 
-/// What a check concluded about one subject.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum FindingStatus {
-    /// The subject is not as the check expects.
-    Failed,
-    /// The snapshot cannot tell (a dump not collected, say).
-    Unknown,
-    /// The check's script or expression failed; nothing was concluded.
-    ScriptError,
-}
-
-impl std::fmt::Display for FindingStatus {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            FindingStatus::Failed => "failed",
-            FindingStatus::Unknown => "cannot tell",
-            FindingStatus::ScriptError => "script error",
-        })
-    }
-}
-
-/// Where a finding's evidence is: a snapshot file and line, or an object's source.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Evidence {
-    pub file: PathBuf,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub line: Option<usize>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub column: Option<usize>,
-}
-
-impl std::fmt::Display for Evidence {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}", self.file.display())?;
-        if let Some(line) = self.line {
-            write!(f, ":{line}")?;
-            if let Some(column) = self.column {
-                write!(f, ":{column}")?;
-            }
-        }
-        Ok(())
-    }
-}
-
 impl Evidence {
-    fn file(file: PathBuf) -> Evidence {
-        Evidence {
-            file,
-            line: None,
-            column: None,
-        }
-    }
-
     /// The first place `needle` occurs in a dump file, or the file alone.
     fn locate(dir: &Path, name: &str, needle: &str) -> Evidence {
         let file = dir.join(name);
@@ -91,9 +39,8 @@ impl Evidence {
             .and_then(|text| text.find(needle).map(|offset| line_col(&text, offset)));
         match found {
             Some((line, column)) => Evidence {
-                file,
-                line: Some(line),
                 column: Some(column),
+                ..Evidence::line(file, line)
             },
             None => Evidence::file(file),
         }
@@ -110,21 +57,13 @@ fn unknown_evidence(ctx: &Context) -> Vec<Evidence> {
 }
 
 /// One finding of a check about one subject.
+pub type Finding = crate::diagnostic::Finding<FromCheck>;
+
+/// Which check of which pack a finding comes from, and what it is about.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Finding {
-    pub id: String,
+pub struct FromCheck {
     pub pack: String,
-    pub severity: Severity,
-    pub status: FindingStatus,
     pub subject: Subject,
-    pub message: String,
-    pub evidence: Vec<Evidence>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub expected: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub remediation: Option<String>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub references: Vec<String>,
     /// Why the script stopped, for `script-error` findings.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error_kind: Option<super::sandbox::ScriptErrorKind>,
@@ -255,7 +194,7 @@ impl Evaluator<'_> {
                 check,
                 ctx,
                 FindingStatus::Unknown,
-                format!("cannot tell: {reason}"),
+                reason,
                 unknown_evidence(ctx),
                 None,
             )],
@@ -264,6 +203,7 @@ impl Evaluator<'_> {
                     file: error.file.clone(),
                     line: error.line,
                     column: error.column,
+                    note: None,
                 }];
                 let mut finding = self.finding(
                     check,
@@ -273,7 +213,7 @@ impl Evaluator<'_> {
                     evidence,
                     None,
                 );
-                finding.error_kind = Some(error.kind);
+                finding.about.error_kind = Some(error.kind);
                 vec![finding]
             }
         }
@@ -296,17 +236,13 @@ impl Evaluator<'_> {
     /// a hook failed or could not decide.
     pub fn pack_finding(&self, ctx: &Context, what: &str, stop: Stop) -> Finding {
         let (status, message, evidence, error_kind) = match stop {
-            Stop::Unknown(reason) => (
-                FindingStatus::Unknown,
-                format!("cannot tell: {reason}"),
-                unknown_evidence(ctx),
-                None,
-            ),
+            Stop::Unknown(reason) => (FindingStatus::Unknown, reason, unknown_evidence(ctx), None),
             Stop::Error(error) => {
                 let evidence = vec![Evidence {
                     file: error.file.clone(),
                     line: error.line,
                     column: error.column,
+                    note: None,
                 }];
                 (
                     FindingStatus::ScriptError,
@@ -318,16 +254,18 @@ impl Evaluator<'_> {
         };
         Finding {
             id: format!("{}.{what}", self.pack.name),
-            pack: self.pack.name.clone(),
             severity: Severity::Critical,
             status,
-            subject: ctx.subject.clone(),
             message,
             evidence,
             expected: None,
             remediation: None,
             references: Vec::new(),
-            error_kind,
+            about: FromCheck {
+                pack: self.pack.name.clone(),
+                subject: ctx.subject.clone(),
+                error_kind,
+            },
         }
     }
 
@@ -369,16 +307,18 @@ impl Evaluator<'_> {
             .and_then(|r| self.text(r, ctx).ok());
         Finding {
             id: check.id.clone(),
-            pack: self.pack.name.clone(),
             severity: check.severity,
             status,
-            subject: ctx.subject.clone(),
             message,
             evidence,
             expected,
             remediation,
             references: check.references.clone(),
-            error_kind: None,
+            about: FromCheck {
+                pack: self.pack.name.clone(),
+                subject: ctx.subject.clone(),
+                error_kind: None,
+            },
         }
     }
 
@@ -395,7 +335,11 @@ impl Evaluator<'_> {
                     .as_ref()
                     .and_then(NetnsRef::entry)
                     .map(|entry| entry.dir.clone());
-                script_failures(result, &function, dump_dir.as_deref(), self)
+                let places = Places {
+                    dump_dir: dump_dir.as_deref(),
+                    cluster_dir: &ctx.snapshot.root.join("cluster"),
+                };
+                script_failures(result, &function, places, self)
             }
             CheckKind::Condition { condition, expect } => {
                 condition_outcome(ctx, condition, *expect)
@@ -407,7 +351,7 @@ impl Evaluator<'_> {
                 let entry = netns
                     .entry()
                     .ok_or_else(|| Stop::Unknown(format!("no dump of {}", netns.id)))?;
-                self.dump_outcome(kind, ctx, &entry.dir, &entry.dump)
+                self.dump_outcome(kind, ctx, &entry.dir, entry.dump())
             }
         }
     }
@@ -717,14 +661,22 @@ fn glob(pattern: &str, name: &str) -> bool {
     }
 }
 
+/// Where a script check's evidence may point: the subject's dump, and the
+/// snapshot's cluster objects.
+struct Places<'p> {
+    dump_dir: Option<&'p Path>,
+    cluster_dir: &'p Path,
+}
+
 /// A script check returns `()` or `true` (pass), `false`, a message, a map
 /// `#{actual, expected}`, or an array of messages or maps (one failure each).
 /// A map may name its evidence in the subject's dump, `file` (`ip-neigh.json`)
-/// and optionally `find` (text to locate there), as declarative checks do.
+/// and optionally `find` (text to locate there), as declarative checks do;
+/// and the cluster objects it rests on, `objects` (their `source`s).
 fn script_failures(
     result: Dynamic,
     function: &ScriptFunction,
-    dump_dir: Option<&Path>,
+    places: Places<'_>,
     evaluator: &Evaluator<'_>,
 ) -> Outcome {
     let script_error = |message: String| {
@@ -772,11 +724,35 @@ fn script_failures(
                         names.join(", ")
                     )));
                 };
-                if let Some(dir) = dump_dir {
+                if let Some(dir) = places.dump_dir {
                     evidence.push(match map.get("find") {
                         Some(needle) => Evidence::locate(dir, file.name, &display(needle)),
                         None => Evidence::file(dir.join(file.name)),
                     });
+                }
+            }
+            if let Some(objects) = map.get("objects") {
+                let Some(sources) = objects.clone().try_cast::<rhai::Array>() else {
+                    return Err(script_error(format!(
+                        "{}'s objects is {}; it is an array of the objects' `source`s",
+                        function.name,
+                        objects.type_name()
+                    )));
+                };
+                for source in sources {
+                    let source = display(&source);
+                    // Only where an object of the snapshot was read from.
+                    let place = source
+                        .rsplit_once(':')
+                        .and_then(|(file, line)| Some((Path::new(file), line.parse().ok()?)))
+                        .filter(|(file, _)| file.starts_with(places.cluster_dir));
+                    let Some((file, line)) = place else {
+                        return Err(script_error(format!(
+                            "{} names evidence {source:?}, which is no object's `source` in the snapshot",
+                            function.name
+                        )));
+                    };
+                    evidence.push(Evidence::line(file, line));
                 }
             }
             return Ok(Some(Failure {
@@ -813,14 +789,14 @@ fn condition_outcome(ctx: &Context, condition: &str, expect: bool) -> Outcome {
                     )));
                 }
             };
-            (status, Some(object_evidence(&pod.meta.source)))
+            (status, Some(pod.meta.source.evidence()))
         } else if let Some(node) = ctx.node.as_ref().and_then(NodeRef::get) {
             if condition != "Ready" {
                 return Err(Stop::Unknown(format!(
                     "the model keeps only Ready of a Node, not {condition}"
                 )));
             }
-            (node.ready, Some(object_evidence(&node.meta.source)))
+            (node.ready, Some(node.meta.source.evidence()))
         } else if let Some(object) = &ctx.object {
             let status = object
                 .clone()
@@ -858,14 +834,6 @@ fn condition_outcome(ctx: &Context, condition: &str, expect: bool) -> Outcome {
             "{} reports no {condition} condition (or Unknown)",
             ctx.subject
         ))),
-    }
-}
-
-fn object_evidence(source: &crate::snapshot::cluster::ObjectSource) -> Evidence {
-    Evidence {
-        file: source.file.clone(),
-        line: Some(source.line),
-        column: None,
     }
 }
 

@@ -1038,13 +1038,43 @@ fn dump_part<'a, T>(
     let Some(entry) = netns.entry() else {
         return Insufficient::raise(format!("no dump of {} in the snapshot", netns.id));
     };
-    match (part(&entry.dump), entry.dump.unreadable.get(file)) {
+    match (part(entry.dump()), entry.dump().unreadable.get(file)) {
         (Some(value), _) => Ok(value),
         (None, Some(why)) => Insufficient::raise(format!(
             "{file} of {} is in the snapshot but unreadable ({why})",
             netns.id
         )),
         (None, None) => Insufficient::raise(format!("{file} of {} was not collected", netns.id)),
+    }
+}
+
+/// The namespace's FIB, as the snapshot models it (built once), or why
+/// there is none: the first of its files that was not collected.
+fn namespace_fib(n: &NetnsRef) -> Fallible<&Fib<'_>> {
+    dump_part(n, "ip-rule.json", |d| d.rules.as_ref())?;
+    dump_part(n, "ip-route.json", |d| d.routes.as_ref())?;
+    dump_part(n, "ip-addr.json", |d| d.addrs.as_ref())?;
+    match n.entry().and_then(|e| e.model().fib.as_ref()) {
+        Some(fib) => Ok(fib),
+        None => Insufficient::raise(format!("the routes of {} cannot be modelled", n.id)),
+    }
+}
+
+/// The namespace's netfilter rules (its iptables-save, and its nftables
+/// ruleset where collected), as the snapshot models them, or why there
+/// are none.
+fn namespace_netfilter(n: &NetnsRef) -> Fallible<&netfilter::Netfilter<'_>> {
+    dump_part(n, "iptables-save.txt", |d| d.iptables.as_ref())?;
+    match n.entry().and_then(|e| e.model().netfilter.as_ref()) {
+        Some(netfilter) => Ok(netfilter),
+        // iptables-save is there, so the nftables ruleset is unreadable.
+        None => {
+            dump_part(n, "nft-ruleset.json", |d| d.nftables.as_ref())?;
+            Insufficient::raise(format!(
+                "the netfilter rules of {} cannot be modelled",
+                n.id
+            ))
+        }
     }
 }
 
@@ -1182,7 +1212,7 @@ fn register_netns(engine: &mut Engine) {
         // before it reads a file older snapshots do not have.
         .register_fn("has_file", |n: &mut NetnsRef, name: &str| {
             n.entry().is_some_and(|e| {
-                e.dump.files_present().contains(&name) || e.dump.unreadable.contains_key(name)
+                e.dump().files_present().contains(&name) || e.dump().unreadable.contains_key(name)
             })
         })
         .register_fn("links", |n: &mut NetnsRef| -> Fallible<Array> {
@@ -1313,11 +1343,8 @@ pub fn lladdr_text(address: &crate::snapshot::netns::link::LinkLayerAddress) -> 
 /// namespace, as `ip route get` would say.
 fn route_get(n: &mut NetnsRef, dst: Dynamic) -> Fallible<Dynamic> {
     let dst = as_ip(&dst)?;
-    let rules = dump_part(n, "ip-rule.json", |d| d.rules.as_ref())?;
-    let routes = dump_part(n, "ip-route.json", |d| d.routes.as_ref())?;
-    let addrs = dump_part(n, "ip-addr.json", |d| d.addrs.as_ref())?;
-    let sysctls = n.entry().and_then(|e| e.dump.sysctls.as_ref());
-    let fib = Fib::new(rules, routes, addrs, sysctls);
+    let fib = namespace_fib(n)?;
+    let routes = fib.routes;
     match fib.lookup(&FlowKey::to(dst)).outcome {
         LookupOutcome::Routed {
             route,
@@ -1527,23 +1554,18 @@ fn masquerades_each(n: &mut NetnsRef, src: Dynamic, dsts: Array) -> Fallible<Arr
 fn masquerade_decisions(n: &NetnsRef, src: Dynamic, dsts: &[Dynamic]) -> Fallible<Vec<bool>> {
     let src = as_ip(&src)?;
     let dsts = dsts.iter().map(as_ip).collect::<Fallible<Vec<IpAddr>>>()?;
-    let ruleset = dump_part(n, "iptables-save.txt", |d| d.iptables.as_ref())?;
-    let rules = dump_part(n, "ip-rule.json", |d| d.rules.as_ref())?;
-    let routes = dump_part(n, "ip-route.json", |d| d.routes.as_ref())?;
+    let netfilter = namespace_netfilter(n)?;
+    let fib = namespace_fib(n)?;
     let addrs = dump_part(n, "ip-addr.json", |d| d.addrs.as_ref())?;
-    let dump = n.entry().map(|e| &e.dump);
-    let fib = Fib::new(rules, routes, addrs, dump.and_then(|d| d.sysctls.as_ref()));
     let device_to = |ip: IpAddr| match fib.lookup(&FlowKey::to(ip)).outcome {
         LookupOutcome::Routed { paths, .. } => paths.first().and_then(|p| p.dev.clone()),
         _ => None,
     };
     let context = netfilter::Context {
-        fib: Some(&fib),
+        fib: Some(fib),
         interfaces: addrs,
         local_addresses: &[],
     };
-    let ipsets = dump.and_then(|d| d.ipsets.as_ref());
-    let netfilter = netfilter::Netfilter::new(ruleset, ipsets);
     let in_iface = device_to(src);
     let mut decisions = Vec::with_capacity(dsts.len());
     for dst in dsts {

@@ -28,8 +28,9 @@ use std::sync::Arc;
 
 use rhai::{Dynamic, Engine};
 
+pub use crate::diagnostic::{Evidence, FindingStatus};
 pub use budget::CountingAllocator;
-pub use eval::{Evidence, Finding, FindingStatus};
+pub use eval::{Finding, FromCheck};
 pub use hooks::{HOOKS, HookSpec};
 pub use host::{Insufficient, display};
 pub use load::{MANIFEST, Override, PackSource};
@@ -724,6 +725,64 @@ checks:
             "{}",
             finding.message
         );
+    }
+
+    /// A Service check whose script names `objects` as its evidence.
+    fn object_evidence_of(objects: &str) -> Finding {
+        let manifest = r#"
+name: ev
+version: 0.1.0
+description: One object check that names the objects it rests on.
+engine: ">=0.1.0"
+kind: rules
+checks:
+  - id: ev.service.slices
+    severity: warning
+    scope: object
+    object: {kind: Service}
+    kind: script
+    function: slices
+    message: "${actual}"
+"#;
+        let script = format!(
+            r#"fn slices(ctx) {{
+                let svc = ctx.object;
+                let slices = ctx.cluster.endpoint_slices(svc.namespace, svc.name);
+                #{{actual: "a", objects: {objects}}}
+            }}"#
+        );
+        let findings = inline_pack(manifest, &script).evaluate_snapshot(&example());
+        assert_eq!(findings.len(), 1, "{findings:?}");
+        findings.into_iter().next().expect("one finding")
+    }
+
+    #[test]
+    fn script_check_evidence_may_be_the_objects_it_rests_on() {
+        let finding = object_evidence_of("slices.map(|s| s.source)");
+        assert_eq!(finding.status, FindingStatus::Failed, "{finding:?}");
+        let [evidence] = finding.evidence.as_slice() else {
+            panic!("the service's one slice: {:?}", finding.evidence);
+        };
+        assert!(
+            evidence
+                .file
+                .ends_with("examples/flannel-vxlan/cluster/endpointslices.yaml"),
+            "{evidence}"
+        );
+        assert!(evidence.line.is_some_and(|line| line > 1), "{evidence}");
+    }
+
+    #[test]
+    fn script_check_objects_that_are_no_objects_source_are_a_script_error() {
+        for objects in [
+            r#"["/etc/passwd:1"]"#,
+            r#"[`${ctx.cluster.service("default", "web").source}x`]"#,
+            r#""not an array""#,
+        ] {
+            let finding = object_evidence_of(objects);
+            assert_eq!(finding.status, FindingStatus::ScriptError, "{objects}");
+            assert!(finding.message.contains("source"), "{}", finding.message);
+        }
     }
 
     fn hop_on_node_1(dst: &str) -> Arc<HopScope> {

@@ -28,41 +28,7 @@ impl PackKind {
     }
 }
 
-/// How bad a failed check is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    /// Worth knowing; nothing is broken by it.
-    Info,
-    /// May break some traffic or break later.
-    Warning,
-    /// Breaks traffic that the path needs.
-    Critical,
-    /// Breaks all traffic of the subject.
-    Fatal,
-}
-
-impl Severity {
-    pub const ALL: [(&'static str, Severity); 4] = [
-        ("info", Severity::Info),
-        ("warning", Severity::Warning),
-        ("critical", Severity::Critical),
-        ("fatal", Severity::Fatal),
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        Severity::ALL
-            .iter()
-            .find(|(_, s)| *s == self)
-            .map_or("info", |(name, _)| name)
-    }
-}
-
-impl fmt::Display for Severity {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+pub use crate::diagnostic::Severity;
 
 /// A semantic version `MAJOR.MINOR.PATCH`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

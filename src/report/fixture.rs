@@ -67,10 +67,13 @@ pub fn fanned_out(paths: usize, depth: usize) -> Report {
         report.findings.push(FindingOut {
             id: "kernel.route.none".to_string(),
             severity: "fatal",
+            status: crate::diagnostic::FindingStatus::Failed,
             hop: format!("hop-{path}-{}", depth.saturating_sub(1)),
             message: format!("no route {path}"),
             evidence: "ip-route.json".to_string(),
+            places: vec![crate::diagnostic::Evidence::file("ip-route.json")],
             expected: None,
+            remediation: None,
             // The path this finding ends, pushed just below.
             paths: vec![report.paths.len()],
         });

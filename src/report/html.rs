@@ -86,8 +86,8 @@ section { margin: 1.25rem 0; }
 ol.findings li { margin-bottom: 0.6rem; }
 .severity { font-weight: bold; text-transform: uppercase; font-size: 0.8em; }
 .severity.fatal, .severity.critical { color: #c62828; }
-.evidence, .expected { margin-left: 1.5rem; color: #333; }
-.evidence, .expected, table.steps td { overflow-wrap: anywhere; }
+.evidence, .expected, .remediation { margin-left: 1.5rem; color: #333; }
+.evidence, .expected, .remediation, table.steps td { overflow-wrap: anywhere; }
 .picture { overflow-x: auto; border: 1px solid #ddd; }
 .picture svg { max-width: 100%; height: auto; }
 .picture g.hop:hover rect, .picture g.hop.selected rect { stroke: #000; stroke-width: 3; }
@@ -203,9 +203,10 @@ fn write_findings(html: &mut String, report: &Report) {
         };
         let _ = writeln!(
             html,
-            "<li><span class=\"severity {0}\">{0}</span> <code>{1}</code> at {at}: {2}",
+            "<li><span class=\"severity {0}\">{0}</span> <code>{1}</code> at {at}: {2}{3}",
             escape(finding.severity),
             escape(&finding.id),
+            finding.status.prefix(),
             escape(&finding.message),
         );
         // An object's check that cannot tell has no file to point at.
@@ -221,6 +222,13 @@ fn write_findings(html: &mut String, report: &Report) {
                 html,
                 "<div class=\"expected\">expected: {}</div>",
                 escape(expected)
+            );
+        }
+        if let Some(remediation) = &finding.remediation {
+            let _ = writeln!(
+                html,
+                "<div class=\"remediation\">remediation: {}</div>",
+                escape(remediation)
             );
         }
         let _ = writeln!(html, "</li>");

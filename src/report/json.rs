@@ -7,6 +7,7 @@
 use petgraph::visit::EdgeRef;
 use serde::Serialize;
 
+use crate::diagnostic::{Evidence, FindingStatus, evidence_text};
 use crate::engine::{Diagnosis, Finding, Hop, HopKind, Link, LinkKind, PacketFields, Step};
 
 /// The version of this contract.
@@ -216,10 +217,17 @@ impl PacketOut {
 pub struct FindingOut {
     pub id: String,
     pub severity: &'static str,
+    /// `failed`, `unknown` (the snapshot cannot tell) or `script-error` (a
+    /// pack's check failed to run).
+    pub status: FindingStatus,
     pub hop: String,
     pub message: String,
+    /// The places below as one line of text.
     pub evidence: String,
+    /// Each place the finding rests on: `{file, line?, column?, note?}`.
+    pub places: Vec<Evidence>,
     pub expected: Option<String>,
+    pub remediation: Option<String>,
     /// Indices into `paths`: the paths the finding is about (see
     /// [`finding_paths`]).
     pub paths: Vec<usize>,
@@ -260,7 +268,7 @@ impl Report {
                         .findings
                         .iter()
                         .enumerate()
-                        .filter(|(_, f)| f.hop_index == index.index())
+                        .filter(|(_, f)| f.about.hop_index == index.index())
                         .map(|(i, _)| i)
                         .collect();
                     HopOut::new(&graph[index], findings)
@@ -381,10 +389,13 @@ impl FindingOut {
             paths,
             id: finding.id.clone(),
             severity: finding.severity.as_str(),
-            hop: finding.hop.clone(),
+            status: finding.status,
+            hop: finding.about.hop.clone(),
             message: finding.message.clone(),
-            evidence: finding.evidence.clone(),
+            evidence: evidence_text(&finding.evidence),
+            places: finding.evidence.clone(),
             expected: finding.expected.clone(),
+            remediation: finding.remediation.clone(),
         }
     }
 }
@@ -396,7 +407,7 @@ impl FindingOut {
 /// that place.
 pub fn finding_paths(diagnosis: &Diagnosis, finding: &Finding) -> Vec<usize> {
     let ended: Vec<usize> = (0..diagnosis.paths.len())
-        .filter(|&index| diagnosis.paths[index].hops.last() == Some(&finding.hop_index))
+        .filter(|&index| diagnosis.paths[index].hops.last() == Some(&finding.about.hop_index))
         .collect();
     if !ended.is_empty() {
         return ended;
@@ -406,7 +417,7 @@ pub fn finding_paths(diagnosis: &Diagnosis, finding: &Finding) -> Vec<usize> {
             diagnosis.paths[index]
                 .hops
                 .iter()
-                .any(|&hop| diagnosis.hop(hop).id == finding.hop)
+                .any(|&hop| diagnosis.hop(hop).id == finding.about.hop)
         })
         .collect()
 }

@@ -6,6 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::diagnostic::evidence_text;
 use crate::engine::{Diagnosis, Finding, Protocol, Severity, Verdict};
 
 /// The version of this contract.
@@ -261,7 +262,12 @@ fn first_finding(diagnosis: &Diagnosis, verdict: Verdict) -> Option<&Finding> {
                 .find(|p| !p.succeeds())
                 .and_then(|p| p.hops.last());
             stop.and_then(|&hop| {
-                most_severe(diagnosis.findings.iter().filter(|f| f.hop_index == hop))
+                most_severe(
+                    diagnosis
+                        .findings
+                        .iter()
+                        .filter(|f| f.about.hop_index == hop),
+                )
             })
             .or_else(|| most_severe(diagnosis.findings.iter()))
         }
@@ -273,9 +279,9 @@ impl CauseOut {
         CauseOut {
             id: finding.id.clone(),
             severity: finding.severity.as_str().to_owned(),
-            hop: finding.hop.clone(),
+            hop: finding.about.hop.clone(),
             message: finding.message.clone(),
-            evidence: finding.evidence.clone(),
+            evidence: evidence_text(&finding.evidence),
         }
     }
 }

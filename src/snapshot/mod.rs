@@ -18,6 +18,7 @@ pub mod problem;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 
 pub use problem::{ParseIssue, Parsed, Problem};
 
@@ -25,6 +26,8 @@ use cluster::Cluster;
 use input::Boundary;
 use netns::link::Link;
 use netns::{DUMP_FILES, NetnsDump};
+
+use crate::netstack::namespace::{ModelledDump, Namespace};
 
 /// Which network namespace a dump belongs to.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -72,11 +75,53 @@ impl fmt::Display for NetnsId {
     }
 }
 
-/// One namespace dump and the directory it came from.
-#[derive(Debug, Clone)]
+/// One namespace dump, the directory it came from, and the kernel model of
+/// the namespace, built from the dump the first time it is asked for and
+/// then shared by every reader of the snapshot (the path walker, the packs'
+/// host API, the CLI; and every flow of `skoop matrix`).
+#[derive(Debug)]
 pub struct NetnsEntry {
     pub dir: PathBuf,
-    pub dump: NetnsDump,
+    dump: Arc<NetnsDump>,
+    model: OnceLock<ModelledDump>,
+}
+
+impl NetnsEntry {
+    pub fn new(dir: PathBuf, dump: NetnsDump) -> NetnsEntry {
+        NetnsEntry {
+            dir,
+            dump: Arc::new(dump),
+            model: OnceLock::new(),
+        }
+    }
+
+    pub fn dump(&self) -> &NetnsDump {
+        &self.dump
+    }
+
+    /// The dump, to change; the model is built anew from what it becomes.
+    pub fn dump_mut(&mut self) -> &mut NetnsDump {
+        self.model = OnceLock::new();
+        Arc::make_mut(&mut self.dump)
+    }
+
+    /// The namespace's FIB, netfilter and IPVS, built once.
+    pub fn model(&self) -> &Namespace<'_> {
+        self.model
+            .get_or_init(|| ModelledDump::build(Arc::clone(&self.dump)))
+            .model()
+    }
+}
+
+impl Clone for NetnsEntry {
+    /// The same dump; the copy builds its own model when asked.
+    fn clone(&self) -> NetnsEntry {
+        NetnsEntry {
+            dir: self.dir.clone(),
+            dump: Arc::clone(&self.dump),
+            model: OnceLock::new(),
+        }
+    }
 }
 
 /// Everything a diagnosis reads.
@@ -141,7 +186,7 @@ impl Snapshot {
             let (dump, dump_problems) = NetnsDump::load_inside(&dir, boundary);
             problems.extend(dump_problems);
             report_unexpected_files(&dir, &mut problems);
-            namespaces.insert(id, NetnsEntry { dir, dump });
+            namespaces.insert(id, NetnsEntry::new(dir, dump));
         }
 
         let snapshot = Snapshot {
@@ -295,5 +340,34 @@ fn report_unexpected_files(dir: &Path, problems: &mut Vec<Problem>) {
                 expected.join(", ")
             ),
         ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_namespace_model_is_built_once_and_anew_when_its_dump_changes() {
+        let dir = PathBuf::from("examples/flannel-vxlan/nodes/node-1/host");
+        let (dump, problems) = NetnsDump::load(&dir);
+        assert!(problems.is_empty(), "{problems:?}");
+        let mut entry = NetnsEntry::new(dir, dump);
+        let first: *const Namespace<'_> = entry.model();
+        assert!(
+            std::ptr::eq(first, entry.model()),
+            "the same model, not rebuilt"
+        );
+        assert!(entry.model().netfilter.is_some());
+
+        entry.dump_mut().iptables = None;
+        assert!(
+            entry.model().netfilter.is_none(),
+            "the model follows the changed dump"
+        );
+        // A copy shares the dump and builds its own model.
+        let copy = entry.clone();
+        assert!(std::ptr::eq(copy.dump(), entry.dump()));
+        assert!(copy.model().netfilter.is_none());
     }
 }

@@ -2363,7 +2363,7 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
         .findings
         .iter()
         .filter(|f| f.severity == engine::Severity::Fatal)
-        .map(|f| f.hop.clone())
+        .map(|f| f.about.hop.clone())
         .collect::<Vec<_>>()
         .join(", ");
     let disposition = diagnosis.disposition();
@@ -2377,7 +2377,7 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
     let (skoop_delivers, detail) = match peer {
         Peer::Cluster | Peer::FromOutside => (
             disposition == Disposition::Delivered && black_hole.is_none(),
-            black_hole.map(|f| format!("{BLACK_HOLE} at {}", f.hop)),
+            black_hole.map(|f| format!("{BLACK_HOLE} at {}", f.about.hop)),
         ),
         Peer::Outside => {
             let detail = match diagnosis.exit() {
@@ -2462,7 +2462,7 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
             diagnosis
                 .findings
                 .iter()
-                .any(|f| f.severity == engine::Severity::Fatal && f.hop == hop),
+                .any(|f| f.severity == engine::Severity::Fatal && f.about.hop == hop),
             "{}: no fatal finding about {hop}: {:#?}",
             fault.name,
             diagnosis.findings

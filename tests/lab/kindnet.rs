@@ -230,7 +230,7 @@ mod tests {
             let host = &snapshot.namespaces[&skoop::snapshot::NetnsId::Host {
                 node: node.name.clone(),
             }]
-                .dump;
+                .dump();
             let routes = host.routes.as_ref().expect("ip-route.json");
             let links = host.links.as_ref().expect("ip-link.json");
             assert!(

@@ -130,7 +130,7 @@ pub fn outline(diagnosis: &Diagnosis) -> String {
     let mut findings: Vec<String> = diagnosis
         .findings
         .iter()
-        .map(|f| format!("finding {} {:?} {}", f.id, f.severity, f.hop))
+        .map(|f| format!("finding {} {:?} {}", f.id, f.severity, f.about.hop))
         .collect();
     findings.sort();
     lines.extend(findings);

@@ -327,7 +327,7 @@ fn print_check(check: &CheckRun) {
     out!("  {} ({scope}): {verdict}", check.id);
     for finding in &check.findings {
         // Packs' messages conventionally start with `${subject}`.
-        let subject = finding.subject.to_string();
+        let subject = finding.about.subject.to_string();
         if finding.message.starts_with(&subject) {
             out!(
                 "    {} [{}] {}",

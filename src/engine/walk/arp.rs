@@ -32,7 +32,7 @@ pub(super) struct ArpRequest<'a> {
     pub(super) packet: &'a Packet,
 }
 
-impl<'s> Walker<'s, '_> {
+impl<'s> Walker<'s> {
     /// The request `ns` sends by `device` to resolve `next_hop` for `packet`
     /// (`arp_solicit` with `arp_announce` 0): its sender address is the
     /// packet's own source where `ns` holds it, else the one `ns` picks for
@@ -48,7 +48,7 @@ impl<'s> Walker<'s, '_> {
             .src
             .filter(|src| self.owns(ns, *src))
             .or_else(|| {
-                let fib = self.models.fibs.get(ns)?;
+                let fib = self.fib(ns)?;
                 fib.select_source(Some(&device.ifname), next_hop)
             })
             .ok_or_else(|| Stop {
@@ -59,7 +59,7 @@ impl<'s> Walker<'s, '_> {
                     hop_id(ns),
                     device.ifname
                 ),
-                evidence: self.file(ns, "ip-addr.json"),
+                evidence: vec![self.file(ns, "ip-addr.json")],
             })?;
         Ok(ArpRequest {
             target: next_hop,
@@ -116,7 +116,7 @@ impl<'s> Walker<'s, '_> {
             disposition: Disposition::NeighborFailed,
             id: "kernel.neighbour.unanswered",
             reason,
-            evidence: self.file(ns, file),
+            evidence: vec![self.file(ns, file)],
         }
     }
 
@@ -209,9 +209,7 @@ impl<'s> Walker<'s, '_> {
         }
         if self.interface_setting(ns, &iface.ifname, "arp_filter", to_do)? != 0 {
             let fib = self
-                .models
-                .fibs
-                .get(ns)
+                .fib(ns)
                 .ok_or_else(|| ArpRefusal::Unknown(self.missing(ns, "ip-route.json", to_do)))?;
             let back = fib.lookup(&FlowKey {
                 src: Some(target),
@@ -228,7 +226,7 @@ impl<'s> Walker<'s, '_> {
                             hop_id(ns),
                             iface.ifname
                         ),
-                        self.file(ns, "ip-route.json"),
+                        vec![self.file(ns, "ip-route.json")],
                     )));
                 }
                 _ => {
@@ -341,9 +339,7 @@ impl<'s> Walker<'s, '_> {
         }
         self.sender_check(ns, iface, request)?;
         let fib = self
-            .models
-            .fibs
-            .get(ns)
+            .fib(ns)
             .ok_or_else(|| ArpRefusal::Unknown(self.missing(ns, "ip-route.json", to_do)))?;
         let lookup = fib.lookup(&FlowKey {
             src: Some(request.sender),
@@ -380,7 +376,7 @@ impl<'s> Walker<'s, '_> {
                     "whether {} answers ARP for {target} by proxy is not known: {reason}",
                     hop_id(ns)
                 ),
-                self.file(ns, "ip-route.json"),
+                vec![self.file(ns, "ip-route.json")],
             ))),
         }
     }
@@ -399,7 +395,7 @@ mod tests {
         n2_sysctls: &str,
         replaced: Vec<(String, String)>,
         next_hop: &str,
-        test: impl FnOnce(Next<'_>, &Walker<'_, '_>, NodeIndex),
+        test: impl FnOnce(Next<'_>, &Walker<'_>, NodeIndex),
     ) {
         let files = with(two_nodes_on_a_segment(n2_sysctls), replaced);
         let fixture = Fixture::new(&files);
@@ -448,7 +444,11 @@ mod tests {
             assert_eq!(stop.id, "kernel.neighbour.unanswered");
             assert_eq!(stop.disposition, Disposition::NeighborFailed);
             assert!(stop.reason.contains("arp_ignore = 1"), "{}", stop.reason);
-            assert!(stop.evidence.ends_with("sysctl.txt"), "{}", stop.evidence);
+            assert!(
+                crate::diagnostic::evidence_text(&stop.evidence).ends_with("sysctl.txt"),
+                "{:?}",
+                stop.evidence
+            );
         });
         // Its own interface's address is still answered.
         send(&arp(1, 0, 0), vec![], "172.18.0.12", |next, _, _| {
@@ -516,8 +516,8 @@ mod tests {
             let stop = stopped(next);
             assert!(stop.reason.contains("arp_filter"), "{}", stop.reason);
             assert!(
-                stop.evidence.ends_with("ip-route.json"),
-                "{}",
+                crate::diagnostic::evidence_text(&stop.evidence).ends_with("ip-route.json"),
+                "{:?}",
                 stop.evidence
             );
         });

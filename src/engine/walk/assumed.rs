@@ -34,7 +34,7 @@ use crate::snapshot::NetnsId;
 use crate::snapshot::netns::link::LinkKind as DeviceKind;
 use answers::{Holder, holding, unnamed};
 
-impl<'s> Walker<'s, '_> {
+impl<'s> Walker<'s> {
     /// Whether a namespace is stepped over with the CNI's intent: the
     /// snapshot lacks it as a whole and a CNI pack applies.
     pub(super) fn can_assume(&self, ns: &NetnsId) -> bool {
@@ -134,7 +134,7 @@ impl<'s> Walker<'s, '_> {
                 dev.map_or_else(|| unnamed("device"), str::to_string),
                 self.cni_name()
             ),
-            evidence: self.file(ns, "ip-link.json"),
+            evidence: vec![self.file(ns, "ip-link.json")],
         };
         match &interface.attachment {
             Some(Attachment::Routed) => {
@@ -237,7 +237,7 @@ impl<'s> Walker<'s, '_> {
                                 "pack {}: service {} has no backend for {before}: {}",
                                 translation.pack, translation.service, translation.why
                             ),
-                            evidence: format!("service {}", translation.service),
+                            evidence: self.service_evidence(&translation.service),
                         };
                         return self.stop(hop, branch, stop);
                     }
@@ -507,7 +507,7 @@ impl<'s> Walker<'s, '_> {
     /// from that pod arrives on (a bridge, or the pod's routed veth). From
     /// the node's routes when its dump is there, else from the CNI's intent.
     fn interface_to(&self, node: &NetnsId, pod_ip: IpAddr, packet: &Packet) -> Option<String> {
-        if let Some(fib) = self.models.fibs.get(node) {
+        if let Some(fib) = self.fib(node) {
             return match fib.lookup(&FlowKey::to(pod_ip)).outcome {
                 LookupOutcome::Routed { paths, .. } => paths.into_iter().find_map(|path| path.dev),
                 _ => None,
@@ -649,7 +649,7 @@ impl<'s> Walker<'s, '_> {
                 self.answer(place, Flow { packet, branch })
             }
             Err(reason) => {
-                let stop = Stop::unknown("snapshot.missing", reason, self.file(ns, "ss.txt"));
+                let stop = Stop::unknown("snapshot.missing", reason, vec![self.file(ns, "ss.txt")]);
                 self.stop(hop, branch, stop)
             }
         }

@@ -96,7 +96,7 @@ pub(super) enum UndoPhase {
     AfterRouting,
 }
 
-impl<'s> Walker<'s, '_> {
+impl<'s> Walker<'s> {
     /// A socket of the hop's namespace sent the packet; the path's first
     /// such packet opens the connection its reply must come back to.
     pub(super) fn sent(
@@ -320,12 +320,15 @@ impl<'s> Walker<'s, '_> {
             None
         };
         let taken = "the client's connection (the reply left the cluster for it)";
-        let evidence = format!(
+        // The client is outside the snapshot: the connection it opened is
+        // the walk's own record, said in the reason.
+        let opened = format!(
             "the connection the client opened: {} -> {}",
             endpoint(Some(origin.address), origin.port),
             endpoint(Some(origin.target), origin.target_port)
         );
-        self.reply_taken(client, branch, mismatch, taken, evidence)
+        let mismatch = mismatch.map(|reason| format!("{reason} ({opened})"));
+        self.reply_taken(client, branch, mismatch, taken, Vec::new())
     }
 
     /// The reply is in a namespace that takes it: it must be the sender's.
@@ -357,7 +360,8 @@ impl<'s> Walker<'s, '_> {
             None
         };
         let taken = "the sender's connection (the reply arrived)";
-        self.reply_taken(hop, branch, mismatch, taken, hop_id(ns))
+        let evidence = vec![self.place(ns)];
+        self.reply_taken(hop, branch, mismatch, taken, evidence)
     }
 
     /// The reply at `hop` is taken by `connection`, or, where it does not
@@ -368,7 +372,7 @@ impl<'s> Walker<'s, '_> {
         branch: Branch,
         mismatch: Option<String>,
         connection: &str,
-        evidence: String,
+        evidence: Vec<Evidence>,
     ) -> Next<'s> {
         let Some(reason) = mismatch else {
             let socket = connection.to_string();

@@ -34,7 +34,7 @@ struct Lost<'a> {
     because: Option<&'a str>,
 }
 
-impl<'s> Walker<'s, '_> {
+impl<'s> Walker<'s> {
     /// Enters a namespace: a new hop in the graph.
     pub(super) fn visit(
         &mut self,
@@ -108,7 +108,7 @@ impl<'s> Walker<'s, '_> {
                 disposition: Disposition::Loop,
                 id: "engine.loop",
                 reason,
-                evidence: hop_id(ns),
+                evidence: vec![self.place(ns)],
             };
             return self.stop(hop, branch, stop);
         }
@@ -183,7 +183,7 @@ impl<'s> Walker<'s, '_> {
                     disposition: Disposition::NeighborFailed,
                     id: "kernel.neighbour.permanent",
                     reason,
-                    evidence: self.file(ns, "ip-neigh.json"),
+                    evidence: vec![self.file(ns, "ip-neigh.json")],
                 });
             }
             None => {
@@ -242,7 +242,7 @@ impl<'s> Walker<'s, '_> {
                 disposition: Disposition::Loop,
                 id: "engine.loop",
                 reason,
-                evidence: self.file(ns, "ip-addr.json"),
+                evidence: vec![self.file(ns, "ip-addr.json")],
             };
             return self.stop(hop, flow.branch, stop);
         }
@@ -291,7 +291,7 @@ impl<'s> Walker<'s, '_> {
                 disposition: Disposition::NeighborFailed,
                 id: "kernel.neighbour.unanswered",
                 reason,
-                evidence: self.file(ns, "ip-route.json"),
+                evidence: vec![self.file(ns, "ip-route.json")],
             };
             return self.stop(hop, flow.branch, stop);
         }
@@ -325,7 +325,13 @@ impl<'s> Walker<'s, '_> {
     /// The MAC address of a neighbour entry of `ns` for `next_hop` on `dev`
     /// that is never resolved (permanent, or for a device without ARP).
     fn permanent_neighbour(&self, ns: &NetnsId, dev: &str, next_hop: IpAddr) -> Option<MacAddr> {
-        let neighbours = self.snapshot.namespaces.get(ns)?.dump.neighbours.as_ref()?;
+        let neighbours = self
+            .snapshot
+            .namespaces
+            .get(ns)?
+            .dump()
+            .neighbours
+            .as_ref()?;
         neighbours
             .iter()
             .filter(|n| n.dst == next_hop && n.dev == dev)
@@ -386,14 +392,10 @@ impl<'s> Walker<'s, '_> {
             (None, None) => None,
         };
         if let Some((id, message, expected, evidence)) = lost {
+            let finding = self.finding_at(hop, id, Severity::Fatal, message, vec![evidence]);
             self.findings.push(Finding {
-                id: id.into(),
-                severity: Severity::Fatal,
-                hop: hop_id(ns),
-                hop_index: hop.index(),
-                message,
-                evidence,
                 expected: Some(expected.into()),
+                ..finding
             });
         }
     }
@@ -685,7 +687,7 @@ mod tests {
     }
 
     /// n1 sends a packet from `source` to 8.8.8.8, which nobody holds.
-    fn leave_from(source: &str, test: impl FnOnce(&Walker<'_, '_>, Branch, Option<Exit>)) {
+    fn leave_from(source: &str, test: impl FnOnce(&Walker<'_>, Branch, Option<Exit>)) {
         let fixture = Fixture::new(&two_pods_on_a_bridge());
         fixture.walk(None, |walker| {
             let mut branch = branch();

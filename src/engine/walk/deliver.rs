@@ -4,7 +4,7 @@
 use super::*;
 use crate::snapshot::netns::sockets::{self as ss, ListeningSocket};
 
-impl<'s> Walker<'s, '_> {
+impl<'s> Walker<'s> {
     /// The packet is for this namespace: a tunnel device or a socket takes
     /// it (at an assumed hop, as the CNI's intent and the cluster's objects
     /// say), or the sender's connection takes the reply.
@@ -20,7 +20,7 @@ impl<'s> Walker<'s, '_> {
             return self.deliver_assumed(place, flow);
         }
         let Flow { packet, branch } = flow;
-        if let Some(ipvs) = self.models.ipvs.get(ns)
+        if let Some(ipvs) = self.ipvs(ns)
             && let (Some(transport), Some(dport)) = (transport(packet.protocol), packet.dport)
         {
             match ipvs.schedule(transport, SocketAddr::new(packet.dst, dport), packet.mark) {
@@ -34,7 +34,10 @@ impl<'s> Walker<'s, '_> {
                         hop_id(ns),
                         SocketAddr::new(packet.dst, dport)
                     );
-                    let evidence = format!("{}:{}", self.file(ns, "ipvsadm.txt"), service.line);
+                    let evidence = vec![Evidence {
+                        line: Some(service.line),
+                        ..self.file(ns, "ipvsadm.txt")
+                    }];
                     let stop = Stop {
                         disposition: Disposition::NoListener,
                         id: "kernel.ipvs.no-real-server",
@@ -44,8 +47,11 @@ impl<'s> Walker<'s, '_> {
                     return self.stop(hop, branch, stop);
                 }
                 IpvsOutcome::Unknown { reason } => {
-                    let stop =
-                        Stop::unknown("kernel.ipvs.unknown", reason, self.file(ns, "ipvsadm.txt"));
+                    let stop = Stop::unknown(
+                        "kernel.ipvs.unknown",
+                        reason,
+                        vec![self.file(ns, "ipvsadm.txt")],
+                    );
                     return self.stop(hop, branch, stop);
                 }
             }
@@ -61,7 +67,7 @@ impl<'s> Walker<'s, '_> {
                         "{} ignores echo requests: net.ipv4.icmp_echo_ignore_all = 1",
                         hop_id(ns)
                     );
-                    let evidence = self.file(ns, "sysctl.txt");
+                    let evidence = vec![self.file(ns, "sysctl.txt")];
                     return self.stop(
                         hop,
                         branch,
@@ -82,7 +88,7 @@ impl<'s> Walker<'s, '_> {
                     .snapshot
                     .namespaces
                     .get(ns)
-                    .and_then(|e| e.dump.sockets.as_ref())
+                    .and_then(|e| e.dump().sockets.as_ref())
                 else {
                     return self.stop(
                         hop,
@@ -112,7 +118,7 @@ impl<'s> Walker<'s, '_> {
                             hop_id(ns),
                             packet.protocol
                         );
-                        let evidence = self.file(ns, "ss.txt");
+                        let evidence = vec![self.file(ns, "ss.txt")];
                         self.stop(
                             hop,
                             branch,
@@ -131,8 +137,11 @@ impl<'s> Walker<'s, '_> {
                             hop_id(ns),
                             packet.protocol
                         );
-                        let stop =
-                            Stop::unknown("kernel.socket.unknown", reason, self.file(ns, "ss.txt"));
+                        let stop = Stop::unknown(
+                            "kernel.socket.unknown",
+                            reason,
+                            vec![self.file(ns, "ss.txt")],
+                        );
                         self.stop(hop, branch, stop)
                     }
                 }
@@ -340,7 +349,11 @@ mod tests {
                 "{}",
                 stop.reason
             );
-            assert!(stop.evidence.ends_with("ss.txt"), "{}", stop.evidence);
+            assert!(
+                crate::diagnostic::evidence_text(&stop.evidence).ends_with("ss.txt"),
+                "{:?}",
+                stop.evidence
+            );
         });
     }
 

@@ -58,10 +58,9 @@ impl Fixture {
     pub(super) fn walk<R>(
         &self,
         size: Option<PacketSize>,
-        test: impl FnOnce(&mut Walker<'_, '_>) -> R,
+        test: impl FnOnce(&mut Walker<'_>) -> R,
     ) -> R {
-        let models = Models::build(&self.snapshot);
-        let mut walker = Walker::new(&self.snapshot, &models, &self.packs, size);
+        let mut walker = Walker::new(&self.snapshot, &self.packs, size);
         test(&mut walker)
     }
 }
@@ -283,7 +282,7 @@ pub(super) fn branch() -> Branch {
     Branch::new()
 }
 
-impl Walker<'_, '_> {
+impl Walker<'_> {
     /// A fresh hop for `ns` and a new branch through it, carrying `packet`.
     pub(super) fn test_flow(&mut self, ns: &NetnsId, packet: Packet) -> (Place, Flow) {
         let mut branch = Branch::new();

@@ -15,7 +15,7 @@ pub(super) enum BridgePort<'s> {
     Unanswered(Option<Stop>),
 }
 
-impl<'s> Walker<'s, '_> {
+impl<'s> Walker<'s> {
     /// Sends the packet out of `dev` towards `next_hop`.
     pub(super) fn egress(
         &mut self,
@@ -138,7 +138,7 @@ impl<'s> Walker<'s, '_> {
             disposition: Disposition::NeighborFailed,
             id: "kernel.device.down",
             reason: format!("{} sends by {}, which {state}", hop_id(ns), device.ifname),
-            evidence: self.file(ns, "ip-link.json"),
+            evidence: vec![self.file(ns, "ip-link.json")],
         })
     }
 
@@ -257,7 +257,11 @@ impl<'s> Walker<'s, '_> {
                 self_peered.join(", "),
                 hop_id(ns)
             );
-            let stop = Stop::unknown("snapshot.unreadable", reason, self.file(ns, "ip-link.json"));
+            let stop = Stop::unknown(
+                "snapshot.unreadable",
+                reason,
+                vec![self.file(ns, "ip-link.json")],
+            );
             return self.stop(hop, branch, stop);
         }
         if !unknown.is_empty() {
@@ -278,7 +282,7 @@ impl<'s> Walker<'s, '_> {
                 owner.unwrap_or_default(),
                 unknown.join(", ")
             );
-            let evidence = self.file(ns, "ip-link.json");
+            let evidence = vec![self.file(ns, "ip-link.json")];
             let stop = Stop::unknown("snapshot.missing", reason, evidence);
             return self.stop(hop, branch, stop);
         }
@@ -286,7 +290,7 @@ impl<'s> Walker<'s, '_> {
             "no device on bridge {bridge} of {} answers ARP for {next_hop}",
             hop_id(ns)
         );
-        let evidence = self.file(ns, "ip-addr.json");
+        let evidence = vec![self.file(ns, "ip-addr.json")];
         let stop = Stop {
             disposition: Disposition::NeighborFailed,
             id: "kernel.neighbour.unanswered",
@@ -466,15 +470,14 @@ impl<'s> Walker<'s, '_> {
             self.undo_nat(ns, hop, packet, branch, UndoPhase::BeforeRouting);
             self.undo_nat(ns, hop, packet, branch, UndoPhase::AfterRouting);
         }
-        let models = self.models;
-        let Some(netfilter) = models.netfilters.get(ns) else {
+        let Some(netfilter) = self.netfilter(ns) else {
             return Some(self.missing(
                 ns,
                 "iptables-save.txt",
                 "evaluate bridged traffic (bridge-nf-call-iptables = 1)",
             ));
         };
-        let context = self.netfilter_context(ns, models.fibs.get(ns));
+        let context = self.netfilter_context(ns, self.fib(ns));
         let mut filtered = packet.netfilter_packet(packet.src.unwrap_or(packet.dst));
         filtered.ct_nat = branch.connection_nat(ns);
         filtered.in_iface = Some(bridge.to_string());
@@ -493,7 +496,7 @@ impl<'s> Walker<'s, '_> {
             return Some(Stop::unknown(
                 "engine.bridge.branches",
                 reason,
-                self.file(ns, "iptables-save.txt"),
+                vec![self.file(ns, "iptables-save.txt")],
             ));
         };
         match &outcome.verdict {
@@ -504,7 +507,7 @@ impl<'s> Walker<'s, '_> {
             Verdict::Unknown { reason } => Some(Stop::unknown(
                 "kernel.netfilter.unknown",
                 reason.clone(),
-                self.file(ns, "iptables-save.txt"),
+                vec![self.file(ns, "iptables-save.txt")],
             )),
             Verdict::Accept | Verdict::Unroutable { .. } => {
                 self.record_translations(ns, hop, outcome, branch);
@@ -524,11 +527,7 @@ mod tests {
 
     /// The port of n1's cni0 a frame from the node to `to` leaves by, the
     /// frame having come in by `in_port`.
-    fn port_towards<'s>(
-        walker: &Walker<'s, '_>,
-        to: &str,
-        in_port: Option<&str>,
-    ) -> BridgePort<'s> {
+    fn port_towards<'s>(walker: &Walker<'s>, to: &str, in_port: Option<&str>) -> BridgePort<'s> {
         let node = host("n1");
         let bridge = walker.topology.link(&node, "cni0").expect("cni0");
         let packet = tcp("10.0.0.1", to);

@@ -39,7 +39,6 @@ mod routed;
 mod stack;
 mod tunnel;
 
-use std::collections::HashMap;
 use std::fmt;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -50,8 +49,8 @@ use super::hooks::Intent;
 use super::target::{PacketSize, Protocol, Resolved, Start};
 use super::topology::{Port, Topology};
 use super::{
-    Diagnosis, Disposition, Exit, Finding, Hop, HopContext, HopKind, HopStep, Link, LinkKind,
-    PacketFields, PathResult, Severity, Step,
+    AtHop, Diagnosis, Disposition, Evidence, Exit, Finding, FindingStatus, Hop, HopContext,
+    HopKind, HopStep, Link, LinkKind, PacketFields, PathResult, Severity, Step,
 };
 use crate::netstack::Tri;
 use crate::netstack::ipvs::{Ipvs, IpvsOutcome, Scheduled, Transport};
@@ -97,57 +96,13 @@ const MAX_VISITS: usize = 64;
 /// double the paths at every namespace they are met in, request and reply.
 const MAX_PATHS: usize = 4096;
 
-/// The kernel models of every namespace, built once per walk.
-struct Models<'s> {
-    fibs: HashMap<&'s NetnsId, Fib<'s>>,
-    netfilters: HashMap<&'s NetnsId, Netfilter<'s>>,
-    ipvs: HashMap<&'s NetnsId, Ipvs<'s>>,
-}
-
-/// The dump files netfilter's rules are read from.
-const RULESET_FILES: [&str; 2] = ["iptables-save.txt", "nft-ruleset.json"];
-
-impl<'s> Models<'s> {
-    /// Each namespace's FIB, netfilter and IPVS, where its dump has them.
-    fn build(snapshot: &'s Snapshot) -> Models<'s> {
-        let fibs = snapshot
-            .namespaces
-            .iter()
-            .filter_map(|(id, entry)| Some((id, Fib::from_dump(&entry.dump)?)))
-            .collect();
-        let netfilters = snapshot
-            .namespaces
-            .iter()
-            // A ruleset that is there but unreadable leaves the namespace's
-            // netfilter unknown: the other file alone is not the whole truth.
-            .filter(|(_, entry)| {
-                !RULESET_FILES
-                    .iter()
-                    .any(|file| entry.dump.unreadable.contains_key(file))
-            })
-            .filter_map(|(id, entry)| Some((id, Netfilter::from_dump(&entry.dump)?)))
-            .collect();
-        let ipvs = snapshot
-            .namespaces
-            .iter()
-            .filter_map(|(id, entry)| Some((id, Ipvs::new(entry.dump.ipvs.as_ref()?))))
-            .collect();
-        Models {
-            fibs,
-            netfilters,
-            ipvs,
-        }
-    }
-}
-
-struct Walker<'s, 'm> {
+struct Walker<'s> {
     snapshot: &'s Snapshot,
     /// The same snapshot, shared with the packs' hooks.
     shared: &'s Arc<Snapshot>,
     /// The packs' hooks, for namespaces the snapshot lacks.
     intent: Intent<'s>,
     topology: Topology<'s>,
-    models: &'m Models<'s>,
     graph: DiGraph<Hop, Link>,
     paths: Vec<PathResult>,
     findings: Vec<Finding>,
@@ -158,8 +113,7 @@ struct Walker<'s, 'm> {
 }
 
 pub(crate) fn walk(shared: &Arc<Snapshot>, resolved: &Resolved, packs: &LoadedPacks) -> Diagnosis {
-    let models = Models::build(shared);
-    let mut walker = Walker::new(shared, &models, packs, resolved.size);
+    let mut walker = Walker::new(shared, packs, resolved.size);
     let packet = Packet {
         src: resolved.src,
         dst: resolved.dst,
@@ -274,13 +228,13 @@ struct Stop {
     disposition: Disposition,
     id: &'static str,
     reason: String,
-    evidence: String,
+    evidence: Vec<Evidence>,
 }
 
 impl Stop {
     /// The snapshot cannot tell what happens next: the path ends as
     /// `insufficient_info`, never with a guessed verdict.
-    fn unknown(id: &'static str, reason: String, evidence: String) -> Stop {
+    fn unknown(id: &'static str, reason: String, evidence: Vec<Evidence>) -> Stop {
         Stop {
             disposition: Disposition::InsufficientInfo,
             id,
@@ -290,19 +244,17 @@ impl Stop {
     }
 }
 
-impl<'s, 'm> Walker<'s, 'm> {
+impl<'s> Walker<'s> {
     fn new(
         shared: &'s Arc<Snapshot>,
-        models: &'m Models<'s>,
         packs: &'s LoadedPacks,
         size: Option<PacketSize>,
-    ) -> Walker<'s, 'm> {
+    ) -> Walker<'s> {
         Walker {
             snapshot: shared,
             shared,
             intent: Intent::new(shared, packs),
             topology: Topology::new(shared),
-            models,
             graph: DiGraph::new(),
             paths: Vec::new(),
             findings: Vec::new(),
@@ -312,7 +264,23 @@ impl<'s, 'm> Walker<'s, 'm> {
     }
 }
 
-impl<'s> Walker<'s, '_> {
+impl<'s> Walker<'s> {
+    /// The namespace's FIB, where its dump has one (built once per snapshot:
+    /// [`NetnsEntry::model`]).
+    fn fib(&self, ns: &NetnsId) -> Option<&'s Fib<'s>> {
+        self.snapshot.namespaces.get(ns)?.model().fib.as_ref()
+    }
+
+    /// The namespace's netfilter rules, where its dump has them.
+    fn netfilter(&self, ns: &NetnsId) -> Option<&'s Netfilter<'s>> {
+        self.snapshot.namespaces.get(ns)?.model().netfilter.as_ref()
+    }
+
+    /// The namespace's IPVS services, where its dump has them.
+    fn ipvs(&self, ns: &NetnsId) -> Option<&'s Ipvs<'s>> {
+        self.snapshot.namespaces.get(ns)?.model().ipvs.as_ref()
+    }
+
     /// The driver loop: runs each stage the walk comes to, depth first, so
     /// that a fork's ways are walked (and their paths recorded) in order.
     fn run(&mut self, first: Next<'s>) {
@@ -351,7 +319,7 @@ impl<'s> Walker<'s, '_> {
                         );
                         self.record_path(followed.branch, Disposition::InsufficientInfo, None);
                     } else {
-                        let evidence = self.file(&place.ns, "iptables-save.txt");
+                        let evidence = vec![self.file(&place.ns, "iptables-save.txt")];
                         let stop = Stop::unknown("engine.too-many-paths", reason, evidence);
                         self.record_stop(place.hop, followed.branch, stop);
                     }
@@ -379,14 +347,22 @@ impl<'s> Walker<'s, '_> {
     }
 
     fn sysctls(&self, ns: &NetnsId) -> Option<&'s Sysctls> {
-        self.snapshot.namespaces.get(ns)?.dump.sysctls.as_ref()
+        self.snapshot.namespaces.get(ns)?.dump().sysctls.as_ref()
     }
 
     /// The path of a dump file, as evidence.
-    fn file(&self, ns: &NetnsId, name: &str) -> String {
+    fn file(&self, ns: &NetnsId, name: &str) -> Evidence {
         match self.snapshot.namespaces.get(ns) {
-            Some(entry) => entry.dir.join(name).display().to_string(),
-            None => format!("{} (no dump)", hop_id(ns)),
+            Some(entry) => Evidence::file(entry.dir.join(name)),
+            None => Evidence::file(hop_id(ns)).noting("no dump"),
+        }
+    }
+
+    /// The namespace's dump directory, as evidence.
+    fn place(&self, ns: &NetnsId) -> Evidence {
+        match self.snapshot.namespaces.get(ns) {
+            Some(entry) => Evidence::file(entry.dir.clone()),
+            None => Evidence::file(hop_id(ns)).noting("no dump"),
         }
     }
 
@@ -397,7 +373,7 @@ impl<'s> Walker<'s, '_> {
         let entry = self.snapshot.namespaces.get(ns);
         let unreadable: Vec<(&str, &String)> = entry
             .map(|e| {
-                e.dump
+                e.dump()
                     .unreadable
                     .iter()
                     .filter(|(file, _)| what.contains(*file))
@@ -405,7 +381,7 @@ impl<'s> Walker<'s, '_> {
                     .collect()
             })
             .unwrap_or_default();
-        let evidence = entry.map_or_else(|| hop_id(ns), |e| e.dir.display().to_string());
+        let evidence = vec![self.place(ns)];
         if let Some((file, why)) = unreadable.first() {
             return Stop::unknown(
                 "snapshot.unreadable",

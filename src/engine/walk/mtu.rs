@@ -15,7 +15,10 @@ pub(super) enum ErrorOut {
     /// It leaves by `dev`, sent from `src`.
     Leaves { src: IpAddr, dev: String },
     /// Routing or netfilter stops it in the namespace: the sender is never told.
-    Stopped { reason: String, evidence: String },
+    Stopped {
+        reason: String,
+        evidence: Vec<Evidence>,
+    },
     /// The snapshot cannot tell.
     Unknown { reason: String },
 }
@@ -27,7 +30,7 @@ pub(super) enum ErrorOut {
 /// dropped, without an ICMP error.
 pub(super) const VLAN_HEADER: u32 = 4;
 
-impl<'s> Walker<'s, '_> {
+impl<'s> Walker<'s> {
     /// The IP layer sends a packet by a device only if it fits the device's
     /// MTU. A larger one is fragmented when DF is clear; with DF set it is
     /// dropped, and the sender told: ICMP fragmentation-needed to a
@@ -152,7 +155,7 @@ impl<'s> Walker<'s, '_> {
                             evidence: stopped,
                         },
                     )) => {
-                        evidence = format!("{evidence}; {stopped}");
+                        evidence.extend(stopped);
                         (
                             format!(
                                 "it is dropped, and the {error} the kernel answers to {sender} never leaves {}: {reason}",
@@ -241,8 +244,7 @@ impl<'s> Walker<'s, '_> {
         sender: IpAddr,
         nat: ConnectionNat,
     ) -> ErrorOut {
-        let models = self.models;
-        let (Some(fib), Some(netfilter)) = (models.fibs.get(ns), models.netfilters.get(ns)) else {
+        let (Some(fib), Some(netfilter)) = (self.fib(ns), self.netfilter(ns)) else {
             return ErrorOut::Unknown {
                 reason: format!(
                     "the snapshot lacks {}'s routes or netfilter rules",
@@ -260,7 +262,7 @@ impl<'s> Walker<'s, '_> {
                 let route = route.map(|r| format!(" ({})", describe_route(&fib.routes[r])));
                 return ErrorOut::Stopped {
                     reason: format!("it has no route back: {error}{}", route.unwrap_or_default()),
-                    evidence: self.file(ns, "ip-route.json"),
+                    evidence: vec![self.file(ns, "ip-route.json")],
                 };
             }
             LookupOutcome::Unknown { reason } => return ErrorOut::Unknown { reason },
@@ -273,7 +275,7 @@ impl<'s> Walker<'s, '_> {
             let Some(src) = path.prefsrc else {
                 ways.push(ErrorOut::Stopped {
                     reason: "it has no address to be sent from".to_string(),
-                    evidence: self.file(ns, "ip-addr.json"),
+                    evidence: vec![self.file(ns, "ip-addr.json")],
                 });
                 continue;
             };
@@ -302,7 +304,7 @@ impl<'s> Walker<'s, '_> {
                     }
                     Verdict::Unroutable { error } => ErrorOut::Stopped {
                         reason: format!("rerouted after OUTPUT, it has no route: {error}"),
-                        evidence: self.file(ns, "ip-route.json"),
+                        evidence: vec![self.file(ns, "ip-route.json")],
                     },
                     Verdict::Unknown { reason } => ErrorOut::Unknown {
                         reason: reason.clone(),
@@ -406,13 +408,9 @@ impl<'s> Walker<'s, '_> {
     }
 
     /// The device and its MTU, where the dump shows them.
-    pub(super) fn mtu_evidence(&self, ns: &NetnsId, device: &Device) -> String {
-        format!(
-            "{}: {} mtu {}",
-            self.file(ns, "ip-link.json"),
-            device.ifname,
-            device.mtu
-        )
+    pub(super) fn mtu_evidence(&self, ns: &NetnsId, device: &Device) -> Vec<Evidence> {
+        let note = format!("{} mtu {}", device.ifname, device.mtu);
+        vec![self.file(ns, "ip-link.json").noting(note)]
     }
 }
 

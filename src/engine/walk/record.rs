@@ -3,7 +3,7 @@
 
 use super::*;
 
-impl<'s> Walker<'s, '_> {
+impl<'s> Walker<'s> {
     /// Keeps `packet` as the hop's packet (see [`HopContext::last_packet`]),
     /// or that its addresses are not `known`. The outer packet of a tunnel
     /// the hop put its packet in (`generated` here, carrying one) leaves the
@@ -65,25 +65,40 @@ impl<'s> Walker<'s, '_> {
         id: &str,
         severity: Severity,
         message: String,
-        evidence: String,
+        evidence: Vec<Evidence>,
     ) {
-        let hop_name = self.graph[hop].id.clone();
-        if self
-            .findings
-            .iter()
-            .any(|f| f.id == id && f.hop == hop_name && f.message == message)
-        {
-            return;
+        let finding = self.finding_at(hop, id, severity, message, evidence);
+        if !self.findings.iter().any(|f| {
+            (&f.id, &f.about.hop, &f.message) == (&finding.id, &finding.about.hop, &finding.message)
+        }) {
+            self.findings.push(finding);
         }
-        self.findings.push(Finding {
+    }
+
+    /// A finding at `hop` that the walk concluded (rather than one it could
+    /// not: those are its stops for want of information).
+    pub(super) fn finding_at(
+        &self,
+        hop: NodeIndex,
+        id: &str,
+        severity: Severity,
+        message: String,
+        evidence: Vec<Evidence>,
+    ) -> Finding {
+        Finding {
             id: id.to_string(),
             severity,
-            hop: hop_name,
-            hop_index: hop.index(),
+            status: FindingStatus::Failed,
             message,
             evidence,
             expected: None,
-        });
+            remediation: None,
+            references: Vec::new(),
+            about: AtHop {
+                hop: self.graph[hop].id.clone(),
+                hop_index: hop.index(),
+            },
+        }
     }
 
     /// Records a step; every step of an assumed hop is assumed.
@@ -130,14 +145,26 @@ impl<'s> Walker<'s, '_> {
             Disposition::InsufficientInfo => Severity::Warning,
             _ => Severity::Fatal,
         };
+        // A path that ends for want of information is a finding that
+        // cannot tell; every other stop is the kernel's (or the cluster's)
+        // own doing.
+        let status = match stop.disposition {
+            Disposition::InsufficientInfo => FindingStatus::Unknown,
+            _ => FindingStatus::Failed,
+        };
         self.findings.push(Finding {
             id: stop.id.to_string(),
             severity,
-            hop: self.graph[hop].id.clone(),
-            hop_index: hop.index(),
+            status,
             message: stop.reason,
             evidence: stop.evidence,
             expected: None,
+            remediation: None,
+            references: Vec::new(),
+            about: AtHop {
+                hop: self.graph[hop].id.clone(),
+                hop_index: hop.index(),
+            },
         });
         self.record_path(branch, stop.disposition, None);
     }
@@ -198,7 +225,11 @@ mod tests {
             let place = walker.test_hop(&host("n1"), &mut first);
             let mut second = first.clone();
             second.probability = 0.5;
-            let stop = Stop::unknown("snapshot.missing", "why".into(), "where".into());
+            let stop = Stop::unknown(
+                "snapshot.missing",
+                "why".into(),
+                vec![Evidence::file("where")],
+            );
             walker.run(Next::Fork(vec![
                 walker.stop(place.hop, first, stop),
                 walker.finish(second, Disposition::Delivered),

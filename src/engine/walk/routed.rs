@@ -22,7 +22,7 @@ enum Destination {
     Outside,
 }
 
-impl<'s> Walker<'s, '_> {
+impl<'s> Walker<'s> {
     /// A node's packet for `gateway` on `device`, which nobody of the
     /// snapshot holds: carried by the routed underlay to the node that holds
     /// its destination (or the pod's node, where the CNI says the routers
@@ -138,7 +138,7 @@ impl<'s> Walker<'s, '_> {
                 let stop = Stop::unknown(
                     "engine.underlay.pod-routes-unknown",
                     reason,
-                    self.file(ns, "ip-route.json"),
+                    vec![self.file(ns, "ip-route.json")],
                 );
                 return self.stop(hop, flow.branch, stop);
             }
@@ -167,7 +167,12 @@ impl<'s> Walker<'s, '_> {
                 "{sent}; pack {} says the routers route pod addresses, but node {node} has no InternalIP to tell where they deliver it",
                 routes.pack
             );
-            let stop = Stop::unknown("snapshot.missing", reason, format!("node {node}"));
+            let object = self
+                .snapshot
+                .cluster
+                .node(node)
+                .map(|n| n.meta.source.evidence());
+            let stop = Stop::unknown("snapshot.missing", reason, object.into_iter().collect());
             return self.stop(hop, flow.branch, stop);
         };
         let why = format!(
@@ -235,15 +240,15 @@ impl<'s> Walker<'s, '_> {
             device.ifname,
             hop_id(node)
         );
-        self.findings.push(Finding {
-            id: "engine.underlay.routed".into(),
-            severity: Severity::Info,
-            hop: hop_id(ns),
-            hop_index: hop.index(),
+        let evidence = vec![self.file(ns, "ip-route.json")];
+        let finding = self.finding_at(
+            hop,
+            "engine.underlay.routed",
+            Severity::Info,
             message,
-            evidence: self.file(ns, "ip-route.json"),
-            expected: None,
-        });
+            evidence,
+        );
+        self.findings.push(finding);
         let link = (LinkKind::UnderlayRouted, device.ifname.as_str());
         self.enter_node(hop, link, node, address, None, flow)
     }
@@ -339,7 +344,7 @@ spec: {peerIP: 172.18.0.1, asNumber: 64512}
     }
 
     /// n1 sends `packet` by eth0 to its gateway 172.18.0.1.
-    fn send(fixture: &Fixture, packet: Packet, test: impl FnOnce(&mut Walker<'_, '_>, Next<'_>)) {
+    fn send(fixture: &Fixture, packet: Packet, test: impl FnOnce(&mut Walker<'_>, Next<'_>)) {
         fixture.walk(None, |walker| {
             let (place, flow) = walker.test_flow(&host("n1"), packet);
             let next = walker.egress(&place, "eth0", "172.18.0.1".parse().unwrap(), flow);
@@ -349,7 +354,7 @@ spec: {peerIP: 172.18.0.1, asNumber: 64512}
 
     /// The node a routed-underlay crossing goes to, on which interface, and
     /// the sending hop's `engine.underlay.routed` finding.
-    fn carried(walker: &Walker<'_, '_>, next: &Next<'_>) -> (NetnsId, Arrival, String) {
+    fn carried(walker: &Walker<'_>, next: &Next<'_>) -> (NetnsId, Arrival, String) {
         let Next::Visit {
             ns, arrival, from, ..
         } = next
@@ -418,7 +423,7 @@ spec: {peerIP: 172.18.0.1, asNumber: 64512}
 
     /// The fatal finding of a pod's packet that leaves the cluster instead
     /// of reaching the pod, once the walk has ended there.
-    fn lost_pod(walker: &Walker<'_, '_>, next: Next<'_>) -> String {
+    fn lost_pod(walker: &Walker<'_>, next: Next<'_>) -> String {
         let Next::Finish { disposition, .. } = next else {
             panic!("{}", describe(&next));
         };

@@ -151,13 +151,12 @@ pub(super) struct Decision {
     pub(super) text: String,
 }
 
-impl<'s> Walker<'s, '_> {
+impl<'s> Walker<'s> {
     /// What the namespace's kernel does with a packet that is in it.
     pub(super) fn process(&mut self, place: &Place, flow: Flow, arrival: Arrival) -> Next<'s> {
         let (ns, hop) = (&place.ns, place.hop);
         let Flow { packet, branch } = flow;
-        let models = self.models;
-        let Some(fib) = models.fibs.get(ns) else {
+        let Some(fib) = self.fib(ns) else {
             let stop = self.missing(
                 ns,
                 "ip-route.json, ip-rule.json and ip-addr.json",
@@ -165,7 +164,7 @@ impl<'s> Walker<'s, '_> {
             );
             return self.stop(hop, branch, stop);
         };
-        let Some(netfilter) = models.netfilters.get(ns) else {
+        let Some(netfilter) = self.netfilter(ns) else {
             let stop = self.missing(
                 ns,
                 "iptables-save.txt or nft-ruleset.json",
@@ -224,7 +223,7 @@ impl<'s> Walker<'s, '_> {
                         return self.route_failed(place, &packet, &choice, branch);
                     }
                     LookupOutcome::Unknown { reason } => {
-                        let evidence = self.file(ns, "ip-route.json");
+                        let evidence = vec![self.file(ns, "ip-route.json")];
                         let stop = Stop::unknown("kernel.route.unknown", reason, evidence);
                         return self.stop(hop, branch, stop);
                     }
@@ -287,7 +286,7 @@ impl<'s> Walker<'s, '_> {
                                 disposition: Disposition::NoRoute,
                                 id: "kernel.route.no-source",
                                 reason,
-                                evidence: self.file(ns, "ip-addr.json"),
+                                evidence: vec![self.file(ns, "ip-addr.json")],
                             };
                             self.stop(hop, branch, stop)
                         }
@@ -375,7 +374,8 @@ impl<'s> Walker<'s, '_> {
                 return self.stop(hop, branch, stop);
             }
             Verdict::Unknown { reason } => {
-                let stop = Stop::unknown("kernel.netfilter.unknown", reason.clone(), rules_file);
+                let stop =
+                    Stop::unknown("kernel.netfilter.unknown", reason.clone(), vec![rules_file]);
                 return self.stop(hop, branch, stop);
             }
             Verdict::Unroutable { .. } | Verdict::Accept => {}
@@ -393,7 +393,7 @@ impl<'s> Walker<'s, '_> {
         }
         let Some(choice) = route.or(routed) else {
             let reason = "netfilter reported no routing decision for the packet".to_string();
-            let stop = Stop::unknown("engine.route.missing", reason, rules_file);
+            let stop = Stop::unknown("engine.route.missing", reason, vec![rules_file]);
             return self.stop(hop, branch, stop);
         };
         match choice {
@@ -455,7 +455,7 @@ impl<'s> Walker<'s, '_> {
                 let stop = Stop::unknown(
                     "kernel.route.unknown",
                     reason,
-                    self.file(ns, "ip-route.json"),
+                    vec![self.file(ns, "ip-route.json")],
                 );
                 self.stop(hop, branch, stop)
             }
@@ -501,7 +501,7 @@ impl<'s> Walker<'s, '_> {
             disposition,
             id,
             reason,
-            evidence: self.file(ns, "ip-route.json"),
+            evidence: vec![self.file(ns, "ip-route.json")],
         };
         self.stop(hop, branch, stop)
     }
@@ -543,7 +543,7 @@ impl<'s> Walker<'s, '_> {
                 "{} does not forward packets arriving on {iif}: {key} = 0",
                 hop_id(ns)
             ),
-            evidence: format!("{}: {key} = 0", self.file(ns, "sysctl.txt")),
+            evidence: vec![self.file(ns, "sysctl.txt").noting(format!("{key} = 0"))],
         })
     }
 
@@ -574,7 +574,7 @@ impl<'s> Walker<'s, '_> {
         if mode == 0 {
             return None;
         }
-        let fib = self.models.fibs.get(ns)?;
+        let fib = self.fib(ns)?;
         let back = fib.lookup(&FlowKey {
             src: Some(packet.dst),
             ..FlowKey::to(src)
@@ -594,7 +594,7 @@ impl<'s> Walker<'s, '_> {
                 hop_id(ns),
                 if mode == 1 { "strict" } else { "loose" }
             ),
-            evidence: format!("{}: rp_filter = {mode}", self.file(ns, "sysctl.txt")),
+            evidence: vec![self.file(ns, "sysctl.txt").noting(format!("rp_filter = {mode}"))],
         })
     }
 
@@ -608,7 +608,7 @@ impl<'s> Walker<'s, '_> {
         Context {
             fib,
             interfaces: self.snapshot.namespaces[ns]
-                .dump
+                .dump()
                 .addrs
                 .as_deref()
                 .unwrap_or_default(),
@@ -617,14 +617,13 @@ impl<'s> Walker<'s, '_> {
     }
 
     /// A rule's place in the namespace's iptables-save dump, as evidence.
-    pub(super) fn rule_evidence(&self, ns: &NetnsId, decision: &Decision) -> String {
-        let rules_file = self.file(ns, decision.file);
-        let text = &decision.text;
-        match (decision.line, decision.column) {
-            (Some(line), Some(column)) => format!("{rules_file}:{line}:{column}: {text}"),
-            (Some(line), None) => format!("{rules_file}:{line}: {text}"),
-            _ => format!("{rules_file}: {text}"),
-        }
+    pub(super) fn rule_evidence(&self, ns: &NetnsId, decision: &Decision) -> Vec<Evidence> {
+        let rules_file = Evidence {
+            line: decision.line,
+            column: decision.column.filter(|_| decision.line.is_some()),
+            ..self.file(ns, decision.file)
+        };
+        vec![rules_file.noting(decision.text.clone())]
     }
 }
 

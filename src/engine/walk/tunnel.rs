@@ -3,7 +3,7 @@
 
 use super::*;
 
-impl<'s> Walker<'s, '_> {
+impl<'s> Walker<'s> {
     /// A tunnel's outer packet was delivered here: the device that takes it
     /// (at an assumed hop, the one the CNI intends) decapsulates it, and the
     /// inner packet arrives on that device.
@@ -73,7 +73,7 @@ impl<'s> Walker<'s, '_> {
                     hop_id(ns),
                     outer.dport.unwrap_or_default()
                 ),
-                evidence: self.file(ns, "ip-link.json"),
+                evidence: vec![self.file(ns, "ip-link.json")],
             });
         };
         if let Some(inner_mac) = inner_mac
@@ -88,7 +88,7 @@ impl<'s> Walker<'s, '_> {
                     device.ifname,
                     device.address.as_ref().map_or("none".to_string(), mac_text)
                 ),
-                evidence: self.file(ns, "ip-link.json"),
+                evidence: vec![self.file(ns, "ip-link.json")],
             });
         }
         Ok(device)
@@ -140,7 +140,7 @@ impl<'s> Walker<'s, '_> {
             disposition: Disposition::NoListener,
             id: "kernel.ipip.no-device",
             reason,
-            evidence: self.file(ns, "ip-link.json"),
+            evidence: vec![self.file(ns, "ip-link.json")],
         })
     }
 
@@ -156,7 +156,7 @@ impl<'s> Walker<'s, '_> {
         next_hop: IpAddr,
     ) -> Result<TunnelHeader, Stop> {
         let (ns, hop) = (&place.ns, place.hop);
-        let dump = &self.snapshot.namespaces[ns].dump;
+        let dump = &self.snapshot.namespaces[ns].dump();
         let Some(neighbours) = &dump.neighbours else {
             return Err(self.missing(ns, "ip-neigh.json", "resolve the VXLAN next hop"));
         };
@@ -185,7 +185,7 @@ impl<'s> Walker<'s, '_> {
                         result: "missing".into(),
                     },
                 );
-                let evidence = self.file(ns, "ip-neigh.json");
+                let evidence = vec![self.file(ns, "ip-neigh.json")];
                 return Err(Stop {
                     disposition: Disposition::NeighborFailed,
                     id: "kernel.neighbour.missing",
@@ -215,7 +215,7 @@ impl<'s> Walker<'s, '_> {
                 hop_id(ns),
                 device.ifname
             );
-            let evidence = self.file(ns, "bridge-fdb.json");
+            let evidence = vec![self.file(ns, "bridge-fdb.json")];
             return Err(Stop {
                 disposition: Disposition::NeighborFailed,
                 id: "kernel.fdb.missing",
@@ -243,7 +243,7 @@ impl<'s> Walker<'s, '_> {
                     hop_id(ns),
                     device.ifname
                 );
-                let evidence = self.file(ns, "ip-link.json");
+                let evidence = vec![self.file(ns, "ip-link.json")];
                 return Err(Stop::unknown("kernel.vxlan.unknown", reason, evidence));
             }
         };

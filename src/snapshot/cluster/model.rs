@@ -31,6 +31,13 @@ impl fmt::Display for ObjectSource {
     }
 }
 
+impl ObjectSource {
+    /// The object's source as a finding's evidence.
+    pub fn evidence(&self) -> crate::diagnostic::Evidence {
+        crate::diagnostic::Evidence::line(self.file.clone(), self.line)
+    }
+}
+
 /// The metadata every object carries.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ObjectMeta {

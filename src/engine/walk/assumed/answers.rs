@@ -9,8 +9,8 @@ use petgraph::graph::NodeIndex;
 
 use super::super::{Branch, Next, Packet, Stop, Walker, hop_id};
 use crate::engine::hooks::{NextHop, Undecided};
-use crate::engine::intent::convert;
-use crate::engine::{Finding, Severity};
+use crate::engine::intent::at_hop;
+use crate::engine::{AtHop, Evidence, Finding, FindingStatus, Severity};
 use crate::packs::HopScope;
 use crate::snapshot::NetnsId;
 use crate::snapshot::cluster::IpOwner;
@@ -28,7 +28,7 @@ pub(super) enum Holder {
     Outside,
 }
 
-impl<'s> Walker<'s, '_> {
+impl<'s> Walker<'s> {
     /// A pod without a dump takes the packet when it is Ready and declares
     /// the port: its socket, as Kubernetes describes it; else nobody can say.
     pub(super) fn pod_delivery(
@@ -163,11 +163,23 @@ impl<'s> Walker<'s, '_> {
             .map_or_else(|| "(none)".into(), |pack| pack.name.clone())
     }
 
-    /// The CNI pack's directory, as evidence for what it intends.
-    pub(super) fn cni_evidence(&self) -> String {
-        self.intent.cni.map_or_else(String::new, |pack| {
-            format!("pack {} ({})", pack.name, pack.dir.display())
-        })
+    /// The CNI pack's directory, as evidence for what it intends (none
+    /// without a CNI pack).
+    pub(super) fn cni_evidence(&self) -> Vec<Evidence> {
+        let pack = self.intent.cni.iter();
+        pack.map(|pack| Evidence::file(pack.dir.clone()).noting(format!("pack {}", pack.name)))
+            .collect()
+    }
+
+    /// A Service a pack's `service` hook names (`NS/NAME`), as evidence: its
+    /// object's source, where the snapshot has it.
+    pub(super) fn service_evidence(&self, service: &str) -> Vec<Evidence> {
+        let (namespace, name) = service.split_once('/').unwrap_or(("", service));
+        let object = self.snapshot.cluster.service(namespace, name);
+        object
+            .map(|s| s.meta.source.evidence())
+            .into_iter()
+            .collect()
     }
 
     /// The CNI pack has no opinion about the packet: nothing can be said.
@@ -205,7 +217,7 @@ impl<'s> Walker<'s, '_> {
         let hop_name = self.graph[hop].id.clone();
         let (reason, evidence) = match undecided {
             Undecided::Pack(finding) => {
-                let finding = convert(*finding, &hop_name, hop.index());
+                let finding = at_hop(*finding, &hop_name, hop.index());
                 let reason = format!("the CNI's intent is not known: {}", finding.message);
                 let evidence = finding.evidence.clone();
                 self.findings.push(finding);
@@ -234,18 +246,22 @@ impl<'s> Walker<'s, '_> {
             "the snapshot has no dump of {ns} ({dir}): what happens there is pack {}'s intent and the cluster's objects, not its kernel's state",
             self.cni_name()
         );
+        let mut evidence =
+            vec![Evidence::file(self.snapshot.root.join(&dir)).noting("not collected")];
+        evidence.extend(self.cni_evidence());
         self.findings.push(Finding {
             id: "snapshot.assumed".into(),
             severity: Severity::Info,
-            hop: hop_id(ns),
-            hop_index: hop.index(),
+            status: FindingStatus::Failed,
             message,
-            evidence: format!(
-                "{} (not collected); {}",
-                self.snapshot.root.join(&dir).display(),
-                self.cni_evidence()
-            ),
+            evidence,
             expected: None,
+            remediation: None,
+            references: Vec::new(),
+            about: AtHop {
+                hop: hop_id(ns),
+                hop_index: hop.index(),
+            },
         });
     }
 }

@@ -1,0 +1,121 @@
+//! One namespace's kernel model — its FIB, its netfilter rules and its IPVS
+//! services — built once from its dump and shared by everything that asks
+//! about the namespace: the path walker, the packs' host API and the CLI.
+
+use std::sync::Arc;
+
+use super::ipvs::Ipvs;
+use super::netfilter::Netfilter;
+use super::routing::Fib;
+use crate::snapshot::netns::NetnsDump;
+
+/// The dump files netfilter's rules are read from.
+const RULESET_FILES: [&str; 2] = ["iptables-save.txt", "nft-ruleset.json"];
+
+/// What the kernel does with packets in one namespace, as far as its dump
+/// tells: each part `None` where the files it is built from were not
+/// collected.
+#[derive(Debug)]
+pub struct Namespace<'a> {
+    /// Policy rules, routes and addresses (`ip-rule.json`, `ip-route.json`,
+    /// `ip-addr.json`, all three needed).
+    pub fib: Option<Fib<'a>>,
+    /// iptables and nftables rules, whichever were collected; `None` also
+    /// when one of them is there but unreadable, since the other alone is not
+    /// the whole truth.
+    pub netfilter: Option<Netfilter<'a>>,
+    /// IPVS virtual services (`ipvsadm.txt`).
+    pub ipvs: Option<Ipvs<'a>>,
+}
+
+impl<'a> Namespace<'a> {
+    pub fn from_dump(dump: &'a NetnsDump) -> Namespace<'a> {
+        let rulesets_readable = !RULESET_FILES
+            .iter()
+            .any(|file| dump.unreadable.contains_key(*file));
+        Namespace {
+            fib: Fib::from_dump(dump),
+            netfilter: rulesets_readable
+                .then(|| Netfilter::from_dump(dump))
+                .flatten(),
+            ipvs: dump.ipvs.as_ref().map(Ipvs::new),
+        }
+    }
+}
+
+self_cell::self_cell!(
+    /// A namespace dump together with its [`Namespace`] model, so that the
+    /// model can be kept beside the dump it borrows from.
+    pub struct ModelledDump {
+        owner: Arc<NetnsDump>,
+        #[covariant]
+        dependent: Namespace,
+    }
+    impl {Debug}
+);
+
+impl ModelledDump {
+    /// Builds the model of `dump`.
+    pub fn build(dump: Arc<NetnsDump>) -> ModelledDump {
+        ModelledDump::new(dump, |dump| Namespace::from_dump(dump))
+    }
+
+    pub fn model(&self) -> &Namespace<'_> {
+        self.borrow_dependent()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::netstack::routing::{FlowKey, LookupOutcome};
+
+    fn node_1() -> NetnsDump {
+        let (dump, problems) =
+            NetnsDump::load(Path::new("examples/flannel-vxlan/nodes/node-1/host"));
+        assert!(problems.is_empty(), "{problems:?}");
+        dump
+    }
+
+    #[test]
+    fn a_full_dump_has_every_model_and_a_partial_one_only_what_its_files_allow() {
+        let dump = node_1();
+        let model = Namespace::from_dump(&dump);
+        let fib = model
+            .fib
+            .as_ref()
+            .expect("routes, rules and addresses were collected");
+        assert!(matches!(
+            fib.lookup(&FlowKey::to("10.244.2.3".parse().unwrap()))
+                .outcome,
+            LookupOutcome::Routed { .. }
+        ));
+        assert!(model.netfilter.is_some());
+
+        let mut without_rules = dump.clone();
+        without_rules.rules = None;
+        without_rules.iptables = None;
+        let model = Namespace::from_dump(&without_rules);
+        assert!(model.fib.is_none(), "no FIB without ip-rule.json");
+        assert!(model.netfilter.is_none(), "no netfilter without a ruleset");
+    }
+
+    #[test]
+    fn an_unreadable_ruleset_leaves_netfilter_unknown_though_the_other_was_read() {
+        let mut dump = node_1();
+        assert!(dump.iptables.is_some());
+        dump.unreadable
+            .insert("nft-ruleset.json", "line 1: not JSON".to_string());
+        assert!(Namespace::from_dump(&dump).netfilter.is_none());
+    }
+
+    #[test]
+    fn a_modelled_dump_keeps_its_model_beside_the_dump() {
+        let modelled = ModelledDump::build(Arc::new(node_1()));
+        let first: *const Namespace<'_> = modelled.model();
+        assert!(std::ptr::eq(first, modelled.model()), "built once");
+        assert!(modelled.model().fib.is_some());
+    }
+}
