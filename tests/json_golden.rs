@@ -22,6 +22,7 @@ const SNAPSHOTS: &[&str] = &[
     "examples/flannel-vxlan-partial",
     "examples/calico-bgp",
     "examples/calico-vxlan",
+    "examples/kindnet",
     "tests/fixtures/flannel-ipip",
 ];
 

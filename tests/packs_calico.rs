@@ -2,29 +2,20 @@
 //! calico-node does with a packet on the lab's VXLAN and BGP examples
 //! (node-1 holds block 10.244.60.64/26, node-2 10.244.177.128/26).
 
+mod common;
+
 use std::net::IpAddr;
 use std::path::Path;
-use std::process::Command;
 use std::sync::Arc;
 
 use rhai::{Dynamic, Map};
 use skoop::packs::{HopScope, LoadedPacks, PackSource, Packet, PodRef, TransportProtocol};
 use skoop::snapshot::{NetnsId, Snapshot};
 
+use common::skoop;
+
 const VXLAN: &str = "examples/calico-vxlan";
 const BGP: &str = "examples/calico-bgp";
-
-fn skoop(args: &[&str]) -> (Option<i32>, String) {
-    let output = Command::new(env!("CARGO_BIN_EXE_skoop"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("skoop runs");
-    (
-        output.status.code(),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-    )
-}
 
 #[test]
 fn calico_pack_lints_clean_and_its_tests_pass() {

@@ -12,12 +12,46 @@ use crate::packs::{self, HopScope, LoadedPacks, Pack, PackKind, PodRef};
 use crate::snapshot::Snapshot;
 use crate::snapshot::netns::link::MacAddr;
 
-/// Where the CNI sends a packet from a hop (`next_hop`).
+/// Where the CNI sends a packet from a hop (`next_hop`), by the answer's
+/// `kind`. An answer without `kind` is the older `#{dev, via}`: a device
+/// (either may be `()`), and `#{dev: (), via: ()}` the node's own routes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct NextHop {
-    /// `None` when only the namespace's own dump could name the device.
-    pub dev: Option<String>,
-    pub via: Option<IpAddr>,
+pub(crate) enum NextHop {
+    /// `node-routes`: not the CNI's to route; the node's own routes (its
+    /// default route) take it, which only the node's dump could name.
+    NodeRoutes,
+    /// `peer-node`: on-link to another node of the cluster, by its name; its
+    /// InternalIP is the gateway unless `via` says otherwise.
+    PeerNode {
+        node: String,
+        dev: Option<String>,
+        via: Option<IpAddr>,
+    },
+    /// `device`: the CNI's route, through a device (`None` when only the
+    /// namespace's own dump could name it: a veth named at random), to a
+    /// gateway when `via` is given.
+    Device {
+        dev: Option<String>,
+        via: Option<IpAddr>,
+    },
+    /// `encapsulated`: into a tunnel, which the `encapsulation` hook
+    /// describes.
+    Encapsulated { dev: Option<String> },
+}
+
+/// The kinds of a `next_hop` answer, as the contract spells them.
+const NEXT_HOP_KINDS: &str = "\"node-routes\", \"peer-node\", \"device\" or \"encapsulated\"";
+
+impl NextHop {
+    /// The device the CNI names, if any.
+    pub fn dev(&self) -> Option<&str> {
+        match self {
+            NextHop::NodeRoutes => None,
+            NextHop::PeerNode { dev, .. }
+            | NextHop::Device { dev, .. }
+            | NextHop::Encapsulated { dev } => dev.as_deref(),
+        }
+    }
 }
 
 /// How the CNI tunnels a packet leaving a hop (`encapsulation`).
@@ -70,9 +104,22 @@ pub(crate) struct UnderlayRoutes {
 /// The veth pair the CNI gives a pod (`pod_interface`).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub(crate) struct PodInterface {
+    /// How the node's end is attached; `None` for an answer without `kind`
+    /// (the older contract: bridged unless the node routes to the veth).
+    pub attachment: Option<Attachment>,
     /// The node's end; `None` when the CNI names it at random.
     pub host_veth: Option<String>,
     pub pod_dev: Option<String>,
+}
+
+/// How the node's end of a pod's veth is attached (`pod_interface`'s `kind`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Attachment {
+    /// `routed`: the node routes to the veth itself (a /32 route on it, no
+    /// bridge): a point-to-point veth per pod.
+    Routed,
+    /// `bridged`: the veth is a port of this bridge.
+    Bridged { bridge: String },
 }
 
 /// Why a hook gave no usable answer.
@@ -133,11 +180,7 @@ impl<'s> Intent<'s> {
         let Some((pack, map)) = self.call_cni("next_hop", hop, arg)? else {
             return Ok(None);
         };
-        let field = Fields::new(pack, "next_hop", &map);
-        Ok(Some(NextHop {
-            dev: field.optional(string, "a String", "dev")?,
-            via: field.optional(ip, "an Ip", "via")?,
-        }))
+        next_hop(&Fields::new(pack, "next_hop", &map)).map(Some)
     }
 
     pub fn encapsulation(&self, hop: &Arc<HopScope>) -> Result<Option<Encapsulation>, Undecided> {
@@ -253,12 +296,78 @@ impl<'s> Intent<'s> {
         let Some((pack, map)) = self.call_cni("pod_interface", hop, Dynamic::from(pod))? else {
             return Ok(PodInterface::default());
         };
-        let field = Fields::new(pack, "pod_interface", &map);
-        Ok(PodInterface {
-            host_veth: field.optional(string, "a String", "host_veth")?,
-            pod_dev: field.optional(string, "a String", "pod_dev")?,
-        })
+        pod_interface(&Fields::new(pack, "pod_interface", &map))
     }
+}
+
+/// A `next_hop` answer read by its `kind` (see [`NextHop`]).
+fn next_hop(field: &Fields) -> Result<NextHop, Undecided> {
+    let dev = field.optional(string, "a String", "dev")?;
+    let via = field.optional(ip, "an Ip", "via")?;
+    let Some(kind) = field.optional(string, "a String", "kind")? else {
+        return Ok(match (dev, via) {
+            (None, None) => NextHop::NodeRoutes,
+            (dev, via) => NextHop::Device { dev, via },
+        });
+    };
+    match kind.as_str() {
+        "node-routes" => match (&dev, via) {
+            (None, None) => Ok(NextHop::NodeRoutes),
+            _ => Err(field.malformed(
+                "kind \"node-routes\" takes neither dev nor via: the node's own routes choose them (say kind \"device\" to name them)".into(),
+            )),
+        },
+        "peer-node" => Ok(NextHop::PeerNode {
+            node: field.text("node")?,
+            dev,
+            via,
+        }),
+        "device" => Ok(NextHop::Device { dev, via }),
+        "encapsulated" => match via {
+            None => Ok(NextHop::Encapsulated { dev }),
+            Some(_) => Err(field.malformed(
+                "kind \"encapsulated\" takes no via: the encapsulation hook gives the tunnel's far end".into(),
+            )),
+        },
+        other => Err(field.malformed(format!(
+            "kind is {other:?}; it must be {NEXT_HOP_KINDS}"
+        ))),
+    }
+}
+
+/// A `pod_interface` answer read by its `kind` (see [`Attachment`]).
+fn pod_interface(field: &Fields) -> Result<PodInterface, Undecided> {
+    let attachment = match field.optional(string, "a String", "kind")?.as_deref() {
+        None => {
+            if field.map.contains_key("bridge") {
+                return Err(
+                    field.malformed("bridge is given without kind: say kind \"bridged\"".into())
+                );
+            }
+            None
+        }
+        Some("routed") => match field.optional(string, "a String", "bridge")? {
+            None => Some(Attachment::Routed),
+            Some(bridge) => {
+                return Err(field.malformed(format!(
+                    "kind \"routed\" has no bridge, but bridge is {bridge:?}"
+                )));
+            }
+        },
+        Some("bridged") => Some(Attachment::Bridged {
+            bridge: field.text("bridge")?,
+        }),
+        Some(other) => {
+            return Err(field.malformed(format!(
+                "kind is {other:?}; it must be \"routed\" or \"bridged\""
+            )));
+        }
+    };
+    Ok(PodInterface {
+        attachment,
+        host_veth: field.optional(string, "a String", "host_veth")?,
+        pod_dev: field.optional(string, "a String", "pod_dev")?,
+    })
 }
 
 fn call_raw(
@@ -355,4 +464,195 @@ fn ip(value: &Dynamic) -> Option<IpAddr> {
 
 fn integer<T: TryFrom<i64>>(value: &Dynamic) -> Option<T> {
     T::try_from(value.as_int().ok()?).ok()
+}
+
+/// The packs of a test: one CNI pack, chosen by hand, whose `next_hop` and
+/// `pod_interface` hooks are the functions of `script`.
+#[cfg(test)]
+pub(crate) fn answering_pack(script: &str) -> LoadedPacks {
+    use std::collections::BTreeMap;
+    let manifest = "name: answers\nversion: 0.1.0\ndescription: Hook answers.\n\
+         engine: \">=0.1.0\"\nkind: cni\ndetect: {node_annotations: [answers]}\n\
+         hooks: {next_hop: next_hop, pod_interface: pod_interface}\n";
+    let source = packs::PackSource {
+        dir: "answers".into(),
+        builtin: false,
+        files: BTreeMap::from([
+            ("pack.yaml".to_string(), manifest.to_string()),
+            ("hooks.rhai".to_string(), script.to_string()),
+        ]),
+    };
+    let (mut packs, problems) = LoadedPacks::load(vec![source], &[]);
+    assert!(problems.is_empty(), "{problems:?}");
+    packs.choose_cni("answers").expect("the pack is a CNI pack");
+    packs
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::packs::{Packet, TransportProtocol};
+    use crate::snapshot::NetnsId;
+
+    /// A CNI pack whose `next_hop` and `pod_interface` answer `answer`,
+    /// asked at node-1 of the bundled Flannel example.
+    fn ask<R>(answer: &str, hook: impl FnOnce(&Intent, &Arc<HopScope>) -> R) -> R {
+        let packs = answering_pack(&format!(
+            "fn next_hop(ctx, packet) {{ {answer} }}\nfn pod_interface(ctx, pod) {{ {answer} }}\n"
+        ));
+        let (snapshot, _) = Snapshot::load(Path::new("examples/flannel-vxlan")).expect("loads");
+        let snapshot = Arc::new(snapshot);
+        let packet = Packet {
+            src: "10.244.1.2".parse().unwrap(),
+            dst: "10.244.2.2".parse().unwrap(),
+            protocol: TransportProtocol::Tcp,
+            src_port: Some(40000),
+            dst_port: Some(8080),
+            mark: 0,
+            size: 60,
+        };
+        let node = NetnsId::Host {
+            node: "node-1".into(),
+        };
+        let hop = Arc::new(HopScope::new(snapshot.clone(), node, packet));
+        hook(&Intent::new(&snapshot, &packs), &hop)
+    }
+
+    fn next_hop(answer: &str) -> Result<Option<NextHop>, String> {
+        ask(answer, |intent, hop| intent.next_hop(hop)).map_err(problem)
+    }
+
+    fn pod_interface(answer: &str) -> Result<PodInterface, String> {
+        ask(answer, |intent, hop| {
+            let pod = PodRef::new(&hop.snapshot, "default", "web-0").expect("web-0");
+            intent.pod_interface(hop, pod)
+        })
+        .map_err(problem)
+    }
+
+    fn problem(undecided: Undecided) -> String {
+        match undecided {
+            Undecided::Malformed { problem, .. } => problem,
+            Undecided::Pack(finding) => panic!("the script failed: {}", finding.message),
+        }
+    }
+
+    #[test]
+    fn next_hop_by_the_nodes_own_routes() {
+        assert_eq!(
+            next_hop(r#"#{kind: "node-routes"}"#),
+            Ok(Some(NextHop::NodeRoutes))
+        );
+        let refused = next_hop(r#"#{kind: "node-routes", dev: "eth0"}"#).unwrap_err();
+        assert!(refused.contains("say kind \"device\""), "{refused}");
+    }
+
+    #[test]
+    fn next_hop_on_link_to_a_peer_node() {
+        assert_eq!(
+            next_hop(r#"#{kind: "peer-node", node: "node-2", dev: "eth0"}"#),
+            Ok(Some(NextHop::PeerNode {
+                node: "node-2".into(),
+                dev: Some("eth0".into()),
+                via: None,
+            }))
+        );
+        let refused = next_hop(r#"#{kind: "peer-node"}"#).unwrap_err();
+        assert_eq!(refused, "node is missing");
+    }
+
+    #[test]
+    fn next_hop_through_a_device() {
+        assert_eq!(
+            next_hop(r#"#{kind: "device", dev: "cni0", via: ip("10.244.1.1")}"#),
+            Ok(Some(NextHop::Device {
+                dev: Some("cni0".into()),
+                via: "10.244.1.1".parse().ok(),
+            }))
+        );
+        // The CNI's own route through a device it cannot name (a pod's veth,
+        // named at random).
+        assert_eq!(
+            next_hop(r#"#{kind: "device"}"#),
+            Ok(Some(NextHop::Device {
+                dev: None,
+                via: None
+            }))
+        );
+    }
+
+    #[test]
+    fn next_hop_into_a_tunnel() {
+        assert_eq!(
+            next_hop(r#"#{kind: "encapsulated", dev: "flannel.1"}"#),
+            Ok(Some(NextHop::Encapsulated {
+                dev: Some("flannel.1".into())
+            }))
+        );
+        let refused = next_hop(r#"#{kind: "encapsulated", via: "172.18.0.12"}"#).unwrap_err();
+        assert!(refused.contains("takes no via"), "{refused}");
+    }
+
+    #[test]
+    fn next_hop_in_the_older_shape_keeps_its_meaning() {
+        assert_eq!(
+            next_hop(r#"#{dev: "cni0", via: ()}"#),
+            Ok(Some(NextHop::Device {
+                dev: Some("cni0".into()),
+                via: None
+            }))
+        );
+        assert_eq!(
+            next_hop(r#"#{dev: (), via: "172.18.0.12"}"#),
+            Ok(Some(NextHop::Device {
+                dev: None,
+                via: "172.18.0.12".parse().ok()
+            }))
+        );
+        // What worked by accident is now said: the node's own routes.
+        assert_eq!(
+            next_hop(r#"#{dev: (), via: ()}"#),
+            Ok(Some(NextHop::NodeRoutes))
+        );
+        assert_eq!(next_hop("()"), Ok(None));
+    }
+
+    #[test]
+    fn next_hop_of_an_unknown_kind_lists_the_kinds() {
+        let refused = next_hop(r#"#{kind: "gateway", via: "10.0.0.1"}"#).unwrap_err();
+        assert_eq!(
+            refused,
+            r#"kind is "gateway"; it must be "node-routes", "peer-node", "device" or "encapsulated""#
+        );
+    }
+
+    #[test]
+    fn pod_interface_routed_or_bridged() {
+        let routed = pod_interface(r#"#{kind: "routed", pod_dev: "eth0", mtu: 1500}"#).unwrap();
+        assert_eq!(routed.attachment, Some(Attachment::Routed));
+        assert_eq!(routed.host_veth, None);
+        assert_eq!(routed.pod_dev.as_deref(), Some("eth0"));
+        let bridged = pod_interface(r#"#{kind: "bridged", bridge: "cni0", pod_dev: "eth0"}"#);
+        assert_eq!(
+            bridged.unwrap().attachment,
+            Some(Attachment::Bridged {
+                bridge: "cni0".into()
+            })
+        );
+        let refused = pod_interface(r#"#{kind: "bridged"}"#).unwrap_err();
+        assert_eq!(refused, "bridge is missing");
+        let refused = pod_interface(r#"#{kind: "routed", bridge: "cni0"}"#).unwrap_err();
+        assert!(refused.contains("has no bridge"), "{refused}");
+        let refused = pod_interface(r#"#{bridge: "cni0"}"#).unwrap_err();
+        assert!(refused.contains("say kind \"bridged\""), "{refused}");
+    }
+
+    #[test]
+    fn pod_interface_in_the_older_shape_has_no_attachment() {
+        let older = pod_interface(r#"#{host_veth: (), pod_dev: "eth0", mtu: 1450}"#).unwrap();
+        assert_eq!(older.attachment, None);
+        assert_eq!(older.pod_dev.as_deref(), Some("eth0"));
+    }
 }

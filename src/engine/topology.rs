@@ -7,7 +7,7 @@ use std::net::IpAddr;
 use crate::snapshot::netns::addr::InterfaceAddr;
 use crate::snapshot::netns::link::{Link, LinkFlag, LinkKind};
 use crate::snapshot::netns::route::Scope;
-use crate::snapshot::{NetnsId, Snapshot};
+use crate::snapshot::{NetnsId, Snapshot, veth_peer_among};
 
 /// An interface of a namespace.
 #[derive(Debug, Clone, Copy)]
@@ -69,22 +69,12 @@ impl<'s> Topology<'s> {
     }
 
     /// The other end of a veth whose peer is in another namespace of the same
-    /// node: the interface there whose ifindex is this one's peer index and
-    /// whose peer index is this one's ifindex. Interface numbers are per
-    /// namespace, so the match must also join a pod to its node (never a
-    /// namespace to itself or a pod to a pod); what stays ambiguous is `None`.
+    /// node (`snapshot::veth_peer_among`), found by its index.
     pub fn veth_peer(&self, ns: &NetnsId, link: &Link) -> Option<Port<'s>> {
         let peer_index = link.link_index?;
         let candidates = self.veth_ends.get(&(ns.node(), peer_index, link.ifindex))?;
-        let is_host = |id: &NetnsId| matches!(id, NetnsId::Host { .. });
-        let mut matching = candidates
-            .iter()
-            .filter(|port| port.ns != ns && is_host(port.ns) != is_host(ns));
-        let peer = matching.next().copied();
-        match matching.next() {
-            None => peer,
-            Some(_) => None,
-        }
+        let ends = candidates.iter().map(|port| (port.ns, port.link));
+        veth_peer_among(ns, link, ends).map(|(ns, link)| Port { ns, link })
     }
 
     /// The namespaces (and interfaces) that hold `address`.

@@ -42,7 +42,7 @@ pub const HOOKS: &[HookSpec] = &[
     HookSpec {
         name: "next_hop",
         params: &["ctx", "packet"],
-        returns: "() for no opinion, or #{dev: String or () (when only the namespace's own dump could name it), via: Ip or ()}",
+        returns: "() for no opinion, or #{kind: \"node-routes\"} (the node's own routes take it), #{kind: \"peer-node\", node: String, dev: String or (), via: Ip or () (the peer's InternalIP)}, #{kind: \"device\", dev: String or () (when only the namespace's own dump could name it), via: Ip or ()} or #{kind: \"encapsulated\", dev: String or ()} (the encapsulation hook says how); the older #{dev, via} without kind is a device",
         doc: "Where the CNI intends the packet to go from this hop.",
     },
     HookSpec {
@@ -72,7 +72,7 @@ pub const HOOKS: &[HookSpec] = &[
     HookSpec {
         name: "pod_interface",
         params: &["ctx", "pod"],
-        returns: "#{host_veth: String or (), pod_dev: String or (), mtu: int or ()}; () where the CNI cannot tell (a veth named at random)",
-        doc: "The veth pair and MTU the CNI gives a pod.",
+        returns: "#{kind: \"routed\"|\"bridged\", bridge: String (bridged only), host_veth: String or (), pod_dev: String or (), mtu: int or ()}; a field () where the CNI cannot tell (a veth named at random)",
+        doc: "The veth pair and MTU the CNI gives a pod, and how the node's end is attached: routed (a route to the pod on the veth itself, no bridge) or a port of a bridge.",
     },
 ];

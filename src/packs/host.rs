@@ -1101,7 +1101,8 @@ pub fn link_kind(link: &Link) -> &str {
     }
 }
 
-fn link_map(link: &Link) -> Dynamic {
+/// A device of `netns` as a script sees it; a veth with its far end.
+fn link_map(netns: &NetnsRef, link: &Link) -> Dynamic {
     let vxlan = match link.kind() {
         Some(LinkKind::Vxlan(v)) => map([
             ("vni", int(v.id)),
@@ -1112,6 +1113,26 @@ fn link_map(link: &Link) -> Dynamic {
         _ => Dynamic::UNIT,
     };
     let flags: Array = link.flags.iter().map(text).collect();
+    // A veth's far end: by name when it is in this namespace (`link`), else
+    // by ifindex in another, which the snapshot may hold.
+    let is_veth = matches!(link.kind(), Some(LinkKind::Veth));
+    let far = match is_veth {
+        true => netns.snapshot.veth_peer(&netns.id, link),
+        false => None,
+    };
+    let peer = match (is_veth, &link.link, far) {
+        (true, Some(name), _) => text(name),
+        (_, _, Some((_, far))) => text(&far.ifname),
+        _ => Dynamic::UNIT,
+    };
+    let peer_netns = match (is_veth, &link.link, far) {
+        (true, Some(_), _) => Dynamic::from(netns.clone()),
+        (_, _, Some((id, _))) => Dynamic::from(NetnsRef {
+            snapshot: netns.snapshot.clone(),
+            id: id.clone(),
+        }),
+        _ => Dynamic::UNIT,
+    };
     map([
         ("name", text(&link.ifname)),
         ("kind", text(link_kind(link))),
@@ -1123,6 +1144,10 @@ fn link_map(link: &Link) -> Dynamic {
         ("link", opt(link.link.clone())),
         ("address", opt(link.address.as_ref().map(lladdr_text))),
         ("vxlan", vxlan),
+        ("peer", peer),
+        ("peer_ifindex", opt(link.link_index.map(i64::from))),
+        ("peer_netnsid", opt(link.link_netnsid.map(i64::from))),
+        ("peer_netns", peer_netns),
     ])
 }
 
@@ -1192,13 +1217,14 @@ fn register_netns(engine: &mut Engine) {
         })
         .register_fn("links", |n: &mut NetnsRef| -> Fallible<Array> {
             let links = dump_part(n, "ip-link.json", |d| d.links.as_ref())?;
-            Ok(links.iter().map(link_map).collect())
+            Ok(links.iter().map(|link| link_map(n, link)).collect())
         })
         .register_fn(
             "link",
             |n: &mut NetnsRef, name: &str| -> Fallible<Dynamic> {
                 let links = dump_part(n, "ip-link.json", |d| d.links.as_ref())?;
-                Ok(opt(links.iter().find(|l| l.ifname == name).map(link_map)))
+                let link = links.iter().find(|l| l.ifname == name);
+                Ok(opt(link.map(|link| link_map(n, link))))
             },
         )
         .register_fn(
@@ -1797,13 +1823,40 @@ mod netns_tests {
     }
 
     #[test]
+    fn a_veth_leads_to_its_far_end_and_back_and_other_devices_to_nothing() {
+        let netns = node_1();
+        let link = |netns: &NetnsRef, name: &str| {
+            let links = dump_part(netns, "ip-link.json", |d| d.links.as_ref()).expect("links");
+            let link = links.iter().find(|l| l.ifname == name).expect(name);
+            link_map(netns, link).try_cast::<Map>().expect("a map")
+        };
+        let host_end = link(&netns, "veth53842afe");
+        assert_eq!(display(&host_end["peer"]), "eth0");
+        let pod = host_end["peer_netns"].clone().cast::<NetnsRef>();
+        assert_eq!(pod.id.to_string(), "default/web-0 (on node-1)");
+        let pod_end = link(&pod, "eth0");
+        assert_eq!(display(&pod_end["peer"]), "veth53842afe");
+        let back = pod_end["peer_netns"].clone().cast::<NetnsRef>();
+        assert_eq!(back.id, netns.id);
+        // The node's eth0 is a veth into the lab's underlay, which the
+        // snapshot does not hold; flannel.1 is no veth: neither leads anywhere.
+        for name in ["eth0", "flannel.1"] {
+            let device = link(&netns, name);
+            assert!(device["peer"].is_unit(), "{name}");
+            assert!(device["peer_netns"].is_unit(), "{name}");
+        }
+        assert_eq!(display(&link(&netns, "eth0")["peer_ifindex"]), "4");
+        assert!(link(&netns, "flannel.1")["peer_ifindex"].is_unit());
+    }
+
+    #[test]
     fn links_carry_their_mac_address() {
         let netns = node_1();
         let links = dump_part(&netns, "ip-link.json", |d| d.links.as_ref()).expect("links");
         let flannel = links
             .iter()
             .find(|l| l.ifname == "flannel.1")
-            .map(link_map)
+            .map(|l| link_map(&netns, l))
             .and_then(|l| l.try_cast::<Map>())
             .expect("flannel.1");
         // node-1's VTEP MAC, as its backend-data annotation announces it.

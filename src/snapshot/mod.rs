@@ -24,6 +24,7 @@ pub use problem::{ParseIssue, Parsed, Problem};
 
 use cluster::Cluster;
 use input::Boundary;
+use netns::link::Link;
 use netns::{DUMP_FILES, NetnsDump};
 
 use crate::netstack::namespace::{ModelledDump, Namespace};
@@ -194,6 +195,56 @@ impl Snapshot {
             namespaces,
         };
         Ok((snapshot, problems))
+    }
+
+    /// The other end of a veth of `ns` whose peer is in another namespace of
+    /// the same node, where the snapshot holds it (see [`veth_peer_among`]).
+    pub fn veth_peer(&self, ns: &NetnsId, link: &Link) -> Option<(&NetnsId, &Link)> {
+        // Ids order hosts before pods, and pods by node first.
+        let node = ns.node().to_string();
+        let host = NetnsId::Host { node: node.clone() };
+        let first_pod = NetnsId::Pod {
+            node: node.clone(),
+            namespace: String::new(),
+            name: String::new(),
+        };
+        let same_node = self
+            .namespaces
+            .get_key_value(&host)
+            .into_iter()
+            .chain(
+                self.namespaces
+                    .range(first_pod..)
+                    .take_while(|(id, _)| id.node() == node),
+            )
+            .flat_map(|(id, entry)| entry.dump.links.iter().flatten().map(move |l| (id, l)));
+        veth_peer_among(ns, link, same_node)
+    }
+}
+
+/// The far end of a veth `link` of `ns` among `candidates`: the interface
+/// whose ifindex is this one's peer index and whose peer index is this one's
+/// ifindex. Interface numbers are per namespace, so the match must also join
+/// a pod to its node (never a namespace to itself or a pod to a pod) of the
+/// same node; what stays ambiguous is `None`.
+pub fn veth_peer_among<'a>(
+    ns: &NetnsId,
+    link: &Link,
+    candidates: impl IntoIterator<Item = (&'a NetnsId, &'a Link)>,
+) -> Option<(&'a NetnsId, &'a Link)> {
+    let peer_index = link.link_index?;
+    let is_host = |id: &NetnsId| matches!(id, NetnsId::Host { .. });
+    let mut matching = candidates.into_iter().filter(|(other, peer)| {
+        *other != ns
+            && other.node() == ns.node()
+            && is_host(other) != is_host(ns)
+            && peer.ifindex == peer_index
+            && peer.link_index == Some(link.ifindex)
+    });
+    let peer = matching.next();
+    match matching.next() {
+        None => peer,
+        Some(_) => None,
     }
 }
 

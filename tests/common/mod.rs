@@ -43,6 +43,20 @@ pub fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+/// Runs the built `skoop` with `args` from the package root: its exit code
+/// and stdout.
+pub fn skoop(args: &[&str]) -> (Option<i32>, String) {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_skoop"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("skoop runs");
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+    )
+}
+
 /// Rewrites a JSON array dump (`ip -j ...`) in place.
 pub fn edit_json(path: &Path, edit: impl FnOnce(&mut Vec<Value>)) {
     let mut items: Vec<Value> = serde_json::from_str(&fs::read_to_string(path).unwrap()).unwrap();

@@ -8,8 +8,8 @@
 # Default targets: kube-apiserver, skoop-testcluster.
 # --all adds the node components of the real-components lab:
 # kube-controller-manager, kube-proxy, flanneld, Calico's calico-node (felix),
-# the CNI plugins bridge, host-local, loopback, flannel, calico and
-# calico-ipam (in OUTDIR/cni), and Calico's CRDs (OUTDIR/calico-crds).
+# the CNI plugins bridge, host-local, loopback, ptp (kindnet's), flannel,
+# calico and calico-ipam (in OUTDIR/cni), and Calico's CRDs (OUTDIR/calico-crds).
 #
 # Needs `go` (the version in go.mod or newer), a C compiler for flanneld (its
 # udp backend needs cgo, as in flannel's own release build) and the Go module
@@ -70,6 +70,7 @@ main() {
 			"flannel|cni/bridge|github.com/containernetworking/plugins/plugins/main/bridge|0"
 			"flannel|cni/host-local|github.com/containernetworking/plugins/plugins/ipam/host-local|0"
 			"flannel|cni/loopback|github.com/containernetworking/plugins/plugins/main/loopback|0"
+			"flannel|cni/ptp|github.com/containernetworking/plugins/plugins/main/ptp|0"
 			"flannel-cni|cni/flannel|github.com/containernetworking/plugins/plugins/meta/flannel|0"
 			"calico|calico-node|github.com/projectcalico/calico/node/cmd/calico-node|0"
 			"calico|cni/calico|github.com/projectcalico/calico/cni-plugin/cmd/calico|0"

@@ -177,8 +177,8 @@ impl Cni for Calico {
         self.name
     }
 
-    fn network_condition(&self) -> (&'static str, &'static str) {
-        ("CalicoIsUp", "Calico is running on this node")
+    fn network_condition(&self) -> Option<(&'static str, &'static str)> {
+        Some(("CalicoIsUp", "Calico is running on this node"))
     }
 
     fn pod_ip(&self, node: &Node, index: usize) -> Ipv4Addr {
@@ -226,7 +226,7 @@ impl Cni for Calico {
         ns.ip(&format!("link set {VTEP} up"));
     }
 
-    fn attach_pod(&self, node: &Node, pod: &Pod) {
+    fn attach_pod(&self, node: &Node, pod: &mut Pod) {
         let veth = &pod.host_veth;
         let mtu = self.mtu();
         node.ns.ip(&format!(

@@ -37,8 +37,8 @@ pub trait Cni {
     /// (`flannel-vxlan`, `calico-bgp`, ...).
     fn topology_name(&self) -> &'static str;
     /// The reason and message of the `NetworkUnavailable: False` condition
-    /// the CNI's agent writes on every Node.
-    fn network_condition(&self) -> (&'static str, &'static str);
+    /// the CNI's agent writes on every Node (`None`: it writes none).
+    fn network_condition(&self) -> Option<(&'static str, &'static str)>;
     /// The address IPAM gives the `index`th pod (0-based) of `node`:
     /// by default host-local's, the pod CIDR's next free address after the
     /// gateway (.1), so pods start at .2.
@@ -57,8 +57,9 @@ pub trait Cni {
     }
     /// Prepares a node before any pod is attached (bridges, tunnel devices).
     fn setup_node(&self, node: &Node);
-    /// Gives `pod` its interface and address on `node`.
-    fn attach_pod(&self, node: &Node, pod: &Pod);
+    /// Gives `pod` its interface and address on `node` (and its node-side
+    /// veth's name, where the CNI plugin picks one at random).
+    fn attach_pod(&self, node: &Node, pod: &mut Pod);
     /// Makes `node` reach every other node's pods, once every node exists.
     fn connect(&self, node: &Node, peers: &[&Node]);
     /// The CNI agent's iptables rules on `node`, as `iptables-restore` input.
@@ -160,8 +161,8 @@ impl Cluster {
         }
         for node in &mut nodes {
             for _ in 0..topology.pods_per_node {
-                let pod = add_pod(lab, cni, node, pod_number);
-                cni.attach_pod(node, &pod);
+                let mut pod = add_pod(lab, cni, node, pod_number);
+                cni.attach_pod(node, &mut pod);
                 node.pods.push(pod);
                 pod_number += 1;
             }

@@ -16,6 +16,7 @@ use skoop::packs::{LoadedPacks, builtin_sources};
 use crate::calico::{self, Calico};
 use crate::cluster::{Cluster, Cni, OUTSIDE_IP, Pod, Topology};
 use crate::flannel::Flannel;
+use crate::kindnet::{self, Kindnet};
 use crate::lab::{Availability, Lab, availability};
 use crate::real::{self, ProxyMode, RealCluster, RealCni};
 use crate::{live, snapshot};
@@ -1764,7 +1765,10 @@ const CALICO_VXLAN_FAULTS: &[Fault] = &[
 ];
 
 /// A flow from web-0 to the host outside the cluster.
-const OUTSIDE_FAULTS: &[Fault] = &[Fault {
+const OUTSIDE_FAULTS: &[Fault] = &[TO_OUTSIDE];
+
+/// The flow to the host outside the cluster, nothing broken.
+const TO_OUTSIDE: Fault = Fault {
     name: "to a host outside the cluster",
     inject: Inject::Kernel(|_| {}),
     blamed: None,
@@ -1774,7 +1778,93 @@ const OUTSIDE_FAULTS: &[Fault] = &[Fault {
     finds: None,
     to: To::Pod,
     mtu: None,
-}];
+};
+
+/// Deletes the rule of `chain` (table nat) on `node` that jumps to `target`.
+fn delete_nat_jump(cluster: &Cluster, node: usize, chain: &str, target: &str) {
+    let rules = cluster.nodes[node]
+        .ns
+        .run(&["iptables", "-t", "nat", "-S", chain]);
+    let number = rules
+        .lines()
+        .filter(|l| l.starts_with("-A "))
+        .position(|l| l.ends_with(&format!("-j {target}")))
+        .unwrap_or_else(|| panic!("no rule of {chain} jumps to {target}: {rules}"))
+        + 1;
+    let number = number.to_string();
+    node_run(
+        cluster,
+        node,
+        &["iptables", "-t", "nat", "-D", chain, &number],
+    );
+}
+
+/// kindnet's cases between pods (`kindnet.rs`).
+const KINDNET_FAULTS: &[Fault] = &[
+    HEALTHY_TCP,
+    Fault {
+        name: "healthy (icmp)",
+        protocol: Protocol::Icmp,
+        port: None,
+        ..HEALTHY_TCP
+    },
+    Fault {
+        name: "healthy, to the ClusterIP service",
+        port: Some(80),
+        to: To::Service("web"),
+        ..HEALTHY_TCP
+    },
+    Fault {
+        name: "route to node-2's pod CIDR deleted on node-1",
+        inject: Inject::Kernel(|c| node_run(c, 0, &["ip", "route", "del", &pod_cidr(c, 1)])),
+        blamed: Some("node-1"),
+        expected: Disposition::ExitsCluster,
+        finds: Some("kindnet.route.remote-pod-cidr"),
+        ..HEALTHY_TCP
+    },
+    Fault {
+        name: "the destination pod's /32 host route deleted on node-2",
+        inject: Inject::Kernel(|c| {
+            let pod = endpoints(c).1.ip.to_string();
+            node_run(c, 1, &["ip", "route", "del", &format!("{pod}/32")]);
+        }),
+        blamed: Some("node-2"),
+        expected: Disposition::ExitsCluster,
+        finds: Some("kernel.route.leaves-cluster"),
+        ..HEALTHY_TCP
+    },
+    Fault {
+        name: "ip_forward off on node-2",
+        inject: Inject::Kernel(|c| node_sysctl(c, 1, "net.ipv4.ip_forward=0")),
+        blamed: Some("node-2"),
+        expected: Disposition::ForwardingDisabled,
+        finds: Some("kindnet.sysctl.ip-forward"),
+        ..HEALTHY_TCP
+    },
+];
+
+/// kindnet's cases to the host outside the cluster: masqueraded to the
+/// node by `KIND-MASQ-AGENT`, or leaving with the pod's address when the
+/// chain or its jump is gone (and then unanswered).
+const KINDNET_OUTSIDE_FAULTS: &[Fault] = &[
+    TO_OUTSIDE,
+    Fault {
+        name: "masquerade chain KIND-MASQ-AGENT deleted on node-1",
+        inject: Inject::Kernel(|c| {
+            delete_nat_jump(c, 0, "POSTROUTING", kindnet::MASQ_CHAIN);
+            node_run(c, 0, &["iptables", "-t", "nat", "-F", kindnet::MASQ_CHAIN]);
+            node_run(c, 0, &["iptables", "-t", "nat", "-X", kindnet::MASQ_CHAIN]);
+        }),
+        finds: Some("kindnet.masquerade.chain"),
+        ..TO_OUTSIDE
+    },
+    Fault {
+        name: "POSTROUTING's jump to KIND-MASQ-AGENT deleted on node-1",
+        inject: Inject::Kernel(|c| delete_nat_jump(c, 0, "POSTROUTING", kindnet::MASQ_CHAIN)),
+        finds: Some("kindnet.masquerade.jump"),
+        ..TO_OUTSIDE
+    },
+];
 
 /// A lab CNI, shared by the threads that run the cases.
 type LabCni = &'static (dyn Cni + Sync + std::panic::RefUnwindSafe);
@@ -1916,6 +2006,16 @@ const TOPOLOGIES: &[Group] = &[
         lab: LabKind::Scripted(&Calico::VXLAN),
         peer: Peer::Outside,
         faults: OUTSIDE_FAULTS,
+    },
+    Group {
+        lab: LabKind::Scripted(&Kindnet),
+        peer: Peer::Cluster,
+        faults: KINDNET_FAULTS,
+    },
+    Group {
+        lab: LabKind::Scripted(&Kindnet),
+        peer: Peer::Outside,
+        faults: KINDNET_OUTSIDE_FAULTS,
     },
     across_router(
         "flannel-vxlan across a router",

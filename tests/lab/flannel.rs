@@ -65,8 +65,8 @@ impl Cni for Flannel {
         }
     }
 
-    fn network_condition(&self) -> (&'static str, &'static str) {
-        ("FlannelIsUp", "Flannel is running on this node")
+    fn network_condition(&self) -> Option<(&'static str, &'static str)> {
+        Some(("FlannelIsUp", "Flannel is running on this node"))
     }
 
     fn setup_node(&self, node: &Node) {
@@ -105,7 +105,7 @@ impl Cni for Flannel {
         ns.ip(&format!("link set {VTEP} up"));
     }
 
-    fn attach_pod(&self, node: &Node, pod: &Pod) {
+    fn attach_pod(&self, node: &Node, pod: &mut Pod) {
         let veth = &pod.host_veth;
         let mtu = self.mtu();
         node.ns.ip(&format!(

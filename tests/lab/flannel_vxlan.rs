@@ -48,7 +48,7 @@ fn build() -> Option<(Lab, Cluster)> {
 }
 
 /// Runs `argv` in `from`'s namespace and asserts it succeeds.
-fn assert_succeeds(from: &Pod, argv: &[&str]) {
+pub fn assert_succeeds(from: &Pod, argv: &[&str]) {
     let output = from.ns.exec(argv);
     assert!(
         output.status.success(),

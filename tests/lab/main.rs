@@ -12,6 +12,7 @@ mod collect_cli;
 mod diagnose;
 mod flannel;
 mod flannel_vxlan;
+mod kindnet;
 mod kube_proxy;
 mod lab;
 mod live;

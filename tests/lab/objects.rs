@@ -151,7 +151,9 @@ fn node(node: &Node, cni: &dyn Cni) -> Value {
         })
     };
     let machine_id = &hex_digest(&format!("machine/{}", node.name))[..32];
-    let (network_reason, network_message) = cni.network_condition();
+    let network = cni
+        .network_condition()
+        .map(|(reason, message)| condition("NetworkUnavailable", "False", reason, message));
     json!({
         "apiVersion": "v1",
         "kind": "Node",
@@ -167,13 +169,12 @@ fn node(node: &Node, cni: &dyn Cni) -> Value {
             ],
             "allocatable": {"cpu": "2", "ephemeral-storage": "19316953466", "memory": "3917088Ki", "pods": "110"},
             "capacity": {"cpu": "2", "ephemeral-storage": "20959212Ki", "memory": "4019488Ki", "pods": "110"},
-            "conditions": [
-                condition("NetworkUnavailable", "False", network_reason, network_message),
+            "conditions": network.into_iter().chain([
                 condition("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
                 condition("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
                 condition("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
                 condition("Ready", "True", "KubeletReady", "kubelet is posting ready status"),
-            ],
+            ]).collect::<Vec<Value>>(),
             "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
             "nodeInfo": {
                 "architecture": "amd64",

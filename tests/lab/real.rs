@@ -919,7 +919,7 @@ fn calico_crds(bin: &Path) -> Vec<Value> {
 /// Sets `pod` up as a container runtime does: CNI `plugin`'s ADD with the
 /// pod's namespace, run in the node's. Returns the pod's address and the
 /// node side of its veth.
-fn cni_add(bin: &Path, plugin: &str, node: &Node, pod: &Pod, conf: &str) -> (Ipv4Addr, String) {
+pub fn cni_add(bin: &Path, plugin: &str, node: &Node, pod: &Pod, conf: &str) -> (Ipv4Addr, String) {
     let cni_dir = bin.join("cni");
     let container = format!("{}-{}", node.name, pod.name);
     let mut child = Command::new("ip")

@@ -24,7 +24,7 @@ use super::{
     Branch, Crossing, Encapsulation as Encapsulated, Flow, Next, Packet, Place, Stop, TunnelHeader,
     Tunnelled, UndoPhase, Walker, hop_id,
 };
-use crate::engine::hooks::{Encapsulation, NextHop, PodInterface, Undecided};
+use crate::engine::hooks::{Attachment, Encapsulation, NextHop, PodInterface, Undecided};
 use crate::engine::target::Protocol;
 use crate::engine::{Disposition, HopStep, LinkKind, Step};
 use crate::netstack::netfilter::{Endpoint, Translation};
@@ -53,17 +53,18 @@ impl<'s> Walker<'s> {
         }
     }
 
-    /// Node `ns` sends the packet by `dev` to one of its pods, through the
-    /// veth the CNI gives the pod: a port of `dev` when `dev` is a bridge,
-    /// unless the CNI routes to the veth itself. The step is the CNI's
-    /// intent even in a real node's hop, whose dump does not show the port.
-    /// A frame bridged from another port (`in_port`) goes through the node's
-    /// netfilter where `bridge-nf-call-iptables` says so, as between two
-    /// ports the dump shows.
+    /// Node `ns` sends the packet by `dev` (`None` when the CNI cannot name
+    /// it) to one of its pods, through the veth the CNI gives the pod: a port
+    /// of its bridge when the CNI bridges pods, the veth itself when it
+    /// routes to it (`pod_interface`'s `kind`; without one, a port of `dev`
+    /// when `dev` is a bridge). The step is the CNI's intent even in a real
+    /// node's hop, whose dump does not show the port. A frame bridged from
+    /// another port (`in_port`) goes through the node's netfilter where
+    /// `bridge-nf-call-iptables` says so, as between two ports the dump shows.
     pub(super) fn send_to_local_pod(
         &mut self,
         place: &Place,
-        dev: &str,
+        dev: Option<&str>,
         pod: &NetnsId,
         in_port: Option<&str>,
         mut flow: Flow,
@@ -73,44 +74,26 @@ impl<'s> Walker<'s> {
             Ok(interface) => interface,
             Err(undecided) => return self.undecided(hop, flow.branch, undecided),
         };
-        let host_veth = interface.host_veth.unwrap_or_else(|| unnamed("veth"));
-        // A device the node's dump shows as something other than a bridge
-        // is the veth itself: the CNI must name it so, or the packet goes to
-        // whatever is at its far end, which the snapshot does not show.
-        let routed_to_veth = self
-            .topology
-            .link(ns, dev)
-            .is_some_and(|device| !matches!(device.kind(), Some(DeviceKind::Bridge(_))));
-        if routed_to_veth && host_veth != dev {
-            let reason = format!(
-                "{} sends the packet for pod {} by {dev}, but pack {} gives the pod the veth {host_veth}, and what is behind {dev} is not in the snapshot",
-                hop_id(ns),
-                hop_id(pod),
-                self.cni_name()
-            );
-            let stop = Stop {
-                disposition: Disposition::InsufficientInfo,
-                id: "snapshot.missing",
-                reason,
-                evidence: vec![self.file(ns, "ip-link.json")],
-            };
-            return self.stop(hop, flow.branch, stop);
-        }
-        let bridged = host_veth != dev;
-        let kind = if bridged {
-            self.assumed_step(
-                hop,
-                Step::Bridged {
-                    bridge: dev.to_string(),
-                    port: host_veth.clone(),
-                },
-            );
-            LinkKind::BridgePort
-        } else {
-            LinkKind::Veth
+        let (host_veth, bridge) = match self.pod_attachment(ns, dev, pod, &interface) {
+            Ok(attached) => attached,
+            Err(stop) => return self.stop(hop, flow.branch, stop),
+        };
+        let kind = match &bridge {
+            Some(bridge) => {
+                self.assumed_step(
+                    hop,
+                    Step::Bridged {
+                        bridge: bridge.clone(),
+                        port: host_veth.clone(),
+                    },
+                );
+                LinkKind::BridgePort
+            }
+            None => LinkKind::Veth,
         };
         if let Some(in_port) = in_port
-            && let Some(stop) = self.bridge_netfilter(place, dev, in_port, &host_veth, &mut flow)
+            && let Some(bridge) = &bridge
+            && let Some(stop) = self.bridge_netfilter(place, bridge, in_port, &host_veth, &mut flow)
         {
             return self.stop(hop, flow.branch, stop);
         }
@@ -125,6 +108,75 @@ impl<'s> Walker<'s> {
             interface: &pod_dev,
         };
         self.arrive(hop, crossing, flow)
+    }
+
+    /// The node's end of `pod`'s veth and the bridge it is a port of (`None`
+    /// when the node routes to the veth itself), as the CNI attaches it and
+    /// as the node sends by `dev`. Where the two disagree, what is behind
+    /// `dev` is not in the snapshot.
+    fn pod_attachment(
+        &self,
+        ns: &NetnsId,
+        dev: Option<&str>,
+        pod: &NetnsId,
+        interface: &PodInterface,
+    ) -> Result<(String, Option<String>), Stop> {
+        // What the node's dump shows `dev` to be, where it has it.
+        let shown = dev.and_then(|dev| self.topology.link(ns, dev));
+        let is_bridge = shown.map(|d| matches!(d.kind(), Some(DeviceKind::Bridge(_))));
+        let disagree = |what: String| Stop {
+            disposition: Disposition::InsufficientInfo,
+            id: "snapshot.missing",
+            reason: format!(
+                "{} sends the packet for pod {} by {}, but pack {} {what}, and what is behind it is not in the snapshot",
+                hop_id(ns),
+                hop_id(pod),
+                dev.map_or_else(|| unnamed("device"), str::to_string),
+                self.cni_name()
+            ),
+            evidence: vec![self.file(ns, "ip-link.json")],
+        };
+        match &interface.attachment {
+            Some(Attachment::Routed) => {
+                if is_bridge == Some(true) {
+                    return Err(disagree(
+                        "routes to the pod's veth (no bridge), and that is a bridge".into(),
+                    ));
+                }
+                match (&interface.host_veth, dev) {
+                    (Some(veth), Some(dev)) if veth != dev => {
+                        Err(disagree(format!("gives the pod the veth {veth}")))
+                    }
+                    (Some(veth), _) => Ok((veth.clone(), None)),
+                    (None, Some(dev)) => Ok((dev.to_string(), None)),
+                    (None, None) => Ok((unnamed("veth"), None)),
+                }
+            }
+            Some(Attachment::Bridged { bridge }) => {
+                if dev.is_some_and(|dev| dev != bridge) || is_bridge == Some(false) {
+                    return Err(disagree(format!("bridges the pod on {bridge}")));
+                }
+                let port = interface.host_veth.clone();
+                Ok((
+                    port.unwrap_or_else(|| unnamed("veth")),
+                    Some(bridge.clone()),
+                ))
+            }
+            None => {
+                let dev = dev.map_or_else(|| unnamed("device"), str::to_string);
+                let host_veth = interface
+                    .host_veth
+                    .clone()
+                    .unwrap_or_else(|| unnamed("veth"));
+                // A device the node's dump shows as something other than a
+                // bridge is the veth itself: the CNI must name it so.
+                if is_bridge == Some(false) && host_veth != dev {
+                    return Err(disagree(format!("gives the pod the veth {host_veth}")));
+                }
+                let bridge = (host_veth != dev).then_some(dev);
+                Ok((host_veth, bridge))
+            }
+        }
     }
 
     /// The veth pair the CNI gives `pod`, asked at its node `ns`.
@@ -281,16 +333,21 @@ impl<'s> Walker<'s> {
             Step::Route {
                 rule: String::new(),
                 route: format!("the next_hop of pack {}", self.cni_name()),
-                result: match next.via {
-                    Some(via) => format!("via {via} dev {}", next.device()),
-                    None => format!("dev {}", next.device()),
-                },
+                result: next.describe(),
             },
         );
         match self.intent.encapsulation(&scope) {
             Err(undecided) => return self.undecided(hop, branch, undecided),
             Ok(Some(encapsulation)) => {
                 return self.encapsulate_assumed(place, Flow { packet, branch }, encapsulation);
+            }
+            Ok(None) if matches!(next, NextHop::Encapsulated { .. }) => {
+                let undecided = Undecided::Malformed {
+                    pack: self.cni_name(),
+                    hook: "next_hop",
+                    problem: "it says encapsulated, but the encapsulation hook has no answer for the packet".into(),
+                };
+                return self.undecided(hop, branch, undecided);
             }
             Ok(None) => {}
         }
@@ -356,16 +413,37 @@ impl<'s> Walker<'s> {
     /// the next hop.
     fn leave_assumed(&mut self, place: &Place, next: &NextHop, flow: Flow) -> Next<'s> {
         let (ns, hop) = (&place.ns, place.hop);
-        let target = next.via.unwrap_or(flow.packet.dst);
-        let holder = match ns {
+        let (target, holder) = match (ns, next) {
             // A pod's packets go to its node, whatever the gateway.
-            NetnsId::Pod { node, .. } => Holder::Node(NetnsId::Host { node: node.clone() }),
-            NetnsId::Host { node } => self.holder(node, target),
+            (NetnsId::Pod { node, .. }, _) => (
+                next.via().unwrap_or(flow.packet.dst),
+                Holder::Node(NetnsId::Host { node: node.clone() }),
+            ),
+            (
+                NetnsId::Host { .. },
+                NextHop::PeerNode {
+                    node: peer, via, ..
+                },
+            ) => match via.or_else(|| self.node_address(peer)) {
+                Some(address) => (address, Holder::Node(NetnsId::Host { node: peer.clone() })),
+                None => {
+                    let undecided = Undecided::Malformed {
+                        pack: self.cni_name(),
+                        hook: "next_hop",
+                        problem: format!(
+                            "its peer node {peer:?} is no node of the cluster with an InternalIP, and it gives no via"
+                        ),
+                    };
+                    return self.undecided(hop, flow.branch, undecided);
+                }
+            },
+            (NetnsId::Host { node }, _) => {
+                let target = next.via().unwrap_or(flow.packet.dst);
+                (target, self.holder(node, target))
+            }
         };
         match holder {
-            Holder::LocalPod(pod) => {
-                self.send_to_local_pod(place, &next.device(), &pod, None, flow)
-            }
+            Holder::LocalPod(pod) => self.send_to_local_pod(place, next.dev(), &pod, None, flow),
             Holder::Node(node) => {
                 let kind = match ns {
                     NetnsId::Pod { .. } => LinkKind::Veth,
@@ -439,7 +517,8 @@ impl<'s> Walker<'s> {
         towards.src = Some(packet.dst);
         towards.dst = pod_ip;
         let scope = self.scope(node, &towards, None);
-        self.intent.next_hop(&scope).ok().flatten()?.dev
+        let next = self.intent.next_hop(&scope).ok().flatten()?;
+        next.dev().map(str::to_string)
     }
 
     /// The CNI tunnels the packet: the outer packet goes to the node that
@@ -649,5 +728,182 @@ mod tests {
             assert_eq!(stop.id, "snapshot.missing");
             assert_eq!(stop.disposition, Disposition::InsufficientInfo);
         });
+    }
+
+    /// `two_pods_on_a_bridge` without pod b's dump, with b's Pod object.
+    fn pod_b_without_its_dump() -> Vec<(String, String)> {
+        let mut files = two_pods_on_a_bridge();
+        files.retain(|(path, _)| !path.contains("pods/default/b/"));
+        let pod = "apiVersion: v1\nkind: Pod\nmetadata: {namespace: default, name: b}\n\
+                   spec: {nodeName: n1, containers: [{name: c, image: x}]}\n\
+                   status: {phase: Running, podIP: 10.0.0.3, podIPs: [{ip: 10.0.0.3}]}\n";
+        files.push(("cluster/pods.yaml".into(), pod.into()));
+        files
+    }
+
+    /// Node n1 sends to pod b by `dev`, with the pack's `pod_interface`
+    /// answering `answer`: the link to the pod (its kind and the node's
+    /// interface) and the bridges the hop shows, or the stop.
+    fn send_to_b(answer: &str, dev: Option<&str>) -> Result<(LinkKind, String, Vec<String>), Stop> {
+        let script =
+            format!("fn next_hop(ctx, packet) {{ () }}\nfn pod_interface(ctx, pod) {{ {answer} }}");
+        let fixture = Fixture::with_hooks(&pod_b_without_its_dump(), &script);
+        fixture.walk(None, |walker| {
+            let (place, flow) = walker.test_flow(&host("n1"), tcp("10.0.0.1", "10.0.0.3"));
+            match walker.send_to_local_pod(&place, dev, &pod("b"), None, flow) {
+                Next::Visit {
+                    ns,
+                    from: Some((_, link)),
+                    ..
+                } => {
+                    assert_eq!(ns, pod("b"));
+                    let bridged = walker.graph[place.hop]
+                        .steps
+                        .iter()
+                        .filter_map(|step| match &step.step {
+                            Step::Bridged { bridge, port } => Some(format!("{bridge}:{port}")),
+                            _ => None,
+                        })
+                        .collect();
+                    Ok((link.kind, link.from_interface, bridged))
+                }
+                other => Err(stopped(other)),
+            }
+        })
+    }
+
+    #[test]
+    fn a_routed_pod_without_a_dump_is_reached_by_its_veth_not_a_bridge_port() {
+        let routed = r#"#{kind: "routed", host_veth: (), pod_dev: "eth0"}"#;
+        let (kind, from, bridged) = went(send_to_b(routed, Some("veth-b")));
+        assert_eq!((kind, from.as_str()), (LinkKind::Veth, "veth-b"));
+        assert!(bridged.is_empty(), "{bridged:?}");
+        // At a node without a dump the CNI names no device: still a veth.
+        let (kind, from, bridged) = went(send_to_b(routed, None));
+        assert_eq!(kind, LinkKind::Veth);
+        assert_eq!(from, unnamed("veth"));
+        assert!(bridged.is_empty(), "{bridged:?}");
+    }
+
+    #[test]
+    fn a_routed_pod_the_node_sends_to_by_a_bridge_is_not_in_the_snapshot() {
+        let routed = r#"#{kind: "routed", host_veth: (), pod_dev: "eth0"}"#;
+        let stop = send_to_b(routed, Some("cni0")).unwrap_err();
+        assert_eq!(stop.id, "snapshot.missing");
+        assert_eq!(stop.disposition, Disposition::InsufficientInfo);
+        assert!(stop.reason.contains("that is a bridge"), "{}", stop.reason);
+    }
+
+    #[test]
+    fn a_bridged_pod_is_a_port_of_its_bridge_and_of_no_other_device() {
+        let bridged = r#"#{kind: "bridged", bridge: "cni0", host_veth: "veth-b", pod_dev: "eth0"}"#;
+        let (kind, from, steps) = went(send_to_b(bridged, Some("cni0")));
+        assert_eq!((kind, from.as_str()), (LinkKind::BridgePort, "veth-b"));
+        assert_eq!(steps, ["cni0:veth-b"]);
+        let stop = send_to_b(bridged, Some("veth-b")).unwrap_err();
+        assert!(
+            stop.reason.contains("bridges the pod on cni0"),
+            "{}",
+            stop.reason
+        );
+    }
+
+    #[test]
+    fn an_answer_without_kind_is_bridged_on_the_device_as_before() {
+        let older = r#"#{host_veth: (), pod_dev: "eth0"}"#;
+        let (kind, from, steps) = went(send_to_b(older, Some("cni0")));
+        assert_eq!(
+            (kind, from.clone()),
+            (LinkKind::BridgePort, unnamed("veth"))
+        );
+        assert_eq!(steps, [format!("cni0:{from}")]);
+    }
+
+    /// Nodes n1 (10.1.0.1) and n2 (10.1.0.2), neither with a dump.
+    fn two_nodes_without_dumps() -> Vec<(String, String)> {
+        let node = |name: &str, ip: &str| {
+            format!(
+                "apiVersion: v1\nkind: Node\nmetadata: {{name: {name}}}\n\
+                 status: {{addresses: [{{type: InternalIP, address: {ip}}}]}}\n"
+            )
+        };
+        vec![(
+            "cluster/nodes.yaml".into(),
+            format!("{}---\n{}", node("n1", "10.1.0.1"), node("n2", "10.1.0.2")),
+        )]
+    }
+
+    /// Routes a packet from n1 (without a dump) to `dst` by the pack's
+    /// `next_hop` answering `answer`: the namespace it goes into, the
+    /// link's kind and the interface it leaves by; or what happened instead.
+    fn route_from_n1(answer: &str, dst: &str) -> Result<(NetnsId, LinkKind, String), String> {
+        let script =
+            format!("fn next_hop(ctx, packet) {{ {answer} }}\nfn pod_interface(ctx, pod) {{ () }}");
+        let fixture = Fixture::with_hooks(&two_nodes_without_dumps(), &script);
+        fixture.walk(None, |walker| {
+            let (place, flow) = walker.test_flow(&host("n1"), tcp("10.1.0.1", dst));
+            match walker.route_assumed(&place, flow, None) {
+                Next::Visit {
+                    ns,
+                    from: Some((_, link)),
+                    ..
+                } => Ok((ns, link.kind, link.from_interface)),
+                other => Err(describe(&other)),
+            }
+        })
+    }
+
+    /// What went on, or the stop's reason as the failure.
+    fn went<T>(result: Result<T, Stop>) -> T {
+        result.unwrap_or_else(|stop| panic!("stopped: {} ({})", stop.id, stop.reason))
+    }
+
+    fn routed<T>(result: Result<T, String>) -> T {
+        result.unwrap_or_else(|other| panic!("{other}"))
+    }
+
+    #[test]
+    fn next_hop_on_link_to_a_peer_node_goes_to_that_node_over_the_underlay() {
+        let answer = r#"#{kind: "peer-node", node: "n2", dev: "eth0"}"#;
+        let (ns, kind, from) = routed(route_from_n1(answer, "10.2.0.5"));
+        assert_eq!(
+            (ns, kind, from.as_str()),
+            (host("n2"), LinkKind::Underlay, "eth0")
+        );
+        let stop = route_from_n1(r#"#{kind: "peer-node", node: "n9"}"#, "10.2.0.5").unwrap_err();
+        assert!(stop.starts_with("stop engine.hook.undecided"), "{stop}");
+        assert!(stop.contains("\"n9\" is no node"), "{stop}");
+    }
+
+    #[test]
+    fn next_hop_by_the_nodes_own_routes_goes_to_the_destinations_holder() {
+        // A node's address: over the underlay to it, by the default route's device.
+        let (ns, kind, from) = routed(route_from_n1(r#"#{kind: "node-routes"}"#, "10.1.0.2"));
+        assert_eq!((ns, kind), (host("n2"), LinkKind::Underlay));
+        assert_eq!(from, unnamed("default route's device"));
+        // Nobody's address: out of the cluster.
+        let other = route_from_n1(r#"#{kind: "node-routes"}"#, "203.0.113.9").unwrap_err();
+        assert_eq!(other, "finish exits_cluster");
+    }
+
+    #[test]
+    fn next_hop_through_a_device_to_a_gateway_goes_to_the_gateways_holder() {
+        let answer = r#"#{kind: "device", dev: "eth0", via: "10.1.0.2"}"#;
+        let (ns, kind, from) = routed(route_from_n1(answer, "10.2.0.5"));
+        assert_eq!(
+            (ns, kind, from.as_str()),
+            (host("n2"), LinkKind::Underlay, "eth0")
+        );
+    }
+
+    #[test]
+    fn next_hop_encapsulated_without_an_encapsulation_answer_is_outside_the_contract() {
+        let stop =
+            route_from_n1(r#"#{kind: "encapsulated", dev: "tun0"}"#, "10.2.0.5").unwrap_err();
+        assert!(stop.starts_with("stop engine.hook.undecided"), "{stop}");
+        assert!(
+            stop.contains("the encapsulation hook has no answer"),
+            "{stop}"
+        );
     }
 }

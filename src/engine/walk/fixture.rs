@@ -46,6 +46,14 @@ impl Fixture {
         Fixture { packs, ..fixture }
     }
 
+    /// A snapshot of these files with one CNI pack whose `next_hop` and
+    /// `pod_interface` hooks are the functions of `script`.
+    pub(super) fn with_hooks(files: &[(String, String)], script: &str) -> Fixture {
+        let fixture = Fixture::new(files);
+        let packs = crate::engine::hooks::answering_pack(script);
+        Fixture { packs, ..fixture }
+    }
+
     /// Runs `test` with a walker over the snapshot (`--size` as given).
     pub(super) fn walk<R>(
         &self,

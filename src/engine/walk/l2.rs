@@ -109,7 +109,7 @@ impl<'s> Walker<'s> {
                     .filter(|_| device.link_index.is_some())
                 {
                     Some(pod) if self.can_assume(&pod) => {
-                        self.send_to_local_pod(place, &device.ifname, &pod, None, flow)
+                        self.send_to_local_pod(place, Some(&device.ifname), &pod, None, flow)
                     }
                     Some(pod) => {
                         let stop =
@@ -169,7 +169,7 @@ impl<'s> Walker<'s> {
                 self.cross(place, port, kind, far.ns, &far.link.ifname, flow)
             }
             BridgePort::AssumedPod(pod) => {
-                self.send_to_local_pod(place, &bridge.ifname, &pod, None, flow)
+                self.send_to_local_pod(place, Some(&bridge.ifname), &pod, None, flow)
             }
             BridgePort::Unanswered(Some(stop)) => self.stop(hop, flow.branch, stop),
             BridgePort::Unanswered(None) => {
@@ -394,7 +394,7 @@ impl<'s> Walker<'s> {
                 let flow = Flow { packet, branch };
                 return self.send_to_local_pod(
                     &bridge_hop,
-                    &bridge,
+                    Some(&bridge),
                     &pod,
                     Some(&peer.ifname),
                     flow,

@@ -1,7 +1,8 @@
 // Test infrastructure only: flanneld and the CNI plugins it delegates to
-// (bridge, host-local, loopback), built from the Go module proxy for the
-// real-components lab (see ../README.md). Its own module: flannel pins other
-// versions of client-go and etcd than ../go.mod's Kubernetes.
+// (bridge, host-local, loopback; and ptp, kindnet's), built from the Go module
+// proxy for the real-components lab and the kindnet lab (see ../README.md).
+// Its own module: flannel pins other versions of client-go and etcd than
+// ../go.mod's Kubernetes.
 module skoop.test/k8s/flannel
 
 go 1.26.0
@@ -10,6 +11,7 @@ tool (
 	github.com/containernetworking/plugins/plugins/ipam/host-local
 	github.com/containernetworking/plugins/plugins/main/bridge
 	github.com/containernetworking/plugins/plugins/main/loopback
+	github.com/containernetworking/plugins/plugins/main/ptp
 	github.com/flannel-io/flannel
 )
 

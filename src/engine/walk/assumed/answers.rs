@@ -279,6 +279,32 @@ pub(super) fn holding(address: IpAddr) -> String {
 impl NextHop {
     /// The device, or what stands for it when the CNI cannot name it.
     pub(super) fn device(&self) -> String {
-        self.dev.clone().unwrap_or_else(|| unnamed("device"))
+        match self {
+            NextHop::NodeRoutes => unnamed("default route's device"),
+            _ => self.dev().map_or_else(|| unnamed("device"), str::to_string),
+        }
+    }
+
+    /// The gateway the CNI names, if any.
+    pub(super) fn via(&self) -> Option<IpAddr> {
+        match self {
+            NextHop::PeerNode { via, .. } | NextHop::Device { via, .. } => *via,
+            NextHop::NodeRoutes | NextHop::Encapsulated { .. } => None,
+        }
+    }
+
+    /// The route step's result, in `ip route`'s words where they fit.
+    pub(super) fn describe(&self) -> String {
+        let device = self.device();
+        match self {
+            NextHop::NodeRoutes => "by the node's own routes (not in the snapshot)".into(),
+            NextHop::PeerNode { node, via, .. } => match via {
+                Some(via) => format!("on-link to node {node}, via {via} dev {device}"),
+                None => format!("on-link to node {node}, via its InternalIP dev {device}"),
+            },
+            NextHop::Device { via: Some(via), .. } => format!("via {via} dev {device}"),
+            NextHop::Device { via: None, .. } => format!("dev {device}"),
+            NextHop::Encapsulated { .. } => format!("into the tunnel dev {device}"),
+        }
     }
 }
