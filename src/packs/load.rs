@@ -296,8 +296,10 @@ impl Loader<'_> {
             .unwrap_or_default();
         let params = params_map(&parameters);
 
-        let scripts = self.compile_scripts(engine);
-        let compiler = ExpressionCompiler::new(params.clone());
+        // The pack's `lib/` stays importable until its expressions are
+        // compiled: an expression calling `MODULE::f(...)` embeds the module.
+        let (scripts, library) = self.compile_scripts(engine);
+        let compiler = ExpressionCompiler::new(params.clone(), library);
 
         let modes = top
             .take("modes")
@@ -326,6 +328,7 @@ impl Loader<'_> {
             })
             .unwrap_or_default();
         top.finish(&mut self.issues);
+        engine.set_module_resolver(rhai::module_resolvers::DummyModuleResolver::new());
 
         if kind == Some(PackKind::Cni) && detect.is_empty() {
             self.issues.push(
@@ -526,8 +529,11 @@ impl Loader<'_> {
         parameters
     }
 
-    /// Compiles every script at the pack's root, serving `import` from its `lib/`.
-    fn compile_scripts(&mut self, engine: &mut Engine) -> Vec<Script> {
+    /// Compiles every script at the pack's root, serving `import` from its
+    /// `lib/`, and every `lib/` module; the functions each module exports
+    /// are returned for expressions to call. The engine is left serving the
+    /// pack's `lib/`.
+    fn compile_scripts(&mut self, engine: &mut Engine) -> (Vec<Script>, Library) {
         let library: BTreeMap<String, String> = self
             .source
             .files
@@ -569,22 +575,37 @@ impl Loader<'_> {
             }
         }
         // Library modules nobody imports must still compile, imports included.
+        let mut library = Library::default();
         for (file, text) in &self.source.files {
-            if file.starts_with("lib/")
-                && let Err(error) = engine.compile_into_self_contained(&Scope::new(), text)
-            {
-                self.problems.push(
-                    ScriptError::from_rhai(&error, &self.source.dir, file, None).to_problem(),
-                );
+            let Some(module) = file
+                .strip_prefix("lib/")
+                .and_then(|f| f.strip_suffix(".rhai"))
+            else {
+                continue;
+            };
+            match engine.compile_into_self_contained(&Scope::new(), text) {
+                Ok(ast) => {
+                    let exported = ast
+                        .iter_functions()
+                        .filter(|f| f.access != rhai::FnAccess::Private)
+                        .map(|f| (f.name.to_owned(), f.params.len()))
+                        .collect();
+                    library.modules.insert(module.to_owned(), exported);
+                }
+                Err(error) => {
+                    library.broken.insert(module.to_owned());
+                    self.problems.push(
+                        ScriptError::from_rhai(&error, &self.source.dir, file, None).to_problem(),
+                    );
+                }
             }
         }
-        engine.set_module_resolver(rhai::module_resolvers::DummyModuleResolver::new());
         // A problem in a module also shows where it is imported, and a cycle
         // shows from each of its modules; keep each problem once.
         let mut seen = std::collections::BTreeSet::new();
         self.problems
             .retain(|problem| seen.insert(problem.to_string()));
-        scripts
+        (scripts, library)
     }
 
     fn modes(&mut self, node: &Node, engine: &Engine, compiler: &ExpressionCompiler) -> Vec<Mode> {
@@ -970,13 +991,15 @@ impl Loader<'_> {
                 Piece::Text(text) => parts.push(TemplatePart::Text(text.clone())),
                 Piece::Expression { offset, text } => match compiler.compile(engine, text) {
                     Ok(ast) => parts.push(TemplatePart::Expression(Box::new(ast))),
-                    Err(error) => {
+                    // Its module's own problem is reported already.
+                    Err(ExpressionError::InBrokenModule) => ok = false,
+                    Err(ExpressionError::Problem { message, position }) => {
                         ok = false;
-                        let line = error.1.line().unwrap_or(1);
-                        let column = error.1.position().unwrap_or(1);
+                        let line = position.line().unwrap_or(1);
+                        let column = position.position().unwrap_or(1);
                         let pos = self.position_in(node, &source, *offset, line, column);
                         self.issues
-                            .push(pos.issue(format!("in ${{{text}}}: {}", error.0)));
+                            .push(pos.issue(format!("in ${{{text}}}: {message}")));
                     }
                 },
             }
@@ -1114,15 +1137,41 @@ struct CheckContext<'a> {
     scripts: &'a [Script],
 }
 
+/// The functions a pack's `lib/` modules export, which expressions may
+/// call as `MODULE::function(...)`.
+#[derive(Debug, Default)]
+struct Library {
+    /// Module name (its file's stem) to its functions, as (name, arity).
+    modules: BTreeMap<String, Vec<(String, usize)>>,
+    /// Modules that do not compile (their problem is reported by itself).
+    broken: std::collections::BTreeSet<String>,
+}
+
+/// Why an expression did not compile.
+enum ExpressionError {
+    /// A problem at a position in the expression's text.
+    Problem {
+        message: String,
+        position: rhai::Position,
+    },
+    /// It calls a `lib/` module that does not compile: not one more problem.
+    InBrokenModule,
+}
+
 /// Compiles `${...}` expressions with strict variables: the scope's names
 /// are declared, and `params` is a constant, so the optimizer folds the
-/// parameters into the expression.
-pub struct ExpressionCompiler {
+/// parameters into the expression. An expression calling `MODULE::f(...)`
+/// of the pack's `lib/` is compiled with that module embedded, as a script
+/// importing it, once its call was checked against the module's functions.
+struct ExpressionCompiler {
     scope: Scope<'static>,
+    /// Reads the expression's shape before its modules are imported.
+    parser: Engine,
+    library: Library,
 }
 
 impl ExpressionCompiler {
-    pub fn new(params: Dynamic) -> Self {
+    fn new(params: Dynamic, library: Library) -> Self {
         let mut scope = Scope::new();
         scope.push_constant_dynamic("params", params);
         for name in Context::VARIABLES.iter().filter(|n| **n != "params") {
@@ -1131,11 +1180,129 @@ impl ExpressionCompiler {
         for name in ["actual", "expected"] {
             scope.push_dynamic(name, Dynamic::UNIT);
         }
-        ExpressionCompiler { scope }
+        ExpressionCompiler {
+            scope,
+            parser: super::sandbox::parser(),
+            library,
+        }
     }
 
-    fn compile(&self, engine: &Engine, text: &str) -> Result<rhai::AST, rhai::ParseError> {
-        engine.compile_expression_with_scope(&self.scope, text)
+    fn compile(&self, engine: &Engine, text: &str) -> Result<rhai::AST, ExpressionError> {
+        let parse_error = |error: rhai::ParseError| ExpressionError::Problem {
+            message: error.0.to_string(),
+            position: error.1,
+        };
+        // One expression: the parser refuses statements.
+        let shape = self.parser.compile_expression(text).map_err(parse_error)?;
+        let modules = self.modules_called(&shape)?;
+        if modules.is_empty() {
+            return engine
+                .compile_expression_with_scope(&self.scope, text)
+                .map_err(parse_error);
+        }
+        // The imports on a line of their own: the expression's own lines
+        // are one further down.
+        let imports: String = modules
+            .iter()
+            .map(|m| format!("import \"{m}\" as {m}; "))
+            .collect();
+        engine
+            .compile_into_self_contained(&self.scope, &format!("{imports}\n{text}"))
+            .map_err(|error| match *error {
+                rhai::EvalAltResult::ErrorParsing(kind, position) if position.line() > Some(1) => {
+                    let line = position.line().unwrap_or(2) - 1;
+                    let column = position.position().unwrap_or(1);
+                    ExpressionError::Problem {
+                        message: kind.to_string(),
+                        position: rhai::Position::new(
+                            u16::try_from(line).unwrap_or(u16::MAX),
+                            u16::try_from(column).unwrap_or(u16::MAX),
+                        ),
+                    }
+                }
+                other => ExpressionError::Problem {
+                    message: other.to_string(),
+                    position: rhai::Position::NONE,
+                },
+            })
+    }
+
+    /// The `lib/` modules the expression calls into, each call checked: a
+    /// module the pack has, a function it exports, with that many arguments.
+    fn modules_called(&self, ast: &rhai::AST) -> Result<Vec<String>, ExpressionError> {
+        let mut calls = Vec::new();
+        ast.walk(&mut |path: &[rhai::ASTNode]| {
+            // A call alone is a statement, inside an expression an expression.
+            let call = match path.last() {
+                Some(rhai::ASTNode::Expr(rhai::Expr::FnCall(call, _))) => Some(call),
+                Some(rhai::ASTNode::Stmt(rhai::Stmt::FnCall(call, _))) => Some(call),
+                _ => None,
+            };
+            if let Some(call) = call
+                && !call.namespace.is_empty()
+            {
+                calls.push((
+                    call.namespace.to_string(),
+                    call.namespace.root().to_owned(),
+                    call.name.to_string(),
+                    call.args.len(),
+                    call.namespace.position(),
+                ));
+            }
+            true
+        });
+        let mut modules = Vec::new();
+        for (namespace, root, name, arity, position) in calls {
+            let problem = |message: String| Err(ExpressionError::Problem { message, position });
+            if self.library.broken.contains(&root) {
+                return Err(ExpressionError::InBrokenModule);
+            }
+            let Some(functions) = self.library.modules.get(&root) else {
+                let names: Vec<&str> = self.library.modules.keys().map(String::as_str).collect();
+                return problem(format!(
+                    "{namespace}::{name}: the pack has no lib/{root}.rhai (its modules: {})",
+                    if names.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        names.join(", ")
+                    }
+                ));
+            };
+            if namespace != root {
+                return problem(format!(
+                    "{namespace}::{name}: a lib/ module is called as MODULE::function, one level deep"
+                ));
+            }
+            let arities: Vec<usize> = functions
+                .iter()
+                .filter(|(f, _)| *f == name)
+                .map(|(_, a)| *a)
+                .collect();
+            if arities.is_empty() {
+                let mut names: Vec<&str> = functions.iter().map(|(f, _)| f.as_str()).collect();
+                names.sort_unstable();
+                names.dedup();
+                return problem(format!(
+                    "lib/{root}.rhai has no function {name} (it has: {})",
+                    if names.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        names.join(", ")
+                    }
+                ));
+            }
+            if !arities.contains(&arity) {
+                let takes: Vec<String> = arities.iter().map(ToString::to_string).collect();
+                return problem(format!(
+                    "{root}::{name} takes {} argument(s), not {arity}",
+                    takes.join(" or ")
+                ));
+            }
+            if !modules.contains(&root) {
+                modules.push(root);
+            }
+        }
+        Ok(modules)
     }
 }
 

@@ -578,6 +578,165 @@ mod tests {
         loaded
     }
 
+    /// A rules pack from its manifest and its `lib/` modules, as loaded:
+    /// the packs, or every problem as `file:line:col: message`.
+    fn pack_with_lib(manifest: &str, lib: &[(&str, &str)]) -> Result<LoadedPacks, Vec<String>> {
+        let files = std::iter::once((MANIFEST.to_owned(), manifest.to_owned()))
+            .chain(
+                lib.iter()
+                    .map(|(name, text)| (format!("lib/{name}.rhai"), (*text).to_owned())),
+            )
+            .collect();
+        let source = PackSource {
+            dir: "inline".into(),
+            builtin: false,
+            files,
+        };
+        let (loaded, problems) = LoadedPacks::load(vec![source], &[]);
+        if problems.is_empty() {
+            Ok(loaded)
+        } else {
+            Err(problems.iter().map(ToString::to_string).collect())
+        }
+    }
+
+    /// A pack whose one check compares ip_forward with `expect`.
+    fn forwarding_expected(expect: &str) -> String {
+        format!(
+            r#"name: derived
+version: 0.1.0
+description: ip_forward as a lib function derives it.
+engine: ">=0.1.0"
+kind: rules
+parameters:
+  on: {{type: bool, default: true, doc: Forwarding is on.}}
+checks:
+  - id: derived.node.forwarding
+    severity: warning
+    scope: node
+    kind: sysctl
+    key: net.ipv4.ip_forward
+    expect: "{expect}"
+    message: "${{subject}}: ${{actual}}"
+"#
+        )
+    }
+
+    const FORWARDING_LIB: &str =
+        "fn wanted(params) { if params.on { 1 } else { 0 } }\nfn spin() { loop { } }";
+
+    #[test]
+    fn an_expression_calls_a_lib_function() {
+        let snapshot = example();
+        let manifest = forwarding_expected("${forwarding::wanted(params)}");
+        let loaded = pack_with_lib(&manifest, &[("forwarding", FORWARDING_LIB)]).expect("loads");
+        assert!(
+            loaded.evaluate_snapshot(&snapshot).is_empty(),
+            "1 is wanted and found"
+        );
+
+        // The parameter reaches the function: with it off, every node fails.
+        let source = PackSource {
+            dir: "inline".into(),
+            builtin: false,
+            files: [
+                (MANIFEST.to_owned(), manifest),
+                ("lib/forwarding.rhai".to_owned(), FORWARDING_LIB.to_owned()),
+            ]
+            .into_iter()
+            .collect(),
+        };
+        let off = Override::parse("derived.on=false").expect("an override");
+        let (loaded, problems) = LoadedPacks::load(vec![source], &[off]);
+        assert!(problems.is_empty(), "{problems:?}");
+        let findings = loaded.evaluate_snapshot(&snapshot);
+        let messages: Vec<&str> = findings.iter().map(|f| f.message.as_str()).collect();
+        assert_eq!(
+            messages,
+            [
+                "node/node-1: net.ipv4.ip_forward = 1",
+                "node/node-2: net.ipv4.ip_forward = 1"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_lib_function_in_an_expression_keeps_the_sandbox_limits() {
+        let manifest = forwarding_expected("${forwarding::spin()}");
+        let loaded = pack_with_lib(&manifest, &[("forwarding", FORWARDING_LIB)]).expect("loads");
+        let findings = loaded.evaluate_snapshot(&example());
+        assert_eq!(findings.len(), 2, "{findings:?}");
+        for finding in findings {
+            assert_eq!(finding.status, FindingStatus::ScriptError);
+            assert_eq!(
+                finding.error_kind,
+                Some(sandbox::ScriptErrorKind::TooManyOperations),
+                "{}",
+                finding.message
+            );
+        }
+    }
+
+    /// The problems of loading the pack whose check expects `expect`.
+    fn expression_problems(expect: &str, lib: &str) -> Vec<String> {
+        match pack_with_lib(&forwarding_expected(expect), &[("forwarding", lib)]) {
+            Ok(_) => Vec::new(),
+            Err(problems) => problems,
+        }
+    }
+
+    #[test]
+    fn a_misspelt_lib_function_is_a_load_problem_at_its_position() {
+        assert_eq!(
+            expression_problems("${forwarding::wantd(params)}", FORWARDING_LIB),
+            ["inline/pack.yaml:14:16: in ${forwarding::wantd(params)}: \
+              lib/forwarding.rhai has no function wantd (it has: spin, wanted)"]
+        );
+        assert_eq!(
+            expression_problems("${1 + forwarding::wanted()}", FORWARDING_LIB),
+            ["inline/pack.yaml:14:20: in ${1 + forwarding::wanted()}: \
+              forwarding::wanted takes 1 argument(s), not 0"]
+        );
+        assert_eq!(
+            expression_problems("${forwardin::wanted(params)}", FORWARDING_LIB),
+            ["inline/pack.yaml:14:16: in ${forwardin::wanted(params)}: \
+              forwardin::wanted: the pack has no lib/forwardin.rhai (its modules: forwarding)"]
+        );
+        // A private function is not the module's to give.
+        assert_eq!(
+            expression_problems(
+                "${forwarding::wanted(params)}",
+                "private fn wanted(params) { 1 }"
+            ),
+            ["inline/pack.yaml:14:16: in ${forwarding::wanted(params)}: \
+              lib/forwarding.rhai has no function wanted (it has: none)"]
+        );
+    }
+
+    #[test]
+    fn an_expression_is_one_expression_and_a_broken_module_one_problem() {
+        let statements = expression_problems("${let x = 1; x}", FORWARDING_LIB);
+        assert_eq!(statements.len(), 1, "{statements:?}");
+        assert!(
+            statements[0].starts_with("inline/pack.yaml:14:16: in ${let x = 1; x}:"),
+            "{statements:?}"
+        );
+        // A variable the scope lacks is refused though a module is imported.
+        let undefined = expression_problems("${forwarding::wanted(parms)}", FORWARDING_LIB);
+        assert_eq!(
+            undefined,
+            ["inline/pack.yaml:14:35: in ${forwarding::wanted(parms)}: Undefined variable: parms"]
+        );
+        // The module's syntax error is the one problem, not one per caller.
+        let broken =
+            expression_problems("${forwarding::wanted(params)}", "fn wanted(params) { 1 +");
+        assert_eq!(broken.len(), 1, "{broken:?}");
+        assert!(
+            broken[0].starts_with("inline/lib/forwarding.rhai:"),
+            "{broken:?}"
+        );
+    }
+
     fn example() -> Arc<Snapshot> {
         let (snapshot, problems) =
             Snapshot::load(Path::new("examples/flannel-vxlan")).expect("the example loads");

@@ -72,6 +72,19 @@ pub fn engine() -> Engine {
     engine
 }
 
+/// An engine that only parses: without strict variables, so that an
+/// expression's shape (one expression, no statements) and the `lib/`
+/// functions it calls can be read before the modules it names are imported.
+/// Nesting is bounded as in [`engine`], so parsing cannot exhaust the stack.
+pub fn parser() -> Engine {
+    let mut engine = Engine::new_raw();
+    engine
+        .set_max_expr_depths(MAX_EXPR_DEPTH, MAX_FUNCTION_EXPR_DEPTH)
+        .set_max_string_size(MAX_STRING_SIZE)
+        .disable_symbol("eval");
+    engine
+}
+
 /// Lines a script may print while captured; more are counted, not kept, so
 /// that a script printing in a loop cannot fill memory.
 pub const MAX_CAPTURED_LINES: usize = 1000;
