@@ -789,6 +789,8 @@ impl Loader<'_> {
         let when = f
             .take("when")
             .and_then(|n| self.value(n, "when", engine, compiler));
+        let expected_node = f.take("expected");
+        let expected = expected_node.and_then(|n| self.value(n, "expected", engine, compiler));
         let message = f
             .require("message", &mut self.issues)
             .and_then(|n| self.value(n, "message", engine, compiler));
@@ -827,6 +829,11 @@ impl Loader<'_> {
                 let kind = value(&mut f, "device_kind", false, self);
                 let mtu = value(&mut f, "mtu", false, self);
                 let master = value(&mut f, "master", false, self);
+                let address = value(&mut f, "address", false, self);
+                let mac = value(&mut f, "mac", false, self);
+                let vni = value(&mut f, "vni", false, self);
+                let port = value(&mut f, "port", false, self);
+                let local = value(&mut f, "local", false, self);
                 let state = f.string("state", &mut self.issues).and_then(|s| {
                     keyword(
                         &s,
@@ -841,6 +848,11 @@ impl Loader<'_> {
                     mtu,
                     state,
                     master,
+                    address,
+                    mac,
+                    vni,
+                    port,
+                    local,
                 })
             }
             Some("route") => {
@@ -848,11 +860,13 @@ impl Loader<'_> {
                 let via = value(&mut f, "via", false, self);
                 let dev = value(&mut f, "dev", false, self);
                 let table = value(&mut f, "table", false, self);
+                let onlink = value(&mut f, "onlink", false, self);
                 Some(CheckKind::Route {
                     dst: dst?,
                     via,
                     dev,
                     table,
+                    onlink,
                 })
             }
             Some("neighbour") => {
@@ -883,6 +897,24 @@ impl Loader<'_> {
                     protocol,
                 })
             }
+            Some("jump") => {
+                let jumps = match f.take("jumps") {
+                    // Several: a list of {family, table, chain, target}.
+                    Some(list) => {
+                        let mut jumps = Vec::new();
+                        for item in yaml::seq(list, "jumps", &mut self.issues) {
+                            if let Some(mut j) = Fields::of(item, "a jump", &mut self.issues) {
+                                let jump = self.jump(&mut j, engine, compiler);
+                                j.finish(&mut self.issues);
+                                jumps.extend(jump);
+                            }
+                        }
+                        jumps
+                    }
+                    None => self.jump(&mut f, engine, compiler).into_iter().collect(),
+                };
+                (!jumps.is_empty()).then_some(CheckKind::Jump { jumps })
+            }
             Some("condition") => {
                 let condition = f.required_string("condition", &mut self.issues);
                 let expect = f.bool("expect", &mut self.issues).unwrap_or(true);
@@ -907,7 +939,7 @@ impl Loader<'_> {
             Some(other) => {
                 if let Some(at) = &kind_at {
                     self.issues.push(at.pos.issue(format!(
-                        "check kind {other:?} is not one of sysctl, device, route, neighbour, fdb, listener, condition, script"
+                        "check kind {other:?} is not one of sysctl, device, route, neighbour, fdb, listener, jump, condition, script"
                     )));
                 }
                 None
@@ -916,6 +948,15 @@ impl Loader<'_> {
         };
         f.finish(&mut self.issues);
 
+        if let (Some(node), Some(CheckKind::Script { .. } | CheckKind::Condition { .. })) =
+            (expected_node, &kind)
+        {
+            self.issues.push(
+                node.pos.issue(
+                    "`expected` is for the declarative kinds; a script check returns its own",
+                ),
+            );
+        }
         let (scope, kind) = (scope?, kind?);
         if let Some(at) = &scope_at {
             if scope == CheckScope::Object && object.is_none() {
@@ -942,11 +983,39 @@ impl Loader<'_> {
             modes,
             for_each,
             when,
+            expected,
             message: message?,
             remediation,
             references,
             doc,
             pos: node.pos,
+        })
+    }
+
+    /// The `family` (optional), `table`, `chain` and `target` of a jump.
+    fn jump(
+        &mut self,
+        f: &mut Fields<'_>,
+        engine: &Engine,
+        compiler: &ExpressionCompiler,
+    ) -> Option<Jump> {
+        let mut field = |key: &str, required: bool, this: &mut Self| {
+            let node = if required {
+                f.require(key, &mut this.issues)
+            } else {
+                f.take(key)
+            };
+            node.and_then(|n| this.value(n, key, engine, compiler))
+        };
+        let family = field("family", false, self);
+        let table = field("table", true, self);
+        let chain = field("chain", true, self);
+        let target = field("target", true, self);
+        Some(Jump {
+            family,
+            table: table?,
+            chain: chain?,
+            target: target?,
         })
     }
 
