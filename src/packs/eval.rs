@@ -460,18 +460,19 @@ impl Evaluator<'_> {
                     ),
                 }
             }
-            CheckKind::Device {
-                name,
-                kind,
-                mtu,
-                state,
-                master,
-                address,
-                mac,
-                vni,
-                port,
-                local,
-            } => {
+            CheckKind::Device(device) => {
+                let DeviceCheck {
+                    name,
+                    kind,
+                    mtu,
+                    state,
+                    master,
+                    address,
+                    mac,
+                    vni,
+                    port,
+                    local,
+                } = &**device;
                 let name = self.required_text(name, ctx)?;
                 let kind = self.optional_text(kind.as_ref(), ctx)?;
                 let mtu = self.optional_text(mtu.as_ref(), ctx)?;
@@ -497,48 +498,77 @@ impl Evaluator<'_> {
                 };
                 let pattern = name.contains('*');
                 let matching: Vec<_> = links.iter().filter(|l| glob(&name, &l.ifname)).collect();
+                // What every matching device must be, whichever it is.
+                let mut expected = Vec::new();
+                if let Some(kind) = &kind {
+                    expected.push(format!("kind {kind}"));
+                }
+                if let Some(mtu) = &mtu {
+                    expected.push(format!("mtu {mtu}"));
+                }
+                if let Some(state) = state {
+                    expected.push(
+                        if *state == DeviceState::Up {
+                            "up"
+                        } else {
+                            "down"
+                        }
+                        .to_owned(),
+                    );
+                }
+                if let Some(master) = &master {
+                    expected.push(format!("master {master}"));
+                }
+                vxlan.describe(&mut expected);
+                if let Some(mac) = &mac {
+                    expected.push(format!("MAC {mac}"));
+                }
+                if let Some(address) = &address {
+                    expected.push(format!("address {address}"));
+                }
+                let described = |ifname: &str| {
+                    if expected.is_empty() {
+                        format!("device {ifname}")
+                    } else {
+                        format!("{ifname}: {}", expected.join(", "))
+                    }
+                };
                 if matching.is_empty() && !pattern {
                     return fail(
                         format!("no device {name}"),
-                        format!("device {name}"),
+                        described(&name),
                         Evidence::file(dir.join("ip-link.json")),
                     );
                 }
                 let mut failures = Vec::new();
                 for link in matching {
                     let mut wrong = Vec::new();
-                    let mut expected = Vec::new();
-                    if let Some(kind) = &kind {
-                        expected.push(format!("kind {kind}"));
-                        if link_kind(link) != kind {
-                            wrong.push(format!("kind {}", or_none(link_kind(link))));
-                        }
+                    if let Some(kind) = &kind
+                        && link_kind(link) != kind
+                    {
+                        wrong.push(format!("kind {}", or_none(link_kind(link))));
                     }
-                    if let Some(mtu) = &mtu {
-                        expected.push(format!("mtu {mtu}"));
-                        if link.mtu.to_string() != *mtu {
-                            wrong.push(format!("mtu {}", link.mtu));
-                        }
+                    if let Some(mtu) = &mtu
+                        && link.mtu.to_string() != *mtu
+                    {
+                        wrong.push(format!("mtu {}", link.mtu));
                     }
                     if let Some(state) = state {
                         let want_up = *state == DeviceState::Up;
-                        expected.push(if want_up { "up" } else { "down" }.to_owned());
                         if link_is_up(link) != want_up {
                             wrong.push(format!("state {}", link.operstate));
                         }
                     }
-                    if let Some(master) = &master {
-                        expected.push(format!("master {master}"));
-                        if link.master.as_deref() != Some(master.as_str()) {
-                            wrong.push(format!(
-                                "master {}",
-                                link.master.as_deref().unwrap_or("none")
-                            ));
-                        }
+                    if let Some(master) = &master
+                        && link.master.as_deref() != Some(master.as_str())
+                    {
+                        wrong.push(format!(
+                            "master {}",
+                            link.master.as_deref().unwrap_or("none")
+                        ));
                     }
-                    vxlan.compare(link, &mut wrong, &mut expected);
+                    vxlan.compare(link, &mut wrong);
                     if let Some(mac) = &mac {
-                        expected.push(format!("MAC {mac}"));
                         let own = link.address.as_ref().map(lladdr_text);
                         if !own
                             .as_deref()
@@ -548,7 +578,6 @@ impl Evaluator<'_> {
                         }
                     }
                     if let (Some(address), Some(addrs)) = (&address, addrs) {
-                        expected.push(format!("address {address}"));
                         let held: Vec<String> = addrs
                             .iter()
                             .filter(|a| a.ifname == link.ifname)
@@ -571,7 +600,7 @@ impl Evaluator<'_> {
                     if !wrong.is_empty() {
                         failures.push(Failure {
                             actual: format!("{}: {}", link.ifname, wrong.join(", ")),
-                            expected: format!("{}: {}", link.ifname, expected.join(", ")),
+                            expected: described(&link.ifname),
                             evidence: vec![Evidence::locate(
                                 dir,
                                 "ip-link.json",
@@ -737,7 +766,7 @@ impl Evaluator<'_> {
                     None => format!("no FDB entry for {entry} on {dev}"),
                     Some(e) => format!(
                         "the FDB entry for {} on {dev} sends to {}",
-                        mac.as_deref().unwrap_or_else(|| "it"),
+                        mac.as_deref().unwrap_or("it"),
                         remote(e).as_deref().unwrap_or("no remote")
                     ),
                 };
@@ -827,43 +856,44 @@ struct VxlanWanted {
 }
 
 impl VxlanWanted {
-    /// Adds what `link` has wrong to `wrong`, what was wanted to `expected`.
-    /// A port the dump does not show (older iproute2) is not held against it.
-    fn compare(&self, link: &Link, wrong: &mut Vec<String>, expected: &mut Vec<String>) {
-        if self.vni.is_none() && self.port.is_none() && self.local.is_none() {
-            return;
-        }
-        let vxlan = match link.kind() {
-            Some(LinkKind::Vxlan(vxlan)) => Some(vxlan),
-            _ => None,
-        };
+    /// What is wanted, for the finding's `expected`.
+    fn describe(&self, expected: &mut Vec<String>) {
         if let Some(vni) = &self.vni {
             expected.push(format!("VNI {vni}"));
-            if let Some(vxlan) = vxlan
-                && vxlan.id.to_string() != *vni
-            {
-                wrong.push(format!("VNI {}", vxlan.id));
-            }
         }
         if let Some(port) = &self.port {
             expected.push(format!("UDP port {port}"));
-            if let Some(found) = vxlan.and_then(|v| v.port)
-                && found.to_string() != *port
-            {
-                wrong.push(format!("UDP port {found}"));
-            }
         }
         if let Some(local) = &self.local {
             expected.push(format!("local {local}"));
-            if let Some(vxlan) = vxlan {
-                let found = vxlan.local.map(|l| l.to_string());
-                if found.as_deref() != Some(local.as_str()) {
-                    wrong.push(format!("local {}", found.as_deref().unwrap_or("unset")));
-                }
-            }
         }
-        if vxlan.is_none() {
+    }
+
+    /// Adds what `link` has wrong to `wrong`. A port the dump does not show
+    /// (older iproute2) is not held against it.
+    fn compare(&self, link: &Link, wrong: &mut Vec<String>) {
+        if self.vni.is_none() && self.port.is_none() && self.local.is_none() {
+            return;
+        }
+        let Some(LinkKind::Vxlan(vxlan)) = link.kind() else {
             wrong.push("no VXLAN settings (not a vxlan device)".to_owned());
+            return;
+        };
+        if let Some(vni) = &self.vni
+            && vxlan.id.to_string() != *vni
+        {
+            wrong.push(format!("VNI {}", vxlan.id));
+        }
+        if let (Some(port), Some(found)) = (&self.port, vxlan.port)
+            && found.to_string() != *port
+        {
+            wrong.push(format!("UDP port {found}"));
+        }
+        if let Some(local) = &self.local {
+            let found = vxlan.local.map(|l| l.to_string());
+            if found.as_deref() != Some(local.as_str()) {
+                wrong.push(format!("local {}", found.as_deref().unwrap_or("unset")));
+            }
         }
     }
 }
@@ -948,7 +978,7 @@ impl JumpWanted<'_> {
         let jumps = from
             .rules
             .iter()
-            .any(|rule| rule.chain_targets().iter().any(|t| *t == self.target));
+            .any(|rule| rule.chain_targets().contains(&self.target));
         (!jumps).then(|| Failure {
             actual: format!(
                 "chain {} of table {table_name} does not jump to {}",

@@ -587,7 +587,10 @@ impl Loader<'_> {
                 Ok(ast) => {
                     let exported = ast
                         .iter_functions()
-                        .filter(|f| f.access != rhai::FnAccess::Private)
+                        // Closures are compiled into functions named anon$...
+                        .filter(|f| {
+                            f.access != rhai::FnAccess::Private && !f.name.starts_with("anon$")
+                        })
                         .map(|f| (f.name.to_owned(), f.params.len()))
                         .collect();
                     library.modules.insert(module.to_owned(), exported);
@@ -842,7 +845,7 @@ impl Loader<'_> {
                         &mut self.issues,
                     )
                 });
-                Some(CheckKind::Device {
+                Some(CheckKind::Device(Box::new(DeviceCheck {
                     name: name?,
                     kind,
                     mtu,
@@ -853,7 +856,7 @@ impl Loader<'_> {
                     vni,
                     port,
                     local,
-                })
+                })))
             }
             Some("route") => {
                 let dst = value(&mut f, "dst", true, self);
@@ -1276,7 +1279,7 @@ impl ExpressionCompiler {
             .map(|m| format!("import \"{m}\" as {m}; "))
             .collect();
         engine
-            .compile_into_self_contained(&self.scope, &format!("{imports}\n{text}"))
+            .compile_into_self_contained(&self.scope, format!("{imports}\n{text}"))
             .map_err(|error| match *error {
                 rhai::EvalAltResult::ErrorParsing(kind, position) if position.line() > Some(1) => {
                     let line = position.line().unwrap_or(2) - 1;

@@ -737,6 +737,213 @@ checks:
         );
     }
 
+    /// The findings of one node check, `kind` and its fields, on node-1 of
+    /// the example at `snapshot`, as `STATUS: MESSAGE; expected EXPECTED @ EVIDENCE`.
+    fn node_1_findings(snapshot: &str, kind: &str) -> Vec<String> {
+        let manifest = format!(
+            r#"name: kinds
+version: 0.1.0
+description: One declarative check.
+engine: ">=0.1.0"
+kind: rules
+checks:
+  - id: kinds.node.check
+    severity: warning
+    scope: node
+    when: ${{netns.node == "node-1"}}
+{kind}
+    message: "${{actual}}"
+"#
+        );
+        let (snapshot, problems) = Snapshot::load(Path::new(snapshot)).expect("the example loads");
+        assert!(problems.is_empty(), "{problems:?}");
+        inline_pack(&manifest, "")
+            .evaluate_snapshot(&Arc::new(snapshot))
+            .into_iter()
+            .map(|f| {
+                let evidence: Vec<String> = f
+                    .evidence
+                    .iter()
+                    .map(|e| {
+                        let file = e.file.file_name().map(|n| n.to_string_lossy().into_owned());
+                        format!("{}:{:?}:{:?}", file.unwrap_or_default(), e.line, e.column)
+                    })
+                    .collect();
+                format!(
+                    "{}: {}; expected {} @ {}",
+                    f.status,
+                    f.message,
+                    f.expected.unwrap_or_default(),
+                    evidence.join(" ")
+                )
+            })
+            .collect()
+    }
+
+    const VXLAN: &str = "examples/flannel-vxlan";
+    const NFTABLES: &str = "examples/flannel-vxlan-nftables-real";
+
+    #[test]
+    fn a_jump_kind_finds_the_iptables_jump_and_points_at_the_chain() {
+        let kind = |table: &str, chain: &str, target: &str| {
+            format!("    kind: jump\n    table: {table}\n    chain: {chain}\n    target: {target}")
+        };
+        assert!(node_1_findings(VXLAN, &kind("nat", "POSTROUTING", "FLANNEL-POSTRTG")).is_empty());
+        let line_of = |needle: &str| {
+            let text =
+                std::fs::read_to_string(format!("{VXLAN}/nodes/node-1/host/iptables-save.txt"))
+                    .expect("the dump");
+            text.lines()
+                .position(|l| l.starts_with(needle))
+                .expect("in the dump")
+                + 1
+        };
+        assert_eq!(
+            node_1_findings(VXLAN, &kind("nat", "PREROUTING", "FLANNEL-POSTRTG")),
+            [format!(
+                "failed: nat PREROUTING does not jump to FLANNEL-POSTRTG; \
+                 expected -A PREROUTING -j FLANNEL-POSTRTG in the nat table @ iptables-save.txt:Some({}):Some(1)",
+                line_of(":PREROUTING")
+            )]
+        );
+        assert_eq!(
+            node_1_findings(VXLAN, &kind("filter", "FORWARD", "CALI-FORWARD")),
+            [format!(
+                "failed: no CALI-FORWARD chain in the filter table; \
+                 expected -A FORWARD -j CALI-FORWARD in the filter table @ iptables-save.txt:Some({}):Some(1)",
+                line_of("*filter")
+            )]
+        );
+        // Several jumps, one failure each.
+        let both = "    kind: jump\n    jumps:\n      - {table: nat, chain: OUTPUT, target: FLANNEL-POSTRTG}\n      - {table: filter, chain: FORWARD, target: FLANNEL-FWD}";
+        let found = node_1_findings(VXLAN, both);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(
+            found[0].starts_with("failed: nat OUTPUT does not jump to FLANNEL-POSTRTG"),
+            "{found:?}"
+        );
+    }
+
+    #[test]
+    fn a_jump_kind_with_a_family_reads_the_nftables_ruleset() {
+        let kind = |chain: &str, target: &str| {
+            format!(
+                "    kind: jump\n    family: ip\n    table: kube-proxy\n    chain: {chain}\n    target: {target}"
+            )
+        };
+        assert!(node_1_findings(NFTABLES, &kind("nat-prerouting", "services")).is_empty());
+        // A goto in a verdict map written in the rule is a jump too.
+        assert!(
+            node_1_findings(
+                NFTABLES,
+                &kind(
+                    "service-37MS2T3Z-default/web-affinity/tcp/http",
+                    "endpoint-OCJASRAS-default/web-affinity/tcp/http__10.244.0.3/8080"
+                )
+            )
+            .is_empty()
+        );
+        let found = node_1_findings(NFTABLES, &kind("nat-output", "masquerading"));
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(
+            found[0].starts_with(
+                "failed: chain nat-output of table ip kube-proxy does not jump to masquerading; \
+                 expected a rule of chain nat-output in table ip kube-proxy that jumps or goes to masquerading @ nft-ruleset.json:Some(1):Some("
+            ),
+            "{found:?}"
+        );
+        assert_eq!(
+            node_1_findings(NFTABLES, &kind("nat-output", "no-such-chain")),
+            [
+                "failed: no chain no-such-chain in table ip kube-proxy; expected a rule of chain \
+              nat-output in table ip kube-proxy that jumps or goes to no-such-chain @ nft-ruleset.json:None:None"
+            ]
+        );
+        // Without nft-ruleset.json: cannot tell, never a pass.
+        let unknown = node_1_findings(VXLAN, &kind("nat-prerouting", "services"));
+        assert_eq!(unknown.len(), 1, "{unknown:?}");
+        assert!(
+            unknown[0].starts_with(
+                "cannot tell: cannot tell: nft-ruleset.json of node/node-1 was not collected"
+            ),
+            "{unknown:?}"
+        );
+    }
+
+    #[test]
+    fn a_device_kind_checks_a_vxlan_devices_vni_port_local_address_and_mac() {
+        let device = |fields: &str| format!("    kind: device\n    name: flannel.1\n{fields}");
+        let right = "    vni: 1\n    port: 8472\n    local: 172.18.0.11\n    address: 10.244.1.0/32\n    mac: F2:50:C6:F2:EF:FD";
+        assert!(
+            node_1_findings(VXLAN, &device(right)).is_empty(),
+            "flannel.1 as the lab made it"
+        );
+        let wrong = "    vni: 4096\n    port: 4789\n    local: 172.18.0.12\n    address: 10.244.1.0/24\n    mac: 52:04:a1:8d:72:13";
+        let found = node_1_findings(VXLAN, &device(wrong));
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(
+            found[0].starts_with(
+                "failed: flannel.1: VNI 1, UDP port 8472, local 172.18.0.11, MAC f2:50:c6:f2:ef:fd, \
+                 address 10.244.1.0/32, fe80::f050:c6ff:fef2:effd/64; \
+                 expected flannel.1: VNI 4096, UDP port 4789, local 172.18.0.12, MAC 52:04:a1:8d:72:13, address 10.244.1.0/24 @ ip-link.json:Some(1):Some("
+            ),
+            "{found:?}"
+        );
+        // A field that is () where it is evaluated is not checked.
+        assert!(node_1_findings(VXLAN, &device("    vni: ${()}\n    mtu: 1450")).is_empty());
+        // A missing device says what it should have been.
+        let missing = node_1_findings(
+            VXLAN,
+            "    kind: device\n    name: flannel.4096\n    device_kind: vxlan\n    vni: 4096",
+        );
+        assert_eq!(
+            missing,
+            [
+                "failed: no device flannel.4096; expected flannel.4096: kind vxlan, VNI 4096 @ ip-link.json:None:None"
+            ]
+        );
+    }
+
+    #[test]
+    fn neighbour_and_fdb_kinds_name_the_entry_found_instead() {
+        assert!(node_1_findings(VXLAN, "    kind: neighbour\n    dst: 10.244.2.0\n    dev: flannel.1\n    lladdr: 52:04:A1:8D:72:13").is_empty());
+        let neighbour = node_1_findings(
+            VXLAN,
+            "    kind: neighbour\n    dst: 10.244.2.0\n    dev: flannel.1\n    lladdr: 52:04:a1:8d:72:14",
+        );
+        assert_eq!(neighbour.len(), 1, "{neighbour:?}");
+        assert!(
+            neighbour[0].starts_with("failed: neighbour 10.244.2.0 on flannel.1 has lladdr 52:04:a1:8d:72:13 (PERMANENT); \
+                 expected neighbour 10.244.2.0 dev flannel.1 lladdr 52:04:a1:8d:72:14 @ ip-neigh.json:Some(1):Some("),
+            "{neighbour:?}"
+        );
+        let fdb = node_1_findings(
+            VXLAN,
+            "    kind: fdb\n    dev: flannel.1\n    mac: 52:04:a1:8d:72:13\n    dst: 172.18.0.13",
+        );
+        assert_eq!(fdb.len(), 1, "{fdb:?}");
+        assert!(
+            fdb[0].starts_with("failed: the FDB entry for 52:04:a1:8d:72:13 on flannel.1 sends to 172.18.0.12; \
+                 expected fdb 52:04:a1:8d:72:13 dev flannel.1 dst 172.18.0.13 @ bridge-fdb.json:Some(1):Some("),
+            "{fdb:?}"
+        );
+        let route = node_1_findings(
+            VXLAN,
+            "    kind: route\n    dst: 10.244.2.0/24\n    via: 10.244.2.0\n    onlink: ${false}",
+        );
+        assert!(route.is_empty(), "{route:?}");
+        let not_onlink = node_1_findings(
+            VXLAN,
+            "    kind: route\n    dst: 10.244.9.0/24\n    via: 10.244.9.0\n    onlink: true",
+        );
+        assert_eq!(
+            not_onlink,
+            [
+                "failed: no route to 10.244.9.0/24 in table main; expected 10.244.9.0/24 via 10.244.9.0 onlink (table main) @ ip-route.json:None:None"
+            ]
+        );
+    }
+
     fn example() -> Arc<Snapshot> {
         let (snapshot, problems) =
             Snapshot::load(Path::new("examples/flannel-vxlan")).expect("the example loads");

@@ -383,23 +383,8 @@ pub enum DeviceState {
 pub enum CheckKind {
     /// A sysctl has a value (compared as text, surrounding blanks ignored).
     Sysctl { key: Value, expect: Value },
-    /// A device exists with these properties. A `name` with `*` is a
-    /// pattern: every matching device must have them (none is fine).
-    Device {
-        name: Value,
-        kind: Option<Value>,
-        mtu: Option<Value>,
-        state: Option<DeviceState>,
-        master: Option<Value>,
-        /// An address the device holds: `IP`, or `IP/LEN` for that prefix too.
-        address: Option<Value>,
-        /// The device's own MAC (compared in any case).
-        mac: Option<Value>,
-        /// A VXLAN device's VNI, UDP port and local address.
-        vni: Option<Value>,
-        port: Option<Value>,
-        local: Option<Value>,
-    },
+    /// A device exists with these properties (boxed: the largest kind).
+    Device(Box<DeviceCheck>),
     /// A route to exactly `dst` (`default` too) exists in `table` (main).
     Route {
         dst: Value,
@@ -438,7 +423,7 @@ impl CheckKind {
     pub fn name(&self) -> &'static str {
         match self {
             CheckKind::Sysctl { .. } => "sysctl",
-            CheckKind::Device { .. } => "device",
+            CheckKind::Device(_) => "device",
             CheckKind::Route { .. } => "route",
             CheckKind::Neighbour { .. } => "neighbour",
             CheckKind::Fdb { .. } => "fdb",
@@ -448,6 +433,25 @@ impl CheckKind {
             CheckKind::Script { .. } => "script",
         }
     }
+}
+
+/// What a device check wants. A `name` with `*` is a pattern: every
+/// matching device must have the properties (none matching is fine).
+#[derive(Debug, Clone)]
+pub struct DeviceCheck {
+    pub name: Value,
+    pub kind: Option<Value>,
+    pub mtu: Option<Value>,
+    pub state: Option<DeviceState>,
+    pub master: Option<Value>,
+    /// An address the device holds: `IP`, or `IP/LEN` for that prefix too.
+    pub address: Option<Value>,
+    /// The device's own MAC (compared in any case).
+    pub mac: Option<Value>,
+    /// A VXLAN device's VNI, UDP port and local address.
+    pub vni: Option<Value>,
+    pub port: Option<Value>,
+    pub local: Option<Value>,
 }
 
 /// A chain that must send packets on to another: an iptables chain of
