@@ -1333,11 +1333,7 @@ impl ExpressionCompiler {
                 let names: Vec<&str> = self.library.modules.keys().map(String::as_str).collect();
                 return problem(format!(
                     "{namespace}::{name}: the pack has no lib/{root}.rhai (its modules: {})",
-                    if names.is_empty() {
-                        "none".to_owned()
-                    } else {
-                        names.join(", ")
-                    }
+                    listed(&names)
                 ));
             };
             if namespace != root {
@@ -1356,11 +1352,7 @@ impl ExpressionCompiler {
                 names.dedup();
                 return problem(format!(
                     "lib/{root}.rhai has no function {name} (it has: {})",
-                    if names.is_empty() {
-                        "none".to_owned()
-                    } else {
-                        names.join(", ")
-                    }
+                    listed(&names)
                 ));
             }
             if !arities.contains(&arity) {
@@ -1375,6 +1367,15 @@ impl ExpressionCompiler {
             }
         }
         Ok(modules)
+    }
+}
+
+/// Names joined with commas, or `none`.
+fn listed(names: &[&str]) -> String {
+    if names.is_empty() {
+        "none".to_owned()
+    } else {
+        names.join(", ")
     }
 }
 

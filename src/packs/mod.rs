@@ -562,30 +562,25 @@ mod tests {
 
     /// A pack of kind rules (it always applies) from its manifest and one script.
     fn inline_pack(manifest: &str, script: &str) -> LoadedPacks {
-        let files = [
-            (MANIFEST.to_owned(), manifest.to_owned()),
-            ("checks.rhai".to_owned(), script.to_owned()),
-        ]
-        .into_iter()
-        .collect();
-        let source = PackSource {
-            dir: "inline".into(),
-            builtin: false,
-            files,
-        };
-        let (loaded, problems) = LoadedPacks::load(vec![source], &[]);
-        assert!(problems.is_empty(), "{problems:?}");
-        loaded
+        load_inline(manifest, &[("checks.rhai", script)]).expect("loads")
     }
 
     /// A rules pack from its manifest and its `lib/` modules, as loaded:
     /// the packs, or every problem as `file:line:col: message`.
     fn pack_with_lib(manifest: &str, lib: &[(&str, &str)]) -> Result<LoadedPacks, Vec<String>> {
-        let files = std::iter::once((MANIFEST.to_owned(), manifest.to_owned()))
-            .chain(
-                lib.iter()
-                    .map(|(name, text)| (format!("lib/{name}.rhai"), (*text).to_owned())),
-            )
+        let files: Vec<(String, &str)> = lib
+            .iter()
+            .map(|(name, text)| (format!("lib/{name}.rhai"), *text))
+            .collect();
+        let files: Vec<(&str, &str)> = files.iter().map(|(f, t)| (f.as_str(), *t)).collect();
+        load_inline(manifest, &files)
+    }
+
+    /// A pack from its manifest and other files (by path in the pack).
+    fn load_inline(manifest: &str, files: &[(&str, &str)]) -> Result<LoadedPacks, Vec<String>> {
+        let files = std::iter::once((MANIFEST, manifest))
+            .chain(files.iter().copied())
+            .map(|(file, text)| (file.to_owned(), text.to_owned()))
             .collect();
         let source = PackSource {
             dir: "inline".into(),
