@@ -909,9 +909,8 @@ impl JumpWanted<'_> {
     fn in_iptables(&self, dir: &Path, ruleset: &iptables::Ruleset) -> Option<Failure> {
         let file = dir.join("iptables-save.txt");
         let at = |line: usize| Evidence {
-            file: file.clone(),
-            line: Some(line),
             column: Some(1),
+            ..Evidence::line(file.clone(), line)
         };
         let expected = format!(
             "-A {} -j {} in the {} table",
@@ -948,9 +947,8 @@ impl JumpWanted<'_> {
     fn in_nftables(&self, dir: &Path, family: &str, ruleset: &nft::Ruleset) -> Option<Failure> {
         let file = dir.join("nft-ruleset.json");
         let at = |(line, column): (usize, usize)| Evidence {
-            file: file.clone(),
-            line: Some(line),
             column: Some(column),
+            ..Evidence::line(file.clone(), line)
         };
         let table_name = format!("{family} {}", self.table);
         let expected = format!(

@@ -664,7 +664,7 @@ checks:
         for finding in findings {
             assert_eq!(finding.status, FindingStatus::ScriptError);
             assert_eq!(
-                finding.error_kind,
+                finding.about.error_kind,
                 Some(sandbox::ScriptErrorKind::TooManyOperations),
                 "{}",
                 finding.message
@@ -858,9 +858,8 @@ checks:
         let unknown = node_1_findings(VXLAN, &kind("nat-prerouting", "services"));
         assert_eq!(unknown.len(), 1, "{unknown:?}");
         assert!(
-            unknown[0].starts_with(
-                "cannot tell: cannot tell: nft-ruleset.json of node/node-1 was not collected"
-            ),
+            unknown[0]
+                .starts_with("cannot tell: nft-ruleset.json of node/node-1 was not collected"),
             "{unknown:?}"
         );
     }
@@ -936,6 +935,32 @@ checks:
             [
                 "failed: no route to 10.244.9.0/24 in table main; expected 10.244.9.0/24 via 10.244.9.0 onlink (table main) @ ip-route.json:None:None"
             ]
+        );
+    }
+
+    #[test]
+    fn a_script_check_says_what_it_expected_itself() {
+        let manifest = r#"name: said
+version: 0.1.0
+description: A script check with expected.
+engine: ">=0.1.0"
+kind: rules
+checks:
+  - id: said.node.check
+    severity: warning
+    scope: node
+    kind: script
+    function: check
+    expected: the pack's words
+    message: "${actual}"
+"#;
+        assert_eq!(
+            load_inline(manifest, &[("checks.rhai", "fn check(ctx) { }")]).err(),
+            Some(vec![
+                "inline/pack.yaml:12:15: `expected` is for the declarative kinds; \
+                 a script check returns its own"
+                    .to_owned()
+            ])
         );
     }
 
