@@ -22,8 +22,12 @@ use crate::netstack::routing::table_name;
 use crate::snapshot::cluster::{GenericObject, Node, ObjectMeta, Pod, Service};
 use crate::snapshot::input::{self, Boundary};
 use crate::snapshot::netns::DUMP_FILES;
+use crate::snapshot::netns::iptables::{self, Target};
+use crate::snapshot::netns::link::{Link, LinkKind};
 use crate::snapshot::netns::neigh::NeighbourState;
+use crate::snapshot::netns::nft;
 use crate::snapshot::netns::route::Destination;
+use crate::snapshot::netns::route::RouteFlag;
 use crate::snapshot::netns::sockets::{self as ss, SocketProtocol};
 use crate::snapshot::problem::line_col;
 use crate::snapshot::{NetnsId, Snapshot};
@@ -135,8 +139,46 @@ impl Evaluator<'_> {
         self.value(value, ctx, &[]).map(|v| display(&v))
     }
 
+    /// A field a kind needs: `()` there means the check cannot be decided
+    /// for this subject.
+    fn required_text(&self, value: &Value, ctx: &Context) -> Result<String, Stop> {
+        let found = self.value(value, ctx, &[])?;
+        if found.is_unit() {
+            return Err(Stop::Unknown(format!(
+                "{:?} (pack.yaml:{}) is () for {}",
+                value.source, value.pos.line, ctx.subject
+            )));
+        }
+        Ok(display(&found))
+    }
+
+    /// An optional field: absent, or `()` where it is evaluated, is not checked.
     fn optional_text(&self, value: Option<&Value>, ctx: &Context) -> Result<Option<String>, Stop> {
-        value.map(|v| self.text(v, ctx)).transpose()
+        let Some(value) = value else {
+            return Ok(None);
+        };
+        let found = self.value(value, ctx, &[])?;
+        Ok((!found.is_unit()).then(|| display(&found)))
+    }
+
+    /// An optional `true`/`false` field; `()` is not checked.
+    fn optional_bool(&self, value: Option<&Value>, ctx: &Context) -> Result<Option<bool>, Stop> {
+        let Some(value) = value else {
+            return Ok(None);
+        };
+        let found = self.value(value, ctx, &[])?;
+        if found.is_unit() {
+            return Ok(None);
+        }
+        found.as_bool().map(Some).map_err(|kind| {
+            Stop::Error(ScriptError {
+                kind: super::sandbox::ScriptErrorKind::Runtime,
+                file: self.pack.dir.join(super::load::MANIFEST),
+                line: Some(value.pos.line),
+                column: Some(value.pos.column),
+                message: format!("{:?} must be true or false, it is {kind}", value.source),
+            })
+        })
     }
 
     /// An error of a manifest expression: positioned at the value in pack.yaml.
@@ -270,6 +312,14 @@ impl Evaluator<'_> {
     }
 
     fn failed(&self, check: &Check, ctx: &Context, failure: Failure) -> Finding {
+        // The pack's words for what it wanted, where it gives them.
+        let failure = match check.expected.as_ref().map(|e| self.text(e, ctx)) {
+            Some(Ok(expected)) => Failure {
+                expected,
+                ..failure
+            },
+            _ => failure,
+        };
         let extra = [
             ("actual", Dynamic::from(failure.actual.clone())),
             ("expected", Dynamic::from(failure.expected.clone())),
@@ -389,8 +439,8 @@ impl Evaluator<'_> {
         };
         match kind {
             CheckKind::Sysctl { key, expect } => {
-                let key = self.text(key, ctx)?;
-                let expect = self.text(expect, ctx)?;
+                let key = self.required_text(key, ctx)?;
+                let expect = self.required_text(expect, ctx)?;
                 let sysctls = dump
                     .sysctls
                     .as_ref()
@@ -410,66 +460,147 @@ impl Evaluator<'_> {
                     ),
                 }
             }
-            CheckKind::Device {
-                name,
-                kind,
-                mtu,
-                state,
-                master,
-            } => {
-                let name = self.text(name, ctx)?;
+            CheckKind::Device(device) => {
+                let DeviceCheck {
+                    name,
+                    kind,
+                    mtu,
+                    state,
+                    master,
+                    address,
+                    mac,
+                    vni,
+                    port,
+                    local,
+                } = &**device;
+                let name = self.required_text(name, ctx)?;
                 let kind = self.optional_text(kind.as_ref(), ctx)?;
                 let mtu = self.optional_text(mtu.as_ref(), ctx)?;
                 let master = self.optional_text(master.as_ref(), ctx)?;
+                let address = self.optional_text(address.as_ref(), ctx)?;
+                let mac = self.optional_text(mac.as_ref(), ctx)?;
+                let vxlan = VxlanWanted {
+                    vni: self.optional_text(vni.as_ref(), ctx)?,
+                    port: self.optional_text(port.as_ref(), ctx)?,
+                    local: self.optional_text(local.as_ref(), ctx)?,
+                };
                 let links = dump
                     .links
                     .as_ref()
                     .ok_or_else(|| not_collected("ip-link.json"))?;
+                let addrs = match address {
+                    Some(_) => Some(
+                        dump.addrs
+                            .as_ref()
+                            .ok_or_else(|| not_collected("ip-addr.json"))?,
+                    ),
+                    None => None,
+                };
                 let pattern = name.contains('*');
                 let matching: Vec<_> = links.iter().filter(|l| glob(&name, &l.ifname)).collect();
+                // What every matching device must be, whichever it is.
+                let mut expected = Vec::new();
+                if let Some(kind) = &kind {
+                    expected.push(format!("kind {kind}"));
+                }
+                if let Some(mtu) = &mtu {
+                    expected.push(format!("mtu {mtu}"));
+                }
+                if let Some(state) = state {
+                    expected.push(
+                        if *state == DeviceState::Up {
+                            "up"
+                        } else {
+                            "down"
+                        }
+                        .to_owned(),
+                    );
+                }
+                if let Some(master) = &master {
+                    expected.push(format!("master {master}"));
+                }
+                vxlan.describe(&mut expected);
+                if let Some(mac) = &mac {
+                    expected.push(format!("MAC {mac}"));
+                }
+                if let Some(address) = &address {
+                    expected.push(format!("address {address}"));
+                }
+                let described = |ifname: &str| {
+                    if expected.is_empty() {
+                        format!("device {ifname}")
+                    } else {
+                        format!("{ifname}: {}", expected.join(", "))
+                    }
+                };
                 if matching.is_empty() && !pattern {
                     return fail(
                         format!("no device {name}"),
-                        format!("device {name}"),
+                        described(&name),
                         Evidence::file(dir.join("ip-link.json")),
                     );
                 }
                 let mut failures = Vec::new();
                 for link in matching {
                     let mut wrong = Vec::new();
-                    let mut expected = Vec::new();
-                    if let Some(kind) = &kind {
-                        expected.push(format!("kind {kind}"));
-                        if link_kind(link) != kind {
-                            wrong.push(format!("kind {}", or_none(link_kind(link))));
-                        }
+                    if let Some(kind) = &kind
+                        && link_kind(link) != kind
+                    {
+                        wrong.push(format!("kind {}", or_none(link_kind(link))));
                     }
-                    if let Some(mtu) = &mtu {
-                        expected.push(format!("mtu {mtu}"));
-                        if link.mtu.to_string() != *mtu {
-                            wrong.push(format!("mtu {}", link.mtu));
-                        }
+                    if let Some(mtu) = &mtu
+                        && link.mtu.to_string() != *mtu
+                    {
+                        wrong.push(format!("mtu {}", link.mtu));
                     }
                     if let Some(state) = state {
                         let want_up = *state == DeviceState::Up;
-                        expected.push(if want_up { "up" } else { "down" }.to_owned());
                         if link_is_up(link) != want_up {
                             wrong.push(format!("state {}", link.operstate));
                         }
                     }
-                    if let Some(master) = &master {
-                        expected.push(format!("master {master}"));
-                        if link.master.as_deref() != Some(master.as_str()) {
-                            wrong.push(format!(
-                                "master {}",
-                                link.master.as_deref().unwrap_or("none")
-                            ));
+                    if let Some(master) = &master
+                        && link.master.as_deref() != Some(master.as_str())
+                    {
+                        wrong.push(format!(
+                            "master {}",
+                            link.master.as_deref().unwrap_or("none")
+                        ));
+                    }
+                    vxlan.compare(link, &mut wrong);
+                    if let Some(mac) = &mac {
+                        let own = link.address.as_ref().map(lladdr_text);
+                        if !own
+                            .as_deref()
+                            .is_some_and(|own| own.eq_ignore_ascii_case(mac))
+                        {
+                            wrong.push(format!("MAC {}", own.as_deref().unwrap_or("none")));
+                        }
+                    }
+                    if let (Some(address), Some(addrs)) = (&address, addrs) {
+                        let held: Vec<String> = addrs
+                            .iter()
+                            .filter(|a| a.ifname == link.ifname)
+                            .flat_map(|a| &a.addresses)
+                            .map(|a| format!("{}/{}", a.local, a.network.prefix_len()))
+                            .collect();
+                        // `IP/LEN` wants that prefix length too, `IP` any.
+                        let holds = held.iter().any(|h| {
+                            h == address
+                                || (!address.contains('/') && h.split('/').next() == Some(address))
+                        });
+                        if !holds {
+                            wrong.push(if held.is_empty() {
+                                "no address".to_owned()
+                            } else {
+                                format!("address {}", held.join(", "))
+                            });
                         }
                     }
                     if !wrong.is_empty() {
                         failures.push(Failure {
                             actual: format!("{}: {}", link.ifname, wrong.join(", ")),
-                            expected: format!("{}: {}", link.ifname, expected.join(", ")),
+                            expected: described(&link.ifname),
                             evidence: vec![Evidence::locate(
                                 dir,
                                 "ip-link.json",
@@ -485,10 +616,12 @@ impl Evaluator<'_> {
                 via,
                 dev,
                 table,
+                onlink,
             } => {
-                let dst = self.text(dst, ctx)?;
+                let dst = self.required_text(dst, ctx)?;
                 let via = self.optional_text(via.as_ref(), ctx)?;
                 let dev = self.optional_text(dev.as_ref(), ctx)?;
+                let onlink = self.optional_bool(onlink.as_ref(), ctx)?.unwrap_or(false);
                 let table = self
                     .optional_text(table.as_ref(), ctx)?
                     .unwrap_or_else(|| "main".into());
@@ -518,6 +651,9 @@ impl Evaluator<'_> {
                 if let Some(dev) = &dev {
                     expected.push_str(&format!(" dev {dev}"));
                 }
+                if onlink {
+                    expected.push_str(" onlink");
+                }
                 expected.push_str(&format!(" (table {table})"));
                 let fits = candidates.iter().any(|r| {
                     via.as_ref()
@@ -525,6 +661,7 @@ impl Evaluator<'_> {
                         && dev
                             .as_ref()
                             .is_none_or(|d| r.dev.as_deref() == Some(d.as_str()))
+                        && (!onlink || r.has_flag(&RouteFlag::Onlink))
                 });
                 if fits {
                     return Ok(Vec::new());
@@ -545,69 +682,107 @@ impl Evaluator<'_> {
                 )
             }
             CheckKind::Neighbour { dst, dev, lladdr } => {
-                let dst = self.text(dst, ctx)?;
+                let dst = self.required_text(dst, ctx)?;
                 let dev = self.optional_text(dev.as_ref(), ctx)?;
                 let lladdr = self.optional_text(lladdr.as_ref(), ctx)?;
                 let neighbours = dump
                     .neighbours
                     .as_ref()
                     .ok_or_else(|| not_collected("ip-neigh.json"))?;
-                let usable = neighbours.iter().any(|n| {
-                    n.dst.to_string() == dst
-                        && dev.as_ref().is_none_or(|d| n.dev == *d)
-                        && lladdr.as_ref().is_none_or(|l| {
-                            n.lladdr.as_ref().map(lladdr_text).as_deref() == Some(l.as_str())
-                        })
-                        && !n.has_state(&NeighbourState::Failed)
+                let entries: Vec<_> = neighbours
+                    .iter()
+                    .filter(|n| {
+                        n.dst.to_string() == dst && dev.as_ref().is_none_or(|d| n.dev == *d)
+                    })
+                    .collect();
+                let usable = entries.iter().any(|n| {
+                    lladdr.as_ref().is_none_or(|l| {
+                        n.lladdr
+                            .as_ref()
+                            .is_some_and(|own| lladdr_text(own).eq_ignore_ascii_case(l))
+                    }) && !n.has_state(&NeighbourState::Failed)
                         && !n.has_state(&NeighbourState::Incomplete)
                 });
                 if usable {
                     return Ok(Vec::new());
                 }
+                let on = dev.as_ref().map(|d| format!(" on {d}")).unwrap_or_default();
+                let actual = match entries.first() {
+                    None => format!("no neighbour entry for {dst}{on}"),
+                    Some(n) => {
+                        let states: Vec<String> = n.state.iter().map(ToString::to_string).collect();
+                        format!(
+                            "neighbour {dst}{on} has lladdr {} ({})",
+                            n.lladdr.as_ref().map_or("none".to_owned(), lladdr_text),
+                            states.join(", ")
+                        )
+                    }
+                };
                 let expected = format!(
                     "neighbour {dst}{}{}",
                     dev.map(|d| format!(" dev {d}")).unwrap_or_default(),
                     lladdr.map(|l| format!(" lladdr {l}")).unwrap_or_default()
                 );
                 fail(
-                    format!("no usable neighbour entry for {dst}"),
+                    actual,
                     expected,
                     Evidence::locate(dir, "ip-neigh.json", &format!("\"dst\":\"{dst}\"")),
                 )
             }
             CheckKind::Fdb { dev, mac, dst } => {
-                let dev = self.text(dev, ctx)?;
+                let dev = self.required_text(dev, ctx)?;
                 let mac = self.optional_text(mac.as_ref(), ctx)?;
                 let dst = self.optional_text(dst.as_ref(), ctx)?;
                 let fdb = dump
                     .fdb
                     .as_ref()
                     .ok_or_else(|| not_collected("bridge-fdb.json"))?;
-                let found = fdb.iter().any(|e| {
-                    e.ifname == dev
-                        && mac
-                            .as_ref()
-                            .is_none_or(|m| e.mac.to_string().eq_ignore_ascii_case(m))
-                        && dst.as_ref().is_none_or(|d| {
-                            e.dst.map(|x| x.to_string()).as_deref() == Some(d.as_str())
-                        })
-                });
-                if found {
+                let entries: Vec<_> = fdb
+                    .iter()
+                    .filter(|e| {
+                        e.ifname == dev
+                            && mac
+                                .as_ref()
+                                .is_none_or(|m| e.mac.to_string().eq_ignore_ascii_case(m))
+                    })
+                    .collect();
+                let remote =
+                    |e: &crate::snapshot::netns::fdb::FdbEntry| e.dst.map(|x| x.to_string());
+                if entries.iter().any(|e| {
+                    dst.as_ref()
+                        .is_none_or(|d| remote(e).as_deref() == Some(d.as_str()))
+                }) {
                     return Ok(Vec::new());
                 }
+                // Per remote node, an entry sending a MAC to an address is
+                // that node's VTEP.
+                let entry = match (&mac, &ctx.peer, &dst) {
+                    (Some(mac), Some(peer), Some(_)) => format!("{}'s VTEP {mac}", peer.name),
+                    (Some(mac), ..) => mac.clone(),
+                    (None, ..) => String::new(),
+                };
+                let actual = match entries.first() {
+                    None if entry.is_empty() => format!("no FDB entry on {dev}"),
+                    None => format!("no FDB entry for {entry} on {dev}"),
+                    Some(e) => format!(
+                        "the FDB entry for {} on {dev} sends to {}",
+                        mac.as_deref().unwrap_or("it"),
+                        remote(e).as_deref().unwrap_or("no remote")
+                    ),
+                };
                 let expected = format!(
-                    "fdb entry{} dev {dev}{}",
-                    mac.map(|m| format!(" {m}")).unwrap_or_default(),
+                    "fdb {}dev {dev}{}",
+                    mac.as_ref().map(|m| format!("{m} ")).unwrap_or_default(),
                     dst.map(|d| format!(" dst {d}")).unwrap_or_default()
                 );
-                fail(
-                    format!("no such fdb entry on {dev}"),
-                    expected,
-                    Evidence::file(dir.join("bridge-fdb.json")),
-                )
+                let evidence = match &mac {
+                    Some(mac) => Evidence::locate(dir, "bridge-fdb.json", mac),
+                    None => Evidence::file(dir.join("bridge-fdb.json")),
+                };
+                fail(actual, expected, evidence)
             }
             CheckKind::Listener { port, protocol } => {
-                let port_text = self.text(port, ctx)?;
+                let port_text = self.required_text(port, ctx)?;
                 let protocol = self
                     .optional_text(protocol.as_ref(), ctx)?
                     .unwrap_or_else(|| "tcp".into())
@@ -637,8 +812,179 @@ impl Evaluator<'_> {
                     Evidence::file(dir.join("ss.txt")),
                 )
             }
+            CheckKind::Jump { jumps } => {
+                let mut failures = Vec::new();
+                for jump in jumps {
+                    let family = self.optional_text(jump.family.as_ref(), ctx)?;
+                    let table = self.required_text(&jump.table, ctx)?;
+                    let chain = self.required_text(&jump.chain, ctx)?;
+                    let target = self.required_text(&jump.target, ctx)?;
+                    let wanted = JumpWanted {
+                        table: &table,
+                        chain: &chain,
+                        target: &target,
+                    };
+                    let failure = match &family {
+                        None => wanted.in_iptables(
+                            dir,
+                            dump.iptables
+                                .as_ref()
+                                .ok_or_else(|| not_collected("iptables-save.txt"))?,
+                        ),
+                        Some(family) => wanted.in_nftables(
+                            dir,
+                            family,
+                            dump.nftables
+                                .as_ref()
+                                .ok_or_else(|| not_collected("nft-ruleset.json"))?,
+                        ),
+                    };
+                    failures.extend(failure);
+                }
+                Ok(failures)
+            }
             CheckKind::Condition { .. } | CheckKind::Script { .. } => Ok(Vec::new()),
         }
+    }
+}
+
+/// What a device check wants of a VXLAN device; `None` is not checked.
+struct VxlanWanted {
+    vni: Option<String>,
+    port: Option<String>,
+    local: Option<String>,
+}
+
+impl VxlanWanted {
+    /// What is wanted, for the finding's `expected`.
+    fn describe(&self, expected: &mut Vec<String>) {
+        if let Some(vni) = &self.vni {
+            expected.push(format!("VNI {vni}"));
+        }
+        if let Some(port) = &self.port {
+            expected.push(format!("UDP port {port}"));
+        }
+        if let Some(local) = &self.local {
+            expected.push(format!("local {local}"));
+        }
+    }
+
+    /// Adds what `link` has wrong to `wrong`. A port the dump does not show
+    /// (older iproute2) is not held against it.
+    fn compare(&self, link: &Link, wrong: &mut Vec<String>) {
+        if self.vni.is_none() && self.port.is_none() && self.local.is_none() {
+            return;
+        }
+        let Some(LinkKind::Vxlan(vxlan)) = link.kind() else {
+            wrong.push("no VXLAN settings (not a vxlan device)".to_owned());
+            return;
+        };
+        if let Some(vni) = &self.vni
+            && vxlan.id.to_string() != *vni
+        {
+            wrong.push(format!("VNI {}", vxlan.id));
+        }
+        if let (Some(port), Some(found)) = (&self.port, vxlan.port)
+            && found.to_string() != *port
+        {
+            wrong.push(format!("UDP port {found}"));
+        }
+        if let Some(local) = &self.local {
+            let found = vxlan.local.map(|l| l.to_string());
+            if found.as_deref() != Some(local.as_str()) {
+                wrong.push(format!("local {}", found.as_deref().unwrap_or("unset")));
+            }
+        }
+    }
+}
+
+/// A jump a check wants: `chain` of `table` sends packets on to `target`.
+struct JumpWanted<'a> {
+    table: &'a str,
+    chain: &'a str,
+    target: &'a str,
+}
+
+impl JumpWanted<'_> {
+    fn in_iptables(&self, dir: &Path, ruleset: &iptables::Ruleset) -> Option<Failure> {
+        let file = dir.join("iptables-save.txt");
+        let at = |line: usize| Evidence {
+            column: Some(1),
+            ..Evidence::line(file.clone(), line)
+        };
+        let expected = format!(
+            "-A {} -j {} in the {} table",
+            self.chain, self.target, self.table
+        );
+        let table = ruleset
+            .tables
+            .iter()
+            .find(|t| t.name.as_str() == self.table);
+        let missing = |chain: &str| Failure {
+            actual: format!("no {chain} chain in the {} table", self.table),
+            expected: expected.clone(),
+            evidence: vec![table.map_or_else(|| Evidence::file(file.clone()), |t| at(t.line))],
+        };
+        let Some(from) = table.and_then(|t| t.chain(self.chain)) else {
+            return Some(missing(self.chain));
+        };
+        if table.and_then(|t| t.chain(self.target)).is_none() {
+            return Some(missing(self.target));
+        }
+        let jumps = from.rules.iter().any(|rule| {
+            matches!(&rule.target, Some(Target::Jump(c) | Target::Goto(c)) if &*c.name == self.target)
+        });
+        (!jumps).then(|| Failure {
+            actual: format!(
+                "{} {} does not jump to {}",
+                self.table, self.chain, self.target
+            ),
+            expected,
+            evidence: vec![at(from.line)],
+        })
+    }
+
+    fn in_nftables(&self, dir: &Path, family: &str, ruleset: &nft::Ruleset) -> Option<Failure> {
+        let file = dir.join("nft-ruleset.json");
+        let at = |(line, column): (usize, usize)| Evidence {
+            column: Some(column),
+            ..Evidence::line(file.clone(), line)
+        };
+        let table_name = format!("{family} {}", self.table);
+        let expected = format!(
+            "a rule of chain {} in table {table_name} that jumps or goes to {}",
+            self.chain, self.target
+        );
+        let table = ruleset
+            .tables
+            .iter()
+            .find(|t| t.family.as_str() == family && t.name == self.table);
+        let missing = |chain: &str| Failure {
+            actual: match table {
+                None => format!("no table {table_name}"),
+                Some(_) => format!("no chain {chain} in table {table_name}"),
+            },
+            expected: expected.clone(),
+            evidence: vec![Evidence::file(file.clone())],
+        };
+        let Some(from) = table.and_then(|t| t.chain(self.chain)) else {
+            return Some(missing(self.chain));
+        };
+        if table.and_then(|t| t.chain(self.target)).is_none() {
+            return Some(missing(self.target));
+        }
+        let jumps = from
+            .rules
+            .iter()
+            .any(|rule| rule.chain_targets().contains(&self.target));
+        (!jumps).then(|| Failure {
+            actual: format!(
+                "chain {} of table {table_name} does not jump to {}",
+                self.chain, self.target
+            ),
+            expected,
+            evidence: vec![at(from.position)],
+        })
     }
 }
 

@@ -296,8 +296,10 @@ impl Loader<'_> {
             .unwrap_or_default();
         let params = params_map(&parameters);
 
-        let scripts = self.compile_scripts(engine);
-        let compiler = ExpressionCompiler::new(params.clone());
+        // The pack's `lib/` stays importable until its expressions are
+        // compiled: an expression calling `MODULE::f(...)` embeds the module.
+        let (scripts, library) = self.compile_scripts(engine);
+        let compiler = ExpressionCompiler::new(params.clone(), library);
 
         let modes = top
             .take("modes")
@@ -326,6 +328,7 @@ impl Loader<'_> {
             })
             .unwrap_or_default();
         top.finish(&mut self.issues);
+        engine.set_module_resolver(rhai::module_resolvers::DummyModuleResolver::new());
 
         if kind == Some(PackKind::Cni) && detect.is_empty() {
             self.issues.push(
@@ -526,8 +529,11 @@ impl Loader<'_> {
         parameters
     }
 
-    /// Compiles every script at the pack's root, serving `import` from its `lib/`.
-    fn compile_scripts(&mut self, engine: &mut Engine) -> Vec<Script> {
+    /// Compiles every script at the pack's root, serving `import` from its
+    /// `lib/`, and every `lib/` module; the functions each module exports
+    /// are returned for expressions to call. The engine is left serving the
+    /// pack's `lib/`.
+    fn compile_scripts(&mut self, engine: &mut Engine) -> (Vec<Script>, Library) {
         let library: BTreeMap<String, String> = self
             .source
             .files
@@ -569,22 +575,40 @@ impl Loader<'_> {
             }
         }
         // Library modules nobody imports must still compile, imports included.
+        let mut library = Library::default();
         for (file, text) in &self.source.files {
-            if file.starts_with("lib/")
-                && let Err(error) = engine.compile_into_self_contained(&Scope::new(), text)
-            {
-                self.problems.push(
-                    ScriptError::from_rhai(&error, &self.source.dir, file, None).to_problem(),
-                );
+            let Some(module) = file
+                .strip_prefix("lib/")
+                .and_then(|f| f.strip_suffix(".rhai"))
+            else {
+                continue;
+            };
+            match engine.compile_into_self_contained(&Scope::new(), text) {
+                Ok(ast) => {
+                    let exported = ast
+                        .iter_functions()
+                        // Closures are compiled into functions named anon$...
+                        .filter(|f| {
+                            f.access != rhai::FnAccess::Private && !f.name.starts_with("anon$")
+                        })
+                        .map(|f| (f.name.to_owned(), f.params.len()))
+                        .collect();
+                    library.modules.insert(module.to_owned(), exported);
+                }
+                Err(error) => {
+                    library.broken.insert(module.to_owned());
+                    self.problems.push(
+                        ScriptError::from_rhai(&error, &self.source.dir, file, None).to_problem(),
+                    );
+                }
             }
         }
-        engine.set_module_resolver(rhai::module_resolvers::DummyModuleResolver::new());
         // A problem in a module also shows where it is imported, and a cycle
         // shows from each of its modules; keep each problem once.
         let mut seen = std::collections::BTreeSet::new();
         self.problems
             .retain(|problem| seen.insert(problem.to_string()));
-        scripts
+        (scripts, library)
     }
 
     fn modes(&mut self, node: &Node, engine: &Engine, compiler: &ExpressionCompiler) -> Vec<Mode> {
@@ -768,6 +792,8 @@ impl Loader<'_> {
         let when = f
             .take("when")
             .and_then(|n| self.value(n, "when", engine, compiler));
+        let expected_node = f.take("expected");
+        let expected = expected_node.and_then(|n| self.value(n, "expected", engine, compiler));
         let message = f
             .require("message", &mut self.issues)
             .and_then(|n| self.value(n, "message", engine, compiler));
@@ -806,6 +832,11 @@ impl Loader<'_> {
                 let kind = value(&mut f, "device_kind", false, self);
                 let mtu = value(&mut f, "mtu", false, self);
                 let master = value(&mut f, "master", false, self);
+                let address = value(&mut f, "address", false, self);
+                let mac = value(&mut f, "mac", false, self);
+                let vni = value(&mut f, "vni", false, self);
+                let port = value(&mut f, "port", false, self);
+                let local = value(&mut f, "local", false, self);
                 let state = f.string("state", &mut self.issues).and_then(|s| {
                     keyword(
                         &s,
@@ -814,24 +845,31 @@ impl Loader<'_> {
                         &mut self.issues,
                     )
                 });
-                Some(CheckKind::Device {
+                Some(CheckKind::Device(Box::new(DeviceCheck {
                     name: name?,
                     kind,
                     mtu,
                     state,
                     master,
-                })
+                    address,
+                    mac,
+                    vni,
+                    port,
+                    local,
+                })))
             }
             Some("route") => {
                 let dst = value(&mut f, "dst", true, self);
                 let via = value(&mut f, "via", false, self);
                 let dev = value(&mut f, "dev", false, self);
                 let table = value(&mut f, "table", false, self);
+                let onlink = value(&mut f, "onlink", false, self);
                 Some(CheckKind::Route {
                     dst: dst?,
                     via,
                     dev,
                     table,
+                    onlink,
                 })
             }
             Some("neighbour") => {
@@ -862,6 +900,24 @@ impl Loader<'_> {
                     protocol,
                 })
             }
+            Some("jump") => {
+                let jumps = match f.take("jumps") {
+                    // Several: a list of {family, table, chain, target}.
+                    Some(list) => {
+                        let mut jumps = Vec::new();
+                        for item in yaml::seq(list, "jumps", &mut self.issues) {
+                            if let Some(mut j) = Fields::of(item, "a jump", &mut self.issues) {
+                                let jump = self.jump(&mut j, engine, compiler);
+                                j.finish(&mut self.issues);
+                                jumps.extend(jump);
+                            }
+                        }
+                        jumps
+                    }
+                    None => self.jump(&mut f, engine, compiler).into_iter().collect(),
+                };
+                (!jumps.is_empty()).then_some(CheckKind::Jump { jumps })
+            }
             Some("condition") => {
                 let condition = f.required_string("condition", &mut self.issues);
                 let expect = f.bool("expect", &mut self.issues).unwrap_or(true);
@@ -886,7 +942,7 @@ impl Loader<'_> {
             Some(other) => {
                 if let Some(at) = &kind_at {
                     self.issues.push(at.pos.issue(format!(
-                        "check kind {other:?} is not one of sysctl, device, route, neighbour, fdb, listener, condition, script"
+                        "check kind {other:?} is not one of sysctl, device, route, neighbour, fdb, listener, jump, condition, script"
                     )));
                 }
                 None
@@ -895,6 +951,15 @@ impl Loader<'_> {
         };
         f.finish(&mut self.issues);
 
+        if let (Some(node), Some(CheckKind::Script { .. } | CheckKind::Condition { .. })) =
+            (expected_node, &kind)
+        {
+            self.issues.push(
+                node.pos.issue(
+                    "`expected` is for the declarative kinds; a script check returns its own",
+                ),
+            );
+        }
         let (scope, kind) = (scope?, kind?);
         if let Some(at) = &scope_at {
             if scope == CheckScope::Object && object.is_none() {
@@ -921,11 +986,39 @@ impl Loader<'_> {
             modes,
             for_each,
             when,
+            expected,
             message: message?,
             remediation,
             references,
             doc,
             pos: node.pos,
+        })
+    }
+
+    /// The `family` (optional), `table`, `chain` and `target` of a jump.
+    fn jump(
+        &mut self,
+        f: &mut Fields<'_>,
+        engine: &Engine,
+        compiler: &ExpressionCompiler,
+    ) -> Option<Jump> {
+        let mut field = |key: &str, required: bool, this: &mut Self| {
+            let node = if required {
+                f.require(key, &mut this.issues)
+            } else {
+                f.take(key)
+            };
+            node.and_then(|n| this.value(n, key, engine, compiler))
+        };
+        let family = field("family", false, self);
+        let table = field("table", true, self);
+        let chain = field("chain", true, self);
+        let target = field("target", true, self);
+        Some(Jump {
+            family,
+            table: table?,
+            chain: chain?,
+            target: target?,
         })
     }
 
@@ -970,13 +1063,15 @@ impl Loader<'_> {
                 Piece::Text(text) => parts.push(TemplatePart::Text(text.clone())),
                 Piece::Expression { offset, text } => match compiler.compile(engine, text) {
                     Ok(ast) => parts.push(TemplatePart::Expression(Box::new(ast))),
-                    Err(error) => {
+                    // Its module's own problem is reported already.
+                    Err(ExpressionError::InBrokenModule) => ok = false,
+                    Err(ExpressionError::Problem { message, position }) => {
                         ok = false;
-                        let line = error.1.line().unwrap_or(1);
-                        let column = error.1.position().unwrap_or(1);
+                        let line = position.line().unwrap_or(1);
+                        let column = position.position().unwrap_or(1);
                         let pos = self.position_in(node, &source, *offset, line, column);
                         self.issues
-                            .push(pos.issue(format!("in ${{{text}}}: {}", error.0)));
+                            .push(pos.issue(format!("in ${{{text}}}: {message}")));
                     }
                 },
             }
@@ -1114,15 +1209,41 @@ struct CheckContext<'a> {
     scripts: &'a [Script],
 }
 
+/// The functions a pack's `lib/` modules export, which expressions may
+/// call as `MODULE::function(...)`.
+#[derive(Debug, Default)]
+struct Library {
+    /// Module name (its file's stem) to its functions, as (name, arity).
+    modules: BTreeMap<String, Vec<(String, usize)>>,
+    /// Modules that do not compile (their problem is reported by itself).
+    broken: std::collections::BTreeSet<String>,
+}
+
+/// Why an expression did not compile.
+enum ExpressionError {
+    /// A problem at a position in the expression's text.
+    Problem {
+        message: String,
+        position: rhai::Position,
+    },
+    /// It calls a `lib/` module that does not compile: not one more problem.
+    InBrokenModule,
+}
+
 /// Compiles `${...}` expressions with strict variables: the scope's names
 /// are declared, and `params` is a constant, so the optimizer folds the
-/// parameters into the expression.
-pub struct ExpressionCompiler {
+/// parameters into the expression. An expression calling `MODULE::f(...)`
+/// of the pack's `lib/` is compiled with that module embedded, as a script
+/// importing it, once its call was checked against the module's functions.
+struct ExpressionCompiler {
     scope: Scope<'static>,
+    /// Reads the expression's shape before its modules are imported.
+    parser: Engine,
+    library: Library,
 }
 
 impl ExpressionCompiler {
-    pub fn new(params: Dynamic) -> Self {
+    fn new(params: Dynamic, library: Library) -> Self {
         let mut scope = Scope::new();
         scope.push_constant_dynamic("params", params);
         for name in Context::VARIABLES.iter().filter(|n| **n != "params") {
@@ -1131,11 +1252,130 @@ impl ExpressionCompiler {
         for name in ["actual", "expected"] {
             scope.push_dynamic(name, Dynamic::UNIT);
         }
-        ExpressionCompiler { scope }
+        ExpressionCompiler {
+            scope,
+            parser: super::sandbox::parser(),
+            library,
+        }
     }
 
-    fn compile(&self, engine: &Engine, text: &str) -> Result<rhai::AST, rhai::ParseError> {
-        engine.compile_expression_with_scope(&self.scope, text)
+    fn compile(&self, engine: &Engine, text: &str) -> Result<rhai::AST, ExpressionError> {
+        let parse_error = |error: rhai::ParseError| ExpressionError::Problem {
+            message: error.0.to_string(),
+            position: error.1,
+        };
+        // One expression: the parser refuses statements.
+        let shape = self.parser.compile_expression(text).map_err(parse_error)?;
+        let modules = self.modules_called(&shape)?;
+        if modules.is_empty() {
+            return engine
+                .compile_expression_with_scope(&self.scope, text)
+                .map_err(parse_error);
+        }
+        // The imports on a line of their own: the expression's own lines
+        // are one further down.
+        let imports: String = modules
+            .iter()
+            .map(|m| format!("import \"{m}\" as {m}; "))
+            .collect();
+        engine
+            .compile_into_self_contained(&self.scope, format!("{imports}\n{text}"))
+            .map_err(|error| match *error {
+                rhai::EvalAltResult::ErrorParsing(kind, position) if position.line() > Some(1) => {
+                    let line = position.line().unwrap_or(2) - 1;
+                    let column = position.position().unwrap_or(1);
+                    ExpressionError::Problem {
+                        message: kind.to_string(),
+                        position: rhai::Position::new(
+                            u16::try_from(line).unwrap_or(u16::MAX),
+                            u16::try_from(column).unwrap_or(u16::MAX),
+                        ),
+                    }
+                }
+                other => ExpressionError::Problem {
+                    message: other.to_string(),
+                    position: rhai::Position::NONE,
+                },
+            })
+    }
+
+    /// The `lib/` modules the expression calls into, each call checked: a
+    /// module the pack has, a function it exports, with that many arguments.
+    fn modules_called(&self, ast: &rhai::AST) -> Result<Vec<String>, ExpressionError> {
+        let mut calls = Vec::new();
+        ast.walk(&mut |path: &[rhai::ASTNode]| {
+            // A call alone is a statement, inside an expression an expression.
+            let call = match path.last() {
+                Some(rhai::ASTNode::Expr(rhai::Expr::FnCall(call, _))) => Some(call),
+                Some(rhai::ASTNode::Stmt(rhai::Stmt::FnCall(call, _))) => Some(call),
+                _ => None,
+            };
+            if let Some(call) = call
+                && !call.namespace.is_empty()
+            {
+                calls.push((
+                    call.namespace.to_string(),
+                    call.namespace.root().to_owned(),
+                    call.name.to_string(),
+                    call.args.len(),
+                    call.namespace.position(),
+                ));
+            }
+            true
+        });
+        let mut modules = Vec::new();
+        for (namespace, root, name, arity, position) in calls {
+            let problem = |message: String| Err(ExpressionError::Problem { message, position });
+            if self.library.broken.contains(&root) {
+                return Err(ExpressionError::InBrokenModule);
+            }
+            let Some(functions) = self.library.modules.get(&root) else {
+                let names: Vec<&str> = self.library.modules.keys().map(String::as_str).collect();
+                return problem(format!(
+                    "{namespace}::{name}: the pack has no lib/{root}.rhai (its modules: {})",
+                    listed(&names)
+                ));
+            };
+            if namespace != root {
+                return problem(format!(
+                    "{namespace}::{name}: a lib/ module is called as MODULE::function, one level deep"
+                ));
+            }
+            let arities: Vec<usize> = functions
+                .iter()
+                .filter(|(f, _)| *f == name)
+                .map(|(_, a)| *a)
+                .collect();
+            if arities.is_empty() {
+                let mut names: Vec<&str> = functions.iter().map(|(f, _)| f.as_str()).collect();
+                names.sort_unstable();
+                names.dedup();
+                return problem(format!(
+                    "lib/{root}.rhai has no function {name} (it has: {})",
+                    listed(&names)
+                ));
+            }
+            if !arities.contains(&arity) {
+                let takes: Vec<String> = arities.iter().map(ToString::to_string).collect();
+                return problem(format!(
+                    "{root}::{name} takes {} argument(s), not {arity}",
+                    takes.join(" or ")
+                ));
+            }
+            if !modules.contains(&root) {
+                modules.push(root);
+            }
+        }
+        Ok(modules)
+    }
+}
+
+/// Names joined with commas, or `none`.
+fn listed(names: &[&str]) -> String {
+    if names.is_empty() {
+        "none".to_owned()
+    } else {
+        names.join(", ")
     }
 }
 

@@ -383,21 +383,16 @@ pub enum DeviceState {
 pub enum CheckKind {
     /// A sysctl has a value (compared as text, surrounding blanks ignored).
     Sysctl { key: Value, expect: Value },
-    /// A device exists with these properties. A `name` with `*` is a
-    /// pattern: every matching device must have them (none is fine).
-    Device {
-        name: Value,
-        kind: Option<Value>,
-        mtu: Option<Value>,
-        state: Option<DeviceState>,
-        master: Option<Value>,
-    },
+    /// A device exists with these properties (boxed: the largest kind).
+    Device(Box<DeviceCheck>),
     /// A route to exactly `dst` (`default` too) exists in `table` (main).
     Route {
         dst: Value,
         via: Option<Value>,
         dev: Option<Value>,
         table: Option<Value>,
+        /// `true`: the route must be `onlink` (a gateway not on the device's subnet).
+        onlink: Option<Value>,
     },
     /// A neighbour entry for `dst` that is not failed.
     Neighbour {
@@ -416,6 +411,8 @@ pub enum CheckKind {
         port: Value,
         protocol: Option<Value>,
     },
+    /// Each chain jumps (or goes) to its target chain, which exists.
+    Jump { jumps: Vec<Jump> },
     /// An object's status condition has the expected truth.
     Condition { condition: String, expect: bool },
     /// A Rhai function `fn NAME(ctx)` of the pack's scripts decides.
@@ -426,15 +423,45 @@ impl CheckKind {
     pub fn name(&self) -> &'static str {
         match self {
             CheckKind::Sysctl { .. } => "sysctl",
-            CheckKind::Device { .. } => "device",
+            CheckKind::Device(_) => "device",
             CheckKind::Route { .. } => "route",
             CheckKind::Neighbour { .. } => "neighbour",
             CheckKind::Fdb { .. } => "fdb",
             CheckKind::Listener { .. } => "listener",
+            CheckKind::Jump { .. } => "jump",
             CheckKind::Condition { .. } => "condition",
             CheckKind::Script { .. } => "script",
         }
     }
+}
+
+/// What a device check wants. A `name` with `*` is a pattern: every
+/// matching device must have the properties (none matching is fine).
+#[derive(Debug, Clone)]
+pub struct DeviceCheck {
+    pub name: Value,
+    pub kind: Option<Value>,
+    pub mtu: Option<Value>,
+    pub state: Option<DeviceState>,
+    pub master: Option<Value>,
+    /// An address the device holds: `IP`, or `IP/LEN` for that prefix too.
+    pub address: Option<Value>,
+    /// The device's own MAC (compared in any case).
+    pub mac: Option<Value>,
+    /// A VXLAN device's VNI, UDP port and local address.
+    pub vni: Option<Value>,
+    pub port: Option<Value>,
+    pub local: Option<Value>,
+}
+
+/// A chain that must send packets on to another: an iptables chain of
+/// `table`, or with `family` an nftables chain of the table of that family.
+#[derive(Debug, Clone)]
+pub struct Jump {
+    pub family: Option<Value>,
+    pub table: Value,
+    pub chain: Value,
+    pub target: Value,
 }
 
 #[derive(Debug, Clone)]
@@ -450,6 +477,9 @@ pub struct Check {
     pub for_each: Option<ForEach>,
     /// The check applies only where this holds.
     pub when: Option<Value>,
+    /// What a declarative check wanted, in the pack's words; without it the
+    /// kind says it (`fdb 52:04:… dev flannel.1 dst 172.18.0.12`).
+    pub expected: Option<Value>,
     /// Sees `actual` and `expected` besides the scope's variables.
     pub message: Value,
     pub remediation: Option<Value>,

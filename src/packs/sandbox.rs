@@ -72,6 +72,19 @@ pub fn engine() -> Engine {
     engine
 }
 
+/// An engine that only parses: without strict variables, so that an
+/// expression's shape (one expression, no statements) and the `lib/`
+/// functions it calls can be read before the modules it names are imported.
+/// Nesting is bounded as in [`engine`], so parsing cannot exhaust the stack.
+pub fn parser() -> Engine {
+    let mut engine = Engine::new_raw();
+    engine
+        .set_max_expr_depths(MAX_EXPR_DEPTH, MAX_FUNCTION_EXPR_DEPTH)
+        .set_max_string_size(MAX_STRING_SIZE)
+        .disable_symbol("eval");
+    engine
+}
+
 /// Lines a script may print while captured; more are counted, not kept, so
 /// that a script printing in a loop cannot fill memory.
 pub const MAX_CAPTURED_LINES: usize = 1000;
@@ -136,6 +149,9 @@ pub struct PackLibrary {
     /// Module name (file stem) to its source text.
     modules: BTreeMap<String, String>,
     resolving: std::sync::Mutex<Vec<String>>,
+    /// Modules compiled and run once already: every script and expression
+    /// of the pack that imports one embeds the same, so it is built once.
+    resolved: std::sync::Mutex<BTreeMap<String, Shared<Module>>>,
 }
 
 impl PackLibrary {
@@ -143,7 +159,14 @@ impl PackLibrary {
         PackLibrary {
             modules,
             resolving: std::sync::Mutex::new(Vec::new()),
+            resolved: std::sync::Mutex::new(BTreeMap::new()),
         }
+    }
+
+    fn resolved(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Shared<Module>>> {
+        self.resolved
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The modules being resolved, outermost first.
@@ -227,6 +250,9 @@ impl ModuleResolver for PackLibrary {
     ) -> Result<Shared<Module>, Box<EvalAltResult>> {
         let not_found = || Box::new(EvalAltResult::ErrorModuleNotFound(path.to_owned(), pos));
         let source = self.modules.get(path).ok_or_else(not_found)?;
+        if let Some(module) = self.resolved().get(path) {
+            return Ok(module.clone());
+        }
         if let Some(refused) = self.refuse(path) {
             return Err(refused);
         }
@@ -238,9 +264,11 @@ impl ModuleResolver for PackLibrary {
         self.resolving().pop();
         let mut ast = compiled.map_err(in_module)?;
         ast.set_source(library_file(path));
-        Module::eval_ast_as_new(Scope::new(), &ast, engine)
+        let module = Module::eval_ast_as_new(Scope::new(), &ast, engine)
             .map(Shared::new)
-            .map_err(in_module)
+            .map_err(in_module)?;
+        self.resolved().insert(path.to_owned(), module.clone());
+        Ok(module)
     }
 }
 
@@ -497,6 +525,20 @@ mod tests {
             .compile_into_self_contained(&Scope::new(), "import \"util\" as u;")
             .expect_err("nothing to import outside a pack's compilation");
         assert!(matches!(*error, EvalAltResult::ErrorModuleNotFound(..)));
+    }
+
+    #[test]
+    fn a_library_module_is_built_once_for_every_script_and_expression_importing_it() {
+        let engine = engine();
+        let lib = BTreeMap::from([("util".to_owned(), "fn double(x) { x * 2 }".to_owned())]);
+        let library = PackLibrary::new(lib);
+        let first = library
+            .resolve(&engine, None, "util", Position::NONE)
+            .expect("resolves");
+        let again = library
+            .resolve(&engine, None, "util", Position::NONE)
+            .expect("resolves");
+        assert!(Shared::ptr_eq(&first, &again), "compiled and run once");
     }
 
     #[test]

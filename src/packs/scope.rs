@@ -287,10 +287,13 @@ impl Context {
     }
 
     /// The variables a `${...}` expression sees, by name; absent ones are `()`.
-    pub fn variables(&self) -> [(&'static str, Dynamic); 11] {
+    pub fn variables(&self) -> [(&'static str, Dynamic); 12] {
         let opt = |value: Option<Dynamic>| value.unwrap_or(Dynamic::UNIT);
         [
             ("params", self.params.clone()),
+            // What a script check's function gets: for `lib/` functions
+            // that take it (`${flannel::backend(ctx)}`).
+            ("ctx", Dynamic::from(self.clone())),
             ("subject", self.subject.to_string().into()),
             ("cluster", Dynamic::from(self.cluster())),
             ("node", opt(self.node.clone().map(Dynamic::from))),
@@ -311,9 +314,10 @@ impl Context {
     }
 
     /// The names of [`Context::variables`], for compiling expressions with
-    /// strict variables. `packet` is `hop.packet` under its own name.
-    pub const VARIABLES: [&'static str; 11] = [
-        "params", "subject", "cluster", "node", "pod", "netns", "object", "peer", "port", "hop",
-        "packet",
+    /// strict variables. `packet` is `hop.packet` under its own name, `ctx`
+    /// all of them as one value.
+    pub const VARIABLES: [&'static str; 12] = [
+        "params", "ctx", "subject", "cluster", "node", "pod", "netns", "object", "peer", "port",
+        "hop", "packet",
     ];
 }
