@@ -125,16 +125,27 @@ impl Evidence {
     }
 }
 
+/// `FILE[:LINE[:COLUMN]]`, the way compilers and editors name a place.
+pub fn write_place(
+    f: &mut fmt::Formatter<'_>,
+    file: &std::path::Path,
+    line: Option<usize>,
+    column: Option<usize>,
+) -> fmt::Result {
+    write!(f, "{}", file.display())?;
+    if let Some(line) = line {
+        write!(f, ":{line}")?;
+        if let Some(column) = column {
+            write!(f, ":{column}")?;
+        }
+    }
+    Ok(())
+}
+
 impl fmt::Display for Evidence {
     /// `FILE[:LINE[:COLUMN]][: NOTE]`
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.file.display())?;
-        if let Some(line) = self.line {
-            write!(f, ":{line}")?;
-            if let Some(column) = self.column {
-                write!(f, ":{column}")?;
-            }
-        }
+        write_place(f, &self.file, self.line, self.column)?;
         if let Some(note) = &self.note {
             write!(f, ": {note}")?;
         }

@@ -152,20 +152,8 @@ impl<'s> Walker<'s> {
             Disposition::InsufficientInfo => FindingStatus::Unknown,
             _ => FindingStatus::Failed,
         };
-        self.findings.push(Finding {
-            id: stop.id.to_string(),
-            severity,
-            status,
-            message: stop.reason,
-            evidence: stop.evidence,
-            expected: None,
-            remediation: None,
-            references: Vec::new(),
-            about: AtHop {
-                hop: self.graph[hop].id.clone(),
-                hop_index: hop.index(),
-            },
-        });
+        let finding = self.finding_at(hop, stop.id, severity, stop.reason, stop.evidence);
+        self.findings.push(Finding { status, ..finding });
         self.record_path(branch, stop.disposition, None);
     }
 

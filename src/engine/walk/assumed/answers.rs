@@ -10,7 +10,7 @@ use petgraph::graph::NodeIndex;
 use super::super::{Branch, Next, Packet, Stop, Walker, hop_id};
 use crate::engine::hooks::{NextHop, Undecided};
 use crate::engine::intent::at_hop;
-use crate::engine::{AtHop, Evidence, Finding, FindingStatus, Severity};
+use crate::engine::{Evidence, Severity};
 use crate::packs::HopScope;
 use crate::snapshot::NetnsId;
 use crate::snapshot::cluster::IpOwner;
@@ -249,20 +249,8 @@ impl<'s> Walker<'s> {
         let mut evidence =
             vec![Evidence::file(self.snapshot.root.join(&dir)).noting("not collected")];
         evidence.extend(self.cni_evidence());
-        self.findings.push(Finding {
-            id: "snapshot.assumed".into(),
-            severity: Severity::Info,
-            status: FindingStatus::Failed,
-            message,
-            evidence,
-            expected: None,
-            remediation: None,
-            references: Vec::new(),
-            about: AtHop {
-                hop: hop_id(ns),
-                hop_index: hop.index(),
-            },
-        });
+        let finding = self.finding_at(hop, "snapshot.assumed", Severity::Info, message, evidence);
+        self.findings.push(finding);
     }
 }
 
