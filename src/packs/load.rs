@@ -1266,6 +1266,7 @@ impl ExpressionCompiler {
         };
         // One expression: the parser refuses statements.
         let shape = self.parser.compile_expression(text).map_err(parse_error)?;
+        self.parameters_declared(&shape)?;
         let modules = self.modules_called(&shape)?;
         if modules.is_empty() {
             return engine
@@ -1297,6 +1298,45 @@ impl ExpressionCompiler {
                     position: rhai::Position::NONE,
                 },
             })
+    }
+
+    /// Every `params.NAME` the expression reads is a parameter the pack
+    /// declares: a misspelt one would read as `()` and fail every subject.
+    fn parameters_declared(&self, shape: &rhai::AST) -> Result<(), ExpressionError> {
+        let declared: rhai::Map = self.scope.get_value("params").unwrap_or_default();
+        let mut unknown = None;
+        shape.walk(&mut |path: &[rhai::ASTNode]| {
+            if let Some(rhai::ASTNode::Expr(rhai::Expr::Dot(dot, ..))) = path.last()
+                && let rhai::Expr::Variable(variable, ..) = &dot.lhs
+                && variable.1 == "params"
+                && variable.2.is_empty()
+            {
+                // `params.NAME`, or the first link of `params.NAME.more`.
+                let property = match &dot.rhs {
+                    rhai::Expr::Dot(chain, ..) => &chain.lhs,
+                    rhs => rhs,
+                };
+                if let rhai::Expr::Property(property, position) = property
+                    && !declared.contains_key(property.2.as_str())
+                {
+                    unknown = Some((property.2.to_string(), *position));
+                    return false;
+                }
+            }
+            true
+        });
+        let Some((name, position)) = unknown else {
+            return Ok(());
+        };
+        let mut names: Vec<&str> = declared.keys().map(|k| k.as_str()).collect();
+        names.sort_unstable();
+        Err(ExpressionError::Problem {
+            message: format!(
+                "params.{name}: the pack has no parameter {name} (its parameters: {})",
+                listed(&names)
+            ),
+            position,
+        })
     }
 
     /// The `lib/` modules the expression calls into, each call checked: a

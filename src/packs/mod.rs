@@ -709,6 +709,28 @@ checks:
     }
 
     #[test]
+    fn a_misspelt_parameter_is_a_load_problem_at_its_position() {
+        assert_eq!(
+            expression_problems("${if params.onn { 1 } else { 0 }}", FORWARDING_LIB),
+            [
+                "inline/pack.yaml:14:26: in ${if params.onn { 1 } else { 0 }}: \
+              params.onn: the pack has no parameter onn (its parameters: on)"
+            ]
+        );
+        // A declared one, alone or at the head of a chain, is fine.
+        for fine in [
+            "${if params.on { 1 } else { 0 }}",
+            "${params.on.to_string()}",
+        ] {
+            assert_eq!(
+                expression_problems(fine, FORWARDING_LIB),
+                Vec::<String>::new(),
+                "{fine}"
+            );
+        }
+    }
+
+    #[test]
     fn an_expression_is_one_expression_and_a_broken_module_one_problem() {
         let statements = expression_problems("${let x = 1; x}", FORWARDING_LIB);
         assert_eq!(statements.len(), 1, "{statements:?}");
