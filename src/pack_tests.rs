@@ -389,12 +389,20 @@ fn check_flows(
     details: &mut Vec<String>,
 ) {
     for flow in flows {
-        let name = format!("flow {} -> {}", flow.request.from, flow.request.to);
+        let size = flow
+            .request
+            .size
+            .map_or_else(String::new, |size| format!(" ({size})"));
+        let name = format!("flow {} -> {}{size}", flow.request.from, flow.request.to);
         details.push(format!(
-            "{name} expects {}{}{}",
+            "{name} expects {}{}{}{}{}",
             flow.disposition
                 .as_ref()
                 .map_or_else(|| "any disposition".to_owned(), ToString::to_string),
+            flow.assumed
+                .map_or_else(String::new, |assumed| format!(", assumed: {assumed}")),
+            flow.exit_source
+                .map_or_else(String::new, |source| format!(", leaving from {source}")),
             listed(", findings ", &flow.findings),
             listed(", absent ", &flow.absent)
         ));
