@@ -146,7 +146,7 @@ fn flows_can_assert_the_leaving_source_the_size_and_any_disposition_but_one() {
     for failure in [
         "flow default/web-0 -> 198.51.100.10:80: expected to leave the cluster from 10.244.1.2, leaves from 172.18.0.11",
         "flow default/web-0 -> default/web-3:8080: expected to leave the cluster from 172.18.0.11, it does not leave it",
-        "flow default/web-0 -> default/web-3:8080: expected anything but mtu_exceeded, diagnosed mtu_exceeded",
+        "flow default/web-0 -> default/web-3:8080 (1500 bytes): expected anything but mtu_exceeded, diagnosed mtu_exceeded",
     ] {
         assert!(text.contains(failure), "{failure}\n{text}");
     }
