@@ -171,13 +171,10 @@ impl Evaluator<'_> {
             return Ok(None);
         }
         found.as_bool().map(Some).map_err(|kind| {
-            Stop::Error(ScriptError {
-                kind: super::sandbox::ScriptErrorKind::Runtime,
-                file: self.pack.dir.join(super::load::MANIFEST),
-                line: Some(value.pos.line),
-                column: Some(value.pos.column),
-                message: format!("{:?} must be true or false, it is {kind}", value.source),
-            })
+            self.manifest_error(
+                value,
+                format!("{:?} must be true or false, it is {kind}", value.source),
+            )
         })
     }
 
@@ -264,13 +261,19 @@ impl Evaluator<'_> {
     /// Evaluates a `when`: it must be true or false.
     pub fn condition(&self, when: &Value, ctx: &Context) -> Result<bool, Stop> {
         self.value(when, ctx, &[])?.as_bool().map_err(|kind| {
-            Stop::Error(ScriptError {
-                kind: super::sandbox::ScriptErrorKind::Runtime,
-                file: self.pack.dir.join(super::load::MANIFEST),
-                line: Some(when.pos.line),
-                column: Some(when.pos.column),
-                message: format!("`when` must be true or false, it is {kind}"),
-            })
+            self.manifest_error(when, format!("`when` must be true or false, it is {kind}"))
+        })
+    }
+
+    /// A manifest value that evaluated to the wrong type, as a script error
+    /// at its place in pack.yaml.
+    fn manifest_error(&self, value: &Value, message: String) -> Stop {
+        Stop::Error(ScriptError {
+            kind: super::sandbox::ScriptErrorKind::Runtime,
+            file: self.pack.dir.join(super::load::MANIFEST),
+            line: Some(value.pos.line),
+            column: Some(value.pos.column),
+            message,
         })
     }
 

@@ -1120,18 +1120,16 @@ fn link_map(netns: &NetnsRef, link: &Link) -> Dynamic {
         true => netns.snapshot.veth_peer(&netns.id, link),
         false => None,
     };
-    let peer = match (is_veth, &link.link, far) {
-        (true, Some(name), _) => text(name),
-        (_, _, Some((_, far))) => text(&far.ifname),
-        _ => Dynamic::UNIT,
-    };
-    let peer_netns = match (is_veth, &link.link, far) {
-        (true, Some(_), _) => Dynamic::from(netns.clone()),
-        (_, _, Some((id, _))) => Dynamic::from(NetnsRef {
-            snapshot: netns.snapshot.clone(),
-            id: id.clone(),
-        }),
-        _ => Dynamic::UNIT,
+    let (peer, peer_netns) = match (is_veth, &link.link, far) {
+        (true, Some(name), _) => (text(name), Dynamic::from(netns.clone())),
+        (_, _, Some((id, far))) => (
+            text(&far.ifname),
+            Dynamic::from(NetnsRef {
+                snapshot: netns.snapshot.clone(),
+                id: id.clone(),
+            }),
+        ),
+        _ => (Dynamic::UNIT, Dynamic::UNIT),
     };
     map([
         ("name", text(&link.ifname)),

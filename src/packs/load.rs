@@ -811,12 +811,7 @@ impl Loader<'_> {
             .unwrap_or_default();
 
         let value = |f: &mut Fields<'_>, key: &str, required: bool, this: &mut Self| {
-            let node = if required {
-                f.require(key, &mut this.issues)
-            } else {
-                f.take(key)
-            };
-            node.and_then(|n| this.value(n, key, engine, compiler))
+            this.field_value(f, key, required, engine, compiler)
         };
         let kind = match kind_at.as_ref().map(|k| k.value.as_str()) {
             Some("sysctl") => {
@@ -1002,24 +997,34 @@ impl Loader<'_> {
         engine: &Engine,
         compiler: &ExpressionCompiler,
     ) -> Option<Jump> {
-        let mut field = |key: &str, required: bool, this: &mut Self| {
-            let node = if required {
-                f.require(key, &mut this.issues)
-            } else {
-                f.take(key)
-            };
-            node.and_then(|n| this.value(n, key, engine, compiler))
-        };
-        let family = field("family", false, self);
-        let table = field("table", true, self);
-        let chain = field("chain", true, self);
-        let target = field("target", true, self);
+        let family = self.field_value(f, "family", false, engine, compiler);
+        let table = self.field_value(f, "table", true, engine, compiler);
+        let chain = self.field_value(f, "chain", true, engine, compiler);
+        let target = self.field_value(f, "target", true, engine, compiler);
         Some(Jump {
             family,
             table: table?,
             chain: chain?,
             target: target?,
         })
+    }
+
+    /// A check's field `key` compiled as a value; a required one that is
+    /// absent is an issue.
+    fn field_value(
+        &mut self,
+        f: &mut Fields<'_>,
+        key: &str,
+        required: bool,
+        engine: &Engine,
+        compiler: &ExpressionCompiler,
+    ) -> Option<Value> {
+        let node = if required {
+            f.require(key, &mut self.issues)
+        } else {
+            f.take(key)
+        };
+        node.and_then(|n| self.value(n, key, engine, compiler))
     }
 
     /// Compiles a manifest value: a literal, `${expr}` or a string with `${expr}` parts.
