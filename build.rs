@@ -1,7 +1,9 @@
 //! Embeds the built-in packs (`rules/*/` and `plugins/*/`: pack.yaml, *.rhai,
-//! lib/*.rhai) in the binary, so that skoop works from any directory.
+//! lib/*.rhai) in the binary, so that skoop works from any directory, and
+//! names the build's snapshot code for the cluster cache.
 
 use std::fmt::Write as _;
+use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::{Path, PathBuf};
 
 fn main() {
@@ -54,6 +56,38 @@ fn main() {
     if let Err(e) = std::fs::write(out_dir.join("builtin_packs.rs"), out) {
         panic!("cannot write builtin_packs.rs: {e}");
     }
+    snapshot_code(&root);
+}
+
+/// A cluster cache holds the model this build's snapshot code reads
+/// `cluster/` into: `SKOOP_SNAPSHOT_CODE`, a hash of that code and of the
+/// locked dependencies, tells a cache written by a build that reads it the
+/// same way from one that may not.
+fn snapshot_code(root: &Path) {
+    let mut files = vec![root.join("Cargo.lock")];
+    let mut dirs = vec![root.join("src/snapshot")];
+    while let Some(dir) = dirs.pop() {
+        for entry in sorted_entries(&dir) {
+            if entry.is_dir() {
+                dirs.push(entry);
+            } else {
+                files.push(entry);
+            }
+        }
+    }
+    files.sort();
+    let mut hasher = DefaultHasher::new();
+    for file in &files {
+        file.strip_prefix(root).unwrap_or(file).hash(&mut hasher);
+        std::fs::read(file).unwrap_or_default().hash(&mut hasher);
+    }
+    println!("cargo:rerun-if-changed=src/snapshot");
+    println!("cargo:rerun-if-changed=Cargo.lock");
+    println!(
+        "cargo:rustc-env=SKOOP_SNAPSHOT_CODE={}-{:016x}",
+        std::env::var("CARGO_PKG_VERSION").unwrap_or_default(),
+        hasher.finish()
+    );
 }
 
 fn sorted_entries(dir: &Path) -> Vec<PathBuf> {

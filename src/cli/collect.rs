@@ -7,6 +7,8 @@ use clap::{Args, Subcommand};
 use skoop::collect::live::Wanted;
 use skoop::collect::{CollectReport, collect_local};
 use skoop::engine::{Endpoint, Request};
+use skoop::snapshot::cluster::cache;
+use skoop::snapshot::input::Boundary;
 use skoop::snapshot::netns::DUMP_FILES;
 
 use super::live::{LiveArgs, Stopped, Summary, collect_flow, print_outcomes, runtime};
@@ -198,6 +200,16 @@ fn cluster(args: Box<ClusterArgs>) -> ExitCode {
     });
     match result {
         Ok(complete) => {
+            // The objects' model, so that every diagnosis of the snapshot
+            // starts without parsing them again (`skoop snapshot cache`).
+            match cache::write(&args.out, &Boundary::new(&args.out)) {
+                Ok(written) => out!(
+                    "wrote {}: the model of {} objects, read by diagnoses",
+                    written.path.display(),
+                    written.objects
+                ),
+                Err(e) => err!("warning: no cluster cache written: {e}"),
+            }
             out!("wrote the snapshot to {}", args.out.display());
             if complete {
                 ExitCode::SUCCESS

@@ -32,6 +32,13 @@ pub const CLUSTER_FILE: Limit = Limit {
     what: "a cluster/ file (split bigger object lists into several files)",
 };
 
+/// A snapshot's cluster cache (`cluster.cache`): the model of `cluster/`,
+/// about a tenth of its JSON.
+pub const CLUSTER_CACHE: Limit = Limit {
+    bytes: 1024 * MIB,
+    what: "a cluster cache",
+};
+
 /// A pack's `pack.yaml`, script, library module or test file.
 pub const PACK_FILE: Limit = Limit {
     bytes: MIB,
@@ -94,6 +101,23 @@ pub fn read_text_into(
     limit: Limit,
     buffer: Vec<u8>,
 ) -> Result<Option<String>, Problem> {
+    let Some(bytes) = read_bytes_into(path, limit, buffer)? else {
+        return Ok(None);
+    };
+    String::from_utf8(bytes).map(Some).map_err(|e| {
+        let valid_up_to = e.utf8_error().valid_up_to();
+        let valid = std::str::from_utf8(&e.as_bytes()[..valid_up_to]).unwrap_or_default();
+        let (line, column) = line_col(valid, valid_up_to);
+        Problem::from_issue(path, ParseIssue::at(line, column, "not valid UTF-8"))
+    })
+}
+
+/// [`read_text_into`] of a file that need not be text.
+pub fn read_bytes_into(
+    path: &Path,
+    limit: Limit,
+    buffer: Vec<u8>,
+) -> Result<Option<Vec<u8>>, Problem> {
     let cannot = |e: std::io::Error| Problem::in_file(path, format!("cannot read: {e}"));
     // The type before opening: opening is already too much for some devices.
     let metadata = match std::fs::metadata(path) {
@@ -128,12 +152,7 @@ pub fn read_text_into(
     if bytes.len() as u64 > limit.bytes {
         return Err(limit.exceeded(path, bytes.len() as u64));
     }
-    String::from_utf8(bytes).map(Some).map_err(|e| {
-        let valid_up_to = e.utf8_error().valid_up_to();
-        let valid = std::str::from_utf8(&e.as_bytes()[..valid_up_to]).unwrap_or_default();
-        let (line, column) = line_col(valid, valid_up_to);
-        Problem::from_issue(path, ParseIssue::at(line, column, "not valid UTF-8"))
-    })
+    Ok(Some(bytes))
 }
 
 /// A file that grows while it is read stops one byte past the cap.
@@ -231,6 +250,17 @@ impl Boundary {
     ) -> Result<Option<String>, Problem> {
         self.check(path)?;
         read_text_into(path, limit, buffer)
+    }
+
+    /// [`read_bytes_into`] of a file that must be inside the boundary.
+    pub fn read_bytes_into(
+        &self,
+        path: &Path,
+        limit: Limit,
+        buffer: Vec<u8>,
+    ) -> Result<Option<Vec<u8>>, Problem> {
+        self.check(path)?;
+        read_bytes_into(path, limit, buffer)
     }
 
     /// Whether `path` is a directory inside the boundary: a link to a

@@ -143,6 +143,57 @@ pub enum SnapshotError {
     NotASnapshot(PathBuf),
 }
 
+/// Where a load takes the cluster's objects from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClusterFrom {
+    /// `cluster.cache` when it is `cluster/`'s own (`cluster::cache`), else
+    /// the files of `cluster/`.
+    CacheWhenCurrent,
+    /// The files of `cluster/`, whatever the cache holds.
+    Files,
+}
+
+/// The objects of `<root>/cluster/` and the problems met reading them.
+fn load_cluster(
+    root: &Path,
+    cluster_dir: &Path,
+    boundary: &Boundary,
+    from: ClusterFrom,
+) -> (Cluster, Vec<Problem>) {
+    match boundary.is_dir(cluster_dir) {
+        Ok(true) => {}
+        Ok(false) => return (Cluster::default(), Vec::new()),
+        Err(problem) => return (Cluster::default(), vec![problem]),
+    }
+    let mut passed_over = None;
+    if from == ClusterFrom::CacheWhenCurrent {
+        match cluster::cache::read(root, boundary) {
+            Ok(Some(loaded)) => return loaded,
+            Ok(None) => {}
+            Err(problem) => passed_over = Some(problem),
+        }
+    }
+    let (cluster, mut problems) = cluster::load(cluster_dir, boundary);
+    problems.extend(passed_over);
+    (cluster, problems)
+}
+
+/// Every namespace dump under `nodes/`.
+fn load_dumps(
+    nodes_dir: &Path,
+    boundary: &Boundary,
+) -> (BTreeMap<NetnsId, NetnsEntry>, Vec<Problem>) {
+    let mut problems = Vec::new();
+    let mut namespaces = BTreeMap::new();
+    for (id, dir) in discover_namespaces(nodes_dir, boundary, &mut problems) {
+        let (dump, dump_problems) = NetnsDump::load_inside(&dir, boundary);
+        problems.extend(dump_problems);
+        report_unexpected_files(&dir, &mut problems);
+        namespaces.insert(id, NetnsEntry::new(dir, dump));
+    }
+    (namespaces, problems)
+}
+
 impl Snapshot {
     /// Loads a snapshot directory. `Err` only when `root` is not a snapshot at
     /// all; every problem inside one is returned beside the snapshot. Nothing
@@ -157,6 +208,15 @@ impl Snapshot {
         root: &Path,
         boundary: &Boundary,
     ) -> Result<(Snapshot, Vec<Problem>), SnapshotError> {
+        Snapshot::load_with(root, boundary, ClusterFrom::CacheWhenCurrent)
+    }
+
+    /// [`Snapshot::load`], taking the cluster's objects from where `from` says.
+    pub fn load_with(
+        root: &Path,
+        boundary: &Boundary,
+        from: ClusterFrom,
+    ) -> Result<(Snapshot, Vec<Problem>), SnapshotError> {
         if !root.is_dir() {
             return Err(SnapshotError::NotFound(root.to_path_buf()));
         }
@@ -167,27 +227,17 @@ impl Snapshot {
             return Err(SnapshotError::NotASnapshot(root.to_path_buf()));
         }
 
-        let mut problems = Vec::new();
-        let cluster = match boundary.is_dir(&cluster_dir) {
-            Ok(true) => {
-                let (cluster, cluster_problems) = cluster::load(&cluster_dir, boundary);
-                problems.extend(cluster_problems);
-                cluster
-            }
-            Ok(false) => Cluster::default(),
-            Err(problem) => {
-                problems.push(problem);
-                Cluster::default()
-            }
-        };
-
-        let mut namespaces = BTreeMap::new();
-        for (id, dir) in discover_namespaces(&nodes_dir, boundary, &mut problems) {
-            let (dump, dump_problems) = NetnsDump::load_inside(&dir, boundary);
-            problems.extend(dump_problems);
-            report_unexpected_files(&dir, &mut problems);
-            namespaces.insert(id, NetnsEntry::new(dir, dump));
-        }
+        // The objects and the dumps are read side by side: on a large
+        // cluster each is a good part of a diagnosis's time.
+        let ((cluster, mut problems), (namespaces, dump_problems)) = std::thread::scope(|scope| {
+            let cluster = scope.spawn(|| load_cluster(root, &cluster_dir, boundary, from));
+            let dumps = load_dumps(&nodes_dir, boundary);
+            let cluster = cluster
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (cluster, dumps)
+        });
+        problems.extend(dump_problems);
 
         let snapshot = Snapshot {
             root: root.to_path_buf(),

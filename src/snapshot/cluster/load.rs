@@ -16,10 +16,39 @@ use crate::snapshot::problem::{ParseIssue, Problem};
 /// file is reported and skipped. Returns what could be read and every problem.
 /// Files and links leading outside `boundary` are not read.
 pub fn load(dir: &Path, boundary: &Boundary) -> (Cluster, Vec<Problem>) {
+    load_listed(list(dir), boundary)
+}
+
+/// The files of `cluster/` a load reads, in the order it reads them, and
+/// what was wrong with finding them (an unreadable directory, a file of
+/// another type). The cluster cache is tied to this listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Listing {
+    pub files: Vec<PathBuf>,
+    formats: Vec<Format>,
+    pub problems: Vec<Problem>,
+}
+
+pub(super) fn list(dir: &Path) -> Listing {
     let mut problems = Vec::new();
     let mut files = Vec::new();
     find_files(dir, &mut files, &mut problems);
     files.sort();
+    let (files, formats) = files.into_iter().unzip();
+    Listing {
+        files,
+        formats,
+        problems,
+    }
+}
+
+/// [`load`] of the files listed.
+pub(super) fn load_listed(listing: Listing, boundary: &Boundary) -> (Cluster, Vec<Problem>) {
+    let Listing {
+        files,
+        formats,
+        mut problems,
+    } = listing;
     let mut cluster = Cluster::default();
     // The next file is read while this one is parsed: reading is work for
     // one core, hundreds of megabytes on a large cluster. A rendezvous
@@ -30,7 +59,7 @@ pub fn load(dir: &Path, boundary: &Boundary) -> (Cluster, Vec<Problem>) {
         let (give_back, spent) = std::sync::mpsc::channel::<String>();
         let paths = &files;
         scope.spawn(move || {
-            for (path, _) in paths {
+            for path in paths {
                 let buffer = spent.try_recv().map(String::into_bytes).unwrap_or_default();
                 if sender
                     .send(boundary.read_text_into(path, input::CLUSTER_FILE, buffer))
@@ -40,7 +69,7 @@ pub fn load(dir: &Path, boundary: &Boundary) -> (Cluster, Vec<Problem>) {
                 }
             }
         });
-        for ((path, format), read) in files.iter().zip(texts) {
+        for ((path, format), read) in files.iter().zip(&formats).zip(texts) {
             if let Some(text) = file_text(path, read, &mut problems) {
                 load_text(
                     path,

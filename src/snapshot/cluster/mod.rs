@@ -15,6 +15,7 @@
 //!   document, a field of the wrong type or an invalid IP costs only that
 //!   document, object or field, and is reported with file, line and column.
 
+pub mod cache;
 mod convert;
 mod de;
 mod direct;
@@ -29,6 +30,7 @@ mod wire;
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
+use std::path::Path;
 
 pub use load::{Reading, load, load_file_text, load_file_text_as};
 pub use model::{
@@ -46,7 +48,7 @@ pub use network_policy::{
 pub use selector::{LabelSelector, LabelSelectorRequirement, RequirementError, SelectorOperator};
 
 /// The cluster's objects, with lookups by name, by IP and by NodePort.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Cluster {
     nodes: BTreeMap<String, Node>,
     namespaces: BTreeMap<String, Namespace>,
@@ -64,7 +66,7 @@ pub struct Cluster {
 }
 
 /// What an IP of the cluster belongs to.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum IpOwner {
     /// One of a pod's `status.podIPs`. A `host_network` pod has its node's
     /// IPs, so the node owns the same address.
@@ -136,7 +138,7 @@ pub struct DuplicateObject {
 /// Generic objects are the same object when group, kind, namespace and name
 /// agree: two versions of one group serve the same object, while two groups
 /// (Calico's `crd.projectcalico.org` and `projectcalico.org`) are distinct.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 struct GenericKey {
     group: String,
     kind: String,
@@ -156,7 +158,7 @@ impl GenericKey {
 }
 
 /// Namespaced objects of one kind: namespace, then name.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 struct ByNamespace<T>(BTreeMap<String, BTreeMap<String, T>>);
 
 impl<T> Default for ByNamespace<T> {
@@ -176,6 +178,14 @@ impl<T> ByNamespace<T> {
 
     fn iter(&self) -> impl Iterator<Item = &T> {
         self.0.values().flat_map(BTreeMap::values)
+    }
+
+    fn values_mut(&mut self) -> impl Iterator<Item = &mut T> {
+        self.0.values_mut().flat_map(BTreeMap::values_mut)
+    }
+
+    fn len(&self) -> usize {
+        self.0.values().map(BTreeMap::len).sum()
     }
 
     /// Inserts unless the name is taken; the first object stays.
@@ -459,6 +469,59 @@ impl Cluster {
     pub fn service_by_node_port(&self, protocol: Protocol, port: u16) -> Option<&Service> {
         let (namespace, name) = self.node_ports.get(&(protocol, port))?;
         self.service(namespace, name)
+    }
+
+    /// How many objects the cluster holds, of every kind.
+    pub fn object_count(&self) -> usize {
+        let namespaced = [
+            self.pods.len(),
+            self.services.len(),
+            self.endpoint_slices.len(),
+            self.endpoints.len(),
+            self.config_maps.len(),
+            self.daemon_sets.len(),
+            self.network_policies.len(),
+            self.unreadable_network_policies.len(),
+        ];
+        self.nodes.len()
+            + self.namespaces.len()
+            + self.others.len()
+            + namespaced.iter().sum::<usize>()
+    }
+
+    /// Every object read from a file under `from` as read from the same file
+    /// under `to` (the cluster cache of a snapshot since moved).
+    fn rebase(&mut self, from: &Path, to: &Path) {
+        let rebase = |meta: &mut ObjectMeta| {
+            if let Ok(inside) = meta.source.file.strip_prefix(from) {
+                meta.source.file = to.join(inside);
+            }
+        };
+        self.nodes.values_mut().for_each(|o| rebase(&mut o.meta));
+        self.namespaces
+            .values_mut()
+            .for_each(|o| rebase(&mut o.meta));
+        self.others.values_mut().for_each(|o| rebase(&mut o.meta));
+        self.pods.values_mut().for_each(|o| rebase(&mut o.meta));
+        self.services.values_mut().for_each(|o| rebase(&mut o.meta));
+        self.endpoint_slices
+            .values_mut()
+            .for_each(|o| rebase(&mut o.meta));
+        self.endpoints
+            .values_mut()
+            .for_each(|o| rebase(&mut o.meta));
+        self.config_maps
+            .values_mut()
+            .for_each(|o| rebase(&mut o.meta));
+        self.daemon_sets
+            .values_mut()
+            .for_each(|o| rebase(&mut o.meta));
+        self.network_policies
+            .values_mut()
+            .for_each(|o| rebase(&mut o.meta));
+        self.unreadable_network_policies
+            .values_mut()
+            .for_each(|o| rebase(&mut o.meta));
     }
 }
 

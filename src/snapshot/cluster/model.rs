@@ -18,7 +18,7 @@ use super::selector::LabelSelector;
 pub type Labels = BTreeMap<String, String>;
 
 /// Where an object was read from, so that a report can cite it as evidence.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ObjectSource {
     pub file: PathBuf,
     /// 1-based line where the object starts (the document or `List` item).
@@ -39,7 +39,7 @@ impl ObjectSource {
 }
 
 /// The metadata every object carries.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ObjectMeta {
     /// Empty for cluster-scoped objects, as in Kubernetes.
     pub namespace: String,
@@ -68,7 +68,7 @@ pub trait ApiEnum: Sized + Copy + 'static {
 macro_rules! api_enum {
     ($(#[$doc:meta])* pub enum $name:ident { $($(#[$vdoc:meta])* $variant:ident = $text:literal,)+ }) => {
         $(#[$doc])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
         pub enum $name {
             $($(#[$vdoc])* $variant,)+
         }
@@ -106,7 +106,7 @@ api_enum! {
 
 /// A port given by number or by the name of a container port
 /// (a Service's `targetPort`, a NetworkPolicy's `port`).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum PortRef {
     Number(u16),
     Name(String),
@@ -122,7 +122,7 @@ impl std::fmt::Display for PortRef {
 }
 
 /// A Kubernetes Node.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Node {
     pub meta: ObjectMeta,
     /// `spec.podCIDRs`, else `spec.podCIDR`.
@@ -144,7 +144,7 @@ impl Node {
 }
 
 /// One entry of a Node's `status.addresses`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum NodeAddress {
     InternalIp(IpAddr),
     ExternalIp(IpAddr),
@@ -180,7 +180,7 @@ api_enum! {
 }
 
 /// A Kubernetes Pod.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Pod {
     pub meta: ObjectMeta,
     pub node_name: Option<String>,
@@ -198,7 +198,7 @@ pub struct Pod {
 }
 
 /// A container of a Pod.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Container {
     pub name: String,
     /// From `status.containerStatuses`; `None` when the pod reports no status for it.
@@ -207,7 +207,7 @@ pub struct Container {
 }
 
 /// A port a container declares.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ContainerPort {
     pub name: Option<String>,
     pub container_port: u16,
@@ -243,7 +243,7 @@ api_enum! {
 }
 
 /// A Kubernetes Service.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Service {
     pub meta: ObjectMeta,
     pub service_type: ServiceType,
@@ -265,7 +265,7 @@ pub struct Service {
 }
 
 /// A port of a Service.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ServicePort {
     pub name: Option<String>,
     pub protocol: Protocol,
@@ -285,7 +285,7 @@ api_enum! {
 }
 
 /// A `discovery.k8s.io/v1` EndpointSlice.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct EndpointSlice {
     pub meta: ObjectMeta,
     /// From the `kubernetes.io/service-name` label.
@@ -296,7 +296,7 @@ pub struct EndpointSlice {
 }
 
 /// A port of an EndpointSlice or of an Endpoints subset.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct EndpointPort {
     /// Matches the name of the Service port; `None` when unnamed.
     pub name: Option<String>,
@@ -306,7 +306,7 @@ pub struct EndpointPort {
 }
 
 /// One endpoint of an EndpointSlice.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Endpoint {
     /// The addresses of an IPv4 or IPv6 slice.
     pub addresses: Vec<IpAddr>,
@@ -319,7 +319,7 @@ pub struct Endpoint {
 
 /// The conditions of an endpoint as written; the methods apply the API's
 /// rules for absent values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct EndpointConditions {
     pub ready: Option<bool>,
     pub serving: Option<bool>,
@@ -344,7 +344,7 @@ impl EndpointConditions {
 }
 
 /// A reference to another object (an endpoint's `targetRef`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ObjectReference {
     pub kind: Option<String>,
     pub namespace: Option<String>,
@@ -352,14 +352,14 @@ pub struct ObjectReference {
 }
 
 /// A core/v1 Endpoints object.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Endpoints {
     pub meta: ObjectMeta,
     pub subsets: Vec<EndpointSubset>,
 }
 
 /// A set of addresses sharing a set of ports.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct EndpointSubset {
     pub addresses: Vec<EndpointAddress>,
     pub not_ready_addresses: Vec<EndpointAddress>,
@@ -367,7 +367,7 @@ pub struct EndpointSubset {
 }
 
 /// An address of an Endpoints subset.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct EndpointAddress {
     pub ip: IpAddr,
     pub node_name: Option<String>,
@@ -375,14 +375,14 @@ pub struct EndpointAddress {
 }
 
 /// A ConfigMap.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ConfigMap {
     pub meta: ObjectMeta,
     pub data: BTreeMap<String, String>,
 }
 
 /// An `apps/v1` DaemonSet: how packs recognise a CNI's agents.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct DaemonSet {
     pub meta: ObjectMeta,
     /// `None` when the selector could not be read (a problem says why).
@@ -392,7 +392,7 @@ pub struct DaemonSet {
 }
 
 /// A container of a pod template.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TemplateContainer {
     pub name: String,
     pub image: Option<String>,
@@ -407,13 +407,13 @@ pub struct TemplateContainer {
 pub const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
 
 /// A Namespace. Its labels always carry [`NAMESPACE_NAME_LABEL`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Namespace {
     pub meta: ObjectMeta,
 }
 
 /// A `networking.k8s.io/v1` NetworkPolicy, with the API's defaults applied.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct NetworkPolicy {
     pub meta: ObjectMeta,
     /// The pods in the policy's namespace it applies to; empty selects all.
@@ -428,7 +428,7 @@ pub struct NetworkPolicy {
 /// A NetworkPolicy whose `podSelector` or `policyTypes` cannot be read: whom
 /// it isolates, and for which direction, is unknown, so every verdict for
 /// pods of its namespace that no other policy admits is unknown too.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct UnreadableNetworkPolicy {
     pub meta: ObjectMeta,
     /// The field and what is wrong with it: `spec.policyTypes[0]: "Both" is
@@ -438,7 +438,7 @@ pub struct UnreadableNetworkPolicy {
 
 /// Which directions a NetworkPolicy isolates. When `policyTypes` is not
 /// written, the API sets Ingress always and Egress when egress rules exist.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PolicyTypes {
     pub ingress: bool,
     pub egress: bool,
@@ -446,7 +446,7 @@ pub struct PolicyTypes {
 
 /// One ingress (`from`) or egress (`to`) rule. Traffic matches when it
 /// matches any peer and any port.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct NetworkPolicyRule {
     /// Empty matches every peer.
     pub peers: Vec<NetworkPolicyPeer>,
@@ -456,7 +456,7 @@ pub struct NetworkPolicyRule {
 
 /// A peer of a NetworkPolicy rule. Absent and empty selectors differ here,
 /// hence one variant per combination the API allows.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum NetworkPolicyPeer {
     /// `podSelector` alone: pods in the policy's own namespace.
     Pods(LabelSelector),
@@ -475,7 +475,7 @@ pub enum NetworkPolicyPeer {
 }
 
 /// A port of a NetworkPolicy rule.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum NetworkPolicyPort {
     /// `port: None` matches every port of the protocol; `end_port` makes
     /// `port`..=`end_port` a range.
@@ -490,13 +490,29 @@ pub enum NetworkPolicyPort {
 
 /// An object of any kind without a typed model here (a CNI's custom
 /// resources, CRDs, ...), queried by apiVersion and kind.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct GenericObject {
     pub api_version: String,
     pub kind: String,
     pub meta: ObjectMeta,
     /// The whole object as written.
+    #[serde(with = "json_text")]
     pub value: serde_json::Value,
+}
+
+/// A JSON value as its text, for the cluster cache's format, which cannot
+/// describe a value's shape by itself (`super::cache`).
+mod json_text {
+    use serde::{Deserialize, Deserializer, Serializer, de::Error};
+
+    pub fn serialize<S: Serializer>(value: &serde_json::Value, to: S) -> Result<S::Ok, S::Error> {
+        to.collect_str(value)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(from: D) -> Result<serde_json::Value, D::Error> {
+        let text = std::borrow::Cow::<str>::deserialize(from)?;
+        serde_json::from_str(&text).map_err(D::Error::custom)
+    }
 }
 
 impl GenericObject {

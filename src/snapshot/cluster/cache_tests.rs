@@ -1,0 +1,319 @@
+use std::time::{Duration, SystemTime};
+
+use super::*;
+use crate::snapshot::cluster::load;
+
+/// Two pods, a node, and a third pod defined again in another file: a
+/// problem whose message cites the first definition's place.
+const PODS: &str = "\
+apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: web-0, namespace: default, labels: {app: web}}
+  spec: {nodeName: node-1, containers: [{name: web, ports: [{containerPort: 8080}]}]}
+  status: {phase: Running, podIP: 10.244.1.2, podIPs: [{ip: 10.244.1.2}]}
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: web-1, namespace: default}
+  spec: {nodeName: node-1}
+  status: {phase: Running, podIP: 10.244.1.3, podIPs: [{ip: 10.244.1.3}]}
+";
+const NODES: &str = "\
+apiVersion: v1
+kind: Node
+metadata: {name: node-1}
+spec: {podCIDR: 10.244.1.0/24, podCIDRs: [10.244.1.0/24]}
+status: {addresses: [{type: InternalIP, address: 172.18.0.11}]}
+";
+const AGAIN: &str = "\
+apiVersion: v1
+kind: Pod
+metadata: {name: web-1, namespace: default}
+spec: {nodeName: node-1}
+";
+
+/// A snapshot of `files` under `<root>/<name>/cluster/`.
+fn snapshot(root: &Path, name: &str, files: &[(&str, &str)]) -> PathBuf {
+    let dir = root.join(name);
+    std::fs::create_dir_all(dir.join("cluster")).unwrap();
+    for (file, text) in files {
+        std::fs::write(dir.join("cluster").join(file), text).unwrap();
+    }
+    dir
+}
+
+fn example(root: &Path) -> PathBuf {
+    snapshot(
+        root,
+        "snap",
+        &[
+            ("pods.yaml", PODS),
+            ("nodes.yaml", NODES),
+            ("again.yaml", AGAIN),
+        ],
+    )
+}
+
+fn from_files(dir: &Path) -> (Cluster, Vec<Problem>) {
+    load(&dir.join("cluster"), &Boundary::new(dir))
+}
+
+fn from_cache(dir: &Path) -> Result<Option<(Cluster, Vec<Problem>)>, Problem> {
+    read(dir, &Boundary::new(dir))
+}
+
+fn write_cache(dir: &Path) -> Written {
+    write(dir, &Boundary::new(dir)).expect("the cache is written")
+}
+
+fn encoded((cluster, problems): &(Cluster, Vec<Problem>)) -> Vec<u8> {
+    let problems: Vec<StoredProblem> = problems.iter().cloned().map(stored).collect();
+    postcard::to_stdvec(&(cluster, problems)).unwrap()
+}
+
+/// Why the cache of `dir` was passed over.
+fn passed_over(dir: &Path) -> String {
+    match from_cache(dir) {
+        Err(problem) => problem.message,
+        Ok(cached) => panic!("the cache was used: {}", cached.is_some()),
+    }
+}
+
+#[test]
+fn a_cache_reads_as_its_files_with_the_same_problems() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = example(root.path());
+    let written = write_cache(&dir);
+    let files = from_files(&dir);
+    assert_eq!(written.objects, 3);
+    assert_eq!(written.files, 3);
+    assert_eq!(written.problems, files.1);
+    assert!(
+        files.1[0].message.contains("is defined twice"),
+        "{:?}",
+        files.1
+    );
+    let cached = from_cache(&dir).unwrap().expect("a cache");
+    assert_eq!(encoded(&cached), encoded(&files));
+    assert!(matches!(
+        verify(&dir, &Boundary::new(&dir), &files.0, &files.1),
+        Verdict::Current
+    ));
+    // Without a cache there is nothing to say.
+    std::fs::remove_file(dir.join(FILE_NAME)).unwrap();
+    assert!(from_cache(&dir).unwrap().is_none());
+}
+
+#[test]
+fn a_moved_snapshot_cites_where_it_is_now() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = example(root.path());
+    write_cache(&dir);
+    let moved = root.path().join("elsewhere").join("moved");
+    std::fs::create_dir_all(moved.parent().unwrap()).unwrap();
+    std::fs::rename(&dir, &moved).unwrap();
+    let cached = from_cache(&moved).unwrap().expect("a cache");
+    assert_eq!(encoded(&cached), encoded(&from_files(&moved)));
+    let pod = cached.0.pod("default", "web-0").unwrap();
+    assert_eq!(pod.meta.source.file, moved.join("cluster/pods.yaml"));
+    // The duplicate's message cites the first definition (again.yaml is
+    // read first) where it is now.
+    let problem = &cached.1[0];
+    assert_eq!(problem.file, moved.join("cluster/pods.yaml"));
+    assert!(
+        problem.message.contains(&format!(
+            "(first at {}:1)",
+            moved.join("cluster/again.yaml").display()
+        )),
+        "{problem}"
+    );
+}
+
+#[test]
+fn a_file_of_another_size_passes_the_cache_over() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = example(root.path());
+    write_cache(&dir);
+    std::fs::write(
+        dir.join("cluster/again.yaml"),
+        AGAIN.replace("web-1", "web-22"),
+    )
+    .unwrap();
+    assert_eq!(
+        passed_over(&dir),
+        "cluster/again.yaml changed since it was written (its size); cluster/ was read \
+         instead (`skoop snapshot cache` writes it anew)"
+    );
+    // A load takes the files, and says why.
+    let (snapshot, problems) = crate::snapshot::Snapshot::load(&dir).unwrap();
+    assert!(snapshot.cluster.pod("default", "web-22").is_some());
+    let last = problems.last().unwrap();
+    assert_eq!(last.file, dir.join(FILE_NAME));
+    assert!(last.message.contains("(its size)"), "{last}");
+}
+
+#[test]
+fn a_file_of_the_same_size_and_another_content_passes_the_cache_over() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = example(root.path());
+    write_cache(&dir);
+    let path = dir.join("cluster/again.yaml");
+    std::fs::write(&path, AGAIN.replace("web-1", "web-2")).unwrap();
+    set_modified(
+        &path,
+        SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000),
+    );
+    assert!(
+        passed_over(&dir)
+            .starts_with("cluster/again.yaml changed since it was written (its content)")
+    );
+}
+
+#[test]
+fn a_copy_with_new_times_reads_from_the_cache() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = example(root.path());
+    write_cache(&dir);
+    for file in ["pods.yaml", "nodes.yaml", "again.yaml"] {
+        set_modified(
+            &dir.join("cluster").join(file),
+            SystemTime::UNIX_EPOCH + Duration::from_secs(2_000_000),
+        );
+    }
+    let cached = from_cache(&dir).unwrap().expect("the content is the same");
+    assert_eq!(encoded(&cached), encoded(&from_files(&dir)));
+}
+
+#[test]
+fn a_new_or_a_gone_file_passes_the_cache_over() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = example(root.path());
+    write_cache(&dir);
+    std::fs::write(
+        dir.join("cluster/more.yaml"),
+        NODES.replace("node-1", "node-2"),
+    )
+    .unwrap();
+    assert!(passed_over(&dir).starts_with("cluster/more.yaml is new since it was written"));
+    std::fs::remove_file(dir.join("cluster/more.yaml")).unwrap();
+    std::fs::remove_file(dir.join("cluster/nodes.yaml")).unwrap();
+    assert!(passed_over(&dir).starts_with("cluster/nodes.yaml is gone since it was written"));
+    // A file skoop does not read changes what loading says.
+    std::fs::write(dir.join("cluster/nodes.yaml"), NODES).unwrap();
+    std::fs::write(dir.join("cluster/notes.txt"), "kept by hand").unwrap();
+    assert!(passed_over(&dir).starts_with("cluster/ is listed otherwise"));
+}
+
+#[test]
+fn a_cache_of_another_build_is_passed_over() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = example(root.path());
+    write_cache(&dir);
+    let header = Header {
+        snapshot_code: "0.0.0-0000000000000000".into(),
+        cluster_dir: dir.join("cluster"),
+        files: Vec::new(),
+        listing_problems: Vec::new(),
+    };
+    let bytes = postcard::to_extend(&header, MAGIC.to_vec()).unwrap();
+    std::fs::write(dir.join(FILE_NAME), bytes).unwrap();
+    assert!(
+        passed_over(&dir).starts_with(&format!(
+            "written by another build of skoop (0.0.0-0000000000000000, this is {SNAPSHOT_CODE})"
+        )),
+        "{}",
+        passed_over(&dir)
+    );
+}
+
+/// Whatever a damaged cache holds, reading it ends: with a model (a flip in
+/// a value), or a problem; never a panic.
+#[test]
+fn a_damaged_cache_is_read_or_passed_over_never_a_panic() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = example(root.path());
+    write_cache(&dir);
+    let good = std::fs::read(dir.join(FILE_NAME)).unwrap();
+    let mut passed = 0;
+    for at in 0..good.len() {
+        let mut flipped = good.clone();
+        flipped[at] ^= 0xa5;
+        for bytes in [&good[..at], &flipped[..]] {
+            std::fs::write(dir.join(FILE_NAME), bytes).unwrap();
+            if from_cache(&dir).is_err() {
+                passed += 1;
+            }
+        }
+    }
+    // Every truncation at least is refused.
+    assert!(
+        passed >= good.len(),
+        "{passed} of {} passed over",
+        2 * good.len()
+    );
+    assert_eq!(
+        passed_over_message(&[]),
+        "not a cluster cache of this version of skoop; cluster/ was read instead \
+         (`skoop snapshot cache` writes it anew)"
+    );
+}
+
+fn passed_over_message(bytes: &[u8]) -> String {
+    let root = tempfile::tempdir().unwrap();
+    let dir = example(root.path());
+    std::fs::write(dir.join(FILE_NAME), bytes).unwrap();
+    passed_over(&dir)
+}
+
+#[test]
+fn a_fifo_named_like_the_cache_is_passed_over_unread() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = example(root.path());
+    let path =
+        std::ffi::CString::new(dir.join(FILE_NAME).into_os_string().into_encoded_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o644) }, 0);
+    assert!(
+        passed_over(&dir)
+            .starts_with("a FIFO, not a regular file; not read; cluster/ was read instead")
+    );
+}
+
+#[test]
+fn a_cache_holding_another_model_differs() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = example(root.path());
+    write_cache(&dir);
+    // The header of the real cache, followed by an empty cluster.
+    let bytes = std::fs::read(dir.join(FILE_NAME)).unwrap();
+    let (_, rest) = postcard::take_from_bytes::<Header>(&bytes[MAGIC.len()..]).unwrap();
+    let header_len = bytes.len() - rest.len();
+    let forged = Payload {
+        cluster: Cluster::default(),
+        problems: Vec::new(),
+    };
+    let bytes = postcard::to_extend(&forged, bytes[..header_len].to_vec()).unwrap();
+    std::fs::write(dir.join(FILE_NAME), bytes).unwrap();
+    let (cluster, problems) = from_files(&dir);
+    match verify(&dir, &Boundary::new(&dir), &cluster, &problems) {
+        Verdict::Differs(problem) => {
+            assert!(
+                problem
+                    .message
+                    .starts_with("does not hold what cluster/ loads into")
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+fn set_modified(path: &Path, time: SystemTime) {
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_modified(time)
+        .unwrap();
+}

@@ -1,0 +1,166 @@
+//! The cluster cache (`skoop snapshot cache`, `<snapshot>/cluster.cache`)
+//! as a user meets it: every example reads from its cache exactly as from
+//! its files, a diagnosis answers the same with it, and a cache that is no
+//! longer its files' own is passed over with a warning.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use skoop::snapshot::cluster::cache;
+use skoop::snapshot::input::Boundary;
+use skoop::snapshot::{ClusterFrom, Snapshot};
+
+fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_skoop"))
+        .args(args)
+        .output()
+        .expect("skoop runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// The model and problems of `dir`'s load from `from`, as comparable text.
+fn loaded(dir: &Path, from: ClusterFrom) -> String {
+    let (snapshot, problems) = Snapshot::load_with(dir, &Boundary::new(dir), from).unwrap();
+    format!("{:#?}\n{problems:#?}", snapshot.cluster)
+}
+
+#[test]
+fn every_example_reads_from_its_cache_as_from_its_files() {
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let mut names: Vec<String> = std::fs::read_dir(&examples)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| examples.join(name).join("cluster").is_dir())
+        .collect();
+    names.sort();
+    assert!(names.len() >= 8, "{names:?}");
+    for name in names {
+        let copy = common::copy_snapshot(&format!("examples/{name}"));
+        let dir = copy.path();
+        let output = run(&["snapshot", "cache", dir.to_str().unwrap()]);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{name}: {}",
+            text(&output.stderr)
+        );
+        let cached = cache::read(dir, &Boundary::new(dir)).expect("{name}: the cache is used");
+        assert!(cached.is_some(), "{name}");
+        assert_eq!(
+            loaded(dir, ClusterFrom::CacheWhenCurrent),
+            loaded(dir, ClusterFrom::Files),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn a_diagnosis_answers_the_same_from_the_cache() {
+    let copy = common::copy_snapshot("examples/flannel-vxlan-broken");
+    let dir = copy.path().to_str().unwrap();
+    let diagnose = [
+        "diagnose",
+        "--snapshot",
+        dir,
+        "--from",
+        "default/web-0",
+        "--to",
+        "default/web-3:8080",
+        "-o",
+        "json",
+    ];
+    let from_files = run(&diagnose);
+    let written = run(&["snapshot", "cache", dir]);
+    let stdout = text(&written.stdout);
+    // 13 as `snapshot check` counts them: 2 Nodes, 4 Pods, 3 Namespaces, a
+    // Service, its EndpointSlice, Flannel's ConfigMap and DaemonSet.
+    assert!(
+        stdout.starts_with(&format!(
+            "wrote {dir}/cluster.cache: 13 objects from 7 files, "
+        )),
+        "{stdout}"
+    );
+    let from_cache = run(&diagnose);
+    assert_eq!(text(&from_cache.stdout), text(&from_files.stdout));
+    assert_eq!(text(&from_cache.stderr), text(&from_files.stderr));
+    assert_eq!(from_cache.status.code(), from_files.status.code());
+    // The answer is one with findings, not a trivial one.
+    assert_eq!(
+        from_cache.status.code(),
+        Some(1),
+        "{}",
+        text(&from_cache.stdout)
+    );
+}
+
+#[test]
+fn snapshot_check_says_how_the_cache_stands() {
+    let copy = common::copy_snapshot("examples/flannel-vxlan");
+    let dir = copy.path().to_str().unwrap();
+    assert_eq!(run(&["snapshot", "cache", dir]).status.code(), Some(0));
+    let check = run(&["snapshot", "check", dir]);
+    assert_eq!(check.status.code(), Some(0));
+    assert!(
+        text(&check.stdout)
+            .contains("\ncluster.cache: holds what cluster/ loads into: diagnoses read it\n"),
+        "{}",
+        text(&check.stdout)
+    );
+
+    // A pod added by hand: the cache is passed over, with a warning, and
+    // the pod is there.
+    let pods = copy.path().join("cluster/pods.yaml");
+    let more = std::fs::read_to_string(&pods)
+        .unwrap()
+        .replace("web-3", "web-9");
+    std::fs::write(copy.path().join("cluster/more-pods.yaml"), more).unwrap();
+    let check = run(&["snapshot", "check", dir, "-o", "json"]);
+    let report: serde_json::Value = serde_json::from_slice(&check.stdout).unwrap();
+    assert_eq!(report["cache"]["state"], "passed-over");
+    assert_eq!(
+        report["cache"]["message"],
+        "cluster/more-pods.yaml is new since it was written; cluster/ was read instead \
+         (`skoop snapshot cache` writes it anew)"
+    );
+    let diagnose = run(&[
+        "diagnose",
+        "--snapshot",
+        dir,
+        "--from",
+        "default/web-0",
+        "--to",
+        "default/web-9:8080",
+    ]);
+    assert!(
+        text(&diagnose.stderr).contains(&format!(
+            "warning: {dir}/cluster.cache: cluster/more-pods.yaml is new since it was written"
+        )),
+        "{}",
+        text(&diagnose.stderr)
+    );
+    assert!(
+        text(&diagnose.stdout).contains("default/web-9"),
+        "{}",
+        text(&diagnose.stdout)
+    );
+}
+
+#[test]
+fn caching_a_directory_without_cluster_objects_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = run(&["snapshot", "cache", dir.path().to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        text(&output.stderr),
+        format!(
+            "error: {}: no cluster/ directory in it: nothing to cache\n",
+            dir.path().display()
+        )
+    );
+    assert!(!dir.path().join("cluster.cache").exists());
+}
