@@ -12,7 +12,8 @@
 //! its reader would (`skoop packs new`, `--output FILE`). Commands run
 //! without a shell: `skoop ...` (the binary under test), after `NAME=VALUE`
 //! words for its environment; `cat FILE`, which shows a file the commands
-//! after it read (it is written as shown); and `rm [-r] PATH...`. A block
+//! after it read (it is written as shown); `cp -r FROM TO`, a copy of a
+//! directory (an example, to change); and `rm [-r] PATH...`. A block
 //! of any other language marked `<!-- file: PATH -->` on the line before
 //! its fence is a file the reader writes: its text is written to PATH
 //! before the commands after it run, so that what the reader copies is
@@ -224,6 +225,7 @@ fn run_example(example: &Example, work: &Path) -> Result<(), String> {
     match words.as_slice() {
         ["cat", file] => return write_file(work, file, &example.shown),
         ["rm", paths @ ..] => return remove(work, paths),
+        ["cp", "-r", from, to] => return copy(&work.join(from), &inside(work, to)?),
         _ => {}
     }
     let env: Vec<(&str, &str)> = words
@@ -235,7 +237,7 @@ fn run_example(example: &Example, work: &Path) -> Result<(), String> {
     };
     if *program != "skoop" {
         return Err(format!(
-            "only `skoop`, `cat FILE` and `rm` run here, not {program:?}; mark the block not run"
+            "only `skoop`, `cat FILE`, `cp -r` and `rm` run here, not {program:?}; mark the block not run"
         ));
     }
     let written = args
@@ -270,6 +272,16 @@ fn run_example(example: &Example, work: &Path) -> Result<(), String> {
             return Err(format!("{} is not what its name says", path.display()));
         }
     }
+    Ok(())
+}
+
+/// `cp -r FROM TO`: the tree at `from` (links followed: an example is read
+/// through the working directory's link to it) copied to `to`.
+fn copy(from: &Path, to: &Path) -> Result<(), String> {
+    if !from.is_dir() {
+        return Err(format!("`cp -r`: {} is not a directory", from.display()));
+    }
+    common::copy_dir(from, to);
     Ok(())
 }
 

@@ -54,7 +54,9 @@ pub enum CollectCommand {
     /// namespaces of the nodes asked for, with their pods', into
     /// DIR/nodes. Nodes are reached through one short-lived collector pod
     /// each (deleted afterwards, also on Ctrl-C), or with --node-exec.
-    /// `skoop diagnose --snapshot DIR` then works offline, anywhere.
+    /// `skoop diagnose --snapshot DIR` then works offline, anywhere. The
+    /// objects' model is kept in DIR/cluster.cache, so that diagnoses of a
+    /// large cluster start fast (`skoop snapshot cache --help`).
     ///
     /// Examples:
     ///   skoop collect cluster --out snap --for-flow --from default/web-0 --to svc/default/web

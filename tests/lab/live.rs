@@ -16,7 +16,9 @@ use kube::api::{Api, ListParams, PostParams};
 use serde_json::{Value, json};
 use skoop::engine::{self, Diagnosis, Endpoint, Protocol, Request};
 use skoop::packs::{LoadedPacks, builtin_sources};
-use skoop::snapshot::Snapshot;
+use skoop::snapshot::cluster::cache;
+use skoop::snapshot::input::Boundary;
+use skoop::snapshot::{ClusterFrom, Snapshot};
 
 use crate::apiserver::{self, ApiServer, block_on};
 use crate::cluster::{Cluster, Topology};
@@ -112,6 +114,13 @@ pub fn collect_live(server: &ApiServer, cluster: &Cluster, out: &Path) {
         "collect cluster failed:\n{}",
         text(&output)
     );
+    // The collector keeps the objects' model beside them, and it is theirs:
+    // what a load of the files gives (the diagnoses below read the cache).
+    let boundary = Boundary::new(out.as_ref());
+    let (files, problems) =
+        Snapshot::load_with(out.as_ref(), &boundary, ClusterFrom::Files).expect("a snapshot");
+    let verdict = cache::verify(out.as_ref(), &boundary, &files.cluster, &problems);
+    assert!(matches!(verdict, cache::Verdict::Current), "{verdict:?}");
 }
 
 /// A diagnosis as a comparable text: the verdict, each path's verdict and

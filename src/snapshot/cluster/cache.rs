@@ -54,7 +54,7 @@ struct Header {
 struct Stamp {
     path: PathBuf,
     len: u64,
-    modified: (i64, i64),
+    modified: Modified,
     sha256: [u8; 32],
 }
 
@@ -314,8 +314,17 @@ fn stamps(
         .collect()
 }
 
-fn modified(metadata: &std::fs::Metadata) -> (i64, i64) {
-    (metadata.mtime(), metadata.mtime_nsec())
+/// A file's modification time: seconds and nanoseconds, as bytes of a
+/// fixed size, so that a cache's size does not depend on when its files
+/// were written.
+type Modified = [u8; 12];
+
+fn modified(metadata: &std::fs::Metadata) -> Modified {
+    let mut bytes = [0; 12];
+    bytes[..8].copy_from_slice(&metadata.mtime().to_le_bytes());
+    // 0..1e9 fits.
+    bytes[8..].copy_from_slice(&(metadata.mtime_nsec() as u32).to_le_bytes());
+    bytes
 }
 
 fn sha256(path: &Path, boundary: &Boundary) -> Result<[u8; 32], Problem> {
