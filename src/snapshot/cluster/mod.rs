@@ -30,7 +30,7 @@ mod wire;
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 pub use load::{Reading, load, load_file_text, load_file_text_as};
 pub use model::{
@@ -492,9 +492,18 @@ impl Cluster {
     /// Every object read from a file under `from` as read from the same file
     /// under `to` (the cluster cache of a snapshot since moved).
     fn rebase(&mut self, from: &Path, to: &Path) {
-        let rebase = |meta: &mut ObjectMeta| {
-            if let Ok(inside) = meta.source.file.strip_prefix(from) {
-                meta.source.file = to.join(inside);
+        // Objects come from a few files, mostly one file's after another:
+        // the last file's new path is reused.
+        let mut last: Option<(PathBuf, PathBuf)> = None;
+        let mut rebase = |meta: &mut ObjectMeta| {
+            if let Some((old, new)) = &last
+                && *old == meta.source.file
+            {
+                meta.source.file.clone_from(new);
+            } else if let Ok(inside) = meta.source.file.strip_prefix(from) {
+                let new = to.join(inside);
+                let old = std::mem::replace(&mut meta.source.file, new.clone());
+                last = Some((old, new));
             }
         };
         self.nodes.values_mut().for_each(|o| rebase(&mut o.meta));
