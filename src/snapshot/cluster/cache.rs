@@ -55,7 +55,10 @@ struct Stamp {
     path: PathBuf,
     len: u64,
     modified: Modified,
-    sha256: [u8; 32],
+    /// `None` for a file the load could not read (a link out of the
+    /// snapshot, a FIFO, one over its cap): its problem is in the cache, and
+    /// only its size and time tell that it is unchanged.
+    sha256: Option<[u8; 32]>,
 }
 
 /// A [`Problem`] as the cache stores it (its JSON form leaves out what is
@@ -96,8 +99,6 @@ pub struct Written {
 /// Why no cache could be written.
 #[derive(Debug, thiserror::Error)]
 pub enum WriteError {
-    #[error("{0}")]
-    Unreadable(Problem),
     #[error("{0}: changed while its objects were read; run again")]
     Changed(PathBuf),
     #[error("{0}: cannot write: {1}")]
@@ -111,7 +112,7 @@ pub enum WriteError {
 pub fn write(root: &Path, boundary: &Boundary) -> Result<Written, WriteError> {
     let cluster_dir = root.join("cluster");
     let listing = list(&cluster_dir);
-    let files = stamps(&cluster_dir, &listing.files, boundary).map_err(WriteError::Unreadable)?;
+    let files = stamps(&cluster_dir, &listing.files, boundary);
     let header = Header {
         snapshot_code: SNAPSHOT_CODE.to_owned(),
         cluster_dir: cluster_dir.clone(),
@@ -122,8 +123,7 @@ pub fn write(root: &Path, boundary: &Boundary) -> Result<Written, WriteError> {
     // Read again after the load: a file changed meanwhile may have been
     // loaded as it is now or as it was.
     for (stamp, path) in header.files.iter().zip(&listing.files) {
-        let now = std::fs::metadata(path).map_err(|e| WriteError::Io(path.clone(), e))?;
-        if (now.len(), modified(&now)) != (stamp.len, stamp.modified) {
+        if stat(path, boundary) != (stamp.len, stamp.modified) {
             return Err(WriteError::Changed(path.clone()));
         }
     }
@@ -276,16 +276,14 @@ fn changed(
     }
     for (stamp, path) in header.files.iter().zip(&listing.files) {
         let file = format!("cluster/{}", stamp.path.display());
-        let Ok(now) = std::fs::metadata(path) else {
-            return Some(format!("{file} cannot be read"));
-        };
-        if now.len() != stamp.len {
+        let (len, modified) = stat(path, boundary);
+        if len != stamp.len {
             return Some(format!("{file} changed since it was written (its size)"));
         }
         // The same size and time: the same file, as make and git take it. A
         // copy has another time: its content decides.
-        if modified(&now) != stamp.modified
-            && sha256(path, boundary).ok().as_ref() != Some(&stamp.sha256)
+        if modified != stamp.modified
+            && (stamp.sha256.is_none() || sha256(path, boundary) != stamp.sha256)
         {
             return Some(format!("{file} changed since it was written (its content)"));
         }
@@ -294,24 +292,32 @@ fn changed(
 }
 
 /// Each file's size, time and hash, in the listing's order.
-fn stamps(
-    cluster_dir: &Path,
-    files: &[PathBuf],
-    boundary: &Boundary,
-) -> Result<Vec<Stamp>, Problem> {
+fn stamps(cluster_dir: &Path, files: &[PathBuf], boundary: &Boundary) -> Vec<Stamp> {
     files
         .iter()
         .map(|path| {
-            let metadata = std::fs::metadata(path)
-                .map_err(|e| Problem::in_file(path, format!("cannot read: {e}")))?;
-            Ok(Stamp {
+            let (len, modified) = stat(path, boundary);
+            Stamp {
                 path: path.strip_prefix(cluster_dir).unwrap_or(path).to_path_buf(),
-                len: metadata.len(),
-                modified: modified(&metadata),
-                sha256: sha256(path, boundary)?,
-            })
+                len,
+                modified,
+                sha256: sha256(path, boundary),
+            }
         })
         .collect()
+}
+
+/// A file's size and time: of what it leads to when that is inside the
+/// snapshot, else of the link itself (nothing outside is looked at); zero
+/// when it is gone.
+fn stat(path: &Path, boundary: &Boundary) -> (u64, Modified) {
+    let metadata = match boundary.check(path) {
+        Ok(()) => std::fs::metadata(path),
+        Err(_) => std::fs::symlink_metadata(path),
+    };
+    metadata.map_or((0, [0; 12]), |metadata| {
+        (metadata.len(), modified(&metadata))
+    })
 }
 
 /// A file's modification time: seconds and nanoseconds, as bytes of a
@@ -327,11 +333,12 @@ fn modified(metadata: &std::fs::Metadata) -> Modified {
     bytes
 }
 
-fn sha256(path: &Path, boundary: &Boundary) -> Result<[u8; 32], Problem> {
+/// The SHA-256 of a file the load can read (`None`: it cannot).
+fn sha256(path: &Path, boundary: &Boundary) -> Option<[u8; 32]> {
     let bytes = boundary
-        .read_bytes_into(path, input::CLUSTER_FILE, Vec::new())?
-        .ok_or_else(|| Problem::in_file(path, "cannot read: it disappeared"))?;
-    Ok(Sha256::digest(&bytes).into())
+        .read_bytes_into(path, input::CLUSTER_FILE, Vec::new())
+        .ok()??;
+    Some(Sha256::digest(&bytes).into())
 }
 
 fn relative(cluster_dir: &Path, problems: &[Problem]) -> Vec<StoredProblem> {

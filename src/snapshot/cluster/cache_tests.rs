@@ -281,6 +281,50 @@ fn a_fifo_named_like_the_cache_is_passed_over_unread() {
     );
 }
 
+/// Files the load cannot read are problems it keeps; they do not keep the
+/// cache from being written, nor from being used while they stay as they
+/// were.
+#[test]
+fn files_the_load_cannot_read_are_kept_as_problems() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = example(root.path());
+    let fifo = std::ffi::CString::new(
+        dir.join("cluster/fifo.json")
+            .into_os_string()
+            .into_encoded_bytes(),
+    )
+    .unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+    let outside = root.path().join("outside.yaml");
+    std::fs::write(&outside, NODES.replace("node-1", "node-9")).unwrap();
+    std::os::unix::fs::symlink(&outside, dir.join("cluster/out.yaml")).unwrap();
+    let written = write_cache(&dir);
+    let files = from_files(&dir);
+    let messages: Vec<&str> = files.1.iter().map(|p| p.message.as_str()).collect();
+    assert!(
+        messages.contains(&"a FIFO, not a regular file; not read"),
+        "{messages:?}"
+    );
+    assert!(
+        messages
+            .iter()
+            .any(|m| m.starts_with("symbolic link leading outside")),
+        "{messages:?}"
+    );
+    assert_eq!(written.problems, files.1);
+    let cached = from_cache(&dir).unwrap().expect("a cache");
+    assert_eq!(encoded(&cached), encoded(&files));
+    // The link led elsewhere: the cache is not the files' own any more.
+    std::fs::remove_file(dir.join("cluster/out.yaml")).unwrap();
+    std::os::unix::fs::symlink("pods.yaml", dir.join("cluster/out.yaml")).unwrap();
+    assert!(
+        passed_over(&dir).starts_with("cluster/out.yaml changed since it was written"),
+        "{}",
+        passed_over(&dir)
+    );
+}
+
 #[test]
 fn a_cache_holding_another_model_differs() {
     let root = tempfile::tempdir().unwrap();
