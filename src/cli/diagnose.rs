@@ -18,6 +18,8 @@ use skoop::report::json::{ErrorReport, Report, finding_paths, link_kind};
 use skoop::report::picture::{Picture, assumed_mark};
 use skoop::report::{dot, html, svg};
 use skoop::snapshot::Snapshot;
+use skoop::snapshot::cluster::cache;
+use skoop::snapshot::input::Boundary;
 use tempfile::{NamedTempFile, TempDir};
 
 use super::live::{LiveArgs, Stopped, Summary, collect_flow, print_outcomes};
@@ -86,7 +88,8 @@ pub struct DiagnoseArgs {
     #[arg(short, long, value_name = "DIR", env = "SKOOP_SNAPSHOT")]
     snapshot: Option<PathBuf>,
     /// Keep what a live diagnosis collected in DIR (to replay it offline
-    /// with --snapshot DIR, or attach it to a ticket).
+    /// with --snapshot DIR, or attach it to a ticket), with its cluster
+    /// cache (`skoop snapshot cache --help`).
     #[arg(long, value_name = "DIR")]
     save_snapshot: Option<PathBuf>,
     #[command(flatten)]
@@ -404,6 +407,12 @@ fn collect_live(
         Ok(())
     })?;
     if args.save_snapshot.is_some() {
+        // A saved snapshot is replayed, maybe many times: it keeps its
+        // objects' model as `collect cluster` does (and is diagnosed from it
+        // here too).
+        if let Err(e) = cache::write(&dir, &Boundary::new(&dir)) {
+            err!("warning: no cluster cache written: {e}");
+        }
         err!(
             "saved the snapshot in {0}; replay with --snapshot {0}",
             dir.display()

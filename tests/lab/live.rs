@@ -328,7 +328,8 @@ fn live_diagnose_collects_only_what_the_flow_needs_and_answers_as_offline() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     assert!(!nodes.contains(&cluster.nodes[2].name), "{nodes:?}");
-    // The saved snapshot replays offline to the same report.
+    // The saved snapshot replays offline to the same report, from its cache.
+    assert!(saved_dir.join("cluster.cache").is_file());
     let replay = skoop(&[
         "diagnose",
         "--snapshot",

@@ -271,10 +271,7 @@ fn passed_over_message(bytes: &[u8]) -> String {
 fn a_fifo_named_like_the_cache_is_passed_over_unread() {
     let root = tempfile::tempdir().unwrap();
     let dir = example(root.path());
-    let path =
-        std::ffi::CString::new(dir.join(FILE_NAME).into_os_string().into_encoded_bytes()).unwrap();
-    // SAFETY: a valid NUL-terminated path.
-    assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o644) }, 0);
+    mkfifo(&dir.join(FILE_NAME));
     assert!(
         passed_over(&dir)
             .starts_with("a FIFO, not a regular file; not read; cluster/ was read instead")
@@ -288,14 +285,7 @@ fn a_fifo_named_like_the_cache_is_passed_over_unread() {
 fn files_the_load_cannot_read_are_kept_as_problems() {
     let root = tempfile::tempdir().unwrap();
     let dir = example(root.path());
-    let fifo = std::ffi::CString::new(
-        dir.join("cluster/fifo.json")
-            .into_os_string()
-            .into_encoded_bytes(),
-    )
-    .unwrap();
-    // SAFETY: a valid NUL-terminated path.
-    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+    mkfifo(&dir.join("cluster/fifo.json"));
     let outside = root.path().join("outside.yaml");
     std::fs::write(&outside, NODES.replace("node-1", "node-9")).unwrap();
     std::os::unix::fs::symlink(&outside, dir.join("cluster/out.yaml")).unwrap();
@@ -360,4 +350,10 @@ fn set_modified(path: &Path, time: SystemTime) {
         .unwrap()
         .set_modified(time)
         .unwrap();
+}
+
+fn mkfifo(path: &Path) {
+    let path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o644) }, 0);
 }
