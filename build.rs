@@ -3,8 +3,9 @@
 //! names the build's snapshot code for the cluster cache.
 
 use std::fmt::Write as _;
-use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
 
 fn main() {
     let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default());
@@ -60,11 +61,12 @@ fn main() {
 }
 
 /// A cluster cache holds the model this build's snapshot code reads
-/// `cluster/` into: `SKOOP_SNAPSHOT_CODE`, a hash of that code and of the
-/// locked dependencies, tells a cache written by a build that reads it the
-/// same way from one that may not.
+/// `cluster/` into: `SKOOP_SNAPSHOT_CODE`, a hash of that code, of the
+/// manifest and locked dependencies (their versions and features) and of
+/// the compiler's version, tells a cache written by a build that reads it
+/// the same way from one that may not.
 fn snapshot_code(root: &Path) {
-    let mut files = vec![root.join("Cargo.lock")];
+    let mut files = vec![root.join("Cargo.toml"), root.join("Cargo.lock")];
     let mut dirs = vec![root.join("src/snapshot")];
     while let Some(dir) = dirs.pop() {
         for entry in sorted_entries(&dir) {
@@ -76,17 +78,33 @@ fn snapshot_code(root: &Path) {
         }
     }
     files.sort();
-    let mut hasher = DefaultHasher::new();
+    let mut hasher = Sha256::new();
     for file in &files {
-        file.strip_prefix(root).unwrap_or(file).hash(&mut hasher);
-        std::fs::read(file).unwrap_or_default().hash(&mut hasher);
+        let name = file.strip_prefix(root).unwrap_or(file);
+        let text = std::fs::read(file).unwrap_or_default();
+        for part in [name.as_os_str().as_encoded_bytes(), &text] {
+            hasher.update((part.len() as u64).to_le_bytes());
+            hasher.update(part);
+        }
+    }
+    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let version = std::process::Command::new(rustc)
+        .arg("-vV")
+        .output()
+        .map(|output| output.stdout)
+        .unwrap_or_default();
+    hasher.update(&version);
+    let hash = hasher.finalize();
+    let mut hex = String::new();
+    for byte in &hash[..8] {
+        let _ = write!(hex, "{byte:02x}");
     }
     println!("cargo:rerun-if-changed=src/snapshot");
+    println!("cargo:rerun-if-changed=Cargo.toml");
     println!("cargo:rerun-if-changed=Cargo.lock");
     println!(
-        "cargo:rustc-env=SKOOP_SNAPSHOT_CODE={}-{:016x}",
-        std::env::var("CARGO_PKG_VERSION").unwrap_or_default(),
-        hasher.finish()
+        "cargo:rustc-env=SKOOP_SNAPSHOT_CODE={}-{hex}",
+        std::env::var("CARGO_PKG_VERSION").unwrap_or_default()
     );
 }
 

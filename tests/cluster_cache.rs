@@ -150,6 +150,48 @@ fn snapshot_check_says_how_the_cache_stands() {
     );
 }
 
+/// `--no-cache` (or `SKOOP_NO_CACHE=true`) reads the files without looking
+/// at the cache: no word of it, not even that it is out of date.
+#[test]
+fn no_cache_reads_the_files_without_looking_at_the_cache() {
+    let copy = common::copy_snapshot("examples/flannel-vxlan");
+    let dir = copy.path().to_str().unwrap();
+    assert_eq!(run(&["snapshot", "cache", dir]).status.code(), Some(0));
+    let pods = copy.path().join("cluster/pods.yaml");
+    let more = std::fs::read_to_string(&pods)
+        .unwrap()
+        .replace("web-3", "web-9");
+    std::fs::write(copy.path().join("cluster/more-pods.yaml"), more).unwrap();
+    let diagnose = |extra: &[&str], env: Option<&str>| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_skoop"));
+        command.args([
+            "diagnose",
+            "--snapshot",
+            dir,
+            "--from",
+            "default/web-0",
+            "--to",
+            "default/web-9:8080",
+        ]);
+        command.args(extra);
+        if let Some(value) = env {
+            command.env("SKOOP_NO_CACHE", value);
+        }
+        command.output().expect("skoop runs")
+    };
+    let with_cache = diagnose(&[], None);
+    assert!(text(&with_cache.stderr).contains("cluster.cache: cluster/more-pods.yaml is new"));
+    for output in [diagnose(&["--no-cache"], None), diagnose(&[], Some("true"))] {
+        // (The copied pods are defined twice, which the load warns of.)
+        assert!(
+            !text(&output.stderr).contains("cluster.cache"),
+            "{}",
+            text(&output.stderr)
+        );
+        assert_eq!(text(&output.stdout), text(&with_cache.stdout));
+    }
+}
+
 #[test]
 fn caching_a_directory_without_cluster_objects_is_refused() {
     let dir = tempfile::tempdir().unwrap();
@@ -163,4 +205,11 @@ fn caching_a_directory_without_cluster_objects_is_refused() {
         )
     );
     assert!(!dir.path().join("cluster.cache").exists());
+    let missing = dir.path().join("missing");
+    let output = run(&["snapshot", "cache", missing.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        text(&output.stderr),
+        format!("error: {}: no such directory\n", missing.display())
+    );
 }

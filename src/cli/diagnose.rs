@@ -17,9 +17,9 @@ use skoop::packs::LoadedPacks;
 use skoop::report::json::{ErrorReport, Report, finding_paths, link_kind};
 use skoop::report::picture::{Picture, assumed_mark};
 use skoop::report::{dot, html, svg};
-use skoop::snapshot::Snapshot;
 use skoop::snapshot::cluster::cache;
 use skoop::snapshot::input::Boundary;
+use skoop::snapshot::{ClusterFrom, Snapshot};
 use tempfile::{NamedTempFile, TempDir};
 
 use super::live::{LiveArgs, Stopped, Summary, collect_flow, print_outcomes};
@@ -92,6 +92,10 @@ pub struct DiagnoseArgs {
     /// cache (`skoop snapshot cache --help`).
     #[arg(long, value_name = "DIR")]
     save_snapshot: Option<PathBuf>,
+    /// Read the snapshot's cluster/ files even where its cluster cache
+    /// stands for them (a snapshot from elsewhere, a cache in doubt).
+    #[arg(long, env = "SKOOP_NO_CACHE")]
+    no_cache: bool,
     #[command(flatten)]
     live: LiveArgs,
     /// Where the packet starts: a pod (NS/NAME), a node (node/NAME) or an IP of one.
@@ -334,7 +338,12 @@ pub fn run(args: Box<DiagnoseArgs>) -> ExitCode {
             Err(stopped) => return stopped.report(),
         },
     };
-    let (snapshot, problems) = match Snapshot::load(&dir) {
+    let from = if args.no_cache {
+        ClusterFrom::Files
+    } else {
+        ClusterFrom::CacheWhenCurrent
+    };
+    let (snapshot, problems) = match Snapshot::load_with(&dir, &Boundary::new(&dir), from) {
         Ok((snapshot, problems)) => (Arc::new(snapshot), problems),
         Err(e) => return usage_error(output, e.to_string()),
     };

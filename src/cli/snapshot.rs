@@ -26,6 +26,11 @@ pub enum SnapshotCommand {
     /// an object, an empty namespace directory, a dump without a file every
     /// diagnosis reads. The last line sums it up.
     ///
+    /// It always reads cluster/'s files. When DIR holds a cluster cache
+    /// (`skoop snapshot cache --help`), it says how the cache stands: current
+    /// (diagnoses read it), passed over (they read the files, and why), or
+    /// holding another model than the files load into, which is a problem.
+    ///
     /// Exit status: 0 when the snapshot is complete and clean, 1 when
     /// problems were found, 3 when it is readable but incomplete (warnings
     /// only), 2 when DIR is not a snapshot.
@@ -34,17 +39,20 @@ pub enum SnapshotCommand {
     /// every later diagnosis of DIR starts fast.
     ///
     /// Most of the time a diagnosis of a large cluster takes goes into
-    /// parsing the objects' JSON (half a gigabyte for 150,000 pods). The
-    /// cache holds what that parsing makes, and the problems it found, in a
-    /// compact binary form, about a tenth of the size. `skoop collect
+    /// parsing the objects' JSON (537 MiB for 150,000 pods). The cache
+    /// holds what that parsing makes, and the problems it found, in a
+    /// compact binary form, about a sixteenth of the size. `skoop collect
     /// cluster` writes it; run this for a snapshot made or changed by hand.
     ///
     /// A diagnosis uses the cache only when it is cluster/'s own: written by
-    /// this build of skoop, for the same files, each of the same size and
-    /// either the same modification time or the same content (SHA-256).
-    /// Otherwise it reads cluster/ and warns that the cache was passed over.
-    /// `skoop snapshot check` always reads the files, and says whether the
-    /// cache holds what they load into. Deleting the cache is always safe.
+    /// a build of skoop that reads cluster/ the same way (the same snapshot
+    /// code and dependencies), for the same files, each of the same size and
+    /// either the same modification and change times or the same content
+    /// (SHA-256). Otherwise it reads cluster/ and warns that the cache was
+    /// passed over. A cache is trusted as the files it stands for: `skoop
+    /// snapshot check` always reads the files, and says whether the cache
+    /// holds what they load into; `skoop diagnose --no-cache` reads the
+    /// files whatever the cache says. Deleting the cache is always safe.
     ///
     /// Exit status: 0 when written, 1 when written but cluster/ has
     /// problems (kept in the cache: diagnoses report them as from the
@@ -75,6 +83,10 @@ pub fn run(command: SnapshotCommand) -> ExitCode {
 }
 
 fn cache(args: CacheArgs) -> ExitCode {
+    if !args.dir.is_dir() {
+        err!("error: {}: no such directory", args.dir.display());
+        return ExitCode::from(EXIT_USAGE);
+    }
     if !args.dir.join("cluster").is_dir() {
         err!(
             "error: {}: no cluster/ directory in it: nothing to cache",

@@ -33,7 +33,7 @@ pub const CLUSTER_FILE: Limit = Limit {
 };
 
 /// A snapshot's cluster cache (`cluster.cache`): the model of `cluster/`,
-/// about a tenth of its JSON.
+/// about a sixteenth of its JSON.
 pub const CLUSTER_CACHE: Limit = Limit {
     bytes: 1024 * MIB,
     what: "a cluster cache",

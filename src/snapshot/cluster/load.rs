@@ -3,6 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
+use sha2::{Digest as _, Sha256};
+
 use super::Cluster;
 use super::convert::read_object;
 use super::direct;
@@ -22,8 +24,9 @@ pub fn load(dir: &Path, boundary: &Boundary) -> (Cluster, Vec<Problem>) {
 /// The files of `cluster/` a load reads, in the order it reads them, and
 /// what was wrong with finding them (an unreadable directory, a file of
 /// another type). The cluster cache is tied to this listing.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub(super) struct Listing {
+    dir: PathBuf,
     pub files: Vec<PathBuf>,
     formats: Vec<Format>,
     pub problems: Vec<Problem>,
@@ -34,8 +37,12 @@ pub(super) fn list(dir: &Path) -> Listing {
     let mut files = Vec::new();
     find_files(dir, &mut files, &mut problems);
     files.sort();
+    // Sorted as the files are, so that a copy of the snapshot, whose
+    // directories may list their entries in another order, lists the same.
+    problems.sort_by(|a, b| a.file.cmp(&b.file));
     let (files, formats) = files.into_iter().unzip();
     Listing {
+        dir: dir.to_path_buf(),
         files,
         formats,
         problems,
@@ -43,12 +50,35 @@ pub(super) fn list(dir: &Path) -> Listing {
 }
 
 /// [`load`] of the files listed.
-pub(super) fn load_listed(listing: Listing, boundary: &Boundary) -> (Cluster, Vec<Problem>) {
+fn load_listed(listing: Listing, boundary: &Boundary) -> (Cluster, Vec<Problem>) {
+    read_listed(listing, boundary, false).0
+}
+
+/// A file's SHA-256, of the very bytes the load parsed; `None` when it
+/// could not be read.
+pub(super) type Digest = Option<[u8; 32]>;
+
+/// [`load_listed`], with each listed file's [`Digest`] (the cluster cache).
+pub(super) fn load_listed_digesting(
+    listing: Listing,
+    boundary: &Boundary,
+) -> ((Cluster, Vec<Problem>), Vec<Digest>) {
+    read_listed(listing, boundary, true)
+}
+
+fn read_listed(
+    listing: Listing,
+    boundary: &Boundary,
+    digesting: bool,
+) -> ((Cluster, Vec<Problem>), Vec<Digest>) {
     let Listing {
+        dir,
         files,
         formats,
         mut problems,
     } = listing;
+    let citing = Citing(Some(dir.parent().unwrap_or(Path::new(""))));
+    let mut digests = Vec::with_capacity(files.len());
     let mut cluster = Cluster::default();
     // The next file is read while this one is parsed: reading is work for
     // one core, hundreds of megabytes on a large cluster. A rendezvous
@@ -61,21 +91,25 @@ pub(super) fn load_listed(listing: Listing, boundary: &Boundary) -> (Cluster, Ve
         scope.spawn(move || {
             for path in paths {
                 let buffer = spent.try_recv().map(String::into_bytes).unwrap_or_default();
-                if sender
-                    .send(boundary.read_text_into(path, input::CLUSTER_FILE, buffer))
-                    .is_err()
-                {
+                let read = boundary.read_text_into(path, input::CLUSTER_FILE, buffer);
+                let digest = match &read {
+                    Ok(Some(text)) if digesting => Some(Sha256::digest(text.as_bytes()).into()),
+                    _ => None,
+                };
+                if sender.send((read, digest)).is_err() {
                     break;
                 }
             }
         });
-        for ((path, format), read) in files.iter().zip(&formats).zip(texts) {
+        for ((path, format), (read, digest)) in files.iter().zip(&formats).zip(texts) {
+            digests.push(digest);
             if let Some(text) = file_text(path, read, &mut problems) {
                 load_text(
                     path,
                     &text,
                     *format,
                     Reading::DirectFirst,
+                    citing,
                     &mut cluster,
                     &mut problems,
                 );
@@ -84,12 +118,28 @@ pub(super) fn load_listed(listing: Listing, boundary: &Boundary) -> (Cluster, Ve
             }
         }
     });
-    problems.extend(ip_conflicts(&cluster));
-    (cluster, problems)
+    problems.extend(ip_conflicts(&cluster, citing));
+    ((cluster, problems), digests)
+}
+
+/// How a problem's message cites another object's place: from the
+/// directory holding the one loaded, a snapshot's root for its `cluster/`
+/// (`cluster/pods.yaml:12`), so that the message reads the same wherever
+/// the snapshot is (and from its cache); else as the object's source.
+#[derive(Debug, Clone, Copy)]
+struct Citing<'a>(Option<&'a Path>);
+
+impl Citing<'_> {
+    fn place(self, source: &ObjectSource) -> String {
+        match self.0.and_then(|root| source.file.strip_prefix(root).ok()) {
+            Some(inside) => format!("{}:{}", inside.display(), source.line),
+            None => source.to_string(),
+        }
+    }
 }
 
 /// Two pods claiming one address: said at each pod that loses it.
-fn ip_conflicts(cluster: &Cluster) -> Vec<Problem> {
+fn ip_conflicts(cluster: &Cluster, citing: Citing) -> Vec<Problem> {
     let phase = |pod: &Pod| pod.phase.map_or("no phase", |p| p.as_str());
     let name = |pod: &Pod| format!("{}/{}", pod.meta.namespace, pod.meta.name);
     let mut problems = Vec::new();
@@ -115,7 +165,7 @@ fn ip_conflicts(cluster: &Cluster) -> Vec<Problem> {
                         conflict.ip,
                         name(chosen),
                         phase(chosen),
-                        chosen.meta.source,
+                        citing.place(&chosen.meta.source),
                     ),
                 ),
             ));
@@ -225,6 +275,7 @@ fn load_text(
     text: &str,
     format: Format,
     reading: Reading,
+    citing: Citing,
     cluster: &mut Cluster,
     problems: &mut Vec<Problem>,
 ) {
@@ -235,7 +286,7 @@ fn load_text(
         && let Some(objects) = direct::read(path, text)
     {
         for (object, at) in objects {
-            insert_at(path, cluster, object, at, problems);
+            insert_at(path, citing, cluster, object, at, problems);
         }
         return;
     }
@@ -268,7 +319,14 @@ fn load_text(
                 .map(|issue| Problem::from_issue(path, issue)),
         );
         if let Some(object) = object {
-            insert_at(path, cluster, object, found.value.position, problems);
+            insert_at(
+                path,
+                citing,
+                cluster,
+                object,
+                found.value.position,
+                problems,
+            );
         }
     }
 }
@@ -277,12 +335,13 @@ fn load_text(
 /// doing so.
 fn insert_at(
     path: &Path,
+    citing: Citing,
     cluster: &mut Cluster,
     object: Object,
     at: Position,
     problems: &mut Vec<Problem>,
 ) {
-    for message in insert(cluster, object) {
+    for message in insert(cluster, object, citing) {
         problems.push(Problem::from_issue(
             path,
             ParseIssue::at(at.line, at.column, message),
@@ -291,7 +350,7 @@ fn insert_at(
 }
 
 /// Inserts `object`, returning what is wrong with doing so.
-fn insert(cluster: &mut Cluster, object: Object) -> Vec<String> {
+fn insert(cluster: &mut Cluster, object: Object, citing: Citing) -> Vec<String> {
     let claims: Vec<_> = match &object {
         Object::Service(service) => service
             .ports
@@ -302,7 +361,12 @@ fn insert(cluster: &mut Cluster, object: Object) -> Vec<String> {
     };
     let (namespace, name) = (object.meta().namespace.clone(), object.meta().name.clone());
     if let Err(duplicate) = cluster.insert(object) {
-        return vec![format!("{duplicate}; this one is ignored")];
+        return vec![format!(
+            "{} {} is defined twice (first at {}); this one is ignored",
+            duplicate.kind,
+            duplicate.name,
+            citing.place(&duplicate.first)
+        )];
     }
     claims
         .into_iter()
@@ -312,7 +376,9 @@ fn insert(cluster: &mut Cluster, object: Object) -> Vec<String> {
             (!same).then(|| {
                 format!(
                     "NodePort {port}/{protocol} of Service {namespace}/{name} is already used by Service {}/{} ({})",
-                    owner.meta.namespace, owner.meta.name, owner.meta.source
+                    owner.meta.namespace,
+                    owner.meta.name,
+                    citing.place(&owner.meta.source)
                 )
             })
         })
@@ -436,12 +502,20 @@ pub fn load_file_text_as(path: &Path, text: &str, reading: Reading) -> (Cluster,
     let mut cluster = Cluster::default();
     let mut problems = Vec::new();
     match format_of(path) {
-        Some(format) => load_text(path, text, format, reading, &mut cluster, &mut problems),
+        Some(format) => load_text(
+            path,
+            text,
+            format,
+            reading,
+            Citing(None),
+            &mut cluster,
+            &mut problems,
+        ),
         None => problems.push(Problem::in_file(
             path,
             "not a YAML or JSON file (expected .yaml, .yml or .json)",
         )),
     }
-    problems.extend(ip_conflicts(&cluster));
+    problems.extend(ip_conflicts(&cluster, Citing(None)));
     (cluster, problems)
 }

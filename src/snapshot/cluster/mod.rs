@@ -500,8 +500,7 @@ impl Cluster {
                 && *old == meta.source.file
             {
                 meta.source.file.clone_from(new);
-            } else if let Ok(inside) = meta.source.file.strip_prefix(from) {
-                let new = to.join(inside);
+            } else if let Some(new) = cache::rebased(&meta.source.file, from, to) {
                 let old = std::mem::replace(&mut meta.source.file, new.clone());
                 last = Some((old, new));
             }
