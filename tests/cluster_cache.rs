@@ -114,11 +114,7 @@ fn snapshot_check_says_how_the_cache_stands() {
 
     // A pod added by hand: the cache is passed over, with a warning, and
     // the pod is there.
-    let pods = copy.path().join("cluster/pods.yaml");
-    let more = std::fs::read_to_string(&pods)
-        .unwrap()
-        .replace("web-3", "web-9");
-    std::fs::write(copy.path().join("cluster/more-pods.yaml"), more).unwrap();
+    add_pods(copy.path());
     let check = run(&["snapshot", "check", dir, "-o", "json"]);
     let report: serde_json::Value = serde_json::from_slice(&check.stdout).unwrap();
     assert_eq!(report["cache"]["state"], "passed-over");
@@ -157,11 +153,7 @@ fn no_cache_reads_the_files_without_looking_at_the_cache() {
     let copy = common::copy_snapshot("examples/flannel-vxlan");
     let dir = copy.path().to_str().unwrap();
     assert_eq!(run(&["snapshot", "cache", dir]).status.code(), Some(0));
-    let pods = copy.path().join("cluster/pods.yaml");
-    let more = std::fs::read_to_string(&pods)
-        .unwrap()
-        .replace("web-3", "web-9");
-    std::fs::write(copy.path().join("cluster/more-pods.yaml"), more).unwrap();
+    add_pods(copy.path());
     let diagnose = |extra: &[&str], env: Option<&str>| {
         let mut command = Command::new(env!("CARGO_BIN_EXE_skoop"));
         command.args([
@@ -182,7 +174,6 @@ fn no_cache_reads_the_files_without_looking_at_the_cache() {
     let with_cache = diagnose(&[], None);
     assert!(text(&with_cache.stderr).contains("cluster.cache: cluster/more-pods.yaml is new"));
     for output in [diagnose(&["--no-cache"], None), diagnose(&[], Some("true"))] {
-        // (The copied pods are defined twice, which the load warns of.)
         assert!(
             !text(&output.stderr).contains("cluster.cache"),
             "{}",
@@ -190,6 +181,17 @@ fn no_cache_reads_the_files_without_looking_at_the_cache() {
         );
         assert_eq!(text(&output.stdout), text(&with_cache.stdout));
     }
+}
+
+/// A file of pods added by hand, after the cache was written: the
+/// example's pods again, web-3 renamed web-9 (the others are defined twice).
+fn add_pods(snapshot: &Path) {
+    let pods = std::fs::read_to_string(snapshot.join("cluster/pods.yaml")).unwrap();
+    std::fs::write(
+        snapshot.join("cluster/more-pods.yaml"),
+        pods.replace("web-3", "web-9"),
+    )
+    .unwrap();
 }
 
 #[test]
