@@ -146,7 +146,7 @@ fn snapshot_check_says_how_the_cache_stands() {
     );
 }
 
-/// `--no-cache` (or `SKOOP_NO_CACHE=true`) reads the files without looking
+/// `--no-cache` (or `SKOOP_NO_CACHE=1`) reads the files without looking
 /// at the cache: no word of it, not even that it is out of date.
 #[test]
 fn no_cache_reads_the_files_without_looking_at_the_cache() {
@@ -173,7 +173,11 @@ fn no_cache_reads_the_files_without_looking_at_the_cache() {
     };
     let with_cache = diagnose(&[], None);
     assert!(text(&with_cache.stderr).contains("cluster.cache: cluster/more-pods.yaml is new"));
-    for output in [diagnose(&["--no-cache"], None), diagnose(&[], Some("true"))] {
+    for output in [
+        diagnose(&["--no-cache"], None),
+        diagnose(&[], Some("1")),
+        diagnose(&[], Some("true")),
+    ] {
         assert!(
             !text(&output.stderr).contains("cluster.cache"),
             "{}",

@@ -94,7 +94,8 @@ pub struct DiagnoseArgs {
     save_snapshot: Option<PathBuf>,
     /// Read the snapshot's cluster/ files even where its cluster cache
     /// stands for them (a snapshot from elsewhere, a cache in doubt).
-    #[arg(long, env = "SKOOP_NO_CACHE")]
+    /// SKOOP_NO_CACHE=1 (or true, yes, on) in the environment does the same.
+    #[arg(long, env = "SKOOP_NO_CACHE", value_parser = clap::builder::FalseyValueParser::new())]
     no_cache: bool,
     #[command(flatten)]
     live: LiveArgs,
