@@ -147,7 +147,8 @@ fn snapshot_check_says_how_the_cache_stands() {
 }
 
 /// `--no-cache` (or `SKOOP_NO_CACHE=1`) reads the files without looking
-/// at the cache: no word of it, not even that it is out of date.
+/// at the cache: no word of it, not even that it is out of date; for
+/// diagnose, matrix, diff and packs eval alike.
 #[test]
 fn no_cache_reads_the_files_without_looking_at_the_cache() {
     let copy = common::copy_snapshot("examples/flannel-vxlan");
@@ -184,6 +185,45 @@ fn no_cache_reads_the_files_without_looking_at_the_cache() {
             text(&output.stderr)
         );
         assert_eq!(text(&output.stdout), text(&with_cache.stdout));
+    }
+    // Every command that reads a snapshot to diagnose it takes the flag.
+    let flows = ["--from", "default/web-0", "--to", "default/web-9:8080"];
+    let commands: [Vec<&str>; 3] = [
+        [&["matrix", "-s", dir][..], &flows].concat(),
+        [&["diff", dir, dir][..], &flows].concat(),
+        vec![
+            "packs",
+            "eval",
+            "plugins/flannel",
+            "--snapshot",
+            dir,
+            "--node",
+            "node-1",
+        ],
+    ];
+    for command in commands {
+        let with_cache = run(&command);
+        assert!(
+            text(&with_cache.stderr).contains("cluster.cache: cluster/more-pods.yaml is new"),
+            "{command:?}: {}",
+            text(&with_cache.stderr)
+        );
+        let without = run(&[&command[..], &["--no-cache"]].concat());
+        assert!(
+            !text(&without.stderr).contains("cluster.cache"),
+            "{command:?}: {}",
+            text(&without.stderr)
+        );
+        assert_eq!(
+            without.status.code(),
+            with_cache.status.code(),
+            "{command:?}"
+        );
+        assert_eq!(
+            text(&without.stdout),
+            text(&with_cache.stdout),
+            "{command:?}"
+        );
     }
 }
 

@@ -19,12 +19,13 @@ use skoop::report::picture::{Picture, assumed_mark};
 use skoop::report::{dot, html, svg};
 use skoop::snapshot::cluster::cache;
 use skoop::snapshot::input::Boundary;
-use skoop::snapshot::{ClusterFrom, Snapshot};
 use tempfile::{NamedTempFile, TempDir};
 
 use super::live::{LiveArgs, Stopped, Summary, collect_flow, print_outcomes};
 use super::packs::LoadArgs;
-use super::{EXIT_USAGE, ProtocolArg, json_text, report_problems, terminal_safe, write_raw};
+use super::{
+    CacheArgs, EXIT_USAGE, ProtocolArg, json_text, report_problems, terminal_safe, write_raw,
+};
 
 /// Follow a packet hop by hop through a cluster and say where it stops.
 ///
@@ -92,11 +93,8 @@ pub struct DiagnoseArgs {
     /// cache (`skoop snapshot cache --help`).
     #[arg(long, value_name = "DIR")]
     save_snapshot: Option<PathBuf>,
-    /// Read the snapshot's cluster/ files even where its cluster cache
-    /// stands for them (a snapshot from elsewhere, a cache in doubt).
-    /// SKOOP_NO_CACHE=1 (or true, yes, on) in the environment does the same.
-    #[arg(long, env = "SKOOP_NO_CACHE", value_parser = clap::builder::FalseyValueParser::new())]
-    no_cache: bool,
+    #[command(flatten)]
+    cache: CacheArgs,
     #[command(flatten)]
     live: LiveArgs,
     /// Where the packet starts: a pod (NS/NAME), a node (node/NAME) or an IP of one.
@@ -339,12 +337,7 @@ pub fn run(args: Box<DiagnoseArgs>) -> ExitCode {
             Err(stopped) => return stopped.report(),
         },
     };
-    let from = if args.no_cache {
-        ClusterFrom::Files
-    } else {
-        ClusterFrom::CacheWhenCurrent
-    };
-    let (snapshot, problems) = match Snapshot::load_with(&dir, &Boundary::new(&dir), from) {
+    let (snapshot, problems) = match args.cache.load(&dir) {
         Ok((snapshot, problems)) => (Arc::new(snapshot), problems),
         Err(e) => return usage_error(output, e.to_string()),
     };
@@ -383,7 +376,7 @@ fn endpoint(args: &DiagnoseArgs, flag: &str, text: &str) -> Result<Endpoint, Str
             .snapshot
             .as_deref()
             .filter(|_| malformed)
-            .and_then(|dir| Snapshot::load(dir).ok())
+            .and_then(|dir| args.cache.load(dir).ok())
             .and_then(|(snapshot, _)| engine::suggest_endpoint(&snapshot, text))
             .map(|candidates| candidates.to_string())
             .unwrap_or_default();

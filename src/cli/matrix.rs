@@ -13,11 +13,12 @@ use skoop::packs::LoadedPacks;
 use skoop::report::json::Report;
 use skoop::report::matrix::{FlowOut, FlowVerdict, MatrixReport};
 use skoop::report::{heatmap, html};
-use skoop::snapshot::Snapshot;
 
 use super::diagnose::{ReportFile, verdict_status};
 use super::packs::LoadArgs;
-use super::{EXIT_USAGE, ProtocolArg, json_text, report_problems, terminal_safe, write_raw};
+use super::{
+    CacheArgs, EXIT_USAGE, ProtocolArg, json_text, report_problems, terminal_safe, write_raw,
+};
 
 /// Diagnose many flows of a snapshot at once: every source to every
 /// destination, each flow answered exactly as `skoop diagnose --from SRC
@@ -128,6 +129,8 @@ pub struct FlowArgs {
     /// Worker threads (default: one per CPU); each loads its own packs.
     #[arg(short, long, value_name = "N")]
     jobs: Option<std::num::NonZeroUsize>,
+    #[command(flatten)]
+    cache: CacheArgs,
 }
 
 impl FlowArgs {
@@ -198,7 +201,7 @@ impl FlowArgs {
         flows: Option<Vec<Flow>>,
         each: &(dyn Fn(usize, &Diagnosis) + Sync),
     ) -> Result<MatrixReport, String> {
-        let (snapshot, problems) = Snapshot::load(dir).map_err(|e| e.to_string())?;
+        let (snapshot, problems) = self.cache.load(dir).map_err(|e| e.to_string())?;
         report_problems(&problems);
         let snapshot = Arc::new(snapshot);
         let flows = flows

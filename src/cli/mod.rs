@@ -37,6 +37,8 @@ mod snapshot;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
+use skoop::snapshot::input::Boundary;
+use skoop::snapshot::{ClusterFrom, Problem, Snapshot, SnapshotError};
 
 /// skoop works out, hop by hop, what each Linux network stack in a Kubernetes
 /// cluster does with a packet, and reports where it stops and why.
@@ -186,9 +188,32 @@ fn json_text(value: &impl serde::Serialize) -> Result<String, ExitCode> {
     }
 }
 
+/// Whether a snapshot's cluster cache may stand for its `cluster/` files:
+/// what every command that reads a snapshot to diagnose it shares.
+#[derive(Debug, clap::Args)]
+struct CacheArgs {
+    /// Read the snapshot's cluster/ files even where its cluster cache
+    /// stands for them (a snapshot from elsewhere, a cache in doubt).
+    /// SKOOP_NO_CACHE=1 (or true, yes, on) in the environment does the same.
+    #[arg(long, env = "SKOOP_NO_CACHE", value_parser = clap::builder::FalseyValueParser::new())]
+    no_cache: bool,
+}
+
+impl CacheArgs {
+    /// Loads the snapshot `dir`, from its cache unless told not to.
+    fn load(&self, dir: &std::path::Path) -> Result<(Snapshot, Vec<Problem>), SnapshotError> {
+        let from = if self.no_cache {
+            ClusterFrom::Files
+        } else {
+            ClusterFrom::CacheWhenCurrent
+        };
+        Snapshot::load_with(dir, &Boundary::new(dir), from)
+    }
+}
+
 /// Problems met while reading input that the command could still use: shown
 /// on stderr so that they never mix with the result on stdout.
-fn report_problems(problems: &[skoop::snapshot::Problem]) {
+fn report_problems(problems: &[Problem]) {
     for problem in problems {
         err!("warning: {problem}");
     }

@@ -94,6 +94,8 @@ pub struct EvalArgs {
     overrides: Vec<Override>,
     #[arg(short, long, value_enum, default_value_t = OutputFormat::Text)]
     output: OutputFormat,
+    #[command(flatten)]
+    cache: super::CacheArgs,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]

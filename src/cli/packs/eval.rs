@@ -65,7 +65,7 @@ pub(super) fn eval(args: &EvalArgs) -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
-    let snapshot = match Snapshot::load(&args.snapshot) {
+    let snapshot = match args.cache.load(&args.snapshot) {
         Ok((snapshot, problems)) => {
             report_problems(&problems);
             Arc::new(snapshot)
