@@ -7,17 +7,20 @@
 //! Invariants:
 //! - A cache is used only when it is `cluster/`'s own: written by a build
 //!   whose snapshot code is this one's ([`SNAPSHOT_CODE`]), for the same
-//!   files, each of the same size and either the same modification and
-//!   change times (`stat`'s mtime and ctime, taken more than a second
-//!   after the file was last written) or the same SHA-256 of its content.
+//!   files, each of the same size and either the same inode and the same
+//!   modification and change times (`stat`'s mtime and ctime, taken more
+//!   than a second after the file was last written) or the same SHA-256 of
+//!   its content.
 //! - Loading from a cache gives what loading `cluster/` gives: the same
 //!   model and the same problems, with the sources of objects and problems
 //!   where the snapshot is now (`snapshot check` compares the two). A file
 //!   the load could not read holds nothing but its problem; it is read again
 //!   (and must fail again) on every load, so that its problem is today's.
 //! - A cache that cannot be used is never an error: `cluster/` is read, and a
-//!   problem says why the cache was passed over. What it costs to find out
-//!   is bounded by the size of `cluster/`'s files.
+//!   problem says why the cache was passed over. What it costs to find out,
+//!   in time and memory, is bounded by what `cluster/` holds today: its
+//!   header by the files listed, its model by their sizes (once checked),
+//!   whatever the cache claims. [`write`] refuses a model [`read`] would.
 
 use std::collections::BTreeSet;
 use std::os::unix::fs::MetadataExt;
@@ -60,7 +63,7 @@ struct Header {
 struct Stamp {
     path: PathBuf,
     len: u64,
-    times: Times,
+    identity: Identity,
     /// Whether equal times alone tell the file unchanged: it was last
     /// written more than a second before it was stamped (a write within
     /// the same tick of the clock would leave the times as they are).
@@ -73,11 +76,20 @@ struct Stamp {
     problem_at: Option<u32>,
 }
 
-/// A file's modification and change times (`stat`'s mtime and ctime, each
-/// seconds and nanoseconds), as bytes of a fixed size, so that a cache's
-/// size does not depend on when its files were written. The change time
-/// moves with `chmod`, `chown` and every write, and cannot be set back.
-type Times = [u8; 24];
+/// What tells a file from another and from itself before a change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+struct Identity {
+    /// Its modification and change times (`stat`'s mtime and ctime, each
+    /// seconds and nanoseconds), as bytes of a fixed size, so that a
+    /// cache's size does not depend on when its files were written. The
+    /// change time moves with `chmod`, `chown` and every write, and cannot
+    /// be set back.
+    times: [u8; 24],
+    /// Its device and inode: they tell apart two files written in the same
+    /// tick of the clock (a link retargeted from one to the other).
+    device: u64,
+    inode: u64,
+}
 
 /// A [`Problem`] as the cache stores it (its JSON form leaves out what is
 /// absent, which a binary form cannot).
@@ -125,7 +137,47 @@ pub enum WriteError {
     Io(PathBuf, std::io::Error),
     #[error("cannot encode the cluster model: {0}")]
     Encode(postcard::Error),
+    #[error(
+        "{0}: its model would be {1} bytes, more than a cache of files of {2} bytes may hold; \
+         no cache written (diagnoses read the files)"
+    )]
+    TooLarge(PathBuf, usize, u64),
 }
+
+/// The most a cache's header may take, `listing` being what `cluster/`
+/// lists today: a stamp's fixed fields and its path for each file, each
+/// listing problem, and the snapshot code and `cluster/`'s path as written.
+fn header_bound(listing: &Listing) -> usize {
+    const PER_FILE: usize = 128;
+    const PER_PROBLEM: usize = 64;
+    const CODE_AND_DIR: usize = 8 * 1024;
+    let files = listing
+        .files
+        .iter()
+        .map(|file| file.as_os_str().len().saturating_add(PER_FILE))
+        .fold(0, usize::saturating_add);
+    let problems = listing
+        .problems
+        .iter()
+        .map(|problem| problem.file.as_os_str().len() + problem.message.len() + PER_PROBLEM)
+        .fold(0, usize::saturating_add);
+    CODE_AND_DIR.saturating_add(files).saturating_add(problems)
+}
+
+/// The most a cache's model may take for files of `files_bytes` bytes in
+/// all: what loading them could make (an object's generic fields are kept
+/// as JSON text, a YAML file's sometimes longer than the YAML), and room
+/// for the indexes.
+fn model_bound(files_bytes: u64) -> u64 {
+    files_bytes
+        .saturating_mul(2)
+        .saturating_add(16 * 1024 * 1024)
+}
+
+/// A snapshot just collected would otherwise be hashed on every load; for
+/// this many bytes of files written less than a second before they were
+/// stamped, [`write`] waits for their times to tell and stamps them again.
+const RESTAMP_FRESH_ABOVE: u64 = 16 * 1024 * 1024;
 
 /// `<root>/cluster`, when it is a directory inside the snapshot: the only
 /// `cluster/` a load reads, and so the only one a cache is for.
@@ -140,12 +192,22 @@ fn cluster_dir(root: &Path, boundary: &Boundary) -> Result<PathBuf, Problem> {
 /// Loads `<root>/cluster/` and writes `<root>/cluster.cache` for it,
 /// atomically (a cache half written is never read).
 pub fn write(root: &Path, boundary: &Boundary) -> Result<Written, WriteError> {
+    write_restamping(root, boundary, RESTAMP_FRESH_ABOVE)
+}
+
+/// [`write`], stamping again files just written when they hold at least
+/// `restamp_fresh_above` bytes in all.
+fn write_restamping(
+    root: &Path,
+    boundary: &Boundary,
+    restamp_fresh_above: u64,
+) -> Result<Written, WriteError> {
     let cluster_dir = cluster_dir(root, boundary).map_err(WriteError::NoClusterDir)?;
     let stamped_at = SystemTime::now();
     let listing = list(&cluster_dir);
     let files = listing.files.clone();
     let listing_problems = relative(&cluster_dir, &listing.problems);
-    let before: Vec<(u64, Times)> = files.iter().map(|path| stat(path, boundary)).collect();
+    let before: Vec<(u64, Identity)> = files.iter().map(|path| stat(path, boundary)).collect();
     let ((cluster, problems), digests) = load_listed_digesting(listing, boundary);
     // Stat again after the load: a file changed meanwhile may have been
     // loaded as it is now or as it was.
@@ -157,7 +219,7 @@ pub fn write(root: &Path, boundary: &Boundary) -> Result<Written, WriteError> {
     let mut stored_problems: Vec<Option<StoredProblem>> =
         problems.iter().cloned().map(stored).map(Some).collect();
     let mut stamps = Vec::new();
-    for ((path, (len, times)), sha256) in files.iter().zip(before).zip(digests) {
+    for ((path, (len, identity)), sha256) in files.iter().zip(before).zip(digests) {
         // An unreadable file's only problem is its reading's.
         let problem_at = match sha256 {
             Some(_) => None,
@@ -172,12 +234,14 @@ pub fn write(root: &Path, boundary: &Boundary) -> Result<Written, WriteError> {
                 .unwrap_or(path)
                 .to_path_buf(),
             len,
-            times,
-            times_tell: written_before(&times, stamped_at),
+            identity,
+            times_tell: written_before(&identity, stamped_at),
             sha256,
             problem_at: problem_at.and_then(|at| u32::try_from(at).ok()),
         });
     }
+    restamp_fresh(&files, &mut stamps, boundary, restamp_fresh_above);
+    let files_bytes = readable_bytes(&stamps);
     let header = Header {
         snapshot_code: SNAPSHOT_CODE.to_owned(),
         cluster_dir: cluster_dir.clone(),
@@ -191,8 +255,13 @@ pub fn write(root: &Path, boundary: &Boundary) -> Result<Written, WriteError> {
     };
     let mut bytes = MAGIC.to_vec();
     bytes = postcard::to_extend(&header, bytes).map_err(WriteError::Encode)?;
+    let header_end = bytes.len();
     bytes = postcard::to_extend(&payload, bytes).map_err(WriteError::Encode)?;
     let path = root.join(FILE_NAME);
+    let model_bytes = bytes.len() - header_end;
+    if model_bytes as u64 > model_bound(files_bytes) {
+        return Err(WriteError::TooLarge(path, model_bytes, files_bytes));
+    }
     // tempfile's errors name its temporary file; the cache's name is enough.
     let io = |e: std::io::Error| WriteError::Io(path.clone(), std::io::Error::from(e.kind()));
     let file = tempfile::NamedTempFile::new_in(root).map_err(io)?;
@@ -209,6 +278,60 @@ pub fn write(root: &Path, boundary: &Boundary) -> Result<Written, WriteError> {
         objects,
         problems,
     })
+}
+
+/// Stamps again, once their times can tell, the files first stamped less
+/// than a second after they were written, when they hold at least `above`
+/// bytes in all (hashing fewer on every load costs less than the wait).
+fn restamp_fresh(files: &[PathBuf], stamps: &mut [Stamp], boundary: &Boundary, above: u64) {
+    let fresh: Vec<usize> = (0..stamps.len())
+        .filter(|&at| stamps[at].sha256.is_some() && !stamps[at].times_tell)
+        .collect();
+    let fresh_bytes = fresh
+        .iter()
+        .map(|&at| stamps[at].len)
+        .fold(0, u64::saturating_add);
+    if fresh.is_empty() || fresh_bytes < above {
+        return;
+    }
+    let Some(latest) = fresh
+        .iter()
+        .map(|&at| latest_write(&stamps[at].identity))
+        .max()
+    else {
+        return;
+    };
+    // Until the clock's whole seconds are two past the latest write's: a
+    // write in the tick of a stamped time is then over.
+    let past = Duration::from_secs(u64::try_from(latest).unwrap_or(0).saturating_add(2));
+    match (SystemTime::UNIX_EPOCH + past).duration_since(SystemTime::now()) {
+        Ok(wait) if wait <= Duration::from_secs(2) => std::thread::sleep(wait),
+        // Written in the future: by a clock elsewhere (a file server's)
+        // that this one cannot be told against. Those files are hashed.
+        Ok(_) => return,
+        Err(_) => {}
+    }
+    let stamped_at = SystemTime::now();
+    for at in fresh {
+        let stamp = &mut stamps[at];
+        // Its bytes read after `stamped_at` are those the load hashed, and
+        // its stat afterwards is the first stamp's: nothing wrote it since
+        // the tick of its stamped times.
+        if digest(&files[at], boundary) == stamp.sha256
+            && stat(&files[at], boundary) == (stamp.len, stamp.identity)
+        {
+            stamp.times_tell = written_before(&stamp.identity, stamped_at);
+        }
+    }
+}
+
+/// The bytes of the files a load could read: what a model is made of.
+fn readable_bytes(stamps: &[Stamp]) -> u64 {
+    stamps
+        .iter()
+        .filter(|stamp| stamp.sha256.is_some())
+        .map(|stamp| stamp.len)
+        .fold(0, u64::saturating_add)
 }
 
 /// The model and problems of `<root>/cluster/` from its cache: `Ok(None)`
@@ -231,26 +354,40 @@ pub fn read(root: &Path, boundary: &Boundary) -> Result<Option<(Cluster, Vec<Pro
     let body = bytes
         .strip_prefix(MAGIC)
         .ok_or_else(|| passed_over("not a cluster cache of this version of skoop".into()))?;
-    let (header, rest) = postcard::take_from_bytes::<Header>(body).map_err(malformed)?;
+    let cluster_dir =
+        cluster_dir(root, boundary).map_err(|problem| passed_over(problem.to_string()))?;
+    let listing = list(&cluster_dir);
+    // A header larger than today's listing could make is no cache's of
+    // it, whatever it says: decoding stops where that would be.
+    let bounded = &body[..body.len().min(header_bound(&listing))];
+    let (header, rest) = match postcard::take_from_bytes::<Header>(bounded) {
+        Ok(decoded) => decoded,
+        Err(_) if bounded.len() < body.len() => {
+            return Err(passed_over(format!(
+                "its header is more than the {} bytes cluster/'s files could make",
+                bounded.len()
+            )));
+        }
+        Err(e) => return Err(malformed(e)),
+    };
+    let rest = &body[bounded.len() - rest.len()..];
     if header.snapshot_code != SNAPSHOT_CODE {
         return Err(passed_over(format!(
             "written by another build of skoop ({}, this is {SNAPSHOT_CODE})",
             header.snapshot_code
         )));
     }
-    let cluster_dir =
-        cluster_dir(root, boundary).map_err(|problem| passed_over(problem.to_string()))?;
-    // A model many times larger than its files could make is no cache of
-    // them, whatever its header says: decoding it is not even tried.
-    let files_bytes: u64 = header.files.iter().map(|stamp| stamp.len).sum();
-    if rest.len() as u64 > files_bytes / 2 + 16 * 1024 * 1024 {
+    let unreadable = unchanged(&cluster_dir, &header, &listing, boundary).map_err(passed_over)?;
+    // Every readable file's size is now checked against the file: a model
+    // larger than they could make is no cache of them, and decoding it is
+    // not even tried.
+    let files_bytes = readable_bytes(&header.files);
+    if rest.len() as u64 > model_bound(files_bytes) {
         return Err(passed_over(format!(
             "its model is {} bytes, more than its files ({files_bytes} bytes) could make",
             rest.len()
         )));
     }
-    let unreadable =
-        unchanged(&cluster_dir, &header, &list(&cluster_dir), boundary).map_err(passed_over)?;
     let (payload, trailing) = postcard::take_from_bytes::<Payload>(rest).map_err(malformed)?;
     if !trailing.is_empty() {
         return Err(passed_over(format!(
@@ -291,18 +428,22 @@ pub(super) fn rebased(path: &Path, from: &Path, to: &Path) -> Option<PathBuf> {
     })
 }
 
-fn written_before(times: &Times, stamped_at: SystemTime) -> bool {
+/// The whole second of a file's last modification or change.
+fn latest_write(identity: &Identity) -> i64 {
     let seconds = |at: usize| {
         let mut word = [0; 8];
-        word.copy_from_slice(&times[at..at + 8]);
+        word.copy_from_slice(&identity.times[at..at + 8]);
         i64::from_le_bytes(word)
     };
+    seconds(0).max(seconds(12))
+}
+
+fn written_before(identity: &Identity, stamped_at: SystemTime) -> bool {
     let stamped = stamped_at
         .duration_since(SystemTime::UNIX_EPOCH)
         .unwrap_or(Duration::ZERO)
         .as_secs();
-    let latest = seconds(0).max(seconds(12));
-    latest.saturating_add(1) < i64::try_from(stamped).unwrap_or(i64::MAX)
+    latest_write(identity).saturating_add(1) < i64::try_from(stamped).unwrap_or(i64::MAX)
 }
 
 /// How a snapshot's cache stands against its `cluster/` loaded from the
@@ -405,35 +546,47 @@ fn unchanged(
                 Ok(None) => return Err(format!("{file} is gone since it was written")),
             }
         };
-        let (len, times) = stat(path, boundary);
+        let (len, identity) = stat(path, boundary);
         if len != stamp.len {
             return Err(format!("{file} changed since it was written (its size)"));
         }
-        // The same size and times: the same file. A copy has other times:
-        // its content decides.
-        if !(stamp.times_tell && times == stamp.times) && digest(path, boundary) != Some(sha256) {
+        // The same size, inode and times: the same file. A copy has other
+        // times: its content decides.
+        if !(stamp.times_tell && identity == stamp.identity)
+            && digest(path, boundary) != Some(sha256)
+        {
             return Err(format!("{file} changed since it was written (its content)"));
         }
     }
     Ok(unreadable)
 }
 
-/// A file's size and times: of what it leads to when that is inside the
+/// A file's size and identity: of what it leads to when that is inside the
 /// snapshot, else of the link itself (nothing outside is looked at); zero
 /// when it is gone.
-fn stat(path: &Path, boundary: &Boundary) -> (u64, Times) {
+fn stat(path: &Path, boundary: &Boundary) -> (u64, Identity) {
     let metadata = match boundary.check(path) {
         Ok(()) => std::fs::metadata(path),
         Err(_) => std::fs::symlink_metadata(path),
     };
-    metadata.map_or((0, [0; 24]), |metadata| {
+    let gone = Identity {
+        times: [0; 24],
+        device: 0,
+        inode: 0,
+    };
+    metadata.map_or((0, gone), |metadata| {
         let mut times = [0; 24];
         times[..8].copy_from_slice(&metadata.mtime().to_le_bytes());
         // Nanoseconds, 0..1e9: they fit.
         times[8..12].copy_from_slice(&(metadata.mtime_nsec() as u32).to_le_bytes());
         times[12..20].copy_from_slice(&metadata.ctime().to_le_bytes());
         times[20..].copy_from_slice(&(metadata.ctime_nsec() as u32).to_le_bytes());
-        (metadata.len(), times)
+        let identity = Identity {
+            times,
+            device: metadata.dev(),
+            inode: metadata.ino(),
+        };
+        (metadata.len(), identity)
     })
 }
 

@@ -383,15 +383,11 @@ fn a_cache_holding_another_model_differs() {
     let dir = example(root.path());
     write_cache(&dir);
     // The header of the real cache, followed by an empty cluster.
-    let bytes = std::fs::read(dir.join(FILE_NAME)).unwrap();
-    let (_, rest) = postcard::take_from_bytes::<Header>(&bytes[MAGIC.len()..]).unwrap();
-    let header_len = bytes.len() - rest.len();
-    let forged = Payload {
+    let empty = Payload {
         cluster: Cluster::default(),
         problems: Vec::new(),
     };
-    let bytes = postcard::to_extend(&forged, bytes[..header_len].to_vec()).unwrap();
-    std::fs::write(dir.join(FILE_NAME), bytes).unwrap();
+    forge(&dir, |_| {}, &postcard::to_stdvec(&empty).unwrap());
     let (cluster, problems) = from_files(&dir);
     match verify(&dir, &Boundary::new(&dir), &cluster, &problems) {
         Verdict::Differs(problem) => {
@@ -403,6 +399,136 @@ fn a_cache_holding_another_model_differs() {
         }
         other => panic!("{other:?}"),
     }
+}
+
+/// What a header claims of its files' sizes makes no room for a model:
+/// only sizes checked against the files do, an unreadable file's none,
+/// summed without overflow.
+#[test]
+fn a_header_claiming_larger_files_makes_no_room_for_its_model() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = example(root.path());
+    mkfifo(&dir.join("cluster/fifo.json"));
+    write_cache(&dir);
+    let model = vec![0; 17 * 1024 * 1024];
+    forge(
+        &dir,
+        |header| {
+            for stamp in &mut header.files {
+                if stamp.sha256.is_none() {
+                    stamp.len = u64::MAX;
+                }
+            }
+        },
+        &model,
+    );
+    let why = passed_over(&dir);
+    assert!(
+        why.starts_with("its model is 17825792 bytes, more than its files"),
+        "{why}"
+    );
+    forge(&dir, |header| header.files[0].len = u64::MAX, &model);
+    assert!(
+        passed_over(&dir).starts_with("cluster/again.yaml changed since it was written (its size)"),
+        "{}",
+        passed_over(&dir)
+    );
+}
+
+/// A header of many more files than `cluster/` lists is not decoded past
+/// what those could make.
+#[test]
+fn a_header_larger_than_the_listing_could_make_is_not_decoded() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = example(root.path());
+    write_cache(&dir);
+    forge(
+        &dir,
+        |header| {
+            let stamp = header.files[0].clone();
+            header.files.extend((0..100_000).map(|at| Stamp {
+                path: format!("{at}.yaml").into(),
+                ..stamp.clone()
+            }));
+        },
+        &[],
+    );
+    let why = passed_over(&dir);
+    assert!(why.starts_with("its header is more than the "), "{why}");
+}
+
+/// Custom resources can be most of a cluster's bytes (Calico's IPAM
+/// blocks); their fields are kept as JSON text, about as long as the
+/// files, and their cache is written and used. Files so large, just
+/// written, are stamped again once their times can tell.
+#[test]
+fn a_cluster_mostly_custom_resources_keeps_its_cache() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = example(root.path());
+    let block = |at: usize| {
+        let allocations = vec!["null"; 256].join(",");
+        format!(
+            r#"{{"apiVersion":"crd.projectcalico.org/v1","kind":"IPAMBlock","metadata":{{"name":"block-{at}"}},"spec":{{"cidr":"10.{}.{}.0/24","affinity":"host:node-{at}","allocations":[{allocations}],"attributes":[{{"handle_id":"k8s-pod-network.{at:064}","secondary":{{"namespace":"default","node":"node-{at}","pod":"web-{at}"}}}}]}}}}"#,
+            at / 256,
+            at % 256
+        )
+    };
+    let items: Vec<String> = (0..22_000).map(block).collect();
+    let list = format!(
+        r#"{{"apiVersion":"v1","kind":"List","items":[{}]}}"#,
+        items.join(",")
+    );
+    assert!(list.len() > 34 * 1024 * 1024, "{}", list.len());
+    std::fs::write(dir.join("cluster/ipamblocks.json"), list).unwrap();
+    let written = write_cache(&dir);
+    assert_eq!(written.objects, 22_000 + 3);
+    let cached = from_cache(&dir).unwrap().expect("the cache is used");
+    assert_eq!(cached.0.others().count(), 22_000);
+    let stamps = header(&dir).files;
+    assert!(stamps.iter().all(|stamp| stamp.times_tell), "{stamps:?}");
+}
+
+/// A link retargeted to another file of the same size and times is another
+/// file: its inode tells, without reading it.
+#[test]
+fn a_link_retargeted_to_a_file_of_the_same_size_and_times_passes_the_cache_over() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = example(root.path());
+    let old = SystemTime::UNIX_EPOCH + Duration::from_secs(1_500_000_000);
+    for (sub, node) in [("a", "node-1"), ("b", "node-2")] {
+        std::fs::create_dir(dir.join(sub)).unwrap();
+        let path = dir.join(sub).join("node.yaml");
+        std::fs::write(&path, NODES.replace("node-1", node)).unwrap();
+        set_modified(&path, old);
+    }
+    let link = dir.join("cluster/node.yaml");
+    std::os::unix::fs::symlink("../a/node.yaml", &link).unwrap();
+    write_restamping(&dir, &Boundary::new(&dir), 0).expect("the cache is written");
+    assert!(header(&dir).files.iter().all(|stamp| stamp.times_tell));
+    std::fs::remove_file(&link).unwrap();
+    std::os::unix::fs::symlink("../b/node.yaml", &link).unwrap();
+    assert!(
+        passed_over(&dir).starts_with("cluster/node.yaml changed since it was written"),
+        "{}",
+        passed_over(&dir)
+    );
+}
+
+/// The header of `dir`'s cache.
+fn header(dir: &Path) -> Header {
+    let bytes = std::fs::read(dir.join(FILE_NAME)).unwrap();
+    postcard::take_from_bytes::<Header>(&bytes[MAGIC.len()..])
+        .unwrap()
+        .0
+}
+
+/// Rewrites `dir`'s cache: its header as `change` makes it, then `model`.
+fn forge(dir: &Path, change: impl FnOnce(&mut Header), model: &[u8]) {
+    let mut header = header(dir);
+    change(&mut header);
+    let mut bytes = postcard::to_extend(&header, MAGIC.to_vec()).unwrap();
+    bytes.extend_from_slice(model);
+    std::fs::write(dir.join(FILE_NAME), bytes).unwrap();
 }
 
 fn set_modified(path: &Path, time: SystemTime) {
