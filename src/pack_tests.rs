@@ -36,9 +36,9 @@ use std::sync::Arc;
 use crate::engine::{self, Endpoint, PacketSize, Protocol, Request};
 use crate::packs::yaml::{self, At, Fields, Issues};
 use crate::packs::{self, FindingStatus, LoadedPacks, Override, PackSource};
-use crate::snapshot::Snapshot;
 use crate::snapshot::input::{self, Boundary, read_text};
 use crate::snapshot::problem::Problem;
+use crate::snapshot::{ClusterFrom, Snapshot};
 
 /// The result of one test case.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -102,11 +102,13 @@ impl std::fmt::Display for Disposition {
     }
 }
 
-/// Runs every case of one pack. `Err` with every problem when the pack's
-/// tests cannot be run at all (no tests, a broken expect.yaml).
+/// Runs every case of one pack, its snapshots' objects taken from where
+/// `from` says. `Err` with every problem when the pack's tests cannot be
+/// run at all (no tests, a broken expect.yaml).
 pub fn run_pack_tests(
     source: &PackSource,
     pack_name: &str,
+    from: ClusterFrom,
 ) -> Result<Vec<CaseResult>, Vec<Problem>> {
     let tests_dir = source.dir.join("tests");
     let mut cases: Vec<PathBuf> = std::fs::read_dir(&tests_dir)
@@ -126,7 +128,9 @@ pub fn run_pack_tests(
     let mut problems = Vec::new();
     for case in cases {
         match read_expectation(&case, pack_name) {
-            Ok(expectation) => results.push(run_case(source, pack_name, &case, &expectation)),
+            Ok(expectation) => {
+                results.push(run_case(source, pack_name, &case, &expectation, from));
+            }
             Err(more) => problems.extend(more),
         }
     }
@@ -481,7 +485,13 @@ fn listed(prefix: &str, ids: &[String]) -> String {
     }
 }
 
-fn run_case(source: &PackSource, pack: &str, case: &Path, expectation: &Expectation) -> CaseResult {
+fn run_case(
+    source: &PackSource,
+    pack: &str,
+    case: &Path,
+    expectation: &Expectation,
+    from: ClusterFrom,
+) -> CaseResult {
     let mut failures = Vec::new();
     let mut details = Vec::new();
     if !expectation.findings.is_empty() {
@@ -513,7 +523,7 @@ fn run_case(source: &PackSource, pack: &str, case: &Path, expectation: &Expectat
     } else {
         &expectation.snapshot
     });
-    match Snapshot::load_inside(&expectation.snapshot, &boundary) {
+    match Snapshot::load_with(&expectation.snapshot, &boundary, from) {
         Err(error) => failures.push(error.to_string()),
         Ok((snapshot, problems)) => {
             failures.extend(problems.iter().map(|p| format!("snapshot: {p}")));

@@ -227,6 +227,41 @@ fn no_cache_reads_the_files_without_looking_at_the_cache() {
     }
 }
 
+/// `packs test` diagnoses its cases' snapshots, packs' own: a cache in one
+/// that cannot be used fails the case (its snapshot has a problem), and
+/// `--no-cache` reads the files.
+#[test]
+fn packs_test_takes_no_cache_too() {
+    let copy = tempfile::tempdir().unwrap();
+    let status = Command::new("cp")
+        .args(["-r", "plugins/kindnet"])
+        .arg(copy.path())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let pack = copy.path().join("kindnet");
+    std::fs::write(
+        pack.join("tests/healthy/snapshot/cluster.cache"),
+        "not a cache",
+    )
+    .unwrap();
+    let pack = pack.to_str().unwrap();
+    let with_cache = run(&["packs", "test", pack]);
+    assert_eq!(
+        with_cache.status.code(),
+        Some(1),
+        "{}",
+        text(&with_cache.stdout)
+    );
+    assert!(
+        text(&with_cache.stdout).contains("cluster.cache: not a cluster cache of this version"),
+        "{}",
+        text(&with_cache.stdout)
+    );
+    let without = run(&["packs", "test", pack, "--no-cache"]);
+    assert_eq!(without.status.code(), Some(0), "{}", text(&without.stdout));
+}
+
 /// A file of pods added by hand, after the cache was written: the
 /// example's pods again, web-3 renamed web-9 (the others are defined twice).
 fn add_pods(snapshot: &Path) {

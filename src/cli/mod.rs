@@ -202,12 +202,15 @@ struct CacheArgs {
 impl CacheArgs {
     /// Loads the snapshot `dir`, from its cache unless told not to.
     fn load(&self, dir: &std::path::Path) -> Result<(Snapshot, Vec<Problem>), SnapshotError> {
-        let from = if self.no_cache {
+        Snapshot::load_with(dir, &Boundary::new(dir), self.cluster_from())
+    }
+
+    fn cluster_from(&self) -> ClusterFrom {
+        if self.no_cache {
             ClusterFrom::Files
         } else {
             ClusterFrom::CacheWhenCurrent
-        };
-        Snapshot::load_with(dir, &Boundary::new(dir), from)
+        }
     }
 }
 

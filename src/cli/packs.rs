@@ -6,8 +6,9 @@ use std::process::ExitCode;
 use clap::{Args, Subcommand, ValueEnum};
 use skoop::pack_tests;
 use skoop::packs::{self, HOOKS, IntRange, LoadedPacks, Override, Pack, PackKind, scaffold};
+use skoop::snapshot::ClusterFrom;
 
-use super::{EXIT_USAGE, OutputFormat, report_problems};
+use super::{CacheArgs, EXIT_USAGE, OutputFormat, report_problems};
 
 mod eval;
 use eval::eval;
@@ -46,6 +47,8 @@ pub enum PacksCommand {
         /// disposition and findings) beside what it expected.
         #[arg(short, long)]
         verbose: bool,
+        #[command(flatten)]
+        cache: CacheArgs,
     },
     /// Run a pack's checks over a snapshot and print every check, what it
     /// reported, and what its scripts printed.
@@ -146,7 +149,11 @@ pub fn run(command: PacksCommand) -> ExitCode {
         PacksCommand::List(load) => list(&load),
         PacksCommand::Show { name, load } => show(&name, &load),
         PacksCommand::Lint { dirs, overrides } => lint(&dirs, &overrides),
-        PacksCommand::Test { dirs, verbose } => test(&dirs, verbose),
+        PacksCommand::Test {
+            dirs,
+            verbose,
+            cache,
+        } => test(&dirs, verbose, cache.cluster_from()),
         PacksCommand::Eval(args) => eval(&args),
         PacksCommand::New { name, kind, dir } => new(&name, kind, dir),
     }
@@ -310,7 +317,7 @@ fn lint(dirs: &[PathBuf], overrides: &[Override]) -> ExitCode {
     }
 }
 
-fn test(dirs: &[PathBuf], verbose: bool) -> ExitCode {
+fn test(dirs: &[PathBuf], verbose: bool, from: ClusterFrom) -> ExitCode {
     let (mut passed, mut failed) = (0, 0);
     let mut unusable = false;
     for dir in dirs {
@@ -335,7 +342,7 @@ fn test(dirs: &[PathBuf], verbose: bool) -> ExitCode {
                 failed += 1;
                 continue;
             };
-            match pack_tests::run_pack_tests(&source, &pack.name) {
+            match pack_tests::run_pack_tests(&source, &pack.name, from) {
                 Err(problems) => {
                     for problem in &problems {
                         out!("{problem}");

@@ -17,10 +17,15 @@
 //!   the load could not read holds nothing but its problem; it is read again
 //!   (and must fail again) on every load, so that its problem is today's.
 //! - A cache that cannot be used is never an error: `cluster/` is read, and a
-//!   problem says why the cache was passed over. What it costs to find out,
-//!   in time and memory, is bounded by what `cluster/` holds today: its
-//!   header by the files listed, its model by their sizes (once checked),
-//!   whatever the cache claims. [`write`] refuses a model [`read`] would.
+//!   problem says why the cache was passed over. How much of it is read and
+//!   decoded is bounded by what `cluster/` holds today, whatever the cache
+//!   claims: the file by what a cache of the listed files could take, its
+//!   header by the files listed (their count checked before any stamp is
+//!   decoded), its model by the readable files' sizes, once checked.
+//!   [`write`] refuses a model [`read`] would. A model inside the bounds is
+//!   trusted: a forged one is decoded (`docs/limits.md`).
+//! - The model's sources are relative to `cluster/`: a cache's size does
+//!   not depend on where its snapshot is, and it is read wherever it moved.
 
 use std::collections::BTreeSet;
 use std::os::unix::fs::MetadataExt;
@@ -38,25 +43,38 @@ use crate::snapshot::problem::Problem;
 /// The cache's file name in a snapshot, beside `cluster/`.
 pub const FILE_NAME: &str = "cluster.cache";
 
-/// What a cache file starts with.
-const MAGIC: &[u8; 8] = b"skoop-c1";
+/// What a cache file starts with: the layout's version.
+const MAGIC: &[u8; 8] = b"skoop-c2";
 
 /// This build's snapshot code (`build.rs`): a cache written by a build with
 /// another is passed over, since that build may read `cluster/` otherwise.
 pub const SNAPSHOT_CODE: &str = env!("SKOOP_SNAPSHOT_CODE");
 
-/// What a cache is checked against before its model is read.
-#[derive(Debug, Serialize, Deserialize)]
+/// What a cache is checked against before its model is read. It is
+/// stored as a [`Preamble`], then each stamp, then each listing problem, so
+/// that how many there are is checked against `cluster/` before any is
+/// decoded.
+#[derive(Debug)]
 struct Header {
     snapshot_code: String,
-    /// `cluster/`'s path when the cache was written: the sources of objects
-    /// and problems start with it.
-    cluster_dir: PathBuf,
     /// Every file the load read, relative to `cluster/`, in its order.
     files: Vec<Stamp>,
     /// What was wrong with listing `cluster/`, relative to it.
     listing_problems: Vec<StoredProblem>,
 }
+
+/// The start of a header: the build that wrote it, and how many stamps and
+/// listing problems follow.
+#[derive(Serialize, Deserialize)]
+struct Preamble {
+    snapshot_code: String,
+    files: u32,
+    listing_problems: u32,
+}
+
+/// How many more stamps or listing problems than `cluster/` has today a
+/// header may hold, so that a few files gone still say which.
+const HEADER_LEEWAY: usize = 64;
 
 /// One file of `cluster/` as it was when its objects were read.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -108,7 +126,8 @@ fn unstored((file, line, column, message): StoredProblem) -> Problem {
     }
 }
 
-/// The model and problems of a load.
+/// The model and problems of a load, every source relative to `cluster/`,
+/// so that a cache's size does not depend on where its snapshot is.
 #[derive(Serialize, Deserialize)]
 struct Payload {
     cluster: Cluster,
@@ -166,12 +185,9 @@ fn header_bound(listing: &Listing) -> usize {
 
 /// The most a cache's model may take for files of `files_bytes` bytes in
 /// all: what loading them could make (an object's generic fields are kept
-/// as JSON text, a YAML file's sometimes longer than the YAML), and room
-/// for the indexes.
+/// as JSON text, a YAML file's sometimes longer than the YAML).
 fn model_bound(files_bytes: u64) -> u64 {
-    files_bytes
-        .saturating_mul(2)
-        .saturating_add(16 * 1024 * 1024)
+    files_bytes.saturating_mul(2).saturating_add(256 * 1024)
 }
 
 /// A snapshot just collected would otherwise be hashed on every load; for
@@ -216,8 +232,7 @@ fn write_restamping(
             return Err(WriteError::Changed(path.clone()));
         }
     }
-    let mut stored_problems: Vec<Option<StoredProblem>> =
-        problems.iter().cloned().map(stored).map(Some).collect();
+    let mut stored_problems: Vec<Option<Problem>> = problems.iter().cloned().map(Some).collect();
     let mut stamps = Vec::new();
     for ((path, (len, identity)), sha256) in files.iter().zip(before).zip(digests) {
         // An unreadable file's only problem is its reading's.
@@ -244,22 +259,28 @@ fn write_restamping(
     let files_bytes = readable_bytes(&stamps);
     let header = Header {
         snapshot_code: SNAPSHOT_CODE.to_owned(),
-        cluster_dir: cluster_dir.clone(),
         files: stamps,
         listing_problems,
     };
     let objects = cluster.object_count();
+    let mut cluster = cluster;
+    cluster.rebase(&cluster_dir, Path::new(""));
     let payload = Payload {
         cluster,
-        problems: stored_problems.into_iter().flatten().collect(),
+        problems: relative(
+            &cluster_dir,
+            &stored_problems.into_iter().flatten().collect::<Vec<_>>(),
+        ),
     };
-    let mut bytes = MAGIC.to_vec();
-    bytes = postcard::to_extend(&header, bytes).map_err(WriteError::Encode)?;
+    let bytes = encode_header(&header).map_err(WriteError::Encode)?;
     let header_end = bytes.len();
-    bytes = postcard::to_extend(&payload, bytes).map_err(WriteError::Encode)?;
+    let bytes = postcard::to_extend(&payload, bytes).map_err(WriteError::Encode)?;
     let path = root.join(FILE_NAME);
     let model_bytes = bytes.len() - header_end;
     if model_bytes as u64 > model_bound(files_bytes) {
+        // A cache written before would be passed over, saying to write
+        // it anew: it goes.
+        let _ = std::fs::remove_file(&path);
         return Err(WriteError::TooLarge(path, model_bytes, files_bytes));
     }
     // tempfile's errors name its temporary file; the cache's name is enough.
@@ -325,12 +346,13 @@ fn restamp_fresh(files: &[PathBuf], stamps: &mut [Stamp], boundary: &Boundary, a
     }
 }
 
-/// The bytes of the files a load could read: what a model is made of.
+/// The bytes of the files a load could read: what a model is made of (a
+/// file over its cap is not read, whatever a stamp says).
 fn readable_bytes(stamps: &[Stamp]) -> u64 {
     stamps
         .iter()
         .filter(|stamp| stamp.sha256.is_some())
-        .map(|stamp| stamp.len)
+        .map(|stamp| stamp.len.min(input::CLUSTER_FILE.bytes))
         .fold(0, u64::saturating_add)
 }
 
@@ -338,14 +360,34 @@ fn readable_bytes(stamps: &[Stamp]) -> u64 {
 /// when there is no cache, a problem saying why when it cannot be used.
 pub fn read(root: &Path, boundary: &Boundary) -> Result<Option<(Cluster, Vec<Problem>)>, Problem> {
     let path = root.join(FILE_NAME);
+    if std::fs::symlink_metadata(&path).is_err() {
+        return Ok(None);
+    }
     let passed_over = |why: String| {
         Problem::in_file(
             &path,
             format!("{why}; cluster/ was read instead (`skoop snapshot cache` writes it anew)"),
         )
     };
+    let cluster_dir =
+        cluster_dir(root, boundary).map_err(|problem| passed_over(problem.to_string()))?;
+    let listing = list(&cluster_dir);
+    // No more of the cache is read than a cache of cluster/ as it is could
+    // take, whatever it is.
+    let listed_bytes = listing
+        .files
+        .iter()
+        .map(|file| stat(file, boundary).0.min(input::CLUSTER_FILE.bytes))
+        .fold(0, u64::saturating_add);
+    let most = (MAGIC.len() as u64)
+        .saturating_add(header_bound(&listing) as u64)
+        .saturating_add(model_bound(listed_bytes));
+    let limit = input::Limit {
+        bytes: most.min(input::CLUSTER_CACHE.bytes),
+        what: "a cluster cache of cluster/'s files",
+    };
     let Some(bytes) = boundary
-        .read_bytes_into(&path, input::CLUSTER_CACHE, Vec::new())
+        .read_bytes_into(&path, limit, Vec::new())
         .map_err(|problem| passed_over(problem.message))?
     else {
         return Ok(None);
@@ -354,29 +396,8 @@ pub fn read(root: &Path, boundary: &Boundary) -> Result<Option<(Cluster, Vec<Pro
     let body = bytes
         .strip_prefix(MAGIC)
         .ok_or_else(|| passed_over("not a cluster cache of this version of skoop".into()))?;
-    let cluster_dir =
-        cluster_dir(root, boundary).map_err(|problem| passed_over(problem.to_string()))?;
-    let listing = list(&cluster_dir);
-    // A header larger than today's listing could make is no cache's of
-    // it, whatever it says: decoding stops where that would be.
-    let bounded = &body[..body.len().min(header_bound(&listing))];
-    let (header, rest) = match postcard::take_from_bytes::<Header>(bounded) {
-        Ok(decoded) => decoded,
-        Err(_) if bounded.len() < body.len() => {
-            return Err(passed_over(format!(
-                "its header is more than the {} bytes cluster/'s files could make",
-                bounded.len()
-            )));
-        }
-        Err(e) => return Err(malformed(e)),
-    };
-    let rest = &body[bounded.len() - rest.len()..];
-    if header.snapshot_code != SNAPSHOT_CODE {
-        return Err(passed_over(format!(
-            "written by another build of skoop ({}, this is {SNAPSHOT_CODE})",
-            header.snapshot_code
-        )));
-    }
+    let (header, header_len) = decode_header(body, &listing).map_err(passed_over)?;
+    let rest = &body[header_len..];
     let unreadable = unchanged(&cluster_dir, &header, &listing, boundary).map_err(passed_over)?;
     // Every readable file's size is now checked against the file: a model
     // larger than they could make is no cache of them, and decoding it is
@@ -396,17 +417,18 @@ pub fn read(root: &Path, boundary: &Boundary) -> Result<Option<(Cluster, Vec<Pro
         )));
     }
     let mut cluster = payload.cluster;
-    let mut problems: Vec<Problem> = payload.problems.into_iter().map(unstored).collect();
-    // As written: the bytes of the path, not its components (`snap/.` is
-    // another spelling, which a load of the files would keep).
-    if header.cluster_dir.as_os_str() != cluster_dir.as_os_str() {
-        cluster.rebase(&header.cluster_dir, &cluster_dir);
-        for problem in &mut problems {
-            if let Some(file) = rebased(&problem.file, &header.cluster_dir, &cluster_dir) {
+    cluster.rebase(Path::new(""), &cluster_dir);
+    let mut problems: Vec<Problem> = payload
+        .problems
+        .into_iter()
+        .map(unstored)
+        .map(|mut problem| {
+            if let Some(file) = rebased(&problem.file, Path::new(""), &cluster_dir) {
                 problem.file = file;
             }
-        }
-    }
+            problem
+        })
+        .collect();
     for (at, problem) in unreadable {
         if at > problems.len() {
             return Err(passed_over(
@@ -416,6 +438,74 @@ pub fn read(root: &Path, boundary: &Boundary) -> Result<Option<(Cluster, Vec<Pro
         problems.insert(at, problem);
     }
     Ok(Some((cluster, problems)))
+}
+
+/// MAGIC, then `header` as [`Header`] says it is stored.
+fn encode_header(header: &Header) -> Result<Vec<u8>, postcard::Error> {
+    let count = |n: usize| u32::try_from(n).map_err(|_| postcard::Error::SerializeBufferFull);
+    let preamble = Preamble {
+        snapshot_code: header.snapshot_code.clone(),
+        files: count(header.files.len())?,
+        listing_problems: count(header.listing_problems.len())?,
+    };
+    let mut bytes = postcard::to_extend(&preamble, MAGIC.to_vec())?;
+    for stamp in &header.files {
+        bytes = postcard::to_extend(stamp, bytes)?;
+    }
+    for problem in &header.listing_problems {
+        bytes = postcard::to_extend(problem, bytes)?;
+    }
+    Ok(bytes)
+}
+
+/// The header at the start of `body` (after MAGIC) and its length in bytes,
+/// decoded only as far as a header of `listing` could go: the build that
+/// wrote it is compared first, then how many stamps and listing problems it
+/// holds, before any is decoded.
+fn decode_header(body: &[u8], listing: &Listing) -> Result<(Header, usize), String> {
+    let bounded = &body[..body.len().min(header_bound(listing))];
+    let cut_short = |e: postcard::Error| match e {
+        postcard::Error::DeserializeUnexpectedEnd if bounded.len() < body.len() => format!(
+            "its header is more than the {} bytes cluster/'s files could make",
+            bounded.len()
+        ),
+        e => format!("not a cluster cache ({e})"),
+    };
+    let (preamble, mut rest) = postcard::take_from_bytes::<Preamble>(bounded).map_err(cut_short)?;
+    if preamble.snapshot_code != SNAPSHOT_CODE {
+        return Err(format!(
+            "written by another build of skoop ({}, this is {SNAPSHOT_CODE})",
+            preamble.snapshot_code
+        ));
+    }
+    let (files, listing_problems) = (preamble.files as usize, preamble.listing_problems as usize);
+    if files > listing.files.len() + HEADER_LEEWAY
+        || listing_problems > listing.problems.len() + HEADER_LEEWAY
+    {
+        return Err(format!(
+            "written for {files} files and {listing_problems} listing problems, \
+             and cluster/ has {} and {}",
+            listing.files.len(),
+            listing.problems.len()
+        ));
+    }
+    let mut header = Header {
+        snapshot_code: preamble.snapshot_code,
+        files: Vec::with_capacity(files),
+        listing_problems: Vec::with_capacity(listing_problems),
+    };
+    for _ in 0..files {
+        let (stamp, after) = postcard::take_from_bytes::<Stamp>(rest).map_err(cut_short)?;
+        header.files.push(stamp);
+        rest = after;
+    }
+    for _ in 0..listing_problems {
+        let (problem, after) =
+            postcard::take_from_bytes::<StoredProblem>(rest).map_err(cut_short)?;
+        header.listing_problems.push(problem);
+        rest = after;
+    }
+    Ok((header, bounded.len() - rest.len()))
 }
 
 /// `path` under `from` as the same path under `to`.

@@ -217,14 +217,12 @@ fn a_cache_of_another_build_is_passed_over() {
     let root = tempfile::tempdir().unwrap();
     let dir = example(root.path());
     write_cache(&dir);
-    let header = Header {
-        snapshot_code: "0.0.0-0000000000000000".into(),
-        cluster_dir: dir.join("cluster"),
-        files: Vec::new(),
-        listing_problems: Vec::new(),
-    };
-    let bytes = postcard::to_extend(&header, MAGIC.to_vec()).unwrap();
-    std::fs::write(dir.join(FILE_NAME), bytes).unwrap();
+    // Whatever follows: a later build may store it otherwise.
+    forge(
+        &dir,
+        |header| header.snapshot_code = "0.0.0-0000000000000000".into(),
+        b"\xff\xff\xff\xff\xff\xff",
+    );
     assert!(
         passed_over(&dir).starts_with(&format!(
             "written by another build of skoop (0.0.0-0000000000000000, this is {SNAPSHOT_CODE})"
@@ -368,10 +366,12 @@ fn a_model_too_large_or_with_bytes_after_it_is_passed_over() {
         "{}",
         passed_over(&dir)
     );
-    longer.resize(good.len() + 17 * 1024 * 1024, 0);
+    // Longer than a cache of these files could be: not even read.
+    longer.resize(good.len() + 1024 * 1024, 0);
     std::fs::write(dir.join(FILE_NAME), &longer).unwrap();
     assert!(
-        passed_over(&dir).contains("more than its files"),
+        passed_over(&dir)
+            .contains("bytes that a cluster cache of cluster/'s files may hold; not read"),
         "{}",
         passed_over(&dir)
     );
@@ -402,15 +402,17 @@ fn a_cache_holding_another_model_differs() {
 }
 
 /// What a header claims of its files' sizes makes no room for a model:
-/// only sizes checked against the files do, an unreadable file's none,
-/// summed without overflow.
+/// only sizes checked against the files do, an unreadable file's none (here
+/// one over its cap, which a cache of cluster/ could otherwise be as large
+/// as), summed without overflow.
 #[test]
 fn a_header_claiming_larger_files_makes_no_room_for_its_model() {
     let root = tempfile::tempdir().unwrap();
     let dir = example(root.path());
-    mkfifo(&dir.join("cluster/fifo.json"));
+    let over_cap = std::fs::File::create(dir.join("cluster/big.json")).unwrap();
+    over_cap.set_len(input::CLUSTER_FILE.bytes + 1).unwrap();
     write_cache(&dir);
-    let model = vec![0; 17 * 1024 * 1024];
+    let model = vec![0; 1024 * 1024];
     forge(
         &dir,
         |header| {
@@ -424,7 +426,7 @@ fn a_header_claiming_larger_files_makes_no_room_for_its_model() {
     );
     let why = passed_over(&dir);
     assert!(
-        why.starts_with("its model is 17825792 bytes, more than its files"),
+        why.starts_with("its model is 1048576 bytes, more than its files"),
         "{why}"
     );
     forge(&dir, |header| header.files[0].len = u64::MAX, &model);
@@ -435,26 +437,37 @@ fn a_header_claiming_larger_files_makes_no_room_for_its_model() {
     );
 }
 
-/// A header of many more files than `cluster/` lists is not decoded past
-/// what those could make.
+/// A header is decoded no further than a header of `cluster/` as it is
+/// could go: not for many more files than it lists, nor longer than they
+/// could make.
 #[test]
 fn a_header_larger_than_the_listing_could_make_is_not_decoded() {
     let root = tempfile::tempdir().unwrap();
     let dir = example(root.path());
     write_cache(&dir);
-    forge(
-        &dir,
-        |header| {
+    let more_files = |count: usize, path_len: usize| {
+        move |header: &mut Header| {
             let stamp = header.files[0].clone();
-            header.files.extend((0..100_000).map(|at| Stamp {
-                path: format!("{at}.yaml").into(),
+            header.files.extend((0..count).map(|at| Stamp {
+                path: format!("{}{at}.yaml", "x".repeat(path_len)).into(),
                 ..stamp.clone()
             }));
-        },
-        &[],
+        }
+    };
+    forge(&dir, more_files(100, 1), &[]);
+    assert_eq!(
+        passed_over(&dir),
+        "written for 103 files and 0 listing problems, and cluster/ has 3 and 0; cluster/ \
+         was read instead (`skoop snapshot cache` writes it anew)"
     );
+    write_cache(&dir);
+    forge(&dir, more_files(1, 200_000), &[]);
     let why = passed_over(&dir);
-    assert!(why.starts_with("its header is more than the "), "{why}");
+    assert!(
+        why.starts_with("its header is more than the ")
+            && why.contains(" bytes cluster/'s files could make;"),
+        "{why}"
+    );
 }
 
 /// Custom resources can be most of a cluster's bytes (Calico's IPAM
@@ -488,6 +501,33 @@ fn a_cluster_mostly_custom_resources_keeps_its_cache() {
     assert!(stamps.iter().all(|stamp| stamp.times_tell), "{stamps:?}");
 }
 
+/// A model over the bound a read holds it to is not written, and a cache
+/// written before goes with it (it would be passed over, saying to write it
+/// anew). YAML's `~` is JSON's `null`: a list of them is 2.5 times longer
+/// as the JSON text a custom resource's fields are kept as.
+#[test]
+fn a_model_a_read_would_refuse_is_not_written() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = example(root.path());
+    write_cache(&dir);
+    let nulls = vec!["~"; 1024 * 1024].join(",");
+    std::fs::write(
+        dir.join("cluster/nulls.yaml"),
+        format!("apiVersion: example.com/v1\nkind: Nulls\nmetadata: {{name: nulls}}\nspec: {{a: [{nulls}]}}\n"),
+    )
+    .unwrap();
+    match write(&dir, &Boundary::new(&dir)) {
+        Err(error @ WriteError::TooLarge(..)) => assert!(
+            error
+                .to_string()
+                .contains("no cache written (diagnoses read the files)"),
+            "{error}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    assert!(!dir.join(FILE_NAME).exists());
+}
+
 /// A link retargeted to another file of the same size and times is another
 /// file: its inode tells, without reading it.
 #[test]
@@ -517,16 +557,15 @@ fn a_link_retargeted_to_a_file_of_the_same_size_and_times_passes_the_cache_over(
 /// The header of `dir`'s cache.
 fn header(dir: &Path) -> Header {
     let bytes = std::fs::read(dir.join(FILE_NAME)).unwrap();
-    postcard::take_from_bytes::<Header>(&bytes[MAGIC.len()..])
-        .unwrap()
-        .0
+    let listing = list(&dir.join("cluster"));
+    decode_header(&bytes[MAGIC.len()..], &listing).unwrap().0
 }
 
 /// Rewrites `dir`'s cache: its header as `change` makes it, then `model`.
 fn forge(dir: &Path, change: impl FnOnce(&mut Header), model: &[u8]) {
     let mut header = header(dir);
     change(&mut header);
-    let mut bytes = postcard::to_extend(&header, MAGIC.to_vec()).unwrap();
+    let mut bytes = encode_header(&header).unwrap();
     bytes.extend_from_slice(model);
     std::fs::write(dir.join(FILE_NAME), bytes).unwrap();
 }
