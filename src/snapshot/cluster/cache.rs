@@ -165,11 +165,11 @@ pub enum WriteError {
 
 /// The most a cache's header may take, `listing` being what `cluster/`
 /// lists today: a stamp's fixed fields and its path for each file, each
-/// listing problem, and the snapshot code and `cluster/`'s path as written.
+/// listing problem, and the preamble.
 fn header_bound(listing: &Listing) -> usize {
     const PER_FILE: usize = 128;
     const PER_PROBLEM: usize = 64;
-    const CODE_AND_DIR: usize = 8 * 1024;
+    const PREAMBLE: usize = 8 * 1024;
     let files = listing
         .files
         .iter()
@@ -180,7 +180,7 @@ fn header_bound(listing: &Listing) -> usize {
         .iter()
         .map(|problem| problem.file.as_os_str().len() + problem.message.len() + PER_PROBLEM)
         .fold(0, usize::saturating_add);
-    CODE_AND_DIR.saturating_add(files).saturating_add(problems)
+    PREAMBLE.saturating_add(files).saturating_add(problems)
 }
 
 /// The most a cache's model may take for files of `files_bytes` bytes in
@@ -222,9 +222,9 @@ fn write_restamping(
     let stamped_at = SystemTime::now();
     let listing = list(&cluster_dir);
     let files = listing.files.clone();
-    let listing_problems = relative(&cluster_dir, &listing.problems);
+    let listing_problems = relative(&cluster_dir, listing.problems.iter().cloned());
     let before: Vec<(u64, Identity)> = files.iter().map(|path| stat(path, boundary)).collect();
-    let ((cluster, problems), digests) = load_listed_digesting(listing, boundary);
+    let ((mut cluster, problems), digests) = load_listed_digesting(listing, boundary);
     // Stat again after the load: a file changed meanwhile may have been
     // loaded as it is now or as it was.
     for (path, before) in files.iter().zip(&before) {
@@ -263,14 +263,10 @@ fn write_restamping(
         listing_problems,
     };
     let objects = cluster.object_count();
-    let mut cluster = cluster;
     cluster.rebase(&cluster_dir, Path::new(""));
     let payload = Payload {
         cluster,
-        problems: relative(
-            &cluster_dir,
-            &stored_problems.into_iter().flatten().collect::<Vec<_>>(),
-        ),
+        problems: relative(&cluster_dir, stored_problems.into_iter().flatten()),
     };
     let bytes = encode_header(&header).map_err(WriteError::Encode)?;
     let header_end = bytes.len();
@@ -372,12 +368,16 @@ pub fn read(root: &Path, boundary: &Boundary) -> Result<Option<(Cluster, Vec<Pro
     let cluster_dir =
         cluster_dir(root, boundary).map_err(|problem| passed_over(problem.to_string()))?;
     let listing = list(&cluster_dir);
-    // No more of the cache is read than a cache of cluster/ as it is could
-    // take, whatever it is.
-    let listed_bytes = listing
+    let stats: Vec<(u64, Identity)> = listing
         .files
         .iter()
-        .map(|file| stat(file, boundary).0.min(input::CLUSTER_FILE.bytes))
+        .map(|file| stat(file, boundary))
+        .collect();
+    // No more of the cache is read than a cache of cluster/ as it is could
+    // take, whatever it is.
+    let listed_bytes = stats
+        .iter()
+        .map(|(len, _)| (*len).min(input::CLUSTER_FILE.bytes))
         .fold(0, u64::saturating_add);
     let most = (MAGIC.len() as u64)
         .saturating_add(header_bound(&listing) as u64)
@@ -398,7 +398,8 @@ pub fn read(root: &Path, boundary: &Boundary) -> Result<Option<(Cluster, Vec<Pro
         .ok_or_else(|| passed_over("not a cluster cache of this version of skoop".into()))?;
     let (header, header_len) = decode_header(body, &listing).map_err(passed_over)?;
     let rest = &body[header_len..];
-    let unreadable = unchanged(&cluster_dir, &header, &listing, boundary).map_err(passed_over)?;
+    let unreadable =
+        unchanged(&cluster_dir, &header, &listing, &stats, boundary).map_err(passed_over)?;
     // Every readable file's size is now checked against the file: a model
     // larger than they could make is no cache of them, and decoding it is
     // not even tried.
@@ -588,14 +589,15 @@ pub fn verify(
 
 /// `Ok` when `cluster/` is as the cache was written for, with the problems
 /// of its unreadable files as they are today, each where it goes; what
-/// differs otherwise.
+/// differs otherwise. `stats` are the listed files' [`stat`]s.
 fn unchanged(
     cluster_dir: &Path,
     header: &Header,
     listing: &Listing,
+    stats: &[(u64, Identity)],
     boundary: &Boundary,
 ) -> Result<Vec<(usize, Problem)>, String> {
-    if relative(cluster_dir, &listing.problems) != header.listing_problems {
+    if relative(cluster_dir, listing.problems.iter().cloned()) != header.listing_problems {
         return Err("cluster/ is listed otherwise than when it was written".into());
     }
     let was: Vec<&Path> = header.files.iter().map(|s| s.path.as_path()).collect();
@@ -621,7 +623,7 @@ fn unchanged(
         );
     }
     let mut unreadable = Vec::new();
-    for (stamp, path) in header.files.iter().zip(&listing.files) {
+    for ((stamp, path), &(len, identity)) in header.files.iter().zip(&listing.files).zip(stats) {
         let file = format!("cluster/{}", stamp.path.display());
         let Some(sha256) = stamp.sha256 else {
             // Read again: it must still fail, and its problem is today's.
@@ -636,7 +638,6 @@ fn unchanged(
                 Ok(None) => return Err(format!("{file} is gone since it was written")),
             }
         };
-        let (len, identity) = stat(path, boundary);
         if len != stamp.len {
             return Err(format!("{file} changed since it was written (its size)"));
         }
@@ -688,10 +689,9 @@ fn digest(path: &Path, boundary: &Boundary) -> Option<[u8; 32]> {
     Some(Sha256::digest(&bytes).into())
 }
 
-fn relative(cluster_dir: &Path, problems: &[Problem]) -> Vec<StoredProblem> {
+fn relative(cluster_dir: &Path, problems: impl IntoIterator<Item = Problem>) -> Vec<StoredProblem> {
     problems
-        .iter()
-        .cloned()
+        .into_iter()
         .map(|mut problem| {
             if let Ok(inside) = problem.file.strip_prefix(cluster_dir) {
                 problem.file = inside.to_path_buf();
