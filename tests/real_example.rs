@@ -131,6 +131,73 @@ fn kube_proxy_in_nftables_mode_is_followed_through_its_table() {
     );
 }
 
+/// The rule that stops a flow is named by its dump file and place, in the
+/// text report's steps and the JSON report's, whichever ruleset holds it:
+/// kube-proxy's reject for a Service without endpoints is an nftables rule
+/// in its nftables mode and an iptables rule in its iptables mode.
+#[test]
+fn a_denial_names_its_stopping_rule_by_file_and_place_in_text_and_json() {
+    let cases = [
+        (
+            NFTABLES_EXAMPLE,
+            "nft-ruleset.json",
+            "the rule (handle 44) of chain reject-chain (nftables table ip kube-proxy, FORWARD)",
+            "reject with icmp port-unreachable",
+        ),
+        (
+            EXAMPLE,
+            "iptables-save.txt",
+            "rule 1 of chain KUBE-SERVICES (table filter, FORWARD)",
+            "-A KUBE-SERVICES -d 10.96.0.106/32",
+        ),
+    ];
+    for (example, file, decision, rule) in cases {
+        let run = |extra: &[&str]| {
+            let output = Command::new(env!("CARGO_BIN_EXE_skoop"))
+                .current_dir(env!("CARGO_MANIFEST_DIR"))
+                .args(["diagnose", "--snapshot", example, "--from", "default/web-0"])
+                .args(["--to", "svc/default/web-nobody"])
+                .args(extra)
+                .output()
+                .expect("run skoop");
+            assert_eq!(output.status.code(), Some(1), "{output:?}");
+            String::from_utf8(output.stdout).expect("UTF-8")
+        };
+        let report: serde_json::Value = serde_json::from_str(&run(&["-o", "json"])).expect("JSON");
+        let steps: Vec<&serde_json::Value> = report["hops"]
+            .as_array()
+            .expect("hops")
+            .iter()
+            .flat_map(|hop| hop["steps"].as_array().expect("steps"))
+            .filter(|step| step["kind"] == "netfilter")
+            .collect();
+        let [step] = steps.as_slice() else {
+            panic!("one netfilter step: {steps:#?}");
+        };
+        let path = format!("{example}/nodes/node-1/host/{file}");
+        assert_eq!(step["file"], path.as_str(), "{step:#}");
+        assert_eq!(step["decision"], decision, "{step:#}");
+        assert!(
+            step["rule"].as_str().expect("rule").starts_with(rule),
+            "{step:#}"
+        );
+        let line = step["line"].as_u64().expect("a line");
+        // nft writes its JSON on one line: a rule is at a column of it.
+        let place = match step["column"].as_u64() {
+            Some(column) => format!("{path}:{line}:{column}"),
+            None => format!("{path}:{line}"),
+        };
+        assert_eq!(
+            step["column"].is_u64(),
+            file == "nft-ruleset.json",
+            "{step:#}"
+        );
+        let text = run(&["--detail"]);
+        let shown = format!("netfilter: {decision} at {place}: {rule}");
+        assert!(text.contains(&shown), "no {shown:?} in:\n{text}");
+    }
+}
+
 /// The README's commands, as a user runs them.
 #[test]
 fn the_readme_commands_run() {

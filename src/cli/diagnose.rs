@@ -770,15 +770,9 @@ fn step_line(step: &Step, verbose: bool) -> String {
             table,
             translation,
         } => format!("netfilter {hook} {table}: {translation}"),
-        Step::Netfilter {
-            decision,
-            rule,
-            line,
-            ..
-        } => match line {
-            Some(line) => format!("netfilter: {decision}, line {line}: {rule}"),
-            None => format!("netfilter: {decision}"),
-        },
+        Step::Netfilter { rule, file } => {
+            format!("netfilter: {rule} at {}: {}", rule.place(file), rule.text)
+        }
         Step::Neighbour {
             address,
             interface,

@@ -424,6 +424,7 @@ impl From<&Step<'_>> for StepJson {
                 table,
                 chain,
                 policy,
+                ..
             } => StepJson::Policy {
                 hook: hook_name(*hook),
                 table: table.as_str(),

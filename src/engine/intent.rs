@@ -14,8 +14,8 @@ use super::{
     Severity, Step,
 };
 use crate::packs::{self, About, HopScope, HopStop, LoadedPacks, StoppingRule, Subject};
+use crate::snapshot::Snapshot;
 use crate::snapshot::cluster::IpOwner;
-use crate::snapshot::{NetnsId, Snapshot};
 
 pub(crate) fn pack_findings(
     diagnosis: &Diagnosis,
@@ -161,7 +161,7 @@ fn hop_scope(
         packet: context.packet.clone(),
         reply,
         origin,
-        stopped: stop(snapshot, context, &hop.steps).or_else(|| exit(diagnosis, index, context)),
+        stopped: stop(context, &hop.steps).or_else(|| exit(diagnosis, index, context)),
     })
 }
 
@@ -183,8 +183,8 @@ fn lineage(diagnosis: &Diagnosis, index: NodeIndex) -> (NodeIndex, bool) {
 }
 
 /// How the path ended at a hop, from the hop's steps: the stop, and for a
-/// netfilter denial the rule (or chain policy) found in the hop's dump.
-fn stop(snapshot: &Snapshot, context: &HopContext, steps: &[HopStep]) -> Option<HopStop> {
+/// netfilter denial the rule (or chain policy) that decided it.
+fn stop(context: &HopContext, steps: &[HopStep]) -> Option<HopStop> {
     let (position, disposition, reason) =
         steps
             .iter()
@@ -196,19 +196,18 @@ fn stop(snapshot: &Snapshot, context: &HopContext, steps: &[HopStep]) -> Option<
                 } => Some((position, *disposition, reason)),
                 _ => None,
             })?;
+    // The step before the stop that names the deciding rule, as the walker
+    // recorded it.
     let netfilter = match disposition {
         Disposition::DeniedByNetfilter => {
             steps[..position]
                 .iter()
                 .rev()
                 .find_map(|step| match &step.step {
-                    Step::Netfilter {
-                        table,
-                        chain,
-                        rule,
-                        line,
-                        ..
-                    } => stopping_rule(snapshot, &context.netns, table, chain, rule, *line),
+                    Step::Netfilter { rule, file } => Some(StoppingRule {
+                        rule: rule.clone(),
+                        file: file.clone(),
+                    }),
                     _ => None,
                 })
         }
@@ -238,43 +237,6 @@ fn exit(diagnosis: &Diagnosis, index: NodeIndex, context: &HopContext) -> Option
     })
 }
 
-/// The rule at `line` of chain `chain` in `table` of the hop's
-/// iptables-save.txt, or (without a line) that chain's policy.
-fn stopping_rule(
-    snapshot: &Snapshot,
-    netns: &NetnsId,
-    table: &str,
-    chain: &str,
-    text: &str,
-    line: Option<usize>,
-) -> Option<StoppingRule> {
-    let entry = snapshot.namespaces.get(netns)?;
-    let ruleset = entry.dump().iptables.as_ref()?;
-    let file = entry.dir.join("iptables-save.txt");
-    let found = ruleset
-        .tables
-        .iter()
-        .filter(|t| t.name.as_str() == table)
-        .flat_map(|t| &t.chains)
-        .find(|c| *c.name == *chain)?;
-    let (number, line) = match line {
-        Some(line) => (
-            Some(found.rules.iter().find(|rule| rule.line == line)?.number),
-            line,
-        ),
-        // The chain's policy is declared on its own line.
-        None => (None, found.line),
-    };
-    Some(StoppingRule {
-        table: table.to_owned(),
-        chain: chain.to_owned(),
-        number,
-        line: Some(line),
-        text: text.to_owned(),
-        evidence: format!("{}:{line}", file.display()),
-    })
-}
-
 /// A pack's finding as the diagnosis reports it, at a hop. What a check
 /// could not conclude (the snapshot cannot tell, or its script failed) is
 /// never as severe as a failure: it is reported at most as a warning.
@@ -300,7 +262,9 @@ mod tests {
 
     use super::*;
     use crate::engine::{Protocol, Request, diagnose};
+    use crate::netstack::netfilter::RulesetKind;
     use crate::packs::TransportProtocol;
+    use crate::snapshot::NetnsId;
     use crate::snapshot::netns::iptables;
 
     /// The flannel-vxlan example with `rule` first in its chain of `node`'s
@@ -328,6 +292,19 @@ mod tests {
     /// its checks see as stopped.
     fn stopped_once(node: &str, rule: &str, to: &str) -> (String, Flow) {
         let snapshot = example_with_filter_rule(node, rule);
+        let (hop, stopped) = the_one_stop(&snapshot, to);
+        assert_eq!(stopped.disposition, "denied_by_netfilter");
+        let packet = stopped
+            .packet
+            .as_ref()
+            .expect("the stopped packet is known");
+        let flow = (packet.src, packet.dst, packet.dst_port, packet.protocol);
+        (hop, flow)
+    }
+
+    /// The one hop where the TCP request from `default/web-0` to `to` ends,
+    /// and how its checks see it end.
+    fn the_one_stop(snapshot: &Arc<Snapshot>, to: &str) -> (String, HopStop) {
         let request = Request {
             from: "default/web-0".parse().unwrap(),
             to: to.parse().unwrap(),
@@ -338,25 +315,64 @@ mod tests {
         };
         let (packs, problems) = LoadedPacks::load(packs::builtin_sources(), &[]);
         assert!(problems.is_empty(), "{problems:?}");
-        let diagnosis = diagnose(&snapshot, &request, &packs).expect("a diagnosis");
-        let stops: Vec<(String, HopStop)> = diagnosis
+        let diagnosis = diagnose(snapshot, &request, &packs).expect("a diagnosis");
+        let mut stops: Vec<(String, HopStop)> = diagnosis
             .graph
             .node_indices()
             .filter_map(|index| {
-                let stopped = hop_scope(&diagnosis, &snapshot, index)?.stopped?;
+                let stopped = hop_scope(&diagnosis, snapshot, index)?.stopped?;
                 Some((diagnosis.graph[index].id.clone(), stopped))
             })
             .collect();
-        let [(hop, stopped)] = stops.as_slice() else {
-            panic!("one path ends, at a netfilter rule: {stops:#?}");
-        };
-        assert_eq!(stopped.disposition, "denied_by_netfilter");
-        let packet = stopped
-            .packet
-            .as_ref()
-            .expect("the stopped packet is known");
-        let flow = (packet.src, packet.dst, packet.dst_port, packet.protocol);
-        (hop.clone(), flow)
+        assert_eq!(stops.len(), 1, "one path ends: {stops:#?}");
+        stops.remove(0)
+    }
+
+    #[test]
+    fn the_checks_see_the_iptables_rule_that_stopped_the_packet() {
+        let snapshot = example_with_filter_rule("node-1", "-A FORWARD -d 10.244.2.3/32 -j DROP");
+        let (hop, stopped) = the_one_stop(&snapshot, "default/web-3:8080");
+        assert_eq!(hop, "node-1");
+        let stopping = stopped.netfilter.expect("the stopping rule");
+        let rule = &stopping.rule;
+        assert_eq!(rule.ruleset, RulesetKind::Iptables);
+        assert_eq!(
+            (rule.table.as_str(), rule.chain.as_str()),
+            ("filter", "FORWARD")
+        );
+        assert_eq!(rule.number, Some(1));
+        assert_eq!(rule.text, "-A FORWARD -d 10.244.2.3/32 -j DROP");
+        let line = rule.line.expect("its line");
+        assert!(
+            stopping
+                .evidence()
+                .ends_with(&format!("nodes/node-1/host/iptables-save.txt:{line}")),
+            "{stopping:?}"
+        );
+    }
+
+    #[test]
+    fn the_checks_see_the_nftables_rule_that_stopped_the_packet() {
+        // kube-proxy in nftables mode rejects a Service without endpoints.
+        let (snapshot, problems) =
+            Snapshot::load(Path::new("examples/flannel-vxlan-nftables-real")).expect("loads");
+        assert!(problems.is_empty(), "{problems:?}");
+        let (hop, stopped) = the_one_stop(&Arc::new(snapshot), "svc/default/web-nobody");
+        assert_eq!(hop, "node-1");
+        let stopping = stopped.netfilter.expect("the stopping rule");
+        let rule = &stopping.rule;
+        assert_eq!(rule.ruleset, RulesetKind::Nftables);
+        assert_eq!(rule.table, "ip kube-proxy");
+        assert_eq!(rule.chain, "reject-chain");
+        assert_eq!(rule.handle, Some(44));
+        assert_eq!(rule.number, Some(1));
+        assert_eq!(rule.text, "reject with icmp port-unreachable");
+        assert!(
+            stopping
+                .evidence()
+                .ends_with("nodes/node-1/host/nft-ruleset.json:1:18247"),
+            "{stopping:?}"
+        );
     }
 
     /// `hop`, and a TCP flow from `src` to `dst:port`.

@@ -21,10 +21,12 @@ mod walk;
 
 use std::fmt;
 use std::net::IpAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use petgraph::graph::{DiGraph, NodeIndex};
 
+use crate::netstack::netfilter::RuleRef;
 use crate::packs::LoadedPacks;
 use crate::snapshot::cluster::IpOwner;
 use crate::snapshot::{NetnsId, Snapshot};
@@ -155,12 +157,9 @@ pub enum Step {
     },
     /// A netfilter rule (or chain policy) decided the packet's fate.
     Netfilter {
-        decision: String,
-        /// The table and chain of the deciding rule or policy.
-        table: String,
-        chain: String,
-        rule: String,
-        line: Option<usize>,
+        rule: RuleRef,
+        /// The dump file the rule is in, in the snapshot.
+        file: PathBuf,
     },
     /// A neighbour (ARP) resolution.
     Neighbour {

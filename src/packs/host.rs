@@ -14,7 +14,9 @@ use ipnet::IpNet;
 use rhai::{Array, Dynamic, Engine, EvalAltResult, Map, Position};
 use sha1::{Digest, Sha1};
 
-use super::scope::{ClusterRef, Context, HopScope, HopStop, NetnsRef, NodeRef, Packet, PodRef};
+use super::scope::{
+    ClusterRef, Context, HopScope, HopStop, NetnsRef, NodeRef, Packet, PodRef, StoppingRule,
+};
 use crate::netstack::netfilter;
 use crate::netstack::routing::{Fib, FlowKey, LookupOutcome, table_name};
 use crate::snapshot::NetnsId;
@@ -263,22 +265,32 @@ fn register_packet(engine: &mut Engine) {
         });
 }
 
-/// `hop.stopped`: `#{disposition, reason, packet, table, chain, rule, line,
-/// text, evidence}`, the netfilter fields `()` unless netfilter stopped the
-/// packet.
+/// `hop.stopped`: `#{disposition, reason, packet, file, table, chain, rule,
+/// handle, line, column, text, evidence}`, the netfilter fields `()` unless
+/// netfilter stopped the packet (`file` is the ruleset's dump file,
+/// `iptables-save.txt` or `nft-ruleset.json`).
 fn hop_stop(stop: &HopStop) -> Dynamic {
-    let rule = stop.netfilter.as_ref();
+    let stopping = stop.netfilter.as_ref();
+    let rule = stopping.map(|s| &s.rule);
     let number = |n: Option<usize>| opt(n.map(|n| i64::try_from(n).unwrap_or(i64::MAX)));
     map([
         ("disposition", text(&stop.disposition)),
         ("reason", text(&stop.reason)),
         ("packet", opt(stop.packet.clone().map(Dynamic::from))),
+        ("file", opt(rule.map(|r| r.ruleset.file_name().to_owned()))),
         ("table", opt(rule.map(|r| r.table.clone()))),
         ("chain", opt(rule.map(|r| r.chain.clone()))),
         ("rule", number(rule.and_then(|r| r.number))),
+        (
+            "handle",
+            opt(rule
+                .and_then(|r| r.handle)
+                .map(|h| i64::try_from(h).unwrap_or(i64::MAX))),
+        ),
         ("line", number(rule.and_then(|r| r.line))),
+        ("column", number(rule.and_then(|r| r.column))),
         ("text", opt(rule.map(|r| r.text.clone()))),
-        ("evidence", opt(rule.map(|r| r.evidence.clone()))),
+        ("evidence", opt(stopping.map(StoppingRule::evidence))),
     ])
 }
 

@@ -8,10 +8,12 @@
 
 use std::fmt;
 use std::net::IpAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use rhai::Dynamic;
 
+use crate::netstack::netfilter::RuleRef;
 use crate::snapshot::cluster::{Node, Pod};
 use crate::snapshot::{NetnsEntry, NetnsId, Snapshot};
 
@@ -118,19 +120,20 @@ pub struct HopStop {
     pub netfilter: Option<StoppingRule>,
 }
 
-/// A netfilter rule (or chain policy) that ended a path.
+/// A netfilter rule (or chain policy) that ended a path, as the walker
+/// recorded it, and the dump file it is in.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoppingRule {
-    pub table: String,
-    pub chain: String,
-    /// The rule's 1-based number in its chain; `None` for the chain's policy.
-    pub number: Option<usize>,
-    /// The rule's line in iptables-save.txt.
-    pub line: Option<usize>,
-    /// The rule as iptables-save wrote it (`:CHAIN DROP` for a policy).
-    pub text: String,
-    /// `.../iptables-save.txt:LINE`.
-    pub evidence: String,
+    pub rule: RuleRef,
+    /// The ruleset's dump file in the snapshot.
+    pub file: PathBuf,
+}
+
+impl StoppingRule {
+    /// `FILE[:LINE[:COLUMN]]`.
+    pub fn evidence(&self) -> String {
+        self.rule.place(&self.file).to_string()
+    }
 }
 
 /// What a finding is about.

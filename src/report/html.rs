@@ -365,6 +365,7 @@ fn step_fields(step: &StepKindOut) -> (&'static str, Vec<(&'static str, String)>
             chain,
             rule,
             line,
+            ..
         } => {
             let mut fields = vec![
                 ("decision", decision.clone()),

@@ -122,8 +122,15 @@ pub enum StepKindOut {
         table: String,
         chain: String,
         rule: String,
+        /// The ruleset's dump file (`iptables-save.txt`, `nft-ruleset.json`).
+        file: String,
         #[serde(skip_serializing_if = "Option::is_none")]
         line: Option<usize>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        column: Option<usize>,
+        /// An nftables rule's handle.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        handle: Option<u64>,
     },
     Neighbour {
         address: String,
@@ -332,18 +339,15 @@ impl StepKindOut {
                 table,
                 translation,
             },
-            Step::Netfilter {
-                decision,
-                table,
-                chain,
-                rule,
-                line,
-            } => StepKindOut::Netfilter {
-                decision,
-                table,
-                chain,
-                rule,
-                line,
+            Step::Netfilter { rule, file } => StepKindOut::Netfilter {
+                decision: rule.description(),
+                file: file.display().to_string(),
+                line: rule.line,
+                column: rule.column,
+                handle: rule.handle,
+                table: rule.table,
+                chain: rule.chain,
+                rule: rule.text,
             },
             Step::Neighbour {
                 address,

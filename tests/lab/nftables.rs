@@ -673,6 +673,7 @@ fn step_text(step: &Step<'_>) -> String {
             table,
             chain,
             policy,
+            ..
         } => format!(
             "{hook} iptables {} {chain}: policy {policy:?}",
             table.as_str()

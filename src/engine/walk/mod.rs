@@ -56,7 +56,7 @@ use crate::netstack::Tri;
 use crate::netstack::ipvs::{Ipvs, IpvsOutcome, Scheduled, Transport};
 use crate::netstack::netfilter::{
     self, BridgePorts, ConnectionNat, Context, CtState, Netfilter, Outcome, PacketPath,
-    RouteChoice, Step as NetfilterStep, Translation, Verdict,
+    RouteChoice, RuleRef, Step as NetfilterStep, Translation, Verdict, deciding_rule, ruleset_of,
 };
 use crate::netstack::routing::{
     Fib, FlowKey, LookupOutcome, RouteError, RoutePath, describe_route, describe_rule,
@@ -64,16 +64,13 @@ use crate::netstack::routing::{
 use crate::packs::{self, LoadedPacks};
 use crate::snapshot::cluster::IpOwner;
 use crate::snapshot::netns::addr::Family;
-use crate::snapshot::netns::iptables::{
-    Policy as IptablesPolicy, Protocol as IpProtocol, TcpFlagBits,
-};
+use crate::snapshot::netns::iptables::{Protocol as IpProtocol, TcpFlagBits};
 use crate::snapshot::netns::ipvs::{Forwarding, VirtualService};
 use crate::snapshot::netns::link::{
     IpipInfo, Link as Device, LinkFlag, LinkKind as DeviceKind, LinkLayerAddress, MacAddr,
     TunnelEndpoint, VxlanDf, VxlanInfo,
 };
 use crate::snapshot::netns::neigh::NeighbourState;
-use crate::snapshot::netns::nft;
 use crate::snapshot::netns::route::{RouteType, Scope};
 use crate::snapshot::netns::rule::IpProto;
 use crate::snapshot::netns::sockets::{LocalAddress, SocketProtocol};

@@ -298,8 +298,11 @@ impl<'s> Walker<'s> {
                             _ => "rejects",
                         };
                         ErrorOut::Stopped {
-                            reason: format!("its netfilter {verb} it: {}", decision.description),
-                            evidence: self.rule_evidence(ns, &decision),
+                            reason: format!(
+                                "its netfilter {verb} it: {}",
+                                decided_by(decision.as_ref())
+                            ),
+                            evidence: self.rule_evidence(ns, &outcome.trace, decision.as_ref()),
                         }
                     }
                     Verdict::Unroutable { error } => ErrorOut::Stopped {

@@ -15,140 +15,9 @@ pub(super) struct Followed<'s> {
     pub(super) branch: Branch,
 }
 
-/// The rule (or chain policy) that decided a drop or reject: the last rule
-/// that matched, or the policy that ended the walk.
-pub(super) fn deciding_rule(trace: &[NetfilterStep<'_>]) -> Decision {
-    for step in trace.iter().rev() {
-        match step {
-            NetfilterStep::Rule {
-                hook,
-                table,
-                chain,
-                rule,
-                matched: Tri::True,
-                ..
-            } => {
-                return Decision {
-                    description: format!(
-                        "rule {} of chain {chain} (table {table}, {hook})",
-                        rule.number
-                    ),
-                    table: table.to_string(),
-                    chain: chain.to_string(),
-                    file: IPTABLES_FILE,
-                    line: Some(rule.line),
-                    column: None,
-                    text: rule.text.to_string(),
-                };
-            }
-            NetfilterStep::NftRule {
-                hook,
-                table,
-                chain,
-                rule,
-                matched: Tri::True,
-                ..
-            } => {
-                let handle = rule
-                    .handle
-                    .map_or_else(String::new, |h| format!(" (handle {h})"));
-                return Decision {
-                    description: format!(
-                        "the rule{handle} of chain {chain} (nftables table {table}, {hook})"
-                    ),
-                    table: table.to_string(),
-                    chain: chain.to_string(),
-                    file: NFT_FILE,
-                    line: Some(rule.position.0),
-                    column: Some(rule.position.1),
-                    text: rule.text(),
-                };
-            }
-            NetfilterStep::NftPolicy {
-                hook,
-                table,
-                chain,
-                policy,
-            } => {
-                let policy = match policy {
-                    nft::Policy::Accept => "accept",
-                    nft::Policy::Drop => "drop",
-                };
-                return Decision {
-                    description: format!(
-                        "the {policy} policy of chain {chain} (nftables table {table}, {hook})"
-                    ),
-                    table: table.to_string(),
-                    chain: chain.to_string(),
-                    file: NFT_FILE,
-                    line: None,
-                    column: None,
-                    text: format!("chain {chain} {{ policy {policy}; }}"),
-                };
-            }
-            NetfilterStep::Policy {
-                hook,
-                table,
-                chain,
-                policy,
-            } => {
-                let policy = match policy {
-                    IptablesPolicy::Accept => "ACCEPT",
-                    IptablesPolicy::Drop => "DROP",
-                };
-                return Decision {
-                    description: format!(
-                        "the {policy} policy of chain {chain} (table {table}, {hook})"
-                    ),
-                    table: table.to_string(),
-                    chain: chain.to_string(),
-                    file: IPTABLES_FILE,
-                    line: None,
-                    column: None,
-                    text: format!(":{chain} {policy}"),
-                };
-            }
-            _ => {}
-        }
-    }
-    Decision {
-        description: "no rule is recorded".into(),
-        table: String::new(),
-        chain: String::new(),
-        file: IPTABLES_FILE,
-        line: None,
-        column: None,
-        text: String::new(),
-    }
-}
-
-const IPTABLES_FILE: &str = "iptables-save.txt";
-const NFT_FILE: &str = "nft-ruleset.json";
-
-/// The dump file of the last rule a trace tested: where to look for why it stopped.
-fn rules_file_of(trace: &[NetfilterStep<'_>]) -> &'static str {
-    let last = trace.iter().rev().find_map(|step| match step {
-        NetfilterStep::Rule { .. } | NetfilterStep::Policy { .. } => Some(IPTABLES_FILE),
-        NetfilterStep::NftRule { .. } | NetfilterStep::NftPolicy { .. } => Some(NFT_FILE),
-        _ => None,
-    });
-    last.unwrap_or(IPTABLES_FILE)
-}
-
-/// The rule or chain policy that gave a netfilter verdict.
-pub(super) struct Decision {
-    /// For messages: `rule 3 of chain X (table filter, FORWARD)`.
-    pub(super) description: String,
-    pub(super) table: String,
-    pub(super) chain: String,
-    /// The dump file the rule is in.
-    pub(super) file: &'static str,
-    /// The rule's line (and, in the one-line JSON of nft, column) in
-    /// `file`; `None` for a chain's policy.
-    pub(super) line: Option<usize>,
-    pub(super) column: Option<usize>,
-    /// The rule as written, or `:CHAIN POLICY`.
-    pub(super) text: String,
+/// The rule that decided, for a message.
+pub(super) fn decided_by(decision: Option<&RuleRef>) -> String {
+    decision.map_or_else(|| "no rule is recorded".to_owned(), RuleRef::description)
 }
 
 impl<'s> Walker<'s> {
@@ -298,7 +167,7 @@ impl<'s> Walker<'s> {
     }
 
     /// The stop for a drop or reject, naming the rule (or policy) that decided
-    /// it with its line in the dump.
+    /// it with its place in the dump, and recording it as the hop's step.
     pub(super) fn denial(
         &mut self,
         ns: &NetnsId,
@@ -312,22 +181,16 @@ impl<'s> Walker<'s> {
         } else {
             "rejects"
         };
-        let evidence = self.rule_evidence(ns, &decision);
+        let evidence = self.rule_evidence(ns, &outcome.trace, decision.as_ref());
         let reason = format!(
             "{}'s netfilter {verb} {what}: {}",
             hop_id(ns),
-            decision.description
+            decided_by(decision.as_ref())
         );
-        self.step(
-            hop,
-            Step::Netfilter {
-                decision: decision.description,
-                table: decision.table,
-                chain: decision.chain,
-                rule: decision.text,
-                line: decision.line,
-            },
-        );
+        if let Some(rule) = decision {
+            let file = self.file(ns, rule.ruleset.file_name()).file;
+            self.step(hop, Step::Netfilter { rule, file });
+        }
         Stop {
             disposition: Disposition::DeniedByNetfilter,
             id: "kernel.netfilter.denied",
@@ -349,7 +212,7 @@ impl<'s> Walker<'s> {
         } = followed;
         let iif = iif.as_ref();
         branch.probability *= outcome.probability;
-        let rules_file = self.file(ns, rules_file_of(&outcome.trace));
+        let rules_file = self.file(ns, ruleset_of(&outcome.trace).file_name());
         self.record_translations(ns, hop, &outcome, &mut branch);
         let route = outcome.trace.iter().rev().find_map(|step| match step {
             NetfilterStep::Route { choice, .. } => Some(choice.clone()),
@@ -616,14 +479,19 @@ impl<'s> Walker<'s> {
         }
     }
 
-    /// A rule's place in the namespace's iptables-save dump, as evidence.
-    pub(super) fn rule_evidence(&self, ns: &NetnsId, decision: &Decision) -> Vec<Evidence> {
-        let rules_file = Evidence {
-            line: decision.line,
-            column: decision.column.filter(|_| decision.line.is_some()),
-            ..self.file(ns, decision.file)
+    /// A rule's place in the namespace's netfilter dump, as evidence (the
+    /// ruleset the trace last tested where no rule decided).
+    pub(super) fn rule_evidence(
+        &self,
+        ns: &NetnsId,
+        trace: &[NetfilterStep<'_>],
+        decision: Option<&RuleRef>,
+    ) -> Vec<Evidence> {
+        let Some(rule) = decision else {
+            return vec![self.file(ns, ruleset_of(trace).file_name())];
         };
-        vec![rules_file.noting(decision.text.clone())]
+        let file = self.file(ns, rule.ruleset.file_name());
+        vec![rule.place(file.file).noting(rule.text.clone())]
     }
 }
 

@@ -321,12 +321,13 @@ impl<'a> Walk<'_, 'a, '_> {
             .chain(name)
             .and_then(|c| c.policy)
             .unwrap_or(Policy::Accept);
-        let chain = table.chain(name).map_or(name, |c| &*c.name);
+        let declared = table.chain(name);
         branch.trace.push(Step::Policy {
             hook: self.hook,
             table: table.name,
-            chain,
+            chain: declared.map_or(name, |c| &*c.name),
             policy,
+            line: declared.map(|c| c.line),
         });
         if policy == Policy::Drop {
             branch.verdict = Some(Verdict::Drop);

@@ -22,6 +22,7 @@
 //! connection already has is not known (a reply's un-NAT is not modelled).
 
 mod chains;
+mod decision;
 mod index;
 mod matching;
 mod nftables;
@@ -44,6 +45,7 @@ use crate::snapshot::netns::iptables::{
 };
 use crate::snapshot::netns::nft;
 use crate::snapshot::netns::rule::IpProto;
+pub use decision::{RuleRef, RulesetKind, deciding_rule, ruleset_of};
 use index::IndexedTable;
 use nftables::{NftTable, NftWalk};
 
@@ -408,6 +410,8 @@ pub enum Step<'a> {
         table: TableName,
         chain: &'a str,
         policy: Policy,
+        /// The line of the chain's declaration, where the dump declares it.
+        line: Option<usize>,
     },
     /// An nftables rule was tested.
     NftRule {
