@@ -8,6 +8,7 @@
 //! **Architecture Invariant:** this module is below the engine and the
 //! packs: it knows neither.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::path::PathBuf;
 
@@ -160,13 +161,72 @@ pub fn evidence_text(evidence: &[Evidence]) -> String {
     places.join("; ")
 }
 
+/// One entry of a catalogue of finding ids (the engine's is
+/// `engine::codes`): the id, the severity it is reported with, and what it
+/// means. `docs/findings.md` is generated from the catalogue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FindingCode {
+    pub id: &'static str,
+    pub severity: Severity,
+    /// What it means, for the documentation: a line of Markdown.
+    pub summary: &'static str,
+}
+
+/// A finding's stable id (`kernel.route.none`, `flannel.vxlan.fdb`): an
+/// entry of a catalogue ([`FindingCode`]), or a pack check's own, as its
+/// manifest names it. Code compares ids with the catalogue's constants,
+/// never with a string it spells again.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FindingId(Cow<'static, str>);
+
+impl FindingId {
+    /// The id a pack's manifest gives a check.
+    pub fn pack(id: impl Into<String>) -> FindingId {
+        FindingId(Cow::Owned(id.into()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<FindingCode> for FindingId {
+    fn from(code: FindingCode) -> FindingId {
+        FindingId(Cow::Borrowed(code.id))
+    }
+}
+
+impl fmt::Display for FindingCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.id)
+    }
+}
+
+impl PartialEq<FindingCode> for FindingId {
+    fn eq(&self, code: &FindingCode) -> bool {
+        self.0 == code.id
+    }
+}
+
+impl fmt::Display for FindingId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl serde::Serialize for FindingId {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.0)
+    }
+}
+
 /// What skoop found, and `about` what: where on the path (the walker's
 /// findings, `engine::AtHop`) or which check of which pack about which
 /// subject (`packs::FromCheck`).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Finding<A> {
     /// Stable id: `kernel.route.none`, `flannel.vxlan.fdb`.
-    pub id: String,
+    pub id: FindingId,
     pub severity: Severity,
     pub status: FindingStatus,
     pub message: String,
@@ -232,7 +292,7 @@ mod tests {
     #[test]
     fn a_finding_keeps_every_field_when_it_changes_what_it_is_about() {
         let finding = Finding {
-            id: "flannel.vxlan.fdb".to_string(),
+            id: FindingId::pack("flannel.vxlan.fdb"),
             severity: Severity::Critical,
             status: FindingStatus::Unknown,
             message: "no FDB entry".to_string(),

@@ -419,7 +419,11 @@ fn check_flows(
         };
         let disposition = diagnosis.disposition();
         let exit_source = diagnosis.exit().and_then(|exit| exit.source);
-        let ids: Vec<String> = diagnosis.findings.iter().map(|f| f.id.clone()).collect();
+        let ids: Vec<String> = diagnosis
+            .findings
+            .iter()
+            .map(|f| f.id.to_string())
+            .collect();
         details.push(format!(
             "{name} reported {disposition}{}{}{}",
             if diagnosis.assumed() {
@@ -464,7 +468,7 @@ fn check_flows(
                 Some(_) => {}
             }
         }
-        let reported = |id: &str| diagnosis.findings.iter().any(|f| f.id == id);
+        let reported = |id: &str| diagnosis.findings.iter().any(|f| f.id.as_str() == id);
         for id in &flow.findings {
             if !reported(id) {
                 failures.push(format!("{name}: expected finding {id}, not reported"));
@@ -553,7 +557,7 @@ fn run_case(
             let failed = |id: &str| {
                 findings
                     .iter()
-                    .any(|f| f.id == id && f.status == FindingStatus::Failed)
+                    .any(|f| f.id.as_str() == id && f.status == FindingStatus::Failed)
             };
             for id in &expectation.findings {
                 if !failed(id) {
@@ -561,7 +565,7 @@ fn run_case(
                 }
             }
             for id in &expectation.absent {
-                for finding in findings.iter().filter(|f| f.id == *id) {
+                for finding in findings.iter().filter(|f| f.id.as_str() == id) {
                     failures.push(format!(
                         "unexpected finding {id} ({:?}) for {}: {}",
                         finding.status, finding.about.subject, finding.message

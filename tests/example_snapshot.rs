@@ -193,7 +193,10 @@ fn a_pod_reaches_itself_through_lo() {
             diagnosis.findings
         );
         assert!(
-            diagnosis.findings.iter().all(|f| f.id != "engine.loop"),
+            diagnosis
+                .findings
+                .iter()
+                .all(|f| f.id != skoop::engine::codes::ENGINE_LOOP),
             "{:#?}",
             diagnosis.findings
         );

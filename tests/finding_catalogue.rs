@@ -1,65 +1,142 @@
-//! Every finding id the engine can emit is documented in `docs/findings.md`,
-//! and every id documented there is one the engine emits: a script that
-//! matches on an id can find what it means.
+//! The engine's finding ids are one catalogue, `src/engine/codes.rs`:
+//! `docs/findings.md` is generated from it, every id it lists is one the
+//! engine emits, and no code spells an id as a string of its own: a stage
+//! names its finding by the catalogue's constant, so a script that matches
+//! on an id can find what it means, and a misspelt id is a compile error.
 
 use std::collections::BTreeSet;
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+use skoop::engine::codes;
 
 /// The prefixes of the engine's own ids (the packs' ids are their own).
 const PREFIXES: &[&str] = &["kernel.", "engine.", "snapshot.", "kubernetes."];
 
-/// Every string literal in `dir`'s Rust sources that reads like an id of
-/// the engine's: a prefix, then lower-case words joined by `.`, `-`, `_`.
-fn ids_in(dir: &Path, ids: &mut BTreeSet<String>) {
+/// The catalogue's own file: the one place an id is spelt.
+const CATALOGUE: &str = "src/engine/codes.rs";
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Every Rust source under `dir`.
+fn sources(dir: &Path, found: &mut Vec<PathBuf>) {
     for entry in fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
         if path.is_dir() {
-            ids_in(&path, ids);
-            continue;
+            sources(&path, found);
+        } else if path.extension().is_some_and(|ext| ext == "rs") {
+            found.push(path);
         }
-        if path.extension().is_none_or(|ext| ext != "rs") {
-            continue;
-        }
-        let text = fs::read_to_string(&path).unwrap();
-        for literal in text.split('"').skip(1).step_by(2) {
+    }
+}
+
+/// The string literals of a Rust source that read like an engine's id: a
+/// prefix, then lower-case words joined by `.`, `-`, `_`.
+fn id_literals(text: &str) -> Vec<(usize, String)> {
+    let mut found = Vec::new();
+    for (number, line) in text.lines().enumerate() {
+        for literal in line.split('"').skip(1).step_by(2) {
             let is_id = PREFIXES.iter().any(|prefix| literal.starts_with(prefix))
                 && literal
                     .chars()
                     .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "._-".contains(c));
             if is_id {
-                ids.insert(literal.to_string());
+                found.push((number + 1, literal.to_string()));
             }
         }
     }
-}
-
-/// The ids the catalogue documents: the first column of its tables.
-fn documented() -> BTreeSet<String> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let text = fs::read_to_string(root.join("docs/findings.md")).unwrap();
-    text.lines()
-        .filter_map(|line| line.strip_prefix("| `"))
-        .filter_map(|rest| rest.split('`').next())
-        .map(str::to_string)
-        .collect()
+    found
 }
 
 #[test]
-fn every_finding_id_the_engine_emits_is_documented_and_no_other() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut emitted = BTreeSet::new();
-    ids_in(&root.join("src/engine"), &mut emitted);
-    assert!(emitted.contains("kernel.netfilter.denied"), "{emitted:?}");
-    let documented = documented();
-    let undocumented: Vec<_> = emitted.difference(&documented).collect();
+fn the_findings_page_is_the_catalogue() {
+    let page = root().join("docs/findings.md");
+    let generated = codes::markdown();
+    if std::env::var_os("SKOOP_BLESS").is_some() {
+        fs::write(&page, &generated).unwrap();
+    }
+    let written = fs::read_to_string(&page).unwrap();
     assert!(
-        undocumented.is_empty(),
-        "emitted by src/engine but not in docs/findings.md: {undocumented:?}"
+        written == generated,
+        "docs/findings.md is not what {CATALOGUE} generates; \
+         run `SKOOP_BLESS=1 cargo test --test finding_catalogue`"
     );
-    let stale: Vec<_> = documented.difference(&emitted).collect();
+}
+
+/// No source spells an engine id: in `src/engine` no literal reads like
+/// one at all, and nowhere in `src/` is a catalogued id written out.
+#[test]
+fn no_code_spells_a_finding_id_outside_the_catalogue() {
+    let catalogued: BTreeSet<&str> = codes::ALL.iter().map(|code| code.id).collect();
+    let mut files = Vec::new();
+    sources(&root().join("src"), &mut files);
+    let mut spelt = Vec::new();
+    for file in &files {
+        let relative = file.strip_prefix(root()).unwrap();
+        if relative == Path::new(CATALOGUE) {
+            continue;
+        }
+        let in_engine = relative.starts_with("src/engine");
+        for (line, literal) in id_literals(&fs::read_to_string(file).unwrap()) {
+            if in_engine || catalogued.contains(literal.as_str()) {
+                spelt.push(format!("{}:{line}: \"{literal}\"", relative.display()));
+            }
+        }
+    }
     assert!(
-        stale.is_empty(),
-        "in docs/findings.md but emitted nowhere in src/engine: {stale:?}"
+        spelt.is_empty(),
+        "finding ids spelt as strings (name them by their constant in {CATALOGUE}):\n{}",
+        spelt.join("\n")
+    );
+}
+
+/// The check above can fail: it finds an id in a line of code.
+#[test]
+fn an_id_written_as_a_string_is_found() {
+    let code = "if f.id == \"kernel.route.none\" && x == \"not-an-id\" { stop(\"engine.loop\") }";
+    let found: Vec<String> = id_literals(code).into_iter().map(|(_, id)| id).collect();
+    assert_eq!(found, ["kernel.route.none", "engine.loop"]);
+}
+
+/// Every id of the catalogue is used by the engine: the page lists none
+/// that nothing emits.
+#[test]
+fn every_catalogued_id_is_emitted() {
+    let mut files = Vec::new();
+    sources(&root().join("src/engine"), &mut files);
+    let code: String = files
+        .iter()
+        .filter(|file| !file.ends_with("codes.rs"))
+        .map(|file| {
+            let text = fs::read_to_string(file).unwrap();
+            // Only the product code: unit tests name ids to check them.
+            match text.find("#[cfg(test)]\nmod tests") {
+                Some(tests) => text[..tests].to_owned(),
+                None if file.ends_with("tests.rs") || file.ends_with("fixture.rs") => String::new(),
+                None => text,
+            }
+        })
+        .collect();
+    // The catalogue's entries as written: `    NAME = "id", Severity,`.
+    let catalogue = fs::read_to_string(root().join(CATALOGUE)).unwrap();
+    let entries: Vec<(&str, &str)> = catalogue
+        .lines()
+        .filter_map(|line| {
+            let (name, rest) = line.trim().split_once(" = \"")?;
+            let constant = name.chars().all(|c| c.is_ascii_uppercase() || c == '_');
+            constant.then_some((name, rest.split('"').next()?))
+        })
+        .collect();
+    assert_eq!(entries.len(), codes::ALL.len(), "{entries:?}");
+    let unused: Vec<&str> = entries
+        .iter()
+        .filter(|(name, _)| !code.contains(&format!("codes::{name}")))
+        .map(|(_, id)| *id)
+        .collect();
+    assert!(
+        unused.is_empty(),
+        "in {CATALOGUE} but emitted nowhere in src/engine: {unused:?}"
     );
 }

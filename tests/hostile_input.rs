@@ -457,7 +457,7 @@ fn slow_or_memory_hungry_scripts_are_stopped_by_their_budget() {
     let findings = loaded.evaluate_snapshot(&std::sync::Arc::new(snapshot));
     let took = started.elapsed();
     let kind = |id: &str| {
-        let found: Vec<_> = findings.iter().filter(|f| f.id == id).collect();
+        let found: Vec<_> = findings.iter().filter(|f| f.id.as_str() == id).collect();
         assert_eq!(found.len(), 2, "one per node: {found:?}");
         assert!(found.iter().all(|f| f.status == FindingStatus::ScriptError));
         found[0].about.error_kind
@@ -717,7 +717,7 @@ fn unparseable_dump_is_said_unreadable_not_missing() {
     let pack_says = diagnosis
         .findings
         .iter()
-        .find(|f| f.id == "flannel.route.remote-pod-cidr")
+        .find(|f| f.id.as_str() == "flannel.route.remote-pod-cidr")
         .expect("flannel's route check");
     assert_eq!(pack_says.status, skoop::diagnostic::FindingStatus::Unknown);
     assert!(

@@ -471,7 +471,13 @@ fn checks_name_the_service_and_what_kube_proxy_does() {
         .iter()
         .filter(|f| f.about.pack == "kube-proxy")
         .inspect(|f| assert_eq!(f.status, FindingStatus::Failed, "{f:#?}"))
-        .map(|f| (f.id.clone(), f.about.subject.to_string(), f.message.clone()))
+        .map(|f| {
+            (
+                f.id.to_string(),
+                f.about.subject.to_string(),
+                f.message.clone(),
+            )
+        })
         .collect();
     let expected = [
         (
@@ -518,7 +524,7 @@ fn checks_name_the_service_and_what_kube_proxy_does() {
     assert!(
         findings
             .iter()
-            .filter(|f| f.id.starts_with("kube-proxy."))
+            .filter(|f| f.id.as_str().starts_with("kube-proxy."))
             .all(|f| matches!(&f.about.subject, Subject::Object { kind, .. } if kind == "Service"))
     );
 }

@@ -225,7 +225,7 @@ fn the_healthy_example_has_no_mtu_findings() {
         diagnosis
             .findings
             .iter()
-            .all(|f| !f.id.starts_with("kernel.mtu.")),
+            .all(|f| !f.id.as_str().starts_with("kernel.mtu.")),
         "{:#?}",
         diagnosis.findings
     );

@@ -107,7 +107,7 @@ fn hook_in_an_endless_loop_is_a_finding_and_the_engine_stays_usable() {
         finding.about.error_kind,
         Some(ScriptErrorKind::TooManyOperations)
     );
-    assert_eq!(finding.id, "hooks.hook.encapsulation");
+    assert_eq!(finding.id.as_str(), "hooks.hook.encapsulation");
     assert!(
         finding.evidence[0].to_string().ends_with("hooks.rhai:11:1"),
         "{:?}",
@@ -126,7 +126,7 @@ fn hostile_scripts_are_each_stopped_with_their_kind() {
     let loaded = pack("tests/fixtures/packs/hostile");
     let findings = loaded.evaluate_snapshot(&example());
     let kind = |id: &str| {
-        let found: Vec<_> = findings.iter().filter(|f| f.id == id).collect();
+        let found: Vec<_> = findings.iter().filter(|f| f.id.as_str() == id).collect();
         assert_eq!(found.len(), 2, "one per node: {found:?}");
         assert!(found.iter().all(|f| f.status == FindingStatus::ScriptError));
         found[0].about.error_kind
@@ -162,7 +162,7 @@ fn ip_forward_off_finding_cites_the_sysctl_line() {
     let findings = core().evaluate_snapshot(&Arc::new(snapshot));
     let finding = findings
         .iter()
-        .find(|f| f.id == "core.node.ip-forward")
+        .find(|f| f.id.as_str() == "core.node.ip-forward")
         .expect("reported");
     assert_eq!(finding.status, FindingStatus::Failed);
     assert_eq!(finding.about.subject.to_string(), "node/node-1");
@@ -244,7 +244,7 @@ fn strict_rp_filter_drops_a_packet_whose_route_back_leaves_elsewhere() {
         packs
             .evaluate_hop(&Arc::new(fine.clone()))
             .iter()
-            .all(|f| f.id != "core.hop.rp-filter")
+            .all(|f| f.id.as_str() != "core.hop.rp-filter")
     );
     // The same source arriving on eth0: strict rp_filter drops it.
     let mut spoofed = fine;
@@ -252,7 +252,7 @@ fn strict_rp_filter_drops_a_packet_whose_route_back_leaves_elsewhere() {
     let findings = packs.evaluate_hop(&Arc::new(spoofed));
     let rp = findings
         .iter()
-        .find(|f| f.id == "core.hop.rp-filter")
+        .find(|f| f.id.as_str() == "core.hop.rp-filter")
         .expect("reported");
     assert!(
         rp.message

@@ -72,7 +72,10 @@ fn unanswered(diagnosis: &engine::Diagnosis) -> String {
         .iter()
         .find(|f| f.severity == Severity::Fatal)
         .expect("a fatal finding");
-    assert_eq!(finding.id, "kernel.neighbour.unanswered");
+    assert_eq!(
+        finding.id,
+        skoop::engine::codes::KERNEL_NEIGHBOUR_UNANSWERED
+    );
     assert_eq!(finding.about.hop, "default/web-0");
     finding.message.clone()
 }

@@ -85,7 +85,7 @@ fn pods_and_services_diagnose_as_kube_proxy_programmed_them() {
         nobody
             .findings
             .iter()
-            .any(|f| f.about.hop == "node-1" && f.id == "kernel.netfilter.denied"),
+            .any(|f| f.about.hop == "node-1" && f.id == engine::codes::KERNEL_NETFILTER_DENIED),
         "{:#?}",
         nobody.findings
     );
@@ -113,7 +113,7 @@ fn kube_proxy_in_nftables_mode_is_followed_through_its_table() {
     let denied = nobody
         .findings
         .iter()
-        .find(|f| f.about.hop == "node-1" && f.id == "kernel.netfilter.denied")
+        .find(|f| f.about.hop == "node-1" && f.id == engine::codes::KERNEL_NETFILTER_DENIED)
         .unwrap_or_else(|| panic!("{:#?}", nobody.findings));
     assert!(
         denied

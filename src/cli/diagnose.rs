@@ -614,7 +614,7 @@ fn text(diagnosis: &Diagnosis, detail: Detail) -> String {
         let namespaces: Vec<&str> = diagnosis
             .findings
             .iter()
-            .filter(|f| f.id == "snapshot.assumed")
+            .filter(|f| f.id == skoop::engine::codes::SNAPSHOT_ASSUMED)
             .map(|f| f.about.hop.as_str())
             .collect();
         say!(

@@ -13,6 +13,7 @@
 //! namespace is missing as a whole and the CNI pack's hooks declare what it
 //! does: then the hop, its steps and the path are marked `assumed`.
 
+pub mod codes;
 mod hooks;
 mod intent;
 mod target;

@@ -67,6 +67,7 @@ fn change(old: &FlowOut, new: &FlowOut) -> FlowChange {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::codes;
     use crate::report::matrix::{CauseOut, FlowVerdict};
 
     fn flow(to: &str, verdict: FlowVerdict, disposition: &str, finding: Option<&str>) -> FlowOut {
@@ -106,7 +107,7 @@ mod tests {
                     "default/web-3:8080",
                     bad,
                     "no_route",
-                    Some("kernel.route.none"),
+                    Some(codes::KERNEL_ROUTE_NONE.id),
                 ),
                 flow("default/gone:8080", ok, "delivered", None),
                 flow("default/same:8080", ok, "delivered", None),
@@ -119,7 +120,7 @@ mod tests {
                     "default/web-2:8080",
                     bad,
                     "neighbor_failed",
-                    Some("kernel.fdb.missing"),
+                    Some(codes::KERNEL_FDB_MISSING.id),
                 ),
                 flow("default/web-3:8080", ok, "delivered", None),
                 flow("default/same:8080", ok, "delivered", None),
@@ -141,8 +142,16 @@ mod tests {
         assert_eq!(
             changes,
             [
-                ("default/web-2:8080", "broke", Some("kernel.fdb.missing")),
-                ("default/web-3:8080", "fixed", Some("kernel.route.none")),
+                (
+                    "default/web-2:8080",
+                    "broke",
+                    Some(codes::KERNEL_FDB_MISSING.id)
+                ),
+                (
+                    "default/web-3:8080",
+                    "fixed",
+                    Some(codes::KERNEL_ROUTE_NONE.id)
+                ),
             ]
         );
         assert_eq!(report.only_before[0].to, "default/gone:8080");
@@ -178,7 +187,12 @@ mod tests {
         let bad = FlowVerdict::NotDelivered;
         let before = matrix(
             "a",
-            vec![flow("x", bad, "no_route", Some("kernel.route.none"))],
+            vec![flow(
+                "x",
+                bad,
+                "no_route",
+                Some(codes::KERNEL_ROUTE_NONE.id),
+            )],
         );
         let after = matrix(
             "b",
@@ -186,7 +200,7 @@ mod tests {
                 "x",
                 bad,
                 "denied_by_netfilter",
-                Some("kernel.netfilter.drop"),
+                Some(codes::KERNEL_NETFILTER_DENIED.id),
             )],
         );
         let report = diff(&before, &after);
@@ -194,7 +208,7 @@ mod tests {
         assert_eq!(report.changed[0].change, Change::Changed);
         assert_eq!(
             report.changed[0].cause.as_ref().map(|c| c.id.as_str()),
-            Some("kernel.netfilter.drop")
+            Some(codes::KERNEL_NETFILTER_DENIED.id)
         );
     }
 }

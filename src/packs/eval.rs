@@ -17,7 +17,7 @@ use super::host::{
 use super::model::*;
 use super::sandbox::{ScriptError, function_position};
 use super::scope::{Context, HopScope, NetnsRef, NodeRef, PodRef, Subject};
-use crate::diagnostic::{Evidence, FindingStatus};
+use crate::diagnostic::{Evidence, FindingId, FindingStatus};
 use crate::netstack::routing::table_name;
 use crate::snapshot::cluster::{GenericObject, Node, ObjectMeta, Pod, Service};
 use crate::snapshot::input::{self, Boundary};
@@ -298,7 +298,7 @@ impl Evaluator<'_> {
             }
         };
         Finding {
-            id: format!("{}.{what}", self.pack.name),
+            id: FindingId::pack(format!("{}.{what}", self.pack.name)),
             severity: Severity::Critical,
             status,
             message,
@@ -359,7 +359,7 @@ impl Evaluator<'_> {
             .as_ref()
             .and_then(|r| self.text(r, ctx).ok());
         Finding {
-            id: check.id.clone(),
+            id: FindingId::pack(check.id.clone()),
             severity: check.severity,
             status,
             message,

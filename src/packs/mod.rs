@@ -1031,7 +1031,11 @@ checks:
         loaded.choose_cni("ghost").unwrap();
         let findings = loaded.evaluate_snapshot(&snapshot);
         assert_eq!(findings.len(), 2, "one per node: {findings:?}");
-        assert!(findings.iter().all(|f| f.id == "ghost.node.forwarding"));
+        assert!(
+            findings
+                .iter()
+                .all(|f| f.id.as_str() == "ghost.node.forwarding")
+        );
     }
 
     const TWO_MODES: &str = r#"
@@ -1068,7 +1072,7 @@ hooks: {mode: mode}
     #[test]
     fn mode_hook_naming_no_mode_is_a_pack_finding() {
         let finding = chosen(r#""third""#).expect_err("not a mode");
-        assert_eq!(finding.id, "two.mode");
+        assert_eq!(finding.id.as_str(), "two.mode");
         assert_eq!(finding.status, FindingStatus::ScriptError);
         assert!(finding.message.contains("\"third\""), "{}", finding.message);
     }

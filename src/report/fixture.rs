@@ -65,7 +65,7 @@ pub fn fanned_out(paths: usize, depth: usize) -> Report {
             hops.push(index);
         }
         report.findings.push(FindingOut {
-            id: "kernel.route.none".to_string(),
+            id: crate::engine::codes::KERNEL_ROUTE_NONE.to_string(),
             severity: "fatal",
             status: crate::diagnostic::FindingStatus::Failed,
             hop: format!("hop-{path}-{}", depth.saturating_sub(1)),

@@ -198,7 +198,7 @@ mod tests {
             paths: 1,
             failing_paths: 1,
             finding: Some(CauseOut {
-                id: "kernel.route.none".into(),
+                id: crate::engine::codes::KERNEL_ROUTE_NONE.to_string(),
                 severity: "fatal".into(),
                 hop: "node-1".into(),
                 message: message.into(),

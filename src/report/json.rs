@@ -391,7 +391,7 @@ impl FindingOut {
     fn new(finding: &Finding, paths: Vec<usize>) -> FindingOut {
         FindingOut {
             paths,
-            id: finding.id.clone(),
+            id: finding.id.to_string(),
             severity: finding.severity.as_str(),
             status: finding.status,
             hop: finding.about.hop.clone(),

@@ -277,7 +277,7 @@ fn first_finding(diagnosis: &Diagnosis, verdict: Verdict) -> Option<&Finding> {
 impl CauseOut {
     fn new(finding: &Finding) -> CauseOut {
         CauseOut {
-            id: finding.id.clone(),
+            id: finding.id.to_string(),
             severity: finding.severity.as_str().to_owned(),
             hop: finding.about.hop.clone(),
             message: finding.message.clone(),
@@ -312,7 +312,7 @@ impl MatrixReport {
             {
                 Some(cause) => cause.flows += 1,
                 None => causes.push(CauseCount {
-                    id: finding.id.clone(),
+                    id: finding.id.to_string(),
                     severity: finding.severity.clone(),
                     hop: finding.hop.clone(),
                     message: finding.message.clone(),

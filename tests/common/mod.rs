@@ -126,7 +126,11 @@ pub fn set_mtu(dir: &Path, netns: &str, ifname: &str, mtu: u32) {
 
 /// The findings of a diagnosis with `id`.
 pub fn with_id<'d>(diagnosis: &'d Diagnosis, id: &str) -> Vec<&'d skoop::engine::Finding> {
-    diagnosis.findings.iter().filter(|f| f.id == id).collect()
+    diagnosis
+        .findings
+        .iter()
+        .filter(|f| f.id.as_str() == id)
+        .collect()
 }
 
 /// The diagnosis's one finding `id`; there must be exactly one.

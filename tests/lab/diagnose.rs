@@ -85,7 +85,7 @@ struct MtuCase {
 const BULK_BYTES: usize = 400_000;
 /// The finding that says a transfer stalls: full-size packets are lost and
 /// nothing tells the sender.
-const BLACK_HOLE: &str = "kernel.mtu.black-hole";
+const BLACK_HOLE: skoop::diagnostic::FindingCode = engine::codes::KERNEL_MTU_BLACK_HOLE;
 
 /// The flow every case checks: the first pod of node-1 to the last pod of
 /// the last node (node-2, unless a case added one).
@@ -2426,7 +2426,7 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
     );
     if let Some(id) = fault.finds {
         assert!(
-            diagnosis.findings.iter().any(|f| f.id == id),
+            diagnosis.findings.iter().any(|f| f.id.as_str() == id),
             "{}: no {id} finding: {:#?}",
             fault.name,
             diagnosis.findings
@@ -2437,7 +2437,7 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
             diagnosis
                 .findings
                 .iter()
-                .any(|f| f.id == id && f.severity == engine::Severity::Warning),
+                .any(|f| f.id.as_str() == id && f.severity == engine::Severity::Warning),
             "{}: no {id} warning: {:#?}",
             fault.name,
             diagnosis.findings
@@ -2449,7 +2449,7 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
         let misfits: Vec<_> = diagnosis
             .findings
             .iter()
-            .filter(|f| f.id == "core.hop.mtu")
+            .filter(|f| f.id.as_str() == "core.hop.mtu")
             .collect();
         assert!(
             misfits.is_empty(),

@@ -4,6 +4,7 @@
 //! discovery, which answers for the receiving interface's own addresses.
 
 use super::*;
+use crate::engine::codes;
 
 /// How a request is answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,7 +54,7 @@ impl<'s> Walker<'s> {
             })
             .ok_or_else(|| Stop {
                 disposition: Disposition::NeighborFailed,
-                id: "kernel.neighbour.unanswered",
+                id: codes::KERNEL_NEIGHBOUR_UNANSWERED,
                 reason: format!(
                     "{} has no address on {} to send an ARP request for {next_hop} from",
                     hop_id(ns),
@@ -114,7 +115,7 @@ impl<'s> Walker<'s> {
         };
         Stop {
             disposition: Disposition::NeighborFailed,
-            id: "kernel.neighbour.unanswered",
+            id: codes::KERNEL_NEIGHBOUR_UNANSWERED,
             reason,
             evidence: vec![self.file(ns, file)],
         }
@@ -220,7 +221,7 @@ impl<'s> Walker<'s> {
                 }
                 LookupOutcome::Unknown { reason } => {
                     return Err(ArpRefusal::Unknown(Stop::unknown(
-                        "kernel.route.unknown",
+                        codes::KERNEL_ROUTE_UNKNOWN,
                         format!(
                             "whether {} answers ARP for {target} on {} is not known (arp_filter is on): {reason}",
                             hop_id(ns),
@@ -371,7 +372,7 @@ impl<'s> Walker<'s> {
                 silent(format!("it has no route to {target} ({})", error.as_str()))
             }
             LookupOutcome::Unknown { reason } => Err(ArpRefusal::Unknown(Stop::unknown(
-                "kernel.route.unknown",
+                codes::KERNEL_ROUTE_UNKNOWN,
                 format!(
                     "whether {} answers ARP for {target} by proxy is not known: {reason}",
                     hop_id(ns)
@@ -441,7 +442,7 @@ mod tests {
     fn with_arp_ignore_1_a_node_answers_only_for_the_receiving_interfaces_addresses() {
         send(&arp(1, 0, 0), vec![], "10.0.1.1", |next, _, _| {
             let stop = stopped(next);
-            assert_eq!(stop.id, "kernel.neighbour.unanswered");
+            assert_eq!(stop.id, codes::KERNEL_NEIGHBOUR_UNANSWERED);
             assert_eq!(stop.disposition, Disposition::NeighborFailed);
             assert!(stop.reason.contains("arp_ignore = 1"), "{}", stop.reason);
             assert!(
@@ -557,7 +558,7 @@ mod tests {
             "10.0.1.1",
             |next, _, _| {
                 let stop = stopped(next);
-                assert_eq!(stop.id, "kernel.neighbour.permanent");
+                assert_eq!(stop.id, codes::KERNEL_NEIGHBOUR_PERMANENT);
                 assert_eq!(stop.disposition, Disposition::NeighborFailed);
             },
         );

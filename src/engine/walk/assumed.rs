@@ -14,6 +14,7 @@
 //! hooks describe what the CNI intends, and the half that was collected may
 //! hold exactly the fault that differs from it.
 
+use crate::engine::codes;
 use std::net::IpAddr;
 
 use petgraph::graph::NodeIndex;
@@ -126,7 +127,7 @@ impl<'s> Walker<'s> {
         let is_bridge = shown.map(|d| matches!(d.kind(), Some(DeviceKind::Bridge(_))));
         let disagree = |what: String| Stop {
             disposition: Disposition::InsufficientInfo,
-            id: "snapshot.missing",
+            id: codes::SNAPSHOT_MISSING,
             reason: format!(
                 "{} sends the packet for pod {} by {}, but pack {} {what}, and what is behind it is not in the snapshot",
                 hop_id(ns),
@@ -232,7 +233,7 @@ impl<'s> Walker<'s> {
                     if translation.backends.is_empty() {
                         let stop = Stop {
                             disposition: Disposition::NoListener,
-                            id: "kubernetes.service.no-backend",
+                            id: codes::KUBERNETES_SERVICE_NO_BACKEND,
                             reason: format!(
                                 "pack {}: service {} has no backend for {before}: {}",
                                 translation.pack, translation.service, translation.why
@@ -463,7 +464,11 @@ impl<'s> Walker<'s> {
                     hop_id(ns),
                     next.device()
                 );
-                let stop = Stop::unknown("engine.intent.unreachable", reason, self.cni_evidence());
+                let stop = Stop::unknown(
+                    codes::ENGINE_INTENT_UNREACHABLE,
+                    reason,
+                    self.cni_evidence(),
+                );
                 self.stop(hop, flow.branch, stop)
             }
             Holder::Outside => self.leave_cluster(hop, &next.device(), flow),
@@ -619,7 +624,7 @@ impl<'s> Walker<'s> {
 
     /// A tunnel the CNI intends that the walker cannot follow.
     fn unmodelled_tunnel(&self, reason: String) -> Stop {
-        Stop::unknown("engine.tunnel.unmodelled", reason, self.cni_evidence())
+        Stop::unknown(codes::ENGINE_TUNNEL_UNMODELLED, reason, self.cni_evidence())
     }
 
     /// A request for a socket of an assumed namespace.
@@ -649,7 +654,11 @@ impl<'s> Walker<'s> {
                 self.answer(place, Flow { packet, branch })
             }
             Err(reason) => {
-                let stop = Stop::unknown("snapshot.missing", reason, vec![self.file(ns, "ss.txt")]);
+                let stop = Stop::unknown(
+                    codes::SNAPSHOT_MISSING,
+                    reason,
+                    vec![self.file(ns, "ss.txt")],
+                );
                 self.stop(hop, branch, stop)
             }
         }
@@ -693,7 +702,7 @@ impl<'s> Walker<'s> {
                     wanted
                 );
                 Err(Stop::unknown(
-                    "snapshot.missing",
+                    codes::SNAPSHOT_MISSING,
                     reason,
                     self.cni_evidence(),
                 ))

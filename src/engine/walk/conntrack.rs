@@ -2,6 +2,7 @@
 //! reply, the answer walked back, and the reply's arrival at its sender.
 
 use super::*;
+use crate::engine::codes;
 
 /// The state of one branch of the walk.
 #[derive(Debug, Clone)]
@@ -381,7 +382,7 @@ impl<'s> Walker<'s> {
         };
         let stop = Stop {
             disposition: Disposition::NoListener,
-            id: "engine.reply.misdelivered",
+            id: codes::ENGINE_REPLY_MISDELIVERED,
             reason,
             evidence,
         };
@@ -467,7 +468,7 @@ mod tests {
                     branch,
                 },
             ));
-            assert_eq!(stop.id, "engine.reply.misdelivered");
+            assert_eq!(stop.id, codes::ENGINE_REPLY_MISDELIVERED);
         });
     }
 }

@@ -2,6 +2,7 @@
 //! underlay to another node, or outside the cluster.
 
 use super::*;
+use crate::engine::codes;
 
 /// A link the packet crosses into another namespace: its kind, the
 /// interface it leaves by, and the far end.
@@ -106,7 +107,7 @@ impl<'s> Walker<'s> {
             );
             let stop = Stop {
                 disposition: Disposition::Loop,
-                id: "engine.loop",
+                id: codes::ENGINE_LOOP,
                 reason,
                 evidence: vec![self.place(ns)],
             };
@@ -181,7 +182,7 @@ impl<'s> Walker<'s> {
                 );
                 silent = Some(Stop {
                     disposition: Disposition::NeighborFailed,
-                    id: "kernel.neighbour.permanent",
+                    id: codes::KERNEL_NEIGHBOUR_PERMANENT,
                     reason,
                     evidence: vec![self.file(ns, "ip-neigh.json")],
                 });
@@ -240,7 +241,7 @@ impl<'s> Walker<'s> {
             );
             let stop = Stop {
                 disposition: Disposition::Loop,
-                id: "engine.loop",
+                id: codes::ENGINE_LOOP,
                 reason,
                 evidence: vec![self.file(ns, "ip-addr.json")],
             };
@@ -289,7 +290,7 @@ impl<'s> Walker<'s> {
             );
             let stop = Stop {
                 disposition: Disposition::NeighborFailed,
-                id: "kernel.neighbour.unanswered",
+                id: codes::KERNEL_NEIGHBOUR_UNANSWERED,
                 reason,
                 evidence: vec![self.file(ns, "ip-route.json")],
             };
@@ -368,7 +369,7 @@ impl<'s> Walker<'s> {
             });
         let lost = match (cluster_owner, self.untranslated_service(packet)) {
             (Some(owner), _) => Some((
-                "kernel.route.leaves-cluster",
+                codes::KERNEL_ROUTE_LEAVES_CLUSTER,
                 format!(
                     "{} sends the packet for {owner} out of the cluster: its route to {} leads by {} to {next_hop}, which no node or pod holds{because}",
                     hop_id(ns),
@@ -379,7 +380,7 @@ impl<'s> Walker<'s> {
                 self.file(ns, "ip-route.json"),
             )),
             (None, Some(service)) => Some((
-                "kernel.netfilter.service-untranslated",
+                codes::KERNEL_NETFILTER_SERVICE_UNTRANSLATED,
                 format!(
                     "{} is service {service}'s address, but no netfilter rule of {} translated it to a backend, so the packet leaves by {} as if for the internet",
                     packet.dst,
@@ -392,7 +393,7 @@ impl<'s> Walker<'s> {
             (None, None) => None,
         };
         if let Some((id, message, expected, evidence)) = lost {
-            let finding = self.finding_at(hop, id, Severity::Fatal, message, vec![evidence]);
+            let finding = self.finding_at(hop, id, message, vec![evidence]);
             self.findings.push(Finding {
                 expected: Some(expected.into()),
                 ..finding
@@ -618,7 +619,7 @@ mod tests {
                 .seen
                 .push((place.ns.clone(), packet.to_string(), arrival.clone()));
             let stop = stopped(walker.enter(&place, Flow { packet, branch }, arrival));
-            assert_eq!(stop.id, "engine.loop");
+            assert_eq!(stop.id, codes::ENGINE_LOOP);
             assert_eq!(stop.disposition, Disposition::Loop);
         });
     }
@@ -682,7 +683,7 @@ mod tests {
                 branch,
             };
             let stop = stopped(walker.arrive(place.hop, crossing, flow));
-            assert_eq!(stop.id, "kernel.device.down");
+            assert_eq!(stop.id, codes::KERNEL_DEVICE_DOWN);
         });
     }
 

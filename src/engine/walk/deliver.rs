@@ -2,6 +2,7 @@
 //! takes the packet.
 
 use super::*;
+use crate::engine::codes;
 use crate::snapshot::netns::sockets::{self as ss, ListeningSocket};
 
 impl<'s> Walker<'s> {
@@ -40,7 +41,7 @@ impl<'s> Walker<'s> {
                     }];
                     let stop = Stop {
                         disposition: Disposition::NoListener,
-                        id: "kernel.ipvs.no-real-server",
+                        id: codes::KERNEL_IPVS_NO_REAL_SERVER,
                         reason,
                         evidence,
                     };
@@ -48,7 +49,7 @@ impl<'s> Walker<'s> {
                 }
                 IpvsOutcome::Unknown { reason } => {
                     let stop = Stop::unknown(
-                        "kernel.ipvs.unknown",
+                        codes::KERNEL_IPVS_UNKNOWN,
                         reason,
                         vec![self.file(ns, "ipvsadm.txt")],
                     );
@@ -73,7 +74,7 @@ impl<'s> Walker<'s> {
                         branch,
                         Stop {
                             disposition: Disposition::NoListener,
-                            id: "kernel.sysctl.icmp_echo_ignore_all",
+                            id: codes::KERNEL_SYSCTL_ICMP_ECHO_IGNORE_ALL,
                             reason,
                             evidence,
                         },
@@ -124,7 +125,7 @@ impl<'s> Walker<'s> {
                             branch,
                             Stop {
                                 disposition: Disposition::NoListener,
-                                id: "kernel.socket.no-listener",
+                                id: codes::KERNEL_SOCKET_NO_LISTENER,
                                 reason,
                                 evidence,
                             },
@@ -138,7 +139,7 @@ impl<'s> Walker<'s> {
                             packet.protocol
                         );
                         let stop = Stop::unknown(
-                            "kernel.socket.unknown",
+                            codes::KERNEL_SOCKET_UNKNOWN,
                             reason,
                             vec![self.file(ns, "ss.txt")],
                         );
@@ -327,7 +328,7 @@ mod tests {
              sctp LISTEN 0 128 0.0.0.0:38412 0.0.0.0:*\n",
             |next| {
                 let stop = stopped(next);
-                assert_eq!(stop.id, "kernel.socket.no-listener");
+                assert_eq!(stop.id, codes::KERNEL_SOCKET_NO_LISTENER);
                 assert_eq!(stop.disposition, Disposition::NoListener);
                 assert!(stop.reason.contains("sctp port 8080"), "{}", stop.reason);
                 assert!(stop.reason.contains("ABORT"), "{}", stop.reason);
@@ -340,7 +341,7 @@ mod tests {
         // What the contract's old `ss -H -tuln` wrote: no SCTP line, ever.
         sctp_to_b("tcp LISTEN 0 128 0.0.0.0:8080 0.0.0.0:*\n", |next| {
             let stop = stopped(next);
-            assert_eq!(stop.id, "kernel.socket.unknown");
+            assert_eq!(stop.id, codes::KERNEL_SOCKET_UNKNOWN);
             assert_eq!(stop.disposition, Disposition::InsufficientInfo);
             assert!(
                 stop.reason.starts_with(
@@ -361,7 +362,7 @@ mod tests {
     fn an_sctp_endpoint_on_the_port_at_another_address_may_be_multi_homed() {
         sctp_to_b("sctp LISTEN 0 128 127.0.0.1:8080 0.0.0.0:*\n", |next| {
             let stop = stopped(next);
-            assert_eq!(stop.id, "kernel.socket.unknown");
+            assert_eq!(stop.id, codes::KERNEL_SOCKET_UNKNOWN);
             assert!(
                 stop.reason.contains("at 127.0.0.1") && stop.reason.contains("sctp_bindx"),
                 "{}",
@@ -382,7 +383,7 @@ mod tests {
         fixture.walk(None, |walker| {
             let (place, flow) = walker.test_flow(&b, tcp("10.0.0.2", "10.0.0.3"));
             let stop = stopped(walker.deliver(&place, flow, "eth0"));
-            assert_eq!(stop.id, "kernel.socket.no-listener");
+            assert_eq!(stop.id, codes::KERNEL_SOCKET_NO_LISTENER);
             assert!(stop.reason.contains("a reset"), "{}", stop.reason);
         });
     }
@@ -395,7 +396,7 @@ mod tests {
         fixture.walk(None, |walker| {
             let (place, flow) = walker.test_flow(&b, tcp("10.0.0.2", "10.0.0.3"));
             let stop = stopped(walker.deliver(&place, flow, "eth0"));
-            assert_eq!(stop.id, "kernel.socket.no-listener");
+            assert_eq!(stop.id, codes::KERNEL_SOCKET_NO_LISTENER);
             assert_eq!(stop.disposition, Disposition::NoListener);
         });
     }

@@ -2,6 +2,7 @@
 //! tunnel, underlay); ARP, proxy ARP and bridged netfilter.
 
 use super::*;
+use crate::engine::codes;
 
 /// Where a bridge sends a frame, by who holds its next hop.
 pub(super) enum BridgePort<'s> {
@@ -136,7 +137,7 @@ impl<'s> Walker<'s> {
         };
         Some(Stop {
             disposition: Disposition::NeighborFailed,
-            id: "kernel.device.down",
+            id: codes::KERNEL_DEVICE_DOWN,
             reason: format!("{} sends by {}, which {state}", hop_id(ns), device.ifname),
             evidence: vec![self.file(ns, "ip-link.json")],
         })
@@ -258,7 +259,7 @@ impl<'s> Walker<'s> {
                 hop_id(ns)
             );
             let stop = Stop::unknown(
-                "snapshot.unreadable",
+                codes::SNAPSHOT_UNREADABLE,
                 reason,
                 vec![self.file(ns, "ip-link.json")],
             );
@@ -283,7 +284,7 @@ impl<'s> Walker<'s> {
                 unknown.join(", ")
             );
             let evidence = vec![self.file(ns, "ip-link.json")];
-            let stop = Stop::unknown("snapshot.missing", reason, evidence);
+            let stop = Stop::unknown(codes::SNAPSHOT_MISSING, reason, evidence);
             return self.stop(hop, branch, stop);
         }
         let reason = format!(
@@ -293,7 +294,7 @@ impl<'s> Walker<'s> {
         let evidence = vec![self.file(ns, "ip-addr.json")];
         let stop = Stop {
             disposition: Disposition::NeighborFailed,
-            id: "kernel.neighbour.unanswered",
+            id: codes::KERNEL_NEIGHBOUR_UNANSWERED,
             reason,
             evidence,
         };
@@ -494,7 +495,7 @@ impl<'s> Walker<'s> {
                 hop_id(ns)
             );
             return Some(Stop::unknown(
-                "engine.bridge.branches",
+                codes::ENGINE_BRIDGE_BRANCHES,
                 reason,
                 vec![self.file(ns, "iptables-save.txt")],
             ));
@@ -505,7 +506,7 @@ impl<'s> Walker<'s> {
                 Some(self.denial(ns, hop, outcome, &what))
             }
             Verdict::Unknown { reason } => Some(Stop::unknown(
-                "kernel.netfilter.unknown",
+                codes::KERNEL_NETFILTER_UNKNOWN,
                 reason.clone(),
                 vec![self.file(ns, "iptables-save.txt")],
             )),
@@ -579,7 +580,7 @@ mod tests {
             let BridgePort::Unanswered(Some(stop)) = port_towards(walker, "10.0.0.3", None) else {
                 panic!("pod b answered");
             };
-            assert_eq!(stop.id, "kernel.neighbour.unanswered");
+            assert_eq!(stop.id, codes::KERNEL_NEIGHBOUR_UNANSWERED);
             assert_eq!(stop.disposition, Disposition::NeighborFailed);
             assert!(stop.reason.contains("arp_ignore = 8"), "{}", stop.reason);
         });
@@ -627,7 +628,7 @@ mod tests {
         fixture.walk(None, |walker| {
             let (place, flow) = walker.test_flow(&a, tcp("10.0.0.2", "10.0.0.3"));
             let stop = stopped(walker.egress(&place, "eth0", "10.0.0.3".parse().unwrap(), flow));
-            assert_eq!(stop.id, "kernel.device.down");
+            assert_eq!(stop.id, codes::KERNEL_DEVICE_DOWN);
             assert_eq!(stop.disposition, Disposition::NeighborFailed);
         });
     }

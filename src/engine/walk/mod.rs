@@ -45,13 +45,15 @@ use std::sync::Arc;
 
 use petgraph::graph::{DiGraph, NodeIndex};
 
+use super::codes;
 use super::hooks::Intent;
 use super::target::{PacketSize, Protocol, Resolved, Start};
 use super::topology::{Port, Topology};
 use super::{
     AtHop, Diagnosis, Disposition, Evidence, Exit, Finding, FindingStatus, Hop, HopContext,
-    HopKind, HopStep, Link, LinkKind, PacketFields, PathResult, Severity, Step,
+    HopKind, HopStep, Link, LinkKind, PacketFields, PathResult, Step,
 };
+use crate::diagnostic::FindingCode;
 use crate::netstack::Tri;
 use crate::netstack::ipvs::{Ipvs, IpvsOutcome, Scheduled, Transport};
 use crate::netstack::netfilter::{
@@ -223,7 +225,8 @@ enum Next<'s> {
 /// Why a path stopped, before it is recorded.
 struct Stop {
     disposition: Disposition,
-    id: &'static str,
+    /// The stop's finding; its severity is the stop's.
+    id: FindingCode,
     reason: String,
     evidence: Vec<Evidence>,
 }
@@ -231,7 +234,7 @@ struct Stop {
 impl Stop {
     /// The snapshot cannot tell what happens next: the path ends as
     /// `insufficient_info`, never with a guessed verdict.
-    fn unknown(id: &'static str, reason: String, evidence: Vec<Evidence>) -> Stop {
+    fn unknown(id: FindingCode, reason: String, evidence: Vec<Evidence>) -> Stop {
         Stop {
             disposition: Disposition::InsufficientInfo,
             id,
@@ -304,7 +307,7 @@ impl<'s> Walker<'s> {
                     if self
                         .findings
                         .iter()
-                        .any(|f| f.id == "engine.too-many-paths")
+                        .any(|f| f.id == codes::ENGINE_TOO_MANY_PATHS)
                     {
                         let hop = place.hop;
                         self.step(
@@ -317,7 +320,7 @@ impl<'s> Walker<'s> {
                         self.record_path(followed.branch, Disposition::InsufficientInfo, None);
                     } else {
                         let evidence = vec![self.file(&place.ns, "iptables-save.txt")];
-                        let stop = Stop::unknown("engine.too-many-paths", reason, evidence);
+                        let stop = Stop::unknown(codes::ENGINE_TOO_MANY_PATHS, reason, evidence);
                         self.record_stop(place.hop, followed.branch, stop);
                     }
                 }
@@ -381,7 +384,7 @@ impl<'s> Walker<'s> {
         let evidence = vec![self.place(ns)];
         if let Some((file, why)) = unreadable.first() {
             return Stop::unknown(
-                "snapshot.unreadable",
+                codes::SNAPSHOT_UNREADABLE,
                 format!(
                     "{file} of {} is in the snapshot but unreadable ({why}), needed to {to_do}",
                     hop_id(ns)
@@ -390,7 +393,7 @@ impl<'s> Walker<'s> {
             );
         }
         Stop::unknown(
-            "snapshot.missing",
+            codes::SNAPSHOT_MISSING,
             format!(
                 "the snapshot lacks {what} for {}, needed to {to_do}",
                 hop_id(ns)

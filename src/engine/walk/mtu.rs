@@ -2,6 +2,7 @@
 //! bridge port's, and the ICMP error a hop answers with.
 
 use super::*;
+use crate::engine::codes;
 
 /// ICMP "destination unreachable", code "fragmentation needed and DF set".
 pub(super) const ICMP_DEST_UNREACHABLE: u8 = 3;
@@ -79,13 +80,7 @@ impl<'s> Walker<'s> {
                 device.ifname,
                 device.mtu
             );
-            self.add_finding(
-                hop,
-                "kernel.mtu.fragmented",
-                Severity::Warning,
-                message,
-                evidence,
-            );
+            self.add_finding(hop, codes::KERNEL_MTU_FRAGMENTED, message, evidence);
             // The fragments go on; a tunnel's inner packet is whole again
             // once the remote node reassembles the outer one.
             if let Some(size) = &mut packet.size {
@@ -198,25 +193,19 @@ impl<'s> Walker<'s> {
                     let message = format!(
                         "full-size packets do not fit the path: {reason}; TCP recovers by path MTU discovery, a datagram of that size with DF is lost (--size {bytes} walks one)"
                     );
-                    self.add_finding(hop, "kernel.mtu.path", Severity::Warning, message, evidence);
+                    self.add_finding(hop, codes::KERNEL_MTU_PATH, message, evidence);
                 }
                 Tri::Unknown => {
                     let message = format!(
                         "full-size packets do not fit the path: {reason}; whether TCP recovers by path MTU discovery depends on that error reaching the sender, a datagram of that size with DF is lost (--size {bytes} walks one)"
                     );
-                    self.add_finding(hop, "kernel.mtu.path", Severity::Warning, message, evidence);
+                    self.add_finding(hop, codes::KERNEL_MTU_PATH, message, evidence);
                 }
                 Tri::False => {
                     let message = format!(
                         "full-size packets vanish on the path: {reason}; nothing tells the sender to send smaller ones, so TCP transfers stall too (--size {bytes} walks one)"
                     );
-                    self.add_finding(
-                        hop,
-                        "kernel.mtu.black-hole",
-                        Severity::Critical,
-                        message,
-                        evidence,
-                    );
+                    self.add_finding(hop, codes::KERNEL_MTU_BLACK_HOLE, message, evidence);
                 }
             }
             packet.shrink_to(device.mtu);
@@ -224,7 +213,7 @@ impl<'s> Walker<'s> {
         }
         Err(Stop {
             disposition: Disposition::MtuExceeded,
-            id: "kernel.mtu.exceeded",
+            id: codes::KERNEL_MTU_EXCEEDED,
             reason,
             evidence,
         })
@@ -368,13 +357,13 @@ impl<'s> Walker<'s> {
                 "full-size packets do not fit the path: {reason}; only TCP (segmentation offload, MSS) gets through, a datagram of that size is lost (--size {} walks one)",
                 size.bytes
             );
-            self.add_finding(hop, "kernel.mtu.path", Severity::Warning, message, evidence);
+            self.add_finding(hop, codes::KERNEL_MTU_PATH, message, evidence);
             packet.shrink_to(device.mtu);
             return None;
         }
         Some(Stop {
             disposition: Disposition::MtuExceeded,
-            id: "kernel.mtu.frame-dropped",
+            id: codes::KERNEL_MTU_FRAME_DROPPED,
             reason,
             evidence,
         })
@@ -421,10 +410,11 @@ impl<'s> Walker<'s> {
 mod tests {
     use super::super::fixture::*;
     use super::*;
+    use crate::diagnostic::FindingId;
 
     /// `fit` of a 1500-byte packet (a probe or not) from pod a's eth0
     /// (MTU 1450), and the findings it left.
-    fn fit_1500_from_a(probe: bool) -> (Result<Packet, Stop>, Vec<String>) {
+    fn fit_1500_from_a(probe: bool) -> (Result<Packet, Stop>, Vec<FindingId>) {
         let fixture = Fixture::new(&two_pods_on_a_bridge());
         fixture.walk(None, |walker| {
             let a = pod("a");
@@ -442,7 +432,7 @@ mod tests {
         let Err(stop) = fit_1500_from_a(false).0 else {
             panic!("1500 bytes fit an MTU of 1450");
         };
-        assert_eq!(stop.id, "kernel.mtu.exceeded");
+        assert_eq!(stop.id, codes::KERNEL_MTU_EXCEEDED);
         assert_eq!(stop.disposition, Disposition::MtuExceeded);
     }
 
@@ -451,7 +441,7 @@ mod tests {
         let (fitted, findings) = fit_1500_from_a(true);
         let packet = fitted.ok().unwrap();
         assert_eq!(packet.size.unwrap().bytes, 1450);
-        assert_eq!(findings, ["kernel.mtu.path"]);
+        assert_eq!(findings, [codes::KERNEL_MTU_PATH]);
     }
 
     #[test]
@@ -472,7 +462,7 @@ mod tests {
             let stop = walker
                 .oversized_frame(place.hop, &b, eth0, &mut too_long)
                 .unwrap();
-            assert_eq!(stop.id, "kernel.mtu.frame-dropped");
+            assert_eq!(stop.id, codes::KERNEL_MTU_FRAME_DROPPED);
         });
     }
 }

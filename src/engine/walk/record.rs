@@ -62,12 +62,11 @@ impl<'s> Walker<'s> {
     pub(super) fn add_finding(
         &mut self,
         hop: NodeIndex,
-        id: &str,
-        severity: Severity,
+        code: FindingCode,
         message: String,
         evidence: Vec<Evidence>,
     ) {
-        let finding = self.finding_at(hop, id, severity, message, evidence);
+        let finding = self.finding_at(hop, code, message, evidence);
         if !self.findings.iter().any(|f| {
             (&f.id, &f.about.hop, &f.message) == (&finding.id, &finding.about.hop, &finding.message)
         }) {
@@ -80,14 +79,13 @@ impl<'s> Walker<'s> {
     pub(super) fn finding_at(
         &self,
         hop: NodeIndex,
-        id: &str,
-        severity: Severity,
+        code: FindingCode,
         message: String,
         evidence: Vec<Evidence>,
     ) -> Finding {
         Finding {
-            id: id.to_string(),
-            severity,
+            id: code.into(),
+            severity: code.severity,
             status: FindingStatus::Failed,
             message,
             evidence,
@@ -141,10 +139,6 @@ impl<'s> Walker<'s> {
                 reason: stop.reason.clone(),
             },
         );
-        let severity = match stop.disposition {
-            Disposition::InsufficientInfo => Severity::Warning,
-            _ => Severity::Fatal,
-        };
         // A path that ends for want of information is a finding that
         // cannot tell; every other stop is the kernel's (or the cluster's)
         // own doing.
@@ -152,7 +146,7 @@ impl<'s> Walker<'s> {
             Disposition::InsufficientInfo => FindingStatus::Unknown,
             _ => FindingStatus::Failed,
         };
-        let finding = self.finding_at(hop, stop.id, severity, stop.reason, stop.evidence);
+        let finding = self.finding_at(hop, stop.id, stop.reason, stop.evidence);
         self.findings.push(Finding { status, ..finding });
         self.record_path(branch, stop.disposition, None);
     }
@@ -214,7 +208,7 @@ mod tests {
             let mut second = first.clone();
             second.probability = 0.5;
             let stop = Stop::unknown(
-                "snapshot.missing",
+                codes::SNAPSHOT_MISSING,
                 "why".into(),
                 vec![Evidence::file("where")],
             );
@@ -227,8 +221,11 @@ mod tests {
                 dispositions,
                 [Disposition::InsufficientInfo, Disposition::Delivered]
             );
-            assert_eq!(walker.findings[0].id, "snapshot.missing");
-            assert_eq!(walker.findings[0].severity, Severity::Warning);
+            assert_eq!(walker.findings[0].id, codes::SNAPSHOT_MISSING);
+            assert_eq!(
+                walker.findings[0].severity,
+                crate::diagnostic::Severity::Warning
+            );
             assert!(matches!(
                 walker.graph[place.hop].steps[0].step,
                 Step::Stopped { .. }

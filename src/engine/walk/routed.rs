@@ -11,6 +11,7 @@
 //! it says nothing, nothing can be said.
 
 use super::*;
+use crate::engine::codes;
 
 /// Who holds a packet's destination, as the routed underlay sees it.
 enum Destination {
@@ -136,7 +137,7 @@ impl<'s> Walker<'s> {
                     "{sent}; whether the routers route pod addresses is not known ({said})"
                 );
                 let stop = Stop::unknown(
-                    "engine.underlay.pod-routes-unknown",
+                    codes::ENGINE_UNDERLAY_POD_ROUTES_UNKNOWN,
                     reason,
                     vec![self.file(ns, "ip-route.json")],
                 );
@@ -172,7 +173,11 @@ impl<'s> Walker<'s> {
                 .cluster
                 .node(node)
                 .map(|n| n.meta.source.evidence());
-            let stop = Stop::unknown("snapshot.missing", reason, object.into_iter().collect());
+            let stop = Stop::unknown(
+                codes::SNAPSHOT_MISSING,
+                reason,
+                object.into_iter().collect(),
+            );
             return self.stop(hop, flow.branch, stop);
         };
         let why = format!(
@@ -241,13 +246,7 @@ impl<'s> Walker<'s> {
             hop_id(node)
         );
         let evidence = vec![self.file(ns, "ip-route.json")];
-        let finding = self.finding_at(
-            hop,
-            "engine.underlay.routed",
-            Severity::Info,
-            message,
-            evidence,
-        );
+        let finding = self.finding_at(hop, codes::ENGINE_UNDERLAY_ROUTED, message, evidence);
         self.findings.push(finding);
         let link = (LinkKind::UnderlayRouted, device.ifname.as_str());
         self.enter_node(hop, link, node, address, None, flow)
@@ -367,9 +366,9 @@ spec: {peerIP: 172.18.0.1, asNumber: 64512}
         let finding = walker
             .findings
             .iter()
-            .find(|f| f.id == "engine.underlay.routed")
+            .find(|f| f.id == codes::ENGINE_UNDERLAY_ROUTED)
             .expect("the routed underlay's finding");
-        assert_eq!(finding.severity, Severity::Info);
+        assert_eq!(finding.severity, crate::diagnostic::Severity::Info);
         (ns.clone(), arrival.clone(), finding.message.clone())
     }
 
@@ -415,7 +414,7 @@ spec: {peerIP: 172.18.0.1, asNumber: 64512}
         let fixture = Fixture::new(&two_subnets(""));
         send(&fixture, tcp("172.18.0.11", "10.0.1.2"), |_, next| {
             let stop = stopped(next);
-            assert_eq!(stop.id, "engine.underlay.pod-routes-unknown");
+            assert_eq!(stop.id, codes::ENGINE_UNDERLAY_POD_ROUTES_UNKNOWN);
             assert_eq!(stop.disposition, Disposition::InsufficientInfo);
             assert!(stop.reason.contains("no CNI pack says"), "{}", stop.reason);
         });
@@ -431,7 +430,7 @@ spec: {peerIP: 172.18.0.1, asNumber: 64512}
         let finding = walker
             .findings
             .iter()
-            .find(|f| f.id == "kernel.route.leaves-cluster")
+            .find(|f| f.id == codes::KERNEL_ROUTE_LEAVES_CLUSTER)
             .expect("the packet for the pod is lost");
         assert!(
             finding.message.contains("pod default/c"),
@@ -458,7 +457,7 @@ spec: {peerIP: 172.18.0.1, asNumber: 64512}
         let fixture = Fixture::with_builtin_packs(&two_subnets(&flannel("alloc")));
         send(&fixture, tcp("172.18.0.11", "10.0.1.2"), |_, next| {
             let stop = stopped(next);
-            assert_eq!(stop.id, "engine.underlay.pod-routes-unknown");
+            assert_eq!(stop.id, codes::ENGINE_UNDERLAY_POD_ROUTES_UNKNOWN);
             assert!(stop.reason.contains("has no opinion"), "{}", stop.reason);
         });
     }
@@ -495,7 +494,7 @@ spec: {peerIP: 172.18.0.1, asNumber: 64512}
                 walker
                     .findings
                     .iter()
-                    .all(|f| f.id != "engine.underlay.routed")
+                    .all(|f| f.id != codes::ENGINE_UNDERLAY_ROUTED)
             );
         });
     }

@@ -2,6 +2,7 @@
 //! route failures, forwarding and reverse-path filtering.
 
 use super::*;
+use crate::engine::codes;
 
 /// One netfilter outcome for the packet of a hop, to follow: the packet as
 /// it was before netfilter (`arrived`), the interface it came in by (none
@@ -93,7 +94,7 @@ impl<'s> Walker<'s> {
                     }
                     LookupOutcome::Unknown { reason } => {
                         let evidence = vec![self.file(ns, "ip-route.json")];
-                        let stop = Stop::unknown("kernel.route.unknown", reason, evidence);
+                        let stop = Stop::unknown(codes::KERNEL_ROUTE_UNKNOWN, reason, evidence);
                         return self.stop(hop, branch, stop);
                     }
                 };
@@ -153,7 +154,7 @@ impl<'s> Walker<'s> {
                             );
                             let stop = Stop {
                                 disposition: Disposition::NoRoute,
-                                id: "kernel.route.no-source",
+                                id: codes::KERNEL_ROUTE_NO_SOURCE,
                                 reason,
                                 evidence: vec![self.file(ns, "ip-addr.json")],
                             };
@@ -193,7 +194,7 @@ impl<'s> Walker<'s> {
         }
         Stop {
             disposition: Disposition::DeniedByNetfilter,
-            id: "kernel.netfilter.denied",
+            id: codes::KERNEL_NETFILTER_DENIED,
             reason,
             evidence,
         }
@@ -237,8 +238,11 @@ impl<'s> Walker<'s> {
                 return self.stop(hop, branch, stop);
             }
             Verdict::Unknown { reason } => {
-                let stop =
-                    Stop::unknown("kernel.netfilter.unknown", reason.clone(), vec![rules_file]);
+                let stop = Stop::unknown(
+                    codes::KERNEL_NETFILTER_UNKNOWN,
+                    reason.clone(),
+                    vec![rules_file],
+                );
                 return self.stop(hop, branch, stop);
             }
             Verdict::Unroutable { .. } | Verdict::Accept => {}
@@ -256,7 +260,7 @@ impl<'s> Walker<'s> {
         }
         let Some(choice) = route.or(routed) else {
             let reason = "netfilter reported no routing decision for the packet".to_string();
-            let stop = Stop::unknown("engine.route.missing", reason, vec![rules_file]);
+            let stop = Stop::unknown(codes::ENGINE_ROUTE_MISSING, reason, vec![rules_file]);
             return self.stop(hop, branch, stop);
         };
         match choice {
@@ -316,7 +320,7 @@ impl<'s> Walker<'s> {
             }
             RouteChoice::Unknown { reason } => {
                 let stop = Stop::unknown(
-                    "kernel.route.unknown",
+                    codes::KERNEL_ROUTE_UNKNOWN,
                     reason,
                     vec![self.file(ns, "ip-route.json")],
                 );
@@ -347,11 +351,14 @@ impl<'s> Walker<'s> {
             },
         );
         let (disposition, id) = match error {
-            RouteError::NoRoute => (Disposition::NoRoute, "kernel.route.none"),
-            RouteError::Martian => (Disposition::NoRoute, "kernel.route.martian"),
-            RouteError::Unreachable => (Disposition::UnreachableRoute, "kernel.route.unreachable"),
-            RouteError::Prohibit => (Disposition::UnreachableRoute, "kernel.route.prohibit"),
-            RouteError::Blackhole => (Disposition::UnreachableRoute, "kernel.route.blackhole"),
+            RouteError::NoRoute => (Disposition::NoRoute, codes::KERNEL_ROUTE_NONE),
+            RouteError::Martian => (Disposition::NoRoute, codes::KERNEL_ROUTE_MARTIAN),
+            RouteError::Unreachable => (
+                Disposition::UnreachableRoute,
+                codes::KERNEL_ROUTE_UNREACHABLE,
+            ),
+            RouteError::Prohibit => (Disposition::UnreachableRoute, codes::KERNEL_ROUTE_PROHIBIT),
+            RouteError::Blackhole => (Disposition::UnreachableRoute, codes::KERNEL_ROUTE_BLACKHOLE),
         };
         let reason = match route {
             Some(route) => format!(
@@ -401,7 +408,7 @@ impl<'s> Walker<'s> {
         };
         (value == 0).then(|| Stop {
             disposition: Disposition::ForwardingDisabled,
-            id: "kernel.sysctl.forwarding",
+            id: codes::KERNEL_SYSCTL_FORWARDING,
             reason: format!(
                 "{} does not forward packets arriving on {iif}: {key} = 0",
                 hop_id(ns)
@@ -451,7 +458,7 @@ impl<'s> Walker<'s> {
         };
         (!passes).then(|| Stop {
             disposition: Disposition::RpFilter,
-            id: "kernel.sysctl.rp_filter",
+            id: codes::KERNEL_SYSCTL_RP_FILTER,
             reason: format!(
                 "{} drops packets from {src} arriving on {iif}: rp_filter = {mode} ({}) and the route back to {src} does not leave by {iif}",
                 hop_id(ns),
@@ -509,7 +516,7 @@ mod tests {
         fixture.walk(None, |walker| {
             let (place, flow) = walker.test_flow(&a, tcp("10.0.0.2", "10.0.0.3"));
             let stop = stopped(walker.process(&place, flow, Arrival::Local));
-            assert_eq!(stop.id, "snapshot.missing");
+            assert_eq!(stop.id, codes::SNAPSHOT_MISSING);
             assert_eq!(stop.disposition, Disposition::InsufficientInfo);
         });
     }
@@ -559,7 +566,7 @@ mod tests {
             };
             let (place, flow) = walker.test_flow(&a, sctp);
             let stop = stopped(walker.process(&place, flow, Arrival::Local));
-            assert_eq!(stop.id, "kernel.route.unreachable");
+            assert_eq!(stop.id, codes::KERNEL_ROUTE_UNREACHABLE);
             let (place, flow) = walker.test_flow(&a, tcp("10.0.0.2", "10.0.0.3"));
             let next = walker.process(&place, flow, Arrival::Local);
             assert!(matches!(next, Next::Fork(_)), "{}", describe(&next));
@@ -571,7 +578,7 @@ mod tests {
         let fixture = Fixture::new(&two_pods_on_a_bridge());
         fixture.walk(None, |walker| {
             let stop = walker.forwarding(&pod("a"), "eth0").unwrap();
-            assert_eq!(stop.id, "kernel.sysctl.forwarding");
+            assert_eq!(stop.id, codes::KERNEL_SYSCTL_FORWARDING);
             assert_eq!(stop.disposition, Disposition::ForwardingDisabled);
             assert!(walker.forwarding(&host("n1"), "cni0").is_none());
         });
@@ -592,7 +599,7 @@ mod tests {
             let stop = walker
                 .reverse_path_filter(&node, &packet, Some("flannel.1"))
                 .unwrap();
-            assert_eq!(stop.id, "kernel.sysctl.rp_filter");
+            assert_eq!(stop.id, codes::KERNEL_SYSCTL_RP_FILTER);
             assert!(
                 walker
                     .reverse_path_filter(&node, &packet, Some("cni0"))

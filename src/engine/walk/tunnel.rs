@@ -2,6 +2,7 @@
 //! outer packet at the far end.
 
 use super::*;
+use crate::engine::codes;
 
 impl<'s> Walker<'s> {
     /// A tunnel's outer packet was delivered here: the device that takes it
@@ -67,7 +68,7 @@ impl<'s> Walker<'s> {
         let Some(device) = device else {
             return Err(Stop {
                 disposition: Disposition::NoListener,
-                id: "kernel.vxlan.no-device",
+                id: codes::KERNEL_VXLAN_NO_DEVICE,
                 reason: format!(
                     "no VXLAN device in {} takes VNI {vni} on UDP port {}",
                     hop_id(ns),
@@ -81,7 +82,7 @@ impl<'s> Walker<'s> {
         {
             return Err(Stop {
                 disposition: Disposition::NeighborFailed,
-                id: "kernel.vxlan.mac-mismatch",
+                id: codes::KERNEL_VXLAN_MAC_MISMATCH,
                 reason: format!(
                     "the tunnelled frame is addressed to {inner_mac} but {}'s {} has another MAC ({}): the sender's neighbour/FDB entries are stale",
                     hop_id(ns),
@@ -138,7 +139,7 @@ impl<'s> Walker<'s> {
         };
         Err(Stop {
             disposition: Disposition::NoListener,
-            id: "kernel.ipip.no-device",
+            id: codes::KERNEL_IPIP_NO_DEVICE,
             reason,
             evidence: vec![self.file(ns, "ip-link.json")],
         })
@@ -188,7 +189,7 @@ impl<'s> Walker<'s> {
                 let evidence = vec![self.file(ns, "ip-neigh.json")];
                 return Err(Stop {
                     disposition: Disposition::NeighborFailed,
-                    id: "kernel.neighbour.missing",
+                    id: codes::KERNEL_NEIGHBOUR_MISSING,
                     reason,
                     evidence,
                 });
@@ -218,7 +219,7 @@ impl<'s> Walker<'s> {
             let evidence = vec![self.file(ns, "bridge-fdb.json")];
             return Err(Stop {
                 disposition: Disposition::NeighborFailed,
-                id: "kernel.fdb.missing",
+                id: codes::KERNEL_FDB_MISSING,
                 reason,
                 evidence,
             });
@@ -244,7 +245,7 @@ impl<'s> Walker<'s> {
                     device.ifname
                 );
                 let evidence = vec![self.file(ns, "ip-link.json")];
-                return Err(Stop::unknown("kernel.vxlan.unknown", reason, evidence));
+                return Err(Stop::unknown(codes::KERNEL_VXLAN_UNKNOWN, reason, evidence));
             }
         };
         let header = TunnelHeader {
@@ -374,7 +375,7 @@ mod tests {
             let Err(stop) = walker.vxlan_header(&place, device, info, next_hop) else {
                 panic!("a header without a neighbour entry");
             };
-            assert_eq!(stop.id, "kernel.neighbour.missing");
+            assert_eq!(stop.id, codes::KERNEL_NEIGHBOUR_MISSING);
             assert_eq!(stop.disposition, Disposition::NeighborFailed);
         });
     }

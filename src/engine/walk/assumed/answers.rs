@@ -2,15 +2,16 @@
 //! address by the cluster's objects, whether a pod takes a packet, the hop
 //! as the packs' hooks see it, and a hook without a usable answer as a stop.
 
+use crate::engine::codes;
 use std::net::IpAddr;
 use std::sync::Arc;
 
 use petgraph::graph::NodeIndex;
 
 use super::super::{Branch, Next, Packet, Stop, Walker, hop_id};
+use crate::engine::Evidence;
 use crate::engine::hooks::{NextHop, Undecided};
 use crate::engine::intent::at_hop;
-use crate::engine::{Evidence, Severity};
 use crate::packs::HopScope;
 use crate::snapshot::NetnsId;
 use crate::snapshot::cluster::IpOwner;
@@ -185,7 +186,7 @@ impl<'s> Walker<'s> {
     /// The CNI pack has no opinion about the packet: nothing can be said.
     pub(super) fn no_opinion(&self, ns: &NetnsId, hook: &str, packet: &Packet) -> Stop {
         Stop::unknown(
-            "snapshot.missing",
+            codes::SNAPSHOT_MISSING,
             format!(
                 "the snapshot has no dump of {}, and pack {}'s {hook} has no opinion about {packet}",
                 hop_id(ns),
@@ -232,7 +233,7 @@ impl<'s> Walker<'s> {
                 self.cni_evidence(),
             ),
         };
-        Stop::unknown("engine.hook.undecided", reason, evidence)
+        Stop::unknown(codes::ENGINE_HOOK_UNDECIDED, reason, evidence)
     }
 
     /// Says once per namespace that what happens there is assumed, and on
@@ -249,7 +250,7 @@ impl<'s> Walker<'s> {
         let mut evidence =
             vec![Evidence::file(self.snapshot.root.join(&dir)).noting("not collected")];
         evidence.extend(self.cni_evidence());
-        let finding = self.finding_at(hop, "snapshot.assumed", Severity::Info, message, evidence);
+        let finding = self.finding_at(hop, codes::SNAPSHOT_ASSUMED, message, evidence);
         self.findings.push(finding);
     }
 }

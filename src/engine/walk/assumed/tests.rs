@@ -1,5 +1,6 @@
 use super::super::fixture::*;
 use super::*;
+use crate::engine::codes;
 
 #[test]
 fn without_a_cni_pack_nothing_is_assumed() {
@@ -18,7 +19,7 @@ fn without_a_cni_pack_nothing_is_assumed() {
             branch,
         };
         let stop = stopped(walker.bridge_egress(&place, bridge, "10.0.0.3".parse().unwrap(), flow));
-        assert_eq!(stop.id, "snapshot.missing");
+        assert_eq!(stop.id, codes::SNAPSHOT_MISSING);
         assert_eq!(stop.disposition, Disposition::InsufficientInfo);
     });
 }
@@ -82,7 +83,7 @@ fn a_routed_pod_without_a_dump_is_reached_by_its_veth_not_a_bridge_port() {
 fn a_routed_pod_the_node_sends_to_by_a_bridge_is_not_in_the_snapshot() {
     let routed = r#"#{kind: "routed", host_veth: (), pod_dev: "eth0"}"#;
     let stop = send_to_b(routed, Some("cni0")).unwrap_err();
-    assert_eq!(stop.id, "snapshot.missing");
+    assert_eq!(stop.id, codes::SNAPSHOT_MISSING);
     assert_eq!(stop.disposition, Disposition::InsufficientInfo);
     assert!(stop.reason.contains("that is a bridge"), "{}", stop.reason);
 }
@@ -148,7 +149,7 @@ fn route_from_n1(answer: &str, dst: &str) -> Result<(NetnsId, LinkKind, String),
 
 /// What went on, or the stop's reason as the failure.
 fn went<T>(result: Result<T, Stop>) -> T {
-    result.unwrap_or_else(|stop| panic!("stopped: {} ({})", stop.id, stop.reason))
+    result.unwrap_or_else(|stop| panic!("stopped: {} ({})", stop.id.id, stop.reason))
 }
 
 fn routed<T>(result: Result<T, String>) -> T {
