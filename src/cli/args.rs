@@ -162,3 +162,18 @@ pub(super) fn parse_mark(text: &str) -> Result<u32, String> {
     };
     parsed.map_err(|_| format!("{text:?} is not a 32-bit mark (decimal or 0x-hex)"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cni_takes_auto_none_or_a_pack_name() {
+        assert_eq!(CniChoice::parse("auto"), Ok(CniChoice::Auto));
+        assert_eq!(CniChoice::parse("none"), Ok(CniChoice::None));
+        assert_eq!(
+            CniChoice::parse("flannel"),
+            Ok(CniChoice::Pack("flannel".into()))
+        );
+    }
+}

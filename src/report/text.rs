@@ -529,3 +529,62 @@ pub fn diff(report: &DiffReport) -> Vec<String> {
     }
     lines
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::engine::{Protocol, Request, diagnose};
+    use crate::packs::LoadedPacks;
+    use crate::snapshot::Snapshot;
+
+    /// `default/web-0` to `svc/default/web` in a bundled example.
+    fn web_0_to_web(example: &str) -> Diagnosis {
+        let (snapshot, _) = Snapshot::load(&Path::new("examples").join(example)).expect("loads");
+        let (packs, problems) = LoadedPacks::discover_and_load(&[], &[]);
+        assert!(problems.is_empty(), "{problems:?}");
+        let request = Request {
+            from: "default/web-0".parse().expect("an endpoint"),
+            to: "svc/default/web".parse().expect("an endpoint"),
+            port: None,
+            protocol: Protocol::Tcp,
+            size: None,
+            via: None,
+        };
+        diagnose(&Arc::new(snapshot), &request, &packs).expect("diagnosed")
+    }
+
+    #[test]
+    fn assumed_line_names_each_namespace_stepped_over_once() {
+        let diagnosis = web_0_to_web("flannel-vxlan-partial");
+        // node-2 is on two paths: its hop is forked, the namespace said once.
+        let assumed_hops = diagnosis.graph.node_weights().filter(|h| h.assumed);
+        assert!(assumed_hops.count() > 3);
+        assert_eq!(
+            verdict_lines(&diagnosis)[1],
+            "  assumed: the snapshot has no dump of node-2, default/web-2, default/web-3; pack flannel's intent stands in there"
+        );
+    }
+
+    #[test]
+    fn a_stop_on_forked_paths_is_said_once_with_its_paths() {
+        let lines = diagnosis(&web_0_to_web("flannel-vxlan-broken"), Detail::Paths);
+        let fdb: Vec<&String> = lines
+            .iter()
+            .filter(|line| line.contains("kernel.fdb.missing"))
+            .collect();
+        assert_eq!(fdb.len(), 1, "{lines:#?}");
+        assert!(fdb[0].starts_with("  fatal kernel.fdb.missing at node-1 (paths 3, 4): "));
+    }
+
+    #[test]
+    fn hops_are_shown_only_at_detail() {
+        let broken = web_0_to_web("flannel-vxlan-broken");
+        let paths = diagnosis(&broken, Detail::Paths);
+        let hops = diagnosis(&broken, Detail::Hops);
+        assert!(!paths.iter().any(|line| line.starts_with("  node-1 [node]")));
+        assert!(hops.iter().any(|line| line.starts_with("  node-1 [node]")));
+    }
+}
