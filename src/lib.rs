@@ -6,10 +6,11 @@
 //! dumps from a live network namespace. [`netstack`] is the kernel model of
 //! one network namespace, [`packs`] the rule packs (CNI behaviour as data),
 //! [`engine`] the walker that composes namespaces into a diagnosis, and
-//! [`report`] what a diagnosis is shown as (the JSON contract). [`pack_tests`]
-//! runs a pack's own tests, flows included, above both packs and engine, and
-//! [`matrix`] many flows at once (and two such answers compared). The command
-//! line in `src/cli/` is a thin shell over these.
+//! [`report`] what a diagnosis is shown as (the JSON contract, the pictures,
+//! the text reports). [`pack_tests`] runs a pack's own tests, flows included,
+//! above both packs and engine, and [`matrix`] many flows at once (and two
+//! such answers compared). The command line in `src/cli/` is a thin shell
+//! over these.
 
 pub mod collect;
 pub mod diagnostic;

@@ -11,9 +11,9 @@ use skoop::snapshot::cluster::cache;
 use skoop::snapshot::input::Boundary;
 use skoop::snapshot::netns::DUMP_FILES;
 
+use super::EXIT_USAGE;
+use super::args::{LoadArgs, ProtocolArg};
 use super::live::{LiveArgs, Stopped, Summary, collect_flow, print_outcomes, runtime};
-use super::packs::LoadArgs;
-use super::{EXIT_USAGE, ProtocolArg};
 
 #[derive(Debug, Subcommand)]
 pub enum CollectCommand {

@@ -1,30 +1,27 @@
 //! `skoop diagnose`: where a flow stops in a snapshot, and why.
+//! [`DiagnoseArgs`] is what clap parses; [`DiagnoseArgs::options`] makes it
+//! the [`Diagnose`] the command runs on; `report::text` and the other
+//! reports say the diagnosis, written here to stdout or `--output FILE`.
 
-use std::io::Write as _;
-use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Args, ValueEnum};
-use petgraph::graph::NodeIndex;
-use skoop::diagnostic::evidence_text;
-use skoop::engine::{
-    self, Diagnosis, Disposition, Endpoint, Finding, PacketSize, PathResult, Protocol, Request,
-    Severity, Step, Verdict,
-};
+use skoop::engine::{self, Diagnosis, Endpoint, PacketSize, Protocol, Request};
 use skoop::packs::LoadedPacks;
-use skoop::report::json::{ErrorReport, Report, finding_paths, link_kind};
-use skoop::report::picture::{Picture, assumed_mark};
+use skoop::report::json::{ErrorReport, Report};
+use skoop::report::picture::Picture;
+use skoop::report::text::{self, Detail};
 use skoop::report::{dot, html, svg};
 use skoop::snapshot::cluster::cache;
 use skoop::snapshot::input::Boundary;
-use tempfile::{NamedTempFile, TempDir};
+use tempfile::TempDir;
 
+use super::args::{CacheArgs, CniChoice, LoadArgs, ProtocolArg, parse_endpoint, parse_port};
 use super::live::{LiveArgs, Stopped, Summary, collect_flow, print_outcomes};
-use super::packs::LoadArgs;
 use super::{
-    CacheArgs, EXIT_USAGE, ProtocolArg, json_text, report_problems, terminal_safe, write_raw,
+    EXIT_USAGE, ReportFile, json_text, report_problems, terminal_lines, verdict_status, write_raw,
 };
 
 /// Follow a packet hop by hop through a cluster and say where it stops.
@@ -115,7 +112,7 @@ pub struct DiagnoseArgs {
     /// needed for a service with one port of the protocol or a pod declaring
     /// one container port of it. ICMP has none. (`--dport` as `netfilter
     /// trace` once read it.)
-    #[arg(short, long, alias = "dport", value_parser = super::parse_port)]
+    #[arg(short, long, alias = "dport", value_parser = parse_port)]
     port: Option<u16>,
     /// The flow's protocol. A service's port and a pod's declared port are
     /// those of this protocol. (`--proto` as `netfilter trace` once read it.)
@@ -135,8 +132,8 @@ pub struct DiagnoseArgs {
     /// (DaemonSets, ConfigMaps, node annotations, CRDs); a name forces that
     /// pack whatever detection says; `none` applies no CNI pack, so nothing
     /// stands in for a namespace the snapshot lacks.
-    #[arg(long, value_name = "auto|none|NAME", default_value = "auto")]
-    cni: String,
+    #[arg(long, value_name = "auto|none|NAME", default_value = "auto", value_parser = CniChoice::parse)]
+    cni: CniChoice,
     /// Show every hop of every path and its steps, not one line per path.
     #[arg(long)]
     detail: bool,
@@ -155,14 +152,110 @@ pub struct DiagnoseArgs {
     output: Option<PathBuf>,
 }
 
+/// `diagnose`'s arguments validated: what the command runs on.
+struct Diagnose {
+    output: Destination,
+    input: Input,
+    cache: CacheArgs,
+    /// Loaded, with `--cni`'s choice made.
+    packs: LoadedPacks,
+    request: Request,
+    detail: Detail,
+}
+
+/// Where the snapshot a diagnosis reads comes from.
+enum Input {
+    /// `--snapshot DIR`.
+    Snapshot(PathBuf),
+    /// The live cluster, collected into `--save-snapshot DIR` when given,
+    /// else into a temporary directory.
+    Live {
+        live: LiveArgs,
+        save: Option<PathBuf>,
+    },
+}
+
 impl DiagnoseArgs {
-    /// How much of each path the text report shows.
-    fn detail(&self) -> Detail {
-        match (self.verbose, self.detail) {
+    /// The options the command runs on, each argument checked once, in
+    /// this order: where the report goes, the snapshot, the packs and
+    /// `--cni`, the endpoints. `Err` is the exit status, the error said
+    /// (under `-o json` as a JSON object too).
+    fn options(self) -> Result<Diagnose, ExitCode> {
+        let output = match Destination::new(self.format, self.output.as_deref()) {
+            Ok(output) => output,
+            Err(e) => {
+                err!("error: {e}");
+                return Err(ExitCode::from(EXIT_USAGE));
+            }
+        };
+        if let (Some(dir), Some(_)) = (&self.snapshot, &self.save_snapshot) {
+            let error = format!(
+                "--save-snapshot collects from the live cluster, but --snapshot (or SKOOP_SNAPSHOT) names {} to read: give one of them",
+                dir.display()
+            );
+            return Err(usage_error(output, error));
+        }
+        let mut packs = self.packs.load()?;
+        if let Err(e) = self.cni.choose(&mut packs) {
+            return Err(usage_error(output, format!("--cni: {e}")));
+        }
+        let request = match self.request() {
+            Ok(request) => request,
+            Err(e) => return Err(usage_error(output, e)),
+        };
+        let detail = match (self.verbose, self.detail) {
             (true, _) => Detail::Packets,
             (false, true) => Detail::Hops,
             (false, false) => Detail::Paths,
-        }
+        };
+        let input = match self.snapshot {
+            Some(dir) => Input::Snapshot(dir),
+            None => Input::Live {
+                live: self.live,
+                save: self.save_snapshot,
+            },
+        };
+        Ok(Diagnose {
+            output,
+            input,
+            cache: self.cache,
+            packs,
+            request,
+            detail,
+        })
+    }
+
+    /// The flow asked about; `Err` says which endpoint is not one.
+    fn request(&self) -> Result<Request, String> {
+        Ok(Request {
+            from: self.endpoint("--from", &self.from)?,
+            to: self.endpoint("--to", &self.to)?,
+            port: self.port,
+            protocol: Protocol::from(self.protocol),
+            size: self.size,
+            via: self.via.clone(),
+        })
+    }
+
+    /// `--from` or `--to` (`flag`) as an endpoint. One that is none of the
+    /// forms is compared with the names of `--snapshot`'s objects, to
+    /// suggest the endpoint it may have meant.
+    fn endpoint(&self, flag: &str, text: &str) -> Result<Endpoint, String> {
+        parse_endpoint(text).map_err(|e| {
+            let malformed = matches!(
+                text.parse::<Endpoint>(),
+                Err(engine::TargetError::Malformed(_))
+            );
+            let suggestion = self
+                .snapshot
+                .as_deref()
+                .filter(|_| malformed)
+                .and_then(|dir| self.cache.load(dir).ok())
+                .and_then(|(snapshot, _)| engine::suggest_endpoint(&snapshot, text))
+                .map(|candidates| candidates.to_string())
+                .unwrap_or_default();
+            format!("{flag}: {e}{suggestion}")
+        })
     }
 }
 
@@ -205,48 +298,6 @@ struct Destination {
     file: Option<ReportFile>,
 }
 
-/// A file a report is written to: first as a temporary file beside it,
-/// renamed over it once the report is whole, so that a run that ends
-/// without a report (a bad argument, a failed write) leaves the file as it
-/// was. The temporary file is created at once, so that a directory that
-/// cannot be written is said before any work.
-pub(super) struct ReportFile {
-    path: PathBuf,
-    file: NamedTempFile,
-}
-
-impl ReportFile {
-    pub(super) fn create(path: &Path) -> Result<ReportFile, String> {
-        let dir = match path.parent() {
-            Some(dir) if !dir.as_os_str().is_empty() => dir,
-            _ => Path::new("."),
-        };
-        // Read and write for all but what the umask takes, as a file
-        // created by File::create would be.
-        let file = tempfile::Builder::new()
-            .prefix(".skoop-report-")
-            .permissions(std::fs::Permissions::from_mode(0o666))
-            .tempfile_in(dir)
-            .map_err(|e| format!("--output: cannot write {}: {e}", path.display()))?;
-        Ok(ReportFile {
-            path: path.to_path_buf(),
-            file,
-        })
-    }
-
-    /// Writes the whole report; `Err` carries the exit code when it cannot.
-    pub(super) fn write(mut self, text: &str) -> Result<(), ExitCode> {
-        let written = self
-            .file
-            .write_all(text.as_bytes())
-            .and_then(|()| self.file.persist(&self.path).map(drop).map_err(|e| e.error));
-        written.map_err(|e| {
-            err!("error: cannot write {}: {e}", self.path.display());
-            ExitCode::from(EXIT_USAGE)
-        })
-    }
-}
-
 impl Destination {
     /// From `-o` and `--output`; the temporary file is created at once, so
     /// that a directory that cannot be written is said before any work.
@@ -286,114 +337,73 @@ impl Destination {
     fn write_json(self, value: &impl serde::Serialize) -> Result<(), ExitCode> {
         self.write(&json_text(value)?)
     }
+
+    /// Writes the diagnosis in the destination's format.
+    fn write_report(self, diagnosis: &Diagnosis, detail: Detail) -> Result<(), ExitCode> {
+        match self.format {
+            ReportFormat::Text => self.write(&terminal_lines(&text::diagnosis(diagnosis, detail))),
+            ReportFormat::Json => self.write_json(&Report::new(diagnosis)),
+            ReportFormat::Dot => self.write(&dot::render(&Picture::new(&Report::new(diagnosis)))),
+            ReportFormat::Svg => self.write(&svg::render(&Picture::new(&Report::new(diagnosis)))),
+            ReportFormat::Html => self.write(&html::render(&Report::new(diagnosis))),
+        }
+    }
 }
 
 pub fn run(args: Box<DiagnoseArgs>) -> ExitCode {
-    let output = match Destination::new(args.format, args.output.as_deref()) {
-        Ok(output) => output,
-        Err(e) => {
-            err!("error: {e}");
-            return ExitCode::from(EXIT_USAGE);
-        }
-    };
-    if let (Some(dir), Some(_)) = (&args.snapshot, &args.save_snapshot) {
-        let error = format!(
-            "--save-snapshot collects from the live cluster, but --snapshot (or SKOOP_SNAPSHOT) names {} to read: give one of them",
-            dir.display()
-        );
-        return usage_error(output, error);
+    match args.options() {
+        Ok(diagnose) => diagnose.run(),
+        Err(code) => code,
     }
-    let mut packs = match args.packs.load() {
-        Ok(packs) => packs,
-        Err(code) => return code,
-    };
-    if args.cni != "auto"
-        && let Err(e) = packs.choose_cni(&args.cni)
-    {
-        return usage_error(output, format!("--cni: {e}"));
-    }
-    let protocol = Protocol::from(args.protocol);
-    let endpoints = endpoint(&args, "--from", &args.from)
-        .and_then(|from| Ok((from, endpoint(&args, "--to", &args.to)?)));
-    let (from, to) = match endpoints {
-        Ok(endpoints) => endpoints,
-        Err(e) => return usage_error(output, e),
-    };
-    let request = Request {
-        from,
-        to,
-        port: args.port,
-        protocol,
-        size: args.size,
-        via: args.via.clone(),
-    };
-    // A live diagnosis collects into a directory, then reads it as any
-    // snapshot: the answer can be replayed offline.
-    let (dir, _temporary) = match &args.snapshot {
-        Some(dir) => (dir.clone(), None),
-        None => match collect_live(&args, &packs, &request) {
-            Ok(collected) => collected,
-            Err(Stopped::Error(message)) => return usage_error(output, message),
-            Err(stopped) => return stopped.report(),
-        },
-    };
-    let (snapshot, problems) = match args.cache.load(&dir) {
-        Ok((snapshot, problems)) => (Arc::new(snapshot), problems),
-        Err(e) => return usage_error(output, e.to_string()),
-    };
-    report_problems(&problems);
-    let diagnosis = match engine::diagnose(&snapshot, &request, &packs) {
-        Ok(diagnosis) => diagnosis,
-        Err(e) => return usage_error(output, e.to_string()),
-    };
-    let written = match output.format {
-        ReportFormat::Text => output.write(&text(&diagnosis, args.detail())),
-        ReportFormat::Json => output.write_json(&Report::new(&diagnosis)),
-        ReportFormat::Dot => output.write(&dot::render(&Picture::new(&Report::new(&diagnosis)))),
-        ReportFormat::Svg => output.write(&svg::render(&Picture::new(&Report::new(&diagnosis)))),
-        ReportFormat::Html => output.write(&html::render(&Report::new(&diagnosis))),
-    };
-    if let Err(code) = written {
-        return code;
-    }
-    let code = exit_status(&diagnosis);
-    // The process ends here: freeing a large cluster object by object
-    // would take a tenth of the run, and the system takes it back at once.
-    std::mem::forget((snapshot, diagnosis));
-    code
 }
 
-/// `--from` or `--to` (`flag`) as an endpoint. One that is none of the
-/// forms is compared with the names of `--snapshot`'s objects, to suggest
-/// the endpoint it may have meant.
-fn endpoint(args: &DiagnoseArgs, flag: &str, text: &str) -> Result<Endpoint, String> {
-    super::parse_endpoint(text).map_err(|e| {
-        let malformed = matches!(
-            text.parse::<Endpoint>(),
-            Err(engine::TargetError::Malformed(_))
-        );
-        let suggestion = args
-            .snapshot
-            .as_deref()
-            .filter(|_| malformed)
-            .and_then(|dir| args.cache.load(dir).ok())
-            .and_then(|(snapshot, _)| engine::suggest_endpoint(&snapshot, text))
-            .map(|candidates| candidates.to_string())
-            .unwrap_or_default();
-        format!("{flag}: {e}{suggestion}")
-    })
+impl Diagnose {
+    /// Reads (or collects) the snapshot, diagnoses the flow, writes the
+    /// report; the exit status says the verdict.
+    fn run(self) -> ExitCode {
+        // A live diagnosis collects into a directory, then reads it as any
+        // snapshot: the answer can be replayed offline.
+        let (dir, _temporary) = match &self.input {
+            Input::Snapshot(dir) => (dir.clone(), None),
+            Input::Live { live, save } => {
+                match collect_live(live, save.as_deref(), &self.packs, &self.request) {
+                    Ok(collected) => collected,
+                    Err(Stopped::Error(message)) => return usage_error(self.output, message),
+                    Err(stopped) => return stopped.report(),
+                }
+            }
+        };
+        let (snapshot, problems) = match self.cache.load(&dir) {
+            Ok((snapshot, problems)) => (Arc::new(snapshot), problems),
+            Err(e) => return usage_error(self.output, e.to_string()),
+        };
+        report_problems(&problems);
+        let diagnosis = match engine::diagnose(&snapshot, &self.request, &self.packs) {
+            Ok(diagnosis) => diagnosis,
+            Err(e) => return usage_error(self.output, e.to_string()),
+        };
+        if let Err(code) = self.output.write_report(&diagnosis, self.detail) {
+            return code;
+        }
+        let code = ExitCode::from(verdict_status(diagnosis.verdict()));
+        // The process ends here: freeing a large cluster object by object
+        // would take a tenth of the run, and the system takes it back at once.
+        std::mem::forget((snapshot, diagnosis));
+        code
+    }
 }
 
 /// Collects what `request` needs from the live cluster into
 /// `--save-snapshot DIR`, or a temporary directory (returned too, so that
 /// it lives as long as the diagnosis reads it).
 fn collect_live(
-    args: &DiagnoseArgs,
+    live: &LiveArgs,
+    save: Option<&Path>,
     packs: &LoadedPacks,
     request: &Request,
 ) -> Result<(PathBuf, Option<TempDir>), Stopped> {
-    let (dir, temporary) = match &args.save_snapshot {
-        Some(dir) => (dir.clone(), None),
+    let (dir, temporary) = match save {
+        Some(dir) => (dir.to_path_buf(), None),
         None => {
             let temporary = tempfile::Builder::new()
                 .prefix("skoop-snapshot-")
@@ -404,12 +414,12 @@ fn collect_live(
             (temporary.path().to_path_buf(), Some(temporary))
         }
     };
-    args.live.run(packs, &dir, async |collection| {
+    live.run(packs, &dir, async |collection| {
         collect_flow(collection, packs, request).await?;
         print_outcomes(collection, Summary::Brief);
         Ok(())
     })?;
-    if args.save_snapshot.is_some() {
+    if save.is_some() {
         // A saved snapshot is replayed, maybe many times: it keeps its
         // objects' model as `collect cluster` does (and is diagnosed from it
         // here too).
@@ -435,358 +445,6 @@ fn usage_error(output: Destination, error: String) -> ExitCode {
         return code;
     }
     ExitCode::from(EXIT_USAGE)
-}
-
-/// How much of each path the text report shows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Detail {
-    /// One line per path: its backend, disposition and where it stops.
-    Paths,
-    /// Every hop of every path, and its steps (`--detail`).
-    Hops,
-    /// Every step with its packet, rules and tables too (`-v`).
-    Packets,
-}
-
-/// Exit status when some path is not delivered.
-const EXIT_NOT_DELIVERED: u8 = 1;
-/// Exit status when every path is delivered but a critical or fatal
-/// finding says something on the way is broken all the same.
-const EXIT_DELIVERED_WITH_FINDINGS: u8 = 3;
-
-/// The exit status of a diagnosis (see `diagnose --help`, docs/json.md).
-fn exit_status(diagnosis: &Diagnosis) -> ExitCode {
-    ExitCode::from(verdict_status(diagnosis.verdict()))
-}
-
-/// The exit status of a verdict (`skoop matrix` exits with its worst flow's).
-pub(super) fn verdict_status(verdict: Verdict) -> u8 {
-    match verdict {
-        Verdict::Succeeds => 0,
-        Verdict::NotDelivered => EXIT_NOT_DELIVERED,
-        Verdict::DeliveredWithSevereFindings => EXIT_DELIVERED_WITH_FINDINGS,
-    }
-}
-
-/// A finding as the text report says it: once, with the paths (numbered
-/// from 1) it is about. The walker records a stop on every path it ends, so
-/// that paths forked from one hop repeat it word for word: those are one
-/// finding about all their paths (`finding_paths` of each).
-struct Said<'d> {
-    finding: &'d Finding,
-    paths: Vec<usize>,
-}
-
-/// Each distinct finding once, in the order first found.
-fn said_findings(diagnosis: &Diagnosis) -> Vec<Said<'_>> {
-    let mut said: Vec<Said> = Vec::new();
-    for finding in &diagnosis.findings {
-        let paths = finding_paths(diagnosis, finding)
-            .into_iter()
-            .map(|index| index + 1)
-            .collect();
-        // The same finding at the same hop id, wherever on the graph.
-        let same = |s: &&mut Said| {
-            s.finding.about.hop == finding.about.hop
-                && s.finding.clone().about(()) == finding.clone().about(())
-        };
-        match said.iter_mut().find(same) {
-            Some(earlier) => {
-                earlier.paths.extend(paths);
-                earlier.paths.sort_unstable();
-                earlier.paths.dedup();
-            }
-            None => said.push(Said { finding, paths }),
-        }
-    }
-    said
-}
-
-/// How many distinct fatal and critical findings the diagnosis has.
-fn severe_findings(diagnosis: &Diagnosis) -> (usize, usize) {
-    let said = said_findings(diagnosis);
-    let count = |severity| {
-        said.iter()
-            .filter(|s| s.finding.severity == severity)
-            .count()
-    };
-    (count(Severity::Fatal), count(Severity::Critical))
-}
-
-/// What the verdict adds about fatal and critical findings: a delivered
-/// flow with one is not healthy (exit status 3), and says so at once.
-fn severity_note(diagnosis: &Diagnosis) -> String {
-    let (fatal, critical) = severe_findings(diagnosis);
-    let counts: Vec<String> = [(fatal, "fatal"), (critical, "critical")]
-        .into_iter()
-        .filter(|(count, _)| *count > 0)
-        .map(|(count, severity)| format!("{count} {severity}"))
-        .collect();
-    if counts.is_empty() {
-        return String::new();
-    }
-    let noun = if fatal + critical == 1 {
-        "finding"
-    } else {
-        "findings"
-    };
-    let joint = if diagnosis.succeeds() { "but" } else { "with" };
-    format!(", {joint} {} {noun}", counts.join(" and "))
-}
-
-/// What a path's request reached, as a summary names it: the pod or node
-/// whose address it is, else the address; a path without one, by number.
-fn backend_name(path: &PathResult, number: usize) -> String {
-    match &path.backend {
-        Some(backend) => backend.owner.clone().unwrap_or_else(|| backend.socket()),
-        None => format!("path {number}"),
-    }
-}
-
-/// Which of several paths fail, by backend where they reach several (a
-/// service's fan-out): "2 of 4 backends (50% of flows) fail: a, b".
-fn failing_summary(diagnosis: &Diagnosis) -> Option<String> {
-    if diagnosis.paths.len() < 2 || diagnosis.succeeds() {
-        return None;
-    }
-    // Each backend with whether any of its paths fails, in path order.
-    let mut backends: Vec<(String, bool)> = Vec::new();
-    for (index, path) in diagnosis.paths.iter().enumerate() {
-        let name = backend_name(path, index + 1);
-        let fails = !path.succeeds();
-        match backends.iter_mut().find(|(known, _)| *known == name) {
-            Some((_, failing)) => *failing |= fails,
-            None => backends.push((name, fails)),
-        }
-    }
-    let share: f64 = diagnosis
-        .paths
-        .iter()
-        .filter(|path| !path.succeeds())
-        .map(|path| path.probability)
-        .sum();
-    let failing: Vec<&str> = backends
-        .iter()
-        .filter(|(_, fails)| *fails)
-        .map(|(name, _)| name.as_str())
-        .collect();
-    if backends.len() > 1 {
-        Some(format!(
-            "{} of {} backends ({:.0}% of flows) fail: {}",
-            failing.len(),
-            backends.len(),
-            share * 100.0,
-            failing.join(", ")
-        ))
-    } else {
-        let paths = diagnosis.paths.iter().filter(|p| !p.succeeds()).count();
-        Some(format!(
-            "{paths} of {} paths ({:.0}% of flows) fail",
-            diagnosis.paths.len(),
-            share * 100.0
-        ))
-    }
-}
-
-/// The text report, each line escaped for a terminal (see `terminal_safe`).
-fn text(diagnosis: &Diagnosis, detail: Detail) -> String {
-    let mut text = String::new();
-    // One line of the report, escaped as `out!` escapes it.
-    macro_rules! say {
-        () => {
-            text.push('\n')
-        };
-        ($($arg:tt)*) => {{
-            text.push_str(&terminal_safe(&format!($($arg)*)));
-            text.push('\n');
-        }};
-    }
-    // The verdict first, then which paths fail.
-    let disposition = diagnosis.disposition();
-    say!(
-        "{}: {disposition}{}{}{}",
-        diagnosis.summary,
-        exit_note(diagnosis),
-        assumed_mark(diagnosis.assumed()),
-        severity_note(diagnosis)
-    );
-    if let Some(pack) = &diagnosis.assumed_by {
-        let namespaces: Vec<&str> = diagnosis
-            .findings
-            .iter()
-            .filter(|f| f.id == skoop::engine::codes::SNAPSHOT_ASSUMED)
-            .map(|f| f.about.hop.as_str())
-            .collect();
-        say!(
-            "  assumed: the snapshot has no dump of {}; pack {pack}'s intent stands in there",
-            namespaces.join(", ")
-        );
-    }
-    if let Some(summary) = failing_summary(diagnosis) {
-        say!("  {summary}");
-    }
-    let count = diagnosis.paths.len();
-    if detail == Detail::Paths && count > 0 {
-        say!();
-    }
-    for (number, path) in diagnosis.paths.iter().enumerate() {
-        if detail > Detail::Paths {
-            say!();
-        }
-        let to = path
-            .backend
-            .as_ref()
-            .map(|backend| format!(" to {backend}"))
-            .unwrap_or_default();
-        let stops = match (path.disposition, path.hops.last()) {
-            (Disposition::Delivered | Disposition::ExitsCluster, _) | (_, None) => String::new(),
-            (_, Some(&last)) => format!(" at {}", diagnosis.hop(last).id),
-        };
-        say!(
-            "path {} of {count} ({:.0}% of flows){to}: {}{}{stops}",
-            number + 1,
-            path.probability * 100.0,
-            path.disposition,
-            assumed_mark(path.assumed)
-        );
-        if detail == Detail::Paths {
-            continue;
-        }
-        let verbose = detail == Detail::Packets;
-        let mut previous: Option<usize> = None;
-        for &index in &path.hops {
-            if let Some(from) = previous
-                && let Some(edge) = diagnosis
-                    .graph
-                    .find_edge(NodeIndex::new(from), NodeIndex::new(index))
-            {
-                let link = &diagnosis.graph[edge];
-                let to = link.to_interface.as_deref().unwrap_or("");
-                let kind = link_kind(link.kind);
-                if verbose {
-                    say!(
-                        "   | {kind} {} -> {to}: {}",
-                        link.from_interface,
-                        link.packet
-                    );
-                } else {
-                    say!("   | {kind} {} -> {to}", link.from_interface);
-                }
-            }
-            previous = Some(index);
-            let hop = diagnosis.hop(index);
-            let what = match hop.kind {
-                engine::HopKind::Pod => format!("pod on {}", hop.node.as_deref().unwrap_or("?")),
-                engine::HopKind::Node => "node".to_string(),
-                engine::HopKind::External => "outside the cluster".to_string(),
-            };
-            say!("  {} [{what}]{}", hop.id, assumed_mark(hop.assumed));
-            for step in &hop.steps {
-                // In an assumed hop every step is: the hop says so once.
-                let mark = assumed_mark(step.assumed && !hop.assumed);
-                say!("      {}{mark}", step_line(&step.step, verbose));
-            }
-        }
-    }
-    let said = said_findings(diagnosis);
-    if !said.is_empty() {
-        say!();
-        say!("findings:");
-        for Said { finding, paths } in &said {
-            let severity = finding.severity.as_str();
-            // Which paths, where it is about some of several.
-            let which = match paths.as_slice() {
-                [] => String::new(),
-                _ if count < 2 || paths.len() == count => String::new(),
-                [one] => format!(" (path {one})"),
-                many => {
-                    let numbers: Vec<String> = many.iter().map(usize::to_string).collect();
-                    format!(" (paths {})", numbers.join(", "))
-                }
-            };
-            say!(
-                "  {severity} {} at {}{which}: {}{}",
-                finding.id,
-                finding.about.hop,
-                finding.status.prefix(),
-                finding.message
-            );
-            // An object's check that cannot tell has no file to point at.
-            if !finding.evidence.is_empty() {
-                say!("      evidence: {}", evidence_text(&finding.evidence));
-            }
-            if let Some(remediation) = &finding.remediation {
-                say!("      remediation: {remediation}");
-            }
-        }
-    }
-    text
-}
-
-/// How the flow leaves the cluster, where that is the verdict: with which
-/// source address, and whether the outside can answer it.
-fn exit_note(diagnosis: &Diagnosis) -> String {
-    let Some(exit) = diagnosis
-        .exit()
-        .filter(|_| diagnosis.disposition() == Disposition::ExitsCluster)
-    else {
-        return String::new();
-    };
-    let source = exit
-        .source
-        .map_or_else(|| "a masqueraded address".to_string(), |s| s.to_string());
-    match exit.answerable {
-        true => format!(" from {source} ({})", exit.why),
-        false => format!(
-            " with source {source}, which the outside cannot answer ({})",
-            exit.why
-        ),
-    }
-}
-
-fn step_line(step: &Step, verbose: bool) -> String {
-    match step {
-        Step::Sent { packet } => format!("sends {packet}"),
-        Step::Received { interface, packet } => {
-            if verbose {
-                format!("receives on {interface}: {packet}")
-            } else {
-                format!("receives on {interface}")
-            }
-        }
-        Step::Route {
-            rule,
-            route,
-            result,
-        } => {
-            if verbose && !rule.is_empty() {
-                format!("route: {result} ({route}; rule {rule})")
-            } else {
-                format!("route: {result} ({route})")
-            }
-        }
-        Step::Translated {
-            hook,
-            table,
-            translation,
-        } => format!("netfilter {hook} {table}: {translation}"),
-        Step::Netfilter { rule, file } => {
-            format!("netfilter: {rule} at {}: {}", rule.place(file), rule.text)
-        }
-        Step::Neighbour {
-            address,
-            interface,
-            result,
-        } => format!("neighbour {address} on {interface}: {result}"),
-        Step::Bridged { bridge, port } => format!("bridge {bridge} forwards to port {port}"),
-        Step::Encapsulated { device, outer } => format!("{device} encapsulates: {outer}"),
-        Step::Decapsulated { device, inner } => format!("{device} decapsulates: {inner}"),
-        Step::Delivered { socket } => format!("delivered to {socket}"),
-        Step::Stopped {
-            disposition,
-            reason,
-        } => format!("STOPPED ({disposition}): {reason}"),
-    }
 }
 
 /// `--via node/NAME`: the node's name.

@@ -7,10 +7,11 @@ use std::process::ExitCode;
 use clap::{Args, ValueEnum};
 use skoop::matrix::{Flow, diff::diff};
 use skoop::report::matrix::{DiffReport, MatrixReport};
+use skoop::report::text;
 use skoop::snapshot::input::{CLUSTER_FILE, read_text};
 
-use super::matrix::{FlowArgs, flow_line, outcome, terminal_lines};
-use super::{EXIT_USAGE, json_text, write_raw};
+use super::flows::{FlowArgs, Flows};
+use super::{EXIT_USAGE, json_text, terminal_lines, write_raw};
 
 /// Compare two snapshots' answers flow by flow: every flow whose verdict
 /// (or disposition) changed, with the finding that made the difference
@@ -52,6 +53,25 @@ enum DiffFormat {
     Json,
 }
 
+/// `diff`'s arguments validated: what the command runs on.
+struct Diff {
+    before: PathBuf,
+    after: PathBuf,
+    flows: Flows,
+    format: DiffFormat,
+}
+
+impl DiffArgs {
+    fn options(self) -> Diff {
+        Diff {
+            before: self.before,
+            after: self.after,
+            flows: self.flows.options(),
+            format: self.format,
+        }
+    }
+}
+
 /// One side of the comparison.
 enum Side {
     Snapshot(PathBuf),
@@ -91,14 +111,15 @@ impl Side {
 }
 
 pub fn run(args: DiffArgs) -> ExitCode {
+    let args = args.options();
     match compared(&args) {
         Ok(report) => {
-            let text = match args.format {
-                DiffFormat::Text => Ok(text(&report)),
+            let written = match args.format {
+                DiffFormat::Text => Ok(terminal_lines(&text::diff(&report))),
                 DiffFormat::Json => json_text(&report),
             };
-            match text {
-                Ok(text) => write_raw(&text),
+            match written {
+                Ok(written) => write_raw(&written),
                 Err(code) => return code,
             }
             let same = report.changed.is_empty()
@@ -117,7 +138,7 @@ pub fn run(args: DiffArgs) -> ExitCode {
     }
 }
 
-fn compared(args: &DiffArgs) -> Result<DiffReport, String> {
+fn compared(args: &Diff) -> Result<DiffReport, String> {
     let before = Side::read(&args.before)?;
     let after = Side::read(&args.after)?;
     let snapshots = [&before, &after]
@@ -145,51 +166,4 @@ fn compared(args: &DiffArgs) -> Result<DiffReport, String> {
         }
     };
     Ok(diff(&before, &after))
-}
-
-/// The text report: the two sides' counts, then each changed flow with its
-/// cause, then the flows only one side has.
-fn text(report: &DiffReport) -> String {
-    let mut lines = vec![
-        format!("before: {}", report.before),
-        format!("after:  {}", report.after),
-    ];
-    let changed = report.changed.len();
-    lines.push(format!(
-        "{changed} flow{} changed, {} unchanged, {} only before, {} only after",
-        if changed == 1 { "" } else { "s" },
-        report.unchanged,
-        report.only_before.len(),
-        report.only_after.len()
-    ));
-    for change in &report.changed {
-        lines.push(String::new());
-        lines.push(format!(
-            "{} {} -> {} ({}): {} -> {}",
-            change.change.as_str(),
-            change.from,
-            change.to,
-            change.protocol,
-            outcome(&change.before),
-            outcome(&change.after)
-        ));
-        if let Some(cause) = &change.cause {
-            lines.push(format!(
-                "    {} {} at {}: {}",
-                cause.severity, cause.id, cause.hop, cause.message
-            ));
-            lines.push(format!("    evidence: {}", cause.evidence));
-        }
-    }
-    for (title, flows) in [
-        ("only before:", &report.only_before),
-        ("only after:", &report.only_after),
-    ] {
-        if !flows.is_empty() {
-            lines.push(String::new());
-            lines.push(title.to_owned());
-            lines.extend(flows.iter().map(flow_line));
-        }
-    }
-    terminal_lines(&lines)
 }

@@ -1,5 +1,9 @@
-//! The command line: parses arguments, calls the library, prints. Nothing
-//! else in skoop knows about terminals or output formats.
+//! The command line: parses arguments into typed options, calls the
+//! library, writes what the library returns, and picks the exit status.
+//! The library (`skoop::report`) turns results into JSON, text lines and
+//! pictures; only this layer writes to the terminal (every line escaped by
+//! [`terminal_safe`]), chooses where a report goes and in which format, and
+//! knows exit codes.
 
 /// `out!` for command output: one line of text, with its control characters
 /// escaped (see [`terminal_safe`]). When stdout is closed early
@@ -22,9 +26,11 @@ macro_rules! err {
     };
 }
 
+mod args;
 mod collect;
 mod diagnose;
 mod diff;
+mod flows;
 mod live;
 mod matrix;
 mod namespace;
@@ -34,11 +40,15 @@ mod route;
 mod shell;
 mod snapshot;
 
+use std::io::Write as _;
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use skoop::snapshot::input::Boundary;
-use skoop::snapshot::{ClusterFrom, Problem, Snapshot, SnapshotError};
+use skoop::engine::Verdict;
+use skoop::snapshot::Problem;
+use tempfile::NamedTempFile;
 
 /// skoop works out, hop by hop, what each Linux network stack in a Kubernetes
 /// cluster does with a packet, and reports where it stops and why.
@@ -95,6 +105,21 @@ enum OutputFormat {
 
 /// Exit code when the arguments or the input cannot be used at all.
 const EXIT_USAGE: u8 = 2;
+/// Exit status when some path is not delivered.
+const EXIT_NOT_DELIVERED: u8 = 1;
+/// Exit status when every path is delivered but a critical or fatal
+/// finding says something on the way is broken all the same.
+const EXIT_DELIVERED_WITH_FINDINGS: u8 = 3;
+
+/// The exit status of a verdict: `diagnose` exits with its diagnosis's,
+/// `matrix` with its worst flow's (see `diagnose --help`, docs/json.md).
+fn verdict_status(verdict: Verdict) -> u8 {
+    match verdict {
+        Verdict::Succeeds => 0,
+        Verdict::NotDelivered => EXIT_NOT_DELIVERED,
+        Verdict::DeliveredWithSevereFindings => EXIT_DELIVERED_WITH_FINDINGS,
+    }
+}
 
 pub fn run() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -153,10 +178,19 @@ pub(crate) fn terminal_safe(text: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(safe)
 }
 
+/// Lines as a text report: each escaped for a terminal, as `out!` escapes.
+fn terminal_lines(lines: &[String]) -> String {
+    let mut text = String::new();
+    for line in lines {
+        text.push_str(&terminal_safe(line));
+        text.push('\n');
+    }
+    text
+}
+
 /// Writes text to stdout as it is: JSON, whose encoder already escapes every
 /// control character in a string.
 fn write_raw(text: &str) {
-    use std::io::Write;
     let mut stdout = std::io::stdout().lock();
     let written = stdout.write_all(text.as_bytes());
     match written {
@@ -188,32 +222,6 @@ fn json_text(value: &impl serde::Serialize) -> Result<String, ExitCode> {
     }
 }
 
-/// Whether a snapshot's cluster cache may stand for its `cluster/` files:
-/// what every command that reads a snapshot to diagnose it shares.
-#[derive(Debug, clap::Args)]
-struct CacheArgs {
-    /// Read the snapshot's cluster/ files even where its cluster cache
-    /// stands for them (a snapshot from elsewhere, a cache in doubt).
-    /// SKOOP_NO_CACHE=1 (or true, yes, on) in the environment does the same.
-    #[arg(long, env = "SKOOP_NO_CACHE", value_parser = clap::builder::FalseyValueParser::new())]
-    no_cache: bool,
-}
-
-impl CacheArgs {
-    /// Loads the snapshot `dir`, from its cache unless told not to.
-    fn load(&self, dir: &std::path::Path) -> Result<(Snapshot, Vec<Problem>), SnapshotError> {
-        Snapshot::load_with(dir, &Boundary::new(dir), self.cluster_from())
-    }
-
-    fn cluster_from(&self) -> ClusterFrom {
-        if self.no_cache {
-            ClusterFrom::Files
-        } else {
-            ClusterFrom::CacheWhenCurrent
-        }
-    }
-}
-
 /// Problems met while reading input that the command could still use: shown
 /// on stderr so that they never mix with the result on stdout.
 fn report_problems(problems: &[Problem]) {
@@ -222,55 +230,44 @@ fn report_problems(problems: &[Problem]) {
     }
 }
 
-/// A TCP or UDP port: 1-65535 (0 is no port a packet can be sent to).
-fn parse_port(text: &str) -> Result<u16, String> {
-    text.parse::<u16>()
-        .ok()
-        .filter(|&port| port != 0)
-        .ok_or_else(|| format!("{text:?} is not a port number (1-65535)"))
+/// A file a report is written to: first as a temporary file beside it,
+/// renamed over it once the report is whole, so that a run that ends
+/// without a report (a bad argument, a failed write) leaves the file as it
+/// was. The temporary file is created at once, so that a directory that
+/// cannot be written is said before any work.
+struct ReportFile {
+    path: PathBuf,
+    file: NamedTempFile,
 }
 
-/// `--from`/`--to`, with the port rule of [`parse_port`] for `DST:PORT`.
-fn parse_endpoint(text: &str) -> Result<skoop::engine::Endpoint, String> {
-    use skoop::snapshot::cluster::PortRef;
-    let endpoint: skoop::engine::Endpoint = text
-        .parse()
-        .map_err(|e: skoop::engine::TargetError| e.to_string())?;
-    match endpoint.port() {
-        Some(PortRef::Number(0)) => Err(format!("{text:?}: 0 is not a port number (1-65535)")),
-        _ => Ok(endpoint),
+impl ReportFile {
+    fn create(path: &Path) -> Result<ReportFile, String> {
+        let dir = match path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir,
+            _ => Path::new("."),
+        };
+        // Read and write for all but what the umask takes, as a file
+        // created by File::create would be.
+        let file = tempfile::Builder::new()
+            .prefix(".skoop-report-")
+            .permissions(std::fs::Permissions::from_mode(0o666))
+            .tempfile_in(dir)
+            .map_err(|e| format!("--output: cannot write {}: {e}", path.display()))?;
+        Ok(ReportFile {
+            path: path.to_path_buf(),
+            file,
+        })
     }
-}
 
-/// `--protocol`: the IP protocol of a flow.
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum ProtocolArg {
-    Tcp,
-    Udp,
-    /// Whether an SCTP endpoint listens is known from an ss.txt that lists
-    /// SCTP (`ss -H -tulnS`), else unknown.
-    Sctp,
-    /// An echo request (ping).
-    Icmp,
-}
-
-impl From<ProtocolArg> for skoop::engine::Protocol {
-    fn from(arg: ProtocolArg) -> Self {
-        use skoop::engine::Protocol;
-        match arg {
-            ProtocolArg::Tcp => Protocol::Tcp,
-            ProtocolArg::Udp => Protocol::Udp,
-            ProtocolArg::Sctp => Protocol::Sctp,
-            ProtocolArg::Icmp => Protocol::Icmp,
-        }
+    /// Writes the whole report; `Err` carries the exit code when it cannot.
+    fn write(mut self, text: &str) -> Result<(), ExitCode> {
+        let written = self
+            .file
+            .write_all(text.as_bytes())
+            .and_then(|()| self.file.persist(&self.path).map(drop).map_err(|e| e.error));
+        written.map_err(|e| {
+            err!("error: cannot write {}: {e}", self.path.display());
+            ExitCode::from(EXIT_USAGE)
+        })
     }
-}
-
-/// A packet mark as iptables and iproute2 print it: decimal or 0x-hex.
-fn parse_mark(text: &str) -> Result<u32, String> {
-    let parsed = match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
-        Some(hex) => u32::from_str_radix(hex, 16),
-        None => text.parse(),
-    };
-    parsed.map_err(|_| format!("{text:?} is not a 32-bit mark (decimal or 0x-hex)"))
 }

@@ -19,8 +19,9 @@ use skoop::snapshot::netns::NetnsDump;
 use skoop::snapshot::netns::iptables::{self, Protocol, TcpFlagBits};
 use skoop::snapshot::netns::nft;
 
+use super::args::{ProtocolArg, parse_mark, parse_port};
 use super::namespace::{NamespaceArgs, lacking_files};
-use super::{EXIT_USAGE, OutputFormat, ProtocolArg, parse_mark, print_json, report_problems};
+use super::{EXIT_USAGE, OutputFormat, print_json, report_problems};
 
 #[derive(Debug, Subcommand)]
 pub enum NetfilterCommand {
@@ -67,11 +68,11 @@ pub struct TraceArgs {
     #[arg(long, alias = "proto", value_enum)]
     protocol: ProtocolArg,
     /// Source port (tcp, udp, sctp).
-    #[arg(long, default_value_t = 40000, value_parser = super::parse_port)]
+    #[arg(long, default_value_t = 40000, value_parser = parse_port)]
     sport: u16,
     /// Destination port (tcp, udp, sctp: required; icmp has none).
     /// `--dport` as older skoop read it.
-    #[arg(long, alias = "dport", value_parser = super::parse_port)]
+    #[arg(long, alias = "dport", value_parser = parse_port)]
     port: Option<u16>,
     /// Which way the packet goes through the namespace.
     #[arg(long, value_enum, default_value_t = PathArg::Received)]
@@ -471,34 +472,7 @@ impl From<&Step<'_>> for StepJson {
                 table,
                 translation,
             } => {
-                let (kind, before, after) = match translation {
-                    Translation::Dnat { before, after } => {
-                        ("dnat", before.to_string(), after.to_string())
-                    }
-                    Translation::Redirect { before, after } => {
-                        ("redirect", before.to_string(), after.to_string())
-                    }
-                    Translation::Snat { before, after } => {
-                        ("snat", before.to_string(), after.to_string())
-                    }
-                    Translation::Masquerade { before, after } => (
-                        "masquerade",
-                        before.to_string(),
-                        after.map_or_else(
-                            || "the outgoing device's address (not known)".to_string(),
-                            |a| a.to_string(),
-                        ),
-                    ),
-                    Translation::Mark { before, after } => {
-                        ("mark", mark(Some(*before)), mark(Some(*after)))
-                    }
-                    Translation::ConnMark { before, after } => {
-                        ("connmark", mark(*before), mark(*after))
-                    }
-                    Translation::Untracked => {
-                        ("notrack", "tracked".to_string(), "untracked".to_string())
-                    }
-                };
+                let (kind, before, after) = translation_values(translation);
                 StepJson::Translation {
                     hook: hook_name(*hook),
                     table: table.to_string(),
@@ -510,50 +484,75 @@ impl From<&Step<'_>> for StepJson {
             Step::Route {
                 destination,
                 choice,
-            } => {
-                let none = || RouteJson {
-                    destination: *destination,
-                    decision: "unknown",
-                    dev: None,
-                    gateway: None,
-                    rule: None,
-                    route: None,
-                    reason: None,
-                };
-                match choice.clone() {
-                    RouteChoice::Local { rule, route } => StepJson::Route(RouteJson {
-                        decision: "local",
-                        rule,
-                        route,
-                        ..none()
-                    }),
-                    RouteChoice::Out {
-                        dev,
-                        gateway,
-                        rule,
-                        route,
-                    } => StepJson::Route(RouteJson {
-                        decision: "out",
-                        dev,
-                        gateway,
-                        rule,
-                        route,
-                        ..none()
-                    }),
-                    RouteChoice::Failed { error, rule, route } => StepJson::Route(RouteJson {
-                        decision: "failed",
-                        rule,
-                        route,
-                        reason: Some(error.to_string()),
-                        ..none()
-                    }),
-                    RouteChoice::Unknown { reason } => StepJson::Route(RouteJson {
-                        reason: Some(reason),
-                        ..none()
-                    }),
-                }
-            }
+            } => StepJson::Route(route_json(*destination, choice.clone())),
         }
+    }
+}
+
+/// A translation's kind, and what it changed from and to.
+fn translation_values(translation: &Translation) -> (&'static str, String, String) {
+    match translation {
+        Translation::Dnat { before, after } => ("dnat", before.to_string(), after.to_string()),
+        Translation::Redirect { before, after } => {
+            ("redirect", before.to_string(), after.to_string())
+        }
+        Translation::Snat { before, after } => ("snat", before.to_string(), after.to_string()),
+        Translation::Masquerade { before, after } => (
+            "masquerade",
+            before.to_string(),
+            after.map_or_else(
+                || "the outgoing device's address (not known)".to_string(),
+                |a| a.to_string(),
+            ),
+        ),
+        Translation::Mark { before, after } => ("mark", mark(Some(*before)), mark(Some(*after))),
+        Translation::ConnMark { before, after } => ("connmark", mark(*before), mark(*after)),
+        Translation::Untracked => ("notrack", "tracked".to_string(), "untracked".to_string()),
+    }
+}
+
+/// A routing decision as `-o json` gives it.
+fn route_json(destination: IpAddr, choice: RouteChoice) -> RouteJson {
+    let none = || RouteJson {
+        destination,
+        decision: "unknown",
+        dev: None,
+        gateway: None,
+        rule: None,
+        route: None,
+        reason: None,
+    };
+    match choice {
+        RouteChoice::Local { rule, route } => RouteJson {
+            decision: "local",
+            rule,
+            route,
+            ..none()
+        },
+        RouteChoice::Out {
+            dev,
+            gateway,
+            rule,
+            route,
+        } => RouteJson {
+            decision: "out",
+            dev,
+            gateway,
+            rule,
+            route,
+            ..none()
+        },
+        RouteChoice::Failed { error, rule, route } => RouteJson {
+            decision: "failed",
+            rule,
+            route,
+            reason: Some(error.to_string()),
+            ..none()
+        },
+        RouteChoice::Unknown { reason } => RouteJson {
+            reason: Some(reason),
+            ..none()
+        },
     }
 }
 

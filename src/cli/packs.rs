@@ -8,7 +8,8 @@ use skoop::pack_tests;
 use skoop::packs::{self, HOOKS, IntRange, LoadedPacks, Override, Pack, PackKind, scaffold};
 use skoop::snapshot::ClusterFrom;
 
-use super::{CacheArgs, EXIT_USAGE, OutputFormat, report_problems};
+use super::args::{CacheArgs, LoadArgs};
+use super::{EXIT_USAGE, OutputFormat, report_problems};
 
 mod eval;
 use eval::eval;
@@ -98,7 +99,7 @@ pub struct EvalArgs {
     #[arg(short, long, value_enum, default_value_t = OutputFormat::Text)]
     output: OutputFormat,
     #[command(flatten)]
-    cache: super::CacheArgs,
+    cache: CacheArgs,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -107,41 +108,6 @@ pub enum Kind {
     Cni,
     /// CNI-independent checks.
     Rules,
-}
-
-#[derive(Debug, Args)]
-pub struct LoadArgs {
-    /// A directory of packs (or one pack) to add to the built-in ones; a pack
-    /// with a built-in's name replaces it.
-    #[arg(long = "pack-path", value_name = "DIR")]
-    pack_paths: Vec<PathBuf>,
-    /// Override a parameter: PACK.PARAM=VALUE (validated like any value).
-    #[arg(long = "set", value_name = "PACK.PARAM=VALUE", value_parser = Override::parse)]
-    overrides: Vec<Override>,
-}
-
-impl LoadArgs {
-    /// The packs and every problem, said nowhere (a matrix's workers load
-    /// again what `load` has said once).
-    pub(super) fn discover_and_load(&self) -> (LoadedPacks, Vec<skoop::snapshot::Problem>) {
-        LoadedPacks::discover_and_load(&self.pack_paths, &self.overrides)
-    }
-
-    /// Loads the packs; problems and notes go to stderr. `Err` is the exit code.
-    pub(super) fn load(&self) -> Result<LoadedPacks, ExitCode> {
-        let (loaded, problems) = self.discover_and_load();
-        for note in &loaded.notes {
-            err!("note: {note}");
-        }
-        if problems.is_empty() {
-            Ok(loaded)
-        } else {
-            for problem in &problems {
-                err!("error: {problem}");
-            }
-            Err(ExitCode::from(EXIT_USAGE))
-        }
-    }
 }
 
 pub fn run(command: PacksCommand) -> ExitCode {

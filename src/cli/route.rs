@@ -13,8 +13,9 @@ use skoop::netstack::routing::{
 };
 use skoop::snapshot::netns::NetnsDump;
 
+use super::args::parse_mark;
 use super::namespace::{NamespaceArgs, lacking_files};
-use super::{EXIT_USAGE, OutputFormat, parse_mark, print_json, report_problems};
+use super::{EXIT_USAGE, OutputFormat, print_json, report_problems};
 
 #[derive(Debug, Subcommand)]
 pub enum RouteCommand {

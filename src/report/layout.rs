@@ -93,109 +93,19 @@ impl Layout {
         // The last column's edge labels reach half a column beyond it.
         let width = (MARGIN * 2.0 + COLUMN * ((columns + orphans) as f64 + 0.5)).max(MIN_WIDTH);
 
-        // The legend: the question, the verdict, the key findings.
-        let chars = ((width - MARGIN * 2.0) / CHAR_WIDTH) as usize;
-        let mut legend = Vec::new();
-        let mut y = MARGIN;
-        for line in wrap(&picture.request, chars, 2) {
-            y += LINE;
-            legend.push((LegendStyle::Request, y, line));
-        }
-        y += LINE + 8.0;
-        legend.push((
-            LegendStyle::Verdict,
-            y,
-            format!("verdict: {}", picture.verdict),
-        ));
-        y += 4.0;
-        for finding in &picture.key_findings {
-            for line in wrap(finding, chars, FINDING_LINES) {
-                y += LINE;
-                legend.push((LegendStyle::Finding, y, line));
-            }
-        }
-        if let Some(more) = &picture.more_findings {
-            y += LINE;
-            legend.push((LegendStyle::Finding, y, more.clone()));
-        }
-        y += 4.0;
-        let key = "✔ delivered · ✖ stopped (thick red border) · ? cannot tell (dotted) · → leaves the cluster (dashed) · grey dashed box: assumed";
-        for line in wrap(
-            key,
-            (chars as f64 * CHAR_WIDTH / SMALL_CHAR_WIDTH) as usize,
-            3,
-        ) {
-            y += LINE;
-            legend.push((LegendStyle::Key, y, line));
-        }
-        let top = y + 24.0;
+        let (legend, top) = legend(picture, width);
 
-        // Each hop's column and layer; a hop on no path gets a column of its own.
-        let mut orphan = columns;
-        let slots: Vec<(f64, usize)> = placement
-            .iter()
-            .map(|slot| {
-                slot.unwrap_or_else(|| {
-                    orphan += 1;
-                    ((orphan - 1) as f64, 0)
-                })
-            })
-            .collect();
+        let slots = slots(&placement, columns);
         let layers = slots
             .iter()
             .map(|&(_, layer)| layer + 1)
             .chain(picture.ends.iter().map(|end| slots[end.hop].1 + 2))
             .max()
             .unwrap_or(0);
-        let hop_lines: Vec<Vec<String>> = picture
-            .hops
-            .iter()
-            .map(|hop| {
-                let chars = ((HOP_WIDTH - PADDING * 2.0) / CHAR_WIDTH) as usize;
-                let mut lines = vec![shortened(&hop.title, chars), shortened(&hop.what, chars)];
-                for note in &hop.notes {
-                    lines.extend(wrap(note, chars, NOTE_LINES));
-                }
-                lines
-            })
-            .collect();
-        let label_chars = ((COLUMN - 24.0) / SMALL_CHAR_WIDTH) as usize;
-        let link_lines: Vec<Vec<String>> = picture
-            .links
-            .iter()
-            .map(|link| {
-                link.lines
-                    .iter()
-                    .map(|l| shortened(l, label_chars))
-                    .collect()
-            })
-            .collect();
+        let hop_lines = hop_lines(picture);
+        let link_lines = link_lines(picture);
 
-        // Each layer's height, and the room above it for the labels of the
-        // edges coming into it.
-        let mut heights = vec![0.0f64; layers];
-        let mut label_room = vec![0usize; layers];
-        for (index, lines) in hop_lines.iter().enumerate() {
-            let layer = slots[index].1;
-            heights[layer] = heights[layer].max(box_height(lines.len()));
-        }
-        for end in &picture.ends {
-            let layer = slots[end.hop].1 + 1;
-            heights[layer] = heights[layer].max(box_height(2));
-        }
-        for (link, lines) in picture.links.iter().zip(&link_lines) {
-            let layer = slots[link.to].1;
-            label_room[layer] = label_room[layer].max(lines.len());
-        }
-        let mut tops = Vec::with_capacity(layers);
-        let mut y = top;
-        for layer in 0..layers {
-            if layer > 0 {
-                y += ELBOW + 12.0 + SMALL_LINE * label_room[layer].max(1) as f64;
-            }
-            tops.push(y);
-            y += heights[layer];
-        }
+        let (tops, heights, y) = layer_tops(picture, &slots, &hop_lines, &link_lines, layers, top);
         let height = y + MARGIN;
         let bottom = |layer: usize| tops[layer] + heights[layer];
         let column_x = |column: f64| MARGIN + COLUMN * column + COLUMN / 2.0;
@@ -261,6 +171,129 @@ impl Layout {
             end_links,
         }
     }
+}
+
+/// The legend's lines (the question, the verdict, the key findings, the
+/// key), each with its style and baseline, and where the graph starts below
+/// it.
+fn legend(picture: &Picture, width: f64) -> (Vec<(LegendStyle, f64, String)>, f64) {
+    let chars = ((width - MARGIN * 2.0) / CHAR_WIDTH) as usize;
+    let mut legend = Vec::new();
+    let mut y = MARGIN;
+    for line in wrap(&picture.request, chars, 2) {
+        y += LINE;
+        legend.push((LegendStyle::Request, y, line));
+    }
+    y += LINE + 8.0;
+    legend.push((
+        LegendStyle::Verdict,
+        y,
+        format!("verdict: {}", picture.verdict),
+    ));
+    y += 4.0;
+    for finding in &picture.key_findings {
+        for line in wrap(finding, chars, FINDING_LINES) {
+            y += LINE;
+            legend.push((LegendStyle::Finding, y, line));
+        }
+    }
+    if let Some(more) = &picture.more_findings {
+        y += LINE;
+        legend.push((LegendStyle::Finding, y, more.clone()));
+    }
+    y += 4.0;
+    let key = "✔ delivered · ✖ stopped (thick red border) · ? cannot tell (dotted) · → leaves the cluster (dashed) · grey dashed box: assumed";
+    for line in wrap(
+        key,
+        (chars as f64 * CHAR_WIDTH / SMALL_CHAR_WIDTH) as usize,
+        3,
+    ) {
+        y += LINE;
+        legend.push((LegendStyle::Key, y, line));
+    }
+    (legend, y + 24.0)
+}
+
+/// Each hop's (column, layer); a hop on no path gets a column of its own,
+/// after the paths' `columns`.
+fn slots(placement: &[Option<(f64, usize)>], columns: usize) -> Vec<(f64, usize)> {
+    let mut orphan = columns;
+    placement
+        .iter()
+        .map(|slot| {
+            slot.unwrap_or_else(|| {
+                orphan += 1;
+                ((orphan - 1) as f64, 0)
+            })
+        })
+        .collect()
+}
+
+/// Each hop box's lines: its title, what it is, its notes.
+fn hop_lines(picture: &Picture) -> Vec<Vec<String>> {
+    picture
+        .hops
+        .iter()
+        .map(|hop| {
+            let chars = ((HOP_WIDTH - PADDING * 2.0) / CHAR_WIDTH) as usize;
+            let mut lines = vec![shortened(&hop.title, chars), shortened(&hop.what, chars)];
+            for note in &hop.notes {
+                lines.extend(wrap(note, chars, NOTE_LINES));
+            }
+            lines
+        })
+        .collect()
+}
+
+/// Each link's label lines, shortened to a column.
+fn link_lines(picture: &Picture) -> Vec<Vec<String>> {
+    let label_chars = ((COLUMN - 24.0) / SMALL_CHAR_WIDTH) as usize;
+    picture
+        .links
+        .iter()
+        .map(|link| {
+            link.lines
+                .iter()
+                .map(|l| shortened(l, label_chars))
+                .collect()
+        })
+        .collect()
+}
+
+/// Each layer's top and height (as tall as its tallest box, with room above
+/// it for the labels of the edges coming into it), and where the last ends.
+fn layer_tops(
+    picture: &Picture,
+    slots: &[(f64, usize)],
+    hop_lines: &[Vec<String>],
+    link_lines: &[Vec<String>],
+    layers: usize,
+    top: f64,
+) -> (Vec<f64>, Vec<f64>, f64) {
+    let mut heights = vec![0.0f64; layers];
+    let mut label_room = vec![0usize; layers];
+    for (index, lines) in hop_lines.iter().enumerate() {
+        let layer = slots[index].1;
+        heights[layer] = heights[layer].max(box_height(lines.len()));
+    }
+    for end in &picture.ends {
+        let layer = slots[end.hop].1 + 1;
+        heights[layer] = heights[layer].max(box_height(2));
+    }
+    for (link, lines) in picture.links.iter().zip(link_lines) {
+        let layer = slots[link.to].1;
+        label_room[layer] = label_room[layer].max(lines.len());
+    }
+    let mut tops = Vec::with_capacity(layers);
+    let mut y = top;
+    for layer in 0..layers {
+        if layer > 0 {
+            y += ELBOW + 12.0 + SMALL_LINE * label_room[layer].max(1) as f64;
+        }
+        tops.push(y);
+        y += heights[layer];
+    }
+    (tops, heights, y)
 }
 
 /// Each hop's (column, layer), `None` for a hop on no path. The column is

@@ -1,0 +1,586 @@
+//! The text reports, as lines: `skoop diagnose`'s (the verdict, which
+//! backends fail, one line per path, then the findings, each said once),
+//! `skoop matrix`'s and `skoop diff`'s. A diagnosis's is built from the
+//! diagnosis as [`Report::new`](super::json::Report::new) builds the JSON
+//! report, with its helpers (`finding_paths`, `link_kind`): the text says
+//! what the JSON types do not carry (the pack that stood in for a
+//! namespace, unrounded shares). A matrix's and a diff's are built from
+//! their JSON types. Lines are returned as they are: escaping them for a
+//! terminal is the command line's job.
+
+use petgraph::graph::NodeIndex;
+
+use crate::diagnostic::evidence_text;
+use crate::engine::{Diagnosis, Disposition, Finding, HopKind, PathResult, Severity, Step};
+use crate::report::json::{finding_paths, link_kind};
+use crate::report::matrix::{DiffReport, FlowOut, FlowVerdict, MatrixReport};
+use crate::report::picture::assumed_mark;
+
+/// How much of each path the text report shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Detail {
+    /// One line per path: its backend, disposition and where it stops.
+    Paths,
+    /// Every hop of every path, and its steps (`--detail`).
+    Hops,
+    /// Every step with its packet, rules and tables too (`-v`).
+    Packets,
+}
+
+/// `skoop diagnose`'s report, line by line (an empty string is an empty
+/// line).
+pub fn diagnosis(diagnosis: &Diagnosis, detail: Detail) -> Vec<String> {
+    let mut lines = verdict_lines(diagnosis);
+    if detail == Detail::Paths && !diagnosis.paths.is_empty() {
+        lines.push(String::new());
+    }
+    for (index, path) in diagnosis.paths.iter().enumerate() {
+        if detail > Detail::Paths {
+            lines.push(String::new());
+        }
+        lines.push(path_line(diagnosis, index, path));
+        if detail > Detail::Paths {
+            lines.extend(hop_lines(diagnosis, path, detail == Detail::Packets));
+        }
+    }
+    lines.extend(findings_lines(diagnosis));
+    lines
+}
+
+/// The verdict, then what stood in for missing namespaces and which paths
+/// fail.
+fn verdict_lines(diagnosis: &Diagnosis) -> Vec<String> {
+    let mut lines = vec![format!(
+        "{}: {}{}{}{}",
+        diagnosis.summary,
+        diagnosis.disposition(),
+        exit_note(diagnosis),
+        assumed_mark(diagnosis.assumed()),
+        severity_note(diagnosis)
+    )];
+    if let Some(pack) = &diagnosis.assumed_by {
+        lines.push(format!(
+            "  assumed: the snapshot has no dump of {}; pack {pack}'s intent stands in there",
+            assumed_namespaces(diagnosis).join(", ")
+        ));
+    }
+    if let Some(summary) = failing_summary(diagnosis) {
+        lines.push(format!("  {summary}"));
+    }
+    lines
+}
+
+/// The hops stepped over with a pack's intent, each namespace once, in the
+/// order the walk first met them.
+fn assumed_namespaces(diagnosis: &Diagnosis) -> Vec<&str> {
+    let mut namespaces: Vec<&str> = Vec::new();
+    for hop in diagnosis.graph.node_weights().filter(|hop| hop.assumed) {
+        if !namespaces.contains(&hop.id.as_str()) {
+            namespaces.push(&hop.id);
+        }
+    }
+    namespaces
+}
+
+/// A path in one line: its share, backend, disposition and where it stops.
+fn path_line(diagnosis: &Diagnosis, index: usize, path: &PathResult) -> String {
+    let to = path
+        .backend
+        .as_ref()
+        .map(|backend| format!(" to {backend}"))
+        .unwrap_or_default();
+    let stops = match (path.disposition, path.hops.last()) {
+        (Disposition::Delivered | Disposition::ExitsCluster, _) | (_, None) => String::new(),
+        (_, Some(&last)) => format!(" at {}", diagnosis.hop(last).id),
+    };
+    format!(
+        "path {} of {} ({:.0}% of flows){to}: {}{}{stops}",
+        index + 1,
+        diagnosis.paths.len(),
+        path.probability * 100.0,
+        path.disposition,
+        assumed_mark(path.assumed)
+    )
+}
+
+/// Each hop of a path with its steps, and the link into it; `verbose`: with
+/// the packet on each link and step, and each route's rule.
+fn hop_lines(diagnosis: &Diagnosis, path: &PathResult, verbose: bool) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut previous: Option<usize> = None;
+    for &index in &path.hops {
+        if let Some(from) = previous {
+            lines.extend(link_line(diagnosis, from, index, verbose));
+        }
+        previous = Some(index);
+        let hop = diagnosis.hop(index);
+        let what = match hop.kind {
+            HopKind::Pod => format!("pod on {}", hop.node.as_deref().unwrap_or("?")),
+            HopKind::Node => "node".to_string(),
+            HopKind::External => "outside the cluster".to_string(),
+        };
+        lines.push(format!(
+            "  {} [{what}]{}",
+            hop.id,
+            assumed_mark(hop.assumed)
+        ));
+        for step in &hop.steps {
+            // In an assumed hop every step is: the hop says so once.
+            let mark = assumed_mark(step.assumed && !hop.assumed);
+            lines.push(format!("      {}{mark}", step_line(&step.step, verbose)));
+        }
+    }
+    lines
+}
+
+/// The link from hop `from` to hop `to`, where the graph has one.
+fn link_line(diagnosis: &Diagnosis, from: usize, to: usize, verbose: bool) -> Option<String> {
+    let edge = diagnosis
+        .graph
+        .find_edge(NodeIndex::new(from), NodeIndex::new(to))?;
+    let link = &diagnosis.graph[edge];
+    let to = link.to_interface.as_deref().unwrap_or("");
+    let kind = link_kind(link.kind);
+    Some(if verbose {
+        format!(
+            "   | {kind} {} -> {to}: {}",
+            link.from_interface, link.packet
+        )
+    } else {
+        format!("   | {kind} {} -> {to}", link.from_interface)
+    })
+}
+
+/// The findings, each said once with the paths it is about.
+fn findings_lines(diagnosis: &Diagnosis) -> Vec<String> {
+    let said = said_findings(diagnosis);
+    if said.is_empty() {
+        return Vec::new();
+    }
+    let mut lines = vec![String::new(), "findings:".to_string()];
+    for said in &said {
+        lines.extend(finding_lines(said, diagnosis.paths.len()));
+    }
+    lines
+}
+
+/// A finding with its evidence and remediation; `count` paths in all.
+fn finding_lines(Said { finding, paths }: &Said, count: usize) -> Vec<String> {
+    // Which paths, where it is about some of several.
+    let which = match paths.as_slice() {
+        [] => String::new(),
+        _ if count < 2 || paths.len() == count => String::new(),
+        [one] => format!(" (path {one})"),
+        many => {
+            let numbers: Vec<String> = many.iter().map(usize::to_string).collect();
+            format!(" (paths {})", numbers.join(", "))
+        }
+    };
+    let mut lines = vec![format!(
+        "  {} {} at {}{which}: {}{}",
+        finding.severity.as_str(),
+        finding.id,
+        finding.about.hop,
+        finding.status.prefix(),
+        finding.message
+    )];
+    // An object's check that cannot tell has no file to point at.
+    if !finding.evidence.is_empty() {
+        lines.push(format!(
+            "      evidence: {}",
+            evidence_text(&finding.evidence)
+        ));
+    }
+    if let Some(remediation) = &finding.remediation {
+        lines.push(format!("      remediation: {remediation}"));
+    }
+    lines
+}
+
+/// A finding as the text report says it: once, with the paths (numbered
+/// from 1) it is about. The walker records a stop on every path it ends, so
+/// that paths forked from one hop repeat it word for word: those are one
+/// finding about all their paths (`finding_paths` of each).
+struct Said<'d> {
+    finding: &'d Finding,
+    paths: Vec<usize>,
+}
+
+/// Each distinct finding once, in the order first found.
+fn said_findings(diagnosis: &Diagnosis) -> Vec<Said<'_>> {
+    let mut said: Vec<Said> = Vec::new();
+    for finding in &diagnosis.findings {
+        let paths = finding_paths(diagnosis, finding)
+            .into_iter()
+            .map(|index| index + 1)
+            .collect();
+        // The same finding at the same hop id, wherever on the graph.
+        let same = |s: &&mut Said| {
+            s.finding.about.hop == finding.about.hop
+                && s.finding.clone().about(()) == finding.clone().about(())
+        };
+        match said.iter_mut().find(same) {
+            Some(earlier) => {
+                earlier.paths.extend(paths);
+                earlier.paths.sort_unstable();
+                earlier.paths.dedup();
+            }
+            None => said.push(Said { finding, paths }),
+        }
+    }
+    said
+}
+
+/// How many distinct fatal and critical findings the diagnosis has.
+fn severe_findings(diagnosis: &Diagnosis) -> (usize, usize) {
+    let said = said_findings(diagnosis);
+    let count = |severity| {
+        said.iter()
+            .filter(|s| s.finding.severity == severity)
+            .count()
+    };
+    (count(Severity::Fatal), count(Severity::Critical))
+}
+
+/// What the verdict adds about fatal and critical findings: a delivered
+/// flow with one is not healthy (exit status 3), and says so at once.
+fn severity_note(diagnosis: &Diagnosis) -> String {
+    let (fatal, critical) = severe_findings(diagnosis);
+    let counts: Vec<String> = [(fatal, "fatal"), (critical, "critical")]
+        .into_iter()
+        .filter(|(count, _)| *count > 0)
+        .map(|(count, severity)| format!("{count} {severity}"))
+        .collect();
+    if counts.is_empty() {
+        return String::new();
+    }
+    let noun = if fatal + critical == 1 {
+        "finding"
+    } else {
+        "findings"
+    };
+    let joint = if diagnosis.succeeds() { "but" } else { "with" };
+    format!(", {joint} {} {noun}", counts.join(" and "))
+}
+
+/// What a path's request reached, as a summary names it: the pod or node
+/// whose address it is, else the address; a path without one, by number.
+fn backend_name(path: &PathResult, number: usize) -> String {
+    match &path.backend {
+        Some(backend) => backend.owner.clone().unwrap_or_else(|| backend.socket()),
+        None => format!("path {number}"),
+    }
+}
+
+/// Which of several paths fail, by backend where they reach several (a
+/// service's fan-out): "2 of 4 backends (50% of flows) fail: a, b".
+fn failing_summary(diagnosis: &Diagnosis) -> Option<String> {
+    if diagnosis.paths.len() < 2 || diagnosis.succeeds() {
+        return None;
+    }
+    // Each backend with whether any of its paths fails, in path order.
+    let mut backends: Vec<(String, bool)> = Vec::new();
+    for (index, path) in diagnosis.paths.iter().enumerate() {
+        let name = backend_name(path, index + 1);
+        let fails = !path.succeeds();
+        match backends.iter_mut().find(|(known, _)| *known == name) {
+            Some((_, failing)) => *failing |= fails,
+            None => backends.push((name, fails)),
+        }
+    }
+    let share: f64 = diagnosis
+        .paths
+        .iter()
+        .filter(|path| !path.succeeds())
+        .map(|path| path.probability)
+        .sum();
+    let failing: Vec<&str> = backends
+        .iter()
+        .filter(|(_, fails)| *fails)
+        .map(|(name, _)| name.as_str())
+        .collect();
+    if backends.len() > 1 {
+        Some(format!(
+            "{} of {} backends ({:.0}% of flows) fail: {}",
+            failing.len(),
+            backends.len(),
+            share * 100.0,
+            failing.join(", ")
+        ))
+    } else {
+        let paths = diagnosis.paths.iter().filter(|p| !p.succeeds()).count();
+        Some(format!(
+            "{paths} of {} paths ({:.0}% of flows) fail",
+            diagnosis.paths.len(),
+            share * 100.0
+        ))
+    }
+}
+
+/// How the flow leaves the cluster, where that is the verdict: with which
+/// source address, and whether the outside can answer it.
+fn exit_note(diagnosis: &Diagnosis) -> String {
+    let Some(exit) = diagnosis
+        .exit()
+        .filter(|_| diagnosis.disposition() == Disposition::ExitsCluster)
+    else {
+        return String::new();
+    };
+    let source = exit
+        .source
+        .map_or_else(|| "a masqueraded address".to_string(), |s| s.to_string());
+    match exit.answerable {
+        true => format!(" from {source} ({})", exit.why),
+        false => format!(
+            " with source {source}, which the outside cannot answer ({})",
+            exit.why
+        ),
+    }
+}
+
+/// A step as one sentence; `verbose`: with its packet and route rule.
+fn step_line(step: &Step, verbose: bool) -> String {
+    match step {
+        Step::Sent { packet } => format!("sends {packet}"),
+        Step::Received { interface, packet } => {
+            if verbose {
+                format!("receives on {interface}: {packet}")
+            } else {
+                format!("receives on {interface}")
+            }
+        }
+        Step::Route {
+            rule,
+            route,
+            result,
+        } => {
+            if verbose && !rule.is_empty() {
+                format!("route: {result} ({route}; rule {rule})")
+            } else {
+                format!("route: {result} ({route})")
+            }
+        }
+        Step::Translated {
+            hook,
+            table,
+            translation,
+        } => format!("netfilter {hook} {table}: {translation}"),
+        Step::Netfilter { rule, file } => {
+            format!("netfilter: {rule} at {}: {}", rule.place(file), rule.text)
+        }
+        Step::Neighbour {
+            address,
+            interface,
+            result,
+        } => format!("neighbour {address} on {interface}: {result}"),
+        Step::Bridged { bridge, port } => format!("bridge {bridge} forwards to port {port}"),
+        Step::Encapsulated { device, outer } => format!("{device} encapsulates: {outer}"),
+        Step::Decapsulated { device, inner } => format!("{device} decapsulates: {inner}"),
+        Step::Delivered { socket } => format!("delivered to {socket}"),
+        Step::Stopped {
+            disposition,
+            reason,
+        } => format!("STOPPED ({disposition}): {reason}"),
+    }
+}
+
+/// `skoop matrix`'s report: the counts, then the flows that do not succeed
+/// grouped by their first finding.
+pub fn matrix(report: &MatrixReport) -> Vec<String> {
+    /// Flows listed under each cause; -o json lists every one.
+    const LISTED: usize = 10;
+    let mut lines: Vec<String> = Vec::new();
+    lines.push(format!("{}: {}", report.snapshot, counts_line(report)));
+    let failing = |f: &&FlowOut| f.verdict != FlowVerdict::Succeeds;
+    for cause in &report.causes {
+        lines.push(String::new());
+        let noun = if cause.flows == 1 { "flow" } else { "flows" };
+        lines.push(format!(
+            "{} {noun}: {} {} at {}: {}",
+            cause.flows, cause.severity, cause.id, cause.hop, cause.message
+        ));
+        let flows: Vec<&FlowOut> = report
+            .flows
+            .iter()
+            .filter(failing)
+            .filter(|f| {
+                f.finding
+                    .as_ref()
+                    .is_some_and(|c| (&c.id, &c.hop) == (&cause.id, &cause.hop))
+            })
+            .collect();
+        lines.extend(flows.iter().take(LISTED).map(|f| flow_line(f)));
+        if flows.len() > LISTED {
+            lines.push(format!(
+                "    ... and {} more (-o json lists every flow)",
+                flows.len() - LISTED
+            ));
+        }
+    }
+    let unexplained: Vec<&FlowOut> = report
+        .flows
+        .iter()
+        .filter(failing)
+        .filter(|f| f.finding.is_none())
+        .collect();
+    if !unexplained.is_empty() {
+        lines.push(String::new());
+        lines.push(format!("{} without a finding:", unexplained.len()));
+        lines.extend(unexplained.iter().map(|f| flow_line(f)));
+    }
+    lines
+}
+
+/// "12 flows: 8 succeed, 4 not delivered" (the kinds there are).
+fn counts_line(report: &MatrixReport) -> String {
+    let counts = &report.counts;
+    let mut parts = vec![format!("{} succeed", counts.succeed)];
+    for (count, what) in [
+        (counts.not_delivered, "not delivered"),
+        (
+            counts.delivered_with_severe_findings,
+            "delivered with a critical or fatal finding",
+        ),
+        (counts.errors, "refused (diagnose says why)"),
+    ] {
+        if count > 0 {
+            parts.push(format!("{count} {what}"));
+        }
+    }
+    format!("{} flows: {}", counts.flows, parts.join(", "))
+}
+
+/// A flow as the matrix's and the diff's reports list it.
+fn flow_line(flow: &FlowOut) -> String {
+    format!(
+        "    {} -> {} ({}): {}",
+        flow.from,
+        flow.to,
+        flow.protocol,
+        outcome(flow)
+    )
+}
+
+/// How a flow ends, in words: its disposition, marked where assumed or
+/// marred by a critical or fatal finding; or why diagnose refuses it.
+fn outcome(flow: &FlowOut) -> String {
+    let Some(disposition) = &flow.disposition else {
+        return format!("error: {}", flow.error.as_deref().unwrap_or("refused"));
+    };
+    let assumed = if flow.assumed { " (assumed)" } else { "" };
+    let marred = match (&flow.verdict, &flow.finding) {
+        (FlowVerdict::DeliveredWithSevereFindings, Some(finding)) => {
+            format!(", but with a {} finding", finding.severity)
+        }
+        _ => String::new(),
+    };
+    format!("{disposition}{assumed}{marred}")
+}
+
+/// `skoop diff`'s report: the two sides' counts, then each changed flow
+/// with its cause, then the flows only one side has.
+pub fn diff(report: &DiffReport) -> Vec<String> {
+    let mut lines = vec![
+        format!("before: {}", report.before),
+        format!("after:  {}", report.after),
+    ];
+    let changed = report.changed.len();
+    lines.push(format!(
+        "{changed} flow{} changed, {} unchanged, {} only before, {} only after",
+        if changed == 1 { "" } else { "s" },
+        report.unchanged,
+        report.only_before.len(),
+        report.only_after.len()
+    ));
+    for change in &report.changed {
+        lines.push(String::new());
+        lines.push(format!(
+            "{} {} -> {} ({}): {} -> {}",
+            change.change.as_str(),
+            change.from,
+            change.to,
+            change.protocol,
+            outcome(&change.before),
+            outcome(&change.after)
+        ));
+        if let Some(cause) = &change.cause {
+            lines.push(format!(
+                "    {} {} at {}: {}",
+                cause.severity, cause.id, cause.hop, cause.message
+            ));
+            lines.push(format!("    evidence: {}", cause.evidence));
+        }
+    }
+    for (title, flows) in [
+        ("only before:", &report.only_before),
+        ("only after:", &report.only_after),
+    ] {
+        if !flows.is_empty() {
+            lines.push(String::new());
+            lines.push(title.to_owned());
+            lines.extend(flows.iter().map(flow_line));
+        }
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::engine::codes::KERNEL_FDB_MISSING;
+    use crate::engine::{Protocol, Request, diagnose};
+    use crate::packs::LoadedPacks;
+    use crate::snapshot::Snapshot;
+
+    /// `default/web-0` to `svc/default/web` in a bundled example.
+    fn web_0_to_web(example: &str) -> Diagnosis {
+        let (snapshot, _) = Snapshot::load(&Path::new("examples").join(example)).expect("loads");
+        let (packs, problems) = LoadedPacks::discover_and_load(&[], &[]);
+        assert!(problems.is_empty(), "{problems:?}");
+        let request = Request {
+            from: "default/web-0".parse().expect("an endpoint"),
+            to: "svc/default/web".parse().expect("an endpoint"),
+            port: None,
+            protocol: Protocol::Tcp,
+            size: None,
+            via: None,
+        };
+        diagnose(&Arc::new(snapshot), &request, &packs).expect("diagnosed")
+    }
+
+    #[test]
+    fn assumed_line_names_each_namespace_stepped_over_once() {
+        let diagnosis = web_0_to_web("flannel-vxlan-partial");
+        // node-2 is on two paths: its hop is forked, the namespace said once.
+        let assumed_hops = diagnosis.graph.node_weights().filter(|h| h.assumed);
+        assert!(assumed_hops.count() > 3);
+        assert_eq!(
+            verdict_lines(&diagnosis)[1],
+            "  assumed: the snapshot has no dump of node-2, default/web-2, default/web-3; pack flannel's intent stands in there"
+        );
+    }
+
+    #[test]
+    fn a_stop_on_forked_paths_is_said_once_with_its_paths() {
+        let lines = diagnosis(&web_0_to_web("flannel-vxlan-broken"), Detail::Paths);
+        let fdb: Vec<&String> = lines
+            .iter()
+            .filter(|line| line.contains(KERNEL_FDB_MISSING.id))
+            .collect();
+        assert_eq!(fdb.len(), 1, "{lines:#?}");
+        let said = format!("  fatal {KERNEL_FDB_MISSING} at node-1 (paths 3, 4): ");
+        assert!(fdb[0].starts_with(&said), "{}", fdb[0]);
+    }
+
+    #[test]
+    fn hops_are_shown_only_at_detail() {
+        let broken = web_0_to_web("flannel-vxlan-broken");
+        let paths = diagnosis(&broken, Detail::Paths);
+        let hops = diagnosis(&broken, Detail::Hops);
+        assert!(!paths.iter().any(|line| line.starts_with("  node-1 [node]")));
+        assert!(hops.iter().any(|line| line.starts_with("  node-1 [node]")));
+    }
+}
