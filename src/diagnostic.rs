@@ -296,7 +296,7 @@ mod tests {
             severity: Severity::Critical,
             status: FindingStatus::Unknown,
             message: "no FDB entry".to_string(),
-            evidence: vec![Evidence::file("bridge-fdb.json")],
+            evidence: vec![Evidence::file("a-file")],
             expected: Some("an entry".to_string()),
             remediation: Some("restart flanneld".to_string()),
             references: vec!["https://example.org".to_string()],

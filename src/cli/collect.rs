@@ -9,7 +9,7 @@ use skoop::collect::{CollectReport, collect_local};
 use skoop::engine::{Endpoint, Request};
 use skoop::snapshot::cluster::cache;
 use skoop::snapshot::input::Boundary;
-use skoop::snapshot::netns::DUMP_FILES;
+use skoop::snapshot::netns::DumpFile;
 
 use super::EXIT_USAGE;
 use super::args::{LoadArgs, ProtocolArg};
@@ -137,8 +137,8 @@ fn by_hand_help() -> String {
         "Collecting by hand (e.g. on a node without skoop), as root, inside the namespace \
          (prefix each command with `ip netns exec NAME`):\n\n  cd DIR\n",
     );
-    for file in DUMP_FILES {
-        help.push_str(&format!("  {} > {}\n", file.command.join(" "), file.name));
+    for file in DumpFile::ALL {
+        help.push_str(&format!("  {} > {file}\n", file.command().join(" ")));
     }
     help.push_str(
         "\nOmit a file whose command is missing or fails: a missing file means \"not collected\". \
@@ -309,7 +309,7 @@ fn print_report(report: &CollectReport) {
     out!(
         "collected {} of {} files from {} into {}",
         report.written.len(),
-        DUMP_FILES.len(),
+        DumpFile::ALL.len(),
         report.namespace,
         report.out.display()
     );

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use skoop::engine::Candidates;
-use skoop::snapshot::netns::NetnsDump;
+use skoop::snapshot::netns::{DumpFile, NetnsDump};
 
 #[derive(Debug, Args)]
 pub struct NamespaceArgs {
@@ -116,18 +116,15 @@ fn subdirs(dir: &Path) -> Vec<String> {
     names
 }
 
-/// What a dump lacks of `files` (each with whether it was read), each said
+/// What a dump lacks of `files`, each said
 /// as unreadable (with its first problem) or not collected; `None` when it
 /// lacks none. A command that cannot work without them says this, not that
 /// the files are all missing.
-pub fn lacking_files(dump: &NetnsDump, files: &[(&str, bool)]) -> Option<String> {
+pub fn lacking_files(dump: &NetnsDump, files: &[DumpFile]) -> Option<String> {
     let lacking: Vec<String> = files
         .iter()
-        .filter(|(_, read)| !read)
-        .map(|(name, _)| match dump.unreadable.get(name) {
-            Some(why) => format!("{name} is unreadable ({why})"),
-            None => format!("{name} was not collected"),
-        })
+        .filter_map(|file| dump.lacking(*file))
+        .map(|lacking| lacking.to_string())
         .collect();
     (!lacking.is_empty()).then(|| lacking.join("; "))
 }

@@ -14,10 +14,10 @@ use skoop::netstack::netfilter::{
 };
 use skoop::netstack::routing::Fib;
 use skoop::snapshot::Problem;
-use skoop::snapshot::input::{self, read_text};
-use skoop::snapshot::netns::NetnsDump;
+use skoop::snapshot::input::read_text;
 use skoop::snapshot::netns::iptables::{self, Protocol, TcpFlagBits};
 use skoop::snapshot::netns::nft;
+use skoop::snapshot::netns::{DumpFile, NetnsDump};
 
 use super::args::{ProtocolArg, parse_mark, parse_port};
 use super::namespace::{NamespaceArgs, lacking_files};
@@ -132,11 +132,8 @@ fn load(args: &TraceArgs) -> Result<NetnsDump, ExitCode> {
         let dir = args.namespace.dir().map_err(usage)?;
         let (dump, problems) = NetnsDump::load(&dir);
         report_problems(&problems);
-        let files = [
-            ("iptables-save.txt", dump.iptables.is_some()),
-            ("nft-ruleset.json", dump.nftables.is_some()),
-        ];
         if dump.iptables.is_none() && dump.nftables.is_none() {
+            let files = [DumpFile::IptablesSave, DumpFile::NftRuleset];
             let lacking = lacking_files(&dump, &files).unwrap_or_default();
             return Err(usage(format!(
                 "{}: a trace needs iptables-save.txt or nft-ruleset.json: {lacking}",
@@ -145,7 +142,7 @@ fn load(args: &TraceArgs) -> Result<NetnsDump, ExitCode> {
         }
         return Ok(dump);
     };
-    let text = match read_text(file, input::dump_file("iptables-save.txt")) {
+    let text = match read_text(file, DumpFile::IptablesSave.limit()) {
         Ok(Some(text)) => text,
         Ok(None) => return Err(usage(format!("{}: no such file", file.display()))),
         Err(problem) => return Err(usage(problem.to_string())),

@@ -11,7 +11,7 @@ use skoop::netstack::routing::{
     Fib, FlowKey, LookupOutcome, RouteLookup, RouteStep, TableResult, describe_route,
     describe_rule, table_name,
 };
-use skoop::snapshot::netns::NetnsDump;
+use skoop::snapshot::netns::{DumpFile, NetnsDump};
 
 use super::args::parse_mark;
 use super::namespace::{NamespaceArgs, lacking_files};
@@ -137,11 +137,7 @@ fn lookup(args: LookupArgs) -> ExitCode {
     let (dump, problems) = NetnsDump::load(&dir);
     report_problems(&problems);
     let (Some(routes), Some(rules), Some(addrs)) = (&dump.routes, &dump.rules, &dump.addrs) else {
-        let files = [
-            ("ip-route.json", dump.routes.is_some()),
-            ("ip-rule.json", dump.rules.is_some()),
-            ("ip-addr.json", dump.addrs.is_some()),
-        ];
+        let files = [DumpFile::IpRoute, DumpFile::IpRule, DumpFile::IpAddr];
         let lacking = lacking_files(&dump, &files).unwrap_or_default();
         err!(
             "error: {}: a route lookup needs ip-route.json, ip-rule.json and ip-addr.json: {lacking}",

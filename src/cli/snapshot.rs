@@ -12,6 +12,7 @@ use serde::Serialize;
 use skoop::snapshot::cluster::cache::Verdict;
 use skoop::snapshot::cluster::{self, Cluster};
 use skoop::snapshot::input::Boundary;
+use skoop::snapshot::netns::{DumpFile, FileState};
 use skoop::snapshot::{ClusterFrom, NetnsId, Problem, Snapshot};
 
 use super::{EXIT_USAGE, OutputFormat, print_json};
@@ -251,7 +252,12 @@ fn check(args: CheckArgs) -> ExitCode {
                 id: id.to_string(),
                 node: id.node().to_string(),
                 dir: entry.dir.display().to_string(),
-                files: entry.dump().files_present(),
+                files: entry
+                    .dump()
+                    .files_present()
+                    .into_iter()
+                    .map(DumpFile::name)
+                    .collect(),
             })
             .collect(),
         cache,
@@ -325,20 +331,20 @@ struct Gap {
 /// as the names any one of which will do (iptables or nftables). Without
 /// one, what needs it is `insufficient_info`. The others are read where
 /// they matter (IPv6 routes, ipsets, IPVS) and are not looked for here.
-const READ_IN_EVERY_NAMESPACE: &[&[&str]] = &[
-    &["ip-link.json"],
-    &["ip-addr.json"],
-    &["ip-route.json"],
-    &["ip-rule.json"],
-    &["ip-neigh.json"],
-    &["iptables-save.txt", "nft-ruleset.json"],
-    &["sysctl.txt"],
-    &["ss.txt"],
+const READ_IN_EVERY_NAMESPACE: &[&[DumpFile]] = &[
+    &[DumpFile::IpLink],
+    &[DumpFile::IpAddr],
+    &[DumpFile::IpRoute],
+    &[DumpFile::IpRule],
+    &[DumpFile::IpNeigh],
+    &[DumpFile::IptablesSave, DumpFile::NftRuleset],
+    &[DumpFile::Sysctl],
+    &[DumpFile::Ss],
 ];
 
 /// Also read in a node's host namespace: where its bridges and VXLAN
 /// devices send frames.
-const READ_IN_HOSTS: &[&[&str]] = &[&["bridge-fdb.json"]];
+const READ_IN_HOSTS: &[&[DumpFile]] = &[&[DumpFile::BridgeFdb]];
 
 /// Whether the snapshot holds what a diagnosis reads: every node and pod of
 /// the objects with its dump, every dump with its object, and in each dump
@@ -423,7 +429,6 @@ fn gaps(snapshot: &Snapshot) -> Vec<Gap> {
             });
             continue;
         }
-        let present = dump.files_present();
         let host_files = match id {
             NetnsId::Host { .. } => READ_IN_HOSTS,
             NetnsId::Pod { .. } => &[],
@@ -434,9 +439,12 @@ fn gaps(snapshot: &Snapshot) -> Vec<Gap> {
             .filter(|names| {
                 !names
                     .iter()
-                    .any(|name| present.contains(name) || dump.unreadable.contains_key(name))
+                    .any(|file| dump.state(*file) != FileState::NotCollected)
             })
-            .map(|names| names.join(" or "))
+            .map(|files| {
+                let names: Vec<&str> = files.iter().map(|file| file.name()).collect();
+                names.join(" or ")
+            })
             .collect();
         if !lacking.is_empty() {
             gaps.push(Gap {

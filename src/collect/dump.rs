@@ -1,5 +1,5 @@
 //! One network namespace's dump files (DESIGN §3), written by running each
-//! command of [`DUMP_FILES`] inside that namespace through a [`NodeShell`]:
+//! command of [`DumpFile`] inside that namespace through a [`NodeShell`]:
 //! on this machine, through `--node-exec`, or in a collector pod.
 //!
 //! **Invariant:** collecting only reads. A tool whose mere running changes
@@ -38,7 +38,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use super::shell::{COMMAND_TIMEOUT, CommandOutput, NodeShell, RunError};
-use crate::snapshot::netns::{DUMP_FILES, DumpFile};
+use crate::snapshot::netns::DumpFile;
 
 /// Exists in a namespace exactly when the `ip_vs` module is loaded.
 pub(super) const IPVS_PROC_FILE: &str = "/proc/net/ip_vs";
@@ -178,8 +178,12 @@ pub async fn collect_namespace(
         written: Vec::new(),
         skipped: Vec::new(),
     };
-    for file in DUMP_FILES {
-        collect_file(shell, enter, file, out, &mut report).await?;
+    for file in DumpFile::ALL {
+        let command = DumpCommand {
+            name: file.name(),
+            command: file.command(),
+        };
+        collect_file(shell, enter, &command, out, &mut report).await?;
     }
     Ok(report)
 }
@@ -202,11 +206,17 @@ fn prepare_out_dir(out: &Path) -> Result<(), CollectError> {
         })
 }
 
+/// A file to write and the command whose output it holds: a [`DumpFile`]'s.
+struct DumpCommand {
+    name: &'static str,
+    command: &'static [&'static str],
+}
+
 /// Runs one dump file's command and writes or skips its file.
 async fn collect_file(
     shell: &NodeShell,
     enter: &[String],
-    file: &DumpFile,
+    file: &DumpCommand,
     out: &Path,
     report: &mut CollectReport,
 ) -> Result<(), CollectError> {
@@ -380,7 +390,7 @@ fn remove_stale(path: &Path) -> Result<bool, CollectError> {
 pub(crate) mod tests {
     use super::*;
 
-    fn collect_one(file: &DumpFile, out: &Path) -> CollectReport {
+    fn collect_one(file: &DumpCommand, out: &Path) -> CollectReport {
         let mut report = CollectReport {
             out: out.to_path_buf(),
             namespace: "test".into(),
@@ -414,7 +424,7 @@ pub(crate) mod tests {
     #[test]
     fn successful_command_writes_its_stdout_and_keeps_its_stderr() {
         let dir = tempfile::tempdir().unwrap();
-        let file = DumpFile {
+        let file = DumpCommand {
             name: "out.txt",
             command: &["sh", "-c", "printf 'a\\nb\\n'; echo careful >&2"],
         };
@@ -435,7 +445,7 @@ pub(crate) mod tests {
     #[test]
     fn empty_output_is_a_valid_empty_dump() {
         let dir = tempfile::tempdir().unwrap();
-        let file = DumpFile {
+        let file = DumpCommand {
             name: "empty.txt",
             command: &["true"],
         };
@@ -447,7 +457,7 @@ pub(crate) mod tests {
     #[test]
     fn failing_command_skips_its_file_quoting_stderr() {
         let dir = tempfile::tempdir().unwrap();
-        let file = DumpFile {
+        let file = DumpCommand {
             name: "fails.txt",
             command: &["sh", "-c", "echo partial; echo 'no permission' >&2; exit 3"],
         };
@@ -466,7 +476,7 @@ pub(crate) mod tests {
     #[test]
     fn missing_tool_skips_its_file_naming_the_tool() {
         let dir = tempfile::tempdir().unwrap();
-        let file = DumpFile {
+        let file = DumpCommand {
             name: "x.txt",
             command: &["skoop-no-such-tool", "--flag"],
         };
@@ -490,7 +500,7 @@ pub(crate) mod tests {
     fn skipped_file_removes_the_stale_copy_of_an_earlier_collection() {
         let dir = tempfile::tempdir().unwrap();
         fs::write(dir.path().join("x.txt"), "old").unwrap();
-        let file = DumpFile {
+        let file = DumpCommand {
             name: "x.txt",
             command: &["false"],
         };
@@ -503,7 +513,7 @@ pub(crate) mod tests {
     fn rewritten_file_replaces_the_earlier_one() {
         let dir = tempfile::tempdir().unwrap();
         fs::write(dir.path().join("x.txt"), "old and longer").unwrap();
-        let file = DumpFile {
+        let file = DumpCommand {
             name: "x.txt",
             command: &["echo", "new"],
         };
@@ -534,7 +544,7 @@ pub(crate) mod tests {
         let target = dir.path().join("precious");
         fs::write(&target, "keep me").unwrap();
         std::os::unix::fs::symlink(&target, dir.path().join("x.txt")).unwrap();
-        let file = DumpFile {
+        let file = DumpCommand {
             name: "x.txt",
             command: &["echo", "dump"],
         };

@@ -101,7 +101,7 @@ fn is_executable(path: &Path) -> bool {
 mod tests {
     use super::*;
     use crate::collect::dump::{IPVS_PROC_FILE, SkipReason};
-    use crate::snapshot::netns::DUMP_FILES;
+    use crate::snapshot::netns::DumpFile;
 
     #[test]
     fn unknown_netns_is_an_error_before_anything_runs() {
@@ -139,7 +139,7 @@ mod tests {
             .chain(report.skipped.iter().map(|s| s.file))
             .collect();
         accounted.sort_unstable();
-        let mut expected: Vec<&str> = DUMP_FILES.iter().map(|f| f.name).collect();
+        let mut expected: Vec<&str> = DumpFile::ALL.iter().map(|f| f.name()).collect();
         expected.sort_unstable();
         assert_eq!(accounted, expected);
         for written in &report.written {
@@ -149,8 +149,12 @@ mod tests {
             assert!(!out.join(skipped.file).exists(), "{}", skipped.file);
         }
         assert!(crate::collect::dump::tests::leftover_temp_files(&out).is_empty());
-        if report.written.iter().any(|w| w.file == "ip-link.json") {
-            let links = fs::read_to_string(out.join("ip-link.json")).unwrap();
+        if report
+            .written
+            .iter()
+            .any(|w| w.file == DumpFile::IpLink.name())
+        {
+            let links = fs::read_to_string(out.join(DumpFile::IpLink.name())).unwrap();
             assert!(links.contains("\"ifname\":\"lo\""), "{links}");
         }
     }
@@ -162,7 +166,7 @@ mod tests {
         let ipvs_skipped = report
             .skipped
             .iter()
-            .any(|s| s.file == "ipvsadm.txt" && s.reason == SkipReason::IpvsNotInUse);
+            .any(|s| s.file == DumpFile::Ipvsadm.name() && s.reason == SkipReason::IpvsNotInUse);
         assert_eq!(ipvs_skipped, !Path::new(IPVS_PROC_FILE).exists());
     }
 }

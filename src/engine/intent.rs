@@ -265,6 +265,7 @@ mod tests {
     use crate::netstack::netfilter::RulesetKind;
     use crate::packs::TransportProtocol;
     use crate::snapshot::NetnsId;
+    use crate::snapshot::netns::DumpFile;
     use crate::snapshot::netns::iptables;
 
     /// The flannel-vxlan example with `rule` first in its chain of `node`'s
@@ -275,7 +276,7 @@ mod tests {
         assert!(problems.is_empty(), "{problems:?}");
         let host = NetnsId::Host { node: node.into() };
         let entry = snapshot.namespaces.get_mut(&host).expect("the node's dump");
-        let text = std::fs::read_to_string(entry.dir.join("iptables-save.txt")).unwrap();
+        let text = std::fs::read_to_string(entry.dir.join(DumpFile::IptablesSave.name())).unwrap();
         let first = text.find("\n-A ").expect("a rule") + 1;
         let edited = format!("{}{rule}\n{}", &text[..first], &text[first..]);
         let (ruleset, issues) = iptables::parse(&edited);

@@ -7,10 +7,10 @@ use std::sync::Arc;
 use super::ipvs::Ipvs;
 use super::netfilter::Netfilter;
 use super::routing::Fib;
-use crate::snapshot::netns::NetnsDump;
+use crate::snapshot::netns::{DumpFile, NetnsDump};
 
 /// The dump files netfilter's rules are read from.
-const RULESET_FILES: [&str; 2] = ["iptables-save.txt", "nft-ruleset.json"];
+const RULESET_FILES: [DumpFile; 2] = [DumpFile::IptablesSave, DumpFile::NftRuleset];
 
 /// What the kernel does with packets in one namespace, as far as its dump
 /// tells: each part `None` where the files it is built from were not
@@ -32,7 +32,7 @@ impl<'a> Namespace<'a> {
     pub fn from_dump(dump: &'a NetnsDump) -> Namespace<'a> {
         let rulesets_readable = !RULESET_FILES
             .iter()
-            .any(|file| dump.unreadable.contains_key(*file));
+            .any(|file| dump.unreadable.contains_key(file));
         Namespace {
             fib: Fib::from_dump(dump),
             netfilter: rulesets_readable
@@ -107,7 +107,7 @@ mod tests {
         let mut dump = node_1();
         assert!(dump.iptables.is_some());
         dump.unreadable
-            .insert("nft-ruleset.json", "line 1: not JSON".to_string());
+            .insert(DumpFile::NftRuleset, "line 1: not JSON".to_string());
         assert!(Namespace::from_dump(&dump).netfilter.is_none());
     }
 

@@ -20,8 +20,7 @@ use super::scope::{Context, HopScope, NetnsRef, NodeRef, PodRef, Subject};
 use crate::diagnostic::{Evidence, FindingId, FindingStatus};
 use crate::netstack::routing::table_name;
 use crate::snapshot::cluster::{GenericObject, Node, ObjectMeta, Pod, Service};
-use crate::snapshot::input::{self, Boundary};
-use crate::snapshot::netns::DUMP_FILES;
+use crate::snapshot::input::Boundary;
 use crate::snapshot::netns::iptables::{self, Target};
 use crate::snapshot::netns::link::{Link, LinkKind};
 use crate::snapshot::netns::neigh::NeighbourState;
@@ -29,15 +28,16 @@ use crate::snapshot::netns::nft;
 use crate::snapshot::netns::route::Destination;
 use crate::snapshot::netns::route::RouteFlag;
 use crate::snapshot::netns::sockets::{self as ss, SocketProtocol};
+use crate::snapshot::netns::{DumpFile, Lacking};
 use crate::snapshot::problem::line_col;
 use crate::snapshot::{NetnsId, Snapshot};
 
 impl Evidence {
     /// The first place `needle` occurs in a dump file, or the file alone.
-    fn locate(dir: &Path, name: &str, needle: &str) -> Evidence {
-        let file = dir.join(name);
+    fn locate(dir: &Path, dump_file: DumpFile, needle: &str) -> Evidence {
+        let file = dir.join(dump_file.name());
         let found = Boundary::new(dir)
-            .read_text(&file, input::dump_file(name))
+            .read_text(&file, dump_file.limit())
             .ok()
             .flatten()
             .and_then(|text| text.find(needle).map(|offset| line_col(&text, offset)));
@@ -424,14 +424,12 @@ impl Evaluator<'_> {
         dir: &Path,
         dump: &crate::snapshot::netns::NetnsDump,
     ) -> Outcome {
-        let not_collected = |file: &str| {
-            Stop::Unknown(match dump.unreadable.get(file) {
-                Some(why) => format!(
-                    "{file} of {} is in the snapshot but unreadable ({why})",
-                    ctx.subject
-                ),
-                None => format!("{file} of {} was not collected", ctx.subject),
-            })
+        let not_collected = |file: DumpFile| {
+            let lacking = dump.lacking(file).unwrap_or(Lacking {
+                file,
+                unreadable: None,
+            });
+            Stop::Unknown(lacking.of(&ctx.subject))
         };
         let fail = |actual: String, expected: String, evidence: Evidence| {
             Ok(vec![Failure {
@@ -447,8 +445,8 @@ impl Evaluator<'_> {
                 let sysctls = dump
                     .sysctls
                     .as_ref()
-                    .ok_or_else(|| not_collected("sysctl.txt"))?;
-                let evidence = Evidence::locate(dir, "sysctl.txt", &format!("{key} = "));
+                    .ok_or_else(|| not_collected(DumpFile::Sysctl))?;
+                let evidence = Evidence::locate(dir, DumpFile::Sysctl, &format!("{key} = "));
                 match sysctls.get(&key) {
                     Some(actual) if actual.trim() == expect.trim() => Ok(Vec::new()),
                     Some(actual) => fail(
@@ -490,12 +488,12 @@ impl Evaluator<'_> {
                 let links = dump
                     .links
                     .as_ref()
-                    .ok_or_else(|| not_collected("ip-link.json"))?;
+                    .ok_or_else(|| not_collected(DumpFile::IpLink))?;
                 let addrs = match address {
                     Some(_) => Some(
                         dump.addrs
                             .as_ref()
-                            .ok_or_else(|| not_collected("ip-addr.json"))?,
+                            .ok_or_else(|| not_collected(DumpFile::IpAddr))?,
                     ),
                     None => None,
                 };
@@ -540,7 +538,7 @@ impl Evaluator<'_> {
                     return fail(
                         format!("no device {name}"),
                         described(&name),
-                        Evidence::file(dir.join("ip-link.json")),
+                        Evidence::file(dir.join(DumpFile::IpLink.name())),
                     );
                 }
                 let mut failures = Vec::new();
@@ -606,7 +604,7 @@ impl Evaluator<'_> {
                             expected: described(&link.ifname),
                             evidence: vec![Evidence::locate(
                                 dir,
-                                "ip-link.json",
+                                DumpFile::IpLink,
                                 &format!("\"ifname\":\"{}\"", link.ifname),
                             )],
                         });
@@ -631,7 +629,7 @@ impl Evaluator<'_> {
                 let routes = dump
                     .routes
                     .as_ref()
-                    .ok_or_else(|| not_collected("ip-route.json"))?;
+                    .ok_or_else(|| not_collected(DumpFile::IpRoute))?;
                 let wanted = (dst != "default")
                     .then(|| dst.parse::<ipnet::IpNet>())
                     .transpose()
@@ -681,7 +679,7 @@ impl Evaluator<'_> {
                 fail(
                     actual,
                     expected,
-                    Evidence::locate(dir, "ip-route.json", &needle),
+                    Evidence::locate(dir, DumpFile::IpRoute, &needle),
                 )
             }
             CheckKind::Neighbour { dst, dev, lladdr } => {
@@ -691,7 +689,7 @@ impl Evaluator<'_> {
                 let neighbours = dump
                     .neighbours
                     .as_ref()
-                    .ok_or_else(|| not_collected("ip-neigh.json"))?;
+                    .ok_or_else(|| not_collected(DumpFile::IpNeigh))?;
                 let entries: Vec<_> = neighbours
                     .iter()
                     .filter(|n| {
@@ -729,7 +727,7 @@ impl Evaluator<'_> {
                 fail(
                     actual,
                     expected,
-                    Evidence::locate(dir, "ip-neigh.json", &format!("\"dst\":\"{dst}\"")),
+                    Evidence::locate(dir, DumpFile::IpNeigh, &format!("\"dst\":\"{dst}\"")),
                 )
             }
             CheckKind::Fdb { dev, mac, dst } => {
@@ -739,7 +737,7 @@ impl Evaluator<'_> {
                 let fdb = dump
                     .fdb
                     .as_ref()
-                    .ok_or_else(|| not_collected("bridge-fdb.json"))?;
+                    .ok_or_else(|| not_collected(DumpFile::BridgeFdb))?;
                 let entries: Vec<_> = fdb
                     .iter()
                     .filter(|e| {
@@ -779,8 +777,8 @@ impl Evaluator<'_> {
                     dst.map(|d| format!(" dst {d}")).unwrap_or_default()
                 );
                 let evidence = match &mac {
-                    Some(mac) => Evidence::locate(dir, "bridge-fdb.json", mac),
-                    None => Evidence::file(dir.join("bridge-fdb.json")),
+                    Some(mac) => Evidence::locate(dir, DumpFile::BridgeFdb, mac),
+                    None => Evidence::file(dir.join(DumpFile::BridgeFdb.name())),
                 };
                 fail(actual, expected, evidence)
             }
@@ -793,7 +791,7 @@ impl Evaluator<'_> {
                 let sockets = dump
                     .sockets
                     .as_ref()
-                    .ok_or_else(|| not_collected("ss.txt"))?;
+                    .ok_or_else(|| not_collected(DumpFile::Ss))?;
                 let listening = sockets
                     .iter()
                     .any(|s| s.port.to_string() == port_text && s.protocol.as_str() == protocol);
@@ -812,7 +810,7 @@ impl Evaluator<'_> {
                 fail(
                     format!("nothing listens on {protocol} port {port_text}"),
                     format!("a {protocol} socket on port {port_text}"),
-                    Evidence::file(dir.join("ss.txt")),
+                    Evidence::file(dir.join(DumpFile::Ss.name())),
                 )
             }
             CheckKind::Jump { jumps } => {
@@ -832,14 +830,14 @@ impl Evaluator<'_> {
                             dir,
                             dump.iptables
                                 .as_ref()
-                                .ok_or_else(|| not_collected("iptables-save.txt"))?,
+                                .ok_or_else(|| not_collected(DumpFile::IptablesSave))?,
                         ),
                         Some(family) => wanted.in_nftables(
                             dir,
                             family,
                             dump.nftables
                                 .as_ref()
-                                .ok_or_else(|| not_collected("nft-ruleset.json"))?,
+                                .ok_or_else(|| not_collected(DumpFile::NftRuleset))?,
                         ),
                     };
                     failures.extend(failure);
@@ -910,7 +908,7 @@ struct JumpWanted<'a> {
 
 impl JumpWanted<'_> {
     fn in_iptables(&self, dir: &Path, ruleset: &iptables::Ruleset) -> Option<Failure> {
-        let file = dir.join("iptables-save.txt");
+        let file = dir.join(DumpFile::IptablesSave.name());
         let at = |line: usize| Evidence {
             column: Some(1),
             ..Evidence::line(file.clone(), line)
@@ -948,7 +946,7 @@ impl JumpWanted<'_> {
     }
 
     fn in_nftables(&self, dir: &Path, family: &str, ruleset: &nft::Ruleset) -> Option<Failure> {
-        let file = dir.join("nft-ruleset.json");
+        let file = dir.join(DumpFile::NftRuleset.name());
         let at = |(line, column): (usize, usize)| Evidence {
             column: Some(column),
             ..Evidence::line(file.clone(), line)
@@ -1065,8 +1063,8 @@ fn script_failures(
             let mut evidence = Vec::new();
             if let Some(name) = map.get("file").map(display) {
                 // Only the dump's own files: a script never reaches anything else.
-                let Some(file) = DUMP_FILES.iter().find(|f| f.name == name) else {
-                    let names: Vec<&str> = DUMP_FILES.iter().map(|f| f.name).collect();
+                let Some(file) = DumpFile::from_name(&name) else {
+                    let names: Vec<&str> = DumpFile::ALL.iter().map(|f| f.name()).collect();
                     return Err(script_error(format!(
                         "{} names evidence file {name:?}, which is not a dump file ({})",
                         function.name,
@@ -1075,8 +1073,8 @@ fn script_failures(
                 };
                 if let Some(dir) = places.dump_dir {
                     evidence.push(match map.get("find") {
-                        Some(needle) => Evidence::locate(dir, file.name, &display(needle)),
-                        None => Evidence::file(dir.join(file.name)),
+                        Some(needle) => Evidence::locate(dir, file, &display(needle)),
+                        None => Evidence::file(dir.join(file.name())),
                     });
                 }
             }

@@ -26,7 +26,6 @@ use crate::snapshot::cluster::{
     Endpoints, IpOwner, MAX_LISTED, Node, NodeAddress, ObjectReference, PolicyFlow, PolicyOutcome,
     PortRef, Protocol as ClusterProtocol, Service, TemplateContainer, TrafficPolicy,
 };
-use crate::snapshot::netns::NetnsDump;
 use crate::snapshot::netns::addr::Family;
 use crate::snapshot::netns::fdb::FdbEntry;
 use crate::snapshot::netns::iptables::{Protocol, Target};
@@ -35,6 +34,7 @@ use crate::snapshot::netns::neigh::Neighbour;
 use crate::snapshot::netns::route::{Destination, Route};
 use crate::snapshot::netns::sockets::LocalAddress;
 use crate::snapshot::netns::sysctl::Sysctls;
+use crate::snapshot::netns::{DumpFile, FileState, Lacking, NetnsDump};
 
 type Fallible<T> = Result<T, Box<EvalAltResult>>;
 
@@ -277,7 +277,10 @@ fn hop_stop(stop: &HopStop) -> Dynamic {
         ("disposition", text(&stop.disposition)),
         ("reason", text(&stop.reason)),
         ("packet", opt(stop.packet.clone().map(Dynamic::from))),
-        ("file", opt(rule.map(|r| r.ruleset.file_name().to_owned()))),
+        (
+            "file",
+            opt(rule.map(|r| r.ruleset.file().name().to_owned())),
+        ),
         ("table", opt(rule.map(|r| r.table.clone()))),
         ("chain", opt(rule.map(|r| r.chain.clone()))),
         ("rule", number(rule.and_then(|r| r.number))),
@@ -1044,28 +1047,30 @@ pub fn json_to_dynamic(value: &serde_json::Value) -> Dynamic {
 /// The part of a namespace dump a query needs; its absence is insufficient information.
 fn dump_part<'a, T>(
     netns: &'a NetnsRef,
-    file: &str,
+    file: DumpFile,
     part: impl FnOnce(&'a NetnsDump) -> Option<&'a T>,
 ) -> Fallible<&'a T> {
     let Some(entry) = netns.entry() else {
         return Insufficient::raise(format!("no dump of {} in the snapshot", netns.id));
     };
-    match (part(entry.dump()), entry.dump().unreadable.get(file)) {
-        (Some(value), _) => Ok(value),
-        (None, Some(why)) => Insufficient::raise(format!(
-            "{file} of {} is in the snapshot but unreadable ({why})",
-            netns.id
-        )),
-        (None, None) => Insufficient::raise(format!("{file} of {} was not collected", netns.id)),
+    match part(entry.dump()) {
+        Some(value) => Ok(value),
+        None => {
+            let lacking = entry.dump().lacking(file).unwrap_or(Lacking {
+                file,
+                unreadable: None,
+            });
+            Insufficient::raise(lacking.of(&netns.id))
+        }
     }
 }
 
 /// The namespace's FIB, as the snapshot models it (built once), or why
 /// there is none: the first of its files that was not collected.
 fn namespace_fib(n: &NetnsRef) -> Fallible<&Fib<'_>> {
-    dump_part(n, "ip-rule.json", |d| d.rules.as_ref())?;
-    dump_part(n, "ip-route.json", |d| d.routes.as_ref())?;
-    dump_part(n, "ip-addr.json", |d| d.addrs.as_ref())?;
+    dump_part(n, DumpFile::IpRule, |d| d.rules.as_ref())?;
+    dump_part(n, DumpFile::IpRoute, |d| d.routes.as_ref())?;
+    dump_part(n, DumpFile::IpAddr, |d| d.addrs.as_ref())?;
     match n.entry().and_then(|e| e.model().fib.as_ref()) {
         Some(fib) => Ok(fib),
         None => Insufficient::raise(format!("the routes of {} cannot be modelled", n.id)),
@@ -1076,12 +1081,12 @@ fn namespace_fib(n: &NetnsRef) -> Fallible<&Fib<'_>> {
 /// ruleset where collected), as the snapshot models them, or why there
 /// are none.
 fn namespace_netfilter(n: &NetnsRef) -> Fallible<&netfilter::Netfilter<'_>> {
-    dump_part(n, "iptables-save.txt", |d| d.iptables.as_ref())?;
+    dump_part(n, DumpFile::IptablesSave, |d| d.iptables.as_ref())?;
     match n.entry().and_then(|e| e.model().netfilter.as_ref()) {
         Some(netfilter) => Ok(netfilter),
         // iptables-save is there, so the nftables ruleset is unreadable.
         None => {
-            dump_part(n, "nft-ruleset.json", |d| d.nftables.as_ref())?;
+            dump_part(n, DumpFile::NftRuleset, |d| d.nftables.as_ref())?;
             Insufficient::raise(format!(
                 "the netfilter rules of {} cannot be modelled",
                 n.id
@@ -1221,18 +1226,19 @@ fn register_netns(engine: &mut Engine) {
         // Whether the dump has a file (readable or not): a script asks
         // before it reads a file older snapshots do not have.
         .register_fn("has_file", |n: &mut NetnsRef, name: &str| {
+            let file = DumpFile::from_name(name);
             n.entry().is_some_and(|e| {
-                e.dump().files_present().contains(&name) || e.dump().unreadable.contains_key(name)
+                file.is_some_and(|file| e.dump().state(file) != FileState::NotCollected)
             })
         })
         .register_fn("links", |n: &mut NetnsRef| -> Fallible<Array> {
-            let links = dump_part(n, "ip-link.json", |d| d.links.as_ref())?;
+            let links = dump_part(n, DumpFile::IpLink, |d| d.links.as_ref())?;
             Ok(links.iter().map(|link| link_map(n, link)).collect())
         })
         .register_fn(
             "link",
             |n: &mut NetnsRef, name: &str| -> Fallible<Dynamic> {
-                let links = dump_part(n, "ip-link.json", |d| d.links.as_ref())?;
+                let links = dump_part(n, DumpFile::IpLink, |d| d.links.as_ref())?;
                 let link = links.iter().find(|l| l.ifname == name);
                 Ok(opt(link.map(|link| link_map(n, link))))
             },
@@ -1240,14 +1246,14 @@ fn register_netns(engine: &mut Engine) {
         .register_fn(
             "sysctl",
             |n: &mut NetnsRef, key: &str| -> Fallible<Dynamic> {
-                let sysctls = dump_part(n, "sysctl.txt", |d| d.sysctls.as_ref())?;
+                let sysctls = dump_part(n, DumpFile::Sysctl, |d| d.sysctls.as_ref())?;
                 Ok(opt(sysctls.get(key).map(str::to_owned)))
             },
         )
         .register_fn(
             "sysctl_int",
             |n: &mut NetnsRef, key: &str| -> Fallible<Dynamic> {
-                let sysctls = dump_part(n, "sysctl.txt", |d| d.sysctls.as_ref())?;
+                let sysctls = dump_part(n, DumpFile::Sysctl, |d| d.sysctls.as_ref())?;
                 match sysctls.get_i64(key) {
                     Ok(value) => Ok(opt(value)),
                     Err(error) => fail(error.to_string()),
@@ -1255,7 +1261,7 @@ fn register_netns(engine: &mut Engine) {
             },
         )
         .register_fn("routes", |n: &mut NetnsRef| -> Fallible<Array> {
-            let routes = dump_part(n, "ip-route.json", |d| d.routes.as_ref())?;
+            let routes = dump_part(n, DumpFile::IpRoute, |d| d.routes.as_ref())?;
             Ok(routes.iter().map(route_map).collect())
         })
         // One destination's routes, neighbour entries or FDB entries: on a
@@ -1263,7 +1269,7 @@ fn register_netns(engine: &mut Engine) {
         .register_fn(
             "routes_to",
             |n: &mut NetnsRef, dst: &str| -> Fallible<Array> {
-                let routes = dump_part(n, "ip-route.json", |d| d.routes.as_ref())?;
+                let routes = dump_part(n, DumpFile::IpRoute, |d| d.routes.as_ref())?;
                 Ok(routes
                     .iter()
                     .filter(|r| destination_text(r) == dst)
@@ -1280,7 +1286,7 @@ fn register_netns(engine: &mut Engine) {
         .register_fn("masquerades", masquerades)
         .register_fn("masquerades_each", masquerades_each)
         .register_fn("addresses", |n: &mut NetnsRef| -> Fallible<Array> {
-            let addrs = dump_part(n, "ip-addr.json", |d| d.addrs.as_ref())?;
+            let addrs = dump_part(n, DumpFile::IpAddr, |d| d.addrs.as_ref())?;
             Ok(addrs
                 .iter()
                 .flat_map(|iface| {
@@ -1295,14 +1301,14 @@ fn register_netns(engine: &mut Engine) {
                 .collect())
         })
         .register_fn("neighbours", |n: &mut NetnsRef| -> Fallible<Array> {
-            let neighbours = dump_part(n, "ip-neigh.json", |d| d.neighbours.as_ref())?;
+            let neighbours = dump_part(n, DumpFile::IpNeigh, |d| d.neighbours.as_ref())?;
             Ok(neighbours.iter().map(neighbour_map).collect())
         })
         .register_fn(
             "neighbours_of",
             |n: &mut NetnsRef, ip: Dynamic| -> Fallible<Array> {
                 let ip = as_ip(&ip)?;
-                let neighbours = dump_part(n, "ip-neigh.json", |d| d.neighbours.as_ref())?;
+                let neighbours = dump_part(n, DumpFile::IpNeigh, |d| d.neighbours.as_ref())?;
                 Ok(neighbours
                     .iter()
                     .filter(|nb| nb.dst == ip)
@@ -1311,11 +1317,11 @@ fn register_netns(engine: &mut Engine) {
             },
         )
         .register_fn("fdb", |n: &mut NetnsRef| -> Fallible<Array> {
-            let fdb = dump_part(n, "bridge-fdb.json", |d| d.fdb.as_ref())?;
+            let fdb = dump_part(n, DumpFile::BridgeFdb, |d| d.fdb.as_ref())?;
             Ok(fdb.iter().map(fdb_map).collect())
         })
         .register_fn("fdb_of", |n: &mut NetnsRef, mac: &str| -> Fallible<Array> {
-            let fdb = dump_part(n, "bridge-fdb.json", |d| d.fdb.as_ref())?;
+            let fdb = dump_part(n, DumpFile::BridgeFdb, |d| d.fdb.as_ref())?;
             Ok(fdb
                 .iter()
                 .filter(|e| e.mac.to_string().eq_ignore_ascii_case(mac))
@@ -1323,7 +1329,7 @@ fn register_netns(engine: &mut Engine) {
                 .collect())
         })
         .register_fn("listeners", |n: &mut NetnsRef| -> Fallible<Array> {
-            let sockets = dump_part(n, "ss.txt", |d| d.sockets.as_ref())?;
+            let sockets = dump_part(n, DumpFile::Ss, |d| d.sockets.as_ref())?;
             Ok(sockets
                 .iter()
                 .map(|s| {
@@ -1404,7 +1410,7 @@ fn iptables_rules(
     chain: &str,
     keep: impl Fn(&str) -> bool,
 ) -> Fallible<Dynamic> {
-    let ruleset = dump_part(n, "iptables-save.txt", |d| d.iptables.as_ref())?;
+    let ruleset = dump_part(n, DumpFile::IptablesSave, |d| d.iptables.as_ref())?;
     let Some(chain) = ruleset
         .tables
         .iter()
@@ -1438,7 +1444,7 @@ fn nft_table<'a>(
     family: &str,
     table: &str,
 ) -> Fallible<Option<&'a crate::snapshot::netns::nft::Table>> {
-    let ruleset = dump_part(n, "nft-ruleset.json", |d| d.nftables.as_ref())?;
+    let ruleset = dump_part(n, DumpFile::NftRuleset, |d| d.nftables.as_ref())?;
     Ok(ruleset
         .tables
         .iter()
@@ -1566,7 +1572,7 @@ fn masquerade_decisions(n: &NetnsRef, src: Dynamic, dsts: &[Dynamic]) -> Fallibl
     let dsts = dsts.iter().map(as_ip).collect::<Fallible<Vec<IpAddr>>>()?;
     let netfilter = namespace_netfilter(n)?;
     let fib = namespace_fib(n)?;
-    let addrs = dump_part(n, "ip-addr.json", |d| d.addrs.as_ref())?;
+    let addrs = dump_part(n, DumpFile::IpAddr, |d| d.addrs.as_ref())?;
     let device_to = |ip: IpAddr| match fib.lookup(&FlowKey::to(ip)).outcome {
         LookupOutcome::Routed { paths, .. } => paths.first().and_then(|p| p.dev.clone()),
         _ => None,
@@ -1793,7 +1799,7 @@ mod netns_tests {
     #[test]
     fn routes_carry_scope_source_and_metric() {
         let netns = node_1();
-        let routes: Vec<Map> = dump_part(&netns, "ip-route.json", |d| d.routes.as_ref())
+        let routes: Vec<Map> = dump_part(&netns, DumpFile::IpRoute, |d| d.routes.as_ref())
             .expect("routes collected")
             .iter()
             .map(route_map)
@@ -1815,7 +1821,7 @@ mod netns_tests {
     #[test]
     fn routes_name_the_protocol_that_installed_them() {
         let netns = node_1();
-        let routes = dump_part(&netns, "ip-route.json", |d| d.routes.as_ref())
+        let routes = dump_part(&netns, DumpFile::IpRoute, |d| d.routes.as_ref())
             .expect("routes collected")
             .iter()
             .map(route_map)
@@ -1836,7 +1842,7 @@ mod netns_tests {
     fn a_veth_leads_to_its_far_end_and_back_and_other_devices_to_nothing() {
         let netns = node_1();
         let link = |netns: &NetnsRef, name: &str| {
-            let links = dump_part(netns, "ip-link.json", |d| d.links.as_ref()).expect("links");
+            let links = dump_part(netns, DumpFile::IpLink, |d| d.links.as_ref()).expect("links");
             let link = links.iter().find(|l| l.ifname == name).expect(name);
             link_map(netns, link).try_cast::<Map>().expect("a map")
         };
@@ -1862,7 +1868,7 @@ mod netns_tests {
     #[test]
     fn links_carry_their_mac_address() {
         let netns = node_1();
-        let links = dump_part(&netns, "ip-link.json", |d| d.links.as_ref()).expect("links");
+        let links = dump_part(&netns, DumpFile::IpLink, |d| d.links.as_ref()).expect("links");
         let flannel = links
             .iter()
             .find(|l| l.ifname == "flannel.1")

@@ -559,6 +559,7 @@ fn source_name(source: &PackSource) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::snapshot::netns::DumpFile;
 
     /// A pack of kind rules (it always applies) from its manifest and one script.
     fn inline_pack(manifest: &str, script: &str) -> LoadedPacks {
@@ -1114,7 +1115,7 @@ checks:
 
     #[test]
     fn script_check_evidence_is_located_in_the_subjects_dump() {
-        let finding = evidence_of("ip-neigh.json");
+        let finding = evidence_of(DumpFile::IpNeigh.name());
         assert_eq!(finding.status, FindingStatus::Failed);
         let [evidence] = finding.evidence.as_slice() else {
             panic!("one piece of evidence: {:?}", finding.evidence);

@@ -2,6 +2,7 @@
 //! has (thousands of paths, hops on no path).
 
 use super::json::{FindingOut, HopOut, LinkOut, PacketOut, PathOut, Report, StepKindOut, StepOut};
+use crate::snapshot::netns::DumpFile;
 
 fn hop(id: String, findings: Vec<usize>) -> HopOut {
     HopOut {
@@ -70,8 +71,8 @@ pub fn fanned_out(paths: usize, depth: usize) -> Report {
             status: crate::diagnostic::FindingStatus::Failed,
             hop: format!("hop-{path}-{}", depth.saturating_sub(1)),
             message: format!("no route {path}"),
-            evidence: "ip-route.json".to_string(),
-            places: vec![crate::diagnostic::Evidence::file("ip-route.json")],
+            evidence: DumpFile::IpRoute.name().to_string(),
+            places: vec![crate::diagnostic::Evidence::file(DumpFile::IpRoute.name())],
             expected: None,
             remediation: None,
             // The path this finding ends, pushed just below.

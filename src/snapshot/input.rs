@@ -15,7 +15,8 @@ use std::path::{Path, PathBuf};
 
 use super::problem::{ParseIssue, Problem, line_col};
 
-const MIB: u64 = 1024 * 1024;
+/// A mebibyte, in bytes.
+pub const MIB: u64 = 1024 * 1024;
 
 /// The most one file of a kind may hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,26 +45,6 @@ pub const PACK_FILE: Limit = Limit {
     bytes: MIB,
     what: "a pack file",
 };
-
-/// One namespace dump file, by name: the rulesets of big clusters (kube-proxy
-/// with tens of thousands of services, Calico's ipsets) are far bigger than
-/// routes or sockets.
-pub fn dump_file(name: &str) -> Limit {
-    match name {
-        "iptables-save.txt" | "ipset-save.txt" | "nft-ruleset.json" => Limit {
-            bytes: 256 * MIB,
-            what: "a ruleset dump (iptables-save.txt, ipset-save.txt, nft-ruleset.json)",
-        },
-        "sysctl.txt" => Limit {
-            bytes: 16 * MIB,
-            what: "sysctl.txt",
-        },
-        _ => Limit {
-            bytes: 64 * MIB,
-            what: "a namespace dump file",
-        },
-    }
-}
 
 impl Limit {
     fn exceeded(&self, path: &Path, size: u64) -> Problem {

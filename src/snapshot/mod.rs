@@ -25,7 +25,7 @@ pub use problem::{ParseIssue, Parsed, Problem};
 use cluster::Cluster;
 use input::Boundary;
 use netns::link::Link;
-use netns::{DUMP_FILES, NetnsDump};
+use netns::{DumpFile, NetnsDump};
 
 use crate::netstack::namespace::{ModelledDump, Namespace};
 
@@ -377,12 +377,12 @@ fn report_unexpected_files(dir: &Path, problems: &mut Vec<Problem>) {
         .map(|e| e.path())
         .filter(|path| {
             let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            !DUMP_FILES.iter().any(|f| f.name == name)
+            DumpFile::from_name(name).is_none()
         })
         .collect();
     unexpected.sort();
     for path in unexpected {
-        let expected: Vec<&str> = DUMP_FILES.iter().map(|f| f.name).collect();
+        let expected: Vec<&str> = DumpFile::ALL.iter().map(|f| f.name()).collect();
         problems.push(Problem::in_file(
             &path,
             format!(

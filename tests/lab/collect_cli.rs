@@ -5,7 +5,7 @@ use std::fs;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use skoop::snapshot::netns::DUMP_FILES;
+use skoop::snapshot::netns::DumpFile;
 
 use crate::lab::{Availability, Lab, availability};
 
@@ -47,11 +47,11 @@ fn empty_namespace_gives_valid_empty_dumps_and_stays_empty() {
             "{stderr}"
         );
     }
-    let written = DUMP_FILES
+    let written = DumpFile::ALL
         .iter()
-        .filter(|f| out.join(f.name).exists())
+        .filter(|f| out.join(f.name()).exists())
         .count();
-    let summary = format!("collected {written} of {} files", DUMP_FILES.len());
+    let summary = format!("collected {written} of {} files", DumpFile::ALL.len());
     assert!(String::from_utf8_lossy(&output.stdout).contains(&summary));
 
     // Collecting created nothing: iptables-save did not make the tables it

@@ -9,7 +9,7 @@ use k8s_openapi::api::apps::v1 as apps;
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::api::discovery::v1 as discovery;
 use serde_json::{Value, json};
-use skoop::snapshot::netns::DUMP_FILES;
+use skoop::snapshot::netns::DumpFile;
 use skoop::snapshot::{NetnsId, Snapshot};
 
 use crate::cluster::{Cluster, Node, Pod, Topology};
@@ -149,10 +149,10 @@ fn collected_snapshot_shows_what_the_lab_built() {
 /// where IPVS is not in use (collect does not load ip_vs).
 fn assert_layout(cluster: &Cluster, root: &Path) {
     let ipvs_in_use = Path::new("/proc/net/ip_vs").exists();
-    let mut expected_files: Vec<&str> = DUMP_FILES
-        .iter()
-        .map(|f| f.name)
-        .filter(|name| ipvs_in_use || *name != "ipvsadm.txt")
+    let mut expected_files: Vec<&str> = DumpFile::ALL
+        .into_iter()
+        .filter(|file| ipvs_in_use || *file != DumpFile::Ipvsadm)
+        .map(DumpFile::name)
         .collect();
     expected_files.sort_unstable();
     let nodes_dir = root.join("nodes");

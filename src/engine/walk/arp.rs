@@ -18,7 +18,7 @@ pub(super) enum ArpAnswer {
 /// Why a namespace does not answer a request.
 pub(super) enum ArpRefusal {
     /// The kernel stays silent: why, and the dump file that shows it.
-    Silent { why: String, file: &'static str },
+    Silent { why: String, file: DumpFile },
     /// The snapshot cannot tell.
     Unknown(Stop),
 }
@@ -60,7 +60,7 @@ impl<'s> Walker<'s> {
                     hop_id(ns),
                     device.ifname
                 ),
-                evidence: vec![self.file(ns, "ip-addr.json")],
+                evidence: vec![self.file(ns, DumpFile::IpAddr)],
             })?;
         Ok(ArpRequest {
             target: next_hop,
@@ -166,7 +166,7 @@ impl<'s> Walker<'s> {
                         "IPv6 neighbour discovery answers only for addresses of the receiving interface, and {target} is not on {}",
                         iface.ifname
                     ),
-                    file: "ip-addr.json",
+                    file: DumpFile::IpAddr,
                 }),
             };
         }
@@ -174,7 +174,7 @@ impl<'s> Walker<'s> {
         let ignore = self.interface_setting(ns, &iface.ifname, "arp_ignore", to_do)?;
         let silent = |why: String| ArpRefusal::Silent {
             why: format!("arp_ignore = {ignore}: {why}"),
-            file: "sysctl.txt",
+            file: DumpFile::Sysctl,
         };
         match ignore {
             1 if !on_iface(false) => {
@@ -209,9 +209,9 @@ impl<'s> Walker<'s> {
             _ => {}
         }
         if self.interface_setting(ns, &iface.ifname, "arp_filter", to_do)? != 0 {
-            let fib = self
-                .fib(ns)
-                .ok_or_else(|| ArpRefusal::Unknown(self.missing(ns, "ip-route.json", to_do)))?;
+            let fib = self.fib(ns).ok_or_else(|| {
+                ArpRefusal::Unknown(self.missing(ns, Wanted::File(DumpFile::IpRoute), to_do))
+            })?;
             let back = fib.lookup(&FlowKey {
                 src: Some(target),
                 ..FlowKey::to(request.sender)
@@ -227,7 +227,7 @@ impl<'s> Walker<'s> {
                             hop_id(ns),
                             iface.ifname
                         ),
-                        vec![self.file(ns, "ip-route.json")],
+                        vec![self.file(ns, DumpFile::IpRoute)],
                     )));
                 }
                 _ => {
@@ -236,7 +236,7 @@ impl<'s> Walker<'s> {
                             "arp_filter is on and its route back to the sender {} does not leave by {}",
                             request.sender, iface.ifname
                         ),
-                        file: "ip-route.json",
+                        file: DumpFile::IpRoute,
                     });
                 }
             }
@@ -264,7 +264,7 @@ impl<'s> Walker<'s> {
                     "the request from {} fails the input route's source check: {}",
                     request.sender, stop.reason
                 ),
-                file: "sysctl.txt",
+                file: DumpFile::Sysctl,
             }),
         }
     }
@@ -290,8 +290,8 @@ impl<'s> Walker<'s> {
                 .max()
         });
         value.ok_or_else(|| {
-            let what = format!("net.ipv4.conf.{{all,{ifname}}}.{name} in sysctl.txt");
-            ArpRefusal::Unknown(self.missing(ns, &what, to_do))
+            let key = format!("net.ipv4.conf.{{all,{ifname}}}.{name}");
+            ArpRefusal::Unknown(self.missing(ns, Wanted::In(&key, DumpFile::Sysctl), to_do))
         })
     }
 
@@ -316,7 +316,7 @@ impl<'s> Walker<'s> {
                     "{target} is not an address of {}, and proxy neighbour discovery is not modelled",
                     iface.ifname
                 ),
-                file: "ip-addr.json",
+                file: DumpFile::IpAddr,
             });
         }
         let to_do = "tell whether it answers ARP by proxy";
@@ -326,22 +326,22 @@ impl<'s> Walker<'s> {
                     "net.ipv4.conf.all.proxy_arp and net.ipv4.conf.{}.proxy_arp are 0",
                     iface.ifname
                 ),
-                file: "sysctl.txt",
+                file: DumpFile::Sysctl,
             });
         }
         if let Some(stop) = self.forwarding(ns, &iface.ifname) {
             return Err(match stop.disposition {
                 Disposition::ForwardingDisabled => ArpRefusal::Silent {
                     why: stop.reason,
-                    file: "sysctl.txt",
+                    file: DumpFile::Sysctl,
                 },
                 _ => ArpRefusal::Unknown(stop),
             });
         }
         self.sender_check(ns, iface, request)?;
-        let fib = self
-            .fib(ns)
-            .ok_or_else(|| ArpRefusal::Unknown(self.missing(ns, "ip-route.json", to_do)))?;
+        let fib = self.fib(ns).ok_or_else(|| {
+            ArpRefusal::Unknown(self.missing(ns, Wanted::File(DumpFile::IpRoute), to_do))
+        })?;
         let lookup = fib.lookup(&FlowKey {
             src: Some(request.sender),
             iif: Some(iface.ifname.clone()),
@@ -350,7 +350,7 @@ impl<'s> Walker<'s> {
         let silent = |why: String| {
             Err(ArpRefusal::Silent {
                 why,
-                file: "ip-route.json",
+                file: DumpFile::IpRoute,
             })
         };
         match lookup.outcome {
@@ -377,7 +377,7 @@ impl<'s> Walker<'s> {
                     "whether {} answers ARP for {target} by proxy is not known: {reason}",
                     hop_id(ns)
                 ),
-                vec![self.file(ns, "ip-route.json")],
+                vec![self.file(ns, DumpFile::IpRoute)],
             ))),
         }
     }
@@ -446,7 +446,7 @@ mod tests {
             assert_eq!(stop.disposition, Disposition::NeighborFailed);
             assert!(stop.reason.contains("arp_ignore = 1"), "{}", stop.reason);
             assert!(
-                crate::diagnostic::evidence_text(&stop.evidence).ends_with("sysctl.txt"),
+                crate::diagnostic::evidence_text(&stop.evidence).ends_with(DumpFile::Sysctl.name()),
                 "{:?}",
                 stop.evidence
             );
@@ -481,8 +481,8 @@ mod tests {
         routes.push(json!({"type": "local", "dst": "172.18.0.12", "dev": "eth0", "table": "local", "protocol": "kernel", "scope": "host", "prefsrc": "172.18.0.12", "flags": []}));
         let n2 = host("n2");
         let replaced = vec![
-            file(&n2, "ip-addr.json", narrow.to_string()),
-            file(&n2, "ip-route.json", Value::from(routes).to_string()),
+            file(&n2, DumpFile::IpAddr, narrow.to_string()),
+            file(&n2, DumpFile::IpRoute, Value::from(routes).to_string()),
         ];
         send(&arp(2, 0, 0), replaced, "172.18.0.12", |next, _, _| {
             let stop = stopped(next);
@@ -512,12 +512,17 @@ mod tests {
         let mut routes = connected("172.18.0.0/24", "eth0", "172.18.0.12");
         routes.extend(connected("10.0.1.0/24", "cni0", "10.0.1.1"));
         routes.push(json!({"type": "unicast", "dst": "172.18.0.11", "dev": "cni0", "table": "main", "protocol": "boot", "scope": "link", "flags": []}));
-        let replaced = vec![file(&n2, "ip-route.json", Value::from(routes).to_string())];
+        let replaced = vec![file(
+            &n2,
+            DumpFile::IpRoute,
+            Value::from(routes).to_string(),
+        )];
         send(&arp(0, 1, 0), replaced, "172.18.0.12", |next, _, _| {
             let stop = stopped(next);
             assert!(stop.reason.contains("arp_filter"), "{}", stop.reason);
             assert!(
-                crate::diagnostic::evidence_text(&stop.evidence).ends_with("ip-route.json"),
+                crate::diagnostic::evidence_text(&stop.evidence)
+                    .ends_with(DumpFile::IpRoute.name()),
                 "{:?}",
                 stop.evidence
             );
@@ -541,7 +546,7 @@ mod tests {
         let entry = |mac: &str| {
             let neigh =
                 json!([{"dst": "10.0.1.1", "dev": "eth0", "lladdr": mac, "state": ["PERMANENT"]}]);
-            vec![file(&n1, "ip-neigh.json", neigh.to_string())]
+            vec![file(&n1, DumpFile::IpNeigh, neigh.to_string())]
         };
         // arp_ignore 8 on n2: no ARP answer, yet the entry reaches it.
         send(

@@ -14,7 +14,6 @@
 //! hooks describe what the CNI intends, and the half that was collected may
 //! hold exactly the fault that differs from it.
 
-use crate::engine::codes;
 use std::net::IpAddr;
 
 use petgraph::graph::NodeIndex;
@@ -23,8 +22,9 @@ mod answers;
 
 use super::{
     Branch, Crossing, Encapsulation as Encapsulated, Flow, Next, Packet, Place, Stop, TunnelHeader,
-    Tunnelled, UndoPhase, Walker, hop_id,
+    Tunnelled, UndoPhase, Walker, Wanted, hop_id,
 };
+use crate::engine::codes;
 use crate::engine::hooks::{Attachment, Encapsulation, NextHop, PodInterface, Undecided};
 use crate::engine::target::Protocol;
 use crate::engine::{Disposition, HopStep, LinkKind, Step};
@@ -32,6 +32,7 @@ use crate::netstack::netfilter::{Endpoint, Translation};
 use crate::netstack::routing::{FlowKey, LookupOutcome};
 use crate::packs::PodRef;
 use crate::snapshot::NetnsId;
+use crate::snapshot::netns::DumpFile;
 use crate::snapshot::netns::link::LinkKind as DeviceKind;
 use answers::{Holder, holding, unnamed};
 
@@ -135,7 +136,7 @@ impl<'s> Walker<'s> {
                 dev.map_or_else(|| unnamed("device"), str::to_string),
                 self.cni_name()
             ),
-            evidence: vec![self.file(ns, "ip-link.json")],
+            evidence: vec![self.file(ns, DumpFile::IpLink)],
         };
         match &interface.attachment {
             Some(Attachment::Routed) => {
@@ -311,7 +312,11 @@ impl<'s> Walker<'s> {
             mut branch,
         } = flow;
         if packet.src.is_none() {
-            let stop = self.missing(ns, "the namespace's dump", "choose a source address");
+            let stop = self.missing(
+                ns,
+                Wanted::Other("the namespace's dump"),
+                "choose a source address",
+            );
             return self.stop(hop, branch, stop);
         }
         if in_iface.is_none() {
@@ -383,7 +388,7 @@ impl<'s> Walker<'s> {
         let Some(address) = self.node_address(ns.node()) else {
             return Err(self.missing(
                 ns,
-                "an InternalIP of the node",
+                Wanted::Other("an InternalIP of the node"),
                 &format!("masquerade the packet as {by} intends"),
             ));
         };
@@ -657,7 +662,7 @@ impl<'s> Walker<'s> {
                 let stop = Stop::unknown(
                     codes::SNAPSHOT_MISSING,
                     reason,
-                    vec![self.file(ns, "ss.txt")],
+                    vec![self.file(ns, DumpFile::Ss)],
                 );
                 self.stop(hop, branch, stop)
             }

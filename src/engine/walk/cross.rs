@@ -184,7 +184,7 @@ impl<'s> Walker<'s> {
                     disposition: Disposition::NeighborFailed,
                     id: codes::KERNEL_NEIGHBOUR_PERMANENT,
                     reason,
-                    evidence: vec![self.file(ns, "ip-neigh.json")],
+                    evidence: vec![self.file(ns, DumpFile::IpNeigh)],
                 });
             }
             None => {
@@ -243,7 +243,7 @@ impl<'s> Walker<'s> {
                 disposition: Disposition::Loop,
                 id: codes::ENGINE_LOOP,
                 reason,
-                evidence: vec![self.file(ns, "ip-addr.json")],
+                evidence: vec![self.file(ns, DumpFile::IpAddr)],
             };
             return self.stop(hop, flow.branch, stop);
         }
@@ -277,7 +277,7 @@ impl<'s> Walker<'s> {
             }
             let stop = self.missing(
                 &node,
-                "the node's namespace dump",
+                Wanted::Other("the node's namespace dump"),
                 "follow the packet further",
             );
             return self.stop(hop, flow.branch, stop);
@@ -292,7 +292,7 @@ impl<'s> Walker<'s> {
                 disposition: Disposition::NeighborFailed,
                 id: codes::KERNEL_NEIGHBOUR_UNANSWERED,
                 reason,
-                evidence: vec![self.file(ns, "ip-route.json")],
+                evidence: vec![self.file(ns, DumpFile::IpRoute)],
             };
             return self.stop(hop, flow.branch, stop);
         }
@@ -377,7 +377,7 @@ impl<'s> Walker<'s> {
                     device
                 ),
                 "a route to the destination through the cluster network",
-                self.file(ns, "ip-route.json"),
+                self.file(ns, DumpFile::IpRoute),
             )),
             (None, Some(service)) => Some((
                 codes::KERNEL_NETFILTER_SERVICE_UNTRANSLATED,
@@ -388,7 +388,7 @@ impl<'s> Walker<'s> {
                     device
                 ),
                 "a DNAT to one of the service's ready endpoints (kube-proxy's KUBE-SERVICES rules)",
-                self.file(ns, "iptables-save.txt"),
+                self.file(ns, DumpFile::IptablesSave),
             )),
             (None, None) => None,
         };
@@ -666,7 +666,7 @@ mod tests {
         )]);
         let files = with(
             two_pods_on_a_bridge(),
-            vec![file(&b, "ip-link.json", down.to_string())],
+            vec![file(&b, DumpFile::IpLink, down.to_string())],
         );
         let fixture = Fixture::new(&files);
         fixture.walk(None, |walker| {

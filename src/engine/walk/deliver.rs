@@ -37,7 +37,7 @@ impl<'s> Walker<'s> {
                     );
                     let evidence = vec![Evidence {
                         line: Some(service.line),
-                        ..self.file(ns, "ipvsadm.txt")
+                        ..self.file(ns, DumpFile::Ipvsadm)
                     }];
                     let stop = Stop {
                         disposition: Disposition::NoListener,
@@ -51,7 +51,7 @@ impl<'s> Walker<'s> {
                     let stop = Stop::unknown(
                         codes::KERNEL_IPVS_UNKNOWN,
                         reason,
-                        vec![self.file(ns, "ipvsadm.txt")],
+                        vec![self.file(ns, DumpFile::Ipvsadm)],
                     );
                     return self.stop(hop, branch, stop);
                 }
@@ -68,7 +68,7 @@ impl<'s> Walker<'s> {
                         "{} ignores echo requests: net.ipv4.icmp_echo_ignore_all = 1",
                         hop_id(ns)
                     );
-                    let evidence = vec![self.file(ns, "sysctl.txt")];
+                    let evidence = vec![self.file(ns, DumpFile::Sysctl)];
                     return self.stop(
                         hop,
                         branch,
@@ -94,7 +94,11 @@ impl<'s> Walker<'s> {
                     return self.stop(
                         hop,
                         branch,
-                        self.missing(ns, "ss.txt", "tell whether anything listens"),
+                        self.missing(
+                            ns,
+                            Wanted::File(DumpFile::Ss),
+                            "tell whether anything listens",
+                        ),
                     );
                 };
                 match listener(sockets, wanted, &packet, iif) {
@@ -119,7 +123,7 @@ impl<'s> Walker<'s> {
                             hop_id(ns),
                             packet.protocol
                         );
-                        let evidence = vec![self.file(ns, "ss.txt")];
+                        let evidence = vec![self.file(ns, DumpFile::Ss)];
                         self.stop(
                             hop,
                             branch,
@@ -141,7 +145,7 @@ impl<'s> Walker<'s> {
                         let stop = Stop::unknown(
                             codes::KERNEL_SOCKET_UNKNOWN,
                             reason,
-                            vec![self.file(ns, "ss.txt")],
+                            vec![self.file(ns, DumpFile::Ss)],
                         );
                         self.stop(hop, branch, stop)
                     }
@@ -297,7 +301,7 @@ mod tests {
     /// An SCTP request from pod a to pod b:8080, with pod b's ss.txt.
     fn sctp_to_b(ss: &str, test: impl FnOnce(Next<'_>)) {
         let b = pod("b");
-        let files = with(two_pods_on_a_bridge(), vec![file(&b, "ss.txt", ss)]);
+        let files = with(two_pods_on_a_bridge(), vec![file(&b, DumpFile::Ss, ss)]);
         let fixture = Fixture::new(&files);
         fixture.walk(None, |walker| {
             let packet = Packet {
@@ -351,7 +355,7 @@ mod tests {
                 stop.reason
             );
             assert!(
-                crate::diagnostic::evidence_text(&stop.evidence).ends_with("ss.txt"),
+                crate::diagnostic::evidence_text(&stop.evidence).ends_with(DumpFile::Ss.name()),
                 "{:?}",
                 stop.evidence
             );
@@ -375,7 +379,7 @@ mod tests {
             two_pods_on_a_bridge(),
             vec![file(
                 &b,
-                "ss.txt",
+                DumpFile::Ss,
                 "tcp LISTEN 0 128 127.0.0.1:8080 0.0.0.0:*\n",
             )],
         );
@@ -391,7 +395,7 @@ mod tests {
     #[test]
     fn nothing_listening_on_the_port_is_no_listener() {
         let b = pod("b");
-        let files = with(two_pods_on_a_bridge(), vec![file(&b, "ss.txt", "")]);
+        let files = with(two_pods_on_a_bridge(), vec![file(&b, DumpFile::Ss, "")]);
         let fixture = Fixture::new(&files);
         fixture.walk(None, |walker| {
             let (place, flow) = walker.test_flow(&b, tcp("10.0.0.2", "10.0.0.3"));

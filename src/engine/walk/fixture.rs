@@ -80,8 +80,11 @@ pub(super) fn pod(name: &str) -> NetnsId {
 }
 
 /// One file of a namespace's dump.
-pub(super) fn file(ns: &NetnsId, name: &str, content: impl Into<String>) -> (String, String) {
-    (ns.dir().join(name).display().to_string(), content.into())
+pub(super) fn file(ns: &NetnsId, file: DumpFile, content: impl Into<String>) -> (String, String) {
+    (
+        ns.dir().join(file.name()).display().to_string(),
+        content.into(),
+    )
 }
 
 /// A device as `ip -j -d link show` writes it: up with carrier unless
@@ -153,7 +156,7 @@ fn pod_files(name: &str, ip: &str, peer_index: u32) -> Vec<(String, String)> {
     let mut files = netns_files(&ns, (links, addrs, routes), 0, ARP_DEFAULTS);
     files.push(file(
         &ns,
-        "ss.txt",
+        DumpFile::Ss,
         "tcp LISTEN 0 128 0.0.0.0:8080 0.0.0.0:*\n",
     ));
     files
@@ -168,14 +171,14 @@ fn netns_files(
     sysctls: &str,
 ) -> Vec<(String, String)> {
     vec![
-        file(ns, "ip-link.json", links.to_string()),
-        file(ns, "ip-addr.json", addrs.to_string()),
-        file(ns, "ip-route.json", Value::from(routes).to_string()),
-        file(ns, "ip-rule.json", RULES),
-        file(ns, "iptables-save.txt", ""),
+        file(ns, DumpFile::IpLink, links.to_string()),
+        file(ns, DumpFile::IpAddr, addrs.to_string()),
+        file(ns, DumpFile::IpRoute, Value::from(routes).to_string()),
+        file(ns, DumpFile::IpRule, RULES),
+        file(ns, DumpFile::IptablesSave, ""),
         file(
             ns,
-            "sysctl.txt",
+            DumpFile::Sysctl,
             format!("net.ipv4.ip_forward = {ip_forward}\n{sysctls}"),
         ),
     ]
@@ -215,22 +218,22 @@ pub(super) fn two_pods_on_a_bridge() -> Vec<(String, String)> {
     let mut routes = connected("10.0.0.0/24", "cni0", "10.0.0.1");
     routes.push(json!({"type": "unicast", "dst": "10.0.1.0/24", "gateway": "10.0.1.0", "dev": "flannel.1", "table": "main", "protocol": "boot", "scope": "global", "flags": ["onlink"]}));
     let mut files = vec![
-        file(&node, "ip-link.json", links.to_string()),
+        file(&node, DumpFile::IpLink, links.to_string()),
         file(
             &node,
-            "ip-addr.json",
+            DumpFile::IpAddr,
             json!([address(3, "cni0", "10.0.0.1", 24)]).to_string(),
         ),
-        file(&node, "ip-route.json", Value::from(routes).to_string()),
-        file(&node, "ip-rule.json", RULES),
-        file(&node, "iptables-save.txt", ""),
+        file(&node, DumpFile::IpRoute, Value::from(routes).to_string()),
+        file(&node, DumpFile::IpRule, RULES),
+        file(&node, DumpFile::IptablesSave, ""),
         file(
             &node,
-            "sysctl.txt",
+            DumpFile::Sysctl,
             format!("net.ipv4.ip_forward = 1\n{ARP_DEFAULTS}"),
         ),
-        file(&node, "ip-neigh.json", "[]"),
-        file(&node, "bridge-fdb.json", "[]"),
+        file(&node, DumpFile::IpNeigh, "[]"),
+        file(&node, DumpFile::BridgeFdb, "[]"),
     ];
     // Pod a's eth0 is veth-a's peer, pod b's veth-b's.
     files.extend(pod_files("a", "10.0.0.2", 5));
@@ -357,7 +360,7 @@ pub(super) fn node_files(
     }
     let dump = (Value::from(links), Value::from(addrs), routes);
     let mut files = netns_files(&ns, dump, 1, sysctls);
-    files.push(file(&ns, "ip-neigh.json", "[]"));
+    files.push(file(&ns, DumpFile::IpNeigh, "[]"));
     files
 }
 

@@ -49,7 +49,7 @@ impl<'s> Walker<'s> {
                 branch,
                 self.missing(
                     ns,
-                    &format!("device {dev} in ip-link.json"),
+                    Wanted::In(&format!("device {dev}"), DumpFile::IpLink),
                     "send the packet",
                 ),
             );
@@ -98,7 +98,7 @@ impl<'s> Walker<'s> {
                     }
                     let stop = self.missing(
                         &node,
-                        "the node's namespace dump",
+                        Wanted::Other("the node's namespace dump"),
                         "follow the pod's packet",
                     );
                     self.stop(hop, flow.branch, stop)
@@ -113,8 +113,11 @@ impl<'s> Walker<'s> {
                         self.send_to_local_pod(place, Some(&device.ifname), &pod, None, flow)
                     }
                     Some(pod) => {
-                        let stop =
-                            self.missing(&pod, "the pod's namespace dump", "deliver the packet");
+                        let stop = self.missing(
+                            &pod,
+                            Wanted::Other("the pod's namespace dump"),
+                            "deliver the packet",
+                        );
                         self.stop(hop, flow.branch, stop)
                     }
                     None => self.underlay_egress(place, device, next_hop, flow),
@@ -139,7 +142,7 @@ impl<'s> Walker<'s> {
             disposition: Disposition::NeighborFailed,
             id: codes::KERNEL_DEVICE_DOWN,
             reason: format!("{} sends by {}, which {state}", hop_id(ns), device.ifname),
-            evidence: vec![self.file(ns, "ip-link.json")],
+            evidence: vec![self.file(ns, DumpFile::IpLink)],
         })
     }
 
@@ -261,7 +264,7 @@ impl<'s> Walker<'s> {
             let stop = Stop::unknown(
                 codes::SNAPSHOT_UNREADABLE,
                 reason,
-                vec![self.file(ns, "ip-link.json")],
+                vec![self.file(ns, DumpFile::IpLink)],
             );
             return self.stop(hop, branch, stop);
         }
@@ -283,7 +286,7 @@ impl<'s> Walker<'s> {
                 owner.unwrap_or_default(),
                 unknown.join(", ")
             );
-            let evidence = vec![self.file(ns, "ip-link.json")];
+            let evidence = vec![self.file(ns, DumpFile::IpLink)];
             let stop = Stop::unknown(codes::SNAPSHOT_MISSING, reason, evidence);
             return self.stop(hop, branch, stop);
         }
@@ -291,7 +294,7 @@ impl<'s> Walker<'s> {
             "no device on bridge {bridge} of {} answers ARP for {next_hop}",
             hop_id(ns)
         );
-        let evidence = vec![self.file(ns, "ip-addr.json")];
+        let evidence = vec![self.file(ns, DumpFile::IpAddr)];
         let stop = Stop {
             disposition: Disposition::NeighborFailed,
             id: codes::KERNEL_NEIGHBOUR_UNANSWERED,
@@ -368,7 +371,7 @@ impl<'s> Walker<'s> {
                 Some(bridge_device) => self.arp_answer(peer_ns, bridge_device, &request),
                 None => Err(ArpRefusal::Unknown(self.missing(
                     peer_ns,
-                    &format!("device {bridge} in ip-link.json"),
+                    Wanted::In(&format!("device {bridge}"), DumpFile::IpLink),
                     "tell whether it answers ARP",
                 ))),
             };
@@ -474,7 +477,7 @@ impl<'s> Walker<'s> {
         let Some(netfilter) = self.netfilter(ns) else {
             return Some(self.missing(
                 ns,
-                "iptables-save.txt",
+                Wanted::File(DumpFile::IptablesSave),
                 "evaluate bridged traffic (bridge-nf-call-iptables = 1)",
             ));
         };
@@ -497,7 +500,7 @@ impl<'s> Walker<'s> {
             return Some(Stop::unknown(
                 codes::ENGINE_BRIDGE_BRANCHES,
                 reason,
-                vec![self.file(ns, "iptables-save.txt")],
+                vec![self.file(ns, DumpFile::IptablesSave)],
             ));
         };
         match &outcome.verdict {
@@ -508,7 +511,7 @@ impl<'s> Walker<'s> {
             Verdict::Unknown { reason } => Some(Stop::unknown(
                 codes::KERNEL_NETFILTER_UNKNOWN,
                 reason.clone(),
-                vec![self.file(ns, "iptables-save.txt")],
+                vec![self.file(ns, DumpFile::IptablesSave)],
             )),
             Verdict::Accept | Verdict::Unroutable { .. } => {
                 self.record_translations(ns, hop, outcome, branch);
@@ -571,7 +574,7 @@ mod tests {
             two_pods_on_a_bridge(),
             vec![file(
                 &b,
-                "sysctl.txt",
+                DumpFile::Sysctl,
                 "net.ipv4.ip_forward = 0\nnet.ipv4.conf.all.arp_ignore = 8\nnet.ipv4.conf.all.arp_filter = 0\n",
             )],
         );
@@ -622,7 +625,7 @@ mod tests {
         )]);
         let files = with(
             two_pods_on_a_bridge(),
-            vec![file(&a, "ip-link.json", down.to_string())],
+            vec![file(&a, DumpFile::IpLink, down.to_string())],
         );
         let fixture = Fixture::new(&files);
         fixture.walk(None, |walker| {

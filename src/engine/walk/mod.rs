@@ -65,6 +65,7 @@ use crate::netstack::routing::{
 };
 use crate::packs::{self, LoadedPacks};
 use crate::snapshot::cluster::IpOwner;
+use crate::snapshot::netns::DumpFile;
 use crate::snapshot::netns::addr::Family;
 use crate::snapshot::netns::iptables::{Protocol as IpProtocol, TcpFlagBits};
 use crate::snapshot::netns::ipvs::{Forwarding, VirtualService};
@@ -244,6 +245,51 @@ impl Stop {
     }
 }
 
+/// What a stop for want of information lacks, as its message names it.
+#[derive(Debug, Clone, Copy)]
+enum Wanted<'a> {
+    File(DumpFile),
+    /// Several files, all of them needed: `a, b and c`.
+    All(&'a [DumpFile]),
+    /// Either of two files: `a or b`.
+    Either(DumpFile, DumpFile),
+    /// A value in a file: `net.ipv4.ip_forward in sysctl.txt`.
+    In(&'a str, DumpFile),
+    /// What no one file holds: a namespace's whole dump, a node's address.
+    Other(&'a str),
+}
+
+impl Wanted<'_> {
+    /// The dump files it names.
+    fn files(self) -> Vec<DumpFile> {
+        match self {
+            Wanted::File(file) | Wanted::In(_, file) => vec![file],
+            Wanted::All(files) => files.to_vec(),
+            Wanted::Either(a, b) => vec![a, b],
+            Wanted::Other(_) => Vec::new(),
+        }
+    }
+}
+
+impl fmt::Display for Wanted<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Wanted::File(file) => write!(f, "{file}"),
+            Wanted::All(files) => {
+                let names: Vec<&str> = files.iter().map(|file| file.name()).collect();
+                match names.split_last() {
+                    Some((last, [])) => f.write_str(last),
+                    Some((last, rest)) => write!(f, "{} and {last}", rest.join(", ")),
+                    None => Ok(()),
+                }
+            }
+            Wanted::Either(a, b) => write!(f, "{a} or {b}"),
+            Wanted::In(what, file) => write!(f, "{what} in {file}"),
+            Wanted::Other(what) => f.write_str(what),
+        }
+    }
+}
+
 impl<'s> Walker<'s> {
     fn new(
         shared: &'s Arc<Snapshot>,
@@ -319,7 +365,7 @@ impl<'s> Walker<'s> {
                         );
                         self.record_path(followed.branch, Disposition::InsufficientInfo, None);
                     } else {
-                        let evidence = vec![self.file(&place.ns, "iptables-save.txt")];
+                        let evidence = vec![self.file(&place.ns, DumpFile::IptablesSave)];
                         let stop = Stop::unknown(codes::ENGINE_TOO_MANY_PATHS, reason, evidence);
                         self.record_stop(place.hop, followed.branch, stop);
                     }
@@ -351,9 +397,9 @@ impl<'s> Walker<'s> {
     }
 
     /// The path of a dump file, as evidence.
-    fn file(&self, ns: &NetnsId, name: &str) -> Evidence {
+    fn file(&self, ns: &NetnsId, file: DumpFile) -> Evidence {
         match self.snapshot.namespaces.get(ns) {
-            Some(entry) => Evidence::file(entry.dir.join(name)),
+            Some(entry) => Evidence::file(entry.dir.join(file.name())),
             None => Evidence::file(hop_id(ns)).noting("no dump"),
         }
     }
@@ -366,36 +412,30 @@ impl<'s> Walker<'s> {
         }
     }
 
-    /// A stop for want of a dump file. `what` names the files (or the
-    /// whole dump); a file that is there but unreadable is said to be so,
-    /// with why, not to be missing.
-    fn missing(&self, ns: &NetnsId, what: &str, to_do: &str) -> Stop {
-        let entry = self.snapshot.namespaces.get(ns);
-        let unreadable: Vec<(&str, &String)> = entry
-            .map(|e| {
-                e.dump()
-                    .unreadable
-                    .iter()
-                    .filter(|(file, _)| what.contains(*file))
-                    .map(|(file, why)| (*file, why))
-                    .collect()
-            })
-            .unwrap_or_default();
+    /// A stop for want of what a dump should hold; a file that is there
+    /// but unreadable is said to be so, with why, not to be missing.
+    fn missing(&self, ns: &NetnsId, wanted: Wanted<'_>, to_do: &str) -> Stop {
+        let files = wanted.files();
+        let lacking = self.snapshot.namespaces.get(ns).and_then(|entry| {
+            let dump = entry.dump();
+            DumpFile::ALL
+                .into_iter()
+                .filter(|file| files.contains(file))
+                .filter_map(|file| dump.lacking(file))
+                .find(|lacking| lacking.unreadable.is_some())
+        });
         let evidence = vec![self.place(ns)];
-        if let Some((file, why)) = unreadable.first() {
+        if let Some(lacking) = lacking {
             return Stop::unknown(
                 codes::SNAPSHOT_UNREADABLE,
-                format!(
-                    "{file} of {} is in the snapshot but unreadable ({why}), needed to {to_do}",
-                    hop_id(ns)
-                ),
+                format!("{}, needed to {to_do}", lacking.of(hop_id(ns))),
                 evidence,
             );
         }
         Stop::unknown(
             codes::SNAPSHOT_MISSING,
             format!(
-                "the snapshot lacks {what} for {}, needed to {to_do}",
+                "the snapshot lacks {wanted} for {}, needed to {to_do}",
                 hop_id(ns)
             ),
             evidence,

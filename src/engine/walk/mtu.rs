@@ -251,7 +251,7 @@ impl<'s> Walker<'s> {
                 let route = route.map(|r| format!(" ({})", describe_route(&fib.routes[r])));
                 return ErrorOut::Stopped {
                     reason: format!("it has no route back: {error}{}", route.unwrap_or_default()),
-                    evidence: vec![self.file(ns, "ip-route.json")],
+                    evidence: vec![self.file(ns, DumpFile::IpRoute)],
                 };
             }
             LookupOutcome::Unknown { reason } => return ErrorOut::Unknown { reason },
@@ -264,7 +264,7 @@ impl<'s> Walker<'s> {
             let Some(src) = path.prefsrc else {
                 ways.push(ErrorOut::Stopped {
                     reason: "it has no address to be sent from".to_string(),
-                    evidence: vec![self.file(ns, "ip-addr.json")],
+                    evidence: vec![self.file(ns, DumpFile::IpAddr)],
                 });
                 continue;
             };
@@ -296,7 +296,7 @@ impl<'s> Walker<'s> {
                     }
                     Verdict::Unroutable { error } => ErrorOut::Stopped {
                         reason: format!("rerouted after OUTPUT, it has no route: {error}"),
-                        evidence: vec![self.file(ns, "ip-route.json")],
+                        evidence: vec![self.file(ns, DumpFile::IpRoute)],
                     },
                     Verdict::Unknown { reason } => ErrorOut::Unknown {
                         reason: reason.clone(),
@@ -402,7 +402,7 @@ impl<'s> Walker<'s> {
     /// The device and its MTU, where the dump shows them.
     pub(super) fn mtu_evidence(&self, ns: &NetnsId, device: &Device) -> Vec<Evidence> {
         let note = format!("{} mtu {}", device.ifname, device.mtu);
-        vec![self.file(ns, "ip-link.json").noting(note)]
+        vec![self.file(ns, DumpFile::IpLink).noting(note)]
     }
 }
 

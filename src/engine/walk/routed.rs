@@ -139,7 +139,7 @@ impl<'s> Walker<'s> {
                 let stop = Stop::unknown(
                     codes::ENGINE_UNDERLAY_POD_ROUTES_UNKNOWN,
                     reason,
-                    vec![self.file(ns, "ip-route.json")],
+                    vec![self.file(ns, DumpFile::IpRoute)],
                 );
                 return self.stop(hop, flow.branch, stop);
             }
@@ -211,7 +211,7 @@ impl<'s> Walker<'s> {
         if !self.snapshot.namespaces.contains_key(node) && !self.can_assume(node) {
             let stop = self.missing(
                 node,
-                "the node's namespace dump",
+                Wanted::Other("the node's namespace dump"),
                 "follow the packet further",
             );
             return self.stop(hop, flow.branch, stop);
@@ -245,7 +245,7 @@ impl<'s> Walker<'s> {
             device.ifname,
             hop_id(node)
         );
-        let evidence = vec![self.file(ns, "ip-route.json")];
+        let evidence = vec![self.file(ns, DumpFile::IpRoute)];
         let finding = self.finding_at(hop, codes::ENGINE_UNDERLAY_ROUTED, message, evidence);
         self.findings.push(finding);
         let link = (LinkKind::UnderlayRouted, device.ifname.as_str());

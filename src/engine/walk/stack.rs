@@ -29,7 +29,7 @@ impl<'s> Walker<'s> {
         let Some(fib) = self.fib(ns) else {
             let stop = self.missing(
                 ns,
-                "ip-route.json, ip-rule.json and ip-addr.json",
+                Wanted::All(&[DumpFile::IpRoute, DumpFile::IpRule, DumpFile::IpAddr]),
                 "route the packet",
             );
             return self.stop(hop, branch, stop);
@@ -37,7 +37,7 @@ impl<'s> Walker<'s> {
         let Some(netfilter) = self.netfilter(ns) else {
             let stop = self.missing(
                 ns,
-                "iptables-save.txt or nft-ruleset.json",
+                Wanted::Either(DumpFile::IptablesSave, DumpFile::NftRuleset),
                 "evaluate its netfilter rules",
             );
             return self.stop(hop, branch, stop);
@@ -93,7 +93,7 @@ impl<'s> Walker<'s> {
                         return self.route_failed(place, &packet, &choice, branch);
                     }
                     LookupOutcome::Unknown { reason } => {
-                        let evidence = vec![self.file(ns, "ip-route.json")];
+                        let evidence = vec![self.file(ns, DumpFile::IpRoute)];
                         let stop = Stop::unknown(codes::KERNEL_ROUTE_UNKNOWN, reason, evidence);
                         return self.stop(hop, branch, stop);
                     }
@@ -156,7 +156,7 @@ impl<'s> Walker<'s> {
                                 disposition: Disposition::NoRoute,
                                 id: codes::KERNEL_ROUTE_NO_SOURCE,
                                 reason,
-                                evidence: vec![self.file(ns, "ip-addr.json")],
+                                evidence: vec![self.file(ns, DumpFile::IpAddr)],
                             };
                             self.stop(hop, branch, stop)
                         }
@@ -189,7 +189,7 @@ impl<'s> Walker<'s> {
             decided_by(decision.as_ref())
         );
         if let Some(rule) = decision {
-            let file = self.file(ns, rule.ruleset.file_name()).file;
+            let file = self.file(ns, rule.ruleset.file()).file;
             self.step(hop, Step::Netfilter { rule, file });
         }
         Stop {
@@ -213,7 +213,7 @@ impl<'s> Walker<'s> {
         } = followed;
         let iif = iif.as_ref();
         branch.probability *= outcome.probability;
-        let rules_file = self.file(ns, ruleset_of(&outcome.trace).file_name());
+        let rules_file = self.file(ns, ruleset_of(&outcome.trace).file());
         self.record_translations(ns, hop, &outcome, &mut branch);
         let route = outcome.trace.iter().rev().find_map(|step| match step {
             NetfilterStep::Route { choice, .. } => Some(choice.clone()),
@@ -322,7 +322,7 @@ impl<'s> Walker<'s> {
                 let stop = Stop::unknown(
                     codes::KERNEL_ROUTE_UNKNOWN,
                     reason,
-                    vec![self.file(ns, "ip-route.json")],
+                    vec![self.file(ns, DumpFile::IpRoute)],
                 );
                 self.stop(hop, branch, stop)
             }
@@ -371,7 +371,7 @@ impl<'s> Walker<'s> {
             disposition,
             id,
             reason,
-            evidence: vec![self.file(ns, "ip-route.json")],
+            evidence: vec![self.file(ns, DumpFile::IpRoute)],
         };
         self.stop(hop, branch, stop)
     }
@@ -390,7 +390,11 @@ impl<'s> Walker<'s> {
     /// IPv4 forwarding on the interface the packet came in on.
     pub(super) fn forwarding(&self, ns: &NetnsId, iif: &str) -> Option<Stop> {
         let Some(sysctls) = self.sysctls(ns) else {
-            return Some(self.missing(ns, "sysctl.txt", "tell whether it forwards packets"));
+            return Some(self.missing(
+                ns,
+                Wanted::File(DumpFile::Sysctl),
+                "tell whether it forwards packets",
+            ));
         };
         let key = Sysctls::interface_key(Family::Ipv4, iif, "forwarding");
         let (key, value) = match sysctls.get_i64(&key) {
@@ -400,7 +404,7 @@ impl<'s> Walker<'s> {
                 _ => {
                     return Some(self.missing(
                         ns,
-                        "net.ipv4.ip_forward in sysctl.txt",
+                        Wanted::In("net.ipv4.ip_forward", DumpFile::Sysctl),
                         "tell whether it forwards packets",
                     ));
                 }
@@ -413,7 +417,7 @@ impl<'s> Walker<'s> {
                 "{} does not forward packets arriving on {iif}: {key} = 0",
                 hop_id(ns)
             ),
-            evidence: vec![self.file(ns, "sysctl.txt").noting(format!("{key} = 0"))],
+            evidence: vec![self.file(ns, DumpFile::Sysctl).noting(format!("{key} = 0"))],
         })
     }
 
@@ -464,7 +468,7 @@ impl<'s> Walker<'s> {
                 hop_id(ns),
                 if mode == 1 { "strict" } else { "loose" }
             ),
-            evidence: vec![self.file(ns, "sysctl.txt").noting(format!("rp_filter = {mode}"))],
+            evidence: vec![self.file(ns, DumpFile::Sysctl).noting(format!("rp_filter = {mode}"))],
         })
     }
 
@@ -495,9 +499,9 @@ impl<'s> Walker<'s> {
         decision: Option<&RuleRef>,
     ) -> Vec<Evidence> {
         let Some(rule) = decision else {
-            return vec![self.file(ns, ruleset_of(trace).file_name())];
+            return vec![self.file(ns, ruleset_of(trace).file())];
         };
-        let file = self.file(ns, rule.ruleset.file_name());
+        let file = self.file(ns, rule.ruleset.file());
         vec![rule.place(file.file).noting(rule.text.clone())]
     }
 }
@@ -556,7 +560,7 @@ mod tests {
 {"priority": 32766, "src": "all", "table": "main"}]"#;
         let files = with(
             two_pods_on_a_bridge(),
-            vec![file(&a, "ip-rule.json", rules)],
+            vec![file(&a, DumpFile::IpRule, rules)],
         );
         let fixture = Fixture::new(&files);
         fixture.walk(None, |walker| {
@@ -590,7 +594,7 @@ mod tests {
         let sysctls = "net.ipv4.ip_forward = 1\nnet.ipv4.conf.all.rp_filter = 1\n";
         let files = with(
             two_pods_on_a_bridge(),
-            vec![file(&node, "sysctl.txt", sysctls)],
+            vec![file(&node, DumpFile::Sysctl, sysctls)],
         );
         let fixture = Fixture::new(&files);
         fixture.walk(None, |walker| {

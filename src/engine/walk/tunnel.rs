@@ -74,7 +74,7 @@ impl<'s> Walker<'s> {
                     hop_id(ns),
                     outer.dport.unwrap_or_default()
                 ),
-                evidence: vec![self.file(ns, "ip-link.json")],
+                evidence: vec![self.file(ns, DumpFile::IpLink)],
             });
         };
         if let Some(inner_mac) = inner_mac
@@ -89,7 +89,7 @@ impl<'s> Walker<'s> {
                     device.ifname,
                     device.address.as_ref().map_or("none".to_string(), mac_text)
                 ),
-                evidence: vec![self.file(ns, "ip-link.json")],
+                evidence: vec![self.file(ns, DumpFile::IpLink)],
             });
         }
         Ok(device)
@@ -141,7 +141,7 @@ impl<'s> Walker<'s> {
             disposition: Disposition::NoListener,
             id: codes::KERNEL_IPIP_NO_DEVICE,
             reason,
-            evidence: vec![self.file(ns, "ip-link.json")],
+            evidence: vec![self.file(ns, DumpFile::IpLink)],
         })
     }
 
@@ -159,7 +159,11 @@ impl<'s> Walker<'s> {
         let (ns, hop) = (&place.ns, place.hop);
         let dump = &self.snapshot.namespaces[ns].dump();
         let Some(neighbours) = &dump.neighbours else {
-            return Err(self.missing(ns, "ip-neigh.json", "resolve the VXLAN next hop"));
+            return Err(self.missing(
+                ns,
+                Wanted::File(DumpFile::IpNeigh),
+                "resolve the VXLAN next hop",
+            ));
         };
         let entry = neighbours
             .iter()
@@ -186,7 +190,7 @@ impl<'s> Walker<'s> {
                         result: "missing".into(),
                     },
                 );
-                let evidence = vec![self.file(ns, "ip-neigh.json")];
+                let evidence = vec![self.file(ns, DumpFile::IpNeigh)];
                 return Err(Stop {
                     disposition: Disposition::NeighborFailed,
                     id: codes::KERNEL_NEIGHBOUR_MISSING,
@@ -204,7 +208,11 @@ impl<'s> Walker<'s> {
             },
         );
         let Some(fdb) = &dump.fdb else {
-            return Err(self.missing(ns, "bridge-fdb.json", "find the remote VTEP"));
+            return Err(self.missing(
+                ns,
+                Wanted::File(DumpFile::BridgeFdb),
+                "find the remote VTEP",
+            ));
         };
         let Some(vtep) = fdb
             .iter()
@@ -216,7 +224,7 @@ impl<'s> Walker<'s> {
                 hop_id(ns),
                 device.ifname
             );
-            let evidence = vec![self.file(ns, "bridge-fdb.json")];
+            let evidence = vec![self.file(ns, DumpFile::BridgeFdb)];
             return Err(Stop {
                 disposition: Disposition::NeighborFailed,
                 id: codes::KERNEL_FDB_MISSING,
@@ -227,7 +235,7 @@ impl<'s> Walker<'s> {
         let Some(port) = info.port else {
             return Err(self.missing(
                 ns,
-                &format!("the UDP port of {}", device.ifname),
+                Wanted::Other(&format!("the UDP port of {}", device.ifname)),
                 "encapsulate",
             ));
         };
@@ -244,7 +252,7 @@ impl<'s> Walker<'s> {
                     hop_id(ns),
                     device.ifname
                 );
-                let evidence = vec![self.file(ns, "ip-link.json")];
+                let evidence = vec![self.file(ns, DumpFile::IpLink)];
                 return Err(Stop::unknown(codes::KERNEL_VXLAN_UNKNOWN, reason, evidence));
             }
         };
@@ -388,8 +396,8 @@ mod tests {
         let files = with(
             two_pods_on_a_bridge(),
             vec![
-                file(&node, "ip-neigh.json", neighbours.to_string()),
-                file(&node, "bridge-fdb.json", fdb.to_string()),
+                file(&node, DumpFile::IpNeigh, neighbours.to_string()),
+                file(&node, DumpFile::BridgeFdb, fdb.to_string()),
             ],
         );
         let fixture = Fixture::new(&files);

@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use super::{Hook, Step};
 use crate::diagnostic::Evidence;
 use crate::netstack::Tri;
+use crate::snapshot::netns::DumpFile;
 use crate::snapshot::netns::iptables;
 use crate::snapshot::netns::nft;
 
@@ -24,10 +25,10 @@ pub enum RulesetKind {
 
 impl RulesetKind {
     /// The dump file the ruleset is read from.
-    pub fn file_name(self) -> &'static str {
+    pub fn file(self) -> DumpFile {
         match self {
-            RulesetKind::Iptables => "iptables-save.txt",
-            RulesetKind::Nftables => "nft-ruleset.json",
+            RulesetKind::Iptables => DumpFile::IptablesSave,
+            RulesetKind::Nftables => DumpFile::NftRuleset,
         }
     }
 }

@@ -20,74 +20,161 @@ pub mod rule;
 pub mod sockets;
 pub mod sysctl;
 
+use std::collections::BTreeMap;
+use std::fmt;
 use std::path::Path;
 
-use super::input::{self, Boundary};
+use super::input::{Boundary, Limit, MIB};
 use super::problem::{Parsed, Problem};
 
-/// The files of one namespace dump, with the command that writes each.
-/// This table is the snapshot contract; `collect` runs exactly these commands
-/// (keeping only the `net.*` lines of `sysctl -a`, which is all DESIGN §3 needs).
-pub const DUMP_FILES: &[DumpFile] = &[
-    DumpFile {
-        name: "ip-link.json",
-        command: &["ip", "-j", "-d", "link", "show"],
-    },
-    DumpFile {
-        name: "ip-addr.json",
-        command: &["ip", "-j", "addr", "show"],
-    },
-    DumpFile {
-        name: "ip-route.json",
-        command: &["ip", "-j", "-d", "route", "show", "table", "all"],
-    },
-    DumpFile {
-        name: "ip-route6.json",
-        command: &["ip", "-6", "-j", "-d", "route", "show", "table", "all"],
-    },
-    DumpFile {
-        name: "ip-rule.json",
-        command: &["ip", "-j", "rule", "show"],
-    },
-    DumpFile {
-        name: "ip-neigh.json",
-        command: &["ip", "-j", "neigh", "show"],
-    },
-    DumpFile {
-        name: "bridge-fdb.json",
-        command: &["bridge", "-j", "fdb", "show"],
-    },
-    DumpFile {
-        name: "iptables-save.txt",
-        command: &["iptables-save"],
-    },
-    DumpFile {
-        name: "nft-ruleset.json",
-        command: &["nft", "-j", "list", "ruleset"],
-    },
-    DumpFile {
-        name: "ipset-save.txt",
-        command: &["ipset", "save"],
-    },
-    DumpFile {
-        name: "ipvsadm.txt",
-        command: &["ipvsadm", "-Sn"],
-    },
-    DumpFile {
-        name: "sysctl.txt",
-        command: &["sysctl", "-a"],
-    },
-    DumpFile {
-        name: "ss.txt",
-        command: &["ss", "-H", "-tulnS"],
-    },
-];
+/// A file of a namespace dump (DESIGN §3): the snapshot contract's table
+/// of file names and the commands that write them; `collect` runs exactly
+/// these commands (keeping only the `net.*` lines of `sysctl -a`, which is
+/// all DESIGN §3 needs). Code names a dump file by its variant, never by a
+/// string of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DumpFile {
+    IpLink,
+    IpAddr,
+    IpRoute,
+    IpRoute6,
+    IpRule,
+    IpNeigh,
+    BridgeFdb,
+    IptablesSave,
+    NftRuleset,
+    IpsetSave,
+    Ipvsadm,
+    Sysctl,
+    Ss,
+}
 
-/// A file of the namespace dump and the command whose output it holds.
-#[derive(Debug, Clone, Copy)]
-pub struct DumpFile {
-    pub name: &'static str,
-    pub command: &'static [&'static str],
+impl DumpFile {
+    /// Every dump file, in the contract's order.
+    pub const ALL: [DumpFile; 13] = [
+        DumpFile::IpLink,
+        DumpFile::IpAddr,
+        DumpFile::IpRoute,
+        DumpFile::IpRoute6,
+        DumpFile::IpRule,
+        DumpFile::IpNeigh,
+        DumpFile::BridgeFdb,
+        DumpFile::IptablesSave,
+        DumpFile::NftRuleset,
+        DumpFile::IpsetSave,
+        DumpFile::Ipvsadm,
+        DumpFile::Sysctl,
+        DumpFile::Ss,
+    ];
+
+    /// The file's name in a namespace directory.
+    pub fn name(self) -> &'static str {
+        match self {
+            DumpFile::IpLink => "ip-link.json",
+            DumpFile::IpAddr => "ip-addr.json",
+            DumpFile::IpRoute => "ip-route.json",
+            DumpFile::IpRoute6 => "ip-route6.json",
+            DumpFile::IpRule => "ip-rule.json",
+            DumpFile::IpNeigh => "ip-neigh.json",
+            DumpFile::BridgeFdb => "bridge-fdb.json",
+            DumpFile::IptablesSave => "iptables-save.txt",
+            DumpFile::NftRuleset => "nft-ruleset.json",
+            DumpFile::IpsetSave => "ipset-save.txt",
+            DumpFile::Ipvsadm => "ipvsadm.txt",
+            DumpFile::Sysctl => "sysctl.txt",
+            DumpFile::Ss => "ss.txt",
+        }
+    }
+
+    /// The command whose output the file holds.
+    pub fn command(self) -> &'static [&'static str] {
+        match self {
+            DumpFile::IpLink => &["ip", "-j", "-d", "link", "show"],
+            DumpFile::IpAddr => &["ip", "-j", "addr", "show"],
+            DumpFile::IpRoute => &["ip", "-j", "-d", "route", "show", "table", "all"],
+            DumpFile::IpRoute6 => &["ip", "-6", "-j", "-d", "route", "show", "table", "all"],
+            DumpFile::IpRule => &["ip", "-j", "rule", "show"],
+            DumpFile::IpNeigh => &["ip", "-j", "neigh", "show"],
+            DumpFile::BridgeFdb => &["bridge", "-j", "fdb", "show"],
+            DumpFile::IptablesSave => &["iptables-save"],
+            DumpFile::NftRuleset => &["nft", "-j", "list", "ruleset"],
+            DumpFile::IpsetSave => &["ipset", "save"],
+            DumpFile::Ipvsadm => &["ipvsadm", "-Sn"],
+            DumpFile::Sysctl => &["sysctl", "-a"],
+            DumpFile::Ss => &["ss", "-H", "-tulnS"],
+        }
+    }
+
+    /// The file of this name, if it is a dump file.
+    pub fn from_name(name: &str) -> Option<DumpFile> {
+        DumpFile::ALL.into_iter().find(|file| file.name() == name)
+    }
+
+    /// How large the file may be (`docs/limits.md`): the rulesets of big
+    /// clusters (kube-proxy with tens of thousands of services, Calico's
+    /// ipsets) are far bigger than routes or sockets.
+    pub fn limit(self) -> Limit {
+        match self {
+            DumpFile::IptablesSave | DumpFile::IpsetSave | DumpFile::NftRuleset => Limit {
+                bytes: 256 * MIB,
+                what: "a ruleset dump (iptables-save.txt, ipset-save.txt, nft-ruleset.json)",
+            },
+            DumpFile::Sysctl => Limit {
+                bytes: 16 * MIB,
+                what: "sysctl.txt",
+            },
+            _ => Limit {
+                bytes: 64 * MIB,
+                what: "a namespace dump file",
+            },
+        }
+    }
+}
+
+impl fmt::Display for DumpFile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What became of one file of a dump.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileState<'a> {
+    Read,
+    /// Not in the namespace's directory.
+    NotCollected,
+    /// There, but it could not be read or parsed: its first problem.
+    Unreadable(&'a str),
+}
+
+/// A file a dump lacks, said one way wherever it is said.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lacking<'a> {
+    pub file: DumpFile,
+    /// Its first problem, for a file that is there but unreadable.
+    pub unreadable: Option<&'a str>,
+}
+
+impl Lacking<'_> {
+    /// `FILE of WHOSE was not collected`, `FILE of WHOSE is in the snapshot
+    /// but unreadable (WHY)`.
+    pub fn of(&self, whose: impl fmt::Display) -> String {
+        format!("{} of {whose} {}", self.file, self.what())
+    }
+
+    fn what(&self) -> String {
+        match self.unreadable {
+            Some(why) => format!("is in the snapshot but unreadable ({why})"),
+            None => "was not collected".to_owned(),
+        }
+    }
+}
+
+impl fmt::Display for Lacking<'_> {
+    /// `FILE was not collected`, `FILE is in the snapshot but unreadable (WHY)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.file, self.what())
+    }
 }
 
 /// A parsed namespace dump.
@@ -109,7 +196,7 @@ pub struct NetnsDump {
     /// Dump files that are there but could not be read or parsed, by name,
     /// with the first problem (`FILE:LINE:COLUMN: what`): not the same as
     /// not collected, and said so.
-    pub unreadable: std::collections::BTreeMap<&'static str, String>,
+    pub unreadable: BTreeMap<DumpFile, String>,
 }
 
 impl NetnsDump {
@@ -129,47 +216,69 @@ impl NetnsDump {
             unreadable: Default::default(),
         };
         let mut dump = NetnsDump {
-            links: files.load("ip-link.json", link::parse),
-            addrs: files.load("ip-addr.json", addr::parse),
-            routes: files.load("ip-route.json", route::parse),
-            routes6: files.load("ip-route6.json", route::parse),
-            rules: files.load("ip-rule.json", rule::parse),
-            neighbours: files.load("ip-neigh.json", neigh::parse),
-            fdb: files.load("bridge-fdb.json", fdb::parse),
-            iptables: files.load("iptables-save.txt", iptables::parse),
-            nftables: files.load("nft-ruleset.json", nft::parse),
-            ipsets: files.load("ipset-save.txt", ipset::parse),
-            ipvs: files.load("ipvsadm.txt", ipvs::parse),
-            sysctls: files.load("sysctl.txt", sysctl::parse),
-            sockets: files.load("ss.txt", sockets::parse),
+            links: files.load(DumpFile::IpLink, link::parse),
+            addrs: files.load(DumpFile::IpAddr, addr::parse),
+            routes: files.load(DumpFile::IpRoute, route::parse),
+            routes6: files.load(DumpFile::IpRoute6, route::parse),
+            rules: files.load(DumpFile::IpRule, rule::parse),
+            neighbours: files.load(DumpFile::IpNeigh, neigh::parse),
+            fdb: files.load(DumpFile::BridgeFdb, fdb::parse),
+            iptables: files.load(DumpFile::IptablesSave, iptables::parse),
+            nftables: files.load(DumpFile::NftRuleset, nft::parse),
+            ipsets: files.load(DumpFile::IpsetSave, ipset::parse),
+            ipvs: files.load(DumpFile::Ipvsadm, ipvs::parse),
+            sysctls: files.load(DumpFile::Sysctl, sysctl::parse),
+            sockets: files.load(DumpFile::Ss, sockets::parse),
             unreadable: Default::default(),
         };
         dump.unreadable = files.unreadable;
         (dump, files.problems)
     }
 
+    /// Whether `file` was read, not collected, or is there but unreadable.
+    pub fn state(&self, file: DumpFile) -> FileState<'_> {
+        let read = match file {
+            DumpFile::IpLink => self.links.is_some(),
+            DumpFile::IpAddr => self.addrs.is_some(),
+            DumpFile::IpRoute => self.routes.is_some(),
+            DumpFile::IpRoute6 => self.routes6.is_some(),
+            DumpFile::IpRule => self.rules.is_some(),
+            DumpFile::IpNeigh => self.neighbours.is_some(),
+            DumpFile::BridgeFdb => self.fdb.is_some(),
+            DumpFile::IptablesSave => self.iptables.is_some(),
+            DumpFile::NftRuleset => self.nftables.is_some(),
+            DumpFile::IpsetSave => self.ipsets.is_some(),
+            DumpFile::Ipvsadm => self.ipvs.is_some(),
+            DumpFile::Sysctl => self.sysctls.is_some(),
+            DumpFile::Ss => self.sockets.is_some(),
+        };
+        match self.unreadable.get(&file) {
+            _ if read => FileState::Read,
+            Some(why) => FileState::Unreadable(why),
+            None => FileState::NotCollected,
+        }
+    }
+
+    /// `file`, unless it was read: why the dump lacks it.
+    pub fn lacking(&self, file: DumpFile) -> Option<Lacking<'_>> {
+        match self.state(file) {
+            FileState::Read => None,
+            FileState::NotCollected => Some(Lacking {
+                file,
+                unreadable: None,
+            }),
+            FileState::Unreadable(why) => Some(Lacking {
+                file,
+                unreadable: Some(why),
+            }),
+        }
+    }
+
     /// The dump files that were present and readable, in contract order.
-    pub fn files_present(&self) -> Vec<&'static str> {
-        let present = [
-            self.links.is_some(),
-            self.addrs.is_some(),
-            self.routes.is_some(),
-            self.routes6.is_some(),
-            self.rules.is_some(),
-            self.neighbours.is_some(),
-            self.fdb.is_some(),
-            self.iptables.is_some(),
-            self.nftables.is_some(),
-            self.ipsets.is_some(),
-            self.ipvs.is_some(),
-            self.sysctls.is_some(),
-            self.sockets.is_some(),
-        ];
-        DUMP_FILES
-            .iter()
-            .zip(present)
-            .filter(|(_, p)| *p)
-            .map(|(f, _)| f.name)
+    pub fn files_present(&self) -> Vec<DumpFile> {
+        DumpFile::ALL
+            .into_iter()
+            .filter(|file| self.state(*file) == FileState::Read)
             .collect()
     }
 }
@@ -179,20 +288,20 @@ struct DumpReader<'a> {
     dir: &'a Path,
     boundary: &'a Boundary,
     problems: Vec<Problem>,
-    unreadable: std::collections::BTreeMap<&'static str, String>,
+    unreadable: BTreeMap<DumpFile, String>,
 }
 
 impl DumpReader<'_> {
     /// Reads and parses one dump file. A missing file is simply not
     /// collected; an unreadable one, one over its size cap, one that is not
     /// a regular file inside the boundary, or not UTF-8, is a problem.
-    fn load<T>(&mut self, name: &'static str, parse: fn(&str) -> Parsed<T>) -> Option<T> {
-        let path = self.dir.join(name);
-        let text = match self.boundary.read_text(&path, input::dump_file(name)) {
+    fn load<T>(&mut self, file: DumpFile, parse: fn(&str) -> Parsed<T>) -> Option<T> {
+        let path = self.dir.join(file.name());
+        let text = match self.boundary.read_text(&path, file.limit()) {
             Ok(Some(text)) => text,
             Ok(None) => return None,
             Err(problem) => {
-                self.unreadable.insert(name, problem.to_string());
+                self.unreadable.insert(file, problem.to_string());
                 self.problems.push(problem);
                 return None;
             }
@@ -207,7 +316,7 @@ impl DumpReader<'_> {
                 || format!("{}: not parsed", path.display()),
                 Problem::to_string,
             );
-            self.unreadable.insert(name, why);
+            self.unreadable.insert(file, why);
         }
         self.problems.extend(problems);
         value

@@ -2,7 +2,6 @@
 //! address by the cluster's objects, whether a pod takes a packet, the hop
 //! as the packs' hooks see it, and a hook without a usable answer as a stop.
 
-use crate::engine::codes;
 use std::net::IpAddr;
 use std::sync::Arc;
 
@@ -10,6 +9,7 @@ use petgraph::graph::NodeIndex;
 
 use super::super::{Branch, Next, Packet, Stop, Walker, hop_id};
 use crate::engine::Evidence;
+use crate::engine::codes;
 use crate::engine::hooks::{NextHop, Undecided};
 use crate::engine::intent::at_hop;
 use crate::packs::HopScope;

@@ -5,6 +5,7 @@
 use std::net::IpAddr;
 
 use super::*;
+use crate::snapshot::netns::DumpFile;
 use crate::snapshot::problem::ParseIssue;
 
 fn fixture(layout: &str) -> String {
@@ -1726,7 +1727,11 @@ fn namespace_dump_loads_the_three_netfilter_files() {
     assert_eq!(problems, []);
     assert_eq!(
         dump.files_present(),
-        ["iptables-save.txt", "ipset-save.txt", "ipvsadm.txt"]
+        [
+            DumpFile::IptablesSave,
+            DumpFile::IpsetSave,
+            DumpFile::Ipvsadm
+        ]
     );
 }
 
