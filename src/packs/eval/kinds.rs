@@ -46,6 +46,7 @@ pub(super) fn fail(actual: String, expected: String, evidence: Evidence) -> Outc
 }
 
 impl Evaluator<'_> {
+    /// What a declarative kind finds in the subject's namespace dump.
     pub(super) fn dump_outcome(
         &self,
         kind: &CheckKind,
