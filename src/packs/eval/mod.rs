@@ -1,0 +1,421 @@
+//! Evaluating a pack's checks: in snapshot scope (every node, pod and
+//! object of a snapshot) and, for the walker, at one hop of a path.
+//!
+//! A check passes, fails, or cannot be decided: the last is an *unknown*
+//! finding with the reason (a dump not collected), never a pass. A script
+//! that fails is a finding too, positioned in the script.
+
+//!
+//! Its rooms: `kinds` the declarative kinds against the subject's namespace
+//! dump (`device` and `jump` the larger of them), `condition` a status
+//! condition, `script` what a script check returns, `subjects` what a check
+//! is run about.
+
+mod condition;
+mod device;
+mod jump;
+mod kinds;
+mod script;
+mod subjects;
+
+use std::path::Path;
+
+use rhai::{CallFnOptions, Dynamic, Engine, EvalAltResult, Scope};
+
+use super::host::{Insufficient, display};
+use super::model::*;
+use super::sandbox::{ScriptError, function_position};
+use super::scope::{Context, NetnsRef, Subject};
+use crate::diagnostic::{Evidence, FindingId, FindingStatus};
+use crate::snapshot::input::Boundary;
+use crate::snapshot::netns::DumpFile;
+use crate::snapshot::problem::line_col;
+use condition::condition_outcome;
+use script::{Places, script_failures};
+pub use subjects::{hop_context, subjects};
+
+impl Evidence {
+    /// The first place `needle` occurs in a dump file, or the file alone.
+    fn locate(dir: &Path, dump_file: DumpFile, needle: &str) -> Evidence {
+        let file = dir.join(dump_file.name());
+        let found = Boundary::new(dir)
+            .read_text(&file, dump_file.limit())
+            .ok()
+            .flatten()
+            .and_then(|text| text.find(needle).map(|offset| line_col(&text, offset)));
+        match found {
+            Some((line, column)) => Evidence {
+                column: Some(column),
+                ..Evidence::line(file, line)
+            },
+            None => Evidence::file(file),
+        }
+    }
+}
+
+/// Where a check that cannot tell looked: the subject's namespace dump,
+/// whose files are missing or unreadable (an object's check has none).
+fn unknown_evidence(ctx: &Context) -> Vec<Evidence> {
+    let entry = ctx.netns.as_ref().and_then(|netns| netns.entry());
+    entry
+        .map(|entry| vec![Evidence::file(entry.dir.clone())])
+        .unwrap_or_default()
+}
+
+/// One finding of a check about one subject.
+pub type Finding = crate::diagnostic::Finding<FromCheck>;
+
+/// Which check of which pack a finding comes from, and what it is about.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct FromCheck {
+    pub pack: String,
+    pub subject: Subject,
+    /// Why the script stopped, for `script-error` findings.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_kind: Option<super::sandbox::ScriptErrorKind>,
+}
+
+/// A failure before the check could conclude.
+pub enum Stop {
+    Unknown(String),
+    Error(ScriptError),
+}
+
+/// One way the subject differs from what the check expects.
+struct Failure {
+    actual: String,
+    expected: String,
+    evidence: Vec<Evidence>,
+}
+
+type Outcome = Result<Vec<Failure>, Stop>;
+
+/// Evaluates the checks of one pack.
+pub struct Evaluator<'a> {
+    pub engine: &'a Engine,
+    pub pack: &'a Pack,
+}
+
+impl Evaluator<'_> {
+    /// Evaluates a manifest value in `ctx`, with `extra` variables.
+    fn value(
+        &self,
+        value: &Value,
+        ctx: &Context,
+        extra: &[(&str, Dynamic)],
+    ) -> Result<Dynamic, Stop> {
+        let eval = |ast: &rhai::AST| -> Result<Dynamic, Stop> {
+            let mut scope = Scope::new();
+            for (name, v) in ctx.variables() {
+                scope.push_dynamic(name, v);
+            }
+            for (name, v) in extra {
+                scope.push_dynamic(*name, v.clone());
+            }
+            for name in ["actual", "expected"] {
+                if !extra.iter().any(|(n, _)| *n == name) {
+                    scope.push_dynamic(name, Dynamic::UNIT);
+                }
+            }
+            self.engine
+                .eval_ast_with_scope::<Dynamic>(&mut scope, ast)
+                .map_err(|error| self.manifest_stop(&error, value))
+        };
+        match &value.template {
+            Template::Literal(v) => Ok(v.clone()),
+            Template::Expression(ast) => eval(ast),
+            Template::Interpolated(parts) => {
+                let mut text = String::new();
+                for part in parts {
+                    match part {
+                        TemplatePart::Text(t) => text.push_str(t),
+                        TemplatePart::Expression(ast) => text.push_str(&display(&eval(ast)?)),
+                    }
+                }
+                Ok(text.into())
+            }
+        }
+    }
+
+    fn text(&self, value: &Value, ctx: &Context) -> Result<String, Stop> {
+        self.value(value, ctx, &[]).map(|v| display(&v))
+    }
+
+    /// A field a kind needs: `()` there means the check cannot be decided
+    /// for this subject.
+    fn required_text(&self, value: &Value, ctx: &Context) -> Result<String, Stop> {
+        let found = self.value(value, ctx, &[])?;
+        if found.is_unit() {
+            return Err(Stop::Unknown(format!(
+                "{:?} (pack.yaml:{}) is () for {}",
+                value.source, value.pos.line, ctx.subject
+            )));
+        }
+        Ok(display(&found))
+    }
+
+    /// An optional field: absent, or `()` where it is evaluated, is not checked.
+    fn optional_text(&self, value: Option<&Value>, ctx: &Context) -> Result<Option<String>, Stop> {
+        let Some(value) = value else {
+            return Ok(None);
+        };
+        let found = self.value(value, ctx, &[])?;
+        Ok((!found.is_unit()).then(|| display(&found)))
+    }
+
+    /// An optional `true`/`false` field; `()` is not checked.
+    fn optional_bool(&self, value: Option<&Value>, ctx: &Context) -> Result<Option<bool>, Stop> {
+        let Some(value) = value else {
+            return Ok(None);
+        };
+        let found = self.value(value, ctx, &[])?;
+        if found.is_unit() {
+            return Ok(None);
+        }
+        found.as_bool().map(Some).map_err(|kind| {
+            self.manifest_error(
+                value,
+                format!("{:?} must be true or false, it is {kind}", value.source),
+            )
+        })
+    }
+
+    /// An error of a manifest expression: positioned at the value in pack.yaml.
+    fn manifest_stop(&self, error: &EvalAltResult, value: &Value) -> Stop {
+        if let Some(reason) = Insufficient::in_error(error) {
+            return Stop::Unknown(reason);
+        }
+        let mut script = ScriptError::from_rhai(error, &self.pack.dir, super::load::MANIFEST, None);
+        script.line = Some(value.pos.line);
+        script.column = Some(value.pos.column);
+        script.message = format!("in {:?}: {}", value.source, script.message);
+        Stop::Error(script)
+    }
+
+    /// Calls `fn name(args...)` of the pack's scripts.
+    pub fn call(&self, function: &ScriptFunction, args: Vec<Dynamic>) -> Result<Dynamic, Stop> {
+        let Some(script) = self.pack.scripts.get(function.script) else {
+            return Err(Stop::Unknown(format!("no script for {}", function.name)));
+        };
+        let result = self.engine.call_fn_with_options::<Dynamic>(
+            CallFnOptions::new(),
+            &mut Scope::new(),
+            &script.ast,
+            &function.name,
+            args,
+        );
+        result.map_err(|error| match Insufficient::in_error(&error) {
+            Some(reason) => Stop::Unknown(reason),
+            None => Stop::Error(ScriptError::from_rhai(
+                &error,
+                &self.pack.dir,
+                &script.file,
+                function_position(&script.source, &function.name),
+            )),
+        })
+    }
+
+    /// The findings of `check` about the subject of `ctx`.
+    pub fn run(&self, check: &Check, ctx: &Context) -> Vec<Finding> {
+        let applies = match &check.when {
+            None => Ok(true),
+            Some(when) => self.condition(when, ctx),
+        };
+        let outcome = match applies {
+            Ok(false) => return Vec::new(),
+            Ok(true) => self.outcome(check, ctx),
+            Err(stop) => Err(stop),
+        };
+        match outcome {
+            Ok(failures) => failures
+                .into_iter()
+                .map(|failure| self.failed(check, ctx, failure))
+                .collect(),
+            Err(Stop::Unknown(reason)) => vec![self.finding(
+                check,
+                ctx,
+                FindingStatus::Unknown,
+                reason,
+                unknown_evidence(ctx),
+                None,
+            )],
+            Err(Stop::Error(error)) => {
+                let evidence = vec![Evidence {
+                    file: error.file.clone(),
+                    line: error.line,
+                    column: error.column,
+                    note: None,
+                }];
+                let mut finding = self.finding(
+                    check,
+                    ctx,
+                    FindingStatus::ScriptError,
+                    error.to_string(),
+                    evidence,
+                    None,
+                );
+                finding.about.error_kind = Some(error.kind);
+                vec![finding]
+            }
+        }
+    }
+
+    /// Evaluates a `when`: it must be true or false.
+    pub fn condition(&self, when: &Value, ctx: &Context) -> Result<bool, Stop> {
+        self.value(when, ctx, &[])?.as_bool().map_err(|kind| {
+            self.manifest_error(when, format!("`when` must be true or false, it is {kind}"))
+        })
+    }
+
+    /// A manifest value that evaluated to the wrong type, as a script error
+    /// at its place in pack.yaml.
+    fn manifest_error(&self, value: &Value, message: String) -> Stop {
+        Stop::Error(ScriptError {
+            kind: super::sandbox::ScriptErrorKind::Runtime,
+            file: self.pack.dir.join(super::load::MANIFEST),
+            line: Some(value.pos.line),
+            column: Some(value.pos.column),
+            message,
+        })
+    }
+
+    /// A finding about the pack itself (`PACK.WHAT`): its mode selection or
+    /// a hook failed or could not decide.
+    pub fn pack_finding(&self, ctx: &Context, what: &str, stop: Stop) -> Finding {
+        let (status, message, evidence, error_kind) = match stop {
+            Stop::Unknown(reason) => (FindingStatus::Unknown, reason, unknown_evidence(ctx), None),
+            Stop::Error(error) => {
+                let evidence = vec![Evidence {
+                    file: error.file.clone(),
+                    line: error.line,
+                    column: error.column,
+                    note: None,
+                }];
+                (
+                    FindingStatus::ScriptError,
+                    error.to_string(),
+                    evidence,
+                    Some(error.kind),
+                )
+            }
+        };
+        Finding {
+            id: FindingId::pack(format!("{}.{what}", self.pack.name)),
+            severity: Severity::Critical,
+            status,
+            message,
+            evidence,
+            expected: None,
+            remediation: None,
+            references: Vec::new(),
+            about: FromCheck {
+                pack: self.pack.name.clone(),
+                subject: ctx.subject.clone(),
+                error_kind,
+            },
+        }
+    }
+
+    fn failed(&self, check: &Check, ctx: &Context, failure: Failure) -> Finding {
+        // The pack's words for what it wanted, where it gives them.
+        let failure = match check.expected.as_ref().map(|e| self.text(e, ctx)) {
+            Some(Ok(expected)) => Failure {
+                expected,
+                ..failure
+            },
+            _ => failure,
+        };
+        let extra = [
+            ("actual", Dynamic::from(failure.actual.clone())),
+            ("expected", Dynamic::from(failure.expected.clone())),
+        ];
+        let message = match self.value(&check.message, ctx, &extra) {
+            Ok(message) => display(&message),
+            Err(Stop::Unknown(reason)) => format!("{} (cannot tell: {reason})", failure.actual),
+            Err(Stop::Error(error)) => {
+                format!("{} (message template failed: {error})", failure.actual)
+            }
+        };
+        let expected = (!failure.expected.is_empty()).then_some(failure.expected);
+        self.finding(
+            check,
+            ctx,
+            FindingStatus::Failed,
+            message,
+            failure.evidence,
+            expected,
+        )
+    }
+
+    fn finding(
+        &self,
+        check: &Check,
+        ctx: &Context,
+        status: FindingStatus,
+        message: String,
+        evidence: Vec<Evidence>,
+        expected: Option<String>,
+    ) -> Finding {
+        let remediation = check
+            .remediation
+            .as_ref()
+            .and_then(|r| self.text(r, ctx).ok());
+        Finding {
+            id: FindingId::pack(check.id.clone()),
+            severity: check.severity,
+            status,
+            message,
+            evidence,
+            expected,
+            remediation,
+            references: check.references.clone(),
+            about: FromCheck {
+                pack: self.pack.name.clone(),
+                subject: ctx.subject.clone(),
+                error_kind: None,
+            },
+        }
+    }
+
+    fn outcome(&self, check: &Check, ctx: &Context) -> Outcome {
+        match &check.kind {
+            CheckKind::Script { function } => {
+                let function = ScriptFunction {
+                    script: self.script_of(function).unwrap_or(usize::MAX),
+                    name: function.clone(),
+                };
+                let result = self.call(&function, vec![Dynamic::from(ctx.clone())])?;
+                let dump_dir = ctx
+                    .netns
+                    .as_ref()
+                    .and_then(NetnsRef::entry)
+                    .map(|entry| entry.dir.clone());
+                let places = Places {
+                    dump_dir: dump_dir.as_deref(),
+                    cluster_dir: &ctx.snapshot.root.join("cluster"),
+                };
+                script_failures(result, &function, places, self)
+            }
+            CheckKind::Condition { condition, expect } => {
+                condition_outcome(ctx, condition, *expect)
+            }
+            kind => {
+                let netns = ctx.netns.as_ref().ok_or_else(|| {
+                    Stop::Unknown(format!("{} has no namespace dump", ctx.subject))
+                })?;
+                let entry = netns
+                    .entry()
+                    .ok_or_else(|| Stop::Unknown(format!("no dump of {}", netns.id)))?;
+                self.dump_outcome(kind, ctx, &entry.dir, entry.dump())
+            }
+        }
+    }
+
+    fn script_of(&self, function: &str) -> Option<usize> {
+        self.pack.scripts.iter().position(|s| {
+            s.ast
+                .iter_functions()
+                .any(|f| f.name == function && f.params.len() == 1)
+        })
+    }
+}

@@ -1,0 +1,776 @@
+//! The packs' own tests: loading, expressions calling `lib/`, the
+//! declarative kinds on the bundled examples, modes, evidence, and the
+//! Flannel pack's walker hooks.
+
+use super::*;
+use crate::snapshot::netns::DumpFile;
+
+/// A pack of kind rules (it always applies) from its manifest and one script.
+fn inline_pack(manifest: &str, script: &str) -> LoadedPacks {
+    load_inline(manifest, &[("checks.rhai", script)]).expect("loads")
+}
+
+/// A rules pack from its manifest and its `lib/` modules, as loaded:
+/// the packs, or every problem as `file:line:col: message`.
+fn pack_with_lib(manifest: &str, lib: &[(&str, &str)]) -> Result<LoadedPacks, Vec<String>> {
+    let files: Vec<(String, &str)> = lib
+        .iter()
+        .map(|(name, text)| (format!("lib/{name}.rhai"), *text))
+        .collect();
+    let files: Vec<(&str, &str)> = files.iter().map(|(f, t)| (f.as_str(), *t)).collect();
+    load_inline(manifest, &files)
+}
+
+/// A pack from its manifest and other files (by path in the pack).
+fn load_inline(manifest: &str, files: &[(&str, &str)]) -> Result<LoadedPacks, Vec<String>> {
+    let files = std::iter::once((MANIFEST, manifest))
+        .chain(files.iter().copied())
+        .map(|(file, text)| (file.to_owned(), text.to_owned()))
+        .collect();
+    let source = PackSource {
+        dir: "inline".into(),
+        builtin: false,
+        files,
+    };
+    let (loaded, problems) = LoadedPacks::load(vec![source], &[]);
+    if problems.is_empty() {
+        Ok(loaded)
+    } else {
+        Err(problems.iter().map(ToString::to_string).collect())
+    }
+}
+
+/// A pack whose one check compares ip_forward with `expect`.
+fn forwarding_expected(expect: &str) -> String {
+    format!(
+        r#"name: derived
+version: 0.1.0
+description: ip_forward as a lib function derives it.
+engine: ">=0.1.0"
+kind: rules
+parameters:
+  on: {{type: bool, default: true, doc: Forwarding is on.}}
+checks:
+  - id: derived.node.forwarding
+    severity: warning
+    scope: node
+    kind: sysctl
+    key: net.ipv4.ip_forward
+    expect: "{expect}"
+    message: "${{subject}}: ${{actual}}"
+"#
+    )
+}
+
+const FORWARDING_LIB: &str =
+    "fn wanted(params) { if params.on { 1 } else { 0 } }\nfn spin() { loop { } }";
+
+#[test]
+fn an_expression_calls_a_lib_function() {
+    let snapshot = example();
+    let manifest = forwarding_expected("${forwarding::wanted(params)}");
+    let loaded = pack_with_lib(&manifest, &[("forwarding", FORWARDING_LIB)]).expect("loads");
+    assert!(
+        loaded.evaluate_snapshot(&snapshot).is_empty(),
+        "1 is wanted and found"
+    );
+
+    // The parameter reaches the function: with it off, every node fails.
+    let source = PackSource {
+        dir: "inline".into(),
+        builtin: false,
+        files: [
+            (MANIFEST.to_owned(), manifest),
+            ("lib/forwarding.rhai".to_owned(), FORWARDING_LIB.to_owned()),
+        ]
+        .into_iter()
+        .collect(),
+    };
+    let off = Override::parse("derived.on=false").expect("an override");
+    let (loaded, problems) = LoadedPacks::load(vec![source], &[off]);
+    assert!(problems.is_empty(), "{problems:?}");
+    let findings = loaded.evaluate_snapshot(&snapshot);
+    let messages: Vec<&str> = findings.iter().map(|f| f.message.as_str()).collect();
+    assert_eq!(
+        messages,
+        [
+            "node/node-1: net.ipv4.ip_forward = 1",
+            "node/node-2: net.ipv4.ip_forward = 1"
+        ]
+    );
+}
+
+#[test]
+fn a_lib_function_in_an_expression_keeps_the_sandbox_limits() {
+    let manifest = forwarding_expected("${forwarding::spin()}");
+    let loaded = pack_with_lib(&manifest, &[("forwarding", FORWARDING_LIB)]).expect("loads");
+    let findings = loaded.evaluate_snapshot(&example());
+    assert_eq!(findings.len(), 2, "{findings:?}");
+    for finding in findings {
+        assert_eq!(finding.status, FindingStatus::ScriptError);
+        assert_eq!(
+            finding.about.error_kind,
+            Some(sandbox::ScriptErrorKind::TooManyOperations),
+            "{}",
+            finding.message
+        );
+    }
+}
+
+/// The problems of loading the pack whose check expects `expect`.
+fn expression_problems(expect: &str, lib: &str) -> Vec<String> {
+    match pack_with_lib(&forwarding_expected(expect), &[("forwarding", lib)]) {
+        Ok(_) => Vec::new(),
+        Err(problems) => problems,
+    }
+}
+
+#[test]
+fn a_misspelt_lib_function_is_a_load_problem_at_its_position() {
+    assert_eq!(
+        expression_problems("${forwarding::wantd(params)}", FORWARDING_LIB),
+        ["inline/pack.yaml:14:16: in ${forwarding::wantd(params)}: \
+              lib/forwarding.rhai has no function wantd (it has: spin, wanted)"]
+    );
+    assert_eq!(
+        expression_problems("${1 + forwarding::wanted()}", FORWARDING_LIB),
+        ["inline/pack.yaml:14:20: in ${1 + forwarding::wanted()}: \
+              forwarding::wanted takes 1 argument(s), not 0"]
+    );
+    assert_eq!(
+        expression_problems("${forwardin::wanted(params)}", FORWARDING_LIB),
+        ["inline/pack.yaml:14:16: in ${forwardin::wanted(params)}: \
+              forwardin::wanted: the pack has no lib/forwardin.rhai (its modules: forwarding)"]
+    );
+    // A private function is not the module's to give.
+    assert_eq!(
+        expression_problems(
+            "${forwarding::wanted(params)}",
+            "private fn wanted(params) { 1 }"
+        ),
+        ["inline/pack.yaml:14:16: in ${forwarding::wanted(params)}: \
+              lib/forwarding.rhai has no function wanted (it has: none)"]
+    );
+}
+
+#[test]
+fn a_misspelt_parameter_is_a_load_problem_at_its_position() {
+    assert_eq!(
+        expression_problems("${if params.onn { 1 } else { 0 }}", FORWARDING_LIB),
+        [
+            "inline/pack.yaml:14:26: in ${if params.onn { 1 } else { 0 }}: \
+              params.onn: the pack has no parameter onn (its parameters: on)"
+        ]
+    );
+    // A declared one, alone or at the head of a chain, is fine.
+    for fine in [
+        "${if params.on { 1 } else { 0 }}",
+        "${params.on.to_string()}",
+    ] {
+        assert_eq!(
+            expression_problems(fine, FORWARDING_LIB),
+            Vec::<String>::new(),
+            "{fine}"
+        );
+    }
+}
+
+#[test]
+fn an_expression_is_one_expression_and_a_broken_module_one_problem() {
+    let statements = expression_problems("${let x = 1; x}", FORWARDING_LIB);
+    assert_eq!(statements.len(), 1, "{statements:?}");
+    assert!(
+        statements[0].starts_with("inline/pack.yaml:14:16: in ${let x = 1; x}:"),
+        "{statements:?}"
+    );
+    // A variable the scope lacks is refused though a module is imported.
+    let undefined = expression_problems("${forwarding::wanted(parms)}", FORWARDING_LIB);
+    assert_eq!(
+        undefined,
+        ["inline/pack.yaml:14:35: in ${forwarding::wanted(parms)}: Undefined variable: parms"]
+    );
+    // The module's syntax error is the one problem, not one per caller.
+    let broken = expression_problems("${forwarding::wanted(params)}", "fn wanted(params) { 1 +");
+    assert_eq!(broken.len(), 1, "{broken:?}");
+    assert!(
+        broken[0].starts_with("inline/lib/forwarding.rhai:"),
+        "{broken:?}"
+    );
+}
+
+/// The findings of one node check, `kind` and its fields, on node-1 of
+/// the example at `snapshot`, as `STATUS: MESSAGE; expected EXPECTED @ EVIDENCE`.
+fn node_1_findings(snapshot: &str, kind: &str) -> Vec<String> {
+    let manifest = format!(
+        r#"name: kinds
+version: 0.1.0
+description: One declarative check.
+engine: ">=0.1.0"
+kind: rules
+checks:
+  - id: kinds.node.check
+    severity: warning
+    scope: node
+    when: ${{netns.node == "node-1"}}
+{kind}
+    message: "${{actual}}"
+"#
+    );
+    let (snapshot, problems) = Snapshot::load(Path::new(snapshot)).expect("the example loads");
+    assert!(problems.is_empty(), "{problems:?}");
+    inline_pack(&manifest, "")
+        .evaluate_snapshot(&Arc::new(snapshot))
+        .into_iter()
+        .map(|f| {
+            let evidence: Vec<String> = f
+                .evidence
+                .iter()
+                .map(|e| {
+                    let file = e.file.file_name().map(|n| n.to_string_lossy().into_owned());
+                    format!("{}:{:?}:{:?}", file.unwrap_or_default(), e.line, e.column)
+                })
+                .collect();
+            format!(
+                "{}: {}; expected {} @ {}",
+                f.status,
+                f.message,
+                f.expected.unwrap_or_default(),
+                evidence.join(" ")
+            )
+        })
+        .collect()
+}
+
+const VXLAN: &str = "examples/flannel-vxlan";
+const NFTABLES: &str = "examples/flannel-vxlan-nftables-real";
+
+#[test]
+fn a_jump_kind_finds_the_iptables_jump_and_points_at_the_chain() {
+    let kind = |table: &str, chain: &str, target: &str| {
+        format!("    kind: jump\n    table: {table}\n    chain: {chain}\n    target: {target}")
+    };
+    assert!(node_1_findings(VXLAN, &kind("nat", "POSTROUTING", "FLANNEL-POSTRTG")).is_empty());
+    let line_of = |needle: &str| {
+        let text = std::fs::read_to_string(format!("{VXLAN}/nodes/node-1/host/iptables-save.txt"))
+            .expect("the dump");
+        text.lines()
+            .position(|l| l.starts_with(needle))
+            .expect("in the dump")
+            + 1
+    };
+    assert_eq!(
+        node_1_findings(VXLAN, &kind("nat", "PREROUTING", "FLANNEL-POSTRTG")),
+        [format!(
+            "failed: nat PREROUTING does not jump to FLANNEL-POSTRTG; \
+                 expected -A PREROUTING -j FLANNEL-POSTRTG in the nat table @ iptables-save.txt:Some({}):Some(1)",
+            line_of(":PREROUTING")
+        )]
+    );
+    assert_eq!(
+        node_1_findings(VXLAN, &kind("filter", "FORWARD", "CALI-FORWARD")),
+        [format!(
+            "failed: no CALI-FORWARD chain in the filter table; \
+                 expected -A FORWARD -j CALI-FORWARD in the filter table @ iptables-save.txt:Some({}):Some(1)",
+            line_of("*filter")
+        )]
+    );
+    // Several jumps, one failure each.
+    let both = "    kind: jump\n    jumps:\n      - {table: nat, chain: OUTPUT, target: FLANNEL-POSTRTG}\n      - {table: filter, chain: FORWARD, target: FLANNEL-FWD}";
+    let found = node_1_findings(VXLAN, both);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].starts_with("failed: nat OUTPUT does not jump to FLANNEL-POSTRTG"),
+        "{found:?}"
+    );
+}
+
+#[test]
+fn a_jump_kind_with_a_family_reads_the_nftables_ruleset() {
+    let kind = |chain: &str, target: &str| {
+        format!(
+            "    kind: jump\n    family: ip\n    table: kube-proxy\n    chain: {chain}\n    target: {target}"
+        )
+    };
+    assert!(node_1_findings(NFTABLES, &kind("nat-prerouting", "services")).is_empty());
+    // A goto in a verdict map written in the rule is a jump too.
+    assert!(
+        node_1_findings(
+            NFTABLES,
+            &kind(
+                "service-37MS2T3Z-default/web-affinity/tcp/http",
+                "endpoint-OCJASRAS-default/web-affinity/tcp/http__10.244.0.3/8080"
+            )
+        )
+        .is_empty()
+    );
+    let found = node_1_findings(NFTABLES, &kind("nat-output", "masquerading"));
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+            found[0].starts_with(
+                "failed: chain nat-output of table ip kube-proxy does not jump to masquerading; \
+                 expected a rule of chain nat-output in table ip kube-proxy that jumps or goes to masquerading @ nft-ruleset.json:Some(1):Some("
+            ),
+            "{found:?}"
+        );
+    assert_eq!(
+        node_1_findings(NFTABLES, &kind("nat-output", "no-such-chain")),
+        [
+            "failed: no chain no-such-chain in table ip kube-proxy; expected a rule of chain \
+              nat-output in table ip kube-proxy that jumps or goes to no-such-chain @ nft-ruleset.json:None:None"
+        ]
+    );
+    // Without nft-ruleset.json: cannot tell, never a pass.
+    let unknown = node_1_findings(VXLAN, &kind("nat-prerouting", "services"));
+    assert_eq!(unknown.len(), 1, "{unknown:?}");
+    assert!(
+        unknown[0].starts_with("cannot tell: nft-ruleset.json of node/node-1 was not collected"),
+        "{unknown:?}"
+    );
+}
+
+#[test]
+fn a_device_kind_checks_a_vxlan_devices_vni_port_local_address_and_mac() {
+    let device = |fields: &str| format!("    kind: device\n    name: flannel.1\n{fields}");
+    let right = "    vni: 1\n    port: 8472\n    local: 172.18.0.11\n    address: 10.244.1.0/32\n    mac: F2:50:C6:F2:EF:FD";
+    assert!(
+        node_1_findings(VXLAN, &device(right)).is_empty(),
+        "flannel.1 as the lab made it"
+    );
+    let wrong = "    vni: 4096\n    port: 4789\n    local: 172.18.0.12\n    address: 10.244.1.0/24\n    mac: 52:04:a1:8d:72:13";
+    let found = node_1_findings(VXLAN, &device(wrong));
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+            found[0].starts_with(
+                "failed: flannel.1: VNI 1, UDP port 8472, local 172.18.0.11, MAC f2:50:c6:f2:ef:fd, \
+                 address 10.244.1.0/32, fe80::f050:c6ff:fef2:effd/64; \
+                 expected flannel.1: VNI 4096, UDP port 4789, local 172.18.0.12, MAC 52:04:a1:8d:72:13, address 10.244.1.0/24 @ ip-link.json:Some(1):Some("
+            ),
+            "{found:?}"
+        );
+    // A field that is () where it is evaluated is not checked.
+    assert!(node_1_findings(VXLAN, &device("    vni: ${()}\n    mtu: 1450")).is_empty());
+    // A missing device says what it should have been.
+    let missing = node_1_findings(
+        VXLAN,
+        "    kind: device\n    name: flannel.4096\n    device_kind: vxlan\n    vni: 4096",
+    );
+    assert_eq!(
+        missing,
+        [
+            "failed: no device flannel.4096; expected flannel.4096: kind vxlan, VNI 4096 @ ip-link.json:None:None"
+        ]
+    );
+}
+
+#[test]
+fn neighbour_and_fdb_kinds_name_the_entry_found_instead() {
+    assert!(node_1_findings(VXLAN, "    kind: neighbour\n    dst: 10.244.2.0\n    dev: flannel.1\n    lladdr: 52:04:A1:8D:72:13").is_empty());
+    let neighbour = node_1_findings(
+        VXLAN,
+        "    kind: neighbour\n    dst: 10.244.2.0\n    dev: flannel.1\n    lladdr: 52:04:a1:8d:72:14",
+    );
+    assert_eq!(neighbour.len(), 1, "{neighbour:?}");
+    assert!(
+            neighbour[0].starts_with("failed: neighbour 10.244.2.0 on flannel.1 has lladdr 52:04:a1:8d:72:13 (PERMANENT); \
+                 expected neighbour 10.244.2.0 dev flannel.1 lladdr 52:04:a1:8d:72:14 @ ip-neigh.json:Some(1):Some("),
+            "{neighbour:?}"
+        );
+    let fdb = node_1_findings(
+        VXLAN,
+        "    kind: fdb\n    dev: flannel.1\n    mac: 52:04:a1:8d:72:13\n    dst: 172.18.0.13",
+    );
+    assert_eq!(fdb.len(), 1, "{fdb:?}");
+    assert!(
+            fdb[0].starts_with("failed: the FDB entry for 52:04:a1:8d:72:13 on flannel.1 sends to 172.18.0.12; \
+                 expected fdb 52:04:a1:8d:72:13 dev flannel.1 dst 172.18.0.13 @ bridge-fdb.json:Some(1):Some("),
+            "{fdb:?}"
+        );
+    let route = node_1_findings(
+        VXLAN,
+        "    kind: route\n    dst: 10.244.2.0/24\n    via: 10.244.2.0\n    onlink: ${false}",
+    );
+    assert!(route.is_empty(), "{route:?}");
+    let not_onlink = node_1_findings(
+        VXLAN,
+        "    kind: route\n    dst: 10.244.9.0/24\n    via: 10.244.9.0\n    onlink: true",
+    );
+    assert_eq!(
+        not_onlink,
+        [
+            "failed: no route to 10.244.9.0/24 in table main; expected 10.244.9.0/24 via 10.244.9.0 onlink (table main) @ ip-route.json:None:None"
+        ]
+    );
+}
+
+#[test]
+fn a_script_check_says_what_it_expected_itself() {
+    let manifest = r#"name: said
+version: 0.1.0
+description: A script check with expected.
+engine: ">=0.1.0"
+kind: rules
+checks:
+  - id: said.node.check
+    severity: warning
+    scope: node
+    kind: script
+    function: check
+    expected: the pack's words
+    message: "${actual}"
+"#;
+    assert_eq!(
+        load_inline(manifest, &[("checks.rhai", "fn check(ctx) { }")]).err(),
+        Some(vec![
+            "inline/pack.yaml:12:15: `expected` is for the declarative kinds; \
+                 a script check returns its own"
+                .to_owned()
+        ])
+    );
+}
+
+fn example() -> Arc<Snapshot> {
+    let (snapshot, problems) =
+        Snapshot::load(Path::new("examples/flannel-vxlan")).expect("the example loads");
+    assert!(problems.is_empty(), "{problems:?}");
+    Arc::new(snapshot)
+}
+
+/// A CNI pack that no cluster has (its DaemonSet is nowhere) and whose
+/// one check fails on every node of the example.
+const UNDETECTED_CNI: &str = r#"
+name: ghost
+version: 0.1.0
+description: A CNI nobody runs.
+engine: ">=0.1.0"
+kind: cni
+detect:
+  daemonsets: [{namespace: kube-system, name: ghost-node}]
+checks:
+  - id: ghost.node.forwarding
+    doc: Fails wherever ip_forward is 1.
+    severity: warning
+    scope: node
+    kind: sysctl
+    key: net.ipv4.ip_forward
+    expect: 7
+    message: "${subject}: ${actual}"
+"#;
+
+#[test]
+fn a_cni_pack_chosen_by_hand_applies_though_not_detected() {
+    let mut loaded = inline_pack(UNDETECTED_CNI, "");
+    let snapshot = example();
+    assert!(
+        loaded.evaluate_snapshot(&snapshot).is_empty(),
+        "not detected, not applied"
+    );
+    assert!(
+        loaded
+            .choose_cni("calico")
+            .unwrap_err()
+            .contains("CNI packs: ghost")
+    );
+    loaded.choose_cni("ghost").unwrap();
+    let findings = loaded.evaluate_snapshot(&snapshot);
+    assert_eq!(findings.len(), 2, "one per node: {findings:?}");
+    assert!(
+        findings
+            .iter()
+            .all(|f| f.id.as_str() == "ghost.node.forwarding")
+    );
+}
+
+const TWO_MODES: &str = r#"
+name: two
+version: 0.1.0
+description: Two modes and a hook that picks one.
+engine: ">=0.1.0"
+kind: rules
+modes:
+  first: {doc: Chosen by its when., when: "${true}"}
+  second: {doc: Never chosen by its when., when: "${false}"}
+hooks: {mode: mode}
+"#;
+
+fn chosen(hook_body: &str) -> Result<Option<String>, Box<Finding>> {
+    let loaded = inline_pack(TWO_MODES, &format!("fn mode(ctx) {{ {hook_body} }}"));
+    let pack = loaded.get("two").expect("loaded");
+    loaded.active_mode(pack, &example())
+}
+
+#[test]
+fn mode_hook_overrules_the_modes_when() {
+    assert_eq!(
+        chosen(r#""second""#).ok().flatten().as_deref(),
+        Some("second")
+    );
+}
+
+#[test]
+fn mode_hook_returning_unit_leaves_the_choice_to_when() {
+    assert_eq!(chosen("()").ok().flatten().as_deref(), Some("first"));
+}
+
+#[test]
+fn mode_hook_naming_no_mode_is_a_pack_finding() {
+    let finding = chosen(r#""third""#).expect_err("not a mode");
+    assert_eq!(finding.id.as_str(), "two.mode");
+    assert_eq!(finding.status, FindingStatus::ScriptError);
+    assert!(finding.message.contains("\"third\""), "{}", finding.message);
+}
+
+#[test]
+fn an_older_packs_intent_section_loads_and_is_not_read() {
+    let manifest = format!(
+        "{TWO_MODES}intent:\n  encapsulation:\n    - {{kind: vxlan, device: flannel.1, overhead: 50}}\n  pod_mtu: 1450\n"
+    );
+    let loaded = inline_pack(&manifest, "fn mode(ctx) { () }");
+    assert!(loaded.get("two").is_some());
+}
+
+fn evidence_of(file: &str) -> Finding {
+    let manifest = r#"
+name: ev
+version: 0.1.0
+description: One script check that names its evidence.
+engine: ">=0.1.0"
+kind: rules
+checks:
+  - id: ev.node.neighbour
+    severity: warning
+    scope: node
+    kind: script
+    function: neighbour
+    message: "${actual}"
+"#;
+    let script = format!(
+        r#"fn neighbour(ctx) {{
+                if ctx.netns.node != "node-1" {{ return; }}
+                #{{actual: "a", expected: "b", file: "{file}", find: `"dst":"10.244.2.0"`}}
+            }}"#
+    );
+    let findings = inline_pack(manifest, &script).evaluate_snapshot(&example());
+    assert_eq!(findings.len(), 1, "{findings:?}");
+    findings.into_iter().next().expect("one finding")
+}
+
+#[test]
+fn script_check_evidence_is_located_in_the_subjects_dump() {
+    let finding = evidence_of(DumpFile::IpNeigh.name());
+    assert_eq!(finding.status, FindingStatus::Failed);
+    let [evidence] = finding.evidence.as_slice() else {
+        panic!("one piece of evidence: {:?}", finding.evidence);
+    };
+    assert!(
+        evidence
+            .file
+            .ends_with("examples/flannel-vxlan/nodes/node-1/host/ip-neigh.json"),
+        "{evidence}"
+    );
+    assert_eq!((evidence.line, evidence.column), (Some(1), Some(3)));
+}
+
+#[test]
+fn script_check_evidence_outside_the_dump_files_is_a_script_error() {
+    let finding = evidence_of("../../../cluster/nodes.yaml");
+    assert_eq!(finding.status, FindingStatus::ScriptError);
+    assert!(
+        finding.message.contains("not a dump file"),
+        "{}",
+        finding.message
+    );
+}
+
+/// A Service check whose script names `objects` as its evidence.
+fn object_evidence_of(objects: &str) -> Finding {
+    let manifest = r#"
+name: ev
+version: 0.1.0
+description: One object check that names the objects it rests on.
+engine: ">=0.1.0"
+kind: rules
+checks:
+  - id: ev.service.slices
+    severity: warning
+    scope: object
+    object: {kind: Service}
+    kind: script
+    function: slices
+    message: "${actual}"
+"#;
+    let script = format!(
+        r#"fn slices(ctx) {{
+                let svc = ctx.object;
+                let slices = ctx.cluster.endpoint_slices(svc.namespace, svc.name);
+                #{{actual: "a", objects: {objects}}}
+            }}"#
+    );
+    let findings = inline_pack(manifest, &script).evaluate_snapshot(&example());
+    assert_eq!(findings.len(), 1, "{findings:?}");
+    findings.into_iter().next().expect("one finding")
+}
+
+#[test]
+fn script_check_evidence_may_be_the_objects_it_rests_on() {
+    let finding = object_evidence_of("slices.map(|s| s.source)");
+    assert_eq!(finding.status, FindingStatus::Failed, "{finding:?}");
+    let [evidence] = finding.evidence.as_slice() else {
+        panic!("the service's one slice: {:?}", finding.evidence);
+    };
+    assert!(
+        evidence
+            .file
+            .ends_with("examples/flannel-vxlan/cluster/endpointslices.yaml"),
+        "{evidence}"
+    );
+    assert!(evidence.line.is_some_and(|line| line > 1), "{evidence}");
+}
+
+#[test]
+fn script_check_objects_that_are_no_objects_source_are_a_script_error() {
+    for objects in [
+        r#"["/etc/passwd:1"]"#,
+        r#"[`${ctx.cluster.service("default", "web").source}x`]"#,
+        r#""not an array""#,
+    ] {
+        let finding = object_evidence_of(objects);
+        assert_eq!(finding.status, FindingStatus::ScriptError, "{objects}");
+        assert!(finding.message.contains("source"), "{}", finding.message);
+    }
+}
+
+fn hop_on_node_1(dst: &str) -> Arc<HopScope> {
+    hop_in(
+        example(),
+        crate::snapshot::NetnsId::Host {
+            node: "node-1".into(),
+        },
+        dst,
+    )
+}
+
+fn hop_in(snapshot: Arc<Snapshot>, netns: crate::snapshot::NetnsId, dst: &str) -> Arc<HopScope> {
+    let packet = Packet {
+        src: "10.244.1.2".parse().expect("ip"),
+        dst: dst.parse().expect("ip"),
+        protocol: TransportProtocol::Tcp,
+        src_port: Some(40000),
+        dst_port: Some(8080),
+        mark: 0,
+        size: 1400,
+    };
+    Arc::new(HopScope {
+        in_iface: Some("cni0".into()),
+        forwarding: true,
+        ..HopScope::new(snapshot, netns, packet)
+    })
+}
+
+/// The Flannel pack's walker hooks on the VXLAN example, whose
+/// net-conf.json says vxlan and 10.244.0.0/16.
+#[test]
+fn flannel_hooks_encapsulate_to_the_peer_and_masquerade_what_leaves_the_network() {
+    let source = PackSource::read(Path::new("plugins/flannel")).expect("readable");
+    let (loaded, problems) = LoadedPacks::load(vec![source], &[]);
+    assert!(problems.is_empty(), "{problems:?}");
+    let call = |hook: &str, dst: &str| {
+        let hop = hop_on_node_1(dst);
+        let packet = Dynamic::from(hop.packet.clone());
+        loaded
+            .call_hook("flannel", hook, &hop, packet)
+            .unwrap_or_else(|finding| panic!("{hook}: {}", finding.message))
+    };
+    let encap = call("encapsulation", "10.244.2.3")
+        .try_cast::<rhai::Map>()
+        .expect("remote pod traffic is encapsulated");
+    let field = |name: &str| encap.get(name).map(host::display).unwrap_or_default();
+    assert_eq!(field("kind"), "vxlan");
+    assert_eq!(field("dev"), "flannel.1");
+    assert_eq!(field("outer_src"), "172.18.0.11");
+    assert_eq!(field("outer_dst"), "172.18.0.12");
+    assert_eq!(
+        (field("vni"), field("port"), field("overhead")),
+        ("1".into(), "8472".into(), "50".into())
+    );
+    assert!(
+        call("encapsulation", "10.244.1.3").is_unit(),
+        "a local pod is not"
+    );
+    assert_eq!(call("masquerade", "10.244.2.3").as_bool(), Ok(false));
+    assert_eq!(call("masquerade", "8.8.8.8").as_bool(), Ok(true));
+}
+
+/// Flannel's next_hop and pod_interface on node-2 of the partial VXLAN
+/// example, whose dump is missing: the walker's stand-in for it. Each
+/// backend routes another node's pod CIDR its own way; the host
+/// interface cannot be named without the node's dump.
+#[test]
+fn flannel_next_hop_routes_each_pod_cidr_as_the_backend_does_without_the_nodes_dump() {
+    let (snapshot, problems) =
+        Snapshot::load(Path::new("examples/flannel-vxlan-partial")).expect("the example loads");
+    assert!(problems.is_empty(), "{problems:?}");
+    let snapshot = Arc::new(snapshot);
+    let node_2 = crate::snapshot::NetnsId::Host {
+        node: "node-2".into(),
+    };
+    let web_3 = crate::snapshot::NetnsId::Pod {
+        node: "node-2".into(),
+        namespace: "default".into(),
+        name: "web-3".into(),
+    };
+    let next_hop = |backend: &str, netns: &crate::snapshot::NetnsId, dst: &str| {
+        let source = PackSource::read(Path::new("plugins/flannel")).expect("readable");
+        let set = Override::parse(&format!("flannel.backend={backend}")).expect("override");
+        let (loaded, problems) = LoadedPacks::load(vec![source], &[set]);
+        assert!(problems.is_empty(), "{problems:?}");
+        let hop = hop_in(snapshot.clone(), netns.clone(), dst);
+        let packet = Dynamic::from(hop.packet.clone());
+        let answer = loaded
+            .call_hook("flannel", "next_hop", &hop, packet)
+            .unwrap_or_else(|finding| panic!("{backend}: {}", finding.message));
+        if answer.is_unit() {
+            return "()".to_string();
+        }
+        let map = answer.try_cast::<rhai::Map>().expect("a map");
+        let field = |name: &str| map.get(name).map(host::display).unwrap_or_default();
+        format!("dev {} via {}", field("dev"), field("via"))
+    };
+    assert_eq!(
+        next_hop("vxlan", &node_2, "10.244.1.2"),
+        "dev flannel.1 via 10.244.1.0"
+    );
+    assert_eq!(
+        next_hop("ipip", &node_2, "10.244.1.2"),
+        "dev flannel.ipip via 172.18.0.11"
+    );
+    assert_eq!(
+        next_hop("host-gw", &node_2, "10.244.1.2"),
+        "dev  via 172.18.0.11"
+    );
+    assert_eq!(next_hop("vxlan", &node_2, "10.244.2.2"), "dev cni0 via ");
+    assert_eq!(
+        next_hop("vxlan", &node_2, "8.8.8.8"),
+        "()",
+        "not flannel's to route"
+    );
+    assert_eq!(
+        next_hop("vxlan", &web_3, "10.244.1.2"),
+        "dev eth0 via 10.244.2.1"
+    );
+
+    let source = PackSource::read(Path::new("plugins/flannel")).expect("readable");
+    let (loaded, _) = LoadedPacks::load(vec![source], &[]);
+    let hop = hop_in(snapshot.clone(), node_2, "10.244.2.3");
+    let pod = PodRef::new(&snapshot, "default", "web-3").expect("web-3");
+    let interface = loaded
+        .call_hook("flannel", "pod_interface", &hop, Dynamic::from(pod))
+        .expect("answers")
+        .try_cast::<rhai::Map>()
+        .expect("a map");
+    assert!(interface["host_veth"].is_unit(), "named at random");
+    assert_eq!(host::display(&interface["pod_dev"]), "eth0");
+    assert!(
+        interface["mtu"].is_unit(),
+        "no host MTU without the node's dump"
+    );
+}
