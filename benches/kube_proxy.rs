@@ -14,7 +14,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rhai::Dynamic;
-use skoop::packs::{HopScope, LoadedPacks, PackSource, Packet, TransportProtocol};
+use skoop::net::Protocol;
+use skoop::packs::{HopScope, LoadedPacks, PackSource, Packet};
 use skoop::snapshot::{NetnsId, Snapshot};
 
 const NODES: usize = 100;
@@ -118,7 +119,7 @@ fn hook_call(
     let packet = Packet {
         src: "198.18.0.1".parse().expect("ip"),
         dst: dst.parse().expect("ip"),
-        protocol: TransportProtocol::Tcp,
+        protocol: Protocol::Tcp,
         src_port: Some(40000),
         dst_port: Some(port),
         mark: 0,

@@ -79,9 +79,9 @@ fn iptables_restore_test(path: &std::path::Path) -> Result<Duration, String> {
 fn service(index: usize) -> (IpAddr, Protocol, u16) {
     let ip = Ipv4Addr::from(0x0a60_0000 + index as u32 + 1);
     if index % 10 == 9 {
-        (ip.into(), Protocol::UDP, 53)
+        (ip.into(), Protocol::Udp, 53)
     } else {
-        (ip.into(), Protocol::TCP, 80)
+        (ip.into(), Protocol::Tcp, 80)
     }
 }
 
@@ -178,14 +178,14 @@ fn main() {
     };
     report("ClusterIP (4 endpoint branches):", &packets);
     let node_ports: Vec<Packet> = (0..2768)
-        .map(|i| packet_to(node, Protocol::TCP, 30000 + i as u16))
+        .map(|i| packet_to(node, Protocol::Tcp, 30000 + i as u16))
         .collect();
     report("NodePort on the node address:", &node_ports);
     let misses: Vec<Packet> = (0..1000)
         .map(|i| {
             packet_to(
                 Ipv4Addr::new(10, 200, 0, i as u8).into(),
-                Protocol::TCP,
+                Protocol::Tcp,
                 443,
             )
         })

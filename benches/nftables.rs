@@ -771,9 +771,9 @@ const CLIENT: Ipv4Addr = Ipv4Addr::new(192, 168, 1, 10);
 
 fn packet_to(dst: Ipv4Addr, proto: &str, dport: u16) -> Packet {
     let proto = if proto == "udp" {
-        Protocol::UDP
+        Protocol::Udp
     } else {
-        Protocol::TCP
+        Protocol::Tcp
     };
     let mut packet = Packet::new(CLIENT.into(), dst.into(), proto);
     packet.dport = Some(dport);

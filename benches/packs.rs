@@ -11,7 +11,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use rhai::Dynamic;
-use skoop::packs::{HopScope, LoadedPacks, PackSource, Packet, TransportProtocol, builtin_sources};
+use skoop::net::Protocol;
+use skoop::packs::{HopScope, LoadedPacks, PackSource, Packet, builtin_sources};
 use skoop::snapshot::{NetnsId, Snapshot};
 
 fn main() {
@@ -42,7 +43,7 @@ fn main() {
             Packet {
                 src: "10.244.1.2".parse().expect("ip"),
                 dst: "10.244.2.3".parse().expect("ip"),
-                protocol: TransportProtocol::Tcp,
+                protocol: Protocol::Tcp,
                 src_port: Some(40000),
                 dst_port: Some(8080),
                 mark: 0,

@@ -1,6 +1,7 @@
 //! skoop: a Kubernetes network-path diagnoser.
 //!
-//! The library is layered as described in `ARCHITECTURE.md`:
+//! The library is layered as described in `ARCHITECTURE.md`: [`net`] is the
+//! network vocabulary every layer shares (one [`net::Protocol`]);
 //! [`snapshot`] reads a snapshot directory (Kubernetes objects and per-namespace
 //! dumps of the standard tools) into typed models, and [`collect`] writes such
 //! dumps from a live network namespace. [`netstack`] is the kernel model of
@@ -16,6 +17,7 @@ pub mod collect;
 pub mod diagnostic;
 pub mod engine;
 pub mod matrix;
+pub mod net;
 pub mod netstack;
 pub mod pack_tests;
 pub mod packs;

@@ -5,11 +5,11 @@
 use std::net::IpAddr;
 use std::path::Path;
 
+use skoop::net::Protocol;
 use skoop::snapshot::cluster::IpOwner;
 use skoop::snapshot::netns::link::{LinkKind, LinkLayerAddress};
 use skoop::snapshot::netns::neigh::NeighbourState;
 use skoop::snapshot::netns::route::RouteFlag;
-use skoop::snapshot::netns::sockets::SocketProtocol;
 use skoop::snapshot::{NetnsId, Snapshot};
 
 fn ip(text: &str) -> IpAddr {
@@ -125,7 +125,7 @@ fn example_pods_are_veths_into_cni0_with_a_listener() {
     assert!(
         sockets
             .iter()
-            .any(|s| s.protocol == SocketProtocol::Tcp && s.port == 8080)
+            .any(|s| s.protocol == Protocol::Tcp && s.port == 8080)
     );
     let forwarding = node1
         .sysctls

@@ -8,9 +8,8 @@ use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 use rhai::{Array, Dynamic, Map};
-use skoop::packs::{
-    FindingStatus, HopScope, LoadedPacks, Packet, Subject, TransportProtocol, builtin_sources,
-};
+use skoop::net::Protocol;
+use skoop::packs::{FindingStatus, HopScope, LoadedPacks, Packet, Subject, builtin_sources};
 use skoop::snapshot::{NetnsId, Snapshot};
 
 fn snapshot() -> Arc<Snapshot> {
@@ -47,7 +46,7 @@ struct Flow<'a> {
     src: &'a str,
     dst: &'a str,
     port: Option<u16>,
-    protocol: TransportProtocol,
+    protocol: Protocol,
 }
 
 impl<'a> Flow<'a> {
@@ -58,7 +57,7 @@ impl<'a> Flow<'a> {
             src,
             dst,
             port: Some(port),
-            protocol: TransportProtocol::Tcp,
+            protocol: Protocol::Tcp,
         }
     }
 
@@ -403,7 +402,7 @@ fn protocol_must_match_the_service_port() {
         "dns serves UDP 53 only"
     );
     let udp = Flow {
-        protocol: TransportProtocol::Udp,
+        protocol: Protocol::Udp,
         ..Flow::tcp("node-2", CLIENT_ON_NODE_2, "10.96.0.14", 53)
     };
     let t = udp.translation();
@@ -411,7 +410,7 @@ fn protocol_must_match_the_service_port() {
     assert_eq!(t.port.to_string(), "dns");
     let icmp = Flow {
         port: None,
-        protocol: TransportProtocol::Icmp,
+        protocol: Protocol::Icmp,
         ..Flow::tcp("node-2", CLIENT_ON_NODE_2, "10.96.0.10", 0)
     };
     assert!(icmp.untranslated(), "kube-proxy translates no ICMP");

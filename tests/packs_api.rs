@@ -5,9 +5,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use rhai::Dynamic;
+use skoop::net::Protocol;
 use skoop::packs::{
-    FindingStatus, HopScope, LoadedPacks, PackSource, Packet, ScriptErrorKind, TransportProtocol,
-    builtin_sources,
+    FindingStatus, HopScope, LoadedPacks, PackSource, Packet, ScriptErrorKind, builtin_sources,
 };
 use skoop::snapshot::{NetnsId, Snapshot};
 
@@ -29,7 +29,7 @@ fn hop(snapshot: &Arc<Snapshot>, dst: &str, forwarding: bool, delivers: bool) ->
     let packet = Packet {
         src: "10.244.1.2".parse().expect("ip"),
         dst: dst.parse().expect("ip"),
-        protocol: TransportProtocol::Tcp,
+        protocol: Protocol::Tcp,
         src_port: Some(40000),
         dst_port: Some(8080),
         mark: 0,

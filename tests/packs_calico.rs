@@ -9,7 +9,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use rhai::{Dynamic, Map};
-use skoop::packs::{HopScope, LoadedPacks, PackSource, Packet, PodRef, TransportProtocol};
+use skoop::net::Protocol;
+use skoop::packs::{HopScope, LoadedPacks, PackSource, Packet, PodRef};
 use skoop::snapshot::{NetnsId, Snapshot};
 
 use common::skoop;
@@ -58,7 +59,7 @@ fn hop(snapshot: &Arc<Snapshot>, netns: NetnsId, src: &str, dst: &str) -> Arc<Ho
     let packet = Packet {
         src: ip(src),
         dst: ip(dst),
-        protocol: TransportProtocol::Tcp,
+        protocol: Protocol::Tcp,
         src_port: Some(40000),
         dst_port: Some(8080),
         mark: 0,

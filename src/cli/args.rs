@@ -5,7 +5,9 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+use skoop::net::Protocol;
 use skoop::packs::{LoadedPacks, NO_CNI, Override};
 use skoop::snapshot::input::Boundary;
 use skoop::snapshot::{ClusterFrom, Problem, Snapshot, SnapshotError};
@@ -130,28 +132,20 @@ pub(super) fn parse_endpoint(text: &str) -> Result<skoop::engine::Endpoint, Stri
     }
 }
 
-/// `--protocol`: the IP protocol of a flow.
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum ProtocolArg {
-    Tcp,
-    Udp,
-    /// Whether an SCTP endpoint listens is known from an ss.txt that lists
-    /// SCTP (`ss -H -tulnS`), else unknown.
-    Sctp,
-    /// An echo request (ping).
-    Icmp,
-}
-
-impl From<ProtocolArg> for skoop::engine::Protocol {
-    fn from(arg: ProtocolArg) -> Self {
-        use skoop::engine::Protocol;
-        match arg {
-            ProtocolArg::Tcp => Protocol::Tcp,
-            ProtocolArg::Udp => Protocol::Udp,
-            ProtocolArg::Sctp => Protocol::Sctp,
-            ProtocolArg::Icmp => Protocol::Icmp,
-        }
-    }
+/// `--protocol`: the IP protocol of a flow, one of those skoop follows,
+/// each shown with what it means in `--help` and offered by completion.
+pub(super) fn protocol_parser() -> impl TypedValueParser<Value = Protocol> {
+    let values = [
+        PossibleValue::new("tcp"),
+        PossibleValue::new("udp"),
+        PossibleValue::new("sctp").help(
+            "Whether an SCTP endpoint listens is known from an ss.txt that lists SCTP \
+             (`ss -H -tulnS`), else unknown",
+        ),
+        PossibleValue::new("icmp").help("An echo request (ping)"),
+    ];
+    // Each value offered is a protocol's name.
+    PossibleValuesParser::new(values).map(|name| Protocol::parse(&name).unwrap_or(Protocol::Tcp))
 }
 
 /// A packet mark as iptables and iproute2 print it: decimal or 0x-hex.

@@ -6,13 +6,13 @@ use std::process::ExitCode;
 use clap::{Args, Subcommand};
 use skoop::collect::live::Wanted;
 use skoop::collect::{CollectReport, collect_local};
-use skoop::engine::{Endpoint, Request};
+use skoop::engine::{Endpoint, Protocol, Request};
 use skoop::snapshot::cluster::cache;
 use skoop::snapshot::input::Boundary;
 use skoop::snapshot::netns::DumpFile;
 
 use super::EXIT_USAGE;
-use super::args::{LoadArgs, ProtocolArg};
+use super::args::{LoadArgs, protocol_parser};
 use super::live::{LiveArgs, Stopped, Summary, collect_flow, print_outcomes, runtime};
 
 #[derive(Debug, Subcommand)]
@@ -97,8 +97,8 @@ pub struct ClusterArgs {
     #[arg(long)]
     port: Option<u16>,
     /// The flow's protocol (with --for-flow), as `skoop diagnose --protocol`.
-    #[arg(long, value_enum, default_value_t = ProtocolArg::Tcp, requires = "for_flow")]
-    protocol: ProtocolArg,
+    #[arg(long, value_parser = protocol_parser(), default_value = "tcp", requires = "for_flow")]
+    protocol: Protocol,
     #[command(flatten)]
     live: LiveArgs,
     #[command(flatten)]
@@ -176,7 +176,7 @@ fn cluster(args: Box<ClusterArgs>) -> ExitCode {
                 from,
                 to,
                 port: args.port,
-                protocol: args.protocol.into(),
+                protocol: args.protocol,
                 size: None,
                 via: None,
             };

@@ -18,7 +18,7 @@ use skoop::snapshot::cluster::cache;
 use skoop::snapshot::input::Boundary;
 use tempfile::TempDir;
 
-use super::args::{CacheArgs, CniChoice, LoadArgs, ProtocolArg, parse_endpoint, parse_port};
+use super::args::{CacheArgs, CniChoice, LoadArgs, parse_endpoint, parse_port, protocol_parser};
 use super::live::{LiveArgs, Stopped, Summary, collect_flow, print_outcomes};
 use super::{
     EXIT_USAGE, ReportFile, json_text, report_problems, terminal_lines, verdict_status, write_raw,
@@ -116,8 +116,8 @@ pub struct DiagnoseArgs {
     port: Option<u16>,
     /// The flow's protocol. A service's port and a pod's declared port are
     /// those of this protocol. (`--proto` as `netfilter trace` once read it.)
-    #[arg(long, alias = "proto", value_enum, default_value_t = ProtocolArg::Tcp)]
-    protocol: ProtocolArg,
+    #[arg(long, alias = "proto", value_parser = protocol_parser(), default_value = "tcp")]
+    protocol: Protocol,
     /// Walk packets of this size (IP header included) with DF set, as
     /// `ping -M do -s BYTES-28` sends them: a device they do not fit stops
     /// the path (mtu_exceeded). `mtu`: the MTU of the source's interface.
@@ -231,7 +231,7 @@ impl DiagnoseArgs {
             from: self.endpoint("--from", &self.from)?,
             to: self.endpoint("--to", &self.to)?,
             port: self.port,
-            protocol: Protocol::from(self.protocol),
+            protocol: self.protocol,
             size: self.size,
             via: self.via.clone(),
         })

@@ -11,7 +11,7 @@ use skoop::matrix::{self, Destinations, Flow, PodSelector, Sources};
 use skoop::packs::LoadedPacks;
 use skoop::report::matrix::MatrixReport;
 
-use super::args::{CacheArgs, CniChoice, LoadArgs, ProtocolArg, parse_endpoint, parse_port};
+use super::args::{CacheArgs, CniChoice, LoadArgs, parse_endpoint, parse_port, protocol_parser};
 use super::report_problems;
 
 /// Which flows, with which packs, on how many threads.
@@ -48,8 +48,8 @@ pub struct FlowArgs {
     #[arg(short, long, value_parser = parse_port, help_heading = "Destinations")]
     port: Option<u16>,
     /// The protocol of --to, and of --to-nodes and --to-pods with --port.
-    #[arg(long, value_enum, default_value_t = ProtocolArg::Tcp, help_heading = "Destinations")]
-    protocol: ProtocolArg,
+    #[arg(long, value_parser = protocol_parser(), default_value = "tcp", help_heading = "Destinations")]
+    protocol: Protocol,
     /// The rule packs to consult (built-in ones always; see `skoop packs`).
     #[command(flatten)]
     packs: LoadArgs,
@@ -80,7 +80,7 @@ impl FlowArgs {
                 pods: self.to_pods,
                 nodes: self.to_nodes,
                 port: self.port,
-                protocol: Protocol::from(self.protocol),
+                protocol: self.protocol,
             },
             packs: self.packs,
             cni: self.cni,

@@ -19,7 +19,7 @@ use skoop::snapshot::netns::iptables::{self, Protocol, TcpFlagBits};
 use skoop::snapshot::netns::nft;
 use skoop::snapshot::netns::{DumpFile, NetnsDump};
 
-use super::args::{ProtocolArg, parse_mark, parse_port};
+use super::args::{parse_mark, parse_port, protocol_parser};
 use super::namespace::{NamespaceArgs, lacking_files};
 use super::{EXIT_USAGE, OutputFormat, print_json, report_problems};
 
@@ -65,8 +65,8 @@ pub struct TraceArgs {
     #[arg(long)]
     dst: IpAddr,
     /// Protocol (`--proto` as older skoop read it).
-    #[arg(long, alias = "proto", value_enum)]
-    protocol: ProtocolArg,
+    #[arg(long, alias = "proto", value_parser = protocol_parser())]
+    protocol: Protocol,
     /// Source port (tcp, udp, sctp).
     #[arg(long, default_value_t = 40000, value_parser = parse_port)]
     sport: u16,
@@ -176,23 +176,17 @@ fn load(args: &TraceArgs) -> Result<NetnsDump, ExitCode> {
 }
 
 fn packet(args: &TraceArgs) -> Result<Packet, String> {
-    let proto = match args.protocol {
-        ProtocolArg::Tcp => Protocol::TCP,
-        ProtocolArg::Udp => Protocol::UDP,
-        ProtocolArg::Sctp => Protocol::SCTP,
-        ProtocolArg::Icmp => Protocol::ICMP,
-    };
+    let proto = args.protocol;
     if args.src.is_ipv4() != args.dst.is_ipv4() {
         return Err("--src and --dst must be of one address family".into());
     }
     let mut packet = Packet::new(args.src, args.dst, proto);
-    let flow = skoop::engine::Protocol::from(args.protocol);
-    if proto == Protocol::ICMP && args.port.is_some() {
-        return Err(format!("--protocol {flow} has no ports: drop --port"));
+    if proto == Protocol::Icmp && args.port.is_some() {
+        return Err(format!("--protocol {proto} has no ports: drop --port"));
     }
-    if proto != Protocol::ICMP {
+    if proto != Protocol::Icmp {
         let Some(dport) = args.port else {
-            return Err(format!("--protocol {flow} needs --port"));
+            return Err(format!("--protocol {proto} needs --port"));
         };
         packet.sport = Some(args.sport);
         packet.dport = Some(dport);
@@ -203,7 +197,7 @@ fn packet(args: &TraceArgs) -> Result<Packet, String> {
     if args.ct_state == CtArg::Established {
         packet.ct_state = CtState::Established;
         packet.ct_mark = None;
-        packet.tcp_flags = (proto == Protocol::TCP).then_some(TcpFlagBits::ACK);
+        packet.tcp_flags = (proto == Protocol::Tcp).then_some(TcpFlagBits::ACK);
     }
     Ok(packet)
 }
@@ -379,7 +373,7 @@ impl From<&Outcome<'_>> for OutcomeJson {
                 proto: packet
                     .proto
                     .name()
-                    .map_or_else(|| packet.proto.0.to_string(), str::to_string),
+                    .map_or_else(|| packet.proto.number().to_string(), str::to_string),
                 mark: format!("{:#x}", packet.mark),
             },
             dnat: outcome.dnat().map(|endpoint| endpoint.to_string()),

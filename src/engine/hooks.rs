@@ -493,7 +493,8 @@ mod tests {
     use std::path::Path;
 
     use super::*;
-    use crate::packs::{Packet, TransportProtocol};
+    use crate::net::Protocol;
+    use crate::packs::Packet;
     use crate::snapshot::NetnsId;
 
     /// A CNI pack whose `next_hop` and `pod_interface` answer `answer`,
@@ -507,7 +508,7 @@ mod tests {
         let packet = Packet {
             src: "10.244.1.2".parse().unwrap(),
             dst: "10.244.2.2".parse().unwrap(),
-            protocol: TransportProtocol::Tcp,
+            protocol: Protocol::Tcp,
             src_port: Some(40000),
             dst_port: Some(8080),
             mark: 0,

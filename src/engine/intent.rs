@@ -263,7 +263,6 @@ mod tests {
     use super::*;
     use crate::engine::{Protocol, Request, diagnose};
     use crate::netstack::netfilter::RulesetKind;
-    use crate::packs::TransportProtocol;
     use crate::snapshot::NetnsId;
     use crate::snapshot::netns::DumpFile;
     use crate::snapshot::netns::iptables;
@@ -286,7 +285,7 @@ mod tests {
     }
 
     /// A flow as the stopped packet shows it: source, destination, port, protocol.
-    type Flow = (IpAddr, IpAddr, Option<u16>, TransportProtocol);
+    type Flow = (IpAddr, IpAddr, Option<u16>, Protocol);
 
     /// Where netfilter ends the one TCP path it ends from `default/web-0` to
     /// `to`, with `rule` added to `node`: the hop, and the flow of the packet
@@ -379,7 +378,7 @@ mod tests {
     /// `hop`, and a TCP flow from `src` to `dst:port`.
     fn at(hop: &str, src: &str, dst: &str, port: u16) -> (String, Flow) {
         let ip = |text: &str| text.parse().unwrap();
-        let flow = (ip(src), ip(dst), Some(port), TransportProtocol::Tcp);
+        let flow = (ip(src), ip(dst), Some(port), Protocol::Tcp);
         (hop.to_string(), flow)
     }
 

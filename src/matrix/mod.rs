@@ -23,8 +23,7 @@ use crate::engine::{self, Diagnosis, Endpoint, Protocol, Request};
 use crate::packs::LoadedPacks;
 use crate::report::matrix::FlowOut;
 use crate::snapshot::cluster::{
-    LabelSelector, LabelSelectorRequirement, PodPhase, PortRef, Protocol as PortProtocol,
-    SelectorOperator,
+    LabelSelector, LabelSelectorRequirement, PodPhase, PortRef, SelectorOperator,
 };
 use crate::snapshot::{NetnsId, Snapshot};
 
@@ -292,7 +291,7 @@ fn destination_endpoints(
                     name: service.meta.name.clone(),
                     port: Some(PortRef::Number(port.port)),
                 };
-                chosen.push((endpoint, flow_protocol(port.protocol)));
+                chosen.push((endpoint, port.protocol));
             }
         }
     }
@@ -308,7 +307,7 @@ fn destination_endpoints(
                     .containers
                     .iter()
                     .flat_map(|c| &c.ports)
-                    .map(|p| (Some(p.container_port), flow_protocol(p.protocol)))
+                    .map(|p| (Some(p.container_port), p.protocol))
                     .collect(),
             };
             let ports = if declared.is_empty() {
@@ -351,15 +350,6 @@ fn with_port(endpoint: &Endpoint, port: Option<u16>) -> Endpoint {
         }
     }
     endpoint
-}
-
-/// The flow protocol of a Kubernetes port's protocol.
-fn flow_protocol(protocol: PortProtocol) -> Protocol {
-    match protocol {
-        PortProtocol::Tcp => Protocol::Tcp,
-        PortProtocol::Udp => Protocol::Udp,
-        PortProtocol::Sctp => Protocol::Sctp,
-    }
 }
 
 /// Why a matrix could not be evaluated.

@@ -9,17 +9,10 @@
 
 use std::net::{IpAddr, SocketAddr};
 
+use crate::net::Protocol;
 use crate::snapshot::netns::ipvs::{
     Forwarding, IpvsConfig, RealServer, Scheduler, ServiceAddress, VirtualService,
 };
-
-/// The transport protocols IPVS schedules by address and port.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Transport {
-    Tcp,
-    Udp,
-    Sctp,
-}
 
 /// One real server a connection can be sent to.
 #[derive(Debug, Clone, PartialEq)]
@@ -57,16 +50,19 @@ impl<'a> Ipvs<'a> {
         Ipvs { config }
     }
 
-    /// Schedules a new connection to `dst` (a firewall-mark service matches
-    /// the packet's `mark`).
-    pub fn schedule(&self, transport: Transport, dst: SocketAddr, mark: u32) -> IpvsOutcome<'a> {
-        let by_address = match transport {
-            Transport::Tcp => ServiceAddress::Tcp(dst),
-            Transport::Udp => ServiceAddress::Udp(dst),
-            Transport::Sctp => ServiceAddress::Sctp(dst),
+    /// Schedules a new connection of `protocol` to `dst` (a firewall-mark
+    /// service matches the packet's `mark`; IPVS schedules TCP, UDP and SCTP
+    /// by address and port, any protocol by mark).
+    pub fn schedule(&self, protocol: Protocol, dst: SocketAddr, mark: u32) -> IpvsOutcome<'a> {
+        let by_address = match protocol {
+            Protocol::Tcp => Some(ServiceAddress::Tcp(dst)),
+            Protocol::Udp => Some(ServiceAddress::Udp(dst)),
+            Protocol::Sctp => Some(ServiceAddress::Sctp(dst)),
+            _ => None,
         };
         let ipv6 = matches!(dst.ip(), IpAddr::V6(_));
-        let service = self.config.service(&by_address).or_else(|| {
+        let by_address = by_address.and_then(|address| self.config.service(&address));
+        let service = by_address.or_else(|| {
             self.config.services.iter().find(|s| {
                 matches!(s.address, ServiceAddress::FirewallMark { mark: m, ipv6: v6 } if m == mark && mark != 0 && v6 == ipv6)
             })
@@ -155,7 +151,7 @@ mod tests {
              -a -t 10.96.0.100:80 -r 10.244.2.4:8080 -m -w 0\n",
         );
         let outcome =
-            Ipvs::new(&config).schedule(Transport::Tcp, "10.96.0.100:80".parse().unwrap(), 0);
+            Ipvs::new(&config).schedule(Protocol::Tcp, "10.96.0.100:80".parse().unwrap(), 0);
         assert_eq!(
             shares(outcome),
             [
@@ -173,7 +169,7 @@ mod tests {
              -a -u 10.96.0.10:53 -r 10.244.2.3:53 -m -w 3\n",
         );
         let ipvs = Ipvs::new(&config);
-        let outcome = ipvs.schedule(Transport::Udp, "10.96.0.10:53".parse().unwrap(), 0);
+        let outcome = ipvs.schedule(Protocol::Udp, "10.96.0.10:53".parse().unwrap(), 0);
         assert_eq!(
             shares(outcome),
             [
@@ -183,7 +179,7 @@ mod tests {
         );
         // The same address over TCP is not a virtual service.
         assert_eq!(
-            ipvs.schedule(Transport::Tcp, "10.96.0.10:53".parse().unwrap(), 0),
+            ipvs.schedule(Protocol::Tcp, "10.96.0.10:53".parse().unwrap(), 0),
             IpvsOutcome::NotVirtual
         );
     }
@@ -199,13 +195,13 @@ mod tests {
         let ipvs = Ipvs::new(&config);
         let dst = "10.96.0.50:38412".parse().unwrap();
         assert_eq!(
-            shares(ipvs.schedule(Transport::Sctp, dst, 0)),
+            shares(ipvs.schedule(Protocol::Sctp, dst, 0)),
             [
                 ("10.244.1.2:38412".into(), 0.5),
                 ("10.244.2.3:38412".into(), 0.5)
             ]
         );
-        for other in [Transport::Tcp, Transport::Udp] {
+        for other in [Protocol::Tcp, Protocol::Udp] {
             assert_eq!(ipvs.schedule(other, dst, 0), IpvsOutcome::NotVirtual);
         }
     }
@@ -220,14 +216,14 @@ mod tests {
              -a -f 7 -r 10.244.1.2:0 -m -w 1\n",
         );
         let ipvs = Ipvs::new(&config);
-        let empty = ipvs.schedule(Transport::Tcp, "10.96.0.200:80".parse().unwrap(), 0);
+        let empty = ipvs.schedule(Protocol::Tcp, "10.96.0.200:80".parse().unwrap(), 0);
         assert!(
             matches!(empty, IpvsOutcome::NoRealServer { .. }),
             "{empty:?}"
         );
-        let tunnel = ipvs.schedule(Transport::Tcp, "10.96.0.201:80".parse().unwrap(), 0);
+        let tunnel = ipvs.schedule(Protocol::Tcp, "10.96.0.201:80".parse().unwrap(), 0);
         assert!(matches!(tunnel, IpvsOutcome::Unknown { .. }), "{tunnel:?}");
-        let marked = ipvs.schedule(Transport::Tcp, "10.1.1.1:80".parse().unwrap(), 7);
+        let marked = ipvs.schedule(Protocol::Tcp, "10.1.1.1:80".parse().unwrap(), 7);
         assert_eq!(shares(marked).len(), 1);
     }
 }

@@ -20,9 +20,10 @@ use std::net::IpAddr;
 use ipnet::IpNet;
 
 use super::Tri;
+use crate::net::Protocol;
 use crate::snapshot::netns::addr::{Family, InterfaceAddrs};
 use crate::snapshot::netns::route::{Route, RouteFlag, RouteTable, RouteType, Scope, Tos};
-use crate::snapshot::netns::rule::{IpProto, PolicyRule, RuleAction};
+use crate::snapshot::netns::rule::{PolicyRule, RuleAction};
 use crate::snapshot::netns::sysctl::Sysctls;
 
 /// The flow a lookup is for: what the kernel puts in its `flowi` key.
@@ -39,7 +40,7 @@ pub struct FlowKey {
     pub mark: u32,
     pub tos: u8,
     pub uid: u32,
-    pub ip_proto: Option<IpProto>,
+    pub ip_proto: Option<Protocol>,
     pub sport: Option<u16>,
     pub dport: Option<u16>,
 }
@@ -857,7 +858,7 @@ pub fn describe_rule(rule: &PolicyRule) -> String {
         text.push_str(&format!(" uidrange {}-{}", uids.start(), uids.end()));
     }
     if let Some(proto) = &rule.ipproto {
-        text.push_str(&format!(" ipproto {}", proto.as_str()));
+        text.push_str(&format!(" ipproto {proto}"));
     }
     for (name, range) in [("sport", &rule.sport), ("dport", &rule.dport)] {
         if let Some(range) = range {

@@ -39,9 +39,7 @@ pub use model::{
     Parameter, Severity, Version,
 };
 pub use sandbox::{ScriptError, ScriptErrorKind};
-pub use scope::{
-    Context, HopScope, HopStop, Packet, PodRef, StoppingRule, Subject, TransportProtocol,
-};
+pub use scope::{Context, HopScope, HopStop, Packet, PodRef, StoppingRule, Subject};
 
 use crate::snapshot::Snapshot;
 use crate::snapshot::cluster::Cluster;

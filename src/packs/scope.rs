@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use rhai::Dynamic;
 
+use crate::net::Protocol;
 use crate::netstack::netfilter::RuleRef;
 use crate::snapshot::cluster::{Node, Pod};
 use crate::snapshot::{NetnsEntry, NetnsId, Snapshot};
@@ -23,32 +24,13 @@ use crate::snapshot::{NetnsEntry, NetnsId, Snapshot};
 pub struct Packet {
     pub src: IpAddr,
     pub dst: IpAddr,
-    pub protocol: TransportProtocol,
+    pub protocol: Protocol,
     pub src_port: Option<u16>,
     pub dst_port: Option<u16>,
     pub mark: u32,
     /// Bytes of the IP packet, headers included, as it leaves this hop
     /// (outer headers added by encapsulation not counted).
     pub size: u32,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TransportProtocol {
-    Tcp,
-    Udp,
-    Sctp,
-    Icmp,
-}
-
-impl TransportProtocol {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TransportProtocol::Tcp => "tcp",
-            TransportProtocol::Udp => "udp",
-            TransportProtocol::Sctp => "sctp",
-            TransportProtocol::Icmp => "icmp",
-        }
-    }
 }
 
 /// One hop of a path, as the walker hands it to hop-scoped checks and hooks.

@@ -3,6 +3,7 @@
 //! Flannel pack's walker hooks.
 
 use super::*;
+use crate::net::Protocol;
 use crate::snapshot::netns::DumpFile;
 
 /// A pack of kind rules (it always applies) from its manifest and one script.
@@ -653,7 +654,7 @@ fn hop_in(snapshot: Arc<Snapshot>, netns: crate::snapshot::NetnsId, dst: &str) -
     let packet = Packet {
         src: "10.244.1.2".parse().expect("ip"),
         dst: dst.parse().expect("ip"),
-        protocol: TransportProtocol::Tcp,
+        protocol: Protocol::Tcp,
         src_port: Some(40000),
         dst_port: Some(8080),
         mark: 0,

@@ -296,7 +296,7 @@ fn kube_proxy_style_rules_agree_with_the_kernel_on_every_flow() {
                 // Flows that may take either service endpoint are tried a few times.
                 for attempt in 0..4 {
                     sport += 1;
-                    let mut packet = Packet::new(src.into(), dst.into(), Protocol::TCP);
+                    let mut packet = Packet::new(src.into(), dst.into(), Protocol::Tcp);
                     packet.sport = Some(sport);
                     packet.dport = Some(dport);
                     packet.in_iface = Some("eth0".into());
@@ -357,7 +357,7 @@ fn kube_proxy_style_rules_agree_with_the_kernel_on_every_flow() {
     }
     // ICMP: ping answers only where the model accepts and the destination exists.
     for dst in destinations {
-        let mut packet = Packet::new(sources[0].into(), dst.into(), Protocol::ICMP);
+        let mut packet = Packet::new(sources[0].into(), dst.into(), Protocol::Icmp);
         packet.in_iface = Some("eth0".into());
         let outcomes = netfilter.traverse(PacketPath::Received, packet, &context);
         let answered = client

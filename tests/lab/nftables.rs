@@ -355,7 +355,7 @@ impl Flow {
 
     fn packet(&self, sport: Option<u16>) -> Packet {
         let mut packet = Packet::new(self.src.into(), self.dst.into(), self.proto);
-        if self.proto != Protocol::ICMP {
+        if self.proto != Protocol::Icmp {
             packet.sport = sport;
             packet.dport = self.dport;
         }
@@ -365,8 +365,8 @@ impl Flow {
 
     fn text(&self, sport: Option<u16>) -> String {
         let proto = match self.proto {
-            Protocol::TCP => "tcp",
-            Protocol::UDP => "udp",
+            Protocol::Tcp => "tcp",
+            Protocol::Udp => "udp",
             _ => "icmp",
         };
         match (sport, self.dport) {
@@ -406,7 +406,7 @@ impl Ground {
             Verdict::Accept => {
                 let dst = outcome.packet.dst;
                 let local = delivered_locally(outcome);
-                if proto == Protocol::ICMP {
+                if proto == Protocol::Icmp {
                     return Some(if local || self.hosts.contains(&dst) {
                         Seen::Connected
                     } else {
@@ -470,7 +470,7 @@ struct Entry {
 
 /// The conntrack entry of `flow` from `sport` in `ns`.
 fn conntrack_entry(ns: &Netns, flow: &Flow, sport: u16) -> Option<Entry> {
-    let proto = if flow.proto == Protocol::TCP {
+    let proto = if flow.proto == Protocol::Tcp {
         "tcp"
     } else {
         "udp"
@@ -581,14 +581,14 @@ impl Drop for Servers {
 fn kernel(flow: &Flow, sport: Option<u16>) -> Seen {
     let (src, dst) = (flow.src.to_string(), flow.dst.to_string());
     match flow.proto {
-        Protocol::TCP => connect(
+        Protocol::Tcp => connect(
             &flow.from,
             flow.src,
             sport.expect("a source port"),
             flow.dst,
             flow.dport.expect("a port"),
         ),
-        Protocol::UDP => udp(flow, sport.expect("a source port")),
+        Protocol::Udp => udp(flow, sport.expect("a source port")),
         _ => {
             let out = flow
                 .from
@@ -760,7 +760,7 @@ fn compare(
     // (flow, source port, the model's outcomes)
     let mut attempts = Vec::new();
     for (index, flow) in flows.iter().enumerate() {
-        let ports = flow.proto != Protocol::ICMP;
+        let ports = flow.proto != Protocol::Icmp;
         let probe = netfilter.traverse(flow.path, flow.packet(Some(sport)), context);
         let tries = if probe.len() > 1 && ports {
             FORKED_ATTEMPTS
@@ -850,7 +850,7 @@ fn compare(
             ));
             continue;
         }
-        if flow.proto == Protocol::ICMP {
+        if flow.proto == Protocol::Icmp {
             continue;
         }
         match &entry {
@@ -1011,12 +1011,12 @@ fn hand_built_nftables_rules_agree_with_the_kernel_on_every_flow() {
     for source in &sources {
         for dst in destinations {
             for port in tcp_ports {
-                flows.push(Flow::new(source, Protocol::TCP, dst, Some(port)));
+                flows.push(Flow::new(source, Protocol::Tcp, dst, Some(port)));
             }
             for port in udp_ports {
-                flows.push(Flow::new(source, Protocol::UDP, dst, Some(port)));
+                flows.push(Flow::new(source, Protocol::Udp, dst, Some(port)));
             }
-            flows.push(Flow::new(source, Protocol::ICMP, dst, None));
+            flows.push(Flow::new(source, Protocol::Icmp, dst, None));
         }
     }
     let mut ground = Ground::default();
@@ -1025,12 +1025,12 @@ fn hand_built_nftables_rules_agree_with_the_kernel_on_every_flow() {
         for port in *tcp {
             ground
                 .listeners
-                .push(((*addr).into(), Protocol::TCP, *port));
+                .push(((*addr).into(), Protocol::Tcp, *port));
         }
         for port in *udp {
             ground
                 .listeners
-                .push(((*addr).into(), Protocol::UDP, *port));
+                .push(((*addr).into(), Protocol::Udp, *port));
         }
     }
     let comparison = compare(
@@ -1078,7 +1078,7 @@ fn hand_built_nftables_rules_agree_with_the_kernel_on_every_flow() {
 /// The namespace's listening sockets, from `ss`.
 fn local_listeners(ns: &Netns) -> Vec<(IpAddr, Protocol, u16)> {
     let mut listeners = Vec::new();
-    for (flag, proto) in [("-Htln", Protocol::TCP), ("-Huln", Protocol::UDP)] {
+    for (flag, proto) in [("-Htln", Protocol::Tcp), ("-Huln", Protocol::Udp)] {
         for line in ns.run(&["ss", "-4", flag]).lines() {
             let Some(local) = line.split_whitespace().nth(3) else {
                 continue;
@@ -1204,15 +1204,15 @@ fn real_kube_proxy_nftables_rules_agree_with_the_kernel_on_every_flow() {
             if source.ip == OUTSIDE_IP && dst.octets()[..2] == [10, 244] {
                 continue;
             }
-            flows.push(Flow::new(source, Protocol::TCP, *dst, Some(*port)));
+            flows.push(Flow::new(source, Protocol::Tcp, *dst, Some(*port)));
         }
         let mut pings = vec![service(100), service(50), node.ip, other.pods[0].ip];
         for (dst, port) in [(service(100), 80), (service(106), 80), (node.ip, 30080)] {
-            flows.push(Flow::new(source, Protocol::UDP, dst, Some(port)));
+            flows.push(Flow::new(source, Protocol::Udp, dst, Some(port)));
         }
         if source.ip != OUTSIDE_IP {
             // A pod and the node reach the host outside (masqueraded).
-            flows.push(Flow::new(source, Protocol::TCP, OUTSIDE_IP, Some(POD_PORT)));
+            flows.push(Flow::new(source, Protocol::Tcp, OUTSIDE_IP, Some(POD_PORT)));
             pings.push(OUTSIDE_IP);
         } else {
             pings.retain(|ip| ip.octets()[..2] != [10, 244]);
@@ -1221,14 +1221,14 @@ fn real_kube_proxy_nftables_rules_agree_with_the_kernel_on_every_flow() {
             // The node reaches its own pods (a pod's would be bridged).
             flows.push(Flow::new(
                 source,
-                Protocol::TCP,
+                Protocol::Tcp,
                 node.pods[1].ip,
                 Some(POD_PORT),
             ));
             pings.push(node.pods[1].ip);
         }
         for dst in pings {
-            flows.push(Flow::new(source, Protocol::ICMP, dst, None));
+            flows.push(Flow::new(source, Protocol::Icmp, dst, None));
         }
     }
     let mut ground = Ground {
@@ -1239,12 +1239,12 @@ fn real_kube_proxy_nftables_rules_agree_with_the_kernel_on_every_flow() {
         ground.hosts.push(p.ip.into());
         ground
             .listeners
-            .push((p.ip.into(), Protocol::TCP, POD_PORT));
+            .push((p.ip.into(), Protocol::Tcp, POD_PORT));
     }
     ground.hosts.push(OUTSIDE_IP.into());
     ground
         .listeners
-        .push((OUTSIDE_IP.into(), Protocol::TCP, POD_PORT));
+        .push((OUTSIDE_IP.into(), Protocol::Tcp, POD_PORT));
     let comparison = compare(&flows, &netfilter, &context, &ground, &node.ns, 25000, 1);
     report(
         "real kube-proxy (nftables mode) on node-1",

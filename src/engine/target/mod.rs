@@ -5,7 +5,8 @@ use std::fmt;
 use std::net::IpAddr;
 use std::str::FromStr;
 
-use crate::snapshot::cluster::{PortRef, Protocol as PortProtocol, Service};
+pub use crate::net::Protocol;
+use crate::snapshot::cluster::{PortRef, Service};
 
 mod candidates;
 mod resolve;
@@ -242,49 +243,6 @@ impl Endpoint {
     }
 }
 
-/// The protocol of a flow.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Protocol {
-    Tcp,
-    Udp,
-    Sctp,
-    /// An echo request.
-    Icmp,
-}
-
-impl Protocol {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Protocol::Tcp => "tcp",
-            Protocol::Udp => "udp",
-            Protocol::Sctp => "sctp",
-            Protocol::Icmp => "icmp",
-        }
-    }
-
-    /// Whether its packets carry ports.
-    pub fn has_ports(self) -> bool {
-        self != Protocol::Icmp
-    }
-
-    /// The protocol of a Kubernetes port (a Service's, an EndpointSlice's, a
-    /// container's, a NetworkPolicy's) that carries this flow; ICMP has none.
-    pub fn port_protocol(self) -> Option<PortProtocol> {
-        match self {
-            Protocol::Tcp => Some(PortProtocol::Tcp),
-            Protocol::Udp => Some(PortProtocol::Udp),
-            Protocol::Sctp => Some(PortProtocol::Sctp),
-            Protocol::Icmp => None,
-        }
-    }
-}
-
-impl fmt::Display for Protocol {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 /// A question: can `from` reach `to` on `port`/`protocol`?
 #[derive(Debug, Clone)]
 pub struct Request {
@@ -453,17 +411,22 @@ mod tests {
     }
 
     #[test]
-    fn every_flow_protocol_but_icmp_has_ports_and_a_kubernetes_port_protocol() {
-        for (protocol, port) in [
-            (Protocol::Tcp, Some(PortProtocol::Tcp)),
-            (Protocol::Udp, Some(PortProtocol::Udp)),
-            (Protocol::Sctp, Some(PortProtocol::Sctp)),
+    fn every_flow_protocol_but_icmp_has_ports_and_a_kubernetes_port_spelling() {
+        use crate::snapshot::cluster::ApiEnum;
+        for (protocol, spelling) in [
+            (Protocol::Tcp, Some("TCP")),
+            (Protocol::Udp, Some("UDP")),
+            (Protocol::Sctp, Some("SCTP")),
             (Protocol::Icmp, None),
         ] {
-            assert_eq!(protocol.port_protocol(), port);
-            assert_eq!(protocol.has_ports(), port.is_some());
+            assert_eq!(
+                Protocol::from_api(spelling.unwrap_or("ICMP")).is_some(),
+                spelling.is_some()
+            );
+            assert_eq!(protocol.has_ports(), spelling.is_some());
         }
         assert_eq!(Protocol::Sctp.to_string(), "sctp");
+        assert_eq!(Protocol::Sctp.api_name(), "SCTP");
     }
 
     #[test]

@@ -4,6 +4,7 @@
 use std::net::IpAddr;
 
 use super::{Candidates, Endpoint, PacketSize, Protocol, Request, TargetError, TargetPortNote};
+use crate::snapshot::cluster::ApiEnum as _;
 use crate::snapshot::cluster::{IpOwner, Pod, PortRef, Service, ServicePort};
 use crate::snapshot::{NetnsId, Snapshot};
 
@@ -335,11 +336,8 @@ fn service_port(
     protocol: Protocol,
 ) -> Result<Option<u16>, TargetError> {
     let (namespace, name) = (&service.meta.namespace, &service.meta.name);
-    let carries = |p: &&ServicePort| {
-        protocol
-            .port_protocol()
-            .is_none_or(|wanted| p.protocol == wanted)
-    };
+    // A flow without ports (ICMP) is carried by every port of the Service.
+    let carries = |p: &&ServicePort| !protocol.has_ports() || p.protocol == protocol;
     let Some(port) = port else {
         let mut ports = service.ports.iter().filter(carries);
         return match (ports.next(), ports.next()) {
@@ -348,7 +346,7 @@ fn service_port(
                 let theirs: Vec<String> = service
                     .ports
                     .iter()
-                    .map(|p| format!("{}/{}", p.port, p.protocol))
+                    .map(|p| format!("{}/{}", p.port, p.protocol.api_name()))
                     .collect();
                 Err(TargetError::NoServicePortOfProtocol(
                     namespace.clone(),
@@ -373,8 +371,8 @@ fn service_port(
             .ports
             .iter()
             .map(|p| match &p.name {
-                Some(port_name) => format!("{}/{} ({port_name})", p.port, p.protocol),
-                None => format!("{}/{}", p.port, p.protocol),
+                Some(port_name) => format!("{}/{} ({port_name})", p.port, p.protocol.api_name()),
+                None => format!("{}/{}", p.port, p.protocol.api_name()),
             })
             .collect();
         return Err(TargetError::UnknownServicePort(
@@ -386,7 +384,7 @@ fn service_port(
         ));
     };
     if !named.iter().any(carries) {
-        let theirs: Vec<&str> = named.iter().map(|p| p.protocol.as_str()).collect();
+        let theirs: Vec<&str> = named.iter().map(|p| p.protocol.api_name()).collect();
         return Err(TargetError::WrongServicePortProtocol(
             namespace.clone(),
             name.clone(),
@@ -406,11 +404,13 @@ fn single_declared_port(
     protocol: Protocol,
 ) -> Option<u16> {
     let pod = snapshot.cluster.pod(namespace, name)?;
-    let wanted = protocol.port_protocol()?;
+    if !protocol.has_ports() {
+        return None;
+    }
     let mut ports = pod.containers.iter().flat_map(|c| {
         c.ports
             .iter()
-            .filter(move |p| p.protocol == wanted)
+            .filter(move |p| p.protocol == protocol)
             .map(|p| p.container_port)
     });
     let first = ports.next()?;

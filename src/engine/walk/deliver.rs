@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::engine::codes;
-use crate::snapshot::netns::sockets::{self as ss, ListeningSocket};
+use crate::snapshot::netns::sockets::{self as ss, ListeningSocket, SocketState, waiting_state};
 
 impl<'s> Walker<'s> {
     /// The packet is for this namespace: a tunnel device or a socket takes
@@ -22,9 +22,13 @@ impl<'s> Walker<'s> {
         }
         let Flow { packet, branch } = flow;
         if let Some(ipvs) = self.ipvs(ns)
-            && let (Some(transport), Some(dport)) = (transport(packet.protocol), packet.dport)
+            && let Some(dport) = packet.dport
         {
-            match ipvs.schedule(transport, SocketAddr::new(packet.dst, dport), packet.mark) {
+            match ipvs.schedule(
+                packet.protocol,
+                SocketAddr::new(packet.dst, dport),
+                packet.mark,
+            ) {
                 IpvsOutcome::NotVirtual => {}
                 IpvsOutcome::Scheduled { service, choices } => {
                     return self.ipvs_forward(place, Flow { packet, branch }, service, choices);
@@ -58,7 +62,7 @@ impl<'s> Walker<'s> {
             }
         }
         self.delivering(hop);
-        match socket_protocol(packet.protocol) {
+        match waiting_state(packet.protocol) {
             None => {
                 let ignored = self
                     .sysctls(ns)
@@ -84,7 +88,8 @@ impl<'s> Walker<'s> {
                 self.step(hop, Step::Delivered { socket });
                 self.answer(place, Flow { packet, branch })
             }
-            Some(wanted) => {
+            Some(state) => {
+                let wanted = (packet.protocol, state);
                 let Some(sockets) = self
                     .snapshot
                     .namespaces
@@ -225,22 +230,18 @@ enum Listener<'d> {
     Unknown(String),
 }
 
-/// The socket that takes `packet`, arrived on `iif`: one of `wanted`
-/// waiting for packets on its port, bound to its destination (or to every
+/// The socket that takes `packet`, arrived on `iif`: one of `protocol` in
+/// the `state` that waits for packets on its port, bound to its destination (or to every
 /// address of its family, or of both) and to no other device.
 fn listener<'d>(
     sockets: &'d [ListeningSocket],
-    wanted: SocketProtocol,
+    (protocol, state): (Protocol, SocketState),
     packet: &Packet,
     iif: &str,
 ) -> Listener<'d> {
     let on_port: Vec<&ListeningSocket> = sockets
         .iter()
-        .filter(|s| {
-            s.protocol == wanted
-                && s.state == wanted.waiting_state()
-                && Some(s.port) == packet.dport
-        })
+        .filter(|s| s.protocol == protocol && s.state == state && Some(s.port) == packet.dport)
         .collect();
     let found = on_port.iter().find(|s| {
         s.interface.as_deref().is_none_or(|bound| bound == iif)
@@ -256,14 +257,12 @@ fn listener<'d>(
     if let Some(socket) = found {
         return Listener::Found(socket);
     }
-    if !ss::lists(sockets, wanted) {
+    if !ss::lists(sockets, protocol) {
         return Listener::Unknown(ss::SCTP_UNLISTED.into());
     }
     // A multi-homed SCTP endpoint shows one of its addresses only.
     let elsewhere = on_port.iter().find_map(|s| match s.address {
-        LocalAddress::Ip(address)
-            if wanted == SocketProtocol::Sctp && !address.is_unspecified() =>
-        {
+        LocalAddress::Ip(address) if protocol == Protocol::Sctp && !address.is_unspecified() => {
             Some(address)
         }
         _ => None,

@@ -55,7 +55,7 @@ use super::{
 };
 use crate::diagnostic::FindingCode;
 use crate::netstack::Tri;
-use crate::netstack::ipvs::{Ipvs, IpvsOutcome, Scheduled, Transport};
+use crate::netstack::ipvs::{Ipvs, IpvsOutcome, Scheduled};
 use crate::netstack::netfilter::{
     self, BridgePorts, ConnectionNat, Context, CtState, Netfilter, Outcome, PacketPath,
     RouteChoice, RuleRef, Step as NetfilterStep, Translation, Verdict, deciding_rule, ruleset_of,
@@ -67,7 +67,7 @@ use crate::packs::{self, LoadedPacks};
 use crate::snapshot::cluster::IpOwner;
 use crate::snapshot::netns::DumpFile;
 use crate::snapshot::netns::addr::Family;
-use crate::snapshot::netns::iptables::{Protocol as IpProtocol, TcpFlagBits};
+use crate::snapshot::netns::iptables::TcpFlagBits;
 use crate::snapshot::netns::ipvs::{Forwarding, VirtualService};
 use crate::snapshot::netns::link::{
     IpipInfo, Link as Device, LinkFlag, LinkKind as DeviceKind, LinkLayerAddress, MacAddr,
@@ -75,8 +75,7 @@ use crate::snapshot::netns::link::{
 };
 use crate::snapshot::netns::neigh::NeighbourState;
 use crate::snapshot::netns::route::{RouteType, Scope};
-use crate::snapshot::netns::rule::IpProto;
-use crate::snapshot::netns::sockets::{LocalAddress, SocketProtocol};
+use crate::snapshot::netns::sockets::LocalAddress;
 use crate::snapshot::netns::sysctl::Sysctls;
 use crate::snapshot::{NetnsId, Snapshot};
 use arp::{ArpAnswer, ArpRefusal, ArpRequest};

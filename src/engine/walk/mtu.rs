@@ -242,7 +242,7 @@ impl<'s> Walker<'s> {
             };
         };
         let lookup = fib.lookup(&FlowKey {
-            ip_proto: Some(IpProto::Icmp),
+            ip_proto: Some(Protocol::Icmp),
             ..FlowKey::to(sender)
         });
         let paths = match lookup.outcome {
@@ -268,7 +268,7 @@ impl<'s> Walker<'s> {
                 });
                 continue;
             };
-            let mut error = netfilter::Packet::new(src, sender, IpProtocol::ICMP);
+            let mut error = netfilter::Packet::new(src, sender, Protocol::Icmp);
             error.icmp = Some((ICMP_DEST_UNREACHABLE, ICMP_FRAG_NEEDED));
             error.ct_state = CtState::Related;
             error.length = ICMP_ERROR_LENGTH;

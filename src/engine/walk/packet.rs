@@ -66,12 +66,7 @@ impl Packet {
         packs::Packet {
             src: self.src.unwrap_or(self.dst),
             dst: self.dst,
-            protocol: match self.protocol {
-                Protocol::Tcp => packs::TransportProtocol::Tcp,
-                Protocol::Udp => packs::TransportProtocol::Udp,
-                Protocol::Sctp => packs::TransportProtocol::Sctp,
-                Protocol::Icmp => packs::TransportProtocol::Icmp,
-            },
+            protocol: self.protocol,
             src_port: self.sport,
             dst_port: self.dport,
             mark: self.mark,
@@ -85,15 +80,9 @@ impl Packet {
     /// The packet as netfilter sees it: the first packet of a new connection
     /// from an ephemeral port.
     pub(super) fn netfilter_packet(&self, src: IpAddr) -> netfilter::Packet {
-        let protocol = match self.protocol {
-            Protocol::Tcp => IpProtocol::TCP,
-            Protocol::Udp => IpProtocol::UDP,
-            Protocol::Sctp => IpProtocol::SCTP,
-            Protocol::Icmp => IpProtocol::ICMP,
-        };
         let protocol = match &self.tunnel {
-            Some(tunnel) if tunnel.encapsulation == Encapsulation::Ipip => IPIP,
-            _ => protocol,
+            Some(tunnel) if tunnel.encapsulation == Encapsulation::Ipip => Protocol::IPIP,
+            _ => self.protocol,
         };
         let mut packet = netfilter::Packet::new(src, self.dst, protocol);
         if let Some(size) = self.size.filter(|size| !size.probe) {
@@ -114,9 +103,6 @@ impl Packet {
         packet
     }
 }
-
-/// IP protocol 4, IP in IP.
-pub(super) const IPIP: IpProtocol = IpProtocol(4);
 
 /// What a tunnel's outer packet carries.
 #[derive(Debug, Clone, PartialEq)]
@@ -277,37 +263,6 @@ pub(super) fn mac_text(address: &LinkLayerAddress) -> String {
     }
 }
 
-/// The transport IPVS schedules a protocol by, if any.
-pub(super) fn transport(protocol: Protocol) -> Option<Transport> {
-    match protocol {
-        Protocol::Tcp => Some(Transport::Tcp),
-        Protocol::Udp => Some(Transport::Udp),
-        Protocol::Sctp => Some(Transport::Sctp),
-        Protocol::Icmp => None,
-    }
-}
-
-/// The sockets that take a protocol's packets; ICMP's echo requests are
-/// answered by the kernel itself.
-pub(super) fn socket_protocol(protocol: Protocol) -> Option<SocketProtocol> {
-    match protocol {
-        Protocol::Tcp => Some(SocketProtocol::Tcp),
-        Protocol::Udp => Some(SocketProtocol::Udp),
-        Protocol::Sctp => Some(SocketProtocol::Sctp),
-        Protocol::Icmp => None,
-    }
-}
-
-/// The protocol as policy routing's `ipproto` selector names it.
-pub(super) fn ip_proto(protocol: Protocol) -> IpProto {
-    match protocol {
-        Protocol::Tcp => IpProto::Tcp,
-        Protocol::Udp => IpProto::Udp,
-        Protocol::Sctp => IpProto::Sctp,
-        Protocol::Icmp => IpProto::Icmp,
-    }
-}
-
 /// `ADDR:PORT`, or the address alone.
 pub(super) fn endpoint(address: Option<IpAddr>, port: Option<u16>) -> String {
     match (address, port) {
@@ -376,7 +331,10 @@ mod tests {
     #[test]
     fn an_ipip_packet_is_protocol_4_to_netfilter_and_says_so() {
         let outer = ipip(packet("10.244.1.2", "10.244.2.3", 100, false));
-        assert_eq!(outer.netfilter_packet(outer.src.unwrap()).proto, IPIP);
+        assert_eq!(
+            outer.netfilter_packet(outer.src.unwrap()).proto,
+            Protocol::IPIP
+        );
         assert_eq!(
             outer.to_string(),
             "172.18.0.11 -> 172.18.0.12 ipip (120 bytes, DF) [10.244.1.2 -> 10.244.2.3:8080 tcp (100 bytes, DF)]"
@@ -396,21 +354,18 @@ mod tests {
             ..packet("10.244.1.2", "10.244.2.3", 100, false)
         };
         let filtered = sctp.netfilter_packet(sctp.src.unwrap());
-        assert_eq!(filtered.proto, IpProtocol::SCTP);
+        assert_eq!(filtered.proto, Protocol::Sctp);
         assert_eq!(
             (filtered.sport, filtered.dport),
             (Some(EPHEMERAL_PORT), Some(8080))
         );
         assert_eq!(filtered.tcp_flags, None);
-        assert_eq!(sctp.pack_packet().protocol, packs::TransportProtocol::Sctp);
+        assert_eq!(sctp.pack_packet().protocol, Protocol::Sctp);
         assert_eq!(sctp.fields().protocol, "sctp");
         assert_eq!(
             sctp.to_string(),
             "10.244.1.2 -> 10.244.2.3:8080 sctp (100 bytes, DF)"
         );
-        assert_eq!(transport(Protocol::Sctp), Some(Transport::Sctp));
-        assert_eq!(ip_proto(Protocol::Sctp), IpProto::Sctp);
-        assert_eq!(socket_protocol(Protocol::Sctp), Some(SocketProtocol::Sctp));
     }
 
     #[test]

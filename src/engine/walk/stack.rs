@@ -69,7 +69,7 @@ impl<'s> Walker<'s> {
                 // A socket's packet is routed first (that picks its source
                 // address), then meets OUTPUT and POSTROUTING.
                 let lookup = fib.lookup(&FlowKey {
-                    ip_proto: Some(ip_proto(packet.protocol)),
+                    ip_proto: Some(packet.protocol),
                     dport: packet.dport,
                     ..FlowKey::to(packet.dst)
                 });

@@ -101,7 +101,7 @@ impl<'a> IndexedTable<'a> {
             ChainIndex::Linear => Some(from),
             ChainIndex::Destination(dispatch) => dispatch.next(Some(packet.dst), from),
             ChainIndex::Port(dispatch) => {
-                dispatch.next(packet.dport.map(|port| (packet.proto.0, port)), from)
+                dispatch.next(packet.dport.map(|port| (packet.proto.number(), port)), from)
             }
         };
         next.filter(|&position| position < rules)
@@ -131,10 +131,10 @@ fn required_port(rule: &Rule) -> Option<(u8, u16)> {
             .map(|d| d.value.first)
     };
     let port = rule.matches.iter().find_map(|m| match m {
-        Match::Tcp(tcp) if protocol == Protocol::TCP => single(&tcp.ports),
-        Match::Udp(udp) if protocol == Protocol::UDP => single(udp),
-        Match::Sctp(sctp) if protocol == Protocol::SCTP => single(sctp),
+        Match::Tcp(tcp) if protocol == Protocol::Tcp => single(&tcp.ports),
+        Match::Udp(udp) if protocol == Protocol::Udp => single(udp),
+        Match::Sctp(sctp) if protocol == Protocol::Sctp => single(sctp),
         _ => None,
     })?;
-    Some((protocol.0, port))
+    Some((protocol.number(), port))
 }

@@ -157,8 +157,8 @@ impl Tester<'_, '_, '_, '_> {
             // The model's packets are never non-first fragments.
             Match::Fragment { invert } => Tri::from(*invert).into(),
             Match::Tcp(tcp) => self.tcp(tcp),
-            Match::Udp(ports) => self.ports(Protocol::UDP, ports),
-            Match::Sctp(ports) => self.ports(Protocol::SCTP, ports),
+            Match::Udp(ports) => self.ports(Protocol::Udp, ports),
+            Match::Sctp(ports) => self.ports(Protocol::Sctp, ports),
             Match::Icmp(icmp) => self.icmp(icmp),
             Match::Multiport(multiport) => self.multiport(multiport),
             Match::AddrType(addrtype) => self.addrtype(addrtype),
@@ -281,7 +281,7 @@ impl Tester<'_, '_, '_, '_> {
     }
 
     fn tcp(&self, tcp: &TcpMatch) -> Test {
-        let mut test = self.ports(Protocol::TCP, &tcp.ports);
+        let mut test = self.ports(Protocol::Tcp, &tcp.ports);
         if test.truth == Tri::False {
             return test;
         }
@@ -303,7 +303,7 @@ impl Tester<'_, '_, '_, '_> {
 
     fn icmp(&self, icmp: &Invertible<IcmpType>) -> Test {
         let packet = self.packet();
-        if packet.proto != Protocol::ICMP {
+        if packet.proto != Protocol::Icmp {
             return false.into();
         }
         let Some((kind, code)) = packet.icmp else {
@@ -321,7 +321,7 @@ impl Tester<'_, '_, '_, '_> {
         let packet = self.packet();
         if !matches!(
             packet.proto,
-            Protocol::TCP | Protocol::UDP | Protocol::SCTP | Protocol(136)
+            Protocol::Tcp | Protocol::Udp | Protocol::Sctp | Protocol::Other(136)
         ) {
             return false.into();
         }

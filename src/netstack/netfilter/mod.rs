@@ -44,7 +44,6 @@ use crate::snapshot::netns::iptables::{
     Policy, Protocol, RejectWith, Rule, Ruleset, TableName, TcpFlagBits,
 };
 use crate::snapshot::netns::nft;
-use crate::snapshot::netns::rule::IpProto;
 pub use decision::{RuleRef, RulesetKind, deciding_rule, ruleset_of};
 use index::IndexedTable;
 use nftables::{NftTable, NftWalk};
@@ -195,15 +194,15 @@ impl Packet {
     /// A packet of `proto` from `src` to `dst`, the first of its connection
     /// (a SYN for TCP, an echo request for ICMP), 64 bytes, TTL 64, no mark.
     pub fn new(src: IpAddr, dst: IpAddr, proto: Protocol) -> Packet {
-        let ports = matches!(proto, Protocol::TCP | Protocol::UDP | Protocol::SCTP);
+        let ports = matches!(proto, Protocol::Tcp | Protocol::Udp | Protocol::Sctp);
         Packet {
             src,
             dst,
             proto,
             sport: ports.then_some(40000),
             dport: ports.then_some(80),
-            tcp_flags: (proto == Protocol::TCP).then_some(TcpFlagBits::SYN),
-            icmp: (proto == Protocol::ICMP).then_some((8, 0)),
+            tcp_flags: (proto == Protocol::Tcp).then_some(TcpFlagBits::SYN),
+            icmp: (proto == Protocol::Icmp).then_some((8, 0)),
             length: 64,
             ttl: 64,
             mark: 0,
@@ -223,13 +222,7 @@ impl Packet {
             src: Some(self.src),
             iif: self.in_iface.clone(),
             mark: self.mark,
-            ip_proto: match self.proto {
-                Protocol::TCP => Some(IpProto::Tcp),
-                Protocol::UDP => Some(IpProto::Udp),
-                Protocol::SCTP => Some(IpProto::Sctp),
-                Protocol::ICMP => Some(IpProto::Icmp),
-                _ => None,
-            },
+            ip_proto: Some(self.proto),
             sport: self.sport,
             dport: self.dport,
             ..FlowKey::to(self.dst)

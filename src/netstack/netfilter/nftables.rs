@@ -373,9 +373,7 @@ fn symbol(name: &str, kind: Kind) -> Option<Val> {
     let number = |n: u32| Some(Val::Num(u128::from(n)));
     match kind {
         Kind::Iface | Kind::FibType => Some(Val::Text(name.to_string())),
-        Kind::Proto => Protocol::parse(name)
-            .ok()
-            .map(|p| Val::Num(u128::from(p.0))),
+        Kind::Proto => Protocol::parse(name).map(|p| Val::Num(u128::from(p.number()))),
         Kind::Port => match name {
             "http" => number(80),
             "https" => number(443),
@@ -1110,23 +1108,23 @@ impl<'a> NftWalk<'_, 'a, '_> {
             }
             Expr::Payload { protocol, field } => {
                 let proto = packet.proto;
-                let transport = matches!(proto, Protocol::TCP | Protocol::UDP | Protocol::SCTP)
-                    || proto == Protocol(136);
+                let transport = matches!(proto, Protocol::Tcp | Protocol::Udp | Protocol::Sctp)
+                    || proto == Protocol::Other(136);
                 match (protocol.as_str(), field.as_str()) {
                     ("ip", _) if !ipv4 => Read::Absent,
                     ("ip6", _) if ipv4 => Read::Absent,
                     ("ip" | "ip6", "saddr") => num(address_bits(packet.src).1),
                     ("ip" | "ip6", "daddr") => num(address_bits(packet.dst).1),
-                    ("ip", "protocol") | ("ip6", "nexthdr") => num(u128::from(proto.0)),
+                    ("ip", "protocol") | ("ip6", "nexthdr") => num(u128::from(proto.number())),
                     ("ip", "ttl") | ("ip6", "hoplimit") => num(u128::from(packet.ttl)),
                     ("ip", "length") => num(u128::from(packet.length)),
-                    ("tcp", _) if proto != Protocol::TCP => Read::Absent,
-                    ("udp", _) if proto != Protocol::UDP => Read::Absent,
-                    ("sctp", _) if proto != Protocol::SCTP => Read::Absent,
-                    ("udplite", _) if proto != Protocol(136) => Read::Absent,
+                    ("tcp", _) if proto != Protocol::Tcp => Read::Absent,
+                    ("udp", _) if proto != Protocol::Udp => Read::Absent,
+                    ("sctp", _) if proto != Protocol::Sctp => Read::Absent,
+                    ("udplite", _) if proto != Protocol::Other(136) => Read::Absent,
                     ("th", _) if !transport => Read::Unknown(format!(
                         "th {field} of a protocol {} packet: the header has no ports",
-                        proto.0
+                        proto.number()
                     )),
                     ("tcp" | "udp" | "sctp" | "udplite" | "th", "sport") => match packet.sport {
                         Some(port) => num(u128::from(port)),
@@ -1136,8 +1134,8 @@ impl<'a> NftWalk<'_, 'a, '_> {
                         Some(port) => num(u128::from(port)),
                         None => Read::Unknown("the destination port is not known".into()),
                     },
-                    ("icmp", _) if proto != Protocol::ICMP => Read::Absent,
-                    ("icmpv6", _) if proto != Protocol::ICMPV6 => Read::Absent,
+                    ("icmp", _) if proto != Protocol::Icmp => Read::Absent,
+                    ("icmpv6", _) if proto != Protocol::Icmpv6 => Read::Absent,
                     ("icmp" | "icmpv6", "type") => match packet.icmp {
                         Some((kind, _)) => num(u128::from(kind)),
                         None => Read::Unknown("the ICMP type is not known".into()),
@@ -1150,7 +1148,7 @@ impl<'a> NftWalk<'_, 'a, '_> {
                 }
             }
             Expr::Meta(key) => match key.as_str() {
-                "l4proto" => num(u128::from(packet.proto.0)),
+                "l4proto" => num(u128::from(packet.proto.number())),
                 "nfproto" => num(if ipv4 { 2 } else { 10 }),
                 "protocol" => num(if ipv4 { 0x0800 } else { 0x86dd }),
                 "mark" => num(u128::from(packet.mark)),
@@ -1208,7 +1206,7 @@ impl<'a> NftWalk<'_, 'a, '_> {
                             "proto-dst" => {
                                 original.dport.map_or(Read::Absent, |p| num(u128::from(p)))
                             }
-                            _ => num(u128::from(original.proto.0)),
+                            _ => num(u128::from(original.proto.number())),
                         }
                     }
                     _ => Read::Unknown(format!("ct {key} is not modelled")),
@@ -1392,7 +1390,7 @@ fn port_range(expr: &Expr) -> Option<PortRange> {
 fn reject_with(reject: &nft::Reject, packet: &Packet) -> RejectWith {
     let code = reject.code.as_deref().unwrap_or("port-unreachable");
     match (reject.kind.as_deref(), code) {
-        (Some("tcp reset"), _) if packet.proto == Protocol::TCP => RejectWith::TcpReset,
+        (Some("tcp reset"), _) if packet.proto == Protocol::Tcp => RejectWith::TcpReset,
         (_, "net-unreachable" | "no-route") => RejectWith::IcmpNetUnreachable,
         (_, "host-unreachable" | "addr-unreachable") => RejectWith::IcmpHostUnreachable,
         (_, "prot-unreachable") => RejectWith::IcmpProtoUnreachable,

@@ -133,10 +133,10 @@ impl Fields<'_> {
                 protocol == packet.proto && self.port(dimension).unwrap_or(0) == port
             }
             SetPort::Icmp { kind, code } => {
-                packet.proto == Protocol::ICMP && packet.icmp == Some((kind, code))
+                packet.proto == Protocol::Icmp && packet.icmp == Some((kind, code))
             }
             SetPort::Icmpv6 { kind, code } => {
-                packet.proto == Protocol::ICMPV6 && packet.icmp == Some((kind, code))
+                packet.proto == Protocol::Icmpv6 && packet.icmp == Some((kind, code))
             }
         }
     }

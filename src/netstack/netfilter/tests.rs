@@ -17,7 +17,7 @@ pub(super) fn ip(text: &str) -> IpAddr {
 
 /// A TCP SYN to `dst:dport`, received on eth0 and sent out of eth1.
 pub(super) fn tcp(src: &str, dst: &str, dport: u16) -> Packet {
-    let mut packet = Packet::new(ip(src), ip(dst), Protocol::TCP);
+    let mut packet = Packet::new(ip(src), ip(dst), Protocol::Tcp);
     packet.dport = Some(dport);
     packet.in_iface = Some("eth0".into());
     packet.out_iface = Some("eth1".into());
@@ -111,7 +111,7 @@ fn tcp_flags_and_syn_test_the_packets_flags() {
 
 #[test]
 fn icmp_type_matches_type_and_code() {
-    let ping = Packet::new(ip("10.0.0.5"), ip("10.1.0.9"), Protocol::ICMP);
+    let ping = Packet::new(ip("10.0.0.5"), ip("10.1.0.9"), Protocol::Icmp);
     assert_eq!(
         fires("-p icmp -m icmp --icmp-type echo-request", ping.clone()),
         Tri::True
@@ -673,7 +673,7 @@ fn in_set(set: &str, packet: Packet) -> Tri {
 #[test]
 fn ipset_members_match_by_type_and_direction() {
     let udp = |dst: &str, port| {
-        let mut p = Packet::new(ip("10.0.0.5"), ip(dst), Protocol::UDP);
+        let mut p = Packet::new(ip("10.0.0.5"), ip(dst), Protocol::Udp);
         p.dport = Some(port);
         p
     };
@@ -696,7 +696,7 @@ fn ipset_members_match_by_type_and_direction() {
         in_set("ext-ip-port src,dst", udp("10.96.0.10", 53)),
         Tri::False
     );
-    let ping = Packet::new(ip("10.0.0.5"), ip("10.96.0.11"), Protocol::ICMP);
+    let ping = Packet::new(ip("10.0.0.5"), ip("10.96.0.11"), Protocol::Icmp);
     assert_eq!(in_set("ext-ip-port dst,dst", ping), Tri::True);
 }
 

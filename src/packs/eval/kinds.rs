@@ -6,6 +6,7 @@ use std::path::Path;
 
 use super::{Evaluator, Failure, Outcome, Stop};
 use crate::diagnostic::Evidence;
+use crate::net::Protocol;
 use crate::netstack::routing::table_name;
 use crate::packs::host::lladdr_text;
 use crate::packs::model::{CheckKind, Value};
@@ -13,7 +14,7 @@ use crate::packs::scope::Context;
 use crate::snapshot::netns::NetnsDump;
 use crate::snapshot::netns::neigh::NeighbourState;
 use crate::snapshot::netns::route::{Destination, RouteFlag};
-use crate::snapshot::netns::sockets::{self as ss, SocketProtocol};
+use crate::snapshot::netns::sockets as ss;
 use crate::snapshot::netns::{DumpFile, Lacking};
 
 /// The subject's namespace dump, where a declarative kind looks.
@@ -315,7 +316,7 @@ impl Evaluator<'_> {
         if listening {
             return Ok(Vec::new());
         }
-        if protocol == SocketProtocol::Sctp.as_str() && !ss::lists(sockets, SocketProtocol::Sctp) {
+        if protocol == Protocol::Sctp.as_str() && !ss::lists(sockets, Protocol::Sctp) {
             return Err(Stop::Unknown(format!(
                 "{}: {}",
                 ctx.subject,

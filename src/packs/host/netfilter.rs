@@ -245,7 +245,7 @@ fn masquerade_decisions(n: &NetnsRef, src: Dynamic, dsts: &[Dynamic]) -> Fallibl
     let in_iface = device_to(src);
     let mut decisions = Vec::with_capacity(dsts.len());
     for dst in dsts {
-        let mut packet = netfilter::Packet::new(src, dst, Protocol::TCP);
+        let mut packet = netfilter::Packet::new(src, dst, Protocol::Tcp);
         packet.in_iface = in_iface.clone();
         packet.out_iface = device_to(dst);
         let outcomes = netfilter.hook(netfilter::Hook::Postrouting, packet, &context);

@@ -7,6 +7,7 @@ use std::net::IpAddr;
 use rhai::{Array, Dynamic, Map};
 
 use super::{int, map, opt, text};
+use crate::snapshot::cluster::ApiEnum as _;
 use crate::snapshot::cluster::{
     ConfigMap, DaemonSet, EndpointAddress, EndpointPort, EndpointSlice, Endpoints, IpOwner,
     NodeAddress, ObjectReference, PortRef, Service, TemplateContainer, TrafficPolicy,
@@ -72,7 +73,7 @@ pub(super) fn container(c: &crate::snapshot::cluster::Container) -> Dynamic {
             map([
                 ("name", opt(p.name.clone())),
                 ("port", int(p.container_port)),
-                ("protocol", text(p.protocol)),
+                ("protocol", text(p.protocol.api_name())),
             ])
         })
         .collect();
@@ -135,7 +136,7 @@ pub fn service_map(service: &Service) -> Dynamic {
             map([
                 ("name", opt(p.name.clone())),
                 ("port", int(p.port)),
-                ("protocol", text(p.protocol)),
+                ("protocol", text(p.protocol.api_name())),
                 ("target_port", target_port),
                 ("node_port", opt(p.node_port.map(i64::from))),
             ])
@@ -177,7 +178,7 @@ fn endpoint_ports(ports: &[EndpointPort]) -> Dynamic {
                 map([
                     ("name", opt(p.name.clone())),
                     ("port", opt(p.port.map(i64::from))),
-                    ("protocol", text(p.protocol)),
+                    ("protocol", text(p.protocol.api_name())),
                 ])
             })
             .collect(),

@@ -9,6 +9,7 @@ use super::Cluster;
 use super::convert::read_object;
 use super::direct;
 use super::document::{Data, Position, Value, parse_json, parse_yaml};
+use super::model::ApiEnum as _;
 use super::model::{Object, ObjectSource, Pod};
 use crate::snapshot::input::{self, Boundary};
 use crate::snapshot::problem::{ParseIssue, Problem};
@@ -375,7 +376,8 @@ fn insert(cluster: &mut Cluster, object: Object, citing: Citing) -> Vec<String> 
             let same = owner.meta.namespace == namespace && owner.meta.name == name;
             (!same).then(|| {
                 format!(
-                    "NodePort {port}/{protocol} of Service {namespace}/{name} is already used by Service {}/{} ({})",
+                    "NodePort {port}/{} of Service {namespace}/{name} is already used by Service {}/{} ({})",
+                    protocol.api_name(),
                     owner.meta.namespace,
                     owner.meta.name,
                     citing.place(&owner.meta.source)

@@ -50,9 +50,17 @@ pub struct ObjectMeta {
 }
 
 /// An enumerated string field of the Kubernetes API.
-pub trait ApiEnum: Sized + Copy + 'static {
+pub trait ApiEnum: Sized + Copy + PartialEq + 'static {
     /// Every value with its spelling in the API.
     const VALUES: &'static [(&'static str, Self)];
+
+    /// The value as the API spells it (`TCP`).
+    fn api_name(self) -> &'static str {
+        Self::VALUES
+            .iter()
+            .find(|(_, value)| *value == self)
+            .map_or("", |(spelling, _)| *spelling)
+    }
 
     /// Reads the API spelling; `None` for anything else (the API is case-sensitive).
     fn from_api(text: &str) -> Option<Self> {
@@ -95,13 +103,17 @@ macro_rules! api_enum {
 }
 pub(super) use api_enum;
 
-api_enum! {
-    /// A transport protocol of a port. The API defaults it to TCP.
-    pub enum Protocol {
-        Tcp = "TCP",
-        Udp = "UDP",
-        Sctp = "SCTP",
-    }
+/// A port's protocol (a Service's, an EndpointSlice's, a container's, a
+/// NetworkPolicy's) is the network vocabulary's [`Protocol`]; the API
+/// spells the three a port can have in capitals, and defaults to TCP.
+pub use crate::net::Protocol;
+
+impl ApiEnum for Protocol {
+    const VALUES: &'static [(&'static str, Self)] = &[
+        ("TCP", Protocol::Tcp),
+        ("UDP", Protocol::Udp),
+        ("SCTP", Protocol::Sctp),
+    ];
 }
 
 /// A port given by number or by the name of a container port

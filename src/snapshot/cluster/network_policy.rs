@@ -29,6 +29,7 @@
 use std::fmt;
 use std::net::IpAddr;
 
+use super::model::ApiEnum as _;
 use super::model::{
     NAMESPACE_NAME_LABEL, NetworkPolicy, NetworkPolicyPeer, NetworkPolicyPort, NetworkPolicyRule,
     ObjectSource, Pod, PortRef, Protocol,
@@ -542,34 +543,37 @@ impl Judge<'_> {
                     protocol,
                     port: None,
                     ..
-                } => format!("any {protocol} port"),
+                } => format!("any {} port", protocol.api_name()),
                 NetworkPolicyPort::Port {
                     protocol,
                     port: Some(PortRef::Number(first)),
                     end_port: Some(last),
-                } => format!("{first}-{last}/{protocol}"),
+                } => format!("{first}-{last}/{}", protocol.api_name()),
                 NetworkPolicyPort::Port {
                     protocol,
                     port: Some(PortRef::Number(number)),
                     end_port: None,
-                } => format!("{number}/{protocol}"),
+                } => format!("{number}/{}", protocol.api_name()),
                 NetworkPolicyPort::Port {
                     protocol,
                     port: Some(PortRef::Name(name)),
                     ..
-                } => match (self.destination_pod, self.named_port(name, *protocol)) {
-                    (_, Some(number)) => format!("{name}/{protocol} (= {number})"),
-                    (Some(pod), None) => format!(
-                        "{name}/{protocol} (no such container port on {}/{})",
-                        pod.meta.namespace, pod.meta.name
-                    ),
-                    (None, None) => format!("{name}/{protocol} (the destination is no pod)"),
-                },
+                } => {
+                    let named = format!("{name}/{}", protocol.api_name());
+                    match (self.destination_pod, self.named_port(name, *protocol)) {
+                        (_, Some(number)) => format!("{named} (= {number})"),
+                        (Some(pod), None) => format!(
+                            "{named} (no such container port on {}/{})",
+                            pod.meta.namespace, pod.meta.name
+                        ),
+                        (None, None) => format!("{named} (the destination is no pod)"),
+                    }
+                }
                 NetworkPolicyPort::Invalid { reason } => format!("invalid port ({reason})"),
             })
             .collect();
         let traffic = match self.flow.transport {
-            Some((protocol, port)) => format!("port {port}/{protocol}"),
+            Some((protocol, port)) => format!("port {port}/{}", protocol.api_name()),
             None => "traffic without ports (ICMP)".to_owned(),
         };
         format!("{traffic} not in [{}]", listed.join(", "))

@@ -183,8 +183,8 @@ impl SetPort {
 
     fn parse(text: &str) -> Result<SetPort, BadValue> {
         let (protocol, port) = match text.split_once(':') {
-            Some((protocol, port)) => (Protocol::parse(protocol)?, port),
-            None => (Protocol::TCP, text),
+            Some((protocol, port)) => (super::iptables::protocol(protocol)?, port),
+            None => (Protocol::Tcp, text),
         };
         let type_code = |kind, code| -> Result<(u8, u8), BadValue> {
             match code {
@@ -193,7 +193,7 @@ impl SetPort {
             }
         };
         match protocol {
-            Protocol::ICMP => {
+            Protocol::Icmp => {
                 let (kind, code) = match IcmpType::parse(port)? {
                     IcmpType::TypeCode(kind, code) => (kind, code),
                     IcmpType::Type(kind) => (kind, 0),
@@ -203,7 +203,7 @@ impl SetPort {
                 };
                 Ok(SetPort::Icmp { kind, code })
             }
-            Protocol::ICMPV6 => {
+            Protocol::Icmpv6 => {
                 let (kind, code) = match Self::ICMPV6_NAMES.iter().find(|(name, _)| *name == port) {
                     Some((_, type_code)) => *type_code,
                     None => {
@@ -533,7 +533,7 @@ mod tests {
 
     fn tcp(port: u16) -> SetPort {
         SetPort::Port {
-            protocol: Protocol::TCP,
+            protocol: Protocol::Tcp,
             port,
         }
     }
@@ -558,7 +558,7 @@ mod tests {
                 == Member::IpPort(
                     ip("10.96.0.10"),
                     SetPort::Port {
-                        protocol: Protocol::UDP,
+                        protocol: Protocol::Udp,
                         port: 53,
                     },
                 )
@@ -617,14 +617,14 @@ mod tests {
             Member::IpPort(
                 ip("10.96.0.13"),
                 SetPort::Port {
-                    protocol: Protocol(47),
+                    protocol: Protocol::Other(47),
                     port: 0,
                 },
             ),
             Member::IpPort(
                 ip("10.96.0.14"),
                 SetPort::Port {
-                    protocol: Protocol::SCTP,
+                    protocol: Protocol::Sctp,
                     port: 99,
                 },
             ),
@@ -637,7 +637,7 @@ mod tests {
         assert!(members(v6).contains(&Member::NetPort(
             net("fd00::/64"),
             SetPort::Port {
-                protocol: Protocol::UDP,
+                protocol: Protocol::Udp,
                 port: 53
             }
         )));

@@ -8,20 +8,9 @@ use ipnet::IpNet;
 use serde::Deserialize;
 
 use super::json;
-use super::keyword::keyword_enum;
 use super::route::{RouteTable, Tos};
+use crate::net::Protocol;
 use crate::snapshot::problem::Parsed;
-
-keyword_enum! {
-    /// The IP protocol a rule matches (`ipproto`).
-    pub enum IpProto {
-        Tcp = "tcp",
-        Udp = "udp",
-        Icmp = "icmp",
-        Ipv6Icmp = "ipv6-icmp",
-        Sctp = "sctp",
-    }
-}
 
 /// One policy routing rule: selectors, all of which must match (or, with
 /// `not`, not all), and the action taken when they do.
@@ -44,7 +33,8 @@ pub struct PolicyRule {
     pub fwmark: Option<Fwmark>,
     pub tos: Option<Tos>,
     pub uidrange: Option<RangeInclusive<u32>>,
-    pub ipproto: Option<IpProto>,
+    /// The IP protocol it matches (`ipproto`).
+    pub ipproto: Option<Protocol>,
     pub sport: Option<RangeInclusive<u16>>,
     pub dport: Option<RangeInclusive<u16>>,
     /// A lookup result is ignored when its prefix is this long or shorter
@@ -106,7 +96,7 @@ struct RawRule {
     tos: Option<Tos>,
     uid_start: Option<u32>,
     uid_end: Option<u32>,
-    ipproto: Option<IpProto>,
+    ipproto: Option<String>,
     sport: Option<u16>,
     sport_start: Option<u16>,
     sport_end: Option<u16>,
@@ -155,7 +145,14 @@ impl TryFrom<RawRule> for PolicyRule {
             fwmark,
             tos: raw.tos,
             uidrange,
-            ipproto: raw.ipproto,
+            // ip names the protocol as /etc/protocols does, or by number.
+            ipproto: raw
+                .ipproto
+                .map(|word| {
+                    Protocol::parse(&word)
+                        .ok_or_else(|| format!("ipproto {word:?} is not a protocol name or number"))
+                })
+                .transpose()?,
             sport: port_range("sport", raw.sport, raw.sport_start, raw.sport_end)?,
             dport: port_range("dport", raw.dport, raw.dport_start, raw.dport_end)?,
             suppress_prefixlength: raw.suppress_prefixlen,
@@ -383,7 +380,7 @@ mod tests {
         assert_eq!(at(&rules, 180).tos, Some(Tos::Value(0x10)));
         assert_eq!(at(&rules, 181).uidrange, Some(1000..=2000));
         let ports = at(&rules, 182);
-        assert_eq!(ports.ipproto, Some(IpProto::Tcp));
+        assert_eq!(ports.ipproto, Some(Protocol::Tcp));
         assert_eq!(ports.sport, Some(1000..=2000));
         assert_eq!(ports.dport, Some(80..=80));
     }

@@ -15,40 +15,25 @@
 use std::net::IpAddr;
 
 use super::keyword::keyword_enum;
+use crate::net::Protocol;
 use crate::snapshot::problem::{ParseIssue, Parsed};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum SocketProtocol {
-    Tcp,
-    Udp,
-    Sctp,
-}
-
-impl SocketProtocol {
-    /// The Netid as ss prints it: `tcp`, `udp`, `sctp`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SocketProtocol::Tcp => "tcp",
-            SocketProtocol::Udp => "udp",
-            SocketProtocol::Sctp => "sctp",
-        }
-    }
-
-    /// The state of a socket of this protocol that takes new packets: a
-    /// listening TCP or SCTP socket, a bound UDP one.
-    pub fn waiting_state(self) -> SocketState {
-        match self {
-            SocketProtocol::Tcp | SocketProtocol::Sctp => SocketState::Listen,
-            SocketProtocol::Udp => SocketState::Unconn,
-        }
+/// The state of a socket of `protocol` that takes new packets: a listening
+/// TCP or SCTP socket, a bound UDP one; `None` for a protocol without
+/// sockets of its own (ICMP's echo requests are the kernel's to answer).
+pub fn waiting_state(protocol: Protocol) -> Option<SocketState> {
+    match protocol {
+        Protocol::Tcp | Protocol::Sctp => Some(SocketState::Listen),
+        Protocol::Udp => Some(SocketState::Unconn),
+        _ => None,
     }
 }
 
 /// Whether a dump says anything of `protocol`'s sockets: of TCP and UDP
 /// always; of SCTP only when it has an SCTP socket, since a dump of
 /// `ss -H -tuln` (the contract before SCTP) lists none whatever listens.
-pub fn lists(sockets: &[ListeningSocket], protocol: SocketProtocol) -> bool {
-    protocol != SocketProtocol::Sctp || sockets.iter().any(|s| s.protocol == protocol)
+pub fn lists(sockets: &[ListeningSocket], protocol: Protocol) -> bool {
+    protocol != Protocol::Sctp || sockets.iter().any(|s| s.protocol == protocol)
 }
 
 /// Why a dump that [`lists`] no SCTP socket cannot say that nothing listens
@@ -78,7 +63,7 @@ pub enum LocalAddress {
 /// One listening socket.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ListeningSocket {
-    pub protocol: SocketProtocol,
+    pub protocol: Protocol,
     pub state: SocketState,
     pub recv_q: u64,
     pub send_q: u64,
@@ -120,9 +105,9 @@ fn parse_line(line: &str) -> Result<ListeningSocket, LineError> {
     };
     let (column, netid) = field(0, "Netid")?;
     let protocol = match netid {
-        "tcp" => SocketProtocol::Tcp,
-        "udp" => SocketProtocol::Udp,
-        "sctp" => SocketProtocol::Sctp,
+        "tcp" => Protocol::Tcp,
+        "udp" => Protocol::Udp,
+        "sctp" => Protocol::Sctp,
         _ => return Err((column, format!("{netid:?} is not tcp, udp or sctp"))),
     };
     let (_, state) = field(1, "State")?;
@@ -219,9 +204,7 @@ mod tests {
     }
 
     /// (protocol, address, interface, port) of every socket.
-    fn bound(
-        sockets: &[ListeningSocket],
-    ) -> Vec<(SocketProtocol, LocalAddress, Option<&str>, u16)> {
+    fn bound(sockets: &[ListeningSocket]) -> Vec<(Protocol, LocalAddress, Option<&str>, u16)> {
         sockets
             .iter()
             .map(|s| (s.protocol, s.address, s.interface.as_deref(), s.port))
@@ -230,7 +213,7 @@ mod tests {
 
     #[test]
     fn every_address_form_of_the_node_is_read() {
-        use SocketProtocol::{Tcp, Udp};
+        use Protocol::{Tcp, Udp};
         let sockets = sockets(NODE);
         let expected = [
             (Udp, ip("0.0.0.0"), None, 8472),
@@ -259,7 +242,7 @@ mod tests {
     fn tcp_sockets_listen_and_udp_sockets_are_unconnected() {
         let sockets = sockets(NODE);
         for socket in &sockets {
-            assert_eq!(socket.state, socket.protocol.waiting_state());
+            assert_eq!(Some(&socket.state), waiting_state(socket.protocol).as_ref());
         }
         let kubelet = sockets
             .iter()
@@ -273,8 +256,8 @@ mod tests {
         let pod = sockets(POD);
         let found = bound(&pod);
         assert_eq!(found.len(), 2);
-        assert!(found.contains(&(SocketProtocol::Udp, LocalAddress::AnyDualStack, None, 53)));
-        assert!(found.contains(&(SocketProtocol::Tcp, ip("0.0.0.0"), None, 8080)));
+        assert!(found.contains(&(Protocol::Udp, LocalAddress::AnyDualStack, None, 53)));
+        assert!(found.contains(&(Protocol::Tcp, ip("0.0.0.0"), None, 8080)));
     }
 
     /// What `ss -H -tulnS` prints for SCTP endpoints listening (iproute2's
@@ -291,15 +274,10 @@ mod tests {
         assert_eq!(
             bound(&sockets),
             [
-                (SocketProtocol::Sctp, ip("0.0.0.0"), None, 38412),
-                (
-                    SocketProtocol::Sctp,
-                    LocalAddress::AnyDualStack,
-                    None,
-                    36412
-                ),
-                (SocketProtocol::Sctp, ip("fd00::7"), Some("eth0"), 2905),
-                (SocketProtocol::Tcp, ip("0.0.0.0"), None, 22),
+                (Protocol::Sctp, ip("0.0.0.0"), None, 38412),
+                (Protocol::Sctp, LocalAddress::AnyDualStack, None, 36412),
+                (Protocol::Sctp, ip("fd00::7"), Some("eth0"), 2905),
+                (Protocol::Tcp, ip("0.0.0.0"), None, 22),
             ]
         );
         for socket in &sockets {
@@ -314,11 +292,11 @@ mod tests {
         // an SCTP line may be one of those, and says nothing of SCTP.
         for old in [NODE, POD, ""] {
             let sockets = sockets(old);
-            assert!(!lists(&sockets, SocketProtocol::Sctp));
-            assert!(lists(&sockets, SocketProtocol::Tcp));
-            assert!(lists(&sockets, SocketProtocol::Udp));
+            assert!(!lists(&sockets, Protocol::Sctp));
+            assert!(lists(&sockets, Protocol::Tcp));
+            assert!(lists(&sockets, Protocol::Udp));
         }
-        assert!(lists(&sockets(SCTP), SocketProtocol::Sctp));
+        assert!(lists(&sockets(SCTP), Protocol::Sctp));
         assert!(SCTP_UNLISTED.contains("ss -H -tulnS"));
     }
 

@@ -48,9 +48,10 @@ impl<'s> Walker<'s> {
                 "pod {namespace}/{name} is not Ready: whether it answers cannot be known without its dump"
             ));
         }
-        let Some(wanted) = packet.protocol.port_protocol() else {
+        let wanted = packet.protocol;
+        if !wanted.has_ports() {
             return Ok("the kernel's ICMP echo responder (the pod is Ready)".into());
-        };
+        }
         let declared = pod.containers.iter().find_map(|container| {
             container
                 .ports

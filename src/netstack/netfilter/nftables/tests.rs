@@ -366,7 +366,7 @@ fn sctp_ports_are_matched_like_tcp_and_udp_ones() {
     let none = no_iptables();
     let sctp = |dport: u16| {
         let mut packet = tcp("10.0.0.1", "10.0.1.1", dport);
-        packet.proto = Protocol::SCTP;
+        packet.proto = Protocol::Sctp;
         packet.tcp_flags = None;
         summary(&traverse(&none, &nft, packet))
     };

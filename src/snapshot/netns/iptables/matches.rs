@@ -10,9 +10,10 @@ use ipnet::IpNet;
 use super::DumpText;
 use super::rule::{Extension, OptionArgs, WordIssue, extensions, text};
 use super::values::{
-    AddressRange, BadValue, IcmpType, Interface, Invertible, MarkMask, PortRange, Protocol, bad,
-    flag_set, ip_addr, ip_net, number,
+    AddressRange, BadValue, IcmpType, Interface, Invertible, MarkMask, PortRange, bad, flag_set,
+    ip_addr, ip_net, number, protocol,
 };
+use crate::net::Protocol;
 
 /// One test of a rule. A rule matches when all of its tests do.
 #[derive(Debug, Clone, PartialEq)]
@@ -764,7 +765,7 @@ impl Extension for ConntrackState {
         Some(match name {
             "--ctstate" => args.once(&mut ct.state, |a| a.invertible(CtStates::parse)),
             "--ctstatus" => args.once(&mut ct.status, |a| a.invertible(CtStatuses::parse)),
-            "--ctproto" => args.once(&mut ct.protocol, |a| a.invertible(Protocol::parse)),
+            "--ctproto" => args.once(&mut ct.protocol, |a| a.invertible(protocol)),
             "--ctorigsrc" => args.once(&mut ct.original_source, net),
             "--ctorigdst" => args.once(&mut ct.original_destination, net),
             "--ctreplsrc" => args.once(&mut ct.reply_source, net),

@@ -34,6 +34,7 @@ use std::fmt;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
+pub use crate::net::Protocol;
 pub use matches::{
     AddrTypeMatch, AddrTypes, BpfInstruction, BpfMatch, BpfProgram, ConntrackMatch, CtDirection,
     CtStates, CtStatuses, HashLimitMatch, HashLimitMode, IpRangeMatch, LimitInterface, LimitMatch,
@@ -46,7 +47,8 @@ pub use targets::{
     ChainRef, ConnMarkAction, CtTarget, CtZone, LogTarget, MasqueradeTarget, NatRange, NatTarget,
     NfLogTarget, RedirectTarget, RejectWith, Target, XMark,
 };
-pub use values::{AddressRange, IcmpType, Interface, Invertible, MarkMask, PortRange, Protocol};
+pub(crate) use values::protocol;
+pub use values::{AddressRange, IcmpType, Interface, Invertible, MarkMask, PortRange};
 
 pub(crate) use values::{BadValue, ip_addr, ip_net, number, prefix_len};
 pub(crate) use words::{Word, column, split_words};

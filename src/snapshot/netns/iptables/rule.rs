@@ -14,9 +14,10 @@ use std::sync::Arc;
 use super::matches::{Match, PendingMatch};
 use super::read::parse_counter;
 use super::targets::{ChainRef, PendingTarget, Target};
-use super::values::{BadValue, Interface, Invertible, Protocol, ip_net};
+use super::values::{BadValue, Interface, Invertible, ip_net, protocol};
 use super::words::Word;
 use super::{ChainIndex, Counters, DumpLine, DumpText};
+use crate::net::Protocol;
 
 /// A problem with one word of a rule.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -252,10 +253,10 @@ fn starts_part(word: &str) -> bool {
 /// The module `-p` loads for options no other module has.
 fn protocol_module(protocol: Protocol) -> Option<&'static str> {
     match protocol {
-        Protocol::TCP => Some("tcp"),
-        Protocol::UDP => Some("udp"),
-        Protocol::SCTP => Some("sctp"),
-        Protocol::ICMP => Some("icmp"),
+        Protocol::Tcp => Some("tcp"),
+        Protocol::Udp => Some("udp"),
+        Protocol::Sctp => Some("sctp"),
+        Protocol::Icmp => Some("icmp"),
         _ => None,
     }
 }
@@ -697,7 +698,7 @@ fn read_builtin(kind: Builtin, args: &mut OptionArgs<'_, '_>) -> Result<Match, W
         Builtin::Destination => Match::Destination(args.invertible(ip_net)?),
         Builtin::InInterface => Match::InInterface(args.invertible(Interface::parse)?),
         Builtin::OutInterface => Match::OutInterface(args.invertible(Interface::parse)?),
-        Builtin::Protocol => Match::Protocol(args.invertible(Protocol::parse)?),
+        Builtin::Protocol => Match::Protocol(args.invertible(protocol)?),
         Builtin::Fragment => Match::Fragment {
             invert: args.invert(),
         },

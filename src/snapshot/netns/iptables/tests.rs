@@ -165,7 +165,7 @@ fn kube_proxy_service_dispatch_is_typed() {
         dispatch.matches,
         [
             Match::Destination(yes(net("10.96.100.10/32"))),
-            Match::Protocol(yes(Protocol::TCP)),
+            Match::Protocol(yes(Protocol::Tcp)),
             Match::Comment("default/web:http cluster IP".into()),
             Match::Tcp(TcpMatch {
                 ports: PortMatch {
@@ -366,7 +366,7 @@ fn calico_rules_are_typed() {
         })
     );
     let ipip = rule(&ruleset, TableName::Filter, "cali-INPUT", 1);
-    assert_eq!(ipip.matches[0], Match::Protocol(yes(Protocol(4))));
+    assert_eq!(ipip.matches[0], Match::Protocol(yes(Protocol::IPIP)));
     assert_eq!(
         ipip.matches[1],
         Match::Comment("cali:PajejrV4aFdkZojI".into())
@@ -537,7 +537,7 @@ fn port_protocol_and_icmp_matches_are_typed() {
     assert_eq!(
         input(39).matches,
         [
-            Match::Protocol(yes(Protocol(47))),
+            Match::Protocol(yes(Protocol::Other(47))),
             Match::Fragment { invert: true }
         ]
     );
@@ -555,7 +555,7 @@ fn port_protocol_and_icmp_matches_are_typed() {
                 name: "lo".into(),
                 wildcard: false
             })),
-            Match::Protocol(not(Protocol::TCP)),
+            Match::Protocol(not(Protocol::Tcp)),
         ]
     );
 }
@@ -591,7 +591,7 @@ fn connection_mark_and_set_matches_are_typed() {
     let Match::Conntrack(ct) = &input(14).matches[0] else {
         panic!()
     };
-    assert_eq!(ct.protocol, Some(yes(Protocol::TCP)));
+    assert_eq!(ct.protocol, Some(yes(Protocol::Tcp)));
     assert_eq!(ct.original_source, Some(yes(net("10.1.0.0/16"))));
     assert_eq!(
         ct.original_destination_port,
@@ -1058,7 +1058,7 @@ fn unknown_option_of_a_known_module_keeps_that_module_raw() {
     assert_eq!(
         rule.matches,
         [
-            Match::Protocol(yes(Protocol::SCTP)),
+            Match::Protocol(yes(Protocol::Sctp)),
             Match::Unsupported {
                 module: "sctp".into(),
                 raw: "-m sctp --dport 80 --chunk-types any INIT".into()
@@ -1114,7 +1114,7 @@ fn options_route_to_their_module_in_any_order() {
                 },
                 ..TcpMatch::default()
             }),
-            Match::Protocol(yes(Protocol::TCP)),
+            Match::Protocol(yes(Protocol::Tcp)),
             Match::Destination(yes(net("10.96.0.1/32"))),
         ]
     );
@@ -1130,7 +1130,7 @@ fn protocol_implies_its_module_for_its_options() {
     assert_eq!(
         rule.matches,
         [
-            Match::Protocol(yes(Protocol::UDP)),
+            Match::Protocol(yes(Protocol::Udp)),
             Match::Udp(PortMatch {
                 source: None,
                 destination: Some(yes(PortRange::single(53)))

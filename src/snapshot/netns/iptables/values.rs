@@ -6,6 +6,8 @@ use std::net::{IpAddr, Ipv4Addr};
 
 use ipnet::IpNet;
 
+use crate::net::Protocol;
+
 /// A value that could not be read, with a message saying why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
@@ -96,66 +98,12 @@ fn port(text: &str) -> Result<u16, BadValue> {
     number(text).or_else(|_| bad(format!("`{text}` is not a port number")))
 }
 
-/// An IP protocol number (`-p`, `--ctproto`, ipset's `proto:port`). Names are
-/// read with the table iptables and `/etc/protocols` use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Protocol(pub u8);
-
-impl Protocol {
-    /// `-p all`: any protocol.
-    pub const ALL: Protocol = Protocol(0);
-    pub const ICMP: Protocol = Protocol(1);
-    pub const TCP: Protocol = Protocol(6);
-    pub const UDP: Protocol = Protocol(17);
-    pub const ICMPV6: Protocol = Protocol(58);
-    pub const SCTP: Protocol = Protocol(132);
-
-    const NAMES: &'static [(&'static str, u8)] = &[
-        ("all", 0),
-        ("icmp", 1),
-        ("igmp", 2),
-        ("ipencap", 4),
-        ("tcp", 6),
-        ("egp", 8),
-        ("udp", 17),
-        ("dccp", 33),
-        ("ipv6", 41),
-        ("gre", 47),
-        ("esp", 50),
-        ("ah", 51),
-        ("icmpv6", 58),
-        ("ipv6-icmp", 58),
-        ("ospf", 89),
-        ("ipip", 94),
-        ("pim", 103),
-        ("vrrp", 112),
-        ("l2tp", 115),
-        ("sctp", 132),
-        ("mh", 135),
-        ("ipv6-mh", 135),
-        ("udplite", 136),
-    ];
-
-    /// Reads a protocol name (any case) or number.
-    pub(crate) fn parse(text: &str) -> Result<Protocol, BadValue> {
-        if let Some((_, number)) = Self::NAMES
-            .iter()
-            .find(|(name, _)| name.eq_ignore_ascii_case(text))
-        {
-            return Ok(Protocol(*number));
-        }
-        number(text)
-            .map(Protocol)
-            .or_else(|_| bad(format!("`{text}` is not a protocol name or number")))
-    }
-
-    /// The protocol's usual name, if it has one.
-    pub fn name(self) -> Option<&'static str> {
-        Self::NAMES
-            .iter()
-            .find(|(_, number)| *number == self.0)
-            .map(|(name, _)| *name)
-    }
+/// A protocol as a rule gives it (`-p`, `--ctproto`, ipset's `proto:port`):
+/// a name (any case, with the table iptables and `/etc/protocols` use) or
+/// a number.
+pub(crate) fn protocol(text: &str) -> Result<Protocol, BadValue> {
+    Protocol::parse(text)
+        .ok_or_else(|| BadValue(format!("`{text}` is not a protocol name or number")))
 }
 
 /// An interface test (`-i cali+`): a name, or with `wildcard` every name that
@@ -532,11 +480,11 @@ mod tests {
 
     #[test]
     fn protocols_read_by_name_or_number() {
-        assert_eq!(Protocol::parse("TCP"), Ok(Protocol::TCP));
-        assert_eq!(Protocol::parse("ipencap"), Ok(Protocol(4)));
-        assert_eq!(Protocol::parse("47"), Ok(Protocol(47)));
-        assert_eq!(Protocol(47).name(), Some("gre"));
-        assert!(Protocol::parse("nonsense").is_err());
+        assert_eq!(protocol("TCP"), Ok(Protocol::Tcp));
+        assert_eq!(protocol("ipencap"), Ok(Protocol::IPIP));
+        assert_eq!(protocol("47"), Ok(Protocol::Other(47)));
+        assert_eq!(Protocol::Other(47).name(), Some("gre"));
+        assert!(protocol("nonsense").is_err());
     }
 
     #[test]
