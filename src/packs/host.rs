@@ -15,6 +15,7 @@ use rhai::{Array, Dynamic, Engine, EvalAltResult, Map, Position};
 use sha1::{Digest, Sha1};
 
 use super::scope::{ClusterRef, Context, HopScope, HopStop, NetnsRef, NodeRef, Packet, PodRef};
+use crate::netstack::namespace::Modelled;
 use crate::netstack::netfilter;
 use crate::netstack::routing::{Fib, FlowKey, LookupOutcome, table_name};
 use crate::snapshot::NetnsId;
