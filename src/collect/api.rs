@@ -1,7 +1,7 @@
 //! The Kubernetes API, as kubectl reaches it: the connection (kubeconfig,
 //! context, `KUBECONFIG`, in-cluster, exec plugins, certificates, tokens),
-//! and errors that say what to do. What is read through it is
-//! [`super::objects`]'s.
+//! and errors that say what to do. What is read through it, and written
+//! into a snapshot, is `objects`'s, above this module.
 //!
 //! **Invariant:** every call has a time limit, and every failure becomes a
 //! [`LiveError`] naming the server, and for a refusal the verb, the

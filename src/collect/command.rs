@@ -1,7 +1,7 @@
 //! What running one command gives: its output, or why it did not run to
 //! its end; a process of this machine run with a time limit and a bound on
 //! what it may print, and the tools found where they are installed. Every
-//! way of reaching a node ([`super::shell`], a collector pod's `pods/exec`)
+//! way of reaching a node (`shell`'s, a collector pod's `pods/exec`)
 //! answers in these terms.
 
 use std::fs;
