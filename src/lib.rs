@@ -1,21 +1,25 @@
 //! skoop: a Kubernetes network-path diagnoser.
 //!
-//! The library is layered as described in `ARCHITECTURE.md`: [`net`] is the
-//! network vocabulary every layer shares (one [`net::Protocol`]);
-//! [`snapshot`] reads a snapshot directory (Kubernetes objects and per-namespace
-//! dumps of the standard tools) into typed models, and [`collect`] writes such
-//! dumps from a live network namespace. [`netstack`] is the kernel model of
-//! one network namespace, [`packs`] the rule packs (CNI behaviour as data),
-//! [`engine`] the walker that composes namespaces into a diagnosis, and
-//! [`report`] what a diagnosis is shown as (the JSON contract, the pictures,
-//! the text reports). [`pack_tests`] runs a pack's own tests, flows included,
-//! above both packs and engine, and [`matrix`] many flows at once (and two
-//! such answers compared). The command line in `src/cli/` is a thin shell
-//! over these.
+//! The library is layered as described in `ARCHITECTURE.md` ("Layers"; each
+//! imports only those below it, as `tests/layering.rs` holds): [`net`] is the
+//! network vocabulary every layer shares (one [`net::Protocol`]), and
+//! [`diagnostic`] is what every layer reports in; [`snapshot`] reads a snapshot directory
+//! (Kubernetes objects and per-namespace dumps of the standard tools) into
+//! typed models; [`netstack`] is the kernel model of one network namespace
+//! (built once per snapshot), [`packs`] the rule packs (CNI behaviour as
+//! data); [`collect`] writes snapshots from live systems, and [`engine`] is
+//! the walker that composes a snapshot's namespaces into a diagnosis;
+//! [`report`] is what a diagnosis is shown as (the JSON contract, the
+//! pictures, the text reports). Above
+//! them, [`pack_tests`] runs a pack's own tests, flows included,
+//! [`matrix`] many flows at once (and two such answers compared), and
+//! [`live_flow`] collects what one flow needs from a live cluster by
+//! walking it. The command line in `src/cli/` is a thin shell over these.
 
 pub mod collect;
 pub mod diagnostic;
 pub mod engine;
+pub mod live_flow;
 pub mod matrix;
 pub mod net;
 pub mod netstack;

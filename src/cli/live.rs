@@ -159,8 +159,7 @@ pub async fn collect_flow(
     packs: &skoop::packs::LoadedPacks,
     request: &skoop::engine::Request,
 ) -> Result<(), Stopped> {
-    collection
-        .collect_for_flow(packs, request)
+    skoop::live_flow::collect_for_flow(collection, packs, request)
         .await
         .map_err(|e| Stopped::Error(e.to_string()))
 }

@@ -15,8 +15,9 @@ use kube::api::{Api, AttachParams, DeleteParams, ListParams, PostParams};
 use serde_json::json;
 use tokio::io::AsyncWriteExt;
 
-use super::api::{Connection, LiveError, Request};
-use super::shell::{CommandOutput, MAX_STDOUT, RunError, read_bounded};
+use super::api::{Connection, LiveError};
+use super::command::{CommandOutput, MAX_STDOUT, RunError, read_bounded};
+use super::rbac::Request;
 
 /// The image collector pods run unless `--collector-image` says otherwise:
 /// it carries iproute2, iptables (nft and legacy), ipset, ipvsadm, nft,

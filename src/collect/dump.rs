@@ -37,7 +37,8 @@ use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use super::shell::{COMMAND_TIMEOUT, CommandOutput, NodeShell, RunError};
+use super::command::{CommandOutput, RunError};
+use super::shell::{COMMAND_TIMEOUT, NodeShell};
 use crate::snapshot::netns::DumpFile;
 
 /// Exists in a namespace exactly when the `ip_vs` module is loaded.

@@ -2,10 +2,9 @@
 //! through the API, then the network namespaces asked for, node by node
 //! (several nodes at once), through each node's [`NodeShell`].
 //!
-//! For one flow, collection is iterative: walk the flow through what has
-//! been collected so far, collect the namespaces the walk lacked, walk
-//! again; at most [`MAX_ROUNDS`] times. A flow on a cluster of thousands
-//! of nodes so touches the handful of nodes on its way.
+//! Which namespaces one flow needs is the engine's to find, above this
+//! layer (`crate::live_flow`: walk, collect what the walk lacked, walk
+//! again); this module only collects what it is asked for.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -16,20 +15,16 @@ use futures::stream::{self, StreamExt};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::Value;
 
-use super::api::{Connection, LiveError, ObjectsReport, collect_objects};
+use super::api::{Connection, LiveError};
 use super::collector::{
     CollectorOptions, CollectorPod, RUN_LABEL, delete_labelled, ensure_namespace,
 };
 use super::dump::{CollectError, CollectReport};
 use super::node::{PodOnNode, collect_host, collect_pod};
+use super::objects::{ObjectsReport, collect_objects};
 use super::shell::NodeShell;
-use crate::engine::{self, Diagnosis, Endpoint, HopKind, Request};
 use crate::packs::LoadedPacks;
-use crate::snapshot::cluster::IpOwner;
-use crate::snapshot::{NetnsId, Snapshot};
 
-/// How many times a flow is walked and its missing namespaces collected.
-pub const MAX_ROUNDS: usize = 6;
 /// Nodes collected at the same time.
 const PARALLEL_NODES: usize = 8;
 
@@ -85,7 +80,8 @@ pub struct LiveCollection {
     attempted: BTreeSet<Wanted>,
     pub objects: ObjectsReport,
     pub outcomes: Vec<Outcome>,
-    /// How many rounds of [`LiveCollection::collect_for_flow`] collected something.
+    /// How many rounds of a flow's collection (`crate::live_flow`) collected
+    /// something.
     pub rounds: usize,
     progress: ProgressBar,
 }
@@ -134,6 +130,11 @@ impl LiveCollection {
             rounds: 0,
             progress,
         })
+    }
+
+    /// The snapshot directory collected into.
+    pub fn root(&self) -> &Path {
+        &self.root
     }
 
     pub fn nodes(&self) -> impl Iterator<Item = &String> {
@@ -283,33 +284,6 @@ impl LiveCollection {
         }
     }
 
-    /// Walks `request` through what is collected, collects what the walk
-    /// lacked, and again, until nothing new is missing or [`MAX_ROUNDS`].
-    pub async fn collect_for_flow(
-        &mut self,
-        packs: &LoadedPacks,
-        request: &Request,
-    ) -> Result<(), engine::TargetError> {
-        for round in 0..MAX_ROUNDS {
-            let (snapshot, _) = match Snapshot::load(&self.root) {
-                Ok(loaded) => loaded,
-                Err(_) => break,
-            };
-            let snapshot = Arc::new(snapshot);
-            let diagnosis = engine::diagnose(&snapshot, request, packs)?;
-            let mut wanted = missing_namespaces(&snapshot, &diagnosis);
-            if round == 0 {
-                wanted.extend(endpoint_namespaces(&snapshot, &request.from));
-                wanted.extend(endpoint_namespaces(&snapshot, &request.to));
-            }
-            if self.collect(wanted).await == 0 {
-                break;
-            }
-            self.rounds += 1;
-        }
-        Ok(())
-    }
-
     /// Takes the progress display off the terminal.
     pub fn stop_progress(&self) {
         self.progress.finish_and_clear();
@@ -328,77 +302,6 @@ pub async fn cleanup_run(
             delete_labelled(connection, Some(&options.namespace), &labels).await
         }
         NodeAccess::Template(_) => Ok(Vec::new()),
-    }
-}
-
-/// The namespaces a diagnosis went through (or stopped at) that the
-/// snapshot holds no dump of.
-pub fn missing_namespaces(snapshot: &Snapshot, diagnosis: &Diagnosis) -> Vec<Wanted> {
-    let mut wanted = Vec::new();
-    for hop in diagnosis.graph.node_weights() {
-        let Some(node) = hop.node.clone() else {
-            continue;
-        };
-        let (id, want) = match hop.kind {
-            HopKind::Node => (NetnsId::Host { node: node.clone() }, Wanted::Host { node }),
-            HopKind::Pod => {
-                let Some((namespace, name)) = hop.id.split_once('/') else {
-                    continue;
-                };
-                (
-                    NetnsId::Pod {
-                        node,
-                        namespace: namespace.to_string(),
-                        name: name.to_string(),
-                    },
-                    Wanted::Pod {
-                        namespace: namespace.to_string(),
-                        name: name.to_string(),
-                    },
-                )
-            }
-            HopKind::External => continue,
-        };
-        if !snapshot.namespaces.contains_key(&id) && !wanted.contains(&want) {
-            wanted.push(want);
-        }
-    }
-    wanted
-}
-
-/// The namespaces an endpoint of the request names: a pod's and its
-/// node's, a node's, or those of whoever holds an address.
-fn endpoint_namespaces(snapshot: &Snapshot, endpoint: &Endpoint) -> Vec<Wanted> {
-    let cluster = &snapshot.cluster;
-    let pod = |namespace: &str, name: &str| {
-        let node = cluster.pod(namespace, name)?.node_name.clone()?;
-        Some([
-            Wanted::Pod {
-                namespace: namespace.to_string(),
-                name: name.to_string(),
-            },
-            Wanted::Host { node },
-        ])
-    };
-    match endpoint {
-        Endpoint::Pod {
-            namespace, name, ..
-        } => pod(namespace, name).into_iter().flatten().collect(),
-        Endpoint::Node { name, .. } => vec![Wanted::Host { node: name.clone() }],
-        Endpoint::Ip { address, .. } => cluster
-            .by_ip(*address)
-            .iter()
-            .flat_map(|owner| match owner {
-                IpOwner::Pod {
-                    namespace,
-                    name,
-                    host_network: false,
-                } => pod(namespace, name).into_iter().flatten().collect(),
-                IpOwner::Node { name } => vec![Wanted::Host { node: name.clone() }],
-                _ => Vec::new(),
-            })
-            .collect(),
-        Endpoint::Service { .. } => Vec::new(),
     }
 }
 

@@ -2,19 +2,15 @@
 //! `ip netns` name or the one skoop runs in. What is collected and how is
 //! [`super::dump`]'s; this module finds the namespace and the tools.
 
-use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use super::command::find_tool;
 use super::dump::{CollectError, CollectReport, collect_namespace};
 use super::shell::{COMMAND_TIMEOUT, NodeShell};
 
 /// Where `ip netns add` puts named network namespaces and `ip netns exec`
 /// looks for them.
 const NETNS_RUN_DIR: &str = "/run/netns";
-
-/// Searched after `PATH`: most of the tools live in sbin, which a non-root
-/// user's `PATH` often lacks even though `ip` and `sysctl` work unprivileged.
-const SBIN_DIRS: &[&str] = &["/usr/local/sbin", "/usr/sbin", "/sbin"];
 
 /// Writes the dump files of network namespace `netns` (by its `ip netns`
 /// name; `None`: the namespace this process runs in) flat into `out`,
@@ -80,25 +76,10 @@ async fn enter_netns(name: &str) -> Result<Vec<String>, CollectError> {
     }
 }
 
-/// Finds an executable named `tool` on `PATH`, then in the sbin directories.
-pub(super) fn find_tool(tool: &str) -> Option<PathBuf> {
-    if tool.is_empty() || tool.contains('/') {
-        return None;
-    }
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain(SBIN_DIRS.iter().map(PathBuf::from))
-        .map(|dir| dir.join(tool))
-        .find(|candidate| is_executable(candidate))
-}
-
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-}
-
 #[cfg(test)]
 mod tests {
+    use std::fs;
+
     use super::*;
     use crate::collect::dump::{IPVS_PROC_FILE, SkipReason};
     use crate::snapshot::netns::DumpFile;

@@ -1,13 +1,19 @@
 //! Live collection: the data a snapshot holds, taken from a running system.
 //!
 //! - [`local`]: one network namespace of this machine (`skoop collect local`).
-//! - [`api`], [`live`]: a cluster through the Kubernetes API — its objects,
-//!   and the network namespaces of its nodes and pods, reached through a
-//!   collector pod per node or a `--node-exec` command ([`collector`],
-//!   [`shell`], [`node`]); for one flow, only the namespaces it touches.
+//! - [`api`], [`objects`], [`live`]: a cluster through the Kubernetes API —
+//!   its objects, and the network namespaces of its nodes and pods, reached
+//!   through a collector pod per node or a `--node-exec` command
+//!   ([`collector`], [`shell`], [`node`]), each command's outcome told in
+//!   [`command`]'s terms.
 //! - [`dump`]: what every way of collecting shares: one namespace's dump
 //!   files, written by running [`DUMP_FILES`](crate::snapshot::netns::DUMP_FILES).
 //! - [`rbac`]: the least privilege all of it needs (`deploy/rbac.yaml`).
+//!
+//! Its files import downwards only, in this order (`tests/layering.rs`):
+//! `command`, `rbac` < `api` < `collector` < `shell` < `dump` < `local`,
+//! `node`, `objects` < `live`. Which namespaces one flow needs is found by
+//! walking it, above this module and the engine (`crate::live_flow`).
 //!
 //! **Invariant:** `kube`, `k8s-openapi` and `tokio` are used here (and in
 //! `snapshot::cluster::convert` for the API types); the engine stays
@@ -16,10 +22,12 @@
 
 pub mod api;
 pub mod collector;
+pub mod command;
 pub mod dump;
 pub mod live;
 pub mod local;
 pub mod node;
+pub mod objects;
 pub mod rbac;
 pub mod shell;
 

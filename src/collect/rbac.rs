@@ -1,10 +1,12 @@
-//! The least privilege live collection needs: `deploy/rbac.yaml`, written
-//! from the contract's kinds and the loaded packs (`skoop collect rbac`),
-//! and which of its rules grants a request the API server refused.
+//! The least privilege live collection needs: the kinds it reads (the
+//! contract's and the loaded packs'), `deploy/rbac.yaml` written from them
+//! (`skoop collect rbac`), and which of its rules grants a request the API
+//! server refused.
+
+use std::fmt;
 
 use kube::core::{ApiResource, GroupVersionKind};
 
-use super::api::{Request, contract_kinds, pack_kinds};
 use crate::packs::LoadedPacks;
 
 /// The namespace collector pods run in, unless `--collector-namespace` says.
@@ -13,6 +15,74 @@ pub const DEFAULT_COLLECTOR_NAMESPACE: &str = "skoop";
 pub const READER_ROLE: &str = "skoop-reader";
 /// The Role that runs collector pods in the collector namespace.
 pub const COLLECTOR_ROLE: &str = "skoop-collector";
+
+/// An API request, for messages: `list pods`, `create pods/exec in skoop`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    pub verb: &'static str,
+    pub resource: String,
+    pub namespace: Option<String>,
+}
+
+impl Request {
+    pub fn new(verb: &'static str, resource: impl Into<String>, namespace: Option<&str>) -> Self {
+        Request {
+            verb,
+            resource: resource.into(),
+            namespace: namespace.map(str::to_string),
+        }
+    }
+}
+
+impl fmt::Display for Request {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.verb, self.resource)?;
+        match &self.namespace {
+            Some(namespace) => write!(f, " in namespace {namespace}"),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The built-in kinds of the snapshot contract (DESIGN §3). Secrets never.
+pub fn contract_kinds() -> Vec<ApiResource> {
+    use k8s_openapi::api::{apps, core, discovery, networking};
+    vec![
+        ApiResource::erase::<core::v1::Node>(&()),
+        ApiResource::erase::<core::v1::Namespace>(&()),
+        ApiResource::erase::<core::v1::Pod>(&()),
+        ApiResource::erase::<core::v1::Service>(&()),
+        ApiResource::erase::<discovery::v1::EndpointSlice>(&()),
+        ApiResource::erase::<apps::v1::DaemonSet>(&()),
+        ApiResource::erase::<networking::v1::NetworkPolicy>(&()),
+    ]
+}
+
+/// What the loaded packs read: their custom resources (by apiVersion and
+/// kind) and the ConfigMaps they detect (by name).
+pub fn pack_kinds(packs: &LoadedPacks) -> (Vec<GroupVersionKind>, Vec<String>) {
+    let mut kinds = Vec::new();
+    let mut config_maps = Vec::new();
+    for pack in packs.packs() {
+        for crd in &pack.detect.crds {
+            // A kind without an apiVersion cannot be found by discovery.
+            let Some(api_version) = &crd.api_version else {
+                continue;
+            };
+            let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+            let gvk = GroupVersionKind::gvk(group, version, &crd.kind);
+            if !kinds.contains(&gvk) {
+                kinds.push(gvk);
+            }
+        }
+        for signal in &pack.detect.config_maps {
+            if !config_maps.contains(&signal.object.name) {
+                config_maps.push(signal.object.name.clone());
+            }
+        }
+    }
+    (kinds, config_maps)
+}
 
 /// The rule of `deploy/rbac.yaml` that grants `request`, in words.
 pub fn grant(request: &Request) -> String {
@@ -209,5 +279,17 @@ mod tests {
         assert!(grant(&request).contains(COLLECTOR_ROLE));
         let request = Request::new("list", "pods", None);
         assert!(grant(&request).contains(READER_ROLE));
+    }
+
+    #[test]
+    fn requests_read_as_rbac_would_say_them() {
+        assert_eq!(
+            Request::new("create", "pods/exec", Some("skoop")).to_string(),
+            "create pods/exec in namespace skoop"
+        );
+        assert_eq!(
+            Request::new("list", "nodes", None).to_string(),
+            "list nodes"
+        );
     }
 }

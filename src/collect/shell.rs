@@ -5,25 +5,15 @@
 //! tool that hangs or floods cannot hang collection or exhaust memory.
 
 use std::fmt;
-use std::process::Stdio;
 use std::time::Duration;
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
 
 use super::collector::CollectorPod;
-use super::local::find_tool;
+use super::command::{CommandOutput, RunError, find_tool, run_process};
 
 /// How long one dump command may take before it is killed.
 pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// The most one dump command may print on stdout: the largest file a
-/// snapshot reads (a ruleset dump, `docs/limits.md`); more is an error,
-/// not a truncated file.
-pub const MAX_STDOUT: usize = 256 << 20;
-
-/// The most of a command's stderr that is kept.
-const MAX_STDERR: usize = 64 << 10;
 
 /// Where a node's commands run.
 pub enum NodeShell {
@@ -34,39 +24,6 @@ pub enum NodeShell {
     Template { node: String, command: String },
     /// In a collector pod on the node (`pods/exec`).
     Pod(Box<CollectorPod>),
-}
-
-/// What a command did.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CommandOutput {
-    /// The exit code; `None` when the command ended by a signal or the
-    /// remote side did not say.
-    pub code: Option<i32>,
-    /// How it ended, in words (`exit status: 3`).
-    pub status: String,
-    pub stdout: Vec<u8>,
-    pub stderr: Vec<u8>,
-}
-
-impl CommandOutput {
-    pub fn success(&self) -> bool {
-        self.code == Some(0)
-    }
-}
-
-/// Why a command did not run to its end.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum RunError {
-    #[error("`{tool}` is not installed (not found on PATH)")]
-    ToolMissing { tool: String },
-    #[error("could not start: {0}")]
-    CouldNotStart(String),
-    #[error("killed after {} s without finishing", .0.as_secs())]
-    TimedOut(Duration),
-    #[error("printed more than {} MiB; stopped", .0 >> 20)]
-    OutputTooLarge(usize),
-    #[error("pods/exec failed: {0}")]
-    Exec(String),
 }
 
 impl fmt::Debug for NodeShell {
@@ -156,86 +113,6 @@ impl NodeShell {
     }
 }
 
-async fn run_process(
-    mut command: Command,
-    tool: &str,
-    stdin: Option<&[u8]>,
-    timeout: Duration,
-) -> Result<CommandOutput, RunError> {
-    command
-        .env("LC_ALL", "C")
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    let mut child = command
-        .spawn()
-        .map_err(|e| RunError::CouldNotStart(format!("{tool}: {e}")))?;
-    let mut input = child.stdin.take();
-    let stdout = child.stdout.take();
-    let stderr = child.stderr.take();
-    let stdin = stdin.map(<[u8]>::to_vec);
-    let work = async {
-        let feed = async {
-            if let (Some(pipe), Some(bytes)) = (input.as_mut(), stdin) {
-                // A command that does not read its input is not an error.
-                let _ = pipe.write_all(&bytes).await;
-            }
-            drop(input.take());
-        };
-        let (_, out, err) = tokio::join!(
-            feed,
-            read_bounded(stdout, MAX_STDOUT),
-            read_bounded(stderr, MAX_STDERR)
-        );
-        let status = child
-            .wait()
-            .await
-            .map_err(|e| RunError::CouldNotStart(e.to_string()))?;
-        let stdout = out.ok_or(RunError::OutputTooLarge(MAX_STDOUT))?;
-        Ok(CommandOutput {
-            code: status.code(),
-            status: status.to_string(),
-            stdout,
-            stderr: err.unwrap_or_default(),
-        })
-    };
-    // Dropping the future on timeout drops the child, which kills it.
-    tokio::time::timeout(timeout, work)
-        .await
-        .map_err(|_| RunError::TimedOut(timeout))?
-}
-
-/// Reads `reader` to its end; `None` when it holds more than `limit`
-/// bytes (for stderr, the first `limit` bytes are kept instead).
-pub(super) async fn read_bounded(
-    reader: Option<impl AsyncRead + Unpin>,
-    limit: usize,
-) -> Option<Vec<u8>> {
-    let mut reader = reader?;
-    let mut bytes = Vec::new();
-    let mut chunk = vec![0; 64 << 10];
-    loop {
-        match reader.read(&mut chunk).await {
-            Ok(0) | Err(_) => return Some(bytes),
-            Ok(n) => {
-                if bytes.len() + n > limit {
-                    if limit < MAX_STDOUT {
-                        bytes.extend_from_slice(&chunk[..limit - bytes.len()]);
-                        return Some(bytes);
-                    }
-                    return None;
-                }
-                bytes.extend_from_slice(&chunk[..n]);
-            }
-        }
-    }
-}
-
 /// `text` quoted for `sh`: in single quotes, each `'` written as `'\''`.
 pub fn shell_quote(text: &str) -> String {
     if !text.is_empty()
@@ -251,17 +128,10 @@ pub fn shell_quote(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::collect::command::tests::block_on;
 
     fn words(list: &[&str]) -> Vec<String> {
         list.iter().map(|s| s.to_string()).collect()
-    }
-
-    fn block_on<F: Future>(future: F) -> F::Output {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap()
-            .block_on(future)
     }
 
     #[test]
@@ -336,20 +206,5 @@ mod tests {
                 }
             );
         }
-    }
-
-    #[test]
-    fn stdout_past_the_bound_is_an_error_not_a_truncated_file() {
-        let bytes = block_on(read_bounded(Some(&[7u8; 1000][..]), 999));
-        assert_eq!(
-            bytes.map(|b| b.len()),
-            Some(999),
-            "stderr-sized limits keep a prefix"
-        );
-        let over = block_on(read_bounded(
-            Some(&vec![7u8; MAX_STDOUT + 1][..]),
-            MAX_STDOUT,
-        ));
-        assert_eq!(over, None);
     }
 }

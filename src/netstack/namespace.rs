@@ -1,12 +1,15 @@
 //! One namespace's kernel model — its FIB, its netfilter rules and its IPVS
 //! services — built once from its dump and shared by everything that asks
 //! about the namespace: the path walker, the packs' host API and the CLI.
+//! [`Modelled::model`] is that cache: the model is built the first time a
+//! snapshot's namespace is asked for it, and kept in its `NetnsEntry`.
 
 use std::sync::Arc;
 
 use super::ipvs::Ipvs;
 use super::netfilter::Netfilter;
 use super::routing::Fib;
+use crate::snapshot::NetnsEntry;
 use crate::snapshot::netns::{DumpFile, NetnsDump};
 
 /// The dump files netfilter's rules are read from.
@@ -65,6 +68,23 @@ impl ModelledDump {
     }
 }
 
+/// A snapshot's namespace and its kernel model, built once per snapshot and
+/// shared by every reader (the walker, the packs' host API, every flow of
+/// `skoop matrix`); `NetnsEntry::dump_mut` drops it, so that it is built
+/// anew from the changed dump.
+pub trait Modelled {
+    /// The namespace's FIB, netfilter and IPVS, built once.
+    fn model(&self) -> &Namespace<'_>;
+}
+
+impl Modelled for NetnsEntry {
+    fn model(&self) -> &Namespace<'_> {
+        self.built_once(ModelledDump::build)
+            .expect("a namespace's entry keeps its kernel model and nothing else")
+            .model()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::Path;
@@ -109,6 +129,28 @@ mod tests {
         dump.unreadable
             .insert(DumpFile::NftRuleset, "line 1: not JSON".to_string());
         assert!(Namespace::from_dump(&dump).netfilter.is_none());
+    }
+
+    #[test]
+    fn a_namespace_model_is_built_once_and_anew_when_its_dump_changes() {
+        let dir = std::path::PathBuf::from("examples/flannel-vxlan/nodes/node-1/host");
+        let mut entry = NetnsEntry::new(dir, node_1());
+        let first: *const Namespace<'_> = entry.model();
+        assert!(
+            std::ptr::eq(first, entry.model()),
+            "the same model, not rebuilt"
+        );
+        assert!(entry.model().netfilter.is_some());
+
+        entry.dump_mut().iptables = None;
+        assert!(
+            entry.model().netfilter.is_none(),
+            "the model follows the changed dump"
+        );
+        // A copy shares the dump and builds its own model.
+        let copy = entry.clone();
+        assert!(std::ptr::eq(copy.dump(), entry.dump()));
+        assert!(copy.model().netfilter.is_none());
     }
 
     #[test]

@@ -15,6 +15,7 @@ pub mod input;
 pub mod netns;
 pub mod problem;
 
+use std::any::Any;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -26,8 +27,6 @@ use cluster::Cluster;
 use input::Boundary;
 use netns::link::Link;
 use netns::{DumpFile, NetnsDump};
-
-use crate::netstack::namespace::{ModelledDump, Namespace};
 
 /// Which network namespace a dump belongs to.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -75,15 +74,18 @@ impl fmt::Display for NetnsId {
     }
 }
 
-/// One namespace dump, the directory it came from, and the kernel model of
-/// the namespace, built from the dump the first time it is asked for and
-/// then shared by every reader of the snapshot (the path walker, the packs'
-/// host API, the CLI; and every flow of `skoop matrix`).
+/// One namespace dump, the directory it came from, and what a layer above
+/// builds from the dump — the kernel model of the namespace
+/// (`netstack::namespace::Modelled`) —, built the first time it is asked for
+/// and then shared by every reader of the snapshot (the path walker, the
+/// packs' host API, the CLI; and every flow of `skoop matrix`). This data-in
+/// layer only keeps it beside the dump: what it is, and how it is built, are
+/// the layer's above.
 #[derive(Debug)]
 pub struct NetnsEntry {
     pub dir: PathBuf,
     dump: Arc<NetnsDump>,
-    model: OnceLock<ModelledDump>,
+    built: OnceLock<Box<dyn Any + Send + Sync>>,
 }
 
 impl NetnsEntry {
@@ -91,7 +93,7 @@ impl NetnsEntry {
         NetnsEntry {
             dir,
             dump: Arc::new(dump),
-            model: OnceLock::new(),
+            built: OnceLock::new(),
         }
     }
 
@@ -99,27 +101,33 @@ impl NetnsEntry {
         &self.dump
     }
 
-    /// The dump, to change; the model is built anew from what it becomes.
+    /// The dump, to change; what was built from it is built anew from what
+    /// it becomes.
     pub fn dump_mut(&mut self) -> &mut NetnsDump {
-        self.model = OnceLock::new();
+        self.built = OnceLock::new();
         Arc::make_mut(&mut self.dump)
     }
 
-    /// The namespace's FIB, netfilter and IPVS, built once.
-    pub fn model(&self) -> &Namespace<'_> {
-        self.model
-            .get_or_init(|| ModelledDump::build(Arc::clone(&self.dump)))
-            .model()
+    /// What `build` makes of the dump, made once: the first caller builds
+    /// it, every later one shares it. `None` when something of another type
+    /// was built from this dump first (the entry keeps one thing).
+    pub fn built_once<T: Any + Send + Sync>(
+        &self,
+        build: impl FnOnce(Arc<NetnsDump>) -> T,
+    ) -> Option<&T> {
+        self.built
+            .get_or_init(|| Box::new(build(Arc::clone(&self.dump))))
+            .downcast_ref()
     }
 }
 
 impl Clone for NetnsEntry {
-    /// The same dump; the copy builds its own model when asked.
+    /// The same dump; the copy builds its own when asked.
     fn clone(&self) -> NetnsEntry {
         NetnsEntry {
             dir: self.dir.clone(),
             dump: Arc::clone(&self.dump),
-            model: OnceLock::new(),
+            built: OnceLock::new(),
         }
     }
 }
@@ -390,34 +398,5 @@ fn report_unexpected_files(dir: &Path, problems: &mut Vec<Problem>) {
                 expected.join(", ")
             ),
         ));
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_namespace_model_is_built_once_and_anew_when_its_dump_changes() {
-        let dir = PathBuf::from("examples/flannel-vxlan/nodes/node-1/host");
-        let (dump, problems) = NetnsDump::load(&dir);
-        assert!(problems.is_empty(), "{problems:?}");
-        let mut entry = NetnsEntry::new(dir, dump);
-        let first: *const Namespace<'_> = entry.model();
-        assert!(
-            std::ptr::eq(first, entry.model()),
-            "the same model, not rebuilt"
-        );
-        assert!(entry.model().netfilter.is_some());
-
-        entry.dump_mut().iptables = None;
-        assert!(
-            entry.model().netfilter.is_none(),
-            "the model follows the changed dump"
-        );
-        // A copy shares the dump and builds its own model.
-        let copy = entry.clone();
-        assert!(std::ptr::eq(copy.dump(), entry.dump()));
-        assert!(copy.model().netfilter.is_none());
     }
 }

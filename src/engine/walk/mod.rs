@@ -56,6 +56,7 @@ use super::{
 use crate::diagnostic::FindingCode;
 use crate::netstack::Tri;
 use crate::netstack::ipvs::{Ipvs, IpvsOutcome, Scheduled};
+use crate::netstack::namespace::Modelled;
 use crate::netstack::netfilter::{
     self, BridgePorts, ConnectionNat, Context, CtState, Netfilter, Outcome, PacketPath,
     RouteChoice, RuleRef, Step as NetfilterStep, Translation, Verdict, deciding_rule, ruleset_of,
@@ -311,7 +312,7 @@ impl<'s> Walker<'s> {
 
 impl<'s> Walker<'s> {
     /// The namespace's FIB, where its dump has one (built once per snapshot:
-    /// [`NetnsEntry::model`]).
+    /// [`Modelled::model`]).
     fn fib(&self, ns: &NetnsId) -> Option<&'s Fib<'s>> {
         self.snapshot.namespaces.get(ns)?.model().fib.as_ref()
     }

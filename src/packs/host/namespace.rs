@@ -5,6 +5,7 @@
 use rhai::{Array, Dynamic, Engine};
 
 use super::{Fallible, Insufficient, as_ip, fail, int, map, opt, text};
+use crate::netstack::namespace::Modelled;
 use crate::netstack::routing::{Fib, FlowKey, LookupOutcome, table_name};
 use crate::packs::scope::NetnsRef;
 use crate::snapshot::NetnsId;

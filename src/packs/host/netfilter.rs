@@ -8,6 +8,7 @@ use rhai::{Array, Dynamic, Engine};
 
 use super::namespace::{dump_part, namespace_fib};
 use super::{Fallible, Insufficient, as_ip, int, map, opt, text};
+use crate::netstack::namespace::Modelled;
 use crate::netstack::netfilter;
 use crate::netstack::routing::{FlowKey, LookupOutcome};
 use crate::packs::scope::NetnsRef;

@@ -1,0 +1,117 @@
+//! A live diagnosis's collection: which network namespaces one flow needs
+//! is found by walking it. Walk the flow through what has been collected
+//! so far, collect the namespaces the walk lacked, walk again; at most
+//! [`MAX_ROUNDS`] times. A flow on a cluster of thousands of nodes so
+//! touches the handful of nodes on its way.
+//!
+//! Above both the engine, which walks, and `collect`, which only collects
+//! what it is asked for and never runs a diagnosis.
+
+use std::sync::Arc;
+
+use crate::collect::live::{LiveCollection, Wanted};
+use crate::engine::{self, Diagnosis, Endpoint, HopKind, Request};
+use crate::packs::LoadedPacks;
+use crate::snapshot::cluster::IpOwner;
+use crate::snapshot::{NetnsId, Snapshot};
+
+/// How many times a flow is walked and its missing namespaces collected.
+pub const MAX_ROUNDS: usize = 6;
+
+/// Walks `request` through what `collection` holds, collects what the walk
+/// lacked, and again, until nothing new is missing or [`MAX_ROUNDS`].
+pub async fn collect_for_flow(
+    collection: &mut LiveCollection,
+    packs: &LoadedPacks,
+    request: &Request,
+) -> Result<(), engine::TargetError> {
+    for round in 0..MAX_ROUNDS {
+        let (snapshot, _) = match Snapshot::load(collection.root()) {
+            Ok(loaded) => loaded,
+            Err(_) => break,
+        };
+        let snapshot = Arc::new(snapshot);
+        let diagnosis = engine::diagnose(&snapshot, request, packs)?;
+        let mut wanted = missing_namespaces(&snapshot, &diagnosis);
+        if round == 0 {
+            wanted.extend(endpoint_namespaces(&snapshot, &request.from));
+            wanted.extend(endpoint_namespaces(&snapshot, &request.to));
+        }
+        if collection.collect(wanted).await == 0 {
+            break;
+        }
+        collection.rounds += 1;
+    }
+    Ok(())
+}
+
+/// The namespaces a diagnosis went through (or stopped at) that the
+/// snapshot holds no dump of.
+pub fn missing_namespaces(snapshot: &Snapshot, diagnosis: &Diagnosis) -> Vec<Wanted> {
+    let mut wanted = Vec::new();
+    for hop in diagnosis.graph.node_weights() {
+        let Some(node) = hop.node.clone() else {
+            continue;
+        };
+        let (id, want) = match hop.kind {
+            HopKind::Node => (NetnsId::Host { node: node.clone() }, Wanted::Host { node }),
+            HopKind::Pod => {
+                let Some((namespace, name)) = hop.id.split_once('/') else {
+                    continue;
+                };
+                (
+                    NetnsId::Pod {
+                        node,
+                        namespace: namespace.to_string(),
+                        name: name.to_string(),
+                    },
+                    Wanted::Pod {
+                        namespace: namespace.to_string(),
+                        name: name.to_string(),
+                    },
+                )
+            }
+            HopKind::External => continue,
+        };
+        if !snapshot.namespaces.contains_key(&id) && !wanted.contains(&want) {
+            wanted.push(want);
+        }
+    }
+    wanted
+}
+
+/// The namespaces an endpoint of the request names: a pod's and its
+/// node's, a node's, or those of whoever holds an address.
+fn endpoint_namespaces(snapshot: &Snapshot, endpoint: &Endpoint) -> Vec<Wanted> {
+    let cluster = &snapshot.cluster;
+    let pod = |namespace: &str, name: &str| {
+        let node = cluster.pod(namespace, name)?.node_name.clone()?;
+        Some([
+            Wanted::Pod {
+                namespace: namespace.to_string(),
+                name: name.to_string(),
+            },
+            Wanted::Host { node },
+        ])
+    };
+    match endpoint {
+        Endpoint::Pod {
+            namespace, name, ..
+        } => pod(namespace, name).into_iter().flatten().collect(),
+        Endpoint::Node { name, .. } => vec![Wanted::Host { node: name.clone() }],
+        Endpoint::Ip { address, .. } => cluster
+            .by_ip(*address)
+            .iter()
+            .flat_map(|owner| match owner {
+                IpOwner::Pod {
+                    namespace,
+                    name,
+                    host_network: false,
+                } => pod(namespace, name).into_iter().flatten().collect(),
+                IpOwner::Node { name } => vec![Wanted::Host { node: name.clone() }],
+                _ => Vec::new(),
+            })
+            .collect(),
+        Endpoint::Service { .. } => Vec::new(),
+    }
+}
