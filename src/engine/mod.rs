@@ -240,13 +240,12 @@ pub struct PacketFields {
 }
 
 /// Where on the path a finding is.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AtHop {
     /// The hop id it is about.
     pub hop: String,
     /// Index of that hop in [`Diagnosis::graph`] (hop ids repeat when a
     /// namespace is visited twice).
-    #[serde(skip)]
     pub hop_index: usize,
 }
 
@@ -262,7 +261,7 @@ pub struct PathResult {
     pub disposition: Disposition,
     /// The share of flows that take this path (multipath splits it).
     pub probability: f64,
-    /// Indices into [`Diagnosis::hops`], in order.
+    /// Its hops' indices in [`Diagnosis::graph`], in order.
     pub hops: Vec<usize>,
     /// The path goes through a hop or over a link whose behaviour is assumed.
     pub assumed: bool,
@@ -352,8 +351,9 @@ pub struct Diagnosis {
 }
 
 impl Diagnosis {
-    /// `delivered` only if every path is.
-    /// Whether every path ends as intended (see [`PathResult::succeeds`]).
+    /// Whether there is a path and every path ends as intended (see
+    /// [`PathResult::succeeds`]): delivered, or out of the cluster where the
+    /// outside can answer.
     pub fn succeeds(&self) -> bool {
         !self.paths.is_empty() && self.paths.iter().all(PathResult::succeeds)
     }

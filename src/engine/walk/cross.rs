@@ -229,6 +229,22 @@ impl<'s> Walker<'s> {
                 }
             }
         }
+        self.unanswered(place, device, next_hop, flow, silent)
+    }
+
+    /// No interface on the segment took the frame for `next_hop`: the
+    /// namespace's own address loops, a holder's silence (`silent`) or a
+    /// node the snapshot lacks stops or steps over it, and a next hop
+    /// nobody holds is a router of the underlay.
+    fn unanswered(
+        &mut self,
+        place: &Place,
+        device: &Device,
+        next_hop: IpAddr,
+        flow: Flow,
+        silent: Option<Stop>,
+    ) -> Next<'s> {
+        let (ns, hop) = (&place.ns, place.hop);
         // The namespace's own address (a route via it, an FDB entry of a
         // tunnel pointing at its own node): the packet comes back to where
         // it was sent from, never reaching another host.

@@ -123,57 +123,7 @@ impl<'s> Walker<'s> {
                 "the sending socket gets EMSGSIZE (message too long)".to_string(),
                 Tri::True,
             ),
-            None => {
-                // The error goes to the source the packet entered the IP
-                // layer with (out of a tunnel, the inner one's): the kernel
-                // answers before FORWARD and POSTROUTING's source NAT.
-                let sender = self.graph[hop]
-                    .context
-                    .as_ref()
-                    .and_then(|context| context.received_from)
-                    .or(packet.src);
-                let error = format!("ICMP fragmentation-needed (MTU {})", device.mtu);
-                // Related to the flow's connection, which has this
-                // namespace's translations so far.
-                let nat = branch.nat_in(ns);
-                match sender.map(|sender| (sender, self.frag_needed_out(ns, sender, nat))) {
-                    Some((sender, ErrorOut::Leaves { src, dev })) => (
-                        format!(
-                            "it is dropped and {error} goes back to {sender}, from {src} by {dev}"
-                        ),
-                        Tri::True,
-                    ),
-                    Some((
-                        sender,
-                        ErrorOut::Stopped {
-                            reason,
-                            evidence: stopped,
-                        },
-                    )) => {
-                        evidence.extend(stopped);
-                        (
-                            format!(
-                                "it is dropped, and the {error} the kernel answers to {sender} never leaves {}: {reason}",
-                                hop_id(ns)
-                            ),
-                            Tri::False,
-                        )
-                    }
-                    Some((sender, ErrorOut::Unknown { reason })) => (
-                        format!(
-                            "it is dropped and {error} is sent to {sender}, but whether it leaves {} is not known: {reason}",
-                            hop_id(ns)
-                        ),
-                        Tri::Unknown,
-                    ),
-                    None => (
-                        format!(
-                            "it is dropped and {error} is sent to the packet's sender, whose address the walk lost"
-                        ),
-                        Tri::Unknown,
-                    ),
-                }
-            }
+            None => self.frag_needed_answer(ns, hop, &packet, branch, device, &mut evidence),
         };
         let df = if size.df {
             "DF is set"
@@ -187,27 +137,7 @@ impl<'s> Walker<'s> {
             device.mtu
         );
         if size.probe {
-            let bytes = size.bytes;
-            match told {
-                Tri::True => {
-                    let message = format!(
-                        "full-size packets do not fit the path: {reason}; TCP recovers by path MTU discovery, a datagram of that size with DF is lost (--size {bytes} walks one)"
-                    );
-                    self.add_finding(hop, codes::KERNEL_MTU_PATH, message, evidence);
-                }
-                Tri::Unknown => {
-                    let message = format!(
-                        "full-size packets do not fit the path: {reason}; whether TCP recovers by path MTU discovery depends on that error reaching the sender, a datagram of that size with DF is lost (--size {bytes} walks one)"
-                    );
-                    self.add_finding(hop, codes::KERNEL_MTU_PATH, message, evidence);
-                }
-                Tri::False => {
-                    let message = format!(
-                        "full-size packets vanish on the path: {reason}; nothing tells the sender to send smaller ones, so TCP transfers stall too (--size {bytes} walks one)"
-                    );
-                    self.add_finding(hop, codes::KERNEL_MTU_BLACK_HOLE, message, evidence);
-                }
-            }
+            self.probe_finding(hop, told, &reason, size.bytes, evidence);
             packet.shrink_to(device.mtu);
             return Ok(packet);
         }
@@ -217,6 +147,101 @@ impl<'s> Walker<'s> {
             reason,
             evidence,
         })
+    }
+
+    /// What a forwarding hop answers a packet too big for `device` with:
+    /// ICMP fragmentation-needed to the source the packet entered the IP
+    /// layer with, and whether that error gets out of the hop (where it
+    /// does not, why is added to `evidence`).
+    fn frag_needed_answer(
+        &self,
+        ns: &NetnsId,
+        hop: NodeIndex,
+        packet: &Packet,
+        branch: &Branch,
+        device: &Device,
+        evidence: &mut Vec<Evidence>,
+    ) -> (String, Tri) {
+        // The error goes to the source the packet entered the IP
+        // layer with (out of a tunnel, the inner one's): the kernel
+        // answers before FORWARD and POSTROUTING's source NAT.
+        let sender = self.graph[hop]
+            .context
+            .as_ref()
+            .and_then(|context| context.received_from)
+            .or(packet.src);
+        let error = format!("ICMP fragmentation-needed (MTU {})", device.mtu);
+        // Related to the flow's connection, which has this
+        // namespace's translations so far.
+        let nat = branch.nat_in(ns);
+        match sender.map(|sender| (sender, self.frag_needed_out(ns, sender, nat))) {
+            Some((sender, ErrorOut::Leaves { src, dev })) => (
+                format!("it is dropped and {error} goes back to {sender}, from {src} by {dev}"),
+                Tri::True,
+            ),
+            Some((
+                sender,
+                ErrorOut::Stopped {
+                    reason,
+                    evidence: stopped,
+                },
+            )) => {
+                evidence.extend(stopped);
+                (
+                    format!(
+                        "it is dropped, and the {error} the kernel answers to {sender} never leaves {}: {reason}",
+                        hop_id(ns)
+                    ),
+                    Tri::False,
+                )
+            }
+            Some((sender, ErrorOut::Unknown { reason })) => (
+                format!(
+                    "it is dropped and {error} is sent to {sender}, but whether it leaves {} is not known: {reason}",
+                    hop_id(ns)
+                ),
+                Tri::Unknown,
+            ),
+            None => (
+                format!(
+                    "it is dropped and {error} is sent to the packet's sender, whose address the walk lost"
+                ),
+                Tri::Unknown,
+            ),
+        }
+    }
+
+    /// The finding a probe leaves where full-size packets do not fit, by
+    /// whether the sender is `told` (TCP then recovers by path MTU
+    /// discovery).
+    fn probe_finding(
+        &mut self,
+        hop: NodeIndex,
+        told: Tri,
+        reason: &str,
+        bytes: u32,
+        evidence: Vec<Evidence>,
+    ) {
+        match told {
+            Tri::True => {
+                let message = format!(
+                    "full-size packets do not fit the path: {reason}; TCP recovers by path MTU discovery, a datagram of that size with DF is lost (--size {bytes} walks one)"
+                );
+                self.add_finding(hop, codes::KERNEL_MTU_PATH, message, evidence);
+            }
+            Tri::Unknown => {
+                let message = format!(
+                    "full-size packets do not fit the path: {reason}; whether TCP recovers by path MTU discovery depends on that error reaching the sender, a datagram of that size with DF is lost (--size {bytes} walks one)"
+                );
+                self.add_finding(hop, codes::KERNEL_MTU_PATH, message, evidence);
+            }
+            Tri::False => {
+                let message = format!(
+                    "full-size packets vanish on the path: {reason}; nothing tells the sender to send smaller ones, so TCP transfers stall too (--size {bytes} walks one)"
+                );
+                self.add_finding(hop, codes::KERNEL_MTU_BLACK_HOLE, message, evidence);
+            }
+        }
     }
 
     /// Whether the ICMP fragmentation-needed error `ns` answers a forwarded
