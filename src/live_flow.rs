@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use crate::collect::live::{LiveCollection, Wanted};
-use crate::engine::{self, Diagnosis, Endpoint, HopKind, Request};
+use crate::engine::{self, Diagnosis, Endpoint, HopId, Request};
 use crate::packs::LoadedPacks;
 use crate::snapshot::cluster::IpOwner;
 use crate::snapshot::{NetnsId, Snapshot};
@@ -53,25 +53,20 @@ pub fn missing_namespaces(snapshot: &Snapshot, diagnosis: &Diagnosis) -> Vec<Wan
         let Some(node) = hop.node.clone() else {
             continue;
         };
-        let (id, want) = match hop.kind {
-            HopKind::Node => (NetnsId::Host { node: node.clone() }, Wanted::Host { node }),
-            HopKind::Pod => {
-                let Some((namespace, name)) = hop.id.split_once('/') else {
-                    continue;
-                };
-                (
-                    NetnsId::Pod {
-                        node,
-                        namespace: namespace.to_string(),
-                        name: name.to_string(),
-                    },
-                    Wanted::Pod {
-                        namespace: namespace.to_string(),
-                        name: name.to_string(),
-                    },
-                )
-            }
-            HopKind::External => continue,
+        let (id, want) = match &hop.id {
+            HopId::Node { .. } => (NetnsId::Host { node: node.clone() }, Wanted::Host { node }),
+            HopId::Pod { namespace, name } => (
+                NetnsId::Pod {
+                    node,
+                    namespace: namespace.clone(),
+                    name: name.clone(),
+                },
+                Wanted::Pod {
+                    namespace: namespace.clone(),
+                    name: name.clone(),
+                },
+            ),
+            HopId::External(_) => continue,
         };
         if !snapshot.namespaces.contains_key(&id) && !wanted.contains(&want) {
             wanted.push(want);

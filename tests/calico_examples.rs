@@ -2,6 +2,7 @@
 //! reach each other and the service across nodes, and the NetworkPolicy
 //! felix enforces drops a ping in the destination's `cali-tw-` chain.
 
+use skoop::engine::HopId;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -95,9 +96,8 @@ fn the_network_policy_drops_a_ping_in_felixs_chain_for_the_destination() {
         );
         let denials = at_least(&diagnosis, Severity::Fatal);
         assert!(
-            denials
-                .iter()
-                .any(|f| f.about.hop == "node-2" && f.message.contains("chain cali-tw-cali")),
+            denials.iter().any(|f| f.about.hop == HopId::node("node-2")
+                && f.message.contains("chain cali-tw-cali")),
             "{example}: {denials:#?}"
         );
     }

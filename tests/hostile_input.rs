@@ -8,6 +8,7 @@ mod common;
 #[global_allocator]
 static ALLOCATOR: skoop::packs::CountingAllocator = skoop::packs::CountingAllocator;
 
+use skoop::engine::HopId;
 use std::os::unix::fs::symlink;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -663,7 +664,7 @@ fn fdb_entry_pointing_at_its_own_node_comes_back_to_it_and_is_named() {
         diagnosis.findings
     );
     let mismatch = common::only(&diagnosis, "kernel.vxlan.mac-mismatch");
-    assert_eq!(mismatch.about.hop, "node-1");
+    assert_eq!(mismatch.about.hop, HopId::node("node-1"));
     let stale = common::only(&diagnosis, "flannel.vxlan.fdb");
     assert!(
         stale.message.contains("sends to 172.18.0.11"),
@@ -699,7 +700,7 @@ fn unparseable_dump_is_said_unreadable_not_missing() {
         None,
     );
     let finding = common::only(&diagnosis, "snapshot.unreadable");
-    assert_eq!(finding.about.hop, "node-1");
+    assert_eq!(finding.about.hop, HopId::node("node-1"));
     assert!(
         finding
             .message

@@ -4,6 +4,7 @@
 
 mod common;
 
+use skoop::engine::HopId;
 use std::path::Path;
 
 use common::{copy_snapshot, diagnose, edit_json, load, only, set_mtu, web_0_to_web_3, with_id};
@@ -19,7 +20,7 @@ fn steps(diagnosis: &Diagnosis, hop: &str) -> Vec<Step> {
     let index = diagnosis.paths[0]
         .hops
         .iter()
-        .find(|&&index| diagnosis.hop(index).id == hop)
+        .find(|&&index| diagnosis.hop(index).id.to_string() == hop)
         .unwrap_or_else(|| panic!("{hop} is on the path"));
     diagnosis
         .hop(*index)
@@ -73,7 +74,7 @@ fn an_ipip_device_down_on_the_receiving_node_drops_the_tunnelled_packet() {
     let diagnosis = web_0_to_web_3(dir.path());
     assert_eq!(diagnosis.disposition(), Disposition::NoListener);
     let finding = only(&diagnosis, "kernel.ipip.no-device");
-    assert_eq!(finding.about.hop, "node-2");
+    assert_eq!(finding.about.hop, HopId::node("node-2"));
     assert!(
         finding.message.contains("flannel.ipip") && finding.message.contains("is down"),
         "{}",
@@ -91,7 +92,7 @@ fn an_ipip_device_down_on_the_sending_node_takes_its_routes_with_it() {
         with_id(&diagnosis, "kernel.route.leaves-cluster")[0]
             .about
             .hop,
-        "node-1"
+        HopId::node("node-1")
     );
 }
 
@@ -110,7 +111,7 @@ fn a_node_without_an_ipip_device_cannot_decapsulate() {
     let diagnosis = web_0_to_web_3(dir.path());
     assert_eq!(diagnosis.disposition(), Disposition::NoListener);
     let finding = only(&diagnosis, "kernel.ipip.no-device");
-    assert_eq!(finding.about.hop, "node-2");
+    assert_eq!(finding.about.hop, HopId::node("node-2"));
     assert!(
         finding
             .message
@@ -185,7 +186,7 @@ fn the_outer_ipip_header_counts_against_the_underlay_mtu() {
     let refused = ping(Some(PacketSize::InterfaceMtu));
     assert_eq!(refused.disposition(), Disposition::MtuExceeded);
     let finding = only(&refused, "kernel.mtu.exceeded");
-    assert_eq!(finding.about.hop, "node-1");
+    assert_eq!(finding.about.hop, HopId::node("node-1"));
     assert!(
         finding.message.contains(
             "the 1500-byte IPIP packet (1480 bytes inside, 20 of encapsulation) by eth0, whose MTU is 1490"
@@ -198,5 +199,8 @@ fn the_outer_ipip_header_counts_against_the_underlay_mtu() {
     // Without --size, path MTU discovery copes: a warning.
     let probed = ping(None);
     assert_eq!(probed.disposition(), Disposition::Delivered);
-    assert_eq!(with_id(&probed, "kernel.mtu.path")[0].about.hop, "node-1");
+    assert_eq!(
+        with_id(&probed, "kernel.mtu.path")[0].about.hop,
+        HopId::node("node-1")
+    );
 }

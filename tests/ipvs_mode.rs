@@ -6,6 +6,7 @@
 
 mod common;
 
+use skoop::engine::HopId;
 use std::fs;
 use std::sync::Arc;
 
@@ -77,7 +78,7 @@ fn ipvs_virtual_service_sends_each_connection_to_a_real_server_and_the_reply_bac
     let node1 = diagnosis
         .graph
         .node_weights()
-        .find(|h| h.id == "node-1")
+        .find(|h| h.id == HopId::node("node-1"))
         .unwrap();
     let text = format!("{:?}", node1.steps);
     assert!(text.contains("ipvs dnat 10.96.0.100:80 -> "), "{text}");
@@ -90,7 +91,7 @@ fn ipvs_virtual_service_without_real_servers_refuses_the_connection() {
     assert_eq!(diagnosis.disposition(), Disposition::NoListener);
     let finding = &diagnosis.findings[0];
     assert_eq!(
-        (finding.id.as_str(), finding.about.hop.as_str()),
+        (finding.id.as_str(), finding.about.hop.to_string().as_str()),
         ("kernel.ipvs.no-real-server", "node-1")
     );
     assert!(

@@ -6,6 +6,7 @@
 mod common;
 
 use common::{copy_snapshot, diagnose, edit_json, load, only, set_mtu, web_0_to_web_3, with_id};
+use skoop::engine::HopId;
 use skoop::engine::{Disposition, PacketSize, Protocol, Severity};
 
 const NODE_1: &str = "nodes/node-1/host";
@@ -22,7 +23,7 @@ fn the_one<'d>(
 ) -> &'d skoop::engine::Finding {
     let finding = only(diagnosis, id);
     assert_eq!(
-        (finding.about.hop.as_str(), finding.severity),
+        (finding.about.hop.to_string().as_str(), finding.severity),
         (hop, severity)
     );
     finding
@@ -79,7 +80,7 @@ fn size_mtu_is_the_source_interfaces_mtu_and_a_smaller_hop_answers_frag_needed()
     let diagnosis = ping(dir.path(), "default/web-0", Some(PacketSize::InterfaceMtu));
     assert_eq!(diagnosis.disposition(), Disposition::MtuExceeded);
     let finding = only(&diagnosis, "kernel.mtu.exceeded");
-    assert_eq!(finding.about.hop, "node-1");
+    assert_eq!(finding.about.hop, HopId::node("node-1"));
     assert!(
         finding
             .message
@@ -110,7 +111,10 @@ fn without_size_a_path_smaller_than_the_source_interface_is_a_warning() {
         "said once, where it happens: {warnings:#?}"
     );
     assert_eq!(
-        (warnings[0].about.hop.as_str(), warnings[0].severity),
+        (
+            warnings[0].about.hop.to_string().as_str(),
+            warnings[0].severity
+        ),
         ("node-1", Severity::Warning)
     );
     assert!(
@@ -246,7 +250,11 @@ fn a_veth_takes_frames_up_to_its_mtu_plus_a_vlan_tag_and_drops_longer_ones_silen
     let dropped = ping(dir.path(), "default/web-0", Some(PacketSize::Bytes(1405)));
     assert_eq!(dropped.disposition(), Disposition::MtuExceeded);
     let finding = only(&dropped, "kernel.mtu.frame-dropped");
-    assert_eq!(finding.about.hop, "node-1", "the receiving end drops it");
+    assert_eq!(
+        finding.about.hop,
+        HopId::node("node-1"),
+        "the receiving end drops it"
+    );
     assert!(
         finding
             .message
@@ -257,7 +265,7 @@ fn a_veth_takes_frames_up_to_its_mtu_plus_a_vlan_tag_and_drops_longer_ones_silen
     );
     // The path ends in node-1, which received the frame on the veth.
     let last = dropped.hop(*dropped.paths[0].hops.last().unwrap());
-    assert_eq!(last.id, "node-1");
+    assert_eq!(last.id, HopId::node("node-1"));
 }
 
 #[test]
@@ -268,7 +276,7 @@ fn vxlan_packets_too_large_for_the_underlay_are_fragmented_with_df_unset() {
     assert_eq!(diagnosis.disposition(), Disposition::Delivered);
     let finding = only(&diagnosis, "kernel.mtu.fragmented");
     assert_eq!(
-        (finding.about.hop.as_str(), finding.severity),
+        (finding.about.hop.to_string().as_str(), finding.severity),
         ("node-1", Severity::Warning)
     );
     assert!(
@@ -320,7 +328,7 @@ fn a_vxlan_device_with_df_set_drops_what_the_underlay_cannot_carry_without_telli
     let diagnosis = ping(dir.path(), "default/web-0", Some(PacketSize::InterfaceMtu));
     assert_eq!(diagnosis.disposition(), Disposition::MtuExceeded);
     let finding = only(&diagnosis, "kernel.mtu.exceeded");
-    assert_eq!(finding.about.hop, "node-1");
+    assert_eq!(finding.about.hop, HopId::node("node-1"));
     assert!(
         finding.message.contains("flannel.1 has df set")
             && finding
@@ -393,7 +401,7 @@ fn a_reply_too_large_for_the_way_back_is_fragmented_for_ping_and_refused_for_tcp
     );
     assert_eq!(tcp.disposition(), Disposition::MtuExceeded);
     let refused = only(&tcp, "kernel.mtu.exceeded");
-    assert_eq!(refused.about.hop, "node-1");
+    assert_eq!(refused.about.hop, HopId::node("node-1"));
     assert!(
         refused.message.starts_with("on the way back: "),
         "{}",
@@ -413,6 +421,6 @@ fn absurd_mtus_in_a_dump_are_compared_not_overflowed() {
     assert_eq!(diagnosis.disposition(), Disposition::MtuExceeded);
     assert_eq!(
         with_id(&diagnosis, "kernel.mtu.exceeded")[0].about.hop,
-        "node-2"
+        HopId::node("node-2")
     );
 }

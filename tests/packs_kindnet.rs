@@ -5,6 +5,7 @@
 
 mod common;
 
+use skoop::engine::HopId;
 use std::path::Path;
 
 use skoop::engine::{Disposition, LinkKind, Protocol};
@@ -77,7 +78,7 @@ fn a_kindnet_pod_without_a_dump_is_reached_by_a_routed_veth_not_a_bridge_port() 
             .edge_indices()
             .find(|&e| {
                 let (_, to) = diagnosis.graph.edge_endpoints(e).unwrap();
-                diagnosis.graph[to].id == "default/web-3"
+                diagnosis.graph[to].id == HopId::pod("default", "web-3")
             })
             .map(|e| &diagnosis.graph[e])
             .expect("a link into web-3");

@@ -3,6 +3,7 @@
 //! answers for it by proxy (the kernel's `arp_process`). Each test edits one
 //! thing the kernel's answer depends on.
 
+use skoop::engine::HopId;
 use std::fs;
 use std::path::Path;
 use std::sync::Arc;
@@ -76,7 +77,7 @@ fn unanswered(diagnosis: &engine::Diagnosis) -> String {
         finding.id,
         skoop::engine::codes::KERNEL_NEIGHBOUR_UNANSWERED
     );
-    assert_eq!(finding.about.hop, "default/web-0");
+    assert_eq!(finding.about.hop, HopId::pod("default", "web-0"));
     finding.message.clone()
 }
 

@@ -6,6 +6,7 @@
 
 mod common;
 
+use skoop::engine::HopId;
 use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
@@ -85,7 +86,8 @@ fn pods_and_services_diagnose_as_kube_proxy_programmed_them() {
         nobody
             .findings
             .iter()
-            .any(|f| f.about.hop == "node-1" && f.id == engine::codes::KERNEL_NETFILTER_DENIED),
+            .any(|f| f.about.hop == HopId::node("node-1")
+                && f.id == engine::codes::KERNEL_NETFILTER_DENIED),
         "{:#?}",
         nobody.findings
     );
@@ -113,7 +115,9 @@ fn kube_proxy_in_nftables_mode_is_followed_through_its_table() {
     let denied = nobody
         .findings
         .iter()
-        .find(|f| f.about.hop == "node-1" && f.id == engine::codes::KERNEL_NETFILTER_DENIED)
+        .find(|f| {
+            f.about.hop == HopId::node("node-1") && f.id == engine::codes::KERNEL_NETFILTER_DENIED
+        })
         .unwrap_or_else(|| panic!("{:#?}", nobody.findings));
     assert!(
         denied
@@ -263,7 +267,7 @@ fn a_stale_endpoint_in_kube_proxys_nftables_table_is_named() {
         .iter()
         .find(|f| f.message.contains("/web/tcp/http of table ip kube-proxy"))
         .unwrap_or_else(|| panic!("{stale:#?}"));
-    assert_eq!(web.about.hop, "node-1");
+    assert_eq!(web.about.hop, HopId::node("node-1"));
     assert!(
         web.message
             .contains("send default/web (port http) to 10.244.1.9:8080"),

@@ -45,10 +45,15 @@ fn long_functions(lines: &[&str], max: usize) -> Vec<(String, usize, usize)> {
     for (start, line) in lines.iter().enumerate() {
         let trimmed = line.trim_start();
         let indent = &line[..line.len() - trimmed.len()];
-        let Some(signature) = ["fn ", "pub fn ", "pub(crate) fn ", "pub(super) fn ", "async fn "]
-            .iter()
-            .find_map(|prefix| trimmed.strip_prefix(prefix))
-        else {
+        let Some(signature) = [
+            "fn ",
+            "pub fn ",
+            "pub(crate) fn ",
+            "pub(super) fn ",
+            "async fn ",
+        ]
+        .iter()
+        .find_map(|prefix| trimmed.strip_prefix(prefix)) else {
             continue;
         };
         let name: String = signature

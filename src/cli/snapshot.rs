@@ -10,7 +10,7 @@ use clap::{Args, Subcommand};
 use ipnet::IpNet;
 use serde::Serialize;
 use skoop::snapshot::cluster::cache::Verdict;
-use skoop::snapshot::cluster::{self, Cluster};
+use skoop::snapshot::cluster::{self, ApiEnum as _, Cluster};
 use skoop::snapshot::input::Boundary;
 use skoop::snapshot::netns::{DumpFile, FileState};
 use skoop::snapshot::{ClusterFrom, NetnsId, Problem, Snapshot};
@@ -550,7 +550,7 @@ fn cluster_report(cluster: &Cluster) -> ClusterReport {
                     .ports
                     .iter()
                     .map(|port| {
-                        let mut text = format!("{}/{}", port.port, port.protocol.as_str());
+                        let mut text = format!("{}/{}", port.port, port.protocol.api_name());
                         if let Some(node_port) = port.node_port {
                             text.push_str(&format!(":{node_port}"));
                         }

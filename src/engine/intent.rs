@@ -10,7 +10,7 @@ use petgraph::graph::NodeIndex;
 use petgraph::visit::EdgeRef;
 
 use super::{
-    AtHop, Diagnosis, Disposition, Finding, FindingStatus, HopContext, HopKind, HopStep, LinkKind,
+    AtHop, Diagnosis, Disposition, Finding, FindingStatus, HopContext, HopId, HopStep, LinkKind,
     Severity, Step,
 };
 use crate::packs::{self, About, HopScope, HopStop, LoadedPacks, StoppingRule, Subject};
@@ -50,10 +50,8 @@ pub(crate) fn pack_findings(
         diagnosis.graph.node_indices().find(|&index| {
             let hop = &diagnosis.graph[index];
             match subject {
-                Subject::Node { name } => hop.kind == HopKind::Node && &hop.id == name,
-                Subject::Pod { namespace, name } => {
-                    hop.kind == HopKind::Pod && hop.id == format!("{namespace}/{name}")
-                }
+                Subject::Node { name } => hop.id == HopId::node(name),
+                Subject::Pod { namespace, name } => hop.id == HopId::pod(namespace, name),
                 Subject::Pack { .. } => true,
                 Subject::Object {
                     kind,
@@ -110,8 +108,8 @@ fn involved_nodes(diagnosis: &Diagnosis, snapshot: &Snapshot) -> HashSet<String>
         .map(|id| id.node().to_owned())
         .collect();
     for hop in diagnosis.graph.node_weights() {
-        if hop.kind == HopKind::Node {
-            nodes.insert(hop.id.clone());
+        if let HopId::Node { name } = &hop.id {
+            nodes.insert(name.clone());
         }
         let Some(context) = &hop.context else {
             continue;
@@ -240,7 +238,7 @@ fn exit(diagnosis: &Diagnosis, index: NodeIndex, context: &HopContext) -> Option
 /// A pack's finding as the diagnosis reports it, at a hop. What a check
 /// could not conclude (the snapshot cannot tell, or its script failed) is
 /// never as severe as a failure: it is reported at most as a warning.
-pub(crate) fn at_hop(finding: packs::Finding, hop: &str, hop_index: usize) -> Finding {
+pub(crate) fn at_hop(finding: packs::Finding, hop: &HopId, hop_index: usize) -> Finding {
     let severity = match finding.status {
         FindingStatus::Failed => finding.severity,
         FindingStatus::Unknown => finding.severity.min(Severity::Info),
@@ -249,7 +247,7 @@ pub(crate) fn at_hop(finding: packs::Finding, hop: &str, hop_index: usize) -> Fi
     Finding {
         severity,
         ..finding.about(AtHop {
-            hop: hop.to_string(),
+            hop: hop.clone(),
             hop_index,
         })
     }
@@ -321,7 +319,7 @@ mod tests {
             .node_indices()
             .filter_map(|index| {
                 let stopped = hop_scope(&diagnosis, snapshot, index)?.stopped?;
-                Some((diagnosis.graph[index].id.clone(), stopped))
+                Some((diagnosis.graph[index].id.to_string(), stopped))
             })
             .collect();
         assert_eq!(stops.len(), 1, "one path ends: {stops:#?}");

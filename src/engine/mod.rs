@@ -89,11 +89,67 @@ pub enum HopKind {
     External,
 }
 
+/// Which namespace a hop visits, or the world outside: written as reports
+/// show it (`default/web-0`, `node-1`, an outside address). Code compares
+/// hops by this, never by their text.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum HopId {
+    Pod {
+        namespace: String,
+        name: String,
+    },
+    Node {
+        name: String,
+    },
+    /// An address outside the cluster's namespaces (`None`: a client whose
+    /// address routing had not chosen).
+    External(Option<IpAddr>),
+}
+
+impl HopId {
+    /// A node's host namespace.
+    pub fn node(name: impl Into<String>) -> HopId {
+        HopId::Node { name: name.into() }
+    }
+
+    /// A pod's namespace.
+    pub fn pod(namespace: impl Into<String>, name: impl Into<String>) -> HopId {
+        HopId::Pod {
+            namespace: namespace.into(),
+            name: name.into(),
+        }
+    }
+
+    /// The hop of a namespace of the snapshot.
+    pub fn of(netns: &NetnsId) -> HopId {
+        match netns {
+            NetnsId::Host { node } => HopId::Node { name: node.clone() },
+            NetnsId::Pod {
+                namespace, name, ..
+            } => HopId::Pod {
+                namespace: namespace.clone(),
+                name: name.clone(),
+            },
+        }
+    }
+}
+
+impl fmt::Display for HopId {
+    /// Pods `NS/NAME`, nodes their name, anything else its address.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HopId::Pod { namespace, name } => write!(f, "{namespace}/{name}"),
+            HopId::Node { name } => f.write_str(name),
+            HopId::External(Some(address)) => write!(f, "{address}"),
+            HopId::External(None) => Ok(()),
+        }
+    }
+}
+
 /// One visit of one network namespace.
 #[derive(Debug, Clone)]
 pub struct Hop {
-    /// Pods `NS/NAME`, nodes their name, anything else its IP.
-    pub id: String,
+    pub id: HopId,
     pub kind: HopKind,
     /// The node the namespace is on, for pods and nodes.
     pub node: Option<String>,
@@ -242,8 +298,8 @@ pub struct PacketFields {
 /// Where on the path a finding is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AtHop {
-    /// The hop id it is about.
-    pub hop: String,
+    /// The hop it is about.
+    pub hop: HopId,
     /// Index of that hop in [`Diagnosis::graph`] (hop ids repeat when a
     /// namespace is visited twice).
     pub hop_index: usize,

@@ -299,7 +299,7 @@ impl Report {
 impl HopOut {
     fn new(hop: &Hop, findings: Vec<usize>) -> HopOut {
         HopOut {
-            id: hop.id.clone(),
+            id: hop.id.to_string(),
             kind: hop_kind(hop.kind),
             node: hop.node.clone(),
             assumed: hop.assumed,
@@ -394,7 +394,7 @@ impl FindingOut {
             id: finding.id.to_string(),
             severity: finding.severity.as_str(),
             status: finding.status,
-            hop: finding.about.hop.clone(),
+            hop: finding.about.hop.to_string(),
             message: finding.message.clone(),
             evidence: evidence_text(&finding.evidence),
             places: finding.evidence.clone(),

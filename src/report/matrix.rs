@@ -279,7 +279,7 @@ impl CauseOut {
         CauseOut {
             id: finding.id.to_string(),
             severity: finding.severity.as_str().to_owned(),
-            hop: finding.about.hop.clone(),
+            hop: finding.about.hop.to_string(),
             message: finding.message.clone(),
             evidence: evidence_text(&finding.evidence),
         }

@@ -11,7 +11,7 @@
 use petgraph::graph::NodeIndex;
 
 use crate::diagnostic::evidence_text;
-use crate::engine::{Diagnosis, Disposition, Finding, HopKind, PathResult, Severity, Step};
+use crate::engine::{Diagnosis, Disposition, Finding, HopId, HopKind, PathResult, Severity, Step};
 use crate::report::json::{finding_paths, link_kind};
 use crate::report::matrix::{DiffReport, FlowOut, FlowVerdict, MatrixReport};
 use crate::report::picture::assumed_mark;
@@ -61,7 +61,11 @@ fn verdict_lines(diagnosis: &Diagnosis) -> Vec<String> {
     if let Some(pack) = &diagnosis.assumed_by {
         lines.push(format!(
             "  assumed: the snapshot has no dump of {}; pack {pack}'s intent stands in there",
-            assumed_namespaces(diagnosis).join(", ")
+            assumed_namespaces(diagnosis)
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
         ));
     }
     if let Some(summary) = failing_summary(diagnosis) {
@@ -72,10 +76,10 @@ fn verdict_lines(diagnosis: &Diagnosis) -> Vec<String> {
 
 /// The hops stepped over with a pack's intent, each namespace once, in the
 /// order the walk first met them.
-fn assumed_namespaces(diagnosis: &Diagnosis) -> Vec<&str> {
-    let mut namespaces: Vec<&str> = Vec::new();
+fn assumed_namespaces(diagnosis: &Diagnosis) -> Vec<&HopId> {
+    let mut namespaces: Vec<&HopId> = Vec::new();
     for hop in diagnosis.graph.node_weights().filter(|hop| hop.assumed) {
-        if !namespaces.contains(&hop.id.as_str()) {
+        if !namespaces.contains(&&hop.id) {
             namespaces.push(&hop.id);
         }
     }

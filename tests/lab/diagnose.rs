@@ -2363,7 +2363,7 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
         .findings
         .iter()
         .filter(|f| f.severity == engine::Severity::Fatal)
-        .map(|f| f.about.hop.clone())
+        .map(|f| f.about.hop.to_string())
         .collect::<Vec<_>>()
         .join(", ");
     let disposition = diagnosis.disposition();
@@ -2462,7 +2462,7 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
             diagnosis
                 .findings
                 .iter()
-                .any(|f| f.severity == engine::Severity::Fatal && f.about.hop == hop),
+                .any(|f| f.severity == engine::Severity::Fatal && f.about.hop.to_string() == hop),
             "{}: no fatal finding about {hop}: {:#?}",
             fault.name,
             diagnosis.findings

@@ -129,10 +129,10 @@ pub fn collect_live(server: &ApiServer, cluster: &Cluster, out: &Path) {
 pub fn outline(diagnosis: &Diagnosis) -> String {
     let mut lines = vec![format!("{}", diagnosis.disposition())];
     for path in &diagnosis.paths {
-        let hops: Vec<&str> = path
+        let hops: Vec<String> = path
             .hops
             .iter()
-            .map(|&i| diagnosis.hop(i).id.as_str())
+            .map(|&i| diagnosis.hop(i).id.to_string())
             .collect();
         lines.push(format!("path {} {}", path.disposition, hops.join(" > ")));
     }

@@ -348,7 +348,7 @@ impl<'s> Walker<'s> {
                 origin
                     .ns
                     .as_ref()
-                    .map_or("outside the cluster".into(), hop_id)
+                    .map_or("outside the cluster".into(), |ns| hop_id(ns).to_string())
             ))
         } else if !origin.is_from_target(&packet) {
             Some(format!(

@@ -429,7 +429,7 @@ impl<'s> Walker<'s> {
         share: f64,
     ) -> Next<'s> {
         let client = self.graph.add_node(Hop {
-            id: packet.src.map_or_else(String::new, |src| src.to_string()),
+            id: HopId::External(packet.src),
             kind: HopKind::External,
             node: None,
             assumed: false,
@@ -459,7 +459,7 @@ impl<'s> Walker<'s> {
     pub(super) fn leave_cluster(&mut self, hop: NodeIndex, device: &str, flow: Flow) -> Next<'s> {
         let Flow { packet, branch } = flow;
         let outside = self.graph.add_node(Hop {
-            id: packet.dst.to_string(),
+            id: HopId::External(Some(packet.dst)),
             kind: HopKind::External,
             node: None,
             assumed: false,
@@ -732,7 +732,7 @@ mod tests {
     fn a_next_hop_nobody_holds_leaves_the_cluster_answerably_from_a_nodes_address() {
         leave_from("10.0.0.1", |walker, branch, exit| {
             let outside = *branch.hops.last().unwrap();
-            assert_eq!(walker.graph[outside].id, "8.8.8.8");
+            assert_eq!(walker.graph[outside].id.to_string(), "8.8.8.8");
             let exit = exit.expect("how it leaves");
             assert!(exit.answerable);
             assert!(exit.why.starts_with("n1's address"), "{}", exit.why);

@@ -605,7 +605,7 @@ mod tests {
             assert_eq!(arrival, Arrival::Received("eth0".into()));
             let (bridging, link) = from.unwrap();
             assert_eq!(link.kind, LinkKind::BridgePort);
-            assert_eq!(walker.graph[bridging].id, "n1");
+            assert_eq!(walker.graph[bridging].id, HopId::node("n1"));
             assert!(walker.graph[bridging].context.is_none());
             assert!(matches!(
                 &walker.graph[bridging].steps[0].step,

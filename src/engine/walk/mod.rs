@@ -50,7 +50,7 @@ use super::hooks::Intent;
 use super::target::{PacketSize, Protocol, Resolved, Start};
 use super::topology::{Port, Topology};
 use super::{
-    AtHop, Diagnosis, Disposition, Evidence, Exit, Finding, FindingStatus, Hop, HopContext,
+    AtHop, Diagnosis, Disposition, Evidence, Exit, Finding, FindingStatus, Hop, HopContext, HopId,
     HopKind, HopStep, Link, LinkKind, PacketFields, PathResult, Step,
 };
 use crate::diagnostic::FindingCode;
@@ -400,7 +400,7 @@ impl<'s> Walker<'s> {
     fn file(&self, ns: &NetnsId, file: DumpFile) -> Evidence {
         match self.snapshot.namespaces.get(ns) {
             Some(entry) => Evidence::file(entry.dir.join(file.name())),
-            None => Evidence::file(hop_id(ns)).noting("no dump"),
+            None => Evidence::file(hop_id(ns).to_string()).noting("no dump"),
         }
     }
 
@@ -408,7 +408,7 @@ impl<'s> Walker<'s> {
     fn place(&self, ns: &NetnsId) -> Evidence {
         match self.snapshot.namespaces.get(ns) {
             Some(entry) => Evidence::file(entry.dir.clone()),
-            None => Evidence::file(hop_id(ns)).noting("no dump"),
+            None => Evidence::file(hop_id(ns).to_string()).noting("no dump"),
         }
     }
 
@@ -444,13 +444,8 @@ impl<'s> Walker<'s> {
 }
 
 /// Hop ids as the JSON contract names them: pods `NS/NAME`, nodes their name.
-fn hop_id(ns: &NetnsId) -> String {
-    match ns {
-        NetnsId::Host { node } => node.clone(),
-        NetnsId::Pod {
-            namespace, name, ..
-        } => format!("{namespace}/{name}"),
-    }
+fn hop_id(ns: &NetnsId) -> HopId {
+    HopId::of(ns)
 }
 
 fn hop_kind(ns: &NetnsId) -> HopKind {
