@@ -466,70 +466,10 @@ pub fn diagnose(
 ) -> Result<Diagnosis, TargetError> {
     let resolved = target::resolve(snapshot, request)?;
     let mut diagnosis = walk::walk(snapshot, &resolved, packs);
-    let backends: Vec<Option<Backend>> = diagnosis
-        .paths
-        .iter()
-        .map(|path| backend(snapshot, &diagnosis.graph, path))
-        .collect();
-    for (path, backend) in diagnosis.paths.iter_mut().zip(backends) {
-        path.backend = backend;
-    }
     let service = target_service(snapshot, request, &resolved);
     let findings = intent::pack_findings(&diagnosis, snapshot, packs, service.as_ref());
     diagnosis.findings.extend(findings);
     Ok(diagnosis)
-}
-
-/// The request's destination as the last hop of `path` that holds the
-/// request had it (the reply, once the path turns back, is not looked at):
-/// from each hop's packet, and from each link's (the innermost, for a
-/// tunnel) into a hop that keeps none, such as the world outside.
-fn backend(snapshot: &Snapshot, graph: &DiGraph<Hop, Link>, path: &PathResult) -> Option<Backend> {
-    let mut destination = None;
-    let mut previous: Option<NodeIndex> = None;
-    for &index in &path.hops {
-        let hop = NodeIndex::new(index);
-        if let Some(edge) = previous.and_then(|from| graph.find_edge(from, hop)) {
-            let mut fields = &graph[edge].fields;
-            while let Some(inner) = &fields.inner {
-                fields = inner;
-            }
-            if fields.reply {
-                break;
-            }
-            destination = Some((fields.dst, fields.dst_port));
-        }
-        let held = graph[hop]
-            .context
-            .as_ref()
-            .and_then(|c| c.last_packet.as_ref());
-        if let Some(packet) = held {
-            destination = Some((packet.dst, packet.dst_port));
-        }
-        previous = Some(hop);
-    }
-    let (address, port) = destination?;
-    let owners = snapshot.cluster.by_ip(address);
-    let pod = owners.iter().find_map(|owner| match owner {
-        // A host-network pod shares its node's address: the node is named.
-        IpOwner::Pod {
-            namespace,
-            name,
-            host_network: false,
-        } => Some(format!("{namespace}/{name}")),
-        _ => None,
-    });
-    let node = || {
-        owners.iter().find_map(|owner| match owner {
-            IpOwner::Node { name } => Some(format!("node/{name}")),
-            _ => None,
-        })
-    };
-    Some(Backend {
-        address,
-        port,
-        owner: pod.or_else(node),
-    })
 }
 
 /// The Service the request goes to: named (`svc/NS/NAME`), or the owner of

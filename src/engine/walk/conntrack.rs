@@ -21,6 +21,65 @@ pub(super) struct Branch {
     /// The namespaces the request went through, where conntrack has the
     /// connection the reply belongs to (set when the reply starts).
     pub(super) connection: Vec<NetnsId>,
+    /// Where the request goes, as the walk has taken it so far.
+    pub(super) request: RequestDestination,
+}
+
+/// A request's destination: an address and its port.
+pub(super) type Destination = (IpAddr, Option<u16>);
+
+/// Where a branch's request goes, recorded as the walk takes it: its
+/// destination as the last hop holding it has it (translated there: a
+/// service's DNAT), else as the link into that hop carried it. The reply
+/// is not looked at. Where the path ends, this is its backend's address.
+#[derive(Debug, Clone, Default)]
+pub(super) struct RequestDestination {
+    /// As the link into the current hop carried it (the innermost packet of
+    /// a tunnel), or as it was before a hop joined without a link.
+    carried: Option<Destination>,
+    /// As the current hop holds it; `None` where the hop keeps no packet (an
+    /// assumed hop, the world outside) or a translation gave it an address
+    /// the dump does not show.
+    held: Option<Destination>,
+    /// The reply has started: nothing after it is the request's.
+    replied: bool,
+}
+
+impl RequestDestination {
+    /// A hop joins the branch, by `link` (its packet's fields) where there
+    /// is one, holding `held`.
+    pub(super) fn joined(&mut self, link: Option<&PacketFields>, held: Option<Destination>) {
+        if self.replied {
+            return;
+        }
+        match link {
+            Some(fields) => {
+                let mut fields = fields;
+                while let Some(inner) = &fields.inner {
+                    fields = inner;
+                }
+                if fields.reply {
+                    self.replied = true;
+                    return;
+                }
+                self.carried = Some((fields.dst, fields.dst_port));
+            }
+            None => self.carried = self.now(),
+        }
+        self.held = held;
+    }
+
+    /// The current hop now holds the request as `held`.
+    pub(super) fn now_held(&mut self, held: Option<Destination>) {
+        if !self.replied {
+            self.held = held;
+        }
+    }
+
+    /// The request's destination as the walk last had it.
+    pub(super) fn now(&self) -> Option<Destination> {
+        self.held.or(self.carried)
+    }
 }
 
 impl Branch {
@@ -34,6 +93,7 @@ impl Branch {
             nat: Vec::new(),
             reply: false,
             connection: Vec::new(),
+            request: RequestDestination::default(),
         }
     }
 

@@ -53,7 +53,7 @@ impl<'s> Walker<'s> {
         // A namespace the snapshot lacks as a whole is stepped over with the
         // CNI pack's intent, where one applies.
         let assumed = self.can_assume(ns);
-        let hop = self.graph.add_node(Hop {
+        let new_hop = Hop {
             id: hop_id(ns),
             kind: hop_kind(ns),
             node: Some(ns.node().to_string()),
@@ -70,11 +70,8 @@ impl<'s> Walker<'s> {
                 received_from: None,
                 last_packet: Some(packet.pack_packet()),
             }),
-        });
-        if let Some((previous, link)) = from {
-            self.graph.add_edge(previous, hop, link);
-        }
-        branch.hops.push(hop);
+        };
+        let hop = self.join(new_hop, from, &mut branch);
         if assumed {
             self.note_assumed(ns, hop);
         }
@@ -98,7 +95,7 @@ impl<'s> Walker<'s> {
             mut branch,
         } = flow;
         let generated = arrival == Arrival::Local;
-        self.now_holds(hop, &packet, generated, true);
+        self.now_holds(hop, &packet, generated, true, &mut branch);
         let key = (ns.clone(), packet.to_string(), arrival.clone());
         if branch.seen.contains(&key) || branch.seen.len() >= MAX_VISITS {
             let reason = format!(
@@ -129,7 +126,7 @@ impl<'s> Walker<'s> {
         }
         if branch.reply {
             self.undo_nat(ns, hop, &mut packet, &branch, UndoPhase::BeforeRouting);
-            self.now_holds(hop, &packet, generated, true);
+            self.now_holds(hop, &packet, generated, true, &mut branch);
         }
         let flow = Flow { packet, branch };
         if !self.graph[hop].assumed {
@@ -428,17 +425,17 @@ impl<'s> Walker<'s> {
         packet: Packet,
         share: f64,
     ) -> Next<'s> {
-        let client = self.graph.add_node(Hop {
+        let mut branch = Branch::new();
+        branch.probability = share;
+        let client = Hop {
             id: HopId::External(packet.src),
             kind: HopKind::External,
             node: None,
             assumed: false,
             steps: Vec::new(),
             context: None,
-        });
-        let mut branch = Branch::new();
-        branch.probability = share;
-        branch.hops.push(client);
+        };
+        let client = self.join(client, None, &mut branch);
         self.sent_from_outside(client, &packet, &mut branch);
         let link = Link {
             kind: LinkKind::Outside,
@@ -458,14 +455,14 @@ impl<'s> Walker<'s> {
     /// The packet leaves the cluster's namespaces by `device`.
     pub(super) fn leave_cluster(&mut self, hop: NodeIndex, device: &str, flow: Flow) -> Next<'s> {
         let Flow { packet, branch } = flow;
-        let outside = self.graph.add_node(Hop {
+        let outside = Hop {
             id: HopId::External(Some(packet.dst)),
             kind: HopKind::External,
             node: None,
             assumed: false,
             steps: Vec::new(),
             context: None,
-        });
+        };
         let link = Link {
             kind: LinkKind::Outside,
             from_interface: device.to_string(),
@@ -473,9 +470,8 @@ impl<'s> Walker<'s> {
             packet: packet.to_string(),
             fields: packet.fields(),
         };
-        self.graph.add_edge(hop, outside, link);
         let mut branch = branch;
-        branch.hops.push(outside);
+        let outside = self.join(outside, Some((hop, link)), &mut branch);
         // The answer to a client outside the cluster: what leaves must be
         // what the client's connection expects.
         if branch.reply

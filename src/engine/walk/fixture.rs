@@ -295,15 +295,15 @@ impl Walker<'_> {
 
     /// A fresh hop for `ns`, on `branch`, as `visit` makes one.
     pub(super) fn test_hop(&mut self, ns: &NetnsId, branch: &mut Branch) -> Place {
-        let hop = self.graph.add_node(Hop {
+        let hop = Hop {
             id: hop_id(ns),
             kind: hop_kind(ns),
             node: Some(ns.node().to_string()),
             assumed: false,
             steps: Vec::new(),
             context: None,
-        });
-        branch.hops.push(hop);
+        };
+        let hop = self.join(hop, None, branch);
         Place::new(ns, hop)
     }
 }

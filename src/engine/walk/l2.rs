@@ -436,17 +436,15 @@ impl<'s> Walker<'s> {
         link: Link,
         branch: &mut Branch,
     ) -> NodeIndex {
-        let hop = self.graph.add_node(Hop {
+        let hop = Hop {
             id: hop_id(ns),
             kind: HopKind::Node,
             node: Some(ns.node().to_string()),
             assumed: false,
             context: None,
             steps: Vec::new(),
-        });
-        self.graph.add_edge(from, hop, link);
-        branch.hops.push(hop);
-        hop
+        };
+        self.join(hop, Some((from, link)), branch)
     }
 
     /// With `bridge-nf-call-iptables` on, a frame crossing a bridge goes

@@ -50,8 +50,8 @@ use super::hooks::Intent;
 use super::target::{PacketSize, Protocol, Resolved, Start};
 use super::topology::{Port, Topology};
 use super::{
-    AtHop, Diagnosis, Disposition, Evidence, Exit, Finding, FindingStatus, Hop, HopContext, HopId,
-    HopKind, HopStep, Link, LinkKind, PacketFields, PathResult, Step,
+    AtHop, Backend, Diagnosis, Disposition, Evidence, Exit, Finding, FindingStatus, Hop,
+    HopContext, HopId, HopKind, HopStep, Link, LinkKind, PacketFields, PathResult, Step,
 };
 use crate::diagnostic::FindingCode;
 use crate::netstack::Tri;

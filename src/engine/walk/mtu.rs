@@ -405,7 +405,7 @@ impl<'s> Walker<'s> {
         stop: Stop,
     ) -> Next<'s> {
         let to = crossing.to;
-        let arrived = self.graph.add_node(Hop {
+        let arrived = Hop {
             id: hop_id(to),
             kind: hop_kind(to),
             node: Some(to.node().to_string()),
@@ -418,9 +418,8 @@ impl<'s> Walker<'s> {
             }],
             context: None,
             assumed: false,
-        });
-        self.graph.add_edge(hop, arrived, crossing.link(packet));
-        branch.hops.push(arrived);
+        };
+        let arrived = self.join(arrived, Some((hop, crossing.link(packet))), &mut branch);
         self.stop(arrived, branch, stop)
     }
 

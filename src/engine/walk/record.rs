@@ -14,13 +14,43 @@ impl<'s> Walker<'s> {
         packet: &Packet,
         generated: bool,
         known: bool,
+        branch: &mut Branch,
     ) {
         if generated && packet.tunnel.is_some() {
             return;
         }
         if let Some(context) = &mut self.graph[hop].context {
-            context.last_packet = known.then(|| packet.pack_packet());
+            let held = known.then(|| packet.pack_packet());
+            branch
+                .request
+                .now_held(held.as_ref().map(|p| (p.dst, p.dst_port)));
+            context.last_packet = held;
         }
+    }
+
+    /// Adds `hop` to the graph and to `branch`, joined by `link` to the
+    /// hop it comes from where there is one: the one way a hop joins a
+    /// path, so that the request's destination is recorded as it goes.
+    pub(super) fn join(
+        &mut self,
+        hop: Hop,
+        from: Option<(NodeIndex, Link)>,
+        branch: &mut Branch,
+    ) -> NodeIndex {
+        let held = hop
+            .context
+            .as_ref()
+            .and_then(|context| context.last_packet.as_ref())
+            .map(|packet| (packet.dst, packet.dst_port));
+        branch
+            .request
+            .joined(from.as_ref().map(|(_, link)| &link.fields), held);
+        let hop = self.graph.add_node(hop);
+        if let Some((previous, link)) = from {
+            self.graph.add_edge(previous, hop, link);
+        }
+        branch.hops.push(hop);
+        hop
     }
 
     /// Gives each of `count` ways out of `hop` its own copy of the hop (with
@@ -169,8 +199,33 @@ impl<'s> Walker<'s> {
             hops: branch.hops.iter().map(|h| h.index()).collect(),
             assumed: assumed_link || branch.hops.iter().any(|&h| self.graph[h].assumed),
             exit,
-            backend: None,
+            backend: branch.request.now().map(|(address, port)| Backend {
+                address,
+                port,
+                owner: self.owner(address),
+            }),
         });
+    }
+
+    /// Whose address a backend's is: a pod's (not a host-network one, which
+    /// shares its node's), else a node's.
+    fn owner(&self, address: IpAddr) -> Option<String> {
+        let owners = self.snapshot.cluster.by_ip(address);
+        let pod = owners.iter().find_map(|owner| match owner {
+            IpOwner::Pod {
+                namespace,
+                name,
+                host_network: false,
+            } => Some(format!("{namespace}/{name}")),
+            _ => None,
+        });
+        let node = || {
+            owners.iter().find_map(|owner| match owner {
+                IpOwner::Node { name } => Some(format!("node/{name}")),
+                _ => None,
+            })
+        };
+        pod.or_else(node)
     }
 }
 

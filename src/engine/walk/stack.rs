@@ -231,7 +231,13 @@ impl<'s> Walker<'s> {
                 }
             )
         });
-        self.now_holds(hop, &packet, iif.is_none(), !masqueraded_unknown);
+        self.now_holds(
+            hop,
+            &packet,
+            iif.is_none(),
+            !masqueraded_unknown,
+            &mut branch,
+        );
         match &outcome.verdict {
             Verdict::Drop | Verdict::Reject { .. } => {
                 let stop = self.denial(ns, hop, &outcome, "the packet");
@@ -256,7 +262,13 @@ impl<'s> Walker<'s> {
         };
         if branch.reply {
             self.undo_nat(ns, hop, &mut packet, &branch, UndoPhase::AfterRouting);
-            self.now_holds(hop, &packet, iif.is_none(), !masqueraded_unknown);
+            self.now_holds(
+                hop,
+                &packet,
+                iif.is_none(),
+                !masqueraded_unknown,
+                &mut branch,
+            );
         }
         let Some(choice) = route.or(routed) else {
             let reason = "netfilter reported no routing decision for the packet".to_string();
