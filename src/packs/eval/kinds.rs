@@ -93,7 +93,15 @@ impl Evaluator<'_> {
             .sysctls
             .as_ref()
             .ok_or_else(|| at.not_collected(DumpFile::Sysctl))?;
-        let evidence = Evidence::locate(dir, DumpFile::Sysctl, &format!("{key} = "));
+        // Where the dump has the key: the line it was read from.
+        let file = dir.join(DumpFile::Sysctl.name());
+        let evidence = match sysctls.line(&key) {
+            Some(line) => Evidence {
+                column: Some(1),
+                ..Evidence::line(file, line)
+            },
+            None => Evidence::file(file),
+        };
         match sysctls.get(&key) {
             Some(actual) if actual.trim() == expect.trim() => Ok(Vec::new()),
             Some(actual) => fail(

@@ -11,10 +11,18 @@ use std::collections::BTreeMap;
 use super::addr::Family;
 use crate::snapshot::problem::{ParseIssue, Parsed};
 
-/// Every setting of a namespace dump, by its dotted key.
+/// Every setting of a namespace dump, by its dotted key, with the line it
+/// was read from.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Sysctls {
-    values: BTreeMap<String, String>,
+    values: BTreeMap<String, Setting>,
+}
+
+/// One setting's value as printed, and its (first) line in the dump.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Setting {
+    value: String,
+    line: usize,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -27,7 +35,12 @@ pub struct NotAnInteger {
 impl Sysctls {
     /// The value as printed; `None` when the dump does not have the key.
     pub fn get(&self, key: &str) -> Option<&str> {
-        self.values.get(key).map(String::as_str)
+        self.values.get(key).map(|setting| setting.value.as_str())
+    }
+
+    /// The line of `sysctl.txt` the key was read from, for evidence.
+    pub fn line(&self, key: &str) -> Option<usize> {
+        self.values.get(key).map(|setting| setting.line)
     }
 
     /// The value as an integer; `Ok(None)` when the dump does not have the key.
@@ -63,7 +76,9 @@ impl Sysctls {
     }
 
     pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.values.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+        self.values
+            .iter()
+            .map(|(key, setting)| (key.as_str(), setting.value.as_str()))
     }
 }
 
@@ -82,7 +97,7 @@ pub fn parse(text: &str) -> Parsed<Sysctls> {
             )],
         );
     }
-    let mut values: BTreeMap<String, String> = BTreeMap::new();
+    let mut values: BTreeMap<String, Setting> = BTreeMap::new();
     let mut issues = Vec::new();
     let mut last_key = None;
     for (index, line) in text.lines().enumerate() {
@@ -113,8 +128,8 @@ pub fn parse(text: &str) -> Parsed<Sysctls> {
         }
         if let Some(previous) = values.get_mut(key) {
             if last_key == Some(key) {
-                previous.push('\n');
-                previous.push_str(value);
+                previous.value.push('\n');
+                previous.value.push_str(value);
             } else {
                 issues.push(ParseIssue::at_line(
                     number,
@@ -123,7 +138,13 @@ pub fn parse(text: &str) -> Parsed<Sysctls> {
             }
             continue;
         }
-        values.insert(key.to_owned(), value.to_owned());
+        values.insert(
+            key.to_owned(),
+            Setting {
+                value: value.to_owned(),
+                line: number,
+            },
+        );
         last_key = Some(key);
     }
     (Some(Sysctls { values }), issues)
@@ -151,6 +172,18 @@ mod tests {
         assert_eq!(node.get_i64("net.ipv4.ip_forward"), Ok(Some(1)));
         assert_eq!(node.get("net.ipv4.ip_forward"), Some("1"));
         assert_eq!(sysctls(POD).get_i64("net.ipv4.ip_forward"), Ok(Some(0)));
+    }
+
+    #[test]
+    fn a_setting_keeps_the_line_it_was_read_from() {
+        let read = sysctls(
+            "net.core.somaxconn = 4096\nkernel.core_modes = file\nkernel.core_modes = pipe\nnet.ipv4.ip_forward = 1\n",
+        );
+        assert_eq!(read.line("net.core.somaxconn"), Some(1));
+        // A value of several lines is where its first line is.
+        assert_eq!(read.line("kernel.core_modes"), Some(2));
+        assert_eq!(read.line("net.ipv4.ip_forward"), Some(4));
+        assert_eq!(read.line("net.ipv4.conf.all.rp_filter"), None);
     }
 
     #[test]
