@@ -335,11 +335,20 @@ pub struct PathResult {
 pub struct Backend {
     pub address: IpAddr,
     pub port: Option<u16>,
-    /// The pod (`NS/NAME`) or node (`node/NAME`) the address is of.
-    pub owner: Option<String>,
+    /// The pod or node the address is of.
+    pub owner: Option<HopId>,
 }
 
 impl Backend {
+    /// Whose address it is, as `--to` names it: a pod `NS/NAME`, a node
+    /// `node/NAME`.
+    pub fn owner_name(&self) -> Option<String> {
+        self.owner.as_ref().map(|owner| match owner {
+            HopId::Node { name } => format!("node/{name}"),
+            other => other.to_string(),
+        })
+    }
+
     /// The address, with its port where it has one.
     pub fn socket(&self) -> String {
         match self.port {
@@ -351,7 +360,7 @@ impl Backend {
 
 impl fmt::Display for Backend {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.owner {
+        match self.owner_name() {
             Some(owner) => write!(f, "{owner} ({})", self.socket()),
             None => f.write_str(&self.socket()),
         }

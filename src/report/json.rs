@@ -264,7 +264,7 @@ impl Report {
                     backend: path.backend.as_ref().map(|backend| BackendOut {
                         address: backend.address.to_string(),
                         port: backend.port,
-                        owner: backend.owner.clone(),
+                        owner: backend.owner_name(),
                     }),
                 })
                 .collect(),

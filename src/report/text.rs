@@ -271,7 +271,7 @@ fn severity_note(diagnosis: &Diagnosis) -> String {
 /// whose address it is, else the address; a path without one, by number.
 fn backend_name(path: &PathResult, number: usize) -> String {
     match &path.backend {
-        Some(backend) => backend.owner.clone().unwrap_or_else(|| backend.socket()),
+        Some(backend) => backend.owner_name().unwrap_or_else(|| backend.socket()),
         None => format!("path {number}"),
     }
 }

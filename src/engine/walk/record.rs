@@ -209,19 +209,19 @@ impl<'s> Walker<'s> {
 
     /// Whose address a backend's is: a pod's (not a host-network one, which
     /// shares its node's), else a node's.
-    fn owner(&self, address: IpAddr) -> Option<String> {
+    fn owner(&self, address: IpAddr) -> Option<HopId> {
         let owners = self.snapshot.cluster.by_ip(address);
         let pod = owners.iter().find_map(|owner| match owner {
             IpOwner::Pod {
                 namespace,
                 name,
                 host_network: false,
-            } => Some(format!("{namespace}/{name}")),
+            } => Some(HopId::pod(namespace, name)),
             _ => None,
         });
         let node = || {
             owners.iter().find_map(|owner| match owner {
-                IpOwner::Node { name } => Some(format!("node/{name}")),
+                IpOwner::Node { name } => Some(HopId::node(name)),
                 _ => None,
             })
         };
