@@ -4,10 +4,13 @@
 //! names its finding by the catalogue's constant, so a script that matches
 //! on an id can find what it means, and a misspelt id is a compile error.
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use common::source_tree::{literals, root, rust_sources};
 use skoop::engine::codes;
 
 /// The prefixes of the engine's own ids (the packs' ids are their own).
@@ -16,38 +19,15 @@ const PREFIXES: &[&str] = &["kernel.", "engine.", "snapshot.", "kubernetes."];
 /// The catalogue's own file: the one place an id is spelt.
 const CATALOGUE: &str = "src/engine/codes.rs";
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// Every Rust source under `dir`.
-fn sources(dir: &Path, found: &mut Vec<PathBuf>) {
-    for entry in fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            sources(&path, found);
-        } else if path.extension().is_some_and(|ext| ext == "rs") {
-            found.push(path);
-        }
-    }
-}
-
 /// The string literals of a Rust source that read like an engine's id: a
 /// prefix, then lower-case words joined by `.`, `-`, `_`.
 fn id_literals(text: &str) -> Vec<(usize, String)> {
-    let mut found = Vec::new();
-    for (number, line) in text.lines().enumerate() {
-        for literal in line.split('"').skip(1).step_by(2) {
-            let is_id = PREFIXES.iter().any(|prefix| literal.starts_with(prefix))
-                && literal
-                    .chars()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "._-".contains(c));
-            if is_id {
-                found.push((number + 1, literal.to_string()));
-            }
-        }
-    }
-    found
+    literals(text, |literal| {
+        PREFIXES.iter().any(|prefix| literal.starts_with(prefix))
+            && literal
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "._-".contains(c))
+    })
 }
 
 #[test]
@@ -70,10 +50,8 @@ fn the_findings_page_is_the_catalogue() {
 #[test]
 fn no_code_spells_a_finding_id_outside_the_catalogue() {
     let catalogued: BTreeSet<&str> = codes::ALL.iter().map(|code| code.id).collect();
-    let mut files = Vec::new();
-    sources(&root().join("src"), &mut files);
     let mut spelt = Vec::new();
-    for file in &files {
+    for file in &rust_sources("src") {
         let relative = file.strip_prefix(root()).unwrap();
         if relative == Path::new(CATALOGUE) {
             continue;
@@ -104,9 +82,7 @@ fn an_id_written_as_a_string_is_found() {
 /// that nothing emits.
 #[test]
 fn every_catalogued_id_is_emitted() {
-    let mut files = Vec::new();
-    sources(&root().join("src/engine"), &mut files);
-    let code: String = files
+    let code: String = rust_sources("src/engine")
         .iter()
         .filter(|file| !file.ends_with("codes.rs"))
         .map(|file| {

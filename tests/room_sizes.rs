@@ -4,24 +4,17 @@
 //! module at the end of a file, the walker's `fixture.rs`) are not product
 //! code and are not counted.
 
+mod common;
+
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+use common::source_tree::{root, rust_sources};
 
 const MAX_FILE_LINES: usize = 800;
 const MAX_FUNCTION_LINES: usize = 150;
 /// The directories whose files are held to [`MAX_FILE_LINES`].
 const ROOMS: &[&str] = &["src/engine", "src/packs", "src/cli"];
-
-fn sources(dir: &Path, found: &mut Vec<PathBuf>) {
-    for entry in fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            sources(&path, found);
-        } else if path.extension().is_some_and(|ext| ext == "rs") {
-            found.push(path);
-        }
-    }
-}
 
 fn is_test_file(path: &Path) -> bool {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
@@ -77,12 +70,12 @@ fn long_functions(lines: &[&str], max: usize) -> Vec<(String, usize, usize)> {
 
 #[test]
 fn no_room_is_over_its_size() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut files = Vec::new();
-    sources(&root.join("src"), &mut files);
     let mut over = Vec::new();
-    for file in files.iter().filter(|file| !is_test_file(file)) {
-        let relative = file.strip_prefix(root).unwrap();
+    for file in rust_sources("src")
+        .iter()
+        .filter(|file| !is_test_file(file))
+    {
+        let relative = file.strip_prefix(root()).unwrap();
         let text = fs::read_to_string(file).unwrap();
         let lines = product(&text);
         let in_room = ROOMS.iter().any(|room| relative.starts_with(room));

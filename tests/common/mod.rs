@@ -7,6 +7,7 @@
 pub mod browser;
 pub mod console;
 pub mod golden;
+pub mod source_tree;
 
 use std::fs;
 use std::path::Path;
