@@ -75,11 +75,7 @@ impl Evaluator<'_> {
                 failures.push(Failure {
                     actual: format!("{}: {}", link.ifname, wrong.join(", ")),
                     expected: described(&link.ifname),
-                    evidence: vec![Evidence::locate(
-                        dir,
-                        DumpFile::IpLink,
-                        &format!("\"ifname\":\"{}\"", link.ifname),
-                    )],
+                    evidence: vec![at.element(DumpFile::IpLink, links, Some(link))],
                 });
             }
         }

@@ -26,6 +26,19 @@ pub(super) struct NamespaceDump<'d> {
 }
 
 impl NamespaceDump<'_> {
+    /// Evidence for `element` of `list`, read from the JSON dump `file`: its
+    /// place in the file where there is one, else the file.
+    pub(super) fn element<T>(&self, file: DumpFile, list: &[T], element: Option<&T>) -> Evidence {
+        let path = self.dir.join(file.name());
+        match element.and_then(|element| self.dump.place_of(file, list, element)) {
+            Some((line, column)) => Evidence {
+                column: Some(column),
+                ..Evidence::line(path, line)
+            },
+            None => Evidence::file(path),
+        }
+    }
+
     /// Why a kind cannot tell without `file`: not collected, or unreadable.
     pub(super) fn not_collected(&self, file: DumpFile) -> Stop {
         let lacking = self.dump.lacking(file).unwrap_or(Lacking {
@@ -119,7 +132,7 @@ impl Evaluator<'_> {
 
     /// A route to exactly `dst` with what else the check wants.
     fn route(&self, wanted: &RouteWanted<'_>, at: &NamespaceDump<'_>) -> Outcome {
-        let &NamespaceDump { ctx, dir, dump } = at;
+        let &NamespaceDump { ctx, dump, .. } = at;
         let &RouteWanted {
             dst,
             via,
@@ -179,16 +192,8 @@ impl Evaluator<'_> {
             None => format!("no route to {dst} in table {table}"),
             Some(r) => crate::netstack::routing::describe_route(r),
         };
-        let needle = if dst == "default" {
-            "\"dst\":\"default\"".to_owned()
-        } else {
-            format!("\"dst\":\"{dst}\"")
-        };
-        fail(
-            actual,
-            expected,
-            Evidence::locate(dir, DumpFile::IpRoute, &needle),
-        )
+        let evidence = at.element(DumpFile::IpRoute, routes, candidates.first().copied());
+        fail(actual, expected, evidence)
     }
 
     /// A usable neighbour entry for `dst`.
@@ -199,7 +204,7 @@ impl Evaluator<'_> {
         lladdr: Option<&Value>,
         at: &NamespaceDump<'_>,
     ) -> Outcome {
-        let &NamespaceDump { ctx, dir, dump } = at;
+        let &NamespaceDump { ctx, dump, .. } = at;
         let dst = self.required_text(dst, ctx)?;
         let dev = self.optional_text(dev, ctx)?;
         let lladdr = self.optional_text(lladdr, ctx)?;
@@ -239,11 +244,8 @@ impl Evaluator<'_> {
             dev.map(|d| format!(" dev {d}")).unwrap_or_default(),
             lladdr.map(|l| format!(" lladdr {l}")).unwrap_or_default()
         );
-        fail(
-            actual,
-            expected,
-            Evidence::locate(dir, DumpFile::IpNeigh, &format!("\"dst\":\"{dst}\"")),
-        )
+        let evidence = at.element(DumpFile::IpNeigh, neighbours, entries.first().copied());
+        fail(actual, expected, evidence)
     }
 
     /// An FDB entry on `dev` (for `mac`, sending to `dst`).
@@ -254,7 +256,7 @@ impl Evaluator<'_> {
         dst: Option<&Value>,
         at: &NamespaceDump<'_>,
     ) -> Outcome {
-        let &NamespaceDump { ctx, dir, dump } = at;
+        let &NamespaceDump { ctx, dump, .. } = at;
         let dev = self.required_text(dev, ctx)?;
         let mac = self.optional_text(mac, ctx)?;
         let dst = self.optional_text(dst, ctx)?;
@@ -299,10 +301,7 @@ impl Evaluator<'_> {
             mac.as_ref().map(|m| format!("{m} ")).unwrap_or_default(),
             dst.map(|d| format!(" dst {d}")).unwrap_or_default()
         );
-        let evidence = match &mac {
-            Some(mac) => Evidence::locate(dir, DumpFile::BridgeFdb, mac),
-            None => Evidence::file(dir.join(DumpFile::BridgeFdb.name())),
-        };
+        let evidence = at.element(DumpFile::BridgeFdb, fdb, entries.first().copied());
         fail(actual, expected, evidence)
     }
 

@@ -18,6 +18,15 @@ use crate::snapshot::problem::{ParseIssue, Parsed, line_col};
 /// gives no value and one issue. Otherwise every element that reads as a `T`
 /// is kept and every one that does not is one issue.
 pub fn parse_array<T: DeserializeOwned>(text: &str) -> Parsed<Vec<T>> {
+    let (elements, issues) = parse_placed(text);
+    let values = elements.map(|elements| elements.into_iter().map(|(value, _)| value).collect());
+    (values, issues)
+}
+
+/// [`parse_array`], each element with where it starts in `text` (1-based
+/// line and column), so that evidence can point at it without reading the
+/// file again.
+pub fn parse_placed<T: DeserializeOwned>(text: &str) -> Parsed<Vec<(T, (usize, usize))>> {
     if text.trim().is_empty() {
         return (
             None,
@@ -38,7 +47,7 @@ pub fn parse_array<T: DeserializeOwned>(text: &str) -> Parsed<Vec<T>> {
     for (index, element) in elements.into_iter().enumerate() {
         let element = element.get();
         match serde_json::from_str(element) {
-            Ok(value) => values.push(value),
+            Ok(value) => values.push((value, line_col(text, offset_in(text, element)))),
             Err(error) => {
                 let context = format!("element {} of the array", index + 1);
                 issues.push(issue(text, offset_in(text, element), &error, &context));

@@ -197,6 +197,9 @@ pub struct NetnsDump {
     /// with the first problem (`FILE:LINE:COLUMN: what`): not the same as
     /// not collected, and said so.
     pub unreadable: BTreeMap<DumpFile, String>,
+    /// Where each element of a JSON dump file starts in it (line, column),
+    /// in the order of its list above: the place evidence points at.
+    pub places: BTreeMap<DumpFile, Vec<(usize, usize)>>,
 }
 
 impl NetnsDump {
@@ -214,15 +217,16 @@ impl NetnsDump {
             boundary,
             problems: Vec::new(),
             unreadable: Default::default(),
+            places: Default::default(),
         };
         let mut dump = NetnsDump {
-            links: files.load(DumpFile::IpLink, link::parse),
-            addrs: files.load(DumpFile::IpAddr, addr::parse),
-            routes: files.load(DumpFile::IpRoute, route::parse),
-            routes6: files.load(DumpFile::IpRoute6, route::parse),
-            rules: files.load(DumpFile::IpRule, rule::parse),
-            neighbours: files.load(DumpFile::IpNeigh, neigh::parse),
-            fdb: files.load(DumpFile::BridgeFdb, fdb::parse),
+            links: files.load_placed(DumpFile::IpLink),
+            addrs: files.load_placed(DumpFile::IpAddr),
+            routes: files.load_placed(DumpFile::IpRoute),
+            routes6: files.load_placed(DumpFile::IpRoute6),
+            rules: files.load_placed(DumpFile::IpRule),
+            neighbours: files.load_placed(DumpFile::IpNeigh),
+            fdb: files.load_placed(DumpFile::BridgeFdb),
             iptables: files.load(DumpFile::IptablesSave, iptables::parse),
             nftables: files.load(DumpFile::NftRuleset, nft::parse),
             ipsets: files.load(DumpFile::IpsetSave, ipset::parse),
@@ -230,8 +234,10 @@ impl NetnsDump {
             sysctls: files.load(DumpFile::Sysctl, sysctl::parse),
             sockets: files.load(DumpFile::Ss, sockets::parse),
             unreadable: Default::default(),
+            places: Default::default(),
         };
         dump.unreadable = files.unreadable;
+        dump.places = files.places;
         (dump, files.problems)
     }
 
@@ -257,6 +263,14 @@ impl NetnsDump {
             Some(why) => FileState::Unreadable(why),
             None => FileState::NotCollected,
         }
+    }
+
+    /// Where `element`, one of `list` as read from the JSON dump `file`,
+    /// starts in it (line, column); `None` where that is not known (an
+    /// element the dump was not read with).
+    pub fn place_of<T>(&self, file: DumpFile, list: &[T], element: &T) -> Option<(usize, usize)> {
+        let index = list.iter().position(|item| std::ptr::eq(item, element))?;
+        self.places.get(&file)?.get(index).copied()
     }
 
     /// `file`, unless it was read: why the dump lacks it.
@@ -289,6 +303,7 @@ struct DumpReader<'a> {
     boundary: &'a Boundary,
     problems: Vec<Problem>,
     unreadable: BTreeMap<DumpFile, String>,
+    places: BTreeMap<DumpFile, Vec<(usize, usize)>>,
 }
 
 impl DumpReader<'_> {
@@ -320,6 +335,17 @@ impl DumpReader<'_> {
         }
         self.problems.extend(problems);
         value
+    }
+}
+
+impl DumpReader<'_> {
+    /// [`DumpReader::load`] of one of iproute2's JSON arrays, keeping where
+    /// each element starts.
+    fn load_placed<T: serde::de::DeserializeOwned>(&mut self, file: DumpFile) -> Option<Vec<T>> {
+        let placed = self.load(file, json::parse_placed::<T>)?;
+        let (values, places) = placed.into_iter().unzip();
+        self.places.insert(file, places);
+        Some(values)
     }
 }
 
