@@ -530,6 +530,12 @@ fn an_older_packs_intent_section_loads_and_is_not_read() {
 }
 
 fn evidence_of(file: &str) -> Finding {
+    evidence_at(file, r#"find: `"dst":"10.244.2.0"`"#)
+}
+
+/// The finding of a script check that names `file` and, as the script
+/// writes it, where in it (`find: ...`, `line: 1, column: 7`).
+fn evidence_at(file: &str, place: &str) -> Finding {
     let manifest = r#"
 name: ev
 version: 0.1.0
@@ -547,7 +553,7 @@ checks:
     let script = format!(
         r#"fn neighbour(ctx) {{
                 if ctx.netns.node != "node-1" {{ return; }}
-                #{{actual: "a", expected: "b", file: "{file}", find: `"dst":"10.244.2.0"`}}
+                #{{actual: "a", expected: "b", file: "{file}", {place}}}
             }}"#
     );
     let findings = inline_pack(manifest, &script).evaluate_snapshot(&example());
@@ -569,6 +575,19 @@ fn script_check_evidence_is_located_in_the_subjects_dump() {
         "{evidence}"
     );
     assert_eq!((evidence.line, evidence.column), (Some(1), Some(3)));
+}
+
+#[test]
+fn script_check_evidence_may_give_its_place_without_text_to_find() {
+    let finding = evidence_at(DumpFile::IpNeigh.name(), "line: 1, column: 7");
+    let [evidence] = finding.evidence.as_slice() else {
+        panic!("one piece of evidence: {:?}", finding.evidence);
+    };
+    assert!(
+        evidence.file.ends_with("node-1/host/ip-neigh.json"),
+        "{evidence}"
+    );
+    assert_eq!((evidence.line, evidence.column), (Some(1), Some(7)));
 }
 
 #[test]

@@ -74,10 +74,22 @@ pub(super) fn script_failures(
                         names.join(", ")
                     )));
                 };
+                // A place the script knows (`line`, `column`: a stopping
+                // rule's, say) is taken as it is; else text to `find`.
+                let number = |key: &str| {
+                    map.get(key)
+                        .and_then(|v| v.as_int().ok())
+                        .and_then(|n| usize::try_from(n).ok())
+                        .filter(|n| *n > 0)
+                };
                 if let Some(dir) = places.dump_dir {
-                    evidence.push(match map.get("find") {
-                        Some(needle) => Evidence::locate(dir, file, &display(needle)),
-                        None => Evidence::file(dir.join(file.name())),
+                    evidence.push(match (number("line"), map.get("find")) {
+                        (Some(line), _) => Evidence {
+                            column: number("column"),
+                            ..Evidence::line(dir.join(file.name()), line)
+                        },
+                        (None, Some(needle)) => Evidence::locate(dir, file, &display(needle)),
+                        (None, None) => Evidence::file(dir.join(file.name())),
                     });
                 }
             }
