@@ -120,6 +120,15 @@ impl HopId {
         }
     }
 
+    /// What kind of hop this is.
+    pub fn kind(&self) -> HopKind {
+        match self {
+            HopId::Pod { .. } => HopKind::Pod,
+            HopId::Node { .. } => HopKind::Node,
+            HopId::External(_) => HopKind::External,
+        }
+    }
+
     /// The hop of a namespace of the snapshot.
     pub fn of(netns: &NetnsId) -> HopId {
         match netns {
@@ -149,8 +158,8 @@ impl fmt::Display for HopId {
 /// One visit of one network namespace.
 #[derive(Debug, Clone)]
 pub struct Hop {
+    /// Which namespace it visits; what kind of hop it is follows from it.
     pub id: HopId,
-    pub kind: HopKind,
     /// The node the namespace is on, for pods and nodes.
     pub node: Option<String>,
     /// The snapshot holds no dump of this namespace: what happens here is

@@ -300,7 +300,7 @@ impl HopOut {
     fn new(hop: &Hop, findings: Vec<usize>) -> HopOut {
         HopOut {
             id: hop.id.to_string(),
-            kind: hop_kind(hop.kind),
+            kind: hop_kind(hop.id.kind()),
             node: hop.node.clone(),
             assumed: hop.assumed,
             steps: hop

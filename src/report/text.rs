@@ -118,7 +118,7 @@ fn hop_lines(diagnosis: &Diagnosis, path: &PathResult, verbose: bool) -> Vec<Str
         }
         previous = Some(index);
         let hop = diagnosis.hop(index);
-        let what = match hop.kind {
+        let what = match hop.id.kind() {
             HopKind::Pod => format!("pod on {}", hop.node.as_deref().unwrap_or("?")),
             HopKind::Node => "node".to_string(),
             HopKind::External => "outside the cluster".to_string(),

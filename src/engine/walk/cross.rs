@@ -55,7 +55,6 @@ impl<'s> Walker<'s> {
         let assumed = self.can_assume(ns);
         let new_hop = Hop {
             id: hop_id(ns),
-            kind: hop_kind(ns),
             node: Some(ns.node().to_string()),
             assumed,
             steps: Vec::new(),
@@ -429,7 +428,6 @@ impl<'s> Walker<'s> {
         branch.probability = share;
         let client = Hop {
             id: HopId::External(packet.src),
-            kind: HopKind::External,
             node: None,
             assumed: false,
             steps: Vec::new(),
@@ -457,7 +455,6 @@ impl<'s> Walker<'s> {
         let Flow { packet, branch } = flow;
         let outside = Hop {
             id: HopId::External(Some(packet.dst)),
-            kind: HopKind::External,
             node: None,
             assumed: false,
             steps: Vec::new(),

@@ -297,7 +297,6 @@ impl Walker<'_> {
     pub(super) fn test_hop(&mut self, ns: &NetnsId, branch: &mut Branch) -> Place {
         let hop = Hop {
             id: hop_id(ns),
-            kind: hop_kind(ns),
             node: Some(ns.node().to_string()),
             assumed: false,
             steps: Vec::new(),

@@ -438,7 +438,6 @@ impl<'s> Walker<'s> {
     ) -> NodeIndex {
         let hop = Hop {
             id: hop_id(ns),
-            kind: HopKind::Node,
             node: Some(ns.node().to_string()),
             assumed: false,
             context: None,

@@ -51,7 +51,7 @@ use super::target::{PacketSize, Protocol, Resolved, Start};
 use super::topology::{Port, Topology};
 use super::{
     AtHop, Backend, Diagnosis, Disposition, Evidence, Exit, Finding, FindingStatus, Hop,
-    HopContext, HopId, HopKind, HopStep, Link, LinkKind, PacketFields, PathResult, Step,
+    HopContext, HopId, HopStep, Link, LinkKind, PacketFields, PathResult, Step,
 };
 use crate::diagnostic::FindingCode;
 use crate::netstack::Tri;
@@ -446,11 +446,4 @@ impl<'s> Walker<'s> {
 /// Hop ids as the JSON contract names them: pods `NS/NAME`, nodes their name.
 fn hop_id(ns: &NetnsId) -> HopId {
     HopId::of(ns)
-}
-
-fn hop_kind(ns: &NetnsId) -> HopKind {
-    match ns {
-        NetnsId::Pod { .. } => HopKind::Pod,
-        NetnsId::Host { .. } => HopKind::Node,
-    }
 }

@@ -407,7 +407,6 @@ impl<'s> Walker<'s> {
         let to = crossing.to;
         let arrived = Hop {
             id: hop_id(to),
-            kind: hop_kind(to),
             node: Some(to.node().to_string()),
             steps: vec![HopStep {
                 step: Step::Received {
