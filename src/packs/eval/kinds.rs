@@ -11,11 +11,11 @@ use crate::netstack::routing::table_name;
 use crate::packs::host::lladdr_text;
 use crate::packs::model::{CheckKind, Value};
 use crate::packs::scope::Context;
+use crate::snapshot::netns::DumpFile;
 use crate::snapshot::netns::NetnsDump;
 use crate::snapshot::netns::neigh::NeighbourState;
 use crate::snapshot::netns::route::{Destination, RouteFlag};
 use crate::snapshot::netns::sockets as ss;
-use crate::snapshot::netns::{DumpFile, Lacking};
 
 /// The subject's namespace dump, where a declarative kind looks.
 pub(super) struct NamespaceDump<'d> {
@@ -29,8 +29,15 @@ impl NamespaceDump<'_> {
     /// Evidence for `element` of `list`, read from the JSON dump `file`: its
     /// place in the file where there is one, else the file.
     pub(super) fn element<T>(&self, file: DumpFile, list: &[T], element: Option<&T>) -> Evidence {
+        let place = element.and_then(|element| self.dump.place_of(file, list, element));
+        self.at(file, place)
+    }
+
+    /// Evidence in the dump `file`: at `place` (line, column) where it is
+    /// known, else the file.
+    pub(super) fn at(&self, file: DumpFile, place: Option<(usize, usize)>) -> Evidence {
         let path = self.dir.join(file.name());
-        match element.and_then(|element| self.dump.place_of(file, list, element)) {
+        match place {
             Some((line, column)) => Evidence {
                 column: Some(column),
                 ..Evidence::line(path, line)
@@ -41,11 +48,7 @@ impl NamespaceDump<'_> {
 
     /// Why a kind cannot tell without `file`: not collected, or unreadable.
     pub(super) fn not_collected(&self, file: DumpFile) -> Stop {
-        let lacking = self.dump.lacking(file).unwrap_or(Lacking {
-            file,
-            unreadable: None,
-        });
-        Stop::Unknown(lacking.of(&self.ctx.subject))
+        Stop::Unknown(self.dump.missing(file).of(&self.ctx.subject))
     }
 }
 
@@ -99,7 +102,7 @@ impl Evaluator<'_> {
 
     /// A sysctl has a value.
     fn sysctl(&self, key: &Value, expect: &Value, at: &NamespaceDump<'_>) -> Outcome {
-        let &NamespaceDump { ctx, dir, dump } = at;
+        let &NamespaceDump { ctx, dump, .. } = at;
         let key = self.required_text(key, ctx)?;
         let expect = self.required_text(expect, ctx)?;
         let sysctls = dump
@@ -107,14 +110,7 @@ impl Evaluator<'_> {
             .as_ref()
             .ok_or_else(|| at.not_collected(DumpFile::Sysctl))?;
         // Where the dump has the key: the line it was read from.
-        let file = dir.join(DumpFile::Sysctl.name());
-        let evidence = match sysctls.line(&key) {
-            Some(line) => Evidence {
-                column: Some(1),
-                ..Evidence::line(file, line)
-            },
-            None => Evidence::file(file),
-        };
+        let evidence = at.at(DumpFile::Sysctl, sysctls.line(&key).map(|line| (line, 1)));
         match sysctls.get(&key) {
             Some(actual) if actual.trim() == expect.trim() => Ok(Vec::new()),
             Some(actual) => fail(

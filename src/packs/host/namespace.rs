@@ -15,7 +15,7 @@ use crate::snapshot::netns::link::{Link, LinkFlag, LinkKind, OperState};
 use crate::snapshot::netns::neigh::Neighbour;
 use crate::snapshot::netns::route::{Destination, Route};
 use crate::snapshot::netns::sockets::LocalAddress;
-use crate::snapshot::netns::{DumpFile, FileState, Lacking};
+use crate::snapshot::netns::{DumpFile, FileState};
 
 /// The part of a namespace dump a query needs; its absence is insufficient information.
 pub(super) fn dump_part<'a, T>(
@@ -28,13 +28,7 @@ pub(super) fn dump_part<'a, T>(
     };
     match part(entry.dump()) {
         Some(value) => Ok(value),
-        None => {
-            let lacking = entry.dump().lacking(file).unwrap_or(Lacking {
-                file,
-                unreadable: None,
-            });
-            Insufficient::raise(lacking.of(&netns.id))
-        }
+        None => Insufficient::raise(entry.dump().missing(file).of(&netns.id)),
     }
 }
 

@@ -275,16 +275,15 @@ impl NetnsDump {
 
     /// `file`, unless it was read: why the dump lacks it.
     pub fn lacking(&self, file: DumpFile) -> Option<Lacking<'_>> {
-        match self.state(file) {
-            FileState::Read => None,
-            FileState::NotCollected => Some(Lacking {
-                file,
-                unreadable: None,
-            }),
-            FileState::Unreadable(why) => Some(Lacking {
-                file,
-                unreadable: Some(why),
-            }),
+        (self.state(file) != FileState::Read).then(|| self.missing(file))
+    }
+
+    /// Why what a reader wanted of `file` is not in the dump: the file is
+    /// unreadable (with its first problem), else it was not collected.
+    pub fn missing(&self, file: DumpFile) -> Lacking<'_> {
+        Lacking {
+            file,
+            unreadable: self.unreadable.get(&file).map(String::as_str),
         }
     }
 
