@@ -120,10 +120,10 @@ fn hook_call(
         src: "198.18.0.1".parse().expect("ip"),
         dst: dst.parse().expect("ip"),
         protocol: Protocol::Tcp,
-        src_port: Some(40000),
-        dst_port: Some(port),
+        sport: Some(40000),
+        dport: Some(port),
         mark: 0,
-        size: 60,
+        length: 60,
     };
     let hop = Arc::new(HopScope {
         in_iface: Some("eth0".into()),

@@ -145,7 +145,7 @@ fn main() {
     let client: IpAddr = Ipv4Addr::new(192, 168, 1, 10).into();
     let packet_to = |dst: IpAddr, proto: Protocol, dport: u16| {
         let mut packet = Packet::new(client, dst, proto);
-        packet.dport = Some(dport);
+        packet.ip.dport = Some(dport);
         packet.in_iface = Some("eth0".into());
         packet.out_iface = Some("cni0".into());
         packet

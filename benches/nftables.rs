@@ -776,7 +776,7 @@ fn packet_to(dst: Ipv4Addr, proto: &str, dport: u16) -> Packet {
         Protocol::Tcp
     };
     let mut packet = Packet::new(CLIENT.into(), dst.into(), proto);
-    packet.dport = Some(dport);
+    packet.ip.dport = Some(dport);
     packet.in_iface = Some("eth0".into());
     packet.out_iface = Some("flannel.1".into());
     packet

@@ -44,10 +44,10 @@ fn main() {
                 src: "10.244.1.2".parse().expect("ip"),
                 dst: "10.244.2.3".parse().expect("ip"),
                 protocol: Protocol::Tcp,
-                src_port: Some(40000),
-                dst_port: Some(8080),
+                sport: Some(40000),
+                dport: Some(8080),
                 mark: 0,
-                size: 1400,
+                length: 1400,
             },
         )
     });

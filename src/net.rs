@@ -1,10 +1,116 @@
-//! The network vocabulary every layer shares, below them all: what a packet
-//! carries above IP ([`Protocol`]). A flow's protocol, a Service port's, a
-//! listening socket's, an IPVS service's, a policy rule's `ipproto` and an
-//! iptables `-p` are all this one type, so that no layer translates between
-//! parallel enums.
+//! The network vocabulary every layer shares, below them all: an address
+//! [`Family`], what a packet carries above IP ([`Protocol`]) and the
+//! [`Packet`] itself. A flow's protocol, a Service port's, a listening
+//! socket's, an IPVS service's, a policy rule's `ipproto` and an iptables
+//! `-p` are all one `Protocol`; routing, netfilter, the packs and the reports
+//! read one `Packet`, each adding only what its layer knows beside it, so
+//! that no layer translates between parallel types.
 
 use std::fmt;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+/// An address family, as the kernel separates its tables and settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Family {
+    Ipv4,
+    Ipv6,
+}
+
+impl Family {
+    pub fn of(address: IpAddr) -> Family {
+        match address {
+            IpAddr::V4(_) => Family::Ipv4,
+            IpAddr::V6(_) => Family::Ipv6,
+        }
+    }
+
+    /// The family's unspecified address (`0.0.0.0`, `::`).
+    pub fn unspecified(self) -> IpAddr {
+        match self {
+            Family::Ipv4 => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+            Family::Ipv6 => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
+        }
+    }
+
+    /// Its ICMP: ICMP for IPv4, ICMPv6 for IPv6.
+    pub fn icmp(self) -> Protocol {
+        match self {
+            Family::Ipv4 => Protocol::Icmp,
+            Family::Ipv6 => Protocol::Icmpv6,
+        }
+    }
+}
+
+/// An IP packet, of either family, by the header fields every layer reads:
+/// its addresses, its protocol with its ports, its mark and its length.
+/// Each layer views this one type and keeps beside it only what it adds:
+/// netfilter the hook's interfaces and the connection's state, the walker
+/// the tunnel around it and its probe size.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Packet {
+    /// The source; the family's unspecified address (`0.0.0.0`, `::`) while
+    /// a local socket has not chosen one, as in the kernel's flow key before
+    /// its route lookup chooses it (see [`Packet::source`]).
+    pub src: IpAddr,
+    pub dst: IpAddr,
+    pub protocol: Protocol,
+    /// TCP, UDP and SCTP ports; `None` for protocols without them.
+    pub sport: Option<u16>,
+    pub dport: Option<u16>,
+    /// The packet mark (fwmark).
+    pub mark: u32,
+    /// Its total length in bytes, headers included.
+    pub length: u32,
+}
+
+/// The length of a packet whose size nobody gave: a SYN or an echo request.
+pub const SMALL_PACKET: u32 = 64;
+
+/// The source port of a client's packet where none is given: an ephemeral
+/// one, as Linux chooses from `ip_local_port_range`.
+pub const EPHEMERAL_PORT: u16 = 40000;
+
+impl Packet {
+    /// A small packet of `protocol` from `src` to `dst`, without ports or mark.
+    pub fn new(src: IpAddr, dst: IpAddr, protocol: Protocol) -> Packet {
+        Packet {
+            src,
+            dst,
+            protocol,
+            sport: None,
+            dport: None,
+            mark: 0,
+            length: SMALL_PACKET,
+        }
+    }
+
+    /// A packet whose source a local socket has not chosen yet.
+    pub fn unsourced(dst: IpAddr, protocol: Protocol) -> Packet {
+        Packet::new(Family::of(dst).unspecified(), dst, protocol)
+    }
+
+    /// Its source, once chosen.
+    pub fn source(&self) -> Option<IpAddr> {
+        (!self.src.is_unspecified()).then_some(self.src)
+    }
+
+    /// The family of its destination (a packet's addresses share one).
+    pub fn family(&self) -> Family {
+        Family::of(self.dst)
+    }
+
+    /// The same packet's answer: addresses and ports swapped, no mark.
+    pub fn reversed(&self) -> Packet {
+        Packet {
+            src: self.dst,
+            dst: self.src,
+            sport: self.dport,
+            dport: self.sport,
+            mark: 0,
+            ..self.clone()
+        }
+    }
+}
 
 /// An IP protocol, by what the kernel numbers it. The ones skoop follows
 /// packets of have their own variants; every other number is `Other`.

@@ -67,10 +67,10 @@ impl<'a> Flow<'a> {
             src: ip(self.src),
             dst: ip(self.dst),
             protocol: self.protocol,
-            src_port: self.port.map(|_| 40000),
-            dst_port: self.port,
+            sport: self.port.map(|_| 40000),
+            dport: self.port,
             mark: 0,
-            size: 60,
+            length: 60,
         };
         Arc::new(HopScope {
             in_iface: self.in_iface.map(str::to_owned),

@@ -30,10 +30,10 @@ fn hop(snapshot: &Arc<Snapshot>, dst: &str, forwarding: bool, delivers: bool) ->
         src: "10.244.1.2".parse().expect("ip"),
         dst: dst.parse().expect("ip"),
         protocol: Protocol::Tcp,
-        src_port: Some(40000),
-        dst_port: Some(8080),
+        sport: Some(40000),
+        dport: Some(8080),
         mark: 0,
-        size: 1400,
+        length: 1400,
     };
     let node_1 = NetnsId::Host {
         node: "node-1".into(),
@@ -205,7 +205,7 @@ fn hop_checks_follow_the_hop() {
     // it arrived with.
     let mut big = (*hop(&snapshot, "10.244.2.3", true, false)).clone();
     if let Some(leaving) = &mut big.out_packet {
-        leaving.size = 1500;
+        leaving.length = 1500;
     }
     let findings = packs.evaluate_hop(&Arc::new(big));
     let ids: Vec<&str> = findings.iter().map(|f| f.id.as_str()).collect();

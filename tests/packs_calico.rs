@@ -60,10 +60,10 @@ fn hop(snapshot: &Arc<Snapshot>, netns: NetnsId, src: &str, dst: &str) -> Arc<Ho
         src: ip(src),
         dst: ip(dst),
         protocol: Protocol::Tcp,
-        src_port: Some(40000),
-        dst_port: Some(8080),
+        sport: Some(40000),
+        dport: Some(8080),
         mark: 0,
-        size: 1400,
+        length: 1400,
     };
     Arc::new(HopScope {
         forwarding: true,

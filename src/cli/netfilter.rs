@@ -188,10 +188,10 @@ fn packet(args: &TraceArgs) -> Result<Packet, String> {
         let Some(dport) = args.port else {
             return Err(format!("--protocol {proto} needs --port"));
         };
-        packet.sport = Some(args.sport);
-        packet.dport = Some(dport);
+        packet.ip.sport = Some(args.sport);
+        packet.ip.dport = Some(dport);
     }
-    packet.mark = args.mark;
+    packet.ip.mark = args.mark;
     packet.in_iface = args.in_iface.clone();
     packet.out_iface = args.out_iface.clone();
     if args.ct_state == CtArg::Established {
@@ -366,15 +366,16 @@ impl From<&Outcome<'_>> for OutcomeJson {
             verdict: outcome.verdict.as_str(),
             reason,
             packet: PacketJson {
-                src: packet.src,
-                dst: packet.dst,
-                sport: packet.sport,
-                dport: packet.dport,
+                src: packet.ip.src,
+                dst: packet.ip.dst,
+                sport: packet.ip.sport,
+                dport: packet.ip.dport,
                 proto: packet
-                    .proto
+                    .ip
+                    .protocol
                     .name()
-                    .map_or_else(|| packet.proto.number().to_string(), str::to_string),
-                mark: format!("{:#x}", packet.mark),
+                    .map_or_else(|| packet.ip.protocol.number().to_string(), str::to_string),
+                mark: format!("{:#x}", packet.ip.mark),
             },
             dnat: outcome.dnat().map(|endpoint| endpoint.to_string()),
             masquerade: outcome.masquerade(),

@@ -506,13 +506,14 @@ mod tests {
         let (snapshot, _) = Snapshot::load(Path::new("examples/flannel-vxlan")).expect("loads");
         let snapshot = Arc::new(snapshot);
         let packet = Packet {
-            src: "10.244.1.2".parse().unwrap(),
-            dst: "10.244.2.2".parse().unwrap(),
-            protocol: Protocol::Tcp,
-            src_port: Some(40000),
-            dst_port: Some(8080),
-            mark: 0,
-            size: 60,
+            sport: Some(40000),
+            dport: Some(8080),
+            length: 60,
+            ..Packet::new(
+                "10.244.1.2".parse().unwrap(),
+                "10.244.2.2".parse().unwrap(),
+                Protocol::Tcp,
+            )
         };
         let node = NetnsId::Host {
             node: "node-1".into(),

@@ -296,7 +296,7 @@ mod tests {
             .packet
             .as_ref()
             .expect("the stopped packet is known");
-        let flow = (packet.src, packet.dst, packet.dst_port, packet.protocol);
+        let flow = (packet.src, packet.dst, packet.dport, packet.protocol);
         (hop, flow)
     }
 

@@ -286,17 +286,13 @@ pub struct Link {
     pub fields: PacketFields,
 }
 
-/// A packet's fields, beside its readable text: addresses, ports, the
-/// protocol (`ipip` for an IPIP outer packet), the size `--size` gave, and
-/// the packet a tunnel's outer packet carries.
+/// A packet's fields, beside its readable text: its header (the source
+/// unspecified until routing chose it; protocol 4 for an
+/// IPIP outer packet), the size `--size` gave, and the packet a tunnel's
+/// outer packet carries.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PacketFields {
-    /// `None` until routing chose it.
-    pub src: Option<IpAddr>,
-    pub dst: IpAddr,
-    pub protocol: &'static str,
-    pub src_port: Option<u16>,
-    pub dst_port: Option<u16>,
+    pub ip: crate::net::Packet,
     /// Its length in bytes with `--size` (not a probe's).
     pub bytes: Option<u32>,
     /// The answer to the flow.

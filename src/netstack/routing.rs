@@ -20,8 +20,9 @@ use std::net::IpAddr;
 use ipnet::IpNet;
 
 use super::Tri;
+use crate::net::Family;
 use crate::net::Protocol;
-use crate::snapshot::netns::addr::{Family, InterfaceAddrs};
+use crate::snapshot::netns::addr::InterfaceAddrs;
 use crate::snapshot::netns::route::{Route, RouteFlag, RouteTable, RouteType, Scope, Tos};
 use crate::snapshot::netns::rule::{PolicyRule, RuleAction};
 use crate::snapshot::netns::sysctl::Sysctls;

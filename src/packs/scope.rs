@@ -7,31 +7,17 @@
 //! the snapshot instead of copying it, so that building a scope is cheap.
 
 use std::fmt;
-use std::net::IpAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use rhai::Dynamic;
 
-use crate::net::Protocol;
 use crate::netstack::netfilter::RuleRef;
 use crate::snapshot::cluster::{Node, Pod};
 use crate::snapshot::{NetnsEntry, NetnsId, Snapshot};
 
-/// A packet as the packs see it. The walker converts its own packet model
-/// into this one at the boundary.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Packet {
-    pub src: IpAddr,
-    pub dst: IpAddr,
-    pub protocol: Protocol,
-    pub src_port: Option<u16>,
-    pub dst_port: Option<u16>,
-    pub mark: u32,
-    /// Bytes of the IP packet, headers included, as it leaves this hop
-    /// (outer headers added by encapsulation not counted).
-    pub size: u32,
-}
+/// A packet as the packs see it: the one packet type of every layer.
+pub use crate::net::Packet;
 
 /// One hop of a path, as the walker hands it to hop-scoped checks and hooks.
 #[derive(Debug, Clone)]

@@ -674,10 +674,10 @@ fn hop_in(snapshot: Arc<Snapshot>, netns: crate::snapshot::NetnsId, dst: &str) -
         src: "10.244.1.2".parse().expect("ip"),
         dst: dst.parse().expect("ip"),
         protocol: Protocol::Tcp,
-        src_port: Some(40000),
-        dst_port: Some(8080),
+        sport: Some(40000),
+        dport: Some(8080),
         mark: 0,
-        size: 1400,
+        length: 1400,
     };
     Arc::new(HopScope {
         in_iface: Some("cni0".into()),

@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use crate::diagnostic::{Evidence, FindingStatus, evidence_text};
 use crate::engine::{Diagnosis, Finding, Hop, HopKind, Link, LinkKind, PacketFields, Step};
+use crate::net::Protocol;
 
 /// The version of this contract.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -205,11 +206,17 @@ pub struct PacketOut {
 impl PacketOut {
     fn new(fields: &PacketFields) -> PacketOut {
         PacketOut {
-            src: fields.src.map(|src| src.to_string()),
-            dst: fields.dst.to_string(),
-            protocol: fields.protocol,
-            src_port: fields.src_port,
-            dst_port: fields.dst_port,
+            src: fields.ip.source().map(|src| src.to_string()),
+            dst: fields.ip.dst.to_string(),
+            // Tunnels call protocol 4 `ipip` (`ip link add type ipip`),
+            // though /etc/protocols names it `ipencap`.
+            protocol: if fields.ip.protocol == Protocol::IPIP {
+                "ipip"
+            } else {
+                fields.ip.protocol.as_str()
+            },
+            src_port: fields.ip.sport,
+            dst_port: fields.ip.dport,
             bytes: fields.bytes,
             reply: fields.reply,
             inner: fields

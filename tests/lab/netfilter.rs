@@ -224,9 +224,9 @@ fn expected(outcome: &Outcome<'_>) -> Seen {
                     }
                 )
             });
-            let dst = outcome.packet.dst.to_string();
+            let dst = outcome.packet.ip.dst.to_string();
             let listening = LISTENERS.iter().any(|(addr, ports)| {
-                *addr == dst && outcome.packet.dport.is_some_and(|p| ports.contains(&p))
+                *addr == dst && outcome.packet.ip.dport.is_some_and(|p| ports.contains(&p))
             });
             if routed_out && listening {
                 Seen::Connected
@@ -297,8 +297,8 @@ fn kube_proxy_style_rules_agree_with_the_kernel_on_every_flow() {
                 for attempt in 0..4 {
                     sport += 1;
                     let mut packet = Packet::new(src.into(), dst.into(), Protocol::Tcp);
-                    packet.sport = Some(sport);
-                    packet.dport = Some(dport);
+                    packet.ip.sport = Some(sport);
+                    packet.ip.dport = Some(dport);
                     packet.in_iface = Some("eth0".into());
                     let outcomes = netfilter.traverse(PacketPath::Received, packet, &context);
                     if attempt > 0 && outcomes.len() == 1 {
@@ -331,9 +331,9 @@ fn kube_proxy_style_rules_agree_with_the_kernel_on_every_flow() {
                     };
                     // The kernel's translation must be one of the model's outcomes.
                     let agrees = outcomes.iter().any(|o| {
-                        o.packet.dst == reply_src
-                            && o.packet.dport == Some(reply_sport)
-                            && o.packet.src == reply_dst
+                        o.packet.ip.dst == reply_src
+                            && o.packet.ip.dport == Some(reply_sport)
+                            && o.packet.ip.src == reply_dst
                     });
                     if agrees {
                         endpoints_seen.insert((dst, reply_src));
@@ -343,7 +343,7 @@ fn kube_proxy_style_rules_agree_with_the_kernel_on_every_flow() {
                             .map(|o| {
                                 format!(
                                     "{}:{:?} from {}",
-                                    o.packet.dst, o.packet.dport, o.packet.src
+                                    o.packet.ip.dst, o.packet.ip.dport, o.packet.ip.src
                                 )
                             })
                             .collect();
@@ -369,8 +369,8 @@ fn kube_proxy_style_rules_agree_with_the_kernel_on_every_flow() {
             o.verdict == Verdict::Accept
                 && (LISTENERS
                     .iter()
-                    .any(|(a, _)| *a == o.packet.dst.to_string())
-                    || o.packet.dst == IpAddr::from([10, 70, 0, 1]))
+                    .any(|(a, _)| *a == o.packet.ip.dst.to_string())
+                    || o.packet.ip.dst == IpAddr::from([10, 70, 0, 1]))
         });
         if answered != model {
             failures.push(format!(

@@ -356,8 +356,8 @@ impl Flow {
     fn packet(&self, sport: Option<u16>) -> Packet {
         let mut packet = Packet::new(self.src.into(), self.dst.into(), self.proto);
         if self.proto != Protocol::Icmp {
-            packet.sport = sport;
-            packet.dport = self.dport;
+            packet.ip.sport = sport;
+            packet.ip.dport = self.dport;
         }
         packet.in_iface = self.in_iface.map(str::to_string);
         packet
@@ -404,7 +404,7 @@ impl Ground {
     fn expected(&self, outcome: &Outcome<'_>, proto: Protocol) -> Option<Seen> {
         Some(match &outcome.verdict {
             Verdict::Accept => {
-                let dst = outcome.packet.dst;
+                let dst = outcome.packet.ip.dst;
                 let local = delivered_locally(outcome);
                 if proto == Protocol::Icmp {
                     return Some(if local || self.hosts.contains(&dst) {
@@ -417,7 +417,7 @@ impl Ground {
                     list.iter().any(|(addr, p, port)| {
                         (*addr == dst || addr.is_unspecified())
                             && *p == proto
-                            && outcome.packet.dport == Some(*port)
+                            && outcome.packet.ip.dport == Some(*port)
                     })
                 };
                 if local {
@@ -719,11 +719,11 @@ fn describe(outcomes: &[Outcome<'_>]) -> String {
             "\n    {:?} (share {:.3}): {}{} -> {}{} mark {:#x}",
             o.verdict,
             o.probability,
-            o.packet.src,
-            port(o.packet.sport),
-            o.packet.dst,
-            port(o.packet.dport),
-            o.packet.mark
+            o.packet.ip.src,
+            port(o.packet.ip.sport),
+            o.packet.ip.dst,
+            port(o.packet.ip.dport),
+            o.packet.ip.mark
         );
         for step in &o.trace {
             let _ = write!(text, "\n      {}", step_text(step));
@@ -817,9 +817,9 @@ fn compare(
                 .map(|o| match o.verdict {
                     Verdict::Accept => format!(
                         "accept {}->{}:{}",
-                        o.packet.src,
-                        o.packet.dst,
-                        o.packet.dport.unwrap_or(0)
+                        o.packet.ip.src,
+                        o.packet.ip.dst,
+                        o.packet.ip.dport.unwrap_or(0)
                     ),
                     ref other => other.as_str().to_string(),
                 })
@@ -859,9 +859,9 @@ fn compare(
                 // accepted outcomes.
                 let agrees = outcomes.iter().any(|o| {
                     o.verdict == Verdict::Accept
-                        && o.packet.dst == e.reply_src
-                        && o.packet.dport == Some(e.reply_sport)
-                        && o.packet.src == e.reply_dst
+                        && o.packet.ip.dst == e.reply_src
+                        && o.packet.ip.dport == Some(e.reply_sport)
+                        && o.packet.ip.src == e.reply_dst
                 });
                 if agrees {
                     comparison.translated.insert((

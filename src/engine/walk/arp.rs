@@ -46,7 +46,7 @@ impl<'s> Walker<'s> {
         packet: &'p Packet,
     ) -> Result<ArpRequest<'p>, Stop> {
         let sender = packet
-            .src
+            .src()
             .filter(|src| self.owns(ns, *src))
             .or_else(|| {
                 let fib = self.fib(ns)?;
@@ -252,11 +252,8 @@ impl<'s> Walker<'s> {
         iface: &Device,
         request: &ArpRequest,
     ) -> Result<(), ArpRefusal> {
-        let probe = Packet {
-            src: Some(request.sender),
-            dst: request.target,
-            ..request.packet.clone()
-        };
+        let mut probe = request.packet.clone();
+        (probe.ip.src, probe.ip.dst) = (request.sender, request.target);
         match self.reverse_path_filter(ns, &probe, Some(&iface.ifname)) {
             None => Ok(()),
             Some(stop) => Err(ArpRefusal::Silent {

@@ -228,8 +228,8 @@ impl<'s> Walker<'s> {
                 Err(undecided) => return self.undecided(hop, branch, undecided),
                 Ok(Some(translation)) => {
                     let before = Endpoint {
-                        addr: packet.dst,
-                        port: packet.dport,
+                        addr: packet.ip.dst,
+                        port: packet.ip.dport,
                     };
                     if translation.backends.is_empty() {
                         let stop = Stop {
@@ -267,8 +267,8 @@ impl<'s> Walker<'s> {
                         branch.probability *= share;
                         branch.nat.push((ns.clone(), dnat));
                         let mut packet = packet.clone();
-                        packet.dst = backend.ip;
-                        packet.dport = Some(backend.port);
+                        packet.ip.dst = backend.ip;
+                        packet.ip.dport = Some(backend.port);
                         if backend.masquerade {
                             let by = format!(
                                 "service {}, pack {}",
@@ -297,7 +297,7 @@ impl<'s> Walker<'s> {
     /// any other goes where the CNI sends it.
     fn deliver_or_route(&mut self, place: &Place, flow: Flow, in_iface: Option<&str>) -> Next<'s> {
         if let Some(iif) = in_iface
-            && self.holds(&place.ns, flow.packet.dst)
+            && self.holds(&place.ns, flow.packet.ip.dst)
         {
             return self.deliver(place, flow, iif);
         }
@@ -311,7 +311,7 @@ impl<'s> Walker<'s> {
             mut packet,
             mut branch,
         } = flow;
-        if packet.src.is_none() {
+        if packet.src().is_none() {
             let stop = self.missing(
                 ns,
                 Wanted::Other("the namespace's dump"),
@@ -394,12 +394,12 @@ impl<'s> Walker<'s> {
         };
         let masquerade = Translation::Masquerade {
             before: Endpoint {
-                addr: packet.src.unwrap_or(address),
-                port: packet.sport,
+                addr: packet.src().unwrap_or(address),
+                port: packet.ip.sport,
             },
             after: Some(Endpoint {
                 addr: address,
-                port: packet.sport,
+                port: packet.ip.sport,
             }),
         };
         self.step(
@@ -411,7 +411,7 @@ impl<'s> Walker<'s> {
             },
         );
         branch.nat.push((ns.clone(), masquerade));
-        packet.src = Some(address);
+        packet.ip.src = address;
         Ok(())
     }
 
@@ -422,7 +422,7 @@ impl<'s> Walker<'s> {
         let (target, holder) = match (ns, next) {
             // A pod's packets go to its node, whatever the gateway.
             (NetnsId::Pod { node, .. }, _) => (
-                next.via().unwrap_or(flow.packet.dst),
+                next.via().unwrap_or(flow.packet.ip.dst),
                 Holder::Node(NetnsId::Host { node: node.clone() }),
             ),
             (
@@ -444,7 +444,7 @@ impl<'s> Walker<'s> {
                 }
             },
             (NetnsId::Host { node }, _) => {
-                let target = next.via().unwrap_or(flow.packet.dst);
+                let target = next.via().unwrap_or(flow.packet.ip.dst);
                 (target, self.holder(node, target))
             }
         };
@@ -456,7 +456,7 @@ impl<'s> Walker<'s> {
                     NetnsId::Host { .. } => LinkKind::Underlay,
                 };
                 let pod_ip = match ns {
-                    NetnsId::Pod { .. } => flow.packet.src,
+                    NetnsId::Pod { .. } => flow.packet.src(),
                     NetnsId::Host { .. } => None,
                 };
                 let device = next.device();
@@ -524,8 +524,8 @@ impl<'s> Walker<'s> {
             };
         }
         let mut towards = packet.clone();
-        towards.src = Some(packet.dst);
-        towards.dst = pod_ip;
+        towards.ip.src = packet.ip.dst;
+        towards.ip.dst = pod_ip;
         let scope = self.scope(node, &towards, None);
         let next = self.intent.next_hop(&scope).ok().flatten()?;
         next.dev().map(str::to_string)
@@ -609,10 +609,10 @@ impl<'s> Walker<'s> {
     pub(super) fn send_tunnelled_assumed(&mut self, place: &Place, flow: Flow) -> Next<'s> {
         let (ns, hop) = (&place.ns, place.hop);
         let outer = &flow.packet;
-        match self.holder(ns.node(), outer.dst) {
+        match self.holder(ns.node(), outer.ip.dst) {
             Holder::Node(remote) => {
-                let from = outer.src.map_or_else(|| unnamed("device"), holding);
-                let target = outer.dst;
+                let from = outer.src().map_or_else(|| unnamed("device"), holding);
+                let target = outer.ip.dst;
                 let link = (LinkKind::Underlay, from.as_str());
                 self.enter_node(hop, link, &remote, target, None, flow)
             }
@@ -620,7 +620,7 @@ impl<'s> Walker<'s> {
                 let reason = format!(
                     "pack {} tunnels to {}, which no node of the cluster holds",
                     self.cni_name(),
-                    outer.dst
+                    outer.ip.dst
                 );
                 self.stop(hop, flow.branch, self.unmodelled_tunnel(reason))
             }
@@ -641,7 +641,7 @@ impl<'s> Walker<'s> {
             NetnsId::Pod {
                 namespace, name, ..
             } => self.pod_delivery(namespace, name, &packet),
-            NetnsId::Host { node } => match (packet.protocol, self.node_ready(node)) {
+            NetnsId::Host { node } => match (packet.ip.protocol, self.node_ready(node)) {
                 (Protocol::Icmp, Some(true)) => Ok(format!(
                     "the kernel's ICMP echo responder (node {node} is Ready)"
                 )),
@@ -680,19 +680,22 @@ impl<'s> Walker<'s> {
         tunnel: &Tunnelled,
     ) -> Result<String, Stop> {
         let mut back = tunnel.inner.clone();
-        back.src = Some(tunnel.inner.dst);
-        back.dst = tunnel.inner.src.unwrap_or(outer.src.unwrap_or(outer.dst));
+        back.ip.src = tunnel.inner.ip.dst;
+        back.ip.dst = tunnel
+            .inner
+            .src()
+            .unwrap_or(outer.src().unwrap_or(outer.ip.dst));
         let scope = self.scope(ns, &back, None);
         let intends = |e: &Encapsulation| match &tunnel.encapsulation {
             Encapsulated::Vxlan { vni, .. } => {
-                e.kind == "vxlan" && e.vni == Some(*vni) && e.port == outer.dport
+                e.kind == "vxlan" && e.vni == Some(*vni) && e.port == outer.ip.dport
             }
             Encapsulated::Ipip => e.kind == "ipip",
         };
         let wanted = match &tunnel.encapsulation {
             Encapsulated::Vxlan { vni, .. } => format!(
                 "VXLAN VNI {vni} on UDP port {}",
-                outer.dport.unwrap_or_default()
+                outer.ip.dport.unwrap_or_default()
             ),
             Encapsulated::Ipip => "IPIP".to_string(),
         };

@@ -62,7 +62,7 @@ impl RequestDestination {
                     self.replied = true;
                     return;
                 }
-                self.carried = Some((fields.dst, fields.dst_port));
+                self.carried = Some((fields.ip.dst, fields.ip.dport));
             }
             None => self.carried = self.now(),
         }
@@ -139,12 +139,12 @@ pub(super) struct Origin {
 impl Origin {
     /// The reply goes to the connection's own address and port.
     fn is_for(&self, packet: &Packet) -> bool {
-        self.address == packet.dst && self.port == packet.dport
+        self.address == packet.ip.dst && self.port == packet.ip.dport
     }
 
     /// The reply comes from the address and port the connection went to.
     fn is_from_target(&self, packet: &Packet) -> bool {
-        Some(self.target) == packet.src && self.target_port == packet.sport
+        Some(self.target) == packet.src() && self.target_port == packet.ip.sport
     }
 }
 
@@ -174,14 +174,14 @@ impl<'s> Walker<'s> {
             },
         );
         if branch.origin.is_none()
-            && let Some(src) = packet.src
+            && let Some(src) = packet.src()
         {
             branch.origin = Some(Origin {
                 ns: Some(ns.clone()),
                 address: src,
-                port: packet.sport,
-                target: packet.dst,
-                target_port: packet.dport,
+                port: packet.ip.sport,
+                target: packet.ip.dst,
+                target_port: packet.ip.dport,
             });
         }
     }
@@ -237,25 +237,20 @@ impl<'s> Walker<'s> {
     pub(super) fn answer(&mut self, place: &Place, flow: Flow) -> Next<'s> {
         let (ns, hop) = (&place.ns, place.hop);
         let Flow { packet, mut branch } = flow;
-        let Some(sender) = packet.src else {
+        let Some(sender) = packet.src() else {
             return self.finish(branch, Disposition::Delivered);
         };
         let reply = Packet {
-            src: Some(packet.dst),
-            dst: sender,
-            protocol: packet.protocol,
-            sport: packet.dport,
-            dport: packet.sport,
+            ip: net::Packet {
+                dst: sender,
+                ..packet.ip.reversed()
+            },
             reply: true,
-            mark: 0,
             tunnel: None,
             // An answer as large as the request; the kernel's echo responder
             // lets its replies be fragmented (DF clear). A probe starts
             // again at the answering interface's MTU.
-            size: packet.size.filter(|size| !size.probe).map(|size| Size {
-                df: packet.protocol != Protocol::Icmp,
-                ..size
-            }),
+            size: packet.resent(packet.ip.protocol != Protocol::Icmp),
         };
         branch.reply = true;
         branch.connection = branch.seen.iter().map(|(ns, ..)| ns.clone()).collect();
@@ -295,11 +290,11 @@ impl<'s> Walker<'s> {
             let undone = match *translation {
                 Translation::Dnat { before, after } | Translation::Redirect { before, after }
                     if phase == UndoPhase::AfterRouting
-                        && packet.src == Some(after.addr)
-                        && after.port.is_none_or(|p| packet.sport == Some(p)) =>
+                        && packet.src() == Some(after.addr)
+                        && after.port.is_none_or(|p| packet.ip.sport == Some(p)) =>
                 {
-                    packet.src = Some(before.addr);
-                    packet.sport = before.port.or(packet.sport);
+                    packet.ip.src = before.addr;
+                    packet.ip.sport = before.port.or(packet.ip.sport);
                     Some(format!("un-dnat {after} -> {before}"))
                 }
                 Translation::Snat { before, after }
@@ -307,11 +302,11 @@ impl<'s> Walker<'s> {
                     before,
                     after: Some(after),
                 } if phase == UndoPhase::BeforeRouting
-                    && packet.dst == after.addr
-                    && after.port.is_none_or(|p| packet.dport == Some(p)) =>
+                    && packet.ip.dst == after.addr
+                    && after.port.is_none_or(|p| packet.ip.dport == Some(p)) =>
                 {
-                    packet.dst = before.addr;
-                    packet.dport = before.port.or(packet.dport);
+                    packet.ip.dst = before.addr;
+                    packet.ip.dport = before.port.or(packet.ip.dport);
                     Some(format!("un-snat {after} -> {before}"))
                 }
                 _ => None,
@@ -343,13 +338,13 @@ impl<'s> Walker<'s> {
                 packet: packet.to_string(),
             },
         );
-        if let Some(src) = packet.src {
+        if let Some(src) = packet.src() {
             branch.origin = Some(Origin {
                 ns: None,
                 address: src,
-                port: packet.sport,
-                target: packet.dst,
-                target_port: packet.dport,
+                port: packet.ip.sport,
+                target: packet.ip.dst,
+                target_port: packet.ip.dport,
             });
         }
     }
@@ -368,13 +363,13 @@ impl<'s> Walker<'s> {
         let mismatch = if !origin.is_for(packet) {
             Some(format!(
                 "the reply leaves the cluster for {}, but the connection was opened from {}: the client never sees the answer",
-                endpoint(Some(packet.dst), packet.dport),
+                endpoint(Some(packet.ip.dst), packet.ip.dport),
                 endpoint(Some(origin.address), origin.port)
             ))
         } else if !origin.is_from_target(packet) {
             Some(format!(
                 "the reply leaves the cluster from {}, but the client sent to {}: its kernel does not match it to the connection (no un-DNAT on the way back)",
-                endpoint(packet.src, packet.sport),
+                endpoint(packet.src(), packet.ip.sport),
                 endpoint(Some(origin.target), origin.target_port)
             ))
         } else {
@@ -403,7 +398,7 @@ impl<'s> Walker<'s> {
             Some(format!(
                 "the reply is delivered in {} to {}, but the connection was opened from {} in {}: the sender never sees the answer",
                 hop_id(ns),
-                packet.dst,
+                packet.ip.dst,
                 origin.address,
                 origin
                     .ns
@@ -414,7 +409,7 @@ impl<'s> Walker<'s> {
             Some(format!(
                 "the reply reaches {} from {}, but the connection went to {}: the sender's kernel does not match it to the connection (no un-DNAT on the way back)",
                 hop_id(ns),
-                endpoint(packet.src, packet.sport),
+                endpoint(packet.src(), packet.ip.sport),
                 endpoint(Some(origin.target), origin.target_port)
             ))
         } else {
@@ -475,8 +470,8 @@ mod tests {
             };
             branch.nat.push((node.clone(), masquerade));
             let mut reply = tcp("10.0.1.5", "172.18.0.11");
-            reply.sport = Some(8080);
-            reply.dport = Some(EPHEMERAL_PORT);
+            reply.ip.sport = Some(8080);
+            reply.ip.dport = Some(EPHEMERAL_PORT);
             walker.undo_nat(
                 &node,
                 place.hop,
@@ -484,7 +479,7 @@ mod tests {
                 &branch,
                 UndoPhase::AfterRouting,
             );
-            assert_eq!(reply.dst, "172.18.0.11".parse::<IpAddr>().unwrap());
+            assert_eq!(reply.ip.dst, "172.18.0.11".parse::<IpAddr>().unwrap());
             walker.undo_nat(
                 &node,
                 place.hop,
@@ -492,7 +487,7 @@ mod tests {
                 &branch,
                 UndoPhase::BeforeRouting,
             );
-            assert_eq!(reply.dst, "10.0.0.2".parse::<IpAddr>().unwrap());
+            assert_eq!(reply.ip.dst, "10.0.0.2".parse::<IpAddr>().unwrap());
             assert!(matches!(
                 &walker.graph[place.hop].steps[0].step,
                 Step::Translated { hook, .. } if hook == "conntrack"
@@ -518,8 +513,8 @@ mod tests {
             });
             branch.reply = true;
             let mut reply = tcp("10.0.0.3", "10.0.0.2");
-            reply.sport = Some(8080);
-            reply.dport = Some(EPHEMERAL_PORT);
+            reply.ip.sport = Some(8080);
+            reply.ip.dport = Some(EPHEMERAL_PORT);
             reply.reply = true;
             let stop = stopped(walker.reply_arrived(
                 &place,

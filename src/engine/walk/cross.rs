@@ -49,7 +49,7 @@ impl<'s> Walker<'s> {
             mut branch,
         } = flow;
         // The kernel clears the mark of a packet that changes namespace.
-        packet.mark = 0;
+        packet.ip.mark = 0;
         // A namespace the snapshot lacks as a whole is stepped over with the
         // CNI pack's intent, where one applies.
         let assumed = self.can_assume(ns);
@@ -112,7 +112,7 @@ impl<'s> Walker<'s> {
         branch.seen.push(key);
         if let Arrival::Received(interface) = &arrival {
             if let Some(context) = &mut self.graph[hop].context {
-                context.received_from = packet.src;
+                context.received_from = packet.src();
             }
             let received = packet.to_string();
             self.step(
@@ -370,7 +370,7 @@ impl<'s> Walker<'s> {
         let cluster_owner = self
             .snapshot
             .cluster
-            .by_ip(packet.dst)
+            .by_ip(packet.ip.dst)
             .iter()
             .find_map(|owner| match owner {
                 IpOwner::Pod {
@@ -385,7 +385,7 @@ impl<'s> Walker<'s> {
                 format!(
                     "{} sends the packet for {owner} out of the cluster: its route to {} leads by {} to {next_hop}, which no node or pod holds{because}",
                     hop_id(ns),
-                    packet.dst,
+                    packet.ip.dst,
                     device
                 ),
                 "a route to the destination through the cluster network",
@@ -395,7 +395,7 @@ impl<'s> Walker<'s> {
                 codes::KERNEL_NETFILTER_SERVICE_UNTRANSLATED,
                 format!(
                     "{} is service {service}'s address, but no netfilter rule of {} translated it to a backend, so the packet leaves by {} as if for the internet",
-                    packet.dst,
+                    packet.ip.dst,
                     hop_id(ns),
                     device
                 ),
@@ -427,7 +427,7 @@ impl<'s> Walker<'s> {
         let mut branch = Branch::new();
         branch.probability = share;
         let client = Hop {
-            id: HopId::External(packet.src),
+            id: HopId::External(packet.src()),
             node: None,
             assumed: false,
             steps: Vec::new(),
@@ -454,7 +454,7 @@ impl<'s> Walker<'s> {
     pub(super) fn leave_cluster(&mut self, hop: NodeIndex, device: &str, flow: Flow) -> Next<'s> {
         let Flow { packet, branch } = flow;
         let outside = Hop {
-            id: HopId::External(Some(packet.dst)),
+            id: HopId::External(Some(packet.ip.dst)),
             node: None,
             assumed: false,
             steps: Vec::new(),
@@ -479,7 +479,7 @@ impl<'s> Walker<'s> {
         Next::Finish {
             branch,
             disposition: Disposition::ExitsCluster,
-            exit: Some(self.exit(packet.src)),
+            exit: Some(self.exit(packet.src())),
         }
     }
 

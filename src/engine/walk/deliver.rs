@@ -22,12 +22,12 @@ impl<'s> Walker<'s> {
         }
         let Flow { packet, branch } = flow;
         if let Some(ipvs) = self.ipvs(ns)
-            && let Some(dport) = packet.dport
+            && let Some(dport) = packet.ip.dport
         {
             match ipvs.schedule(
-                packet.protocol,
-                SocketAddr::new(packet.dst, dport),
-                packet.mark,
+                packet.ip.protocol,
+                SocketAddr::new(packet.ip.dst, dport),
+                packet.ip.mark,
             ) {
                 IpvsOutcome::NotVirtual => {}
                 IpvsOutcome::Scheduled { service, choices } => {
@@ -37,7 +37,7 @@ impl<'s> Walker<'s> {
                     let reason = format!(
                         "{}'s IPVS virtual service {} has no real server with a weight: the connection is refused",
                         hop_id(ns),
-                        SocketAddr::new(packet.dst, dport)
+                        SocketAddr::new(packet.ip.dst, dport)
                     );
                     let evidence = vec![Evidence {
                         line: Some(service.line),
@@ -62,7 +62,7 @@ impl<'s> Walker<'s> {
             }
         }
         self.delivering(hop);
-        match waiting_state(packet.protocol) {
+        match waiting_state(packet.ip.protocol) {
             None => {
                 let ignored = self
                     .sysctls(ns)
@@ -89,7 +89,7 @@ impl<'s> Walker<'s> {
                 self.answer(place, Flow { packet, branch })
             }
             Some(state) => {
-                let wanted = (packet.protocol, state);
+                let wanted = (packet.ip.protocol, state);
                 let Some(sockets) = self
                     .snapshot
                     .namespaces
@@ -112,13 +112,13 @@ impl<'s> Walker<'s> {
                             LocalAddress::AnyDualStack => "*".to_string(),
                             LocalAddress::Ip(address) => address.to_string(),
                         };
-                        let socket = format!("{} {}:{}", packet.protocol, address, socket.port);
+                        let socket = format!("{} {}:{}", packet.ip.protocol, address, socket.port);
                         self.step(hop, Step::Delivered { socket });
                         self.answer(place, Flow { packet, branch })
                     }
                     Listener::None => {
-                        let port = packet.dport.map_or("-".to_string(), |p| p.to_string());
-                        let answer = match packet.protocol {
+                        let port = packet.ip.dport.map_or("-".to_string(), |p| p.to_string());
+                        let answer = match packet.ip.protocol {
                             Protocol::Tcp => "a reset",
                             Protocol::Sctp => "an ABORT",
                             _ => "port unreachable",
@@ -126,7 +126,7 @@ impl<'s> Walker<'s> {
                         let reason = format!(
                             "nothing in {} listens on {} port {port} (the kernel answers with {answer})",
                             hop_id(ns),
-                            packet.protocol
+                            packet.ip.protocol
                         );
                         let evidence = vec![self.file(ns, DumpFile::Ss)];
                         self.stop(
@@ -141,11 +141,11 @@ impl<'s> Walker<'s> {
                         )
                     }
                     Listener::Unknown(why) => {
-                        let port = packet.dport.map_or("-".to_string(), |p| p.to_string());
+                        let port = packet.ip.dport.map_or("-".to_string(), |p| p.to_string());
                         let reason = format!(
                             "whether anything in {} listens on {} port {port} is unknown: {why}",
                             hop_id(ns),
-                            packet.protocol
+                            packet.ip.protocol
                         );
                         let stop = Stop::unknown(
                             codes::KERNEL_SOCKET_UNKNOWN,
@@ -176,8 +176,8 @@ impl<'s> Walker<'s> {
         for (choice, (hop, mut branch)) in choices.into_iter().zip(forks) {
             let real = choice.real_server.address;
             let before = netfilter::Endpoint {
-                addr: packet.dst,
-                port: packet.dport,
+                addr: packet.ip.dst,
+                port: packet.ip.dport,
             };
             let after = netfilter::Endpoint {
                 addr: real.ip(),
@@ -201,8 +201,8 @@ impl<'s> Walker<'s> {
             branch.probability *= choice.probability;
             let mut next = packet.clone();
             if !matches!(choice.real_server.forwarding, Forwarding::DirectRouting) {
-                next.dst = real.ip();
-                next.dport = Some(real.port());
+                next.ip.dst = real.ip();
+                next.ip.dport = Some(real.port());
                 branch
                     .nat
                     .push((ns.clone(), Translation::Dnat { before, after }));
@@ -241,16 +241,16 @@ fn listener<'d>(
 ) -> Listener<'d> {
     let on_port: Vec<&ListeningSocket> = sockets
         .iter()
-        .filter(|s| s.protocol == protocol && s.state == state && Some(s.port) == packet.dport)
+        .filter(|s| s.protocol == protocol && s.state == state && Some(s.port) == packet.ip.dport)
         .collect();
     let found = on_port.iter().find(|s| {
         s.interface.as_deref().is_none_or(|bound| bound == iif)
             && match s.address {
                 LocalAddress::AnyDualStack => true,
                 LocalAddress::Ip(address) => {
-                    address == packet.dst
+                    address == packet.ip.dst
                         || (address.is_unspecified()
-                            && Family::of(address) == Family::of(packet.dst))
+                            && Family::of(address) == Family::of(packet.ip.dst))
                 }
             }
     });
@@ -270,7 +270,7 @@ fn listener<'d>(
     match elsewhere {
         Some(address) => Listener::Unknown(format!(
             "an SCTP endpoint listens on port {} at {address}, and ss shows one address of an endpoint bound to several (sctp_bindx), so it may be bound to {} too",
-            on_port[0].port, packet.dst
+            on_port[0].port, packet.ip.dst
         )),
         None => Listener::None,
     }
@@ -292,7 +292,7 @@ mod tests {
             };
             assert_eq!(ns, pod("b"));
             assert!(flow.packet.reply && flow.branch.reply);
-            assert_eq!(flow.packet.dst, "10.0.0.2".parse::<IpAddr>().unwrap());
+            assert_eq!(flow.packet.ip.dst, "10.0.0.2".parse::<IpAddr>().unwrap());
             assert_eq!(from.unwrap().1.kind, LinkKind::Local);
         });
     }
@@ -303,10 +303,8 @@ mod tests {
         let files = with(two_pods_on_a_bridge(), vec![file(&b, DumpFile::Ss, ss)]);
         let fixture = Fixture::new(&files);
         fixture.walk(None, |walker| {
-            let packet = Packet {
-                protocol: Protocol::Sctp,
-                ..tcp("10.0.0.2", "10.0.0.3")
-            };
+            let mut packet = tcp("10.0.0.2", "10.0.0.3");
+            packet.ip.protocol = Protocol::Sctp;
             let (place, flow) = walker.test_flow(&b, packet);
             test(walker.deliver(&place, flow, "eth0"));
         });
@@ -319,9 +317,9 @@ mod tests {
                 panic!("{}", describe(&next));
             };
             assert!(flow.packet.reply);
-            assert_eq!(flow.packet.protocol, Protocol::Sctp);
+            assert_eq!(flow.packet.ip.protocol, Protocol::Sctp);
             assert_eq!(
-                (flow.packet.sport, flow.packet.dport),
+                (flow.packet.ip.sport, flow.packet.ip.dport),
                 (Some(8080), Some(EPHEMERAL_PORT))
             );
         });

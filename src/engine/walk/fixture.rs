@@ -41,7 +41,7 @@ impl Fixture {
     /// CNI pack the cluster's objects name applies).
     pub(super) fn with_builtin_packs(files: &[(String, String)]) -> Fixture {
         let fixture = Fixture::new(files);
-        let (packs, problems) = LoadedPacks::load(packs::builtin_sources(), &[]);
+        let (packs, problems) = LoadedPacks::load(crate::packs::builtin_sources(), &[]);
         assert!(problems.is_empty(), "{problems:?}");
         Fixture { packs, ..fixture }
     }
@@ -256,28 +256,22 @@ pub(super) fn with(
 /// A TCP packet from `src` to `dst`:8080, first of its connection.
 pub(super) fn tcp(src: &str, dst: &str) -> Packet {
     Packet {
-        src: Some(src.parse().unwrap()),
-        dst: dst.parse().unwrap(),
-        protocol: Protocol::Tcp,
-        sport: Some(EPHEMERAL_PORT),
-        dport: Some(8080),
+        ip: net::Packet {
+            sport: Some(EPHEMERAL_PORT),
+            dport: Some(8080),
+            ..net::Packet::new(src.parse().unwrap(), dst.parse().unwrap(), Protocol::Tcp)
+        },
         reply: false,
-        mark: 0,
         tunnel: None,
-        size: None,
+        size: Size::Unset,
     }
 }
 
 /// `tcp(src, dst)` of `bytes` with DF, a probe or not.
 pub(super) fn tcp_sized(src: &str, dst: &str, bytes: u32, probe: bool) -> Packet {
-    Packet {
-        size: Some(Size {
-            bytes,
-            df: true,
-            probe,
-        }),
-        ..tcp(src, dst)
-    }
+    let mut packet = tcp(src, dst);
+    packet.size_by_device(bytes, probe);
+    packet
 }
 
 /// A branch at its start.

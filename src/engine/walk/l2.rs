@@ -37,7 +37,7 @@ impl<'s> Walker<'s> {
         {
             context.out_iface = Some(dev.to_string());
             if context.in_iface.is_none()
-                && let Some(src) = packet.src
+                && let Some(src) = packet.src()
             {
                 context.packet.src = src;
             }
@@ -92,7 +92,7 @@ impl<'s> Walker<'s> {
                         node: ns.node().to_string(),
                     };
                     if self.can_assume(&node) {
-                        let pod_ip = flow.packet.src;
+                        let pod_ip = flow.packet.src();
                         let link = (LinkKind::Veth, device.ifname.as_str());
                         return self.enter_node(hop, link, &node, next_hop, pod_ip, flow);
                     }
@@ -479,7 +479,7 @@ impl<'s> Walker<'s> {
             ));
         };
         let context = self.netfilter_context(ns, self.fib(ns));
-        let mut filtered = packet.netfilter_packet(packet.src.unwrap_or(packet.dst));
+        let mut filtered = packet.netfilter_packet(packet.src().unwrap_or(packet.ip.dst));
         filtered.ct_nat = branch.connection_nat(ns);
         filtered.in_iface = Some(bridge.to_string());
         filtered.out_iface = Some(bridge.to_string());
@@ -533,7 +533,7 @@ mod tests {
         let bridge = walker.topology.link(&node, "cni0").expect("cni0");
         let packet = tcp("10.0.0.1", to);
         let request = walker
-            .arp_request(&node, bridge, packet.dst, &packet)
+            .arp_request(&node, bridge, packet.ip.dst, &packet)
             .unwrap_or_else(|stop| panic!("{}", stop.reason));
         walker.bridge_port(&node, "cni0", &request, in_port)
     }

@@ -54,6 +54,7 @@ use super::{
     HopContext, HopId, HopStep, Link, LinkKind, PacketFields, PathResult, Step,
 };
 use crate::diagnostic::FindingCode;
+use crate::net::{self, EPHEMERAL_PORT, Family, SMALL_PACKET};
 use crate::netstack::Tri;
 use crate::netstack::ipvs::{Ipvs, IpvsOutcome, Scheduled};
 use crate::netstack::namespace::Modelled;
@@ -64,11 +65,9 @@ use crate::netstack::netfilter::{
 use crate::netstack::routing::{
     Fib, FlowKey, LookupOutcome, RouteError, RoutePath, describe_route, describe_rule,
 };
-use crate::packs::{self, LoadedPacks};
+use crate::packs::LoadedPacks;
 use crate::snapshot::cluster::IpOwner;
 use crate::snapshot::netns::DumpFile;
-use crate::snapshot::netns::addr::Family;
-use crate::snapshot::netns::iptables::TcpFlagBits;
 use crate::snapshot::netns::ipvs::{Forwarding, VirtualService};
 use crate::snapshot::netns::link::{
     IpipInfo, Link as Device, LinkFlag, LinkKind as DeviceKind, LinkLayerAddress, MacAddr,
@@ -85,9 +84,6 @@ use conntrack::*;
 use cross::Crossing;
 use packet::*;
 use stack::*;
-
-/// The source port of the flow's first packet (any ephemeral port would do).
-const EPHEMERAL_PORT: u16 = 40000;
 
 /// A walk longer than this is a loop the per-visit check did not catch.
 const MAX_VISITS: usize = 64;
@@ -114,25 +110,26 @@ struct Walker<'s> {
 
 pub(crate) fn walk(shared: &Arc<Snapshot>, resolved: &Resolved, packs: &LoadedPacks) -> Diagnosis {
     let mut walker = Walker::new(shared, packs, resolved.size);
+    let mut ip = match resolved.src {
+        Some(src) => net::Packet::new(src, resolved.dst, resolved.protocol),
+        None => net::Packet::unsourced(resolved.dst, resolved.protocol),
+    };
+    // The client's ephemeral port, as netfilter's model assumes it.
+    ip.sport = resolved.protocol.has_ports().then_some(EPHEMERAL_PORT);
+    ip.dport = resolved.dport;
+    // `--size mtu` is known once the first device is.
+    let size = match resolved.size {
+        Some(PacketSize::Bytes(bytes)) => {
+            ip.length = bytes;
+            Size::Given { df: true }
+        }
+        Some(PacketSize::InterfaceMtu) | None => Size::Unset,
+    };
     let packet = Packet {
-        src: resolved.src,
-        dst: resolved.dst,
-        protocol: resolved.protocol,
-        // The client's ephemeral port, as netfilter's model assumes it.
-        sport: resolved.protocol.has_ports().then_some(EPHEMERAL_PORT),
-        dport: resolved.dport,
+        ip,
         reply: false,
-        mark: 0,
         tunnel: None,
-        // `--size mtu` is known once the first device is.
-        size: match resolved.size {
-            Some(PacketSize::Bytes(bytes)) => Some(Size {
-                bytes,
-                df: true,
-                probe: false,
-            }),
-            Some(PacketSize::InterfaceMtu) | None => None,
-        },
+        size,
     };
     let start = match &resolved.start {
         Start::Outside(entries) => {

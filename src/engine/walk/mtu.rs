@@ -8,7 +8,7 @@ use crate::engine::codes;
 pub(super) const ICMP_DEST_UNREACHABLE: u8 = 3;
 pub(super) const ICMP_FRAG_NEEDED: u8 = 4;
 /// An ICMP error quotes as much of the packet as fits in 576 bytes.
-pub(super) const ICMP_ERROR_LENGTH: u16 = 576;
+pub(super) const ICMP_ERROR_LENGTH: u32 = 576;
 
 /// What becomes of the ICMP error a namespace sends back for a packet
 /// too large to forward (see [`Walker::frag_needed_out`]).
@@ -49,12 +49,11 @@ impl<'s> Walker<'s> {
         mut packet: Packet,
         branch: &Branch,
     ) -> Result<Packet, Stop> {
-        let size = *packet.size.get_or_insert(Size {
-            bytes: device.mtu,
-            df: true,
-            probe: self.size.is_none(),
-        });
-        if size.bytes <= device.mtu {
+        packet.size_by_device(device.mtu, self.size.is_none());
+        let (Some(bytes), Some(df)) = (packet.bytes(), packet.df()) else {
+            return Ok(packet);
+        };
+        if bytes <= device.mtu {
             return Ok(packet);
         }
         let what = sized(&packet);
@@ -67,13 +66,13 @@ impl<'s> Walker<'s> {
         // lowers the path MTU of the route its inner packet took. Forwarding
         // ignores that, but a socket of this namespace does not: its first DF
         // packet leaves fragmented, every later one gets EMSGSIZE.
-        let route_mtu_lowered = !size.df
+        let route_mtu_lowered = !df
             && local
             && packet.tunnel.as_ref().is_some_and(|tunnel| {
                 matches!(tunnel.encapsulation, Encapsulation::Vxlan { .. })
-                    && tunnel.inner.size.is_some_and(|inner| inner.df)
+                    && tunnel.inner.df() == Some(true)
             });
-        if !size.df && !route_mtu_lowered {
+        if !df && !route_mtu_lowered {
             let message = format!(
                 "{} fragments {what} to send it by {} (MTU {}): DF is clear, so the receiver must reassemble it",
                 hop_id(ns),
@@ -83,9 +82,7 @@ impl<'s> Walker<'s> {
             self.add_finding(hop, codes::KERNEL_MTU_FRAGMENTED, message, evidence);
             // The fragments go on; a tunnel's inner packet is whole again
             // once the remote node reassembles the outer one.
-            if let Some(size) = &mut packet.size {
-                size.bytes = device.mtu;
-            }
+            packet.fragment_to(device.mtu);
             return Ok(packet);
         }
         // Whether the sender learns of it, so that TCP's path MTU discovery
@@ -96,7 +93,7 @@ impl<'s> Walker<'s> {
                     "the first such packet leaves fragmented, but {} then lowers the path MTU of {}'s route to {} to {}, and the sending socket gets EMSGSIZE (message too long) for every later one",
                     tunnel.device,
                     hop_id(ns),
-                    tunnel.inner.dst,
+                    tunnel.inner.ip.dst,
                     device.mtu.saturating_sub(tunnel.encapsulation.overhead())
                 ),
                 Tri::True,
@@ -106,7 +103,7 @@ impl<'s> Walker<'s> {
                     "{} drops the packet it carries and answers ICMP fragmentation-needed (MTU {}) to {}",
                     tunnel.device,
                     device.mtu.saturating_sub(tunnel.encapsulation.overhead()),
-                    endpoint(tunnel.inner.src, None)
+                    endpoint(tunnel.inner.src(), None)
                 ),
                 Tri::True,
             ),
@@ -125,7 +122,7 @@ impl<'s> Walker<'s> {
             ),
             None => self.frag_needed_answer(ns, hop, &packet, branch, device, &mut evidence),
         };
-        let df = if size.df {
+        let df = if df {
             "DF is set"
         } else {
             "the packet inside has DF set"
@@ -136,8 +133,8 @@ impl<'s> Walker<'s> {
             device.ifname,
             device.mtu
         );
-        if size.probe {
-            self.probe_finding(hop, told, &reason, size.bytes, evidence);
+        if packet.is_probe() {
+            self.probe_finding(hop, told, &reason, bytes, evidence);
             packet.shrink_to(device.mtu);
             return Ok(packet);
         }
@@ -169,7 +166,7 @@ impl<'s> Walker<'s> {
             .context
             .as_ref()
             .and_then(|context| context.received_from)
-            .or(packet.src);
+            .or(packet.src());
         let error = format!("ICMP fragmentation-needed (MTU {})", device.mtu);
         // Related to the flow's connection, which has this
         // namespace's translations so far.
@@ -296,7 +293,7 @@ impl<'s> Walker<'s> {
             let mut error = netfilter::Packet::new(src, sender, Protocol::Icmp);
             error.icmp = Some((ICMP_DEST_UNREACHABLE, ICMP_FRAG_NEEDED));
             error.ct_state = CtState::Related;
-            error.length = ICMP_ERROR_LENGTH;
+            error.ip.length = ICMP_ERROR_LENGTH;
             error.out_iface = path.dev.clone();
             error.ct_nat = Some(nat);
             for outcome in netfilter.traverse(PacketPath::Output, error, &context) {
@@ -364,9 +361,9 @@ impl<'s> Walker<'s> {
         device: &Device,
         packet: &mut Packet,
     ) -> Option<Stop> {
-        let size = packet.size?;
+        let bytes = packet.bytes()?;
         let limit = device.mtu.saturating_add(VLAN_HEADER);
-        if size.bytes <= limit {
+        if bytes <= limit {
             return None;
         }
         let reason = format!(
@@ -377,10 +374,10 @@ impl<'s> Walker<'s> {
             device.mtu
         );
         let evidence = self.mtu_evidence(ns, device);
-        if size.probe {
+        if packet.is_probe() {
             let message = format!(
                 "full-size packets do not fit the path: {reason}; only TCP (segmentation offload, MSS) gets through, a datagram of that size is lost (--size {} walks one)",
-                size.bytes
+                bytes
             );
             self.add_finding(hop, codes::KERNEL_MTU_PATH, message, evidence);
             packet.shrink_to(device.mtu);
@@ -463,7 +460,7 @@ mod tests {
     fn a_probe_that_does_not_fit_leaves_a_warning_and_shrinks() {
         let (fitted, findings) = fit_1500_from_a(true);
         let packet = fitted.ok().unwrap();
-        assert_eq!(packet.size.unwrap().bytes, 1450);
+        assert_eq!(packet.bytes(), Some(1450));
         assert_eq!(findings, [codes::KERNEL_MTU_PATH]);
     }
 

@@ -3,104 +3,169 @@
 
 use super::*;
 
-/// The packet as the walker carries it.
+/// The packet as the walker carries it: its header, and what the walk knows
+/// beside it.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct Packet {
-    pub(super) src: Option<IpAddr>,
-    pub(super) dst: IpAddr,
-    /// The flow's protocol; an IPIP outer packet keeps its inner packet's
-    /// here (protocol 4 is the tunnel's, see [`Encapsulation`]).
-    pub(super) protocol: Protocol,
-    pub(super) sport: Option<u16>,
-    pub(super) dport: Option<u16>,
+    /// Its header. The source is unspecified until routing chooses it; the
+    /// length is the one netfilter and the packs see (`--size`'s, else a
+    /// small packet's, see [`Size`]). An IPIP outer packet keeps its inner
+    /// packet's protocol here (protocol 4 is the tunnel's, see
+    /// [`Encapsulation`]). The mark does not survive leaving the namespace.
+    pub(super) ip: net::Packet,
     /// The answer to the flow: netfilter sees it as ESTABLISHED.
     pub(super) reply: bool,
-    /// The packet mark; it does not survive leaving the namespace.
-    pub(super) mark: u32,
     /// Set while the packet is the outer packet of a tunnel.
     pub(super) tunnel: Option<Box<Tunnelled>>,
-    /// Its length, once known: `--size` gives it; otherwise the first
-    /// device it leaves by sets it to that device's MTU, as a probe.
-    pub(super) size: Option<Size>,
+    pub(super) size: Size,
 }
 
-/// The length of an IP packet (headers included) and its DF bit.
+/// How long the walked packet is, for the devices it must fit.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(super) struct Size {
-    pub(super) bytes: u32,
-    /// Don't fragment: a device it does not fit drops it.
-    pub(super) df: bool,
-    /// A full-size probe beside the small packet walked without `--size`:
-    /// where it does not fit is a warning, and it shrinks to fit as path MTU
-    /// discovery would shrink it, instead of stopping the path.
-    pub(super) probe: bool,
+pub(super) enum Size {
+    /// Not known until the first device it leaves by, which sets it to
+    /// that device's MTU: as a probe without `--size`, as the packet's own
+    /// length with `--size mtu`.
+    Unset,
+    /// The packet's length is its header's (`--size`), with its DF bit
+    /// (don't fragment: a device it does not fit drops it).
+    Given { df: bool },
+    /// A full-size probe of `bytes` beside the small packet walked without
+    /// `--size`: where it does not fit is a warning, and it shrinks to fit
+    /// as path MTU discovery would shrink it, instead of stopping the path.
+    Probe { bytes: u32, df: bool },
 }
-
-/// The length of a packet without `--size`: a SYN or an echo request.
-pub(super) const SMALL_PACKET: u32 = 64;
 
 impl Packet {
-    /// Takes the addresses, ports and mark netfilter left the packet with.
-    pub(super) fn take_addresses(&mut self, filtered: &netfilter::Packet) {
-        self.src = Some(filtered.src);
-        self.dst = filtered.dst;
-        self.sport = filtered.sport;
-        self.dport = filtered.dport;
-        self.mark = filtered.mark;
+    /// Its source, once routing chose it.
+    pub(super) fn src(&self) -> Option<IpAddr> {
+        self.ip.source()
     }
 
-    /// What path MTU discovery makes of a packet that did not fit: the
-    /// sender sends smaller ones, so that this one is `bytes` long.
+    /// The bytes a device must fit: the packet's, or its probe's; `None`
+    /// before the first device.
+    pub(super) fn bytes(&self) -> Option<u32> {
+        match self.size {
+            Size::Unset => None,
+            Size::Given { .. } => Some(self.ip.length),
+            Size::Probe { bytes, .. } => Some(bytes),
+        }
+    }
+
+    /// The length `--size` gave it (not a probe's).
+    pub(super) fn given_bytes(&self) -> Option<u32> {
+        matches!(self.size, Size::Given { .. }).then_some(self.ip.length)
+    }
+
+    /// Whether it (or its probe) has DF set; `None` before its size is known.
+    pub(super) fn df(&self) -> Option<bool> {
+        match self.size {
+            Size::Unset => None,
+            Size::Given { df } | Size::Probe { df, .. } => Some(df),
+        }
+    }
+
+    /// Whether what is walked for its size is a probe.
+    pub(super) fn is_probe(&self) -> bool {
+        matches!(self.size, Size::Probe { .. })
+    }
+
+    /// Sets its size where the first device decides it (see [`Size::Unset`]):
+    /// a probe of `bytes` with DF, or, when `probe` is false, the packet's own.
+    pub(super) fn size_by_device(&mut self, bytes: u32, probe: bool) {
+        if self.size == Size::Unset {
+            if probe {
+                self.size = Size::Probe { bytes, df: true };
+            } else {
+                self.ip.length = bytes;
+                self.size = Size::Given { df: true };
+            }
+        }
+    }
+
+    /// Its size as sent again by another sender: a given length kept with
+    /// `df`, a probe started again at the first device.
+    pub(super) fn resent(&self, df: bool) -> Size {
+        match self.size {
+            Size::Given { .. } => Size::Given { df },
+            Size::Unset | Size::Probe { .. } => Size::Unset,
+        }
+    }
+
+    /// The length and size of the outer packet a tunnel that adds
+    /// `overhead` bytes puts around this one: its DF bit `df`, else this
+    /// packet's.
+    pub(super) fn encapsulated_size(&self, overhead: u32, df: Option<bool>) -> (u32, Size) {
+        match self.size {
+            Size::Unset => (SMALL_PACKET, Size::Unset),
+            Size::Given { df: inner } => (
+                self.ip.length.saturating_add(overhead),
+                Size::Given {
+                    df: df.unwrap_or(inner),
+                },
+            ),
+            Size::Probe { bytes, df: inner } => (
+                SMALL_PACKET,
+                Size::Probe {
+                    bytes: bytes.saturating_add(overhead),
+                    df: df.unwrap_or(inner),
+                },
+            ),
+        }
+    }
+
+    /// Takes the header netfilter left the packet with (its translations
+    /// and mark).
+    pub(super) fn take_addresses(&mut self, filtered: &netfilter::Packet) {
+        // Netfilter sees an IPIP outer packet as protocol 4; the walker's
+        // keeps its inner packet's.
+        self.ip = net::Packet {
+            protocol: self.ip.protocol,
+            length: self.ip.length,
+            ..filtered.ip.clone()
+        };
+    }
+
+    /// What path MTU discovery makes of a packet that did not fit (or what
+    /// fragmenting leaves of it): the sender sends smaller ones, so that
+    /// this one is `bytes` long.
     pub(super) fn shrink_to(&mut self, bytes: u32) {
         if let Some(tunnel) = &mut self.tunnel {
             let overhead = tunnel.encapsulation.overhead();
             tunnel.inner.shrink_to(bytes.saturating_sub(overhead));
         }
-        if let Some(size) = &mut self.size {
-            size.bytes = bytes;
+        self.fragment_to(bytes);
+    }
+
+    /// Makes it (or its probe) `bytes` long, as a fragment is; a tunnel's
+    /// inner packet is whole again once the far end reassembles the outer.
+    pub(super) fn fragment_to(&mut self, bytes: u32) {
+        match &mut self.size {
+            Size::Unset => {}
+            Size::Given { .. } => self.ip.length = bytes,
+            Size::Probe { bytes: probe, .. } => *probe = bytes,
         }
     }
 
-    /// The packet as the rule packs see it.
-    pub(super) fn pack_packet(&self) -> packs::Packet {
-        packs::Packet {
-            src: self.src.unwrap_or(self.dst),
-            dst: self.dst,
-            protocol: self.protocol,
-            src_port: self.sport,
-            dst_port: self.dport,
-            mark: self.mark,
-            size: match self.size {
-                Some(size) if !size.probe => size.bytes,
-                _ => SMALL_PACKET,
-            },
-        }
-    }
-
-    /// The packet as netfilter sees it: the first packet of a new connection
-    /// from an ephemeral port.
+    /// The packet as netfilter sees it: the first packet of a new connection,
+    /// or its answer; an IPIP outer packet as protocol 4.
     pub(super) fn netfilter_packet(&self, src: IpAddr) -> netfilter::Packet {
-        let protocol = match &self.tunnel {
-            Some(tunnel) if tunnel.encapsulation == Encapsulation::Ipip => Protocol::IPIP,
-            _ => self.protocol,
+        let mut ip = net::Packet {
+            src,
+            ..self.ip.clone()
         };
-        let mut packet = netfilter::Packet::new(src, self.dst, protocol);
-        if let Some(size) = self.size.filter(|size| !size.probe) {
-            packet.length = u16::try_from(size.bytes).unwrap_or(u16::MAX);
+        if let Some(tunnel) = &self.tunnel
+            && tunnel.encapsulation == Encapsulation::Ipip
+        {
+            ip.protocol = Protocol::IPIP;
+            (ip.sport, ip.dport) = (None, None);
         }
-        if packet.dport.is_some() {
-            packet.sport = self.sport;
-            packet.dport = self.dport;
-        }
-        packet.mark = self.mark;
+        let packet = netfilter::Packet::first_of_connection(ip);
         if self.reply {
-            packet.ct_state = CtState::Established;
-            packet.tcp_flags = packet
-                .tcp_flags
-                .map(|_| TcpFlagBits(TcpFlagBits::SYN.0 | TcpFlagBits::ACK.0));
-            packet.icmp = packet.icmp.map(|_| (0, 0));
+            packet.answering()
+        } else {
+            packet
         }
-        packet
     }
 }
 
@@ -152,19 +217,27 @@ impl Encapsulation {
 }
 
 impl Packet {
-    /// The packet's fields as links report them.
+    /// The packet as the rule packs see it: a source not chosen yet is
+    /// given as its destination.
+    pub(super) fn pack_packet(&self) -> net::Packet {
+        net::Packet {
+            src: self.src().unwrap_or(self.ip.dst),
+            ..self.ip.clone()
+        }
+    }
+
+    /// The packet's fields as links report them: an IPIP outer packet as
+    /// protocol 4, carrying its inner packet's.
     pub(super) fn fields(&self) -> PacketFields {
-        let ipip = self
-            .tunnel
-            .as_ref()
-            .is_some_and(|tunnel| tunnel.encapsulation == Encapsulation::Ipip);
+        let mut ip = self.ip.clone();
+        if let Some(tunnel) = &self.tunnel
+            && tunnel.encapsulation == Encapsulation::Ipip
+        {
+            ip.protocol = Protocol::IPIP;
+        }
         PacketFields {
-            src: self.src,
-            dst: self.dst,
-            protocol: if ipip { "ipip" } else { self.protocol.as_str() },
-            src_port: self.sport,
-            dst_port: self.dport,
-            bytes: self.size.filter(|size| !size.probe).map(|size| size.bytes),
+            ip,
+            bytes: self.given_bytes(),
             reply: self.reply,
             inner: self
                 .tunnel
@@ -176,29 +249,29 @@ impl Packet {
 
 impl fmt::Display for Packet {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.src {
+        match self.src() {
             Some(src) => write!(f, "{src}")?,
             None => f.write_str("(source not chosen yet)")?,
         }
-        match (self.dport, &self.tunnel) {
+        match (self.ip.dport, &self.tunnel) {
             (_, Some(tunnel)) if tunnel.encapsulation == Encapsulation::Ipip => {
-                write!(f, " -> {} ipip", self.dst)?
+                write!(f, " -> {} ipip", self.ip.dst)?
             }
             (Some(port), _) => write!(
                 f,
                 " -> {} {}",
-                std::net::SocketAddr::new(self.dst, port),
-                self.protocol
+                std::net::SocketAddr::new(self.ip.dst, port),
+                self.ip.protocol
             )?,
-            (None, _) => write!(f, " -> {} {}", self.dst, self.protocol)?,
+            (None, _) => write!(f, " -> {} {}", self.ip.dst, self.ip.protocol)?,
         }
         if self.reply {
             f.write_str(" (reply)")?;
         }
         // A size the user gave; a probe's is not the packet walked.
-        if let Some(size) = self.size.filter(|size| !size.probe) {
-            let df = if size.df { ", DF" } else { "" };
-            write!(f, " ({} bytes{df})", size.bytes)?;
+        if let (Some(bytes), Some(df)) = (self.given_bytes(), self.df()) {
+            let df = if df { ", DF" } else { "" };
+            write!(f, " ({bytes} bytes{df})")?;
         }
         if let Some(tunnel) = &self.tunnel {
             match &tunnel.encapsulation {
@@ -239,7 +312,7 @@ impl Arrival {
 /// A packet's size in words: `a 1500-byte packet`, or for a tunnel's outer
 /// packet what it carries and what the tunnel adds.
 pub(super) fn sized(packet: &Packet) -> String {
-    let bytes = packet.size.map_or(SMALL_PACKET, |size| size.bytes);
+    let bytes = packet.bytes().unwrap_or(packet.ip.length);
     match &packet.tunnel {
         Some(tunnel) => {
             let kind = match tunnel.encapsulation {
@@ -279,10 +352,7 @@ mod tests {
 
     fn ipip(inner: Packet) -> Packet {
         let mut outer = packet("172.18.0.11", "172.18.0.12", 0, true);
-        outer.size = inner.size.map(|size| Size {
-            bytes: size.bytes + 20,
-            ..size
-        });
+        (outer.ip.length, outer.size) = inner.encapsulated_size(20, None);
         outer.tunnel = Some(Box::new(Tunnelled {
             encapsulation: Encapsulation::Ipip,
             device: "tunl0".into(),
@@ -295,9 +365,9 @@ mod tests {
     fn path_mtu_discovery_shrinks_a_tunnelled_packet_inside_and_out() {
         let mut outer = ipip(packet("10.244.1.2", "10.244.2.3", 1480, true));
         outer.shrink_to(1400);
-        assert_eq!(outer.size.map(|s| s.bytes), Some(1400));
+        assert_eq!(outer.bytes(), Some(1400));
         let inner = &outer.tunnel.as_ref().unwrap().inner;
-        assert_eq!(inner.size.map(|s| s.bytes), Some(1380));
+        assert_eq!(inner.bytes(), Some(1380));
     }
 
     #[test]
@@ -321,18 +391,18 @@ mod tests {
     #[test]
     fn packs_and_netfilter_see_a_given_size_but_a_small_packet_beside_a_probe() {
         let given = packet("10.244.1.2", "10.244.2.3", 1450, false);
-        assert_eq!(given.pack_packet().size, 1450);
-        assert_eq!(given.netfilter_packet(given.src.unwrap()).length, 1450);
+        assert_eq!(given.pack_packet().length, 1450);
+        assert_eq!(given.netfilter_packet(given.src().unwrap()).ip.length, 1450);
         let probe = packet("10.244.1.2", "10.244.2.3", 1450, true);
-        assert_eq!(probe.pack_packet().size, SMALL_PACKET);
-        assert_eq!(probe.netfilter_packet(probe.src.unwrap()).length, 64);
+        assert_eq!(probe.pack_packet().length, SMALL_PACKET);
+        assert_eq!(probe.netfilter_packet(probe.src().unwrap()).ip.length, 64);
     }
 
     #[test]
     fn an_ipip_packet_is_protocol_4_to_netfilter_and_says_so() {
         let outer = ipip(packet("10.244.1.2", "10.244.2.3", 100, false));
         assert_eq!(
-            outer.netfilter_packet(outer.src.unwrap()).proto,
+            outer.netfilter_packet(outer.src().unwrap()).ip.protocol,
             Protocol::IPIP
         );
         assert_eq!(
@@ -349,19 +419,17 @@ mod tests {
 
     #[test]
     fn an_sctp_packet_is_protocol_132_with_its_ports_everywhere() {
-        let sctp = Packet {
-            protocol: Protocol::Sctp,
-            ..packet("10.244.1.2", "10.244.2.3", 100, false)
-        };
-        let filtered = sctp.netfilter_packet(sctp.src.unwrap());
-        assert_eq!(filtered.proto, Protocol::Sctp);
+        let mut sctp = packet("10.244.1.2", "10.244.2.3", 100, false);
+        sctp.ip.protocol = Protocol::Sctp;
+        let filtered = sctp.netfilter_packet(sctp.src().unwrap());
+        assert_eq!(filtered.ip.protocol, Protocol::Sctp);
         assert_eq!(
-            (filtered.sport, filtered.dport),
+            (filtered.ip.sport, filtered.ip.dport),
             (Some(EPHEMERAL_PORT), Some(8080))
         );
         assert_eq!(filtered.tcp_flags, None);
         assert_eq!(sctp.pack_packet().protocol, Protocol::Sctp);
-        assert_eq!(sctp.fields().protocol, "sctp");
+        assert_eq!(sctp.fields().ip.protocol, Protocol::Sctp);
         assert_eq!(
             sctp.to_string(),
             "10.244.1.2 -> 10.244.2.3:8080 sctp (100 bytes, DF)"
@@ -371,12 +439,12 @@ mod tests {
     #[test]
     fn an_ipip_packets_fields_say_ipip_and_carry_the_inner_packets() {
         let fields = ipip(packet("10.244.1.2", "10.244.2.3", 100, false)).fields();
-        assert_eq!(fields.protocol, "ipip");
+        assert_eq!(fields.ip.protocol, Protocol::IPIP);
         assert_eq!(fields.bytes, Some(120));
         let inner = fields.inner.unwrap();
         assert_eq!(
-            (inner.protocol, inner.dst_port, inner.bytes),
-            ("tcp", Some(8080), Some(100))
+            (inner.ip.protocol, inner.ip.dport, inner.bytes),
+            (Protocol::Tcp, Some(8080), Some(100))
         );
         let probed = ipip(packet("10.244.1.2", "10.244.2.3", 1480, true)).fields();
         assert_eq!(probed.bytes, None, "a probe's size is not the packet's");

@@ -23,7 +23,7 @@ impl<'s> Walker<'s> {
             let held = known.then(|| packet.pack_packet());
             branch
                 .request
-                .now_held(held.as_ref().map(|p| (p.dst, p.dst_port)));
+                .now_held(held.as_ref().map(|p| (p.dst, p.dport)));
             context.last_packet = held;
         }
     }
@@ -41,7 +41,7 @@ impl<'s> Walker<'s> {
             .context
             .as_ref()
             .and_then(|context| context.last_packet.as_ref())
-            .map(|packet| (packet.dst, packet.dst_port));
+            .map(|packet| (packet.dst, packet.dport));
         branch
             .request
             .joined(from.as_ref().map(|(_, link)| &link.fields), held);

@@ -39,10 +39,10 @@ impl<'s> Walker<'s> {
     ) -> Next<'s> {
         // A route straight to the destination that nobody answers is the
         // neighbour's failure, not a router's.
-        if !matches!(place.ns, NetnsId::Host { .. }) || gateway == flow.packet.dst {
+        if !matches!(place.ns, NetnsId::Host { .. }) || gateway == flow.packet.ip.dst {
             return self.leaves_by(place, device, gateway, None, flow);
         }
-        match self.destination(flow.packet.dst) {
+        match self.destination(flow.packet.ip.dst) {
             Destination::Outside => self.leaves_by(place, device, gateway, None, flow),
             Destination::Node { ns, address } => {
                 self.carry(place, device, gateway, (&ns, address), None, flow)
@@ -224,10 +224,10 @@ impl<'s> Walker<'s> {
                 result: "a router of the underlay, not in the snapshot (assumed to answer)".into(),
             },
         );
-        let fits = match flow.packet.size {
-            Some(size) => format!(
-                "the {}-byte packet fits {} (MTU {}), and whether every link beyond {gateway} takes it is not known",
-                size.bytes, device.ifname, device.mtu
+        let fits = match flow.packet.bytes() {
+            Some(bytes) => format!(
+                "the {bytes}-byte packet fits {} (MTU {}), and whether every link beyond {gateway} takes it is not known",
+                device.ifname, device.mtu
             ),
             None => format!(
                 "whether a packet of {}'s MTU {} fits every link beyond {gateway} is not known",
@@ -397,8 +397,8 @@ spec: {peerIP: 172.18.0.1, asNumber: 64512}
     fn a_vxlan_outer_packet_to_another_subnets_node_is_carried_with_its_size() {
         let fixture = Fixture::new(&two_subnets(""));
         let mut outer = tcp_sized("172.18.0.11", "172.18.1.12", 1450, false);
-        outer.protocol = Protocol::Udp;
-        outer.dport = Some(8472);
+        outer.ip.protocol = Protocol::Udp;
+        outer.ip.dport = Some(8472);
         send(&fixture, outer, |walker, next| {
             let (ns, _, message) = carried(walker, &next);
             assert_eq!(ns, host("n2"));

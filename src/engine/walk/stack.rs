@@ -45,7 +45,7 @@ impl<'s> Walker<'s> {
         let context = self.netfilter_context(ns, Some(fib));
         match &arrival {
             Arrival::Received(iif) => {
-                let mut filtered = packet.netfilter_packet(packet.src.unwrap_or(packet.dst));
+                let mut filtered = packet.netfilter_packet(packet.src().unwrap_or(packet.ip.dst));
                 filtered.in_iface = Some(iif.clone());
                 filtered.ct_nat = branch.connection_nat(ns);
                 let outcomes = netfilter.traverse(PacketPath::Received, filtered, &context);
@@ -69,9 +69,9 @@ impl<'s> Walker<'s> {
                 // A socket's packet is routed first (that picks its source
                 // address), then meets OUTPUT and POSTROUTING.
                 let lookup = fib.lookup(&FlowKey {
-                    ip_proto: Some(packet.protocol),
-                    dport: packet.dport,
-                    ..FlowKey::to(packet.dst)
+                    ip_proto: Some(packet.ip.protocol),
+                    dport: packet.ip.dport,
+                    ..FlowKey::to(packet.ip.dst)
                 });
                 let paths = match lookup.outcome {
                     LookupOutcome::Routed {
@@ -102,14 +102,16 @@ impl<'s> Walker<'s> {
                 let mut ways = Vec::new();
                 for (path, rule, route) in paths {
                     let mut packet = packet.clone();
-                    packet.src = packet.src.or(path.prefsrc);
+                    if let (None, Some(prefsrc)) = (packet.src(), path.prefsrc) {
+                        packet.ip.src = prefsrc;
+                    }
                     let routed = RouteChoice::Out {
                         dev: path.dev.clone(),
                         gateway: path.gateway,
                         rule: Some(rule),
                         route: Some(route),
                     };
-                    let Some(src) = packet.src else {
+                    let Some(src) = packet.src() else {
                         ways.push((packet, path.probability, routed, None));
                         continue;
                     };
@@ -256,10 +258,8 @@ impl<'s> Walker<'s> {
         // Input routing validates the source the packet arrived with: the
         // source NAT of POSTROUTING (and conntrack's un-DNAT of a reply)
         // comes after it.
-        let as_routed = Packet {
-            src: arrived.src,
-            ..packet.clone()
-        };
+        let mut as_routed = packet.clone();
+        as_routed.ip.src = arrived.ip.src;
         if branch.reply {
             self.undo_nat(ns, hop, &mut packet, &branch, UndoPhase::AfterRouting);
             self.now_holds(
@@ -324,7 +324,7 @@ impl<'s> Walker<'s> {
                 {
                     return self.stop(hop, branch, stop);
                 }
-                let next_hop = gateway.unwrap_or(packet.dst);
+                let next_hop = gateway.unwrap_or(packet.ip.dst);
                 self.egress(place, &dev, next_hop, Flow { packet, branch })
             }
             failed @ RouteChoice::Failed { .. } => {
@@ -377,7 +377,7 @@ impl<'s> Walker<'s> {
                 "{} has {error}: {route} (selected by rule {rule})",
                 hop_id(ns)
             ),
-            None => format!("{} has {error} to {}", hop_id(ns), packet.dst),
+            None => format!("{} has {error} to {}", hop_id(ns), packet.ip.dst),
         };
         let stop = Stop {
             disposition,
@@ -393,7 +393,7 @@ impl<'s> Walker<'s> {
     pub(super) fn untranslated_service(&self, packet: &Packet) -> Option<String> {
         self.snapshot
             .cluster
-            .by_ip(packet.dst)
+            .by_ip(packet.ip.dst)
             .iter()
             .find_map(IpOwner::service)
             .map(|(namespace, name)| format!("{namespace}/{name}"))
@@ -442,7 +442,7 @@ impl<'s> Walker<'s> {
         packet: &Packet,
         iif: Option<&str>,
     ) -> Option<Stop> {
-        let (iif, src) = (iif?, packet.src?);
+        let (iif, src) = (iif?, packet.src()?);
         if iif == "lo" {
             return None;
         }
@@ -462,7 +462,7 @@ impl<'s> Walker<'s> {
         }
         let fib = self.fib(ns)?;
         let back = fib.lookup(&FlowKey {
-            src: Some(packet.dst),
+            src: Some(packet.ip.dst),
             ..FlowKey::to(src)
         });
         let passes = match &back.outcome {
@@ -576,10 +576,8 @@ mod tests {
         );
         let fixture = Fixture::new(&files);
         fixture.walk(None, |walker| {
-            let sctp = Packet {
-                protocol: Protocol::Sctp,
-                ..tcp("10.0.0.2", "10.0.0.3")
-            };
+            let mut sctp = tcp("10.0.0.2", "10.0.0.3");
+            sctp.ip.protocol = Protocol::Sctp;
             let (place, flow) = walker.test_flow(&a, sctp);
             let stop = stopped(walker.process(&place, flow, Arrival::Local));
             assert_eq!(stop.id, codes::KERNEL_ROUTE_UNREACHABLE);

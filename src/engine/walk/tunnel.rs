@@ -60,8 +60,8 @@ impl<'s> Walker<'s> {
         let device = self.topology.links(ns).find(|link| match link.kind() {
             Some(DeviceKind::Vxlan(info)) => {
                 info.id == vni
-                    && info.port == outer.dport
-                    && info.local.is_none_or(|local| local == outer.dst)
+                    && info.port == outer.ip.dport
+                    && info.local.is_none_or(|local| local == outer.ip.dst)
             }
             _ => false,
         });
@@ -72,7 +72,7 @@ impl<'s> Walker<'s> {
                 reason: format!(
                     "no VXLAN device in {} takes VNI {vni} on UDP port {}",
                     hop_id(ns),
-                    outer.dport.unwrap_or_default()
+                    outer.ip.dport.unwrap_or_default()
                 ),
                 evidence: vec![self.file(ns, DumpFile::IpLink)],
             });
@@ -110,8 +110,8 @@ impl<'s> Walker<'s> {
             .links(ns)
             .filter_map(|link| match link.kind() {
                 Some(DeviceKind::Ipip(info)) => {
-                    let remote = matches(info.remote, outer.src)?;
-                    let local = matches(info.local, Some(outer.dst))?;
+                    let remote = matches(info.remote, outer.src())?;
+                    let local = matches(info.local, Some(outer.ip.dst))?;
                     Some((link, 2 * remote + local))
                 }
                 _ => None,
@@ -124,7 +124,7 @@ impl<'s> Walker<'s> {
         if let Some((device, _)) = up {
             return Ok(device);
         }
-        let from = endpoint(outer.src, None);
+        let from = endpoint(outer.src(), None);
         let reason = match candidates.first() {
             Some((device, _)) => format!(
                 "{}'s IPIP device {} would take the tunnelled packet from {from}, but it is down: the packet is dropped",
@@ -134,7 +134,7 @@ impl<'s> Walker<'s> {
             None => format!(
                 "no IPIP device in {} takes the tunnelled packet from {from} to {}: nothing receives IP protocol 4, and the packet is dropped",
                 hop_id(ns),
-                outer.dst
+                outer.ip.dst
             ),
         };
         Err(Stop {
@@ -312,23 +312,24 @@ impl<'s> Walker<'s> {
         let hop = place.hop;
         let Flow { packet, branch } = flow;
         let encapsulation = header.encapsulation;
+        let (length, size) = packet.encapsulated_size(encapsulation.overhead(), header.df);
+        let protocol = match encapsulation {
+            Encapsulation::Vxlan { .. } => Protocol::Udp,
+            Encapsulation::Ipip => packet.ip.protocol,
+        };
         let outer = Packet {
-            src: header.src,
-            dst: header.dst,
-            protocol: match encapsulation {
-                Encapsulation::Vxlan { .. } => Protocol::Udp,
-                Encapsulation::Ipip => packet.protocol,
+            ip: net::Packet {
+                src: header.src.unwrap_or(Family::of(header.dst).unspecified()),
+                dst: header.dst,
+                protocol,
+                sport: header.udp_port.map(|_| EPHEMERAL_PORT),
+                dport: header.udp_port,
+                mark: 0,
+                length,
             },
-            sport: header.udp_port.map(|_| EPHEMERAL_PORT),
-            dport: header.udp_port,
             // Each tunnel packet is a packet of its own to netfilter.
             reply: false,
-            mark: 0,
-            size: packet.size.map(|inner| Size {
-                bytes: inner.bytes.saturating_add(encapsulation.overhead()),
-                df: header.df.unwrap_or(inner.df),
-                ..inner
-            }),
+            size,
             tunnel: Some(Box::new(Tunnelled {
                 encapsulation,
                 device: header.device.clone(),
@@ -426,10 +427,10 @@ mod tests {
                 panic!("the outer packet is not entered");
             };
             assert_eq!(arrival, Arrival::Local);
-            assert_eq!(flow.packet.protocol, Protocol::Udp);
-            assert_eq!(flow.packet.dport, Some(8472));
+            assert_eq!(flow.packet.ip.protocol, Protocol::Udp);
+            assert_eq!(flow.packet.ip.dport, Some(8472));
             let inner = &flow.packet.tunnel.as_ref().unwrap().inner;
-            assert_eq!(inner.dst, "10.0.1.5".parse::<IpAddr>().unwrap());
+            assert_eq!(inner.ip.dst, "10.0.1.5".parse::<IpAddr>().unwrap());
         });
     }
 

@@ -88,7 +88,7 @@ impl<'a> Branch<'a> {
     /// Whether OUTPUT changed what the route was chosen for.
     pub fn rerouting_needed(&self) -> bool {
         self.routed_as
-            .is_some_and(|routed| routed != (self.packet.dst, self.packet.mark))
+            .is_some_and(|routed| routed != (self.packet.ip.dst, self.packet.ip.mark))
     }
 }
 
@@ -364,13 +364,13 @@ impl<'a> Walk<'_, 'a, '_> {
             },
             Target::Log(_) | Target::NfLog(_) | Target::Trace => Flow::Next,
             Target::Mark(xmark) => {
-                let before = branch.packet.mark;
-                branch.packet.mark = xmark.apply(before);
+                let before = branch.packet.ip.mark;
+                branch.packet.ip.mark = xmark.apply(before);
                 self.translated(
                     branch,
                     Translation::Mark {
                         before,
-                        after: branch.packet.mark,
+                        after: branch.packet.ip.mark,
                     },
                 );
                 Flow::Next
@@ -427,7 +427,7 @@ impl<'a> Walk<'_, 'a, '_> {
 
     fn connmark(&self, action: ConnMarkAction, rule: &Rule, branch: &mut Branch<'a>) -> Flow {
         let before = branch.packet.ct_mark;
-        let mark = branch.packet.mark;
+        let mark = branch.packet.ip.mark;
         match action {
             ConnMarkAction::Set(xmark) => {
                 // With a full mask the old connection mark does not matter.
@@ -459,12 +459,12 @@ impl<'a> Walk<'_, 'a, '_> {
                         );
                     }
                 };
-                branch.packet.mark = (mark & !nfmask) ^ restored;
+                branch.packet.ip.mark = (mark & !nfmask) ^ restored;
                 self.translated(
                     branch,
                     Translation::Mark {
                         before: mark,
-                        after: branch.packet.mark,
+                        after: branch.packet.ip.mark,
                     },
                 );
             }
@@ -580,7 +580,7 @@ impl<'a> Walk<'_, 'a, '_> {
 pub(super) fn masquerade_source(context: &Context<'_>, branch: &Branch<'_>) -> Option<IpAddr> {
     match (context.fib, branch.packet.out_iface.as_deref()) {
         (Some(fib), Some(dev)) => {
-            fib.select_source(Some(dev), branch.next_hop.unwrap_or(branch.packet.dst))
+            fib.select_source(Some(dev), branch.next_hop.unwrap_or(branch.packet.ip.dst))
         }
         _ => None,
     }
@@ -637,12 +637,12 @@ impl NatSide {
     pub(super) fn endpoint(self, packet: &Packet) -> Endpoint {
         match self {
             NatSide::Source => Endpoint {
-                addr: packet.src,
-                port: packet.sport,
+                addr: packet.ip.src,
+                port: packet.ip.sport,
             },
             NatSide::Destination => Endpoint {
-                addr: packet.dst,
-                port: packet.dport,
+                addr: packet.ip.dst,
+                port: packet.ip.dport,
             },
         }
     }
@@ -650,12 +650,12 @@ impl NatSide {
     pub(super) fn set(self, packet: &mut Packet, endpoint: Endpoint) {
         match self {
             NatSide::Source => {
-                packet.src = endpoint.addr;
-                packet.sport = endpoint.port;
+                packet.ip.src = endpoint.addr;
+                packet.ip.sport = endpoint.port;
             }
             NatSide::Destination => {
-                packet.dst = endpoint.addr;
-                packet.dport = endpoint.port;
+                packet.ip.dst = endpoint.addr;
+                packet.ip.dport = endpoint.port;
             }
         }
     }

@@ -99,10 +99,14 @@ impl<'a> IndexedTable<'a> {
         let rules = self.table.chains.get(chain)?.rules.len();
         let next = match self.chains.get(chain)? {
             ChainIndex::Linear => Some(from),
-            ChainIndex::Destination(dispatch) => dispatch.next(Some(packet.dst), from),
-            ChainIndex::Port(dispatch) => {
-                dispatch.next(packet.dport.map(|port| (packet.proto.number(), port)), from)
-            }
+            ChainIndex::Destination(dispatch) => dispatch.next(Some(packet.ip.dst), from),
+            ChainIndex::Port(dispatch) => dispatch.next(
+                packet
+                    .ip
+                    .dport
+                    .map(|port| (packet.ip.protocol.number(), port)),
+                from,
+            ),
         };
         next.filter(|&position| position < rules)
     }

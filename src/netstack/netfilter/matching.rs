@@ -140,8 +140,10 @@ impl Tester<'_, '_, '_, '_> {
     fn test(&self, m: &Match) -> Test {
         let packet = self.packet();
         match m {
-            Match::Source(net) => invert(net.value.contains(&packet.src).into(), net.invert),
-            Match::Destination(net) => invert(net.value.contains(&packet.dst).into(), net.invert),
+            Match::Source(net) => invert(net.value.contains(&packet.ip.src).into(), net.invert),
+            Match::Destination(net) => {
+                invert(net.value.contains(&packet.ip.dst).into(), net.invert)
+            }
             Match::InInterface(iface) => invert(
                 self.interface(&iface.value, true, packet.in_iface.as_deref()),
                 iface.invert,
@@ -151,7 +153,7 @@ impl Tester<'_, '_, '_, '_> {
                 iface.invert,
             ),
             Match::Protocol(p) => invert(
-                (p.value == Protocol::ALL || p.value == packet.proto).into(),
+                (p.value == Protocol::ALL || p.value == packet.ip.protocol).into(),
                 p.invert,
             ),
             // The model's packets are never non-first fragments.
@@ -164,7 +166,7 @@ impl Tester<'_, '_, '_, '_> {
             Match::AddrType(addrtype) => self.addrtype(addrtype),
             Match::Conntrack(conntrack) => self.conntrack(conntrack),
             Match::State(states) => invert(self.state(states.value), states.invert),
-            Match::Mark(mark) => invert(mark.value.matches(packet.mark).into(), mark.invert),
+            Match::Mark(mark) => invert(mark.value.matches(packet.ip.mark).into(), mark.invert),
             Match::ConnMark(mark) => {
                 if self.untracked() {
                     return false.into();
@@ -188,19 +190,23 @@ impl Tester<'_, '_, '_, '_> {
                 if let Some(src) = range.source {
                     test = and(
                         test,
-                        invert(src.value.contains(packet.src).into(), src.invert),
+                        invert(src.value.contains(packet.ip.src).into(), src.invert),
                     );
                 }
                 if let Some(dst) = range.destination {
                     test = and(
                         test,
-                        invert(dst.value.contains(packet.dst).into(), dst.invert),
+                        invert(dst.value.contains(packet.ip.dst).into(), dst.invert),
                     );
                 }
                 test
             }
             Match::Length(length) => {
-                invert(length.value.contains(&packet.length).into(), length.invert)
+                // `-m length` reads the 16-bit length field; a longer
+                // (IPv6 jumbo) packet is in no range.
+                let within = u16::try_from(packet.ip.length)
+                    .is_ok_and(|bytes| length.value.contains(&bytes));
+                invert(within.into(), length.invert)
             }
             Match::Ttl(ttl) => {
                 let hit = match ttl.value {
@@ -268,13 +274,13 @@ impl Tester<'_, '_, '_, '_> {
             (Some(_), None) => false.into(),
         };
         and(
-            one(ports.source, packet.sport),
-            one(ports.destination, packet.dport),
+            one(ports.source, packet.ip.sport),
+            one(ports.destination, packet.ip.dport),
         )
     }
 
     fn ports(&self, protocol: Protocol, ports: &PortMatch) -> Test {
-        if self.packet().proto != protocol {
+        if self.packet().ip.protocol != protocol {
             return false.into();
         }
         self.port_tests(ports)
@@ -303,7 +309,7 @@ impl Tester<'_, '_, '_, '_> {
 
     fn icmp(&self, icmp: &Invertible<IcmpType>) -> Test {
         let packet = self.packet();
-        if packet.proto != Protocol::Icmp {
+        if packet.ip.protocol != Protocol::Icmp {
             return false.into();
         }
         let Some((kind, code)) = packet.icmp else {
@@ -320,12 +326,12 @@ impl Tester<'_, '_, '_, '_> {
     fn multiport(&self, multiport: &MultiportMatch) -> Test {
         let packet = self.packet();
         if !matches!(
-            packet.proto,
+            packet.ip.protocol,
             Protocol::Tcp | Protocol::Udp | Protocol::Sctp | Protocol::Other(136)
         ) {
             return false.into();
         }
-        let (Some(sport), Some(dport)) = (packet.sport, packet.dport) else {
+        let (Some(sport), Some(dport)) = (packet.ip.sport, packet.ip.dport) else {
             return false.into();
         };
         let hit = multiport
@@ -356,8 +362,8 @@ impl Tester<'_, '_, '_, '_> {
         };
         let mut test = Test::from(true);
         for (types, addr) in [
-            (addrtype.source, packet.src),
-            (addrtype.destination, packet.dst),
+            (addrtype.source, packet.ip.src),
+            (addrtype.destination, packet.ip.dst),
         ] {
             if let Some(types) = types {
                 let hit = match self.address_type(addr, limit) {
@@ -514,18 +520,18 @@ impl Tester<'_, '_, '_, '_> {
         let tests = [
             ct.protocol.map(|p| {
                 invert(
-                    (p.value == Protocol::ALL || p.value == packet.proto).into(),
+                    (p.value == Protocol::ALL || p.value == packet.ip.protocol).into(),
                     p.invert,
                 )
             }),
-            net(ct.original_source, original.src),
-            net(ct.original_destination, original.dst),
-            net(ct.reply_source, packet.dst),
-            net(ct.reply_destination, packet.src),
-            port(ct.original_source_port, original.sport),
-            port(ct.original_destination_port, original.dport),
-            port(ct.reply_source_port, packet.dport),
-            port(ct.reply_destination_port, packet.sport),
+            net(ct.original_source, original.ip.src),
+            net(ct.original_destination, original.ip.dst),
+            net(ct.reply_source, packet.ip.dst),
+            net(ct.reply_destination, packet.ip.src),
+            port(ct.original_source_port, original.ip.sport),
+            port(ct.original_destination_port, original.ip.dport),
+            port(ct.reply_source_port, packet.ip.dport),
+            port(ct.reply_destination_port, packet.ip.sport),
             ct.status
                 .map(|status| invert(self.status(status.value), status.invert)),
             ct.direction.map(|direction| match (new, direction) {
@@ -562,7 +568,7 @@ impl Tester<'_, '_, '_, '_> {
     }
 
     fn packet_type(&self, kind: PacketType) -> Test {
-        let dst = self.packet().dst;
+        let dst = self.packet().ip.dst;
         let actual = if dst.is_multicast() {
             PacketType::Multicast
         } else if let Ok(types) = self.address_type(dst, None)
@@ -630,9 +636,13 @@ impl Tester<'_, '_, '_, '_> {
             return invert(true.into(), rpfilter.invert);
         }
         let flow = FlowKey {
-            src: Some(packet.dst),
-            mark: if rpfilter.validmark { packet.mark } else { 0 },
-            ..FlowKey::to(packet.src)
+            src: Some(packet.ip.dst),
+            mark: if rpfilter.validmark {
+                packet.ip.mark
+            } else {
+                0
+            },
+            ..FlowKey::to(packet.ip.src)
         };
         let hit = match fib.lookup(&flow).outcome {
             LookupOutcome::Routed {

@@ -37,6 +37,7 @@ use serde::Serialize;
 
 use super::Tri;
 use super::routing::{Fib, FlowKey, LookupOutcome, RouteError, describe_route, describe_rule};
+use crate::net::{self, Family};
 use crate::snapshot::netns::NetnsDump;
 use crate::snapshot::netns::addr::InterfaceAddrs;
 use crate::snapshot::netns::ipset::IpSets;
@@ -145,24 +146,16 @@ pub struct SocketOwner {
     pub gid: u32,
 }
 
-/// A packet as netfilter sees it, with what the kernel knows about it.
+/// A packet as netfilter sees it: the packet's header ([`net::Packet`]),
+/// with what the kernel knows about it at a hook.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Packet {
-    pub src: IpAddr,
-    pub dst: IpAddr,
-    pub proto: Protocol,
-    /// TCP/UDP/SCTP ports; `None` for other protocols.
-    pub sport: Option<u16>,
-    pub dport: Option<u16>,
+    pub ip: net::Packet,
     /// TCP header flags.
     pub tcp_flags: Option<TcpFlagBits>,
     /// ICMP type and code.
     pub icmp: Option<(u8, u8)>,
-    /// IP total length in bytes.
-    pub length: u16,
     pub ttl: u8,
-    /// The packet mark (fwmark).
-    pub mark: u32,
     /// The interface the packet arrived on. `None` where the hook has an
     /// input interface means not known.
     pub in_iface: Option<String>,
@@ -182,6 +175,16 @@ pub struct Packet {
     pub owner: Option<SocketOwner>,
 }
 
+/// The ICMP type and code of an echo request or reply, in `family`'s ICMP.
+fn echo(family: Family, reply: bool) -> (u8, u8) {
+    match (family, reply) {
+        (Family::Ipv4, false) => (8, 0),
+        (Family::Ipv4, true) => (0, 0),
+        (Family::Ipv6, false) => (128, 0),
+        (Family::Ipv6, true) => (129, 0),
+    }
+}
+
 /// Which translations a connection has: what `--ctstate DNAT` and
 /// `--ctstate SNAT` test.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -194,18 +197,21 @@ impl Packet {
     /// A packet of `proto` from `src` to `dst`, the first of its connection
     /// (a SYN for TCP, an echo request for ICMP), 64 bytes, TTL 64, no mark.
     pub fn new(src: IpAddr, dst: IpAddr, proto: Protocol) -> Packet {
-        let ports = matches!(proto, Protocol::Tcp | Protocol::Udp | Protocol::Sctp);
-        Packet {
-            src,
-            dst,
-            proto,
-            sport: ports.then_some(40000),
+        let ports = proto.has_ports();
+        Packet::first_of_connection(net::Packet {
+            sport: ports.then_some(net::EPHEMERAL_PORT),
             dport: ports.then_some(80),
-            tcp_flags: (proto == Protocol::Tcp).then_some(TcpFlagBits::SYN),
-            icmp: (proto == Protocol::Icmp).then_some((8, 0)),
-            length: 64,
+            ..net::Packet::new(src, dst, proto)
+        })
+    }
+
+    /// `ip` as the first packet of its connection: a SYN for TCP, an echo
+    /// request for ICMP, TTL 64, at no interface yet.
+    pub fn first_of_connection(ip: net::Packet) -> Packet {
+        Packet {
+            tcp_flags: (ip.protocol == Protocol::Tcp).then_some(TcpFlagBits::SYN),
+            icmp: (ip.protocol == ip.family().icmp()).then_some(echo(ip.family(), false)),
             ttl: 64,
-            mark: 0,
             in_iface: None,
             out_iface: None,
             ct_state: CtState::New,
@@ -213,19 +219,31 @@ impl Packet {
             ct_mark: Some(0),
             bridge: None,
             owner: None,
+            ip,
         }
+    }
+
+    /// Makes it the answer of its connection's first packet, as conntrack
+    /// sees it: ESTABLISHED, a SYN-ACK for TCP, an echo reply for ICMP.
+    pub fn answering(mut self) -> Packet {
+        self.ct_state = CtState::Established;
+        self.tcp_flags = self
+            .tcp_flags
+            .map(|_| TcpFlagBits(TcpFlagBits::SYN.0 | TcpFlagBits::ACK.0));
+        self.icmp = self.icmp.map(|_| echo(self.ip.family(), true));
+        self
     }
 
     /// The 5-tuple fields routing reads.
     fn flow(&self) -> FlowKey {
         FlowKey {
-            src: Some(self.src),
+            src: Some(self.ip.src),
             iif: self.in_iface.clone(),
-            mark: self.mark,
-            ip_proto: Some(self.proto),
-            sport: self.sport,
-            dport: self.dport,
-            ..FlowKey::to(self.dst)
+            mark: self.ip.mark,
+            ip_proto: Some(self.ip.protocol),
+            sport: self.ip.sport,
+            dport: self.ip.dport,
+            ..FlowKey::to(self.ip.dst)
         }
     }
 }
@@ -748,7 +766,7 @@ impl<'a> Netfilter<'a> {
                 if branch.packet.out_iface.is_none() {
                     branch = choose_out_interface(branch, context);
                 }
-                branch.routed_as = Some((branch.packet.dst, branch.packet.mark));
+                branch.routed_as = Some((branch.packet.ip.dst, branch.packet.ip.mark));
                 for after_output in self.run_hook(Hook::Output, branch, context) {
                     self.continue_to(Hook::Postrouting, after_output, context, &mut outcomes);
                 }
@@ -807,7 +825,7 @@ impl<'a> Netfilter<'a> {
                 "a bridged packet: {chain} is not evaluated by the model"
             ));
         }
-        let slot = usize::from(!branch.packet.dst.is_ipv4());
+        let slot = usize::from(!branch.packet.ip.dst.is_ipv4());
         let stages = &self.stages[hook.index()][slot];
         let mut live = vec![branch];
         for stage in stages {
@@ -921,7 +939,7 @@ fn route_received<'a>(mut branch: chains::Branch<'a>, context: &Context<'_>) -> 
     if branch.verdict.is_some() {
         return vec![Routed { branch, next: None }];
     }
-    let destination = branch.packet.dst;
+    let destination = branch.packet.ip.dst;
     let Some(fib) = context.fib else {
         // Without routing tables, the local address list decides.
         let local = is_local(context, destination);
@@ -1038,7 +1056,7 @@ fn choose_out_interface<'a>(
     let Some(fib) = context.fib else {
         return branch;
     };
-    let destination = branch.packet.dst;
+    let destination = branch.packet.ip.dst;
     let lookup = fib.lookup(&branch.packet.flow());
     let choice = match lookup.outcome {
         LookupOutcome::Routed {
@@ -1078,7 +1096,7 @@ fn reroute_if_changed<'a>(branch: chains::Branch<'a>, context: &Context<'_>) -> 
     }
     let mut branch = branch;
     branch.packet.out_iface = None;
-    branch.routed_as = Some((branch.packet.dst, branch.packet.mark));
+    branch.routed_as = Some((branch.packet.ip.dst, branch.packet.ip.mark));
     choose_out_interface(branch, context)
 }
 

@@ -708,8 +708,8 @@ impl<'a> NftWalk<'_, 'a, '_> {
                 };
                 match key {
                     Expr::Meta(k) if k == "mark" => {
-                        let before = branch.packet.mark;
-                        branch.packet.mark = value;
+                        let before = branch.packet.ip.mark;
+                        branch.packet.ip.mark = value;
                         translations.push(Translation::Mark {
                             before,
                             after: value,
@@ -1092,7 +1092,7 @@ impl<'a> NftWalk<'_, 'a, '_> {
     fn read(&self, expr: &Expr, branch: &Branch<'a>, numgen: Option<u32>) -> Read {
         let packet = &branch.packet;
         let num = |n: u128| Read::Value(vec![Some(Val::Num(n))]);
-        let ipv4 = packet.dst.is_ipv4();
+        let ipv4 = packet.ip.dst.is_ipv4();
         match expr {
             Expr::Concat(parts) => {
                 let mut values = Vec::with_capacity(parts.len());
@@ -1107,17 +1107,17 @@ impl<'a> NftWalk<'_, 'a, '_> {
                 Read::Value(values)
             }
             Expr::Payload { protocol, field } => {
-                let proto = packet.proto;
+                let proto = packet.ip.protocol;
                 let transport = matches!(proto, Protocol::Tcp | Protocol::Udp | Protocol::Sctp)
                     || proto == Protocol::Other(136);
                 match (protocol.as_str(), field.as_str()) {
                     ("ip", _) if !ipv4 => Read::Absent,
                     ("ip6", _) if ipv4 => Read::Absent,
-                    ("ip" | "ip6", "saddr") => num(address_bits(packet.src).1),
-                    ("ip" | "ip6", "daddr") => num(address_bits(packet.dst).1),
+                    ("ip" | "ip6", "saddr") => num(address_bits(packet.ip.src).1),
+                    ("ip" | "ip6", "daddr") => num(address_bits(packet.ip.dst).1),
                     ("ip", "protocol") | ("ip6", "nexthdr") => num(u128::from(proto.number())),
                     ("ip", "ttl") | ("ip6", "hoplimit") => num(u128::from(packet.ttl)),
-                    ("ip", "length") => num(u128::from(packet.length)),
+                    ("ip", "length") => num(u128::from(packet.ip.length)),
                     ("tcp", _) if proto != Protocol::Tcp => Read::Absent,
                     ("udp", _) if proto != Protocol::Udp => Read::Absent,
                     ("sctp", _) if proto != Protocol::Sctp => Read::Absent,
@@ -1126,11 +1126,11 @@ impl<'a> NftWalk<'_, 'a, '_> {
                         "th {field} of a protocol {} packet: the header has no ports",
                         proto.number()
                     )),
-                    ("tcp" | "udp" | "sctp" | "udplite" | "th", "sport") => match packet.sport {
+                    ("tcp" | "udp" | "sctp" | "udplite" | "th", "sport") => match packet.ip.sport {
                         Some(port) => num(u128::from(port)),
                         None => Read::Unknown("the source port is not known".into()),
                     },
-                    ("tcp" | "udp" | "sctp" | "udplite" | "th", "dport") => match packet.dport {
+                    ("tcp" | "udp" | "sctp" | "udplite" | "th", "dport") => match packet.ip.dport {
                         Some(port) => num(u128::from(port)),
                         None => Read::Unknown("the destination port is not known".into()),
                     },
@@ -1148,11 +1148,11 @@ impl<'a> NftWalk<'_, 'a, '_> {
                 }
             }
             Expr::Meta(key) => match key.as_str() {
-                "l4proto" => num(u128::from(packet.proto.number())),
+                "l4proto" => num(u128::from(packet.ip.protocol.number())),
                 "nfproto" => num(if ipv4 { 2 } else { 10 }),
                 "protocol" => num(if ipv4 { 0x0800 } else { 0x86dd }),
-                "mark" => num(u128::from(packet.mark)),
-                "length" => num(u128::from(packet.length)),
+                "mark" => num(u128::from(packet.ip.mark)),
+                "length" => num(u128::from(packet.ip.length)),
                 "iifname" | "iif" => self.interface(
                     packet.in_iface.as_deref(),
                     self.hook.has_in_interface(),
@@ -1198,15 +1198,17 @@ impl<'a> NftWalk<'_, 'a, '_> {
                     | ("protocol" | "l4proto", None) => {
                         let original = &branch.original;
                         match key.as_str() {
-                            "saddr" => num(address_bits(original.src).1),
-                            "daddr" => num(address_bits(original.dst).1),
-                            "proto-src" => {
-                                original.sport.map_or(Read::Absent, |p| num(u128::from(p)))
-                            }
-                            "proto-dst" => {
-                                original.dport.map_or(Read::Absent, |p| num(u128::from(p)))
-                            }
-                            _ => num(u128::from(original.proto.number())),
+                            "saddr" => num(address_bits(original.ip.src).1),
+                            "daddr" => num(address_bits(original.ip.dst).1),
+                            "proto-src" => original
+                                .ip
+                                .sport
+                                .map_or(Read::Absent, |p| num(u128::from(p))),
+                            "proto-dst" => original
+                                .ip
+                                .dport
+                                .map_or(Read::Absent, |p| num(u128::from(p))),
+                            _ => num(u128::from(original.ip.protocol.number())),
                         }
                     }
                     _ => Read::Unknown(format!("ct {key} is not modelled")),
@@ -1214,8 +1216,8 @@ impl<'a> NftWalk<'_, 'a, '_> {
             }
             Expr::Fib { result, flags } if result == "type" => {
                 let address = match flags.iter().find(|f| *f == "saddr" || *f == "daddr") {
-                    Some(flag) if flag == "saddr" => packet.src,
-                    _ => packet.dst,
+                    Some(flag) if flag == "saddr" => packet.ip.src,
+                    _ => packet.ip.dst,
                 };
                 if flags.iter().any(|f| f == "iif" || f == "oif") {
                     return Read::Unknown("fib with iif/oif is not modelled".into());
@@ -1390,7 +1392,7 @@ fn port_range(expr: &Expr) -> Option<PortRange> {
 fn reject_with(reject: &nft::Reject, packet: &Packet) -> RejectWith {
     let code = reject.code.as_deref().unwrap_or("port-unreachable");
     match (reject.kind.as_deref(), code) {
-        (Some("tcp reset"), _) if packet.proto == Protocol::Tcp => RejectWith::TcpReset,
+        (Some("tcp reset"), _) if packet.ip.protocol == Protocol::Tcp => RejectWith::TcpReset,
         (_, "net-unreachable" | "no-route") => RejectWith::IcmpNetUnreachable,
         (_, "host-unreachable" | "addr-unreachable") => RejectWith::IcmpHostUnreachable,
         (_, "prot-unreachable") => RejectWith::IcmpProtoUnreachable,

@@ -78,12 +78,10 @@ fn in_set(
     if directions.len() < dimension {
         return Ok(false);
     }
-    let family_ok = match set.family {
-        None => true,
-        Some(crate::snapshot::netns::ipset::Family::Inet) => packet.src.is_ipv4(),
-        Some(crate::snapshot::netns::ipset::Family::Inet6) => packet.src.is_ipv6(),
-    };
-    if !family_ok {
+    if set
+        .family
+        .is_some_and(|family| family != packet.ip.family())
+    {
         return Ok(false);
     }
     let fields = Fields { packet, directions };
@@ -113,15 +111,15 @@ struct Fields<'p> {
 impl Fields<'_> {
     fn addr(&self, dimension: usize) -> IpAddr {
         match self.directions.get(dimension) {
-            Some(SetDirection::Source) => self.packet.src,
-            _ => self.packet.dst,
+            Some(SetDirection::Source) => self.packet.ip.src,
+            _ => self.packet.ip.dst,
         }
     }
 
     fn port(&self, dimension: usize) -> Option<u16> {
         match self.directions.get(dimension) {
-            Some(SetDirection::Source) => self.packet.sport,
-            _ => self.packet.dport,
+            Some(SetDirection::Source) => self.packet.ip.sport,
+            _ => self.packet.ip.dport,
         }
     }
 
@@ -130,13 +128,13 @@ impl Fields<'_> {
         let packet = self.packet;
         match want {
             SetPort::Port { protocol, port } => {
-                protocol == packet.proto && self.port(dimension).unwrap_or(0) == port
+                protocol == packet.ip.protocol && self.port(dimension).unwrap_or(0) == port
             }
             SetPort::Icmp { kind, code } => {
-                packet.proto == Protocol::Icmp && packet.icmp == Some((kind, code))
+                packet.ip.protocol == Protocol::Icmp && packet.icmp == Some((kind, code))
             }
             SetPort::Icmpv6 { kind, code } => {
-                packet.proto == Protocol::Icmpv6 && packet.icmp == Some((kind, code))
+                packet.ip.protocol == Protocol::Icmpv6 && packet.icmp == Some((kind, code))
             }
         }
     }

@@ -18,7 +18,7 @@ pub(super) fn ip(text: &str) -> IpAddr {
 /// A TCP SYN to `dst:dport`, received on eth0 and sent out of eth1.
 pub(super) fn tcp(src: &str, dst: &str, dport: u16) -> Packet {
     let mut packet = Packet::new(ip(src), ip(dst), Protocol::Tcp);
-    packet.dport = Some(dport);
+    packet.ip.dport = Some(dport);
     packet.in_iface = Some("eth0".into());
     packet.out_iface = Some("eth1".into());
     packet
@@ -194,7 +194,7 @@ fn a_connection_whose_nat_the_caller_knows_answers_ctstate_dnat_and_snat() {
 #[test]
 fn mark_and_connmark_compare_under_their_masks() {
     let mut marked = tcp("10.0.0.5", "10.1.0.9", 80);
-    marked.mark = 0x4001;
+    marked.ip.mark = 0x4001;
     assert_eq!(
         fires("-m mark --mark 0x4000/0x4000", marked.clone()),
         Tri::True
@@ -331,7 +331,7 @@ fn connmark_save_and_restore_move_marks() {
         &Context::default(),
     );
     assert_eq!(outcomes[0].packet.ct_mark, Some(7));
-    assert_eq!(outcomes[0].packet.mark, 7);
+    assert_eq!(outcomes[0].packet.ip.mark, 7);
 }
 
 /// A node with kube-proxy-style nat rules: a service with two endpoints.
@@ -641,7 +641,7 @@ proptest! {
         let ruleset = ruleset(&text);
         let netfilter = Netfilter::new(&ruleset, None);
         let mut packet = tcp(&format!("10.0.0.{src}"), &format!("10.1.0.{dst}"), 80);
-        packet.mark = mark;
+        packet.ip.mark = mark;
         let outcomes = netfilter.hook(Hook::Forward, packet, &Context::default());
         let mut expected_mark = mark;
         let expected = match reference(&chains, 0, src, dst, &mut expected_mark) {
@@ -650,7 +650,7 @@ proptest! {
         };
         prop_assert_eq!(outcomes.len(), 1);
         prop_assert_eq!(outcomes[0].verdict.as_str(), expected);
-        prop_assert_eq!(outcomes[0].packet.mark, expected_mark);
+        prop_assert_eq!(outcomes[0].packet.ip.mark, expected_mark);
     }
 }
 
@@ -674,7 +674,7 @@ fn in_set(set: &str, packet: Packet) -> Tri {
 fn ipset_members_match_by_type_and_direction() {
     let udp = |dst: &str, port| {
         let mut p = Packet::new(ip("10.0.0.5"), ip(dst), Protocol::Udp);
-        p.dport = Some(port);
+        p.ip.dport = Some(port);
         p
     };
     assert_eq!(

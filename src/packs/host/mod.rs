@@ -32,7 +32,7 @@ use rhai::{Dynamic, Engine, EvalAltResult, Map, Position};
 use sha1::{Digest, Sha1};
 
 use super::scope::{Context, HopScope, NetnsRef, NodeRef, Packet, PodRef};
-use crate::snapshot::netns::addr::Family;
+use crate::net::Family;
 use crate::snapshot::netns::sysctl::Sysctls;
 
 pub use namespace::{link_is_up, link_kind, lladdr_text};

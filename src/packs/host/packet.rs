@@ -12,10 +12,10 @@ pub(super) fn register(engine: &mut Engine) {
         .register_get("src", |p: &mut Packet| p.src)
         .register_get("dst", |p: &mut Packet| p.dst)
         .register_get("protocol", |p: &mut Packet| p.protocol.as_str().to_owned())
-        .register_get("src_port", |p: &mut Packet| opt(p.src_port.map(i64::from)))
-        .register_get("dst_port", |p: &mut Packet| opt(p.dst_port.map(i64::from)))
+        .register_get("src_port", |p: &mut Packet| opt(p.sport.map(i64::from)))
+        .register_get("dst_port", |p: &mut Packet| opt(p.dport.map(i64::from)))
         .register_get("mark", |p: &mut Packet| i64::from(p.mark))
-        .register_get("size", |p: &mut Packet| i64::from(p.size));
+        .register_get("size", |p: &mut Packet| i64::from(p.length));
     engine
         .register_type_with_name::<std::sync::Arc<HopScope>>("Hop")
         .register_get("netns", |h: &mut std::sync::Arc<HopScope>| NetnsRef {

@@ -7,23 +7,8 @@ use serde::Deserialize;
 
 use super::json;
 use super::route::Scope;
+use crate::net::Family;
 use crate::snapshot::problem::Parsed;
-
-/// An address family, as the kernel separates its tables and settings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Family {
-    Ipv4,
-    Ipv6,
-}
-
-impl Family {
-    pub fn of(address: IpAddr) -> Family {
-        match address {
-            IpAddr::V4(_) => Family::Ipv4,
-            IpAddr::V6(_) => Family::Ipv6,
-        }
-    }
-}
 
 /// One interface and the addresses on it.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]

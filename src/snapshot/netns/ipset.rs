@@ -17,6 +17,7 @@ use super::iptables::{
     BadValue, IcmpType, MarkMask, PortRange, Protocol, Word, column, ip_addr, ip_net, number,
     split_words,
 };
+use crate::net::Family;
 use crate::snapshot::problem::{ParseIssue, Parsed};
 
 /// Every set `ipset save` printed, in file order.
@@ -83,12 +84,6 @@ impl SetType {
             other => SetType::Unsupported(other.to_owned()),
         }
     }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Family {
-    Inet,
-    Inet6,
 }
 
 /// The options of a `create` line.
@@ -407,8 +402,8 @@ fn create_option(
     match option {
         "family" => {
             set.family = Some(valued(value, option, |v| match v {
-                "inet" => Ok(Family::Inet),
-                "inet6" => Ok(Family::Inet6),
+                "inet" => Ok(Family::Ipv4),
+                "inet6" => Ok(Family::Ipv6),
                 _ => Err(BadValue(format!("`{v}` is not a family (inet or inet6)"))),
             })?)
         }
@@ -543,7 +538,7 @@ mod tests {
         let sets = fixture("kube-proxy-ipvs");
         let cluster_ip = set(&sets, "KUBE-CLUSTER-IP");
         assert_eq!(cluster_ip.kind, SetType::HashIpPort);
-        assert_eq!(cluster_ip.family, Some(Family::Inet));
+        assert_eq!(cluster_ip.family, Some(Family::Ipv4));
         assert_eq!(
             (
                 cluster_ip.options.hashsize,
@@ -632,7 +627,7 @@ mod tests {
             assert!(ports.contains(&member), "{member:?} in {ports:?}");
         }
         let v6 = set(&sets, "ext-net-port");
-        assert_eq!(v6.family, Some(Family::Inet6));
+        assert_eq!(v6.family, Some(Family::Ipv6));
         // Hash sets print their members in hash order.
         assert!(members(v6).contains(&Member::NetPort(
             net("fd00::/64"),

@@ -10,9 +10,9 @@ use std::net::IpAddr;
 use ipnet::{IpNet, Ipv4Net, Ipv6Net};
 use serde::Deserialize;
 
-use super::addr::Family;
 use super::json;
 use super::keyword::keyword_enum;
+use crate::net::Family;
 use crate::snapshot::problem::Parsed;
 
 keyword_enum! {

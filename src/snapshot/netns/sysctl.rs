@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use super::addr::Family;
+use crate::net::Family;
 use crate::snapshot::problem::{ParseIssue, Parsed};
 
 /// Every setting of a namespace dump, by its dotted key, with the line it

@@ -48,7 +48,7 @@ impl<'s> Walker<'s> {
                 "pod {namespace}/{name} is not Ready: whether it answers cannot be known without its dump"
             ));
         }
-        let wanted = packet.protocol;
+        let wanted = packet.ip.protocol;
         if !wanted.has_ports() {
             return Ok("the kernel's ICMP echo responder (the pod is Ready)".into());
         }
@@ -56,18 +56,18 @@ impl<'s> Walker<'s> {
             container
                 .ports
                 .iter()
-                .find(|p| Some(p.container_port) == packet.dport && p.protocol == wanted)
+                .find(|p| Some(p.container_port) == packet.ip.dport && p.protocol == wanted)
                 .map(|_| container.name.as_str())
         });
-        let port = packet.dport.map_or("-".into(), |p| p.to_string());
+        let port = packet.ip.dport.map_or("-".into(), |p| p.to_string());
         match declared {
             Some(container) => Ok(format!(
                 "{} port {port}, declared by container {container} (the pod is Ready)",
-                packet.protocol
+                packet.ip.protocol
             )),
             None => Err(format!(
                 "pod {namespace}/{name} declares no containerPort {port}/{}: whether something listens there is known only from its dump (ss.txt)",
-                packet.protocol
+                packet.ip.protocol
             )),
         }
     }

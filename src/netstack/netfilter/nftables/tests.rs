@@ -119,7 +119,7 @@ fn a_node_port_from_outside_the_cluster_is_marked_and_masqueraded() {
     for outcome in &outcomes {
         assert!(outcome.masquerade(), "{:?}", summary(&outcomes));
         assert_eq!(
-            outcome.packet.mark, 0,
+            outcome.packet.ip.mark, 0,
             "the masquerading chain clears the mark"
         );
     }
@@ -366,7 +366,7 @@ fn sctp_ports_are_matched_like_tcp_and_udp_ones() {
     let none = no_iptables();
     let sctp = |dport: u16| {
         let mut packet = tcp("10.0.0.1", "10.0.1.1", dport);
-        packet.proto = Protocol::Sctp;
+        packet.ip.protocol = Protocol::Sctp;
         packet.tcp_flags = None;
         summary(&traverse(&none, &nft, packet))
     };
