@@ -828,3 +828,47 @@ fn sampled_rules_that_each_change_the_packet_are_bounded_not_exploding() {
     let bound = common::only(&diagnosis, "engine.too-many-paths");
     assert!(bound.message.contains("4096 paths"), "{}", bound.message);
 }
+
+/// Issue 36, item 1: who answers ARP on a bridge or a link is read from the
+/// addresses and links of every namespace there; one whose `ip-addr.json` or
+/// `ip-link.json` is missing, empty, cut short or garbled might be the one
+/// that answers, so the diagnosis is unknown, never an unanswered neighbour.
+#[test]
+fn a_missing_address_or_link_dump_is_unknown_not_an_unanswered_neighbour() {
+    let files = [
+        "nodes/node-1/host/ip-addr.json",
+        "nodes/node-2/host/ip-addr.json",
+        "nodes/node-2/host/ip-link.json",
+    ];
+    for file in files {
+        let intact = std::fs::read(Path::new("examples/flannel-vxlan").join(file)).unwrap();
+        let states: [(&str, Option<&[u8]>); 4] = [
+            ("deleted", None),
+            ("empty", Some(b"")),
+            ("truncated", Some(&intact[..intact.len() / 2])),
+            ("garbled", Some(b"[{\"ifindex\": }]")),
+        ];
+        for (state, content) in states {
+            let snapshot = common::copy_snapshot("examples/flannel-vxlan");
+            let path = snapshot.path().join(file);
+            match content {
+                None => std::fs::remove_file(&path).unwrap(),
+                Some(bytes) => std::fs::write(&path, bytes).unwrap(),
+            }
+            for to in ["svc/default/web", "default/web-2:8080"] {
+                let dir = snapshot.path().to_str().unwrap();
+                let output = skoop(&["diagnose", "-s", dir, "--from", "default/web-0", "--to", to]);
+                let verdict = stdout(&output)
+                    .lines()
+                    .next()
+                    .unwrap_or_default()
+                    .to_string();
+                assert!(
+                    verdict.ends_with(": insufficient_info"),
+                    "{file} {state}, to {to}: {verdict}\n{}",
+                    stdout(&output)
+                );
+            }
+        }
+    }
+}

@@ -294,6 +294,15 @@ impl<'s> Walker<'s> {
             );
             return self.stop(hop, flow.branch, stop);
         }
+        if let Some((unread, file)) = self.unread_holder(next_hop) {
+            let to_do = format!(
+                "tell whether {next_hop} is on the link of {}'s {}",
+                hop_id(ns),
+                device.ifname
+            );
+            let stop = self.missing(unread, Wanted::File(file), &to_do);
+            return self.stop(hop, flow.branch, stop);
+        }
         if held {
             let reason = format!(
                 "no interface on the segment of {}'s {} answers ARP for {next_hop}: the namespace holding it is not on that link, and none answers by proxy",

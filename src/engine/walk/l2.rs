@@ -290,6 +290,20 @@ impl<'s> Walker<'s> {
             let stop = Stop::unknown(codes::SNAPSHOT_MISSING, reason, evidence);
             return self.stop(hop, branch, stop);
         }
+        // Who answers is read from the addresses of every namespace on the
+        // bridge: one whose ip-addr.json was not read might hold it.
+        let on_bridge = std::iter::once(ns).chain(
+            self.topology
+                .bridge_ports(ns, bridge)
+                .into_iter()
+                .filter_map(|port| self.topology.veth_peer(ns, port).map(|peer| peer.ns)),
+        );
+        if let Some(unread) = self.without_addresses(on_bridge) {
+            let to_do =
+                format!("tell whether a device on bridge {bridge} answers ARP for {next_hop}");
+            let stop = self.missing(unread, Wanted::File(DumpFile::IpAddr), &to_do);
+            return self.stop(hop, branch, stop);
+        }
         let reason = format!(
             "no device on bridge {bridge} of {} answers ARP for {next_hop}",
             hop_id(ns)

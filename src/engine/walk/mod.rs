@@ -389,6 +389,57 @@ impl<'s> Walker<'s> {
             .any(|(owner, _)| *owner == ns)
     }
 
+    /// The first of `namespaces` whose addresses (`ip-addr.json`) were not
+    /// read: what it holds, and so whether it answers, cannot be told.
+    fn without_addresses<'n>(
+        &self,
+        mut namespaces: impl Iterator<Item = &'n NetnsId>,
+    ) -> Option<&'n NetnsId> {
+        namespaces.find(|ns| {
+            self.snapshot
+                .namespaces
+                .get(ns)
+                .is_some_and(|entry| entry.dump().addrs.is_none())
+        })
+    }
+
+    /// A namespace the cluster says holds `address` whose addresses or
+    /// links were not read, with the file it lacks: whether it is on a
+    /// link, and answers there, cannot be told.
+    fn unread_holder(&self, address: IpAddr) -> Option<(&'s NetnsId, DumpFile)> {
+        let owners = self.snapshot.cluster.by_ip(address);
+        let holds = |id: &NetnsId| {
+            owners.iter().any(|owner| match (owner, id) {
+                (IpOwner::Node { name }, NetnsId::Host { node }) => name == node,
+                (
+                    IpOwner::Pod {
+                        namespace, name, ..
+                    },
+                    NetnsId::Pod {
+                        namespace: ns,
+                        name: pod,
+                        ..
+                    },
+                ) => namespace == ns && name == pod,
+                _ => false,
+            })
+        };
+        self.snapshot
+            .namespaces
+            .iter()
+            .filter(|(id, _)| holds(id))
+            .find_map(|(id, entry)| {
+                let dump = entry.dump();
+                if dump.addrs.is_none() {
+                    Some((id, DumpFile::IpAddr))
+                } else if dump.links.is_none() {
+                    Some((id, DumpFile::IpLink))
+                } else {
+                    None
+                }
+            })
+    }
+
     fn sysctls(&self, ns: &NetnsId) -> Option<&'s Sysctls> {
         self.snapshot.namespaces.get(ns)?.dump().sysctls.as_ref()
     }
