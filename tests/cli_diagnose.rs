@@ -223,6 +223,16 @@ fn bad_input_is_a_clear_error_with_exit_2() {
             ],
             "\"big\" is not a packet size",
         ),
+        // A question that mixes address families is a bad question, not a
+        // martian packet (exit 1) nor an unknown (issue 29).
+        (
+            &["--from", "fd00::5", "--to", "default/web-3:8080"],
+            "--from fd00::5 is an IPv6 address (fd00::5) and --to default/web-3:8080 an IPv4 address (10.244.2.3)",
+        ),
+        (
+            &["--from", "default/web-0", "--to", "[fd00::1]:80"],
+            "--from default/web-0 is an IPv4 address (10.244.1.2) and --to [fd00::1]:80 an IPv6 address (fd00::1)",
+        ),
     ];
     for (args, expected) in cases {
         let output = diagnose(args);

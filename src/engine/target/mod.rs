@@ -5,6 +5,7 @@ use std::fmt;
 use std::net::IpAddr;
 use std::str::FromStr;
 
+use crate::net::Family;
 pub use crate::net::Protocol;
 use crate::snapshot::cluster::{PortRef, Service};
 
@@ -74,6 +75,17 @@ pub enum TargetError {
     NoArrivalInterface(String, IpAddr),
     #[error("the port is given twice ({0} and {1})")]
     ConflictingPorts(u16, u16),
+    #[error(
+        "--from {from} is an {} address ({src}) and --to {to} an {} address ({dst}): a packet's two addresses are of one family, so ask with a source and a destination of the same family",
+        Family::of(*.src),
+        Family::of(*.dst)
+    )]
+    MixedFamilies {
+        from: String,
+        src: IpAddr,
+        to: String,
+        dst: IpAddr,
+    },
     #[error("{0} needs a port: give --port N (or IP:PORT, svc/NS/NAME:PORT)")]
     PortRequired(Protocol),
     #[error("service {0}/{1} has no port {2} (its ports: {3}{4})")]

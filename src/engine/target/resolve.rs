@@ -4,6 +4,7 @@
 use std::net::IpAddr;
 
 use super::{Candidates, Endpoint, PacketSize, Protocol, Request, TargetError, TargetPortNote};
+use crate::net::Family;
 use crate::snapshot::cluster::ApiEnum as _;
 use crate::snapshot::cluster::{IpOwner, Pod, PortRef, Service, ServicePort};
 use crate::snapshot::{NetnsId, Snapshot};
@@ -56,6 +57,16 @@ pub(crate) fn resolve(snapshot: &Snapshot, request: &Request) -> Result<Resolved
             (Start::Local(source), src)
         }
     };
+    if let Some(src) = src
+        && Family::of(src) != Family::of(dst)
+    {
+        return Err(TargetError::MixedFamilies {
+            from: request.from.to_string(),
+            src,
+            to: request.to.to_string(),
+            dst,
+        });
+    }
     let dport = match (request.port, target_port) {
         (Some(a), Some(b)) if a != b => return Err(TargetError::ConflictingPorts(a, b)),
         (Some(port), _) | (None, Some(port)) => Some(port),
