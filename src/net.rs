@@ -41,6 +41,15 @@ impl Family {
     }
 }
 
+impl fmt::Display for Family {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Family::Ipv4 => "IPv4",
+            Family::Ipv6 => "IPv6",
+        })
+    }
+}
+
 /// An IP packet, of either family, by the header fields every layer reads:
 /// its addresses, its protocol with its ports, its mark and its length.
 /// Each layer views this one type and keeps beside it only what it adds:

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Subcommand, ValueEnum};
 use serde::Serialize;
+use skoop::net::Family;
 use skoop::netstack::Tri;
 use skoop::netstack::netfilter::{
     Context, CtState, Netfilter, Outcome, Packet, PacketPath, RouteChoice, Step, Translation,
@@ -215,7 +216,7 @@ fn trace(args: TraceArgs) -> ExitCode {
         Err(code) => return code,
     };
     let dump = &dump;
-    let fib = Fib::from_dump(dump);
+    let fib = Fib::from_dump(dump, Family::of(args.dst));
     let context = Context {
         fib: fib.as_ref(),
         interfaces: dump.addrs.as_deref().unwrap_or_default(),

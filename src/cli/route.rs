@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
 use serde::Serialize;
+use skoop::net::Family;
 use skoop::netstack::Tri;
 use skoop::netstack::routing::{
     Fib, FlowKey, LookupOutcome, RouteLookup, RouteStep, TableResult, describe_route,
@@ -21,10 +22,12 @@ use super::{EXIT_USAGE, OutputFormat, print_json, report_problems};
 pub enum RouteCommand {
     /// Which route the kernel picks for a destination, and the policy rule that led there.
     ///
-    /// Answers like `ip route get` on the live namespace: the rules are tried in
-    /// priority order, each selected table is searched longest prefix first,
-    /// throw routes and suppressed results go on to the next rule. A multipath
-    /// route prints every nexthop with its share of flows.
+    /// Answers like `ip route get` (`ip -6 route get` for an IPv6 destination)
+    /// on the live namespace: the rules are tried in priority order, each
+    /// selected table is searched longest prefix first, throw routes and
+    /// suppressed results go on to the next rule. A multipath route prints
+    /// every nexthop with its share of flows. IPv4 reads ip-rule.json and
+    /// ip-route.json, IPv6 ip-rule6.json and ip-route6.json; both ip-addr.json.
     ///
     /// Exit status: 0 routed, 1 unroutable (no route, unreachable, prohibit,
     /// blackhole) or unknown, 2 bad arguments or unreadable dump.
@@ -33,6 +36,7 @@ pub enum RouteCommand {
     ///   skoop route lookup --netns snap/nodes/node-1/host --dst 10.244.1.5
     ///   skoop route lookup --snapshot snap --node node-1 --dst 10.244.1.5
     ///   skoop route lookup --snapshot snap --pod default/web-0 --dst 10.96.0.100
+    ///   skoop route lookup --netns snap/nodes/node-1/host --dst fd00:10:244:1::5
     #[command(verbatim_doc_comment)]
     Lookup(LookupArgs),
 }
@@ -136,16 +140,20 @@ fn lookup(args: LookupArgs) -> ExitCode {
     };
     let (dump, problems) = NetnsDump::load(&dir);
     report_problems(&problems);
-    let (Some(routes), Some(rules), Some(addrs)) = (&dump.routes, &dump.rules, &dump.addrs) else {
-        let files = [DumpFile::IpRoute, DumpFile::IpRule, DumpFile::IpAddr];
+    let family = Family::of(args.dst);
+    let Some(fib) = Fib::from_dump(&dump, family) else {
+        let files = match family {
+            Family::Ipv4 => [DumpFile::IpRoute, DumpFile::IpRule, DumpFile::IpAddr],
+            Family::Ipv6 => [DumpFile::IpRoute6, DumpFile::IpRule6, DumpFile::IpAddr],
+        };
         let lacking = lacking_files(&dump, &files).unwrap_or_default();
+        let [routes, rules, addrs] = files;
         err!(
-            "error: {}: a route lookup needs ip-route.json, ip-rule.json and ip-addr.json: {lacking}",
+            "error: {}: an {family} route lookup needs {routes}, {rules} and {addrs}: {lacking}",
             dir.display()
         );
         return ExitCode::from(EXIT_USAGE);
     };
-    let fib = Fib::new(rules, routes, addrs, dump.sysctls.as_ref());
     let flow = FlowKey {
         src: args.src,
         iif: args.iif.clone(),

@@ -11,6 +11,7 @@ pub mod ipvs;
 pub mod namespace;
 pub mod netfilter;
 pub mod routing;
+pub mod source6;
 
 use std::ops::Not;
 

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use super::ipvs::Ipvs;
 use super::netfilter::Netfilter;
 use super::routing::Fib;
+use crate::net::Family;
 use crate::snapshot::NetnsEntry;
 use crate::snapshot::netns::{DumpFile, NetnsDump};
 
@@ -20,8 +21,9 @@ const RULESET_FILES: [DumpFile; 2] = [DumpFile::IptablesSave, DumpFile::NftRules
 /// collected.
 #[derive(Debug)]
 pub struct Namespace<'a> {
-    /// Policy rules, routes and addresses (`ip-rule.json`, `ip-route.json`,
-    /// `ip-addr.json`, all three needed).
+    /// The IPv4 policy rules, routes and addresses (`ip-rule.json`,
+    /// `ip-route.json`, `ip-addr.json`, all three needed): the path walker
+    /// follows IPv4 packets.
     pub fib: Option<Fib<'a>>,
     /// iptables and nftables rules, whichever were collected; `None` also
     /// when one of them is there but unreadable, since the other alone is not
@@ -37,7 +39,7 @@ impl<'a> Namespace<'a> {
             .iter()
             .any(|file| dump.unreadable.contains_key(file));
         Namespace {
-            fib: Fib::from_dump(dump),
+            fib: Fib::from_dump(dump, Family::Ipv4),
             netfilter: rulesets_readable
                 .then(|| Netfilter::from_dump(dump))
                 .flatten(),

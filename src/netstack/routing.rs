@@ -186,9 +186,11 @@ pub struct RouteLookup {
     pub steps: Vec<RouteStep>,
 }
 
-/// The routing state of one namespace: rules, tables, addresses.
+/// The routing state of one namespace for one address family: its rules
+/// and tables (IPv4 and IPv6 have their own), and the addresses.
 #[derive(Debug)]
 pub struct Fib<'a> {
+    pub family: Family,
     /// Rules in the order the kernel tries them (priority, then dump order).
     pub rules: Vec<&'a PolicyRule>,
     pub routes: &'a [Route],
@@ -197,18 +199,13 @@ pub struct Fib<'a> {
     tables: HashMap<&'a RouteTable, TableIndex>,
 }
 
-/// The routes of one table for one family, grouped by prefix length, longest first.
+/// The routes of one table of the FIB's family, grouped by prefix length,
+/// longest first.
 #[derive(Debug, Default)]
-struct FamilyIndex {
+struct TableIndex {
     by_len: Vec<(u8, HashMap<IpNet, Vec<usize>>)>,
     /// `default` routes whose family the dump does not show.
     unknown_family_defaults: Vec<usize>,
-}
-
-#[derive(Debug, Default)]
-struct TableIndex {
-    v4: FamilyIndex,
-    v6: FamilyIndex,
 }
 
 /// Upper bound on rule steps, as a guard against `goto` loops (the kernel
@@ -216,18 +213,31 @@ struct TableIndex {
 const MAX_RULE_STEPS: usize = 10_000;
 
 impl<'a> Fib<'a> {
-    /// The FIB of a namespace dump: its policy rules, routes and addresses
+    /// The `family` FIB of a namespace dump: that family's policy rules
+    /// and routes (`ip-rule.json` and `ip-route.json` for IPv4,
+    /// `ip-rule6.json` and `ip-route6.json` for IPv6) and the addresses
     /// (and sysctls, where collected); `None` when one of the three was not.
-    pub fn from_dump(dump: &'a crate::snapshot::netns::NetnsDump) -> Option<Fib<'a>> {
+    pub fn from_dump(
+        dump: &'a crate::snapshot::netns::NetnsDump,
+        family: Family,
+    ) -> Option<Fib<'a>> {
+        let (rules, routes) = match family {
+            Family::Ipv4 => (dump.rules.as_ref()?, dump.routes.as_ref()?),
+            Family::Ipv6 => (dump.rules6.as_ref()?, dump.routes6.as_ref()?),
+        };
         Some(Fib::new(
-            dump.rules.as_ref()?,
-            dump.routes.as_ref()?,
+            family,
+            rules,
+            routes,
             dump.addrs.as_ref()?,
             dump.sysctls.as_ref(),
         ))
     }
 
+    /// The FIB of `family` from its rules and routes (routes of the other
+    /// family among them are left out).
     pub fn new(
+        family: Family,
         rules: &'a [PolicyRule],
         routes: &'a [Route],
         addrs: &'a [InterfaceAddrs],
@@ -238,43 +248,40 @@ impl<'a> Fib<'a> {
 
         let mut tables: HashMap<&RouteTable, TableIndex> = HashMap::new();
         for (index, route) in routes.iter().enumerate() {
-            let table = tables.entry(&route.table).or_default();
             match route.destination() {
-                Some(prefix) => {
-                    let family = match prefix {
-                        IpNet::V4(_) => &mut table.v4,
-                        IpNet::V6(_) => &mut table.v6,
-                    };
-                    family.insert(prefix, index);
+                Some(prefix) if Family::of(prefix.addr()) == family => {
+                    tables
+                        .entry(&route.table)
+                        .or_default()
+                        .insert(prefix, index);
                 }
-                None => {
-                    table.v4.unknown_family_defaults.push(index);
-                    table.v6.unknown_family_defaults.push(index);
-                }
+                Some(_) => {}
+                None => tables
+                    .entry(&route.table)
+                    .or_default()
+                    .unknown_family_defaults
+                    .push(index),
             }
         }
         for table in tables.values_mut() {
-            for family in [&mut table.v4, &mut table.v6] {
-                family
-                    .by_len
-                    .sort_by_key(|(len, _)| std::cmp::Reverse(*len));
-                for (_, buckets) in &mut family.by_len {
-                    for candidates in buckets.values_mut() {
-                        // The kernel keeps routes of one prefix ordered by TOS
-                        // (specific first), then by metric; the sort is stable,
-                        // so equal ones stay in dump order.
-                        candidates.sort_by_key(|&i| {
-                            let tos = match routes[i].tos {
-                                Some(Tos::Value(tos)) => tos,
-                                _ => 0,
-                            };
-                            (std::cmp::Reverse(tos), routes[i].metric.unwrap_or(0))
-                        });
-                    }
+            table.by_len.sort_by_key(|(len, _)| std::cmp::Reverse(*len));
+            for (_, buckets) in &mut table.by_len {
+                for candidates in buckets.values_mut() {
+                    // The kernel keeps routes of one prefix ordered by TOS
+                    // (specific first), then by metric; the sort is stable,
+                    // so equal ones stay in dump order.
+                    candidates.sort_by_key(|&i| {
+                        let tos = match routes[i].tos {
+                            Some(Tos::Value(tos)) => tos,
+                            _ => 0,
+                        };
+                        (std::cmp::Reverse(tos), routes[i].metric.unwrap_or(0))
+                    });
                 }
             }
         }
         Fib {
+            family,
             rules: ordered,
             routes,
             addrs,
@@ -286,14 +293,15 @@ impl<'a> Fib<'a> {
     /// Looks the flow up as the kernel would.
     pub fn lookup(&self, flow: &FlowKey) -> RouteLookup {
         let mut steps = Vec::new();
-        if flow.family() == Family::Ipv6 {
-            // Not a gap in the snapshot: skoop models IPv4 forwarding only
-            // (`ip rule show` lists the IPv4 rules; IPv6 has its own).
-            let reason = "IPv6 is not modelled yet: skoop follows IPv4 packets only";
+        if flow.family() != self.family {
+            let reason = format!(
+                "{} is an {} address, and these are the {} rules and routes",
+                flow.dst,
+                flow.family(),
+                self.family
+            );
             return RouteLookup {
-                outcome: LookupOutcome::Unknown {
-                    reason: reason.into(),
-                },
+                outcome: LookupOutcome::Unknown { reason },
                 steps,
             };
         }
@@ -303,9 +311,11 @@ impl<'a> Fib<'a> {
         let mut outcome = self.walk_rules(flow, &mut steps);
         // Once routed, a packet from outside claiming one of our own
         // addresses as its source is refused (`fib_validate_source`), unless
-        // `accept_local` allows it. Routing errors come first, as in the kernel.
+        // `accept_local` allows it. Routing errors come first, as in the
+        // kernel. IPv6 has no such check.
         if let (LookupOutcome::Routed { .. }, Some(iif), Some(src)) =
             (&outcome, flow.iif.as_deref(), flow.src)
+            && self.family == Family::Ipv4
             && iif != "lo"
             && !src.is_unspecified()
             && self.is_local(src) == Tri::True
@@ -337,8 +347,9 @@ impl<'a> Fib<'a> {
     /// `route_localnet` is on.
     fn reject_martian(&self, flow: &FlowKey) -> Option<LookupOutcome> {
         let iif = flow.iif.as_deref().filter(|iif| *iif != "lo")?;
-        let (IpAddr::V4(dst), src) = (flow.dst, flow.src) else {
-            return None;
+        let (dst, src) = match (flow.dst, flow.src) {
+            (IpAddr::V4(dst), src) => (dst, src),
+            (IpAddr::V6(dst), _) => return reject_martian6(dst),
         };
         let src = match src {
             Some(IpAddr::V4(src)) => src,
@@ -491,15 +502,21 @@ impl<'a> Fib<'a> {
         // local route, and broadcasts that arrived from outside.
         let received = flow.iif.as_deref().is_some_and(|iif| iif != "lo");
         let delivered_locally = route.route_type == RouteType::Local
-            || (route.route_type == RouteType::Broadcast && received);
+            || (route.route_type == RouteType::Broadcast && received)
+            || (route.route_type == RouteType::Anycast && self.family == Family::Ipv6);
         let live = self.live_nexthops(route, flow);
         let total: u32 = live.iter().map(|hop| hop.weight).sum();
         let paths = live
             .into_iter()
             .map(|hop| RoutePath {
-                prefsrc: route
-                    .prefsrc
-                    .or_else(|| self.select_source(hop.dev, hop.gateway.unwrap_or(flow.dst))),
+                prefsrc: route.prefsrc.or_else(|| match flow.dst {
+                    IpAddr::V4(_) => self.select_source(hop.dev, hop.gateway.unwrap_or(flow.dst)),
+                    // IPv6 chooses for the destination, not the next hop.
+                    IpAddr::V6(dst) => {
+                        super::source6::select(self.addrs, self.sysctls, hop.dev, dst)
+                            .map(IpAddr::V6)
+                    }
+                }),
                 gateway: hop.gateway,
                 dev: if delivered_locally {
                     Some("lo".to_string())
@@ -526,17 +543,22 @@ impl<'a> Fib<'a> {
         let Some(index) = self.tables.get(table) else {
             return Search::NoMatch;
         };
-        let family = match flow.family() {
-            Family::Ipv4 => &index.v4,
-            Family::Ipv6 => &index.v6,
-        };
-        for (len, buckets) in &family.by_len {
+        for (len, buckets) in &index.by_len {
             let Ok(key) = IpNet::new(dst, *len).map(|net| net.trunc()) else {
                 continue;
             };
             let Some(candidates) = buckets.get(&key) else {
                 continue;
             };
+            if self.family == Family::Ipv6 {
+                match self.choose6(candidates, flow) {
+                    Search::NoMatch => continue,
+                    Search::Unknown(reason) => {
+                        return Search::Unknown(format!("{reason} in table {}", table_name(table)));
+                    }
+                    found => return found,
+                }
+            }
             for &candidate in candidates {
                 match self.usable(&self.routes[candidate], flow) {
                     Tri::True => return Search::Found(candidate),
@@ -551,7 +573,7 @@ impl<'a> Fib<'a> {
                 }
             }
         }
-        if let Some(&first) = family.unknown_family_defaults.first() {
+        if let Some(&first) = index.unknown_family_defaults.first() {
             return Search::Unknown(format!(
                 "table {} has a default route ({}) whose family the dump does not show",
                 table_name(table),
@@ -559,6 +581,51 @@ impl<'a> Fib<'a> {
             ));
         }
         Search::NoMatch
+    }
+
+    /// Of the IPv6 routes of one prefix (ordered by metric), the one
+    /// `rt6_select` takes: among the lowest metric with a usable route, one
+    /// by the flow's device (the requested output interface, or the one a
+    /// received packet arrived on) before one by another device, the first
+    /// of equals. A link-local, loopback or multicast destination must use
+    /// that device (`rt6_need_strict`), and so must a local packet given an
+    /// output interface but no source (`ip6_route_output_flags`). Where no
+    /// route of the prefix will do, the kernel backtracks to shorter ones.
+    fn choose6(&self, candidates: &[usize], flow: &FlowKey) -> Search {
+        let device = flow.oif.as_deref().or(flow.iif.as_deref());
+        let strict = device.is_some()
+            && (need_strict(flow.dst) || (flow.oif.is_some() && flow.src.is_none()));
+        let mut best: Option<(usize, bool)> = None;
+        for &candidate in candidates {
+            let route = &self.routes[candidate];
+            if let Some((chosen, _)) = best
+                && self.routes[chosen].metric != route.metric
+            {
+                break;
+            }
+            match self.usable(route, flow) {
+                Tri::True => {}
+                Tri::False => continue,
+                Tri::Unknown => {
+                    return Search::Unknown(format!(
+                        "cannot tell whether route {} applies",
+                        describe_route(route)
+                    ));
+                }
+            }
+            let by_device = device.is_some_and(|device| {
+                self.live_nexthops(route, flow)
+                    .iter()
+                    .any(|hop| hop.dev == Some(device))
+            });
+            if strict && !by_device {
+                continue;
+            }
+            if best.is_none_or(|(_, best_by_device)| by_device && !best_by_device) {
+                best = Some((candidate, by_device));
+            }
+        }
+        best.map_or(Search::NoMatch, |(chosen, _)| Search::Found(chosen))
     }
 
     /// Whether the kernel would take `route` for the flow: TOS, the
@@ -615,8 +682,10 @@ impl<'a> Fib<'a> {
                 if hop.flags.contains(&RouteFlag::Linkdown) && self.ignores_linkdown(hop.dev) {
                     return false;
                 }
+                // IPv6 prefers the requested interface rather than
+                // insisting on it (see `choose6`).
                 match (&flow.oif, hop.dev) {
-                    (Some(oif), Some(dev)) => oif == dev,
+                    (Some(oif), Some(dev)) if self.family == Family::Ipv4 => oif == dev,
                     _ => true,
                 }
             })
@@ -627,15 +696,15 @@ impl<'a> Fib<'a> {
         self.sysctl_on_any(dev.unwrap_or("all"), "ignore_routes_with_linkdown")
     }
 
-    /// Whether an IPv4 per-interface setting is on for `ifname` or for `all`
-    /// (the kernel ORs the two for these settings). Not collected: off, the
-    /// kernel's default.
+    /// Whether a per-interface setting of the FIB's family is on for
+    /// `ifname` or for `all` (the kernel ORs the two for these settings).
+    /// Not collected: off, the kernel's default.
     fn sysctl_on_any(&self, ifname: &str, setting: &str) -> bool {
         let Some(sysctls) = self.sysctls else {
             return false;
         };
         ["all", ifname].iter().any(|ifname| {
-            let key = Sysctls::interface_key(Family::Ipv4, ifname, setting);
+            let key = Sysctls::interface_key(self.family, ifname, setting);
             matches!(sysctls.get_i64(&key), Ok(Some(value)) if value != 0)
         })
     }
@@ -671,6 +740,27 @@ impl<'a> Fib<'a> {
     }
 }
 
+/// IPv6 input routing checks no addresses: the loopback and multicast-source
+/// drops of `ip6_rcv_core` come before it, on the receive path (`ip -6
+/// route get ... iif` does not make them). Multicast destinations are not
+/// modelled.
+fn reject_martian6(dst: std::net::Ipv6Addr) -> Option<LookupOutcome> {
+    dst.is_multicast().then(|| LookupOutcome::Unknown {
+        reason: "multicast input routing is not modelled".into(),
+    })
+}
+
+/// Whether an IPv6 destination must be reached by the flow's own device:
+/// multicast, link-local and loopback ones (`rt6_need_strict`).
+fn need_strict(dst: IpAddr) -> bool {
+    match dst {
+        IpAddr::V6(dst) => {
+            dst.is_multicast() || dst.is_loopback() || dst.segments()[0] & 0xffc0 == 0xfe80
+        }
+        IpAddr::V4(_) => false,
+    }
+}
+
 /// One nexthop of a route as the lookup sees it.
 struct Hop<'r> {
     gateway: Option<IpAddr>,
@@ -693,7 +783,7 @@ fn failed(error: RouteError, rule: usize, route: Option<usize>) -> LookupOutcome
     }
 }
 
-impl FamilyIndex {
+impl TableIndex {
     fn insert(&mut self, prefix: IpNet, route: usize) {
         let len = prefix.prefix_len();
         let position = match self.by_len.iter().position(|(l, _)| *l == len) {
@@ -944,7 +1034,7 @@ mod tests {
     }
 
     fn lookup(ns: &Namespace, flow: FlowKey) -> LookupOutcome {
-        Fib::new(&ns.rules, &ns.routes, &ns.addrs, None)
+        Fib::new(flow.family(), &ns.rules, &ns.routes, &ns.addrs, None)
             .lookup(&flow)
             .outcome
     }
@@ -1132,7 +1222,7 @@ mod tests {
                 {"type":"local","dst":"127.0.0.0/8","dev":"lo","table":"local","scope":"host","prefsrc":"127.0.0.1"},
                 {"dst":"default","gateway":"10.0.0.254","dev":"eth0","table":"main"}]"#,
         );
-        let fib = Fib::new(&ns.rules, &ns.routes, &ns.addrs, None);
+        let fib = Fib::new(Family::Ipv4, &ns.rules, &ns.routes, &ns.addrs, None);
         assert_eq!(fib.is_local("10.0.0.1".parse().unwrap()), Tri::True);
         assert_eq!(fib.is_local("10.0.0.2".parse().unwrap()), Tri::False);
         let LookupOutcome::Routed { paths, .. } = lookup(&ns, to("10.0.0.1")) else {
@@ -1154,6 +1244,53 @@ mod tests {
         );
     }
 
+    const RULES6: &str = r#"[{"priority":0,"src":"all","table":"local"},{"priority":32766,"src":"all","table":"main"}]"#;
+
+    #[test]
+    fn ipv6_prefers_the_flows_device_and_insists_on_it_where_the_kernel_does() {
+        let ns = namespace(
+            RULES6,
+            r#"[{"dst":"2001:db8:40::/48","dev":"eth0","table":"main","metric":1024},
+                {"dst":"2001:db8:40::/48","dev":"eth1","table":"main","metric":1024},
+                {"dst":"fe80::/64","dev":"eth0","table":"main","metric":256},
+                {"dst":"fe80::/64","dev":"eth1","table":"main","metric":256},
+                {"dst":"default","gateway":"2001:db8:50::fe","dev":"eth0","table":"main","metric":1024},
+                {"type":"anycast","dst":"2001:db8:50::","dev":"eth0","table":"local","metric":0}]"#,
+        );
+        // Two routes of one prefix and metric: the first, unless the packet
+        // arrived on the other's device.
+        assert_eq!(
+            answer(&ns, to("2001:db8:40::1")),
+            "2001:db8:40::/48 dev eth0 metric 1024"
+        );
+        let arrived_on_eth1 = FlowKey {
+            iif: Some("eth1".into()),
+            src: Some("2001:db8:99::1".parse().unwrap()),
+            ..to("2001:db8:40::1")
+        };
+        assert_eq!(
+            answer(&ns, arrived_on_eth1),
+            "2001:db8:40::/48 dev eth1 metric 1024"
+        );
+        // An output interface without a source must be used: here nothing
+        // shorter goes by eth1 either.
+        let by_eth1 = FlowKey {
+            oif: Some("eth1".into()),
+            ..to("2001:db8:99::1")
+        };
+        assert_eq!(answer(&ns, by_eth1), "no_route");
+        let link_local = FlowKey {
+            oif: Some("eth1".into()),
+            ..to("fe80::9")
+        };
+        assert_eq!(answer(&ns, link_local), "fe80::/64 dev eth1 metric 256");
+        // The subnet-router anycast address is delivered through lo.
+        let LookupOutcome::Routed { paths, .. } = lookup(&ns, to("2001:db8:50::")) else {
+            panic!("routed")
+        };
+        assert_eq!(paths[0].dev.as_deref(), Some("lo"));
+    }
+
     #[test]
     fn what_the_dump_cannot_tell_is_unknown() {
         let ns = namespace(
@@ -1161,8 +1298,15 @@ mod tests {
             r#"[{"dst":"default","gateway":"10.0.0.254","dev":"eth0","table":"main"}]"#,
         );
         assert!(answer(&ns, to("8.8.8.8")).starts_with("unknown"));
-        let v6 = namespace(DEFAULT_RULES, "[]");
-        assert!(answer(&v6, to("2001:db8::1")).starts_with("unknown: IPv6"));
+        // A FIB is one family's: asked for the other, it says so.
+        let v4 = Fib::new(Family::Ipv4, &ns.rules, &ns.routes, &ns.addrs, None);
+        let LookupOutcome::Unknown { reason } = v4.lookup(&to("2001:db8::1")).outcome else {
+            panic!("an IPv6 flow in the IPv4 FIB is unknown")
+        };
+        assert_eq!(
+            reason,
+            "2001:db8::1 is an IPv6 address, and these are the IPv4 rules and routes"
+        );
     }
 
     /// The simplest model that could work: every rule in priority order, each

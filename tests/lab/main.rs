@@ -21,4 +21,5 @@ mod nftables;
 mod objects;
 mod real;
 mod routing;
+mod routing6;
 mod snapshot;

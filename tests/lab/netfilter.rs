@@ -11,6 +11,7 @@ use std::collections::BTreeSet;
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::{Duration, Instant};
 
+use skoop::net::Family;
 use skoop::netstack::netfilter::{
     Context, Netfilter, Outcome, Packet, PacketPath, RouteChoice, Step, Verdict,
 };
@@ -265,7 +266,7 @@ fn kube_proxy_style_rules_agree_with_the_kernel_on_every_flow() {
     let (dump, problems) = NetnsDump::load(dir.path());
     assert!(problems.is_empty(), "{problems:?}");
     let ruleset = dump.iptables.as_ref().expect("iptables-save collected");
-    let fib = Fib::from_dump(&dump).expect("rules, routes and addresses collected");
+    let fib = Fib::from_dump(&dump, Family::Ipv4).expect("rules, routes and addresses collected");
     let context = Context {
         fib: Some(&fib),
         interfaces: dump.addrs.as_deref().unwrap_or_default(),

@@ -44,6 +44,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use skoop::net::Family;
 use skoop::netstack::netfilter::{
     Context, Netfilter, Outcome, Packet, PacketPath, RouteChoice, Step, Verdict,
 };
@@ -971,7 +972,7 @@ fn hand_built_nftables_rules_agree_with_the_kernel_on_every_flow() {
     let (client, router) = build(&mut lab, &mut servers);
     let dir = tempfile::tempdir().expect("temp dir");
     let dump = dump_of(&router, dir.path());
-    let fib = Fib::from_dump(&dump).expect("rules, routes and addresses collected");
+    let fib = Fib::from_dump(&dump, Family::Ipv4).expect("rules, routes and addresses collected");
     let context = Context {
         fib: Some(&fib),
         interfaces: dump.addrs.as_deref().unwrap_or_default(),
@@ -1149,7 +1150,7 @@ fn real_kube_proxy_nftables_rules_agree_with_the_kernel_on_every_flow() {
     real.freeze();
     let dir = tempfile::tempdir().expect("temp dir");
     let dump = dump_of(&node.ns, dir.path());
-    let fib = Fib::from_dump(&dump).expect("rules, routes and addresses collected");
+    let fib = Fib::from_dump(&dump, Family::Ipv4).expect("rules, routes and addresses collected");
     let context = Context {
         fib: Some(&fib),
         interfaces: dump.addrs.as_deref().unwrap_or_default(),

@@ -4,9 +4,10 @@
 //! route type, throw, multipath and metrics, asked hundreds of generated
 //! questions both through `ip route get` and through the model of its dump.
 
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr};
 
 use serde_json::Value;
+use skoop::net::Family;
 use skoop::netstack::routing::{Fib, FlowKey, LookupOutcome, RouteError};
 use skoop::snapshot::netns::NetnsDump;
 
@@ -77,7 +78,7 @@ fn build(lab: &mut Lab) -> Netns {
 }
 
 /// A small deterministic generator, so that a failure names a reproducible query.
-struct Xorshift(u64);
+pub(super) struct Xorshift(pub(super) u64);
 
 impl Xorshift {
     fn next(&mut self) -> u64 {
@@ -87,7 +88,7 @@ impl Xorshift {
         self.0
     }
 
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+    pub(super) fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
         &items[(self.next() % items.len() as u64) as usize]
     }
 }
@@ -126,30 +127,39 @@ fn destination(rng: &mut Xorshift) -> Ipv4Addr {
 
 /// One question, asked of both.
 #[derive(Debug, Clone)]
-struct Query {
-    dst: Ipv4Addr,
-    mark: u32,
-    /// A forwarded packet from this source arriving on eth1, else locally generated.
-    forwarded_from: Option<Ipv4Addr>,
+pub(super) struct Query {
+    pub(super) dst: IpAddr,
+    pub(super) mark: u32,
+    /// A forwarded packet from this source arriving on this interface, else
+    /// locally generated.
+    pub(super) forwarded_from: Option<(IpAddr, &'static str)>,
+    /// The output interface asked for (`ip route get ... oif`).
+    pub(super) oif: Option<&'static str>,
 }
 
 /// The kernel's answer, reduced to what both sides state.
 #[derive(Debug, Clone, PartialEq)]
-enum Answer {
+pub(super) enum Answer {
     Routed {
         kind: String,
         gateway: Option<String>,
         dev: Option<String>,
         table: String,
+        /// The source a local socket gets; `None` unless compared.
+        prefsrc: Option<String>,
     },
     Error(&'static str),
 }
 
-fn ask_kernel(router: &Netns, query: &Query) -> Answer {
+/// `ip route get` in `router`; `with_source` keeps the source the kernel
+/// chose (`prefsrc`) in the answer.
+pub(super) fn ask_kernel(router: &Netns, query: &Query, with_source: bool) -> Answer {
     let dst = query.dst.to_string();
     let mark = format!("{:#x}", query.mark);
+    let family = if query.dst.is_ipv6() { "-6" } else { "-4" };
     let mut argv = vec![
         "ip",
+        family,
         "-j",
         "route",
         "get",
@@ -158,9 +168,12 @@ fn ask_kernel(router: &Netns, query: &Query) -> Answer {
         mark.as_str(),
     ];
     let src;
-    if let Some(from) = query.forwarded_from {
+    if let Some((from, iif)) = query.forwarded_from {
         src = from.to_string();
-        argv.extend(["from", src.as_str(), "iif", "eth1"]);
+        argv.extend(["from", src.as_str(), "iif", iif]);
+    }
+    if let Some(oif) = query.oif {
+        argv.extend(["oif", oif]);
     }
     let output = router.exec(&argv);
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -183,17 +196,21 @@ fn ask_kernel(router: &Netns, query: &Query) -> Answer {
         dev: text("dev"),
         // iproute2 leaves the table out for main.
         table: text("table").unwrap_or_else(|| "main".into()),
+        prefsrc: text("prefsrc").filter(|_| with_source),
     }
 }
 
 /// The model's answers: one per multipath branch.
-fn ask_model(fib: &Fib, query: &Query) -> Vec<Answer> {
+pub(super) fn ask_model(fib: &Fib, query: &Query, with_source: bool) -> Vec<Answer> {
     let flow = FlowKey {
-        src: query.forwarded_from.map(Into::into),
-        iif: query.forwarded_from.map(|_| "eth1".to_string()),
+        src: query.forwarded_from.map(|(src, _)| src),
+        iif: query.forwarded_from.map(|(_, iif)| iif.to_string()),
+        oif: query.oif.map(str::to_string),
         mark: query.mark,
-        ..FlowKey::to(query.dst.into())
+        ..FlowKey::to(query.dst)
     };
+    // For a received packet the kernel tells only a source the route names.
+    let forwarded = query.forwarded_from.is_some();
     match fib.lookup(&flow).outcome {
         LookupOutcome::Routed {
             route,
@@ -212,6 +229,13 @@ fn ask_model(fib: &Fib, query: &Query) -> Vec<Answer> {
                     path.dev
                 },
                 table: skoop::netstack::routing::table_name(&fib.routes[route].table),
+                prefsrc: if forwarded {
+                    fib.routes[route].prefsrc
+                } else {
+                    path.prefsrc
+                }
+                .filter(|_| with_source)
+                .map(|src| src.to_string()),
             })
             .collect(),
         LookupOutcome::Failed { error, route, .. } => vec![Answer::Error(match (error, route) {
@@ -228,44 +252,20 @@ fn ask_model(fib: &Fib, query: &Query) -> Vec<Answer> {
     }
 }
 
-#[test]
-fn route_lookup_agrees_with_the_kernel_on_generated_queries() {
-    let Availability::Run = availability() else {
-        return;
-    };
-    let mut lab = Lab::new();
-    let router = build(&mut lab);
-    let dir = tempfile::tempdir().expect("temp dir");
-    collect_local(&router.name, dir.path());
-    let (dump, problems) = NetnsDump::load(dir.path());
-    assert!(
-        problems.is_empty(),
-        "problems in the collected dump: {problems:?}"
-    );
-    let (rules, routes, addrs) = (
-        dump.rules.as_ref().unwrap(),
-        dump.routes.as_ref().unwrap(),
-        dump.addrs.as_ref().unwrap(),
-    );
-    let fib = Fib::new(rules, routes, addrs, dump.sysctls.as_ref());
-
-    let mut rng = Xorshift(0x5eed_cafe_f00d);
+/// Asks the kernel and the model each of `queries`, and fails on any
+/// disagreement; returns how often the kernel gave each kind of answer.
+pub(super) fn compare(
+    router: &Netns,
+    fib: &Fib,
+    queries: impl Iterator<Item = Query>,
+    with_source: bool,
+) -> std::collections::BTreeMap<String, usize> {
     let mut disagreements = Vec::new();
     let mut asked = 0;
     let mut by_answer = std::collections::BTreeMap::<String, usize>::new();
-    for _ in 0..400 {
-        let query = Query {
-            dst: destination(&mut rng),
-            mark: *rng.pick(&[0, 0x10, 0x110, 0x11, 0x1, 0x20, 0x21]),
-            forwarded_from: *rng.pick(&[
-                None,
-                None,
-                Some(Ipv4Addr::new(10, 1, 0, 5)),
-                Some(Ipv4Addr::new(10, 1, 0, 1)),
-            ]),
-        };
-        let kernel = ask_kernel(&router, &query);
-        let model = ask_model(&fib, &query);
+    for query in queries {
+        let kernel = ask_kernel(router, &query, with_source);
+        let model = ask_model(fib, &query, with_source);
         asked += 1;
         let key = match &kernel {
             Answer::Routed { kind, table, .. } => format!("{kind} table {table}"),
@@ -285,6 +285,35 @@ fn route_lookup_agrees_with_the_kernel_on_generated_queries() {
         disagreements.len(),
         disagreements.join("\n")
     );
+    by_answer
+}
+
+#[test]
+fn route_lookup_agrees_with_the_kernel_on_generated_queries() {
+    let Availability::Run = availability() else {
+        return;
+    };
+    let mut lab = Lab::new();
+    let router = build(&mut lab);
+    let dir = tempfile::tempdir().expect("temp dir");
+    collect_local(&router.name, dir.path());
+    let (dump, problems) = NetnsDump::load(dir.path());
+    assert!(
+        problems.is_empty(),
+        "problems in the collected dump: {problems:?}"
+    );
+    let fib = Fib::from_dump(&dump, Family::Ipv4).expect("rules, routes and addresses collected");
+
+    let mut rng = Xorshift(0x5eed_cafe_f00d);
+    let queries = (0..400).map(|_| Query {
+        dst: destination(&mut rng).into(),
+        mark: *rng.pick(&[0, 0x10, 0x110, 0x11, 0x1, 0x20, 0x21]),
+        forwarded_from: rng
+            .pick(&[None, None, Some([10, 1, 0, 5]), Some([10, 1, 0, 1])])
+            .map(|src| (IpAddr::from(src), "eth1")),
+        oif: None,
+    });
+    let by_answer = compare(&router, &fib, queries, false);
     // The generated queries must exercise every kind of answer, or the comparison proves little.
     for expected in [
         "ENETUNREACH",

@@ -716,7 +716,11 @@ impl<'a> Netfilter<'a> {
     pub fn hook(&self, hook: Hook, packet: Packet, context: &Context<'_>) -> Vec<Outcome<'a>> {
         let local_origin =
             hook == Hook::Output || (hook == Hook::Postrouting && packet.in_iface.is_none());
-        let start = chains::Branch::start(packet, local_origin);
+        let mut start = chains::Branch::start(packet, local_origin);
+        if let Some(reason) = self.unmodelled_family(&start.packet) {
+            start.stop_unknown(reason);
+            return vec![start.finish()];
+        }
         let mut outcomes = Vec::new();
         for branch in self.run_hook(hook, start, context) {
             outcomes.push(branch.finish());
@@ -732,7 +736,11 @@ impl<'a> Netfilter<'a> {
         packet: Packet,
         context: &Context<'_>,
     ) -> Vec<Outcome<'a>> {
-        let start = chains::Branch::start(packet, path == PacketPath::Output);
+        let mut start = chains::Branch::start(packet, path == PacketPath::Output);
+        if let Some(reason) = self.unmodelled_family(&start.packet) {
+            start.stop_unknown(reason);
+            return vec![start.finish()];
+        }
         let mut outcomes = Vec::new();
         match path {
             PacketPath::Received => {
@@ -773,6 +781,20 @@ impl<'a> Netfilter<'a> {
             }
         }
         outcomes
+    }
+
+    /// Why the rules cannot tell what becomes of `packet`, for an IPv6
+    /// one: it meets ip6tables, not the IPv4 rules of iptables-save, and
+    /// ip6tables-save is not collected yet. Where the namespace has iptables
+    /// rules (so ip6tables may well have some too), its outcome is unknown;
+    /// the nft ruleset holds both families and is evaluated.
+    fn unmodelled_family(&self, packet: &Packet) -> Option<String> {
+        (packet.ip.family() == Family::Ipv6 && !self.tables.is_empty()).then(|| {
+            format!(
+                "{} is an IPv6 packet, and ip6tables (whose rules are not in iptables-save) is not modelled yet",
+                packet.ip.dst
+            )
+        })
     }
 
     /// INPUT, or FORWARD then POSTROUTING.

@@ -752,3 +752,16 @@ fn ipset_netmask_list_and_unmodelled_types() {
         Tri::Unknown
     );
 }
+
+#[test]
+fn an_ipv6_packet_never_gets_the_verdict_of_the_ipv4_rules() {
+    // iptables-save holds the IPv4 rules only; ip6tables' are not collected.
+    assert_eq!(
+        forward_verdict("-A FORWARD -j DROP", tcp("fd00::5", "fd00:1::9", 80)),
+        "unknown: fd00:1::9 is an IPv6 packet, and ip6tables (whose rules are not in iptables-save) is not modelled yet"
+    );
+    assert_eq!(
+        forward_verdict("-A FORWARD -j DROP", tcp("10.0.0.5", "10.1.0.9", 80)),
+        "drop"
+    );
+}

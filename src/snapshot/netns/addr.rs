@@ -37,6 +37,18 @@ pub struct InterfaceAddr {
     /// A further address in a prefix the interface already has; removed with
     /// the primary unless promote_secondaries is on.
     pub secondary: bool,
+    /// IPv6 duplicate address detection has not finished: the address is
+    /// not yet the interface's (no local route, never a source).
+    pub tentative: bool,
+    /// Duplicate address detection found the address in use elsewhere.
+    pub dadfailed: bool,
+    /// Usable before detection finishes (optimistic DAD, RFC 4429).
+    pub optimistic: bool,
+    /// Its preferred lifetime is over: kept for existing connections, a
+    /// source for new ones only where nothing better is left.
+    pub deprecated: bool,
+    /// An IPv6 privacy address (RFC 8981).
+    pub temporary: bool,
 }
 
 impl InterfaceAddr {
@@ -57,6 +69,16 @@ struct RawAddrInfo {
     label: Option<String>,
     #[serde(default)]
     secondary: bool,
+    #[serde(default)]
+    tentative: bool,
+    #[serde(default)]
+    dadfailed: bool,
+    #[serde(default)]
+    optimistic: bool,
+    #[serde(default)]
+    deprecated: bool,
+    #[serde(default)]
+    temporary: bool,
 }
 
 impl TryFrom<RawAddrInfo> for InterfaceAddr {
@@ -81,6 +103,11 @@ impl TryFrom<RawAddrInfo> for InterfaceAddr {
             scope: raw.scope,
             label: raw.label,
             secondary: raw.secondary,
+            tentative: raw.tentative,
+            dadfailed: raw.dadfailed,
+            optimistic: raw.optimistic,
+            deprecated: raw.deprecated,
+            temporary: raw.temporary,
         })
     }
 }

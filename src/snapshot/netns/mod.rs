@@ -39,6 +39,7 @@ pub enum DumpFile {
     IpRoute,
     IpRoute6,
     IpRule,
+    IpRule6,
     IpNeigh,
     BridgeFdb,
     IptablesSave,
@@ -51,12 +52,13 @@ pub enum DumpFile {
 
 impl DumpFile {
     /// Every dump file, in the contract's order.
-    pub const ALL: [DumpFile; 13] = [
+    pub const ALL: [DumpFile; 14] = [
         DumpFile::IpLink,
         DumpFile::IpAddr,
         DumpFile::IpRoute,
         DumpFile::IpRoute6,
         DumpFile::IpRule,
+        DumpFile::IpRule6,
         DumpFile::IpNeigh,
         DumpFile::BridgeFdb,
         DumpFile::IptablesSave,
@@ -75,6 +77,7 @@ impl DumpFile {
             DumpFile::IpRoute => "ip-route.json",
             DumpFile::IpRoute6 => "ip-route6.json",
             DumpFile::IpRule => "ip-rule.json",
+            DumpFile::IpRule6 => "ip-rule6.json",
             DumpFile::IpNeigh => "ip-neigh.json",
             DumpFile::BridgeFdb => "bridge-fdb.json",
             DumpFile::IptablesSave => "iptables-save.txt",
@@ -94,6 +97,7 @@ impl DumpFile {
             DumpFile::IpRoute => &["ip", "-j", "-d", "route", "show", "table", "all"],
             DumpFile::IpRoute6 => &["ip", "-6", "-j", "-d", "route", "show", "table", "all"],
             DumpFile::IpRule => &["ip", "-j", "rule", "show"],
+            DumpFile::IpRule6 => &["ip", "-6", "-j", "rule", "show"],
             DumpFile::IpNeigh => &["ip", "-j", "neigh", "show"],
             DumpFile::BridgeFdb => &["bridge", "-j", "fdb", "show"],
             DumpFile::IptablesSave => &["iptables-save"],
@@ -185,6 +189,8 @@ pub struct NetnsDump {
     pub routes: Option<Vec<route::Route>>,
     pub routes6: Option<Vec<route::Route>>,
     pub rules: Option<Vec<rule::PolicyRule>>,
+    /// The IPv6 policy rules (`ip -6 rule`): IPv6 has its own.
+    pub rules6: Option<Vec<rule::PolicyRule>>,
     pub neighbours: Option<Vec<neigh::Neighbour>>,
     pub fdb: Option<Vec<fdb::FdbEntry>>,
     pub iptables: Option<iptables::Ruleset>,
@@ -225,6 +231,7 @@ impl NetnsDump {
             routes: files.load_placed(DumpFile::IpRoute),
             routes6: files.load_placed(DumpFile::IpRoute6),
             rules: files.load_placed(DumpFile::IpRule),
+            rules6: files.load_placed(DumpFile::IpRule6),
             neighbours: files.load_placed(DumpFile::IpNeigh),
             fdb: files.load_placed(DumpFile::BridgeFdb),
             iptables: files.load(DumpFile::IptablesSave, iptables::parse),
@@ -249,6 +256,7 @@ impl NetnsDump {
             DumpFile::IpRoute => self.routes.is_some(),
             DumpFile::IpRoute6 => self.routes6.is_some(),
             DumpFile::IpRule => self.rules.is_some(),
+            DumpFile::IpRule6 => self.rules6.is_some(),
             DumpFile::IpNeigh => self.neighbours.is_some(),
             DumpFile::BridgeFdb => self.fdb.is_some(),
             DumpFile::IptablesSave => self.iptables.is_some(),
