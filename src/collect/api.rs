@@ -97,6 +97,8 @@ pub enum LiveError {
         waited: Duration,
         why: String,
     },
+    #[error("the API server answered with a name skoop will not write: {0}")]
+    BadName(#[from] crate::snapshot::name::BadName),
     #[error("{}: {source}", path.display())]
     Write {
         path: PathBuf,
