@@ -28,8 +28,10 @@ pub struct LiveArgs {
     /// Reach each node by running this command template on this machine in
     /// front of every dump command, instead of a collector pod: `{node}` is
     /// the node's name, `{address}` its InternalIP (e.g. 'ssh {address}
-    /// sudo'). The tools (iproute2, iptables, ipset, ss, sysctl, nsenter)
-    /// must be installed on the nodes.
+    /// sudo'), also in $SKOOP_NODE and $SKOOP_NODE_ADDRESS; both are checked
+    /// (a Kubernetes node name, an IP address) before they are used. The
+    /// tools (iproute2, iptables, ipset, ss, sysctl, nsenter) must be
+    /// installed on the nodes.
     #[arg(long, value_name = "TEMPLATE", help_heading = "Live cluster")]
     pub node_exec: Option<String>,
     /// The image of the collector pods (needs iproute2, iptables, ipset,

@@ -249,7 +249,7 @@ impl LiveCollection {
         match &self.access {
             NodeAccess::Template(template) => {
                 let address = self.nodes.get(node).cloned().flatten();
-                Ok(NodeShell::template(template, node, address.as_deref()))
+                NodeShell::template(template, node, address.as_deref()).map_err(|e| e.to_string())
             }
             NodeAccess::CollectorPods(options) => {
                 CollectorPod::start(&self.connection, node, options)
