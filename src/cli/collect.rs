@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
 use skoop::collect::live::Wanted;
-use skoop::collect::{CollectReport, collect_local};
+use skoop::collect::{CollectError, CollectReport, collect_local};
 use skoop::engine::{Endpoint, Protocol, Request};
 use skoop::snapshot::cluster::cache;
 use skoop::snapshot::input::Boundary;
@@ -13,6 +13,7 @@ use skoop::snapshot::netns::DumpFile;
 
 use super::EXIT_USAGE;
 use super::args::{LoadArgs, protocol_parser};
+use super::interrupt::{EXIT_INTERRUPTED, signalled};
 use super::live::{LiveArgs, Stopped, Summary, collect_flow, print_outcomes, runtime};
 
 #[derive(Debug, Subcommand)]
@@ -259,7 +260,7 @@ fn rbac(args: RbacArgs) -> ExitCode {
 }
 
 fn local(args: LocalArgs) -> ExitCode {
-    match collect_local(args.netns.as_deref(), &args.out) {
+    match collect_local(args.netns.as_deref(), &args.out, signalled()) {
         Ok(report) => {
             print_report(&report);
             if report.has_failures() {
@@ -267,6 +268,10 @@ fn local(args: LocalArgs) -> ExitCode {
             } else {
                 ExitCode::SUCCESS
             }
+        }
+        Err(e @ CollectError::Stopped(_)) => {
+            err!("{e}");
+            ExitCode::from(EXIT_INTERRUPTED)
         }
         Err(e) => {
             err!("error: {e}");

@@ -13,6 +13,7 @@ use skoop::collect::live::{LiveCollection, NodeAccess, Outcome, cleanup_run};
 use skoop::collect::rbac::DEFAULT_COLLECTOR_NAMESPACE;
 
 use super::EXIT_USAGE;
+use super::interrupt::{EXIT_INTERRUPTED, signalled};
 
 /// How skoop reaches the cluster: the API server as kubectl does, the nodes
 /// through collector pods or a command of yours.
@@ -86,13 +87,16 @@ impl LiveArgs {
     ) -> Result<T, Stopped> {
         let access = self.access();
         runtime()?.block_on(async {
+            // While connecting (reading the kubeconfig, maybe running its
+            // exec plugin, which kube runs blocking) no collector pod
+            // exists: a signal ends the process at once, temporaries
+            // removed (`interrupt`). From here on the run hears it itself.
             let connection = connect(&self.connect_options())
                 .await
                 .map_err(Stopped::from)?;
-            let interrupted = interrupted();
             let result = tokio::select! {
                 result = collect(&connection, &access, packs, dir, work) => result,
-                signal = interrupted => {
+                signal = signalled() => {
                     err!("{signal}: stopping, removing collector pods");
                     Err(Stopped::Interrupted)
                 }
@@ -136,24 +140,6 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, Stopped> {
         .map_err(|e| Stopped::Error(format!("cannot start the async runtime: {e}")))
 }
 
-/// Resolves on SIGINT or SIGTERM with the signal's name.
-async fn interrupted() -> &'static str {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut term = signal(SignalKind::terminate()).ok();
-    let terminate = async {
-        match term.as_mut() {
-            Some(term) => {
-                term.recv().await;
-            }
-            None => std::future::pending().await,
-        }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => "interrupted",
-        () = terminate => "terminated",
-    }
-}
-
 /// Collects what `request` needs; a request that does not resolve
 /// against the cluster (no such pod) stops the run.
 pub async fn collect_flow(
@@ -194,9 +180,6 @@ impl Stopped {
         }
     }
 }
-
-/// Exit status after Ctrl-C or SIGTERM, as a shell reports SIGINT.
-pub const EXIT_INTERRUPTED: u8 = 130;
 
 /// How much [`print_outcomes`] says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

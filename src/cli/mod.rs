@@ -33,6 +33,7 @@ mod collect;
 mod diagnose;
 mod diff;
 mod flows;
+mod interrupt;
 mod live;
 mod matrix;
 mod namespace;
@@ -125,6 +126,8 @@ fn verdict_status(verdict: Verdict) -> u8 {
 }
 
 pub fn run() -> ExitCode {
+    // First, before any thread is started: every thread inherits the mask.
+    interrupt::install();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -216,6 +219,8 @@ fn report_problems(problems: &[Problem]) {
 struct ReportFile {
     path: PathBuf,
     file: NamedTempFile,
+    /// Removed by a signal that ends the run before the report is whole.
+    _temporary: interrupt::Temporary,
 }
 
 impl ReportFile {
@@ -233,6 +238,7 @@ impl ReportFile {
             .map_err(|e| format!("--output: cannot write {}: {e}", path.display()))?;
         Ok(ReportFile {
             path: path.to_path_buf(),
+            _temporary: interrupt::Temporary::new(file.path()),
             file,
         })
     }

@@ -8,7 +8,7 @@
 //! resource and the rule of `deploy/rbac.yaml` that grants it.
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use kube::api::{Api, DynamicObject, ListParams};
@@ -146,30 +146,118 @@ async fn load_config(options: &ConnectOptions) -> Result<Config, LiveError> {
         context: options.context.clone(),
         ..KubeConfigOptions::default()
     };
+    let files = read_kubeconfigs(options)?;
+    if files.is_empty() {
+        if options.context.is_some() {
+            return Err(LiveError::Config(
+                "--context needs a kubeconfig, and there is none (give --kubeconfig or set KUBECONFIG)"
+                    .into(),
+            ));
+        }
+        return Config::incluster().map_err(|e| {
+            LiveError::Config(format!(
+                "no kubeconfig and not in a pod: {} (give --kubeconfig, set KUBECONFIG, or run in a pod)",
+                chain(&e)
+            ))
+        });
+    }
+    let sources: Vec<String> = files.iter().map(|(p, _)| p.display().to_string()).collect();
+    let kubeconfig = merge_kubeconfigs(&files)?;
+    Config::from_custom_kubeconfig(kubeconfig, &kube_options)
+        .await
+        .map_err(|e| LiveError::Config(format!("{}: {}", sources.join(":"), chain(&e))))
+}
+
+/// The kubeconfig files kubectl would read, each read through the bounded
+/// reader (a regular file of at most [`KUBECONFIG_FILE`]: a FIFO, a device
+/// or `/dev/zero` is refused unread), with their paths: `--kubeconfig`
+/// (which must exist), else every file `KUBECONFIG` lists (`:`-separated,
+/// in order; empty entries and missing files passed over, as kubectl does),
+/// else `~/.kube/config` when it exists. None: in-cluster.
+fn read_kubeconfigs(options: &ConnectOptions) -> Result<Vec<(PathBuf, String)>, LiveError> {
+    let read = |path: &Path| match read_text(path, KUBECONFIG_FILE) {
+        Ok(text) => Ok(text),
+        Err(refused) => Err(LiveError::Config(refused.to_string())),
+    };
     if let Some(path) = &options.kubeconfig {
-        let problem = |what: String| LiveError::Config(format!("{}: {what}", path.display()));
-        // A regular file of a sane size only: a FIFO or a device would hang or flood.
-        let text = match read_text(path, KUBECONFIG_FILE) {
-            Ok(Some(text)) => text,
-            Ok(None) => return Err(problem("no such file".into())),
-            Err(refused) => return Err(LiveError::Config(refused.to_string())),
+        return match read(path)? {
+            Some(text) => Ok(vec![(path.clone(), text)]),
+            None => Err(LiveError::Config(format!(
+                "{}: no such file",
+                path.display()
+            ))),
         };
-        let kubeconfig = Kubeconfig::from_yaml(&text).map_err(|e| problem(chain(&e)))?;
-        return Config::from_custom_kubeconfig(kubeconfig, &kube_options)
-            .await
-            .map_err(|e| LiveError::Config(format!("{}: {}", path.display(), chain(&e))));
     }
-    if options.context.is_some() {
-        return Config::from_kubeconfig(&kube_options)
-            .await
-            .map_err(|e| LiveError::Config(chain(&e)));
+    let paths: Vec<PathBuf> = match std::env::var_os("KUBECONFIG") {
+        Some(list) if !list.is_empty() => std::env::split_paths(&list)
+            .filter(|p| !p.as_os_str().is_empty())
+            .collect(),
+        _ => std::env::var_os("HOME")
+            .map(|home| PathBuf::from(home).join(".kube").join("config"))
+            .into_iter()
+            .collect(),
+    };
+    let mut files = Vec::new();
+    for path in paths {
+        if let Some(text) = read(&path)? {
+            files.push((path, text));
+        }
     }
-    Config::infer().await.map_err(|e| {
-        LiveError::Config(format!(
-            "{} (give --kubeconfig, set KUBECONFIG, or run in a pod)",
-            chain(&e)
-        ))
-    })
+    Ok(files)
+}
+
+/// Kubeconfig files (their paths and texts, in `KUBECONFIG`'s order) as one
+/// kubeconfig, merged as kubectl merges them (the first to set a value
+/// wins), each file's relative paths (certificates, keys, token files, an
+/// exec plugin's command with a `/`) taken from its own directory.
+pub fn merge_kubeconfigs(files: &[(PathBuf, String)]) -> Result<Kubeconfig, LiveError> {
+    let mut merged = Kubeconfig::default();
+    for (path, text) in files {
+        let problem = |e: &dyn std::error::Error| {
+            LiveError::Config(format!("{}: {}", path.display(), chain(e)))
+        };
+        let mut kubeconfig = Kubeconfig::from_yaml(text).map_err(|e| problem(&e))?;
+        if let Some(dir) = path.parent() {
+            in_directory(&mut kubeconfig, dir);
+        }
+        merged = merged.merge(kubeconfig).map_err(|e| problem(&e))?;
+    }
+    Ok(merged)
+}
+
+/// Makes a kubeconfig's relative file names relative to `dir`, the
+/// directory of the file it was read from, as kubectl reads them.
+fn in_directory(kubeconfig: &mut Kubeconfig, dir: &Path) {
+    let absolute = |file: &mut Option<String>| {
+        if let Some(name) = file.as_mut()
+            && Path::new(name.as_str()).is_relative()
+            && let Some(joined) = dir.join(name.as_str()).to_str()
+        {
+            *name = joined.to_string();
+        }
+    };
+    for cluster in kubeconfig
+        .clusters
+        .iter_mut()
+        .filter_map(|c| c.cluster.as_mut())
+    {
+        absolute(&mut cluster.certificate_authority);
+    }
+    for auth in kubeconfig
+        .auth_infos
+        .iter_mut()
+        .filter_map(|a| a.auth_info.as_mut())
+    {
+        absolute(&mut auth.client_certificate);
+        absolute(&mut auth.client_key);
+        absolute(&mut auth.token_file);
+        // A bare command (`aws`) is looked up on PATH, as client-go does.
+        if let Some(exec) = auth.exec.as_mut()
+            && exec.command.as_deref().is_some_and(|c| c.contains('/'))
+        {
+            absolute(&mut exec.command);
+        }
+    }
 }
 
 impl Connection {

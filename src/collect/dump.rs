@@ -152,6 +152,8 @@ pub enum CollectError {
         node: String,
         reason: String,
     },
+    #[error("{0}: stopped")]
+    Stopped(&'static str),
     #[error(transparent)]
     BadName(#[from] crate::snapshot::name::BadName),
     #[error("{}: cannot create the output directory: {source}", dir.display())]
