@@ -313,3 +313,234 @@ fn a_signal_during_collect_local_exits_130_and_kills_the_running_tool() {
         entries(out.path())
     );
 }
+
+/// How the hostile API server answers.
+#[derive(Clone, Copy)]
+enum Hostile {
+    /// Lists a node named `../../../escaped-node` and one named `a/b`.
+    EscapingNodeNames,
+    /// Answers the list of nodes with an endless chunked stream.
+    EndlessNodeList,
+    /// Pads `/version` to 2 MiB.
+    LargeVersion,
+}
+
+/// A hostile Kubernetes API server on loopback, serving plain HTTP on a
+/// thread of the test until the test ends; its kubeconfig's path.
+fn hostile_api_server(how: Hostile, dir: &Path) -> std::path::PathBuf {
+    use std::net::TcpListener;
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            std::thread::spawn(move || serve(how, stream));
+        }
+    });
+    let kubeconfig = dir.join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\ncurrent-context: c\n\
+             clusters: [{{name: c, cluster: {{server: 'http://127.0.0.1:{port}'}}}}]\n\
+             users: [{{name: u, user: {{token: t}}}}]\n\
+             contexts: [{{name: c, context: {{cluster: c, user: u}}}}]\n"
+        ),
+    )
+    .unwrap();
+    kubeconfig
+}
+
+/// Answers the requests of one connection (HTTP/1.1, kept alive).
+fn serve(how: Hostile, stream: std::net::TcpStream) {
+    use std::io::{BufRead, BufReader, Write};
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut stream = stream;
+    loop {
+        let mut request = String::new();
+        if reader.read_line(&mut request).unwrap_or(0) == 0 {
+            return;
+        }
+        let mut line = String::new();
+        while reader.read_line(&mut line).unwrap_or(0) > 2 {
+            line.clear();
+        }
+        let path = request.split(' ').nth(1).unwrap_or("/").to_string();
+        let path = path.split('?').next().unwrap_or("/");
+        let body = match (how, path) {
+            (Hostile::LargeVersion, "/version") => format!(
+                r#"{{"major":"1","minor":"33","gitVersion":"v1.33.0","padding":"{}"}}"#,
+                "x".repeat(2 << 20)
+            ),
+            (_, "/version") => r#"{"major":"1","minor":"33","gitVersion":"v1.33.0"}"#.into(),
+            (Hostile::EndlessNodeList, "/api/v1/nodes") => {
+                let head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
+                if stream.write_all(head.as_bytes()).is_err() {
+                    return;
+                }
+                let chunk = format!("{:x}\r\n{}\r\n", 64 << 10, " ".repeat(64 << 10));
+                let _ = stream.write_all(b"6\r\n{\"a\":[\r\n");
+                while stream.write_all(chunk.as_bytes()).is_ok() {}
+                return;
+            }
+            (Hostile::EscapingNodeNames, "/api/v1/nodes") => {
+                let node = |name: &str| {
+                    format!(
+                        r#"{{"metadata":{{"name":"{name}","uid":"u-{}"}},"status":{{"addresses":[{{"type":"InternalIP","address":"127.0.0.1"}}]}}}}"#,
+                        name.len()
+                    )
+                };
+                format!(
+                    r#"{{"apiVersion":"v1","kind":"NodeList","metadata":{{}},"items":[{},{}]}}"#,
+                    node("../../../escaped-node"),
+                    node("a/b")
+                )
+            }
+            // A list: /api/v1/PLURAL or /apis/GROUP/VERSION/PLURAL.
+            (_, path)
+                if path.starts_with("/api/v1/")
+                    || (path.starts_with("/apis/") && path.split('/').count() >= 5) =>
+            {
+                r#"{"apiVersion":"v1","kind":"List","metadata":{},"items":[]}"#.into()
+            }
+            _ => {
+                let status = r#"{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}"#;
+                let reply = format!(
+                    "HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{status}",
+                    status.len()
+                );
+                if stream.write_all(reply.as_bytes()).is_err() {
+                    return;
+                }
+                continue;
+            }
+        };
+        let reply = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        if stream.write_all(reply.as_bytes()).is_err() {
+            return;
+        }
+    }
+}
+
+// Item 3: an API server naming a node `../../../escaped-node` made skoop
+// write `escaped-node/host/*.json` three levels above the snapshot.
+#[test]
+fn node_names_from_the_api_server_never_leave_the_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = hostile_api_server(Hostile::EscapingNodeNames, dir.path());
+    let snapshot = dir.path().join("a/b/c/snap");
+    let output = skoop_within(
+        &[
+            "collect",
+            "cluster",
+            "--kubeconfig",
+            kubeconfig.to_str().unwrap(),
+            "--out",
+            snapshot.to_str().unwrap(),
+            "--all-nodes",
+            "--node-exec",
+            "env",
+        ],
+        &[],
+        Duration::from_secs(60),
+    );
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    for node in ["../../../escaped-node", "a/b"] {
+        assert!(
+            stderr.contains(&format!(
+                "warning: node/{node} not collected: node {node} not reached: \"{node}\" is not a Kubernetes node name"
+            )),
+            "{stderr}"
+        );
+    }
+    let mut everything = Vec::new();
+    let mut dirs = vec![dir.path().to_path_buf()];
+    while let Some(at) = dirs.pop() {
+        for entry in std::fs::read_dir(&at).unwrap().flatten() {
+            if entry.file_type().unwrap().is_dir() {
+                dirs.push(entry.path());
+            }
+            everything.push(entry.path());
+        }
+    }
+    assert!(
+        everything
+            .iter()
+            .all(|p| p.starts_with(&snapshot) || snapshot.starts_with(p) || *p == kubeconfig),
+        "written outside the snapshot: {everything:?}"
+    );
+    assert!(!snapshot.join("nodes").exists(), "{everything:?}");
+}
+
+/// The largest resident size of any child this test process has waited for.
+fn children_peak_rss_mib() -> i64 {
+    // SAFETY: getrusage writes the struct it is given.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage);
+        usage
+    };
+    usage.ru_maxrss / 1024
+}
+
+// Item 4: a server that streamed an endless NodeList took skoop to 7.4 GB.
+#[test]
+fn an_endless_answer_stops_at_the_response_cap_naming_it_and_its_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = hostile_api_server(Hostile::EndlessNodeList, dir.path());
+    let started = Instant::now();
+    let output = skoop_within(
+        &[
+            "collect",
+            "cluster",
+            "--kubeconfig",
+            kubeconfig.to_str().unwrap(),
+            "--out",
+            dir.path().join("snap").to_str().unwrap(),
+            "--all-nodes",
+        ],
+        &[],
+        Duration::from_secs(60),
+    );
+    let elapsed = started.elapsed();
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("sent too much for `list nodes`: its answer passed 256 MiB, the cap on one response (--max-api-response MIB raises it)"),
+        "{stderr}"
+    );
+    let peak = children_peak_rss_mib();
+    eprintln!("stopped after {elapsed:?}, peak RSS of the children {peak} MiB");
+    assert!(peak < 1024, "{peak} MiB");
+}
+
+// Item 4: the cap on one run, over all its answers.
+#[test]
+fn answers_past_the_run_cap_stop_the_run_naming_it_and_its_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = hostile_api_server(Hostile::LargeVersion, dir.path());
+    let output = skoop_within(
+        &[
+            "collect",
+            "cluster",
+            "--kubeconfig",
+            kubeconfig.to_str().unwrap(),
+            "--out",
+            dir.path().join("snap").to_str().unwrap(),
+            "--all-nodes",
+            "--max-api-total",
+            "1",
+        ],
+        &[],
+        Duration::from_secs(60),
+    );
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("sent too much for `get /version`: its answers passed 1 MiB in all, the cap on one run (--max-api-total MIB raises it)"),
+        "{stderr}"
+    );
+}

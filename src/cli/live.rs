@@ -7,10 +7,14 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Args;
-use skoop::collect::api::{ConnectOptions, Connection, LiveError, connect};
+use skoop::collect::api::{
+    ConnectOptions, Connection, DEFAULT_RESPONSE_MIB, DEFAULT_RUN_MIB, LiveError, ResponseCaps,
+    connect,
+};
 use skoop::collect::collector::{CollectorOptions, DEFAULT_IMAGE};
 use skoop::collect::live::{LiveCollection, NodeAccess, Outcome, cleanup_run};
 use skoop::collect::rbac::DEFAULT_COLLECTOR_NAMESPACE;
+use skoop::snapshot::input::MIB;
 
 use super::EXIT_USAGE;
 use super::interrupt::{EXIT_INTERRUPTED, signalled};
@@ -52,6 +56,14 @@ pub struct LiveArgs {
         help_heading = "Live cluster"
     )]
     pub collector_timeout: u64,
+    /// The most one answer of the API server may hold, in MiB (a page of a
+    /// list, a discovery document); past it the run stops, saying so.
+    #[arg(long, value_name = "MIB", default_value_t = DEFAULT_RESPONSE_MIB, value_parser = clap::value_parser!(u64).range(1..=1 << 20), help_heading = "Live cluster")]
+    pub max_api_response: u64,
+    /// The most all of one run's answers of the API server may hold
+    /// together, in MiB.
+    #[arg(long, value_name = "MIB", default_value_t = DEFAULT_RUN_MIB, value_parser = clap::value_parser!(u64).range(1..=1 << 30), help_heading = "Live cluster")]
+    pub max_api_total: u64,
 }
 
 impl LiveArgs {
@@ -60,6 +72,10 @@ impl LiveArgs {
         ConnectOptions {
             kubeconfig: self.kubeconfig.clone(),
             context: self.context.clone(),
+            caps: ResponseCaps {
+                response: self.max_api_response * MIB,
+                run: self.max_api_total * MIB,
+            },
         }
     }
 

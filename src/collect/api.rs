@@ -11,14 +11,24 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http_body::Frame;
 use kube::api::{Api, DynamicObject, ListParams};
+use kube::client::{ClientBuilder, DynBody};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::core::ApiResource;
 use kube::{Client, Config};
 use serde_json::{Value, json};
+use tower::BoxError;
+use tower::util::MapResponseLayer;
 
 use super::rbac::{Request, grant};
-use crate::snapshot::input::{Limit, read_text};
+use crate::snapshot::input::{Limit, MIB, read_text};
 
 /// How long the API server has to accept a connection.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -26,7 +36,7 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 /// The largest kubeconfig read.
 const KUBECONFIG_FILE: Limit = Limit {
-    bytes: 16 << 20,
+    bytes: 16 * MIB,
     what: "a kubeconfig",
 };
 /// Objects asked for per page of a list.
@@ -34,11 +44,99 @@ const PAGE_SIZE: u32 = 500;
 
 /// Where the API server is and who skoop is there: `--kubeconfig`,
 /// `--context`, else `KUBECONFIG` or `~/.kube/config`, else the pod's own
-/// service account (in-cluster).
+/// service account (in-cluster); and how much it may send.
 #[derive(Debug, Clone, Default)]
 pub struct ConnectOptions {
     pub kubeconfig: Option<PathBuf>,
     pub context: Option<String>,
+    pub caps: ResponseCaps,
+}
+
+/// The most the API server's answers may hold, in bytes: one response (a
+/// page of a list, a discovery document), and all of one run's together.
+/// Each is checked as the bytes arrive, so memory stays bounded whatever a
+/// server streams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ResponseCaps {
+    pub response: u64,
+    pub run: u64,
+}
+
+/// `--max-api-response`'s default, in MiB: a page of 500 objects is a few
+/// MiB; a server that ignores paging sends a whole list in one answer.
+pub const DEFAULT_RESPONSE_MIB: u64 = 256;
+/// `--max-api-total`'s default, in MiB: a 5,000-node cluster's objects are
+/// about 540 MiB of JSON.
+pub const DEFAULT_RUN_MIB: u64 = 4096;
+
+impl Default for ResponseCaps {
+    fn default() -> ResponseCaps {
+        ResponseCaps {
+            response: DEFAULT_RESPONSE_MIB * MIB,
+            run: DEFAULT_RUN_MIB * MIB,
+        }
+    }
+}
+
+/// Which cap an answer of the API server passed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Oversized {
+    #[error(
+        "its answer passed {} MiB, the cap on one response (--max-api-response MIB raises it)",
+        .0 / MIB
+    )]
+    Response(u64),
+    #[error(
+        "its answers passed {} MiB in all, the cap on one run (--max-api-total MIB raises it)",
+        .0 / MIB
+    )]
+    Run(u64),
+}
+
+/// A response body that counts its bytes as they arrive, against the cap
+/// on one response and on the run (`read`, shared by every response of a
+/// connection), and fails at the frame that passes either.
+struct CappedBody {
+    inner: Box<DynBody>,
+    caps: ResponseCaps,
+    /// Bytes of this response so far.
+    this: u64,
+    /// Bytes of every response of the run so far.
+    read: Arc<AtomicU64>,
+}
+
+impl http_body::Body for CappedBody {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let frame = Pin::new(&mut self.inner).poll_frame(cx);
+        if let Poll::Ready(Some(Ok(frame))) = &frame
+            && let Some(data) = frame.data_ref()
+        {
+            let bytes = data.len() as u64;
+            self.this += bytes;
+            let run = self.read.fetch_add(bytes, Ordering::Relaxed) + bytes;
+            if self.this > self.caps.response {
+                return Poll::Ready(Some(Err(Oversized::Response(self.caps.response).into())));
+            }
+            if run > self.caps.run {
+                return Poll::Ready(Some(Err(Oversized::Run(self.caps.run).into())));
+            }
+        }
+        frame
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
 }
 
 /// A client of one API server.
@@ -77,6 +175,12 @@ pub enum LiveError {
         request: Request,
         message: String,
         grant: String,
+    },
+    #[error("the API server at {server} sent too much for `{request}`: {cap}")]
+    Oversized {
+        server: String,
+        request: Request,
+        cap: Oversized,
     },
     #[error("the API server at {server} did not answer `{request}` within {} s", timeout.as_secs())]
     Timeout {
@@ -130,7 +234,21 @@ pub async fn connect(options: &ConnectOptions) -> Result<Connection, LiveError> 
         .to_string()
         .trim_end_matches('/')
         .to_string();
-    let client = Client::try_from(config).map_err(|e| LiveError::Config(chain(&e)))?;
+    let caps = options.caps;
+    let read = Arc::new(AtomicU64::new(0));
+    let capped = MapResponseLayer::new(move |response: http::Response<Box<DynBody>>| {
+        let read = Arc::clone(&read);
+        response.map(|inner| CappedBody {
+            inner,
+            caps,
+            this: 0,
+            read,
+        })
+    });
+    let client = ClientBuilder::try_from(config)
+        .map_err(|e| LiveError::Config(chain(&e)))?
+        .with_layer(&capped)
+        .build();
     let connection = Connection { client, server };
     // /version is open to anyone who authenticates: it proves the address,
     // the CA and the credentials in one call.
@@ -297,6 +415,17 @@ impl Connection {
                     message: status.message.clone(),
                 },
             };
+        }
+        let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&error);
+        while let Some(error) = cause {
+            if let Some(cap) = error.downcast_ref::<Oversized>() {
+                return LiveError::Oversized {
+                    server,
+                    request,
+                    cap: *cap,
+                };
+            }
+            cause = error.source();
         }
         let reason = chain(&error);
         let lower = reason.to_ascii_lowercase();
