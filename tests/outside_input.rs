@@ -323,6 +323,8 @@ enum Hostile {
     EndlessNodeList,
     /// Pads `/version` to 2 MiB.
     LargeVersion,
+    /// Answers `/version`, then never answers a list.
+    SilentLists,
 }
 
 /// A hostile Kubernetes API server on loopback, serving plain HTTP on a
@@ -372,6 +374,10 @@ fn serve(how: Hostile, stream: std::net::TcpStream) {
                 "x".repeat(2 << 20)
             ),
             (_, "/version") => r#"{"major":"1","minor":"33","gitVersion":"v1.33.0"}"#.into(),
+            (Hostile::SilentLists, _) => {
+                std::thread::sleep(Duration::from_secs(600));
+                return;
+            }
             (Hostile::EndlessNodeList, "/api/v1/nodes") => {
                 let head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
                 if stream.write_all(head.as_bytes()).is_err() {
@@ -543,4 +549,35 @@ fn answers_past_the_run_cap_stop_the_run_naming_it_and_its_flag() {
         stderr.contains("sent too much for `get /version`: its answers passed 1 MiB in all, the cap on one run (--max-api-total MIB raises it)"),
         "{stderr}"
     );
+}
+
+// Smaller point: a failed live run waited 30 s for its list, then 30 s more
+// to delete collector pods it never created, though the docs say nothing
+// waits over 30 s.
+#[test]
+fn a_run_that_fails_before_asking_for_a_collector_pod_waits_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = hostile_api_server(Hostile::SilentLists, dir.path());
+    let started = Instant::now();
+    let output = skoop_within(
+        &[
+            "collect",
+            "cluster",
+            "--kubeconfig",
+            kubeconfig.to_str().unwrap(),
+            "--out",
+            dir.path().join("snap").to_str().unwrap(),
+            "--all-nodes",
+        ],
+        &[],
+        Duration::from_secs(90),
+    );
+    let elapsed = started.elapsed();
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("did not answer `list nodes` within 30 s"),
+        "{stderr}"
+    );
+    assert!(elapsed < Duration::from_secs(40), "waited {elapsed:?}");
 }

@@ -87,6 +87,7 @@ impl LiveArgs {
                 image: self.collector_image.clone(),
                 start_timeout: Duration::from_secs(self.collector_timeout),
                 run: run_id(),
+                asked: Default::default(),
             }),
         }
     }

@@ -385,6 +385,7 @@ impl Connection {
         request: Request,
         call: impl Future<Output = Result<T, kube::Error>>,
     ) -> Result<T, LiveError> {
+        let started = tokio::time::Instant::now();
         match tokio::time::timeout(CALL_TIMEOUT, call).await {
             Err(_) => Err(LiveError::Timeout {
                 server: self.server.clone(),
@@ -392,11 +393,14 @@ impl Connection {
                 timeout: CALL_TIMEOUT,
             }),
             Ok(Ok(value)) => Ok(value),
-            Ok(Err(e)) => Err(self.classify(e, request)),
+            Ok(Err(e)) => Err(self.classify(e, request, started.elapsed())),
         }
     }
 
-    fn classify(&self, error: kube::Error, request: Request) -> LiveError {
+    /// What a failed call means; `waited` is how long it took, which is
+    /// what a timeout of the client's own (connecting: 5 s, reading: 30 s)
+    /// says it waited.
+    fn classify(&self, error: kube::Error, request: Request, waited: Duration) -> LiveError {
         let server = self.server.clone();
         if let kube::Error::Api(status) = &error {
             return match status.code {
@@ -435,7 +439,7 @@ impl Connection {
             LiveError::Timeout {
                 server,
                 request,
-                timeout: CONNECT_TIMEOUT,
+                timeout: Duration::from_secs(waited.as_secs_f64().round() as u64),
             }
         } else {
             LiveError::Unreachable { server, reason }
