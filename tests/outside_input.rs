@@ -581,3 +581,48 @@ fn a_run_that_fails_before_asking_for_a_collector_pod_waits_once() {
     );
     assert!(elapsed < Duration::from_secs(40), "waited {elapsed:?}");
 }
+
+// Smaller point: a pack test's `snapshot/` linked outside the pack was
+// followed; one the test names outside the pack is still read on its own.
+#[test]
+fn a_pack_tests_snapshot_linked_outside_the_pack_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let outside = dir.path().join("outside");
+    common::copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/flannel-vxlan"),
+        &outside,
+    );
+    let pack = dir.path().join("leaky");
+    let linked = pack.join("tests/linked");
+    let named = pack.join("tests/named");
+    std::fs::create_dir_all(&linked).unwrap();
+    std::fs::create_dir_all(&named).unwrap();
+    std::fs::write(
+        pack.join("pack.yaml"),
+        "name: leaky\nversion: 0.1.0\ndescription: d\nengine: \">=0.1.0\"\nkind: rules\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(&outside, linked.join("snapshot")).unwrap();
+    std::fs::write(linked.join("expect.yaml"), "findings: []\n").unwrap();
+    std::fs::write(
+        named.join("expect.yaml"),
+        "snapshot: ../../../outside\nfindings: []\n",
+    )
+    .unwrap();
+    let output = skoop_with(&["packs", "test", pack.to_str().unwrap()], &[]);
+    let all = format!("{}{}", text(&output.stdout), text(&output.stderr));
+    assert_eq!(output.status.code(), Some(1), "{all}");
+    assert!(
+        all.contains(&format!(
+            "snapshot: {}: symbolic link leading outside {} (to {}); not followed",
+            linked.join("snapshot").display(),
+            pack.display(),
+            outside.canonicalize().unwrap().display()
+        )),
+        "{all}"
+    );
+    assert!(
+        all.contains(&format!("test {} ... ok", named.display())),
+        "{all}"
+    );
+}
