@@ -18,10 +18,10 @@ use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use http_body::Frame;
-use kube::api::{Api, DynamicObject, ListParams};
+use kube::api::{DynamicObject, ListParams, ObjectList};
 use kube::client::{ClientBuilder, DynBody};
 use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::core::ApiResource;
+use kube::core::{ApiResource, Resource};
 use kube::{Client, Config};
 use serde_json::{Value, json};
 use tower::BoxError;
@@ -188,6 +188,8 @@ pub enum LiveError {
         request: Request,
         timeout: Duration,
     },
+    #[error("{request}: the API server's answer is not a list: {reason}")]
+    NotAList { request: Request, reason: String },
     #[error("{request}: {message}")]
     Api {
         request: Request,
@@ -454,7 +456,7 @@ impl Connection {
         resource: &ApiResource,
         field_selector: Option<&str>,
     ) -> Result<Vec<Value>, LiveError> {
-        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), resource);
+        let url = DynamicObject::url_path(resource, None);
         let mut items = Vec::new();
         let mut params = ListParams::default().limit(PAGE_SIZE);
         if let Some(selector) = field_selector {
@@ -462,21 +464,50 @@ impl Connection {
         }
         loop {
             let request = Request::new("list", resource.plural.clone(), None);
-            let page = self.call(request, api.list(&params)).await?;
-            for object in page.items {
-                let mut value = serde_json::to_value(object).unwrap_or(Value::Null);
-                if let Some(map) = value.as_object_mut() {
-                    map.insert("apiVersion".into(), json!(resource.api_version));
-                    map.insert("kind".into(), json!(resource.kind));
-                }
-                items.push(value);
-            }
-            match page.metadata.continue_ {
-                Some(token) if !token.is_empty() => params = params.continue_token(&token),
-                _ => return Ok(items),
+            let answer = async {
+                let list = kube::core::Request::new(&url)
+                    .list(&params)
+                    .map_err(kube::Error::BuildRequest)?;
+                self.client.request_text(list).await
+            };
+            let text = self.call(request.clone(), answer).await?;
+            let page = list_page(resource, &text)
+                .map_err(|reason| LiveError::NotAList { request, reason })?;
+            items.extend(page.items);
+            match page.next {
+                Some(token) => params = params.continue_token(&token),
+                None => return Ok(items),
             }
         }
     }
+}
+
+/// One page of a list, as [`list_page`] reads it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListPage {
+    /// The objects, each with its `apiVersion` and `kind`.
+    pub items: Vec<Value>,
+    /// The token of the next page; `None` on the last.
+    pub next: Option<String>,
+}
+
+/// One page of a list of `resource` as the API server answered it (the
+/// text of its JSON, within the cap on one response): the objects, each
+/// given the list's `apiVersion` and `kind` as `kubectl get -o json` writes
+/// them, and the continue token. `Err` says why the answer is no list.
+pub fn list_page(resource: &ApiResource, text: &str) -> Result<ListPage, String> {
+    let list: ObjectList<DynamicObject> = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    let mut items = Vec::with_capacity(list.items.len());
+    for object in list.items {
+        let mut value = serde_json::to_value(object).map_err(|e| e.to_string())?;
+        if let Some(map) = value.as_object_mut() {
+            map.insert("apiVersion".into(), json!(resource.api_version));
+            map.insert("kind".into(), json!(resource.kind));
+        }
+        items.push(value);
+    }
+    let next = list.metadata.continue_.filter(|token| !token.is_empty());
+    Ok(ListPage { items, next })
 }
 
 /// An error and its sources, as one line.
@@ -492,4 +523,76 @@ pub fn chain(error: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nodes() -> ApiResource {
+        ApiResource::erase::<k8s_openapi::api::core::v1::Node>(&())
+    }
+
+    #[test]
+    fn a_page_gives_its_objects_their_kind_and_the_next_pages_token() {
+        let page = list_page(
+            &nodes(),
+            r#"{"kind":"NodeList","apiVersion":"v1","metadata":{"continue":"abc"},
+                "items":[{"metadata":{"name":"node-1"}}]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            page.items,
+            vec![json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1"}})]
+        );
+        assert_eq!(page.next.as_deref(), Some("abc"));
+        let last = list_page(&nodes(), r#"{"metadata":{"continue":""},"items":[]}"#).unwrap();
+        assert_eq!(
+            last,
+            ListPage {
+                items: Vec::new(),
+                next: None
+            }
+        );
+    }
+
+    #[test]
+    fn an_answer_that_is_no_list_says_why() {
+        for text in [
+            "",
+            "[]",
+            r#"{"items": 3}"#,
+            r#"{"items":[{"metadata":{"name":7}}]}"#,
+        ] {
+            let reason = list_page(&nodes(), text).unwrap_err();
+            assert!(!reason.is_empty(), "{text}");
+        }
+    }
+
+    #[test]
+    fn kubeconfigs_merge_the_first_value_winning_and_relative_paths_from_their_directory() {
+        let first = "apiVersion: v1\nkind: Config\ncurrent-context: a\n\
+                     clusters: [{name: a, cluster: {server: 'https://a', certificate-authority: ca.crt}}]\n";
+        let second = "apiVersion: v1\nkind: Config\ncurrent-context: b\n\
+                      clusters: [{name: a, cluster: {server: 'https://other'}}, {name: b, cluster: {server: 'https://b'}}]\n";
+        let merged = merge_kubeconfigs(&[
+            (PathBuf::from("/home/u/.kube/one"), first.into()),
+            (PathBuf::from("/etc/two"), second.into()),
+        ])
+        .unwrap();
+        assert_eq!(merged.current_context.as_deref(), Some("a"));
+        let servers: Vec<_> = merged
+            .clusters
+            .iter()
+            .filter_map(|c| c.cluster.as_ref()?.server.clone())
+            .collect();
+        assert_eq!(servers, ["https://a", "https://b"]);
+        let ca = merged.clusters[0].cluster.as_ref().unwrap();
+        assert_eq!(
+            ca.certificate_authority.as_deref(),
+            Some("/home/u/.kube/ca.crt")
+        );
+        let bad = merge_kubeconfigs(&[(PathBuf::from("/k"), "clusters: 3".into())]).unwrap_err();
+        assert!(bad.to_string().starts_with("kubeconfig: /k: "), "{bad}");
+    }
 }
