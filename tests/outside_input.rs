@@ -626,3 +626,33 @@ fn a_pack_tests_snapshot_linked_outside_the_pack_is_refused() {
         "{all}"
     );
 }
+
+// Item 12: a signal in any phase, here while diagnosing offline (a pack's
+// scripts that take their whole time budget keep it busy), exits 130 and
+// leaves no temporary report file beside --output.
+#[test]
+fn a_signal_while_diagnosing_exits_130_and_removes_the_unfinished_report() {
+    let out = tempfile::tempdir().unwrap();
+    let report = out.path().join("report.txt");
+    let child = Command::new(env!("CARGO_BIN_EXE_skoop"))
+        .args(["diagnose", "--snapshot", "examples/flannel-vxlan"])
+        .args(["--from", "default/web-0", "--to", "default/web-3:8080"])
+        .args(["--pack-path", "tests/fixtures/packs/hostile-budget"])
+        .args(["--output", report.to_str().unwrap()])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while entries(out.path()).is_empty() {
+        assert!(Instant::now() < deadline, "no temporary report appeared");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    send(&child, libc::SIGTERM);
+    let output = finish_within(child, Duration::from_secs(5));
+    assert_eq!(output.status.code(), Some(130), "{}", text(&output.stderr));
+    assert!(text(&output.stderr).contains("terminated: stopped"));
+    assert_eq!(entries(out.path()), Vec::<String>::new(), "left behind");
+}

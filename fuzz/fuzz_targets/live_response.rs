@@ -22,7 +22,10 @@ fuzz_target!(|data: &[u8]| {
     let Ok(page) = list_page(resource, text) else {
         return;
     };
-    assert!(page.next.as_deref() != Some(""), "an empty token is no next page");
+    assert!(
+        page.next.as_deref() != Some(""),
+        "an empty token is no next page"
+    );
     for mut item in page.items {
         assert_eq!(item["kind"], resource.kind.as_str());
         redact(&mut item);
