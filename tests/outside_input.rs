@@ -656,3 +656,41 @@ fn a_signal_while_diagnosing_exits_130_and_removes_the_unfinished_report() {
     assert!(text(&output.stderr).contains("terminated: stopped"));
     assert_eq!(entries(out.path()), Vec::<String>::new(), "left behind");
 }
+
+// Item 5, further: the certificate, key or token file a kubeconfig names
+// was read whole by kube, a FIFO there hung skoop as the kubeconfig did.
+#[test]
+fn the_files_a_kubeconfig_names_are_read_bounded_too() {
+    let dir = tempfile::tempdir().unwrap();
+    mkfifo(&dir.path().join("ca.crt"));
+    let kubeconfig = dir.path().join("config");
+    for (user, named) in [
+        ("{token: t}", "ca.crt: a FIFO, not a regular file"),
+        (
+            "{tokenFile: /dev/zero}",
+            "/dev/zero: a character device, not a regular file",
+        ),
+    ] {
+        let ca = if named.starts_with("ca.crt") {
+            "certificate-authority: ca.crt"
+        } else {
+            "insecure-skip-tls-verify: true"
+        };
+        std::fs::write(
+            &kubeconfig,
+            format!(
+                "apiVersion: v1\nkind: Config\ncurrent-context: c\n\
+                 clusters: [{{name: c, cluster: {{server: 'https://127.0.0.1:9', {ca}}}}}]\n\
+                 users: [{{name: u, user: {user}}}]\n\
+                 contexts: [{{name: c, context: {{cluster: c, user: u}}}}]\n"
+            ),
+        )
+        .unwrap();
+        let mut args = LIVE_DIAGNOSIS.to_vec();
+        args.extend(["--kubeconfig", kubeconfig.to_str().unwrap()]);
+        let output = skoop_within(&args, &[], Duration::from_secs(20));
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(named), "{stderr}");
+    }
+}

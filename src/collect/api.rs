@@ -28,7 +28,7 @@ use tower::BoxError;
 use tower::util::MapResponseLayer;
 
 use super::rbac::{Request, grant};
-use crate::snapshot::input::{Limit, MIB, read_text};
+use crate::snapshot::input::{Limit, MIB, read_bytes_into, read_text};
 
 /// How long the API server has to accept a connection.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -283,9 +283,54 @@ async fn load_config(options: &ConnectOptions) -> Result<Config, LiveError> {
     }
     let sources: Vec<String> = files.iter().map(|(p, _)| p.display().to_string()).collect();
     let kubeconfig = merge_kubeconfigs(&files)?;
+    check_named_files(&kubeconfig, options.context.as_deref())?;
     Config::from_custom_kubeconfig(kubeconfig, &kube_options)
         .await
         .map_err(|e| LiveError::Config(format!("{}: {}", sources.join(":"), chain(&e))))
+}
+
+/// The most a file a kubeconfig names (a certificate, a key, a token) may
+/// hold.
+const KUBECONFIG_NAMED_FILE: Limit = Limit {
+    bytes: MIB,
+    what: "a file a kubeconfig names (a certificate, a key, a token)",
+};
+
+/// Checks the files the context in use names (its cluster's CA, its user's
+/// certificate, key and token file) as the bounded reader reads a file, a
+/// FIFO or a device refused, before kube reads them whole; one missing is
+/// left to kube to say.
+fn check_named_files(kubeconfig: &Kubeconfig, context: Option<&str>) -> Result<(), LiveError> {
+    let Some(name) = context.or(kubeconfig.current_context.as_deref()) else {
+        return Ok(());
+    };
+    let Some(context) = kubeconfig
+        .contexts
+        .iter()
+        .find(|c| c.name == name)
+        .and_then(|c| c.context.as_ref())
+    else {
+        return Ok(());
+    };
+    let cluster = kubeconfig
+        .clusters
+        .iter()
+        .filter(|c| c.name == context.cluster)
+        .filter_map(|c| c.cluster.as_ref())
+        .flat_map(|c| &c.certificate_authority);
+    let user = kubeconfig
+        .auth_infos
+        .iter()
+        .filter(|a| Some(&a.name) == context.user.as_ref())
+        .filter_map(|a| a.auth_info.as_ref())
+        .flat_map(|a| [&a.client_certificate, &a.client_key, &a.token_file])
+        .flatten();
+    for file in cluster.chain(user) {
+        if let Err(refused) = read_bytes_into(Path::new(file), KUBECONFIG_NAMED_FILE, Vec::new()) {
+            return Err(LiveError::Config(refused.to_string()));
+        }
+    }
+    Ok(())
 }
 
 /// The kubeconfig files kubectl would read, each read through the bounded
