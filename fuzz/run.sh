@@ -13,7 +13,7 @@ cd "$(dirname "$0")"
 seconds=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(netns_dumps cluster_objects packs cluster_cache)
+[ ${#targets[@]} -gt 0 ] || targets=(netns_dumps cluster_objects packs cluster_cache live_response kubeconfig)
 root=..
 export RUSTC_BOOTSTRAP=1
 
@@ -37,6 +37,21 @@ seed() {
             while read -r file; do
                 cp "$file" "$dir/$(echo "${file#"$root"/}" | tr '/' '_')"
             done ;;
+    live_response)
+        # The collector's own Lists, each behind the byte that picks its
+        # kind (the order of rbac::contract_kinds).
+        local kinds=(nodes namespaces pods services endpointslices daemonsets networkpolicies) i
+        for i in "${!kinds[@]}"; do
+            find "$root"/examples/*/cluster -type f -name "${kinds[$i]}.*json" -size -256k |
+                while read -r file; do
+                    { printf "\\$(printf %o "$i")"; cat "$file"; } \
+                        >"$dir/$(echo "${file#"$root"/}" | tr '/' '_')"
+                done
+        done ;;
+    kubeconfig)
+        # Its seeds are fuzz/seeds/kubeconfig/: a kubeconfig of each kind
+        # of credential, and a list of two (split at a NUL byte).
+        : ;;
     cluster_cache)
         # Edits of a cache the target writes itself (its doc comment): a
         # cut at its end and no XOR, and a few bytes changed past the magic.

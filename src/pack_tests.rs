@@ -102,6 +102,28 @@ impl std::fmt::Display for Disposition {
     }
 }
 
+/// Whether `path`, as it is written (its `..` taken away, no link
+/// followed), is inside `dir`.
+fn named_inside(path: &Path, dir: &Path) -> bool {
+    fn lexical(path: &Path) -> PathBuf {
+        let mut plain = PathBuf::new();
+        for component in std::path::absolute(path)
+            .unwrap_or_else(|_| path.to_path_buf())
+            .components()
+        {
+            match component {
+                std::path::Component::ParentDir => {
+                    plain.pop();
+                }
+                std::path::Component::CurDir => {}
+                other => plain.push(other),
+            }
+        }
+        plain
+    }
+    lexical(path).starts_with(lexical(dir))
+}
+
 /// Runs every case of one pack, its snapshots' objects taken from where
 /// `from` says. `Err` with every problem when the pack's tests cannot be
 /// run at all (no tests, a broken expect.yaml).
@@ -515,20 +537,23 @@ fn run_case(
     let (with_builtins, _) = LoadedPacks::load(sources, &expectation.overrides);
     failures.extend(problems.iter().map(ToString::to_string));
     // A test's snapshot may share files with others inside its pack; one
-    // named outside the pack is read as any snapshot is, on its own.
-    let inside_pack = expectation
-        .snapshot
-        .canonicalize()
-        .ok()
-        .zip(source.dir.canonicalize().ok())
-        .is_some_and(|(snapshot, pack)| snapshot.starts_with(pack));
+    // named outside the pack is read as any snapshot is, on its own. One
+    // named inside it (`snapshot/`, by default) stays inside it: a link
+    // leading out is not followed.
+    let inside_pack = named_inside(&expectation.snapshot, &source.dir);
     let boundary = Boundary::new(if inside_pack {
         &source.dir
     } else {
         &expectation.snapshot
     });
-    match Snapshot::load_with(&expectation.snapshot, &boundary, from) {
-        Err(error) => failures.push(error.to_string()),
+    let loaded_snapshot = match boundary.check(&expectation.snapshot) {
+        Ok(()) => {
+            Snapshot::load_with(&expectation.snapshot, &boundary, from).map_err(|e| e.to_string())
+        }
+        Err(problem) => Err(format!("snapshot: {problem}")),
+    };
+    match loaded_snapshot {
+        Err(error) => failures.push(error),
         Ok((snapshot, problems)) => {
             failures.extend(problems.iter().map(|p| format!("snapshot: {p}")));
             let snapshot = Arc::new(snapshot);

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
 use skoop::collect::live::Wanted;
-use skoop::collect::{CollectReport, collect_local};
+use skoop::collect::{CollectError, CollectReport, collect_local};
 use skoop::engine::{Endpoint, Protocol, Request};
 use skoop::snapshot::cluster::cache;
 use skoop::snapshot::input::Boundary;
@@ -13,6 +13,7 @@ use skoop::snapshot::netns::DumpFile;
 
 use super::EXIT_USAGE;
 use super::args::{LoadArgs, protocol_parser};
+use super::interrupt::{EXIT_INTERRUPTED, signalled};
 use super::live::{LiveArgs, Stopped, Summary, collect_flow, print_outcomes, runtime};
 
 #[derive(Debug, Subcommand)]
@@ -162,7 +163,7 @@ fn cluster(args: Box<ClusterArgs>) -> ExitCode {
         Err(code) => return code,
     };
     if args.nodes.is_empty() && !args.all_nodes && !args.for_flow {
-        eprintln!(
+        err!(
             "error: say what to collect: --nodes A,B, --all-nodes or --for-flow --from SRC --to DST"
         );
         return ExitCode::from(EXIT_USAGE);
@@ -259,7 +260,7 @@ fn rbac(args: RbacArgs) -> ExitCode {
 }
 
 fn local(args: LocalArgs) -> ExitCode {
-    match collect_local(args.netns.as_deref(), &args.out) {
+    match collect_local(args.netns.as_deref(), &args.out, signalled()) {
         Ok(report) => {
             print_report(&report);
             if report.has_failures() {
@@ -268,8 +269,12 @@ fn local(args: LocalArgs) -> ExitCode {
                 ExitCode::SUCCESS
             }
         }
+        Err(e @ CollectError::Stopped(_)) => {
+            err!("{e}");
+            ExitCode::from(EXIT_INTERRUPTED)
+        }
         Err(e) => {
-            eprintln!("error: {e}");
+            err!("error: {e}");
             ExitCode::from(EXIT_USAGE)
         }
     }
@@ -279,15 +284,19 @@ fn local(args: LocalArgs) -> ExitCode {
 const STDERR_LINES: usize = 3;
 
 fn print_report(report: &CollectReport) {
+    // What a tool printed is the tool's, not skoop's: each of its lines goes
+    // through `err!`, escaped as every line skoop prints is.
     for written in &report.written {
         if let Some(note) = &written.note {
-            eprintln!("note: {}: {note}", written.file);
+            err!("note: {}: {note}", written.file);
         }
         if !written.stderr.is_empty() {
-            eprintln!(
-                "warning: {} may be incomplete; its command said: {}",
-                written.file,
-                excerpt(&written.stderr)
+            said(
+                &format!(
+                    "warning: {} may be incomplete; its command said:",
+                    written.file
+                ),
+                &written.stderr,
             );
         }
     }
@@ -297,10 +306,12 @@ fn print_report(report: &CollectReport) {
         } else {
             "warning"
         };
-        let reason = excerpt(&skipped.reason.to_string());
-        eprintln!("{kind}: {} not collected: {reason}", skipped.file);
+        said(
+            &format!("{kind}: {} not collected:", skipped.file),
+            &skipped.reason.to_string(),
+        );
         if skipped.removed_stale {
-            eprintln!(
+            err!(
                 "{kind}: removed {} left by an earlier collection",
                 report.out.join(skipped.file).display()
             );
@@ -319,16 +330,16 @@ fn print_report(report: &CollectReport) {
     }
 }
 
-/// The first lines of a multi-line message, saying how many were left out.
-fn excerpt(text: &str) -> String {
-    let mut excerpt = text
-        .lines()
-        .take(STDERR_LINES)
-        .collect::<Vec<_>>()
-        .join("\n  ");
-    let more = text.lines().count().saturating_sub(STDERR_LINES);
-    if more > 0 {
-        excerpt.push_str(&format!("\n  ({more} more lines)"));
+/// `head` and the first lines of a multi-line message after it, a line of
+/// its own each, saying how many were left out.
+fn said(head: &str, text: &str) {
+    let mut lines = text.lines();
+    err!("{head} {}", lines.next().unwrap_or_default());
+    for line in lines.by_ref().take(STDERR_LINES - 1) {
+        err!("  {line}");
     }
-    excerpt
+    let more = lines.count();
+    if more > 0 {
+        err!("  ({more} more lines)");
+    }
 }

@@ -19,6 +19,7 @@ use skoop::snapshot::input::Boundary;
 use tempfile::TempDir;
 
 use super::args::{CacheArgs, CniChoice, LoadArgs, parse_endpoint, parse_port, protocol_parser};
+use super::interrupt::Temporary;
 use super::live::{LiveArgs, Stopped, Summary, collect_flow, print_outcomes};
 use super::{
     EXIT_USAGE, ReportFile, json_text, report_problems, terminal_lines, verdict_status, write_raw,
@@ -401,7 +402,7 @@ fn collect_live(
     save: Option<&Path>,
     packs: &LoadedPacks,
     request: &Request,
-) -> Result<(PathBuf, Option<TempDir>), Stopped> {
+) -> Result<(PathBuf, Option<(TempDir, Temporary)>), Stopped> {
     let (dir, temporary) = match save {
         Some(dir) => (dir.to_path_buf(), None),
         None => {
@@ -411,7 +412,11 @@ fn collect_live(
                 .map_err(|e| {
                     Stopped::Error(format!("cannot create a temporary snapshot directory: {e}"))
                 })?;
-            (temporary.path().to_path_buf(), Some(temporary))
+            let registered = Temporary::new(temporary.path());
+            (
+                temporary.path().to_path_buf(),
+                Some((temporary, registered)),
+            )
         }
     };
     live.run(packs, &dir, async |collection| {

@@ -7,12 +7,17 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Args;
-use skoop::collect::api::{ConnectOptions, Connection, LiveError, connect};
+use skoop::collect::api::{
+    ConnectOptions, Connection, DEFAULT_RESPONSE_MIB, DEFAULT_RUN_MIB, LiveError, ResponseCaps,
+    connect,
+};
 use skoop::collect::collector::{CollectorOptions, DEFAULT_IMAGE};
 use skoop::collect::live::{LiveCollection, NodeAccess, Outcome, cleanup_run};
 use skoop::collect::rbac::DEFAULT_COLLECTOR_NAMESPACE;
+use skoop::snapshot::input::MIB;
 
 use super::EXIT_USAGE;
+use super::interrupt::{EXIT_INTERRUPTED, signalled};
 
 /// How skoop reaches the cluster: the API server as kubectl does, the nodes
 /// through collector pods or a command of yours.
@@ -28,8 +33,10 @@ pub struct LiveArgs {
     /// Reach each node by running this command template on this machine in
     /// front of every dump command, instead of a collector pod: `{node}` is
     /// the node's name, `{address}` its InternalIP (e.g. 'ssh {address}
-    /// sudo'). The tools (iproute2, iptables, ipset, ss, sysctl, nsenter)
-    /// must be installed on the nodes.
+    /// sudo'), also in $SKOOP_NODE and $SKOOP_NODE_ADDRESS; both are checked
+    /// (a Kubernetes node name, an IP address) before they are used. The
+    /// tools (iproute2, iptables, ipset, ss, sysctl, nsenter) must be
+    /// installed on the nodes.
     #[arg(long, value_name = "TEMPLATE", help_heading = "Live cluster")]
     pub node_exec: Option<String>,
     /// The image of the collector pods (needs iproute2, iptables, ipset,
@@ -49,6 +56,14 @@ pub struct LiveArgs {
         help_heading = "Live cluster"
     )]
     pub collector_timeout: u64,
+    /// The most one answer of the API server may hold, in MiB (a page of a
+    /// list, a discovery document); past it the run stops, saying so.
+    #[arg(long, value_name = "MIB", default_value_t = DEFAULT_RESPONSE_MIB, value_parser = clap::value_parser!(u64).range(1..=1 << 20), help_heading = "Live cluster")]
+    pub max_api_response: u64,
+    /// The most all of one run's answers of the API server may hold
+    /// together, in MiB.
+    #[arg(long, value_name = "MIB", default_value_t = DEFAULT_RUN_MIB, value_parser = clap::value_parser!(u64).range(1..=1 << 30), help_heading = "Live cluster")]
+    pub max_api_total: u64,
 }
 
 impl LiveArgs {
@@ -57,6 +72,10 @@ impl LiveArgs {
         ConnectOptions {
             kubeconfig: self.kubeconfig.clone(),
             context: self.context.clone(),
+            caps: ResponseCaps {
+                response: self.max_api_response * MIB,
+                run: self.max_api_total * MIB,
+            },
         }
     }
 
@@ -68,6 +87,7 @@ impl LiveArgs {
                 image: self.collector_image.clone(),
                 start_timeout: Duration::from_secs(self.collector_timeout),
                 run: run_id(),
+                asked: Default::default(),
             }),
         }
     }
@@ -84,13 +104,16 @@ impl LiveArgs {
     ) -> Result<T, Stopped> {
         let access = self.access();
         runtime()?.block_on(async {
+            // While connecting (reading the kubeconfig, maybe running its
+            // exec plugin, which kube runs blocking) no collector pod
+            // exists: a signal ends the process at once, temporaries
+            // removed (`interrupt`). From here on the run hears it itself.
             let connection = connect(&self.connect_options())
                 .await
                 .map_err(Stopped::from)?;
-            let interrupted = interrupted();
             let result = tokio::select! {
                 result = collect(&connection, &access, packs, dir, work) => result,
-                signal = interrupted => {
+                signal = signalled() => {
                     err!("{signal}: stopping, removing collector pods");
                     Err(Stopped::Interrupted)
                 }
@@ -134,24 +157,6 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, Stopped> {
         .map_err(|e| Stopped::Error(format!("cannot start the async runtime: {e}")))
 }
 
-/// Resolves on SIGINT or SIGTERM with the signal's name.
-async fn interrupted() -> &'static str {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut term = signal(SignalKind::terminate()).ok();
-    let terminate = async {
-        match term.as_mut() {
-            Some(term) => {
-                term.recv().await;
-            }
-            None => std::future::pending().await,
-        }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => "interrupted",
-        () = terminate => "terminated",
-    }
-}
-
 /// Collects what `request` needs; a request that does not resolve
 /// against the cluster (no such pod) stops the run.
 pub async fn collect_flow(
@@ -192,9 +197,6 @@ impl Stopped {
         }
     }
 }
-
-/// Exit status after Ctrl-C or SIGTERM, as a shell reports SIGINT.
-pub const EXIT_INTERRUPTED: u8 = 130;
 
 /// How much [`print_outcomes`] says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -2,11 +2,13 @@
 //! library, writes what the library returns, and picks the exit status.
 //! The library (`skoop::report`) turns results into JSON, text lines and
 //! pictures; only this layer writes to the terminal (every line escaped by
-//! [`terminal_safe`]), chooses where a report goes and in which format, and
+//! `report::markup::visible`), chooses where a report goes and in which format, and
 //! knows exit codes.
 
 /// `out!` for command output: one line of text, with its control characters
-/// escaped (see [`terminal_safe`]). When stdout is closed early
+/// escaped (`report::markup::visible`: what skoop prints comes from
+/// snapshots, packs and tools anyone may have written, and must neither drive
+/// the terminal nor start a line of its own). When stdout is closed early
 /// (`skoop ... | head`) the process ends quietly with status 141, as a
 /// SIGPIPE would end it, instead of panicking.
 macro_rules! out {
@@ -22,7 +24,7 @@ macro_rules! out {
 /// `out!` escapes.
 macro_rules! err {
     ($($arg:tt)*) => {
-        eprintln!("{}", $crate::cli::terminal_safe(&format!($($arg)*)))
+        eprintln!("{}", skoop::report::markup::visible(&format!($($arg)*)))
     };
 }
 
@@ -31,6 +33,7 @@ mod collect;
 mod diagnose;
 mod diff;
 mod flows;
+mod interrupt;
 mod live;
 mod matrix;
 mod namespace;
@@ -47,6 +50,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use skoop::engine::Verdict;
+use skoop::report::markup::visible;
 use skoop::snapshot::Problem;
 use tempfile::NamedTempFile;
 
@@ -122,6 +126,8 @@ fn verdict_status(verdict: Verdict) -> u8 {
 }
 
 pub fn run() -> ExitCode {
+    // First, before any thread is started: every thread inherits the mask.
+    interrupt::install();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -150,39 +156,14 @@ pub fn run() -> ExitCode {
 /// Writes one line to stdout; see [`out!`].
 fn write_stdout(args: std::fmt::Arguments) {
     let line = args.to_string();
-    write_raw(&format!("{}\n", terminal_safe(&line)));
-}
-
-/// Text as a terminal may show it: what skoop prints comes from snapshots
-/// and packs that anyone may have written, and must not be able to drive the
-/// terminal (escape sequences recolour, move the cursor, retitle the window)
-/// or start a line of its own (a pod directory named `x\nnode-1 ok` would
-/// spoof a line of `snapshot check`). Control characters (C0 but tab, DEL,
-/// C1) and the bidirectional overrides that reorder a line are written as
-/// Rust escapes (`\n`, `\u{1b}`, `\u{202e}`); everything else is kept.
-/// One `out!` or `err!` is therefore exactly one line.
-pub(crate) fn terminal_safe(text: &str) -> std::borrow::Cow<'_, str> {
-    // The characters the pictures escape too, but tab.
-    let unsafe_char = |c: char| c != '\t' && skoop::report::markup::hidden(c);
-    if !text.chars().any(unsafe_char) {
-        return std::borrow::Cow::Borrowed(text);
-    }
-    let mut safe = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        if unsafe_char(c) {
-            safe.extend(c.escape_default());
-        } else {
-            safe.push(c);
-        }
-    }
-    std::borrow::Cow::Owned(safe)
+    write_raw(&format!("{}\n", visible(&line)));
 }
 
 /// Lines as a text report: each escaped for a terminal, as `out!` escapes.
 fn terminal_lines(lines: &[String]) -> String {
     let mut text = String::new();
     for line in lines {
-        text.push_str(&terminal_safe(line));
+        text.push_str(&visible(line));
         text.push('\n');
     }
     text
@@ -238,6 +219,8 @@ fn report_problems(problems: &[Problem]) {
 struct ReportFile {
     path: PathBuf,
     file: NamedTempFile,
+    /// Removed by a signal that ends the run before the report is whole.
+    _temporary: interrupt::Temporary,
 }
 
 impl ReportFile {
@@ -255,6 +238,7 @@ impl ReportFile {
             .map_err(|e| format!("--output: cannot write {}: {e}", path.display()))?;
         Ok(ReportFile {
             path: path.to_path_buf(),
+            _temporary: interrupt::Temporary::new(file.path()),
             file,
         })
     }

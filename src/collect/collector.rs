@@ -7,6 +7,8 @@
 //! delete, and `skoop collect cleanup` removes leftovers by label.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Event, Namespace, Pod};
@@ -41,6 +43,10 @@ pub struct CollectorOptions {
     pub start_timeout: Duration,
     /// This run's id: the value of [`RUN_LABEL`].
     pub run: String,
+    /// Whether this run has asked for a collector pod yet (shared by the
+    /// options' clones): a run that has not has none to delete, and does not
+    /// wait on a server that failed it to say so.
+    pub asked: Arc<AtomicBool>,
 }
 
 /// A Running collector pod on one node.
@@ -135,6 +141,7 @@ impl CollectorPod {
         let manifest: Pod =
             serde_json::from_value(pod_manifest(node, options)).expect("a valid Pod");
         let create = Request::new("create", "pods", Some(&options.namespace));
+        options.asked.store(true, Ordering::Relaxed);
         let created = connection
             .call(create, api.create(&PostParams::default(), &manifest))
             .await?;
@@ -382,6 +389,7 @@ mod tests {
     #[test]
     fn collector_pod_manifest_is_as_documented() {
         let options = CollectorOptions {
+            asked: Arc::default(),
             namespace: "skoop".into(),
             image: "example.org/tools:1".into(),
             start_timeout: Duration::from_secs(60),

@@ -53,12 +53,27 @@ pub enum RunError {
     TimedOut(Duration),
     #[error("printed more than {} MiB; stopped", .0 >> 20)]
     OutputTooLarge(usize),
+    #[error(
+        "exited, but a process it started outside its process group kept its output open past {} s",
+        PIPES_AFTER_EXIT.as_secs()
+    )]
+    PipesHeldOpen,
     #[error("pods/exec failed: {0}")]
     Exec(String),
 }
 
+/// How long the output of a command that has exited may still take to
+/// reach its end: its process group is killed at its exit, so only a
+/// process that left the group (`setsid`) can hold the pipes open longer.
+const PIPES_AFTER_EXIT: Duration = Duration::from_secs(2);
+
 /// Runs `command` (for `tool`, as errors name it) on this machine, in the C
 /// locale, `stdin` fed to it, within `timeout`, its output bounded.
+///
+/// The command runs in a process group of its own, which is killed when it
+/// exits, when it times out and when the run is dropped (Ctrl-C): a tool
+/// that leaves a background child neither keeps collection waiting on its
+/// pipes nor outlives it.
 pub(super) async fn run_process(
     mut command: Command,
     tool: &str,
@@ -74,10 +89,12 @@ pub(super) async fn run_process(
         })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
+        .process_group(0)
         .kill_on_drop(true);
     let mut child = command
         .spawn()
         .map_err(|e| RunError::CouldNotStart(format!("{tool}: {e}")))?;
+    let mut group = ProcessGroup(child.id());
     let mut input = child.stdin.take();
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();
@@ -90,15 +107,31 @@ pub(super) async fn run_process(
             }
             drop(input.take());
         };
-        let (_, out, err) = tokio::join!(
-            feed,
-            read_bounded(stdout, MAX_STDOUT),
-            read_bounded(stderr, MAX_STDERR)
-        );
-        let status = child
-            .wait()
-            .await
-            .map_err(|e| RunError::CouldNotStart(e.to_string()))?;
+        let reading = async {
+            let (_, out, err) = tokio::join!(
+                feed,
+                read_bounded(stdout, MAX_STDOUT),
+                read_bounded(stderr, MAX_STDERR)
+            );
+            (out, err)
+        };
+        tokio::pin!(reading);
+        let mut read = None;
+        let status = loop {
+            tokio::select! {
+                status = child.wait() => break status,
+                done = &mut reading, if read.is_none() => read = Some(done),
+            }
+        };
+        let status = status.map_err(|e| RunError::CouldNotStart(e.to_string()))?;
+        // Its background children go with it, and the pipes they held close.
+        group.kill();
+        let (out, err) = match read {
+            Some(done) => done,
+            None => tokio::time::timeout(PIPES_AFTER_EXIT, reading)
+                .await
+                .map_err(|_| RunError::PipesHeldOpen)?,
+        };
         let stdout = out.ok_or(RunError::OutputTooLarge(MAX_STDOUT))?;
         Ok(CommandOutput {
             code: status.code(),
@@ -107,10 +140,34 @@ pub(super) async fn run_process(
             stderr: err.unwrap_or_default(),
         })
     };
-    // Dropping the future on timeout drops the child, which kills it.
+    // On timeout the future is dropped: the group is killed, then the child.
     tokio::time::timeout(timeout, work)
         .await
         .map_err(|_| RunError::TimedOut(timeout))?
+}
+
+/// A command's process group (its id is the command's process id), killed
+/// on drop: whatever the command started goes with it.
+struct ProcessGroup(Option<u32>);
+
+impl ProcessGroup {
+    /// Kills the group, once.
+    fn kill(&mut self) {
+        if let Some(id) = self.0.take().and_then(|id| libc::pid_t::try_from(id).ok()) {
+            // SAFETY: kill(2) with a negative id signals that process group
+            // only. A group whose processes have all ended is ESRCH, which
+            // is fine; its id is not given to another group while any of
+            // its processes lives, so only in the instant between reaping a
+            // command that left nothing behind and this call could it be.
+            unsafe { libc::kill(-id, libc::SIGKILL) };
+        }
+    }
+}
+
+impl Drop for ProcessGroup {
+    fn drop(&mut self) {
+        self.kill();
+    }
 }
 
 /// Reads `reader` to its end; `None` when it holds more than `limit`
@@ -167,6 +224,45 @@ pub(super) mod tests {
             .build()
             .unwrap()
             .block_on(future)
+    }
+
+    // Issue 36 item 12: a tool that started a background child kept
+    // `collect local` waiting 60 s on its pipes, and the child ran on.
+    #[test]
+    fn a_tool_that_leaves_a_child_behind_is_reaped_at_once_and_its_child_killed() {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("pid");
+        let mut command = Command::new("sh");
+        command
+            .arg("-c")
+            .arg("sleep 30 & echo $! > \"$0\"; echo done")
+            .arg(&pid_file);
+        let started = std::time::Instant::now();
+        let output = block_on(run_process(command, "sh", None, Duration::from_secs(20))).unwrap();
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
+        assert_eq!(output.stdout, b"done\n");
+        let child = std::fs::read_to_string(&pid_file).unwrap();
+        let proc_dir = Path::new("/proc").join(child.trim());
+        let gone = |dir: &Path| {
+            std::fs::read_to_string(dir.join("stat")).map_or(true, |stat| {
+                stat.rsplit(')')
+                    .next()
+                    .is_some_and(|s| s.trim_start().starts_with('Z'))
+            })
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while !gone(&proc_dir) && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(
+            gone(&proc_dir),
+            "the background child {} still runs",
+            child.trim()
+        );
     }
 
     #[test]

@@ -152,6 +152,10 @@ pub enum CollectError {
         node: String,
         reason: String,
     },
+    #[error("{0}: stopped")]
+    Stopped(&'static str),
+    #[error(transparent)]
+    BadName(#[from] crate::snapshot::name::BadName),
     #[error("{}: cannot create the output directory: {source}", dir.display())]
     CreateOutDir { dir: PathBuf, source: io::Error },
     #[error("{}: cannot write in the output directory: {source}", path.display())]
@@ -373,6 +377,36 @@ pub(super) fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
     tmp.write_all(bytes)?;
     tmp.as_file().sync_all()?;
     tmp.persist(path).map(drop).map_err(|e| e.error)
+}
+
+/// Creates `root/relative` a directory at a time, each one a real
+/// directory: a symbolic link (or a file) planted on the way in a snapshot
+/// being written is refused, never followed, so that what is written lands
+/// under `root`. `root` itself is the user's, links and all.
+pub(super) fn create_dirs_under(root: &Path, relative: &Path) -> io::Result<PathBuf> {
+    let mut dir = root.to_path_buf();
+    fs::create_dir_all(&dir)?;
+    for component in relative.components() {
+        let std::path::Component::Normal(name) = component else {
+            return Err(io::Error::other(format!(
+                "{}: not a plain path inside the snapshot",
+                relative.display()
+            )));
+        };
+        dir.push(name);
+        if let Err(e) = fs::create_dir(&dir)
+            && e.kind() != io::ErrorKind::AlreadyExists
+        {
+            return Err(e);
+        }
+        if !fs::symlink_metadata(&dir)?.is_dir() {
+            return Err(io::Error::other(format!(
+                "{} is not a directory (a symbolic link or a file); not followed",
+                dir.display()
+            )));
+        }
+    }
+    Ok(dir)
 }
 
 /// Removes a dump file left by an earlier collection; true when there was one.

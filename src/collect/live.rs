@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use futures::stream::{self, StreamExt};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -249,7 +250,7 @@ impl LiveCollection {
         match &self.access {
             NodeAccess::Template(template) => {
                 let address = self.nodes.get(node).cloned().flatten();
-                Ok(NodeShell::template(template, node, address.as_deref()))
+                NodeShell::template(template, node, address.as_deref()).map_err(|e| e.to_string())
             }
             NodeAccess::CollectorPods(options) => {
                 CollectorPod::start(&self.connection, node, options)
@@ -291,17 +292,18 @@ impl LiveCollection {
 }
 
 /// Deletes the collector pods of the run `access` describes (none for
-/// `--node-exec`): after success, failure, timeout or Ctrl-C alike.
+/// `--node-exec`, nor before the run asked for one): after success,
+/// failure, timeout or Ctrl-C alike.
 pub async fn cleanup_run(
     connection: &Connection,
     access: &NodeAccess,
 ) -> Result<Vec<String>, LiveError> {
     match access {
-        NodeAccess::CollectorPods(options) => {
+        NodeAccess::CollectorPods(options) if options.asked.load(Ordering::Relaxed) => {
             let labels = BTreeMap::from([(RUN_LABEL, options.run.as_str())]);
             delete_labelled(connection, Some(&options.namespace), &labels).await
         }
-        NodeAccess::Template(_) => Ok(Vec::new()),
+        NodeAccess::CollectorPods(_) | NodeAccess::Template(_) => Ok(Vec::new()),
     }
 }
 

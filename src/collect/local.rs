@@ -17,9 +17,14 @@ const NETNS_RUN_DIR: &str = "/run/netns";
 /// creating it if missing.
 ///
 /// `Err` only when nothing can be collected (unknown namespace, `out` not
-/// writable); a tool that is missing or fails skips its own file, as the
-/// report says.
-pub fn collect_local(netns: Option<&str>, out: &Path) -> Result<CollectReport, CollectError> {
+/// writable), or when `stop` resolved first (Ctrl-C: its words say why), the
+/// tool running then killed with its process group; a tool that is missing
+/// or fails skips its own file, as the report says.
+pub fn collect_local(
+    netns: Option<&str>,
+    out: &Path,
+    stop: impl Future<Output = &'static str>,
+) -> Result<CollectReport, CollectError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -27,7 +32,7 @@ pub fn collect_local(netns: Option<&str>, out: &Path) -> Result<CollectReport, C
             dir: out.to_path_buf(),
             source,
         })?;
-    runtime.block_on(async {
+    let collect = async {
         let (enter, namespace) = match netns {
             Some(name) => (
                 enter_netns(name).await?,
@@ -36,6 +41,12 @@ pub fn collect_local(netns: Option<&str>, out: &Path) -> Result<CollectReport, C
             None => (Vec::new(), "the current network namespace".to_string()),
         };
         collect_namespace(&NodeShell::Local, &enter, namespace, out).await
+    };
+    runtime.block_on(async {
+        tokio::select! {
+            collected = collect => collected,
+            why = stop => Err(CollectError::Stopped(why)),
+        }
     })
 }
 
@@ -89,7 +100,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("out");
         for name in ["skoop-no-such-netns", "", "..", "../etc"] {
-            let err = collect_local(Some(name), &out).unwrap_err();
+            let err = collect_local(Some(name), &out, std::future::pending()).unwrap_err();
             assert!(
                 matches!(err, CollectError::NoSuchNetns { .. }),
                 "{name:?}: {err}"
@@ -103,7 +114,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("a-file");
         fs::write(&file, "").unwrap();
-        let err = collect_local(None, &file.join("out")).unwrap_err();
+        let err = collect_local(None, &file.join("out"), std::future::pending()).unwrap_err();
         assert!(matches!(err, CollectError::CreateOutDir { .. }), "{err}");
         assert!(err.to_string().contains("a-file/out"), "{err}");
     }
@@ -112,7 +123,7 @@ mod tests {
     fn current_namespace_accounts_for_every_dump_file_once() {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("new/dir");
-        let report = collect_local(None, &out).unwrap();
+        let report = collect_local(None, &out, std::future::pending()).unwrap();
         let mut accounted: Vec<&str> = report
             .written
             .iter()
@@ -143,7 +154,7 @@ mod tests {
     #[test]
     fn ipvsadm_runs_only_where_ip_vs_is_loaded() {
         let dir = tempfile::tempdir().unwrap();
-        let report = collect_local(None, dir.path()).unwrap();
+        let report = collect_local(None, dir.path(), std::future::pending()).unwrap();
         let ipvs_skipped = report
             .skipped
             .iter()

@@ -4,8 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use super::dump::{CollectError, CollectReport, collect_namespace};
+use super::dump::{CollectError, CollectReport, collect_namespace, create_dirs_under};
 use super::shell::{COMMAND_TIMEOUT, NodeShell};
+use crate::snapshot::NetnsId;
 
 /// A pod whose network namespace is to be collected, as the API tells it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,17 +62,12 @@ set -- $found
 exit 3
 "#;
 
-/// Where a namespace's files go in a snapshot.
-pub fn host_dir(root: &Path, node: &str) -> PathBuf {
-    root.join("nodes").join(node).join("host")
-}
-
-pub fn pod_dir(root: &Path, node: &str, namespace: &str, name: &str) -> PathBuf {
-    root.join("nodes")
-        .join(node)
-        .join("pods")
-        .join(namespace)
-        .join(name)
+/// Where a namespace's files go in the snapshot at `root`, created: a path
+/// built only from names checked as Kubernetes names
+/// ([`NetnsId::path_in`]), through real directories only.
+fn namespace_dir(root: &Path, id: &NetnsId) -> Result<PathBuf, CollectError> {
+    let dir = id.path_in(root)?;
+    create_dirs_under(root, &id.dir()).map_err(|source| CollectError::CreateOutDir { dir, source })
 }
 
 /// Collects `node`'s root namespace into the snapshot at `root`.
@@ -80,7 +76,11 @@ pub async fn collect_host(
     root: &Path,
     node: &str,
 ) -> Result<CollectReport, CollectError> {
-    collect_namespace(shell, &[], format!("node {node}"), &host_dir(root, node)).await
+    let id = NetnsId::Host {
+        node: node.to_string(),
+    };
+    let out = namespace_dir(root, &id)?;
+    collect_namespace(shell, &[], format!("node {node}"), &out).await
 }
 
 /// Finds `pod`'s namespace on its node and collects it into the snapshot.
@@ -89,9 +89,16 @@ pub async fn collect_pod(
     root: &Path,
     pod: &PodOnNode,
 ) -> Result<CollectReport, CollectError> {
+    let id = NetnsId::Pod {
+        node: pod.node.clone(),
+        namespace: pod.namespace.clone(),
+        name: pod.name.clone(),
+    };
+    // Checked before anything runs on the node.
+    id.path_in(root)?;
     let path = find_pod_netns(shell, pod).await?;
     let enter = vec!["nsenter".to_string(), format!("--net={path}")];
-    let out = pod_dir(root, &pod.node, &pod.namespace, &pod.name);
+    let out = namespace_dir(root, &id)?;
     let namespace = format!(
         "pod {}/{} on node {} ({path})",
         pod.namespace, pod.name, pod.node
@@ -136,13 +143,62 @@ mod tests {
     use super::*;
 
     #[test]
-    fn snapshot_layout_of_collected_namespaces() {
-        let root = Path::new("/s");
-        assert_eq!(host_dir(root, "n1"), Path::new("/s/nodes/n1/host"));
+    fn namespaces_are_collected_where_the_layout_puts_them() {
+        let root = tempfile::tempdir().unwrap();
+        let host = NetnsId::Host { node: "n1".into() };
         assert_eq!(
-            pod_dir(root, "n1", "default", "web-0"),
-            Path::new("/s/nodes/n1/pods/default/web-0")
+            namespace_dir(root.path(), &host).unwrap(),
+            root.path().join("nodes/n1/host")
         );
+        let pod = NetnsId::Pod {
+            node: "n1".into(),
+            namespace: "default".into(),
+            name: "web-0".into(),
+        };
+        assert_eq!(
+            namespace_dir(root.path(), &pod).unwrap(),
+            root.path().join("nodes/n1/pods/default/web-0")
+        );
+        assert!(root.path().join("nodes/n1/pods/default/web-0").is_dir());
+    }
+
+    // Issue 36 item 3: a node named `../../../escaped-node` by the API
+    // server was written three levels above the snapshot.
+    #[test]
+    fn a_name_that_is_no_kubernetes_name_is_refused_before_a_directory_is_made() {
+        let parent = tempfile::tempdir().unwrap();
+        let root = parent.path().join("a/b/snap");
+        let escaping = NetnsId::Host {
+            node: "../../../escaped-node".into(),
+        };
+        let err = namespace_dir(&root, &escaping).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("\"../../../escaped-node\" is not a Kubernetes node name"),
+            "{err}"
+        );
+        let nested = NetnsId::Pod {
+            node: "n1".into(),
+            namespace: "default".into(),
+            name: "a/b".into(),
+        };
+        assert!(matches!(
+            namespace_dir(&root, &nested),
+            Err(CollectError::BadName(_))
+        ));
+        assert!(!parent.path().join("escaped-node").exists());
+        assert!(!parent.path().join("a").exists(), "nothing was created");
+    }
+
+    #[test]
+    fn a_link_planted_in_the_snapshot_is_refused_not_followed() {
+        let root = tempfile::tempdir().unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        std::fs::create_dir(root.path().join("nodes")).unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), root.path().join("nodes/n1")).unwrap();
+        let err = namespace_dir(root.path(), &NetnsId::Host { node: "n1".into() }).unwrap_err();
+        assert!(err.to_string().contains("not followed"), "{err}");
+        assert!(!elsewhere.path().join("host").exists());
     }
 
     #[test]

@@ -9,9 +9,10 @@ use kube::core::ApiResource;
 use serde_json::Value;
 
 use super::api::{Connection, LiveError};
-use super::dump::write_atomically;
+use super::dump::{create_dirs_under, write_atomically};
 use super::rbac::{Request, contract_kinds, pack_kinds};
 use crate::packs::LoadedPacks;
+use crate::snapshot::name::{NameKind, check_name};
 
 /// What collecting the objects did.
 #[derive(Debug, Default)]
@@ -33,11 +34,11 @@ pub async fn collect_objects(
     dir: &Path,
     mut seen: impl FnMut(&ApiResource, &[Value]),
 ) -> Result<ObjectsReport, LiveError> {
-    let cluster = dir.join("cluster");
-    std::fs::create_dir_all(&cluster).map_err(|source| LiveError::Write {
-        path: cluster.clone(),
-        source,
-    })?;
+    let cluster =
+        create_dirs_under(dir, Path::new("cluster")).map_err(|source| LiveError::Write {
+            path: dir.join("cluster"),
+            source,
+        })?;
     let mut report = ObjectsReport::default();
     for resource in contract_kinds() {
         let items = connection.list_all(&resource, None).await?;
@@ -110,11 +111,18 @@ fn write_list_in_parts(
     for item in &mut items {
         redact(item);
     }
+    // The file's name is made of names a server's discovery gave: each
+    // checked, so that it stays one file in `cluster/`.
+    check_name(NameKind::Resource, &resource.plural)?;
     let group = if resource.group.is_empty() {
         "core".to_string()
     } else {
+        check_name(NameKind::Group, &resource.group)?;
         resource.group.clone()
     };
+    if let Some(name) = name {
+        check_name(NameKind::ConfigMap, name)?;
+    }
     let stem = match name {
         Some(name) => format!("{}.{group}.{name}", resource.plural),
         None => format!("{}.{group}", resource.plural),
@@ -237,6 +245,26 @@ mod tests {
             .collect();
         assert_eq!(names.len(), 50);
         assert!(names.contains(&"cm-0") && names.contains(&"cm-49"));
+    }
+
+    // Issue 36 item 3: a file's name is made of what discovery answered.
+    #[test]
+    fn a_resource_discovery_names_outside_kubernetes_names_is_not_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let cluster = dir.path().join("cluster");
+        std::fs::create_dir(&cluster).unwrap();
+        let mut resource = ApiResource::erase::<k8s_openapi::api::core::v1::ConfigMap>(&());
+        resource.plural = "../../escaped".into();
+        let mut report = ObjectsReport::default();
+        let err = write_list_in_parts(&cluster, &resource, None, Vec::new(), 2048, &mut report)
+            .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("\"../../escaped\" is not a Kubernetes resource name"),
+            "{err}"
+        );
+        assert!(report.written.is_empty());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 
     #[test]

@@ -5,12 +5,14 @@
 //! tool that hangs or floods cannot hang collection or exhaust memory.
 
 use std::fmt;
+use std::net::IpAddr;
 use std::time::Duration;
 
 use tokio::process::Command;
 
 use super::collector::CollectorPod;
 use super::command::{CommandOutput, RunError, find_tool, run_process};
+use crate::snapshot::name::{BadName, NameKind, check_name};
 
 /// How long one dump command may take before it is killed.
 pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
@@ -20,8 +22,13 @@ pub enum NodeShell {
     /// On this machine, as skoop runs (`collect local`).
     Local,
     /// `TEMPLATE COMMAND...` run by `sh` on this machine, `{node}` and
-    /// `{address}` already substituted (`--node-exec 'ssh {node} sudo'`).
-    Template { node: String, command: String },
+    /// `{address}` already substituted (`--node-exec 'ssh {node} sudo'`),
+    /// the same values in `SKOOP_NODE` and `SKOOP_NODE_ADDRESS`.
+    Template {
+        node: String,
+        address: String,
+        command: String,
+    },
     /// In a collector pod on the node (`pods/exec`).
     Pod(Box<CollectorPod>),
 }
@@ -30,7 +37,7 @@ impl fmt::Debug for NodeShell {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             NodeShell::Local => f.write_str("Local"),
-            NodeShell::Template { node, command } => {
+            NodeShell::Template { node, command, .. } => {
                 write!(f, "Template({node}: {command})")
             }
             NodeShell::Pod(pod) => write!(f, "Pod({})", pod.name()),
@@ -40,16 +47,41 @@ impl fmt::Debug for NodeShell {
 
 impl NodeShell {
     /// A `--node-exec` template for `node` (whose first InternalIP is
-    /// `address`). `{node}` and `{address}` are replaced by the shell-quoted
-    /// values; the command follows the template as separate arguments.
-    pub fn template(template: &str, node: &str, address: Option<&str>) -> NodeShell {
+    /// `address`; without one, its name stands in). The values are checked
+    /// first, the name as a Kubernetes node name and the address as an IP
+    /// address: neither can then hold a character any shell treats
+    /// specially, so `{node}` and `{address}` are replaced as they are and
+    /// stay inert in every quoting context (bare, in single or double
+    /// quotes, and re-parsed by a remote shell after `ssh`), where quoting
+    /// for one context would break in another (`"node={node}"`). They are
+    /// also in the environment, `SKOOP_NODE` and `SKOOP_NODE_ADDRESS`. The
+    /// command follows the template as separate arguments.
+    pub fn template(
+        template: &str,
+        node: &str,
+        address: Option<&str>,
+    ) -> Result<NodeShell, TemplateError> {
+        check_name(NameKind::Node, node)?;
+        let address = match address {
+            Some(address) => match address.parse::<IpAddr>() {
+                Ok(ip) => ip.to_string(),
+                Err(_) => {
+                    return Err(TemplateError::Address {
+                        node: node.to_string(),
+                        address: address.to_string(),
+                    });
+                }
+            },
+            None => node.to_string(),
+        };
         let command = template
-            .replace("{node}", &shell_quote(node))
-            .replace("{address}", &shell_quote(address.unwrap_or(node)));
-        NodeShell::Template {
+            .replace("{node}", node)
+            .replace("{address}", &address);
+        Ok(NodeShell::Template {
             node: node.to_string(),
+            address,
             command,
-        }
+        })
     }
 
     /// Runs `argv` (after `prefix`, the words that enter a namespace) with
@@ -84,11 +116,17 @@ impl NodeShell {
                 };
                 run_process(command, tool, stdin, timeout).await
             }
-            NodeShell::Template { command, .. } => {
+            NodeShell::Template {
+                node,
+                address,
+                command,
+            } => {
                 // `exec` so that killing the shell on timeout kills the
                 // template's program (ssh, ip netns exec) too.
                 let mut process = Command::new("sh");
                 process
+                    .env("SKOOP_NODE", node)
+                    .env("SKOOP_NODE_ADDRESS", address)
                     .arg("-c")
                     .arg(format!("exec {command} \"$@\""))
                     .arg("skoop-node-exec")
@@ -113,16 +151,13 @@ impl NodeShell {
     }
 }
 
-/// `text` quoted for `sh`: in single quotes, each `'` written as `'\''`.
-pub fn shell_quote(text: &str) -> String {
-    if !text.is_empty()
-        && text
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./:@=+,".contains(c))
-    {
-        return text.to_string();
-    }
-    format!("'{}'", text.replace('\'', r"'\''"))
+/// Why a `--node-exec` template is not run for a node.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TemplateError {
+    #[error(transparent)]
+    Name(#[from] BadName),
+    #[error("node {node}'s InternalIP {address:?} is not an IP address; refused")]
+    Address { node: String, address: String },
 }
 
 #[cfg(test)]
@@ -135,35 +170,61 @@ mod tests {
     }
 
     #[test]
-    fn shell_quote_leaves_plain_words_and_quotes_the_rest() {
-        assert_eq!(shell_quote("node-1"), "node-1");
-        assert_eq!(shell_quote("a b"), "'a b'");
-        assert_eq!(shell_quote("it's"), r"'it'\''s'");
-        assert_eq!(shell_quote("$(reboot)"), "'$(reboot)'");
-        assert_eq!(shell_quote(""), "''");
-    }
-
-    #[test]
-    fn template_substitutes_quoted_node_and_address() {
-        let shell = NodeShell::template("ssh {address} sudo -n # {node}", "n;1", Some("10.0.0.1"));
+    fn template_substitutes_node_and_address() {
+        let shell =
+            NodeShell::template("ssh {address} sudo -n # {node}", "n1", Some("10.0.0.1")).unwrap();
         let NodeShell::Template { command, .. } = shell else {
-            panic!()
+            panic!("a template")
         };
-        assert_eq!(command, "ssh 10.0.0.1 sudo -n # 'n;1'");
+        assert_eq!(command, "ssh 10.0.0.1 sudo -n # n1");
+    }
+
+    // Issue 36 item 6: `{node}` inside double quotes ran a node named
+    // `n1$(touch PWNED)`.
+    #[test]
+    fn a_node_name_or_address_that_could_run_as_code_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let pwned = dir.path().join("PWNED");
+        let template = r#"echo "node={node} at {address}" >/dev/null; env"#;
+        let node = format!("n1$(touch {})", pwned.display());
+        let refused = NodeShell::template(template, &node, None).unwrap_err();
+        assert!(
+            refused
+                .to_string()
+                .contains("is not a Kubernetes node name"),
+            "{refused}"
+        );
+        let address = format!("10.0.0.1$(touch {})", pwned.display());
+        let refused = NodeShell::template(template, "n1", Some(&address)).unwrap_err();
+        assert_eq!(
+            refused.to_string(),
+            format!("node n1's InternalIP {address:?} is not an IP address; refused")
+        );
+        assert!(!pwned.exists());
     }
 
     #[test]
-    fn template_runs_the_command_after_the_template_as_separate_words() {
-        let shell = NodeShell::template("env SKOOP_NODE={node}", "node 1", None);
+    fn the_node_and_its_address_are_in_the_environment_and_inert_in_double_quotes() {
+        let shell = NodeShell::template(
+            r#"env NODE="{node}" ADDR="{address}""#,
+            "n1",
+            Some("fd00::1"),
+        )
+        .unwrap();
         let output = block_on(shell.run(
             &[],
-            &words(&["sh", "-c", "printf '%s|' \"$SKOOP_NODE\" \"$0\"", "a b"]),
+            &words(&[
+                "sh",
+                "-c",
+                r#"printf '%s|' "$NODE" "$ADDR" "$SKOOP_NODE" "$SKOOP_NODE_ADDRESS" "$0""#,
+                "a b",
+            ]),
             None,
             Duration::from_secs(10),
         ))
         .unwrap();
         assert!(output.success(), "{output:?}");
-        assert_eq!(output.stdout, b"node 1|a b|");
+        assert_eq!(output.stdout, b"n1|fd00::1|n1|fd00::1|a b|");
     }
 
     #[test]
@@ -196,7 +257,7 @@ mod tests {
     fn a_missing_tool_is_named_locally_and_through_a_template() {
         let argv = words(&["skoop-no-such-tool", "-x"]);
         let local = block_on(NodeShell::Local.run(&[], &argv, None, Duration::from_secs(5)));
-        let template = NodeShell::template("env", "n", None);
+        let template = NodeShell::template("env", "n", None).unwrap();
         let remote = block_on(template.run(&[], &argv, None, Duration::from_secs(5)));
         for result in [local, remote] {
             assert_eq!(

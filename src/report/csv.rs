@@ -1,6 +1,7 @@
 //! `skoop matrix -o csv`: a row per flow of a [`MatrixReport`], the fields
 //! of its JSON (`docs/matrix.md`), quoted as RFC 4180 has it.
 
+use crate::report::markup::visible;
 use crate::report::matrix::{CauseOut, MatrixReport};
 
 /// The header, then a row per flow; each line ends in CR LF.
@@ -34,12 +35,15 @@ pub fn render(report: &MatrixReport) -> String {
     csv
 }
 
-/// A CSV field: quoted where it holds a comma, quote or line break (the
+/// A CSV field: its control characters escaped as the text output escapes
+/// them ([`visible`]: a pod name from a snapshot must not drive the terminal
+/// the CSV is shown on), then quoted where it holds a comma or a quote (the
 /// quotes doubled), as RFC 4180 has it.
 fn field_text(text: &str) -> String {
-    if text.contains([',', '"', '\n', '\r']) {
+    let text = visible(text);
+    if text.contains([',', '"']) {
         format!("\"{}\"", text.replace('"', "\"\""))
     } else {
-        text.to_owned()
+        text.into_owned()
     }
 }

@@ -3,6 +3,7 @@
 //! goes through [`escape`] before it becomes markup, so that it can only
 //! ever be text.
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 
 /// `text` as XML and HTML character data or a quoted attribute value: the
@@ -33,6 +34,27 @@ pub fn escape(text: &str) -> String {
 /// on a terminal.
 pub fn hidden(c: char) -> bool {
     c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// `text` with what [`hidden`] names but tab written as its Rust escape
+/// (`\n`, `\u{1b}`, `\u{202e}`), everything else kept: the one escaping of
+/// plain text, for a terminal (`cli`'s `out!` and `err!`) and for a CSV
+/// field alike, so that text from a snapshot, a pack or a tool can neither
+/// drive a terminal nor start a line of its own.
+pub fn visible(text: &str) -> Cow<'_, str> {
+    let shown_as_escape = |c: char| c != '\t' && hidden(c);
+    if !text.chars().any(shown_as_escape) {
+        return Cow::Borrowed(text);
+    }
+    let mut safe = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if shown_as_escape(c) {
+            safe.extend(c.escape_default());
+        } else {
+            safe.push(c);
+        }
+    }
+    Cow::Owned(safe)
 }
 
 /// At most `max` characters of `text`, the cut marked with `…`.

@@ -7,11 +7,16 @@
 //!   nodes/<node>/pods/<ns>/<pod>/      one pod's network namespace
 //! ```
 //!
+//! Every name in that layout is a Kubernetes name of its kind ([`name`]):
+//! collection builds a path only from checked names ([`NetnsId::path_in`]),
+//! and loading reads only directories so named.
+//!
 //! Loading never stops at the first problem: [`Snapshot::load`] returns what it
 //! could read and every [`Problem`] it met, each with file, line and column.
 
 pub mod cluster;
 pub mod input;
+pub mod name;
 pub mod netns;
 pub mod problem;
 
@@ -25,6 +30,7 @@ pub use problem::{ParseIssue, Parsed, Problem};
 
 use cluster::Cluster;
 use input::Boundary;
+use name::{BadName, NameKind, check_name};
 use netns::link::Link;
 use netns::{DumpFile, NetnsDump};
 
@@ -48,7 +54,27 @@ impl NetnsId {
         }
     }
 
-    /// Where the layout puts the namespace's dump, under the snapshot's root.
+    /// Where the layout puts the namespace's dump under the snapshot's
+    /// `root`, once every name in it is checked as the Kubernetes name of
+    /// its kind: the only way a path is built from names.
+    pub fn path_in(&self, root: &Path) -> Result<PathBuf, BadName> {
+        match self {
+            NetnsId::Host { node } => check_name(NameKind::Node, node)?,
+            NetnsId::Pod {
+                node,
+                namespace,
+                name,
+            } => {
+                check_name(NameKind::Node, node)?;
+                check_name(NameKind::Namespace, namespace)?;
+                check_name(NameKind::Pod, name)?;
+            }
+        }
+        Ok(root.join(self.dir()))
+    }
+
+    /// Where the layout puts the namespace's dump, under the snapshot's
+    /// root, as it is shown (a path to write is [`NetnsId::path_in`]'s).
     pub fn dir(&self) -> PathBuf {
         match self {
             NetnsId::Host { node } => ["nodes", node, "host"].iter().collect(),
@@ -306,20 +332,24 @@ pub fn veth_peer_among<'a>(
     }
 }
 
-/// Finds `nodes/<node>/host` and `nodes/<node>/pods/<ns>/<pod>` directories.
+/// Finds `nodes/<node>/host` and `nodes/<node>/pods/<ns>/<pod>` directories;
+/// one whose name is not a Kubernetes name of its kind is a problem, not read.
 fn discover_namespaces(
     nodes_dir: &Path,
     boundary: &Boundary,
     problems: &mut Vec<Problem>,
 ) -> Vec<(NetnsId, PathBuf)> {
     let mut found = Vec::new();
-    for (node, node_dir) in subdirectories(nodes_dir, boundary, problems) {
+    for (node, node_dir) in named_subdirectories(NameKind::Node, nodes_dir, boundary, problems) {
         for (entry, entry_dir) in subdirectories(&node_dir, boundary, problems) {
             match entry.as_str() {
                 "host" => found.push((NetnsId::Host { node: node.clone() }, entry_dir)),
                 "pods" => {
-                    for (namespace, ns_dir) in subdirectories(&entry_dir, boundary, problems) {
-                        for (name, pod_dir) in subdirectories(&ns_dir, boundary, problems) {
+                    let namespaces =
+                        named_subdirectories(NameKind::Namespace, &entry_dir, boundary, problems);
+                    for (namespace, ns_dir) in namespaces {
+                        let pods = named_subdirectories(NameKind::Pod, &ns_dir, boundary, problems);
+                        for (name, pod_dir) in pods {
                             let id = NetnsId::Pod {
                                 node: node.clone(),
                                 namespace: namespace.clone(),
@@ -337,6 +367,25 @@ fn discover_namespaces(
         }
     }
     found
+}
+
+/// The [`subdirectories`] of `dir` named as Kubernetes names `kind`; any
+/// other is a problem, and not read.
+fn named_subdirectories(
+    kind: NameKind,
+    dir: &Path,
+    boundary: &Boundary,
+    problems: &mut Vec<Problem>,
+) -> Vec<(String, PathBuf)> {
+    let mut named = subdirectories(dir, boundary, problems);
+    named.retain(|(name, path)| match check_name(kind, name) {
+        Ok(()) => true,
+        Err(bad) => {
+            problems.push(Problem::in_file(path, format!("{bad}; not read")));
+            false
+        }
+    });
+    named
 }
 
 /// The sorted subdirectories of `dir` with their names; a missing `dir` has
