@@ -30,7 +30,12 @@ pub struct Report {
     pub paths: Vec<PathOut>,
     pub hops: Vec<HopOut>,
     pub links: Vec<LinkOut>,
+    /// The findings about the hops of the paths, the cause first.
     pub findings: Vec<FindingOut>,
+    /// Findings about the nodes the flow crosses but not about its hops
+    /// (their `paths` empty): they change neither `disposition` nor the
+    /// exit status.
+    pub off_path: Vec<FindingOut>,
 }
 
 /// What `-o json` prints when there is no diagnosis to report (a bad
@@ -291,6 +296,11 @@ impl Report {
                 .findings
                 .iter()
                 .map(|finding| FindingOut::new(finding, finding_paths(diagnosis, finding)))
+                .collect(),
+            off_path: diagnosis
+                .off_path
+                .iter()
+                .map(|finding| FindingOut::new(finding, Vec::new()))
                 .collect(),
         }
     }

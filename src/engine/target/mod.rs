@@ -12,7 +12,7 @@ mod candidates;
 mod resolve;
 
 pub use candidates::{Candidates, suggest_endpoint};
-pub(crate) use resolve::{Resolved, Start, resolve};
+pub(crate) use resolve::{Resolved, Start, lacking_port, resolve};
 
 /// A source or destination as the user writes it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -327,6 +327,12 @@ fn resolve_destination(
     }
 }
 
+/// Why `service` takes no flow of `protocol` to `port` (it has no such
+/// port), or `None` where it does.
+pub(crate) fn lacking_port(service: &Service, port: u16, protocol: Protocol) -> Option<TargetError> {
+    service_port(service, Some(&PortRef::Number(port)), protocol).err()
+}
+
 /// The port of `service` a flow of `protocol` goes to: `port` (a number or
 /// a name) if it has it, else its only port of the protocol, else none
 /// (ICMP has no ports: any of the Service's will do).

@@ -394,8 +394,11 @@ impl<'s> Walker<'s> {
             (None, Some(service)) => Some((
                 codes::KERNEL_NETFILTER_SERVICE_UNTRANSLATED,
                 format!(
-                    "{} is service {service}'s address, but no netfilter rule of {} translated it to a backend, so the packet leaves by {} as if for the internet",
+                    "{} is service {service}'s address, but {}no netfilter rule of {} translated it to a backend, so the packet leaves by {} as if for the internet",
                     packet.dst,
+                    self.lacking_service_port(packet)
+                        .map(|lacking| format!("{lacking}: "))
+                        .unwrap_or_default(),
                     hop_id(ns),
                     device
                 ),

@@ -161,6 +161,8 @@ pub(crate) fn walk(shared: &Arc<Snapshot>, resolved: &Resolved, packs: &LoadedPa
             .flatten(),
         paths: walker.paths,
         findings: walker.findings,
+        off_path: Vec::new(),
+        destination: None,
     }
 }
 

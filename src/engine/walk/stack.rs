@@ -399,6 +399,15 @@ impl<'s> Walker<'s> {
             .map(|(namespace, name)| format!("{namespace}/{name}"))
     }
 
+    /// Why the service whose address `packet` is sent to takes no packet of
+    /// its protocol to its port: it has no such port.
+    pub(super) fn lacking_service_port(&self, packet: &Packet) -> Option<crate::engine::TargetError> {
+        let cluster = &self.snapshot.cluster;
+        let (namespace, name) = cluster.by_ip(packet.dst).iter().find_map(IpOwner::service)?;
+        let service = cluster.service(namespace, name)?;
+        crate::engine::target::lacking_port(service, packet.dport?, packet.protocol)
+    }
+
     /// IPv4 forwarding on the interface the packet came in on.
     pub(super) fn forwarding(&self, ns: &NetnsId, iif: &str) -> Option<Stop> {
         let Some(sysctls) = self.sysctls(ns) else {

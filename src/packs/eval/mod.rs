@@ -70,6 +70,11 @@ pub type Finding = crate::diagnostic::Finding<FromCheck>;
 pub struct FromCheck {
     pub pack: String,
     pub subject: Subject,
+    /// The other node of a check made per remote node (`for_each:
+    /// remote_nodes`): a diagnosis tells by it whether the finding is about
+    /// its path or only about a node the path crosses.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peer: Option<String>,
     /// Why the script stopped, for `script-error` findings.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error_kind: Option<super::sandbox::ScriptErrorKind>,
@@ -311,6 +316,7 @@ impl Evaluator<'_> {
             about: FromCheck {
                 pack: self.pack.name.clone(),
                 subject: ctx.subject.clone(),
+                peer: ctx.peer.as_ref().map(|peer| peer.name.clone()),
                 error_kind,
             },
         }
@@ -372,6 +378,7 @@ impl Evaluator<'_> {
             about: FromCheck {
                 pack: self.pack.name.clone(),
                 subject: ctx.subject.clone(),
+                peer: ctx.peer.as_ref().map(|peer| peer.name.clone()),
                 error_kind: None,
             },
         }

@@ -267,6 +267,9 @@ fn register_objects(engine: &mut Engine) {
             },
         )
         .register_fn("network_policy", network_policy)
+        .register_fn("has_network_policies", |c: &mut ClusterRef| {
+            c.snapshot.cluster.has_network_policies()
+        })
         .register_fn(
             "daemon_set",
             |c: &mut ClusterRef, namespace: &str, name: &str| {
