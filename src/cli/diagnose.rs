@@ -94,7 +94,7 @@ pub struct DiagnoseArgs {
     cache: CacheArgs,
     #[command(flatten)]
     live: LiveArgs,
-    /// Where the packet starts: a pod (NS/NAME), a node (node/NAME) or an IP of one.
+    /// Where the packet starts: a pod (NS/NAME, pod/NS/NAME), a node (node/NAME) or an IP of one.
     #[arg(short, long, value_name = "SRC")]
     from: String,
     /// For a client outside the cluster (--from IP), the node its packets
@@ -103,9 +103,13 @@ pub struct DiagnoseArgs {
     /// balancer's or an external IP).
     #[arg(long, value_name = "node/NAME", value_parser = parse_via)]
     via: Option<String>,
-    /// Where it goes: a pod (NS/NAME[:PORT]), a node (node/NAME[:PORT]), a
-    /// service (svc/NS/NAME[:PORT], the port by number or name) or an
-    /// address (IP[:PORT], [IPv6]:PORT; a ClusterIP takes its Service's ports).
+    /// Where it goes: a pod (NS/NAME or pod/NS/NAME), a node (node/NAME), a
+    /// service (svc/NS/NAME, service/NS/NAME, NAME.NS.svc[.cluster.local] or
+    /// NAME.NS, the port by number or name) or an address (IP, [IPv6]:PORT;
+    /// a pod's or node's IP is that pod or node, a ClusterIP takes its
+    /// Service's ports); each with :PORT. A name with dots is a Service only
+    /// as cluster DNS spells one (NAME.NS, NAME.NS.svc...): skoop resolves no
+    /// other hostname, give its IP.
     #[arg(short, long, value_name = "DST")]
     to: String,
     /// Destination port (tcp, udp, sctp); also accepted as DST:PORT. Not

@@ -32,6 +32,7 @@ pub fn fanned_out(paths: usize, depth: usize) -> Report {
         hops: vec![hop("source".to_string(), Vec::new())],
         links: Vec::new(),
         findings: Vec::new(),
+        off_path: Vec::new(),
     };
     for path in 0..paths {
         let mut hops = vec![0];
