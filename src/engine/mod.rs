@@ -435,6 +435,9 @@ pub struct Diagnosis {
     /// outside the cluster, the only kind a path leaving the cluster can
     /// reach.
     pub destination: Option<String>,
+    /// The packs that applied to the cluster, in load order: a CNI pack's
+    /// name marked `(CNI)` (detected, or chosen with `--cni`).
+    pub packs: Vec<String>,
 }
 
 impl Diagnosis {
@@ -523,6 +526,13 @@ pub fn diagnose(
     let resolved = target::resolve(snapshot, request)?;
     let mut diagnosis = walk::walk(snapshot, &resolved, packs);
     diagnosis.destination = conclude::destination(snapshot, request, &resolved);
+    diagnosis.packs = packs
+        .applying(&snapshot.cluster)
+        .map(|pack| match pack.kind {
+            crate::packs::PackKind::Cni => format!("{} (CNI)", pack.name),
+            crate::packs::PackKind::Rules => pack.name.clone(),
+        })
+        .collect();
     if diagnosis.destination.is_some() {
         // Whether the outside can answer is a question only for a
         // destination outside: one inside the cluster is not reached.

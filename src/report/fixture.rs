@@ -28,6 +28,7 @@ pub fn fanned_out(paths: usize, depth: usize) -> Report {
         request: "a -> b".to_string(),
         disposition: "no_route",
         assumed: false,
+        packs: Vec::new(),
         paths: Vec::new(),
         hops: vec![hop("source".to_string(), Vec::new())],
         links: Vec::new(),

@@ -157,6 +157,9 @@ fn write_verdict(html: &mut String, report: &Report, picture: &Picture) {
         escape(&picture.verdict),
         escape(&report.request)
     );
+    if !report.packs.is_empty() {
+        let _ = writeln!(html, "<p>packs: {}</p>", escape(&report.packs.join(", ")));
+    }
     let mut stops: Vec<(&str, &str)> = Vec::new();
     for finding in report.findings.iter().filter(|f| f.severity == "fatal") {
         let stop = (finding.hop.as_str(), finding.message.as_str());

@@ -27,6 +27,8 @@ pub struct Report {
     pub disposition: &'static str,
     /// Some path goes through a namespace stepped over with a pack's intent.
     pub assumed: bool,
+    /// The packs that applied, a CNI pack marked `(CNI)`.
+    pub packs: Vec<String>,
     pub paths: Vec<PathOut>,
     pub hops: Vec<HopOut>,
     pub links: Vec<LinkOut>,
@@ -253,6 +255,7 @@ impl Report {
             request: diagnosis.summary.clone(),
             disposition: diagnosis.disposition().as_str(),
             assumed: diagnosis.assumed(),
+            packs: diagnosis.packs.clone(),
             paths: diagnosis
                 .paths
                 .iter()

@@ -74,6 +74,9 @@ fn verdict_lines(diagnosis: &Diagnosis, shares: &[Share]) -> Vec<String> {
         assumed_mark(diagnosis.assumed()),
         severity_note(diagnosis)
     )];
+    if !diagnosis.packs.is_empty() {
+        lines.push(format!("  packs: {}", diagnosis.packs.join(", ")));
+    }
     if let Some(pack) = &diagnosis.assumed_by {
         lines.push(format!(
             "  assumed: the snapshot has no dump of {}; pack {pack}'s intent stands in there",
@@ -598,7 +601,7 @@ mod tests {
         let assumed_hops = diagnosis.graph.node_weights().filter(|h| h.assumed);
         assert!(assumed_hops.count() > 3);
         assert_eq!(
-            verdict_lines(&diagnosis, &path_shares(&diagnosis))[1],
+            verdict_lines(&diagnosis, &path_shares(&diagnosis))[2],
             "  assumed: the snapshot has no dump of node-2, default/web-2, default/web-3; pack flannel's intent stands in there"
         );
     }

@@ -163,6 +163,7 @@ pub(crate) fn walk(shared: &Arc<Snapshot>, resolved: &Resolved, packs: &LoadedPa
         findings: walker.findings,
         off_path: Vec::new(),
         destination: None,
+        packs: Vec::new(),
     }
 }
 
