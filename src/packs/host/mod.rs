@@ -200,6 +200,7 @@ fn register_context(engine: &mut Engine) {
     engine
         .register_type_with_name::<Context>("Context")
         .register_get("params", |c: &mut Context| c.params.clone())
+        .register_get("cni_admits", |c: &mut Context| c.cni_admits.clone())
         .register_get("subject", |c: &mut Context| c.subject.to_string())
         .register_get("cluster", |c: &mut Context| c.cluster())
         .register_get("node", |c: &mut Context| -> Fallible<NodeRef> {
