@@ -120,7 +120,15 @@ fn a_drop_the_policies_do_not_explain_names_the_admitting_rules() {
 /// with the given extra arguments.
 fn finding_ids(snapshot: &str, from: &str, to: &str, extra: &[&str]) -> Vec<String> {
     let mut args = vec![
-        "diagnose", "--snapshot", snapshot, "--from", from, "--to", to, "-o", "json",
+        "diagnose",
+        "--snapshot",
+        snapshot,
+        "--from",
+        from,
+        "--to",
+        to,
+        "-o",
+        "json",
     ];
     args.extend(extra);
     let output = skoop(&args);
@@ -140,7 +148,10 @@ fn what_a_cni_pack_declares_its_cni_admits_is_no_unenforced_policy() {
     let ping = ["--protocol", "icmp"];
     // Flannel says nothing of ICMP: the policy admits no ICMP, yet it passes.
     let flannel = finding_ids(snapshot, "default/web-0", "default/web-3", &ping);
-    assert!(flannel.contains(&"networkpolicy.not-enforced".to_owned()), "{flannel:?}");
+    assert!(
+        flannel.contains(&"networkpolicy.not-enforced".to_owned()),
+        "{flannel:?}"
+    );
     // The same CNI, declared to admit ICMP whatever the policies (as
     // kube-router does with echo requests): a pack of that name in place of
     // the built-in one.
@@ -154,8 +165,14 @@ fn what_a_cni_pack_declares_its_cni_admits_is_no_unenforced_policy() {
     let mut ping_declared = ping.to_vec();
     ping_declared.extend(declared);
     let admitted = finding_ids(snapshot, "default/web-0", "default/web-3", &ping_declared);
-    assert!(!admitted.contains(&"networkpolicy.not-enforced".to_owned()), "{admitted:?}");
+    assert!(
+        !admitted.contains(&"networkpolicy.not-enforced".to_owned()),
+        "{admitted:?}"
+    );
     // TCP is still the policies' to judge.
     let judged = finding_ids(snapshot, "default/web-0", "default/web-3:8080", &declared);
-    assert!(judged.contains(&"networkpolicy.not-enforced".to_owned()), "{judged:?}");
+    assert!(
+        judged.contains(&"networkpolicy.not-enforced".to_owned()),
+        "{judged:?}"
+    );
 }

@@ -60,19 +60,22 @@ pub(super) fn cause_first(diagnosis: &mut Diagnosis) {
             .iter()
             .enumerate()
             .filter(|(_, finding)| finding.about.hop_index == stop);
-        let cause = at_stop.fold(None, |best: Option<(usize, &Finding)>, (index, finding)| {
-            match best {
-                Some((_, b)) if b.severity >= finding.severity => best,
-                _ => Some((index, finding)),
-            }
-        });
+        let cause =
+            at_stop.fold(
+                None,
+                |best: Option<(usize, &Finding)>, (index, finding)| match best {
+                    Some((_, b)) if b.severity >= finding.severity => best,
+                    _ => Some((index, finding)),
+                },
+            );
         causes.extend(cause.map(|(index, _)| index));
     }
-    let mut ranked: Vec<(bool, Reverse<Severity>, Finding)> = std::mem::take(&mut diagnosis.findings)
-        .into_iter()
-        .enumerate()
-        .map(|(index, finding)| (!causes.contains(&index), Reverse(finding.severity), finding))
-        .collect();
+    let mut ranked: Vec<(bool, Reverse<Severity>, Finding)> =
+        std::mem::take(&mut diagnosis.findings)
+            .into_iter()
+            .enumerate()
+            .map(|(index, finding)| (!causes.contains(&index), Reverse(finding.severity), finding))
+            .collect();
     ranked.sort_by_key(|(not_cause, severity, _)| (*not_cause, *severity));
     diagnosis.findings = ranked.into_iter().map(|(_, _, finding)| finding).collect();
 }

@@ -139,11 +139,7 @@ impl Picture {
                     path: number,
                     hop: *path.hops.last()?,
                     outcome,
-                    title: format!(
-                        "path {} of {count} ({})",
-                        number + 1,
-                        shares[number]
-                    ),
+                    title: format!("path {} of {count} ({})", number + 1, shares[number]),
                     verdict: format!(
                         "{} {}{}",
                         outcome.sign(),
@@ -403,7 +399,10 @@ mod tests {
     #[test]
     fn shares_of_flows_read_as_percentages_that_add_up_to_the_whole() {
         let text = |probabilities: &[f64]| -> Vec<String> {
-            shares(probabilities).iter().map(ToString::to_string).collect()
+            shares(probabilities)
+                .iter()
+                .map(ToString::to_string)
+                .collect()
         };
         assert_eq!(text(&[0.25; 4]), ["25%"; 4]);
         assert_eq!(text(&[0.125; 8]), ["12.5%"; 8]);

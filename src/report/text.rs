@@ -44,11 +44,7 @@ pub fn diagnosis(diagnosis: &Diagnosis, detail: Detail) -> Vec<String> {
             lines.extend(hop_lines(diagnosis, path, detail == Detail::Packets));
         }
     }
-    lines.extend(findings_lines(
-        diagnosis,
-        &diagnosis.findings,
-        "findings:",
-    ));
+    lines.extend(findings_lines(diagnosis, &diagnosis.findings, "findings:"));
     lines.extend(findings_lines(
         diagnosis,
         &diagnosis.off_path,
@@ -358,7 +354,9 @@ fn exit_note(diagnosis: &Diagnosis) -> String {
             .find_map(|path| diagnosis.left_at(path));
         return match left {
             Some((hop, device)) => {
-                format!(": leaves the cluster at {hop} by {device} instead of reaching {destination}")
+                format!(
+                    ": leaves the cluster at {hop} by {device} instead of reaching {destination}"
+                )
             }
             None => format!(": leaves the cluster instead of reaching {destination}"),
         };

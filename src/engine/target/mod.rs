@@ -453,9 +453,15 @@ mod tests {
         };
         let cases = [
             ("web.default.svc.cluster.local", web(None)),
-            ("web.default.svc.cluster.local:80", web(Some(PortRef::Number(80)))),
+            (
+                "web.default.svc.cluster.local:80",
+                web(Some(PortRef::Number(80))),
+            ),
             ("web.default.svc", web(None)),
-            ("web.default.svc:http", web(Some(PortRef::Name("http".into())))),
+            (
+                "web.default.svc:http",
+                web(Some(PortRef::Name("http".into()))),
+            ),
             ("web.default", web(None)),
             ("web.default:80", web(Some(PortRef::Number(80)))),
             ("service/default/web", web(None)),
@@ -476,9 +482,17 @@ mod tests {
 
     #[test]
     fn a_hostname_that_names_no_service_is_refused_with_the_forms_that_do() {
-        for text in ["example.com.", "www.example.com", "Web.Default", "10.0.0.300"] {
+        for text in [
+            "example.com.",
+            "www.example.com",
+            "Web.Default",
+            "10.0.0.300",
+        ] {
             let error = text.parse::<Endpoint>().unwrap_err();
-            assert!(matches!(error, TargetError::Hostname(_)), "{text}: {error:?}");
+            assert!(
+                matches!(error, TargetError::Hostname(_)),
+                "{text}: {error:?}"
+            );
             assert!(error.to_string().contains("NAME.NS.svc"), "{error}");
         }
     }

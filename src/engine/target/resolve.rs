@@ -329,7 +329,11 @@ fn resolve_destination(
 
 /// Why `service` takes no flow of `protocol` to `port` (it has no such
 /// port), or `None` where it does.
-pub(crate) fn lacking_port(service: &Service, port: u16, protocol: Protocol) -> Option<TargetError> {
+pub(crate) fn lacking_port(
+    service: &Service,
+    port: u16,
+    protocol: Protocol,
+) -> Option<TargetError> {
     service_port(service, Some(&PortRef::Number(port)), protocol).err()
 }
 

@@ -593,15 +593,15 @@ impl<'s> Walker<'s> {
         let (to, interface) = (crossing.to, crossing.interface);
         let Flow { packet, branch } = flow;
         let receiver = self.topology.link(to, interface);
-        if let Some(stop) = receiver.and_then(|link| self.device_down(to, link)) {
-            return self.stop(hop, branch, stop);
+        if let Some(stop) = receiver.and_then(|link| self.receiver_down(hop, to, link)) {
+            return self.stopped_at_arrival(hop, &crossing, &packet, branch, stop, false);
         }
         let mut packet = packet;
         if matches!(crossing.kind, LinkKind::Veth | LinkKind::BridgePort)
             && let Some(receiver) = receiver
             && let Some(stop) = self.oversized_frame(hop, to, receiver, &mut packet)
         {
-            return self.dropped_on_arrival(hop, &crossing, &packet, branch, stop);
+            return self.stopped_at_arrival(hop, &crossing, &packet, branch, stop, true);
         }
         Next::Visit {
             ns: to.clone(),

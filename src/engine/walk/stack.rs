@@ -401,9 +401,15 @@ impl<'s> Walker<'s> {
 
     /// Why the service whose address `packet` is sent to takes no packet of
     /// its protocol to its port: it has no such port.
-    pub(super) fn lacking_service_port(&self, packet: &Packet) -> Option<crate::engine::TargetError> {
+    pub(super) fn lacking_service_port(
+        &self,
+        packet: &Packet,
+    ) -> Option<crate::engine::TargetError> {
         let cluster = &self.snapshot.cluster;
-        let (namespace, name) = cluster.by_ip(packet.dst).iter().find_map(IpOwner::service)?;
+        let (namespace, name) = cluster
+            .by_ip(packet.dst)
+            .iter()
+            .find_map(IpOwner::service)?;
         let service = cluster.service(namespace, name)?;
         crate::engine::target::lacking_port(service, packet.dport?, packet.protocol)
     }

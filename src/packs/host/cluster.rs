@@ -12,11 +12,11 @@ use super::objects::{
 };
 use super::{Fallible, as_cidr, as_ip, display, fail, map, opt, text};
 use crate::packs::scope::{ClusterRef, NetnsRef, NodeRef, PodRef};
-use crate::snapshot::{NetnsId, Snapshot};
 use crate::snapshot::cluster::ApiEnum as _;
 use crate::snapshot::cluster::{
     DirectionVerdict, MAX_LISTED, Node, PolicyFlow, PolicyOutcome, Protocol as ClusterProtocol,
 };
+use crate::snapshot::{NetnsId, Snapshot};
 
 pub(super) fn register(engine: &mut Engine) {
     register_node(engine);

@@ -224,9 +224,9 @@ impl DirectionVerdict {
                     "no NetworkPolicy selects {pod} for {direction}: all {direction} is admitted"
                 )
             }
-            Verdict::Admitted if self.from_own_node => format!(
-                "{isolated}; traffic from {pod}'s own node is always admitted"
-            ),
+            Verdict::Admitted if self.from_own_node => {
+                format!("{isolated}; traffic from {pod}'s own node is always admitted")
+            }
             Verdict::Admitted => {
                 let admitting = listed(
                     self.policies.iter().filter_map(|p| match &p.outcome {
