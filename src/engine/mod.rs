@@ -483,6 +483,16 @@ impl Diagnosis {
         }
     }
 
+    /// The node a path from a client outside the cluster enters at.
+    pub fn entry(&self, path: &PathResult) -> Option<&HopId> {
+        match path.hops.as_slice() {
+            [client, entry, ..] if self.hop(*client).id.kind() == HopKind::External => {
+                Some(&self.hop(*entry).id)
+            }
+            _ => None,
+        }
+    }
+
     /// Where `path` leaves the cluster: the last hop inside it and the
     /// device it leaves by.
     pub fn left_at(&self, path: &PathResult) -> Option<(&HopId, &str)> {

@@ -139,7 +139,12 @@ impl Picture {
                     path: number,
                     hop: *path.hops.last()?,
                     outcome,
-                    title: format!("path {} of {count} ({})", number + 1, shares[number]),
+                    title: format!(
+                        "path {} of {count} ({}){}",
+                        number + 1,
+                        shares[number],
+                        entry(report, &path.hops)
+                    ),
                     verdict: format!(
                         "{} {}{}",
                         outcome.sign(),
@@ -309,6 +314,16 @@ fn packet_text(packet: &PacketOut) -> String {
         endpoint(&packet.dst, packet.dst_port),
         packet.protocol
     )
+}
+
+/// ` entering at NODE` for a path from a client outside the cluster.
+fn entry(report: &Report, hops: &[usize]) -> String {
+    match hops {
+        [client, entry, ..] if report.hops[*client].kind == "external" => {
+            format!(" entering at {}", report.hops[*entry].id)
+        }
+        _ => String::new(),
+    }
 }
 
 /// What a legend says of the findings not about the flow's hops: how many,

@@ -115,8 +115,12 @@ fn path_line(diagnosis: &Diagnosis, index: usize, share: Share) -> String {
         Some(stop) => format!(" at {}", diagnosis.hop(stop).id),
         None => String::new(),
     };
+    let entry = diagnosis
+        .entry(path)
+        .map(|node| format!(" entering at {node}"))
+        .unwrap_or_default();
     format!(
-        "path {} of {} ({share} of flows){to}: {}{}{stops}",
+        "path {} of {} ({share} of flows){entry}{to}: {}{}{stops}",
         index + 1,
         diagnosis.paths.len(),
         path.disposition,
