@@ -301,10 +301,7 @@ fn resolve_destination(
             port,
         } => {
             let service = service(snapshot, namespace, name)?;
-            let ingress = service
-                .load_balancer_ips
-                .first()
-                .filter(|_| from_outside);
+            let ingress = service.load_balancer_ips.first().filter(|_| from_outside);
             let ip = ingress
                 .or(service.cluster_ips.first())
                 .ok_or_else(|| TargetError::ServiceWithoutIp(namespace.clone(), name.clone()))?;
