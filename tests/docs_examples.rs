@@ -116,7 +116,7 @@ $ skoop --version
         "page.md:14: the file \"../outside.txt\": \"../outside.txt\": not a relative path",
         "page.md:19: the file \"examples/new.txt\": \"examples/new.txt\" is in the \
          repository's examples/",
-        "page.md:31 (the block at line 30): $ skoop --version: the page shows exit status 1, \
+        "page.md:30 (the block at line 29): $ skoop --version: the page shows exit status 1, \
          it exits Some(0)",
     ];
     assert_eq!(failures.len(), expected.len(), "{failures:#?}");
