@@ -162,7 +162,11 @@ impl FromStr for Endpoint {
                 port: Some(socket.port()),
             });
         }
-        if !text.contains('/') && text.contains('.') {
+        // Digits and dots are a mistyped address, not a name.
+        let numeric = text
+            .split(['.', ':'])
+            .all(|part| part.chars().all(|c| c.is_ascii_digit()));
+        if !text.contains('/') && text.contains('.') && !numeric {
             let (host, port) = split_service_port(text, text)?;
             let host = host
                 .strip_suffix(".svc.cluster.local")
@@ -482,12 +486,7 @@ mod tests {
 
     #[test]
     fn a_hostname_that_names_no_service_is_refused_with_the_forms_that_do() {
-        for text in [
-            "example.com.",
-            "www.example.com",
-            "Web.Default",
-            "10.0.0.300",
-        ] {
+        for text in ["example.com.", "www.example.com", "Web.Default"] {
             let error = text.parse::<Endpoint>().unwrap_err();
             assert!(
                 matches!(error, TargetError::Hostname(_)),
@@ -541,6 +540,7 @@ mod tests {
             "svc/default/web:-x",
             "default/web-0:http",
             "10.0.0.1:99999",
+            "10.0.0.300",
         ] {
             let error = text.parse::<Endpoint>().unwrap_err();
             assert!(
