@@ -84,6 +84,15 @@ fn a_finding_off_the_path_changes_neither_verdict_nor_exit_status() {
         out.contains("\nalso on these nodes (not about this flow's paths):\n  critical flannel.vxlan.fdb at node-1: "),
         "{out}"
     );
+    // The pictures say it apart too, in their legend and on the page.
+    for (format, apart) in [
+        ("svg", "also on these nodes, not about this flow"),
+        ("html", "<section id=\"off-path\">"),
+    ] {
+        let (code, picture) = text(&[&args[..], &["-o", format]].concat());
+        assert_eq!(code, Some(0));
+        assert!(picture.contains(apart), "{format}: {picture}");
+    }
     // A flow that does cross the tunnel keeps it among its findings.
     let (code, report) = json(&[
         "-s",

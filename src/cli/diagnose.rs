@@ -68,15 +68,19 @@ use super::{
 ///         the picture, the paths, and each hop's steps on a click
 ///
 /// Exit status (the report is written whatever it is):
-///   0  every path is delivered (or leaves the cluster with a source address
-///      the outside can answer: a node's, not a pod's) and no finding is
-///      critical or fatal
-///   1  some path is not delivered
+///   0  every path is delivered (or, for a destination outside the cluster,
+///      leaves it with a source address the outside can answer: a node's,
+///      not a pod's) and no critical or fatal finding is about a hop of its
+///      paths
+///   1  some path is not delivered (a pod, node or Service of the cluster a
+///      path leaves the cluster instead of reaching is not delivered)
 ///   2  bad arguments or input (unknown pod, malformed address, not a
 ///      snapshot, a broken pack, a cluster that cannot be reached or
 ///      refuses skoop)
-///   3  every path is delivered, but a critical or fatal finding says
-///      something on the way is broken all the same (the verdict counts them)
+///   3  every path is delivered, but a critical or fatal finding about a hop
+///      of its paths says something on the way is broken all the same (the
+///      verdict counts them; findings listed under "also on these nodes" are
+///      not about the paths and count for nothing)
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub struct DiagnoseArgs {

@@ -61,6 +61,7 @@ use super::{EXIT_USAGE, ReportFile, json_text, terminal_lines, verdict_status, w
 ///   2  bad arguments or input, no flow selected, or some flow diagnose
 ///      refuses (each is listed with why)
 ///   3  every flow is delivered, but some with a critical or fatal finding
+///      about a hop of its paths (as diagnose counts them)
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub struct MatrixArgs {
