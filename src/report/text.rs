@@ -344,8 +344,9 @@ fn failing_summary(diagnosis: &Diagnosis, shares: &[Share]) -> Option<String> {
     }
 }
 
-/// How the flow leaves the cluster, where that is the verdict: with which
-/// source address, and whether the outside can answer it.
+/// How the flow leaves the cluster, where that is the verdict: for a
+/// destination inside the cluster, where it left instead of reaching it;
+/// else with which source address, and whether the outside can answer it.
 fn exit_note(diagnosis: &Diagnosis) -> String {
     if diagnosis.disposition() != Disposition::ExitsCluster {
         return String::new();
@@ -365,10 +366,7 @@ fn exit_note(diagnosis: &Diagnosis) -> String {
             None => format!(": leaves the cluster instead of reaching {destination}"),
         };
     }
-    let Some(exit) = diagnosis
-        .exit()
-        .filter(|_| diagnosis.disposition() == Disposition::ExitsCluster)
-    else {
+    let Some(exit) = diagnosis.exit() else {
         return String::new();
     };
     let source = exit
