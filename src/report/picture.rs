@@ -8,6 +8,8 @@
 use std::collections::HashMap;
 use std::fmt;
 
+use crate::diagnostic::Severity;
+
 use super::json::{FindingOut, HopOut, LinkOut, PacketOut, Report, StepKindOut};
 
 /// How many findings a legend names; the rest are counted.
@@ -342,9 +344,9 @@ fn off_path_line(findings: &[FindingOut]) -> Option<String> {
 
 /// How severe a finding's `severity` is, for ordering.
 fn severity_rank(severity: &str) -> usize {
-    ["info", "warning", "critical", "fatal"]
+    Severity::ALL
         .iter()
-        .position(|s| *s == severity)
+        .position(|(name, _)| *name == severity)
         .unwrap_or(0)
 }
 
