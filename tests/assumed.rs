@@ -157,6 +157,10 @@ fn text_marks_the_verdict_the_assumed_hops_and_names_the_pack() {
     );
     assert_eq!(
         lines.next(),
+        Some("  packs: core, kube-proxy, networkpolicy, flannel (CNI)")
+    );
+    assert_eq!(
+        lines.next(),
         Some(
             "  assumed: the snapshot has no dump of node-2, default/web-3; pack flannel's intent stands in there"
         )

@@ -176,11 +176,11 @@ fn bad_input_is_a_clear_error_with_exit_2() {
         ),
         (
             &["--from", "web-0", "--to", "default/web-3"],
-            "is not a pod (NS/NAME)",
+            "is not a pod (NS/NAME, pod/NS/NAME)",
         ),
         (
             &["--from", "default/web-0", "--to", "10.0.0.300"],
-            "is not a pod (NS/NAME)",
+            "is not a pod (NS/NAME, pod/NS/NAME)",
         ),
         (
             &["--from", "default/web-0", "--to", "svc/default/web:81"],
@@ -709,7 +709,7 @@ fn size_walks_packets_of_that_size_and_stops_where_one_does_not_fit() {
     assert_eq!(too_large.status.code(), Some(1), "{text}");
     assert!(
         text.starts_with(
-            "default/web-0 -> default/web-3 (10.244.2.3 icmp, 1451 bytes, DF): mtu_exceeded, with 1 fatal and 1 critical findings\n\npath 1 of 1 (100% of flows) to default/web-3 (10.244.2.3): mtu_exceeded at default/web-0\n\nfindings:\n  fatal kernel.mtu.exceeded at default/web-0: default/web-0 cannot send a 1451-byte packet by eth0, whose MTU is 1450, and DF is set: the sending socket gets EMSGSIZE (message too long)\n"
+            "default/web-0 -> default/web-3 (10.244.2.3 icmp, 1451 bytes, DF): mtu_exceeded, with 1 fatal and 1 critical findings\n  packs: core, kube-proxy, networkpolicy, flannel (CNI)\n\npath 1 of 1 (100% of flows) to default/web-3 (10.244.2.3): mtu_exceeded at default/web-0\n\nfindings:\n  fatal kernel.mtu.exceeded at default/web-0: default/web-0 cannot send a 1451-byte packet by eth0, whose MTU is 1450, and DF is set: the sending socket gets EMSGSIZE (message too long)\n"
         ),
         "{text}"
     );

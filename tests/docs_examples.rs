@@ -1,7 +1,8 @@
 //! Every command README.md and `docs/*.md` show is run, and must print what
 //! the page shows (every line, in order; exactly, where the page elides
-//! nothing with `...`), so that the documentation cannot drift from the
-//! tool. A block of commands is either a `console` block, run here, or
+//! nothing with `...`) and exit as it shows (`[exit status N]` after its
+//! output; a command that shows none must not exit 2, a usage error), so
+//! that the documentation cannot drift from the tool. A block of commands is either a `console` block, run here, or
 //! marked `<!-- not run: WHY -->` on the line before its fence (a live
 //! cluster, root on a node): an unmarked `sh` block, a marker without a
 //! reason or before no block of commands fails.
@@ -94,14 +95,20 @@ $ skoop --version
 ...
 ```
 
+```console
+$ skoop --version
+...
+[exit status 1]
+```
+
 <!-- not run: nothing follows -->
 ";
     let mut failures = Vec::new();
     let run = check_page("page.md", page, &mut failures);
-    assert_eq!(run, 4);
+    assert_eq!(run, 5);
     let expected = [
         "page.md:23: a `file` marker before a block of commands, not a file's text",
-        "page.md:29: a `not run` marker before no block of commands",
+        "page.md:35: a `not run` marker before no block of commands",
         "page.md:7 (the block at line 6): $ skoop packs lint pack: the page shows:\n\
          pack/pack.yaml:1:7: this is not what lint says\nit prints:\npack/pack.yaml:1:7: ",
         "page.md:10 (the block at line 6): $ skoop packs lint pack: the page shows:\n\n\
@@ -109,6 +116,8 @@ $ skoop --version
         "page.md:14: the file \"../outside.txt\": \"../outside.txt\": not a relative path",
         "page.md:19: the file \"examples/new.txt\": \"examples/new.txt\" is in the \
          repository's examples/",
+        "page.md:30 (the block at line 29): $ skoop --version: the page shows exit status 1, \
+         it exits Some(0)",
     ];
     assert_eq!(failures.len(), expected.len(), "{failures:#?}");
     for (failure, start) in failures.iter().zip(expected) {
@@ -252,11 +261,21 @@ fn run_example(example: &Example, work: &Path) -> Result<(), String> {
         .current_dir(work)
         .output()
         .map_err(|e| e.to_string())?;
-    if output.status.code() == Some(2) {
-        return Err(format!(
-            "exits 2, a usage error: {}",
-            String::from_utf8_lossy(&output.stderr)
-        ));
+    match example.status {
+        Some(shown) if output.status.code() != Some(shown) => {
+            return Err(format!(
+                "the page shows exit status {shown}, it exits {:?}: {}",
+                output.status.code(),
+                String::from_utf8_lossy(&output.stderr)
+            ));
+        }
+        None if output.status.code() == Some(2) => {
+            return Err(format!(
+                "exits 2, a usage error: {}",
+                String::from_utf8_lossy(&output.stderr)
+            ));
+        }
+        _ => {}
     }
     example.check_printed(&String::from_utf8_lossy(&output.stdout))?;
     if let Some(path) = written {

@@ -141,8 +141,8 @@ const FLOWS: &[(&str, &[&str])] = &[
         ],
     ),
     (
-        "web-0_ipv6",
-        &["--from", "default/web-0", "--to", "[fd00::1]:80"],
+        "node-1_ipv6",
+        &["--from", "node/node-1", "--to", "[fd00::1]:80"],
     ),
     (
         "web-0_outside_udp",

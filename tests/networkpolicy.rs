@@ -115,3 +115,64 @@ fn a_drop_the_policies_do_not_explain_names_the_admitting_rules() {
          rule 1 (table filter)"
     );
 }
+
+/// The finding ids of the JSON diagnosis of `from` -> `to` over `protocol`,
+/// with the given extra arguments.
+fn finding_ids(snapshot: &str, from: &str, to: &str, extra: &[&str]) -> Vec<String> {
+    let mut args = vec![
+        "diagnose",
+        "--snapshot",
+        snapshot,
+        "--from",
+        from,
+        "--to",
+        to,
+        "-o",
+        "json",
+    ];
+    args.extend(extra);
+    let output = skoop(&args);
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    report["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .map(|f| f["id"].as_str().expect("an id").to_owned())
+        .collect()
+}
+
+#[test]
+fn what_a_cni_pack_declares_its_cni_admits_is_no_unenforced_policy() {
+    let copy = common::copy_snapshot("rules/networkpolicy/tests/ingress-not-enforced/snapshot");
+    let snapshot = copy.path().to_str().expect("UTF-8");
+    let ping = ["--protocol", "icmp"];
+    // Flannel says nothing of ICMP: the policy admits no ICMP, yet it passes.
+    let flannel = finding_ids(snapshot, "default/web-0", "default/web-3", &ping);
+    assert!(
+        flannel.contains(&"networkpolicy.not-enforced".to_owned()),
+        "{flannel:?}"
+    );
+    // The same CNI, declared to admit ICMP whatever the policies (as
+    // kube-router does with echo requests): a pack of that name in place of
+    // the built-in one.
+    let packs = tempfile::tempdir().expect("a directory");
+    let pack = packs.path().join("flannel");
+    common::copy_dir(std::path::Path::new("plugins/flannel"), &pack);
+    common::edit_text(&pack.join("pack.yaml"), |text| {
+        text + "\nnetwork_policy:\n  admits:\n    - protocol: icmp\n      why: its agent admits ICMP echo whatever the policies\n"
+    });
+    let declared = ["--pack-path", packs.path().to_str().expect("UTF-8")];
+    let mut ping_declared = ping.to_vec();
+    ping_declared.extend(declared);
+    let admitted = finding_ids(snapshot, "default/web-0", "default/web-3", &ping_declared);
+    assert!(
+        !admitted.contains(&"networkpolicy.not-enforced".to_owned()),
+        "{admitted:?}"
+    );
+    // TCP is still the policies' to judge.
+    let judged = finding_ids(snapshot, "default/web-0", "default/web-3:8080", &declared);
+    assert!(
+        judged.contains(&"networkpolicy.not-enforced".to_owned()),
+        "{judged:?}"
+    );
+}

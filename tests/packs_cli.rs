@@ -441,3 +441,36 @@ fn object_checks_run_over_daemon_sets_and_refuse_kinds_they_would_never_see() {
         stdout(&output)
     );
 }
+
+#[test]
+fn lint_refuses_a_remediation_offered_for_a_check_that_cannot_tell() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let pack = dir.path().join("flannel");
+    copy_pack(Path::new("plugins/flannel"), &pack);
+    let manifest = pack.join("pack.yaml");
+    let text = std::fs::read_to_string(&manifest).expect("pack.yaml");
+    let plain = "    remediation: restart flanneld on the node; it recreates its chains\n";
+    assert!(text.contains(plain));
+    // By status, for `failed`: the same as the plain form.
+    let failed_only =
+        "    remediation:\n      failed: restart flanneld on the node; it recreates its chains\n";
+    std::fs::write(&manifest, text.replacen(plain, failed_only, 1)).expect("written");
+    let output = skoop(&["packs", "lint", pack.to_str().expect("UTF-8")]);
+    assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+    // Offered for a check that cannot tell: refused, at its place.
+    let unknown = format!("{failed_only}      unknown: restart flanneld anyway\n");
+    std::fs::write(&manifest, text.replacen(plain, &unknown, 1)).expect("written");
+    let output = skoop(&["packs", "lint", pack.to_str().expect("UTF-8")]);
+    assert_eq!(output.status.code(), Some(1));
+    let line = text[..text.find(plain).expect("the remediation")]
+        .lines()
+        .count()
+        + 3;
+    assert_eq!(
+        stdout(&output).trim_end(),
+        format!(
+            "{}:{line}:16: remediation for `unknown`: a check that cannot tell is told which dump file to collect, never a remedy for what is not known; give one for `failed` only",
+            manifest.to_str().expect("UTF-8")
+        )
+    );
+}

@@ -90,7 +90,7 @@ fn a_malformed_flow_is_positioned() {
     );
     assert_ne!(output.status.code(), Some(0), "{text}");
     assert!(
-        text.contains("expect.yaml:2:11") && text.contains("is not a pod (NS/NAME)"),
+        text.contains("expect.yaml:2:11") && text.contains("is not a pod (NS/NAME, pod/NS/NAME)"),
         "{text}"
     );
     assert!(

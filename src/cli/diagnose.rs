@@ -69,15 +69,19 @@ use super::{
 ///         the picture, the paths, and each hop's steps on a click
 ///
 /// Exit status (the report is written whatever it is):
-///   0  every path is delivered (or leaves the cluster with a source address
-///      the outside can answer: a node's, not a pod's) and no finding is
-///      critical or fatal
-///   1  some path is not delivered
+///   0  every path is delivered (or, for a destination outside the cluster,
+///      leaves it with a source address the outside can answer: a node's,
+///      not a pod's) and no critical or fatal finding is about a hop of its
+///      paths
+///   1  some path is not delivered (a pod, node or Service of the cluster a
+///      path leaves the cluster instead of reaching is not delivered)
 ///   2  bad arguments or input (unknown pod, malformed address, not a
 ///      snapshot, a broken pack, a cluster that cannot be reached or
 ///      refuses skoop)
-///   3  every path is delivered, but a critical or fatal finding says
-///      something on the way is broken all the same (the verdict counts them)
+///   3  every path is delivered, but a critical or fatal finding about a hop
+///      of its paths says something on the way is broken all the same (the
+///      verdict counts them; findings listed under "also on these nodes" are
+///      not about the paths and count for nothing)
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub struct DiagnoseArgs {
@@ -95,7 +99,7 @@ pub struct DiagnoseArgs {
     cache: CacheArgs,
     #[command(flatten)]
     live: LiveArgs,
-    /// Where the packet starts: a pod (NS/NAME), a node (node/NAME) or an IP of one.
+    /// Where the packet starts: a pod (NS/NAME, pod/NS/NAME), a node (node/NAME) or an IP of one.
     #[arg(short, long, value_name = "SRC")]
     from: String,
     /// For a client outside the cluster (--from IP), the node its packets
@@ -104,9 +108,13 @@ pub struct DiagnoseArgs {
     /// balancer's or an external IP).
     #[arg(long, value_name = "node/NAME", value_parser = parse_via)]
     via: Option<String>,
-    /// Where it goes: a pod (NS/NAME[:PORT]), a node (node/NAME[:PORT]), a
-    /// service (svc/NS/NAME[:PORT], the port by number or name) or an
-    /// address (IP[:PORT], [IPv6]:PORT; a ClusterIP takes its Service's ports).
+    /// Where it goes: a pod (NS/NAME or pod/NS/NAME), a node (node/NAME), a
+    /// service (svc/NS/NAME, service/NS/NAME, NAME.NS.svc[.cluster.local] or
+    /// NAME.NS, the port by number or name) or an address (IP, [IPv6]:PORT;
+    /// a pod's or node's IP is that pod or node, a ClusterIP takes its
+    /// Service's ports); each with :PORT. A name with dots is a Service only
+    /// as cluster DNS spells one (NAME.NS, NAME.NS.svc...): skoop resolves no
+    /// other hostname, give its IP.
     #[arg(short, long, value_name = "DST")]
     to: String,
     /// Destination port (tcp, udp, sctp); also accepted as DST:PORT. Not

@@ -43,7 +43,7 @@ use super::{EXIT_USAGE, ReportFile, json_text, terminal_lines, verdict_status, w
 ///   skoop matrix --snapshot snap --from-pods '*/app=web' --to-services -o html --output matrix/
 ///
 /// Formats (-o, or guessed from the extension of --output FILE: .json,
-/// .csv, anything else text; html needs -o):
+/// .csv, .html/.htm, anything else text):
 ///   text  the counts, then the flows that do not succeed grouped by their
 ///         first finding (which finding stops how many flows)
 ///   json  every flow: source, destination, verdict, disposition, its first
@@ -51,7 +51,8 @@ use super::{EXIT_USAGE, ReportFile, json_text, terminal_lines, verdict_status, w
 ///   csv   a row per flow, the same fields
 ///   html  --output DIR: DIR/index.html, a heat map (sources by destinations)
 ///         whose every cell links to that flow's own report, DIR/flows/N.html
-///         (diagnose -o html); DIR must be new or empty
+///         (diagnose -o html); DIR must be new or empty. --output FILE.html:
+///         the heat map is FILE.html, the flows' reports FILE.flows/N.html
 ///
 /// Exit status (the report is written whatever it is), the worst flow's as
 /// diagnose would exit on it:
@@ -60,6 +61,7 @@ use super::{EXIT_USAGE, ReportFile, json_text, terminal_lines, verdict_status, w
 ///   2  bad arguments or input, no flow selected, or some flow diagnose
 ///      refuses (each is listed with why)
 ///   3  every flow is delivered, but some with a critical or fatal finding
+///      about a hop of its paths (as diagnose counts them)
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub struct MatrixArgs {
@@ -113,6 +115,7 @@ impl MatrixArgs {
             {
                 Some("json") => MatrixFormat::Json,
                 Some("csv") => MatrixFormat::Csv,
+                Some("html" | "htm") => MatrixFormat::Html,
                 _ => MatrixFormat::Text,
             }
         });
@@ -169,7 +172,9 @@ fn written(matrix: &Matrix) -> Result<ExitCode, String> {
         MatrixFormat::Text => terminal_lines(&text::matrix(&report)),
         MatrixFormat::Json => json_text(&report).map_err(|_| "cannot encode the report")?,
         MatrixFormat::Csv => csv::render(&report),
-        MatrixFormat::Html => heatmap::render(&report, |index| Some(Site::flow_page(index))),
+        MatrixFormat::Html => heatmap::render(&report, |index| {
+            site.as_ref().map(|site| site.flow_page(index))
+        }),
     };
     let done = match (file, site) {
         (Some(file), _) => file.write(&written),
@@ -195,16 +200,36 @@ fn status(report: &MatrixReport) -> ExitCode {
     })
 }
 
-/// The heat map's directory: `index.html` and `flows/N.html`.
+/// Where the heat map goes: `DIR/index.html` and `DIR/flows/N.html`, or for
+/// `--output FILE.html`, that file and `FILE.flows/N.html`.
 struct Site {
-    dir: PathBuf,
+    index: PathBuf,
+    flows: PathBuf,
+    /// The flows' directory as the index links to it.
+    flows_link: String,
 }
 
 impl Site {
-    /// The directory, new or empty (a report is never mixed with, or
+    /// The flows' directory, new or empty (a report is never mixed with, or
     /// written over, what was there).
-    fn create(dir: &Path) -> Result<Site, String> {
-        let flows = dir.join("flows");
+    fn create(output: &Path) -> Result<Site, String> {
+        let page = output
+            .extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| e.eq_ignore_ascii_case("html") || e.eq_ignore_ascii_case("htm"));
+        let site = match output.file_stem().and_then(|stem| stem.to_str()) {
+            Some(stem) if page => Site {
+                index: output.to_path_buf(),
+                flows: output.with_extension("flows"),
+                flows_link: format!("{stem}.flows"),
+            },
+            _ => Site {
+                index: output.join("index.html"),
+                flows: output.join("flows"),
+                flows_link: "flows".to_string(),
+            },
+        };
+        let dir = if page { &site.flows } else { output };
         let empty = match std::fs::read_dir(dir) {
             Ok(mut entries) => entries.next().is_none(),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
@@ -216,27 +241,24 @@ impl Site {
                 dir.display()
             ));
         }
-        std::fs::create_dir_all(&flows)
-            .map_err(|e| format!("--output: cannot create {}: {e}", flows.display()))?;
-        Ok(Site {
-            dir: dir.to_path_buf(),
-        })
+        std::fs::create_dir_all(&site.flows)
+            .map_err(|e| format!("--output: cannot create {}: {e}", site.flows.display()))?;
+        Ok(site)
     }
 
     /// Where flow `index`'s report is, relative to the index.
-    fn flow_page(index: usize) -> String {
-        format!("flows/{index}.html")
+    fn flow_page(&self, index: usize) -> String {
+        format!("{}/{index}.html", self.flows_link)
     }
 
     fn write_flow(&self, index: usize, diagnosis: &Diagnosis) -> Result<(), String> {
-        let path = self.dir.join(Site::flow_page(index));
+        let path = self.flows.join(format!("{index}.html"));
         std::fs::write(&path, html::render(&Report::new(diagnosis)))
             .map_err(|e| format!("cannot write {}: {e}", path.display()))
     }
 
     fn write_index(&self, page: &str) -> Result<(), ExitCode> {
-        let path = self.dir.join("index.html");
-        ReportFile::create(&path)
+        ReportFile::create(&self.index)
             .map_err(|e| {
                 err!("error: {e}");
                 ExitCode::from(EXIT_USAGE)

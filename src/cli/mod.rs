@@ -229,13 +229,22 @@ impl ReportFile {
             Some(dir) if !dir.as_os_str().is_empty() => dir,
             _ => Path::new("."),
         };
+        // Said of the directory, not of the temporary file that would be in it.
+        if !dir.is_dir() {
+            return Err(format!(
+                "--output: cannot write {}: no directory {}",
+                path.display(),
+                dir.display()
+            ));
+        }
         // Read and write for all but what the umask takes, as a file
         // created by File::create would be.
         let file = tempfile::Builder::new()
             .prefix(".skoop-report-")
             .permissions(std::fs::Permissions::from_mode(0o666))
             .tempfile_in(dir)
-            .map_err(|e| format!("--output: cannot write {}: {e}", path.display()))?;
+            // The kind alone: the error names the temporary file, not `path`.
+            .map_err(|e| format!("--output: cannot write {}: {}", path.display(), e.kind()))?;
         Ok(ReportFile {
             path: path.to_path_buf(),
             _temporary: interrupt::Temporary::new(file.path()),

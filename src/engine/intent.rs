@@ -17,13 +17,22 @@ use crate::packs::{self, About, HopScope, HopStop, LoadedPacks, StoppingRule, Su
 use crate::snapshot::Snapshot;
 use crate::snapshot::cluster::IpOwner;
 
+/// The packs' findings about a diagnosis: those about its paths, and those
+/// about a node it crosses but not about its paths (a check made per remote
+/// node, for a node no path goes to).
+pub(crate) struct PackFindings {
+    pub on_path: Vec<Finding>,
+    pub off_path: Vec<Finding>,
+}
+
 pub(crate) fn pack_findings(
     diagnosis: &Diagnosis,
     snapshot: &Arc<Snapshot>,
     packs: &LoadedPacks,
     service: Option<&(String, String)>,
-) -> Vec<Finding> {
+) -> PackFindings {
     let mut findings = Vec::new();
+    let mut off_path = Vec::new();
     let mut seen = HashSet::new();
     let mut keep = |finding: Finding, findings: &mut Vec<Finding>| {
         if seen.insert((
@@ -67,8 +76,15 @@ pub(crate) fn pack_findings(
         })
     };
     // A node on the path is checked against the nodes the question involves
-    // (its tunnel to each), not against every node of the cluster.
-    let involved = involved_nodes(diagnosis, snapshot);
+    // (its tunnel to each), not against every node of the cluster; what it
+    // says of its way to a node no path goes to is not about the paths.
+    let on_paths = path_nodes(diagnosis, snapshot);
+    let mut involved: HashSet<String> = snapshot
+        .namespaces
+        .keys()
+        .map(|id| id.node().to_owned())
+        .collect();
+    involved.extend(on_paths.iter().cloned());
     let subject = |subject: &Subject| match subject {
         Subject::Node { name } => involved.contains(name),
         _ => hop_about(subject).is_some(),
@@ -88,25 +104,34 @@ pub(crate) fn pack_findings(
         objects: Some(&objects),
     };
     for finding in packs.evaluate_snapshot_about(snapshot, &about) {
-        if let Some(index) = hop_about(&finding.about.subject) {
-            let id = diagnosis.graph[index].id.clone();
-            keep(at_hop(finding, &id, index.index()), &mut findings);
+        let Some(index) = hop_about(&finding.about.subject) else {
+            continue;
+        };
+        let id = diagnosis.graph[index].id.clone();
+        let on_path = finding
+            .about
+            .peer
+            .as_ref()
+            .is_none_or(|peer| on_paths.contains(peer));
+        let finding = at_hop(finding, &id, index.index());
+        if on_path {
+            keep(finding, &mut findings);
+        } else {
+            keep(finding, &mut off_path);
         }
     }
-    findings
+    PackFindings {
+        on_path: findings,
+        off_path,
+    }
 }
 
-/// The nodes a question involves: those on its path, those holding an
-/// address its packets were sent to (the node a packet stopped on the way
-/// was headed for), and those the snapshot has dumps of (what was collected
-/// for it).
-fn involved_nodes(diagnosis: &Diagnosis, snapshot: &Snapshot) -> HashSet<String> {
+/// The nodes the paths involve: those their hops are on, and those holding
+/// an address their packets were sent to (the node a packet stopped on the
+/// way was headed for).
+fn path_nodes(diagnosis: &Diagnosis, snapshot: &Snapshot) -> HashSet<String> {
     let cluster = &snapshot.cluster;
-    let mut nodes: HashSet<String> = snapshot
-        .namespaces
-        .keys()
-        .map(|id| id.node().to_owned())
-        .collect();
+    let mut nodes = HashSet::new();
     for hop in diagnosis.graph.node_weights() {
         if let HopId::Node { name } = &hop.id {
             nodes.insert(name.clone());

@@ -14,6 +14,7 @@
 //! does: then the hop, its steps and the path are marked `assumed`.
 
 pub mod codes;
+mod conclude;
 mod hooks;
 mod intent;
 mod target;
@@ -414,10 +415,25 @@ pub struct Diagnosis {
     pub summary: String,
     pub graph: DiGraph<Hop, Link>,
     pub paths: Vec<PathResult>,
+    /// The findings about the hops of its paths: the cause first (the
+    /// findings at the hops where paths stop), then the rest by severity.
     pub findings: Vec<Finding>,
+    /// Findings about the nodes the flow crosses but not about its hops (a
+    /// node's tunnel to a node no path goes to): said apart, they change
+    /// neither the verdict nor the exit status.
+    pub off_path: Vec<Finding>,
     /// The CNI pack whose intent stood in for the namespaces the snapshot
     /// lacks, when any was stepped over.
     pub assumed_by: Option<String>,
+    /// What the flow is meant to reach inside the cluster, as `--to` names
+    /// it (`default/web-2`, `node/node-2`, `service default/web`): the
+    /// destination, or the owner of its address. `None` for an address
+    /// outside the cluster, the only kind a path leaving the cluster can
+    /// reach.
+    pub destination: Option<String>,
+    /// The packs that applied to the cluster, in load order: a CNI pack's
+    /// name marked `(CNI)` (detected, or chosen with `--cni`).
+    pub packs: Vec<String>,
 }
 
 impl Diagnosis {
@@ -447,6 +463,41 @@ impl Diagnosis {
     /// How the first path that leaves the cluster leaves it.
     pub fn exit(&self) -> Option<&Exit> {
         self.paths.iter().find_map(|path| path.exit.as_ref())
+    }
+
+    /// The hop where `path` stops: its last, or for a path that leaves the
+    /// cluster the last hop inside it; `None` for a delivered path.
+    pub fn stop_hop(&self, path: &PathResult) -> Option<usize> {
+        match path.disposition {
+            Disposition::Delivered => None,
+            _ => path
+                .hops
+                .iter()
+                .rev()
+                .copied()
+                .find(|&hop| self.hop(hop).id.kind() != HopKind::External),
+        }
+    }
+
+    /// The node a path from a client outside the cluster enters at.
+    pub fn entry(&self, path: &PathResult) -> Option<&HopId> {
+        match path.hops.as_slice() {
+            [client, entry, ..] if self.hop(*client).id.kind() == HopKind::External => {
+                Some(&self.hop(*entry).id)
+            }
+            _ => None,
+        }
+    }
+
+    /// Where `path` leaves the cluster: the last hop inside it and the
+    /// device it leaves by.
+    pub fn left_at(&self, path: &PathResult) -> Option<(&HopId, &str)> {
+        path.hops.windows(2).find_map(|pair| {
+            let (from, to) = (NodeIndex::new(pair[0]), NodeIndex::new(pair[1]));
+            let link = &self.graph[self.graph.find_edge(from, to)?];
+            (link.kind == LinkKind::Outside)
+                .then(|| (&self.graph[from].id, link.from_interface.as_str()))
+        })
     }
 
     pub fn disposition(&self) -> Disposition {
@@ -480,9 +531,26 @@ pub fn diagnose(
 ) -> Result<Diagnosis, TargetError> {
     let resolved = target::resolve(snapshot, request)?;
     let mut diagnosis = walk::walk(snapshot, &resolved, packs);
+    diagnosis.destination = conclude::destination(snapshot, request, &resolved);
+    diagnosis.packs = packs
+        .applying(&snapshot.cluster)
+        .map(|pack| match pack.kind {
+            crate::packs::PackKind::Cni => format!("{} (CNI)", pack.name),
+            crate::packs::PackKind::Rules => pack.name.clone(),
+        })
+        .collect();
+    if diagnosis.destination.is_some() {
+        // Whether the outside can answer is a question only for a
+        // destination outside: one inside the cluster is not reached.
+        for path in &mut diagnosis.paths {
+            path.exit = None;
+        }
+    }
     let service = target_service(snapshot, request, &resolved);
     let findings = intent::pack_findings(&diagnosis, snapshot, packs, service.as_ref());
-    diagnosis.findings.extend(findings);
+    diagnosis.findings.extend(findings.on_path);
+    diagnosis.off_path = findings.off_path;
+    conclude::cause_first(&mut diagnosis);
     Ok(diagnosis)
 }
 

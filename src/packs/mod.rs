@@ -456,12 +456,30 @@ impl LoadedPacks {
 
     /// The hop-scoped checks of every applicable pack at one hop of a path.
     pub fn evaluate_hop(&self, hop: &Arc<HopScope>) -> Vec<Finding> {
+        let cni_admits: rhai::Array = self
+            .applying(&hop.snapshot.cluster)
+            .filter(|pack| pack.kind == PackKind::Cni)
+            .flat_map(|pack| &pack.policy_admits)
+            .map(|admit| {
+                let mut map = rhai::Map::new();
+                map.insert("protocol".into(), admit.protocol.as_str().into());
+                map.insert("why".into(), admit.why.clone().into());
+                Dynamic::from_map(map)
+            })
+            .collect();
+        let cni_admits = Dynamic::from_array(cni_admits);
         self.each_check(&hop.snapshot, |pack, check, evaluator| {
             (check.scope == CheckScope::Hop).then(|| CheckRun {
                 pack,
                 check: Some(check),
                 subjects: 1,
-                findings: evaluator.run(check, &eval::hop_context(&pack.params, hop)),
+                findings: evaluator.run(
+                    check,
+                    &Context {
+                        cni_admits: cni_admits.clone(),
+                        ..eval::hop_context(&pack.params, hop)
+                    },
+                ),
                 output: Vec::new(),
             })
         })

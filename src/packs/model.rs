@@ -516,6 +516,17 @@ pub struct Pack {
     pub hooks: BTreeMap<String, ScriptFunction>,
     pub checks: Vec<Check>,
     pub scripts: Vec<Script>,
+    /// What a CNI admits whatever the cluster's NetworkPolicies say
+    /// (`network_policy.admits`), which the networkpolicy pack reads.
+    pub policy_admits: Vec<PolicyAdmit>,
+}
+
+/// Traffic a CNI admits beyond the NetworkPolicy API's rules: all of one
+/// protocol (kube-router admits ICMP echo whatever the policies), and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicyAdmit {
+    pub protocol: crate::net::Protocol,
+    pub why: String,
 }
 
 /// A function of one of the pack's scripts.

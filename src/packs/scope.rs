@@ -233,6 +233,9 @@ pub struct Context {
     /// The container port of a `for_each: container_ports` check (a map).
     pub port: Option<Dynamic>,
     pub hop: Option<Arc<HopScope>>,
+    /// What the applying CNI pack declares its CNI admits whatever the
+    /// NetworkPolicies (`network_policy.admits`), as `[#{protocol, why}]`.
+    pub cni_admits: Dynamic,
 }
 
 impl Context {
@@ -248,6 +251,7 @@ impl Context {
             peer: None,
             port: None,
             hop: None,
+            cni_admits: Dynamic::from_array(Vec::new()),
         }
     }
 

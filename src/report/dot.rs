@@ -37,6 +37,7 @@ pub fn render(picture: &Picture) -> String {
     ];
     legend.extend(picture.key_findings.iter().cloned());
     legend.extend(picture.more_findings.clone());
+    legend.extend(picture.off_path.clone());
     let _ = writeln!(dot, "digraph skoop {{");
     let _ = writeln!(
         dot,

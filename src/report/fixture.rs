@@ -28,10 +28,12 @@ pub fn fanned_out(paths: usize, depth: usize) -> Report {
         request: "a -> b".to_string(),
         disposition: "no_route",
         assumed: false,
+        packs: Vec::new(),
         paths: Vec::new(),
         hops: vec![hop("source".to_string(), Vec::new())],
         links: Vec::new(),
         findings: Vec::new(),
+        off_path: Vec::new(),
     };
     for path in 0..paths {
         let mut hops = vec![0];

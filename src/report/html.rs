@@ -9,7 +9,7 @@
 
 use std::fmt::Write as _;
 
-use super::json::{Report, StepKindOut};
+use super::json::{FindingOut, Report, StepKindOut};
 use super::markup::escape;
 use super::picture::{Outcome, Picture, assumed_mark};
 use super::svg;
@@ -157,6 +157,9 @@ fn write_verdict(html: &mut String, report: &Report, picture: &Picture) {
         escape(&picture.verdict),
         escape(&report.request)
     );
+    if !report.packs.is_empty() {
+        let _ = writeln!(html, "<p>packs: {}</p>", escape(&report.packs.join(", ")));
+    }
     let mut stops: Vec<(&str, &str)> = Vec::new();
     for finding in report.findings.iter().filter(|f| f.severity == "fatal") {
         let stop = (finding.hop.as_str(), finding.message.as_str());
@@ -175,15 +178,9 @@ fn write_verdict(html: &mut String, report: &Report, picture: &Picture) {
     let _ = writeln!(html, "</header>");
 }
 
-/// Every finding, with its evidence, what was expected, and a link to its hop.
+/// Every finding, with its evidence, what was expected, and a link to its
+/// hop; then those about the nodes the flow crosses but not its hops.
 fn write_findings(html: &mut String, report: &Report) {
-    if report.findings.is_empty() {
-        return;
-    }
-    let _ = writeln!(
-        html,
-        "<section id=\"findings\">\n<h2>Findings</h2>\n<ol class=\"findings\">"
-    );
     // The hop each finding is about, for a link to its steps.
     let mut hop_of = vec![None; report.findings.len()];
     for (hop, out) in report.hops.iter().enumerate() {
@@ -193,8 +190,33 @@ fn write_findings(html: &mut String, report: &Report) {
             }
         }
     }
-    for (index, finding) in report.findings.iter().enumerate() {
-        let at = match hop_of[index] {
+    write_finding_list(html, "findings", "Findings", &report.findings, &hop_of);
+    write_finding_list(
+        html,
+        "off-path",
+        "Also on these nodes (not about this flow's paths)",
+        &report.off_path,
+        &[],
+    );
+}
+
+/// A section of findings, each linked to its hop where `hop_of` has it.
+fn write_finding_list(
+    html: &mut String,
+    id: &str,
+    heading: &str,
+    findings: &[FindingOut],
+    hop_of: &[Option<usize>],
+) {
+    if findings.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        html,
+        "<section id=\"{id}\">\n<h2>{heading}</h2>\n<ol class=\"findings\">"
+    );
+    for (index, finding) in findings.iter().enumerate() {
+        let at = match hop_of.get(index).copied().flatten() {
             Some(hop) => format!(
                 "<a href=\"#hop={hop}\" data-hop=\"{hop}\">{}</a>",
                 escape(&finding.hop)

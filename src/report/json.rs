@@ -28,10 +28,17 @@ pub struct Report {
     pub disposition: &'static str,
     /// Some path goes through a namespace stepped over with a pack's intent.
     pub assumed: bool,
+    /// The packs that applied, a CNI pack marked `(CNI)`.
+    pub packs: Vec<String>,
     pub paths: Vec<PathOut>,
     pub hops: Vec<HopOut>,
     pub links: Vec<LinkOut>,
+    /// The findings about the hops of the paths, the cause first.
     pub findings: Vec<FindingOut>,
+    /// Findings about the nodes the flow crosses but not about its hops
+    /// (their `paths` empty): they change neither `disposition` nor the
+    /// exit status.
+    pub off_path: Vec<FindingOut>,
 }
 
 /// What `-o json` prints when there is no diagnosis to report (a bad
@@ -255,6 +262,7 @@ impl Report {
             request: diagnosis.summary.clone(),
             disposition: diagnosis.disposition().as_str(),
             assumed: diagnosis.assumed(),
+            packs: diagnosis.packs.clone(),
             paths: diagnosis
                 .paths
                 .iter()
@@ -298,6 +306,11 @@ impl Report {
                 .findings
                 .iter()
                 .map(|finding| FindingOut::new(finding, finding_paths(diagnosis, finding)))
+                .collect(),
+            off_path: diagnosis
+                .off_path
+                .iter()
+                .map(|finding| FindingOut::new(finding, Vec::new()))
                 .collect(),
         }
     }

@@ -197,9 +197,11 @@ fn legend(picture: &Picture, width: f64) -> (Vec<(LegendStyle, f64, String)>, f6
             legend.push((LegendStyle::Finding, y, line));
         }
     }
-    if let Some(more) = &picture.more_findings {
-        y += LINE;
-        legend.push((LegendStyle::Finding, y, more.clone()));
+    for more in picture.more_findings.iter().chain(&picture.off_path) {
+        for line in wrap(more, chars, FINDING_LINES) {
+            y += LINE;
+            legend.push((LegendStyle::Finding, y, line));
+        }
     }
     y += 4.0;
     let key = "✔ delivered · ✖ stopped (thick red border) · ? cannot tell (dotted) · → leaves the cluster (dashed) · grey dashed box: assumed";

@@ -260,8 +260,8 @@ fn first_finding(diagnosis: &Diagnosis, verdict: Verdict) -> Option<&Finding> {
                 .paths
                 .iter()
                 .find(|p| !p.succeeds())
-                .and_then(|p| p.hops.last());
-            stop.and_then(|&hop| {
+                .and_then(|p| diagnosis.stop_hop(p));
+            stop.and_then(|hop| {
                 most_severe(
                     diagnosis
                         .findings

@@ -6,6 +6,9 @@
 //! and SVG draw the same [`Picture`].
 
 use std::collections::HashMap;
+use std::fmt;
+
+use crate::diagnostic::Severity;
 
 use super::json::{FindingOut, HopOut, LinkOut, PacketOut, Report, StepKindOut};
 
@@ -117,12 +120,17 @@ pub struct Picture {
     /// `and 3 more findings` (or `2 findings, none fatal or critical`), when
     /// the legend leaves some out.
     pub more_findings: Option<String>,
+    /// The findings about the nodes the flow crosses but not about its
+    /// hops, counted apart: `also on these nodes: 1 finding (...)`.
+    pub off_path: Option<String>,
 }
 
 impl Picture {
     pub fn new(report: &Report) -> Picture {
         let outcome = Outcome::of(report.disposition);
         let count = report.paths.len();
+        let probabilities: Vec<f64> = report.paths.iter().map(|p| p.probability).collect();
+        let shares = shares(&probabilities);
         let ends: Vec<PathEnd> = report
             .paths
             .iter()
@@ -134,9 +142,10 @@ impl Picture {
                     hop: *path.hops.last()?,
                     outcome,
                     title: format!(
-                        "path {} of {count} ({})",
+                        "path {} of {count} ({}){}",
                         number + 1,
-                        percent(path.probability)
+                        shares[number],
+                        entry(report, &path.hops)
                     ),
                     verdict: format!(
                         "{} {}{}",
@@ -220,6 +229,7 @@ impl Picture {
                 (shown, all) => Some(format!("and {} more findings", all - shown)),
             },
             key_findings,
+            off_path: off_path_line(&report.off_path),
         }
     }
 }
@@ -308,14 +318,75 @@ fn packet_text(packet: &PacketOut) -> String {
     )
 }
 
-/// A probability as a share of flows: `25%`, `33.3%`.
-fn percent(probability: f64) -> String {
-    let percent = probability * 100.0;
-    if (percent - percent.round()).abs() < 0.05 {
-        format!("{percent:.0}%")
-    } else {
-        format!("{percent:.1}%")
+/// ` entering at NODE` for a path from a client outside the cluster.
+fn entry(report: &Report, hops: &[usize]) -> String {
+    match hops {
+        [client, entry, ..] if report.hops[*client].kind == "external" => {
+            format!(" entering at {}", report.hops[*entry].id)
+        }
+        _ => String::new(),
     }
+}
+
+/// What a legend says of the findings not about the flow's hops: how many,
+/// and the most severe.
+fn off_path_line(findings: &[FindingOut]) -> Option<String> {
+    let worst = findings.iter().max_by_key(|f| severity_rank(f.severity))?;
+    let count = match findings.len() {
+        1 => "1 finding".to_string(),
+        many => format!("{many} findings"),
+    };
+    Some(format!(
+        "also on these nodes, not about this flow's paths: {count} ({} {} at {})",
+        worst.severity, worst.id, worst.hop
+    ))
+}
+
+/// How severe a finding's `severity` is, for ordering.
+fn severity_rank(severity: &str) -> usize {
+    Severity::ALL
+        .iter()
+        .position(|(name, _)| *name == severity)
+        .unwrap_or(0)
+}
+
+/// A path's share of flows, in tenths of a percent: `25%`, `12.5%`, `33.4%`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Share(u32);
+
+impl fmt::Display for Share {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 % 10 {
+            0 => write!(f, "{}%", self.0 / 10),
+            tenth => write!(f, "{}.{tenth}%", self.0 / 10),
+        }
+    }
+}
+
+impl std::iter::Sum for Share {
+    fn sum<I: Iterator<Item = Share>>(shares: I) -> Share {
+        Share(shares.map(|share| share.0).sum())
+    }
+}
+
+/// The paths' probabilities as shares of flows that add up as the
+/// probabilities do (to 100% for a whole diagnosis): each rounded down to a
+/// tenth of a percent, the tenths left over given to those rounded down the
+/// most (three equal paths are 33.4%, 33.3%, 33.3%; eight are 12.5% each).
+pub fn shares(probabilities: &[f64]) -> Vec<Share> {
+    let tenths: Vec<f64> = probabilities.iter().map(|p| p * 1000.0).collect();
+    let mut shares: Vec<u32> = tenths.iter().map(|t| t.floor() as u32).collect();
+    let total = tenths.iter().sum::<f64>().round() as u32;
+    let mut order: Vec<usize> = (0..tenths.len()).collect();
+    order.sort_by(|&a, &b| {
+        let left = |i: usize| tenths[i] - tenths[i].floor();
+        left(b).total_cmp(&left(a)).then(a.cmp(&b))
+    });
+    let short = total.saturating_sub(shares.iter().sum());
+    for &index in order.iter().take(short as usize) {
+        shares[index] += 1;
+    }
+    shares.into_iter().map(Share).collect()
 }
 
 /// What marks a verdict, path or hop concluded from a pack's intent.
@@ -343,8 +414,16 @@ mod tests {
     }
 
     #[test]
-    fn shares_of_flows_read_as_percentages() {
-        assert_eq!(percent(0.25), "25%");
-        assert_eq!(percent(1.0 / 3.0), "33.3%");
+    fn shares_of_flows_read_as_percentages_that_add_up_to_the_whole() {
+        let text = |probabilities: &[f64]| -> Vec<String> {
+            shares(probabilities)
+                .iter()
+                .map(ToString::to_string)
+                .collect()
+        };
+        assert_eq!(text(&[0.25; 4]), ["25%"; 4]);
+        assert_eq!(text(&[0.125; 8]), ["12.5%"; 8]);
+        assert_eq!(text(&[1.0 / 3.0; 3]), ["33.4%", "33.3%", "33.3%"]);
+        assert_eq!(text(&[0.5, 0.25]), ["50%", "25%"]);
     }
 }

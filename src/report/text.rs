@@ -14,7 +14,7 @@ use crate::diagnostic::evidence_text;
 use crate::engine::{Diagnosis, Disposition, Finding, HopId, HopKind, PathResult, Severity, Step};
 use crate::report::json::{finding_paths, link_kind};
 use crate::report::matrix::{DiffReport, FlowOut, FlowVerdict, MatrixReport};
-use crate::report::picture::assumed_mark;
+use crate::report::picture::{Share, assumed_mark, shares};
 
 /// How much of each path the text report shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -30,7 +30,8 @@ pub enum Detail {
 /// `skoop diagnose`'s report, line by line (an empty string is an empty
 /// line).
 pub fn diagnosis(diagnosis: &Diagnosis, detail: Detail) -> Vec<String> {
-    let mut lines = verdict_lines(diagnosis);
+    let shares = path_shares(diagnosis);
+    let mut lines = verdict_lines(diagnosis, &shares);
     if detail == Detail::Paths && !diagnosis.paths.is_empty() {
         lines.push(String::new());
     }
@@ -38,18 +39,29 @@ pub fn diagnosis(diagnosis: &Diagnosis, detail: Detail) -> Vec<String> {
         if detail > Detail::Paths {
             lines.push(String::new());
         }
-        lines.push(path_line(diagnosis, index, path));
+        lines.push(path_line(diagnosis, index, shares[index]));
         if detail > Detail::Paths {
             lines.extend(hop_lines(diagnosis, path, detail == Detail::Packets));
         }
     }
-    lines.extend(findings_lines(diagnosis));
+    lines.extend(findings_lines(diagnosis, &diagnosis.findings, "findings:"));
+    lines.extend(findings_lines(
+        diagnosis,
+        &diagnosis.off_path,
+        "also on these nodes (not about this flow's paths):",
+    ));
     lines
+}
+
+/// Each path's share of the flows.
+fn path_shares(diagnosis: &Diagnosis) -> Vec<Share> {
+    let probabilities: Vec<f64> = diagnosis.paths.iter().map(|p| p.probability).collect();
+    shares(&probabilities)
 }
 
 /// The verdict, then what stood in for missing namespaces and which paths
 /// fail.
-fn verdict_lines(diagnosis: &Diagnosis) -> Vec<String> {
+fn verdict_lines(diagnosis: &Diagnosis, shares: &[Share]) -> Vec<String> {
     let mut lines = vec![format!(
         "{}: {}{}{}{}",
         diagnosis.summary,
@@ -58,6 +70,9 @@ fn verdict_lines(diagnosis: &Diagnosis) -> Vec<String> {
         assumed_mark(diagnosis.assumed()),
         severity_note(diagnosis)
     )];
+    if !diagnosis.packs.is_empty() {
+        lines.push(format!("  packs: {}", diagnosis.packs.join(", ")));
+    }
     if let Some(pack) = &diagnosis.assumed_by {
         lines.push(format!(
             "  assumed: the snapshot has no dump of {}; pack {pack}'s intent stands in there",
@@ -68,7 +83,7 @@ fn verdict_lines(diagnosis: &Diagnosis) -> Vec<String> {
                 .join(", ")
         ));
     }
-    if let Some(summary) = failing_summary(diagnosis) {
+    if let Some(summary) = failing_summary(diagnosis, shares) {
         lines.push(format!("  {summary}"));
     }
     lines
@@ -87,21 +102,27 @@ fn assumed_namespaces(diagnosis: &Diagnosis) -> Vec<&HopId> {
 }
 
 /// A path in one line: its share, backend, disposition and where it stops.
-fn path_line(diagnosis: &Diagnosis, index: usize, path: &PathResult) -> String {
+fn path_line(diagnosis: &Diagnosis, index: usize, share: Share) -> String {
+    let path = &diagnosis.paths[index];
     let to = path
         .backend
         .as_ref()
         .map(|backend| format!(" to {backend}"))
         .unwrap_or_default();
-    let stops = match (path.disposition, path.hops.last()) {
-        (Disposition::Delivered | Disposition::ExitsCluster, _) | (_, None) => String::new(),
-        (_, Some(&last)) => format!(" at {}", diagnosis.hop(last).id),
+    // A path out of the cluster to an address outside it ends as it should.
+    let stops = match diagnosis.stop_hop(path) {
+        Some(_) if path.exit.is_some() => String::new(),
+        Some(stop) => format!(" at {}", diagnosis.hop(stop).id),
+        None => String::new(),
     };
+    let entry = diagnosis
+        .entry(path)
+        .map(|node| format!(" entering at {node}"))
+        .unwrap_or_default();
     format!(
-        "path {} of {} ({:.0}% of flows){to}: {}{}{stops}",
+        "path {} of {} ({share} of flows){entry}{to}: {}{}{stops}",
         index + 1,
         diagnosis.paths.len(),
-        path.probability * 100.0,
         path.disposition,
         assumed_mark(path.assumed)
     )
@@ -155,13 +176,13 @@ fn link_line(diagnosis: &Diagnosis, from: usize, to: usize, verbose: bool) -> Op
     })
 }
 
-/// The findings, each said once with the paths it is about.
-fn findings_lines(diagnosis: &Diagnosis) -> Vec<String> {
-    let said = said_findings(diagnosis);
+/// `findings` under `heading`, each said once with the paths it is about.
+fn findings_lines(diagnosis: &Diagnosis, findings: &[Finding], heading: &str) -> Vec<String> {
+    let said = said_findings(diagnosis, findings);
     if said.is_empty() {
         return Vec::new();
     }
-    let mut lines = vec![String::new(), "findings:".to_string()];
+    let mut lines = vec![String::new(), heading.to_string()];
     for said in &said {
         lines.extend(finding_lines(said, diagnosis.paths.len()));
     }
@@ -195,6 +216,9 @@ fn finding_lines(Said { finding, paths }: &Said, count: usize) -> Vec<String> {
             evidence_text(&finding.evidence)
         ));
     }
+    if let Some(expected) = &finding.expected {
+        lines.push(format!("      expected: {expected}"));
+    }
     if let Some(remediation) = &finding.remediation {
         lines.push(format!("      remediation: {remediation}"));
     }
@@ -210,10 +234,10 @@ struct Said<'d> {
     paths: Vec<usize>,
 }
 
-/// Each distinct finding once, in the order first found.
-fn said_findings(diagnosis: &Diagnosis) -> Vec<Said<'_>> {
+/// Each distinct finding of `findings` once, in their order.
+fn said_findings<'d>(diagnosis: &Diagnosis, findings: &'d [Finding]) -> Vec<Said<'d>> {
     let mut said: Vec<Said> = Vec::new();
-    for finding in &diagnosis.findings {
+    for finding in findings {
         let paths = finding_paths(diagnosis, finding)
             .into_iter()
             .map(|index| index + 1)
@@ -237,7 +261,7 @@ fn said_findings(diagnosis: &Diagnosis) -> Vec<Said<'_>> {
 
 /// How many distinct fatal and critical findings the diagnosis has.
 fn severe_findings(diagnosis: &Diagnosis) -> (usize, usize) {
-    let said = said_findings(diagnosis);
+    let said = said_findings(diagnosis, &diagnosis.findings);
     let count = |severity| {
         said.iter()
             .filter(|s| s.finding.severity == severity)
@@ -278,7 +302,7 @@ fn backend_name(path: &PathResult, number: usize) -> String {
 
 /// Which of several paths fail, by backend where they reach several (a
 /// service's fan-out): "2 of 4 backends (50% of flows) fail: a, b".
-fn failing_summary(diagnosis: &Diagnosis) -> Option<String> {
+fn failing_summary(diagnosis: &Diagnosis, shares: &[Share]) -> Option<String> {
     if diagnosis.paths.len() < 2 || diagnosis.succeeds() {
         return None;
     }
@@ -292,11 +316,12 @@ fn failing_summary(diagnosis: &Diagnosis) -> Option<String> {
             None => backends.push((name, fails)),
         }
     }
-    let share: f64 = diagnosis
+    let share: Share = diagnosis
         .paths
         .iter()
-        .filter(|path| !path.succeeds())
-        .map(|path| path.probability)
+        .zip(shares)
+        .filter(|(path, _)| !path.succeeds())
+        .map(|(_, share)| *share)
         .sum();
     let failing: Vec<&str> = backends
         .iter()
@@ -305,29 +330,43 @@ fn failing_summary(diagnosis: &Diagnosis) -> Option<String> {
         .collect();
     if backends.len() > 1 {
         Some(format!(
-            "{} of {} backends ({:.0}% of flows) fail: {}",
+            "{} of {} backends ({share} of flows) fail: {}",
             failing.len(),
             backends.len(),
-            share * 100.0,
             failing.join(", ")
         ))
     } else {
         let paths = diagnosis.paths.iter().filter(|p| !p.succeeds()).count();
         Some(format!(
-            "{paths} of {} paths ({:.0}% of flows) fail",
+            "{paths} of {} paths ({share} of flows) fail",
             diagnosis.paths.len(),
-            share * 100.0
         ))
     }
 }
 
-/// How the flow leaves the cluster, where that is the verdict: with which
-/// source address, and whether the outside can answer it.
+/// How the flow leaves the cluster, where that is the verdict: for a
+/// destination inside the cluster, where it left instead of reaching it;
+/// else with which source address, and whether the outside can answer it.
 fn exit_note(diagnosis: &Diagnosis) -> String {
-    let Some(exit) = diagnosis
-        .exit()
-        .filter(|_| diagnosis.disposition() == Disposition::ExitsCluster)
-    else {
+    if diagnosis.disposition() != Disposition::ExitsCluster {
+        return String::new();
+    }
+    // A destination inside the cluster: where the packet went instead.
+    if let Some(destination) = &diagnosis.destination {
+        let left = diagnosis
+            .paths
+            .iter()
+            .find_map(|path| diagnosis.left_at(path));
+        return match left {
+            Some((hop, device)) => {
+                format!(
+                    ": leaves the cluster at {hop} by {device} instead of reaching {destination}"
+                )
+            }
+            None => format!(": leaves the cluster instead of reaching {destination}"),
+        };
+    }
+    let Some(exit) = diagnosis.exit() else {
         return String::new();
     };
     let source = exit
@@ -562,7 +601,7 @@ mod tests {
         let assumed_hops = diagnosis.graph.node_weights().filter(|h| h.assumed);
         assert!(assumed_hops.count() > 3);
         assert_eq!(
-            verdict_lines(&diagnosis)[1],
+            verdict_lines(&diagnosis, &path_shares(&diagnosis))[2],
             "  assumed: the snapshot has no dump of node-2, default/web-2, default/web-3; pack flannel's intent stands in there"
         );
     }

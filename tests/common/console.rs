@@ -1,6 +1,6 @@
 //! The blocks a Markdown page (README.md, `docs/*.md`) asks the tests to
 //! run or write: `console` blocks, whose `$ ` lines are commands followed by
-//! what they print; `sh`/`shell`/`bash` blocks, which must be marked on the
+//! what they print (and, where the page shows it, `[exit status N]`); `sh`/`shell`/`bash` blocks, which must be marked on the
 //! line before their fence with `<!-- not run: WHY -->` (a live cluster,
 //! root on a node); and blocks of any other language marked
 //! `<!-- file: PATH -->`, a file the reader writes, with the block's text.
@@ -38,6 +38,17 @@ pub struct Example {
     pub line: usize,
     pub command: String,
     pub shown: Vec<String>,
+    /// The exit status the page shows, on a line of its own after what the
+    /// command prints: `[exit status 1]`.
+    pub status: Option<i32>,
+}
+
+/// How a page shows a command's exit status: `[exit status N]`.
+fn exit_status(line: &str) -> Option<i32> {
+    line.strip_prefix("[exit status ")?
+        .strip_suffix(']')?
+        .parse()
+        .ok()
 }
 
 /// A marker on the last non-blank line before a fence.
@@ -143,10 +154,14 @@ impl Block {
                 line: number,
                 command: command.to_string(),
                 shown: Vec::new(),
+                status: None,
             }),
             None => {
                 if let Some(example) = self.examples.last_mut() {
-                    example.shown.push(line.to_string());
+                    match exit_status(line) {
+                        Some(status) => example.status = Some(status),
+                        None => example.shown.push(line.to_string()),
+                    }
                 }
             }
         }

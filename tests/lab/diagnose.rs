@@ -2359,6 +2359,7 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
         }
         (None, None) => unreachable!("a real cluster was built"),
     };
+    let status = exit_status(dir.path(), &request);
     let blamed = diagnosis
         .findings
         .iter()
@@ -2419,6 +2420,27 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
         row.detail.as_deref().unwrap_or_default(),
         diagnosis.findings
     );
+    // Read only through skoop's exit status, as a script reads it: 0 (or 3,
+    // a critical finding about a hop of the path) where the kernel
+    // delivers, 1 where it does not. A black hole is the one flow that
+    // opens and then stalls: the walked packet is delivered and the
+    // critical finding on its path says the rest vanishes (3).
+    let agrees = match (kernel, black_hole.is_some()) {
+        (true, _) => status == 0 || status == 3,
+        (false, true) => status == 3,
+        (false, false) => status == 1,
+    };
+    assert!(
+        agrees,
+        "{}: kernel {} but skoop exits {status}; findings: {:#?}",
+        fault.name,
+        if kernel {
+            "delivers"
+        } else {
+            "does not deliver"
+        },
+        diagnosis.findings
+    );
     assert_eq!(
         row.skoop, fault.expected,
         "{}: findings {:#?}",
@@ -2475,6 +2497,43 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
         ),
     }
     Some(row)
+}
+
+/// `skoop diagnose`'s exit status for `request` on the snapshot in `dir`:
+/// the binary, run as a user or a script runs it.
+fn exit_status(dir: &std::path::Path, request: &Request) -> i32 {
+    let mut args: Vec<String> = vec![
+        "diagnose".into(),
+        "--snapshot".into(),
+        dir.display().to_string(),
+        "--from".into(),
+        request.from.to_string(),
+        "--to".into(),
+        request.to.to_string(),
+        "--protocol".into(),
+        request.protocol.as_str().into(),
+    ];
+    if let Some(port) = request.port {
+        args.extend(["--port".into(), port.to_string()]);
+    }
+    if let Some(size) = request.size {
+        let size = match size {
+            PacketSize::Bytes(bytes) => bytes.to_string(),
+            PacketSize::InterfaceMtu => "mtu".into(),
+        };
+        args.extend(["--size".into(), size]);
+    }
+    if let Some(via) = &request.via {
+        args.extend(["--via".into(), format!("node/{via}")]);
+    }
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_skoop"))
+        .args(&args)
+        .output()
+        .expect("run skoop");
+    output
+        .status
+        .code()
+        .unwrap_or_else(|| panic!("skoop {args:?} ended by a signal"))
 }
 
 #[test]

@@ -13,7 +13,7 @@ mod candidates;
 mod resolve;
 
 pub use candidates::{Candidates, suggest_endpoint};
-pub(crate) use resolve::{Resolved, Start, resolve};
+pub(crate) use resolve::{Resolved, Start, lacking_port, resolve};
 
 /// A source or destination as the user writes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,9 +40,13 @@ pub enum Endpoint {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TargetError {
     #[error(
-        "{0:?} is not a pod (NS/NAME), a node (node/NAME), a service (svc/NS/NAME[:PORT]) or an address (IP[:PORT])"
+        "{0:?} is not a pod (NS/NAME, pod/NS/NAME), a node (node/NAME), a service (svc/NS/NAME, service/NS/NAME, NAME.NS.svc[.cluster.local], NAME.NS; each [:PORT]) or an address (IP[:PORT])"
     )]
     Malformed(String),
+    #[error(
+        "{0:?} is a hostname, and skoop resolves none but a Service's (NAME.NS, NAME.NS.svc[.cluster.local]): give its IP"
+    )]
+    Hostname(String),
     #[error("{0:?}: {1} is not a port number (1-65535)")]
     BadPort(String, String),
     #[error("no pod {0}/{1} in the snapshot{2}")]
@@ -128,6 +132,11 @@ impl fmt::Display for TargetPortNote {
 impl FromStr for Endpoint {
     type Err = TargetError;
 
+    /// `node/NAME`, `pod/NS/NAME` or `NS/NAME`, `svc/NS/NAME` or
+    /// `service/NS/NAME`, `NAME.NS.svc[.cluster.local]` or `NAME.NS` (a
+    /// Service, as cluster DNS names it), or an IP; each with `:PORT`. A
+    /// name with dots is a Service only in those two forms: skoop resolves
+    /// no other hostname (give its IP).
     fn from_str(text: &str) -> Result<Endpoint, TargetError> {
         let malformed = || TargetError::Malformed(text.to_string());
         if let Some(rest) = text.strip_prefix("node/") {
@@ -141,32 +150,17 @@ impl FromStr for Endpoint {
                 }),
             };
         }
-        if let Some(rest) = text.strip_prefix("svc/") {
-            // A Service's port may be given by its name (`svc/NS/NAME:http`).
-            let (path, port) = match rest.rsplit_once(':') {
-                Some((path, name))
-                    if name.starts_with(|c: char| c.is_ascii_alphabetic())
-                        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') =>
-                {
-                    (path, Some(PortRef::Name(name.to_string())))
-                }
-                _ => {
-                    let (path, port) = split_port(text, rest)?;
-                    (path, port.map(PortRef::Number))
-                }
-            };
-            return match path.split_once('/') {
-                Some((namespace, name))
-                    if !namespace.is_empty() && !name.is_empty() && !name.contains('/') =>
-                {
-                    Ok(Endpoint::Service {
-                        namespace: namespace.into(),
-                        name: name.into(),
-                        port,
-                    })
-                }
-                _ => Err(malformed()),
-            };
+        if let Some(rest) = ["svc/", "service/"]
+            .iter()
+            .find_map(|prefix| text.strip_prefix(prefix))
+        {
+            let (path, port) = split_service_port(text, rest)?;
+            let (namespace, name) = namespaced(path).ok_or_else(malformed)?;
+            return Ok(Endpoint::Service {
+                namespace,
+                name,
+                port,
+            });
         }
         if let Ok(address) = text.parse::<IpAddr>() {
             return Ok(Endpoint::Ip {
@@ -180,18 +174,76 @@ impl FromStr for Endpoint {
                 port: Some(socket.port()),
             });
         }
-        let (path, port) = split_port(text, text)?;
-        match path.split_once('/') {
-            Some((namespace, name))
-                if !namespace.is_empty() && !name.is_empty() && !name.contains('/') =>
-            {
-                Ok(Endpoint::Pod {
-                    namespace: namespace.into(),
-                    name: name.into(),
-                    port,
-                })
-            }
-            _ => Err(malformed()),
+        // Digits and dots are a mistyped address, not a name.
+        let numeric = text
+            .split(['.', ':'])
+            .all(|part| part.chars().all(|c| c.is_ascii_digit()));
+        if !text.contains('/') && text.contains('.') && !numeric {
+            let (host, port) = split_service_port(text, text)?;
+            let host = host
+                .strip_suffix(".svc.cluster.local")
+                .or_else(|| host.strip_suffix(".svc"))
+                .unwrap_or(host);
+            return match host.split_once('.') {
+                Some((name, namespace)) if dns_label(name) && dns_label(namespace) => {
+                    Ok(Endpoint::Service {
+                        namespace: namespace.into(),
+                        name: name.into(),
+                        port,
+                    })
+                }
+                _ => Err(TargetError::Hostname(text.to_string())),
+            };
+        }
+        let rest = text.strip_prefix("pod/").unwrap_or(text);
+        let (path, port) = split_port(text, rest)?;
+        let (namespace, name) = namespaced(path).ok_or_else(malformed)?;
+        Ok(Endpoint::Pod {
+            namespace,
+            name,
+            port,
+        })
+    }
+}
+
+/// `NS/NAME` -> (`NS`, `NAME`).
+fn namespaced(path: &str) -> Option<(String, String)> {
+    match path.split_once('/') {
+        Some((namespace, name))
+            if !namespace.is_empty() && !name.is_empty() && !name.contains('/') =>
+        {
+            Some((namespace.into(), name.into()))
+        }
+        _ => None,
+    }
+}
+
+/// Whether `text` is a DNS label as Kubernetes names namespaces and
+/// Services (RFC 1123: lower-case letters, digits and `-`, at most 63).
+fn dns_label(text: &str) -> bool {
+    (1..=63).contains(&text.len())
+        && text
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && !text.starts_with('-')
+        && !text.ends_with('-')
+}
+
+/// A Service's `NAME:PORT`, the port by number or by name (`:http`).
+fn split_service_port<'a>(
+    whole: &str,
+    text: &'a str,
+) -> Result<(&'a str, Option<PortRef>), TargetError> {
+    match text.rsplit_once(':') {
+        Some((path, name))
+            if name.starts_with(|c: char| c.is_ascii_alphabetic())
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') =>
+        {
+            Ok((path, Some(PortRef::Name(name.to_string()))))
+        }
+        _ => {
+            let (path, port) = split_port(whole, text)?;
+            Ok((path, port.map(PortRef::Number)))
         }
     }
 }
@@ -409,6 +461,54 @@ mod tests {
     }
 
     #[test]
+    fn endpoints_parse_as_people_type_them() {
+        let web = |port| Endpoint::Service {
+            namespace: "default".into(),
+            name: "web".into(),
+            port,
+        };
+        let cases = [
+            ("web.default.svc.cluster.local", web(None)),
+            (
+                "web.default.svc.cluster.local:80",
+                web(Some(PortRef::Number(80))),
+            ),
+            ("web.default.svc", web(None)),
+            (
+                "web.default.svc:http",
+                web(Some(PortRef::Name("http".into()))),
+            ),
+            ("web.default", web(None)),
+            ("web.default:80", web(Some(PortRef::Number(80)))),
+            ("service/default/web", web(None)),
+            ("service/default/web:80", web(Some(PortRef::Number(80)))),
+            (
+                "pod/default/web-3:8080",
+                Endpoint::Pod {
+                    namespace: "default".into(),
+                    name: "web-3".into(),
+                    port: Some(8080),
+                },
+            ),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(text.parse::<Endpoint>(), Ok(expected), "{text}");
+        }
+    }
+
+    #[test]
+    fn a_hostname_that_names_no_service_is_refused_with_the_forms_that_do() {
+        for text in ["example.com.", "www.example.com", "Web.Default"] {
+            let error = text.parse::<Endpoint>().unwrap_err();
+            assert!(
+                matches!(error, TargetError::Hostname(_)),
+                "{text}: {error:?}"
+            );
+            assert!(error.to_string().contains("NAME.NS.svc"), "{error}");
+        }
+    }
+
+    #[test]
     fn packet_sizes_are_bytes_within_ip_limits_or_mtu() {
         assert_eq!("1500".parse(), Ok(PacketSize::Bytes(1500)));
         assert_eq!("68".parse(), Ok(PacketSize::Bytes(68)));
@@ -452,6 +552,7 @@ mod tests {
             "svc/default/web:-x",
             "default/web-0:http",
             "10.0.0.1:99999",
+            "10.0.0.300",
         ] {
             let error = text.parse::<Endpoint>().unwrap_err();
             assert!(

@@ -38,11 +38,12 @@ pub(crate) fn resolve(snapshot: &Snapshot, request: &Request) -> Result<Resolved
     if !request.protocol.has_ports() && (request.port.is_some() || request.to.port().is_some()) {
         return Err(TargetError::PortWithoutPorts(request.protocol));
     }
-    let (dst, target_port) = resolve_destination(snapshot, &request.to, request.protocol)?;
     let outside = match &request.from {
         Endpoint::Ip { address, .. } if is_outside(snapshot, *address) => Some(*address),
         _ => None,
     };
+    let (dst, target_port) =
+        resolve_destination(snapshot, &request.to, request.protocol, outside.is_some())?;
     let (start, src) = match (outside, &request.via) {
         (Some(address), Some(via)) => {
             (Start::Outside(vec![arrival(snapshot, via)?]), Some(address))
@@ -274,11 +275,14 @@ fn pod_namespace(
 
 /// The destination's address, and its port when the endpoint names one: a
 /// Service's port is one of the flow's protocol (a Service may have port 53
-/// for TCP and for UDP, and an SCTP-only port takes no TCP flow).
+/// for TCP and for UDP, and an SCTP-only port takes no TCP flow). A client
+/// outside the cluster sends to a Service's load-balancer address where it
+/// has one, on the same port: its ClusterIP is not routed out there.
 fn resolve_destination(
     snapshot: &Snapshot,
     to: &Endpoint,
     protocol: Protocol,
+    from_outside: bool,
 ) -> Result<(IpAddr, Option<u16>), TargetError> {
     match to {
         Endpoint::Pod {
@@ -308,9 +312,9 @@ fn resolve_destination(
             port,
         } => {
             let service = service(snapshot, namespace, name)?;
-            let ip = service
-                .cluster_ips
-                .first()
+            let ingress = service.load_balancer_ips.first().filter(|_| from_outside);
+            let ip = ingress
+                .or(service.cluster_ips.first())
                 .ok_or_else(|| TargetError::ServiceWithoutIp(namespace.clone(), name.clone()))?;
             Ok((*ip, service_port(service, port.as_ref(), protocol)?))
         }
@@ -336,6 +340,16 @@ fn resolve_destination(
         }
         Endpoint::Ip { address, port } => Ok((*address, *port)),
     }
+}
+
+/// Why `service` takes no flow of `protocol` to `port` (it has no such
+/// port), or `None` where it does.
+pub(crate) fn lacking_port(
+    service: &Service,
+    port: u16,
+    protocol: Protocol,
+) -> Option<TargetError> {
+    service_port(service, Some(&PortRef::Number(port)), protocol).err()
 }
 
 /// The port of `service` a flow of `protocol` goes to: `port` (a number or

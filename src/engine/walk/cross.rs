@@ -403,8 +403,11 @@ impl<'s> Walker<'s> {
             (None, Some(service)) => Some((
                 codes::KERNEL_NETFILTER_SERVICE_UNTRANSLATED,
                 format!(
-                    "{} is service {service}'s address, but no netfilter rule of {} translated it to a backend, so the packet leaves by {} as if for the internet",
+                    "{} is service {service}'s address, but {}no netfilter rule of {} translated it to a backend, so the packet leaves by {} as if for the internet",
                     packet.ip.dst,
+                    self.lacking_service_port(packet)
+                        .map(|lacking| format!("{lacking}: "))
+                        .unwrap_or_default(),
                     hop_id(ns),
                     device
                 ),
@@ -599,15 +602,15 @@ impl<'s> Walker<'s> {
         let (to, interface) = (crossing.to, crossing.interface);
         let Flow { packet, branch } = flow;
         let receiver = self.topology.link(to, interface);
-        if let Some(stop) = receiver.and_then(|link| self.device_down(to, link)) {
-            return self.stop(hop, branch, stop);
+        if let Some(stop) = receiver.and_then(|link| self.receiver_down(hop, to, link)) {
+            return self.stopped_at_arrival(hop, &crossing, &packet, branch, stop, false);
         }
         let mut packet = packet;
         if matches!(crossing.kind, LinkKind::Veth | LinkKind::BridgePort)
             && let Some(receiver) = receiver
             && let Some(stop) = self.oversized_frame(hop, to, receiver, &mut packet)
         {
-            return self.dropped_on_arrival(hop, &crossing, &packet, branch, stop);
+            return self.stopped_at_arrival(hop, &crossing, &packet, branch, stop, true);
         }
         Next::Visit {
             ns: to.clone(),

@@ -128,21 +128,34 @@ impl<'s> Walker<'s> {
 
     /// A device that is administratively down, or has no carrier, sends nothing.
     pub(super) fn device_down(&self, ns: &NetnsId, device: &Device) -> Option<Stop> {
-        let up = device.has_flag(&LinkFlag::Up);
-        let carrier = device.has_flag(&LinkFlag::LowerUp) || device.ifname == "lo";
-        if up && carrier {
-            return None;
-        }
-        let state = if up {
-            "has no carrier (its peer or link is down)"
-        } else {
-            "is down"
-        };
+        let state = down_state(device)?;
         Some(Stop {
             disposition: Disposition::NeighborFailed,
             id: codes::KERNEL_DEVICE_DOWN,
             reason: format!("{} sends by {}, which {state}", hop_id(ns), device.ifname),
             evidence: vec![self.file(ns, DumpFile::IpLink)],
+        })
+    }
+
+    /// The receiving end of a link that is down, or has no carrier, takes
+    /// nothing in: the stop is the receiver's (`to`'s), not the sender's.
+    pub(super) fn receiver_down(
+        &self,
+        hop: NodeIndex,
+        to: &NetnsId,
+        device: &Device,
+    ) -> Option<Stop> {
+        let state = down_state(device)?;
+        Some(Stop {
+            disposition: Disposition::NeighborFailed,
+            id: codes::KERNEL_DEVICE_DOWN,
+            reason: format!(
+                "{}'s {} {state}, so {} cannot reach it",
+                hop_id(to),
+                device.ifname,
+                self.graph[hop].id
+            ),
+            evidence: vec![self.file(to, DumpFile::IpLink)],
         })
     }
 
@@ -362,17 +375,17 @@ impl<'s> Walker<'s> {
         // The peer is a bridge port. The frame does not go through `arrive`
         // from here, so the port's own checks come first: a port that is
         // down, or whose MTU the frame exceeds, takes nothing in.
-        if let Some(stop) = self.device_down(peer_ns, peer) {
-            return self.stop(hop, branch, stop);
-        }
         let crossing = Crossing {
             kind: LinkKind::Veth,
             from_interface: &device.ifname,
             to: peer_ns,
             interface: &peer.ifname,
         };
+        if let Some(stop) = self.receiver_down(hop, peer_ns, peer) {
+            return self.stopped_at_arrival(hop, &crossing, &packet, branch, stop, false);
+        }
         if let Some(stop) = self.oversized_frame(hop, peer_ns, peer, &mut packet) {
-            return self.dropped_on_arrival(hop, &crossing, &packet, branch, stop);
+            return self.stopped_at_arrival(hop, &crossing, &packet, branch, stop, true);
         }
         let link = crossing.link(&packet);
         let request = match self.arp_request(ns, device, next_hop, &packet) {
@@ -530,6 +543,18 @@ impl<'s> Walker<'s> {
                 None
             }
         }
+    }
+}
+
+/// How a device that sends and takes nothing is: down, or without carrier;
+/// `None` for one that is up with carrier.
+fn down_state(device: &Device) -> Option<&'static str> {
+    let up = device.has_flag(&LinkFlag::Up);
+    let carrier = device.has_flag(&LinkFlag::LowerUp) || device.ifname == "lo";
+    match (up, carrier) {
+        (true, true) => None,
+        (true, false) => Some("has no carrier (its peer or link is down)"),
+        (false, _) => Some("is down"),
     }
 }
 

@@ -158,6 +158,9 @@ pub(crate) fn walk(shared: &Arc<Snapshot>, resolved: &Resolved, packs: &LoadedPa
             .flatten(),
         paths: walker.paths,
         findings: walker.findings,
+        off_path: Vec::new(),
+        destination: None,
+        packs: Vec::new(),
     }
 }
 

@@ -391,27 +391,30 @@ impl<'s> Walker<'s> {
         })
     }
 
-    /// A frame dropped as it arrives: the receiving namespace joins the
-    /// path, and the stop is its own.
-    pub(super) fn dropped_on_arrival(
+    /// A frame stopped as it arrives (`received`: by the device, too long
+    /// for it; else at a device that is down, which takes nothing in): the
+    /// receiving namespace joins the path, and the stop is its own.
+    pub(super) fn stopped_at_arrival(
         &mut self,
         hop: NodeIndex,
         crossing: &Crossing<'_>,
         packet: &Packet,
         mut branch: Branch,
         stop: Stop,
+        received: bool,
     ) -> Next<'s> {
         let to = crossing.to;
+        let step = HopStep {
+            step: Step::Received {
+                interface: crossing.interface.to_string(),
+                packet: packet.to_string(),
+            },
+            assumed: false,
+        };
         let arrived = Hop {
             id: hop_id(to),
             node: Some(to.node().to_string()),
-            steps: vec![HopStep {
-                step: Step::Received {
-                    interface: crossing.interface.to_string(),
-                    packet: packet.to_string(),
-                },
-                assumed: false,
-            }],
+            steps: received.then_some(step).into_iter().collect(),
             context: None,
             assumed: false,
         };

@@ -22,10 +22,26 @@ pub(super) fn decided_by(decision: Option<&RuleRef>) -> String {
 }
 
 impl<'s> Walker<'s> {
+    /// An IPv6 packet: not a gap in the snapshot, the walk itself is
+    /// IPv4's so far.
+    fn unwalked_family(&self, ns: &NetnsId, packet: &Packet) -> Option<Stop> {
+        (packet.ip.family() == Family::Ipv6).then(|| {
+            let reason = format!(
+                "{} is an IPv6 address: the path walker follows IPv4 packets only so far (`skoop route lookup` answers IPv6 routing; ip6tables and neighbour discovery are not modelled yet)",
+                packet.ip.dst
+            );
+            let evidence = vec![self.file(ns, DumpFile::IpRoute6)];
+            Stop::unknown(codes::KERNEL_ROUTE_UNKNOWN, reason, evidence)
+        })
+    }
+
     /// What the namespace's kernel does with a packet that is in it.
     pub(super) fn process(&mut self, place: &Place, flow: Flow, arrival: Arrival) -> Next<'s> {
         let (ns, hop) = (&place.ns, place.hop);
         let Flow { packet, branch } = flow;
+        if let Some(stop) = self.unwalked_family(ns, &packet) {
+            return self.stop(hop, branch, stop);
+        }
         let Some(fib) = self.fib(ns) else {
             let stop = self.missing(
                 ns,
@@ -397,6 +413,21 @@ impl<'s> Walker<'s> {
             .iter()
             .find_map(IpOwner::service)
             .map(|(namespace, name)| format!("{namespace}/{name}"))
+    }
+
+    /// Why the service whose address `packet` is sent to takes no packet of
+    /// its protocol to its port: it has no such port.
+    pub(super) fn lacking_service_port(
+        &self,
+        packet: &Packet,
+    ) -> Option<crate::engine::TargetError> {
+        let cluster = &self.snapshot.cluster;
+        let (namespace, name) = cluster
+            .by_ip(packet.ip.dst)
+            .iter()
+            .find_map(IpOwner::service)?;
+        let service = cluster.service(namespace, name)?;
+        crate::engine::target::lacking_port(service, packet.ip.dport?, packet.ip.protocol)
     }
 
     /// IPv4 forwarding on the interface the packet came in on.

@@ -48,7 +48,10 @@ impl NamespaceDump<'_> {
 
     /// Why a kind cannot tell without `file`: not collected, or unreadable.
     pub(super) fn not_collected(&self, file: DumpFile) -> Stop {
-        Stop::Unknown(self.dump.missing(file).of(&self.ctx.subject))
+        Stop::Lacking {
+            reason: self.dump.missing(file).of(&self.ctx.subject),
+            file,
+        }
     }
 }
 

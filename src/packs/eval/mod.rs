@@ -70,6 +70,11 @@ pub type Finding = crate::diagnostic::Finding<FromCheck>;
 pub struct FromCheck {
     pub pack: String,
     pub subject: Subject,
+    /// The other node of a check made per remote node (`for_each:
+    /// remote_nodes`): a diagnosis tells by it whether the finding is about
+    /// its path or only about a node the path crosses.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peer: Option<String>,
     /// Why the script stopped, for `script-error` findings.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error_kind: Option<super::sandbox::ScriptErrorKind>,
@@ -78,7 +83,35 @@ pub struct FromCheck {
 /// A failure before the check could conclude.
 pub enum Stop {
     Unknown(String),
+    /// Unknown for want of a dump file (not collected, or unreadable): the
+    /// finding says to collect it.
+    Lacking {
+        reason: String,
+        file: DumpFile,
+    },
     Error(ScriptError),
+}
+
+impl From<Insufficient> for Stop {
+    fn from(insufficient: Insufficient) -> Stop {
+        match insufficient.lacking {
+            Some(file) => Stop::Lacking {
+                reason: insufficient.reason,
+                file,
+            },
+            None => Stop::Unknown(insufficient.reason),
+        }
+    }
+}
+
+/// What to do about a check that cannot tell for want of `file` in the
+/// namespace of `subject`: collect it (a component's restart is advice for
+/// what is known to be wrong, never for what is not known).
+fn collect_advice(file: DumpFile, subject: &Subject) -> String {
+    format!(
+        "collect {file} in the namespace of {subject} (`{}`) and run again",
+        file.command().join(" ")
+    )
 }
 
 /// One way the subject differs from what the check expects.
@@ -182,8 +215,8 @@ impl Evaluator<'_> {
 
     /// An error of a manifest expression: positioned at the value in pack.yaml.
     fn manifest_stop(&self, error: &EvalAltResult, value: &Value) -> Stop {
-        if let Some(reason) = Insufficient::in_error(error) {
-            return Stop::Unknown(reason);
+        if let Some(insufficient) = Insufficient::in_error(error) {
+            return insufficient.into();
         }
         let mut script = ScriptError::from_rhai(error, &self.pack.dir, super::load::MANIFEST, None);
         script.line = Some(value.pos.line);
@@ -205,7 +238,7 @@ impl Evaluator<'_> {
             args,
         );
         result.map_err(|error| match Insufficient::in_error(&error) {
-            Some(reason) => Stop::Unknown(reason),
+            Some(insufficient) => insufficient.into(),
             None => Stop::Error(ScriptError::from_rhai(
                 &error,
                 &self.pack.dir,
@@ -239,6 +272,18 @@ impl Evaluator<'_> {
                 unknown_evidence(ctx),
                 None,
             )],
+            Err(Stop::Lacking { reason, file }) => {
+                let mut finding = self.finding(
+                    check,
+                    ctx,
+                    FindingStatus::Unknown,
+                    reason,
+                    unknown_evidence(ctx),
+                    None,
+                );
+                finding.remediation = Some(collect_advice(file, &ctx.subject));
+                vec![finding]
+            }
             Err(Stop::Error(error)) => {
                 let evidence = vec![Evidence {
                     file: error.file.clone(),
@@ -283,7 +328,9 @@ impl Evaluator<'_> {
     /// a hook failed or could not decide.
     pub fn pack_finding(&self, ctx: &Context, what: &str, stop: Stop) -> Finding {
         let (status, message, evidence, error_kind) = match stop {
-            Stop::Unknown(reason) => (FindingStatus::Unknown, reason, unknown_evidence(ctx), None),
+            Stop::Unknown(reason) | Stop::Lacking { reason, .. } => {
+                (FindingStatus::Unknown, reason, unknown_evidence(ctx), None)
+            }
             Stop::Error(error) => {
                 let evidence = vec![Evidence {
                     file: error.file.clone(),
@@ -311,6 +358,7 @@ impl Evaluator<'_> {
             about: FromCheck {
                 pack: self.pack.name.clone(),
                 subject: ctx.subject.clone(),
+                peer: ctx.peer.as_ref().map(|peer| peer.name.clone()),
                 error_kind,
             },
         }
@@ -331,7 +379,9 @@ impl Evaluator<'_> {
         ];
         let message = match self.value(&check.message, ctx, &extra) {
             Ok(message) => display(&message),
-            Err(Stop::Unknown(reason)) => format!("{} (cannot tell: {reason})", failure.actual),
+            Err(Stop::Unknown(reason) | Stop::Lacking { reason, .. }) => {
+                format!("{} (cannot tell: {reason})", failure.actual)
+            }
             Err(Stop::Error(error)) => {
                 format!("{} (message template failed: {error})", failure.actual)
             }
@@ -356,9 +406,12 @@ impl Evaluator<'_> {
         evidence: Vec<Evidence>,
         expected: Option<String>,
     ) -> Finding {
+        // A check's remediation is for what it found wrong: what it could
+        // not tell, or failed to run, is not known to need it.
         let remediation = check
             .remediation
             .as_ref()
+            .filter(|_| status == FindingStatus::Failed)
             .and_then(|r| self.text(r, ctx).ok());
         Finding {
             id: FindingId::pack(check.id.clone()),
@@ -372,6 +425,7 @@ impl Evaluator<'_> {
             about: FromCheck {
                 pack: self.pack.name.clone(),
                 subject: ctx.subject.clone(),
+                peer: ctx.peer.as_ref().map(|peer| peer.name.clone()),
                 error_kind: None,
             },
         }

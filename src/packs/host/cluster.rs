@@ -1,6 +1,8 @@
 //! The cluster as scripts see it: `Cluster` (`ctx.cluster`) and its
 //! queries, `Node` and `Pod`, and what NetworkPolicies decide.
 
+use std::net::IpAddr;
+
 use ipnet::IpNet;
 use rhai::{Array, Dynamic, Engine};
 
@@ -10,11 +12,11 @@ use super::objects::{
 };
 use super::{Fallible, as_cidr, as_ip, display, fail, map, opt, text};
 use crate::packs::scope::{ClusterRef, NetnsRef, NodeRef, PodRef};
-use crate::snapshot::NetnsId;
 use crate::snapshot::cluster::ApiEnum as _;
 use crate::snapshot::cluster::{
     DirectionVerdict, MAX_LISTED, Node, PolicyFlow, PolicyOutcome, Protocol as ClusterProtocol,
 };
+use crate::snapshot::{NetnsId, Snapshot};
 
 pub(super) fn register(engine: &mut Engine) {
     register_node(engine);
@@ -267,6 +269,9 @@ fn register_objects(engine: &mut Engine) {
             },
         )
         .register_fn("network_policy", network_policy)
+        .register_fn("has_network_policies", |c: &mut ClusterRef| {
+            c.snapshot.cluster.has_network_policies()
+        })
         .register_fn(
             "daemon_set",
             |c: &mut ClusterRef, namespace: &str, name: &str| {
@@ -459,11 +464,38 @@ pub(super) fn network_policy(
         src,
         dst,
         transport,
+        from_destination_node: from_pods_node(&c.snapshot, src, dst),
     });
     Ok(map([
         ("ingress", direction_verdict(&verdict.ingress)),
         ("egress", direction_verdict(&verdict.egress)),
     ]))
+}
+
+/// Whether `src` is an address of the node of the pod at `dst`: one of the
+/// Node's addresses, or one its host namespace holds (the bridge's address
+/// a node sends to its own pods from).
+fn from_pods_node(snapshot: &Snapshot, src: IpAddr, dst: IpAddr) -> bool {
+    let cluster = &snapshot.cluster;
+    let Some(node) = cluster.pod_at(dst).and_then(|pod| pod.node_name.as_deref()) else {
+        return false;
+    };
+    let named = cluster
+        .node(node)
+        .is_some_and(|n| n.addresses.iter().any(|a| a.ip() == Some(src)));
+    let host = NetnsId::Host {
+        node: node.to_owned(),
+    };
+    let held = snapshot
+        .namespaces
+        .get(&host)
+        .and_then(|entry| entry.dump().addrs.as_deref())
+        .is_some_and(|ifaces| {
+            ifaces
+                .iter()
+                .any(|iface| iface.addresses.iter().any(|a| a.local == src))
+        });
+    named || held
 }
 
 /// The isolating policies are given up to [`MAX_LISTED`], those that admit

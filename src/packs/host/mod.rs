@@ -33,6 +33,7 @@ use sha1::{Digest, Sha1};
 
 use super::scope::{Context, HopScope, NetnsRef, NodeRef, Packet, PodRef};
 use crate::net::Family;
+use crate::snapshot::netns::DumpFile;
 use crate::snapshot::netns::sysctl::Sysctls;
 
 pub use namespace::{link_is_up, link_kind, lladdr_text};
@@ -43,22 +44,39 @@ type Fallible<T> = Result<T, Box<EvalAltResult>>;
 /// Raised when the snapshot cannot answer a question (a dump not collected,
 /// a route lookup the model cannot decide): the check's outcome is unknown.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Insufficient(pub String);
+pub struct Insufficient {
+    pub reason: String,
+    /// The dump file whose absence (not collected, or unreadable) is why.
+    pub lacking: Option<DumpFile>,
+}
 
 impl Insufficient {
     fn raise<T>(reason: impl Into<String>) -> Fallible<T> {
+        Insufficient::raise_as(Insufficient {
+            reason: reason.into(),
+            lacking: None,
+        })
+    }
+
+    /// For want of `file`, with why it is missing as `reason`.
+    fn raise_lacking<T>(reason: impl Into<String>, file: DumpFile) -> Fallible<T> {
+        Insufficient::raise_as(Insufficient {
+            reason: reason.into(),
+            lacking: Some(file),
+        })
+    }
+
+    fn raise_as<T>(insufficient: Insufficient) -> Fallible<T> {
         Err(Box::new(EvalAltResult::ErrorRuntime(
-            Dynamic::from(Insufficient(reason.into())),
+            Dynamic::from(insufficient),
             Position::NONE,
         )))
     }
 
-    /// The reason, when `error` (or an error it wraps) is one of these.
-    pub fn in_error(error: &EvalAltResult) -> Option<String> {
+    /// The one raised, when `error` (or an error it wraps) is one of these.
+    pub fn in_error(error: &EvalAltResult) -> Option<Insufficient> {
         match error {
-            EvalAltResult::ErrorRuntime(value, _) => {
-                value.clone().try_cast::<Insufficient>().map(|i| i.0)
-            }
+            EvalAltResult::ErrorRuntime(value, _) => value.clone().try_cast::<Insufficient>(),
             EvalAltResult::ErrorInFunctionCall(_, _, inner, _)
             | EvalAltResult::ErrorInModule(_, inner, _) => Insufficient::in_error(inner),
             _ => None,
@@ -163,7 +181,7 @@ pub fn register(engine: &mut Engine) {
     engine.register_fn("sysctl_key", sysctl_key);
     engine
         .register_type_with_name::<Insufficient>("Insufficient")
-        .register_fn("to_string", |i: &mut Insufficient| i.0.clone());
+        .register_fn("to_string", |i: &mut Insufficient| i.reason.clone());
 }
 
 fn sysctl_key(family: &str, ifname: &str, setting: &str) -> Fallible<String> {
@@ -182,6 +200,7 @@ fn register_context(engine: &mut Engine) {
     engine
         .register_type_with_name::<Context>("Context")
         .register_get("params", |c: &mut Context| c.params.clone())
+        .register_get("cni_admits", |c: &mut Context| c.cni_admits.clone())
         .register_get("subject", |c: &mut Context| c.subject.to_string())
         .register_get("cluster", |c: &mut Context| c.cluster())
         .register_get("node", |c: &mut Context| -> Fallible<NodeRef> {

@@ -28,7 +28,7 @@ pub(super) fn dump_part<'a, T>(
     };
     match part(entry.dump()) {
         Some(value) => Ok(value),
-        None => Insufficient::raise(entry.dump().missing(file).of(&netns.id)),
+        None => Insufficient::raise_lacking(entry.dump().missing(file).of(&netns.id), file),
     }
 }
 

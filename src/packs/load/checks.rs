@@ -82,7 +82,7 @@ impl Loader<'_> {
             .and_then(|n| self.value(n, "message", engine, compiler));
         let remediation = f
             .take("remediation")
-            .and_then(|n| self.value(n, "remediation", engine, compiler));
+            .and_then(|n| self.remediation(n, engine, compiler));
         let references = f
             .strings("references", &mut self.issues)
             .into_iter()
@@ -164,6 +164,42 @@ impl Loader<'_> {
             doc,
             pos: node.pos,
         })
+    }
+
+    /// `remediation`: what to do about what the check found wrong, as a
+    /// value or by status, `{failed: VALUE}`. It is offered for `failed`
+    /// only: a check that cannot tell (`unknown`) is told by skoop which
+    /// dump file to collect, and one whose script failed (`script-error`) is
+    /// the pack's to fix, so a remediation for either is a problem.
+    fn remediation(
+        &mut self,
+        node: &Node,
+        engine: &Engine,
+        compiler: &ExpressionCompiler,
+    ) -> Option<Value> {
+        if !matches!(node.value, yaml::Value::Map(_)) {
+            return self.value(node, "remediation", engine, compiler);
+        }
+        let mut by_status = Fields::of(node, "remediation", &mut self.issues)?;
+        for (status, why) in [
+            (
+                "unknown",
+                "a check that cannot tell is told which dump file to collect, never a remedy for what is not known",
+            ),
+            (
+                "script-error",
+                "a check whose script failed is the pack's to fix",
+            ),
+        ] {
+            if let Some(offered) = by_status.take(status) {
+                self.issues.push(offered.pos.issue(format!(
+                    "remediation for `{status}`: {why}; give one for `failed` only"
+                )));
+            }
+        }
+        let failed = by_status.require("failed", &mut self.issues);
+        by_status.finish(&mut self.issues);
+        failed.and_then(|n| self.value(n, "remediation", engine, compiler))
     }
 
     fn sysctl_check(&mut self, f: &mut Fields<'_>, cx: &CheckContext<'_>) -> Option<CheckKind> {

@@ -24,6 +24,7 @@ use rhai::Engine;
 
 use super::model::*;
 use super::yaml::{self, At, Fields, Issues, Node};
+use crate::net::Protocol;
 use crate::snapshot::problem::Problem;
 use checks::CheckContext;
 use expressions::ExpressionCompiler;
@@ -206,6 +207,10 @@ impl Loader<'_> {
                 self.checks(node, &context)
             })
             .unwrap_or_default();
+        let policy_admits = top
+            .take("network_policy")
+            .map(|node| self.network_policy(node))
+            .unwrap_or_default();
         top.finish(&mut self.issues);
         engine.set_module_resolver(rhai::module_resolvers::DummyModuleResolver::new());
 
@@ -230,7 +235,46 @@ impl Loader<'_> {
             hooks,
             checks,
             scripts,
+            policy_admits,
         })
+    }
+
+    /// `network_policy: {admits: [{protocol, why}]}`: what the CNI admits
+    /// whatever the policies say.
+    fn network_policy(&mut self, node: &Node) -> Vec<PolicyAdmit> {
+        let issues = &mut self.issues;
+        let Some(mut fields) = Fields::of(node, "network_policy", issues) else {
+            return Vec::new();
+        };
+        let mut admits = Vec::new();
+        for item in fields
+            .take("admits")
+            .map(|list| yaml::seq(list, "admits", issues))
+            .unwrap_or_default()
+        {
+            let Some(mut f) = Fields::of(item, "an admits entry", issues) else {
+                continue;
+            };
+            let protocol = f.required_string("protocol", issues).and_then(|p| {
+                let table = [
+                    ("tcp", Protocol::Tcp),
+                    ("udp", Protocol::Udp),
+                    ("sctp", Protocol::Sctp),
+                    ("icmp", Protocol::Icmp),
+                ];
+                keyword(&p, &table, "protocol", issues)
+            });
+            let why = f.required_string("why", issues);
+            f.finish(issues);
+            if let (Some(protocol), Some(why)) = (protocol, why) {
+                admits.push(PolicyAdmit {
+                    protocol,
+                    why: why.value,
+                });
+            }
+        }
+        fields.finish(issues);
+        admits
     }
 
     fn detection(&mut self, node: &Node) -> Detection {

@@ -371,6 +371,12 @@ impl Cluster {
         self.network_policies.iter()
     }
 
+    /// Whether the cluster has any NetworkPolicy, readable or not: without
+    /// one, NetworkPolicy has nothing to say of any flow.
+    pub fn has_network_policies(&self) -> bool {
+        self.network_policies.len() + self.unreadable_network_policies.len() > 0
+    }
+
     /// The NetworkPolicies of `namespace`: the ones that can select its pods.
     pub fn network_policies_in(&self, namespace: &str) -> impl Iterator<Item = &NetworkPolicy> {
         self.network_policies.in_namespace(namespace)

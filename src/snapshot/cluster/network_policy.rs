@@ -21,6 +21,9 @@
 //!   (a service's backend); ingress at the destination pod with the source
 //!   as it arrives there. Replies of an admitted connection are not judged.
 //!
+//! Traffic from a pod's own node (an address the node's host namespace
+//! holds) is always admitted to it, as the API documents.
+//!
 //! Pods on the host network are not selected by policies and, as peers, are
 //! only their addresses (ipBlock). What the snapshot cannot tell (a peer or
 //! port the API would have refused, a namespace without its Namespace
@@ -45,6 +48,10 @@ pub struct PolicyFlow {
     /// The transport protocol and destination port; `None` for traffic
     /// without ports (ICMP), which only a rule without ports admits.
     pub transport: Option<(Protocol, u16)>,
+    /// The source is the destination pod's own node (an address its host
+    /// namespace holds): Kubernetes admits such traffic whatever the
+    /// policies (kubelet's probes), so ingress is admitted.
+    pub from_destination_node: bool,
 }
 
 /// Ingress (to a pod) or egress (from a pod).
@@ -122,6 +129,8 @@ pub struct DirectionVerdict {
     pub verdict: Verdict,
     /// Every policy isolating the pod for this direction, and what each says.
     pub policies: Vec<PolicyDecision>,
+    /// Admitted as traffic from the pod's own node, whatever the policies.
+    pub from_own_node: bool,
 }
 
 /// The outcome of one direction.
@@ -215,6 +224,9 @@ impl DirectionVerdict {
                     "no NetworkPolicy selects {pod} for {direction}: all {direction} is admitted"
                 )
             }
+            Verdict::Admitted if self.from_own_node => {
+                format!("{isolated}; traffic from {pod}'s own node is always admitted")
+            }
             Verdict::Admitted => {
                 let admitting = listed(
                     self.policies.iter().filter_map(|p| match &p.outcome {
@@ -303,6 +315,7 @@ impl Cluster {
             pod: None,
             verdict: Verdict::NotIsolated,
             policies: Vec::new(),
+            from_own_node: false,
         };
         let Some(pod) = self.pod_at(address) else {
             return verdict;
@@ -351,6 +364,15 @@ impl Cluster {
         } else {
             Verdict::Denied
         };
+        // "Traffic to and from the node where a Pod is running is always
+        // allowed, regardless of the IP address of the Pod or the node."
+        if direction == Direction::Ingress
+            && flow.from_destination_node
+            && matches!(verdict.verdict, Verdict::Denied | Verdict::Unknown)
+        {
+            verdict.verdict = Verdict::Admitted;
+            verdict.from_own_node = true;
+        }
         verdict
     }
 

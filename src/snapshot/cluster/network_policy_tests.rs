@@ -103,6 +103,7 @@ fn tcp(src: &str, dst: &str, port: u16) -> PolicyFlow {
         src: src.parse().unwrap(),
         dst: dst.parse().unwrap(),
         transport: Some((Protocol::Tcp, port)),
+        from_destination_node: false,
     }
 }
 
@@ -664,5 +665,29 @@ fn a_namespace_object_without_the_name_label_gets_it() {
             .get(NAMESPACE_NAME_LABEL)
             .map(String::as_str),
         Some("team-a")
+    );
+}
+
+#[test]
+fn traffic_from_the_pods_own_node_is_admitted_whatever_the_policies() {
+    let c = cluster(&policy(
+        "deny-all",
+        "default",
+        "  podSelector: {}\n  policyTypes: [Ingress]",
+    ));
+    let from_elsewhere = ingress(&c, tcp(A_CLIENT, WEB, 8080));
+    assert_eq!(from_elsewhere.verdict, Verdict::Denied);
+    let from_node = ingress(
+        &c,
+        PolicyFlow {
+            from_destination_node: true,
+            ..tcp(A_CLIENT, WEB, 8080)
+        },
+    );
+    assert_eq!(from_node.verdict, Verdict::Admitted);
+    assert!(
+        from_node.summary().ends_with("own node is always admitted"),
+        "{}",
+        from_node.summary()
     );
 }
