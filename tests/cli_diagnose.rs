@@ -514,7 +514,7 @@ fn an_sctp_service_port_is_dnated_by_its_sctp_rules_to_listening_endpoints() {
         .as_array()
         .unwrap()
         .iter()
-        .filter_map(|l| l["packet_fields"]["protocol"].as_str())
+        .filter_map(|l| l["packet"]["protocol"].as_str())
         .collect();
     assert!(protocols.contains(&"sctp"), "{protocols:?}");
     // The same Service over TCP: port 80, the one TCP port of two.
@@ -936,7 +936,7 @@ fn without_via_a_client_outside_arrives_at_every_node_in_turn() {
     let args = ["--from", "198.51.100.7", "--to", "203.0.113.10:80"];
     let (code, report) = json_in(&example, &args);
     assert_eq!(code, Some(0), "{report:#}");
-    let request = report["request"].as_str().unwrap();
+    let request = report["request_text"].as_str().unwrap();
     assert!(
         request.contains("(from outside, arriving at node/node-1, node/node-2)"),
         "{request}"
@@ -1031,7 +1031,7 @@ fn named_ports_and_bare_clusterips_resolve_and_icmp_takes_no_port() {
         let (code, report) = json(&["--from", "default/web-0", "--to", to]);
         assert_eq!(code, Some(0), "{to}");
         assert!(
-            report["request"]
+            report["request_text"]
                 .as_str()
                 .unwrap()
                 .contains("(10.96.0.100:80 tcp)"),

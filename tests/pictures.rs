@@ -186,7 +186,7 @@ fn output_file_takes_its_format_from_the_extension() {
         "default/web-0",
     ];
     let cases = [
-        ("report.json", "{\n  \"schema_version\": 1,"),
+        ("report.json", "{\n  \"schema_version\": 2,"),
         ("report.dot", "digraph skoop {"),
         ("report.gv", "digraph skoop {"),
         ("report.svg", "<svg xmlns="),
@@ -235,7 +235,7 @@ fn a_usage_error_under_json_goes_to_the_output_file_too() {
     assert_eq!(output.status.code(), Some(2));
     assert!(output.stdout.is_empty());
     let report: Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
-    assert_eq!(report["schema_version"], json!(1));
+    assert_eq!(report["schema_version"], json!(2));
     assert!(report["error"].as_str().unwrap().contains("default/nope"));
 }
 
@@ -270,7 +270,7 @@ fn output_json_as_a_bare_word_still_selects_the_format() {
         "json",
     ]);
     assert!(
-        stdout.starts_with("{\n  \"schema_version\": 1,"),
+        stdout.starts_with("{\n  \"schema_version\": 2,"),
         "{stdout:.80}"
     );
     assert!(!root().join("json").exists());

@@ -257,7 +257,7 @@ fn targets_are_taken_as_people_type_them() {
             to,
         ]);
         assert_eq!(code, Some(0), "{to}: {report:#}");
-        let request = report["request"].as_str().unwrap();
+        let request = report["request_text"].as_str().unwrap();
         assert!(request.ends_with("(10.96.0.100:80 tcp)"), "{to}: {request}");
     }
     for to in ["pod/default/web-3:8080", "10.244.2.3:8080"] {

@@ -29,7 +29,7 @@ pub(super) fn destination(
         } => return Some(format!("service {namespace}/{name}")),
         Endpoint::Ip { .. } => {}
     }
-    let owners = snapshot.cluster.by_ip(resolved.dst);
+    let owners = snapshot.cluster.by_ip(resolved.question.dst);
     // A hostNetwork pod's address is its node's: the node is what it names.
     let named = |owner: &IpOwner| match owner {
         IpOwner::Pod {

@@ -34,7 +34,7 @@ use crate::snapshot::cluster::IpOwner;
 use crate::snapshot::{NetnsId, Snapshot};
 
 pub use target::{
-    Candidates, Endpoint, PacketSize, PacketSizeError, Protocol, Request, TargetError,
+    Candidates, Endpoint, PacketSize, PacketSizeError, Protocol, Question, Request, TargetError,
     suggest_endpoint,
 };
 
@@ -411,8 +411,8 @@ pub enum Verdict {
 /// The answer to a [`Request`].
 #[derive(Debug, Clone)]
 pub struct Diagnosis {
-    /// The request as resolved against the snapshot.
-    pub summary: String,
+    /// The question as resolved against the snapshot.
+    pub request: target::Question,
     pub graph: DiGraph<Hop, Link>,
     pub paths: Vec<PathResult>,
     /// The findings about the hops of its paths: the cause first (the
@@ -569,7 +569,7 @@ fn target_service(
     }
     snapshot
         .cluster
-        .by_ip(resolved.dst)
+        .by_ip(resolved.question.dst)
         .iter()
         .find_map(IpOwner::service)
         .map(|(namespace, name)| (namespace.to_owned(), name.to_owned()))

@@ -1,7 +1,9 @@
 //! Reports built in code for the pictures' unit tests: shapes no example
 //! has (thousands of paths, hops on no path).
 
-use super::json::{FindingOut, HopOut, LinkOut, PacketOut, PathOut, Report, StepKindOut, StepOut};
+use super::json::{
+    FindingOut, HopOut, LinkOut, PacketOut, PathOut, Report, RequestOut, StepKindOut, StepOut,
+};
 use crate::snapshot::netns::DumpFile;
 
 fn hop(id: String, findings: Vec<usize>) -> HopOut {
@@ -24,8 +26,18 @@ fn hop(id: String, findings: Vec<usize>) -> HopOut {
 /// each stopped (`no_route`) with a fatal finding of its own.
 pub fn fanned_out(paths: usize, depth: usize) -> Report {
     let mut report = Report {
-        schema_version: 1,
-        request: "a -> b".to_string(),
+        schema_version: super::json::SCHEMA_VERSION,
+        request: RequestOut {
+            from: "a".to_string(),
+            to: "b".to_string(),
+            arriving_at: Vec::new(),
+            src: None,
+            dst: "10.0.0.2".to_string(),
+            dst_port: Some(80),
+            protocol: "tcp",
+            size: None,
+        },
+        request_text: "a -> b (10.0.0.2:80 tcp)".to_string(),
         disposition: "no_route",
         assumed: false,
         packs: Vec::new(),
@@ -53,8 +65,8 @@ pub fn fanned_out(paths: usize, depth: usize) -> Report {
                 kind: "veth",
                 from_interface: "eth0".to_string(),
                 to_interface: Some("eth1".to_string()),
-                packet: "10.0.0.1 -> 10.0.0.2:80 tcp".to_string(),
-                packet_fields: PacketOut {
+                packet_text: "10.0.0.1 -> 10.0.0.2:80 tcp".to_string(),
+                packet: PacketOut {
                     src: Some("10.0.0.1".to_string()),
                     dst: "10.0.0.2".to_string(),
                     protocol: "tcp",

@@ -8,11 +8,13 @@ use petgraph::visit::EdgeRef;
 use serde::Serialize;
 
 use crate::diagnostic::{Evidence, FindingStatus, evidence_text};
-use crate::engine::{Diagnosis, Finding, Hop, HopKind, Link, LinkKind, PacketFields, Step};
+use crate::engine::{
+    Diagnosis, Finding, Hop, HopKind, Link, LinkKind, PacketFields, PacketSize, Question, Step,
+};
 use crate::net::Protocol;
 
 /// The version of this contract.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// A probability is given to this many decimal places: the product of
 /// `statistic` branches' shares is exact only to the float's last digits.
@@ -22,8 +24,10 @@ const PROBABILITY_DECIMALS: i32 = 6;
 #[derive(Debug, Serialize)]
 pub struct Report {
     pub schema_version: u32,
-    /// The question as resolved: source, destination, address, port, protocol.
-    pub request: String,
+    /// The question as resolved, as fields.
+    pub request: RequestOut,
+    /// The same question as one line of text (the text report's first).
+    pub request_text: String,
     /// `delivered` only if every path is; otherwise the first path's that is not.
     pub disposition: &'static str,
     /// Some path goes through a namespace stepped over with a pack's intent.
@@ -39,6 +43,45 @@ pub struct Report {
     /// (their `paths` empty): they change neither `disposition` nor the
     /// exit status.
     pub off_path: Vec<FindingOut>,
+}
+
+/// The question as resolved (`docs/json.md`, "Request").
+#[derive(Debug, Serialize)]
+pub struct RequestOut {
+    /// `--from` and `--to` as given.
+    pub from: String,
+    pub to: String,
+    /// For a client outside the cluster: the nodes its packet arrives at.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub arriving_at: Vec<String>,
+    /// Absent where routing chooses it (a node's packet).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub src: Option<String>,
+    pub dst: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dst_port: Option<u16>,
+    pub protocol: &'static str,
+    /// With `--size`: the bytes of its packets, or `mtu`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size: Option<String>,
+}
+
+impl RequestOut {
+    fn new(question: &Question) -> RequestOut {
+        RequestOut {
+            from: question.from.clone(),
+            to: question.to.clone(),
+            arriving_at: question.arriving_at.clone(),
+            src: question.src.map(|src| src.to_string()),
+            dst: question.dst.to_string(),
+            dst_port: question.dport,
+            protocol: question.protocol.as_str(),
+            size: question.size.map(|size| match size {
+                PacketSize::Bytes(bytes) => bytes.to_string(),
+                PacketSize::InterfaceMtu => "mtu".to_string(),
+            }),
+        }
+    }
 }
 
 /// What `-o json` prints when there is no diagnosis to report (a bad
@@ -183,9 +226,10 @@ pub struct LinkOut {
     pub from_interface: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub to_interface: Option<String>,
-    pub packet: String,
-    /// The packet's fields beside `packet`'s text.
-    pub packet_fields: PacketOut,
+    /// The packet as it is on the wire, as fields.
+    pub packet: PacketOut,
+    /// The same packet as text.
+    pub packet_text: String,
 }
 
 /// A packet's fields (`docs/json.md`, "Links").
@@ -259,7 +303,8 @@ impl Report {
         let graph = &diagnosis.graph;
         Report {
             schema_version: SCHEMA_VERSION,
-            request: diagnosis.summary.clone(),
+            request: RequestOut::new(&diagnosis.request),
+            request_text: diagnosis.request.to_string(),
             disposition: diagnosis.disposition().as_str(),
             assumed: diagnosis.assumed(),
             packs: diagnosis.packs.clone(),
@@ -401,8 +446,8 @@ impl LinkOut {
             kind: link_kind(link.kind),
             from_interface: link.from_interface.clone(),
             to_interface: link.to_interface.clone(),
-            packet: link.packet.clone(),
-            packet_fields: PacketOut::new(&link.fields),
+            packet: PacketOut::new(&link.fields),
+            packet_text: link.packet.clone(),
         }
     }
 }

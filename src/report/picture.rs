@@ -209,7 +209,7 @@ impl Picture {
             .map(|f| format!("{} {} at {}: {}", f.severity, f.id, f.hop, f.message))
             .collect();
         Picture {
-            request: report.request.clone(),
+            request: report.request_text.clone(),
             verdict: format!(
                 "{} {}{}",
                 outcome.sign(),
@@ -268,13 +268,13 @@ impl LinkPicture {
             Some(to) => format!("{} {} → {to}", link.kind, link.from_interface),
             None => format!("{} {}", link.kind, link.from_interface),
         }];
-        let fields = &link.packet_fields;
+        let fields = &link.packet;
         match &fields.inner {
             Some(inner) => {
                 lines.push(format!("outer {}", packet_text(fields)));
                 lines.push(format!("inner {}", packet_text(inner)));
             }
-            None => lines.push(link.packet.clone()),
+            None => lines.push(link.packet_text.clone()),
         }
         if count > 1 && !paths.is_empty() {
             lines.push(paths_text(paths));

@@ -64,7 +64,7 @@ fn path_shares(diagnosis: &Diagnosis) -> Vec<Share> {
 fn verdict_lines(diagnosis: &Diagnosis, shares: &[Share]) -> Vec<String> {
     let mut lines = vec![format!(
         "{}: {}{}{}{}",
-        diagnosis.summary,
+        diagnosis.request,
         diagnosis.disposition(),
         exit_note(diagnosis),
         assumed_mark(diagnosis.assumed()),

@@ -1,6 +1,7 @@
 //! What `--from` and `--to` resolve to in a snapshot: where the walk
 //! starts, the addresses and the port.
 
+use std::fmt;
 use std::net::IpAddr;
 
 use super::{Candidates, Endpoint, PacketSize, Protocol, Request, TargetError, TargetPortNote};
@@ -13,14 +14,51 @@ use crate::snapshot::{NetnsId, Snapshot};
 #[derive(Debug, Clone)]
 pub(crate) struct Resolved {
     pub start: Start,
+    pub question: Question,
+}
+
+/// The question as resolved against the snapshot: the source and the
+/// destination as the user named them, and the addresses, port, protocol
+/// and size of the flow's first packet. Its text is the report's first line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Question {
+    /// `--from` and `--to`, as given.
+    pub from: String,
+    pub to: String,
+    /// For a client outside the cluster, the nodes its packet arrives at
+    /// (`node/NAME`); empty otherwise.
+    pub arriving_at: Vec<String>,
     /// The source address when the source names one (a pod's IP, a client
-    /// outside the cluster).
+    /// outside the cluster); `None` where routing chooses it (a node).
     pub src: Option<IpAddr>,
     pub dst: IpAddr,
     pub dport: Option<u16>,
     pub protocol: Protocol,
     pub size: Option<PacketSize>,
-    pub summary: String,
+}
+
+impl fmt::Display for Question {
+    /// `FROM [(from outside, arriving at NODES)] -> TO (DST[:PORT] PROTOCOL[, SIZE, DF])`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.from)?;
+        if !self.arriving_at.is_empty() {
+            write!(
+                f,
+                " (from outside, arriving at {})",
+                self.arriving_at.join(", ")
+            )?;
+        }
+        write!(f, " -> {} (", self.to)?;
+        match self.dport {
+            Some(port) => write!(f, "{}", std::net::SocketAddr::new(self.dst, port))?,
+            None => write!(f, "{}", self.dst)?,
+        }
+        write!(f, " {}", self.protocol)?;
+        if let Some(size) = self.size {
+            write!(f, ", {size}, DF")?;
+        }
+        f.write_str(")")
+    }
 }
 
 /// Where the walk starts.
@@ -82,35 +120,22 @@ pub(crate) fn resolve(snapshot: &Snapshot, request: &Request) -> Result<Resolved
         .into(),
     };
     let dport = dport.filter(|_| request.protocol.has_ports());
-    let target = match dport {
-        Some(port) => std::net::SocketAddr::new(dst, port).to_string(),
-        None => dst.to_string(),
+    let arriving_at = match (&start, &request.via) {
+        (_, Some(node)) => vec![format!("node/{node}")],
+        (Start::Outside(entries), None) => entries.iter().map(|(ns, _)| ns.to_string()).collect(),
+        (Start::Local(_), None) => Vec::new(),
     };
-    let size = match request.size {
-        Some(size) => format!(", {size}, DF"),
-        None => String::new(),
-    };
-    let via = match (&start, &request.via) {
-        (_, Some(node)) => format!(" (from outside, arriving at node/{node})"),
-        (Start::Outside(entries), None) => {
-            let nodes: Vec<String> = entries.iter().map(|(ns, _)| ns.to_string()).collect();
-            format!(" (from outside, arriving at {})", nodes.join(", "))
-        }
-        (Start::Local(_), None) => String::new(),
-    };
-    let summary = format!(
-        "{}{via} -> {} ({target} {}{size})",
-        request.from, request.to, request.protocol
-    );
-    Ok(Resolved {
-        start,
+    let question = Question {
+        from: request.from.to_string(),
+        to: request.to.to_string(),
+        arriving_at,
         src,
         dst,
         dport,
         protocol: request.protocol,
         size: request.size,
-        summary,
-    })
+    };
+    Ok(Resolved { start, question })
 }
 
 fn pod<'s>(snapshot: &'s Snapshot, namespace: &str, name: &str) -> Result<&'s Pod, TargetError> {
@@ -506,7 +531,7 @@ items:
             size: None,
             via: None,
         };
-        resolve(&snapshot, &request).map(|resolved| resolved.dport)
+        resolve(&snapshot, &request).map(|resolved| resolved.question.dport)
     }
 
     #[test]

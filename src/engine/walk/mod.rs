@@ -109,16 +109,20 @@ struct Walker<'s> {
 }
 
 pub(crate) fn walk(shared: &Arc<Snapshot>, resolved: &Resolved, packs: &LoadedPacks) -> Diagnosis {
-    let mut walker = Walker::new(shared, packs, resolved.size);
-    let mut ip = match resolved.src {
-        Some(src) => net::Packet::new(src, resolved.dst, resolved.protocol),
-        None => net::Packet::unsourced(resolved.dst, resolved.protocol),
+    let mut walker = Walker::new(shared, packs, resolved.question.size);
+    let mut ip = match resolved.question.src {
+        Some(src) => net::Packet::new(src, resolved.question.dst, resolved.question.protocol),
+        None => net::Packet::unsourced(resolved.question.dst, resolved.question.protocol),
     };
     // The client's ephemeral port, as netfilter's model assumes it.
-    ip.sport = resolved.protocol.has_ports().then_some(EPHEMERAL_PORT);
-    ip.dport = resolved.dport;
+    ip.sport = resolved
+        .question
+        .protocol
+        .has_ports()
+        .then_some(EPHEMERAL_PORT);
+    ip.dport = resolved.question.dport;
     // `--size mtu` is known once the first device is.
-    let size = match resolved.size {
+    let size = match resolved.question.size {
         Some(PacketSize::Bytes(bytes)) => {
             ip.length = bytes;
             Size::Given { df: true }
@@ -151,7 +155,7 @@ pub(crate) fn walk(shared: &Arc<Snapshot>, resolved: &Resolved, packs: &LoadedPa
     };
     walker.run(start);
     Diagnosis {
-        summary: resolved.summary.clone(),
+        request: resolved.question.clone(),
         graph: walker.graph,
         assumed_by: (!walker.assumed_namespaces.is_empty())
             .then(|| walker.intent.cni.map(|pack| pack.name.clone()))
