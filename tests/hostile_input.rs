@@ -874,3 +874,52 @@ fn a_missing_address_or_link_dump_is_unknown_not_an_unanswered_neighbour() {
         }
     }
 }
+
+/// Issue 36, item 7: twelve sampled MARK rules fork every packet 4,096
+/// ways, requests and replies alike. Past the bound on paths the walk stops
+/// forking: one finding says so, one path stands for every way not
+/// followed, and the shares of all paths add up to the whole (they summed
+/// to far more, each way past the bound counted as all the flows).
+#[test]
+fn past_the_bound_on_paths_the_shares_still_add_up_to_the_whole() {
+    let snapshot = common::copy_snapshot("examples/flannel-vxlan");
+    let rules = snapshot.path().join("nodes/node-1/host/iptables-save.txt");
+    let mut text = std::fs::read_to_string(&rules).unwrap();
+    text.push_str("*mangle\n:PREROUTING ACCEPT [0:0]\n:INPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n:POSTROUTING ACCEPT [0:0]\n");
+    for bit in 8..20 {
+        let mark = 1u32 << bit;
+        text.push_str(&format!(
+            "-A PREROUTING -m statistic --mode random --probability 0.50000000000 -j MARK --set-xmark {mark:#x}/{mark:#x}\n"
+        ));
+    }
+    text.push_str("COMMIT\n");
+    std::fs::write(&rules, text).unwrap();
+    let dir = snapshot.path().to_str().unwrap();
+    let output = skoop(&[
+        "diagnose",
+        "-s",
+        dir,
+        "--from",
+        "default/web-0",
+        "--to",
+        "default/web-3:8080",
+        "-o",
+        "json",
+    ]);
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let paths = report["paths"].as_array().unwrap();
+    assert_eq!(paths.len(), 4097, "4,096 paths and the one past the bound");
+    let total: f64 = paths
+        .iter()
+        .map(|p| p["probability"].as_f64().unwrap())
+        .sum();
+    assert!((total - 1.0).abs() < 1e-3, "the shares add up to {total}");
+    let bound_findings = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["id"] == "engine.too-many-paths")
+        .count();
+    assert_eq!(bound_findings, 1);
+    assert_eq!(report["disposition"], "insufficient_info");
+}

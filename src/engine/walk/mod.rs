@@ -104,6 +104,8 @@ struct Walker<'s> {
     findings: Vec<Finding>,
     /// The namespaces stepped over with the CNI's intent so far.
     assumed_namespaces: std::collections::HashSet<NetnsId>,
+    /// The path that stands for every way past the bound on paths.
+    cut_short_path: Option<usize>,
     /// `--size`, if given.
     size: Option<PacketSize>,
 }
@@ -309,6 +311,7 @@ impl<'s> Walker<'s> {
             paths: Vec::new(),
             findings: Vec::new(),
             assumed_namespaces: Default::default(),
+            cut_short_path: None,
             size,
         }
     }
@@ -349,30 +352,7 @@ impl<'s> Walker<'s> {
                     arrival,
                 } => pending.push(self.enter(&place, flow, arrival)),
                 Next::Netfilter(place, followed) if self.paths.len() >= MAX_PATHS => {
-                    let reason = format!(
-                        "the diagnosis has followed {MAX_PATHS} paths already (its bound): this way through the netfilter rules of {} is not followed",
-                        hop_id(&place.ns)
-                    );
-                    // One finding says so; every way cut short ends the same.
-                    if self
-                        .findings
-                        .iter()
-                        .any(|f| f.id == codes::ENGINE_TOO_MANY_PATHS)
-                    {
-                        let hop = place.hop;
-                        self.step(
-                            hop,
-                            Step::Stopped {
-                                disposition: Disposition::InsufficientInfo,
-                                reason,
-                            },
-                        );
-                        self.record_path(followed.branch, Disposition::InsufficientInfo, None);
-                    } else {
-                        let evidence = vec![self.file(&place.ns, DumpFile::IptablesSave)];
-                        let stop = Stop::unknown(codes::ENGINE_TOO_MANY_PATHS, reason, evidence);
-                        self.record_stop(place.hop, followed.branch, stop);
-                    }
+                    self.cut_short(&place, *followed);
                 }
                 Next::Netfilter(place, followed) => {
                     pending.push(self.after_netfilter(&place, *followed))
@@ -386,6 +366,27 @@ impl<'s> Walker<'s> {
                 Next::Fork(ways) => pending.extend(ways.into_iter().rev()),
             }
         }
+    }
+
+    /// A way through netfilter past the bound on paths: the walk stops
+    /// forking. The first such way is a path that says so in one finding;
+    /// every later one adds its share of the flows to that path, so that
+    /// the shares of all paths still add up to the whole.
+    fn cut_short(&mut self, place: &Place, followed: Followed) {
+        let mut branch = followed.branch;
+        branch.probability *= followed.outcome.probability;
+        if let Some(path) = self.cut_short_path {
+            self.paths[path].probability += branch.probability;
+            return;
+        }
+        let reason = format!(
+            "the diagnosis has followed {MAX_PATHS} paths already (its bound): this way through the netfilter rules of {}, and every further way, is not followed (their shares of the flows are this path's)",
+            hop_id(&place.ns)
+        );
+        let evidence = vec![self.file(&place.ns, DumpFile::IptablesSave)];
+        let stop = Stop::unknown(codes::ENGINE_TOO_MANY_PATHS, reason, evidence);
+        self.record_stop(place.hop, branch, stop);
+        self.cut_short_path = Some(self.paths.len() - 1);
     }
 
     /// Whether a namespace holds an address (and so answers ARP for it).
