@@ -24,6 +24,10 @@
 //!   decoded), its model by the readable files' sizes, once checked.
 //!   [`write`] refuses a model [`read`] would. A model inside the bounds is
 //!   trusted: a forged one is decoded (`docs/limits.md`).
+//! - A cache carries the SHA-256 of its header and model, checked before
+//!   either is decoded: a byte changed since it was written (a bad disk, a
+//!   careless edit) passes the cache over rather than becoming another
+//!   cluster. It guards against accidents, not forgers (see above).
 //! - The model's sources are relative to `cluster/`: a cache's size does
 //!   not depend on where its snapshot is, and it is read wherever it moved.
 
@@ -43,8 +47,12 @@ use crate::snapshot::problem::Problem;
 /// The cache's file name in a snapshot, beside `cluster/`.
 pub const FILE_NAME: &str = "cluster.cache";
 
-/// What a cache file starts with: the layout's version.
-const MAGIC: &[u8; 8] = b"skoop-c2";
+/// What a cache file starts with: the layout's version. The SHA-256 of
+/// the rest of the file follows it, then the header and the model.
+const MAGIC: &[u8; 8] = b"skoop-c3";
+
+/// The length of the checksum after [`MAGIC`].
+const CHECKSUM: usize = 32;
 
 /// This build's snapshot code (`build.rs`): a cache written by a build with
 /// another is passed over, since that build may read `cluster/` otherwise.
@@ -268,11 +276,11 @@ fn write_restamping(
         cluster,
         problems: relative(&cluster_dir, stored_problems.into_iter().flatten()),
     };
-    let bytes = encode_header(&header).map_err(WriteError::Encode)?;
-    let header_end = bytes.len();
-    let bytes = postcard::to_extend(&payload, bytes).map_err(WriteError::Encode)?;
+    let body = encode_header(&header).map_err(WriteError::Encode)?;
+    let header_end = body.len();
+    let body = postcard::to_extend(&payload, body).map_err(WriteError::Encode)?;
     let path = root.join(FILE_NAME);
-    let model_bytes = bytes.len() - header_end;
+    let model_bytes = body.len() - header_end;
     if model_bytes as u64 > model_bound(files_bytes) {
         // A cache written before would be passed over, saying to write
         // it anew: it goes.
@@ -286,6 +294,7 @@ fn write_restamping(
     // owner's alone).
     let readable = std::os::unix::fs::PermissionsExt::from_mode(0o644);
     file.as_file().set_permissions(readable).map_err(io)?;
+    let bytes = framed(&body);
     std::io::Write::write_all(&mut file.as_file(), &bytes).map_err(io)?;
     file.persist(&path).map_err(|e| io(e.error))?;
     Ok(Written {
@@ -379,7 +388,7 @@ pub fn read(root: &Path, boundary: &Boundary) -> Result<Option<(Cluster, Vec<Pro
         .iter()
         .map(|(len, _)| (*len).min(input::CLUSTER_FILE.bytes))
         .fold(0, u64::saturating_add);
-    let most = (MAGIC.len() as u64)
+    let most = ((MAGIC.len() + CHECKSUM) as u64)
         .saturating_add(header_bound(&listing) as u64)
         .saturating_add(model_bound(listed_bytes));
     let limit = input::Limit {
@@ -393,9 +402,7 @@ pub fn read(root: &Path, boundary: &Boundary) -> Result<Option<(Cluster, Vec<Pro
         return Ok(None);
     };
     let malformed = |e: postcard::Error| passed_over(format!("not a cluster cache ({e})"));
-    let body = bytes
-        .strip_prefix(MAGIC)
-        .ok_or_else(|| passed_over("not a cluster cache of this version of skoop".into()))?;
+    let body = unframed(&bytes).map_err(passed_over)?;
     let (header, header_len) = decode_header(body, &listing).map_err(passed_over)?;
     let rest = &body[header_len..];
     let unreadable =
@@ -441,7 +448,36 @@ pub fn read(root: &Path, boundary: &Boundary) -> Result<Option<(Cluster, Vec<Pro
     Ok(Some((cluster, problems)))
 }
 
-/// MAGIC, then `header` as [`Header`] says it is stored.
+/// A cache file of `body` (its header and model): [`MAGIC`], the SHA-256 of
+/// `body`, and `body`.
+fn framed(body: &[u8]) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(MAGIC.len() + CHECKSUM + body.len());
+    bytes.extend_from_slice(MAGIC);
+    bytes.extend_from_slice(&Sha256::digest(body));
+    bytes.extend_from_slice(body);
+    bytes
+}
+
+/// The body of a cache file, once its version and checksum are checked. A
+/// byte changed since it was written (a bad disk, a careless edit) would be
+/// decoded into another cluster: nothing is decoded unless the whole is as
+/// written.
+fn unframed(bytes: &[u8]) -> Result<&[u8], String> {
+    let checksummed = bytes
+        .strip_prefix(MAGIC)
+        .ok_or("not a cluster cache of this version of skoop")?;
+    let (checksum, body) = checksummed
+        .split_at_checked(CHECKSUM)
+        .ok_or("not a cluster cache (cut short)")?;
+    if Sha256::digest(body).as_slice() != checksum {
+        return Err(
+            "its checksum does not match its content: it changed since it was written".into(),
+        );
+    }
+    Ok(body)
+}
+
+/// `header` as [`Header`] says it is stored.
 fn encode_header(header: &Header) -> Result<Vec<u8>, postcard::Error> {
     let count = |n: usize| u32::try_from(n).map_err(|_| postcard::Error::SerializeBufferFull);
     let preamble = Preamble {
@@ -449,7 +485,7 @@ fn encode_header(header: &Header) -> Result<Vec<u8>, postcard::Error> {
         files: count(header.files.len())?,
         listing_problems: count(header.listing_problems.len())?,
     };
-    let mut bytes = postcard::to_extend(&preamble, MAGIC.to_vec())?;
+    let mut bytes = postcard::to_extend(&preamble, Vec::new())?;
     for stamp in &header.files {
         bytes = postcard::to_extend(stamp, bytes)?;
     }
@@ -459,7 +495,7 @@ fn encode_header(header: &Header) -> Result<Vec<u8>, postcard::Error> {
     Ok(bytes)
 }
 
-/// The header at the start of `body` (after MAGIC) and its length in bytes,
+/// The header at the start of `body` (after MAGIC and the checksum) and its length in bytes,
 /// decoded only as far as a header of `listing` could go: the build that
 /// wrote it is compared first, then how many stamps and listing problems it
 /// holds, before any is decoded.

@@ -358,15 +358,17 @@ fn a_model_too_large_or_with_bytes_after_it_is_passed_over() {
     let dir = example(root.path());
     write_cache(&dir);
     let good = std::fs::read(dir.join(FILE_NAME)).unwrap();
-    let mut longer = good.clone();
-    longer.push(0);
-    std::fs::write(dir.join(FILE_NAME), &longer).unwrap();
+    // A byte after the model, the checksum made anew (as a forger would).
+    let mut longer_body = unframed(&good).unwrap().to_vec();
+    longer_body.push(0);
+    std::fs::write(dir.join(FILE_NAME), framed(&longer_body)).unwrap();
     assert!(
         passed_over(&dir).starts_with("not a cluster cache (1 bytes after its model)"),
         "{}",
         passed_over(&dir)
     );
     // Longer than a cache of these files could be: not even read.
+    let mut longer = good.clone();
     longer.resize(good.len() + 1024 * 1024, 0);
     std::fs::write(dir.join(FILE_NAME), &longer).unwrap();
     assert!(
@@ -558,16 +560,18 @@ fn a_link_retargeted_to_a_file_of_the_same_size_and_times_passes_the_cache_over(
 fn header(dir: &Path) -> Header {
     let bytes = std::fs::read(dir.join(FILE_NAME)).unwrap();
     let listing = list(&dir.join("cluster"));
-    decode_header(&bytes[MAGIC.len()..], &listing).unwrap().0
+    decode_header(unframed(&bytes).unwrap(), &listing)
+        .unwrap()
+        .0
 }
 
 /// Rewrites `dir`'s cache: its header as `change` makes it, then `model`.
 fn forge(dir: &Path, change: impl FnOnce(&mut Header), model: &[u8]) {
     let mut header = header(dir);
     change(&mut header);
-    let mut bytes = encode_header(&header).unwrap();
-    bytes.extend_from_slice(model);
-    std::fs::write(dir.join(FILE_NAME), bytes).unwrap();
+    let mut body = encode_header(&header).unwrap();
+    body.extend_from_slice(model);
+    std::fs::write(dir.join(FILE_NAME), framed(&body)).unwrap();
 }
 
 fn set_modified(path: &Path, time: SystemTime) {
