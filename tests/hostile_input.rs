@@ -923,3 +923,62 @@ fn past_the_bound_on_paths_the_shares_still_add_up_to_the_whole() {
     assert_eq!(bound_findings, 1);
     assert_eq!(report["disposition"], "insufficient_info");
 }
+
+/// Issue 36, item 8: each script call is bounded, their sum was not (a pack
+/// of thousands of endless checks kept `diagnose` busy for 284 s). The
+/// scripts of one run share `--max-script-time`: once it is spent, every
+/// further check stops at its first operation, as a script error.
+#[test]
+fn the_scripts_of_a_run_share_one_time_budget() {
+    let pack = tempfile::tempdir().unwrap();
+    let checks: String = (0..40)
+        .map(|i| {
+            format!(
+                "  - id: spin.check-{i}\n    doc: Spins.\n    severity: warning\n    scope: node\n    kind: script\n    function: spin\n    message: \"${{subject}}: ${{actual}}\"\n"
+            )
+        })
+        .collect();
+    std::fs::write(
+        pack.path().join("pack.yaml"),
+        format!("name: spin\nversion: 0.1.0\ndescription: Checks that never end.\nengine: \">=0.1.0\"\nkind: rules\nchecks:\n{checks}"),
+    )
+    .unwrap();
+    std::fs::write(
+        pack.path().join("checks.rhai"),
+        "fn spin(ctx) { let x = 0; loop { x += 1; } }\n",
+    )
+    .unwrap();
+    let output = skoop(&[
+        "diagnose",
+        "-s",
+        "examples/flannel-vxlan",
+        "--from",
+        "default/web-0",
+        "--to",
+        "default/web-3:8080",
+        "--pack-path",
+        pack.path().to_str().unwrap(),
+        "--max-script-time",
+        "1",
+        "-o",
+        "json",
+    ]);
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let spins: Vec<&serde_json::Value> = ["findings", "off_path"]
+        .iter()
+        .flat_map(|list| report[list].as_array().unwrap())
+        .filter(|f| f["id"].as_str().unwrap().starts_with("spin."))
+        .collect();
+    assert_eq!(spins.len(), 80, "40 checks on each of 2 nodes");
+    assert!(spins.iter().all(|f| f["status"] == "script-error"));
+    let out_of_time = spins
+        .iter()
+        .filter(|f| {
+            f["message"]
+                .as_str()
+                .unwrap()
+                .contains("the pack scripts of this run have spent the 1 s they share")
+        })
+        .count();
+    assert!(out_of_time > 0, "{spins:#?}");
+}

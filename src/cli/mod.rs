@@ -67,6 +67,12 @@ use tempfile::NamedTempFile;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Seconds of script time the rule packs' checks and hooks share in this
+    /// run (each call is also bounded by itself: docs/limits.md). Once spent,
+    /// every further check stops with a script error, never a guess.
+    #[arg(long, global = true, value_name = "SECONDS", default_value_t = 60,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    max_script_time: u64,
 }
 
 #[derive(Debug, Subcommand)]
@@ -139,6 +145,7 @@ pub fn run() -> ExitCode {
             };
         }
     };
+    skoop::packs::limit_run(std::time::Duration::from_secs(cli.max_script_time));
     match cli.command {
         Command::Collect(command) => collect::run(command),
         Command::Completions(args) => shell::completions(args),

@@ -1,5 +1,5 @@
 //! What one script call may spend beyond its operations: wall-clock time
-//! and memory.
+//! and memory; and what all the calls of one run may spend together.
 //!
 //! Rhai bounds operations, call depth and the size of the values it checks,
 //! but one operation may be slow (`sha1_hex` of 32 KB, sorting 10,000 items),
@@ -13,9 +13,16 @@
 //! [`CountingAllocator`]; a program embedding the library installs it too
 //! for the memory budget (without it, the deadline and rhai's own limits
 //! still hold, and memory is not counted).
+//!
+//! Each call is bounded, but their sum is not: a pack of thousands of
+//! checks, each running to its own limit, kept a diagnosis busy for
+//! minutes. So a run (the `skoop` binary sets it with [`limit_run`]) has a
+//! budget of script time shared by every call of every pack: once spent,
+//! every further call stops at its first operation.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// Wall-clock time one script call may take.
@@ -31,13 +38,47 @@ pub const CHECK_EVERY: u64 = 64;
 pub enum OverBudget {
     Time,
     Memory,
+    /// The run's shared budget of script time is spent.
+    RunTime,
+}
+
+/// The script time a run may spend in all, in nanoseconds; 0: no limit (a
+/// program embedding the library that does not set one).
+static RUN_LIMIT: AtomicU64 = AtomicU64::new(0);
+/// The script time the run has spent so far, in nanoseconds.
+static RUN_SPENT: AtomicU64 = AtomicU64::new(0);
+
+/// Gives the calls of this run `total` of script time to share, from now.
+pub fn limit_run(total: Duration) {
+    let nanos = u64::try_from(total.as_nanos()).unwrap_or(u64::MAX).max(1);
+    RUN_SPENT.store(0, Ordering::Relaxed);
+    RUN_LIMIT.store(nanos, Ordering::Relaxed);
+}
+
+/// The run's shared budget, where one is set.
+pub fn run_limit() -> Option<Duration> {
+    match RUN_LIMIT.load(Ordering::Relaxed) {
+        0 => None,
+        nanos => Some(Duration::from_nanos(nanos)),
+    }
+}
+
+/// Adds `spent` to the run's script time; whether the budget is now spent.
+fn spend(spent: Duration) -> bool {
+    let limit = RUN_LIMIT.load(Ordering::Relaxed);
+    let nanos = u64::try_from(spent.as_nanos()).unwrap_or(u64::MAX);
+    let total = RUN_SPENT
+        .fetch_add(nanos, Ordering::Relaxed)
+        .saturating_add(nanos);
+    limit != 0 && total >= limit
 }
 
 thread_local! {
     /// Net bytes allocated by this thread since it started.
     static ALLOCATED: Cell<i64> = const { Cell::new(0) };
-    /// When this thread's current call began, and what it had allocated then.
-    static CALL: Cell<Option<(Instant, i64)>> = const { Cell::new(None) };
+    /// When this thread's current call began, what it had allocated then,
+    /// and when its time was last added to the run's.
+    static CALL: Cell<Option<(Instant, i64, Instant)>> = const { Cell::new(None) };
 }
 
 fn allocated() -> i64 {
@@ -48,13 +89,19 @@ fn allocated() -> i64 {
 /// its first operation (each call starts from 0).
 pub fn progress(ops: u64) -> Option<OverBudget> {
     if ops <= 1 {
-        let _ = CALL.try_with(|call| call.set(Some((Instant::now(), allocated()))));
-        return None;
+        let now = Instant::now();
+        let _ = CALL.try_with(|call| call.set(Some((now, allocated(), now))));
+        return spend(Duration::ZERO).then_some(OverBudget::RunTime);
     }
     if !ops.is_multiple_of(CHECK_EVERY) {
         return None;
     }
-    let (started, baseline) = CALL.try_with(Cell::get).ok().flatten()?;
+    let (started, baseline, counted) = CALL.try_with(Cell::get).ok().flatten()?;
+    let now = Instant::now();
+    let _ = CALL.try_with(|call| call.set(Some((started, baseline, now))));
+    if spend(now.duration_since(counted)) {
+        return Some(OverBudget::RunTime);
+    }
     if started.elapsed() > MAX_CALL_TIME {
         return Some(OverBudget::Time);
     }

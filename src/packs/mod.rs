@@ -29,7 +29,7 @@ use std::sync::Arc;
 use rhai::{Dynamic, Engine};
 
 pub use crate::diagnostic::{Evidence, FindingStatus};
-pub use budget::CountingAllocator;
+pub use budget::{CountingAllocator, limit_run};
 pub use eval::{Finding, FromCheck};
 pub use hooks::{HOOKS, HookSpec};
 pub use host::{Insufficient, display};

@@ -287,6 +287,9 @@ pub enum ScriptErrorKind {
     TookTooLong,
     /// It held more than [`MAX_CALL_MEMORY`].
     TooMuchMemory,
+    /// The scripts of this run have spent the time they share
+    /// (`--max-script-time`).
+    RunOutOfTime,
     /// It nested calls too deeply (runaway recursion).
     CallTooDeep,
     /// A string, array or map grew past its limit.
@@ -334,6 +337,7 @@ impl ScriptError {
             EvalAltResult::ErrorTerminated(token, _) => match token.clone().try_cast() {
                 Some(OverBudget::Time) => ScriptErrorKind::TookTooLong,
                 Some(OverBudget::Memory) => ScriptErrorKind::TooMuchMemory,
+                Some(OverBudget::RunTime) => ScriptErrorKind::RunOutOfTime,
                 None => ScriptErrorKind::Runtime,
             },
             EvalAltResult::ErrorStackOverflow(_) => ScriptErrorKind::CallTooDeep,
@@ -364,6 +368,10 @@ impl ScriptError {
             ScriptErrorKind::TooMuchMemory => format!(
                 "script stopped: held more than {} MiB",
                 MAX_CALL_MEMORY / (1024 * 1024)
+            ),
+            ScriptErrorKind::RunOutOfTime => format!(
+                "script stopped: the pack scripts of this run have spent the {} s they share (--max-script-time raises it)",
+                budget::run_limit().unwrap_or_default().as_secs()
             ),
             ScriptErrorKind::CallTooDeep => format!(
                 "script stopped: calls nested deeper than {MAX_CALL_LEVELS} (runaway recursion?)"
