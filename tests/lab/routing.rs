@@ -252,6 +252,18 @@ pub(super) fn ask_model(fib: &Fib, query: &Query, with_source: bool) -> Vec<Answ
     }
 }
 
+/// `router`'s dump, collected with `skoop collect local`, read without a problem.
+pub(super) fn collected(router: &Netns) -> NetnsDump {
+    let dir = tempfile::tempdir().expect("temp dir");
+    collect_local(&router.name, dir.path());
+    let (dump, problems) = NetnsDump::load(dir.path());
+    assert!(
+        problems.is_empty(),
+        "problems in the collected dump: {problems:?}"
+    );
+    dump
+}
+
 /// Asks the kernel and the model each of `queries`, and fails on any
 /// disagreement; returns how often the kernel gave each kind of answer.
 pub(super) fn compare(
@@ -295,13 +307,7 @@ fn route_lookup_agrees_with_the_kernel_on_generated_queries() {
     };
     let mut lab = Lab::new();
     let router = build(&mut lab);
-    let dir = tempfile::tempdir().expect("temp dir");
-    collect_local(&router.name, dir.path());
-    let (dump, problems) = NetnsDump::load(dir.path());
-    assert!(
-        problems.is_empty(),
-        "problems in the collected dump: {problems:?}"
-    );
+    let dump = collected(&router);
     let fib = Fib::from_dump(&dump, Family::Ipv4).expect("rules, routes and addresses collected");
 
     let mut rng = Xorshift(0x5eed_cafe_f00d);

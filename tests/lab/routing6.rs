@@ -12,11 +12,9 @@ use std::net::{IpAddr, Ipv6Addr};
 
 use skoop::net::Family;
 use skoop::netstack::routing::Fib;
-use skoop::snapshot::netns::NetnsDump;
 
 use crate::lab::{Availability, Lab, Netns, availability};
-use crate::routing::{Query, Xorshift, compare};
-use crate::snapshot::collect_local;
+use crate::routing::{Query, Xorshift, collected, compare};
 
 /// Builds the router namespace (and the peer its veths lead to).
 fn build(lab: &mut Lab) -> Netns {
@@ -157,13 +155,7 @@ fn ipv6_route_lookup_and_source_agree_with_the_kernel_on_generated_queries() {
     };
     let mut lab = Lab::new();
     let router = build(&mut lab);
-    let dir = tempfile::tempdir().expect("temp dir");
-    collect_local(&router.name, dir.path());
-    let (dump, problems) = NetnsDump::load(dir.path());
-    assert!(
-        problems.is_empty(),
-        "problems in the collected dump: {problems:?}"
-    );
+    let dump = collected(&router);
     let fib = Fib::from_dump(&dump, Family::Ipv6).expect("IPv6 rules, routes and addresses");
 
     let mut rng = Xorshift(0x6eed_cafe_f00d);
