@@ -982,3 +982,31 @@ fn the_scripts_of_a_run_share_one_time_budget() {
         .count();
     assert!(out_of_time > 0, "{spins:#?}");
 }
+
+/// Issue 36, a smaller point: a node whose `ip-link.json` is there but
+/// unreadable was said to be missing from the snapshot altogether.
+#[test]
+fn an_unreadable_link_dump_is_called_unreadable_not_missing() {
+    let snapshot = common::copy_snapshot("examples/flannel-vxlan");
+    std::fs::write(
+        snapshot.path().join("nodes/node-1/host/ip-link.json"),
+        "[{\"ifindex\": }]",
+    )
+    .unwrap();
+    let dir = snapshot.path().to_str().unwrap();
+    let output = skoop(&[
+        "diagnose",
+        "-s",
+        dir,
+        "--from",
+        "default/web-0",
+        "--to",
+        "default/web-1:8080",
+    ]);
+    let text = stdout(&output);
+    assert!(
+        text.contains("snapshot.unreadable at default/web-0: cannot tell: ip-link.json of node-1 is in the snapshot but unreadable"),
+        "{text}"
+    );
+    assert!(!text.contains("lacks the node's namespace dump"), "{text}");
+}

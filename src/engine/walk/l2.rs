@@ -96,11 +96,19 @@ impl<'s> Walker<'s> {
                         let link = (LinkKind::Veth, device.ifname.as_str());
                         return self.enter_node(hop, link, &node, next_hop, pod_ip, flow);
                     }
-                    let stop = self.missing(
-                        &node,
-                        Wanted::Other("the node's namespace dump"),
-                        "follow the pod's packet",
-                    );
+                    // The node's dump is there, but not its links: the
+                    // peer could not be found in what was not read.
+                    let links_unread = self
+                        .snapshot
+                        .namespaces
+                        .get(&node)
+                        .is_some_and(|entry| entry.dump().links.is_none());
+                    let wanted = if links_unread {
+                        Wanted::File(DumpFile::IpLink)
+                    } else {
+                        Wanted::Other("the node's namespace dump")
+                    };
+                    let stop = self.missing(&node, wanted, "follow the pod's packet");
                     self.stop(hop, flow.branch, stop)
                 }
                 // A node's veth whose far end is a pod the snapshot lacks
