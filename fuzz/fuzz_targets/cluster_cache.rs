@@ -7,13 +7,18 @@
 //! written once for a small snapshot of the repository's example objects:
 //! its first 4 bytes say where the cache is cut (little-endian; past its
 //! end, it is whole), the next 4 where the rest of the input is XORed into
-//! it. The snapshot is kept under fuzz/target/, made anew by each run.
+//! it. The cache's checksum (the SHA-256 after its 8-byte version) is then
+//! made anew over the damaged rest, as a forger would, so that the header
+//! and model decoders behind it are fuzzed; a stale checksum is caught
+//! before them (tests/cluster_cache.rs flips every byte). The snapshot is
+//! kept under fuzz/target/, made anew by each run.
 #![no_main]
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
+use sha2::{Digest, Sha256};
 use skoop::snapshot::cluster::cache;
 use skoop::snapshot::input::Boundary;
 
@@ -42,16 +47,23 @@ fn word(bytes: &[u8]) -> usize {
     u32::from_le_bytes(word) as usize
 }
 
+/// The version and checksum before a cache's header.
+const FRAME: usize = 8 + 32;
+
 fuzz_target!(|data: &[u8]| {
     let (root, good) = snapshot();
-    let cut = word(&data[..data.len().min(4)]).min(good.len());
+    let body = &good[FRAME..];
+    let cut = word(&data[..data.len().min(4)]).min(body.len());
     let at = word(&data[data.len().min(4)..data.len().min(8)]);
-    let mut damaged = good[..cut].to_vec();
+    let mut damaged = body[..cut].to_vec();
     for (i, byte) in data.iter().skip(8).enumerate() {
         if let Some(target) = damaged.get_mut((at + i) % cut.max(1)) {
             *target ^= byte;
         }
     }
-    std::fs::write(root.join(cache::FILE_NAME), &damaged).expect("the cache is written");
+    let mut framed = good[..8].to_vec();
+    framed.extend_from_slice(&Sha256::digest(&damaged));
+    framed.extend_from_slice(&damaged);
+    std::fs::write(root.join(cache::FILE_NAME), &framed).expect("the cache is written");
     let _ = cache::read(root, &Boundary::new(root));
 });
