@@ -22,6 +22,7 @@ fn request(to: &str) -> Request {
         protocol: Protocol::Tcp,
         size: None,
         via: None,
+        family: None,
     }
 }
 

@@ -136,6 +136,7 @@ fn diagnose(snapshot: &Arc<Snapshot>, packs: &LoadedPacks) -> Diagnosis {
         protocol: Protocol::Tcp,
         size: None,
         via: None,
+        family: None,
     };
     engine::diagnose(snapshot, &request, packs).expect("the request resolves")
 }

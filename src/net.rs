@@ -32,6 +32,14 @@ impl Family {
         }
     }
 
+    /// The other family.
+    pub fn other(self) -> Family {
+        match self {
+            Family::Ipv4 => Family::Ipv6,
+            Family::Ipv6 => Family::Ipv4,
+        }
+    }
+
     /// Its ICMP: ICMP for IPv4, ICMPv6 for IPv6.
     pub fn icmp(self) -> Protocol {
         match self {

@@ -368,6 +368,7 @@ fn read_flow(node: &yaml::Node, issues: &mut Issues) -> Option<Flow> {
             protocol: protocol?,
             size,
             via: None,
+            family: None,
         },
         disposition,
         findings,

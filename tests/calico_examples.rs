@@ -32,6 +32,7 @@ fn diagnose(
         protocol,
         size: None,
         via: None,
+        family: None,
     };
     let (packs, problems) = LoadedPacks::load(builtin_sources(), &[]);
     assert!(problems.is_empty(), "{problems:?}");

@@ -184,6 +184,7 @@ fn a_pod_reaches_itself_through_lo() {
             protocol: Protocol::Tcp,
             size: None,
             via: None,
+            family: None,
         };
         let diagnosis = engine::diagnose(&snapshot, &request, &packs).expect("resolves");
         assert_eq!(

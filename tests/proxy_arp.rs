@@ -60,6 +60,7 @@ fn web_0_to_web_3(snapshot: &Arc<Snapshot>) -> engine::Diagnosis {
         protocol: Protocol::Tcp,
         size: None,
         via: None,
+        family: None,
     };
     let (packs, _) = LoadedPacks::load(Vec::new(), &[]);
     engine::diagnose(snapshot, &request, &packs).unwrap()

@@ -37,6 +37,7 @@ fn diagnose_in(example: &str, to: &str) -> engine::Diagnosis {
         protocol: Protocol::Tcp,
         size: None,
         via: None,
+        family: None,
     };
     let (packs, problems) = LoadedPacks::load(builtin_sources(), &[]);
     assert!(problems.is_empty(), "{problems:?}");

@@ -180,6 +180,7 @@ fn cluster(args: Box<ClusterArgs>) -> ExitCode {
                 protocol: args.protocol,
                 size: None,
                 via: None,
+                family: None,
             };
             collect_flow(collection, &packs, &request).await?;
         } else {

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use clap::{Args, ValueEnum};
 use skoop::engine::{self, Diagnosis, Endpoint, PacketSize, Protocol, Request};
+use skoop::net::Family;
 use skoop::packs::LoadedPacks;
 use skoop::report::json::{ErrorReport, Report};
 use skoop::report::picture::Picture;
@@ -123,6 +124,12 @@ pub struct DiagnoseArgs {
     /// trace` once read it.)
     #[arg(short, long, alias = "dport", value_parser = parse_port)]
     port: Option<u16>,
+    /// Of a dual-stack pod, node or service named by name, the address of
+    /// this family. Without it: the destination's first address (a pod's
+    /// podIP, a service's first clusterIP); a source pod always sends from
+    /// its address of the destination's family.
+    #[arg(long, value_name = "FAMILY")]
+    family: Option<FamilyArg>,
     /// The flow's protocol. A service's port and a pod's declared port are
     /// those of this protocol. (`--proto` as `netfilter trace` once read it.)
     #[arg(long, alias = "proto", value_parser = protocol_parser(), default_value = "tcp")]
@@ -243,6 +250,7 @@ impl DiagnoseArgs {
             protocol: self.protocol,
             size: self.size,
             via: self.via.clone(),
+            family: self.family.map(FamilyArg::family),
         })
     }
 
@@ -265,6 +273,22 @@ impl DiagnoseArgs {
                 .unwrap_or_default();
             format!("{flag}: {e}{suggestion}")
         })
+    }
+}
+
+/// `--family`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum FamilyArg {
+    Ipv4,
+    Ipv6,
+}
+
+impl FamilyArg {
+    fn family(self) -> Family {
+        match self {
+            FamilyArg::Ipv4 => Family::Ipv4,
+            FamilyArg::Ipv6 => Family::Ipv6,
+        }
     }
 }
 

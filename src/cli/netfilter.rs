@@ -18,7 +18,7 @@ use skoop::snapshot::Problem;
 use skoop::snapshot::input::read_text;
 use skoop::snapshot::netns::iptables::{self, Protocol, TcpFlagBits};
 use skoop::snapshot::netns::nft;
-use skoop::snapshot::netns::{DumpFile, NetnsDump};
+use skoop::snapshot::netns::{DumpFile, FileState, NetnsDump};
 
 use super::args::{parse_mark, parse_port, protocol_parser};
 use super::namespace::{NamespaceArgs, lacking_files};
@@ -50,13 +50,15 @@ pub enum NetfilterCommand {
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("input").required(true).args(["netns", "node", "pod", "rules"])))]
 pub struct TraceArgs {
-    /// The namespace dump (iptables-save.txt and nft-ruleset.json;
-    /// ip-route.json, ip-rule.json, ip-addr.json for routing and local
-    /// addresses; ipset-save.txt for sets).
+    /// The namespace dump (iptables-save.txt, or ip6tables-save.txt for
+    /// IPv6, and nft-ruleset.json; ip-route.json, ip-rule.json, ip-addr.json
+    /// (their IPv6 files for IPv6) for routing and local addresses;
+    /// ipset-save.txt for sets).
     #[command(flatten)]
     namespace: NamespaceArgs,
-    /// A ruleset file alone: iptables-save output, or `nft -j list ruleset`
-    /// (told apart by content). No routing: give --local-ip and --out-iface.
+    /// A ruleset file alone: iptables-save output (ip6tables-save's for IPv6
+    /// addresses), or `nft -j list ruleset` (told apart by content). No
+    /// routing: give --local-ip and --out-iface.
     #[arg(long, value_name = "FILE")]
     rules: Option<PathBuf>,
     /// Source address.
@@ -123,8 +125,10 @@ pub fn run(command: NetfilterCommand) -> ExitCode {
     }
 }
 
-/// Reads the rules and, from a namespace dump, the rest.
-fn load(args: &TraceArgs) -> Result<NetnsDump, ExitCode> {
+/// Reads the rules and, from a namespace dump, the rest. An iptables dump
+/// given as `--rules` holds the rules of `family`'s packets (iptables-save
+/// for IPv4, ip6tables-save for IPv6).
+fn load(args: &TraceArgs, family: Family) -> Result<NetnsDump, ExitCode> {
     let usage = |message: String| {
         err!("error: {message}");
         ExitCode::from(EXIT_USAGE)
@@ -133,11 +137,15 @@ fn load(args: &TraceArgs) -> Result<NetnsDump, ExitCode> {
         let dir = args.namespace.dir().map_err(usage)?;
         let (dump, problems) = NetnsDump::load(&dir);
         report_problems(&problems);
-        if dump.iptables.is_none() && dump.nftables.is_none() {
-            let files = [DumpFile::IptablesSave, DumpFile::NftRuleset];
+        let iptables = match family {
+            Family::Ipv4 => DumpFile::IptablesSave,
+            Family::Ipv6 => DumpFile::Ip6tablesSave,
+        };
+        if dump.state(iptables) != FileState::Read && dump.nftables.is_none() {
+            let files = [iptables, DumpFile::NftRuleset];
             let lacking = lacking_files(&dump, &files).unwrap_or_default();
             return Err(usage(format!(
-                "{}: a trace needs iptables-save.txt or nft-ruleset.json: {lacking}",
+                "{}: a trace of an {family} packet needs {iptables} or nft-ruleset.json: {lacking}",
                 dir.display()
             )));
         }
@@ -157,7 +165,10 @@ fn load(args: &TraceArgs) -> Result<NetnsDump, ExitCode> {
         issues
     } else {
         let (ruleset, issues) = iptables::parse(&text);
-        dump.iptables = ruleset;
+        match family {
+            Family::Ipv4 => dump.iptables = ruleset,
+            Family::Ipv6 => dump.ip6tables = ruleset,
+        }
         issues
     };
     let problems: Vec<Problem> = issues
@@ -165,7 +176,7 @@ fn load(args: &TraceArgs) -> Result<NetnsDump, ExitCode> {
         .map(|issue| Problem::from_issue(file, issue))
         .collect();
     report_problems(&problems);
-    if dump.iptables.is_none() && dump.nftables.is_none() {
+    if dump.iptables.is_none() && dump.ip6tables.is_none() && dump.nftables.is_none() {
         let what = if is_nft {
             "not `nft -j list ruleset` output"
         } else {
@@ -182,10 +193,11 @@ fn packet(args: &TraceArgs) -> Result<Packet, String> {
         return Err("--src and --dst must be of one address family".into());
     }
     let mut packet = Packet::new(args.src, args.dst, proto);
-    if proto == Protocol::Icmp && args.port.is_some() {
+    let icmp = matches!(proto, Protocol::Icmp | Protocol::Icmpv6);
+    if icmp && args.port.is_some() {
         return Err(format!("--protocol {proto} has no ports: drop --port"));
     }
-    if proto != Protocol::Icmp {
+    if !icmp {
         let Some(dport) = args.port else {
             return Err(format!("--protocol {proto} needs --port"));
         };
@@ -211,7 +223,7 @@ fn trace(args: TraceArgs) -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
-    let dump = match load(&args) {
+    let dump = match load(&args, Family::of(args.dst)) {
         Ok(dump) => dump,
         Err(code) => return code,
     };
@@ -403,6 +415,7 @@ impl From<&Step<'_>> for StepJson {
                 rule,
                 matched,
                 assumption,
+                ..
             } => StepJson::Rule {
                 hook: hook_name(*hook),
                 table: table.as_str(),

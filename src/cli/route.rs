@@ -12,7 +12,7 @@ use skoop::netstack::routing::{
     Fib, FlowKey, LookupOutcome, RouteLookup, RouteStep, TableResult, describe_route,
     describe_rule, table_name,
 };
-use skoop::snapshot::netns::{DumpFile, NetnsDump};
+use skoop::snapshot::netns::NetnsDump;
 
 use super::args::parse_mark;
 use super::namespace::{NamespaceArgs, lacking_files};
@@ -142,10 +142,7 @@ fn lookup(args: LookupArgs) -> ExitCode {
     report_problems(&problems);
     let family = Family::of(args.dst);
     let Some(fib) = Fib::from_dump(&dump, family) else {
-        let files = match family {
-            Family::Ipv4 => [DumpFile::IpRoute, DumpFile::IpRule, DumpFile::IpAddr],
-            Family::Ipv6 => [DumpFile::IpRoute6, DumpFile::IpRule6, DumpFile::IpAddr],
-        };
+        let files = Fib::files(family);
         let lacking = lacking_files(&dump, &files).unwrap_or_default();
         let [routes, rules, addrs] = files;
         err!(

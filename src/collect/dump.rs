@@ -9,7 +9,7 @@
 //!   conntrack for every namespace. It runs only when `/proc/net/ip_vs`
 //!   exists in the namespace (the module is already there); otherwise its
 //!   file is skipped with [`SkipReason::IpvsNotInUse`].
-//! - `iptables-save` (nf_tables backend), `ipset save` and `ss` may autoload
+//! - `iptables-save` and `ip6tables-save` (nf_tables backend), `ipset save` and `ss` may autoload
 //!   `nf_tables`, `ip_set` and the `*_diag` modules on a modular kernel. These
 //!   register no packet hooks and create no tables or sets (checked: after
 //!   `iptables-save` in a fresh namespace `nft list ruleset` is still empty),
@@ -29,8 +29,8 @@
 //! Three things are added to the plain commands: every tool runs with
 //! `LC_ALL=C` so its output does not depend on the collector's locale,
 //! `sysctl.txt` keeps only the `net.*` lines of `sysctl -a` (see
-//! [`net_sysctls`]), and `iptables-save.txt` holds the rules of the
-//! backend in use (see [`busiest_iptables_backend`]).
+//! [`net_sysctls`]), and `iptables-save.txt` and `ip6tables-save.txt` hold
+//! the rules of the backend in use (see [`busiest_iptables_backend`]).
 
 use std::fmt;
 use std::fs;
@@ -250,8 +250,8 @@ async fn collect_file(
         Ok(CommandOutput { stdout, stderr, .. }) => {
             let (stdout, note) = if tool == "sysctl" {
                 (net_sysctls(&stdout), None)
-            } else if tool == "iptables-save" {
-                busiest_iptables_backend(shell, enter, stdout).await
+            } else if let Some(family) = IptablesFamily::of_tool(tool) {
+                busiest_iptables_backend(shell, enter, family, stdout).await
             } else {
                 (stdout, None)
             };
@@ -277,17 +277,52 @@ async fn collect_file(
     Ok(())
 }
 
+/// The tools of one family's iptables rules: `iptables-save` and its
+/// backends for IPv4, `ip6tables-save` and its for IPv6.
+struct IptablesFamily {
+    save: &'static str,
+    nft_save: &'static str,
+    legacy_save: &'static str,
+    /// The tables the legacy backend has in use.
+    legacy_tables: &'static str,
+}
+
+impl IptablesFamily {
+    const ALL: [IptablesFamily; 2] = [
+        IptablesFamily {
+            save: "iptables-save",
+            nft_save: "iptables-nft-save",
+            legacy_save: "iptables-legacy-save",
+            legacy_tables: "/proc/net/ip_tables_names",
+        },
+        IptablesFamily {
+            save: "ip6tables-save",
+            nft_save: "ip6tables-nft-save",
+            legacy_save: "ip6tables-legacy-save",
+            legacy_tables: "/proc/net/ip6_tables_names",
+        },
+    ];
+
+    fn of_tool(tool: &str) -> Option<&'static IptablesFamily> {
+        IptablesFamily::ALL
+            .iter()
+            .find(|family| family.save == tool)
+    }
+}
+
 /// iptables has two backends, and a node's rules are in one of them:
-/// `iptables-save` shows only its own default's. As kube-proxy's
-/// iptables-wrapper decides which backend a node uses, the one with more
-/// rules wins. `iptables-legacy-save` runs only where the legacy tables are
-/// already in use (`/proc/net/ip_tables_names` is not empty: running it
-/// would otherwise load a module); a backend that is not installed is
-/// simply not asked. Returns the rules kept and, when they are not
-/// `iptables-save`'s or the other backend has rules too, a note saying so.
+/// `iptables-save` shows only its own default's (and `ip6tables-save`
+/// likewise for IPv6). As kube-proxy's iptables-wrapper decides which
+/// backend a node uses, the one with more rules wins. The legacy backend
+/// runs only where its tables are already in use (`/proc/net/ip_tables_names`
+/// is not empty: running it would otherwise load a module); a backend that
+/// is not installed is simply not asked. Returns the rules kept and, when
+/// they are not the default tool's or the other backend has rules too, a
+/// note saying so.
 async fn busiest_iptables_backend(
     shell: &NodeShell,
     enter: &[String],
+    family: &IptablesFamily,
     default: Vec<u8>,
 ) -> (Vec<u8>, Option<String>) {
     fn rules(dump: &[u8]) -> Vec<&[u8]> {
@@ -295,12 +330,12 @@ async fn busiest_iptables_backend(
             .filter(|line| line.starts_with(b"-A "))
             .collect()
     }
-    let mut best = ("iptables-save", default);
+    let mut best = (family.save, default);
     let mut others = Vec::new();
-    for backend in ["iptables-nft-save", "iptables-legacy-save"] {
-        if backend == "iptables-legacy-save" {
+    for backend in [family.nft_save, family.legacy_save] {
+        if backend == family.legacy_save {
             // procfs files have no size: read one line of it.
-            let argv = ["grep", "-q", ".", "/proc/net/ip_tables_names"].map(String::from);
+            let argv = ["grep", "-q", ".", family.legacy_tables].map(String::from);
             let in_use = shell.run(enter, &argv, None, COMMAND_TIMEOUT).await;
             if !in_use.is_ok_and(|output| output.success()) {
                 continue;
@@ -329,7 +364,7 @@ async fn busiest_iptables_backend(
         .map(|(backend, count)| format!("{backend} shows {count} rules skoop did not read"))
         .collect();
     let note = match (best.0, others.is_empty()) {
-        ("iptables-save", true) => None,
+        (chosen, true) if chosen == family.save => None,
         (chosen, true) => Some(format!("rules from {chosen}: the backend this node uses")),
         (chosen, false) => Some(format!(
             "rules from {chosen} ({} rules); {}",

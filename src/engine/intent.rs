@@ -335,6 +335,7 @@ mod tests {
             protocol: Protocol::Tcp,
             size: None,
             via: None,
+            family: None,
         };
         let (packs, problems) = LoadedPacks::load(packs::builtin_sources(), &[]);
         assert!(problems.is_empty(), "{problems:?}");

@@ -46,6 +46,7 @@ impl Flow {
             protocol: self.protocol,
             size: None,
             via: None,
+            family: None,
         }
     }
 

@@ -21,10 +21,9 @@ const RULESET_FILES: [DumpFile; 2] = [DumpFile::IptablesSave, DumpFile::NftRules
 /// collected.
 #[derive(Debug)]
 pub struct Namespace<'a> {
-    /// The IPv4 policy rules, routes and addresses (`ip-rule.json`,
-    /// `ip-route.json`, `ip-addr.json`, all three needed): the path walker
-    /// follows IPv4 packets.
-    pub fib: Option<Fib<'a>>,
+    /// The IPv4 and the IPv6 FIB (policy rules, routes and addresses: see
+    /// [`Fib::files`]), by [`Namespace::fib`].
+    fibs: [Option<Fib<'a>>; 2],
     /// iptables and nftables rules, whichever were collected; `None` also
     /// when one of them is there but unreadable, since the other alone is not
     /// the whole truth.
@@ -39,12 +38,19 @@ impl<'a> Namespace<'a> {
             .iter()
             .any(|file| dump.unreadable.contains_key(file));
         Namespace {
-            fib: Fib::from_dump(dump, Family::Ipv4),
+            fibs: [Family::Ipv4, Family::Ipv6].map(|family| Fib::from_dump(dump, family)),
             netfilter: rulesets_readable
                 .then(|| Netfilter::from_dump(dump))
                 .flatten(),
             ipvs: dump.ipvs.as_ref().map(Ipvs::new),
         }
+    }
+}
+
+impl<'a> Namespace<'a> {
+    /// The FIB packets of `family` are routed by, where its files were read.
+    pub fn fib(&self, family: Family) -> Option<&Fib<'a>> {
+        self.fibs.iter().flatten().find(|fib| fib.family == family)
     }
 }
 
@@ -106,8 +112,7 @@ mod tests {
         let dump = node_1();
         let model = Namespace::from_dump(&dump);
         let fib = model
-            .fib
-            .as_ref()
+            .fib(Family::Ipv4)
             .expect("routes, rules and addresses were collected");
         assert!(matches!(
             fib.lookup(&FlowKey::to("10.244.2.3".parse().unwrap()))
@@ -120,7 +125,10 @@ mod tests {
         without_rules.rules = None;
         without_rules.iptables = None;
         let model = Namespace::from_dump(&without_rules);
-        assert!(model.fib.is_none(), "no FIB without ip-rule.json");
+        assert!(
+            model.fib(Family::Ipv4).is_none(),
+            "no FIB without ip-rule.json"
+        );
         assert!(model.netfilter.is_none(), "no netfilter without a ruleset");
     }
 
@@ -160,6 +168,6 @@ mod tests {
         let modelled = ModelledDump::build(Arc::new(node_1()));
         let first: *const Namespace<'_> = modelled.model();
         assert!(std::ptr::eq(first, modelled.model()), "built once");
-        assert!(modelled.model().fib.is_some());
+        assert!(modelled.model().fib(Family::Ipv4).is_some());
     }
 }

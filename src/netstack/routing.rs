@@ -213,6 +213,16 @@ struct TableIndex {
 const MAX_RULE_STEPS: usize = 10_000;
 
 impl<'a> Fib<'a> {
+    /// The dump files a `family` FIB is built from: its routes, its policy
+    /// rules and the addresses.
+    pub fn files(family: Family) -> [crate::snapshot::netns::DumpFile; 3] {
+        use crate::snapshot::netns::DumpFile;
+        match family {
+            Family::Ipv4 => [DumpFile::IpRoute, DumpFile::IpRule, DumpFile::IpAddr],
+            Family::Ipv6 => [DumpFile::IpRoute6, DumpFile::IpRule6, DumpFile::IpAddr],
+        }
+    }
+
     /// The `family` FIB of a namespace dump: that family's policy rules
     /// and routes (`ip-rule.json` and `ip-route.json` for IPv4,
     /// `ip-rule6.json` and `ip-route6.json` for IPv6) and the addresses

@@ -590,6 +590,7 @@ mod tests {
             protocol: Protocol::Tcp,
             size: None,
             via: None,
+            family: None,
         };
         diagnose(&Arc::new(snapshot), &request, &packs).expect("diagnosed")
     }

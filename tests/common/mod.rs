@@ -93,6 +93,7 @@ pub fn diagnose(
         protocol,
         size,
         via: None,
+        family: None,
     };
     let (packs, problems) = LoadedPacks::load(skoop::packs::builtin_sources(), &[]);
     assert!(problems.is_empty(), "{problems:?}");

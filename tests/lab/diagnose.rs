@@ -2321,6 +2321,7 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
         protocol: fault.protocol,
         size: fault.mtu.as_ref().and_then(|mtu| mtu.size),
         via,
+        family: None,
     };
     let (packs, pack_problems) = LoadedPacks::load(builtin_sources(), &[]);
     assert!(pack_problems.is_empty(), "{pack_problems:?}");

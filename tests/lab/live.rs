@@ -236,6 +236,7 @@ fn healthy_lab_collected_live_diagnoses_as_offline(cni: &dyn crate::cluster::Cni
                 protocol: Protocol::Tcp,
                 size: None,
                 via: None,
+                family: None,
             });
         }
         requests.push(Request {
@@ -249,6 +250,7 @@ fn healthy_lab_collected_live_diagnoses_as_offline(cni: &dyn crate::cluster::Cni
             protocol: Protocol::Tcp,
             size: None,
             via: None,
+            family: None,
         });
     }
     requests.push(Request {
@@ -261,6 +263,7 @@ fn healthy_lab_collected_live_diagnoses_as_offline(cni: &dyn crate::cluster::Cni
         protocol: Protocol::Icmp,
         size: None,
         via: None,
+        family: None,
     });
     for request in &requests {
         let offline = engine::diagnose(&offline_snapshot, request, &packs).expect("resolves");
@@ -350,6 +353,7 @@ fn live_diagnose_collects_only_what_the_flow_needs_and_answers_as_offline() {
         protocol: Protocol::Tcp,
         size: None,
         via: None,
+        family: None,
     };
     let offline = engine::diagnose(&load(offline.path()), &request, &packs()).expect("resolves");
     assert_same_diagnosis(&offline, &saved_dir, &request, "live diagnose");
@@ -599,6 +603,7 @@ fn a_service_account_bound_to_deploy_rbac_collects_and_cannot_read_secrets() {
         protocol: Protocol::Tcp,
         size: None,
         via: None,
+        family: None,
     };
     let _ = to;
     let offline_diagnosis =

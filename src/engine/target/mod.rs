@@ -62,6 +62,12 @@ pub enum TargetError {
     ServiceSource(String),
     #[error("pod {0}/{1} has no IP (status.podIPs is empty)")]
     PodWithoutIp(String, String),
+    #[error("{what} has no {family} address (its addresses: {addresses})")]
+    NoAddressOfFamily {
+        what: String,
+        family: Family,
+        addresses: String,
+    },
     #[error("pod {0}/{1} is not scheduled on a node")]
     PodNotScheduled(String, String),
     #[error("node {0} has no InternalIP or ExternalIP address")]
@@ -321,6 +327,11 @@ pub struct Request {
     /// For a source outside the cluster, the node its packet arrives at
     /// (`--via node/NAME`).
     pub via: Option<String>,
+    /// The address family of a dual-stack endpoint named by name
+    /// (`--family`): its address of that family. `None`: the destination's
+    /// first address (a pod's primary `podIP`, a Service's first
+    /// `clusterIPs`), and a source pod's address of the destination's family.
+    pub family: Option<Family>,
 }
 
 /// How big the packets of a flow are, IP header included, sent with DF

@@ -80,8 +80,12 @@ pub(crate) fn resolve(snapshot: &Snapshot, request: &Request) -> Result<Resolved
         Endpoint::Ip { address, .. } if is_outside(snapshot, *address) => Some(*address),
         _ => None,
     };
-    let (dst, target_port) =
-        resolve_destination(snapshot, &request.to, request.protocol, outside.is_some())?;
+    let (dst, target_port) = resolve_destination(
+        snapshot,
+        &request.to,
+        request.protocol,
+        (outside.is_some(), request.family),
+    )?;
     let (start, src) = match (outside, &request.via) {
         (Some(address), Some(via)) => {
             (Start::Outside(vec![arrival(snapshot, via)?]), Some(address))
@@ -92,7 +96,7 @@ pub(crate) fn resolve(snapshot: &Snapshot, request: &Request) -> Result<Resolved
         ),
         (None, Some(_)) => return Err(TargetError::ViaForInternalSource(request.from.to_string())),
         (None, None) => {
-            let (source, src) = resolve_source(snapshot, &request.from)?;
+            let (source, src) = resolve_source(snapshot, &request.from, Family::of(dst))?;
             (Start::Local(source), src)
         }
     };
@@ -238,14 +242,19 @@ fn arrival(snapshot: &Snapshot, via: &str) -> Result<(NetnsId, String), TargetEr
     Ok((id, interface))
 }
 
+/// The namespace a request starts in, and its source address where the
+/// endpoint fixes one: a pod's address of the destination's `family` (its
+/// first where it has none of that family, for the question to be refused
+/// as mixing families).
 fn resolve_source(
     snapshot: &Snapshot,
     from: &Endpoint,
+    family: Family,
 ) -> Result<(NetnsId, Option<IpAddr>), TargetError> {
     match from {
         Endpoint::Pod {
             namespace, name, ..
-        } => pod_namespace(snapshot, namespace, name),
+        } => pod_namespace(snapshot, namespace, name, family),
         Endpoint::Node { name, .. } => {
             node(snapshot, name)?;
             Ok((NetnsId::Host { node: name.clone() }, None))
@@ -259,7 +268,7 @@ fn resolve_source(
                         name,
                         host_network: false,
                     } => {
-                        let (id, _) = pod_namespace(snapshot, namespace, name)?;
+                        let (id, _) = pod_namespace(snapshot, namespace, name, family)?;
                         return Ok((id, Some(*address)));
                     }
                     IpOwner::Node { name } => {
@@ -273,18 +282,20 @@ fn resolve_source(
     }
 }
 
-/// A pod's network namespace (its node's, for a hostNetwork pod) and its IP.
+/// A pod's network namespace (its node's, for a hostNetwork pod) and its IP
+/// of `family` (else its first).
 fn pod_namespace(
     snapshot: &Snapshot,
     namespace: &str,
     name: &str,
+    family: Family,
 ) -> Result<(NetnsId, Option<IpAddr>), TargetError> {
     let pod = pod(snapshot, namespace, name)?;
     let node = pod
         .node_name
         .clone()
         .ok_or_else(|| TargetError::PodNotScheduled(namespace.into(), name.into()))?;
-    let ip = pod.ips.first().copied();
+    let ip = of_family(&pod.ips, Some(family)).or(pod.ips.first().copied());
     if pod.host_network {
         return Ok((NetnsId::Host { node }, ip));
     }
@@ -303,11 +314,41 @@ fn pod_namespace(
 /// for TCP and for UDP, and an SCTP-only port takes no TCP flow). A client
 /// outside the cluster sends to a Service's load-balancer address where it
 /// has one, on the same port: its ClusterIP is not routed out there.
+/// The first of `addresses` of `family` (of any, for `None`).
+fn of_family(addresses: &[IpAddr], family: Option<Family>) -> Option<IpAddr> {
+    addresses
+        .iter()
+        .copied()
+        .find(|ip| family.is_none_or(|family| Family::of(*ip) == family))
+}
+
+/// The address of `family` among an endpoint's `addresses`; where it has
+/// addresses but none of that family, why not.
+fn pick(
+    what: impl FnOnce() -> String,
+    addresses: &[IpAddr],
+    family: Option<Family>,
+) -> Result<Option<IpAddr>, TargetError> {
+    match (of_family(addresses, family), family) {
+        (Some(ip), _) => Ok(Some(ip)),
+        (None, Some(family)) if !addresses.is_empty() => Err(TargetError::NoAddressOfFamily {
+            what: what(),
+            family,
+            addresses: addresses
+                .iter()
+                .map(IpAddr::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+        }),
+        (None, _) => Ok(None),
+    }
+}
+
 fn resolve_destination(
     snapshot: &Snapshot,
     to: &Endpoint,
     protocol: Protocol,
-    from_outside: bool,
+    (from_outside, family): (bool, Option<Family>),
 ) -> Result<(IpAddr, Option<u16>), TargetError> {
     match to {
         Endpoint::Pod {
@@ -316,18 +357,14 @@ fn resolve_destination(
             port,
         } => {
             let pod = pod(snapshot, namespace, name)?;
-            let ip = pod
-                .ips
-                .first()
+            let ip = pick(|| format!("pod {namespace}/{name}"), &pod.ips, family)?
                 .ok_or_else(|| TargetError::PodWithoutIp(namespace.clone(), name.clone()))?;
-            Ok((*ip, *port))
+            Ok((ip, *port))
         }
         Endpoint::Node { name, port } => {
             let node = node(snapshot, name)?;
-            let ip = node
-                .addresses
-                .iter()
-                .find_map(|a| a.ip())
+            let addresses: Vec<IpAddr> = node.addresses.iter().filter_map(|a| a.ip()).collect();
+            let ip = pick(|| format!("node {name}"), &addresses, family)?
                 .ok_or_else(|| TargetError::NodeWithoutIp(name.clone()))?;
             Ok((ip, *port))
         }
@@ -337,11 +374,18 @@ fn resolve_destination(
             port,
         } => {
             let service = service(snapshot, namespace, name)?;
-            let ingress = service.load_balancer_ips.first().filter(|_| from_outside);
-            let ip = ingress
-                .or(service.cluster_ips.first())
-                .ok_or_else(|| TargetError::ServiceWithoutIp(namespace.clone(), name.clone()))?;
-            Ok((*ip, service_port(service, port.as_ref(), protocol)?))
+            let what = || format!("service {namespace}/{name}");
+            let ingress = match from_outside {
+                true => pick(what, &service.load_balancer_ips, family)?,
+                false => None,
+            };
+            let ip = match ingress {
+                Some(ip) => ip,
+                None => pick(what, &service.cluster_ips, family)?.ok_or_else(|| {
+                    TargetError::ServiceWithoutIp(namespace.clone(), name.clone())
+                })?,
+            };
+            Ok((ip, service_port(service, port.as_ref(), protocol)?))
         }
         // A Service's ClusterIP without a port: its ports, as `svc/` has them.
         Endpoint::Ip {
@@ -530,6 +574,7 @@ items:
             protocol,
             size: None,
             via: None,
+            family: None,
         };
         resolve(&snapshot, &request).map(|resolved| resolved.question.dport)
     }

@@ -49,7 +49,7 @@ impl<'s> Walker<'s> {
             .src()
             .filter(|src| self.owns(ns, *src))
             .or_else(|| {
-                let fib = self.fib(ns)?;
+                let fib = self.fib(ns, Family::of(next_hop))?;
                 fib.select_source(Some(&device.ifname), next_hop)
             })
             .ok_or_else(|| Stop {
@@ -159,16 +159,32 @@ impl<'s> Walker<'s> {
             })
         };
         if target.is_ipv6() {
-            return match on_iface(false) {
-                true => Ok(()),
-                false => Err(ArpRefusal::Silent {
-                    why: format!(
-                        "IPv6 neighbour discovery answers only for addresses of the receiving interface, and {target} is not on {}",
-                        iface.ifname
-                    ),
-                    file: DumpFile::IpAddr,
-                }),
+            // `ndisc_recv_ns`: the receiving device's address alone, and not
+            // while duplicate address detection runs on it (unless
+            // optimistic) or after it failed.
+            let held = self
+                .topology
+                .addresses(ns, &iface.ifname)
+                .find(|a| a.local == target);
+            let why = match held {
+                None => format!(
+                    "IPv6 neighbour discovery answers only for addresses of the receiving interface, and {target} is not on {}",
+                    iface.ifname
+                ),
+                Some(a) if a.dadfailed => format!(
+                    "duplicate address detection failed for {target} on {}: the address is not in use",
+                    iface.ifname
+                ),
+                Some(a) if a.tentative && !a.optimistic => format!(
+                    "{target} on {} is tentative (duplicate address detection has not finished): the kernel answers no solicitation for it",
+                    iface.ifname
+                ),
+                Some(_) => return Ok(()),
             };
+            return Err(ArpRefusal::Silent {
+                why,
+                file: DumpFile::IpAddr,
+            });
         }
         let to_do = "tell whether it answers ARP";
         let ignore = self.interface_setting(ns, &iface.ifname, "arp_ignore", to_do)?;
@@ -209,8 +225,9 @@ impl<'s> Walker<'s> {
             _ => {}
         }
         if self.interface_setting(ns, &iface.ifname, "arp_filter", to_do)? != 0 {
-            let fib = self.fib(ns).ok_or_else(|| {
-                ArpRefusal::Unknown(self.missing(ns, Wanted::File(DumpFile::IpRoute), to_do))
+            let family = Family::of(target);
+            let fib = self.fib(ns, family).ok_or_else(|| {
+                ArpRefusal::Unknown(self.missing(ns, Wanted::All(&Fib::files(family)), to_do))
             })?;
             let back = fib.lookup(&FlowKey {
                 src: Some(target),
@@ -297,9 +314,10 @@ impl<'s> Walker<'s> {
     /// `proxy_arp` is on (`all` OR'd with the device's own), the device
     /// forwards, the input route (which validates the request's sender
     /// address, rp_filter included) is unicast and leaves by another device.
-    /// Explicit proxy entries (`ip neigh add proxy`), `proxy_arp_pvlan` and
-    /// IPv6 proxy neighbour discovery are not modelled: they answer nothing
-    /// here.
+    /// Explicit proxy entries (`ip neigh add proxy`) and `proxy_arp_pvlan`
+    /// are not modelled: they answer nothing here. IPv6 answers by proxy
+    /// only for the proxy entries of a forwarding namespace with `proxy_ndp`
+    /// on, which the dump does not list: that is unknown.
     fn proxy_arp(
         &self,
         ns: &NetnsId,
@@ -308,13 +326,7 @@ impl<'s> Walker<'s> {
     ) -> Result<(), ArpRefusal> {
         let target = request.target;
         if target.is_ipv6() {
-            return Err(ArpRefusal::Silent {
-                why: format!(
-                    "{target} is not an address of {}, and proxy neighbour discovery is not modelled",
-                    iface.ifname
-                ),
-                file: DumpFile::IpAddr,
-            });
+            return self.proxy_ndp(ns, iface, target);
         }
         let to_do = "tell whether it answers ARP by proxy";
         if self.interface_setting(ns, &iface.ifname, "proxy_arp", to_do)? == 0 {
@@ -326,7 +338,7 @@ impl<'s> Walker<'s> {
                 file: DumpFile::Sysctl,
             });
         }
-        if let Some(stop) = self.forwarding(ns, &iface.ifname) {
+        if let Some(stop) = self.forwarding(ns, &iface.ifname, Family::Ipv4) {
             return Err(match stop.disposition {
                 Disposition::ForwardingDisabled => ArpRefusal::Silent {
                     why: stop.reason,
@@ -336,8 +348,9 @@ impl<'s> Walker<'s> {
             });
         }
         self.sender_check(ns, iface, request)?;
-        let fib = self.fib(ns).ok_or_else(|| {
-            ArpRefusal::Unknown(self.missing(ns, Wanted::File(DumpFile::IpRoute), to_do))
+        let family = Family::of(target);
+        let fib = self.fib(ns, family).ok_or_else(|| {
+            ArpRefusal::Unknown(self.missing(ns, Wanted::All(&Fib::files(family)), to_do))
         })?;
         let lookup = fib.lookup(&FlowKey {
             src: Some(request.sender),
@@ -375,6 +388,56 @@ impl<'s> Walker<'s> {
                     hop_id(ns)
                 ),
                 vec![self.file(ns, DumpFile::IpRoute)],
+            ))),
+        }
+    }
+}
+
+impl Walker<'_> {
+    /// `ndisc_recv_ns` for an address `ns` does not hold: answered by proxy
+    /// only where IPv6 forwarding is on, `proxy_ndp` is on (`all` or the
+    /// device's) and a proxy entry (`ip -6 neigh add proxy`) names the
+    /// address. The dump has no proxy entries, so that last case is unknown.
+    fn proxy_ndp(&self, ns: &NetnsId, iface: &Device, target: IpAddr) -> Result<(), ArpRefusal> {
+        let to_do = "tell whether it answers neighbour solicitations by proxy";
+        let Some(sysctls) = self.sysctls(ns) else {
+            return Err(ArpRefusal::Unknown(self.missing(
+                ns,
+                Wanted::File(DumpFile::Sysctl),
+                to_do,
+            )));
+        };
+        let setting = |ifname: &str, name: &str| {
+            sysctls
+                .get_i64(&Sysctls::interface_key(Family::Ipv6, ifname, name))
+                .ok()
+                .flatten()
+        };
+        let proxy_ndp = setting("all", "proxy_ndp").max(setting(&iface.ifname, "proxy_ndp"));
+        let forwarding = setting(&iface.ifname, "forwarding");
+        match (proxy_ndp, forwarding) {
+            (Some(0), _) | (_, Some(0)) => Err(ArpRefusal::Silent {
+                why: format!(
+                    "{target} is not an address of {}, and it answers no solicitation by proxy (net.ipv6.conf proxy_ndp = {}, forwarding = {})",
+                    iface.ifname,
+                    proxy_ndp.unwrap_or_default(),
+                    forwarding.unwrap_or_default()
+                ),
+                file: DumpFile::Sysctl,
+            }),
+            (Some(_), Some(_)) => Err(ArpRefusal::Unknown(Stop::unknown(
+                codes::KERNEL_NEIGHBOUR_UNKNOWN,
+                format!(
+                    "{} has proxy_ndp on for {}: whether it answers for {target} depends on its proxy entries (`ip -6 neigh show proxy`), which are not collected",
+                    hop_id(ns),
+                    iface.ifname
+                ),
+                vec![self.file(ns, DumpFile::Sysctl)],
+            ))),
+            _ => Err(ArpRefusal::Unknown(self.missing(
+                ns,
+                Wanted::In("net.ipv6.conf.{all,IFACE}.proxy_ndp", DumpFile::Sysctl),
+                to_do,
             ))),
         }
     }

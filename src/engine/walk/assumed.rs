@@ -28,6 +28,7 @@ use crate::engine::codes;
 use crate::engine::hooks::{Attachment, Encapsulation, NextHop, PodInterface, Undecided};
 use crate::engine::target::Protocol;
 use crate::engine::{Disposition, HopStep, LinkKind, Step};
+use crate::net::Family;
 use crate::netstack::netfilter::{Endpoint, Translation};
 use crate::netstack::routing::{FlowKey, LookupOutcome};
 use crate::packs::PodRef;
@@ -517,7 +518,7 @@ impl<'s> Walker<'s> {
     /// from that pod arrives on (a bridge, or the pod's routed veth). From
     /// the node's routes when its dump is there, else from the CNI's intent.
     fn interface_to(&self, node: &NetnsId, pod_ip: IpAddr, packet: &Packet) -> Option<String> {
-        if let Some(fib) = self.fib(node) {
+        if let Some(fib) = self.fib(node, Family::of(pod_ip)) {
             return match fib.lookup(&FlowKey::to(pod_ip)).outcome {
                 LookupOutcome::Routed { paths, .. } => paths.into_iter().find_map(|path| path.dev),
                 _ => None,
@@ -642,10 +643,10 @@ impl<'s> Walker<'s> {
                 namespace, name, ..
             } => self.pod_delivery(namespace, name, &packet),
             NetnsId::Host { node } => match (packet.ip.protocol, self.node_ready(node)) {
-                (Protocol::Icmp, Some(true)) => Ok(format!(
+                (Protocol::Icmp | Protocol::Icmpv6, Some(true)) => Ok(format!(
                     "the kernel's ICMP echo responder (node {node} is Ready)"
                 )),
-                (Protocol::Icmp, _) => Err(format!(
+                (Protocol::Icmp | Protocol::Icmpv6, _) => Err(format!(
                     "node {node} is not Ready: whether its kernel answers cannot be known without its dump"
                 )),
                 _ => Err(format!(

@@ -250,7 +250,7 @@ impl<'s> Walker<'s> {
             // An answer as large as the request; the kernel's echo responder
             // lets its replies be fragmented (DF clear). A probe starts
             // again at the answering interface's MTU.
-            size: packet.resent(packet.ip.protocol != Protocol::Icmp),
+            size: packet.resent(packet.ip.protocol != packet.ip.family().icmp()),
         };
         branch.reply = true;
         branch.connection = branch.seen.iter().map(|(ns, ..)| ns.clone()).collect();

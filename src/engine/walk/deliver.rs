@@ -64,14 +64,13 @@ impl<'s> Walker<'s> {
         self.delivering(hop);
         match waiting_state(packet.ip.protocol) {
             None => {
-                let ignored = self
-                    .sysctls(ns)
-                    .and_then(|s| s.get_i64("net.ipv4.icmp_echo_ignore_all").ok().flatten());
+                let key = match packet.ip.family() {
+                    Family::Ipv4 => "net.ipv4.icmp_echo_ignore_all",
+                    Family::Ipv6 => "net.ipv6.icmp.echo_ignore_all",
+                };
+                let ignored = self.sysctls(ns).and_then(|s| s.get_i64(key).ok().flatten());
                 if ignored == Some(1) {
-                    let reason = format!(
-                        "{} ignores echo requests: net.ipv4.icmp_echo_ignore_all = 1",
-                        hop_id(ns)
-                    );
+                    let reason = format!("{} ignores echo requests: {key} = 1", hop_id(ns));
                     let evidence = vec![self.file(ns, DumpFile::Sysctl)];
                     return self.stop(
                         hop,

@@ -513,7 +513,7 @@ impl<'s> Walker<'s> {
                 "evaluate bridged traffic (bridge-nf-call-iptables = 1)",
             ));
         };
-        let context = self.netfilter_context(ns, self.fib(ns));
+        let context = self.netfilter_context(ns, self.fib(ns, packet.ip.family()));
         let mut filtered = packet.netfilter_packet(packet.src().unwrap_or(packet.ip.dst));
         filtered.ct_nat = branch.connection_nat(ns);
         filtered.in_iface = Some(bridge.to_string());

@@ -318,10 +318,10 @@ impl<'s> Walker<'s> {
 }
 
 impl<'s> Walker<'s> {
-    /// The namespace's FIB, where its dump has one (built once per snapshot:
-    /// [`Modelled::model`]).
-    fn fib(&self, ns: &NetnsId) -> Option<&'s Fib<'s>> {
-        self.snapshot.namespaces.get(ns)?.model().fib.as_ref()
+    /// The namespace's FIB of `family`, where its dump has one (built once
+    /// per snapshot: [`Modelled::model`]).
+    fn fib(&self, ns: &NetnsId, family: Family) -> Option<&'s Fib<'s>> {
+        self.snapshot.namespaces.get(ns)?.model().fib(family)
     }
 
     /// The namespace's netfilter rules, where its dump has them.
@@ -488,6 +488,19 @@ impl<'s> Walker<'s> {
                 evidence,
             );
         }
+        // Of several files all needed, those the dump does not have.
+        let not_collected: Vec<DumpFile> = match (wanted, self.snapshot.namespaces.get(ns)) {
+            (Wanted::All(files), Some(entry)) => files
+                .iter()
+                .copied()
+                .filter(|file| entry.dump().lacking(*file).is_some())
+                .collect(),
+            _ => Vec::new(),
+        };
+        let wanted = match not_collected.is_empty() {
+            true => wanted,
+            false => Wanted::All(&not_collected),
+        };
         Stop::unknown(
             codes::SNAPSHOT_MISSING,
             format!(

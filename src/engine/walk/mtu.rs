@@ -4,11 +4,23 @@
 use super::*;
 use crate::engine::codes;
 
-/// ICMP "destination unreachable", code "fragmentation needed and DF set".
-pub(super) const ICMP_DEST_UNREACHABLE: u8 = 3;
-pub(super) const ICMP_FRAG_NEEDED: u8 = 4;
-/// An ICMP error quotes as much of the packet as fits in 576 bytes.
-pub(super) const ICMP_ERROR_LENGTH: u32 = 576;
+/// The ICMP error (type, code) for a packet too big for the next hop:
+/// "destination unreachable, fragmentation needed and DF set" for IPv4,
+/// "packet too big" for IPv6.
+fn too_big(family: Family) -> (u8, u8) {
+    match family {
+        Family::Ipv4 => (3, 4),
+        Family::Ipv6 => (2, 0),
+    }
+}
+/// An ICMP error quotes as much of the packet as fits in 576 bytes; an
+/// ICMPv6 error in IPv6's minimum MTU, 1280.
+fn icmp_error_length(family: Family) -> u32 {
+    match family {
+        Family::Ipv4 => 576,
+        Family::Ipv6 => 1280,
+    }
+}
 
 /// What becomes of the ICMP error a namespace sends back for a packet
 /// too large to forward (see [`Walker::frag_needed_out`]).
@@ -62,6 +74,9 @@ impl<'s> Walker<'s> {
             .context
             .as_ref()
             .is_some_and(|context| context.in_iface.is_none());
+        // IPv6 routers never fragment (RFC 8200): only the source may, so a
+        // forwarded IPv6 packet is as if DF were set.
+        let df = df || (packet.ip.family() == Family::Ipv6 && !local);
         // Measured in the lab: a VXLAN device whose outer packet does not fit
         // lowers the path MTU of the route its inner packet took. Forwarding
         // ignores that, but a socket of this namespace does not: its first DF
@@ -122,7 +137,9 @@ impl<'s> Walker<'s> {
             ),
             None => self.frag_needed_answer(ns, hop, &packet, branch, device, &mut evidence),
         };
-        let df = if df {
+        let df = if packet.ip.family() == Family::Ipv6 && !local {
+            "IPv6 is never fragmented on the way"
+        } else if df {
             "DF is set"
         } else {
             "the packet inside has DF set"
@@ -167,7 +184,10 @@ impl<'s> Walker<'s> {
             .as_ref()
             .and_then(|context| context.received_from)
             .or(packet.src());
-        let error = format!("ICMP fragmentation-needed (MTU {})", device.mtu);
+        let error = match packet.ip.family() {
+            Family::Ipv4 => format!("ICMP fragmentation-needed (MTU {})", device.mtu),
+            Family::Ipv6 => format!("ICMPv6 packet-too-big (MTU {})", device.mtu),
+        };
         // Related to the flow's connection, which has this
         // namespace's translations so far.
         let nat = branch.nat_in(ns);
@@ -255,7 +275,8 @@ impl<'s> Walker<'s> {
         sender: IpAddr,
         nat: ConnectionNat,
     ) -> ErrorOut {
-        let (Some(fib), Some(netfilter)) = (self.fib(ns), self.netfilter(ns)) else {
+        let family = Family::of(sender);
+        let (Some(fib), Some(netfilter)) = (self.fib(ns, family), self.netfilter(ns)) else {
             return ErrorOut::Unknown {
                 reason: format!(
                     "the snapshot lacks {}'s routes or netfilter rules",
@@ -264,7 +285,7 @@ impl<'s> Walker<'s> {
             };
         };
         let lookup = fib.lookup(&FlowKey {
-            ip_proto: Some(Protocol::Icmp),
+            ip_proto: Some(family.icmp()),
             ..FlowKey::to(sender)
         });
         let paths = match lookup.outcome {
@@ -290,10 +311,10 @@ impl<'s> Walker<'s> {
                 });
                 continue;
             };
-            let mut error = netfilter::Packet::new(src, sender, Protocol::Icmp);
-            error.icmp = Some((ICMP_DEST_UNREACHABLE, ICMP_FRAG_NEEDED));
+            let mut error = netfilter::Packet::new(src, sender, family.icmp());
+            error.icmp = Some(too_big(family));
             error.ct_state = CtState::Related;
-            error.ip.length = ICMP_ERROR_LENGTH;
+            error.ip.length = icmp_error_length(family);
             error.out_iface = path.dev.clone();
             error.ct_nat = Some(nat);
             for outcome in netfilter.traverse(PacketPath::Output, error, &context) {

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::engine::codes;
+use crate::netstack::netfilter::RulesetKind;
 
 /// One netfilter outcome for the packet of a hop, to follow: the packet as
 /// it was before netfilter (`arrived`), the interface it came in by (none
@@ -22,38 +23,19 @@ pub(super) fn decided_by(decision: Option<&RuleRef>) -> String {
 }
 
 impl<'s> Walker<'s> {
-    /// An IPv6 packet: not a gap in the snapshot, the walk itself is
-    /// IPv4's so far.
-    fn unwalked_family(&self, ns: &NetnsId, packet: &Packet) -> Option<Stop> {
-        (packet.ip.family() == Family::Ipv6).then(|| {
-            let reason = format!(
-                "{} is an IPv6 address: the path walker follows IPv4 packets only so far (`skoop route lookup` answers IPv6 routing; ip6tables and neighbour discovery are not modelled yet)",
-                packet.ip.dst
-            );
-            let evidence = vec![self.file(ns, DumpFile::IpRoute6)];
-            Stop::unknown(codes::KERNEL_ROUTE_UNKNOWN, reason, evidence)
-        })
-    }
-
     /// What the namespace's kernel does with a packet that is in it.
     pub(super) fn process(&mut self, place: &Place, flow: Flow, arrival: Arrival) -> Next<'s> {
         let (ns, hop) = (&place.ns, place.hop);
         let Flow { packet, branch } = flow;
-        if let Some(stop) = self.unwalked_family(ns, &packet) {
-            return self.stop(hop, branch, stop);
-        }
-        let Some(fib) = self.fib(ns) else {
-            let stop = self.missing(
-                ns,
-                Wanted::All(&[DumpFile::IpRoute, DumpFile::IpRule, DumpFile::IpAddr]),
-                "route the packet",
-            );
+        let family = packet.ip.family();
+        let Some(fib) = self.fib(ns, family) else {
+            let stop = self.missing(ns, Wanted::All(&Fib::files(family)), "route the packet");
             return self.stop(hop, branch, stop);
         };
         let Some(netfilter) = self.netfilter(ns) else {
             let stop = self.missing(
                 ns,
-                Wanted::Either(DumpFile::IptablesSave, DumpFile::NftRuleset),
+                Wanted::Either(RulesetKind::iptables(family).file(), DumpFile::NftRuleset),
                 "evaluate its netfilter rules",
             );
             return self.stop(hop, branch, stop);
@@ -335,7 +317,7 @@ impl<'s> Walker<'s> {
                 }
                 if let Some(iif) = iif
                     && let Some(stop) = self
-                        .forwarding(ns, iif)
+                        .forwarding(ns, iif, packet.ip.family())
                         .or_else(|| self.reverse_path_filter(ns, &as_routed, Some(iif)))
                 {
                     return self.stop(hop, branch, stop);
@@ -430,8 +412,11 @@ impl<'s> Walker<'s> {
         crate::engine::target::lacking_port(service, packet.ip.dport?, packet.ip.protocol)
     }
 
-    /// IPv4 forwarding on the interface the packet came in on.
-    pub(super) fn forwarding(&self, ns: &NetnsId, iif: &str) -> Option<Stop> {
+    /// Whether `family`'s packets arriving on `iif` are forwarded: IPv4 asks
+    /// the interface's `forwarding`; IPv6 only `net.ipv6.conf.all.forwarding`
+    /// (`ip6_forward`: an interface's own setting changes how it acts as a
+    /// router, not whether packets are forwarded).
+    pub(super) fn forwarding(&self, ns: &NetnsId, iif: &str, family: Family) -> Option<Stop> {
         let Some(sysctls) = self.sysctls(ns) else {
             return Some(self.missing(
                 ns,
@@ -439,15 +424,24 @@ impl<'s> Walker<'s> {
                 "tell whether it forwards packets",
             ));
         };
-        let key = Sysctls::interface_key(Family::Ipv4, iif, "forwarding");
+        let (key, fallback) = match family {
+            Family::Ipv4 => (
+                Sysctls::interface_key(family, iif, "forwarding"),
+                "net.ipv4.ip_forward",
+            ),
+            Family::Ipv6 => (
+                Sysctls::interface_key(family, "all", "forwarding"),
+                "net.ipv6.conf.all.forwarding",
+            ),
+        };
         let (key, value) = match sysctls.get_i64(&key) {
             Ok(Some(value)) => (key, value),
-            _ => match sysctls.get_i64("net.ipv4.ip_forward") {
-                Ok(Some(value)) => ("net.ipv4.ip_forward".to_string(), value),
+            _ => match sysctls.get_i64(fallback) {
+                Ok(Some(value)) => (fallback.to_string(), value),
                 _ => {
                     return Some(self.missing(
                         ns,
-                        Wanted::In("net.ipv4.ip_forward", DumpFile::Sysctl),
+                        Wanted::In(fallback, DumpFile::Sysctl),
                         "tell whether it forwards packets",
                     ));
                 }
@@ -466,7 +460,8 @@ impl<'s> Walker<'s> {
 
     /// Reverse-path filtering (`rp_filter`): strict mode drops a packet
     /// whose source is not routed back out of the interface it came in on,
-    /// loose mode one whose source is not routable at all.
+    /// loose mode one whose source is not routable at all. IPv4's alone:
+    /// IPv6 has no such sysctl (ip6tables' `rpfilter` match does it there).
     pub(super) fn reverse_path_filter(
         &self,
         ns: &NetnsId,
@@ -474,7 +469,7 @@ impl<'s> Walker<'s> {
         iif: Option<&str>,
     ) -> Option<Stop> {
         let (iif, src) = (iif?, packet.src()?);
-        if iif == "lo" {
+        if iif == "lo" || packet.ip.family() == Family::Ipv6 {
             return None;
         }
         let sysctls = self.sysctls(ns)?;
@@ -491,7 +486,7 @@ impl<'s> Walker<'s> {
         if mode == 0 {
             return None;
         }
-        let fib = self.fib(ns)?;
+        let fib = self.fib(ns, Family::of(src))?;
         let back = fib.lookup(&FlowKey {
             src: Some(packet.ip.dst),
             ..FlowKey::to(src)
@@ -622,10 +617,14 @@ mod tests {
     fn a_namespace_that_does_not_forward_stops_a_packet_routed_through_it() {
         let fixture = Fixture::new(&two_pods_on_a_bridge());
         fixture.walk(None, |walker| {
-            let stop = walker.forwarding(&pod("a"), "eth0").unwrap();
+            let stop = walker.forwarding(&pod("a"), "eth0", Family::Ipv4).unwrap();
             assert_eq!(stop.id, codes::KERNEL_SYSCTL_FORWARDING);
             assert_eq!(stop.disposition, Disposition::ForwardingDisabled);
-            assert!(walker.forwarding(&host("n1"), "cni0").is_none());
+            assert!(
+                walker
+                    .forwarding(&host("n1"), "cni0", Family::Ipv4)
+                    .is_none()
+            );
         });
     }
 

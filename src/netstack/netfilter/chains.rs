@@ -202,8 +202,10 @@ impl<'a> Walk<'_, 'a, '_> {
             };
             cursor.position = position + 1;
             let test = test_rule(self, &branch, rule);
+            let family = branch.packet.ip.family();
             let step = |matched: Tri, assumption: Option<Assumption>| Step::Rule {
                 hook: self.hook,
+                family,
                 table: table.name,
                 chain: &chain.name,
                 rule,
@@ -324,6 +326,7 @@ impl<'a> Walk<'_, 'a, '_> {
         let declared = table.chain(name);
         branch.trace.push(Step::Policy {
             hook: self.hook,
+            family: branch.packet.ip.family(),
             table: table.name,
             chain: declared.map_or(name, |c| &*c.name),
             policy,

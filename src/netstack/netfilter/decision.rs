@@ -9,16 +9,19 @@ use std::path::PathBuf;
 
 use super::{Hook, Step};
 use crate::diagnostic::Evidence;
+use crate::net::Family;
 use crate::netstack::Tri;
 use crate::snapshot::netns::DumpFile;
 use crate::snapshot::netns::iptables;
 use crate::snapshot::netns::nft;
 
-/// The two rulesets netfilter is read from, each its own dump file.
+/// The rulesets netfilter is read from, each its own dump file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum RulesetKind {
     /// `iptables-save.txt`.
     Iptables,
+    /// `ip6tables-save.txt`.
+    Ip6tables,
     /// `nft-ruleset.json`.
     Nftables,
 }
@@ -28,7 +31,16 @@ impl RulesetKind {
     pub fn file(self) -> DumpFile {
         match self {
             RulesetKind::Iptables => DumpFile::IptablesSave,
+            RulesetKind::Ip6tables => DumpFile::Ip6tablesSave,
             RulesetKind::Nftables => DumpFile::NftRuleset,
+        }
+    }
+
+    /// The iptables ruleset of `family`'s packets.
+    pub fn iptables(family: Family) -> RulesetKind {
+        match family {
+            Family::Ipv4 => RulesetKind::Iptables,
+            Family::Ipv6 => RulesetKind::Ip6tables,
         }
     }
 }
@@ -65,11 +77,12 @@ impl RuleRef {
         let (hook, chain, table) = (self.hook, &self.chain, &self.table);
         let table = match self.ruleset {
             RulesetKind::Iptables => format!("table {table}"),
+            RulesetKind::Ip6tables => format!("ip6tables table {table}"),
             RulesetKind::Nftables => format!("nftables table {table}"),
         };
         match (self.policy, self.ruleset) {
             (Some(policy), _) => format!("the {policy} policy of chain {chain} ({table}, {hook})"),
-            (None, RulesetKind::Iptables) => format!(
+            (None, RulesetKind::Iptables | RulesetKind::Ip6tables) => format!(
                 "rule {} of chain {chain} ({table}, {hook})",
                 self.number.unwrap_or_default()
             ),
@@ -107,13 +120,14 @@ pub fn deciding_rule(trace: &[Step<'_>]) -> Option<RuleRef> {
     trace.iter().rev().find_map(|step| match step {
         Step::Rule {
             hook,
+            family,
             table,
             chain,
             rule,
             matched: Tri::True,
             ..
         } => Some(RuleRef {
-            ruleset: RulesetKind::Iptables,
+            ruleset: RulesetKind::iptables(*family),
             hook: *hook,
             table: table.to_string(),
             chain: chain.to_string(),
@@ -145,6 +159,7 @@ pub fn deciding_rule(trace: &[Step<'_>]) -> Option<RuleRef> {
         }),
         Step::Policy {
             hook,
+            family,
             table,
             chain,
             policy,
@@ -155,7 +170,7 @@ pub fn deciding_rule(trace: &[Step<'_>]) -> Option<RuleRef> {
                 iptables::Policy::Drop => "DROP",
             };
             Some(RuleRef {
-                ruleset: RulesetKind::Iptables,
+                ruleset: RulesetKind::iptables(*family),
                 hook: *hook,
                 table: table.to_string(),
                 chain: chain.to_string(),
@@ -206,7 +221,9 @@ fn nft_rule_number(table: &nft::Table, chain: &str, rule: &nft::Rule) -> Option<
 /// stopped (iptables when it tested none).
 pub fn ruleset_of(trace: &[Step<'_>]) -> RulesetKind {
     let last = trace.iter().rev().find_map(|step| match step {
-        Step::Rule { .. } | Step::Policy { .. } => Some(RulesetKind::Iptables),
+        Step::Rule { family, .. } | Step::Policy { family, .. } => {
+            Some(RulesetKind::iptables(*family))
+        }
         Step::NftRule { .. } | Step::NftPolicy { .. } => Some(RulesetKind::Nftables),
         _ => None,
     });

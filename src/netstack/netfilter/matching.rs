@@ -161,7 +161,8 @@ impl Tester<'_, '_, '_, '_> {
             Match::Tcp(tcp) => self.tcp(tcp),
             Match::Udp(ports) => self.ports(Protocol::Udp, ports),
             Match::Sctp(ports) => self.ports(Protocol::Sctp, ports),
-            Match::Icmp(icmp) => self.icmp(icmp),
+            Match::Icmp(icmp) => self.icmp(Protocol::Icmp, icmp),
+            Match::Icmp6(icmp) => self.icmp(Protocol::Icmpv6, icmp),
             Match::Multiport(multiport) => self.multiport(multiport),
             Match::AddrType(addrtype) => self.addrtype(addrtype),
             Match::Conntrack(conntrack) => self.conntrack(conntrack),
@@ -307,9 +308,10 @@ impl Tester<'_, '_, '_, '_> {
         test
     }
 
-    fn icmp(&self, icmp: &Invertible<IcmpType>) -> Test {
+    /// `-m icmp` (`protocol` ICMP) or `-m icmp6` (ICMPv6).
+    fn icmp(&self, protocol: Protocol, icmp: &Invertible<IcmpType>) -> Test {
         let packet = self.packet();
-        if packet.ip.protocol != Protocol::Icmp {
+        if packet.ip.protocol != protocol {
             return false.into();
         }
         let Some((kind, code)) = packet.icmp else {

@@ -408,6 +408,8 @@ pub enum Step<'a> {
     /// another destination or port, are not listed).
     Rule {
         hook: Hook,
+        /// Whose rules: iptables' (IPv4) or ip6tables'.
+        family: Family,
         table: TableName,
         chain: &'a str,
         rule: &'a Rule,
@@ -418,6 +420,7 @@ pub enum Step<'a> {
     /// No rule decided: the built-in chain's policy did.
     Policy {
         hook: Hook,
+        family: Family,
         table: TableName,
         chain: &'a str,
         policy: Policy,
@@ -533,7 +536,11 @@ impl Outcome<'_> {
 /// The iptables and nftables rules of one namespace, indexed for evaluation.
 #[derive(Debug)]
 pub struct Netfilter<'a> {
-    tables: Vec<IndexedTable<'a>>,
+    /// The iptables tables of IPv4 (`iptables-save`) and of IPv6
+    /// (`ip6tables-save`), by [`family_slot`].
+    tables: [Vec<IndexedTable<'a>>; 2],
+    /// Whether each family's iptables rules were collected.
+    collected: [bool; 2],
     ipsets: Option<&'a IpSets>,
     nft: Vec<NftTable<'a>>,
     /// Per hook (in `Hook::ALL` order), for IPv4 and for IPv6: the tables and
@@ -578,20 +585,28 @@ impl Hook {
 }
 
 impl<'a> Netfilter<'a> {
-    /// Indexes `ruleset`; `ipsets` is `None` when `ipset save` was not
-    /// collected (every `-m set` test is then unknown).
+    /// Indexes `ruleset`, IPv4's iptables rules; `ipsets` is `None` when
+    /// `ipset save` was not collected (every `-m set` test is then unknown).
     pub fn new(ruleset: &'a Ruleset, ipsets: Option<&'a IpSets>) -> Netfilter<'a> {
-        Netfilter::build(Some(ruleset), None, ipsets)
+        Netfilter::build([Some(ruleset), None], None, ipsets)
     }
 
-    /// The rules of a namespace dump: its iptables-save and its nftables
-    /// ruleset, whichever were collected; `None` when neither was.
+    /// Adds ip6tables' rules, which IPv6 packets meet instead of iptables'.
+    pub fn with_ip6tables(mut self, ruleset: &'a Ruleset) -> Netfilter<'a> {
+        self.tables[1] = ruleset.tables.iter().map(IndexedTable::new).collect();
+        self.collected[1] = true;
+        self.order();
+        self
+    }
+
+    /// The rules of a namespace dump: its iptables-save, ip6tables-save and
+    /// nftables ruleset, whichever were collected; `None` when none was.
     pub fn from_dump(dump: &'a NetnsDump) -> Option<Netfilter<'a>> {
-        if dump.iptables.is_none() && dump.nftables.is_none() {
+        if dump.iptables.is_none() && dump.ip6tables.is_none() && dump.nftables.is_none() {
             return None;
         }
         Some(Netfilter::build(
-            dump.iptables.as_ref(),
+            [dump.iptables.as_ref(), dump.ip6tables.as_ref()],
             dump.nftables.as_ref(),
             dump.ipsets.as_ref(),
         ))
@@ -604,15 +619,19 @@ impl<'a> Netfilter<'a> {
         self
     }
 
+    /// `iptables`: IPv4's rules and IPv6's, by [`family_slot`].
     fn build(
-        iptables: Option<&'a Ruleset>,
+        iptables: [Option<&'a Ruleset>; 2],
         nftables: Option<&'a nft::Ruleset>,
         ipsets: Option<&'a IpSets>,
     ) -> Netfilter<'a> {
         let mut netfilter = Netfilter {
-            tables: iptables
-                .map(|r| r.tables.iter().map(IndexedTable::new).collect())
-                .unwrap_or_default(),
+            tables: iptables.map(|ruleset| {
+                ruleset
+                    .map(|r| r.tables.iter().map(IndexedTable::new).collect())
+                    .unwrap_or_default()
+            }),
+            collected: iptables.map(|ruleset| ruleset.is_some()),
             ipsets,
             nft: nftables
                 .map(|r| r.tables.iter().map(NftTable::new).collect())
@@ -634,19 +653,22 @@ impl<'a> Netfilter<'a> {
     /// An iptables-nft table is in both dumps; it is evaluated once, from
     /// iptables-save.
     fn order(&mut self) {
-        let iptables_handle = |name: TableName| {
+        // The nftables family an iptables-nft table of each slot is in.
+        const IPTABLES_NFT: [nft::Family; 2] = [nft::Family::Ip, nft::Family::Ip6];
+        let iptables_handle = |slot: usize, name: TableName| {
             self.nft
                 .iter()
-                .find(|t| t.table.family == nft::Family::Ip && t.table.name == name.as_str())
+                .find(|t| t.table.family == IPTABLES_NFT[slot] && t.table.name == name.as_str())
                 .and_then(|t| t.table.handle)
                 .unwrap_or(0)
         };
         let shadowed = |table: &nft::Table| {
-            table.family == nft::Family::Ip
-                && self
-                    .tables
-                    .iter()
-                    .any(|t| t.table.name.as_str() == table.name)
+            (0..2).any(|slot| {
+                table.family == IPTABLES_NFT[slot]
+                    && self.tables[slot]
+                        .iter()
+                        .any(|t| t.table.name.as_str() == table.name)
+            })
         };
         self.bridge_chains = self
             .nft
@@ -663,19 +685,17 @@ impl<'a> Netfilter<'a> {
                 // (table, then chain in it), stage)
                 type Newest = std::cmp::Reverse<(u64, u64)>;
                 let mut keyed: Vec<(bool, i32, Newest, Stage)> = Vec::new();
-                if ipv4 {
-                    for (index, table) in self.tables.iter().enumerate() {
-                        if table.table.chain_index(hook.chain()).is_none() {
-                            continue;
-                        }
-                        let name = table.table.name;
-                        keyed.push((
-                            false,
-                            hook.priority(name),
-                            std::cmp::Reverse((iptables_handle(name), 0)),
-                            Stage::Iptables(index),
-                        ));
+                for (index, table) in self.tables[slot].iter().enumerate() {
+                    if table.table.chain_index(hook.chain()).is_none() {
+                        continue;
                     }
+                    let name = table.table.name;
+                    keyed.push((
+                        false,
+                        hook.priority(name),
+                        std::cmp::Reverse((iptables_handle(slot, name), 0)),
+                        Stage::Iptables(index),
+                    ));
                 }
                 for (t, table) in self.nft.iter().enumerate() {
                     if !table.sees(ipv4) || shadowed(table.table) {
@@ -783,18 +803,27 @@ impl<'a> Netfilter<'a> {
         outcomes
     }
 
-    /// Why the rules cannot tell what becomes of `packet`, for an IPv6
-    /// one: it meets ip6tables, not the IPv4 rules of iptables-save, and
-    /// ip6tables-save is not collected yet. Where the namespace has iptables
-    /// rules (so ip6tables may well have some too), its outcome is unknown;
-    /// the nft ruleset holds both families and is evaluated.
+    /// Why the rules cannot tell what becomes of `packet`: its family's
+    /// iptables rules (iptables-save for IPv4, ip6tables-save for IPv6)
+    /// were not collected while the other family's were, and hold rules —
+    /// so this family may well have some too (a snapshot from before skoop
+    /// collected ip6tables-save). Where neither was collected, the nft
+    /// ruleset is the whole truth and is evaluated.
     fn unmodelled_family(&self, packet: &Packet) -> Option<String> {
-        (packet.ip.family() == Family::Ipv6 && !self.tables.is_empty()).then(|| {
-            format!(
-                "{} is an IPv6 packet, and ip6tables (whose rules are not in iptables-save) is not modelled yet",
-                packet.ip.dst
-            )
-        })
+        let slot = family_slot(packet.ip.family());
+        let other = 1 - slot;
+        (!self.collected[slot] && self.collected[other] && !self.tables[other].is_empty()).then(
+            || {
+                let family = packet.ip.family();
+                let file = RulesetKind::iptables(family).file();
+                let other_file = RulesetKind::iptables(family.other()).file();
+                format!(
+                    "{} is an {} packet, whose iptables rules ({file}) were not collected, while {other_file} holds rules",
+                    packet.ip.dst,
+                    packet.ip.family()
+                )
+            },
+        )
     }
 
     /// INPUT, or FORWARD then POSTROUTING.
@@ -847,7 +876,7 @@ impl<'a> Netfilter<'a> {
                 "a bridged packet: {chain} is not evaluated by the model"
             ));
         }
-        let slot = usize::from(!branch.packet.ip.dst.is_ipv4());
+        let slot = family_slot(branch.packet.ip.family());
         let stages = &self.stages[hook.index()][slot];
         let mut live = vec![branch];
         for stage in stages {
@@ -860,7 +889,7 @@ impl<'a> Netfilter<'a> {
                 }
                 match *stage {
                     Stage::Iptables(index) => {
-                        let table = &self.tables[index];
+                        let table = &self.tables[slot][index];
                         let name = table.table.name;
                         // The nat table sees only a connection's first packet.
                         if name == TableName::Nat && !nat_applies(hook, &branch) {
@@ -936,6 +965,14 @@ impl<'a> Netfilter<'a> {
 /// connection, and only until a chain at this hook set up a translation of
 /// the hook's kind (destination before routing, source after; the kernel's
 /// `nf_nat_initialized`).
+/// Where a family's rules and stages are kept: IPv4's first, then IPv6's.
+fn family_slot(family: Family) -> usize {
+    match family {
+        Family::Ipv4 => 0,
+        Family::Ipv6 => 1,
+    }
+}
+
 fn nat_applies(hook: Hook, branch: &chains::Branch<'_>) -> bool {
     if branch.packet.ct_state != CtState::New {
         return false;

@@ -3,6 +3,7 @@ use std::net::IpAddr;
 use proptest::prelude::*;
 
 use super::*;
+use crate::snapshot::netns::DumpFile;
 use crate::snapshot::netns::iptables::{self, Ruleset};
 
 fn ruleset(text: &str) -> Ruleset {
@@ -758,10 +759,36 @@ fn an_ipv6_packet_never_gets_the_verdict_of_the_ipv4_rules() {
     // iptables-save holds the IPv4 rules only; ip6tables' are not collected.
     assert_eq!(
         forward_verdict("-A FORWARD -j DROP", tcp("fd00::5", "fd00:1::9", 80)),
-        "unknown: fd00:1::9 is an IPv6 packet, and ip6tables (whose rules are not in iptables-save) is not modelled yet"
+        "unknown: fd00:1::9 is an IPv6 packet, whose iptables rules (ip6tables-save.txt) were not collected, while iptables-save.txt holds rules"
     );
     assert_eq!(
         forward_verdict("-A FORWARD -j DROP", tcp("10.0.0.5", "10.1.0.9", 80)),
         "drop"
     );
+}
+
+#[test]
+fn each_family_meets_its_own_iptables_rules() {
+    let ipv4 = forward("-A FORWARD -d 10.1.0.9/32 -j DROP");
+    let ipv6 = forward(
+        "-A FORWARD -p ipv6-icmp -m icmp6 --icmpv6-type 128 -j ACCEPT\n-A FORWARD -d fd00:1::9/128 -j REJECT --reject-with icmp6-port-unreachable",
+    );
+    let netfilter = Netfilter::new(&ipv4, None).with_ip6tables(&ipv6);
+    let verdict = |packet: Packet| {
+        let outcomes = netfilter.hook(Hook::Forward, packet, &Context::default());
+        assert_eq!(outcomes.len(), 1);
+        let rule = deciding_rule(&outcomes[0].trace).expect("a rule decided");
+        (outcomes[0].verdict.as_str(), rule.ruleset.file(), rule.line)
+    };
+    assert_eq!(
+        verdict(tcp("fd00::5", "fd00:1::9", 80)),
+        ("reject", DumpFile::Ip6tablesSave, Some(7))
+    );
+    assert_eq!(
+        verdict(tcp("10.0.0.5", "10.1.0.9", 80)),
+        ("drop", DumpFile::IptablesSave, Some(6))
+    );
+    let mut ping = Packet::new(ip("fd00::5"), ip("fd00:1::9"), Protocol::Icmpv6);
+    ping.icmp = Some((128, 0));
+    assert_eq!(verdict(ping), ("accept", DumpFile::Ip6tablesSave, Some(6)));
 }

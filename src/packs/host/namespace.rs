@@ -5,6 +5,7 @@
 use rhai::{Array, Dynamic, Engine};
 
 use super::{Fallible, Insufficient, as_ip, fail, int, map, opt, text};
+use crate::net::Family;
 use crate::netstack::namespace::Modelled;
 use crate::netstack::routing::{Fib, FlowKey, LookupOutcome, table_name};
 use crate::packs::scope::NetnsRef;
@@ -32,13 +33,18 @@ pub(super) fn dump_part<'a, T>(
     }
 }
 
-/// The namespace's FIB, as the snapshot models it (built once), or why
-/// there is none: the first of its files that was not collected.
-pub(super) fn namespace_fib(n: &NetnsRef) -> Fallible<&Fib<'_>> {
-    dump_part(n, DumpFile::IpRule, |d| d.rules.as_ref())?;
-    dump_part(n, DumpFile::IpRoute, |d| d.routes.as_ref())?;
-    dump_part(n, DumpFile::IpAddr, |d| d.addrs.as_ref())?;
-    match n.entry().and_then(|e| e.model().fib.as_ref()) {
+/// The namespace's FIB of `family`, as the snapshot models it (built
+/// once), or why there is none: the first of its files that was not read.
+pub(super) fn namespace_fib(n: &NetnsRef, family: Family) -> Fallible<&Fib<'_>> {
+    let Some(entry) = n.entry() else {
+        return Insufficient::raise(format!("no dump of {} in the snapshot", n.id));
+    };
+    for file in Fib::files(family) {
+        if let Some(lacking) = entry.dump().lacking(file) {
+            return Insufficient::raise_lacking(lacking.of(&n.id), file);
+        }
+    }
+    match entry.model().fib(family) {
         Some(fib) => Ok(fib),
         None => Insufficient::raise(format!("the routes of {} cannot be modelled", n.id)),
     }
@@ -301,7 +307,7 @@ pub fn lladdr_text(address: &crate::snapshot::netns::link::LinkLayerAddress) -> 
 /// namespace, as `ip route get` would say.
 fn route_get(n: &mut NetnsRef, dst: Dynamic) -> Fallible<Dynamic> {
     let dst = as_ip(&dst)?;
-    let fib = namespace_fib(n)?;
+    let fib = namespace_fib(n, Family::of(dst))?;
     let routes = fib.routes;
     match fib.lookup(&FlowKey::to(dst)).outcome {
         LookupOutcome::Routed {

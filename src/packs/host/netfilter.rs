@@ -8,6 +8,7 @@ use rhai::{Array, Dynamic, Engine};
 
 use super::namespace::{dump_part, namespace_fib};
 use super::{Fallible, Insufficient, as_ip, int, map, opt, text};
+use crate::net::Family;
 use crate::netstack::namespace::Modelled;
 use crate::netstack::netfilter;
 use crate::netstack::routing::{FlowKey, LookupOutcome};
@@ -232,7 +233,7 @@ fn masquerade_decisions(n: &NetnsRef, src: Dynamic, dsts: &[Dynamic]) -> Fallibl
     let src = as_ip(&src)?;
     let dsts = dsts.iter().map(as_ip).collect::<Fallible<Vec<IpAddr>>>()?;
     let netfilter = namespace_netfilter(n)?;
-    let fib = namespace_fib(n)?;
+    let fib = namespace_fib(n, Family::of(src))?;
     let addrs = dump_part(n, DumpFile::IpAddr, |d| d.addrs.as_ref())?;
     let device_to = |ip: IpAddr| match fib.lookup(&FlowKey::to(ip)).outcome {
         LookupOutcome::Routed { paths, .. } => paths.first().and_then(|p| p.dev.clone()),

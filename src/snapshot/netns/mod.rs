@@ -43,6 +43,7 @@ pub enum DumpFile {
     IpNeigh,
     BridgeFdb,
     IptablesSave,
+    Ip6tablesSave,
     NftRuleset,
     IpsetSave,
     Ipvsadm,
@@ -52,7 +53,7 @@ pub enum DumpFile {
 
 impl DumpFile {
     /// Every dump file, in the contract's order.
-    pub const ALL: [DumpFile; 14] = [
+    pub const ALL: [DumpFile; 15] = [
         DumpFile::IpLink,
         DumpFile::IpAddr,
         DumpFile::IpRoute,
@@ -62,6 +63,7 @@ impl DumpFile {
         DumpFile::IpNeigh,
         DumpFile::BridgeFdb,
         DumpFile::IptablesSave,
+        DumpFile::Ip6tablesSave,
         DumpFile::NftRuleset,
         DumpFile::IpsetSave,
         DumpFile::Ipvsadm,
@@ -81,6 +83,7 @@ impl DumpFile {
             DumpFile::IpNeigh => "ip-neigh.json",
             DumpFile::BridgeFdb => "bridge-fdb.json",
             DumpFile::IptablesSave => "iptables-save.txt",
+            DumpFile::Ip6tablesSave => "ip6tables-save.txt",
             DumpFile::NftRuleset => "nft-ruleset.json",
             DumpFile::IpsetSave => "ipset-save.txt",
             DumpFile::Ipvsadm => "ipvsadm.txt",
@@ -101,6 +104,7 @@ impl DumpFile {
             DumpFile::IpNeigh => &["ip", "-j", "neigh", "show"],
             DumpFile::BridgeFdb => &["bridge", "-j", "fdb", "show"],
             DumpFile::IptablesSave => &["iptables-save"],
+            DumpFile::Ip6tablesSave => &["ip6tables-save"],
             DumpFile::NftRuleset => &["nft", "-j", "list", "ruleset"],
             DumpFile::IpsetSave => &["ipset", "save"],
             DumpFile::Ipvsadm => &["ipvsadm", "-Sn"],
@@ -119,9 +123,12 @@ impl DumpFile {
     /// ipsets) are far bigger than routes or sockets.
     pub fn limit(self) -> Limit {
         match self {
-            DumpFile::IptablesSave | DumpFile::IpsetSave | DumpFile::NftRuleset => Limit {
+            DumpFile::IptablesSave
+            | DumpFile::Ip6tablesSave
+            | DumpFile::IpsetSave
+            | DumpFile::NftRuleset => Limit {
                 bytes: 256 * MIB,
-                what: "a ruleset dump (iptables-save.txt, ipset-save.txt, nft-ruleset.json)",
+                what: "a ruleset dump (iptables-save.txt, ip6tables-save.txt, ipset-save.txt, nft-ruleset.json)",
             },
             DumpFile::Sysctl => Limit {
                 bytes: 16 * MIB,
@@ -194,6 +201,8 @@ pub struct NetnsDump {
     pub neighbours: Option<Vec<neigh::Neighbour>>,
     pub fdb: Option<Vec<fdb::FdbEntry>>,
     pub iptables: Option<iptables::Ruleset>,
+    /// The IPv6 rules (`ip6tables-save`): iptables keeps them apart.
+    pub ip6tables: Option<iptables::Ruleset>,
     pub nftables: Option<nft::Ruleset>,
     pub ipsets: Option<ipset::IpSets>,
     pub ipvs: Option<ipvs::IpvsConfig>,
@@ -235,6 +244,7 @@ impl NetnsDump {
             neighbours: files.load_placed(DumpFile::IpNeigh),
             fdb: files.load_placed(DumpFile::BridgeFdb),
             iptables: files.load(DumpFile::IptablesSave, iptables::parse),
+            ip6tables: files.load(DumpFile::Ip6tablesSave, iptables::parse),
             nftables: files.load(DumpFile::NftRuleset, nft::parse),
             ipsets: files.load(DumpFile::IpsetSave, ipset::parse),
             ipvs: files.load(DumpFile::Ipvsadm, ipvs::parse),
@@ -260,6 +270,7 @@ impl NetnsDump {
             DumpFile::IpNeigh => self.neighbours.is_some(),
             DumpFile::BridgeFdb => self.fdb.is_some(),
             DumpFile::IptablesSave => self.iptables.is_some(),
+            DumpFile::Ip6tablesSave => self.ip6tables.is_some(),
             DumpFile::NftRuleset => self.nftables.is_some(),
             DumpFile::IpsetSave => self.ipsets.is_some(),
             DumpFile::Ipvsadm => self.ipvs.is_some(),

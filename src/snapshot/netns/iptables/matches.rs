@@ -38,6 +38,8 @@ pub enum Match {
     Sctp(PortMatch),
     /// `-m icmp --icmp-type`
     Icmp(Invertible<IcmpType>),
+    /// `-m icmp6 --icmpv6-type` (ip6tables)
+    Icmp6(Invertible<IcmpType>),
     /// `-m multiport`
     Multiport(MultiportMatch),
     /// `-m addrtype`
@@ -510,6 +512,7 @@ extensions! {
         "udp" => Udp(UdpState),
         "sctp" => Sctp(SctpState),
         "icmp" => Icmp(IcmpState),
+        "icmp6" => Icmp6(Icmp6State),
         "multiport" => Multiport(MultiportState),
         "addrtype" => AddrType(AddrTypeMatch),
         "conntrack" => Conntrack(ConntrackState),
@@ -659,6 +662,28 @@ impl Extension for IcmpState {
 
     fn finish(self, word: usize) -> Result<Match, WordIssue> {
         required(self.0, word, "`--icmp-type`").map(Match::Icmp)
+    }
+}
+
+#[derive(Default)]
+pub(super) struct Icmp6State(Option<Invertible<IcmpType>>);
+
+impl Extension for Icmp6State {
+    type Output = Match;
+
+    fn option(
+        &mut self,
+        name: &str,
+        args: &mut OptionArgs<'_, '_>,
+    ) -> Option<Result<(), WordIssue>> {
+        Some(match name {
+            "--icmpv6-type" => args.once(&mut self.0, |a| a.invertible(IcmpType::parse6)),
+            _ => return None,
+        })
+    }
+
+    fn finish(self, word: usize) -> Result<Match, WordIssue> {
+        required(self.0, word, "`--icmpv6-type`").map(Match::Icmp6)
     }
 }
 

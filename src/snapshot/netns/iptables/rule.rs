@@ -257,6 +257,7 @@ fn protocol_module(protocol: Protocol) -> Option<&'static str> {
         Protocol::Udp => Some("udp"),
         Protocol::Sctp => Some("sctp"),
         Protocol::Icmp => Some("icmp"),
+        Protocol::Icmpv6 => Some("icmp6"),
         _ => None,
     }
 }

@@ -69,9 +69,15 @@ pub enum RejectWith {
 }
 
 impl RejectWith {
+    /// Reads iptables' names and ip6tables' (`icmp6-…`), each mapped to the
+    /// ICMP or ICMPv6 error of the same meaning.
     fn parse(text: &str) -> Result<RejectWith, BadValue> {
         use RejectWith::*;
         Ok(match text {
+            "icmp6-no-route" | "no-route" => IcmpNetUnreachable,
+            "icmp6-adm-prohibited" | "adm-prohibited" => IcmpAdminProhibited,
+            "icmp6-addr-unreachable" | "addr-unreach" => IcmpHostUnreachable,
+            "icmp6-port-unreachable" => IcmpPortUnreachable,
             "icmp-net-unreachable" | "net-unreach" => IcmpNetUnreachable,
             "icmp-host-unreachable" | "host-unreach" => IcmpHostUnreachable,
             "icmp-port-unreachable" | "port-unreach" => IcmpPortUnreachable,

@@ -346,9 +346,58 @@ impl IcmpType {
         ]
     };
 
+    /// The ICMPv6 names ip6tables accepts (`--icmpv6-type`), with what
+    /// they stand for.
+    const NAMES6: &'static [(&'static str, IcmpType)] = {
+        use IcmpType::{Type, TypeCode};
+        &[
+            ("destination-unreachable", Type(1)),
+            ("no-route", TypeCode(1, 0)),
+            ("communication-prohibited", TypeCode(1, 1)),
+            ("beyond-scope", TypeCode(1, 2)),
+            ("address-unreachable", TypeCode(1, 3)),
+            ("port-unreachable", TypeCode(1, 4)),
+            ("failed-policy", TypeCode(1, 5)),
+            ("reject-route", TypeCode(1, 6)),
+            ("packet-too-big", Type(2)),
+            ("time-exceeded", Type(3)),
+            ("ttl-exceeded", Type(3)),
+            ("ttl-zero-during-transit", TypeCode(3, 0)),
+            ("ttl-zero-during-reassembly", TypeCode(3, 1)),
+            ("parameter-problem", Type(4)),
+            ("bad-header", TypeCode(4, 0)),
+            ("unknown-header-type", TypeCode(4, 1)),
+            ("unknown-option", TypeCode(4, 2)),
+            ("echo-request", Type(128)),
+            ("ping", Type(128)),
+            ("echo-reply", Type(129)),
+            ("pong", Type(129)),
+            ("mld-listener-query", Type(130)),
+            ("mld-listener-report", Type(131)),
+            ("mld-listener-done", Type(132)),
+            ("mld-listener-reduction", Type(132)),
+            ("router-solicitation", Type(133)),
+            ("router-advertisement", Type(134)),
+            ("neighbour-solicitation", Type(135)),
+            ("neighbor-solicitation", Type(135)),
+            ("neighbour-advertisement", Type(136)),
+            ("neighbor-advertisement", Type(136)),
+            ("redirect", Type(137)),
+        ]
+    };
+
     /// Reads a name, `type` or `type/code`.
     pub(crate) fn parse(text: &str) -> Result<IcmpType, BadValue> {
-        if let Some((_, icmp)) = Self::NAMES
+        IcmpType::parse_named(Self::NAMES, text)
+    }
+
+    /// Reads an ICMPv6 name, `type` or `type/code` (`--icmpv6-type`).
+    pub(crate) fn parse6(text: &str) -> Result<IcmpType, BadValue> {
+        IcmpType::parse_named(Self::NAMES6, text)
+    }
+
+    fn parse_named(names: &[(&str, IcmpType)], text: &str) -> Result<IcmpType, BadValue> {
+        if let Some((_, icmp)) = names
             .iter()
             .find(|(name, _)| name.eq_ignore_ascii_case(text))
         {
