@@ -142,7 +142,9 @@ pub(super) fn protocol_parser() -> impl TypedValueParser<Value = Protocol> {
             "Whether an SCTP endpoint listens is known from an ss.txt that lists SCTP \
              (`ss -H -tulnS`), else unknown",
         ),
-        PossibleValue::new("icmp").help("An echo request (ping)"),
+        PossibleValue::new("icmp")
+            .help("An echo request (ping): ICMPv6's to an IPv6 destination, as ping sends it"),
+        PossibleValue::new("icmpv6").help("An ICMPv6 echo request (ping to an IPv6 address)"),
     ];
     // Each value offered is a protocol's name.
     PossibleValuesParser::new(values).map(|name| Protocol::parse(&name).unwrap_or(Protocol::Tcp))

@@ -3,10 +3,10 @@
 //! kube-proxy's rules, and a process listening in every pod. What makes pods
 //! reach each other is the [`Cni`]'s job.
 
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::time::Duration;
 
-use ipnet::Ipv4Net;
+use ipnet::{Ipv4Net, Ipv6Net};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
@@ -16,6 +16,9 @@ use crate::lab::{Lab, Netns};
 /// The pod network of the whole cluster (kube-controller-manager's
 /// `--cluster-cidr`, kube-proxy's `clusterCIDR`, flannel's `Network`).
 pub const CLUSTER_CIDR: &str = "10.244.0.0/16";
+/// The IPv6 pod network of a dual-stack cluster: node-n's pods are in
+/// `fd00:10:244:n::/64`.
+pub const CLUSTER_CIDR6: &str = "fd00:10:244::/56";
 /// The Kubernetes namespace of the lab's workload.
 pub const APP_NAMESPACE: &str = "default";
 /// The port every pod listens on and the service targets.
@@ -45,6 +48,17 @@ pub trait Cni {
     fn pod_ip(&self, node: &Node, index: usize) -> Ipv4Addr {
         let offset = 2 + u32::try_from(index).expect("few pods");
         Ipv4Addr::from(u32::from(node.pod_cidr.network()) + offset)
+    }
+    /// The IPv6 address of the `index`th pod of a dual-stack `node`, as
+    /// host-local gives it: from `::2` on.
+    fn pod_ip6(&self, node: &Node, index: usize) -> Option<Ipv6Addr> {
+        let offset = 2 + u128::try_from(index).expect("few pods");
+        node.pod_cidr6
+            .map(|cidr| Ipv6Addr::from(u128::from(cidr.network()) + offset))
+    }
+    /// The CNI agent's ip6tables rules on a dual-stack `node`.
+    fn ip6tables_rules(&self, _node: &Node) -> String {
+        String::new()
     }
     /// The node-side name of a pod's veth; by default the bridge plugin's
     /// `veth` and eight hex digits (random there, fixed here).
@@ -89,6 +103,10 @@ pub struct Node {
     /// The node's address on the underlay (its InternalIP), on `eth0`.
     pub ip: Ipv4Addr,
     pub pod_cidr: Ipv4Net,
+    /// In a dual-stack cluster: the node's IPv6 address on `eth0` and its
+    /// IPv6 pod CIDR.
+    pub ip6: Option<Ipv6Addr>,
+    pub pod_cidr6: Option<Ipv6Net>,
     /// The IPAM block the node's pods take their addresses from where the
     /// CNI's IPAM is block-based and picks blocks itself (Calico in the
     /// real-components lab); `None` where the lab chooses.
@@ -100,6 +118,12 @@ impl Node {
     /// The first address of the pod CIDR: the pods' gateway.
     pub fn gateway(&self) -> Ipv4Addr {
         self.pod_cidr.hosts().next().expect("pod CIDR has hosts")
+    }
+
+    /// The first address of the IPv6 pod CIDR: the pods' IPv6 gateway.
+    pub fn gateway6(&self) -> Option<Ipv6Addr> {
+        self.pod_cidr6
+            .map(|cidr| Ipv6Addr::from(u128::from(cidr.network()) + 1))
     }
 
     /// The node's subnet on the underlay.
@@ -118,6 +142,8 @@ pub struct Pod {
     pub name: String,
     pub ns: Netns,
     pub ip: Ipv4Addr,
+    /// Its IPv6 address, in a dual-stack cluster.
+    pub ip6: Option<Ipv6Addr>,
     /// The node-side end of the pod's veth, as the CNI bridge plugin names it.
     pub host_veth: String,
 }
@@ -128,6 +154,8 @@ pub struct Service {
     pub name: String,
     pub port_name: String,
     pub cluster_ip: Ipv4Addr,
+    /// Its IPv6 ClusterIP, in a dual-stack cluster.
+    pub cluster_ip6: Option<Ipv6Addr>,
     pub port: u16,
 }
 
@@ -139,6 +167,10 @@ pub struct Topology {
     /// the underlay's router, which routes the nodes' addresses only (no
     /// pod CIDR); the others share 172.18.0.0/24.
     pub across_router: bool,
+    /// Nodes, pods and the service have IPv6 addresses too: underlay
+    /// `fd00:18:S::/64`, pods `fd00:10:244:n::/64`, ClusterIP
+    /// `fd00:10:96::100`, IPv6 forwarding on, kube-proxy's ip6tables rules.
+    pub dual_stack: bool,
 }
 
 impl Cluster {
@@ -149,13 +181,20 @@ impl Cluster {
         if topology.across_router {
             add_node_subnet(&underlay, 1);
         }
+        if topology.dual_stack {
+            underlay.ip("-6 addr add fd00:18:0::1/64 dev br0 nodad");
+            underlay.run(&["sysctl", "-qw", "net.ipv6.conf.all.forwarding=1"]);
+        }
 
         let mut pod_number = 0;
         let mut nodes = Vec::new();
         for n in 1..=topology.nodes {
             let subnet = u8::from(topology.across_router && n == topology.nodes);
-            let node = add_node(lab, &underlay, n, subnet);
+            let mut node = add_node(lab, &underlay, n, subnet);
             node.ns.run(&["sysctl", "-qw", "net.ipv4.ip_forward=1"]);
+            if topology.dual_stack {
+                add_ipv6(&mut node, subnet, n);
+            }
             cni.setup_node(&node);
             nodes.push(node);
         }
@@ -181,20 +220,55 @@ impl Cluster {
                 name: "web".into(),
                 port_name: "http".into(),
                 cluster_ip: Ipv4Addr::new(10, 96, 0, 100),
+                cluster_ip6: topology
+                    .dual_stack
+                    .then_some(Ipv6Addr::new(0xfd00, 0x10, 0x96, 0, 0, 0, 0, 0x100)),
                 port: 80,
             },
         };
-        let endpoints: Vec<&Pod> = cluster.pods().collect();
-        let rules = kube_proxy::rules(&cluster.service, &endpoints);
+        let endpoints: Vec<IpAddr> = cluster.pods().map(|p| p.ip.into()).collect();
+        let service = &cluster.service;
+        let rules = kube_proxy::rules(service, service.cluster_ip.into(), CLUSTER_CIDR, &endpoints);
+        let rules6 = service.cluster_ip6.map(|cluster_ip6| {
+            let endpoints: Vec<IpAddr> = cluster
+                .pods()
+                .filter_map(|p| p.ip6)
+                .map(IpAddr::from)
+                .collect();
+            kube_proxy::rules(service, cluster_ip6.into(), CLUSTER_CIDR6, &endpoints)
+        });
         for node in &cluster.nodes {
             node.ns.restore_iptables(&rules);
             node.ns.restore_iptables(&cni.iptables_rules(node));
+            if let Some(rules6) = &rules6 {
+                node.ns.restore_ip6tables(rules6);
+                node.ns.restore_ip6tables(&cni.ip6tables_rules(node));
+            }
             // kube-proxy's iptables mode allows NodePorts on localhost.
             node.ns
                 .run(&["sysctl", "-qw", "net.ipv4.conf.all.route_localnet=1"]);
         }
+        if topology.dual_stack {
+            cluster.wait_for_addresses();
+        }
         cluster.start_listeners(lab);
         cluster
+    }
+
+    /// Waits until no IPv6 address of the cluster is tentative. The lab's
+    /// own addresses skip duplicate address detection, but each device's
+    /// link-local one does not, and until it is done the first flows of a
+    /// dual-stack lab are lost (measured: a ping right after the build gets
+    /// no answer, the same ping once settled does), as they are on no node
+    /// that has been up a while.
+    fn wait_for_addresses(&self) {
+        for ns in self.all_netns() {
+            ns.wait_for(
+                &["ip", "-6", "addr", "show", "tentative"],
+                Duration::from_secs(10),
+                |out| out.trim().is_empty(),
+            );
+        }
     }
 
     /// Starts a listener in every pod, as its container would, and waits
@@ -203,6 +277,10 @@ impl Cluster {
         let listeners: Vec<&Netns> = self.pods().map(|p| &p.ns).chain([&self.outside]).collect();
         for ns in &listeners {
             spawn_listener(lab, ns);
+        }
+        // openbsd nc listens on IPv4 alone: a second one on IPv6.
+        for pod in self.pods().filter(|p| p.ip6.is_some()) {
+            lab.spawn(&pod.ns, &["nc", "-6", "-lk", &POD_PORT.to_string()]);
         }
         for ns in listeners {
             wait_listening(ns);
@@ -328,9 +406,27 @@ pub fn add_node(lab: &mut Lab, underlay: &Netns, n: u8, subnet: u8) -> Node {
         ns,
         ip,
         pod_cidr: format!("10.244.{n}.0/24").parse().expect("pod CIDR"),
+        ip6: None,
+        pod_cidr6: None,
         ipam_block: None,
         pods: Vec::new(),
     }
+}
+
+/// Gives node `n` on underlay subnet `subnet` its IPv6 side: `eth0` at
+/// `fd00:18:S::(10+n)/64` (without duplicate address detection, so that it
+/// is usable at once), the default route by the underlay's router, IPv6
+/// forwarding, and pod CIDR `fd00:10:244:n::/64`.
+fn add_ipv6(node: &mut Node, subnet: u8, n: u8) {
+    let ip6 = Ipv6Addr::new(0xfd00, 0x18, subnet.into(), 0, 0, 0, 0, 10 + u16::from(n));
+    node.ns.ip(&format!("-6 addr add {ip6}/64 dev eth0 nodad"));
+    node.ns.ip(&format!(
+        "-6 route add default via fd00:18:{subnet}::1 dev eth0"
+    ));
+    node.ns
+        .run(&["sysctl", "-qw", "net.ipv6.conf.all.forwarding=1"]);
+    node.ip6 = Some(ip6);
+    node.pod_cidr6 = Some(format!("fd00:10:244:{n}::/64").parse().expect("pod CIDR"));
 }
 
 /// Pod `web-<number>` on `node`, at the address the CNI's IPAM gives it.
@@ -338,12 +434,14 @@ fn add_pod(lab: &mut Lab, cni: &dyn Cni, node: &Node, number: usize) -> Pod {
     let name = format!("web-{number}");
     let ns = lab.netns(&format!("{}-{name}", node.name));
     let ip = cni.pod_ip(node, node.pods.len());
+    let ip6 = cni.pod_ip6(node, node.pods.len());
     let host_veth = cni.host_veth(APP_NAMESPACE, &name);
     Pod {
         namespace: APP_NAMESPACE.into(),
         name,
         ns,
         ip,
+        ip6,
         host_veth,
     }
 }

@@ -11,10 +11,11 @@
 use std::sync::Mutex;
 
 use skoop::engine::{self, Disposition, Endpoint, PacketSize, Protocol, Request};
+use skoop::net::Family;
 use skoop::packs::{LoadedPacks, builtin_sources};
 
 use crate::calico::{self, Calico};
-use crate::cluster::{Cluster, Cni, OUTSIDE_IP, Pod, Topology};
+use crate::cluster::{CLUSTER_CIDR6, Cluster, Cni, OUTSIDE_IP, Pod, Topology};
 use crate::flannel::Flannel;
 use crate::kindnet::{self, Kindnet};
 use crate::lab::{Availability, Lab, availability};
@@ -1040,6 +1041,95 @@ const VXLAN_FAULTS: &[Fault] = &[
 ];
 
 /// The cases of the host-gw lab: pod CIDRs routed via the peer node's address.
+/// Flannel host-gw's IPv6 side on a dual-stack lab: the baselines, and an
+/// IPv6 fault at each stage, each localised at its hop.
+const IPV6_HOST_GW_FAULTS: &[Fault] = &[
+    Fault {
+        name: "healthy (tcp)",
+        inject: Inject::Kernel(|_| {}),
+        blamed: None,
+        expected: Disposition::Delivered,
+        protocol: Protocol::Tcp,
+        port: Some(8080),
+        finds: None,
+        to: To::Pod,
+        mtu: None,
+    },
+    Fault {
+        name: "healthy (icmpv6)",
+        inject: Inject::Kernel(|_| {}),
+        blamed: None,
+        expected: Disposition::Delivered,
+        protocol: Protocol::Icmpv6,
+        port: None,
+        finds: None,
+        to: To::Pod,
+        mtu: None,
+    },
+    Fault {
+        name: "healthy, to the IPv6 ClusterIP",
+        inject: Inject::Kernel(|_| {}),
+        blamed: None,
+        expected: Disposition::Delivered,
+        protocol: Protocol::Tcp,
+        port: Some(80),
+        finds: None,
+        to: To::Service("web"),
+        mtu: None,
+    },
+    Fault {
+        name: "IPv6 route to the remote pod CIDR deleted on node-1",
+        inject: Inject::Kernel(|c| {
+            let cidr6 = c.nodes[1].pod_cidr6.expect("dual-stack").to_string();
+            node_run(c, 0, &["ip", "-6", "route", "del", &cidr6]);
+        }),
+        blamed: Some("node-1"),
+        expected: Disposition::ExitsCluster,
+        protocol: Protocol::Tcp,
+        port: Some(8080),
+        finds: None,
+        to: To::Pod,
+        mtu: None,
+    },
+    Fault {
+        name: "IPv6 forwarding off on node-2",
+        inject: Inject::Kernel(|c| node_sysctl(c, 1, "net.ipv6.conf.all.forwarding=0")),
+        blamed: Some("node-2"),
+        expected: Disposition::ForwardingDisabled,
+        protocol: Protocol::Tcp,
+        port: Some(8080),
+        finds: None,
+        to: To::Pod,
+        mtu: None,
+    },
+    Fault {
+        name: "ip6tables FORWARD drop of the IPv6 cluster CIDR on node-2",
+        inject: Inject::Kernel(|c| {
+            node_run(
+                c,
+                1,
+                &[
+                    "ip6tables",
+                    "-I",
+                    "FORWARD",
+                    "1",
+                    "-s",
+                    CLUSTER_CIDR6,
+                    "-j",
+                    "DROP",
+                ],
+            );
+        }),
+        blamed: Some("node-2"),
+        expected: Disposition::DeniedByNetfilter,
+        protocol: Protocol::Tcp,
+        port: Some(8080),
+        finds: None,
+        to: To::Pod,
+        mtu: None,
+    },
+];
+
 const HOST_GW_FAULTS: &[Fault] = &[
     Fault {
         name: "healthy (tcp)",
@@ -1875,6 +1965,9 @@ type LabCni = &'static (dyn Cni + Sync + std::panic::RefUnwindSafe);
 #[derive(Clone, Copy)]
 enum LabKind {
     Scripted(LabCni),
+    /// A dual-stack scripted lab whose flows are asked in IPv6
+    /// (`--family ipv6`).
+    DualStack(LabCni),
     /// A scripted lab of `nodes` nodes whose last node is on a second
     /// subnet, reached through the underlay's router (not in the snapshot).
     Routed {
@@ -1889,7 +1982,7 @@ impl LabKind {
     /// The CNI and the shape of a lab the scripts build.
     fn scripted(self) -> Option<(LabCni, Topology)> {
         let (cni, nodes, across_router) = match self {
-            LabKind::Scripted(cni) => (cni, 2, false),
+            LabKind::Scripted(cni) | LabKind::DualStack(cni) => (cni, 2, false),
             LabKind::Routed { cni, nodes, .. } => (cni, nodes, true),
             LabKind::Real(..) => return None,
         };
@@ -1897,6 +1990,7 @@ impl LabKind {
             nodes,
             pods_per_node: 2,
             across_router,
+            dual_stack: self.family() == Family::Ipv6,
         };
         Some((cni, topology))
     }
@@ -1904,6 +1998,10 @@ impl LabKind {
     fn topology_name(self) -> &'static str {
         match self {
             LabKind::Scripted(cni) => cni.topology_name(),
+            LabKind::DualStack(cni) if cni.topology_name() == "flannel-host-gw" => {
+                "flannel-host-gw, dual-stack, flows in IPv6"
+            }
+            LabKind::DualStack(_) => unreachable!("the dual-stack lab is Flannel host-gw's"),
             LabKind::Routed { name, .. } => name,
             LabKind::Real(cni, ProxyMode::Iptables) => cni.topology_name(),
             LabKind::Real(RealCni::FlannelVxlan, ProxyMode::Nftables) => {
@@ -1912,6 +2010,16 @@ impl LabKind {
             LabKind::Real(_, ProxyMode::Nftables) => {
                 unreachable!("the nftables cases run on Flannel VXLAN")
             }
+        }
+    }
+}
+
+impl LabKind {
+    /// The family the flows of its cases are asked in.
+    fn family(self) -> Family {
+        match self {
+            LabKind::DualStack(_) => Family::Ipv6,
+            _ => Family::Ipv4,
         }
     }
 }
@@ -1966,6 +2074,11 @@ const TOPOLOGIES: &[Group] = &[
         lab: LabKind::Scripted(&Flannel::HOST_GW),
         peer: Peer::Cluster,
         faults: HOST_GW_FAULTS,
+    },
+    Group {
+        lab: LabKind::DualStack(&Flannel::HOST_GW),
+        peer: Peer::Cluster,
+        faults: IPV6_HOST_GW_FAULTS,
     },
     Group {
         lab: LabKind::Scripted(&Calico::BGP),
@@ -2114,7 +2227,23 @@ const TOPOLOGIES: &[Group] = &[
 ];
 
 /// The address a case's flow goes to.
-fn destination(cluster: &Cluster, to: &Pod, peer: Peer, fault: &Fault) -> String {
+fn destination(cluster: &Cluster, to: &Pod, peer: Peer, fault: &Fault, family: Family) -> String {
+    if family == Family::Ipv6 {
+        return match (peer, fault.to) {
+            (Peer::Cluster, To::Pod | To::PodOn { .. }) => {
+                to.ip6.expect("a dual-stack pod").to_string()
+            }
+            (Peer::Cluster, To::Service("web")) => cluster
+                .service
+                .cluster_ip6
+                .expect("a dual-stack service")
+                .to_string(),
+            _ => panic!(
+                "{}: the IPv6 cases go to a pod or the web service",
+                fault.name
+            ),
+        };
+    }
     match (peer, fault.to) {
         (Peer::Outside, _) => OUTSIDE_IP.to_string(),
         (Peer::FromOutside, To::NodePort { node }) => cluster.nodes[node].ip.to_string(),
@@ -2162,7 +2291,7 @@ fn kernel_delivers(
         None => {}
     }
     let output = match fault.protocol {
-        Protocol::Icmp => from.ns.exec(&["ping", "-c", "1", "-W", "2", ip]),
+        Protocol::Icmp | Protocol::Icmpv6 => from.ns.exec(&["ping", "-c", "1", "-W", "2", ip]),
         _ => {
             let port = fault.port.expect("tcp cases have a port").to_string();
             from.ns.exec(&["nc", "-z", "-w", "2", ip, &port])
@@ -2265,6 +2394,7 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
         name: "outside".into(),
         ns: cluster.outside.clone(),
         ip: OUTSIDE_IP,
+        ip6: None,
         host_veth: String::new(),
     };
     let from = if peer == Peer::FromOutside {
@@ -2272,7 +2402,7 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
     } else {
         from
     };
-    let ip = destination(cluster, to, peer, fault);
+    let ip = destination(cluster, to, peer, fault, kind.family());
     let kernel = kernel_delivers(&mut lab, cluster, (from, to), &ip, fault);
 
     let via = match (peer, fault.to) {
@@ -2321,7 +2451,7 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
         protocol: fault.protocol,
         size: fault.mtu.as_ref().and_then(|mtu| mtu.size),
         via,
-        family: None,
+        family: (kind.family() == Family::Ipv6).then_some(Family::Ipv6),
     };
     let (packs, pack_problems) = LoadedPacks::load(builtin_sources(), &[]);
     assert!(pack_problems.is_empty(), "{pack_problems:?}");
@@ -2526,6 +2656,9 @@ fn exit_status(dir: &std::path::Path, request: &Request) -> i32 {
     }
     if let Some(via) = &request.via {
         args.extend(["--via".into(), format!("node/{via}")]);
+    }
+    if let Some(family) = request.family {
+        args.extend(["--family".into(), family.to_string().to_lowercase()]);
     }
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_skoop"))
         .args(&args)

@@ -15,7 +15,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::cluster::{CLUSTER_CIDR, Cni, Node, Pod, mac};
+use crate::cluster::{CLUSTER_CIDR, CLUSTER_CIDR6, Cni, Node, Pod, mac};
 use crate::objects;
 
 /// The VXLAN network identifier and UDP port flannel uses by default.
@@ -83,9 +83,19 @@ impl Cni for Flannel {
             node.pod_cidr.prefix_len()
         ));
         ns.ip(&format!("link set {BRIDGE} up"));
+        if let (Some(gateway6), Some(cidr6)) = (node.gateway6(), node.pod_cidr6) {
+            ns.ip(&format!(
+                "-6 addr add {gateway6}/{} dev {BRIDGE} nodad",
+                cidr6.prefix_len()
+            ));
+        }
         if self.0 != Backend::Vxlan {
             return;
         }
+        assert!(
+            node.ip6.is_none(),
+            "the lab builds dual-stack flannel with the host-gw backend only"
+        );
 
         ns.ip(&format!(
             "link add {VTEP} address {} mtu {mtu} type vxlan id {VNI} local {} dev eth0 dstport {VXLAN_PORT} nolearning",
@@ -131,6 +141,18 @@ impl Cni for Flannel {
             .ip(&format!("route add default via {gateway} dev eth0"));
         pod.ns
             .ip(&format!("route add {CLUSTER_CIDR} via {gateway} dev eth0"));
+        if let (Some(ip6), Some(gateway6), Some(cidr6)) = (pod.ip6, node.gateway6(), node.pod_cidr6)
+        {
+            pod.ns.ip(&format!(
+                "-6 addr add {ip6}/{} dev eth0 nodad",
+                cidr6.prefix_len()
+            ));
+            pod.ns
+                .ip(&format!("-6 route add default via {gateway6} dev eth0"));
+            pod.ns.ip(&format!(
+                "-6 route add {CLUSTER_CIDR6} via {gateway6} dev eth0"
+            ));
+        }
     }
 
     fn connect(&self, node: &Node, peers: &[&Node]) {
@@ -149,6 +171,10 @@ impl Cni for Flannel {
                     "{}: ip route add {cidr} via {via}",
                     node.name
                 );
+                if let (Some(cidr6), Some(via6)) = (peer.pod_cidr6, peer.ip6) {
+                    node.ns
+                        .ip(&format!("-6 route add {cidr6} via {via6} dev eth0"));
+                }
             }
             return;
         }
@@ -202,6 +228,34 @@ COMMIT
         )
     }
 
+    fn ip6tables_rules(&self, node: &Node) -> String {
+        let Some(subnet) = node.pod_cidr6 else {
+            return String::new();
+        };
+        let masq = "-m comment --comment \"flanneld masq\"";
+        let fwd = "-m comment --comment \"flanneld forward\"";
+        let cluster = CLUSTER_CIDR6;
+        format!(
+            "*nat
+:FLANNEL-POSTRTG - [0:0]
+-A POSTROUTING {masq} -j FLANNEL-POSTRTG
+-A FLANNEL-POSTRTG -m mark --mark {KUBE_PROXY_MARK} {masq} -j RETURN
+-A FLANNEL-POSTRTG -s {subnet} -d {cluster} {masq} -j RETURN
+-A FLANNEL-POSTRTG -s {cluster} -d {subnet} {masq} -j RETURN
+-A FLANNEL-POSTRTG ! -s {cluster} -d {subnet} {masq} -j RETURN
+-A FLANNEL-POSTRTG -s {cluster} ! -d ff00::/8 {masq} -j MASQUERADE --random-fully
+-A FLANNEL-POSTRTG ! -s {cluster} -d {cluster} {masq} -j MASQUERADE --random-fully
+COMMIT
+*filter
+:FLANNEL-FWD - [0:0]
+-A FORWARD {fwd} -j FLANNEL-FWD
+-A FLANNEL-FWD -s {cluster} {fwd} -j ACCEPT
+-A FLANNEL-FWD -d {cluster} {fwd} -j ACCEPT
+COMMIT
+"
+        )
+    }
+
     fn node_annotations(&self, node: &Node) -> Map<String, Value> {
         // host-gw has no backend data: flanneld writes JSON null.
         let backend_data = match self.0 {
@@ -217,10 +271,25 @@ COMMIT
         ] {
             annotations.insert(format!("flannel.alpha.coreos.com/{key}"), value.into());
         }
+        if let Some(ip6) = node.ip6 {
+            // flanneld's IPv6 twins of the two above (host-gw: no backend data).
+            annotations.insert(
+                "flannel.alpha.coreos.com/backend-v6-data".into(),
+                "null".into(),
+            );
+            annotations.insert(
+                "flannel.alpha.coreos.com/public-ipv6".into(),
+                ip6.to_string().into(),
+            );
+        }
         annotations
     }
 
     fn objects(&self, nodes: &[Node]) -> Vec<Value> {
+        let ipv6 = match nodes.iter().any(|n| n.ip6.is_some()) {
+            true => format!("\n  \"EnableIPv6\": true,\n  \"IPv6Network\": \"{CLUSTER_CIDR6}\","),
+            false => String::new(),
+        };
         // Verbatim as in flannel's manifest, key order included.
         let cni_conf = r#"{
   "name": "cbr0",
@@ -244,7 +313,7 @@ COMMIT
 "#;
         let net_conf = format!(
             r#"{{
-  "Network": "{CLUSTER_CIDR}",
+  "Network": "{CLUSTER_CIDR}",{ipv6}
   "Backend": {{
     "Type": "{}"
   }}

@@ -35,6 +35,7 @@ const TOPOLOGY: Topology = Topology {
     nodes: 2,
     pods_per_node: 2,
     across_router: false,
+    dual_stack: false,
 };
 
 /// Builds the lab, or `None` when the lab is skipped.

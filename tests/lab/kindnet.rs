@@ -208,6 +208,7 @@ mod tests {
             nodes: 2,
             pods_per_node: 2,
             across_router: false,
+            dual_stack: false,
         };
         let cluster = Cluster::build(&mut lab, &topology, &Kindnet);
         let (a, b) = (&cluster.nodes[0].pods[0], &cluster.nodes[1].pods[1]);

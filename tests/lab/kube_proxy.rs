@@ -5,9 +5,11 @@
 //! `KUBE-MARK-MASQ`, then `DNAT`), and `KUBE-POSTROUTING` masquerading what
 //! `KUBE-MARK-MASQ` marked.
 
+use std::net::{IpAddr, SocketAddr};
+
 use sha2::{Digest, Sha256};
 
-use crate::cluster::{CLUSTER_CIDR, POD_PORT, Pod, Service};
+use crate::cluster::{POD_PORT, Service};
 
 /// kube-proxy's `--iptables-masquerade-bit` 14, as a mark.
 const MASQ_MARK: &str = "0x4000";
@@ -15,7 +17,15 @@ const MASQ_MARK: &str = "0x4000";
 /// The `iptables-restore` input kube-proxy's rules amount to on a node that
 /// has nothing else, in the order kube-proxy leaves them: it inserts its
 /// jumps at the top of the built-in chains, in reverse of the order below.
-pub fn rules(service: &Service, endpoints: &[&Pod]) -> String {
+/// One family's: `cluster_ip` (the service's of that family),
+/// `cluster_cidr` and the `endpoints` are all IPv4 (`iptables-restore`) or
+/// all IPv6 (`ip6tables-restore`).
+pub fn rules(
+    service: &Service,
+    cluster_ip: IpAddr,
+    cluster_cidr: &str,
+    endpoints: &[IpAddr],
+) -> String {
     let port_name = format!(
         "{}/{}:{}",
         service.namespace, service.name, service.port_name
@@ -23,8 +33,9 @@ pub fn rules(service: &Service, endpoints: &[&Pod]) -> String {
     let svc_chain = format!("KUBE-SVC-{}", chain_hash(&format!("{port_name}tcp")));
     let seps: Vec<(String, String)> = endpoints
         .iter()
-        .map(|pod| {
-            let endpoint = format!("{}:{POD_PORT}", pod.ip);
+        .map(|ip| {
+            // `[fd00::2]:8080` for IPv6, as kube-proxy writes it.
+            let endpoint = SocketAddr::new(*ip, POD_PORT).to_string();
             let chain = format!(
                 "KUBE-SEP-{}",
                 chain_hash(&format!("{port_name}tcp{endpoint}"))
@@ -81,15 +92,12 @@ COMMIT
 -A KUBE-POSTROUTING -m comment --comment \"kubernetes service traffic requiring SNAT\" -j MASQUERADE --random-fully
 "
     ));
-    let cluster_ip_match = format!(
-        "-m tcp -p tcp -d {} --dport {}",
-        service.cluster_ip, service.port
-    );
+    let cluster_ip_match = format!("-m tcp -p tcp -d {cluster_ip} --dport {}", service.port);
     nat.push_str(&format!(
         "-A KUBE-SERVICES -m comment --comment \"{port_name} cluster IP\" {cluster_ip_match} -j {svc_chain}\n"
     ));
     nat.push_str(&format!(
-        "-A {svc_chain} -m comment --comment \"{port_name} cluster IP\" {cluster_ip_match} ! -s {CLUSTER_CIDR} -j KUBE-MARK-MASQ\n"
+        "-A {svc_chain} -m comment --comment \"{port_name} cluster IP\" {cluster_ip_match} ! -s {cluster_cidr} -j KUBE-MARK-MASQ\n"
     ));
     // Endpoint i of n is taken with probability 1/(n-i) of what reaches it,
     // which makes every endpoint equally likely; the last takes the rest.
@@ -107,12 +115,11 @@ COMMIT
             "-A {svc_chain} -m comment --comment \"{port_name} -> {endpoint}\"{statistic} -j {chain}\n"
         ));
     }
-    for ((chain, endpoint), pod) in seps.iter().zip(endpoints) {
+    for ((chain, endpoint), ip) in seps.iter().zip(endpoints) {
         nat.push_str(&format!(
-            "-A {chain} -m comment --comment {port_name} -s {} -j KUBE-MARK-MASQ
+            "-A {chain} -m comment --comment {port_name} -s {ip} -j KUBE-MARK-MASQ
 -A {chain} -m comment --comment {port_name} -m tcp -p tcp -j DNAT --to-destination {endpoint}
-",
-            pod.ip
+"
         ));
     }
     nat.push_str(

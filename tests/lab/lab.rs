@@ -257,12 +257,21 @@ impl Netns {
 
     /// Feeds `rules` to `iptables-restore --noflush`, adding to what is there.
     pub fn restore_iptables(&self, rules: &str) {
+        self.restore("iptables-restore", rules);
+    }
+
+    /// Feeds `rules` to `ip6tables-restore --noflush`.
+    pub fn restore_ip6tables(&self, rules: &str) {
+        self.restore("ip6tables-restore", rules);
+    }
+
+    fn restore(&self, tool: &str, rules: &str) {
         let mut child = Command::new("ip")
-            .args(["netns", "exec", &self.name, "iptables-restore", "--noflush"])
+            .args(["netns", "exec", &self.name, tool, "--noflush"])
             .stdin(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .expect("start iptables-restore");
+            .unwrap_or_else(|e| panic!("start {tool}: {e}"));
         {
             use std::io::Write;
             let mut stdin = child.stdin.take().expect("iptables-restore stdin");
@@ -271,7 +280,7 @@ impl Netns {
         let output = child.wait_with_output().expect("wait for iptables-restore");
         assert!(
             output.status.success(),
-            "iptables-restore in {} failed: {}\n{rules}",
+            "{tool} in {} failed: {}\n{rules}",
             self.name,
             String::from_utf8_lossy(&output.stderr)
         );

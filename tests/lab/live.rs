@@ -189,6 +189,7 @@ fn served_lab(cni: &dyn crate::cluster::Cni, nodes: u8) -> Option<ServedLab> {
         nodes,
         pods_per_node: 2,
         across_router: false,
+        dual_stack: false,
     };
     let cluster = Cluster::build(&mut lab, &topology, cni);
     let offline = tempfile::tempdir().expect("temp dir");

@@ -29,7 +29,10 @@ pub fn write(cluster: &Cluster, cni: &dyn Cni, dir: &Path) {
     objects.extend(cluster.nodes.iter().map(|n| node(n, cni)));
     objects.extend(cluster.endpoints().into_iter().map(|(n, p)| pod(n, p, cni)));
     objects.push(service(cluster));
-    objects.push(endpoint_slice(cluster));
+    objects.push(endpoint_slice(cluster, "IPv4"));
+    if cluster.service.cluster_ip6.is_some() {
+        objects.push(endpoint_slice(cluster, "IPv6"));
+    }
     objects.extend(cni.objects(&cluster.nodes));
 
     let mut by_kind: BTreeMap<String, Vec<Value>> = BTreeMap::new();
@@ -160,13 +163,14 @@ fn node(node: &Node, cni: &dyn Cni) -> Value {
         "metadata": metadata,
         "spec": {
             "podCIDR": node.pod_cidr.to_string(),
-            "podCIDRs": [node.pod_cidr.to_string()],
+            "podCIDRs": ([Some(node.pod_cidr.to_string()), node.pod_cidr6.map(|c| c.to_string())].into_iter().flatten().collect::<Vec<_>>()),
         },
         "status": {
-            "addresses": [
-                {"address": node.ip.to_string(), "type": "InternalIP"},
-                {"address": node.name, "type": "Hostname"},
-            ],
+            "addresses": ([
+                Some(json!({"address": node.ip.to_string(), "type": "InternalIP"})),
+                node.ip6.map(|ip6| json!({"address": ip6.to_string(), "type": "InternalIP"})),
+                Some(json!({"address": node.name, "type": "Hostname"})),
+            ].into_iter().flatten().collect::<Vec<_>>()),
             "allocatable": {"cpu": "2", "ephemeral-storage": "19316953466", "memory": "3917088Ki", "pods": "110"},
             "capacity": {"cpu": "2", "ephemeral-storage": "20959212Ki", "memory": "4019488Ki", "pods": "110"},
             "conditions": network.into_iter().chain([
@@ -264,10 +268,10 @@ pub fn pod_with_annotations(node: &Node, pod: &Pod, annotations: Map<String, Val
                 "state": {"running": {"startedAt": STARTED}},
             }],
             "hostIP": node.ip.to_string(),
-            "hostIPs": [{"ip": node.ip.to_string()}],
+            "hostIPs": ([Some(node.ip.to_string()), node.ip6.map(|ip| ip.to_string())].into_iter().flatten().map(|ip| json!({"ip": ip})).collect::<Vec<_>>()),
             "phase": "Running",
             "podIP": pod.ip.to_string(),
-            "podIPs": [{"ip": pod.ip.to_string()}],
+            "podIPs": ([Some(pod.ip.to_string()), pod.ip6.map(|ip| ip.to_string())].into_iter().flatten().map(|ip| json!({"ip": ip})).collect::<Vec<_>>()),
             "qosClass": "BestEffort",
             "startTime": STARTED,
         },
@@ -277,16 +281,24 @@ pub fn pod_with_annotations(node: &Node, pod: &Pod, annotations: Map<String, Val
 fn service(cluster: &Cluster) -> Value {
     let service = &cluster.service;
     let cluster_ip = service.cluster_ip.to_string();
+    let (cluster_ips, families, policy) = match service.cluster_ip6 {
+        None => (vec![cluster_ip.clone()], vec!["IPv4"], "SingleStack"),
+        Some(ip6) => (
+            vec![cluster_ip.clone(), ip6.to_string()],
+            vec!["IPv4", "IPv6"],
+            "PreferDualStack",
+        ),
+    };
     json!({
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": metadata("Service", Some(&service.namespace), &service.name, json!({"app": "web"})),
         "spec": {
             "clusterIP": cluster_ip,
-            "clusterIPs": [cluster_ip],
+            "clusterIPs": cluster_ips,
             "internalTrafficPolicy": "Cluster",
-            "ipFamilies": ["IPv4"],
-            "ipFamilyPolicy": "SingleStack",
+            "ipFamilies": families,
+            "ipFamilyPolicy": policy,
             "ports": [{
                 "name": service.port_name,
                 "port": service.port,
@@ -301,10 +313,15 @@ fn service(cluster: &Cluster) -> Value {
     })
 }
 
-/// The EndpointSlice the endpointslice controller keeps for the service.
-fn endpoint_slice(cluster: &Cluster) -> Value {
+/// The EndpointSlice of `address_type` (`IPv4`, `IPv6`) the endpointslice
+/// controller keeps for the service.
+fn endpoint_slice(cluster: &Cluster, address_type: &str) -> Value {
     let service = &cluster.service;
-    let suffix: String = hex_digest(&format!("slice/{}", service.name))
+    let identity = match address_type {
+        "IPv4" => format!("slice/{}", service.name),
+        _ => format!("slice/{}/{address_type}", service.name),
+    };
+    let suffix: String = hex_digest(&identity)
         .chars()
         .filter(char::is_ascii_lowercase)
         .chain("xxxxx".chars())
@@ -331,8 +348,12 @@ fn endpoint_slice(cluster: &Cluster) -> Value {
         .endpoints()
         .into_iter()
         .map(|(node, pod)| {
+            let address = match address_type {
+                "IPv4" => pod.ip.to_string(),
+                _ => pod.ip6.expect("a dual-stack pod").to_string(),
+            };
             json!({
-                "addresses": [pod.ip.to_string()],
+                "addresses": [address],
                 "conditions": {"ready": true, "serving": true, "terminating": false},
                 "nodeName": node.name,
                 "targetRef": {
@@ -345,7 +366,7 @@ fn endpoint_slice(cluster: &Cluster) -> Value {
         })
         .collect();
     json!({
-        "addressType": "IPv4",
+        "addressType": address_type,
         "apiVersion": "discovery.k8s.io/v1",
         "endpoints": endpoints,
         "kind": "EndpointSlice",

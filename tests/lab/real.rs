@@ -371,6 +371,7 @@ impl RealCluster {
             name: "web".into(),
             port_name: "http".into(),
             cluster_ip: Ipv4Addr::new(10, 96, 0, 100),
+            cluster_ip6: None,
             port: 80,
         };
         runtime.block_on(async {
@@ -472,6 +473,7 @@ impl RealCluster {
             name,
             ns,
             ip: Ipv4Addr::UNSPECIFIED,
+            ip6: None,
             host_veth: String::new(),
         };
         let mut object = pod_object(node, &pod);

@@ -136,7 +136,12 @@ pub(crate) fn resolve(snapshot: &Snapshot, request: &Request) -> Result<Resolved
         src,
         dst,
         dport,
-        protocol: request.protocol,
+        // An echo request is the destination's family's, as `ping` sends it:
+        // `icmp` to an IPv6 address is ICMPv6.
+        protocol: match request.protocol {
+            Protocol::Icmp | Protocol::Icmpv6 => Family::of(dst).icmp(),
+            protocol => protocol,
+        },
         size: request.size,
     };
     Ok(Resolved { start, question })

@@ -60,9 +60,10 @@ import (
 const (
 	clusterName = "skoop-test"
 	adminUser   = "skoop-admin"
-	// The first address of --service-cluster-ip-range is the ClusterIP of
-	// the "kubernetes" Service, so the serving cert names it too.
-	serviceCIDR      = "10.96.0.0/12"
+	// The first address of --service-cluster-ip-range's first range is the
+	// ClusterIP of the "kubernetes" Service, so the serving cert names it
+	// too. The IPv6 range lets the lab's dual-stack Services be created.
+	serviceCIDR      = "10.96.0.0/12,fd00:10:96::/108"
 	kubernetesSvcIP  = "10.96.0.1"
 	serviceAccountIs = "https://kubernetes.default.svc.cluster.local"
 	stopGrace        = 5 * time.Second
