@@ -371,14 +371,35 @@ impl Destination {
         self.write(&json_text(value)?)
     }
 
-    /// Writes the diagnosis in the destination's format.
-    fn write_report(self, diagnosis: &Diagnosis, detail: Detail) -> Result<(), ExitCode> {
+    /// Writes the diagnoses (one per family asked) in the destination's
+    /// format: in text each family's report under its name, in JSON the
+    /// others' in the first's `other_families`; a picture draws the first.
+    fn write_report(self, diagnoses: &[Diagnosis], detail: Detail) -> Result<(), ExitCode> {
+        let Some(first) = diagnoses.first() else {
+            return Ok(());
+        };
         match self.format {
-            ReportFormat::Text => self.write(&terminal_lines(&text::diagnosis(diagnosis, detail))),
-            ReportFormat::Json => self.write_json(&Report::new(diagnosis)),
-            ReportFormat::Dot => self.write(&dot::render(&Picture::new(&Report::new(diagnosis)))),
-            ReportFormat::Svg => self.write(&svg::render(&Picture::new(&Report::new(diagnosis)))),
-            ReportFormat::Html => self.write(&html::render(&Report::new(diagnosis))),
+            ReportFormat::Text if diagnoses.len() == 1 => {
+                self.write(&terminal_lines(&text::diagnosis(first, detail)))
+            }
+            ReportFormat::Text => {
+                let mut lines = Vec::new();
+                for diagnosis in diagnoses {
+                    if !lines.is_empty() {
+                        lines.push(String::new());
+                    }
+                    lines.push(format!("{}:", Family::of(diagnosis.request.dst)));
+                    lines.extend(text::diagnosis(diagnosis, detail));
+                }
+                self.write(&terminal_lines(&lines))
+            }
+            ReportFormat::Json => match Report::of_families(diagnoses) {
+                Some(report) => self.write_json(&report),
+                None => Ok(()),
+            },
+            ReportFormat::Dot => self.write(&dot::render(&Picture::new(&Report::new(first)))),
+            ReportFormat::Svg => self.write(&svg::render(&Picture::new(&Report::new(first)))),
+            ReportFormat::Html => self.write(&html::render(&Report::new(first))),
         }
     }
 }
@@ -411,17 +432,33 @@ impl Diagnose {
             Err(e) => return usage_error(self.output, e.to_string()),
         };
         report_problems(&problems);
-        let diagnosis = match engine::diagnose(&snapshot, &self.request, &self.packs) {
-            Ok(diagnosis) => diagnosis,
-            Err(e) => return usage_error(self.output, e.to_string()),
+        // A dual-stack destination named by name: a diagnosis per family.
+        let requests = match engine::families(&snapshot, &self.request).as_slice() {
+            [] => vec![self.request.clone()],
+            families => families
+                .iter()
+                .map(|family| Request {
+                    family: Some(*family),
+                    ..self.request.clone()
+                })
+                .collect(),
         };
-        if let Err(code) = self.output.write_report(&diagnosis, self.detail) {
+        let mut diagnoses = Vec::with_capacity(requests.len());
+        for request in &requests {
+            match engine::diagnose(&snapshot, request, &self.packs) {
+                Ok(diagnosis) => diagnoses.push(diagnosis),
+                Err(e) => return usage_error(self.output, e.to_string()),
+            }
+        }
+        if let Err(code) = self.output.write_report(&diagnoses, self.detail) {
             return code;
         }
-        let code = ExitCode::from(verdict_status(diagnosis.verdict()));
+        // The worst family's verdict.
+        let verdict = diagnoses.iter().map(Diagnosis::verdict).max();
+        let code = ExitCode::from(verdict.map_or(0, verdict_status));
         // The process ends here: freeing a large cluster object by object
         // would take a tenth of the run, and the system takes it back at once.
-        std::mem::forget((snapshot, diagnosis));
+        std::mem::forget((snapshot, diagnoses));
         code
     }
 }

@@ -36,6 +36,7 @@ pub fn fanned_out(paths: usize, depth: usize) -> Report {
             dst_port: Some(80),
             protocol: "tcp",
             size: None,
+            family: "IPv4".to_string(),
         },
         request_text: "a -> b (10.0.0.2:80 tcp)".to_string(),
         disposition: "no_route",
@@ -46,6 +47,7 @@ pub fn fanned_out(paths: usize, depth: usize) -> Report {
         links: Vec::new(),
         findings: Vec::new(),
         off_path: Vec::new(),
+        other_families: Vec::new(),
     };
     for path in 0..paths {
         let mut hops = vec![0];

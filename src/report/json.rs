@@ -11,7 +11,7 @@ use crate::diagnostic::{Evidence, FindingStatus, evidence_text};
 use crate::engine::{
     Diagnosis, Finding, Hop, HopKind, Link, LinkKind, PacketFields, PacketSize, Question, Step,
 };
-use crate::net::Protocol;
+use crate::net::{Family, Protocol};
 
 /// The version of this contract.
 pub const SCHEMA_VERSION: u32 = 2;
@@ -43,6 +43,10 @@ pub struct Report {
     /// (their `paths` empty): they change neither `disposition` nor the
     /// exit status.
     pub off_path: Vec<FindingOut>,
+    /// A dual-stack destination asked in both families: the report of the
+    /// other family (this one is the destination's first address's).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub other_families: Vec<Report>,
 }
 
 /// The question as resolved (`docs/json.md`, "Request").
@@ -61,6 +65,8 @@ pub struct RequestOut {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dst_port: Option<u16>,
     pub protocol: &'static str,
+    /// The family of the packet's addresses, `IPv4` or `IPv6`.
+    pub family: String,
     /// With `--size`: the bytes of its packets, or `mtu`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub size: Option<String>,
@@ -76,6 +82,7 @@ impl RequestOut {
             dst: question.dst.to_string(),
             dst_port: question.dport,
             protocol: question.protocol.as_str(),
+            family: Family::of(question.dst).to_string(),
             size: question.size.map(|size| match size {
                 PacketSize::Bytes(bytes) => bytes.to_string(),
                 PacketSize::InterfaceMtu => "mtu".to_string(),
@@ -357,7 +364,17 @@ impl Report {
                 .iter()
                 .map(|finding| FindingOut::new(finding, Vec::new()))
                 .collect(),
+            other_families: Vec::new(),
         }
+    }
+
+    /// The report of one question asked in several families: the first's,
+    /// with the others' reports in `other_families`.
+    pub fn of_families(diagnoses: &[Diagnosis]) -> Option<Report> {
+        let (first, others) = diagnoses.split_first()?;
+        let mut report = Report::new(first);
+        report.other_families = others.iter().map(Report::new).collect();
+        Some(report)
     }
 }
 

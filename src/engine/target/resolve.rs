@@ -147,6 +147,63 @@ pub(crate) fn resolve(snapshot: &Snapshot, request: &Request) -> Result<Resolved
     Ok(Resolved { start, question })
 }
 
+/// The families `request` is asked in, when it names a dual-stack
+/// destination by name and says no `family`: both, the destination's first
+/// address's first, where the source can send in both (a pod or node by
+/// name; an address only in its own family). Empty otherwise: the request
+/// is asked once, as it is.
+pub fn families(snapshot: &Snapshot, request: &Request) -> Vec<Family> {
+    if request.family.is_some() || request.via.is_some() {
+        return Vec::new();
+    }
+    let cluster = &snapshot.cluster;
+    let addresses = |endpoint: &Endpoint| -> Vec<IpAddr> {
+        match endpoint {
+            Endpoint::Pod {
+                namespace, name, ..
+            } => cluster
+                .pod(namespace, name)
+                .map(|pod| pod.ips.clone())
+                .unwrap_or_default(),
+            Endpoint::Node { name, .. } => cluster
+                .node(name)
+                .map(|node| node.addresses.iter().filter_map(|a| a.ip()).collect())
+                .unwrap_or_default(),
+            Endpoint::Service {
+                namespace, name, ..
+            } => cluster
+                .service(namespace, name)
+                .map(|service| service.cluster_ips.clone())
+                .unwrap_or_default(),
+            Endpoint::Ip { .. } => Vec::new(),
+        }
+    };
+    let of = |addresses: &[IpAddr]| -> Vec<Family> {
+        let mut families: Vec<Family> = Vec::new();
+        for family in addresses.iter().map(|ip| Family::of(*ip)) {
+            if !families.contains(&family) {
+                families.push(family);
+            }
+        }
+        families
+    };
+    let destination = of(&addresses(&request.to));
+    let source = match &request.from {
+        Endpoint::Ip { .. } => return Vec::new(),
+        // A node sends from whichever address its route chooses.
+        Endpoint::Node { .. } => destination.clone(),
+        from => of(&addresses(from)),
+    };
+    let both: Vec<Family> = destination
+        .into_iter()
+        .filter(|family| source.contains(family))
+        .collect();
+    match both.len() {
+        2 => both,
+        _ => Vec::new(),
+    }
+}
+
 fn pod<'s>(snapshot: &'s Snapshot, namespace: &str, name: &str) -> Result<&'s Pod, TargetError> {
     snapshot.cluster.pod(namespace, name).ok_or_else(|| {
         let names = snapshot

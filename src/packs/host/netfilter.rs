@@ -21,6 +21,8 @@ pub(super) fn register(engine: &mut Engine) {
     engine
         .register_fn("iptables_chain", iptables_chain)
         .register_fn("iptables_rules_with", iptables_rules_with)
+        .register_fn("ip6tables_chain", ip6tables_chain)
+        .register_fn("ip6tables_rules_with", ip6tables_rules_with)
         .register_fn("nft_chain", nft_chain)
         .register_fn("nft_map", nft_map)
         .register_fn("nft_map_element", nft_map_element)
@@ -50,7 +52,13 @@ fn namespace_netfilter(n: &NetnsRef) -> Fallible<&netfilter::Netfilter<'_>> {
 /// `#{number, line, text, target}` (`target` is the `-j`/`-g` name, a chain's
 /// or a built-in's, or `()`), or `()` when the table has no such chain.
 pub(super) fn iptables_chain(n: &mut NetnsRef, table: &str, chain: &str) -> Fallible<Dynamic> {
-    iptables_rules(n, table, chain, |_| true)
+    iptables_rules(n, Family::Ipv4, (table, chain), |_| true)
+}
+
+/// `netns.ip6tables_chain(table, chain)`: `iptables_chain` of the IPv6
+/// rules (ip6tables-save.txt).
+fn ip6tables_chain(n: &mut NetnsRef, table: &str, chain: &str) -> Fallible<Dynamic> {
+    iptables_rules(n, Family::Ipv6, (table, chain), |_| true)
 }
 
 /// `netns.iptables_rules_with(table, chain, text)`: the rules of the chain
@@ -63,16 +71,35 @@ fn iptables_rules_with(
     chain: &str,
     needle: &str,
 ) -> Fallible<Dynamic> {
-    iptables_rules(n, table, chain, |text| text.contains(needle))
+    iptables_rules(n, Family::Ipv4, (table, chain), |text| {
+        text.contains(needle)
+    })
 }
 
-fn iptables_rules(
-    n: &NetnsRef,
+/// `netns.ip6tables_rules_with(table, chain, text)`: `iptables_rules_with`
+/// of the IPv6 rules (ip6tables-save.txt).
+fn ip6tables_rules_with(
+    n: &mut NetnsRef,
     table: &str,
     chain: &str,
+    needle: &str,
+) -> Fallible<Dynamic> {
+    iptables_rules(n, Family::Ipv6, (table, chain), |text| {
+        text.contains(needle)
+    })
+}
+
+/// The rules of `family`'s iptables `(table, chain)` that `keep` keeps.
+fn iptables_rules(
+    n: &NetnsRef,
+    family: Family,
+    (table, chain): (&str, &str),
     keep: impl Fn(&str) -> bool,
 ) -> Fallible<Dynamic> {
-    let ruleset = dump_part(n, DumpFile::IptablesSave, |d| d.iptables.as_ref())?;
+    let ruleset = match family {
+        Family::Ipv4 => dump_part(n, DumpFile::IptablesSave, |d| d.iptables.as_ref())?,
+        Family::Ipv6 => dump_part(n, DumpFile::Ip6tablesSave, |d| d.ip6tables.as_ref())?,
+    };
     let Some(chain) = ruleset
         .tables
         .iter()

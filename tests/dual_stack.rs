@@ -1,0 +1,170 @@
+//! Issue 29, "the question" on a dual-stack cluster (`examples/flannel-dualstack`,
+//! collected from the lab's dual-stack Flannel host-gw topology): a
+//! destination named by name is diagnosed in both families, each with its
+//! verdict; `--family` narrows it to one; a fault of one family fails that
+//! family's verdict alone and names the fault; a question that mixes
+//! families is refused.
+
+mod common;
+
+use serde_json::Value;
+
+const EXAMPLE: &str = "examples/flannel-dualstack";
+
+fn diagnose(args: &[&str]) -> (Option<i32>, String) {
+    let mut all = vec!["diagnose"];
+    all.extend(args);
+    common::skoop(&all)
+}
+
+/// The lines of a text report that give a family's verdict: `IPv4:` or
+/// `IPv6:`, then the question and its verdict.
+fn verdicts(out: &str) -> Vec<(String, String)> {
+    let lines: Vec<&str> = out.lines().collect();
+    lines
+        .windows(2)
+        .filter(|pair| pair[0] == "IPv4:" || pair[0] == "IPv6:")
+        .map(|pair| (pair[0].to_string(), pair[1].to_string()))
+        .collect()
+}
+
+#[test]
+fn a_dual_stack_pod_named_by_name_gets_a_verdict_per_family() {
+    let (code, out) = diagnose(&[
+        "-s",
+        EXAMPLE,
+        "--from",
+        "default/web-0",
+        "--to",
+        "default/web-3:8080",
+    ]);
+    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(
+        verdicts(&out),
+        [
+            (
+                "IPv4:".to_string(),
+                "default/web-0 -> default/web-3:8080 (10.244.2.3:8080 tcp): delivered".to_string()
+            ),
+            (
+                "IPv6:".to_string(),
+                "default/web-0 -> default/web-3:8080 ([fd00:10:244:2::3]:8080 tcp): delivered"
+                    .to_string()
+            ),
+        ],
+        "{out}"
+    );
+}
+
+#[test]
+fn family_narrows_the_question_to_one_family() {
+    let (code, out) = diagnose(&[
+        "-s",
+        EXAMPLE,
+        "--from",
+        "default/web-0",
+        "--to",
+        "svc/default/web",
+        "--family",
+        "ipv6",
+    ]);
+    assert_eq!(code, Some(0), "{out}");
+    let first = out.lines().next().unwrap_or_default();
+    assert_eq!(
+        first, "default/web-0 -> svc/default/web ([fd00:10:96::100]:80 tcp): delivered",
+        "{out}"
+    );
+    assert!(!out.contains("IPv4:"), "{out}");
+    // Its four backends, each at its IPv6 address.
+    assert_eq!(out.matches("]:8080): delivered").count(), 4, "{out}");
+}
+
+#[test]
+fn an_ipv6_fault_fails_the_ipv6_verdict_alone_and_names_the_rule() {
+    let copy = common::copy_snapshot(EXAMPLE);
+    let rules = copy.path().join("nodes/node-2/host/ip6tables-save.txt");
+    common::edit_text(&rules, |text| {
+        text.replacen(
+            ":FORWARD ACCEPT [0:0]\n",
+            ":FORWARD ACCEPT [0:0]\n-A FORWARD -s fd00:10:244::/56 -j DROP\n",
+            1,
+        )
+    });
+    let dir = copy.path().to_str().unwrap();
+    let args = [
+        "-s",
+        dir,
+        "--from",
+        "default/web-0",
+        "--to",
+        "default/web-3:8080",
+    ];
+    let (code, out) = diagnose(&args);
+    assert_eq!(code, Some(1), "{out}");
+    let verdicts = verdicts(&out);
+    assert!(verdicts[0].1.ends_with(": delivered"), "{out}");
+    assert!(
+        verdicts[1].1.contains(": denied_by_netfilter"),
+        "the IPv6 verdict: {out}"
+    );
+    let (_, json) = diagnose(&[&args[..], &["-o", "json"]].concat());
+    let report: Value = serde_json::from_str(&json).expect("a JSON report");
+    assert_eq!(report["request"]["family"], "IPv4");
+    assert_eq!(report["disposition"], "delivered");
+    let ipv6 = &report["other_families"][0];
+    assert_eq!(ipv6["request"]["family"], "IPv6", "{report:#}");
+    assert_eq!(ipv6["disposition"], "denied_by_netfilter");
+    let cause = &ipv6["findings"][0];
+    assert_eq!(cause["id"], "kernel.netfilter.denied", "{ipv6:#}");
+    assert_eq!(cause["hop"], "node-2");
+    let place = &cause["places"][0];
+    assert!(
+        place["file"]
+            .as_str()
+            .is_some_and(|file| file.ends_with("nodes/node-2/host/ip6tables-save.txt")),
+        "{cause:#}"
+    );
+    let line = place["line"].as_u64().expect("the rule's line") as usize;
+    let written = std::fs::read_to_string(&rules).unwrap();
+    assert_eq!(
+        written.lines().nth(line - 1),
+        Some("-A FORWARD -s fd00:10:244::/56 -j DROP")
+    );
+}
+
+#[test]
+fn a_question_that_mixes_families_is_refused() {
+    let (code, out) = diagnose(&[
+        "-s",
+        EXAMPLE,
+        "--from",
+        "fd00:10:244:1::2",
+        "--to",
+        "10.244.2.3:8080",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(code, Some(2), "{out}");
+    assert!(out.contains("of the same family"), "{out}");
+}
+
+#[test]
+fn a_family_the_destination_lacks_is_said() {
+    let (code, out) = diagnose(&[
+        "-s",
+        "examples/flannel-host-gw",
+        "--from",
+        "default/web-0",
+        "--to",
+        "default/web-3:8080",
+        "--family",
+        "ipv6",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(code, Some(2), "{out}");
+    assert!(
+        out.contains("pod default/web-3 has no IPv6 address (its addresses: 10.244.2.3)"),
+        "{out}"
+    );
+}
