@@ -1010,3 +1010,89 @@ fn an_unreadable_link_dump_is_called_unreadable_not_missing() {
     );
     assert!(!text.contains("lacks the node's namespace dump"), "{text}");
 }
+
+/// Issue 36, item 2: a file read with problems gave a confident verdict.
+/// Each is now read with problems: none of it is used, the flow is
+/// `insufficient_info`, and the report cites the file at its first
+/// problem's line.
+#[test]
+fn a_partly_read_dump_is_unknown_not_a_confident_verdict() {
+    let nested = format!("{}{}", "[".repeat(129), "]".repeat(129));
+    let reversed = |text: String| {
+        let mut ruleset: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let objects = ruleset["nftables"].as_array_mut().unwrap();
+        objects.reverse();
+        ruleset.to_string()
+    };
+    let cut = |text: String| text[..text.len() / 2].to_string();
+    type Edit<'a> = &'a dyn Fn(String) -> String;
+    let cases: [(&str, &str, Edit, &str); 4] = [
+        // The nat table has no COMMIT.
+        (
+            "flannel-vxlan",
+            "iptables-save.txt",
+            &cut,
+            "iptables-save.txt:30",
+        ),
+        (
+            "flannel-vxlan-nftables-real",
+            "nft-ruleset.json",
+            &|_| nested.clone(),
+            "nft-ruleset.json:1:",
+        ),
+        // Rules before the chains and tables they belong to.
+        (
+            "flannel-vxlan-nftables-real",
+            "nft-ruleset.json",
+            &reversed,
+            "nft-ruleset.json:1:",
+        ),
+        (
+            "flannel-vxlan",
+            "ip-route.json",
+            &|_| nested.clone(),
+            "ip-route.json:1:2",
+        ),
+    ];
+    for (example, file, edit, place) in cases {
+        let snapshot = common::copy_snapshot(&format!("examples/{example}"));
+        common::edit_text(&snapshot.path().join("nodes/node-1/host").join(file), edit);
+        let dir = snapshot.path().to_str().unwrap();
+        let args = [
+            "diagnose",
+            "-s",
+            dir,
+            "--from",
+            "default/web-0",
+            "--to",
+            "svc/default/web",
+        ];
+        let text = stdout(&skoop(&args));
+        assert!(
+            text.lines()
+                .next()
+                .unwrap()
+                .ends_with(": insufficient_info"),
+            "{example} {file}: {text}"
+        );
+        assert!(!text.contains("fatal"), "{example} {file}: {text}");
+        let output = skoop(&[&args[..], &["-o", "json"]].concat());
+        assert_eq!(output.status.code(), Some(1), "{example} {file}");
+        let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        let finding = report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["id"] == "snapshot.unreadable")
+            .unwrap_or_else(|| panic!("{example} {file}: {report:#}"));
+        assert!(
+            finding["message"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("{file} of node-1 was read with problems")),
+            "{finding:#}"
+        );
+        let cited = finding["evidence"].as_str().unwrap();
+        assert!(cited.contains(place), "{example} {file}: {cited}");
+    }
+}

@@ -421,7 +421,10 @@ fn gaps(snapshot: &Snapshot) -> Vec<Gap> {
             });
         }
         let dump = entry.dump();
-        if dump.files_present().is_empty() && dump.unreadable.is_empty() {
+        if DumpFile::ALL
+            .iter()
+            .all(|file| dump.state(*file) == FileState::NotCollected)
+        {
             gaps.push(Gap {
                 kind: GapKind::EmptyDump,
                 subject: id.to_string(),

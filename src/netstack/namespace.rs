@@ -26,8 +26,8 @@ pub struct Namespace<'a> {
     /// follows IPv4 packets.
     pub fib: Option<Fib<'a>>,
     /// iptables and nftables rules, whichever were collected; `None` also
-    /// when one of them is there but unreadable, since the other alone is not
-    /// the whole truth.
+    /// when one of them is there but unreadable or read with problems, since
+    /// the other alone is not the whole truth.
     pub netfilter: Option<Netfilter<'a>>,
     /// IPVS virtual services (`ipvsadm.txt`).
     pub ipvs: Option<Ipvs<'a>>,
@@ -37,7 +37,7 @@ impl<'a> Namespace<'a> {
     pub fn from_dump(dump: &'a NetnsDump) -> Namespace<'a> {
         let rulesets_readable = !RULESET_FILES
             .iter()
-            .any(|file| dump.unreadable.contains_key(file));
+            .any(|file| dump.state(*file).is_damaged());
         Namespace {
             fib: Fib::from_dump(dump, Family::Ipv4),
             netfilter: rulesets_readable
@@ -128,8 +128,10 @@ mod tests {
     fn an_unreadable_ruleset_leaves_netfilter_unknown_though_the_other_was_read() {
         let mut dump = node_1();
         assert!(dump.iptables.is_some());
-        dump.unreadable
-            .insert(DumpFile::NftRuleset, "line 1: not JSON".to_string());
+        dump.unreadable.insert(
+            DumpFile::NftRuleset,
+            crate::snapshot::Problem::in_file(Path::new("nft-ruleset.json"), "not JSON"),
+        );
         assert!(Namespace::from_dump(&dump).netfilter.is_none());
     }
 
