@@ -25,7 +25,7 @@ use std::fmt;
 use std::path::Path;
 
 use super::input::{Boundary, Limit, MIB};
-use super::problem::{Parsed, Problem};
+use super::problem::{ParseIssue, Parsed, Problem};
 
 /// A file of a namespace dump (DESIGN §3): the snapshot contract's table
 /// of file names and the commands that write them; `collect` runs exactly
@@ -112,6 +112,19 @@ impl DumpFile {
     /// The file of this name, if it is a dump file.
     pub fn from_name(name: &str) -> Option<DumpFile> {
         DumpFile::ALL.into_iter().find(|file| file.name() == name)
+    }
+
+    /// Whether the file is the tool's plain text, a line per thing (the
+    /// others are JSON).
+    pub fn is_text(self) -> bool {
+        matches!(
+            self,
+            DumpFile::IptablesSave
+                | DumpFile::IpsetSave
+                | DumpFile::Ipvsadm
+                | DumpFile::Sysctl
+                | DumpFile::Ss
+        )
     }
 
     /// How large the file may be (`docs/limits.md`): the rulesets of big
@@ -376,7 +389,15 @@ impl DumpReader<'_> {
                 return None;
             }
         };
-        let (value, issues) = parse(&text);
+        let (value, mut issues) = parse(&text);
+        if file.is_text() && !text.is_empty() && !text.ends_with('\n') {
+            // Every tool ends its last line: a file that does not was cut
+            // short, perhaps at a line boundary of its own that reads well.
+            issues.push(ParseIssue::at_line(
+                text.lines().count(),
+                "the last line has no newline: the file was cut short, and may lack lines after it",
+            ));
+        }
         let problems: Vec<Problem> = issues
             .into_iter()
             .map(|issue| Problem::from_issue(&path, issue))
