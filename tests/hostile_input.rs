@@ -1096,3 +1096,45 @@ fn a_partly_read_dump_is_unknown_not_a_confident_verdict() {
         assert!(cited.contains(place), "{example} {file}: {cited}");
     }
 }
+
+/// Issue 36, a smaller point: 22,000 empty dump directories loaded in 7 s
+/// and nothing said so. Each is now seen empty at one look at the
+/// directory, and a diagnosis says how many once, with the first few.
+#[test]
+fn empty_dump_directories_are_said_once_in_all() {
+    let snapshot = common::copy_snapshot("examples/flannel-vxlan");
+    let pods = snapshot.path().join("nodes/node-1/pods/empty");
+    for n in 0..2_000 {
+        std::fs::create_dir_all(pods.join(format!("p-{n}"))).unwrap();
+    }
+    let dir = snapshot.path().to_str().unwrap();
+    let output = skoop(&[
+        "diagnose",
+        "-s",
+        dir,
+        "--from",
+        "default/web-0",
+        "--to",
+        "default/web-1:8080",
+    ]);
+    let warnings = stderr(&output);
+    let said: Vec<&str> = warnings
+        .lines()
+        .filter(|line| line.contains("hold no files"))
+        .collect();
+    let [line] = said[..] else {
+        panic!("{warnings}");
+    };
+    assert!(
+        line.starts_with(
+            "warning: 2000 dump directories hold no files (nothing was collected there): "
+        ) && line.contains("nodes/node-1/pods/empty/p-0, ")
+            && line.ends_with(", …"),
+        "{line}"
+    );
+    assert!(
+        stdout(&output).starts_with("default/web-0 -> default/web-1:8080"),
+        "{}",
+        stdout(&output)
+    );
+}

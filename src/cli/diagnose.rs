@@ -22,7 +22,8 @@ use super::args::{CacheArgs, CniChoice, LoadArgs, parse_endpoint, parse_port, pr
 use super::interrupt::Temporary;
 use super::live::{LiveArgs, Stopped, Summary, collect_flow, print_outcomes};
 use super::{
-    EXIT_USAGE, ReportFile, json_text, report_problems, terminal_lines, verdict_status, write_raw,
+    EXIT_USAGE, ReportFile, json_text, report_empty_dumps, report_problems, terminal_lines,
+    verdict_status, write_raw,
 };
 
 /// Follow a packet hop by hop through a cluster and say where it stops.
@@ -387,6 +388,7 @@ impl Diagnose {
             Err(e) => return usage_error(self.output, e.to_string()),
         };
         report_problems(&problems);
+        report_empty_dumps(&snapshot);
         let diagnosis = match engine::diagnose(&snapshot, &self.request, &self.packs) {
             Ok(diagnosis) => diagnosis,
             Err(e) => return usage_error(self.output, e.to_string()),

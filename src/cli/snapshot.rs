@@ -421,10 +421,7 @@ fn gaps(snapshot: &Snapshot) -> Vec<Gap> {
             });
         }
         let dump = entry.dump();
-        if DumpFile::ALL
-            .iter()
-            .all(|file| dump.state(*file) == FileState::NotCollected)
-        {
+        if dump.is_empty() {
             gaps.push(Gap {
                 kind: GapKind::EmptyDump,
                 subject: id.to_string(),

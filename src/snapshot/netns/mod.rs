@@ -352,6 +352,13 @@ impl NetnsDump {
         Lacking { file, state }
     }
 
+    /// Whether no dump file was there at all (not even an unreadable one).
+    pub fn is_empty(&self) -> bool {
+        DumpFile::ALL
+            .into_iter()
+            .all(|file| self.state(file) == FileState::NotCollected)
+    }
+
     /// The dump files that were present and readable, in contract order.
     pub fn files_present(&self) -> Vec<DumpFile> {
         DumpFile::ALL
