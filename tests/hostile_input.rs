@@ -43,6 +43,20 @@ fn skoop_within(args: &[&str], limit: Duration) -> (Output, Duration) {
     (output, started.elapsed())
 }
 
+/// `skoop diagnose` of web-0 to web-1:8080 (one node) in the snapshot `dir`.
+fn web_0_to_web_1(dir: &Path) -> Output {
+    let dir = dir.to_str().unwrap();
+    skoop(&[
+        "diagnose",
+        "-s",
+        dir,
+        "--from",
+        "default/web-0",
+        "--to",
+        "default/web-1:8080",
+    ])
+}
+
 fn mkfifo(path: &Path) {
     let status = Command::new("mkfifo").arg(path).status().expect("mkfifo");
     assert!(status.success());
@@ -993,16 +1007,7 @@ fn an_unreadable_link_dump_is_called_unreadable_not_missing() {
         "[{\"ifindex\": }]",
     )
     .unwrap();
-    let dir = snapshot.path().to_str().unwrap();
-    let output = skoop(&[
-        "diagnose",
-        "-s",
-        dir,
-        "--from",
-        "default/web-0",
-        "--to",
-        "default/web-1:8080",
-    ]);
+    let output = web_0_to_web_1(snapshot.path());
     let text = stdout(&output);
     assert!(
         text.contains("snapshot.unreadable at default/web-0: cannot tell: ip-link.json of node-1 is in the snapshot but unreadable"),
@@ -1107,16 +1112,7 @@ fn empty_dump_directories_are_said_once_in_all() {
     for n in 0..2_000 {
         std::fs::create_dir_all(pods.join(format!("p-{n}"))).unwrap();
     }
-    let dir = snapshot.path().to_str().unwrap();
-    let output = skoop(&[
-        "diagnose",
-        "-s",
-        dir,
-        "--from",
-        "default/web-0",
-        "--to",
-        "default/web-1:8080",
-    ]);
+    let output = web_0_to_web_1(snapshot.path());
     let warnings = stderr(&output);
     let said: Vec<&str> = warnings
         .lines()
