@@ -130,7 +130,7 @@ mod tests {
         assert!(dump.iptables.is_some());
         dump.unreadable.insert(
             DumpFile::NftRuleset,
-            crate::snapshot::Problem::in_file(Path::new("nft-ruleset.json"), "not JSON"),
+            crate::snapshot::Problem::in_file(Path::new(DumpFile::NftRuleset.name()), "not JSON"),
         );
         assert!(Namespace::from_dump(&dump).netfilter.is_none());
     }
