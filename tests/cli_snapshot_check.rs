@@ -83,9 +83,12 @@ fn broken_snapshot_reports_every_problem_with_its_position_and_exits_1() {
     }
     // An unknown match module is kept on its rule, not reported as a problem.
     assert!(!text.contains("frobnicate"), "{text}");
-    // What could be read still is: the node's valid dump files, and the cluster's valid objects.
+    // What could be read still is: the node's valid dump files, and the
+    // cluster's valid objects. Its iptables-save.txt, read with a problem,
+    // is not used (issue 36, item 2): not a file the dump holds whole.
     assert!(
-        text.contains("node/node-1") && text.contains("ip-link.json iptables-save.txt sysctl.txt"),
+        text.contains("node/node-1")
+            && text.contains("node/node-1                ip-link.json sysctl.txt\n"),
         "{text}"
     );
     assert!(text.contains("node node-1  172.18.0.11"), "{text}");

@@ -43,6 +43,20 @@ fn skoop_within(args: &[&str], limit: Duration) -> (Output, Duration) {
     (output, started.elapsed())
 }
 
+/// `skoop diagnose` of web-0 to web-1:8080 (one node) in the snapshot `dir`.
+fn web_0_to_web_1(dir: &Path) -> Output {
+    let dir = dir.to_str().unwrap();
+    skoop(&[
+        "diagnose",
+        "-s",
+        dir,
+        "--from",
+        "default/web-0",
+        "--to",
+        "default/web-1:8080",
+    ])
+}
+
 fn mkfifo(path: &Path) {
     let status = Command::new("mkfifo").arg(path).status().expect("mkfifo");
     assert!(status.success());
@@ -993,20 +1007,130 @@ fn an_unreadable_link_dump_is_called_unreadable_not_missing() {
         "[{\"ifindex\": }]",
     )
     .unwrap();
-    let dir = snapshot.path().to_str().unwrap();
-    let output = skoop(&[
-        "diagnose",
-        "-s",
-        dir,
-        "--from",
-        "default/web-0",
-        "--to",
-        "default/web-1:8080",
-    ]);
+    let output = web_0_to_web_1(snapshot.path());
     let text = stdout(&output);
     assert!(
         text.contains("snapshot.unreadable at default/web-0: cannot tell: ip-link.json of node-1 is in the snapshot but unreadable"),
         "{text}"
     );
     assert!(!text.contains("lacks the node's namespace dump"), "{text}");
+}
+
+/// Issue 36, item 2: a file read with problems gave a confident verdict.
+/// Each is now read with problems: none of it is used, the flow is
+/// `insufficient_info`, and the report cites the file at its first
+/// problem's line.
+#[test]
+fn a_partly_read_dump_is_unknown_not_a_confident_verdict() {
+    let nested = format!("{}{}", "[".repeat(129), "]".repeat(129));
+    let reversed = |text: String| {
+        let mut ruleset: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let objects = ruleset["nftables"].as_array_mut().unwrap();
+        objects.reverse();
+        ruleset.to_string()
+    };
+    let cut = |text: String| text[..text.len() / 2].to_string();
+    type Edit<'a> = &'a dyn Fn(String) -> String;
+    let cases: [(&str, &str, Edit, &str); 4] = [
+        // The nat table has no COMMIT.
+        (
+            "flannel-vxlan",
+            "iptables-save.txt",
+            &cut,
+            "iptables-save.txt:30",
+        ),
+        (
+            "flannel-vxlan-nftables-real",
+            "nft-ruleset.json",
+            &|_| nested.clone(),
+            "nft-ruleset.json:1:",
+        ),
+        // Rules before the chains and tables they belong to.
+        (
+            "flannel-vxlan-nftables-real",
+            "nft-ruleset.json",
+            &reversed,
+            "nft-ruleset.json:1:",
+        ),
+        (
+            "flannel-vxlan",
+            "ip-route.json",
+            &|_| nested.clone(),
+            "ip-route.json:1:2",
+        ),
+    ];
+    for (example, file, edit, place) in cases {
+        let snapshot = common::copy_snapshot(&format!("examples/{example}"));
+        common::edit_text(&snapshot.path().join("nodes/node-1/host").join(file), edit);
+        let dir = snapshot.path().to_str().unwrap();
+        let args = [
+            "diagnose",
+            "-s",
+            dir,
+            "--from",
+            "default/web-0",
+            "--to",
+            "svc/default/web",
+        ];
+        let text = stdout(&skoop(&args));
+        assert!(
+            text.lines()
+                .next()
+                .unwrap()
+                .ends_with(": insufficient_info"),
+            "{example} {file}: {text}"
+        );
+        assert!(!text.contains("fatal"), "{example} {file}: {text}");
+        let output = skoop(&[&args[..], &["-o", "json"]].concat());
+        assert_eq!(output.status.code(), Some(1), "{example} {file}");
+        let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        let finding = report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["id"] == "snapshot.unreadable")
+            .unwrap_or_else(|| panic!("{example} {file}: {report:#}"));
+        assert!(
+            finding["message"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("{file} of node-1 was read with problems")),
+            "{finding:#}"
+        );
+        let cited = finding["evidence"].as_str().unwrap();
+        assert!(cited.contains(place), "{example} {file}: {cited}");
+    }
+}
+
+/// Issue 36, a smaller point: 22,000 empty dump directories loaded in 7 s
+/// and nothing said so. Each is now seen empty at one look at the
+/// directory, and a diagnosis says how many once, with the first few.
+#[test]
+fn empty_dump_directories_are_said_once_in_all() {
+    let snapshot = common::copy_snapshot("examples/flannel-vxlan");
+    let pods = snapshot.path().join("nodes/node-1/pods/empty");
+    for n in 0..2_000 {
+        std::fs::create_dir_all(pods.join(format!("p-{n}"))).unwrap();
+    }
+    let output = web_0_to_web_1(snapshot.path());
+    let warnings = stderr(&output);
+    let said: Vec<&str> = warnings
+        .lines()
+        .filter(|line| line.contains("hold no files"))
+        .collect();
+    let [line] = said[..] else {
+        panic!("{warnings}");
+    };
+    assert!(
+        line.starts_with(
+            "warning: 2000 dump directories hold no files (nothing was collected there): "
+        ) && line.contains("nodes/node-1/pods/empty/p-0, ")
+            && line.ends_with(", …"),
+        "{line}"
+    );
+    assert!(
+        stdout(&output).starts_with("default/web-0 -> default/web-1:8080"),
+        "{}",
+        stdout(&output)
+    );
 }

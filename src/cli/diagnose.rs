@@ -23,7 +23,8 @@ use super::args::{CacheArgs, CniChoice, LoadArgs, parse_endpoint, parse_port, pr
 use super::interrupt::Temporary;
 use super::live::{LiveArgs, Stopped, Summary, collect_flow, print_outcomes};
 use super::{
-    EXIT_USAGE, ReportFile, json_text, report_problems, terminal_lines, verdict_status, write_raw,
+    EXIT_USAGE, ReportFile, json_text, report_empty_dumps, report_problems, terminal_lines,
+    verdict_status, write_raw,
 };
 
 /// Follow a packet hop by hop through a cluster and say where it stops.
@@ -432,6 +433,7 @@ impl Diagnose {
             Err(e) => return usage_error(self.output, e.to_string()),
         };
         report_problems(&problems);
+        report_empty_dumps(&snapshot);
         // A dual-stack destination named by name: a diagnosis per family.
         let requests = match engine::families(&snapshot, &self.request).as_slice() {
             [] => vec![self.request.clone()],

@@ -12,7 +12,7 @@ use skoop::packs::LoadedPacks;
 use skoop::report::matrix::MatrixReport;
 
 use super::args::{CacheArgs, CniChoice, LoadArgs, parse_endpoint, parse_port, protocol_parser};
-use super::report_problems;
+use super::{report_empty_dumps, report_problems};
 
 /// Which flows, with which packs, on how many threads.
 #[derive(Debug, Args)]
@@ -146,6 +146,7 @@ impl Flows {
     ) -> Result<MatrixReport, String> {
         let (snapshot, problems) = self.cache.load(dir).map_err(|e| e.to_string())?;
         report_problems(&problems);
+        report_empty_dumps(&snapshot);
         let snapshot = Arc::new(snapshot);
         let flows =
             flows.unwrap_or_else(|| matrix::flows(&snapshot, &self.sources, &self.destinations));

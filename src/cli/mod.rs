@@ -51,7 +51,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 use skoop::engine::Verdict;
 use skoop::report::markup::visible;
-use skoop::snapshot::Problem;
+use skoop::snapshot::{Problem, Snapshot};
 use tempfile::NamedTempFile;
 
 /// skoop works out, hop by hop, what each Linux network stack in a Kubernetes
@@ -215,6 +215,28 @@ fn json_text(value: &impl serde::Serialize) -> Result<String, ExitCode> {
 fn report_problems(problems: &[Problem]) {
     for problem in problems {
         err!("warning: {problem}");
+    }
+}
+
+/// How many namespace directories of `snapshot` hold no dump file, said
+/// once whatever their number, with the first few (`snapshot check` lists
+/// them all).
+fn report_empty_dumps(snapshot: &Snapshot) {
+    const NAMED: usize = 3;
+    let empty: Vec<String> = snapshot
+        .empty_dumps()
+        .map(|(_, entry)| entry.dir.display().to_string())
+        .collect();
+    let named = empty[..empty.len().min(NAMED)].join(", ");
+    let more = if empty.len() > NAMED { ", …" } else { "" };
+    match empty.len() {
+        0 => {}
+        1 => {
+            err!("warning: a dump directory holds no files (nothing was collected there): {named}")
+        }
+        count => err!(
+            "warning: {count} dump directories hold no files (nothing was collected there): {named}{more}"
+        ),
     }
 }
 

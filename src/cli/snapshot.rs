@@ -421,7 +421,7 @@ fn gaps(snapshot: &Snapshot) -> Vec<Gap> {
             });
         }
         let dump = entry.dump();
-        if dump.files_present().is_empty() && dump.unreadable.is_empty() {
+        if dump.is_empty() {
             gaps.push(Gap {
                 kind: GapKind::EmptyDump,
                 subject: id.to_string(),

@@ -119,7 +119,7 @@ catalogue! {
     SNAPSHOT_MISSING = "snapshot.missing", Warning,
         "a dump file, a namespace's dump, or an answer only a dump could give is missing (`insufficient_info`)";
     SNAPSHOT_UNREADABLE = "snapshot.unreadable", Warning,
-        "a dump file the walk needs is in the snapshot but could not be read or parsed, or says what no kernel reports (a veth that is its own peer); the message says why (`insufficient_info`)";
+        "a dump file the walk needs is in the snapshot but could not be read or parsed, was read with problems (none of it is used), or says what no kernel reports (a veth that is its own peer); the message says why (`insufficient_info`)";
     SNAPSHOT_ASSUMED = "snapshot.assumed", Info,
         "a namespace the snapshot lacks is stepped over with the CNI pack's intent, named";
     // kubernetes.*: what the cluster's objects say

@@ -14,7 +14,11 @@ use crate::snapshot::NetnsEntry;
 use crate::snapshot::netns::{DumpFile, NetnsDump};
 
 /// The dump files netfilter's rules are read from.
-const RULESET_FILES: [DumpFile; 2] = [DumpFile::IptablesSave, DumpFile::NftRuleset];
+const RULESET_FILES: [DumpFile; 3] = [
+    DumpFile::IptablesSave,
+    DumpFile::Ip6tablesSave,
+    DumpFile::NftRuleset,
+];
 
 /// What the kernel does with packets in one namespace, as far as its dump
 /// tells: each part `None` where the files it is built from were not
@@ -24,9 +28,9 @@ pub struct Namespace<'a> {
     /// The IPv4 and the IPv6 FIB (policy rules, routes and addresses: see
     /// [`Fib::files`]), by [`Namespace::fib`].
     fibs: [Option<Fib<'a>>; 2],
-    /// iptables and nftables rules, whichever were collected; `None` also
-    /// when one of them is there but unreadable, since the other alone is not
-    /// the whole truth.
+    /// iptables, ip6tables and nftables rules, whichever were collected;
+    /// `None` also when one of them is there but unreadable or read with
+    /// problems, since the others alone are not the whole truth.
     pub netfilter: Option<Netfilter<'a>>,
     /// IPVS virtual services (`ipvsadm.txt`).
     pub ipvs: Option<Ipvs<'a>>,
@@ -36,7 +40,7 @@ impl<'a> Namespace<'a> {
     pub fn from_dump(dump: &'a NetnsDump) -> Namespace<'a> {
         let rulesets_readable = !RULESET_FILES
             .iter()
-            .any(|file| dump.unreadable.contains_key(file));
+            .any(|file| dump.state(*file).is_damaged());
         Namespace {
             fibs: [Family::Ipv4, Family::Ipv6].map(|family| Fib::from_dump(dump, family)),
             netfilter: rulesets_readable
@@ -136,8 +140,10 @@ mod tests {
     fn an_unreadable_ruleset_leaves_netfilter_unknown_though_the_other_was_read() {
         let mut dump = node_1();
         assert!(dump.iptables.is_some());
-        dump.unreadable
-            .insert(DumpFile::NftRuleset, "line 1: not JSON".to_string());
+        dump.unreadable.insert(
+            DumpFile::NftRuleset,
+            crate::snapshot::Problem::in_file(Path::new(DumpFile::NftRuleset.name()), "not JSON"),
+        );
         assert!(Namespace::from_dump(&dump).netfilter.is_none());
     }
 

@@ -220,6 +220,14 @@ fn load_dumps(
     let mut problems = Vec::new();
     let mut namespaces = BTreeMap::new();
     for (id, dir) in discover_namespaces(nodes_dir, boundary, &mut problems) {
+        // A directory holding nothing (collection made it and failed) is
+        // not asked for each of its files: a snapshot may have thousands.
+        let holds_nothing =
+            std::fs::read_dir(&dir).is_ok_and(|mut entries| entries.next().is_none());
+        if holds_nothing {
+            namespaces.insert(id, NetnsEntry::new(dir, NetnsDump::default()));
+            continue;
+        }
         let (dump, dump_problems) = NetnsDump::load_inside(&dir, boundary);
         problems.extend(dump_problems);
         report_unexpected_files(&dir, &mut problems);
@@ -229,6 +237,14 @@ fn load_dumps(
 }
 
 impl Snapshot {
+    /// The namespaces whose directories hold no dump file at all: nothing
+    /// was collected there.
+    pub fn empty_dumps(&self) -> impl Iterator<Item = (&NetnsId, &NetnsEntry)> {
+        self.namespaces
+            .iter()
+            .filter(|(_, entry)| entry.dump().is_empty())
+    }
+
     /// Loads a snapshot directory. `Err` only when `root` is not a snapshot at
     /// all; every problem inside one is returned beside the snapshot. Nothing
     /// is read from outside `root`, whatever its symbolic links say.

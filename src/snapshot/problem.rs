@@ -69,6 +69,15 @@ impl Problem {
             message: issue.message,
         }
     }
+
+    /// Where the problem is, as a finding's evidence.
+    pub fn place(&self) -> crate::diagnostic::Evidence {
+        crate::diagnostic::Evidence {
+            line: self.line,
+            column: self.column,
+            ..crate::diagnostic::Evidence::file(self.file.clone())
+        }
+    }
 }
 
 impl fmt::Display for Problem {

@@ -52,15 +52,22 @@ impl<'s> Walker<'s> {
                 let fib = self.fib(ns, Family::of(next_hop))?;
                 fib.select_source(Some(&device.ifname), next_hop)
             })
-            .ok_or_else(|| Stop {
-                disposition: Disposition::NeighborFailed,
-                id: codes::KERNEL_NEIGHBOUR_UNANSWERED,
-                reason: format!(
-                    "{} has no address on {} to send an ARP request for {next_hop} from",
-                    hop_id(ns),
-                    device.ifname
+            .ok_or_else(|| match self.without_addresses(std::iter::once(ns)) {
+                Some(unread) => self.missing(
+                    unread,
+                    Wanted::File(DumpFile::IpAddr),
+                    &format!("tell which address it sends an ARP request for {next_hop} from"),
                 ),
-                evidence: vec![self.file(ns, DumpFile::IpAddr)],
+                None => Stop {
+                    disposition: Disposition::NeighborFailed,
+                    id: codes::KERNEL_NEIGHBOUR_UNANSWERED,
+                    reason: format!(
+                        "{} has no address on {} to send an ARP request for {next_hop} from",
+                        hop_id(ns),
+                        device.ifname
+                    ),
+                    evidence: vec![self.file(ns, DumpFile::IpAddr)],
+                },
             })?;
         Ok(ArpRequest {
             target: next_hop,
@@ -128,6 +135,12 @@ impl<'s> Walker<'s> {
         iface: &Device,
         request: &ArpRequest,
     ) -> Result<ArpAnswer, ArpRefusal> {
+        // Whether it holds the address is read from its ip-addr.json.
+        if let Some(unread) = self.without_addresses(std::iter::once(ns)) {
+            let to_do = format!("tell whether it answers ARP for {}", request.target);
+            let stop = self.missing(unread, Wanted::File(DumpFile::IpAddr), &to_do);
+            return Err(ArpRefusal::Unknown(stop));
+        }
         if self.owns(ns, request.target) {
             return self
                 .own_address_answer(ns, iface, request)

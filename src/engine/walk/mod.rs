@@ -77,7 +77,7 @@ use crate::snapshot::netns::neigh::NeighbourState;
 use crate::snapshot::netns::route::{RouteType, Scope};
 use crate::snapshot::netns::sockets::LocalAddress;
 use crate::snapshot::netns::sysctl::Sysctls;
-use crate::snapshot::{NetnsId, Snapshot};
+use crate::snapshot::{NetnsId, Problem, Snapshot};
 use arp::{ArpAnswer, ArpRefusal, ArpRequest};
 
 use conntrack::*;
@@ -469,7 +469,8 @@ impl<'s> Walker<'s> {
     }
 
     /// A stop for want of what a dump should hold; a file that is there
-    /// but unreadable is said to be so, with why, not to be missing.
+    /// but unreadable, or was read with problems, is said to be so, with
+    /// why and where, not to be missing.
     fn missing(&self, ns: &NetnsId, wanted: Wanted<'_>, to_do: &str) -> Stop {
         let files = wanted.files();
         let lacking = self.snapshot.namespaces.get(ns).and_then(|entry| {
@@ -478,14 +479,13 @@ impl<'s> Walker<'s> {
                 .into_iter()
                 .filter(|file| files.contains(file))
                 .filter_map(|file| dump.lacking(file))
-                .find(|lacking| lacking.unreadable.is_some())
+                .find(|lacking| lacking.state.is_damaged())
         });
-        let evidence = vec![self.place(ns)];
         if let Some(lacking) = lacking {
             return Stop::unknown(
                 codes::SNAPSHOT_UNREADABLE,
                 format!("{}, needed to {to_do}", lacking.of(hop_id(ns))),
-                evidence,
+                lacking.problem().map(Problem::place).into_iter().collect(),
             );
         }
         // Of several files all needed, those the dump does not have.
@@ -507,7 +507,7 @@ impl<'s> Walker<'s> {
                 "the snapshot lacks {wanted} for {}, needed to {to_do}",
                 hop_id(ns)
             ),
-            evidence,
+            vec![self.place(ns)],
         )
     }
 }

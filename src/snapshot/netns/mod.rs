@@ -1,9 +1,9 @@
 //! One network namespace's dump: the plain output of the standard tools
 //! (DESIGN §3), parsed into typed models.
 //!
-//! Every file is optional. `None` means "not collected" (or unreadable as a
-//! whole); a conclusion that needs it must be reported as insufficient
-//! information by whoever asks.
+//! Every file is optional. `None` means "not collected", unreadable, or read
+//! with problems; a conclusion that needs it must be reported as
+//! insufficient information by whoever asks ([`NetnsDump::state`] says which).
 
 pub mod addr;
 pub mod fdb;
@@ -25,7 +25,7 @@ use std::fmt;
 use std::path::Path;
 
 use super::input::{Boundary, Limit, MIB};
-use super::problem::{Parsed, Problem};
+use super::problem::{ParseIssue, Parsed, Problem};
 
 /// A file of a namespace dump (DESIGN §3): the snapshot contract's table
 /// of file names and the commands that write them; `collect` runs exactly
@@ -118,6 +118,19 @@ impl DumpFile {
         DumpFile::ALL.into_iter().find(|file| file.name() == name)
     }
 
+    /// Whether the file is the tool's plain text, a line per thing (the
+    /// others are JSON).
+    pub fn is_text(self) -> bool {
+        matches!(
+            self,
+            DumpFile::IptablesSave
+                | DumpFile::IpsetSave
+                | DumpFile::Ipvsadm
+                | DumpFile::Sysctl
+                | DumpFile::Ss
+        )
+    }
+
     /// How large the file may be (`docs/limits.md`): the rulesets of big
     /// clusters (kube-proxy with tens of thousands of services, Calico's
     /// ipsets) are far bigger than routes or sockets.
@@ -148,41 +161,69 @@ impl fmt::Display for DumpFile {
     }
 }
 
-/// What became of one file of a dump.
+/// What became of one file of a dump: the one place every reader asks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FileState<'a> {
+    /// Read whole.
     Read,
     /// Not in the namespace's directory.
     NotCollected,
-    /// There, but it could not be read or parsed: its first problem.
-    Unreadable(&'a str),
+    /// There, but it could not be read or parsed at all: its first problem.
+    Unreadable(&'a Problem),
+    /// Read, but with problems (its first): an element, line or object that
+    /// could not be read is missing from what was, and which conclusions it
+    /// would change cannot be told, so none of the file is used (its value
+    /// is `None`), as if it were unreadable.
+    ReadWithProblems(&'a Problem),
+}
+
+impl FileState<'_> {
+    /// There, but not to be used: unreadable, or read with problems.
+    pub fn is_damaged(self) -> bool {
+        matches!(
+            self,
+            FileState::Unreadable(_) | FileState::ReadWithProblems(_)
+        )
+    }
 }
 
 /// A file a dump lacks, said one way wherever it is said.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Lacking<'a> {
     pub file: DumpFile,
-    /// Its first problem, for a file that is there but unreadable.
-    pub unreadable: Option<&'a str>,
+    /// Never [`FileState::Read`].
+    pub state: FileState<'a>,
 }
 
 impl Lacking<'_> {
     /// `FILE of WHOSE was not collected`, `FILE of WHOSE is in the snapshot
-    /// but unreadable (WHY)`.
+    /// but unreadable (WHY)`, `FILE of WHOSE was read with problems (WHY), ...`.
     pub fn of(&self, whose: impl fmt::Display) -> String {
         format!("{} of {whose} {}", self.file, self.what())
     }
 
+    /// The first problem of a file that is there but not used.
+    pub fn problem(&self) -> Option<&Problem> {
+        match self.state {
+            FileState::Unreadable(problem) | FileState::ReadWithProblems(problem) => Some(problem),
+            FileState::Read | FileState::NotCollected => None,
+        }
+    }
+
     fn what(&self) -> String {
-        match self.unreadable {
-            Some(why) => format!("is in the snapshot but unreadable ({why})"),
-            None => "was not collected".to_owned(),
+        match self.state {
+            FileState::Unreadable(why) => format!("is in the snapshot but unreadable ({why})"),
+            FileState::ReadWithProblems(why) => {
+                format!("was read with problems ({why}), so what it holds is not known whole")
+            }
+            FileState::Read | FileState::NotCollected => "was not collected".to_owned(),
         }
     }
 }
 
 impl fmt::Display for Lacking<'_> {
-    /// `FILE was not collected`, `FILE is in the snapshot but unreadable (WHY)`.
+    /// `FILE was not collected`, `FILE is in the snapshot but unreadable
+    /// (WHY)`, `FILE was read with problems (WHY), ...`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} {}", self.file, self.what())
     }
@@ -211,7 +252,10 @@ pub struct NetnsDump {
     /// Dump files that are there but could not be read or parsed, by name,
     /// with the first problem (`FILE:LINE:COLUMN: what`): not the same as
     /// not collected, and said so.
-    pub unreadable: BTreeMap<DumpFile, String>,
+    pub unreadable: BTreeMap<DumpFile, Problem>,
+    /// Dump files read with problems, with the first: their values are
+    /// `None` ([`FileState::ReadWithProblems`]).
+    pub read_with_problems: BTreeMap<DumpFile, Problem>,
     /// Where each element of a JSON dump file starts in it (line, column),
     /// in the order of its list above: the place evidence points at.
     pub places: BTreeMap<DumpFile, Vec<(usize, usize)>>,
@@ -232,6 +276,7 @@ impl NetnsDump {
             boundary,
             problems: Vec::new(),
             unreadable: Default::default(),
+            read_with_problems: Default::default(),
             places: Default::default(),
         };
         let mut dump = NetnsDump {
@@ -251,14 +296,17 @@ impl NetnsDump {
             sysctls: files.load(DumpFile::Sysctl, sysctl::parse),
             sockets: files.load(DumpFile::Ss, sockets::parse),
             unreadable: Default::default(),
+            read_with_problems: Default::default(),
             places: Default::default(),
         };
         dump.unreadable = files.unreadable;
+        dump.read_with_problems = files.read_with_problems;
         dump.places = files.places;
         (dump, files.problems)
     }
 
-    /// Whether `file` was read, not collected, or is there but unreadable.
+    /// Whether `file` was read whole, not collected, is there but
+    /// unreadable, or was read with problems.
     pub fn state(&self, file: DumpFile) -> FileState<'_> {
         let read = match file {
             DumpFile::IpLink => self.links.is_some(),
@@ -277,10 +325,16 @@ impl NetnsDump {
             DumpFile::Sysctl => self.sysctls.is_some(),
             DumpFile::Ss => self.sockets.is_some(),
         };
-        match self.unreadable.get(&file) {
-            _ if read => FileState::Read,
-            Some(why) => FileState::Unreadable(why),
-            None => FileState::NotCollected,
+        if read {
+            return FileState::Read;
+        }
+        match (
+            self.unreadable.get(&file),
+            self.read_with_problems.get(&file),
+        ) {
+            (Some(why), _) => FileState::Unreadable(why),
+            (None, Some(why)) => FileState::ReadWithProblems(why),
+            (None, None) => FileState::NotCollected,
         }
     }
 
@@ -298,12 +352,22 @@ impl NetnsDump {
     }
 
     /// Why what a reader wanted of `file` is not in the dump: the file is
-    /// unreadable (with its first problem), else it was not collected.
+    /// unreadable or was read with problems (with its first problem), else
+    /// it was not collected (also when it was read, but lacks the part
+    /// wanted).
     pub fn missing(&self, file: DumpFile) -> Lacking<'_> {
-        Lacking {
-            file,
-            unreadable: self.unreadable.get(&file).map(String::as_str),
-        }
+        let state = match self.state(file) {
+            FileState::Read => FileState::NotCollected,
+            state => state,
+        };
+        Lacking { file, state }
+    }
+
+    /// Whether no dump file was there at all (not even an unreadable one).
+    pub fn is_empty(&self) -> bool {
+        DumpFile::ALL
+            .into_iter()
+            .all(|file| self.state(file) == FileState::NotCollected)
     }
 
     /// The dump files that were present and readable, in contract order.
@@ -320,39 +384,56 @@ struct DumpReader<'a> {
     dir: &'a Path,
     boundary: &'a Boundary,
     problems: Vec<Problem>,
-    unreadable: BTreeMap<DumpFile, String>,
+    unreadable: BTreeMap<DumpFile, Problem>,
+    read_with_problems: BTreeMap<DumpFile, Problem>,
     places: BTreeMap<DumpFile, Vec<(usize, usize)>>,
 }
 
 impl DumpReader<'_> {
     /// Reads and parses one dump file. A missing file is simply not
     /// collected; an unreadable one, one over its size cap, one that is not
-    /// a regular file inside the boundary, or not UTF-8, is a problem.
+    /// a regular file inside the boundary, or not UTF-8, is a problem. A
+    /// file parsed with problems is read with problems, and not used: what
+    /// could not be read (a route, a rule, a table's end) may be what a
+    /// conclusion turns on.
     fn load<T>(&mut self, file: DumpFile, parse: fn(&str) -> Parsed<T>) -> Option<T> {
         let path = self.dir.join(file.name());
         let text = match self.boundary.read_text(&path, file.limit()) {
             Ok(Some(text)) => text,
             Ok(None) => return None,
             Err(problem) => {
-                self.unreadable.insert(file, problem.to_string());
+                self.unreadable.insert(file, problem.clone());
                 self.problems.push(problem);
                 return None;
             }
         };
-        let (value, issues) = parse(&text);
+        let (value, mut issues) = parse(&text);
+        if file.is_text() && !text.is_empty() && !text.ends_with('\n') {
+            // Every tool ends its last line: a file that does not was cut
+            // short, perhaps at a line boundary of its own that reads well.
+            issues.push(ParseIssue::at_line(
+                text.lines().count(),
+                "the last line has no newline: the file was cut short, and may lack lines after it",
+            ));
+        }
         let problems: Vec<Problem> = issues
             .into_iter()
             .map(|issue| Problem::from_issue(&path, issue))
             .collect();
-        if value.is_none() {
-            let why = problems.first().map_or_else(
-                || format!("{}: not parsed", path.display()),
-                Problem::to_string,
-            );
-            self.unreadable.insert(file, why);
-        }
+        let first = problems.first().cloned();
         self.problems.extend(problems);
-        value
+        match (value, first) {
+            (value @ Some(_), None) => value,
+            (Some(_), Some(first)) => {
+                self.read_with_problems.insert(file, first);
+                None
+            }
+            (None, first) => {
+                let why = first.unwrap_or_else(|| Problem::in_file(&path, "not parsed"));
+                self.unreadable.insert(file, why);
+                None
+            }
+        }
     }
 }
 
