@@ -249,22 +249,23 @@ impl Cluster {
                 .run(&["sysctl", "-qw", "net.ipv4.conf.all.route_localnet=1"]);
         }
         if topology.dual_stack {
-            cluster.wait_for_addresses();
+            cluster.settle();
         }
         cluster.start_listeners(lab);
         cluster
     }
 
-    /// Waits until no IPv6 address of the cluster is tentative. The lab's
-    /// own addresses skip duplicate address detection, but each device's
-    /// link-local one does not, and until it is done the first flows of a
+    /// Waits until IPv6 duplicate address detection of every device's
+    /// link-local address is over. The lab's own addresses skip it (a
+    /// fault may make one tentative on purpose), but the kernel's
+    /// link-local ones do not: until they are done, the first flows of a
     /// dual-stack lab are lost (measured: a ping right after the build gets
-    /// no answer, the same ping once settled does), as they are on no node
-    /// that has been up a while.
-    fn wait_for_addresses(&self) {
+    /// no answer, the same ping once settled does), and a snapshot would
+    /// catch them in that passing state. A node up for a while has neither.
+    pub fn settle(&self) {
         for ns in self.all_netns() {
             ns.wait_for(
-                &["ip", "-6", "addr", "show", "tentative"],
+                &["ip", "-6", "addr", "show", "scope", "link", "tentative"],
                 Duration::from_secs(10),
                 |out| out.trim().is_empty(),
             );

@@ -1103,6 +1103,57 @@ const IPV6_HOST_GW_FAULTS: &[Fault] = &[
         mtu: None,
     },
     Fault {
+        name: "web-3's IPv6 address tentative (duplicate address detection not done)",
+        inject: Inject::Kernel(|c| {
+            let pod = c.nodes[1].pods.last().expect("web-3");
+            let ip6 = pod.ip6.expect("dual-stack").to_string();
+            // Each of DAD's probes waits retrans_time: a minute, longer than the case.
+            pod.ns
+                .run(&["sysctl", "-qw", "net.ipv6.neigh.eth0.retrans_time_ms=60000"]);
+            pod.ns
+                .run(&["sysctl", "-qw", "net.ipv6.conf.eth0.accept_dad=1"]);
+            pod.ns.ip(&format!("-6 addr del {ip6}/64 dev eth0"));
+            pod.ns.ip(&format!("-6 addr add {ip6}/64 dev eth0"));
+        }),
+        blamed: Some("node-2"),
+        expected: Disposition::NeighborFailed,
+        protocol: Protocol::Tcp,
+        port: Some(8080),
+        finds: None,
+        to: To::Pod,
+        mtu: None,
+    },
+    Fault {
+        name: "web-3's eth0 at MTU 1200: below IPv6's 1280, the link loses IPv6",
+        inject: Inject::Kernel(|c| {
+            let pod = c.nodes[1].pods.last().expect("web-3");
+            set_mtu(&pod.ns, "eth0", 1200);
+        }),
+        blamed: Some("node-2"),
+        expected: Disposition::NeighborFailed,
+        protocol: Protocol::Tcp,
+        port: Some(8080),
+        finds: None,
+        to: To::Pod,
+        mtu: None,
+    },
+    Fault {
+        name: "a wrong IPv6 default route in web-0 (a gateway nobody holds)",
+        inject: Inject::Kernel(|c| {
+            let pod = &c.nodes[0].pods[0];
+            pod.ns.ip("-6 route del fd00:10:244::/56");
+            pod.ns
+                .ip("-6 route replace default via fd00:10:244:1::99 dev eth0");
+        }),
+        blamed: Some("default/web-0"),
+        expected: Disposition::NeighborFailed,
+        protocol: Protocol::Tcp,
+        port: Some(8080),
+        finds: None,
+        to: To::Pod,
+        mtu: None,
+    },
+    Fault {
         name: "ip6tables FORWARD drop of the IPv6 cluster CIDR on node-2",
         inject: Inject::Kernel(|c| {
             node_run(

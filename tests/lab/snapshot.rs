@@ -5,7 +5,6 @@
 use std::fs;
 use std::path::Path;
 use std::process::Command;
-use std::time::Duration;
 
 use crate::cluster::{Cluster, Cni};
 use crate::objects;
@@ -13,7 +12,7 @@ use crate::objects;
 /// Collects `cluster` into the snapshot directory `root`.
 pub fn collect(cluster: &Cluster, cni: &dyn Cni, root: &Path) {
     objects::write(cluster, cni, &root.join("cluster"));
-    settle(cluster);
+    cluster.settle();
     for node in &cluster.nodes {
         let node_dir = root.join("nodes").join(&node.name);
         collect_local(&node.ns.name, &node_dir.join("host"));
@@ -21,18 +20,6 @@ pub fn collect(cluster: &Cluster, cni: &dyn Cni, root: &Path) {
             let pod_dir = node_dir.join("pods").join(&pod.namespace).join(&pod.name);
             collect_local(&pod.ns.name, &pod_dir);
         }
-    }
-}
-
-/// Waits until IPv6 duplicate address detection is over everywhere, so that
-/// no address is collected in its passing "tentative" state.
-fn settle(cluster: &Cluster) {
-    for ns in cluster.all_netns() {
-        ns.wait_for(
-            &["ip", "-j", "addr", "show"],
-            Duration::from_secs(10),
-            |out| !out.contains("\"tentative\":true"),
-        );
     }
 }
 
