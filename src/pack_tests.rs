@@ -27,6 +27,7 @@
 //!     size: 1400                       # --size: BYTES or mtu
 //!     assumed: false                   # whether a path was stepped over
 //!     exit_source: 172.18.0.11         # the source it leaves the cluster with
+//!     family: ipv6                     # --family: a dual-stack endpoint's address
 //! ```
 
 use std::net::IpAddr;
@@ -34,6 +35,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::engine::{self, Endpoint, PacketSize, Protocol, Request};
+use crate::net::Family;
 use crate::packs::yaml::{self, At, Fields, Issues};
 use crate::packs::{self, FindingStatus, LoadedPacks, Override, PackSource};
 use crate::snapshot::input::{self, Boundary, read_text};
@@ -340,6 +342,17 @@ fn read_flow(node: &yaml::Node, issues: &mut Issues) -> Option<Flow> {
         }
     };
     let assumed = fields.bool("assumed", issues);
+    let family = match fields.string("family", issues) {
+        None => None,
+        Some(At { value, pos }) => match value.as_str() {
+            "ipv4" => Some(Family::Ipv4),
+            "ipv6" => Some(Family::Ipv6),
+            _ => {
+                issues.push(pos.issue(format!("family {value:?} is ipv4 or ipv6")));
+                return None;
+            }
+        },
+    };
     let exit_source = match fields.string("exit_source", issues) {
         None => None,
         Some(At { value, pos }) => match value.parse::<IpAddr>() {
@@ -368,7 +381,7 @@ fn read_flow(node: &yaml::Node, issues: &mut Issues) -> Option<Flow> {
             protocol: protocol?,
             size,
             via: None,
-            family: None,
+            family,
         },
         disposition,
         findings,

@@ -13,6 +13,7 @@ use super::{
     AtHop, Diagnosis, Disposition, Finding, FindingStatus, HopContext, HopId, HopStep, LinkKind,
     Severity, Step,
 };
+use crate::net::Family;
 use crate::packs::{self, About, HopScope, HopStop, LoadedPacks, StoppingRule, Subject};
 use crate::snapshot::Snapshot;
 use crate::snapshot::cluster::IpOwner;
@@ -108,11 +109,18 @@ pub(crate) fn pack_findings(
             continue;
         };
         let id = diagnosis.graph[index].id.clone();
-        let on_path = finding
+        // A check about one family (`ip_family:`) is about the paths only
+        // when their packets are of it.
+        let of_family = finding
             .about
-            .peer
-            .as_ref()
-            .is_none_or(|peer| on_paths.contains(peer));
+            .family
+            .is_none_or(|family| family == Family::of(diagnosis.request.dst));
+        let on_path = of_family
+            && finding
+                .about
+                .peer
+                .as_ref()
+                .is_none_or(|peer| on_paths.contains(peer));
         let finding = at_hop(finding, &id, index.index());
         if on_path {
             keep(finding, &mut findings);

@@ -218,8 +218,12 @@ impl<'a> Fib<'a> {
     pub fn files(family: Family) -> [crate::snapshot::netns::DumpFile; 3] {
         use crate::snapshot::netns::DumpFile;
         match family {
-            Family::Ipv4 => [DumpFile::IpRoute, DumpFile::IpRule, DumpFile::IpAddr],
-            Family::Ipv6 => [DumpFile::IpRoute6, DumpFile::IpRule6, DumpFile::IpAddr],
+            Family::Ipv4 => [DumpFile::routes(family), DumpFile::IpRule, DumpFile::IpAddr],
+            Family::Ipv6 => [
+                DumpFile::routes(family),
+                DumpFile::IpRule6,
+                DumpFile::IpAddr,
+            ],
         }
     }
 

@@ -468,8 +468,10 @@ impl LoadedPacks {
             })
             .collect();
         let cni_admits = Dynamic::from_array(cni_admits);
+        let family = hop.packet.family();
         self.each_check(&hop.snapshot, |pack, check, evaluator| {
-            (check.scope == CheckScope::Hop).then(|| CheckRun {
+            let of_packet = check.family.is_none_or(|wanted| wanted == family);
+            (check.scope == CheckScope::Hop && of_packet).then(|| CheckRun {
                 pack,
                 check: Some(check),
                 subjects: 1,

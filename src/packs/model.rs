@@ -475,6 +475,10 @@ pub struct Check {
     /// Empty: every mode (and packs without modes).
     pub modes: Vec<String>,
     pub for_each: Option<ForEach>,
+    /// The address family the check is about (`ip_family: ipv6`): a hop check
+    /// runs only for a packet of it, and a diagnosis takes a snapshot
+    /// check's finding as about its paths only when its packets are of it.
+    pub family: Option<crate::net::Family>,
     /// The check applies only where this holds.
     pub when: Option<Value>,
     /// What a declarative check wanted, in the pack's words; without it the

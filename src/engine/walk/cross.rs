@@ -313,7 +313,7 @@ impl<'s> Walker<'s> {
                 disposition: Disposition::NeighborFailed,
                 id: codes::KERNEL_NEIGHBOUR_UNANSWERED,
                 reason,
-                evidence: vec![self.file(ns, DumpFile::IpRoute)],
+                evidence: vec![self.file(ns, DumpFile::routes(flow.packet.ip.family()))],
             };
             return self.stop(hop, flow.branch, stop);
         }
@@ -398,7 +398,7 @@ impl<'s> Walker<'s> {
                     device
                 ),
                 "a route to the destination through the cluster network",
-                self.file(ns, DumpFile::IpRoute),
+                self.file(ns, DumpFile::routes(packet.ip.family())),
             )),
             (None, Some(service)) => Some((
                 codes::KERNEL_NETFILTER_SERVICE_UNTRANSLATED,

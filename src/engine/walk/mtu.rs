@@ -294,7 +294,7 @@ impl<'s> Walker<'s> {
                 let route = route.map(|r| format!(" ({})", describe_route(&fib.routes[r])));
                 return ErrorOut::Stopped {
                     reason: format!("it has no route back: {error}{}", route.unwrap_or_default()),
-                    evidence: vec![self.file(ns, DumpFile::IpRoute)],
+                    evidence: vec![self.file(ns, DumpFile::routes(family))],
                 };
             }
             LookupOutcome::Unknown { reason } => return ErrorOut::Unknown { reason },
@@ -339,7 +339,7 @@ impl<'s> Walker<'s> {
                     }
                     Verdict::Unroutable { error } => ErrorOut::Stopped {
                         reason: format!("rerouted after OUTPUT, it has no route: {error}"),
-                        evidence: vec![self.file(ns, DumpFile::IpRoute)],
+                        evidence: vec![self.file(ns, DumpFile::routes(family))],
                     },
                     Verdict::Unknown { reason } => ErrorOut::Unknown {
                         reason: reason.clone(),

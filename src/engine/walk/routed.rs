@@ -139,7 +139,7 @@ impl<'s> Walker<'s> {
                 let stop = Stop::unknown(
                     codes::ENGINE_UNDERLAY_POD_ROUTES_UNKNOWN,
                     reason,
-                    vec![self.file(ns, DumpFile::IpRoute)],
+                    vec![self.file(ns, DumpFile::routes(flow.packet.ip.family()))],
                 );
                 return self.stop(hop, flow.branch, stop);
             }
@@ -245,7 +245,7 @@ impl<'s> Walker<'s> {
             device.ifname,
             hop_id(node)
         );
-        let evidence = vec![self.file(ns, DumpFile::IpRoute)];
+        let evidence = vec![self.file(ns, DumpFile::routes(flow.packet.ip.family()))];
         let finding = self.finding_at(hop, codes::ENGINE_UNDERLAY_ROUTED, message, evidence);
         self.findings.push(finding);
         let link = (LinkKind::UnderlayRouted, device.ifname.as_str());

@@ -91,7 +91,7 @@ impl<'s> Walker<'s> {
                         return self.route_failed(place, &packet, &choice, branch);
                     }
                     LookupOutcome::Unknown { reason } => {
-                        let evidence = vec![self.file(ns, DumpFile::IpRoute)];
+                        let evidence = vec![self.file(ns, DumpFile::routes(family))];
                         let stop = Stop::unknown(codes::KERNEL_ROUTE_UNKNOWN, reason, evidence);
                         return self.stop(hop, branch, stop);
                     }
@@ -332,7 +332,7 @@ impl<'s> Walker<'s> {
                 let stop = Stop::unknown(
                     codes::KERNEL_ROUTE_UNKNOWN,
                     reason,
-                    vec![self.file(ns, DumpFile::IpRoute)],
+                    vec![self.file(ns, DumpFile::routes(packet.ip.family()))],
                 );
                 self.stop(hop, branch, stop)
             }
@@ -381,7 +381,7 @@ impl<'s> Walker<'s> {
             disposition,
             id,
             reason,
-            evidence: vec![self.file(ns, DumpFile::IpRoute)],
+            evidence: vec![self.file(ns, DumpFile::routes(packet.ip.family()))],
         };
         self.stop(hop, branch, stop)
     }

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use super::{Evaluator, Failure, Outcome, Stop};
 use crate::diagnostic::Evidence;
-use crate::net::Protocol;
+use crate::net::{Family, Protocol};
 use crate::netstack::routing::table_name;
 use crate::packs::host::lladdr_text;
 use crate::packs::model::{CheckKind, Value};
@@ -146,16 +146,25 @@ impl Evaluator<'_> {
         let table = self
             .optional_text(table, ctx)?
             .unwrap_or_else(|| "main".into());
-        let routes = dump
-            .routes
-            .as_ref()
-            .ok_or_else(|| at.not_collected(DumpFile::IpRoute))?;
         let wanted = (dst != "default")
             .then(|| dst.parse::<ipnet::IpNet>())
             .transpose()
             .map_err(|_| {
                 Stop::Unknown(format!("route dst {dst:?} is neither default nor a prefix"))
             })?;
+        // IPv6 routes are in their own file: the family of the prefix, or
+        // of the gateway of a default route.
+        let family = match (wanted, via.as_deref().map(str::parse::<std::net::IpAddr>)) {
+            (Some(prefix), _) => Family::of(prefix.addr()),
+            (None, Some(Ok(gateway))) => Family::of(gateway),
+            (None, _) => Family::Ipv4,
+        };
+        let file = DumpFile::routes(family);
+        let routes = match family {
+            Family::Ipv4 => dump.routes.as_ref(),
+            Family::Ipv6 => dump.routes6.as_ref(),
+        }
+        .ok_or_else(|| at.not_collected(file))?;
         let candidates: Vec<_> = routes
             .iter()
             .filter(|r| table_name(&r.table) == table)
@@ -191,7 +200,7 @@ impl Evaluator<'_> {
             None => format!("no route to {dst} in table {table}"),
             Some(r) => crate::netstack::routing::describe_route(r),
         };
-        let evidence = at.element(DumpFile::IpRoute, routes, candidates.first().copied());
+        let evidence = at.element(file, routes, candidates.first().copied());
         fail(actual, expected, evidence)
     }
 

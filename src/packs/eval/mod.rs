@@ -75,6 +75,10 @@ pub struct FromCheck {
     /// its path or only about a node the path crosses.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub peer: Option<String>,
+    /// The address family the check is about (its `ip_family:`), where it
+    /// says one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub family: Option<crate::net::Family>,
     /// Why the script stopped, for `script-error` findings.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error_kind: Option<super::sandbox::ScriptErrorKind>,
@@ -359,6 +363,7 @@ impl Evaluator<'_> {
                 pack: self.pack.name.clone(),
                 subject: ctx.subject.clone(),
                 peer: ctx.peer.as_ref().map(|peer| peer.name.clone()),
+                family: None,
                 error_kind,
             },
         }
@@ -426,6 +431,7 @@ impl Evaluator<'_> {
                 pack: self.pack.name.clone(),
                 subject: ctx.subject.clone(),
                 peer: ctx.peer.as_ref().map(|peer| peer.name.clone()),
+                family: check.family,
                 error_kind: None,
             },
         }

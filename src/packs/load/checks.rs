@@ -5,6 +5,7 @@ use rhai::Engine;
 
 use super::expressions::ExpressionCompiler;
 use super::{Loader, keyword, object_kind};
+use crate::net::Family;
 use crate::packs::model::*;
 use crate::packs::yaml::{self, At, Fields, Node};
 
@@ -72,6 +73,10 @@ impl Loader<'_> {
         let for_each = f
             .string("for_each", &mut self.issues)
             .and_then(|s| keyword(&s, &ForEach::ALL, "for_each", &mut self.issues));
+        const FAMILIES: [(&str, Family); 2] = [("ipv4", Family::Ipv4), ("ipv6", Family::Ipv6)];
+        let family = f
+            .string("ip_family", &mut self.issues)
+            .and_then(|s| keyword(&s, &FAMILIES, "ip_family", &mut self.issues));
         let when = f
             .take("when")
             .and_then(|n| self.value(n, "when", engine, compiler));
@@ -156,6 +161,7 @@ impl Loader<'_> {
             object,
             modes,
             for_each,
+            family,
             when,
             expected,
             message: message?,

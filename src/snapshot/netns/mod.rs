@@ -113,6 +113,14 @@ impl DumpFile {
         }
     }
 
+    /// The routes of `family` (`ip-route.json`, `ip-route6.json`).
+    pub fn routes(family: crate::net::Family) -> DumpFile {
+        match family {
+            crate::net::Family::Ipv4 => DumpFile::IpRoute,
+            crate::net::Family::Ipv6 => DumpFile::IpRoute6,
+        }
+    }
+
     /// The file of this name, if it is a dump file.
     pub fn from_name(name: &str) -> Option<DumpFile> {
         DumpFile::ALL.into_iter().find(|file| file.name() == name)
