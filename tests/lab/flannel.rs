@@ -204,56 +204,13 @@ impl Cni for Flannel {
     }
 
     fn iptables_rules(&self, node: &Node) -> String {
-        let subnet = node.pod_cidr;
-        let masq = "-m comment --comment \"flanneld masq\"";
-        let fwd = "-m comment --comment \"flanneld forward\"";
-        format!(
-            "*nat
-:FLANNEL-POSTRTG - [0:0]
--A POSTROUTING {masq} -j FLANNEL-POSTRTG
--A FLANNEL-POSTRTG -m mark --mark {KUBE_PROXY_MARK} {masq} -j RETURN
--A FLANNEL-POSTRTG -s {subnet} -d {CLUSTER_CIDR} {masq} -j RETURN
--A FLANNEL-POSTRTG -s {CLUSTER_CIDR} -d {subnet} {masq} -j RETURN
--A FLANNEL-POSTRTG ! -s {CLUSTER_CIDR} -d {subnet} {masq} -j RETURN
--A FLANNEL-POSTRTG -s {CLUSTER_CIDR} ! -d 224.0.0.0/4 {masq} -j MASQUERADE --random-fully
--A FLANNEL-POSTRTG ! -s {CLUSTER_CIDR} -d {CLUSTER_CIDR} {masq} -j MASQUERADE --random-fully
-COMMIT
-*filter
-:FLANNEL-FWD - [0:0]
--A FORWARD {fwd} -j FLANNEL-FWD
--A FLANNEL-FWD -s {CLUSTER_CIDR} {fwd} -j ACCEPT
--A FLANNEL-FWD -d {CLUSTER_CIDR} {fwd} -j ACCEPT
-COMMIT
-"
-        )
+        masquerade_rules(node.pod_cidr, CLUSTER_CIDR, "224.0.0.0/4")
     }
 
     fn ip6tables_rules(&self, node: &Node) -> String {
-        let Some(subnet) = node.pod_cidr6 else {
-            return String::new();
-        };
-        let masq = "-m comment --comment \"flanneld masq\"";
-        let fwd = "-m comment --comment \"flanneld forward\"";
-        let cluster = CLUSTER_CIDR6;
-        format!(
-            "*nat
-:FLANNEL-POSTRTG - [0:0]
--A POSTROUTING {masq} -j FLANNEL-POSTRTG
--A FLANNEL-POSTRTG -m mark --mark {KUBE_PROXY_MARK} {masq} -j RETURN
--A FLANNEL-POSTRTG -s {subnet} -d {cluster} {masq} -j RETURN
--A FLANNEL-POSTRTG -s {cluster} -d {subnet} {masq} -j RETURN
--A FLANNEL-POSTRTG ! -s {cluster} -d {subnet} {masq} -j RETURN
--A FLANNEL-POSTRTG -s {cluster} ! -d ff00::/8 {masq} -j MASQUERADE --random-fully
--A FLANNEL-POSTRTG ! -s {cluster} -d {cluster} {masq} -j MASQUERADE --random-fully
-COMMIT
-*filter
-:FLANNEL-FWD - [0:0]
--A FORWARD {fwd} -j FLANNEL-FWD
--A FLANNEL-FWD -s {cluster} {fwd} -j ACCEPT
--A FLANNEL-FWD -d {cluster} {fwd} -j ACCEPT
-COMMIT
-"
-        )
+        node.pod_cidr6
+            .map(|subnet| masquerade_rules(subnet, CLUSTER_CIDR6, "ff00::/8"))
+            .unwrap_or_default()
     }
 
     fn node_annotations(&self, node: &Node) -> Map<String, Value> {
@@ -339,6 +296,35 @@ COMMIT
             daemon_set(labels, nodes.len()),
         ]
     }
+}
+
+/// flanneld's `--ip-masq` rules (`FLANNEL-POSTRTG`) and forward rules
+/// (`FLANNEL-FWD`) for a node's pod `subnet` of the `cluster` network, as
+/// `iptables-restore` (or, for IPv6, `ip6tables-restore`) input: the same
+/// chains in both families, with that family's `multicast` range left
+/// unmasqueraded.
+fn masquerade_rules(subnet: impl std::fmt::Display, cluster: &str, multicast: &str) -> String {
+    let masq = "-m comment --comment \"flanneld masq\"";
+    let fwd = "-m comment --comment \"flanneld forward\"";
+    format!(
+        "*nat
+:FLANNEL-POSTRTG - [0:0]
+-A POSTROUTING {masq} -j FLANNEL-POSTRTG
+-A FLANNEL-POSTRTG -m mark --mark {KUBE_PROXY_MARK} {masq} -j RETURN
+-A FLANNEL-POSTRTG -s {subnet} -d {cluster} {masq} -j RETURN
+-A FLANNEL-POSTRTG -s {cluster} -d {subnet} {masq} -j RETURN
+-A FLANNEL-POSTRTG ! -s {cluster} -d {subnet} {masq} -j RETURN
+-A FLANNEL-POSTRTG -s {cluster} ! -d {multicast} {masq} -j MASQUERADE --random-fully
+-A FLANNEL-POSTRTG ! -s {cluster} -d {cluster} {masq} -j MASQUERADE --random-fully
+COMMIT
+*filter
+:FLANNEL-FWD - [0:0]
+-A FORWARD {fwd} -j FLANNEL-FWD
+-A FLANNEL-FWD -s {cluster} {fwd} -j ACCEPT
+-A FLANNEL-FWD -d {cluster} {fwd} -j ACCEPT
+COMMIT
+"
+    )
 }
 
 /// The MAC address the kernel reports for `node`'s VXLAN device: what

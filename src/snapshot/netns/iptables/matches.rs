@@ -511,8 +511,8 @@ extensions! {
         "tcp" => Tcp(TcpMatch),
         "udp" => Udp(UdpState),
         "sctp" => Sctp(SctpState),
-        "icmp" => Icmp(IcmpState),
-        "icmp6" => Icmp6(Icmp6State),
+        "icmp" => Icmp(IcmpState<false>),
+        "icmp6" => Icmp6(IcmpState<true>),
         "multiport" => Multiport(MultiportState),
         "addrtype" => AddrType(AddrTypeMatch),
         "conntrack" => Conntrack(ConntrackState),
@@ -643,32 +643,16 @@ impl Extension for SctpState {
     }
 }
 
+/// `-m icmp --icmp-type` (`V6` false) or ip6tables' `-m icmp6
+/// --icmpv6-type` (`V6` true): the same test, with ICMPv6's names.
 #[derive(Default)]
-pub(super) struct IcmpState(Option<Invertible<IcmpType>>);
+pub(super) struct IcmpState<const V6: bool>(Option<Invertible<IcmpType>>);
 
-impl Extension for IcmpState {
-    type Output = Match;
-
-    fn option(
-        &mut self,
-        name: &str,
-        args: &mut OptionArgs<'_, '_>,
-    ) -> Option<Result<(), WordIssue>> {
-        Some(match name {
-            "--icmp-type" => args.once(&mut self.0, |a| a.invertible(IcmpType::parse)),
-            _ => return None,
-        })
-    }
-
-    fn finish(self, word: usize) -> Result<Match, WordIssue> {
-        required(self.0, word, "`--icmp-type`").map(Match::Icmp)
-    }
+impl<const V6: bool> IcmpState<V6> {
+    const OPTION: &'static str = if V6 { "--icmpv6-type" } else { "--icmp-type" };
 }
 
-#[derive(Default)]
-pub(super) struct Icmp6State(Option<Invertible<IcmpType>>);
-
-impl Extension for Icmp6State {
+impl<const V6: bool> Extension for IcmpState<V6> {
     type Output = Match;
 
     fn option(
@@ -676,14 +660,21 @@ impl Extension for Icmp6State {
         name: &str,
         args: &mut OptionArgs<'_, '_>,
     ) -> Option<Result<(), WordIssue>> {
-        Some(match name {
-            "--icmpv6-type" => args.once(&mut self.0, |a| a.invertible(IcmpType::parse6)),
-            _ => return None,
-        })
+        let parse = if V6 {
+            IcmpType::parse6
+        } else {
+            IcmpType::parse
+        };
+        (name == Self::OPTION).then(|| args.once(&mut self.0, |a| a.invertible(parse)))
     }
 
     fn finish(self, word: usize) -> Result<Match, WordIssue> {
-        required(self.0, word, "`--icmpv6-type`").map(Match::Icmp6)
+        let test = required(self.0, word, &format!("`{}`", Self::OPTION))?;
+        Ok(if V6 {
+            Match::Icmp6(test)
+        } else {
+            Match::Icmp(test)
+        })
     }
 }
 
