@@ -31,8 +31,13 @@ pub async fn collect_for_flow(
             Err(_) => break,
         };
         let snapshot = Arc::new(snapshot);
-        let diagnosis = engine::diagnose(&snapshot, request, packs)?;
-        let mut wanted = missing_namespaces(&snapshot, &diagnosis);
+        // A dual-stack flow is diagnosed in both families: each walk's
+        // namespaces are wanted.
+        let mut wanted = Vec::new();
+        for request in engine::per_family(&snapshot, request) {
+            let diagnosis = engine::diagnose(&snapshot, &request, packs)?;
+            wanted.extend(missing_namespaces(&snapshot, &diagnosis));
+        }
         if round == 0 {
             wanted.extend(endpoint_namespaces(&snapshot, &request.from));
             wanted.extend(endpoint_namespaces(&snapshot, &request.to));

@@ -435,16 +435,7 @@ impl Diagnose {
         report_problems(&problems);
         report_empty_dumps(&snapshot);
         // A dual-stack destination named by name: a diagnosis per family.
-        let requests = match engine::families(&snapshot, &self.request).as_slice() {
-            [] => vec![self.request.clone()],
-            families => families
-                .iter()
-                .map(|family| Request {
-                    family: Some(*family),
-                    ..self.request.clone()
-                })
-                .collect(),
-        };
+        let requests = engine::per_family(&snapshot, &self.request);
         let mut diagnoses = Vec::with_capacity(requests.len());
         for request in &requests {
             match engine::diagnose(&snapshot, request, &self.packs) {

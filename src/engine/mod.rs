@@ -35,7 +35,7 @@ use crate::snapshot::{NetnsId, Snapshot};
 
 pub use target::{
     Candidates, Endpoint, PacketSize, PacketSizeError, Protocol, Question, Request, TargetError,
-    families, suggest_endpoint,
+    per_family, suggest_endpoint,
 };
 
 /// How a path ends. The closed set of DESIGN §4.

@@ -13,7 +13,7 @@ mod candidates;
 mod resolve;
 
 pub use candidates::{Candidates, suggest_endpoint};
-pub use resolve::{Question, families};
+pub use resolve::{Question, per_family};
 pub(crate) use resolve::{Resolved, Start, lacking_port, resolve};
 
 /// A source or destination as the user writes it.

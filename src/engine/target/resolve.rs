@@ -147,12 +147,26 @@ pub(crate) fn resolve(snapshot: &Snapshot, request: &Request) -> Result<Resolved
     Ok(Resolved { start, question })
 }
 
-/// The families `request` is asked in, when it names a dual-stack
-/// destination by name and says no `family`: both, the destination's first
-/// address's first, where the source can send in both (a pod or node by
-/// name; an address only in its own family). Empty otherwise: the request
-/// is asked once, as it is.
-pub fn families(snapshot: &Snapshot, request: &Request) -> Vec<Family> {
+/// `request` as it is asked: once per family where it names a dual-stack
+/// destination by name and says no `family` (the destination's first
+/// address's family first), where the source can send in both (a pod or
+/// node by name; an address only in its own family); else once, as it is.
+pub fn per_family(snapshot: &Snapshot, request: &Request) -> Vec<Request> {
+    let families = families(snapshot, request);
+    if families.is_empty() {
+        return vec![request.clone()];
+    }
+    families
+        .into_iter()
+        .map(|family| Request {
+            family: Some(family),
+            ..request.clone()
+        })
+        .collect()
+}
+
+/// Both families, for [`per_family`]; empty where the request is asked once.
+fn families(snapshot: &Snapshot, request: &Request) -> Vec<Family> {
     if request.family.is_some() || request.via.is_some() {
         return Vec::new();
     }
