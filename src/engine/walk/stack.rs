@@ -1,6 +1,8 @@
 //! The namespace's own IP stack: netfilter with routing between its hooks,
 //! route failures, forwarding and reverse-path filtering.
 
+use std::net::Ipv6Addr;
+
 use super::*;
 use crate::engine::codes;
 use crate::netstack::netfilter::RulesetKind;
@@ -20,6 +22,18 @@ pub(super) struct Followed<'s> {
 /// The rule that decided, for a message.
 pub(super) fn decided_by(decision: Option<&RuleRef>) -> String {
     decision.map_or_else(|| "no rule is recorded".to_owned(), RuleRef::description)
+}
+
+/// Where a socket sends a packet asked for `dst`: to `::1` for `::` ("a
+/// BSD'ism": `tcp_v6_connect`, `udpv6_sendmsg`, `rawv6_sendmsg`, measured
+/// for TCP, UDP and ping), before any route is looked up. `0.0.0.0` is
+/// routing's to replace (`LookupOutcome::Routed`'s `dst`).
+fn socket_destination(dst: IpAddr, protocol: Protocol) -> IpAddr {
+    let sockets = matches!(protocol, Protocol::Tcp | Protocol::Udp | Protocol::Icmpv6);
+    match dst {
+        IpAddr::V6(any) if any.is_unspecified() && sockets => IpAddr::V6(Ipv6Addr::LOCALHOST),
+        dst => dst,
+    }
 }
 
 impl<'s> Walker<'s> {
@@ -77,7 +91,8 @@ impl<'s> Walker<'s> {
         netfilter: &'s Netfilter<'s>,
     ) -> Next<'s> {
         let (ns, hop) = (&place.ns, place.hop);
-        let Flow { packet, branch } = flow;
+        let Flow { mut packet, branch } = flow;
+        packet.ip.dst = socket_destination(packet.ip.dst, packet.ip.protocol);
         let context = self.netfilter_context(ns, Some(fib));
         let lookup = fib.lookup(&FlowKey {
             ip_proto: Some(packet.ip.protocol),
