@@ -1123,3 +1123,42 @@ fn suggested_names_cannot_drive_the_terminal() {
     assert!(stderr.contains("default/web-1\\u{1b}[31m"), "{stderr}");
     assert!(!stderr.contains('\u{1b}'), "{stderr}");
 }
+
+/// Issue 36: Linux sends a connection to 0.0.0.0 to the sender itself (its
+/// route is `local 0.0.0.0 dev lo src 127.0.0.1`, read before any rule),
+/// so the pod's own listener answers it, or its absence is said there; it
+/// was called martian at the node.
+#[test]
+fn a_connection_to_0_0_0_0_reaches_the_senders_own_listener_not_martian() {
+    let (code, report) = json(&["--from", "default/web-0", "--to", "0.0.0.0:8080"]);
+    assert_eq!(code, Some(0), "{report:#}");
+    assert_eq!(report["disposition"], "delivered");
+    let hops: Vec<&str> = report["hops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|hop| hop["id"].as_str().unwrap())
+        .collect();
+    assert!(hops.iter().all(|hop| *hop == "default/web-0"), "{hops:?}");
+    assert_eq!(report["paths"][0]["backend"]["address"], "127.0.0.1");
+
+    let (code, report) = json(&["--from", "default/web-0", "--to", "0.0.0.0:9999"]);
+    assert_eq!(code, Some(1));
+    assert_eq!(report["disposition"], "no_listener");
+    assert_eq!(report["findings"][0]["id"], "kernel.socket.no-listener");
+    assert_eq!(report["findings"][0]["hop"], "default/web-0");
+
+    let lookup = Command::new(env!("CARGO_BIN_EXE_skoop"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["route", "lookup", "-s", "examples/flannel-vxlan"])
+        .args(["--pod", "default/web-0", "--dst", "0.0.0.0"])
+        .output()
+        .expect("run skoop");
+    assert_eq!(lookup.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&lookup.stdout);
+    assert_eq!(
+        text.lines().next(),
+        Some("local 0.0.0.0 dev lo src 127.0.0.1"),
+        "{text}"
+    );
+}

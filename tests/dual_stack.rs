@@ -168,3 +168,29 @@ fn a_family_the_destination_lacks_is_said() {
         "{out}"
     );
 }
+
+/// Issue 36: a socket sends to `::` as to `::1` (Linux's TCP, UDP and ping
+/// sockets, measured in a namespace), so the pod's own listener answers;
+/// it left the cluster by the default route before.
+#[test]
+fn a_connection_to_the_unspecified_ipv6_address_reaches_the_senders_own_listener() {
+    let (code, out) = diagnose(&[
+        "-s",
+        EXAMPLE,
+        "--from",
+        "default/web-0",
+        "--to",
+        "[::]:8080",
+        "-o",
+        "json",
+    ]);
+    let report: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(code, Some(0), "{report:#}");
+    assert_eq!(report["disposition"], "delivered");
+    assert_eq!(report["paths"][0]["backend"]["address"], "::1");
+    let hops = report["hops"].as_array().unwrap();
+    assert!(
+        hops.iter().all(|hop| hop["id"] == "default/web-0"),
+        "{hops:?}"
+    );
+}

@@ -44,6 +44,7 @@ const ORDERS: &[Order] = &[
         within: &["collect"],
         layers: &[
             &["command", "rbac"],
+            &["credential"],
             &["api"],
             &["collector"],
             &["shell"],

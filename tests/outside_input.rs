@@ -694,3 +694,50 @@ fn the_files_a_kubeconfig_names_are_read_bounded_too() {
         assert!(stderr.contains(named), "{stderr}");
     }
 }
+
+// Issue 36, further: kube ran the kubeconfig's exec credential plugin
+// blocking and without a limit, so a plugin that never answered hung skoop
+// for ever. It is killed at its limit, and the run stops naming it.
+#[test]
+fn an_exec_plugin_that_never_answers_is_killed_at_its_limit_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    script(dir.path(), "login", "exec sleep 600");
+    let plugin = dir.path().join("login");
+    let kubeconfig = dir.path().join("config");
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\ncurrent-context: c\n\
+             clusters: [{{name: c, cluster: {{server: 'https://127.0.0.1:9'}}}}]\n\
+             users: [{{name: u, user: {{exec: {{apiVersion: client.authentication.k8s.io/v1, \
+             command: {}, args: [--cluster, c]}}}}}}]\n\
+             contexts: [{{name: c, context: {{cluster: c, user: u}}}}]\n",
+            plugin.display()
+        ),
+    )
+    .unwrap();
+    let mut args = LIVE_DIAGNOSIS.to_vec();
+    args.extend(["--kubeconfig", kubeconfig.to_str().unwrap()]);
+    args.extend(["--exec-plugin-timeout", "2"]);
+    let started = Instant::now();
+    let output = skoop_within(&args, &[], Duration::from_secs(20));
+    let took = started.elapsed();
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert_eq!(
+        stderr.trim_end(),
+        format!(
+            "error: kubeconfig: the exec credential plugin `{} --cluster c` of user u: killed after 2 s \
+             without finishing (--exec-plugin-timeout SECONDS raises the limit)",
+            plugin.display()
+        )
+    );
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    // Without the flag, the limit is 30 s, like one API call's.
+    let help = skoop_with(&["diagnose", "--help"], &[]);
+    assert!(
+        text(&help.stdout).contains("[default: 30]"),
+        "{}",
+        text(&help.stdout)
+    );
+}

@@ -12,6 +12,7 @@ use skoop::collect::api::{
     connect,
 };
 use skoop::collect::collector::{CollectorOptions, DEFAULT_IMAGE};
+use skoop::collect::credential::DEFAULT_EXEC_PLUGIN_TIMEOUT;
 use skoop::collect::live::{LiveCollection, NodeAccess, Outcome, cleanup_run};
 use skoop::collect::rbac::DEFAULT_COLLECTOR_NAMESPACE;
 use skoop::snapshot::input::MIB;
@@ -30,6 +31,11 @@ pub struct LiveArgs {
     /// The kubeconfig context to use (default: its current context).
     #[arg(long, value_name = "NAME", help_heading = "Live cluster")]
     pub context: Option<String>,
+    /// How long the kubeconfig's exec credential plugin may take (run
+    /// without a terminal: log in first where it would ask) before it is
+    /// killed and the run stops.
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_EXEC_PLUGIN_TIMEOUT.as_secs(), value_parser = clap::value_parser!(u64).range(1..=3600), help_heading = "Live cluster")]
+    pub exec_plugin_timeout: u64,
     /// Reach each node by running this command template on this machine in
     /// front of every dump command, instead of a collector pod: `{node}` is
     /// the node's name, `{address}` its InternalIP (e.g. 'ssh {address}
@@ -72,6 +78,7 @@ impl LiveArgs {
         ConnectOptions {
             kubeconfig: self.kubeconfig.clone(),
             context: self.context.clone(),
+            exec_timeout: Duration::from_secs(self.exec_plugin_timeout),
             caps: ResponseCaps {
                 response: self.max_api_response * MIB,
                 run: self.max_api_total * MIB,
@@ -105,7 +112,7 @@ impl LiveArgs {
         let access = self.access();
         runtime()?.block_on(async {
             // While connecting (reading the kubeconfig, maybe running its
-            // exec plugin, which kube runs blocking) no collector pod
+            // exec plugin) no collector pod
             // exists: a signal ends the process at once, temporaries
             // removed (`interrupt`). From here on the run hears it itself.
             let connection = connect(&self.connect_options())

@@ -10,7 +10,7 @@ use skoop::net::Family;
 use skoop::netstack::Tri;
 use skoop::netstack::routing::{
     Fib, FlowKey, LookupOutcome, RouteLookup, RouteStep, TableResult, describe_route,
-    describe_rule, table_name,
+    describe_rule, describe_unspecified, table_name,
 };
 use skoop::snapshot::netns::NetnsDump;
 
@@ -83,15 +83,19 @@ struct RoutedJson {
     gateway: Option<IpAddr>,
     #[serde(skip_serializing_if = "Option::is_none")]
     dev: Option<String>,
-    table: String,
+    /// The table that held the route; none for `0.0.0.0`, which the kernel
+    /// answers without reading a rule.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    table: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     prefsrc: Option<IpAddr>,
     flags: Vec<&'static str>,
     /// The share of flows that take this path (several for multipath).
     probability: f64,
     /// The policy rule whose table held the route, in `ip rule` syntax.
-    rule: String,
-    /// The route, in `ip route` syntax.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rule: Option<String>,
+    /// The route, in `ip route` syntax, or what stands for it.
     route: String,
 }
 
@@ -166,8 +170,9 @@ fn lookup(args: LookupArgs) -> ExitCode {
             route,
             route_type,
             paths,
+            dst,
         } => {
-            let route_entry = &fib.routes[*route];
+            let route_entry = route.and_then(|route| fib.routes.get(route));
             let routes = paths
                 .iter()
                 .map(|path| RoutedJson {
@@ -175,7 +180,7 @@ fn lookup(args: LookupArgs) -> ExitCode {
                     dst: args.dst,
                     gateway: path.gateway,
                     dev: path.dev.clone(),
-                    table: table_name(&route_entry.table),
+                    table: route_entry.map(|route| table_name(&route.table)),
                     prefsrc: path.prefsrc,
                     flags: if path.onlink {
                         vec!["onlink"]
@@ -183,8 +188,8 @@ fn lookup(args: LookupArgs) -> ExitCode {
                         Vec::new()
                     },
                     probability: path.probability,
-                    rule: describe_rule(fib.rules[*rule]),
-                    route: describe_route(route_entry),
+                    rule: fib.rule_text(*rule),
+                    route: route_entry.map_or_else(|| describe_unspecified(*dst), describe_route),
                 })
                 .collect();
             (LookupJson::Routed { routes, trace }, true)
@@ -194,8 +199,8 @@ fn lookup(args: LookupArgs) -> ExitCode {
                 dst: args.dst,
                 error: error.as_str(),
                 message: error.to_string(),
-                rule: rule.map(|r| describe_rule(fib.rules[r])),
-                route: route.map(|r| describe_route(&fib.routes[r])),
+                rule: fib.rule_text(*rule),
+                route: fib.route_text(*route),
             };
             (LookupJson::Failed { failure, trace }, false)
         }
@@ -239,7 +244,9 @@ fn print_text(json: &LookupJson) {
                 if let Some(dev) = &path.dev {
                     line.push_str(&format!(" dev {dev}"));
                 }
-                line.push_str(&format!(" table {}", path.table));
+                if let Some(table) = &path.table {
+                    line.push_str(&format!(" table {table}"));
+                }
                 if let Some(src) = path.prefsrc {
                     line.push_str(&format!(" src {src}"));
                 }
@@ -253,7 +260,9 @@ fn print_text(json: &LookupJson) {
             }
             if let Some(first) = routes.first() {
                 out!("  route: {}", first.route);
-                out!("  rule:  {}", first.rule);
+                if let Some(rule) = &first.rule {
+                    out!("  rule:  {rule}");
+                }
             }
             print_trace(trace);
         }

@@ -27,6 +27,7 @@ use serde_json::{Value, json};
 use tower::BoxError;
 use tower::util::MapResponseLayer;
 
+use super::credential::{ExecPluginError, context_of, run_exec_plugin};
 use super::rbac::{Request, grant};
 use crate::snapshot::input::{Limit, MIB, read_bytes_into, read_text};
 
@@ -44,11 +45,13 @@ const PAGE_SIZE: u32 = 500;
 
 /// Where the API server is and who skoop is there: `--kubeconfig`,
 /// `--context`, else `KUBECONFIG` or `~/.kube/config`, else the pod's own
-/// service account (in-cluster); and how much it may send.
-#[derive(Debug, Clone, Default)]
+/// service account (in-cluster); how long the kubeconfig's exec credential
+/// plugin may take; and how much the server may send.
+#[derive(Debug, Clone)]
 pub struct ConnectOptions {
     pub kubeconfig: Option<PathBuf>,
     pub context: Option<String>,
+    pub exec_timeout: Duration,
     pub caps: ResponseCaps,
 }
 
@@ -158,6 +161,8 @@ impl fmt::Debug for Connection {
 pub enum LiveError {
     #[error("kubeconfig: {0}")]
     Config(String),
+    #[error("kubeconfig: {0}")]
+    ExecPlugin(#[from] ExecPluginError),
     #[error(
         "cannot reach the API server at {server}: {reason} (is the address in the kubeconfig right, and is the server up?)"
     )]
@@ -282,8 +287,14 @@ async fn load_config(options: &ConnectOptions) -> Result<Config, LiveError> {
         });
     }
     let sources: Vec<String> = files.iter().map(|(p, _)| p.display().to_string()).collect();
-    let kubeconfig = merge_kubeconfigs(&files)?;
+    let mut kubeconfig = merge_kubeconfigs(&files)?;
     check_named_files(&kubeconfig, options.context.as_deref())?;
+    run_exec_plugin(
+        &mut kubeconfig,
+        options.context.as_deref(),
+        options.exec_timeout,
+    )
+    .await?;
     Config::from_custom_kubeconfig(kubeconfig, &kube_options)
         .await
         .map_err(|e| LiveError::Config(format!("{}: {}", sources.join(":"), chain(&e))))
@@ -301,15 +312,7 @@ const KUBECONFIG_NAMED_FILE: Limit = Limit {
 /// FIFO or a device refused, before kube reads them whole; one missing is
 /// left to kube to say.
 fn check_named_files(kubeconfig: &Kubeconfig, context: Option<&str>) -> Result<(), LiveError> {
-    let Some(name) = context.or(kubeconfig.current_context.as_deref()) else {
-        return Ok(());
-    };
-    let Some(context) = kubeconfig
-        .contexts
-        .iter()
-        .find(|c| c.name == name)
-        .and_then(|c| c.context.as_ref())
-    else {
+    let Some(context) = context_of(kubeconfig, context) else {
         return Ok(());
     };
     let cluster = kubeconfig

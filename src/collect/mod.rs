@@ -8,10 +8,12 @@
 //!   [`command`]'s terms.
 //! - [`dump`]: what every way of collecting shares: one namespace's dump
 //!   files, written by running [`DUMP_FILES`](crate::snapshot::netns::DUMP_FILES).
+//! - [`credential`]: a kubeconfig's exec credential plugin, run within a
+//!   time limit before kube sees the kubeconfig.
 //! - [`rbac`]: the least privilege all of it needs (`deploy/rbac.yaml`).
 //!
 //! Its files import downwards only, in this order (`tests/layering.rs`):
-//! `command`, `rbac` < `api` < `collector` < `shell` < `dump` < `local`,
+//! `command`, `rbac` < `credential` < `api` < `collector` < `shell` < `dump` < `local`,
 //! `node`, `objects` < `live`. Which namespaces one flow needs is found by
 //! walking it, above this module and the engine (`crate::live_flow`).
 //!
@@ -23,6 +25,7 @@
 pub mod api;
 pub mod collector;
 pub mod command;
+pub mod credential;
 pub mod dump;
 pub mod live;
 pub mod local;

@@ -9,13 +9,17 @@
 //! and rule actions end it with the kernel's error. A multipath route yields
 //! every live nexthop as its own branch.
 //!
+//! A locally generated packet to the unspecified IPv4 address reads no
+//! rule: the kernel sends it to its own source through `lo`
+//! ([`Fib::lookup`]).
+//!
 //! Whatever the dump cannot tell (a TOS given by name, a rule action this
 //! model does not know, a default route of unknown family) makes the lookup
 //! [`LookupOutcome::Unknown`] at that point instead of a guess.
 
 use std::collections::HashMap;
 use std::fmt;
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr};
 
 use ipnet::IpNet;
 
@@ -23,6 +27,7 @@ use super::Tri;
 use crate::net::Family;
 use crate::net::Protocol;
 use crate::snapshot::netns::addr::InterfaceAddrs;
+use crate::snapshot::netns::link::LinkFlag;
 use crate::snapshot::netns::route::{Route, RouteFlag, RouteTable, RouteType, Scope, Tos};
 use crate::snapshot::netns::rule::{PolicyRule, RuleAction};
 use crate::snapshot::netns::sysctl::Sysctls;
@@ -134,12 +139,17 @@ impl RoutePath {
 #[derive(Debug, Clone, PartialEq)]
 pub enum LookupOutcome {
     Routed {
-        /// Index into [`Fib::rules`] of the rule whose table held the route.
-        rule: usize,
-        /// Index into [`Fib::routes`].
-        route: usize,
+        /// Index into [`Fib::rules`] of the rule whose table held the route;
+        /// `None` where the kernel reads no rule (an unspecified destination).
+        rule: Option<usize>,
+        /// Index into [`Fib::routes`]; `None` with `rule`.
+        route: Option<usize>,
         route_type: RouteType,
         paths: Vec<RoutePath>,
+        /// The destination the packet is sent to: the flow's, except the
+        /// unspecified IPv4 address, which the kernel replaces with the
+        /// packet's source (`127.0.0.1` when none is chosen).
+        dst: IpAddr,
     },
     Failed {
         error: RouteError,
@@ -319,6 +329,10 @@ impl<'a> Fib<'a> {
                 steps,
             };
         }
+        if flow.iif.is_none() && flow.dst == IpAddr::V4(Ipv4Addr::UNSPECIFIED) {
+            let outcome = self.to_unspecified(flow);
+            return RouteLookup { outcome, steps };
+        }
         if let Some(outcome) = self.reject_martian(flow) {
             return RouteLookup { outcome, steps };
         }
@@ -344,6 +358,19 @@ impl<'a> Fib<'a> {
         RouteLookup { outcome, steps }
     }
 
+    /// `ip rule` text of the rule a lookup names, where it names one.
+    pub fn rule_text(&self, rule: Option<usize>) -> Option<String> {
+        rule.and_then(|rule| self.rules.get(rule))
+            .map(|rule| describe_rule(rule))
+    }
+
+    /// `ip route` text of the route a lookup names, where it names one.
+    pub fn route_text(&self, route: Option<usize>) -> Option<String> {
+        route
+            .and_then(|route| self.routes.get(route))
+            .map(describe_route)
+    }
+
     /// Whether `address` is one of this namespace's own, as the kernel decides
     /// it: a `local` route for it in the local table.
     pub fn is_local(&self, address: IpAddr) -> Tri {
@@ -352,6 +379,87 @@ impl<'a> Fib<'a> {
             Search::NoMatch => Tri::False,
             Search::Unknown(_) => Tri::Unknown,
         }
+    }
+
+    /// A locally generated packet to `0.0.0.0` is the sender's own, before
+    /// any rule is read (`ip_route_output_key_hash_rcu`): its destination
+    /// becomes its source — the one asked for (which must be one of the
+    /// namespace's own, or the network is unreachable), else the output
+    /// device's first address when one is asked for (the device must be
+    /// up), else `127.0.0.1` for both — and it goes through `lo`. The
+    /// kernel names no table for it.
+    fn to_unspecified(&self, flow: &FlowKey) -> LookupOutcome {
+        let unreachable = LookupOutcome::Failed {
+            error: RouteError::NoRoute,
+            rule: None,
+            route: None,
+        };
+        let src = flow.src.filter(|src| !src.is_unspecified());
+        if let Some(src) = src {
+            match self.is_local(src) {
+                Tri::True => {}
+                Tri::False => return unreachable,
+                Tri::Unknown => {
+                    return LookupOutcome::Unknown {
+                        reason: format!(
+                            "cannot tell whether {src} is an address of this namespace"
+                        ),
+                    };
+                }
+            }
+        }
+        let mut device = None;
+        if let Some(oif) = &flow.oif {
+            let Some(found) = self.addrs.iter().find(|iface| iface.ifname == *oif) else {
+                return unreachable;
+            };
+            match &found.flags {
+                Some(flags) if flags.contains(&LinkFlag::Up) => device = Some(found),
+                Some(_) => return unreachable,
+                None => {
+                    return LookupOutcome::Unknown {
+                        reason: format!("ip-addr.json does not say whether {oif} is up"),
+                    };
+                }
+            }
+        }
+        let source = src
+            .or_else(|| device.and_then(|device| self.device_source(device)))
+            .unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST));
+        LookupOutcome::Routed {
+            rule: None,
+            route: None,
+            route_type: RouteType::Local,
+            paths: vec![RoutePath {
+                gateway: None,
+                dev: Some("lo".into()),
+                prefsrc: Some(source),
+                onlink: false,
+                probability: 1.0,
+            }],
+            dst: source,
+        }
+    }
+
+    /// The source `inet_select_addr` gives a packet bound to `device` with
+    /// no destination yet: the device's first primary IPv4 address, else
+    /// the first primary one of any device (in the dump's order, `lo`
+    /// first) that is not of link scope.
+    fn device_source(&self, device: &InterfaceAddrs) -> Option<IpAddr> {
+        let primary = |addr: &&crate::snapshot::netns::addr::InterfaceAddr| {
+            addr.family() == Family::Ipv4 && !addr.secondary && addr.scope != Scope::Nowhere
+        };
+        device
+            .addresses
+            .iter()
+            .find(primary)
+            .or_else(|| {
+                self.addrs
+                    .iter()
+                    .flat_map(|iface| iface.addresses.iter())
+                    .find(|addr| primary(addr) && addr.scope != Scope::Link)
+            })
+            .map(|addr| addr.local)
     }
 
     /// A packet arriving from outside with an address that must never
@@ -543,10 +651,11 @@ impl<'a> Fib<'a> {
             })
             .collect();
         LookupOutcome::Routed {
-            rule,
-            route: index,
+            rule: Some(rule),
+            route: Some(index),
             route_type: route.route_type.clone(),
             paths,
+            dst: flow.dst,
         }
     }
 
@@ -928,6 +1037,12 @@ pub fn describe_route(route: &Route) -> String {
     text
 }
 
+/// What stands for the route of a packet to `0.0.0.0`, which the kernel
+/// sends to `dst`, the sender's own address, reading no rule.
+pub fn describe_unspecified(dst: IpAddr) -> String {
+    format!("0.0.0.0 is the sender's own address: sent to {dst} through lo, no rule read")
+}
+
 /// `ip rule`-style text of a rule: `100: from all fwmark 0x10/0xff lookup 100`.
 pub fn describe_rule(rule: &PolicyRule) -> String {
     let mut text = format!("{}:", rule.priority);
@@ -1030,8 +1145,10 @@ mod tests {
         addrs: Vec<InterfaceAddrs>,
     }
 
-    const ADDRS: &str = r#"[{"ifindex":2,"ifname":"eth0","addr_info":[{"family":"inet","local":"10.0.0.1","prefixlen":24,"scope":"global"}]},
-        {"ifindex":3,"ifname":"eth1","addr_info":[{"family":"inet","local":"192.168.1.1","prefixlen":24,"scope":"global"}]}]"#;
+    const ADDRS: &str = r#"[{"ifindex":2,"ifname":"eth0","flags":["BROADCAST","UP"],"addr_info":[{"family":"inet","local":"10.0.0.1","prefixlen":24,"scope":"global"}]},
+        {"ifindex":3,"ifname":"eth1","flags":["BROADCAST"],"addr_info":[{"family":"inet","local":"192.168.1.1","prefixlen":24,"scope":"global"}]},
+        {"ifindex":4,"ifname":"eth2","flags":["UP"],"addr_info":[]},
+        {"ifindex":5,"ifname":"eth3","addr_info":[]}]"#;
     const DEFAULT_RULES: &str = r#"[{"priority":0,"src":"all","table":"local"},{"priority":32766,"src":"all","table":"main"},{"priority":32767,"src":"all","table":"default"}]"#;
 
     fn namespace(rules: &str, routes: &str) -> Namespace {
@@ -1060,7 +1177,10 @@ mod tests {
     /// The route (as text) a lookup picked, or its error.
     fn answer(ns: &Namespace, flow: FlowKey) -> String {
         match lookup(ns, flow) {
-            LookupOutcome::Routed { route, .. } => describe_route(&ns.routes[route]),
+            LookupOutcome::Routed { route, dst, .. } => route.map_or_else(
+                || describe_unspecified(dst),
+                |r| describe_route(&ns.routes[r]),
+            ),
             LookupOutcome::Failed { error, .. } => error.as_str().to_string(),
             LookupOutcome::Unknown { reason } => format!("unknown: {reason}"),
         }
@@ -1258,6 +1378,60 @@ mod tests {
         );
     }
 
+    /// Issue 36: `ip route get 0.0.0.0` answers `local 0.0.0.0 dev lo src
+    /// 127.0.0.1`, before any rule; a connection to it reaches the sender.
+    #[test]
+    fn the_unspecified_destination_is_the_senders_own_through_lo() {
+        let ns = namespace(
+            r#"[{"priority":0,"src":"all","table":"local"},{"priority":10,"src":"all","action":"prohibit"},{"priority":32766,"src":"all","table":"main"}]"#,
+            r#"[{"type":"local","dst":"10.0.0.1","dev":"eth0","table":"local","scope":"host","prefsrc":"10.0.0.1"},
+                {"dst":"default","gateway":"10.0.0.254","dev":"eth0","table":"main"}]"#,
+        );
+        let sent = |flow: FlowKey| match lookup(&ns, flow) {
+            LookupOutcome::Routed {
+                rule: None,
+                route: None,
+                route_type: RouteType::Local,
+                paths,
+                dst,
+            } => {
+                assert_eq!(paths.len(), 1);
+                assert_eq!(paths[0].dev.as_deref(), Some("lo"));
+                assert_eq!(paths[0].prefsrc, Some(dst));
+                dst.to_string()
+            }
+            other => format!("{other:?}"),
+        };
+        // The prohibit rule is never read.
+        assert_eq!(sent(to("0.0.0.0")), "127.0.0.1");
+        let from = |src: &str| FlowKey {
+            src: Some(src.parse().unwrap()),
+            ..to("0.0.0.0")
+        };
+        assert_eq!(sent(from("10.0.0.1")), "10.0.0.1");
+        assert_eq!(answer(&ns, from("10.0.0.9")), "no_route");
+        let by = |oif: &str| FlowKey {
+            oif: Some(oif.into()),
+            ..to("0.0.0.0")
+        };
+        assert_eq!(sent(by("eth0")), "10.0.0.1");
+        // A device without an address of its own takes the first of another.
+        assert_eq!(sent(by("eth2")), "10.0.0.1");
+        // Down, missing, or of a state the dump does not show.
+        assert_eq!(answer(&ns, by("eth1")), "no_route");
+        assert_eq!(answer(&ns, by("eth9")), "no_route");
+        assert!(answer(&ns, by("eth3")).starts_with("unknown"));
+        // Received from outside, it is martian; `::` reads the rules as any
+        // other destination does (`ip -6 route get ::`).
+        let received = FlowKey {
+            iif: Some("eth0".into()),
+            src: Some("10.0.0.9".parse().unwrap()),
+            ..to("0.0.0.0")
+        };
+        assert_eq!(answer(&ns, received), "martian");
+        assert_eq!(answer(&ns, to("::")), "prohibit");
+    }
+
     const RULES6: &str = r#"[{"priority":0,"src":"all","table":"local"},{"priority":32766,"src":"all","table":"main"}]"#;
 
     #[test]
@@ -1405,7 +1579,8 @@ mod tests {
             let ns = namespace(&format!("[{}]", rules_json.join(",")), &format!("[{}]", routes_json.join(",")));
             let dst: IpAddr = std::net::Ipv4Addr::new(10, 0, dst_third, 7).into();
             let model = match lookup(&ns, FlowKey { mark, ..FlowKey::to(dst) }) {
-                LookupOutcome::Routed { route, .. } => format!("route {route}"),
+                LookupOutcome::Routed { route: Some(route), .. } => format!("route {route}"),
+                LookupOutcome::Routed { route: None, .. } => "no route read".to_string(),
                 LookupOutcome::Failed { error, .. } => error.as_str().to_string(),
                 LookupOutcome::Unknown { reason } => format!("unknown: {reason}"),
             };

@@ -228,9 +228,14 @@ pub(super) fn ask_model(fib: &Fib, query: &Query, with_source: bool) -> Vec<Answ
                 } else {
                     path.dev
                 },
-                table: skoop::netstack::routing::table_name(&fib.routes[route].table),
+                // No route (0.0.0.0's answer) names no table, which
+                // iproute2 prints as it prints main: not at all.
+                table: route.map_or_else(
+                    || "main".into(),
+                    |route| skoop::netstack::routing::table_name(&fib.routes[route].table),
+                ),
                 prefsrc: if forwarded {
-                    fib.routes[route].prefsrc
+                    route.and_then(|route| fib.routes[route].prefsrc)
                 } else {
                     path.prefsrc
                 }
@@ -338,4 +343,56 @@ fn route_lookup_agrees_with_the_kernel_on_generated_queries() {
             "no query produced {expected}: {by_answer:?}"
         );
     }
+}
+
+/// Issue 36: a locally generated packet to 0.0.0.0 is the sender's own (the
+/// kernel sends it to its source through `lo`, reading no rule: not even
+/// the fwmark rules), from the output device's address when one is asked
+/// for (a device without one takes another's; a down one is unreachable),
+/// and martian when received.
+#[test]
+fn the_unspecified_destination_agrees_with_the_kernel() {
+    let Availability::Run = availability() else {
+        return;
+    };
+    let mut lab = Lab::new();
+    let router = build(&mut lab);
+    router.ip("link add bare type veth peer name bare-peer");
+    router.ip("link set bare up");
+    router.ip("link add idle type veth peer name idle-peer");
+    router.ip("addr add 10.99.0.1/24 dev idle");
+    let dump = collected(&router);
+    let fib = Fib::from_dump(&dump, Family::Ipv4).expect("rules, routes and addresses collected");
+
+    let unspecified = IpAddr::from(Ipv4Addr::UNSPECIFIED);
+    let mut queries = Vec::new();
+    for mark in [0, 0x10, 0x20] {
+        for oif in [
+            None,
+            Some("eth0"),
+            Some("eth2"),
+            Some("lo"),
+            Some("bare"),
+            Some("idle"),
+        ] {
+            queries.push(Query {
+                dst: unspecified,
+                mark,
+                forwarded_from: None,
+                oif,
+            });
+        }
+    }
+    queries.push(Query {
+        dst: unspecified,
+        mark: 0,
+        forwarded_from: Some((IpAddr::from([10, 1, 0, 5]), "eth1")),
+        oif: None,
+    });
+    let by_answer = compare(&router, &fib, queries.into_iter(), true);
+    assert_eq!(
+        by_answer.keys().collect::<Vec<_>>(),
+        ["EINVAL", "ENETUNREACH", "local table main"],
+        "the queries exercise a local answer, a down device and a received packet"
+    );
 }

@@ -63,7 +63,7 @@ use crate::netstack::netfilter::{
     RouteChoice, RuleRef, Step as NetfilterStep, Translation, Verdict, deciding_rule, ruleset_of,
 };
 use crate::netstack::routing::{
-    Fib, FlowKey, LookupOutcome, RouteError, RoutePath, describe_route, describe_rule,
+    Fib, FlowKey, LookupOutcome, RouteError, RoutePath, describe_route, describe_unspecified,
 };
 use crate::packs::LoadedPacks;
 use crate::snapshot::cluster::IpOwner;

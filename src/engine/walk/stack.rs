@@ -1,6 +1,8 @@
 //! The namespace's own IP stack: netfilter with routing between its hooks,
 //! route failures, forwarding and reverse-path filtering.
 
+use std::net::Ipv6Addr;
+
 use super::*;
 use crate::engine::codes;
 use crate::netstack::netfilter::RulesetKind;
@@ -22,6 +24,18 @@ pub(super) fn decided_by(decision: Option<&RuleRef>) -> String {
     decision.map_or_else(|| "no rule is recorded".to_owned(), RuleRef::description)
 }
 
+/// Where a socket sends a packet asked for `dst`: to `::1` for `::` ("a
+/// BSD'ism": `tcp_v6_connect`, `udpv6_sendmsg`, `rawv6_sendmsg`, measured
+/// for TCP, UDP and ping), before any route is looked up. `0.0.0.0` is
+/// routing's to replace (`LookupOutcome::Routed`'s `dst`).
+fn socket_destination(dst: IpAddr, protocol: Protocol) -> IpAddr {
+    let sockets = matches!(protocol, Protocol::Tcp | Protocol::Udp | Protocol::Icmpv6);
+    match dst {
+        IpAddr::V6(any) if any.is_unspecified() && sockets => IpAddr::V6(Ipv6Addr::LOCALHOST),
+        dst => dst,
+    }
+}
+
 impl<'s> Walker<'s> {
     /// What the namespace's kernel does with a packet that is in it.
     pub(super) fn process(&mut self, place: &Place, flow: Flow, arrival: Arrival) -> Next<'s> {
@@ -40,9 +54,9 @@ impl<'s> Walker<'s> {
             );
             return self.stop(hop, branch, stop);
         };
-        let context = self.netfilter_context(ns, Some(fib));
         match &arrival {
             Arrival::Received(iif) => {
+                let context = self.netfilter_context(ns, Some(fib));
                 let mut filtered = packet.netfilter_packet(packet.src().unwrap_or(packet.ip.dst));
                 filtered.in_iface = Some(iif.clone());
                 filtered.ct_nat = branch.connection_nat(ns);
@@ -63,108 +77,131 @@ impl<'s> Walker<'s> {
                     });
                 Next::Fork(ways.collect())
             }
-            Arrival::Local => {
-                // A socket's packet is routed first (that picks its source
-                // address), then meets OUTPUT and POSTROUTING.
-                let lookup = fib.lookup(&FlowKey {
-                    ip_proto: Some(packet.ip.protocol),
-                    dport: packet.ip.dport,
-                    ..FlowKey::to(packet.ip.dst)
-                });
-                let paths = match lookup.outcome {
-                    LookupOutcome::Routed {
-                        paths, rule, route, ..
-                    } => {
-                        let rule_text = describe_rule(fib.rules[rule]);
-                        let route_text = describe_route(&fib.routes[route]);
-                        paths
-                            .into_iter()
-                            .map(|path| (path, rule_text.clone(), route_text.clone()))
-                            .collect::<Vec<_>>()
-                    }
-                    LookupOutcome::Failed { error, rule, route } => {
-                        let choice = RouteChoice::Failed {
-                            error,
-                            rule: rule.map(|r| describe_rule(fib.rules[r])),
-                            route: route.map(|r| describe_route(&fib.routes[r])),
-                        };
-                        return self.route_failed(place, &packet, &choice, branch);
-                    }
-                    LookupOutcome::Unknown { reason } => {
-                        let evidence = vec![self.file(ns, DumpFile::routes(family))];
-                        let stop = Stop::unknown(codes::KERNEL_ROUTE_UNKNOWN, reason, evidence);
-                        return self.stop(hop, branch, stop);
-                    }
+            Arrival::Local => self.send(place, Flow { packet, branch }, fib, netfilter),
+        }
+    }
+
+    /// A socket's packet: routed first (that picks its source address, and
+    /// the address `0.0.0.0` stands for), then OUTPUT and POSTROUTING.
+    fn send(
+        &mut self,
+        place: &Place,
+        flow: Flow,
+        fib: &'s Fib<'s>,
+        netfilter: &'s Netfilter<'s>,
+    ) -> Next<'s> {
+        let (ns, hop) = (&place.ns, place.hop);
+        let Flow { mut packet, branch } = flow;
+        packet.ip.dst = socket_destination(packet.ip.dst, packet.ip.protocol);
+        let context = self.netfilter_context(ns, Some(fib));
+        let lookup = fib.lookup(&FlowKey {
+            ip_proto: Some(packet.ip.protocol),
+            dport: packet.ip.dport,
+            ..FlowKey::to(packet.ip.dst)
+        });
+        let (paths, dst) = match lookup.outcome {
+            LookupOutcome::Routed {
+                paths,
+                rule,
+                route,
+                dst,
+                ..
+            } => {
+                let rule_text = fib.rule_text(rule);
+                let route_text = fib
+                    .route_text(route)
+                    .unwrap_or_else(|| describe_unspecified(dst));
+                let paths = paths
+                    .into_iter()
+                    .map(|path| (path, rule_text.clone(), route_text.clone()))
+                    .collect::<Vec<_>>();
+                (paths, dst)
+            }
+            LookupOutcome::Failed { error, rule, route } => {
+                let choice = RouteChoice::Failed {
+                    error,
+                    rule: fib.rule_text(rule),
+                    route: fib.route_text(route),
                 };
-                // Every (path, netfilter outcome) pair is a branch of its own.
-                let mut ways = Vec::new();
-                for (path, rule, route) in paths {
-                    let mut packet = packet.clone();
-                    if let (None, Some(prefsrc)) = (packet.src(), path.prefsrc) {
-                        packet.ip.src = prefsrc;
-                    }
-                    let routed = RouteChoice::Out {
-                        dev: path.dev.clone(),
-                        gateway: path.gateway,
-                        rule: Some(rule),
-                        route: Some(route),
-                    };
-                    let Some(src) = packet.src() else {
-                        ways.push((packet, path.probability, routed, None));
-                        continue;
-                    };
-                    let mut filtered = packet.netfilter_packet(src);
-                    filtered.out_iface = path.dev.clone();
-                    filtered.ct_nat = branch.connection_nat(ns);
-                    for outcome in netfilter.traverse(PacketPath::Output, filtered, &context) {
-                        ways.push((
-                            packet.clone(),
-                            path.probability,
-                            routed.clone(),
-                            Some(outcome),
-                        ));
-                    }
-                }
-                let forks = self.fork(hop, &branch, ways.len());
-                let mut nexts = Vec::with_capacity(ways.len());
-                for ((packet, share, routed, outcome), (hop, mut branch)) in
-                    ways.into_iter().zip(forks)
-                {
-                    branch.probability *= share;
-                    self.sent(ns, hop, &packet, &mut branch);
-                    nexts.push(match outcome {
-                        Some(outcome) => {
-                            let followed = Followed {
-                                arrived: packet,
-                                outcome,
-                                iif: None,
-                                routed: Some(routed),
-                                branch,
-                            };
-                            Next::Netfilter(Place::new(ns, hop), Box::new(followed))
-                        }
-                        None => {
-                            let reason = format!(
-                                "{} has no address to send from by {}",
-                                hop_id(ns),
-                                match &routed {
-                                    RouteChoice::Out { dev: Some(dev), .. } => dev.as_str(),
-                                    _ => "?",
-                                }
-                            );
-                            let stop = Stop {
-                                disposition: Disposition::NoRoute,
-                                id: codes::KERNEL_ROUTE_NO_SOURCE,
-                                reason,
-                                evidence: vec![self.file(ns, DumpFile::IpAddr)],
-                            };
-                            self.stop(hop, branch, stop)
-                        }
-                    });
-                }
-                Next::Fork(nexts)
+                return self.route_failed(place, &packet, &choice, branch);
+            }
+            LookupOutcome::Unknown { reason } => {
+                let evidence = vec![self.file(ns, DumpFile::routes(packet.ip.family()))];
+                let stop = Stop::unknown(codes::KERNEL_ROUTE_UNKNOWN, reason, evidence);
+                return self.stop(hop, branch, stop);
+            }
+        };
+        // Every (path, netfilter outcome) pair is a branch of its own.
+        let mut ways = Vec::new();
+        for (path, rule, route) in paths {
+            let mut packet = packet.clone();
+            if dst != packet.ip.dst {
+                // The socket connects to the address routing put in
+                // place of the unspecified one, from the source
+                // routing chose with it.
+                packet.ip.dst = dst;
+                packet.ip.src = path.prefsrc.unwrap_or(dst);
+            } else if let (None, Some(prefsrc)) = (packet.src(), path.prefsrc) {
+                packet.ip.src = prefsrc;
+            }
+            let routed = RouteChoice::Out {
+                dev: path.dev.clone(),
+                gateway: path.gateway,
+                rule,
+                route: Some(route),
+            };
+            let Some(src) = packet.src() else {
+                ways.push((packet, path.probability, routed, None));
+                continue;
+            };
+            let mut filtered = packet.netfilter_packet(src);
+            filtered.out_iface = path.dev.clone();
+            filtered.ct_nat = branch.connection_nat(ns);
+            for outcome in netfilter.traverse(PacketPath::Output, filtered, &context) {
+                ways.push((
+                    packet.clone(),
+                    path.probability,
+                    routed.clone(),
+                    Some(outcome),
+                ));
             }
         }
+        let forks = self.fork(hop, &branch, ways.len());
+        let mut nexts = Vec::with_capacity(ways.len());
+        for ((packet, share, routed, outcome), (hop, mut branch)) in ways.into_iter().zip(forks) {
+            branch.probability *= share;
+            self.sent(ns, hop, &packet, &mut branch);
+            nexts.push(match outcome {
+                Some(outcome) => {
+                    let followed = Followed {
+                        arrived: packet,
+                        outcome,
+                        iif: None,
+                        routed: Some(routed),
+                        branch,
+                    };
+                    Next::Netfilter(Place::new(ns, hop), Box::new(followed))
+                }
+                None => {
+                    let reason = format!(
+                        "{} has no address to send from by {}",
+                        hop_id(ns),
+                        match &routed {
+                            RouteChoice::Out { dev: Some(dev), .. } => dev.as_str(),
+                            _ => "?",
+                        }
+                    );
+                    let stop = Stop {
+                        disposition: Disposition::NoRoute,
+                        id: codes::KERNEL_ROUTE_NO_SOURCE,
+                        reason,
+                        evidence: vec![self.file(ns, DumpFile::IpAddr)],
+                    };
+                    self.stop(hop, branch, stop)
+                }
+            });
+        }
+        Next::Fork(nexts)
     }
 
     /// The stop for a drop or reject, naming the rule (or policy) that decided

@@ -36,7 +36,7 @@ use std::net::IpAddr;
 use serde::Serialize;
 
 use super::Tri;
-use super::routing::{Fib, FlowKey, LookupOutcome, RouteError, describe_route, describe_rule};
+use super::routing::{Fib, FlowKey, LookupOutcome, RouteError};
 use crate::net::{self, Family};
 use crate::snapshot::netns::NetnsDump;
 use crate::snapshot::netns::addr::InterfaceAddrs;
@@ -1036,13 +1036,10 @@ fn route_received<'a>(mut branch: chains::Branch<'a>, context: &Context<'_>) -> 
     let lookup = fib.lookup(&branch.packet.flow());
     match lookup.outcome {
         LookupOutcome::Routed {
-            rule,
-            route,
-            route_type: _,
-            paths,
+            rule, route, paths, ..
         } => {
-            let rule_text = Some(describe_rule(fib.rules[rule]));
-            let route_text = fib.routes.get(route).map(describe_route);
+            let rule_text = fib.rule_text(rule);
+            let route_text = fib.route_text(route);
             let mut routed = Vec::with_capacity(paths.len());
             for path in paths {
                 let mut b = branch.clone();
@@ -1086,8 +1083,8 @@ fn route_received<'a>(mut branch: chains::Branch<'a>, context: &Context<'_>) -> 
                 destination,
                 choice: RouteChoice::Failed {
                     error,
-                    rule: rule.map(|r| describe_rule(fib.rules[r])),
-                    route: route.and_then(|r| fib.routes.get(r)).map(describe_route),
+                    rule: fib.rule_text(rule),
+                    route: fib.route_text(route),
                 },
             });
             branch.verdict = Some(Verdict::Unroutable { error });
@@ -1129,14 +1126,14 @@ fn choose_out_interface<'a>(
             RouteChoice::Out {
                 dev,
                 gateway,
-                rule: Some(describe_rule(fib.rules[rule])),
-                route: fib.routes.get(route).map(describe_route),
+                rule: fib.rule_text(rule),
+                route: fib.route_text(route),
             }
         }
         LookupOutcome::Failed { error, rule, route } => RouteChoice::Failed {
             error,
-            rule: rule.map(|r| describe_rule(fib.rules[r])),
-            route: route.and_then(|r| fib.routes.get(r)).map(describe_route),
+            rule: fib.rule_text(rule),
+            route: fib.route_text(route),
         },
         LookupOutcome::Unknown { reason } => RouteChoice::Unknown { reason },
     };

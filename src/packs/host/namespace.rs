@@ -324,7 +324,10 @@ fn route_get(n: &mut NetnsRef, dst: Dynamic) -> Fallible<Dynamic> {
                     "gateway",
                     opt(first.and_then(|p| p.gateway).map(Dynamic::from)),
                 ),
-                ("route", opt(routes.get(route).map(route_map))),
+                (
+                    "route",
+                    opt(route.and_then(|route| routes.get(route)).map(route_map)),
+                ),
             ]))
         }
         LookupOutcome::Failed { error, .. } => Ok(map([("error", text(error.as_str()))])),

@@ -15,6 +15,8 @@ use crate::snapshot::problem::Parsed;
 pub struct InterfaceAddrs {
     pub ifindex: u32,
     pub ifname: String,
+    /// The device's flags (`UP`, `LOWER_UP`, ...), where they were printed.
+    pub flags: Option<Vec<super::link::LinkFlag>>,
     #[serde(rename = "addr_info", default)]
     pub addresses: Vec<InterfaceAddr>,
 }
