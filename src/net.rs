@@ -32,6 +32,17 @@ impl Family {
         }
     }
 
+    /// The families as packs and sysctl paths name them (`ipv4`, `ipv6`).
+    pub const NAMES: [(&'static str, Family); 2] = [("ipv4", Family::Ipv4), ("ipv6", Family::Ipv6)];
+
+    /// The family of that name (`ipv4`, `ipv6`).
+    pub fn from_name(name: &str) -> Option<Family> {
+        Family::NAMES
+            .iter()
+            .find(|(known, _)| *known == name)
+            .map(|(_, family)| *family)
+    }
+
     /// The other family.
     pub fn other(self) -> Family {
         match self {

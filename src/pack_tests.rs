@@ -344,10 +344,9 @@ fn read_flow(node: &yaml::Node, issues: &mut Issues) -> Option<Flow> {
     let assumed = fields.bool("assumed", issues);
     let family = match fields.string("family", issues) {
         None => None,
-        Some(At { value, pos }) => match value.as_str() {
-            "ipv4" => Some(Family::Ipv4),
-            "ipv6" => Some(Family::Ipv6),
-            _ => {
+        Some(At { value, pos }) => match Family::from_name(&value) {
+            Some(family) => Some(family),
+            None => {
                 issues.push(pos.issue(format!("family {value:?} is ipv4 or ipv6")));
                 return None;
             }

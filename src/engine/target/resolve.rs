@@ -149,72 +149,24 @@ pub(crate) fn resolve(snapshot: &Snapshot, request: &Request) -> Result<Resolved
 
 /// `request` as it is asked: once per family where it names a dual-stack
 /// destination by name and says no `family` (the destination's first
-/// address's family first), where the source can send in both (a pod or
-/// node by name; an address only in its own family); else once, as it is.
+/// address's family first, then the other), where the request resolves in
+/// both (a source pod with an address of each; an address source only in
+/// its own family); else once, as it is.
 pub fn per_family(snapshot: &Snapshot, request: &Request) -> Vec<Request> {
-    let families = families(snapshot, request);
-    if families.is_empty() {
-        return vec![request.clone()];
-    }
-    families
-        .into_iter()
-        .map(|family| Request {
-            family: Some(family),
-            ..request.clone()
-        })
-        .collect()
-}
-
-/// Both families, for [`per_family`]; empty where the request is asked once.
-fn families(snapshot: &Snapshot, request: &Request) -> Vec<Family> {
-    if request.family.is_some() || request.via.is_some() {
-        return Vec::new();
-    }
-    let cluster = &snapshot.cluster;
-    let addresses = |endpoint: &Endpoint| -> Vec<IpAddr> {
-        match endpoint {
-            Endpoint::Pod {
-                namespace, name, ..
-            } => cluster
-                .pod(namespace, name)
-                .map(|pod| pod.ips.clone())
-                .unwrap_or_default(),
-            Endpoint::Node { name, .. } => cluster
-                .node(name)
-                .map(|node| node.addresses.iter().filter_map(|a| a.ip()).collect())
-                .unwrap_or_default(),
-            Endpoint::Service {
-                namespace, name, ..
-            } => cluster
-                .service(namespace, name)
-                .map(|service| service.cluster_ips.clone())
-                .unwrap_or_default(),
-            Endpoint::Ip { .. } => Vec::new(),
+    let in_family = |family: Family| Request {
+        family: Some(family),
+        ..request.clone()
+    };
+    let first = match (request.family, resolve(snapshot, request)) {
+        (None, Ok(resolved)) => Family::of(resolved.question.dst),
+        _ => return vec![request.clone()],
+    };
+    let other = in_family(first.other());
+    match resolve(snapshot, &other) {
+        Ok(resolved) if Family::of(resolved.question.dst) == first.other() => {
+            vec![in_family(first), other]
         }
-    };
-    let of = |addresses: &[IpAddr]| -> Vec<Family> {
-        let mut families: Vec<Family> = Vec::new();
-        for family in addresses.iter().map(|ip| Family::of(*ip)) {
-            if !families.contains(&family) {
-                families.push(family);
-            }
-        }
-        families
-    };
-    let destination = of(&addresses(&request.to));
-    let source = match &request.from {
-        Endpoint::Ip { .. } => return Vec::new(),
-        // A node sends from whichever address its route chooses.
-        Endpoint::Node { .. } => destination.clone(),
-        from => of(&addresses(from)),
-    };
-    let both: Vec<Family> = destination
-        .into_iter()
-        .filter(|family| source.contains(family))
-        .collect();
-    match both.len() {
-        2 => both,
-        _ => Vec::new(),
+        _ => vec![request.clone()],
     }
 }
 

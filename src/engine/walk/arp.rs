@@ -307,15 +307,9 @@ impl<'s> Walker<'s> {
         name: &str,
         to_do: &str,
     ) -> Result<i64, ArpRefusal> {
-        let value = self.sysctls(ns).and_then(|sysctls| {
-            ["all", ifname]
-                .iter()
-                .filter_map(|ifname| {
-                    let key = Sysctls::interface_key(Family::Ipv4, ifname, name);
-                    sysctls.get_i64(&key).ok().flatten()
-                })
-                .max()
-        });
+        let value = self
+            .sysctls(ns)
+            .and_then(|sysctls| all_or_interface(sysctls, Family::Ipv4, ifname, name));
         value.ok_or_else(|| {
             let key = format!("net.ipv4.conf.{{all,{ifname}}}.{name}");
             ArpRefusal::Unknown(self.missing(ns, Wanted::In(&key, DumpFile::Sysctl), to_do))
@@ -420,14 +414,15 @@ impl Walker<'_> {
                 to_do,
             )));
         };
-        let setting = |ifname: &str, name: &str| {
-            sysctls
-                .get_i64(&Sysctls::interface_key(Family::Ipv6, ifname, name))
-                .ok()
-                .flatten()
-        };
-        let proxy_ndp = setting("all", "proxy_ndp").max(setting(&iface.ifname, "proxy_ndp"));
-        let forwarding = setting(&iface.ifname, "forwarding");
+        let proxy_ndp = all_or_interface(sysctls, Family::Ipv6, &iface.ifname, "proxy_ndp");
+        let forwarding = sysctls
+            .get_i64(&Sysctls::interface_key(
+                Family::Ipv6,
+                &iface.ifname,
+                "forwarding",
+            ))
+            .ok()
+            .flatten();
         match (proxy_ndp, forwarding) {
             (Some(0), _) | (_, Some(0)) => Err(ArpRefusal::Silent {
                 why: format!(
@@ -454,6 +449,19 @@ impl Walker<'_> {
             ))),
         }
     }
+}
+
+/// A neighbour setting as the kernel reads it: the larger of `all`'s and
+/// the interface's own (for an on/off one, either being on); `None` where
+/// sysctl.txt has neither.
+fn all_or_interface(sysctls: &Sysctls, family: Family, ifname: &str, name: &str) -> Option<i64> {
+    ["all", ifname]
+        .iter()
+        .filter_map(|ifname| {
+            let key = Sysctls::interface_key(family, ifname, name);
+            sysctls.get_i64(&key).ok().flatten()
+        })
+        .max()
 }
 
 #[cfg(test)]

@@ -185,10 +185,8 @@ pub fn register(engine: &mut Engine) {
 }
 
 fn sysctl_key(family: &str, ifname: &str, setting: &str) -> Fallible<String> {
-    let family = match family {
-        "ipv4" => Family::Ipv4,
-        "ipv6" => Family::Ipv6,
-        other => return fail(format!("family {other:?} is neither ipv4 nor ipv6")),
+    let Some(family) = Family::from_name(family) else {
+        return fail(format!("family {family:?} is neither ipv4 nor ipv6"));
     };
     Ok(Sysctls::interface_key(family, ifname, setting))
 }

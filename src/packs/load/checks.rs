@@ -73,10 +73,9 @@ impl Loader<'_> {
         let for_each = f
             .string("for_each", &mut self.issues)
             .and_then(|s| keyword(&s, &ForEach::ALL, "for_each", &mut self.issues));
-        const FAMILIES: [(&str, Family); 2] = [("ipv4", Family::Ipv4), ("ipv6", Family::Ipv6)];
         let family = f
             .string("ip_family", &mut self.issues)
-            .and_then(|s| keyword(&s, &FAMILIES, "ip_family", &mut self.issues));
+            .and_then(|s| keyword(&s, &Family::NAMES, "ip_family", &mut self.issues));
         let when = f
             .take("when")
             .and_then(|n| self.value(n, "when", engine, compiler));
