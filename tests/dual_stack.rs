@@ -3,7 +3,8 @@
 //! destination named by name is diagnosed in both families, each with its
 //! verdict; `--family` narrows it to one; a fault of one family fails that
 //! family's verdict alone and names the fault; a question that mixes
-//! families is refused.
+//! families is refused; a matrix asks each pair in each family, and `diff`
+//! tells the families apart.
 
 mod common;
 
@@ -79,8 +80,9 @@ fn family_narrows_the_question_to_one_family() {
     assert_eq!(out.matches("]:8080): delivered").count(), 4, "{out}");
 }
 
-#[test]
-fn an_ipv6_fault_fails_the_ipv6_verdict_alone_and_names_the_rule() {
+/// The example with an ip6tables rule on node-2 that drops every IPv6 pod
+/// packet it forwards, and that rule's file.
+fn with_ipv6_forward_dropped() -> (tempfile::TempDir, std::path::PathBuf) {
     let copy = common::copy_snapshot(EXAMPLE);
     let rules = copy.path().join("nodes/node-2/host/ip6tables-save.txt");
     common::edit_text(&rules, |text| {
@@ -90,6 +92,12 @@ fn an_ipv6_fault_fails_the_ipv6_verdict_alone_and_names_the_rule() {
             1,
         )
     });
+    (copy, rules)
+}
+
+#[test]
+fn an_ipv6_fault_fails_the_ipv6_verdict_alone_and_names_the_rule() {
+    let (copy, rules) = with_ipv6_forward_dropped();
     let dir = copy.path().to_str().unwrap();
     let args = [
         "-s",
@@ -130,6 +138,92 @@ fn an_ipv6_fault_fails_the_ipv6_verdict_alone_and_names_the_rule() {
         written.lines().nth(line - 1),
         Some("-A FORWARD -s fd00:10:244::/56 -j DROP")
     );
+}
+
+#[test]
+fn a_matrix_asks_each_pair_in_each_family_and_diff_tells_them_apart() {
+    let (copy, _) = with_ipv6_forward_dropped();
+    let broken = copy.path().to_str().unwrap();
+    let selection = ["--from", "default/web-0", "--to-pods", "default"];
+    let (code, csv) =
+        common::skoop(&[&["matrix", "-s", broken, "-o", "csv"], &selection[..]].concat());
+    assert_eq!(code, Some(1), "{csv}");
+    let rows: Vec<Vec<&str>> = csv
+        .lines()
+        .skip(1)
+        .map(|row| row.split(',').collect())
+        .collect();
+    // web-0 to each of the four pods, in IPv4 and in IPv6.
+    let asked: Vec<(&str, &str)> = rows
+        .iter()
+        .map(|row| (row[1], row[row.len() - 1]))
+        .collect();
+    assert_eq!(asked.len(), 8, "{csv}");
+    assert_eq!(asked[0], ("default/web-0:8080", "IPv4"), "{csv}");
+    assert_eq!(asked[1], ("default/web-0:8080", "IPv6"), "{csv}");
+    // Only IPv6 flows that cross node-2 are stopped there.
+    for row in &rows {
+        let (to, verdict, family) = (row[1], row[3], row[row.len() - 1]);
+        let on_node_2 = to == "default/web-2:8080" || to == "default/web-3:8080";
+        let expected = if family == "IPv6" && on_node_2 {
+            "not_delivered"
+        } else {
+            "succeeds"
+        };
+        assert_eq!(verdict, expected, "{to} in {family}: {csv}");
+    }
+
+    let (code, text) = common::skoop(&[&["diff", EXAMPLE, broken], &selection[..]].concat());
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.contains("2 flows changed, 6 unchanged, 0 only before, 0 only after"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "broke default/web-0 -> default/web-3:8080 (tcp, IPv6): delivered -> denied_by_netfilter"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_picture_draws_the_failing_family_and_gives_the_others_verdict() {
+    let (copy, _) = with_ipv6_forward_dropped();
+    let broken = copy.path().to_str().unwrap();
+    let args = [
+        "-s",
+        broken,
+        "--from",
+        "default/web-0",
+        "--to",
+        "default/web-3:8080",
+    ];
+    let (code, dot) = diagnose(&[&args[..], &["-o", "dot"]].concat());
+    assert_eq!(code, Some(1), "{dot}");
+    let label = dot.lines().nth(1).unwrap_or_default();
+    assert!(
+        label.contains(
+            "label=\"IPv6: default/web-0 -> default/web-3:8080 ([fd00:10:244:2::3]:8080 tcp)"
+        ),
+        "{label}"
+    );
+    assert!(label.contains("verdict: ✖ denied_by_netfilter"), "{label}");
+    assert!(
+        label.contains("IPv4: ✔ delivered (not drawn: --family ipv4 draws it)"),
+        "{label}"
+    );
+    let (_, svg) = diagnose(&[&args[..], &["-o", "svg"]].concat());
+    assert!(svg.contains("<title>IPv6: default/web-0"), "{svg}");
+    assert!(svg.contains("IPv4: ✔ delivered (not drawn"), "{svg}");
+    // Asked in IPv4 alone, the picture is as it always was.
+    let (code, dot) = diagnose(&[&args[..], &["-o", "dot", "--family", "ipv4"]].concat());
+    assert_eq!(code, Some(0), "{dot}");
+    assert!(
+        dot.contains("label=\"default/web-0 -> default/web-3:8080 (10.244.2.3:8080 tcp)"),
+        "{dot}"
+    );
+    assert!(!dot.contains("IPv6"), "{dot}");
 }
 
 #[test]

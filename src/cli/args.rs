@@ -5,14 +5,30 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::Args;
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
-use skoop::net::Protocol;
+use clap::{Args, ValueEnum};
+use skoop::net::{Family, Protocol};
 use skoop::packs::{LoadedPacks, NO_CNI, Override};
 use skoop::snapshot::input::Boundary;
 use skoop::snapshot::{ClusterFrom, Problem, Snapshot, SnapshotError};
 
 use super::EXIT_USAGE;
+
+/// `--family`: an address family as the commands name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FamilyArg {
+    Ipv4,
+    Ipv6,
+}
+
+impl FamilyArg {
+    pub fn family(self) -> Family {
+        match self {
+            FamilyArg::Ipv4 => Family::Ipv4,
+            FamilyArg::Ipv6 => Family::Ipv6,
+        }
+    }
+}
 
 /// Whether a snapshot's cluster cache may stand for its `cluster/` files:
 /// what every command that reads a snapshot to diagnose it shares.

@@ -19,7 +19,9 @@ use skoop::snapshot::cluster::cache;
 use skoop::snapshot::input::Boundary;
 use tempfile::TempDir;
 
-use super::args::{CacheArgs, CniChoice, LoadArgs, parse_endpoint, parse_port, protocol_parser};
+use super::args::{
+    CacheArgs, CniChoice, FamilyArg, LoadArgs, parse_endpoint, parse_port, protocol_parser,
+};
 use super::interrupt::Temporary;
 use super::live::{LiveArgs, Stopped, Summary, collect_flow, print_outcomes};
 use super::{
@@ -277,22 +279,6 @@ impl DiagnoseArgs {
     }
 }
 
-/// `--family`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum FamilyArg {
-    Ipv4,
-    Ipv6,
-}
-
-impl FamilyArg {
-    fn family(self) -> Family {
-        match self {
-            FamilyArg::Ipv4 => Family::Ipv4,
-            FamilyArg::Ipv6 => Family::Ipv6,
-        }
-    }
-}
-
 /// What `diagnose` writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum ReportFormat {
@@ -374,10 +360,25 @@ impl Destination {
 
     /// Writes the diagnoses (one per family asked) in the destination's
     /// format: in text each family's report under its name, in JSON the
-    /// others' in the first's `other_families`; a picture draws the first.
+    /// others' in the first's `other_families`; a picture draws the family
+    /// with the worst verdict (the first of equals) and gives the others'
+    /// verdicts.
     fn write_report(self, diagnoses: &[Diagnosis], detail: Detail) -> Result<(), ExitCode> {
         let Some(first) = diagnoses.first() else {
             return Ok(());
+        };
+        let drawn = || {
+            // `max_by_key` keeps the last of equals: reversed, the first.
+            let (worst, _) = diagnoses
+                .iter()
+                .enumerate()
+                .rev()
+                .max_by_key(|(_, diagnosis)| diagnosis.verdict())
+                .unwrap_or((0, first));
+            let others = (diagnoses.iter().enumerate())
+                .filter(move |(index, _)| *index != worst)
+                .map(|(_, diagnosis)| diagnosis);
+            Report::of_families(std::iter::once(&diagnoses[worst]).chain(others))
         };
         match self.format {
             ReportFormat::Text if diagnoses.len() == 1 => {
@@ -398,9 +399,15 @@ impl Destination {
                 Some(report) => self.write_json(&report),
                 None => Ok(()),
             },
-            ReportFormat::Dot => self.write(&dot::render(&Picture::new(&Report::new(first)))),
-            ReportFormat::Svg => self.write(&svg::render(&Picture::new(&Report::new(first)))),
-            ReportFormat::Html => self.write(&html::render(&Report::new(first))),
+            ReportFormat::Dot | ReportFormat::Svg | ReportFormat::Html => {
+                let Some(drawn) = drawn() else { return Ok(()) };
+                let written = match self.format {
+                    ReportFormat::Dot => dot::render(&Picture::new(&drawn)),
+                    ReportFormat::Svg => svg::render(&Picture::new(&drawn)),
+                    _ => html::render(&drawn),
+                };
+                self.write(&written)
+            }
         }
     }
 }

@@ -103,7 +103,7 @@ impl Side {
             .flows
             .iter()
             .map(|f| {
-                Flow::parse(&f.from, &f.to, &f.protocol)
+                Flow::parse(&f.from, &f.to, &f.protocol, f.family.as_deref())
                     .map_err(|e| format!("{}: flow {} -> {}: {e}", path.display(), f.from, f.to))
             })
             .collect()

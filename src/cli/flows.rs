@@ -11,7 +11,9 @@ use skoop::matrix::{self, Destinations, Flow, PodSelector, Sources};
 use skoop::packs::LoadedPacks;
 use skoop::report::matrix::MatrixReport;
 
-use super::args::{CacheArgs, CniChoice, LoadArgs, parse_endpoint, parse_port, protocol_parser};
+use super::args::{
+    CacheArgs, CniChoice, FamilyArg, LoadArgs, parse_endpoint, parse_port, protocol_parser,
+};
 use super::{report_empty_dumps, report_problems};
 
 /// Which flows, with which packs, on how many threads.
@@ -50,6 +52,11 @@ pub struct FlowArgs {
     /// The protocol of --to, and of --to-nodes and --to-pods with --port.
     #[arg(long, value_parser = protocol_parser(), default_value = "tcp", help_heading = "Destinations")]
     protocol: Protocol,
+    /// Only the flows of this address family. Without it, a pair whose
+    /// destination is dual-stack (and whose source has both families) is a
+    /// flow in each family, as diagnose asks it.
+    #[arg(long, value_name = "FAMILY", help_heading = "Destinations")]
+    family: Option<FamilyArg>,
     /// The rule packs to consult (built-in ones always; see `skoop packs`).
     #[command(flatten)]
     packs: LoadArgs,
@@ -81,6 +88,7 @@ impl FlowArgs {
                 nodes: self.to_nodes,
                 port: self.port,
                 protocol: self.protocol,
+                family: self.family.map(FamilyArg::family),
             },
             packs: self.packs,
             cni: self.cni,

@@ -31,6 +31,10 @@ use super::{EXIT_USAGE, ReportFile, json_text, terminal_lines, verdict_status, w
 ///   --to-pods SELECTOR    pods: each container port they declare (--port: that one)
 ///   --to-nodes            every node, on --port over --protocol (without --port: ping)
 ///
+/// A pair whose destination is dual-stack (and whose source can send in both
+/// families) is a flow in each family, as diagnose asks it; --family ipv4|ipv6
+/// keeps one family's flows. IPv6 flows are marked (tcp, IPv6).
+///
 /// A SELECTOR is NAMESPACE, NAMESPACE/LABELS or */LABELS (every namespace),
 /// LABELS a comma-separated list of key=value, key!=value, key, !key. Pods
 /// without an address of their own (Pending, host-network) are no endpoint.

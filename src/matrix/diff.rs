@@ -1,6 +1,6 @@
 //! `skoop diff`: two matrices' answers compared flow by flow — the question
 //! after an upgrade. A flow is the same flow on both sides when its source,
-//! destination and protocol are; it changed when its verdict or its
+//! destination, protocol and family are; it changed when its verdict or its
 //! disposition did.
 
 use std::collections::HashMap;
@@ -12,12 +12,16 @@ use crate::report::matrix::{
 /// Every flow of `after` whose answer differs from `before`'s, in `after`'s
 /// order, and the flows only one side has.
 pub fn diff(before: &MatrixReport, after: &MatrixReport) -> DiffReport {
-    let earlier: HashMap<_, &FlowOut> = before.flows.iter().map(|f| (f.key(), f)).collect();
-    let later: HashMap<_, &FlowOut> = after.flows.iter().map(|f| (f.key(), f)).collect();
+    let (before_flows, after_flows) = (
+        with_families(&before.flows, &after.flows),
+        with_families(&after.flows, &before.flows),
+    );
+    let earlier: HashMap<_, &FlowOut> = before_flows.iter().map(|f| (f.key(), f)).collect();
+    let later: HashMap<_, &FlowOut> = after_flows.iter().map(|f| (f.key(), f)).collect();
     let mut changed = Vec::new();
     let mut only_after = Vec::new();
     let mut unchanged = 0;
-    for flow in &after.flows {
+    for flow in &after_flows {
         let Some(old) = earlier.get(&flow.key()) else {
             only_after.push(flow.clone());
             continue;
@@ -28,8 +32,7 @@ pub fn diff(before: &MatrixReport, after: &MatrixReport) -> DiffReport {
         }
         changed.push(change(old, flow));
     }
-    let only_before = before
-        .flows
+    let only_before = before_flows
         .iter()
         .filter(|f| !later.contains_key(&f.key()))
         .cloned()
@@ -45,6 +48,33 @@ pub fn diff(before: &MatrixReport, after: &MatrixReport) -> DiffReport {
     }
 }
 
+/// `flows`, where one was saved without its family (by a matrix from
+/// before flows carried it, when a flow was asked in its destination's first
+/// family alone), with the family of `other`'s first flow of the same
+/// source, destination and protocol.
+fn with_families(flows: &[FlowOut], other: &[FlowOut]) -> Vec<FlowOut> {
+    let mut first_family = HashMap::new();
+    for flow in other {
+        if let Some(family) = &flow.family {
+            first_family
+                .entry((&flow.from, &flow.to, &flow.protocol))
+                .or_insert(family);
+        }
+    }
+    flows
+        .iter()
+        .map(|flow| {
+            let mut flow = flow.clone();
+            if flow.family.is_none() {
+                flow.family = first_family
+                    .get(&(&flow.from, &flow.to, &flow.protocol))
+                    .map(|family| (*family).clone());
+            }
+            flow
+        })
+        .collect()
+}
+
 /// A flow whose answer went from `old` to `new`, and the finding that made
 /// the difference.
 fn change(old: &FlowOut, new: &FlowOut) -> FlowChange {
@@ -57,6 +87,7 @@ fn change(old: &FlowOut, new: &FlowOut) -> FlowChange {
         from: new.from.clone(),
         to: new.to.clone(),
         protocol: new.protocol.clone(),
+        family: new.family.clone(),
         change,
         before: old.clone(),
         after: new.clone(),
@@ -75,6 +106,7 @@ mod tests {
             from: "default/web-0".into(),
             to: to.into(),
             protocol: "tcp".into(),
+            family: Some("IPv4".into()),
             verdict,
             disposition: Some(disposition.into()),
             assumed: false,
@@ -210,5 +242,43 @@ mod tests {
             report.changed[0].cause.as_ref().map(|c| c.id.as_str()),
             Some(codes::KERNEL_NETFILTER_DENIED.id)
         );
+    }
+
+    #[test]
+    fn a_flow_is_the_same_flow_in_its_own_family_only() {
+        let ok = FlowVerdict::Succeeds;
+        let bad = FlowVerdict::NotDelivered;
+        let in_family = |family: Option<&str>, verdict, disposition| FlowOut {
+            family: family.map(str::to_owned),
+            ..flow("default/web-3:8080", verdict, disposition, None)
+        };
+        let before = matrix(
+            "a",
+            vec![
+                in_family(Some("IPv4"), ok, "delivered"),
+                in_family(Some("IPv6"), ok, "delivered"),
+            ],
+        );
+        let after = matrix(
+            "b",
+            vec![
+                in_family(Some("IPv4"), ok, "delivered"),
+                in_family(Some("IPv6"), bad, "no_route"),
+            ],
+        );
+        let report = diff(&before, &after);
+        assert_eq!(report.unchanged, 1);
+        assert_eq!(report.changed.len(), 1);
+        assert_eq!(report.changed[0].family.as_deref(), Some("IPv6"));
+        assert_eq!(report.changed[0].change, Change::Broke);
+
+        // A matrix saved before flows carried their family asked each pair
+        // in its destination's first family: its flow is that one.
+        let saved = matrix("old", vec![in_family(None, ok, "delivered")]);
+        let report = diff(&saved, &after);
+        assert_eq!(report.unchanged, 1);
+        assert!(report.changed.is_empty() && report.only_before.is_empty());
+        assert_eq!(report.only_after.len(), 1);
+        assert_eq!(report.only_after[0].family.as_deref(), Some("IPv6"));
     }
 }

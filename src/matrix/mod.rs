@@ -20,6 +20,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::engine::{self, Diagnosis, Endpoint, Protocol, Request};
+use crate::net::Family;
 use crate::packs::LoadedPacks;
 use crate::report::matrix::FlowOut;
 use crate::snapshot::cluster::{
@@ -28,12 +29,17 @@ use crate::snapshot::cluster::{
 use crate::snapshot::{NetnsId, Snapshot};
 
 /// One question of a matrix: what `skoop diagnose --from FROM --to TO
-/// --protocol PROTOCOL` asks (a destination's port is part of `to`).
+/// --protocol PROTOCOL --family FAMILY` asks (a destination's port is part
+/// of `to`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Flow {
     pub from: Endpoint,
     pub to: Endpoint,
     pub protocol: Protocol,
+    /// `None`: the destination's first address's family, as `diagnose`
+    /// without `--family` asks one family (a saved matrix's flow from
+    /// before flows carried their family).
+    pub family: Option<Family>,
 }
 
 impl Flow {
@@ -46,13 +52,19 @@ impl Flow {
             protocol: self.protocol,
             size: None,
             via: None,
-            family: None,
+            family: self.family,
         }
     }
 
-    /// The flow a matrix's JSON names (`from`, `to`, `protocol` as written
-    /// there), so that a saved matrix can be asked again of a snapshot.
-    pub fn parse(from: &str, to: &str, protocol: &str) -> Result<Flow, String> {
+    /// The flow a matrix's JSON names (`from`, `to`, `protocol`, `family`
+    /// as written there), so that a saved matrix can be asked again of a
+    /// snapshot.
+    pub fn parse(
+        from: &str,
+        to: &str,
+        protocol: &str,
+        family: Option<&str>,
+    ) -> Result<Flow, String> {
         let endpoint = |text: &str| {
             text.parse::<Endpoint>()
                 .map_err(|e: engine::TargetError| e.to_string())
@@ -61,10 +73,17 @@ impl Flow {
             .into_iter()
             .find(|p| p.as_str() == protocol)
             .ok_or_else(|| format!("{protocol:?} is not a protocol (tcp, udp, sctp, icmp)"))?;
+        let family = family
+            .map(|name| {
+                Family::from_name(&name.to_ascii_lowercase())
+                    .ok_or_else(|| format!("{name:?} is not an address family (IPv4, IPv6)"))
+            })
+            .transpose()?;
         Ok(Flow {
             from: endpoint(from)?,
             to: endpoint(to)?,
             protocol,
+            family,
         })
     }
 }
@@ -158,19 +177,36 @@ pub struct Destinations {
     pub nodes: bool,
     pub port: Option<u16>,
     pub protocol: Protocol,
+    /// Only flows of this family; `None`: each pair in every family both
+    /// ends have, as `diagnose` asks a dual-stack destination.
+    pub family: Option<Family>,
 }
 
-/// Every flow of the matrix: each source to each destination, in order.
+/// Every flow of the matrix: each source to each destination, in order,
+/// each pair once per family it is asked in (see [`engine::per_family`]).
 /// A destination that is its own source is kept: `diagnose` answers it.
 pub fn flows(snapshot: &Snapshot, sources: &Sources, destinations: &Destinations) -> Vec<Flow> {
     let from = source_endpoints(snapshot, sources);
     let to = destination_endpoints(snapshot, destinations);
     from.iter()
         .flat_map(|source| {
-            to.iter().map(|(to, protocol)| Flow {
-                from: source.clone(),
-                to: to.clone(),
-                protocol: *protocol,
+            to.iter().flat_map(|(to, protocol)| {
+                let flow = Flow {
+                    from: source.clone(),
+                    to: to.clone(),
+                    protocol: *protocol,
+                    family: destinations.family,
+                };
+                match flow.family {
+                    Some(_) => vec![flow],
+                    None => engine::per_family(snapshot, &flow.request())
+                        .into_iter()
+                        .map(|request| Flow {
+                            family: request.family,
+                            ..flow.clone()
+                        })
+                        .collect(),
+                }
             })
         })
         .collect()
@@ -403,7 +439,7 @@ pub fn evaluate(
                     each(index, &diagnosis);
                     FlowOut::new(from, to, flow.protocol, &diagnosis)
                 }
-                Err(e) => FlowOut::refused(from, to, flow.protocol, e.to_string()),
+                Err(e) => FlowOut::refused(from, to, flow.protocol, flow.family, e.to_string()),
             };
             answered.push((index, answer));
         }
@@ -472,13 +508,21 @@ mod tests {
 
     #[test]
     fn flow_parse_reads_what_a_matrix_writes() {
-        let flow = Flow::parse("default/web-0", "svc/default/web:80", "udp").unwrap();
+        let flow = Flow::parse("default/web-0", "svc/default/web:80", "udp", None).unwrap();
         assert_eq!(flow.to.to_string(), "svc/default/web:80");
         assert_eq!(flow.protocol, Protocol::Udp);
+        assert_eq!(flow.family, None);
+        let flow = Flow::parse("default/web-0", "default/web-3", "tcp", Some("IPv6")).unwrap();
+        assert_eq!(flow.family, Some(Family::Ipv6));
         assert!(
-            Flow::parse("default/web-0", "node/n", "gre")
+            Flow::parse("default/web-0", "node/n", "gre", None)
                 .unwrap_err()
                 .contains("gre")
+        );
+        assert!(
+            Flow::parse("default/web-0", "node/n", "tcp", Some("inet6"))
+                .unwrap_err()
+                .contains("inet6")
         );
     }
 }

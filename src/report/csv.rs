@@ -7,7 +7,7 @@ use crate::report::matrix::{CauseOut, MatrixReport};
 /// The header, then a row per flow; each line ends in CR LF.
 pub fn render(report: &MatrixReport) -> String {
     let mut csv = String::from(
-        "from,to,protocol,verdict,disposition,assumed,paths,failing_paths,finding,severity,hop,message,evidence,error\r\n",
+        "from,to,protocol,verdict,disposition,assumed,paths,failing_paths,finding,severity,hop,message,evidence,error,family\r\n",
     );
     for flow in &report.flows {
         let finding = flow.finding.as_ref();
@@ -27,6 +27,7 @@ pub fn render(report: &MatrixReport) -> String {
             field(|c| &c.message),
             field(|c| &c.evidence),
             flow.error.clone().unwrap_or_default(),
+            flow.family.clone().unwrap_or_default(),
         ];
         let quoted: Vec<String> = row.iter().map(|f| field_text(f)).collect();
         csv.push_str(&quoted.join(","));

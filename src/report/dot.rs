@@ -35,6 +35,7 @@ pub fn render(picture: &Picture) -> String {
         picture.request.clone(),
         format!("verdict: {}", picture.verdict),
     ];
+    legend.extend(picture.other_families.iter().cloned());
     legend.extend(picture.key_findings.iter().cloned());
     legend.extend(picture.more_findings.clone());
     legend.extend(picture.off_path.clone());

@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 
 use super::html;
 use super::markup::escape;
-use super::matrix::{FlowVerdict, MatrixReport};
+use super::matrix::{FlowOut, FlowVerdict, MatrixReport};
 
 const STYLE: &str = r#"
 body { font-family: sans-serif; margin: 1.5em; color: #1b1b1b; }
@@ -95,47 +95,51 @@ pub fn render(matrix: &MatrixReport, link: impl Fn(usize) -> Option<String>) -> 
     html
 }
 
-/// The table: a row per source, a column per destination and protocol.
+/// The table: a row per source, a column per destination, protocol and
+/// family.
 fn write_grid(html: &mut String, matrix: &MatrixReport, link: impl Fn(usize) -> Option<String>) {
-    // Rows and columns in the order the flows first name them.
+    // Rows and columns in the order the flows first name them; a column is
+    // named by the flow that first names it.
     let mut sources: Vec<&str> = Vec::new();
-    let mut destinations: Vec<(&str, &str)> = Vec::new();
+    let mut destinations: Vec<&FlowOut> = Vec::new();
     let mut seen = (HashSet::new(), HashSet::new());
     for flow in &matrix.flows {
         if seen.0.insert(flow.from.as_str()) {
             sources.push(&flow.from);
         }
-        let destination = (flow.to.as_str(), flow.protocol.as_str());
-        if seen.1.insert(destination) {
-            destinations.push(destination);
+        let (_, to, protocol, family) = flow.key();
+        if seen.1.insert((to, protocol, family)) {
+            destinations.push(flow);
         }
     }
     // Each cell's flow, by source and destination.
-    let cells: HashMap<(&str, &str, &str), usize> = matrix
+    let cells: HashMap<_, usize> = matrix
         .flows
         .iter()
         .enumerate()
         .map(|(index, flow)| (flow.key(), index))
         .collect();
-    let cell =
-        |source: &str, (to, protocol): (&str, &str)| cells.get(&(source, to, protocol)).copied();
+    let cell = |source: &str, column: &FlowOut| {
+        let (_, to, protocol, family) = column.key();
+        cells.get(&(source, to, protocol, family)).copied()
+    };
     let _ = writeln!(
         html,
         "<h2>Flows</h2>\n<table class=\"heatmap\">\n<thead><tr><th>from \\ to</th>"
     );
-    for (to, protocol) in &destinations {
+    for column in &destinations {
         let _ = write!(
             html,
             "<th scope=\"col\">{} ({})</th>",
-            escape(to),
-            escape(protocol)
+            escape(&column.to),
+            escape(&column.carried())
         );
     }
     let _ = writeln!(html, "</tr></thead>\n<tbody>");
     for source in &sources {
         let _ = write!(html, "<tr><th scope=\"row\">{}</th>", escape(source));
         for destination in &destinations {
-            let Some(index) = cell(source, *destination) else {
+            let Some(index) = cell(source, destination) else {
                 let _ = write!(html, "<td class=\"none\"></td>");
                 continue;
             };
@@ -145,7 +149,7 @@ fn write_grid(html: &mut String, matrix: &MatrixReport, link: impl Fn(usize) -> 
                 "{} -> {} ({}): {}",
                 flow.from,
                 flow.to,
-                flow.protocol,
+                flow.carried(),
                 flow.disposition.as_deref().unwrap_or(verdict.as_str())
             );
             if let Some(finding) = &flow.finding {
@@ -192,6 +196,7 @@ mod tests {
             from: from.into(),
             to: to.into(),
             protocol: "tcp".into(),
+            family: Some("IPv4".into()),
             verdict,
             disposition: Some("no_route".into()),
             assumed: false,

@@ -125,7 +125,7 @@ pub(super) fn write_head(html: &mut String, title: &str, policy: &str, style: &s
 pub fn render(report: &Report) -> String {
     let picture = Picture::new(report);
     let mut html = String::new();
-    let title = format!("skoop: {}: {}", report.request_text, picture.verdict);
+    let title = format!("skoop: {}: {}", picture.request, picture.verdict);
     let policy =
         format!("default-src 'none'; style-src 'unsafe-inline'; script-src '{SCRIPT_HASH}'");
     write_head(&mut html, &title, &policy, STYLE);
@@ -155,8 +155,11 @@ fn write_verdict(html: &mut String, report: &Report, picture: &Picture) {
         "<header class=\"verdict {}\" id=\"verdict\">\n<h1>{}</h1>\n<p class=\"mono\">{}</p>",
         picture.outcome.name(),
         escape(&picture.verdict),
-        escape(&report.request_text)
+        escape(&picture.request)
     );
+    for other in &picture.other_families {
+        let _ = writeln!(html, "<p>{}</p>", escape(other));
+    }
     if !report.packs.is_empty() {
         let _ = writeln!(html, "<p>packs: {}</p>", escape(&report.packs.join(", ")));
     }

@@ -370,10 +370,10 @@ impl Report {
 
     /// The report of one question asked in several families: the first's,
     /// with the others' reports in `other_families`.
-    pub fn of_families(diagnoses: &[Diagnosis]) -> Option<Report> {
-        let (first, others) = diagnoses.split_first()?;
-        let mut report = Report::new(first);
-        report.other_families = others.iter().map(Report::new).collect();
+    pub fn of_families<'d>(diagnoses: impl IntoIterator<Item = &'d Diagnosis>) -> Option<Report> {
+        let mut diagnoses = diagnoses.into_iter();
+        let mut report = Report::new(diagnoses.next()?);
+        report.other_families = diagnoses.map(Report::new).collect();
         Some(report)
     }
 }

@@ -190,6 +190,10 @@ fn legend(picture: &Picture, width: f64) -> (Vec<(LegendStyle, f64, String)>, f6
         y,
         format!("verdict: {}", picture.verdict),
     ));
+    for other in &picture.other_families {
+        y += LINE;
+        legend.push((LegendStyle::Finding, y, other.clone()));
+    }
     y += 4.0;
     for finding in &picture.key_findings {
         for line in wrap(finding, chars, FINDING_LINES) {

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::diagnostic::evidence_text;
 use crate::engine::{Diagnosis, Finding, Protocol, Severity, Verdict};
+use crate::net::Family;
 
 /// The version of this contract.
 pub const MATRIX_SCHEMA_VERSION: u32 = 1;
@@ -42,12 +43,17 @@ pub struct Counts {
 }
 
 /// One flow: the question `skoop diagnose --from FROM --to TO --protocol
-/// PROTOCOL` asks, and its answer in brief.
+/// PROTOCOL --family FAMILY` asks, and its answer in brief.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FlowOut {
     pub from: String,
     pub to: String,
     pub protocol: String,
+    /// The family the flow was asked in (`IPv4`, `IPv6`); absent for a
+    /// flow refused before its family was known, and in a matrix saved
+    /// before flows carried it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub family: Option<String>,
     pub verdict: FlowVerdict,
     /// As `diagnose -o json`'s `disposition`; `null` for an error.
     pub disposition: Option<String>,
@@ -66,8 +72,20 @@ pub struct FlowOut {
 
 impl FlowOut {
     /// What identifies the flow from one matrix to the next.
-    pub fn key(&self) -> (&str, &str, &str) {
-        (&self.from, &self.to, &self.protocol)
+    pub fn key(&self) -> (&str, &str, &str, Option<&str>) {
+        (&self.from, &self.to, &self.protocol, self.family.as_deref())
+    }
+
+    /// How the reports name what the flow carries: `tcp`, or `tcp, IPv6`
+    /// for an IPv6 flow (IPv4 goes unsaid, as it did before flows had a
+    /// family).
+    pub fn carried(&self) -> String {
+        match self.family.as_deref() {
+            Some(family) if family != Family::Ipv4.to_string() => {
+                format!("{}, {family}", self.protocol)
+            }
+            _ => self.protocol.clone(),
+        }
     }
 }
 
@@ -198,6 +216,8 @@ pub struct FlowChange {
     pub from: String,
     pub to: String,
     pub protocol: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub family: Option<String>,
     pub change: Change,
     pub before: FlowOut,
     pub after: FlowOut,
@@ -214,6 +234,7 @@ impl FlowOut {
             from,
             to,
             protocol: protocol.as_str().to_owned(),
+            family: Some(Family::of(diagnosis.request.dst).to_string()),
             verdict: verdict.into(),
             disposition: Some(diagnosis.disposition().as_str().to_owned()),
             assumed: diagnosis.assumed(),
@@ -224,12 +245,20 @@ impl FlowOut {
         }
     }
 
-    /// A flow `diagnose` refuses, with why.
-    pub fn refused(from: String, to: String, protocol: Protocol, error: String) -> FlowOut {
+    /// A flow `diagnose` refuses, with why (and the family it was asked
+    /// in, where one was given).
+    pub fn refused(
+        from: String,
+        to: String,
+        protocol: Protocol,
+        family: Option<Family>,
+        error: String,
+    ) -> FlowOut {
         FlowOut {
             from,
             to,
             protocol: protocol.as_str().to_owned(),
+            family: family.map(|family| family.to_string()),
             verdict: FlowVerdict::Error,
             disposition: None,
             assumed: false,

@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use std::fmt;
 
 use crate::diagnostic::Severity;
+use crate::net::Family;
 
 use super::json::{FindingOut, HopOut, LinkOut, PacketOut, Report, StepKindOut};
 
@@ -123,6 +124,9 @@ pub struct Picture {
     /// The findings about the nodes the flow crosses but not about its
     /// hops, counted apart: `also on these nodes: 1 finding (...)`.
     pub off_path: Option<String>,
+    /// A question asked in both families draws one: the other's verdict,
+    /// `IPv4: ✔ delivered (not drawn: --family ipv4 draws it)`.
+    pub other_families: Vec<String>,
 }
 
 impl Picture {
@@ -208,8 +212,30 @@ impl Picture {
             .iter()
             .map(|f| format!("{} {} at {}: {}", f.severity, f.id, f.hop, f.message))
             .collect();
+        // The family goes unsaid for an IPv4 question asked in IPv4 alone,
+        // as it did before IPv6 was modelled.
+        let family = &report.request.family;
+        let request = if report.other_families.is_empty() && *family == Family::Ipv4.to_string() {
+            report.request_text.clone()
+        } else {
+            format!("{family}: {}", report.request_text)
+        };
+        let other_families = report
+            .other_families
+            .iter()
+            .map(|other| {
+                let family = &other.request.family;
+                format!(
+                    "{family}: {} {}{} (not drawn: --family {} draws it)",
+                    Outcome::of(other.disposition).sign(),
+                    other.disposition,
+                    assumed_mark(other.assumed),
+                    family.to_ascii_lowercase()
+                )
+            })
+            .collect();
         Picture {
-            request: report.request_text.clone(),
+            request,
             verdict: format!(
                 "{} {}{}",
                 outcome.sign(),
@@ -230,6 +256,7 @@ impl Picture {
             },
             key_findings,
             off_path: off_path_line(&report.off_path),
+            other_families,
         }
     }
 }

@@ -499,7 +499,7 @@ fn flow_line(flow: &FlowOut) -> String {
         "    {} -> {} ({}): {}",
         flow.from,
         flow.to,
-        flow.protocol,
+        flow.carried(),
         outcome(flow)
     )
 }
@@ -542,7 +542,7 @@ pub fn diff(report: &DiffReport) -> Vec<String> {
             change.change.as_str(),
             change.from,
             change.to,
-            change.protocol,
+            change.after.carried(),
             outcome(&change.before),
             outcome(&change.after)
         ));
