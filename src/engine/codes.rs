@@ -77,7 +77,7 @@ catalogue! {
     KERNEL_FDB_MISSING = "kernel.fdb.missing", Fatal,
         "no FDB entry gives the remote VTEP of a MAC (`neighbor_failed`)";
     KERNEL_VXLAN_NO_DEVICE = "kernel.vxlan.no-device", Fatal,
-        "no VXLAN device takes the VNI and UDP port at the VTEP (`no_listener`)";
+        "no VXLAN device that is up takes the VNI and UDP port at the VTEP (`no_listener`)";
     KERNEL_VXLAN_MAC_MISMATCH = "kernel.vxlan.mac-mismatch", Fatal,
         "the tunnelled frame is for another MAC than the receiving VXLAN device's (`neighbor_failed`)";
     KERNEL_VXLAN_UNKNOWN = "kernel.vxlan.unknown", Warning,

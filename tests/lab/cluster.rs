@@ -275,27 +275,24 @@ impl Cluster {
     /// Starts a listener in every pod, as its container would, and waits
     /// until each one accepts connections.
     pub fn start_listeners(&self, lab: &mut Lab) {
-        let listeners: Vec<&Netns> = self.pods().map(|p| &p.ns).chain([&self.outside]).collect();
-        for ns in &listeners {
-            spawn_listener(lab, ns);
+        for pod in self.pods() {
+            spawn_pod_listeners(lab, pod);
         }
-        // openbsd nc listens on IPv4 alone: a second one on IPv6.
-        for pod in self.pods().filter(|p| p.ip6.is_some()) {
-            lab.spawn(&pod.ns, &["nc", "-6", "-lk", &POD_PORT.to_string()]);
+        spawn_listener(lab, &self.outside);
+        for pod in self.pods() {
+            wait_listening(&pod.ns);
         }
-        for ns in listeners {
-            wait_listening(ns);
-        }
+        wait_listening(&self.outside);
     }
 
-    /// Runs `occupy` while `pod`'s own listener is stopped, so that it can
+    /// Runs `occupy` while `pod`'s own listeners are stopped, so that it can
     /// listen on [`POD_PORT`] itself (a receiver that counts what arrives,
-    /// where the pod's listener discards it), then starts the listener
-    /// again and waits until it accepts connections.
+    /// where the pod's listener discards it), then starts the listeners
+    /// again and waits until they accept connections.
     pub fn without_listener<T>(&self, lab: &mut Lab, pod: &Pod, occupy: impl FnOnce() -> T) -> T {
         lab.stop_program(&pod.ns, "nc");
         let result = occupy();
-        spawn_listener(lab, &pod.ns);
+        spawn_pod_listeners(lab, pod);
         wait_listening(&pod.ns);
         result
     }
@@ -323,7 +320,16 @@ impl Cluster {
     }
 }
 
-/// Starts a container's listener on [`POD_PORT`] in `ns`.
+/// Starts a pod's listeners on [`POD_PORT`]: openbsd nc listens in one
+/// family, so a dual-stack pod gets a second one on IPv6.
+fn spawn_pod_listeners(lab: &mut Lab, pod: &Pod) {
+    spawn_listener(lab, &pod.ns);
+    if pod.ip6.is_some() {
+        lab.spawn(&pod.ns, &["nc", "-6", "-lk", &POD_PORT.to_string()]);
+    }
+}
+
+/// Starts a container's listener on [`POD_PORT`] in `ns` (IPv4).
 pub fn spawn_listener(lab: &mut Lab, ns: &Netns) {
     lab.spawn(ns, &["nc", "-lk", &POD_PORT.to_string()]);
 }

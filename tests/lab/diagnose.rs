@@ -552,6 +552,17 @@ const VXLAN_FAULTS: &[Fault] = &[
         mtu: None,
     },
     Fault {
+        name: "flannel.1 down on node-2 (the receiving VTEP)",
+        inject: Inject::Kernel(|c| node_run(c, 1, &["ip", "link", "set", "flannel.1", "down"])),
+        blamed: Some("node-2"),
+        expected: Disposition::NoListener,
+        protocol: Protocol::Tcp,
+        port: Some(8080),
+        finds: None,
+        to: To::Pod,
+        mtu: None,
+    },
+    Fault {
         name: "VXLAN neighbour entry missing on node-1",
         inject: Inject::Kernel(|c| {
             node_run(
@@ -1037,6 +1048,162 @@ const VXLAN_FAULTS: &[Fault] = &[
             size: Some(PacketSize::InterfaceMtu),
             warns: None,
         }),
+    },
+];
+
+/// Flannel VXLAN's IPv6 side on a dual-stack lab (`flannel-v6.1`, VXLAN
+/// over the IPv6 underlay): the baselines, and a fault at each of the IPv6
+/// tunnel's stages.
+const IPV6_VXLAN_FAULTS: &[Fault] = &[
+    Fault {
+        name: "healthy (tcp)",
+        inject: Inject::Kernel(|_| {}),
+        blamed: None,
+        expected: Disposition::Delivered,
+        protocol: Protocol::Tcp,
+        port: Some(8080),
+        finds: None,
+        to: To::Pod,
+        mtu: None,
+    },
+    Fault {
+        name: "healthy (icmpv6)",
+        inject: Inject::Kernel(|_| {}),
+        blamed: None,
+        expected: Disposition::Delivered,
+        protocol: Protocol::Icmpv6,
+        port: None,
+        finds: None,
+        to: To::Pod,
+        mtu: None,
+    },
+    Fault {
+        name: "healthy, to the IPv6 ClusterIP",
+        inject: Inject::Kernel(|_| {}),
+        blamed: None,
+        expected: Disposition::Delivered,
+        protocol: Protocol::Tcp,
+        port: Some(80),
+        finds: None,
+        to: To::Service("web"),
+        mtu: None,
+    },
+    Fault {
+        name: "flannel-v6.1's neighbour entry for node-2's IPv6 VTEP missing on node-1",
+        inject: Inject::Kernel(|c| {
+            let vtep6 = c.nodes[1]
+                .pod_cidr6
+                .expect("dual-stack")
+                .network()
+                .to_string();
+            node_run(
+                c,
+                0,
+                &["ip", "-6", "neigh", "del", &vtep6, "dev", "flannel-v6.1"],
+            );
+        }),
+        blamed: Some("node-1"),
+        expected: Disposition::NeighborFailed,
+        protocol: Protocol::Tcp,
+        port: Some(8080),
+        finds: None,
+        to: To::Pod,
+        mtu: None,
+    },
+    Fault {
+        name: "flannel-v6.1's FDB entry for node-2 missing on node-1",
+        inject: Inject::Kernel(|c| {
+            let remote = c.nodes[1].ip6.expect("dual-stack").to_string();
+            delete_vtep_fdb_entry(c, 0, "flannel-v6.1", &remote);
+        }),
+        blamed: Some("node-1"),
+        expected: Disposition::NeighborFailed,
+        protocol: Protocol::Tcp,
+        port: Some(8080),
+        finds: None,
+        to: To::Pod,
+        mtu: None,
+    },
+    Fault {
+        name: "flannel-v6.1 down on node-1",
+        inject: Inject::Kernel(|c| node_run(c, 0, &["ip", "link", "set", "flannel-v6.1", "down"])),
+        blamed: Some("node-1"),
+        expected: Disposition::ExitsCluster,
+        protocol: Protocol::Tcp,
+        port: Some(8080),
+        finds: None,
+        to: To::Pod,
+        mtu: None,
+    },
+    Fault {
+        name: "flannel-v6.1 down on node-2 (the receiving VTEP)",
+        inject: Inject::Kernel(|c| node_run(c, 1, &["ip", "link", "set", "flannel-v6.1", "down"])),
+        blamed: Some("node-2"),
+        expected: Disposition::NoListener,
+        protocol: Protocol::Tcp,
+        port: Some(8080),
+        finds: None,
+        to: To::Pod,
+        mtu: None,
+    },
+    // flanneld asks 1450 of flannel-v6.1 as of flannel.1, but the kernel
+    // caps a VXLAN device over IPv6 at its underlay's MTU less 70: 1430,
+    // under the pods' 1450.
+    Fault {
+        name: "healthy: a DF ping of the pod's MTU (1450) over flannel-v6.1, which the kernel caps at 1430",
+        inject: Inject::Kernel(|_| {}),
+        blamed: Some("node-1"),
+        expected: Disposition::MtuExceeded,
+        protocol: Protocol::Icmpv6,
+        port: None,
+        finds: None,
+        to: To::Pod,
+        mtu: Some(MtuCase {
+            size: Some(PacketSize::InterfaceMtu),
+            warns: None,
+        }),
+    },
+    Fault {
+        name: "healthy: a TCP transfer over flannel-v6.1 at 1430 (path MTU discovery)",
+        inject: Inject::Kernel(|_| {}),
+        blamed: None,
+        expected: Disposition::Delivered,
+        protocol: Protocol::Tcp,
+        port: Some(8080),
+        finds: None,
+        to: To::Pod,
+        mtu: Some(MtuCase {
+            size: None,
+            warns: Some("kernel.mtu.path"),
+        }),
+    },
+    Fault {
+        name: "ip6tables drop of UDP 8472 on node-2's INPUT (the IPv6 VXLAN packets)",
+        inject: Inject::Kernel(|c| {
+            node_run(
+                c,
+                1,
+                &[
+                    "ip6tables",
+                    "-I",
+                    "INPUT",
+                    "1",
+                    "-p",
+                    "udp",
+                    "--dport",
+                    "8472",
+                    "-j",
+                    "DROP",
+                ],
+            )
+        }),
+        blamed: Some("node-2"),
+        expected: Disposition::DeniedByNetfilter,
+        protocol: Protocol::Tcp,
+        port: Some(8080),
+        finds: None,
+        to: To::Pod,
+        mtu: None,
     },
 ];
 
@@ -2049,10 +2216,11 @@ impl LabKind {
     fn topology_name(self) -> &'static str {
         match self {
             LabKind::Scripted(cni) => cni.topology_name(),
-            LabKind::DualStack(cni) if cni.topology_name() == "flannel-host-gw" => {
-                "flannel-host-gw, dual-stack, flows in IPv6"
-            }
-            LabKind::DualStack(_) => unreachable!("the dual-stack lab is Flannel host-gw's"),
+            LabKind::DualStack(cni) => match cni.topology_name() {
+                "flannel-host-gw" => "flannel-host-gw, dual-stack, flows in IPv6",
+                "flannel-vxlan" => "flannel-vxlan, dual-stack, flows in IPv6",
+                other => unreachable!("no dual-stack lab of {other}"),
+            },
             LabKind::Routed { name, .. } => name,
             LabKind::Real(cni, ProxyMode::Iptables) => cni.topology_name(),
             LabKind::Real(RealCni::FlannelVxlan, ProxyMode::Nftables) => {
@@ -2130,6 +2298,11 @@ const TOPOLOGIES: &[Group] = &[
         lab: LabKind::DualStack(&Flannel::HOST_GW),
         peer: Peer::Cluster,
         faults: IPV6_HOST_GW_FAULTS,
+    },
+    Group {
+        lab: LabKind::DualStack(&Flannel::VXLAN),
+        peer: Peer::Cluster,
+        faults: IPV6_VXLAN_FAULTS,
     },
     Group {
         lab: LabKind::Scripted(&Calico::BGP),
@@ -2334,8 +2507,10 @@ fn kernel_delivers(
                 PacketSize::Bytes(bytes) => *bytes,
                 PacketSize::InterfaceMtu => interface_mtu(from),
             };
-            // ping's -s is the ICMP payload: the IP packet less 28 bytes of headers.
-            let payload = (bytes - 28).to_string();
+            // ping's -s is the ICMP payload: the IP packet less its headers,
+            // 28 bytes in IPv4 and 48 in IPv6.
+            let headers = if ip.contains(':') { 48 } else { 28 };
+            let payload = (bytes - headers).to_string();
             let ping = ["ping", "-c", "1", "-W", "2", "-M", "do", "-s", &payload, ip];
             return from.ns.exec(&ping).status.success();
         }
@@ -2361,8 +2536,10 @@ fn interface_mtu(pod: &Pod) -> u32 {
 /// one-shot receiver on `port` in `to`.
 fn transfers(from: &Pod, to: &Pod, ip: &str, port: u16) -> bool {
     let receiver = to.ns.clone();
+    // openbsd nc listens in one family: IPv4 unless told.
+    let family = if ip.contains(':') { "-6" } else { "-4" };
     let counted = std::thread::spawn(move || {
-        let count = format!("nc -l {port} | wc -c");
+        let count = format!("nc {family} -l {port} | wc -c");
         receiver.exec(&["timeout", "10", "sh", "-c", &count])
     });
     std::thread::sleep(std::time::Duration::from_millis(300));

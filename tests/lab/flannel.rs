@@ -12,6 +12,17 @@
 //!   `<its VTEP MAC> dst <its node IP> self permanent`;
 //! - host-gw: per remote node, route `<its CIDR> via <its node IP> dev eth0`;
 //! - `--ip-masq` rules (`FLANNEL-POSTRTG`) and forward rules (`FLANNEL-FWD`).
+//!
+//! Dual-stack (`EnableIPv6`), flanneld does the same in IPv6: host-gw routes
+//! each remote IPv6 pod CIDR via the node's IPv6 address; VXLAN adds a
+//! second device, `flannel-v6.1` (same VNI and port, local = the node's IPv6
+//! address, and the same MTU as `flannel.1`: flanneld takes 50 bytes off
+//! the host's MTU for both, although a VXLAN packet over IPv6 carries 70),
+//! with `<IPv6 pod CIDR network>/128`, and per remote node the route,
+//! neighbour and FDB entry of its IPv6 VTEP, published in the node's
+//! `backend-v6-data` and `public-ipv6` annotations.
+
+use std::net::IpAddr;
 
 use serde_json::{Map, Value, json};
 
@@ -22,6 +33,7 @@ use crate::objects;
 const VNI: u32 = 1;
 const VXLAN_PORT: u16 = 8472;
 const VTEP: &str = "flannel.1";
+const VTEP6: &str = "flannel-v6.1";
 const BRIDGE: &str = "cni0";
 /// The kube-proxy mark flannel's first masquerade rule lets through.
 const KUBE_PROXY_MARK: &str = "0x4000/0x4000";
@@ -92,27 +104,26 @@ impl Cni for Flannel {
         if self.0 != Backend::Vxlan {
             return;
         }
-        assert!(
-            node.ip6.is_none(),
-            "the lab builds dual-stack flannel with the host-gw backend only"
-        );
-
-        ns.ip(&format!(
-            "link add {VTEP} address {} mtu {mtu} type vxlan id {VNI} local {} dev eth0 dstport {VXLAN_PORT} nolearning",
-            mac(&format!("{}/{VTEP}", node.name)),
-            node.ip
-        ));
-        ns.ip(&format!(
-            "addr add {}/32 dev {VTEP}",
-            node.pod_cidr.network()
-        ));
-        // flanneld turns router advertisements off on its VXLAN device.
-        ns.run(&[
-            "sysctl",
-            "-qw",
-            &format!("net/ipv6/conf/{VTEP}/accept_ra=0"),
-        ]);
-        ns.ip(&format!("link set {VTEP} up"));
+        let vtep: (&str, IpAddr, IpAddr, u8) =
+            (VTEP, node.ip.into(), node.pod_cidr.network().into(), 32);
+        let vtep6 = node
+            .ip6
+            .zip(node.pod_cidr6)
+            .map(|(ip6, cidr6)| (VTEP6, IpAddr::from(ip6), IpAddr::from(cidr6.network()), 128));
+        for (vtep, local, address, prefix) in std::iter::once(vtep).chain(vtep6) {
+            ns.ip(&format!(
+                "link add {vtep} address {} mtu {mtu} type vxlan id {VNI} local {local} dev eth0 dstport {VXLAN_PORT} nolearning",
+                mac(&format!("{}/{vtep}", node.name)),
+            ));
+            // flanneld turns router advertisements off on its VXLAN devices.
+            ns.run(&[
+                "sysctl",
+                "-qw",
+                &format!("net/ipv6/conf/{vtep}/accept_ra=0"),
+            ]);
+            ns.ip(&format!("addr add {address}/{prefix} dev {vtep} nodad"));
+            ns.ip(&format!("link set {vtep} up"));
+        }
     }
 
     fn attach_pod(&self, node: &Node, pod: &mut Pod) {
@@ -179,27 +190,41 @@ impl Cni for Flannel {
             return;
         }
         for peer in peers {
-            let vtep_mac = vtep_mac(peer);
-            let peer_vtep_ip = peer.pod_cidr.network();
-            node.ns.ip(&format!(
-                "route add {} via {peer_vtep_ip} dev {VTEP} onlink",
-                peer.pod_cidr
-            ));
-            node.ns.ip(&format!(
-                "neigh add {peer_vtep_ip} lladdr {vtep_mac} dev {VTEP} nud permanent"
-            ));
-            node.ns.run(&[
-                "bridge",
-                "fdb",
-                "add",
-                &vtep_mac,
-                "dev",
+            let v4 = (
                 VTEP,
-                "dst",
-                &peer.ip.to_string(),
-                "self",
-                "permanent",
-            ]);
+                peer.pod_cidr.to_string(),
+                peer.pod_cidr.network().to_string(),
+                peer.ip.to_string(),
+            );
+            let v6 = peer.pod_cidr6.zip(peer.ip6).map(|(cidr6, ip6)| {
+                (
+                    VTEP6,
+                    cidr6.to_string(),
+                    cidr6.network().to_string(),
+                    ip6.to_string(),
+                )
+            });
+            for (vtep, cidr, peer_vtep_ip, public_ip) in std::iter::once(v4).chain(v6) {
+                let vtep_mac = link_mac(peer, vtep);
+                node.ns.ip(&format!(
+                    "route add {cidr} via {peer_vtep_ip} dev {vtep} onlink"
+                ));
+                node.ns.ip(&format!(
+                    "neigh add {peer_vtep_ip} lladdr {vtep_mac} dev {vtep} nud permanent"
+                ));
+                node.ns.run(&[
+                    "bridge",
+                    "fdb",
+                    "add",
+                    &vtep_mac,
+                    "dev",
+                    vtep,
+                    "dst",
+                    &public_ip,
+                    "self",
+                    "permanent",
+                ]);
+            }
         }
     }
 
@@ -216,7 +241,7 @@ impl Cni for Flannel {
     fn node_annotations(&self, node: &Node) -> Map<String, Value> {
         // host-gw has no backend data: flanneld writes JSON null.
         let backend_data = match self.0 {
-            Backend::Vxlan => json!({"VNI": VNI, "VtepMAC": vtep_mac(node)}).to_string(),
+            Backend::Vxlan => json!({"VNI": VNI, "VtepMAC": link_mac(node, VTEP)}).to_string(),
             Backend::HostGw => "null".to_string(),
         };
         let mut annotations = Map::new();
@@ -230,9 +255,13 @@ impl Cni for Flannel {
         }
         if let Some(ip6) = node.ip6 {
             // flanneld's IPv6 twins of the two above (host-gw: no backend data).
+            let backend_v6_data = match self.0 {
+                Backend::Vxlan => json!({"VNI": VNI, "VtepMAC": link_mac(node, VTEP6)}).to_string(),
+                Backend::HostGw => "null".to_string(),
+            };
             annotations.insert(
                 "flannel.alpha.coreos.com/backend-v6-data".into(),
-                "null".into(),
+                backend_v6_data.into(),
             );
             annotations.insert(
                 "flannel.alpha.coreos.com/public-ipv6".into(),
@@ -327,14 +356,15 @@ COMMIT
     )
 }
 
-/// The MAC address the kernel reports for `node`'s VXLAN device: what
-/// flanneld publishes in the node's `backend-data` annotation.
-fn vtep_mac(node: &Node) -> String {
-    let out = node.ns.run(&["ip", "-j", "link", "show", VTEP]);
+/// The MAC address the kernel reports for `node`'s VXLAN device `vtep`:
+/// what flanneld publishes in the node's `backend-data` (or, for
+/// `flannel-v6.1`, `backend-v6-data`) annotation.
+fn link_mac(node: &Node, vtep: &str) -> String {
+    let out = node.ns.run(&["ip", "-j", "link", "show", vtep]);
     let links: Value = serde_json::from_str(&out).expect("ip -j link output");
     links[0]["address"]
         .as_str()
-        .expect("flannel.1 has a MAC address")
+        .unwrap_or_else(|| panic!("{vtep} has a MAC address"))
         .to_string()
 }
 

@@ -576,14 +576,13 @@ impl<'s> Walker<'s> {
         };
         // The bytes a tunnel adds follow from its kind: an answer that says
         // otherwise is wrong, not a setting, and is not replaced silently.
+        let adds = encapsulated.overhead(Family::of(encapsulation.outer_dst));
         if let Some(overhead) = encapsulation.overhead
-            && overhead != encapsulated.overhead()
+            && overhead != adds
         {
             let problem = format!(
-                "overhead is {overhead}, but {} to {} adds {} bytes",
-                encapsulation.kind,
-                encapsulation.outer_dst,
-                encapsulated.overhead()
+                "overhead is {overhead}, but {} to {} adds {adds} bytes",
+                encapsulation.kind, encapsulation.outer_dst,
             );
             let undecided = Undecided::Malformed {
                 pack: self.cni_name(),

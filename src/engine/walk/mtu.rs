@@ -109,7 +109,9 @@ impl<'s> Walker<'s> {
                     tunnel.device,
                     hop_id(ns),
                     tunnel.inner.ip.dst,
-                    device.mtu.saturating_sub(tunnel.encapsulation.overhead())
+                    device
+                        .mtu
+                        .saturating_sub(tunnel.encapsulation.overhead(Family::of(packet.ip.dst)))
                 ),
                 Tri::True,
             ),
@@ -117,7 +119,9 @@ impl<'s> Walker<'s> {
                 format!(
                     "{} drops the packet it carries and answers ICMP fragmentation-needed (MTU {}) to {}",
                     tunnel.device,
-                    device.mtu.saturating_sub(tunnel.encapsulation.overhead()),
+                    device
+                        .mtu
+                        .saturating_sub(tunnel.encapsulation.overhead(Family::of(packet.ip.dst))),
                     endpoint(tunnel.inner.src(), None)
                 ),
                 Tri::True,

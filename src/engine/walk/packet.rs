@@ -131,7 +131,7 @@ impl Packet {
     /// this one is `bytes` long.
     pub(super) fn shrink_to(&mut self, bytes: u32) {
         if let Some(tunnel) = &mut self.tunnel {
-            let overhead = tunnel.encapsulation.overhead();
+            let overhead = tunnel.encapsulation.overhead(Family::of(self.ip.dst));
             tunnel.inner.shrink_to(bytes.saturating_sub(overhead));
         }
         self.fragment_to(bytes);
@@ -205,13 +205,19 @@ pub(super) enum Encapsulation {
 }
 
 impl Encapsulation {
-    /// The bytes the tunnel adds to the inner packet: VXLAN an outer IPv4
-    /// header (20), UDP (8), VXLAN (8) and the inner Ethernet header (14);
-    /// IPIP an outer IPv4 header.
-    pub(super) fn overhead(&self) -> u32 {
+    /// The bytes the tunnel adds to the inner packet when its outer packet
+    /// is of family `outer`: VXLAN an outer IP header (IPv4 20, IPv6 40),
+    /// UDP (8), VXLAN (8) and the inner Ethernet header (14), so 50 or 70,
+    /// the kernel's VXLAN_HEADROOM and VXLAN6_HEADROOM; IPIP an outer IPv4
+    /// header.
+    pub(super) fn overhead(&self, outer: Family) -> u32 {
+        let ip_header = match outer {
+            Family::Ipv4 => 20,
+            Family::Ipv6 => 40,
+        };
         match self {
-            Encapsulation::Vxlan { .. } => 50,
-            Encapsulation::Ipip => 20,
+            Encapsulation::Vxlan { .. } => ip_header + 30,
+            Encapsulation::Ipip => ip_header,
         }
     }
 }
@@ -319,10 +325,10 @@ pub(super) fn sized(packet: &Packet) -> String {
                 Encapsulation::Vxlan { .. } => "VXLAN",
                 Encapsulation::Ipip => "IPIP",
             };
+            let overhead = tunnel.encapsulation.overhead(Family::of(packet.ip.dst));
             format!(
-                "the {bytes}-byte {kind} packet ({} bytes inside, {} of encapsulation)",
-                bytes.saturating_sub(tunnel.encapsulation.overhead()),
-                tunnel.encapsulation.overhead()
+                "the {bytes}-byte {kind} packet ({} bytes inside, {overhead} of encapsulation)",
+                bytes.saturating_sub(overhead),
             )
         }
         None => format!("a {bytes}-byte packet"),
@@ -385,7 +391,9 @@ mod tests {
             vni: 1,
             inner_mac: Some("02:00:00:00:00:01".parse().unwrap()),
         };
-        assert_eq!(vxlan.overhead(), 50);
+        // The kernel's VXLAN_HEADROOM and VXLAN6_HEADROOM.
+        assert_eq!(vxlan.overhead(Family::Ipv4), 50);
+        assert_eq!(vxlan.overhead(Family::Ipv6), 70);
     }
 
     #[test]

@@ -49,7 +49,12 @@ impl<'s> Walker<'s> {
     }
 
     /// A VXLAN packet reached its VTEP: the device with that UDP port and VNI
-    /// takes the inner frame, if it is addressed to the device's MAC.
+    /// takes the inner frame, if it is addressed to the device's MAC. A
+    /// VXLAN device listens only while it is up (the kernel opens its UDP
+    /// socket when the device is set up, and closes it when set down:
+    /// measured in the lab, a flannel.1 set down on the receiving node
+    /// loses the flow), and in its own family, that of its `local`,
+    /// `remote` or `group` address (IPv4 without one).
     pub(super) fn vxlan_receiver(
         &self,
         ns: &NetnsId,
@@ -57,20 +62,35 @@ impl<'s> Walker<'s> {
         vni: u32,
         inner_mac: Option<MacAddr>,
     ) -> Result<&'s Device, Stop> {
-        let device = self.topology.links(ns).find(|link| match link.kind() {
+        let family = Family::of(outer.ip.dst);
+        let takes = |link: &&'s Device| match link.kind() {
             Some(DeviceKind::Vxlan(info)) => {
+                let own = info.local.or(info.remote).or(info.group);
                 info.id == vni
                     && info.port == outer.ip.dport
+                    && own.map_or(Family::Ipv4, Family::of) == family
                     && info.local.is_none_or(|local| local == outer.ip.dst)
             }
             _ => false,
-        });
+        };
+        let mut candidates = self.topology.links(ns).filter(takes);
+        let first = candidates.next();
+        let device = first
+            .into_iter()
+            .chain(candidates)
+            .find(|link| link.has_flag(&LinkFlag::Up));
         let Some(device) = device else {
+            let down = first.map_or(String::new(), |down| {
+                format!(
+                    ": {} has them but is down, and a VXLAN device listens only while up",
+                    down.ifname
+                )
+            });
             return Err(Stop {
                 disposition: Disposition::NoListener,
                 id: codes::KERNEL_VXLAN_NO_DEVICE,
                 reason: format!(
-                    "no VXLAN device in {} takes VNI {vni} on UDP port {}",
+                    "no VXLAN device in {} takes VNI {vni} on UDP port {}{down}",
                     hop_id(ns),
                     outer.ip.dport.unwrap_or_default()
                 ),
@@ -312,7 +332,8 @@ impl<'s> Walker<'s> {
         let hop = place.hop;
         let Flow { packet, branch } = flow;
         let encapsulation = header.encapsulation;
-        let (length, size) = packet.encapsulated_size(encapsulation.overhead(), header.df);
+        let overhead = encapsulation.overhead(Family::of(header.dst));
+        let (length, size) = packet.encapsulated_size(overhead, header.df);
         let protocol = match encapsulation {
             Encapsulation::Vxlan { .. } => Protocol::Udp,
             Encapsulation::Ipip => packet.ip.protocol,
