@@ -223,7 +223,7 @@ fn eval_prints_each_check_and_the_finding_with_its_evidence() {
     assert!(text.contains("  flannel.vxlan.neighbour (node per remote node): 1 subject, ok\n"));
     assert!(
         text.trim_end()
-            .ends_with("15 checks over 15 subjects: 1 failed, 0 cannot tell, 0 script errors"),
+            .ends_with("19 checks over 19 subjects: 1 failed, 0 cannot tell, 0 script errors"),
         "{text}"
     );
     // node-2's own checks find nothing wrong: the missing entry is node-1's.
@@ -256,7 +256,7 @@ fn eval_as_json_lists_every_check_with_its_subjects_and_findings() {
     assert_eq!(pack["pack"], "flannel");
     assert_eq!(pack["mode"], "vxlan");
     let checks = pack["checks"].as_array().expect("checks");
-    assert_eq!(checks.len(), 15);
+    assert_eq!(checks.len(), 19);
     let failing: Vec<&serde_json::Value> = checks
         .iter()
         .filter(|c| !c["findings"].as_array().expect("findings").is_empty())
