@@ -135,9 +135,10 @@ fn register_cluster(engine: &mut Engine) {
                 .map(Dynamic::from)
                 .collect()
         })
-        // The nodes whose (first) pod CIDR holds an address: where a CNI
-        // that routes a CIDR per node sends it, without a script looping
-        // over every node of a large cluster for each packet.
+        // The nodes one of whose pod CIDRs (spec.podCIDRs, one per family)
+        // holds an address: where a CNI that routes a CIDR per node sends
+        // it, without a script looping over every node of a large cluster
+        // for each packet.
         .register_fn(
             "nodes_with_pod_cidr",
             |c: &mut ClusterRef, address: Dynamic| -> Fallible<Array> {
@@ -145,11 +146,7 @@ fn register_cluster(engine: &mut Engine) {
                 Ok(c.snapshot
                     .cluster
                     .nodes()
-                    .filter(|n| {
-                        n.pod_cidrs
-                            .first()
-                            .is_some_and(|net| net.contains(&address))
-                    })
+                    .filter(|n| n.pod_cidrs.iter().any(|net| net.contains(&address)))
                     .filter_map(|n| NodeRef::new(&c.snapshot, &n.meta.name))
                     .map(Dynamic::from)
                     .collect())
