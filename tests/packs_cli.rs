@@ -221,9 +221,17 @@ fn eval_prints_each_check_and_the_finding_with_its_evidence() {
         ]
     );
     assert!(text.contains("  flannel.vxlan.neighbour (node per remote node): 1 subject, ok\n"));
+    // An IPv4-only cluster's net-conf.json has no EnableIPv6: the IPv6
+    // checks' when is false, and they say so rather than "ok".
+    assert!(
+        text.contains(
+            "  flannel.vxlan.device-ipv6 (node): 1 subject, skipped: its when is false\n"
+        ),
+        "{text}"
+    );
     assert!(
         text.trim_end()
-            .ends_with("19 checks over 19 subjects: 1 failed, 0 cannot tell, 0 script errors"),
+            .ends_with("19 checks over 19 subjects (4 skipped by their when): 1 failed, 0 cannot tell, 0 script errors"),
         "{text}"
     );
     // node-2's own checks find nothing wrong: the missing entry is node-1's.
@@ -257,6 +265,14 @@ fn eval_as_json_lists_every_check_with_its_subjects_and_findings() {
     assert_eq!(pack["mode"], "vxlan");
     let checks = pack["checks"].as_array().expect("checks");
     assert_eq!(checks.len(), 19);
+    let ipv6_device = checks
+        .iter()
+        .find(|c| c["id"] == "flannel.vxlan.device-ipv6")
+        .expect("the IPv6 device check");
+    assert_eq!(
+        (&ipv6_device["subjects"], &ipv6_device["skipped"]),
+        (&2.into(), &2.into())
+    );
     let failing: Vec<&serde_json::Value> = checks
         .iter()
         .filter(|c| !c["findings"].as_array().expect("findings").is_empty())

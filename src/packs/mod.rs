@@ -150,6 +150,8 @@ pub struct CheckRun<'p> {
     pub check: Option<&'p Check>,
     /// How many subjects (node, pod, object, or node and peer) it ran on.
     pub subjects: usize,
+    /// Of those, how many its `when:` skipped (not checked at all).
+    pub skipped: usize,
     /// What it reported: failures, what it could not tell, script errors.
     pub findings: Vec<Finding>,
     /// What its scripts printed, when asked for.
@@ -433,13 +435,18 @@ impl LoadedPacks {
                 return None;
             }
             let contexts = eval::subjects(check, &pack.params, snapshot, about);
-            let run = || -> Vec<Finding> {
-                contexts
-                    .iter()
-                    .flat_map(|ctx| evaluator.run(check, ctx))
-                    .collect()
+            let run = || -> (Vec<Finding>, usize) {
+                let mut skipped = 0;
+                let mut findings = Vec::new();
+                for ctx in &contexts {
+                    match evaluator.run_unless_skipped(check, ctx) {
+                        Some(found) => findings.extend(found),
+                        None => skipped += 1,
+                    }
+                }
+                (findings, skipped)
             };
-            let (findings, output) = if capture {
+            let ((findings, skipped), output) = if capture {
                 sandbox::capturing_output(run)
             } else {
                 (run(), Vec::new())
@@ -448,6 +455,7 @@ impl LoadedPacks {
                 pack,
                 check: Some(check),
                 subjects: contexts.len(),
+                skipped,
                 findings,
                 output,
             })
@@ -475,6 +483,7 @@ impl LoadedPacks {
                 pack,
                 check: Some(check),
                 subjects: 1,
+                skipped: 0,
                 findings: evaluator.run(
                     check,
                     &Context {
@@ -510,6 +519,7 @@ impl LoadedPacks {
                         pack,
                         check: None,
                         subjects: 1,
+                        skipped: 0,
                         findings: vec![*finding],
                         output: Vec::new(),
                     });

@@ -41,6 +41,8 @@ struct CheckRun {
     per_remote_node: bool,
     /// Subjects it ran on (node and peer counted once per pair).
     subjects: usize,
+    /// Of those, the subjects its `when:` skipped: not checked at all.
+    skipped: usize,
     findings: Vec<Finding>,
     /// What its scripts printed with `print` and `debug`.
     output: Vec<String>,
@@ -156,6 +158,7 @@ fn run_pack(
                 .check
                 .is_some_and(|c| c.for_each == Some(packs::ForEach::RemoteNodes)),
             subjects: run.subjects,
+            skipped: run.skipped,
             findings: run.findings,
             output: run.output,
         })
@@ -299,8 +302,16 @@ fn print_text(report: &EvalReport) {
         .flat_map(|p| &p.checks)
         .map(|c| c.subjects)
         .sum();
+    let skipped: usize = (report.packs.iter())
+        .flat_map(|p| &p.checks)
+        .map(|c| c.skipped)
+        .sum();
+    let skipped = match skipped {
+        0 => String::new(),
+        skipped => format!(" ({skipped} skipped by their when)"),
+    };
     out!(
-        "{} over {}: {} failed, {} cannot tell, {} script errors",
+        "{} over {}{skipped}: {} failed, {} cannot tell, {} script errors",
         counted(checks, "check"),
         counted(subjects, "subject"),
         report.count(FindingStatus::Failed),
@@ -315,12 +326,15 @@ fn print_check(check: &CheckRun) {
     } else {
         check.scope.to_owned()
     };
-    let verdict = match (check.subjects, check.findings.len()) {
-        (0, _) => "no subject".to_owned(),
-        (subjects, 0) => format!("{}, ok", counted(subjects, "subject")),
-        (subjects, findings) => format!(
-            "{}, {}",
-            counted(subjects, "subject"),
+    let subjects = counted(check.subjects, "subject");
+    let verdict = match (check.subjects, check.skipped, check.findings.len()) {
+        (0, ..) => "no subject".to_owned(),
+        (all, skipped, _) if skipped == all => format!("{subjects}, skipped: its when is false"),
+        (_, 0, 0) => format!("{subjects}, ok"),
+        (_, 0, findings) => format!("{subjects}, {}", counted(findings, "finding")),
+        (_, skipped, 0) => format!("{subjects} ({skipped} skipped by its when), ok"),
+        (_, skipped, findings) => format!(
+            "{subjects} ({skipped} skipped by its when), {}",
             counted(findings, "finding")
         ),
     };

@@ -254,16 +254,22 @@ impl Evaluator<'_> {
 
     /// The findings of `check` about the subject of `ctx`.
     pub fn run(&self, check: &Check, ctx: &Context) -> Vec<Finding> {
+        self.run_unless_skipped(check, ctx).unwrap_or_default()
+    }
+
+    /// [`Evaluator::run`], or `None` where the check's `when:` is false for
+    /// the subject, so that it was not checked at all.
+    pub fn run_unless_skipped(&self, check: &Check, ctx: &Context) -> Option<Vec<Finding>> {
         let applies = match &check.when {
             None => Ok(true),
             Some(when) => self.condition(when, ctx),
         };
         let outcome = match applies {
-            Ok(false) => return Vec::new(),
+            Ok(false) => return None,
             Ok(true) => self.outcome(check, ctx),
             Err(stop) => Err(stop),
         };
-        match outcome {
+        Some(match outcome {
             Ok(failures) => failures
                 .into_iter()
                 .map(|failure| self.failed(check, ctx, failure))
@@ -306,7 +312,7 @@ impl Evaluator<'_> {
                 finding.about.error_kind = Some(error.kind);
                 vec![finding]
             }
-        }
+        })
     }
 
     /// Evaluates a `when`: it must be true or false.
