@@ -255,17 +255,18 @@ impl Cluster {
         cluster
     }
 
-    /// Waits until IPv6 duplicate address detection of every device's
-    /// link-local address is over. The lab's own addresses skip it (a
-    /// fault may make one tentative on purpose), but the kernel's
-    /// link-local ones do not: until they are done, the first flows of a
-    /// dual-stack lab are lost (measured: a ping right after the build gets
-    /// no answer, the same ping once settled does), and a snapshot would
-    /// catch them in that passing state. A node up for a while has neither.
+    /// Waits until IPv6 duplicate address detection of every address is
+    /// over. The lab's own addresses skip it (a fault may make one
+    /// tentative on purpose, after the build), but the kernel's link-local
+    /// ones and those a real CNI plugin adds (ptp's) do not: until they are
+    /// done, the first flows of a dual-stack lab are lost (measured: a ping
+    /// right after the build gets no answer, the same ping once settled
+    /// does), and a snapshot would catch them in that passing state. A node
+    /// up for a while has none.
     pub fn settle(&self) {
         for ns in self.all_netns() {
             ns.wait_for(
-                &["ip", "-6", "addr", "show", "scope", "link", "tentative"],
+                &["ip", "-6", "addr", "show", "tentative"],
                 Duration::from_secs(10),
                 |out| out.trim().is_empty(),
             );

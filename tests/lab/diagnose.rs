@@ -2151,6 +2151,55 @@ const KINDNET_FAULTS: &[Fault] = &[
     },
 ];
 
+/// kindnet's IPv6 side on a dual-stack lab (ptp and host-local giving each
+/// pod an address of each family, kindnetd routing each node's IPv6 pod
+/// CIDR via its IPv6 address): the baselines and an IPv6 fault per stage.
+const IPV6_KINDNET_FAULTS: &[Fault] = &[
+    HEALTHY_TCP,
+    Fault {
+        name: "healthy (icmpv6)",
+        protocol: Protocol::Icmpv6,
+        port: None,
+        ..HEALTHY_TCP
+    },
+    Fault {
+        name: "healthy, to the IPv6 ClusterIP",
+        port: Some(80),
+        to: To::Service("web"),
+        ..HEALTHY_TCP
+    },
+    Fault {
+        name: "IPv6 route to node-2's IPv6 pod CIDR deleted on node-1",
+        inject: Inject::Kernel(|c| {
+            let cidr6 = c.nodes[1].pod_cidr6.expect("dual-stack").to_string();
+            node_run(c, 0, &["ip", "-6", "route", "del", &cidr6]);
+        }),
+        blamed: Some("node-1"),
+        expected: Disposition::ExitsCluster,
+        finds: Some("kindnet.route.remote-pod-cidr-ipv6"),
+        ..HEALTHY_TCP
+    },
+    Fault {
+        name: "the destination pod's /128 host route deleted on node-2",
+        inject: Inject::Kernel(|c| {
+            let pod = endpoints(c).1.ip6.expect("dual-stack").to_string();
+            node_run(c, 1, &["ip", "-6", "route", "del", &format!("{pod}/128")]);
+        }),
+        blamed: Some("node-2"),
+        expected: Disposition::ExitsCluster,
+        finds: Some("kernel.route.leaves-cluster"),
+        ..HEALTHY_TCP
+    },
+    Fault {
+        name: "IPv6 forwarding off on node-2",
+        inject: Inject::Kernel(|c| node_sysctl(c, 1, "net.ipv6.conf.all.forwarding=0")),
+        blamed: Some("node-2"),
+        expected: Disposition::ForwardingDisabled,
+        finds: Some("kindnet.sysctl.ipv6-forwarding"),
+        ..HEALTHY_TCP
+    },
+];
+
 /// kindnet's cases to the host outside the cluster: masqueraded to the
 /// node by `KIND-MASQ-AGENT`, or leaving with the pod's address when the
 /// chain or its jump is gone (and then unanswered).
@@ -2219,6 +2268,7 @@ impl LabKind {
             LabKind::DualStack(cni) => match cni.topology_name() {
                 "flannel-host-gw" => "flannel-host-gw, dual-stack, flows in IPv6",
                 "flannel-vxlan" => "flannel-vxlan, dual-stack, flows in IPv6",
+                "kindnet" => "kindnet, dual-stack, flows in IPv6",
                 other => unreachable!("no dual-stack lab of {other}"),
             },
             LabKind::Routed { name, .. } => name,
@@ -2303,6 +2353,11 @@ const TOPOLOGIES: &[Group] = &[
         lab: LabKind::DualStack(&Flannel::VXLAN),
         peer: Peer::Cluster,
         faults: IPV6_VXLAN_FAULTS,
+    },
+    Group {
+        lab: LabKind::DualStack(&Kindnet),
+        peer: Peer::Cluster,
+        faults: IPV6_KINDNET_FAULTS,
     },
     Group {
         lab: LabKind::Scripted(&Calico::BGP),

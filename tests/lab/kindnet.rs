@@ -26,7 +26,7 @@ use std::net::Ipv4Addr;
 use serde_json::{Map, Value, json};
 
 use crate::apiserver;
-use crate::cluster::{CLUSTER_CIDR, Cni, Node, Pod};
+use crate::cluster::{CLUSTER_CIDR, CLUSTER_CIDR6, Cni, Node, Pod};
 use crate::objects;
 use crate::real::cni_add;
 
@@ -44,7 +44,15 @@ impl Kindnet {
 
     /// kindnetd's CNI configuration for `node` (its ptp entry, the one
     /// plugin run here), with the MTU of the node's `eth0`.
+    /// kindnetd's CNI configuration for `node`: ptp with host-local, a
+    /// range and a default route per family of the node's pod CIDRs.
     fn cni_conf(node: &Node, mtu: u32) -> String {
+        let mut routes = vec![json!({"dst": "0.0.0.0/0"})];
+        let mut ranges = vec![json!([{"subnet": node.pod_cidr.to_string()}])];
+        if let Some(cidr6) = node.pod_cidr6 {
+            routes.push(json!({"dst": "::/0"}));
+            ranges.push(json!([{"subnet": cidr6.to_string()}]));
+        }
         json!({
             "cniVersion": "0.3.1",
             "name": "kindnet",
@@ -53,8 +61,8 @@ impl Kindnet {
             "ipam": {
                 "type": "host-local",
                 "dataDir": Kindnet::ipam_dir(node),
-                "routes": [{"dst": "0.0.0.0/0"}],
-                "ranges": [[{"subnet": node.pod_cidr.to_string()}]],
+                "routes": routes,
+                "ranges": ranges,
             },
             "mtu": mtu,
         })
@@ -91,6 +99,16 @@ impl Cni for Kindnet {
             "host-local gives {} its next free address",
             pod.name
         );
+        if let Some(planned6) = pod.ip6 {
+            let held = pod.ns.run(&[
+                "ip", "-6", "-br", "addr", "show", "dev", "eth0", "scope", "global",
+            ]);
+            assert!(
+                held.contains(&format!("{planned6}/")),
+                "host-local gives {} its next free IPv6 address {planned6}: {held}",
+                pod.name
+            );
+        }
         pod.host_veth = host_veth;
     }
 
@@ -98,6 +116,9 @@ impl Cni for Kindnet {
         for peer in peers {
             node.ns
                 .ip(&format!("route add {} via {}", peer.pod_cidr, peer.ip));
+            if let (Some(cidr6), Some(ip6)) = (peer.pod_cidr6, peer.ip6) {
+                node.ns.ip(&format!("-6 route add {cidr6} via {ip6}"));
+            }
         }
         let dir = Kindnet::ipam_dir(node);
         std::fs::remove_dir_all(&dir)
@@ -105,16 +126,14 @@ impl Cni for Kindnet {
     }
 
     fn iptables_rules(&self, _node: &Node) -> String {
-        // kindnetd's ip-masq-agent (masq.go), for POD_SUBNET = the cluster CIDR.
-        format!(
-            "*nat
-:{MASQ_CHAIN} - [0:0]
--A POSTROUTING -m addrtype ! --dst-type LOCAL -m comment --comment \"kind-masq-agent: ensure nat POSTROUTING directs all non-LOCAL destination traffic to our custom KIND-MASQ-AGENT chain\" -j {MASQ_CHAIN}
--A {MASQ_CHAIN} -d {CLUSTER_CIDR} -m comment --comment \"kind-masq-agent: local traffic is not subject to MASQUERADE\" -j RETURN
--A {MASQ_CHAIN} -m comment --comment \"kind-masq-agent: outbound traffic is subject to MASQUERADE (must be last in chain)\" -j MASQUERADE
-COMMIT
-"
-        )
+        masquerade_rules(CLUSTER_CIDR)
+    }
+
+    fn ip6tables_rules(&self, node: &Node) -> String {
+        match node.pod_cidr6 {
+            Some(_) => masquerade_rules(CLUSTER_CIDR6),
+            None => String::new(),
+        }
     }
 
     fn node_annotations(&self, _node: &Node) -> Map<String, Value> {
@@ -122,13 +141,34 @@ COMMIT
     }
 
     fn objects(&self, nodes: &[Node]) -> Vec<Value> {
-        vec![daemon_set(nodes.len())]
+        let dual_stack = nodes.iter().any(|n| n.pod_cidr6.is_some());
+        vec![daemon_set(nodes.len(), dual_stack)]
     }
+}
+
+/// kindnetd's ip-masq-agent (masq.go) for the pod network `cluster`, as
+/// `iptables-restore` (or, for IPv6, `ip6tables-restore`) input: kindnetd
+/// writes the same chain in both families, POD_SUBNET's CIDRs of each.
+fn masquerade_rules(cluster: &str) -> String {
+    format!(
+        "*nat
+:{MASQ_CHAIN} - [0:0]
+-A POSTROUTING -m addrtype ! --dst-type LOCAL -m comment --comment \"kind-masq-agent: ensure nat POSTROUTING directs all non-LOCAL destination traffic to our custom KIND-MASQ-AGENT chain\" -j {MASQ_CHAIN}
+-A {MASQ_CHAIN} -d {cluster} -m comment --comment \"kind-masq-agent: local traffic is not subject to MASQUERADE\" -j RETURN
+-A {MASQ_CHAIN} -m comment --comment \"kind-masq-agent: outbound traffic is subject to MASQUERADE (must be last in chain)\" -j MASQUERADE
+COMMIT
+"
+    )
 }
 
 /// The kindnet DaemonSet of kind's manifest (`pkg/build/nodeimage/const_cni.go`),
 /// POD_SUBNET the cluster's pod network, running on all `nodes` nodes.
-fn daemon_set(nodes: usize) -> Value {
+fn daemon_set(nodes: usize, dual_stack: bool) -> Value {
+    // kind's POD_SUBNET: networking.podSubnet, both families comma-separated.
+    let pod_subnet = match dual_stack {
+        true => format!("{CLUSTER_CIDR},{CLUSTER_CIDR6}"),
+        false => CLUSTER_CIDR.to_string(),
+    };
     let labels = json!({"app": "kindnet", "k8s-app": "kindnet", "tier": "node"});
     json!({
         "apiVersion": "apps/v1",
@@ -146,7 +186,7 @@ fn daemon_set(nodes: usize) -> Value {
                         "env": [
                             {"name": "HOST_IP", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "status.hostIP"}}},
                             {"name": "POD_IP", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "status.podIP"}}},
-                            {"name": "POD_SUBNET", "value": CLUSTER_CIDR}
+                            {"name": "POD_SUBNET", "value": pod_subnet}
                         ],
                         "imagePullPolicy": "IfNotPresent",
                         "resources": {"requests": {"cpu": "100m", "memory": "50Mi"}},
