@@ -100,3 +100,96 @@ fn ipvs_virtual_service_without_real_servers_refuses_the_connection() {
         finding.evidence
     );
 }
+
+/// Issue 29: IPVS in IPv6. `examples/flannel-dualstack` with node-1 in IPVS
+/// mode for the IPv6 ClusterIP (its ip6tables service rule removed, the
+/// address on `kube-ipvs0`, an IPv6 virtual service with the pods' IPv6
+/// addresses as real servers, written `[ADDR]:PORT` as ipvsadm writes them).
+#[test]
+fn an_ipv6_virtual_service_sends_each_connection_to_an_ipv6_real_server() {
+    let dir = copy_snapshot("examples/flannel-dualstack");
+    let host = dir.path().join("nodes/node-1/host");
+    let rules = fs::read_to_string(host.join("ip6tables-save.txt")).unwrap();
+    let without_service: String = rules
+        .lines()
+        .filter(|l| !l.starts_with("-A KUBE-SERVICES -d fd00:10:96::100/128"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_ne!(
+        rules, without_service,
+        "the example has the IPv6 service's rule"
+    );
+    fs::write(host.join("ip6tables-save.txt"), without_service).unwrap();
+    edit_json(&host.join("ip-link.json"), |links| {
+        links.push(json!({"ifindex": 90, "ifname": "kube-ipvs0", "flags": ["BROADCAST", "NOARP"], "mtu": 1500,
+            "operstate": "DOWN", "linkinfo": {"info_kind": "dummy"}}));
+    });
+    edit_json(&host.join("ip-addr.json"), |addrs| {
+        addrs.push(json!({"ifindex": 90, "ifname": "kube-ipvs0", "addr_info": [
+            {"family": "inet6", "local": "fd00:10:96::100", "prefixlen": 128, "scope": "global"}]}));
+    });
+    edit_json(&host.join("ip-route6.json"), |routes| {
+        routes.push(
+            json!({"type": "local", "dst": "fd00:10:96::100", "dev": "kube-ipvs0", "table": "local",
+            "protocol": "kernel", "scope": "global", "metric": 0, "flags": []}),
+        );
+    });
+    fs::write(
+        host.join("ipvsadm.txt"),
+        "-A -t [fd00:10:96::100]:80 -s rr\n\
+         -a -t [fd00:10:96::100]:80 -r [fd00:10:244:2::2]:8080 -m -w 1\n\
+         -a -t [fd00:10:96::100]:80 -r [fd00:10:244:2::3]:8080 -m -w 1\n",
+    )
+    .unwrap();
+    let snapshot = common::load(dir.path());
+    let request = engine::Request {
+        from: "default/web-0".parse().unwrap(),
+        to: "svc/default/web".parse().unwrap(),
+        port: None,
+        protocol: Protocol::Tcp,
+        size: None,
+        via: None,
+        family: Some(skoop::net::Family::Ipv6),
+    };
+    let (packs, problems) = skoop::packs::LoadedPacks::load(skoop::packs::builtin_sources(), &[]);
+    assert!(problems.is_empty(), "{problems:?}");
+    let diagnosis = engine::diagnose(&snapshot, &request, &packs).unwrap();
+    assert_eq!(diagnosis.paths.len(), 2, "one path per real server");
+    assert_eq!(
+        diagnosis.disposition(),
+        Disposition::Delivered,
+        "{:#?}",
+        diagnosis.findings
+    );
+    let node1 = diagnosis
+        .graph
+        .node_weights()
+        .find(|h| h.id == HopId::node("node-1"))
+        .unwrap();
+    let text = format!("{:?}", node1.steps);
+    assert!(
+        text.contains("ipvs dnat [fd00:10:96::100]:80 -> [fd00:10:244:2::"),
+        "{text}"
+    );
+
+    // Without real servers the IPv6 connection is refused at node-1, while
+    // IPv4 (iptables, untouched) still reaches the service.
+    fs::write(
+        host.join("ipvsadm.txt"),
+        "-A -t [fd00:10:96::100]:80 -s rr\n",
+    )
+    .unwrap();
+    let snapshot = common::load(dir.path());
+    let diagnosis = engine::diagnose(&snapshot, &request, &packs).unwrap();
+    assert_eq!(diagnosis.disposition(), Disposition::NoListener);
+    assert_eq!(
+        diagnosis.findings[0].id.as_str(),
+        "kernel.ipvs.no-real-server"
+    );
+    let ipv4 = engine::Request {
+        family: Some(skoop::net::Family::Ipv4),
+        ..request
+    };
+    let diagnosis = engine::diagnose(&snapshot, &ipv4, &packs).unwrap();
+    assert_eq!(diagnosis.disposition(), Disposition::Delivered);
+}
