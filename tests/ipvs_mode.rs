@@ -17,33 +17,53 @@ use skoop::snapshot::Snapshot;
 
 /// The example with node-1 in IPVS mode, and `ipvsadm` as given.
 fn ipvs_snapshot(ipvsadm: &str) -> (tempfile::TempDir, Arc<Snapshot>) {
-    let dir = copy_snapshot("examples/flannel-vxlan");
+    in_ipvs_mode("examples/flannel-vxlan", "10.96.0.100", ipvsadm)
+}
+
+/// `example` with node-1 in IPVS mode for the ClusterIP `cluster_ip`, as
+/// kube-proxy `--proxy-mode=ipvs` leaves a node: the service's rule gone
+/// from the iptables (or ip6tables) dump, the address bound to
+/// `kube-ipvs0` with its local route, and `ipvsadm` as given.
+fn in_ipvs_mode(
+    example: &str,
+    cluster_ip: &str,
+    ipvsadm: &str,
+) -> (tempfile::TempDir, Arc<Snapshot>) {
+    let ipv6 = cluster_ip.contains(':');
+    let (rules_file, prefix_len, family, routes_file) = match ipv6 {
+        false => ("iptables-save.txt", 32, "inet", "ip-route.json"),
+        true => ("ip6tables-save.txt", 128, "inet6", "ip-route6.json"),
+    };
+    let dir = copy_snapshot(example);
     let host = dir.path().join("nodes/node-1/host");
-    let rules = fs::read_to_string(host.join("iptables-save.txt")).unwrap();
+    let rules = fs::read_to_string(host.join(rules_file)).unwrap();
+    let service_rule = format!("-A KUBE-SERVICES -d {cluster_ip}/{prefix_len}");
     let without_services: String = rules
         .lines()
-        .filter(|l| !l.starts_with("-A KUBE-SERVICES -d 10.96.0.100/32"))
+        .filter(|l| !l.starts_with(&service_rule))
         .map(|l| format!("{l}\n"))
         .collect();
     assert_ne!(
         rules, without_services,
         "the example has the service's rules"
     );
-    fs::write(host.join("iptables-save.txt"), without_services).unwrap();
+    fs::write(host.join(rules_file), without_services).unwrap();
     edit_json(&host.join("ip-link.json"), |links| {
         links.push(json!({"ifindex": 90, "ifname": "kube-ipvs0", "flags": ["BROADCAST", "NOARP"], "mtu": 1500,
             "operstate": "DOWN", "linkinfo": {"info_kind": "dummy"}}));
     });
     edit_json(&host.join("ip-addr.json"), |addrs| {
         addrs.push(json!({"ifindex": 90, "ifname": "kube-ipvs0", "addr_info": [
-            {"family": "inet", "local": "10.96.0.100", "prefixlen": 32, "scope": "global"}]}));
+            {"family": family, "local": cluster_ip, "prefixlen": prefix_len, "scope": "global"}]}));
     });
-    edit_json(&host.join("ip-route.json"), |routes| {
-        routes.push(
-            json!({"type": "local", "dst": "10.96.0.100", "dev": "kube-ipvs0", "table": "local",
-            "protocol": "kernel", "scope": "host", "prefsrc": "10.96.0.100", "flags": []}),
-        );
-    });
+    // As `ip -j route show table local` gives it in each family.
+    let local_route = match ipv6 {
+        false => json!({"type": "local", "dst": cluster_ip, "dev": "kube-ipvs0", "table": "local",
+            "protocol": "kernel", "scope": "host", "prefsrc": cluster_ip, "flags": []}),
+        true => json!({"type": "local", "dst": cluster_ip, "dev": "kube-ipvs0", "table": "local",
+            "protocol": "kernel", "scope": "global", "metric": 0, "flags": []}),
+    };
+    edit_json(&host.join(routes_file), |routes| routes.push(local_route));
     fs::write(host.join("ipvsadm.txt"), ipvsadm).unwrap();
     let snapshot = common::load(dir.path());
     (dir, snapshot)
@@ -107,41 +127,13 @@ fn ipvs_virtual_service_without_real_servers_refuses_the_connection() {
 /// addresses as real servers, written `[ADDR]:PORT` as ipvsadm writes them).
 #[test]
 fn an_ipv6_virtual_service_sends_each_connection_to_an_ipv6_real_server() {
-    let dir = copy_snapshot("examples/flannel-dualstack");
-    let host = dir.path().join("nodes/node-1/host");
-    let rules = fs::read_to_string(host.join("ip6tables-save.txt")).unwrap();
-    let without_service: String = rules
-        .lines()
-        .filter(|l| !l.starts_with("-A KUBE-SERVICES -d fd00:10:96::100/128"))
-        .map(|l| format!("{l}\n"))
-        .collect();
-    assert_ne!(
-        rules, without_service,
-        "the example has the IPv6 service's rule"
-    );
-    fs::write(host.join("ip6tables-save.txt"), without_service).unwrap();
-    edit_json(&host.join("ip-link.json"), |links| {
-        links.push(json!({"ifindex": 90, "ifname": "kube-ipvs0", "flags": ["BROADCAST", "NOARP"], "mtu": 1500,
-            "operstate": "DOWN", "linkinfo": {"info_kind": "dummy"}}));
-    });
-    edit_json(&host.join("ip-addr.json"), |addrs| {
-        addrs.push(json!({"ifindex": 90, "ifname": "kube-ipvs0", "addr_info": [
-            {"family": "inet6", "local": "fd00:10:96::100", "prefixlen": 128, "scope": "global"}]}));
-    });
-    edit_json(&host.join("ip-route6.json"), |routes| {
-        routes.push(
-            json!({"type": "local", "dst": "fd00:10:96::100", "dev": "kube-ipvs0", "table": "local",
-            "protocol": "kernel", "scope": "global", "metric": 0, "flags": []}),
-        );
-    });
-    fs::write(
-        host.join("ipvsadm.txt"),
+    let (dir, snapshot) = in_ipvs_mode(
+        "examples/flannel-dualstack",
+        "fd00:10:96::100",
         "-A -t [fd00:10:96::100]:80 -s rr\n\
          -a -t [fd00:10:96::100]:80 -r [fd00:10:244:2::2]:8080 -m -w 1\n\
          -a -t [fd00:10:96::100]:80 -r [fd00:10:244:2::3]:8080 -m -w 1\n",
-    )
-    .unwrap();
-    let snapshot = common::load(dir.path());
+    );
     let request = engine::Request {
         from: "default/web-0".parse().unwrap(),
         to: "svc/default/web".parse().unwrap(),
@@ -174,11 +166,8 @@ fn an_ipv6_virtual_service_sends_each_connection_to_an_ipv6_real_server() {
 
     // Without real servers the IPv6 connection is refused at node-1, while
     // IPv4 (iptables, untouched) still reaches the service.
-    fs::write(
-        host.join("ipvsadm.txt"),
-        "-A -t [fd00:10:96::100]:80 -s rr\n",
-    )
-    .unwrap();
+    let ipvsadm = dir.path().join("nodes/node-1/host/ipvsadm.txt");
+    fs::write(ipvsadm, "-A -t [fd00:10:96::100]:80 -s rr\n").unwrap();
     let snapshot = common::load(dir.path());
     let diagnosis = engine::diagnose(&snapshot, &request, &packs).unwrap();
     assert_eq!(diagnosis.disposition(), Disposition::NoListener);

@@ -1055,38 +1055,18 @@ const VXLAN_FAULTS: &[Fault] = &[
 /// over the IPv6 underlay): the baselines, and a fault at each of the IPv6
 /// tunnel's stages.
 const IPV6_VXLAN_FAULTS: &[Fault] = &[
-    Fault {
-        name: "healthy (tcp)",
-        inject: Inject::Kernel(|_| {}),
-        blamed: None,
-        expected: Disposition::Delivered,
-        protocol: Protocol::Tcp,
-        port: Some(8080),
-        finds: None,
-        to: To::Pod,
-        mtu: None,
-    },
+    HEALTHY_TCP,
     Fault {
         name: "healthy (icmpv6)",
-        inject: Inject::Kernel(|_| {}),
-        blamed: None,
-        expected: Disposition::Delivered,
         protocol: Protocol::Icmpv6,
         port: None,
-        finds: None,
-        to: To::Pod,
-        mtu: None,
+        ..HEALTHY_TCP
     },
     Fault {
         name: "healthy, to the IPv6 ClusterIP",
-        inject: Inject::Kernel(|_| {}),
-        blamed: None,
-        expected: Disposition::Delivered,
-        protocol: Protocol::Tcp,
         port: Some(80),
-        finds: None,
         to: To::Service("web"),
-        mtu: None,
+        ..HEALTHY_TCP
     },
     Fault {
         name: "flannel-v6.1's neighbour entry for node-2's IPv6 VTEP missing on node-1",
@@ -1104,11 +1084,7 @@ const IPV6_VXLAN_FAULTS: &[Fault] = &[
         }),
         blamed: Some("node-1"),
         expected: Disposition::NeighborFailed,
-        protocol: Protocol::Tcp,
-        port: Some(8080),
-        finds: None,
-        to: To::Pod,
-        mtu: None,
+        ..HEALTHY_TCP
     },
     Fault {
         name: "flannel-v6.1's FDB entry for node-2 missing on node-1",
@@ -1118,64 +1094,47 @@ const IPV6_VXLAN_FAULTS: &[Fault] = &[
         }),
         blamed: Some("node-1"),
         expected: Disposition::NeighborFailed,
-        protocol: Protocol::Tcp,
-        port: Some(8080),
-        finds: None,
-        to: To::Pod,
-        mtu: None,
+        finds: Some("flannel.vxlan.fdb-ipv6"),
+        ..HEALTHY_TCP
     },
     Fault {
         name: "flannel-v6.1 down on node-1",
         inject: Inject::Kernel(|c| node_run(c, 0, &["ip", "link", "set", "flannel-v6.1", "down"])),
         blamed: Some("node-1"),
         expected: Disposition::ExitsCluster,
-        protocol: Protocol::Tcp,
-        port: Some(8080),
-        finds: None,
-        to: To::Pod,
-        mtu: None,
+        finds: Some("flannel.vxlan.device-ipv6"),
+        ..HEALTHY_TCP
     },
     Fault {
         name: "flannel-v6.1 down on node-2 (the receiving VTEP)",
         inject: Inject::Kernel(|c| node_run(c, 1, &["ip", "link", "set", "flannel-v6.1", "down"])),
         blamed: Some("node-2"),
         expected: Disposition::NoListener,
-        protocol: Protocol::Tcp,
-        port: Some(8080),
-        finds: None,
-        to: To::Pod,
-        mtu: None,
+        finds: Some("kernel.vxlan.no-device"),
+        ..HEALTHY_TCP
     },
     // flanneld asks 1450 of flannel-v6.1 as of flannel.1, but the kernel
     // caps a VXLAN device over IPv6 at its underlay's MTU less 70: 1430,
     // under the pods' 1450.
     Fault {
         name: "healthy: a DF ping of the pod's MTU (1450) over flannel-v6.1, which the kernel caps at 1430",
-        inject: Inject::Kernel(|_| {}),
         blamed: Some("node-1"),
         expected: Disposition::MtuExceeded,
         protocol: Protocol::Icmpv6,
         port: None,
-        finds: None,
-        to: To::Pod,
         mtu: Some(MtuCase {
             size: Some(PacketSize::InterfaceMtu),
             warns: None,
         }),
+        ..HEALTHY_TCP
     },
     Fault {
         name: "healthy: a TCP transfer over flannel-v6.1 at 1430 (path MTU discovery)",
-        inject: Inject::Kernel(|_| {}),
-        blamed: None,
-        expected: Disposition::Delivered,
-        protocol: Protocol::Tcp,
-        port: Some(8080),
-        finds: None,
-        to: To::Pod,
         mtu: Some(MtuCase {
             size: None,
             warns: Some("kernel.mtu.path"),
         }),
+        ..HEALTHY_TCP
     },
     Fault {
         name: "ip6tables drop of UDP 8472 on node-2's INPUT (the IPv6 VXLAN packets)",
@@ -1199,11 +1158,7 @@ const IPV6_VXLAN_FAULTS: &[Fault] = &[
         }),
         blamed: Some("node-2"),
         expected: Disposition::DeniedByNetfilter,
-        protocol: Protocol::Tcp,
-        port: Some(8080),
-        finds: None,
-        to: To::Pod,
-        mtu: None,
+        ..HEALTHY_TCP
     },
 ];
 
