@@ -69,6 +69,16 @@ fn in_ipvs_mode(
     (dir, snapshot)
 }
 
+/// What node-1 did with the packet, step by step, as text.
+fn node_1_steps(diagnosis: &engine::Diagnosis) -> String {
+    let node1 = diagnosis
+        .graph
+        .node_weights()
+        .find(|h| h.id == HopId::node("node-1"))
+        .unwrap();
+    format!("{:?}", node1.steps)
+}
+
 fn to_service(snapshot: &Arc<Snapshot>) -> engine::Diagnosis {
     common::diagnose(
         snapshot,
@@ -95,12 +105,7 @@ fn ipvs_virtual_service_sends_each_connection_to_a_real_server_and_the_reply_bac
         "{:#?}",
         diagnosis.findings
     );
-    let node1 = diagnosis
-        .graph
-        .node_weights()
-        .find(|h| h.id == HopId::node("node-1"))
-        .unwrap();
-    let text = format!("{:?}", node1.steps);
+    let text = node_1_steps(&diagnosis);
     assert!(text.contains("ipvs dnat 10.96.0.100:80 -> "), "{text}");
 }
 
@@ -153,12 +158,7 @@ fn an_ipv6_virtual_service_sends_each_connection_to_an_ipv6_real_server() {
         "{:#?}",
         diagnosis.findings
     );
-    let node1 = diagnosis
-        .graph
-        .node_weights()
-        .find(|h| h.id == HopId::node("node-1"))
-        .unwrap();
-    let text = format!("{:?}", node1.steps);
+    let text = node_1_steps(&diagnosis);
     assert!(
         text.contains("ipvs dnat [fd00:10:96::100]:80 -> [fd00:10:244:2::"),
         "{text}"

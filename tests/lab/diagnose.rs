@@ -1056,18 +1056,8 @@ const VXLAN_FAULTS: &[Fault] = &[
 /// tunnel's stages.
 const IPV6_VXLAN_FAULTS: &[Fault] = &[
     HEALTHY_TCP,
-    Fault {
-        name: "healthy (icmpv6)",
-        protocol: Protocol::Icmpv6,
-        port: None,
-        ..HEALTHY_TCP
-    },
-    Fault {
-        name: "healthy, to the IPv6 ClusterIP",
-        port: Some(80),
-        to: To::Service("web"),
-        ..HEALTHY_TCP
-    },
+    HEALTHY_ICMPV6,
+    HEALTHY_TO_IPV6_CLUSTER_IP,
     Fault {
         name: "flannel-v6.1's neighbour entry for node-2's IPv6 VTEP missing on node-1",
         inject: Inject::Kernel(|c| {
@@ -1166,39 +1156,9 @@ const IPV6_VXLAN_FAULTS: &[Fault] = &[
 /// Flannel host-gw's IPv6 side on a dual-stack lab: the baselines, and an
 /// IPv6 fault at each stage, each localised at its hop.
 const IPV6_HOST_GW_FAULTS: &[Fault] = &[
-    Fault {
-        name: "healthy (tcp)",
-        inject: Inject::Kernel(|_| {}),
-        blamed: None,
-        expected: Disposition::Delivered,
-        protocol: Protocol::Tcp,
-        port: Some(8080),
-        finds: None,
-        to: To::Pod,
-        mtu: None,
-    },
-    Fault {
-        name: "healthy (icmpv6)",
-        inject: Inject::Kernel(|_| {}),
-        blamed: None,
-        expected: Disposition::Delivered,
-        protocol: Protocol::Icmpv6,
-        port: None,
-        finds: None,
-        to: To::Pod,
-        mtu: None,
-    },
-    Fault {
-        name: "healthy, to the IPv6 ClusterIP",
-        inject: Inject::Kernel(|_| {}),
-        blamed: None,
-        expected: Disposition::Delivered,
-        protocol: Protocol::Tcp,
-        port: Some(80),
-        finds: None,
-        to: To::Service("web"),
-        mtu: None,
-    },
+    HEALTHY_TCP,
+    HEALTHY_ICMPV6,
+    HEALTHY_TO_IPV6_CLUSTER_IP,
     Fault {
         name: "IPv6 route to the remote pod CIDR deleted on node-1",
         inject: Inject::Kernel(|c| {
@@ -1697,6 +1657,21 @@ const HEALTHY_TCP: Fault = Fault {
     mtu: None,
 };
 
+/// The IPv6 baselines of the dual-stack labs beside [`HEALTHY_TCP`]: a ping
+/// (ICMPv6) and the Service's IPv6 ClusterIP.
+const HEALTHY_ICMPV6: Fault = Fault {
+    name: "healthy (icmpv6)",
+    protocol: Protocol::Icmpv6,
+    port: None,
+    ..HEALTHY_TCP
+};
+const HEALTHY_TO_IPV6_CLUSTER_IP: Fault = Fault {
+    name: "healthy, to the IPv6 ClusterIP",
+    port: Some(80),
+    to: To::Service("web"),
+    ..HEALTHY_TCP
+};
+
 /// The cases of both Calico labs (BGP and VXLAN).
 const CALICO_FAULTS: &[Fault] = &[
     HEALTHY_TCP,
@@ -2111,18 +2086,8 @@ const KINDNET_FAULTS: &[Fault] = &[
 /// CIDR via its IPv6 address): the baselines and an IPv6 fault per stage.
 const IPV6_KINDNET_FAULTS: &[Fault] = &[
     HEALTHY_TCP,
-    Fault {
-        name: "healthy (icmpv6)",
-        protocol: Protocol::Icmpv6,
-        port: None,
-        ..HEALTHY_TCP
-    },
-    Fault {
-        name: "healthy, to the IPv6 ClusterIP",
-        port: Some(80),
-        to: To::Service("web"),
-        ..HEALTHY_TCP
-    },
+    HEALTHY_ICMPV6,
+    HEALTHY_TO_IPV6_CLUSTER_IP,
     Fault {
         name: "IPv6 route to node-2's IPv6 pod CIDR deleted on node-1",
         inject: Inject::Kernel(|c| {
