@@ -22,9 +22,10 @@ use super::command::{CommandOutput, MAX_STDOUT, RunError, read_bounded};
 use super::rbac::Request;
 
 /// The image collector pods run unless `--collector-image` says otherwise:
-/// it carries iproute2, iptables (nft and legacy), ipset, ipvsadm, nft,
-/// ss, sysctl and nsenter.
-pub const DEFAULT_IMAGE: &str = "docker.io/nicolaka/netshoot:v0.14";
+/// skoop's own, built from Debian's packages by `deploy/collector/build.sh`
+/// (iproute2, iptables nft and legacy, ipset, ipvsadm, nft, ss, sysctl,
+/// conntrack and nsenter), tagged with this skoop's version.
+pub const DEFAULT_IMAGE: &str = concat!("skoop.io/collector:", env!("CARGO_PKG_VERSION"));
 /// Labels every collector pod carries.
 pub const TOOL_LABEL: (&str, &str) = ("app.kubernetes.io/managed-by", "skoop");
 pub const RUN_LABEL: &str = "skoop.io/run";

@@ -427,7 +427,7 @@ fn a_closed_port_a_wrong_ca_and_a_bad_token_each_fail_fast_with_a_clear_error() 
 }
 
 /// Applies every document of deploy/rbac.yaml.
-async fn apply_rbac(client: &kube::Client) {
+pub async fn apply_rbac(client: &kube::Client) {
     let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/deploy/rbac.yaml"))
         .expect("deploy/rbac.yaml");
     for document in text.split("\n---\n") {
@@ -438,7 +438,7 @@ async fn apply_rbac(client: &kube::Client) {
 
 /// A kubeconfig for ServiceAccount `namespace/name`, with a token from the
 /// TokenRequest API.
-async fn service_account_kubeconfig(
+pub async fn service_account_kubeconfig(
     server: &ApiServer,
     client: &kube::Client,
     dir: &Path,
