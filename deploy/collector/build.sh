@@ -79,7 +79,7 @@ for package in "${packages[@]}"; do
 	# The newest .deb of the package that apt downloaded.
 	deb=$(ls -t "$debs/${package}_"*.deb | head -n 1)
 	dpkg-deb -x "$deb" "$rootfs"
-	dpkg-deb -f "$deb" Package Version | paste -sd' ' >>"$work/contents"
+	dpkg-deb -W --showformat='${Package} ${Version}\n' "$deb" >>"$work/contents"
 done
 
 # What dpkg's maintainer scripts would have made: /bin/sh, iptables'
