@@ -99,7 +99,9 @@ pub fn apiserver_flags(dir: &Path, state: &Path) -> Vec<String> {
 /// containerd's configuration for one node: its own root, state and
 /// sockets; CNI from the lab's plugins and the node's `net.d`; runc
 /// without the systemd cgroup driver; the sandbox image the lab imports
-/// (nothing is ever pulled); and `restrict_oom_score_adj`, since this
+/// and every registry sent to a closed port on the node's loopback (a
+/// pull fails at once and never leaves the node, nor asks the host's
+/// resolver); and `restrict_oom_score_adj`, since this
 /// machine withholds `CAP_SYS_RESOURCE` and runc could not lower a
 /// sandbox's OOM score.
 fn containerd_config(dir: &Path, bin: &Path, pause: &str) -> String {
@@ -127,6 +129,8 @@ disabled_plugins = ["io.containerd.nri.v1.nri", "io.containerd.snapshotter.v1.bt
     conf_dir = '{net_d}'
 [plugins.'io.containerd.cri.v1.images']
   snapshotter = 'overlayfs'
+  [plugins.'io.containerd.cri.v1.images'.registry]
+    config_path = '{registries}'
   [plugins.'io.containerd.cri.v1.images'.pinned_images]
     sandbox = '{pause}'
 [plugins.'io.containerd.grpc.v1.cri']
@@ -139,8 +143,16 @@ disabled_plugins = ["io.containerd.nri.v1.nri", "io.containerd.snapshotter.v1.bt
         runc = bin.join("runc").display(),
         cni = bin.join("cni").display(),
         net_d = d("net.d"),
+        registries = d("certs.d"),
     )
 }
+
+/// containerd's hosts configuration for every registry (`_default`): the
+/// discard port of the node's loopback, where nothing listens.
+const NO_REGISTRY: &str = r#"server = "http://127.0.0.1:9"
+[host."http://127.0.0.1:9"]
+  capabilities = ["pull", "resolve"]
+"#;
 
 /// The kubelet's configuration for `node`: cgroup v1 allowed
 /// (`failCgroupV1: false`; v1.35 made refusing it the default), the
@@ -220,9 +232,17 @@ pub fn start_node_agents(
     kubeconfig: &Path,
     ca: &Path,
 ) -> String {
-    for sub in ["containerd", "kubelet", "pod-logs", "net.d", "tunables"] {
+    for sub in [
+        "containerd",
+        "kubelet",
+        "pod-logs",
+        "net.d",
+        "tunables",
+        "certs.d/_default",
+    ] {
         fs::create_dir_all(dir.join(sub)).expect("the node agents' directories");
     }
+    fs::write(dir.join("certs.d/_default/hosts.toml"), NO_REGISTRY).expect("write hosts.toml");
     let pause = bin.join("images/pause.tar");
     let config = dir.join("containerd.toml");
     fs::write(&config, containerd_config(dir, bin, &image_name(&pause)))
@@ -464,7 +484,7 @@ fn tunnel(client: UnixStream, netns: &Path, allowed: &[Ipv4Addr]) {
 mod tests {
     use std::fs;
     use std::path::Path;
-    use std::process::Output;
+    use std::process::{Command, Output};
 
     use kube::api::{Api, ListParams};
     use serde_json::Value;
@@ -479,7 +499,7 @@ mod tests {
     /// --save-snapshot DIR` live, or `--snapshot DIR`): the report, and the
     /// exit status.
     fn diagnose(source: &[&str], from: &str, to: &str) -> (Value, Output) {
-        let output = std::process::Command::new(env!("CARGO_BIN_EXE_skoop"))
+        let output = Command::new(env!("CARGO_BIN_EXE_skoop"))
             .arg("diagnose")
             .args(source)
             .args([
@@ -554,8 +574,8 @@ mod tests {
             .to_string()
     }
 
-    /// The collector pods left anywhere.
-    fn collector_pods(real: &RealCluster) -> Vec<String> {
+    /// The collector pods anywhere, with their phases.
+    fn collector_pods(real: &RealCluster) -> Vec<(String, String)> {
         block_on(async {
             let client = real.server.admin().await;
             let api: Api<k8s_openapi::api::core::v1::Pod> = Api::all(client);
@@ -565,9 +585,76 @@ mod tests {
                 .expect("list pods")
                 .items
                 .into_iter()
-                .filter_map(|p| p.metadata.name)
+                .map(|p| {
+                    let phase = p.status.and_then(|s| s.phase).unwrap_or_default();
+                    (p.metadata.name.unwrap_or_default(), phase)
+                })
                 .collect()
         })
+    }
+
+    /// `skoop collect cluster --kubeconfig K --out OUT ARGS...`, started.
+    fn collect_cluster(kubeconfig: &str, out: &Path, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_skoop"));
+        command
+            .args(["collect", "cluster", "--kubeconfig", kubeconfig, "--out"])
+            .arg(out)
+            .args(args);
+        command
+    }
+
+    /// What users meet on the real stack: a collector image no node has
+    /// and no registry serves is named, with the node, from the kubelet's
+    /// ErrImagePull; and SIGINT while the collector pods run and commands
+    /// are exec'd in them leaves no collector pod.
+    fn missing_image_and_interrupted_collection(real: &RealCluster, kubeconfig: &str, dir: &Path) {
+        let image = "skoop.io/no-such-collector:0";
+        let output = collect_cluster(
+            kubeconfig,
+            &dir.join("missing-image"),
+            &[
+                "--nodes",
+                "node-1",
+                "--collector-image",
+                image,
+                "--collector-timeout",
+                "20",
+            ],
+        )
+        .output()
+        .expect("run skoop");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{stderr}");
+        assert!(
+            stderr.contains("not Running on node node-1")
+                && stderr.contains(image)
+                && (stderr.contains("ErrImagePull") || stderr.contains("ImagePullBackOff")),
+            "{stderr}"
+        );
+        assert_eq!(collector_pods(real), Vec::new());
+
+        let mut child = collect_cluster(kubeconfig, &dir.join("interrupted"), &["--all-nodes"])
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start skoop");
+        let started = std::time::Instant::now();
+        while !collector_pods(real)
+            .iter()
+            .any(|(_, phase)| phase == "Running")
+        {
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(60),
+                "no collector pod ran: {:?}",
+                collector_pods(real)
+            );
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        let _ = Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status();
+        let status = child.wait().expect("wait for skoop");
+        assert_eq!(status.code(), Some(130));
+        assert_eq!(collector_pods(real), Vec::new());
     }
 
     /// The first vertical slice of issue 31: kubelets and containerd run
@@ -575,8 +662,8 @@ mod tests {
     /// and `skoop diagnose` collects live through collector pods the
     /// kubelets start, exec'd through their streaming servers, finding the
     /// pods' namespaces in the kubelets' cgroup layout. Its answer must be
-    /// the kernel's, healthy and with a route deleted; no collector pod is
-    /// left after either run.
+    /// the kernel's, healthy and with forwarding off on node-2; no collector
+    /// pod is left after either run, nor after a missing image or SIGINT.
     #[test]
     fn kubelets_run_the_pods_and_a_live_diagnosis_through_collector_pods_agrees_with_the_kernel() {
         let Availability::Run = availability() else {
@@ -610,7 +697,8 @@ mod tests {
             String::from_utf8_lossy(&output.stderr)
         );
         assert_eq!(output.status.code(), Some(0), "{report:#}");
-        assert_eq!(collector_pods(&real), Vec::<String>::new());
+        assert_eq!(collector_pods(&real), Vec::new());
+        missing_image_and_interrupted_collection(&real, &kubeconfig, dir.path());
 
         // Forwarding off on node-2, with flanneld and kube-proxy frozen (the
         // kubelets and containerd are not: they run the collector pods).
@@ -633,6 +721,6 @@ mod tests {
             .and_then(|hop| report["hops"][hop as usize]["id"].as_str())
             .map(str::to_string);
         assert_eq!(stopped_at.as_deref(), Some("node-2"), "{report:#}");
-        assert_eq!(collector_pods(&real), Vec::<String>::new());
+        assert_eq!(collector_pods(&real), Vec::new());
     }
 }
