@@ -105,10 +105,24 @@ pub fn serve_lab(lab: &mut Lab, cluster: &Cluster, offline: &Path) -> ApiServer 
 
 /// `skoop collect cluster --all-nodes` of the lab through `server`.
 pub fn collect_live(server: &ApiServer, cluster: &Cluster, out: &Path) {
-    let kubeconfig = server.kubeconfig.to_str().expect("utf-8 path");
     let template = node_exec(cluster);
+    collect_all_nodes(server, out, &["--node-exec", &template]);
+}
+
+/// `skoop collect cluster --all-nodes` through `server` and collector pods
+/// (the default): a cluster whose nodes run kubelets.
+pub fn collect_through_collector_pods(server: &ApiServer, out: &Path) {
+    collect_all_nodes(server, out, &[]);
+}
+
+/// `skoop collect cluster --all-nodes ARGS...` as the administrator, which
+/// must succeed and leave a snapshot whose cache is current.
+fn collect_all_nodes(server: &ApiServer, out: &Path, args: &[&str]) {
+    let kubeconfig = server.kubeconfig.to_str().expect("utf-8 path");
     let out = out.to_str().expect("utf-8 path");
-    let output = collect_cluster(kubeconfig, out, &["--all-nodes", "--node-exec", &template]);
+    let mut argv = vec!["--all-nodes"];
+    argv.extend_from_slice(args);
+    let output = collect_cluster(kubeconfig, out, &argv);
     assert!(
         output.status.success(),
         "collect cluster failed:\n{}",
