@@ -2072,7 +2072,12 @@ impl LabKind {
             LabKind::Kubelet(RealCni::FlannelVxlan) => {
                 "flannel-vxlan (real components, kubelet and containerd)"
             }
-            LabKind::Kubelet(_) => unreachable!("the kubelet lab runs Flannel VXLAN so far"),
+            LabKind::Kubelet(RealCni::CalicoVxlan) => {
+                "calico-vxlan (real components, kubelet and containerd)"
+            }
+            LabKind::Kubelet(RealCni::FlannelHostGw) => {
+                unreachable!("the kubelet lab runs Flannel VXLAN and Calico VXLAN")
+            }
         }
     }
 }
@@ -2279,6 +2284,11 @@ const TOPOLOGIES: &[Group] = &[
     },
     Group {
         lab: LabKind::Real(RealCni::CalicoVxlan, ProxyMode::Iptables),
+        peer: Peer::Cluster,
+        faults: CALICO_VXLAN_FAULTS,
+    },
+    Group {
+        lab: LabKind::Kubelet(RealCni::CalicoVxlan),
         peer: Peer::Cluster,
         faults: CALICO_VXLAN_FAULTS,
     },

@@ -332,12 +332,8 @@ impl RealCluster {
     /// [`RealCluster::build`] with a kubelet and containerd on every node
     /// (`tests/lab/kubelet.rs`): the kubelets register the nodes, and the
     /// pods are created through the API server, started by the kubelets,
-    /// which call the CNI plugin (Flannel only, so far).
+    /// which call the CNI plugin.
     pub fn build_kubelet(lab: &mut Lab, cni: RealCni, nodes: u8, pods_per_node: u8) -> RealCluster {
-        assert!(
-            !cni.is_calico(),
-            "the kubelet lab runs Flannel only, so far"
-        );
         let mut real = RealCluster::start(lab, cni, ProxyMode::Iptables, true);
         for _ in 0..nodes {
             real.add_node(lab, pods_per_node);
@@ -499,6 +495,12 @@ impl RealCluster {
             self.wait(&node, &["ip", "-br", "link"], "felix.log", |out| {
                 out.contains(calico::VTEP)
             });
+            if self.components.kubelets {
+                // Where calico-node's install-cni container writes it.
+                let conf = calico_cni_conf(&self.components, &node);
+                fs::write(dir.join("net.d/10-calico.conf"), conf)
+                    .expect("write the node's CNI configuration");
+            }
         } else {
             self.components.start_flanneld(lab, &node);
             wait_for_file(&dir.join("subnet.env"), &dir.join("flanneld.log"));
@@ -892,6 +894,9 @@ pub fn component_versions() -> Vec<(&'static str, String)> {
         ),
         ("CNI flannel", run(&[&program("cni/flannel"), "--version"])),
         ("calico-node (felix)", run(&[&program("calico-node"), "-v"])),
+        ("kubelet", run(&[&program("kubelet"), "--version"])),
+        ("containerd", run(&[&program("containerd"), "--version"])),
+        ("runc", run(&[&program("runc"), "--version"])),
         ("iptables", run(&["iptables", "--version"])),
         ("nftables", run(&["nft", "--version"])),
         ("iproute2", run(&["ip", "-V"])),
