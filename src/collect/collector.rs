@@ -266,7 +266,7 @@ impl CollectorPod {
                 .api
                 .exec(&self.name, argv.to_vec(), &params)
                 .await
-                .map_err(|e| RunError::Exec(super::api::chain(&e)))?;
+                .map_err(|e| exec_error(&e))?;
             let mut input = process.stdin();
             let stdout = process.stdout();
             let stderr = process.stderr();
@@ -313,6 +313,19 @@ impl CollectorPod {
         let _ = connection
             .call(delete, self.api.delete(&self.name, &params))
             .await;
+    }
+}
+
+/// Why `pods/exec` could not start: kube-apiserver says "error dialing
+/// backend" when it cannot connect to the kubelet (its own words, as
+/// `kubectl exec` shows them), which is the same for every command on that
+/// node; anything else as the error chain says it.
+fn exec_error(error: &kube::Error) -> RunError {
+    match error {
+        kube::Error::Api(status) if status.message.starts_with("error dialing backend") => {
+            RunError::KubeletUnreachable(status.message.clone())
+        }
+        _ => RunError::Exec(super::api::chain(error)),
     }
 }
 
@@ -404,6 +417,33 @@ mod tests {
         let spec = pod.spec.unwrap();
         assert_eq!(spec.automount_service_account_token, Some(false));
         assert_eq!(spec.host_network, Some(true));
+    }
+
+    // Issue 31: with the kubelet's port closed to the control plane, every
+    // dump command of the node failed with the same long API error.
+    #[test]
+    fn an_api_server_that_cannot_dial_the_kubelet_is_named_as_such() {
+        let status: kube::core::Status = serde_json::from_value(json!({
+            "status": "Failure", "code": 500,
+            "message": "error dialing backend: dial tcp 172.18.0.12:10250: connect: connection refused"
+        }))
+        .unwrap();
+        let error = exec_error(&kube::Error::Api(Box::new(status)));
+        assert!(matches!(error, RunError::KubeletUnreachable(_)));
+        let message = error.to_string();
+        assert!(
+            message.contains("cannot reach the node's kubelet"),
+            "{message}"
+        );
+        assert!(message.contains("connection refused"), "{message}");
+        let other: kube::core::Status = serde_json::from_value(json!({
+            "status": "Failure", "code": 404, "message": "pods \"x\" not found"
+        }))
+        .unwrap();
+        assert!(matches!(
+            exec_error(&kube::Error::Api(Box::new(other))),
+            RunError::Exec(_)
+        ));
     }
 
     #[test]

@@ -657,6 +657,37 @@ mod tests {
         assert_eq!(collector_pods(real), Vec::new());
     }
 
+    /// A firewall on node-2 refusing the kubelet's port: the collector pod
+    /// runs (the kubelet reaches the API server), but the API server
+    /// cannot reach the kubelet to exec in it.
+    fn kubelet_port_refused(real: &RealCluster, kubeconfig: &str, dir: &Path) {
+        let node_2 = &real.cluster.nodes[1].ns;
+        let rule = format!(
+            "INPUT -p tcp --dport {} -j REJECT --reject-with tcp-reset",
+            super::KUBELET_PORT
+        );
+        node_2.run(&["sh", "-c", &format!("iptables -I {rule}")]);
+        let output = collect_cluster(
+            kubeconfig,
+            &dir.join("port-refused"),
+            &["--nodes", "node-2"],
+        )
+        .output()
+        .expect("run skoop");
+        node_2.run(&["sh", "-c", &format!("iptables -D {rule}")]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{stderr}");
+        // Said once per namespace (the node's and its two pods'), not once
+        // per command.
+        let said = stderr
+            .lines()
+            .filter(|line| line.contains("the API server cannot reach the node's kubelet"))
+            .count();
+        assert_eq!(said, 3, "{stderr}");
+        assert!(stderr.contains("node-2"), "{stderr}");
+        assert_eq!(collector_pods(real), Vec::new());
+    }
+
     /// The first vertical slice of issue 31: kubelets and containerd run
     /// the lab's pods (Flannel VXLAN, the kubelet calling the CNI plugin),
     /// and `skoop diagnose` collects live through collector pods the
@@ -699,6 +730,7 @@ mod tests {
         assert_eq!(output.status.code(), Some(0), "{report:#}");
         assert_eq!(collector_pods(&real), Vec::new());
         missing_image_and_interrupted_collection(&real, &kubeconfig, dir.path());
+        kubelet_port_refused(&real, &kubeconfig, dir.path());
 
         // Forwarding off on node-2, with flanneld and kube-proxy frozen (the
         // kubelets and containerd are not: they run the collector pods).
