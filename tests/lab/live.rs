@@ -724,3 +724,42 @@ fn a_collector_pod_that_never_runs_is_named_and_no_collector_pod_is_left() {
         assert_eq!(collector_pods(&client).await, Vec::<String>::new());
     });
 }
+
+// Issue 31: Pod Security admission refusing the collector pod was shown as
+// an RBAC denial, with the RBAC rule to grant.
+#[test]
+fn a_collector_namespace_enforcing_restricted_pod_security_is_named_with_the_label_to_set() {
+    let Availability::Run = availability() else {
+        return;
+    };
+    let server = ApiServer::start();
+    let node = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1"},
+                      "status": {"addresses": [{"type": "InternalIP", "address": "192.0.2.1"}]}});
+    let namespace = json!({"apiVersion": "v1", "kind": "Namespace",
+                           "metadata": {"name": "skoop",
+                                        "labels": {"pod-security.kubernetes.io/enforce": "restricted"}}});
+    block_on(async {
+        let client = server.admin().await;
+        apiserver::create(&client, &node).await;
+        apiserver::create(&client, &namespace).await;
+    });
+    let out = tempfile::tempdir().unwrap();
+    let output = collect_cluster(
+        server.kubeconfig.to_str().unwrap(),
+        out.path().to_str().unwrap(),
+        &["--nodes", "node-1", "--collector-timeout", "3"],
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("namespace skoop enforces Pod Security")
+            && stderr.contains("pod-security.kubernetes.io/enforce=privileged")
+            && stderr.contains("violates PodSecurity \"restricted"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("deploy/rbac.yaml grants"), "{stderr}");
+    block_on(async {
+        let client = server.admin().await;
+        assert_eq!(collector_pods(&client).await, Vec::<String>::new());
+    });
+}
