@@ -222,7 +222,8 @@ pub fn image_name(archive: &Path) -> String {
 /// Starts containerd and the kubelet in `node`'s namespace, with their
 /// state in `dir`, imports the pause and collector images into containerd
 /// and returns once the kubelet runs; the kubelet then registers the Node
-/// itself. `kubeconfig` is the kubelet's credential, `ca` the cluster's CA.
+/// itself, with a credential of its own (`node_kubeconfig`). `kubeconfig`
+/// is the administrator's, `ca` the cluster's CA (its key beside it).
 /// Returns the kubelet's `cgroupRoot`, where its pods' control groups are.
 pub fn start_node_agents(
     lab: &mut Lab,
@@ -308,7 +309,10 @@ pub fn start_node_agents(
             "--net",
             bin.join("kubelet").to_str().expect("a UTF-8 path"),
             &format!("--config={}", kubelet_config_file.display()),
-            &format!("--kubeconfig={}", kubeconfig.display()),
+            &format!(
+                "--kubeconfig={}",
+                node_kubeconfig(node, dir, kubeconfig, ca).display()
+            ),
             &format!("--root-dir={}", dir.join("kubelet").display()),
             &format!("--hostname-override={}", node.name),
             &format!("--node-ip={}", node.ip),
@@ -317,6 +321,79 @@ pub fn start_node_agents(
         &dir.join("kubelet.log"),
     );
     cgroup_root
+}
+
+/// A kubeconfig for `node`'s kubelet, as a kubelet's bootstrap would leave
+/// it: the administrator's cluster, and a client certificate of the
+/// cluster's CA for `system:node:<node>` in group `system:nodes`, which the
+/// API server's Node authorizer confines to what that node's kubelet may
+/// do (openssl, ECDSA P-256, one day).
+fn node_kubeconfig(node: &Node, dir: &Path, admin: &Path, ca: &Path) -> PathBuf {
+    let (key, csr, crt) = (
+        dir.join("node.key"),
+        dir.join("node.csr"),
+        dir.join("node.crt"),
+    );
+    let ca_key = ca.with_file_name("ca.key");
+    let subject = format!("/O=system:nodes/CN=system:node:{}", node.name);
+    let steps: [Vec<&std::ffi::OsStr>; 3] = [
+        vec![
+            "ecparam".as_ref(),
+            "-name".as_ref(),
+            "prime256v1".as_ref(),
+            "-genkey".as_ref(),
+            "-noout".as_ref(),
+            "-out".as_ref(),
+            key.as_os_str(),
+        ],
+        vec![
+            "req".as_ref(),
+            "-new".as_ref(),
+            "-key".as_ref(),
+            key.as_os_str(),
+            "-subj".as_ref(),
+            subject.as_ref(),
+            "-out".as_ref(),
+            csr.as_os_str(),
+        ],
+        vec![
+            "x509".as_ref(),
+            "-req".as_ref(),
+            "-in".as_ref(),
+            csr.as_os_str(),
+            "-CA".as_ref(),
+            ca.as_os_str(),
+            "-CAkey".as_ref(),
+            ca_key.as_os_str(),
+            "-set_serial".as_ref(),
+            "1".as_ref(),
+            "-days".as_ref(),
+            "1".as_ref(),
+            "-out".as_ref(),
+            crt.as_os_str(),
+        ],
+    ];
+    for args in steps {
+        let output = Command::new("openssl")
+            .args(&args)
+            .output()
+            .expect("run openssl");
+        assert!(
+            output.status.success(),
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let text = fs::read_to_string(admin).expect("read the administrator's kubeconfig");
+    let mut config: serde_json::Value = serde_saphyr::from_str(&text).expect("a kubeconfig");
+    config["users"][0]["name"] = format!("system:node:{}", node.name).into();
+    config["users"][0]["user"] = serde_json::json!({
+        "client-certificate": crt, "client-key": key,
+    });
+    config["contexts"][0]["context"]["user"] = format!("system:node:{}", node.name).into();
+    let path = dir.join("kubelet.kubeconfig");
+    fs::write(&path, config.to_string()).expect("write the kubelet's kubeconfig");
+    path
 }
 
 /// Waits until `ready`, failing with `what` and the tail of `log`.
