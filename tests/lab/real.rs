@@ -241,6 +241,12 @@ impl Components {
             ("FELIX_PROMETHEUSMETRICSENABLED", "false"),
             ("FELIX_IPV6SUPPORT", "false"),
             ("FELIX_BPFENABLED", "false"),
+            // Felix cleans up a BPF connect-time load balancer at start, even
+            // with BPF off. Where it can mount bpffs in its mount namespace (as
+            // it can on this machine now), that cleanup calls BPF functions
+            // which a build without cgo, as build.sh's, only stubs: felix
+            // panics with "BPF syscall stub". The lab has none to clean up.
+            ("FELIX_DebugSkipCTLBCleanup", "true"),
             ("FELIX_XDPENABLED", "false"),
             // The backend the node's iptables commands use (Auto would pick
             // legacy in a namespace that has no rules yet).
