@@ -241,14 +241,7 @@ impl Drop for Lab {
         }
         for ns in self.namespaces.iter().rev() {
             // Anything else still running in the namespace would keep it alive.
-            if let Ok(pids) = Command::new("ip")
-                .args(["netns", "pids", &ns.name])
-                .output()
-            {
-                for pid in String::from_utf8_lossy(&pids.stdout).split_whitespace() {
-                    let _ = Command::new("kill").args(["-KILL", pid]).status();
-                }
-            }
+            ns.kill_processes();
             let _ = Command::new("ip")
                 .args(["netns", "del", &ns.name])
                 .stderr(Stdio::null())
@@ -313,6 +306,36 @@ pub struct Netns {
 }
 
 impl Netns {
+    /// Kills every process in the namespace (`ip netns pids`), and waits a
+    /// little until none is left.
+    pub fn kill_processes(&self) {
+        let pids = || -> Vec<String> {
+            Command::new("ip")
+                .args(["netns", "pids", &self.name])
+                .output()
+                .map(|o| {
+                    String::from_utf8_lossy(&o.stdout)
+                        .split_whitespace()
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        for _ in 0..40 {
+            let left = pids();
+            if left.is_empty() {
+                return;
+            }
+            for pid in left {
+                let _ = Command::new("kill")
+                    .args(["-KILL", &pid])
+                    .stderr(Stdio::null())
+                    .status();
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// `ip -n NAME <args>`, split on whitespace; panics if it fails.
     pub fn ip(&self, args: &str) {
         let mut argv = vec!["ip", "-n", &self.name];

@@ -114,6 +114,19 @@ pub struct RealCluster {
     _egress: Option<kubelet::EgressProxy>,
 }
 
+impl Drop for RealCluster {
+    /// A kubelet and containerd write into the state directory until they
+    /// die, and would leave files behind its removal: every process of the
+    /// nodes' namespaces is stopped first (the [`Lab`] stops the rest).
+    fn drop(&mut self) {
+        if self.components.kubelets {
+            for node in &self.cluster.nodes {
+                node.ns.kill_processes();
+            }
+        }
+    }
+}
+
 /// How the lab starts the node components, and where their configuration,
 /// state and logs are.
 struct Components {
