@@ -201,6 +201,15 @@ pub enum LiveError {
         code: u16,
         message: String,
     },
+    /// Pod Security admission refused the collector pod: the namespace
+    /// enforces a level that forbids privileged, host-network pods.
+    #[error(
+        "namespace {namespace} enforces Pod Security, which refuses skoop's privileged collector \
+         pods: label it `pod-security.kubernetes.io/enforce=privileged` (kubectl label namespace \
+         {namespace} pod-security.kubernetes.io/enforce=privileged --overwrite), or give \
+         --collector-namespace one that is ({message})"
+    )]
+    PodSecurity { namespace: String, message: String },
     #[error("collector pod {pod} not Running on node {node} after {} s: {why}", waited.as_secs())]
     CollectorNotRunning {
         pod: String,
@@ -222,7 +231,7 @@ impl LiveError {
     pub fn code(&self) -> Option<u16> {
         match self {
             LiveError::Unauthorized { .. } => Some(401),
-            LiveError::Forbidden { .. } => Some(403),
+            LiveError::Forbidden { .. } | LiveError::PodSecurity { .. } => Some(403),
             LiveError::Api { code, .. } => Some(*code),
             _ => None,
         }
@@ -455,6 +464,10 @@ impl Connection {
         if let kube::Error::Api(status) = &error {
             return match status.code {
                 401 => LiveError::Unauthorized { server },
+                403 if status.message.contains("violates PodSecurity") => LiveError::PodSecurity {
+                    namespace: request.namespace.unwrap_or_default(),
+                    message: status.message.clone(),
+                },
                 403 => {
                     let grant = grant(&request);
                     LiveError::Forbidden {

@@ -22,9 +22,10 @@ use super::command::{CommandOutput, MAX_STDOUT, RunError, read_bounded};
 use super::rbac::Request;
 
 /// The image collector pods run unless `--collector-image` says otherwise:
-/// it carries iproute2, iptables (nft and legacy), ipset, ipvsadm, nft,
-/// ss, sysctl and nsenter.
-pub const DEFAULT_IMAGE: &str = "docker.io/nicolaka/netshoot:v0.14";
+/// skoop's own, built from Debian's packages by `deploy/collector/build.sh`
+/// (iproute2, iptables nft and legacy, ipset, ipvsadm, nft, ss, sysctl,
+/// conntrack and nsenter), tagged with this skoop's version.
+pub const DEFAULT_IMAGE: &str = concat!("skoop.io/collector:", env!("CARGO_PKG_VERSION"));
 /// Labels every collector pod carries.
 pub const TOOL_LABEL: (&str, &str) = ("app.kubernetes.io/managed-by", "skoop");
 pub const RUN_LABEL: &str = "skoop.io/run";
@@ -265,7 +266,7 @@ impl CollectorPod {
                 .api
                 .exec(&self.name, argv.to_vec(), &params)
                 .await
-                .map_err(|e| RunError::Exec(super::api::chain(&e)))?;
+                .map_err(|e| exec_error(&e))?;
             let mut input = process.stdin();
             let stdout = process.stdout();
             let stderr = process.stderr();
@@ -312,6 +313,19 @@ impl CollectorPod {
         let _ = connection
             .call(delete, self.api.delete(&self.name, &params))
             .await;
+    }
+}
+
+/// Why `pods/exec` could not start: kube-apiserver says "error dialing
+/// backend" when it cannot connect to the kubelet (its own words, as
+/// `kubectl exec` shows them), which is the same for every command on that
+/// node; anything else as the error chain says it.
+fn exec_error(error: &kube::Error) -> RunError {
+    match error {
+        kube::Error::Api(status) if status.message.starts_with("error dialing backend") => {
+            RunError::KubeletUnreachable(status.message.clone())
+        }
+        _ => RunError::Exec(super::api::chain(error)),
     }
 }
 
@@ -403,6 +417,33 @@ mod tests {
         let spec = pod.spec.unwrap();
         assert_eq!(spec.automount_service_account_token, Some(false));
         assert_eq!(spec.host_network, Some(true));
+    }
+
+    // Issue 31: with the kubelet's port closed to the control plane, every
+    // dump command of the node failed with the same long API error.
+    #[test]
+    fn an_api_server_that_cannot_dial_the_kubelet_is_named_as_such() {
+        let status: kube::core::Status = serde_json::from_value(json!({
+            "status": "Failure", "code": 500,
+            "message": "error dialing backend: dial tcp 172.18.0.12:10250: connect: connection refused"
+        }))
+        .unwrap();
+        let error = exec_error(&kube::Error::Api(Box::new(status)));
+        assert!(matches!(error, RunError::KubeletUnreachable(_)));
+        let message = error.to_string();
+        assert!(
+            message.contains("cannot reach the node's kubelet"),
+            "{message}"
+        );
+        assert!(message.contains("connection refused"), "{message}");
+        let other: kube::core::Status = serde_json::from_value(json!({
+            "status": "Failure", "code": 404, "message": "pods \"x\" not found"
+        }))
+        .unwrap();
+        assert!(matches!(
+            exec_error(&kube::Error::Api(Box::new(other))),
+            RunError::Exec(_)
+        ));
     }
 
     #[test]

@@ -60,6 +60,13 @@ pub enum RunError {
     PipesHeldOpen,
     #[error("pods/exec failed: {0}")]
     Exec(String),
+    /// kube-apiserver could not connect to the node's kubelet, through
+    /// which every `pods/exec` goes ("error dialing backend").
+    #[error(
+        "the API server cannot reach the node's kubelet, which `pods/exec` goes through: its port \
+         (10250 unless the kubelet is configured otherwise) must be open to the control plane ({0})"
+    )]
+    KubeletUnreachable(String),
 }
 
 /// How long the output of a command that has exited may still take to

@@ -154,6 +154,9 @@ pub enum CollectError {
     },
     #[error("{0}: stopped")]
     Stopped(&'static str),
+    /// Every command would fail alike: nothing of the namespace is collected.
+    #[error("{0}")]
+    Unreachable(RunError),
     #[error(transparent)]
     BadName(#[from] crate::snapshot::name::BadName),
     #[error("{}: cannot create the output directory: {source}", dir.display())]
@@ -238,6 +241,7 @@ async fn collect_file(
                 stderr: String::from_utf8_lossy(&output.stderr).trim().to_string(),
             }),
             Err(RunError::ToolMissing { tool }) => Err(SkipReason::ToolMissing { tool }),
+            Err(e @ RunError::KubeletUnreachable(_)) => return Err(CollectError::Unreachable(e)),
             Err(e) => Err(SkipReason::CommandFailed {
                 command: file.command.join(" "),
                 status: e.to_string(),

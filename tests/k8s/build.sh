@@ -7,13 +7,17 @@
 # OUTDIR defaults to ${SKOOP_K8S_BIN:-$HOME/.cache/skoop/k8s-bin}.
 # Default targets: kube-apiserver, skoop-testcluster.
 # --all adds the node components of the real-components lab:
-# kube-controller-manager, kube-proxy, flanneld, Calico's calico-node (felix),
-# the CNI plugins bridge, host-local, loopback, ptp (kindnet's), flannel,
-# calico and calico-ipam (in OUTDIR/cni), and Calico's CRDs (OUTDIR/calico-crds).
+# kube-controller-manager, kube-proxy, kubelet, containerd (with its runc shim
+# and ctr) and runc, flanneld, Calico's calico-node (felix), the CNI plugins
+# bridge, host-local, loopback, ptp (kindnet's), flannel, calico and
+# calico-ipam (in OUTDIR/cni), Calico's CRDs (OUTDIR/calico-crds), and the
+# images the kubelets run, as OCI archives: pause and skoop's collector
+# (OUTDIR/images/pause.tar, collector.tar).
 #
 # Needs `go` (the version in go.mod or newer), a C compiler for flanneld (its
-# udp backend needs cgo, as in flannel's own release build) and the Go module
-# proxy. Uses Go's normal module and build caches, so a rebuild on the same
+# udp backend needs cgo, as in flannel's own release build), runc (cgo, with
+# libseccomp-dev) and pause (static), and the Go module proxy; for the
+# collector image Debian's apt (deploy/collector/build.sh). Uses Go's normal module and build caches, so a rebuild on the same
 # machine is fast; and each binary carries a stamp (sha256 of its Go module's
 # go.mod, go.sum and Go sources, this script and `go version`), so an
 # up-to-date binary is not rebuilt at all. go's own output goes to
@@ -30,7 +34,7 @@ main() {
 		case $arg in
 		--all) all=1 ;;
 		-h | --help)
-			sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'
+			sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'
 			exit 0
 			;;
 		-*) echo "build.sh: unknown option $arg" >&2; exit 2 ;;
@@ -51,13 +55,13 @@ main() {
 	# else); static binaries where the component allows it (cgo per target).
 	export GOFLAGS="${GOFLAGS:+$GOFLAGS }-buildvcs=false -mod=readonly"
 
-	mkdir -p "$outdir/cni"
+	mkdir -p "$outdir/cni" "$outdir/images"
 	outdir=$(cd "$outdir" && pwd)
 	log=$outdir/build.log
 
-	# module directory|name in OUTDIR|package|cgo. Each module directory has its
-	# own go.mod: flannel and the old flannel CNI plugin pin other versions of
-	# modules Kubernetes also uses.
+	# module directory|name in OUTDIR|package|cgo|build tags. Each module
+	# directory has its own go.mod: flannel, the old flannel CNI plugin and
+	# containerd pin other versions of modules Kubernetes also uses.
 	targets=(
 		".|kube-apiserver|k8s.io/kubernetes/cmd/kube-apiserver|0"
 		".|skoop-testcluster|./cmd/skoop-testcluster|0"
@@ -66,6 +70,11 @@ main() {
 		targets+=(
 			".|kube-controller-manager|k8s.io/kubernetes/cmd/kube-controller-manager|0"
 			".|kube-proxy|k8s.io/kubernetes/cmd/kube-proxy|0"
+			".|kubelet|k8s.io/kubernetes/cmd/kubelet|0"
+			"containerd|containerd|github.com/containerd/containerd/v2/cmd/containerd|0"
+			"containerd|containerd-shim-runc-v2|github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2|0"
+			"containerd|ctr|github.com/containerd/containerd/v2/cmd/ctr|0"
+			"containerd|runc|github.com/opencontainers/runc|1|seccomp"
 			"flannel|flanneld|github.com/flannel-io/flannel|1"
 			"flannel|cni/bridge|github.com/containernetworking/plugins/plugins/main/bridge|0"
 			"flannel|cni/host-local|github.com/containernetworking/plugins/plugins/ipam/host-local|0"
@@ -74,9 +83,11 @@ main() {
 			"flannel-cni|cni/flannel|github.com/containernetworking/plugins/plugins/meta/flannel|0"
 			"calico|calico-node|github.com/projectcalico/calico/node/cmd/calico-node|0"
 			"calico|cni/calico|github.com/projectcalico/calico/cni-plugin/cmd/calico|0"
+			"images|images/pause.tar|pause"
+			"images|images/collector.tar|collector"
 		)
 	fi
-	modules=(. flannel flannel-cni calico)
+	modules=(. flannel flannel-cni calico containerd)
 
 	sha256() {
 		if command -v sha256sum >/dev/null; then sha256sum | cut -d' ' -f1; else shasum -a 256 | cut -d' ' -f1; fi
@@ -102,11 +113,23 @@ main() {
 		)
 	done
 
+	# The images: pause from the source in Kubernetes' module, the collector
+	# from Debian's packages by deploy/collector/build.sh, named after the
+	# version in Cargo.toml.
+	stamps[images]=$(
+		{
+			echo "${stamps[.]}"
+			gcc --version 2>/dev/null | head -n 1
+			grep -m 1 '^version = ' ../../Cargo.toml
+			cat ../../deploy/collector/build.sh ../../deploy/collector/oci-archive.sh
+		} | sha256
+	)
+
 	outdated() {
 		todo=()
 		for t in "${targets[@]}"; do
 			IFS='|' read -r module name _ _ <<<"$t"
-			if [ -x "$outdir/$name" ] && [ "$(cat "$outdir/.stamp.${name//\//_}" 2>/dev/null)" = "${stamps[$module]}" ]; then
+			if [ -f "$outdir/$name" ] && [ "$(cat "$outdir/.stamp.${name//\//_}" 2>/dev/null)" = "${stamps[$module]}" ]; then
 				continue
 			fi
 			todo+=("$t")
@@ -153,12 +176,35 @@ main() {
 		flannel-cni)
 			flags+=" -X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=$(go list -m -f '{{.Version}}' github.com/containernetworking/plugins)"
 			;;
+		containerd)
+			flags+=" -X github.com/containerd/containerd/v2/version.Version=$(go list -m -f '{{.Version}}' github.com/containerd/containerd/v2)"
+			flags+=" -X main.version=$(go list -m -f '{{.Version}}' github.com/opencontainers/runc | sed 's/^v//')"
+			;;
 		flannel)
 			flags+=" -X github.com/flannel-io/flannel/pkg/version.Version=$(go list -m -f '{{.Version}}' github.com/flannel-io/flannel)"
 			flags+=" -X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=$(go list -m -f '{{.Version}}' github.com/containernetworking/plugins)"
 			;;
 		esac
 		echo "$flags"
+	}
+
+	# build_image pause|collector OUT.tar
+	build_image() {
+		local kind=$1 out=$2 src tag
+		echo "## image $kind"
+		case $kind in
+		pause)
+			# Kubernetes' own pause, built as build/pause/Makefile builds it.
+			src=$(go list -m -f '{{.Dir}}' k8s.io/kubernetes)/build/pause
+			tag=$(sed -n 's/^TAG ?= //p' "$src/Makefile")
+			mkdir -p "$tmp/pause-root"
+			gcc -Os -Wall -Werror -static -DVERSION="v$tag-skoop" -o "$tmp/pause-root/pause" "$src/linux/pause.c"
+			bash ../../deploy/collector/oci-archive.sh "$tmp/pause-root" "registry.k8s.io/pause:$tag" "$out" /pause
+			;;
+		collector)
+			bash ../../deploy/collector/build.sh "$out"
+			;;
+		esac
 	}
 
 	names=()
@@ -177,9 +223,18 @@ main() {
 	# One `go build` per binary, in its module: they share most packages
 	# through Go's build cache. go downloads what it needs through the proxy.
 	for t in "${todo[@]}"; do
-		IFS='|' read -r module name pkg cgo <<<"$t"
-		echo "## $name: go build $pkg (in $module, CGO_ENABLED=$cgo)" >>"$log"
-		if ! (cd "$module" && CGO_ENABLED=$cgo go build -v -ldflags "$(ldflags_of "$module")" -o "$tmp/$name" "$pkg") >>"$log" 2>&1; then
+		IFS='|' read -r module name pkg cgo tags <<<"$t"
+		if [ "$module" = images ]; then
+			mkdir -p "$tmp/images"
+			if ! build_image "$pkg" "$tmp/$name" >>"$log" 2>&1; then
+				echo "build.sh: the $pkg image failed after $(($(date +%s) - start))s; last lines of $log:" >&2
+				tail -n 40 "$log" >&2
+				exit 1
+			fi
+			continue
+		fi
+		echo "## $name: go build $pkg (in $module, CGO_ENABLED=$cgo, tags '$tags')" >>"$log"
+		if ! (cd "$module" && CGO_ENABLED=$cgo go build -v -tags "$tags" -ldflags "$(ldflags_of "$module")" -o "$tmp/$name" "$pkg") >>"$log" 2>&1; then
 			echo "build.sh: go build of $name failed after $(($(date +%s) - start))s; last lines of $log:" >&2
 			tail -n 40 "$log" >&2
 			exit 1

@@ -57,11 +57,17 @@ pub struct ApiServer {
     stdin: Option<ChildStdin>,
     pub kubeconfig: PathBuf,
     /// Holds the CA, keys, etcd's data and the logs; removed when dropped.
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
 }
 
 impl ApiServer {
     pub fn start() -> ApiServer {
+        ApiServer::start_with(|_| Vec::new())
+    }
+
+    /// [`ApiServer::start`] with kube-apiserver flags (`--flag=value`) made
+    /// from the launcher's directory, where its certificates will be.
+    pub fn start_with(flags: impl FnOnce(&Path) -> Vec<String>) -> ApiServer {
         let bin = built();
         let dir = tempfile::Builder::new()
             .prefix("skoop-apiserver-")
@@ -72,6 +78,11 @@ impl ApiServer {
             .arg(dir.path())
             .arg("--bin")
             .arg(bin)
+            .args(
+                flags(dir.path())
+                    .iter()
+                    .map(|flag| format!("--apiserver-arg={flag}")),
+            )
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -100,8 +111,14 @@ impl ApiServer {
             kubeconfig: PathBuf::from(kubeconfig),
             child,
             stdin,
-            _dir: dir,
+            dir,
         }
+    }
+
+    /// The launcher's directory: the cluster's CA (`ca.crt`), the
+    /// administrator's certificate and key, the logs.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
     }
 
     /// A client as the cluster's administrator.

@@ -473,6 +473,11 @@ const REAL_CALICO_FAULTS: &[Fault] = &[Fault {
 }];
 
 /// The cases of the VXLAN lab.
+/// The kubelet lab's cases (issue 31): the first twelve of the VXLAN
+/// lab's, each a fresh cluster of kubelet-run pods collected through
+/// collector pods (about a minute each, so not all thirty).
+const KUBELET_FAULTS: &[Fault] = VXLAN_FAULTS.split_at(12).0;
+
 const VXLAN_FAULTS: &[Fault] = &[
     Fault {
         name: "healthy (tcp)",
@@ -2163,6 +2168,9 @@ enum LabKind {
         nodes: u8,
     },
     Real(RealCni, ProxyMode),
+    /// The real components with a kubelet and containerd on each node
+    /// (`RealCluster::build_kubelet`), collected through collector pods.
+    Kubelet(RealCni),
 }
 
 impl LabKind {
@@ -2171,7 +2179,7 @@ impl LabKind {
         let (cni, nodes, across_router) = match self {
             LabKind::Scripted(cni) | LabKind::DualStack(cni) => (cni, 2, false),
             LabKind::Routed { cni, nodes, .. } => (cni, nodes, true),
-            LabKind::Real(..) => return None,
+            LabKind::Real(..) | LabKind::Kubelet(..) => return None,
         };
         let topology = Topology {
             nodes,
@@ -2198,6 +2206,15 @@ impl LabKind {
             }
             LabKind::Real(_, ProxyMode::Nftables) => {
                 unreachable!("the nftables cases run on Flannel VXLAN")
+            }
+            LabKind::Kubelet(RealCni::FlannelVxlan) => {
+                "flannel-vxlan (real components, kubelet and containerd)"
+            }
+            LabKind::Kubelet(RealCni::CalicoVxlan) => {
+                "calico-vxlan (real components, kubelet and containerd)"
+            }
+            LabKind::Kubelet(RealCni::FlannelHostGw) => {
+                unreachable!("the kubelet lab runs Flannel VXLAN and Calico VXLAN")
             }
         }
     }
@@ -2359,6 +2376,11 @@ const TOPOLOGIES: &[Group] = &[
         faults: VXLAN_FAULTS,
     },
     Group {
+        lab: LabKind::Kubelet(RealCni::FlannelVxlan),
+        peer: Peer::Cluster,
+        faults: KUBELET_FAULTS,
+    },
+    Group {
         lab: LabKind::Real(RealCni::FlannelVxlan, ProxyMode::Iptables),
         peer: Peer::Cluster,
         faults: REAL_COMPONENT_FAULTS,
@@ -2410,6 +2432,11 @@ const TOPOLOGIES: &[Group] = &[
     },
     Group {
         lab: LabKind::Real(RealCni::CalicoVxlan, ProxyMode::Iptables),
+        peer: Peer::Cluster,
+        faults: CALICO_VXLAN_FAULTS,
+    },
+    Group {
+        lab: LabKind::Kubelet(RealCni::CalicoVxlan),
         peer: Peer::Cluster,
         faults: CALICO_VXLAN_FAULTS,
     },
@@ -2563,6 +2590,9 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
             None,
             Some(RealCluster::build_with(&mut lab, cni, mode, 2, 2)),
         ),
+        (None, LabKind::Kubelet(cni)) => {
+            (None, Some(RealCluster::build_kubelet(&mut lab, cni, 2, 2)))
+        }
         (None, _) => unreachable!("every lab but the real components' is scripted"),
     };
     // The real components are frozen once the case's fault is in place, so
@@ -2676,8 +2706,13 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
         }
         (None, Some(real)) => {
             // The real components' cluster is only ever seen as a user sees
-            // it: collected through its API server.
-            live::collect_live(&real.server, cluster, dir.path());
+            // it: collected through its API server, and on kubelet-run nodes
+            // through collector pods, as by default.
+            if matches!(kind, LabKind::Kubelet(_)) {
+                live::collect_through_collector_pods(&real.server, dir.path());
+            } else {
+                live::collect_live(&real.server, cluster, dir.path());
+            }
             save_if_this_case(&name, dir.path());
             // The components keep working while the case runs: a fault one
             // of them repaired between the kernel's answer and the snapshot

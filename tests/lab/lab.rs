@@ -66,6 +66,10 @@ pub struct Lab {
     processes: Vec<(String, Vec<String>, Child)>,
     /// Control groups made for pods' processes, removed at cleanup.
     cgroups: Vec<PathBuf>,
+    /// Control group trees handed to a kubelet (`cgroupRoot`), one path per
+    /// v1 hierarchy: at cleanup every process in them is killed (the
+    /// containers of the kubelet's pods) and they are removed, deepest first.
+    cgroup_trees: Vec<PathBuf>,
 }
 
 impl Lab {
@@ -80,6 +84,7 @@ impl Lab {
             namespaces: Vec::new(),
             processes: Vec::new(),
             cgroups: Vec::new(),
+            cgroup_trees: Vec::new(),
         }
     }
 
@@ -93,6 +98,45 @@ impl Lab {
         command(&["ip", "netns", "add", &ns.name]);
         ns.ip("link set lo up");
         ns
+    }
+
+    /// Names the network namespace process `pid` is in `<prefix>-<role>`
+    /// (`ip netns attach`), as the lab's own: a pod's that a container
+    /// runtime made. Deleting the name at cleanup leaves the namespace to
+    /// its processes.
+    pub fn attach_netns(&mut self, role: &str, pid: u32) -> Netns {
+        let ns = Netns {
+            name: format!("{}-{role}", self.prefix),
+        };
+        command(&["ip", "netns", "attach", &ns.name, &pid.to_string()]);
+        self.namespaces.push(ns.clone());
+        ns
+    }
+
+    /// Makes control group `/<prefix>-<role>` in every cgroup hierarchy of
+    /// this machine (the v1 ones, and the v2 one a hybrid layout mounts
+    /// beside them, where runc makes its groups too), for a kubelet's
+    /// `cgroupRoot`, and returns its path there. Everything under it is the
+    /// lab's: killed and removed at cleanup.
+    pub fn cgroup_root(&mut self, role: &str) -> String {
+        let name = format!("{}-{role}", self.prefix);
+        let mounts = std::fs::read_to_string("/proc/self/mounts").expect("read /proc/self/mounts");
+        let mut v1 = false;
+        for line in mounts.lines() {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            if let [_, target, kind @ ("cgroup" | "cgroup2"), ..] = fields[..] {
+                v1 |= kind == "cgroup";
+                let dir = Path::new(target).join(&name);
+                self.cgroup_trees.push(dir.clone());
+                std::fs::create_dir_all(&dir)
+                    .unwrap_or_else(|e| panic!("create cgroup {}: {e}", dir.display()));
+            }
+        }
+        assert!(
+            v1,
+            "no cgroup v1 hierarchy is mounted (the kubelet lab is made for cgroup v1)"
+        );
+        format!("/{name}")
     }
 
     /// Starts `argv` in the background inside `ns`; it is killed at cleanup.
@@ -197,14 +241,7 @@ impl Drop for Lab {
         }
         for ns in self.namespaces.iter().rev() {
             // Anything else still running in the namespace would keep it alive.
-            if let Ok(pids) = Command::new("ip")
-                .args(["netns", "pids", &ns.name])
-                .output()
-            {
-                for pid in String::from_utf8_lossy(&pids.stdout).split_whitespace() {
-                    let _ = Command::new("kill").args(["-KILL", pid]).status();
-                }
-            }
+            ns.kill_processes();
             let _ = Command::new("ip")
                 .args(["netns", "del", &ns.name])
                 .stderr(Stdio::null())
@@ -214,6 +251,51 @@ impl Drop for Lab {
         for cgroup in self.cgroups.iter().rev() {
             let _ = std::fs::remove_dir(cgroup);
         }
+        for tree in &self.cgroup_trees {
+            remove_cgroup_tree(tree);
+        }
+    }
+}
+
+/// Kills every process in the control groups under `tree` until none is
+/// left (a dying container's children may still arrive), then removes
+/// them, deepest first.
+fn remove_cgroup_tree(tree: &Path) {
+    let mut groups = Vec::new();
+    let mut pending = vec![tree.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        pending.extend(
+            entries
+                .flatten()
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                .map(|e| e.path()),
+        );
+        groups.push(dir);
+    }
+    for _ in 0..100 {
+        let pids: Vec<String> = groups
+            .iter()
+            .filter_map(|g| std::fs::read_to_string(g.join("cgroup.procs")).ok())
+            .flat_map(|procs| {
+                procs
+                    .split_whitespace()
+                    .map(str::to_string)
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        if pids.is_empty() {
+            break;
+        }
+        for pid in pids {
+            let _ = Command::new("kill").args(["-KILL", &pid]).status();
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    for group in groups.iter().rev() {
+        let _ = std::fs::remove_dir(group);
     }
 }
 
@@ -224,6 +306,36 @@ pub struct Netns {
 }
 
 impl Netns {
+    /// Kills every process in the namespace (`ip netns pids`), and waits a
+    /// little until none is left.
+    pub fn kill_processes(&self) {
+        let pids = || -> Vec<String> {
+            Command::new("ip")
+                .args(["netns", "pids", &self.name])
+                .output()
+                .map(|o| {
+                    String::from_utf8_lossy(&o.stdout)
+                        .split_whitespace()
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        for _ in 0..40 {
+            let left = pids();
+            if left.is_empty() {
+                return;
+            }
+            for pid in left {
+                let _ = Command::new("kill")
+                    .args(["-KILL", &pid])
+                    .stderr(Stdio::null())
+                    .status();
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// `ip -n NAME <args>`, split on whitespace; panics if it fails.
     pub fn ip(&self, args: &str) {
         let mut argv = vec!["ip", "-n", &self.name];

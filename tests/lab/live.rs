@@ -105,10 +105,24 @@ pub fn serve_lab(lab: &mut Lab, cluster: &Cluster, offline: &Path) -> ApiServer 
 
 /// `skoop collect cluster --all-nodes` of the lab through `server`.
 pub fn collect_live(server: &ApiServer, cluster: &Cluster, out: &Path) {
-    let kubeconfig = server.kubeconfig.to_str().expect("utf-8 path");
     let template = node_exec(cluster);
+    collect_all_nodes(server, out, &["--node-exec", &template]);
+}
+
+/// `skoop collect cluster --all-nodes` through `server` and collector pods
+/// (the default): a cluster whose nodes run kubelets.
+pub fn collect_through_collector_pods(server: &ApiServer, out: &Path) {
+    collect_all_nodes(server, out, &[]);
+}
+
+/// `skoop collect cluster --all-nodes ARGS...` as the administrator, which
+/// must succeed and leave a snapshot whose cache is current.
+fn collect_all_nodes(server: &ApiServer, out: &Path, args: &[&str]) {
+    let kubeconfig = server.kubeconfig.to_str().expect("utf-8 path");
     let out = out.to_str().expect("utf-8 path");
-    let output = collect_cluster(kubeconfig, out, &["--all-nodes", "--node-exec", &template]);
+    let mut argv = vec!["--all-nodes"];
+    argv.extend_from_slice(args);
+    let output = collect_cluster(kubeconfig, out, &argv);
     assert!(
         output.status.success(),
         "collect cluster failed:\n{}",
@@ -427,7 +441,7 @@ fn a_closed_port_a_wrong_ca_and_a_bad_token_each_fail_fast_with_a_clear_error() 
 }
 
 /// Applies every document of deploy/rbac.yaml.
-async fn apply_rbac(client: &kube::Client) {
+pub async fn apply_rbac(client: &kube::Client) {
     let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/deploy/rbac.yaml"))
         .expect("deploy/rbac.yaml");
     for document in text.split("\n---\n") {
@@ -438,7 +452,7 @@ async fn apply_rbac(client: &kube::Client) {
 
 /// A kubeconfig for ServiceAccount `namespace/name`, with a token from the
 /// TokenRequest API.
-async fn service_account_kubeconfig(
+pub async fn service_account_kubeconfig(
     server: &ApiServer,
     client: &kube::Client,
     dir: &Path,
@@ -705,6 +719,45 @@ fn a_collector_pod_that_never_runs_is_named_and_no_collector_pod_is_left() {
         .status();
     let status = child.wait().expect("wait");
     assert_eq!(status.code(), Some(130));
+    block_on(async {
+        let client = server.admin().await;
+        assert_eq!(collector_pods(&client).await, Vec::<String>::new());
+    });
+}
+
+// Issue 31: Pod Security admission refusing the collector pod was shown as
+// an RBAC denial, with the RBAC rule to grant.
+#[test]
+fn a_collector_namespace_enforcing_restricted_pod_security_is_named_with_the_label_to_set() {
+    let Availability::Run = availability() else {
+        return;
+    };
+    let server = ApiServer::start();
+    let node = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1"},
+                      "status": {"addresses": [{"type": "InternalIP", "address": "192.0.2.1"}]}});
+    let namespace = json!({"apiVersion": "v1", "kind": "Namespace",
+                           "metadata": {"name": "skoop",
+                                        "labels": {"pod-security.kubernetes.io/enforce": "restricted"}}});
+    block_on(async {
+        let client = server.admin().await;
+        apiserver::create(&client, &node).await;
+        apiserver::create(&client, &namespace).await;
+    });
+    let out = tempfile::tempdir().unwrap();
+    let output = collect_cluster(
+        server.kubeconfig.to_str().unwrap(),
+        out.path().to_str().unwrap(),
+        &["--nodes", "node-1", "--collector-timeout", "3"],
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("namespace skoop enforces Pod Security")
+            && stderr.contains("pod-security.kubernetes.io/enforce=privileged")
+            && stderr.contains("violates PodSecurity \"restricted"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("deploy/rbac.yaml grants"), "{stderr}");
     block_on(async {
         let client = server.admin().await;
         assert_eq!(collector_pods(&client).await, Vec::<String>::new());

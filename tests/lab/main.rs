@@ -14,6 +14,7 @@ mod flannel;
 mod flannel_vxlan;
 mod kindnet;
 mod kube_proxy;
+mod kubelet;
 mod lab;
 mod live;
 mod netfilter;

@@ -36,6 +36,7 @@ use serde_json::{Value, json};
 use crate::apiserver::{self, ApiServer};
 use crate::calico;
 use crate::cluster::{self, APP_NAMESPACE, CLUSTER_CIDR, Cluster, Node, POD_PORT, Pod, Service};
+use crate::kubelet;
 use crate::lab::{Lab, Netns};
 use crate::objects;
 
@@ -109,6 +110,21 @@ pub struct RealCluster {
     client: Client,
     /// Into every node's namespace, stopped when dropped.
     forwarders: Vec<Forwarder>,
+    /// From the API server to the kubelets, when the nodes run them.
+    _egress: Option<kubelet::EgressProxy>,
+}
+
+impl Drop for RealCluster {
+    /// A kubelet and containerd write into the state directory until they
+    /// die, and would leave files behind its removal: every process of the
+    /// nodes' namespaces is stopped first (the [`Lab`] stops the rest).
+    fn drop(&mut self) {
+        if self.components.kubelets {
+            for node in &self.cluster.nodes {
+                node.ns.kill_processes();
+            }
+        }
+    }
 }
 
 /// How the lab starts the node components, and where their configuration,
@@ -121,6 +137,11 @@ struct Components {
     bin: PathBuf,
     kubeconfig: PathBuf,
     state: tempfile::TempDir,
+    /// Whether each node runs a kubelet and containerd (`tests/lab/kubelet.rs`)
+    /// that register it and start its pods, instead of the lab doing both.
+    kubelets: bool,
+    /// Each kubelet's `cgroupRoot`, by node name.
+    cgroup_roots: std::cell::RefCell<std::collections::BTreeMap<String, String>>,
 }
 
 impl Components {
@@ -233,6 +254,12 @@ impl Components {
             ("FELIX_PROMETHEUSMETRICSENABLED", "false"),
             ("FELIX_IPV6SUPPORT", "false"),
             ("FELIX_BPFENABLED", "false"),
+            // Felix cleans up a BPF connect-time load balancer at start, even
+            // with BPF off. Where it can mount bpffs in its mount namespace (as
+            // it can on this machine now), that cleanup calls BPF functions
+            // which a build without cgo, as build.sh's, only stubs: felix
+            // panics with "BPF syscall stub". The lab has none to clean up.
+            ("FELIX_DebugSkipCTLBCleanup", "true"),
             ("FELIX_XDPENABLED", "false"),
             // The backend the node's iptables commands use (Auto would pick
             // legacy in a namespace that has no rules yet).
@@ -313,7 +340,20 @@ impl RealCluster {
         nodes: u8,
         pods_per_node: u8,
     ) -> RealCluster {
-        let mut real = RealCluster::start(lab, cni, proxy_mode);
+        let mut real = RealCluster::start(lab, cni, proxy_mode, false);
+        for _ in 0..nodes {
+            real.add_node(lab, pods_per_node);
+        }
+        real.wait_programmed(&[]);
+        real
+    }
+
+    /// [`RealCluster::build`] with a kubelet and containerd on every node
+    /// (`tests/lab/kubelet.rs`): the kubelets register the nodes, and the
+    /// pods are created through the API server, started by the kubelets,
+    /// which call the CNI plugin.
+    pub fn build_kubelet(lab: &mut Lab, cni: RealCni, nodes: u8, pods_per_node: u8) -> RealCluster {
+        let mut real = RealCluster::start(lab, cni, ProxyMode::Iptables, true);
         for _ in 0..nodes {
             real.add_node(lab, pods_per_node);
         }
@@ -322,18 +362,25 @@ impl RealCluster {
     }
 
     /// The control plane, the underlay and the Service; no node yet.
-    fn start(lab: &mut Lab, cni: RealCni, proxy_mode: ProxyMode) -> RealCluster {
-        let server = ApiServer::start();
+    fn start(lab: &mut Lab, cni: RealCni, proxy_mode: ProxyMode, kubelets: bool) -> RealCluster {
+        let state = tempfile::Builder::new()
+            .prefix("skoop-real-lab-")
+            .tempdir()
+            .expect("temp dir");
+        let server = if kubelets {
+            ApiServer::start_with(|dir| kubelet::apiserver_flags(dir, state.path()))
+        } else {
+            ApiServer::start()
+        };
         let components = Components {
             pids: Default::default(),
             cni,
             proxy_mode,
             bin: apiserver::built().clone(),
             kubeconfig: server.kubeconfig.clone(),
-            state: tempfile::Builder::new()
-                .prefix("skoop-real-lab-")
-                .tempdir()
-                .expect("temp dir"),
+            state,
+            kubelets,
+            cgroup_roots: Default::default(),
         };
         // One runtime for the cluster's life: the client's connection pool
         // lives on the runtime it was made on.
@@ -364,6 +411,12 @@ impl RealCluster {
         fs::write(&net_conf, cni.net_conf().to_string()).expect("write net-conf.json");
 
         let (underlay, outside) = cluster::underlay(lab);
+        let egress = kubelets.then(|| {
+            // The nodes' addresses, as `cluster::add_node` gives them.
+            let nodes = (1..=9).map(|n| Ipv4Addr::new(172, 18, 0, 10 + n)).collect();
+            let socket = components.state.path().join("egress.sock");
+            kubelet::EgressProxy::start(&socket, &underlay, nodes)
+        });
         cluster::spawn_listener(lab, &outside);
         cluster::wait_listening(&outside);
         let service = Service {
@@ -418,6 +471,7 @@ impl RealCluster {
             runtime,
             client,
             forwarders: Vec::new(),
+            _egress: egress,
         }
     }
 
@@ -432,7 +486,22 @@ impl RealCluster {
         let port = api_port(&self.components.kubeconfig);
         self.forwarders.push(Forwarder::start(&node.ns, port));
         // One node at a time, so node IPAM hands out CIDRs in node order.
-        self.runtime.block_on(register_node(&self.client, &node));
+        if self.components.kubelets {
+            let cgroup_root = kubelet::start_node_agents(
+                lab,
+                &node,
+                &dir,
+                &self.components.bin,
+                &self.components.kubeconfig,
+                &self.server.dir().join("ca.crt"),
+            );
+            self.components
+                .cgroup_roots
+                .borrow_mut()
+                .insert(node.name.clone(), cgroup_root);
+        } else {
+            self.runtime.block_on(register_node(&self.client, &node));
+        }
         node.pod_cidr = self.runtime.block_on(wait_pod_cidr(
             &self.client,
             &node.name,
@@ -445,9 +514,20 @@ impl RealCluster {
             self.wait(&node, &["ip", "-br", "link"], "felix.log", |out| {
                 out.contains(calico::VTEP)
             });
+            if self.components.kubelets {
+                // Where calico-node's install-cni container writes it.
+                let conf = calico_cni_conf(&self.components, &node);
+                fs::write(dir.join("net.d/10-calico.conf"), conf)
+                    .expect("write the node's CNI configuration");
+            }
         } else {
             self.components.start_flanneld(lab, &node);
             wait_for_file(&dir.join("subnet.env"), &dir.join("flanneld.log"));
+            if self.components.kubelets {
+                // Where kube-flannel's install-cni container copies it.
+                fs::write(dir.join("net.d/10-flannel.conf"), flannel_cni_conf(&dir))
+                    .expect("write the node's CNI configuration");
+            }
         }
         self.components.start_kube_proxy(lab, &node);
 
@@ -467,6 +547,9 @@ impl RealCluster {
     /// pod's cgroup), the CNI plugin's ADD, the Pod's status, and its
     /// container (a listener).
     fn add_pod(&self, lab: &mut Lab, node: &Node, name: String) -> Pod {
+        if self.components.kubelets {
+            return self.add_kubelet_pod(lab, node, name);
+        }
         let ns = lab.netns(&format!("{}-{name}", node.name));
         let mut pod = Pod {
             namespace: APP_NAMESPACE.into(),
@@ -505,6 +588,81 @@ impl RealCluster {
         cluster::spawn_listener(lab, &pod.ns);
         cluster::wait_listening(&pod.ns);
         pod
+    }
+
+    /// A pod on `node` as a user makes one: the Pod object, its container
+    /// the pause image (the lab's listener runs in its namespace beside it).
+    /// The kubelet starts it and the CNI plugin gives it its address; its
+    /// namespace is then named as the lab's, found through a process in the
+    /// pod's control group.
+    fn add_kubelet_pod(&self, lab: &mut Lab, node: &Node, name: String) -> Pod {
+        let mut object = pod_object(
+            node,
+            &Pod {
+                namespace: APP_NAMESPACE.into(),
+                name: name.clone(),
+                ns: Netns {
+                    name: String::new(),
+                },
+                ip: Ipv4Addr::UNSPECIFIED,
+                ip6: None,
+                host_veth: String::new(),
+            },
+        );
+        if let Some(fields) = object.as_object_mut() {
+            fields.remove("status");
+        }
+        let container = &mut object["spec"]["containers"][0];
+        container["image"] =
+            kubelet::image_name(&self.components.bin.join("images/pause.tar")).into();
+        container["imagePullPolicy"] = "Never".into();
+        if let Some(fields) = container.as_object_mut() {
+            fields.remove("args");
+        }
+        let created = self
+            .runtime
+            .block_on(apiserver::create(&self.client, &object))
+            .expect("a new pod");
+        let uid = created["metadata"]["uid"]
+            .as_str()
+            .expect("a uid")
+            .to_string();
+        let resource = ApiResource::from_gvk(&GroupVersionKind::gvk("", "v1", "Pod"));
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(self.client.clone(), APP_NAMESPACE, &resource);
+        let log = self.components.node_dir(node).join("kubelet.log");
+        let start = Instant::now();
+        let ip = loop {
+            let pod = self.runtime.block_on(api.get(&name)).expect("get the pod");
+            let running = pod.data["status"]["phase"] == "Running";
+            if let (true, Some(ip)) = (running, pod.data["status"]["podIP"].as_str()) {
+                break ip.parse::<Ipv4Addr>().expect("an IPv4 pod address");
+            }
+            assert!(
+                start.elapsed() < SETTLE,
+                "the kubelet did not run pod {name} in {SETTLE:?}: status {}; last lines of {}:\n{}",
+                pod.data["status"],
+                log.display(),
+                tail(&log)
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        };
+        let cgroup_root = self.components.cgroup_roots.borrow()[&node.name].clone();
+        let pid = *kubelet::pod_pids(&cgroup_root, &uid)
+            .first()
+            .unwrap_or_else(|| panic!("no process of pod {name} under {cgroup_root}"));
+        let ns = lab.attach_netns(&format!("{}-{name}", node.name), pid);
+        let host_veth = node_side_veth(node, &ns);
+        cluster::spawn_listener(lab, &ns);
+        cluster::wait_listening(&ns);
+        Pod {
+            namespace: APP_NAMESPACE.into(),
+            name,
+            ns,
+            ip,
+            ip6: None,
+            host_veth,
+        }
     }
 
     /// The IPAM block felix blackholes on `node`: the one its pods' and
@@ -755,6 +913,9 @@ pub fn component_versions() -> Vec<(&'static str, String)> {
         ),
         ("CNI flannel", run(&[&program("cni/flannel"), "--version"])),
         ("calico-node (felix)", run(&[&program("calico-node"), "-v"])),
+        ("kubelet", run(&[&program("kubelet"), "--version"])),
+        ("containerd", run(&[&program("containerd"), "--version"])),
+        ("runc", run(&[&program("runc"), "--version"])),
         ("iptables", run(&["iptables", "--version"])),
         ("nftables", run(&["nft", "--version"])),
         ("iproute2", run(&["ip", "-V"])),
@@ -828,8 +989,12 @@ async fn wait_pod_cidr(client: &Client, node: &str, log: &Path) -> Ipv4Net {
     let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
     let start = Instant::now();
     loop {
-        let object = api.get(node).await.expect("get the node");
-        if let Some(cidr) = object.data["spec"]["podCIDR"].as_str() {
+        // A kubelet registers its node itself, some time after it starts.
+        let object = api.get_opt(node).await.expect("get the node");
+        if let Some(cidr) = object
+            .as_ref()
+            .and_then(|o| o.data["spec"]["podCIDR"].as_str())
+        {
             return cidr.parse().expect("a pod CIDR");
         }
         assert!(
@@ -1114,8 +1279,29 @@ fn pod_object(node: &Node, pod: &Pod) -> Value {
     object
 }
 
+/// The node side of the veth whose other end is `pod`'s `eth0`: the
+/// interface of `node` with the index `eth0` names as its peer.
+fn node_side_veth(node: &Node, pod: &Netns) -> String {
+    let eth0 = pod.run(&["ip", "-o", "link", "show", "eth0"]);
+    // `3: eth0@if7: <...>`: the peer's index on the node.
+    let peer = eth0
+        .split_once("@if")
+        .and_then(|(_, rest)| rest.split(':').next())
+        .unwrap_or_else(|| panic!("no veth peer in {eth0:?}"))
+        .to_string();
+    let links = node.ns.run(&["ip", "-o", "link", "show"]);
+    links
+        .lines()
+        .find_map(|line| {
+            let (index, rest) = line.split_once(": ")?;
+            let name = rest.split([':', '@']).next()?;
+            (index == peer).then(|| name.to_string())
+        })
+        .unwrap_or_else(|| panic!("no interface {peer} on {}: {links}", node.name))
+}
+
 /// The last 30 lines of a log file.
-fn tail(path: &Path) -> String {
+pub fn tail(path: &Path) -> String {
     let text = fs::read_to_string(path).unwrap_or_else(|e| format!("(cannot read: {e})"));
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(30)..].join("\n")
