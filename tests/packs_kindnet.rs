@@ -29,13 +29,16 @@ fn kindnet_pack_lints_clean_and_its_tests_pass() {
         "pod-without-dump",
         "node-without-dump",
         "pod-subnet-not-collected",
+        "healthy-dual-stack",
+        "ipv6-route-missing",
+        "dual-stack-node-without-dump",
     ] {
         assert!(
             out.contains(&format!("test plugins/kindnet/tests/{case} ... ok")),
             "{out}"
         );
     }
-    assert!(out.trim_end().ends_with("9 passed, 0 failed"), "{out}");
+    assert!(out.trim_end().ends_with("12 passed, 0 failed"), "{out}");
 }
 
 #[test]
@@ -48,7 +51,7 @@ fn the_example_is_detected_as_kindnet_and_every_check_holds() {
     );
     assert!(
         out.trim_end()
-            .ends_with("10 checks over 25 subjects: 0 failed, 0 cannot tell, 0 script errors"),
+            .ends_with("14 checks over 33 subjects (8 skipped by their when): 0 failed, 0 cannot tell, 0 script errors"),
         "{out}"
     );
 }
