@@ -249,27 +249,27 @@ impl Cluster {
                 .run(&["sysctl", "-qw", "net.ipv4.conf.all.route_localnet=1"]);
         }
         if topology.dual_stack {
-            cluster.settle();
+            cluster.settle(Dad::Every);
         }
         cluster.start_listeners(lab);
         cluster
     }
 
-    /// Waits until IPv6 duplicate address detection of every address is
-    /// over. The lab's own addresses skip it (a fault may make one
-    /// tentative on purpose, after the build), but the kernel's link-local
-    /// ones and those a real CNI plugin adds (ptp's) do not: until they are
-    /// done, the first flows of a dual-stack lab are lost (measured: a ping
-    /// right after the build gets no answer, the same ping once settled
-    /// does), and a snapshot would catch them in that passing state. A node
-    /// up for a while has none.
-    pub fn settle(&self) {
+    /// Waits until IPv6 duplicate address detection of the `addresses` is
+    /// over in every namespace. The lab's own addresses skip it (`nodad`),
+    /// but the kernel's link-local ones and those a real CNI plugin adds
+    /// (ptp's) do not: until they are done, the first flows of a
+    /// dual-stack lab are lost (measured: a ping right after the build gets
+    /// no answer, the same ping once settled does), and a snapshot would
+    /// catch them in that passing state. A node up for a while has none.
+    pub fn settle(&self, addresses: Dad) {
+        let mut show = vec!["ip", "-6", "addr", "show"];
+        if addresses == Dad::LinkLocal {
+            show.extend(["scope", "link"]);
+        }
+        show.push("tentative");
         for ns in self.all_netns() {
-            ns.wait_for(
-                &["ip", "-6", "addr", "show", "tentative"],
-                Duration::from_secs(10),
-                |out| out.trim().is_empty(),
-            );
+            ns.wait_for(&show, Duration::from_secs(10), |out| out.trim().is_empty());
         }
     }
 
@@ -319,6 +319,17 @@ impl Cluster {
         }
         all
     }
+}
+
+/// Which IPv6 addresses [`Cluster::settle`] waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dad {
+    /// Every tentative address: after the build, before any fault.
+    Every,
+    /// The kernel's link-local ones: before a snapshot, when a case may
+    /// have made a global address tentative on purpose (and a fault such
+    /// as a link set down and up restarts link-local DAD).
+    LinkLocal,
 }
 
 /// Starts a pod's listeners on [`POD_PORT`]: openbsd nc listens in one

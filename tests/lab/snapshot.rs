@@ -6,13 +6,13 @@ use std::fs;
 use std::path::Path;
 use std::process::Command;
 
-use crate::cluster::{Cluster, Cni};
+use crate::cluster::{Cluster, Cni, Dad};
 use crate::objects;
 
 /// Collects `cluster` into the snapshot directory `root`.
 pub fn collect(cluster: &Cluster, cni: &dyn Cni, root: &Path) {
     objects::write(cluster, cni, &root.join("cluster"));
-    cluster.settle();
+    cluster.settle(Dad::LinkLocal);
     for node in &cluster.nodes {
         let node_dir = root.join("nodes").join(&node.name);
         collect_local(&node.ns.name, &node_dir.join("host"));
