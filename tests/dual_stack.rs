@@ -18,6 +18,19 @@ fn diagnose(args: &[&str]) -> (Option<i32>, String) {
     common::skoop(&all)
 }
 
+/// `diagnose`'s arguments for the flow every test asks: web-0 (node-1) to
+/// web-3:8080 (node-2), on the snapshot `dir`.
+fn web_0_to_web_3(dir: &str) -> [&str; 6] {
+    [
+        "-s",
+        dir,
+        "--from",
+        "default/web-0",
+        "--to",
+        "default/web-3:8080",
+    ]
+}
+
 /// The lines of a text report that give a family's verdict: `IPv4:` or
 /// `IPv6:`, then the question and its verdict.
 fn verdicts(out: &str) -> Vec<(String, String)> {
@@ -31,14 +44,7 @@ fn verdicts(out: &str) -> Vec<(String, String)> {
 
 #[test]
 fn a_dual_stack_pod_named_by_name_gets_a_verdict_per_family() {
-    let (code, out) = diagnose(&[
-        "-s",
-        EXAMPLE,
-        "--from",
-        "default/web-0",
-        "--to",
-        "default/web-3:8080",
-    ]);
+    let (code, out) = diagnose(&web_0_to_web_3(EXAMPLE));
     assert_eq!(code, Some(0), "{out}");
     assert_eq!(
         verdicts(&out),
@@ -99,14 +105,7 @@ fn with_ipv6_forward_dropped() -> (tempfile::TempDir, std::path::PathBuf) {
 fn an_ipv6_fault_fails_the_ipv6_verdict_alone_and_names_the_rule() {
     let (copy, rules) = with_ipv6_forward_dropped();
     let dir = copy.path().to_str().unwrap();
-    let args = [
-        "-s",
-        dir,
-        "--from",
-        "default/web-0",
-        "--to",
-        "default/web-3:8080",
-    ];
+    let args = web_0_to_web_3(dir);
     let (code, out) = diagnose(&args);
     assert_eq!(code, Some(1), "{out}");
     let verdicts = verdicts(&out);
@@ -191,14 +190,7 @@ fn a_matrix_asks_each_pair_in_each_family_and_diff_tells_them_apart() {
 fn a_picture_draws_the_failing_family_and_gives_the_others_verdict() {
     let (copy, _) = with_ipv6_forward_dropped();
     let broken = copy.path().to_str().unwrap();
-    let args = [
-        "-s",
-        broken,
-        "--from",
-        "default/web-0",
-        "--to",
-        "default/web-3:8080",
-    ];
+    let args = web_0_to_web_3(broken);
     let (code, dot) = diagnose(&[&args[..], &["-o", "dot"]].concat());
     assert_eq!(code, Some(1), "{dot}");
     let label = dot.lines().nth(1).unwrap_or_default();
@@ -244,18 +236,13 @@ fn a_question_that_mixes_families_is_refused() {
 
 #[test]
 fn a_family_the_destination_lacks_is_said() {
-    let (code, out) = diagnose(&[
-        "-s",
-        "examples/flannel-host-gw",
-        "--from",
-        "default/web-0",
-        "--to",
-        "default/web-3:8080",
-        "--family",
-        "ipv6",
-        "-o",
-        "json",
-    ]);
+    let (code, out) = diagnose(
+        &[
+            &web_0_to_web_3("examples/flannel-host-gw")[..],
+            &["--family", "ipv6", "-o", "json"],
+        ]
+        .concat(),
+    );
     assert_eq!(code, Some(2), "{out}");
     assert!(
         out.contains("pod default/web-3 has no IPv6 address (its addresses: 10.244.2.3)"),

@@ -31,7 +31,8 @@ use sha1::Sha1;
 use sha2::{Digest, Sha256};
 
 use crate::cluster::{
-    APP_NAMESPACE, CLUSTER_CIDR, Cni, NODE_NETWORK, Node, POD_PORT, Pod, hex_digest, mac,
+    APP_NAMESPACE, CLUSTER_CIDR, Cni, NODE_NETWORK, Node, POD_PORT, Pod, add_vtep_peer, hex_digest,
+    mac,
 };
 use crate::kube_proxy::encode_prefix;
 use crate::objects;
@@ -281,21 +282,8 @@ impl Cni for Calico {
                 Mode::Vxlan => {
                     let peer_vtep = vtep_ip(peer);
                     let peer_mac = vtep_mac(peer);
-                    node.ns.ip(&format!(
-                        "neigh add {peer_vtep} lladdr {peer_mac} dev {VTEP} nud permanent"
-                    ));
-                    node.ns.run(&[
-                        "bridge",
-                        "fdb",
-                        "add",
-                        &peer_mac,
-                        "dev",
-                        VTEP,
-                        "dst",
-                        &peer.ip.to_string(),
-                        "self",
-                        "permanent",
-                    ]);
+                    let (peer_vtep, peer_ip) = (peer_vtep.to_string(), peer.ip.to_string());
+                    add_vtep_peer(&node.ns, VTEP, &peer_vtep, &peer_mac, &peer_ip);
                     let route = match self.cross_subnet && same_subnet {
                         true => format!("{} via {} dev eth0", block(peer), peer.ip),
                         false => format!("{} via {peer_vtep} dev {VTEP} onlink", block(peer)),

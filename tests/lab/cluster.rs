@@ -468,6 +468,27 @@ fn add_pod(lab: &mut Lab, cni: &dyn Cni, node: &Node, number: usize) -> Pod {
 /// A MAC address fixed by `seed` (locally administered, unicast), so that
 /// every run of the lab builds the same link layer and the example snapshot
 /// only changes when the lab does.
+/// What a VXLAN CNI (flanneld, felix) programs on `ns` for a remote VTEP
+/// on its device `dev`: a permanent neighbour, the VTEP's address `vtep_ip`
+/// at its MAC, and an FDB entry sending that MAC to the node at `dst`.
+pub fn add_vtep_peer(ns: &Netns, dev: &str, vtep_ip: &str, vtep_mac: &str, dst: &str) {
+    ns.ip(&format!(
+        "neigh add {vtep_ip} lladdr {vtep_mac} dev {dev} nud permanent"
+    ));
+    ns.run(&[
+        "bridge",
+        "fdb",
+        "add",
+        vtep_mac,
+        "dev",
+        dev,
+        "dst",
+        dst,
+        "self",
+        "permanent",
+    ]);
+}
+
 pub fn mac(seed: &str) -> String {
     let digest = Sha256::digest(seed.as_bytes());
     let mut bytes = [0u8; 6];

@@ -122,6 +122,13 @@ fn delete_vtep_fdb_entry(cluster: &Cluster, node: usize, device: &str, remote: &
     );
 }
 
+/// Deletes node-1's route to node-2's IPv6 pod CIDR (whatever the CNI
+/// routes it by).
+fn delete_ipv6_route_to_node_2_pods(cluster: &Cluster) {
+    let cidr6 = cluster.nodes[1].pod_cidr6.expect("dual-stack").to_string();
+    node_run(cluster, 0, &["ip", "-6", "route", "del", &cidr6]);
+}
+
 /// Node `node`'s pod CIDR (node IPAM's in the real-components lab, so
 /// cases never name one).
 fn pod_cidr(cluster: &Cluster, node: usize) -> String {
@@ -1166,10 +1173,7 @@ const IPV6_HOST_GW_FAULTS: &[Fault] = &[
     HEALTHY_TO_IPV6_CLUSTER_IP,
     Fault {
         name: "IPv6 route to the remote pod CIDR deleted on node-1",
-        inject: Inject::Kernel(|c| {
-            let cidr6 = c.nodes[1].pod_cidr6.expect("dual-stack").to_string();
-            node_run(c, 0, &["ip", "-6", "route", "del", &cidr6]);
-        }),
+        inject: Inject::Kernel(delete_ipv6_route_to_node_2_pods),
         blamed: Some("node-1"),
         expected: Disposition::ExitsCluster,
         protocol: Protocol::Tcp,
@@ -2095,10 +2099,7 @@ const IPV6_KINDNET_FAULTS: &[Fault] = &[
     HEALTHY_TO_IPV6_CLUSTER_IP,
     Fault {
         name: "IPv6 route to node-2's IPv6 pod CIDR deleted on node-1",
-        inject: Inject::Kernel(|c| {
-            let cidr6 = c.nodes[1].pod_cidr6.expect("dual-stack").to_string();
-            node_run(c, 0, &["ip", "-6", "route", "del", &cidr6]);
-        }),
+        inject: Inject::Kernel(delete_ipv6_route_to_node_2_pods),
         blamed: Some("node-1"),
         expected: Disposition::ExitsCluster,
         finds: Some("kindnet.route.remote-pod-cidr-ipv6"),

@@ -26,7 +26,7 @@ use std::net::IpAddr;
 
 use serde_json::{Map, Value, json};
 
-use crate::cluster::{CLUSTER_CIDR, CLUSTER_CIDR6, Cni, Node, Pod, mac};
+use crate::cluster::{CLUSTER_CIDR, CLUSTER_CIDR6, Cni, Node, Pod, add_vtep_peer, mac};
 use crate::objects;
 
 /// The VXLAN network identifier and UDP port flannel uses by default.
@@ -209,21 +209,7 @@ impl Cni for Flannel {
                 node.ns.ip(&format!(
                     "route add {cidr} via {peer_vtep_ip} dev {vtep} onlink"
                 ));
-                node.ns.ip(&format!(
-                    "neigh add {peer_vtep_ip} lladdr {vtep_mac} dev {vtep} nud permanent"
-                ));
-                node.ns.run(&[
-                    "bridge",
-                    "fdb",
-                    "add",
-                    &vtep_mac,
-                    "dev",
-                    vtep,
-                    "dst",
-                    &public_ip,
-                    "self",
-                    "permanent",
-                ]);
+                add_vtep_peer(&node.ns, vtep, &peer_vtep_ip, &vtep_mac, &public_ip);
             }
         }
     }

@@ -21,19 +21,18 @@
 //! [`crate::real::Forwarder`].
 
 use std::fs;
-use std::io::{BufRead, BufReader, ErrorKind, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::cluster::Node;
 use crate::lab::{Lab, Netns};
+use crate::real::AcceptLoop;
 
 /// How long containerd and the kubelet may take to come up.
 const START: Duration = Duration::from_secs(60);
@@ -449,8 +448,8 @@ pub fn pod_pids(cgroup_root: &str, uid: &str) -> Vec<u32> {
 /// underlay), and only to an address of `allowed` on the kubelet's port;
 /// anything else is answered 403.
 pub struct EgressProxy {
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
+    /// Held for its `Drop`, which stops the loop.
+    _accepting: AcceptLoop,
 }
 
 impl EgressProxy {
@@ -460,35 +459,16 @@ impl EgressProxy {
         listener.set_nonblocking(true).expect("non-blocking");
         let netns = PathBuf::from(format!("/run/netns/{}", from.name));
         let allowed = Arc::new(allowed);
-        let stop = Arc::new(AtomicBool::new(false));
-        let stopped = stop.clone();
-        let thread = std::thread::spawn(move || {
-            while !stopped.load(Ordering::Relaxed) {
-                match listener.accept() {
-                    Ok((client, _)) => {
-                        let _ = client.set_nonblocking(false);
-                        let (netns, allowed) = (netns.clone(), allowed.clone());
-                        std::thread::spawn(move || tunnel(client, &netns, &allowed));
-                    }
-                    Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                        std::thread::sleep(Duration::from_millis(20));
-                    }
-                    Err(_) => return,
-                }
-            }
-        });
+        let accepting = AcceptLoop::spawn(
+            move || listener.accept().map(|(client, _)| client),
+            move |client: UnixStream| {
+                let _ = client.set_nonblocking(false);
+                let (netns, allowed) = (netns.clone(), allowed.clone());
+                std::thread::spawn(move || tunnel(client, &netns, &allowed));
+            },
+        );
         EgressProxy {
-            stop,
-            thread: Some(thread),
-        }
-    }
-}
-
-impl Drop for EgressProxy {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
+            _accepting: accepting,
         }
     }
 }

@@ -1312,25 +1312,49 @@ pub fn tail(path: &Path) -> String {
 /// The listening socket is made in the namespace, the connections to the
 /// API server in the host's: nothing listens outside a loopback.
 pub struct Forwarder {
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
+    /// Held for its `Drop`, which stops the loop.
+    _accepting: AcceptLoop,
 }
 
 impl Forwarder {
     pub fn start(ns: &Netns, port: u16) -> Forwarder {
         let listener = listen_in(ns, port);
         listener.set_nonblocking(true).expect("non-blocking");
+        let accepting = AcceptLoop::spawn(
+            move || listener.accept().map(|(client, _)| client),
+            move |client: TcpStream| {
+                let _ = client.set_nonblocking(false);
+                if let Ok(upstream) = TcpStream::connect(("127.0.0.1", port)) {
+                    splice(client, upstream);
+                }
+            },
+        );
+        Forwarder {
+            _accepting: accepting,
+        }
+    }
+}
+
+/// A thread taking connections from a non-blocking listener's `accept` and
+/// handing each to `serve`, until dropped: the lab's forwarders and proxies.
+pub struct AcceptLoop {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl AcceptLoop {
+    /// `accept` must not block (its listener set non-blocking): the loop
+    /// looks at its stop flag between tries.
+    pub fn spawn<C>(
+        mut accept: impl FnMut() -> std::io::Result<C> + Send + 'static,
+        serve: impl Fn(C) + Send + 'static,
+    ) -> AcceptLoop {
         let stop = Arc::new(AtomicBool::new(false));
         let stopped = stop.clone();
         let thread = std::thread::spawn(move || {
             while !stopped.load(Ordering::Relaxed) {
-                match listener.accept() {
-                    Ok((client, _)) => {
-                        let _ = client.set_nonblocking(false);
-                        if let Ok(upstream) = TcpStream::connect(("127.0.0.1", port)) {
-                            splice(client, upstream);
-                        }
-                    }
+                match accept() {
+                    Ok(client) => serve(client),
                     Err(e) if e.kind() == ErrorKind::WouldBlock => {
                         std::thread::sleep(Duration::from_millis(20));
                     }
@@ -1338,14 +1362,14 @@ impl Forwarder {
                 }
             }
         });
-        Forwarder {
+        AcceptLoop {
             stop,
             thread: Some(thread),
         }
     }
 }
 
-impl Drop for Forwarder {
+impl Drop for AcceptLoop {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(thread) = self.thread.take() {
