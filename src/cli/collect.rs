@@ -130,6 +130,10 @@ pub struct LocalArgs {
     /// The directory to write the files into (created if missing).
     #[arg(long, value_name = "DIR")]
     out: PathBuf,
+    /// The packs whose datapaths' state is collected where their programs
+    /// are attached (`datapath:` in pack.yaml).
+    #[command(flatten)]
+    packs: LoadArgs,
 }
 
 /// The same collection as a shell script, from the contract's own table.
@@ -261,7 +265,12 @@ fn rbac(args: RbacArgs) -> ExitCode {
 }
 
 fn local(args: LocalArgs) -> ExitCode {
-    match collect_local(args.netns.as_deref(), &args.out, signalled()) {
+    let packs = match args.packs.load() {
+        Ok(packs) => packs,
+        Err(code) => return code,
+    };
+    let datapaths = packs.datapaths();
+    match collect_local(args.netns.as_deref(), &args.out, &datapaths, signalled()) {
         Ok(report) => {
             print_report(&report);
             if report.has_failures() {
@@ -314,7 +323,7 @@ fn print_report(report: &CollectReport) {
         if skipped.removed_stale {
             err!(
                 "{kind}: removed {} left by an earlier collection",
-                report.out.join(skipped.file).display()
+                report.out.join(&skipped.file).display()
             );
         }
     }
@@ -326,7 +335,7 @@ fn print_report(report: &CollectReport) {
         report.out.display()
     );
     if !report.skipped.is_empty() {
-        let skipped: Vec<&str> = report.skipped.iter().map(|s| s.file).collect();
+        let skipped: Vec<&str> = report.skipped.iter().map(|s| s.file.as_str()).collect();
         out!("not collected: {}", skipped.join(", "));
     }
 }

@@ -39,7 +39,8 @@ use std::path::{Path, PathBuf};
 
 use super::command::{CommandOutput, RunError};
 use super::shell::{COMMAND_TIMEOUT, NodeShell};
-use crate::snapshot::netns::DumpFile;
+use crate::packs::Datapath;
+use crate::snapshot::netns::{DumpFile, bpf, datapath};
 
 /// Exists in a namespace exactly when the `ip_vs` module is loaded.
 pub(super) const IPVS_PROC_FILE: &str = "/proc/net/ip_vs";
@@ -69,7 +70,8 @@ impl CollectReport {
 /// A dump file that was written.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Written {
-    pub file: &'static str,
+    /// In the namespace's directory (`datapath/NAME.json` for a datapath's).
+    pub file: String,
     /// What the tool printed on stderr although it succeeded (e.g. `sysctl`
     /// naming keys it was not allowed to read): the file may be incomplete.
     pub stderr: String,
@@ -81,7 +83,7 @@ pub struct Written {
 /// A dump file that was not written, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Skipped {
-    pub file: &'static str,
+    pub file: String,
     pub reason: SkipReason,
     /// A file of that name from an earlier collection was removed, so that
     /// the directory never mixes two collections.
@@ -178,6 +180,7 @@ pub async fn collect_namespace(
     enter: &[String],
     namespace: String,
     out: &Path,
+    datapaths: &[Datapath],
 ) -> Result<CollectReport, CollectError> {
     prepare_out_dir(out)?;
     let mut report = CollectReport {
@@ -193,7 +196,72 @@ pub async fn collect_namespace(
         };
         collect_file(shell, enter, &command, out, &mut report).await?;
     }
+    collect_datapaths(shell, enter, out, datapaths, &mut report).await?;
     Ok(report)
+}
+
+/// The state of each programmable datapath whose programs `bpf-net.json`
+/// shows attached here, as its pack names it (`datapath: collect:`), into
+/// `datapath/NAME.json`. A file an earlier collection left there that this
+/// one does not write is removed, so that the directory never mixes two.
+async fn collect_datapaths(
+    shell: &NodeShell,
+    enter: &[String],
+    out: &Path,
+    datapaths: &[Datapath],
+    report: &mut CollectReport,
+) -> Result<(), CollectError> {
+    let attached = attached_programs(out);
+    let dir = out.join(datapath::DIR);
+    let mut wanted = Vec::new();
+    for datapath in datapaths {
+        if !attached.iter().any(|name| datapath.claims(name)) {
+            continue;
+        }
+        for command in &datapath.collect {
+            let name = datapath::relative_path(&command.file);
+            if wanted.contains(&name) {
+                continue;
+            }
+            fs::create_dir_all(&dir).map_err(|source| CollectError::CreateOutDir {
+                dir: dir.clone(),
+                source,
+            })?;
+            let argv: Vec<&str> = command.command.iter().map(String::as_str).collect();
+            let file = DumpCommand {
+                name: &name,
+                command: &argv,
+            };
+            collect_file(shell, enter, &file, out, report).await?;
+            wanted.push(name);
+        }
+    }
+    let Ok(entries) = fs::read_dir(&dir) else {
+        return Ok(());
+    };
+    for entry in entries.filter_map(Result::ok) {
+        let name = format!("{}/{}", datapath::DIR, entry.file_name().to_string_lossy());
+        if !wanted.contains(&name) && name.ends_with(".json") {
+            fs::remove_file(entry.path()).map_err(|source| CollectError::Write {
+                path: entry.path(),
+                source,
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// The names of the programs the `bpf-net.json` just written lists.
+fn attached_programs(out: &Path) -> Vec<String> {
+    let Ok(text) = fs::read_to_string(out.join(DumpFile::BpfNet.name())) else {
+        return Vec::new();
+    };
+    bpf::parse(&text)
+        .0
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(attachment, _)| attachment.name)
+        .collect()
 }
 
 /// Creates `out` and checks that files can be created in it, so that an
@@ -214,17 +282,18 @@ fn prepare_out_dir(out: &Path) -> Result<(), CollectError> {
         })
 }
 
-/// A file to write and the command whose output it holds: a [`DumpFile`]'s.
-struct DumpCommand {
-    name: &'static str,
-    command: &'static [&'static str],
+/// A file to write and the command whose output it holds: a [`DumpFile`]'s,
+/// or a datapath's state file a pack names.
+struct DumpCommand<'a> {
+    name: &'a str,
+    command: &'a [&'a str],
 }
 
 /// Runs one dump file's command and writes or skips its file.
 async fn collect_file(
     shell: &NodeShell,
     enter: &[String],
-    file: &DumpCommand,
+    file: &DumpCommand<'_>,
     out: &Path,
     report: &mut CollectReport,
 ) -> Result<(), CollectError> {
@@ -264,7 +333,7 @@ async fn collect_file(
                 source,
             })?;
             report.written.push(Written {
-                file: file.name,
+                file: file.name.to_string(),
                 stderr: String::from_utf8_lossy(&stderr).trim().to_string(),
                 note,
             });
@@ -272,7 +341,7 @@ async fn collect_file(
         Err(reason) => {
             let removed_stale = remove_stale(&path)?;
             report.skipped.push(Skipped {
-                file: file.name,
+                file: file.name.to_string(),
                 reason,
                 removed_stale,
             });
@@ -507,7 +576,7 @@ pub(crate) mod tests {
         assert_eq!(
             report.written,
             vec![Written {
-                file: "out.txt",
+                file: "out.txt".into(),
                 stderr: "careful".into(),
                 note: None,
             }]

@@ -24,7 +24,7 @@ use super::dump::{CollectError, CollectReport};
 use super::node::{PodOnNode, collect_host, collect_pod};
 use super::objects::{ObjectsReport, collect_objects};
 use super::shell::NodeShell;
-use crate::packs::LoadedPacks;
+use crate::packs::{Datapath, LoadedPacks};
 
 /// Nodes collected at the same time.
 const PARALLEL_NODES: usize = 8;
@@ -85,6 +85,9 @@ pub struct LiveCollection {
     /// something.
     pub rounds: usize,
     progress: ProgressBar,
+    /// The programmable datapaths the packs model, whose state is collected
+    /// where their programs are attached.
+    datapaths: Vec<Datapath>,
 }
 
 impl LiveCollection {
@@ -130,6 +133,7 @@ impl LiveCollection {
             outcomes: Vec::new(),
             rounds: 0,
             progress,
+            datapaths: packs.datapaths(),
         })
     }
 
@@ -267,10 +271,10 @@ impl LiveCollection {
         want: &Wanted,
     ) -> Result<CollectReport, CollectError> {
         match want {
-            Wanted::Host { node } => collect_host(shell, &self.root, node).await,
+            Wanted::Host { node } => collect_host(shell, &self.root, node, &self.datapaths).await,
             Wanted::Pod { namespace, name } => {
                 let pod = &self.pods[&(namespace.clone(), name.clone())];
-                collect_pod(shell, &self.root, pod).await
+                collect_pod(shell, &self.root, pod, &self.datapaths).await
             }
         }
     }

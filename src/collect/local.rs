@@ -6,6 +6,7 @@ use std::path::Path;
 
 use super::command::find_tool;
 use super::dump::{CollectError, CollectReport, collect_namespace};
+use crate::packs::Datapath;
 use super::shell::{COMMAND_TIMEOUT, NodeShell};
 
 /// Where `ip netns add` puts named network namespaces and `ip netns exec`
@@ -23,6 +24,7 @@ const NETNS_RUN_DIR: &str = "/run/netns";
 pub fn collect_local(
     netns: Option<&str>,
     out: &Path,
+    datapaths: &[Datapath],
     stop: impl Future<Output = &'static str>,
 ) -> Result<CollectReport, CollectError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -40,7 +42,7 @@ pub fn collect_local(
             ),
             None => (Vec::new(), "the current network namespace".to_string()),
         };
-        collect_namespace(&NodeShell::Local, &enter, namespace, out).await
+        collect_namespace(&NodeShell::Local, &enter, namespace, out, datapaths).await
     };
     runtime.block_on(async {
         tokio::select! {
@@ -100,7 +102,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("out");
         for name in ["skoop-no-such-netns", "", "..", "../etc"] {
-            let err = collect_local(Some(name), &out, std::future::pending()).unwrap_err();
+            let err = collect_local(Some(name), &out, &[], std::future::pending()).unwrap_err();
             assert!(
                 matches!(err, CollectError::NoSuchNetns { .. }),
                 "{name:?}: {err}"
@@ -114,7 +116,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("a-file");
         fs::write(&file, "").unwrap();
-        let err = collect_local(None, &file.join("out"), std::future::pending()).unwrap_err();
+        let err = collect_local(None, &file.join("out"), &[], std::future::pending()).unwrap_err();
         assert!(matches!(err, CollectError::CreateOutDir { .. }), "{err}");
         assert!(err.to_string().contains("a-file/out"), "{err}");
     }
@@ -123,22 +125,22 @@ mod tests {
     fn current_namespace_accounts_for_every_dump_file_once() {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("new/dir");
-        let report = collect_local(None, &out, std::future::pending()).unwrap();
+        let report = collect_local(None, &out, &[], std::future::pending()).unwrap();
         let mut accounted: Vec<&str> = report
             .written
             .iter()
-            .map(|w| w.file)
-            .chain(report.skipped.iter().map(|s| s.file))
+            .map(|w| w.file.as_str())
+            .chain(report.skipped.iter().map(|s| s.file.as_str()))
             .collect();
         accounted.sort_unstable();
         let mut expected: Vec<&str> = DumpFile::ALL.iter().map(|f| f.name()).collect();
         expected.sort_unstable();
         assert_eq!(accounted, expected);
         for written in &report.written {
-            assert!(out.join(written.file).is_file(), "{}", written.file);
+            assert!(out.join(&written.file).is_file(), "{}", written.file);
         }
         for skipped in &report.skipped {
-            assert!(!out.join(skipped.file).exists(), "{}", skipped.file);
+            assert!(!out.join(&skipped.file).exists(), "{}", skipped.file);
         }
         assert!(crate::collect::dump::tests::leftover_temp_files(&out).is_empty());
         if report
@@ -154,7 +156,7 @@ mod tests {
     #[test]
     fn ipvsadm_runs_only_where_ip_vs_is_loaded() {
         let dir = tempfile::tempdir().unwrap();
-        let report = collect_local(None, dir.path(), std::future::pending()).unwrap();
+        let report = collect_local(None, dir.path(), &[], std::future::pending()).unwrap();
         let ipvs_skipped = report
             .skipped
             .iter()

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use super::dump::{CollectError, CollectReport, collect_namespace, create_dirs_under};
+use crate::packs::Datapath;
 use super::shell::{COMMAND_TIMEOUT, NodeShell};
 use crate::snapshot::NetnsId;
 
@@ -75,12 +76,13 @@ pub async fn collect_host(
     shell: &NodeShell,
     root: &Path,
     node: &str,
+    datapaths: &[Datapath],
 ) -> Result<CollectReport, CollectError> {
     let id = NetnsId::Host {
         node: node.to_string(),
     };
     let out = namespace_dir(root, &id)?;
-    collect_namespace(shell, &[], format!("node {node}"), &out).await
+    collect_namespace(shell, &[], format!("node {node}"), &out, datapaths).await
 }
 
 /// Finds `pod`'s namespace on its node and collects it into the snapshot.
@@ -88,6 +90,7 @@ pub async fn collect_pod(
     shell: &NodeShell,
     root: &Path,
     pod: &PodOnNode,
+    datapaths: &[Datapath],
 ) -> Result<CollectReport, CollectError> {
     let id = NetnsId::Pod {
         node: pod.node.clone(),
@@ -103,7 +106,7 @@ pub async fn collect_pod(
         "pod {}/{} on node {} ({path})",
         pod.namespace, pod.name, pod.node
     );
-    collect_namespace(shell, &enter, namespace, &out).await
+    collect_namespace(shell, &enter, namespace, &out, datapaths).await
 }
 
 async fn find_pod_netns(shell: &NodeShell, pod: &PodOnNode) -> Result<String, CollectError> {

@@ -105,6 +105,13 @@ catalogue! {
         "netfilter reported no routing decision for the packet (`insufficient_info`)";
     ENGINE_BRIDGE_BRANCHES = "engine.bridge.branches", Warning,
         "bridged traffic splits into several netfilter branches, which is not modelled (`insufficient_info`)";
+    // datapath.*: programs attached to devices
+    DATAPATH_DROP = "datapath.drop", Fatal,
+        "a BPF program attached to a device drops the packet, as the pack that claims it says why (`dropped_by_program`)";
+    DATAPATH_UNCLAIMED = "datapath.unclaimed", Warning,
+        "a BPF program attached to a device sees the packet and no pack claims it: what it does is unknown (`insufficient_info`)";
+    DATAPATH_UNKNOWN = "datapath.unknown", Warning,
+        "which programs see the packet, or where a program sends it, cannot be told from the snapshot (`insufficient_info`)";
     ENGINE_HOOK_UNDECIDED = "engine.hook.undecided", Warning,
         "a CNI pack's hook failed or answered outside its contract at an assumed hop, or its `underlay` hook at a node sending to a router (`insufficient_info`)";
     ENGINE_INTENT_UNREACHABLE = "engine.intent.unreachable", Warning,
@@ -128,8 +135,12 @@ catalogue! {
 }
 
 /// The sections of the page, by the ids' first word, each with its heading.
-const SECTIONS: [(&str, &str); 4] = [
+const SECTIONS: [(&str, &str); 5] = [
     ("kernel", "what the namespace's kernel does"),
+    (
+        "datapath",
+        "what a BPF program attached to a device does, as the pack that claims it says",
+    ),
     ("engine", "what the walker itself concludes"),
     ("snapshot", "what the snapshot holds or lacks"),
     ("kubernetes", "what the cluster's objects say"),

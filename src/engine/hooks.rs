@@ -10,6 +10,7 @@ use rhai::{Dynamic, Map};
 
 use crate::packs::{self, HopScope, LoadedPacks, Pack, PackKind, PodRef};
 use crate::snapshot::Snapshot;
+use crate::snapshot::netns::bpf;
 use crate::snapshot::netns::link::MacAddr;
 
 /// Where the CNI sends a packet from a hop (`next_hop`), by the answer's
@@ -122,6 +123,80 @@ pub(crate) enum Attachment {
     Bridged { bridge: String },
 }
 
+/// What a BPF program attached to a device does with the packet, in the
+/// words of the pack that claims it (`datapath`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct DatapathAnswer {
+    /// The pack that answered.
+    pub pack: String,
+    pub verdict: DatapathVerdict,
+    pub why: String,
+    pub evidence: Vec<DatapathEvidence>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum DatapathVerdict {
+    /// The kernel's stack goes on with the packet (`TC_ACT_OK`, `XDP_PASS`).
+    Pass,
+    /// Dropped, for the pack's reason `id`.
+    Drop { id: String },
+    /// Sent to `dev` (`bpf_redirect`), the way `to` says.
+    Redirect { dev: String, to: RedirectTo },
+    /// Put into the collect-metadata tunnel device `dev` for `remote`.
+    Encapsulate {
+        dev: String,
+        remote: IpAddr,
+        vni: Option<u32>,
+    },
+    /// Service translation to one of `backends`; the program goes on with
+    /// the translated packet.
+    Translate {
+        service: String,
+        backends: Vec<(IpAddr, u16)>,
+    },
+}
+
+impl DatapathVerdict {
+    /// The verdict in a step's words.
+    pub fn text(&self) -> String {
+        match self {
+            DatapathVerdict::Pass => "passes it to the stack".into(),
+            DatapathVerdict::Drop { id } => format!("drops it ({id})"),
+            DatapathVerdict::Redirect { dev, to } => match to {
+                RedirectTo::Egress => format!("redirects it out of {dev}"),
+                RedirectTo::Peer => format!("redirects it into {dev}'s peer"),
+                RedirectTo::Ingress => format!("redirects it into {dev}'s ingress"),
+            },
+            DatapathVerdict::Encapsulate { dev, remote, .. } => {
+                format!("encapsulates it by {dev} to {remote}")
+            }
+            DatapathVerdict::Translate { service, backends } => {
+                format!("translates {service} to {} backend(s)", backends.len())
+            }
+        }
+    }
+}
+
+/// Where a redirect sends the packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RedirectTo {
+    /// Out of the device (its egress).
+    Egress,
+    /// Into the ingress of the device's veth peer (`bpf_redirect_peer`).
+    Peer,
+    /// Into the device's own ingress (`BPF_F_INGRESS`).
+    Ingress,
+}
+
+/// An entry of the datapath's state an answer cites.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct DatapathEvidence {
+    /// In the namespace's dump directory.
+    pub file: String,
+    pub key: Option<String>,
+    pub note: Option<String>,
+}
+
 /// Why a hook gave no usable answer.
 #[derive(Debug, Clone)]
 pub(crate) enum Undecided {
@@ -144,6 +219,8 @@ pub(crate) struct Intent<'s> {
     pub cni: Option<&'s Pack>,
     /// Every applying pack with a `service` hook, in load order.
     service_proxies: Vec<&'s Pack>,
+    /// Every applying pack that claims programs (`datapath:`), in load order.
+    datapaths: Vec<&'s Pack>,
 }
 
 impl<'s> Intent<'s> {
@@ -157,6 +234,10 @@ impl<'s> Intent<'s> {
             service_proxies: packs
                 .applying(cluster)
                 .filter(|pack| pack.hooks.contains_key("service"))
+                .collect(),
+            datapaths: packs
+                .applying(cluster)
+                .filter(|pack| pack.datapath.is_some())
                 .collect(),
         }
     }
@@ -271,6 +352,34 @@ impl<'s> Intent<'s> {
         Ok(None)
     }
 
+    /// What the attached `program` does with the hop's packet: the first
+    /// pack that claims it by name and answers; `None` when none does.
+    pub fn datapath(
+        &self,
+        hop: &Arc<HopScope>,
+        program: &bpf::Attachment,
+    ) -> Result<Option<DatapathAnswer>, Undecided> {
+        let claiming = self.datapaths.iter().filter(|pack| {
+            pack.datapath
+                .as_ref()
+                .is_some_and(|datapath| datapath.claims(&program.name))
+        });
+        for pack in claiming {
+            let arg = packs::program_map(program);
+            let Some(map) = call(self.packs, pack, "datapath", hop, arg)? else {
+                continue;
+            };
+            return datapath(&Fields::new(pack, "datapath", &map)).map(Some);
+        }
+        Ok(None)
+    }
+
+    /// Whether some pack models programmable datapaths: then a dump that
+    /// does not say which programs are attached leaves them unknown.
+    pub fn models_datapaths(&self) -> bool {
+        !self.datapaths.is_empty()
+    }
+
     /// Whether the CNI source-NATs the packet to the node's address.
     pub fn masquerade(&self, hop: &Arc<HopScope>) -> Result<bool, Undecided> {
         let Some(pack) = self.cni else {
@@ -333,6 +442,104 @@ fn next_hop(field: &Fields) -> Result<NextHop, Undecided> {
             "kind is {other:?}; it must be {NEXT_HOP_KINDS}"
         ))),
     }
+}
+
+/// A `datapath` answer read by its `verdict` (see [`DatapathVerdict`]).
+fn datapath(field: &Fields) -> Result<DatapathAnswer, Undecided> {
+    let verdict = match field.text("verdict")?.as_str() {
+        "pass" => DatapathVerdict::Pass,
+        "drop" => DatapathVerdict::Drop {
+            id: field.text("id")?,
+        },
+        "redirect" => {
+            let to = match field.optional(string, "a String", "to")?.as_deref() {
+                None | Some("egress") => RedirectTo::Egress,
+                Some("peer") => RedirectTo::Peer,
+                Some("ingress") => RedirectTo::Ingress,
+                Some(other) => {
+                    return Err(field.malformed(format!(
+                        "to is {other:?}; it must be \"egress\", \"peer\" or \"ingress\""
+                    )));
+                }
+            };
+            DatapathVerdict::Redirect {
+                dev: field.text("dev")?,
+                to,
+            }
+        }
+        "encapsulate" => DatapathVerdict::Encapsulate {
+            dev: field.text("dev")?,
+            remote: field
+                .optional(ip, "an Ip", "remote")?
+                .ok_or_else(|| field.malformed("remote is missing".into()))?,
+            vni: field.optional(integer, "a VNI", "vni")?,
+        },
+        "translate" => {
+            let Some(backends) = field
+                .map
+                .get("backends")
+                .and_then(|b| b.clone().try_cast::<Vec<Dynamic>>())
+            else {
+                return Err(field.malformed("backends must be an array".into()));
+            };
+            let backends = backends
+                .iter()
+                .map(|backend| {
+                    let backend = backend.clone().try_cast::<Map>();
+                    let inner = backend
+                        .as_ref()
+                        .map(|b| Fields::new(field.pack, "datapath", b));
+                    let address = inner.as_ref().map(|f| f.optional(ip, "an Ip", "ip"));
+                    let port = inner
+                        .as_ref()
+                        .map(|f| f.optional(integer, "a port", "port"));
+                    match (address, port) {
+                        (Some(Ok(Some(ip))), Some(Ok(Some(port)))) => Ok((ip, port)),
+                        _ => Err(field
+                            .malformed("each backend must be a map with an ip and a port".into())),
+                    }
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            DatapathVerdict::Translate {
+                service: field.text("service")?,
+                backends,
+            }
+        }
+        other => {
+            return Err(field.malformed(format!(
+                "verdict is {other:?}; it must be \"pass\", \"drop\", \"redirect\", \"encapsulate\" or \"translate\""
+            )));
+        }
+    };
+    let evidence = match field.map.get("evidence") {
+        None => Vec::new(),
+        Some(value) if value.is_unit() => Vec::new(),
+        Some(value) => {
+            let Some(items) = value.clone().try_cast::<Vec<Dynamic>>() else {
+                return Err(field.malformed("evidence must be an array".into()));
+            };
+            items
+                .iter()
+                .map(|item| {
+                    let Some(item) = item.clone().try_cast::<Map>() else {
+                        return Err(field.malformed("each evidence must be a map".into()));
+                    };
+                    let inner = Fields::new(field.pack, "datapath", &item);
+                    Ok(DatapathEvidence {
+                        file: inner.text("file")?,
+                        key: inner.optional(string, "a String", "key")?,
+                        note: inner.optional(string, "a String", "note")?,
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()?
+        }
+    };
+    Ok(DatapathAnswer {
+        pack: field.pack.name.clone(),
+        verdict,
+        why: field.text("why")?,
+        evidence,
+    })
 }
 
 /// A `pod_interface` answer read by its `kind` (see [`Attachment`]).

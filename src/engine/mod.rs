@@ -54,6 +54,8 @@ pub enum Disposition {
     Loop,
     ExitsCluster,
     InsufficientInfo,
+    /// A BPF program attached to a device drops the packet.
+    DroppedByProgram,
 }
 
 impl Disposition {
@@ -71,6 +73,7 @@ impl Disposition {
             Disposition::Loop => "loop",
             Disposition::ExitsCluster => "exits_cluster",
             Disposition::InsufficientInfo => "insufficient_info",
+            Disposition::DroppedByProgram => "dropped_by_program",
         }
     }
 }
@@ -240,6 +243,15 @@ pub enum Step {
     Encapsulated { device: String, outer: String },
     /// The packet came out of a tunnel.
     Decapsulated { device: String, inner: String },
+    /// A BPF program attached to a device decided for the packet, as the
+    /// pack that claims it says.
+    Program {
+        device: String,
+        hook: String,
+        program: String,
+        verdict: String,
+        why: String,
+    },
     /// The packet reached a socket.
     Delivered { socket: String },
     /// The packet stopped here.

@@ -70,6 +70,12 @@ pub const HOOKS: &[HookSpec] = &[
         doc: "Whether the routers beyond a node's gateway (not in the snapshot) route the packet's pod address to the pod's node, as a node sends it unencapsulated.",
     },
     HookSpec {
+        name: "datapath",
+        params: &["ctx", "program"],
+        returns: "() when the pack does not claim the program; else #{verdict: \"pass\" (to the kernel's stack), \"drop\", \"redirect\", \"encapsulate\" or \"translate\", why: String, evidence: [#{file: String (in the namespace's dump: `datapath/NAME.json`), key: String or () (the entry: its place is cited), note: String or ()}] or ()}; drop adds id: String (the pack's reason id); redirect adds dev: String and to: \"egress\" (sent by dev), \"peer\" (into the ingress of dev's veth peer) or \"ingress\" (into dev's own ingress); encapsulate adds dev: String (a collect-metadata tunnel device), remote: Ip, vni: int or (); translate adds service: String and backends: [#{ip: Ip, port: int}], after which the program is asked again with each backend's packet",
+        doc: "What a BPF program attached to a device (`program`: #{dev, ifindex, hook, direction, name, id}, as `Netns.programs()` lists it) does with the packet (`ctx.hop.packet`) there. The engine asks every pack with this hook in load order; the first that does not answer () claims the program.",
+    },
+    HookSpec {
         name: "pod_interface",
         params: &["ctx", "pod"],
         returns: "#{kind: \"routed\"|\"bridged\", bridge: String (bridged only), host_veth: String or (), pod_dev: String or (), mtu: int or ()}; a field () where the CNI cannot tell (a veth named at random)",

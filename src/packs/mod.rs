@@ -32,10 +32,10 @@ pub use crate::diagnostic::{Evidence, FindingStatus};
 pub use budget::{CountingAllocator, limit_run};
 pub use eval::{Finding, FromCheck};
 pub use hooks::{HOOKS, HookSpec};
-pub use host::{Insufficient, display};
+pub use host::{Insufficient, display, program_map};
 pub use load::{MANIFEST, Override, PackSource};
 pub use model::{
-    Check, CheckKind, CheckScope, ForEach, IntRange, Mode, Pack, PackKind, ParamType, ParamValue,
+    Check, CheckKind, CheckScope, Datapath, DatapathCommand, ForEach, IntRange, Mode, Pack, PackKind, ParamType, ParamValue,
     Parameter, Severity, Version,
 };
 pub use sandbox::{ScriptError, ScriptErrorKind};
@@ -225,6 +225,16 @@ impl LoadedPacks {
         let (loaded, more) = LoadedPacks::load(sources, overrides);
         problems.extend(more);
         (loaded, problems)
+    }
+
+    /// The programmable datapaths the loaded packs model (`datapath:`),
+    /// for collection: their state is collected where their programs are
+    /// attached.
+    pub fn datapaths(&self) -> Vec<Datapath> {
+        self.packs()
+            .iter()
+            .filter_map(|pack| pack.datapath.clone())
+            .collect()
     }
 
     pub fn packs(&self) -> &[Pack] {

@@ -523,6 +523,40 @@ pub struct Pack {
     /// What a CNI admits whatever the cluster's NetworkPolicies say
     /// (`network_policy.admits`), which the networkpolicy pack reads.
     pub policy_admits: Vec<PolicyAdmit>,
+    /// The BPF programs the pack claims, and what collection asks the
+    /// datapath's own tools where they are attached (`datapath:`).
+    pub datapath: Option<Datapath>,
+}
+
+/// A programmable datapath a pack models: which attached programs it
+/// answers for (its `datapath` hook), and the files of the datapath's state
+/// collection writes where one of them is attached (`datapath/NAME.json`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Datapath {
+    /// Program names as `bpf-net.json` lists them; a trailing `*` matches
+    /// any rest.
+    pub programs: Vec<String>,
+    pub collect: Vec<DatapathCommand>,
+}
+
+impl Datapath {
+    /// Whether the pack claims a program of this name.
+    pub fn claims(&self, program: &str) -> bool {
+        self.programs
+            .iter()
+            .any(|pattern| match pattern.strip_suffix('*') {
+                Some(prefix) => program.starts_with(prefix),
+                None => program == pattern,
+            })
+    }
+}
+
+/// One file of a datapath's state and the read-only command that prints it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DatapathCommand {
+    /// `NAME` of `datapath/NAME.json`.
+    pub file: String,
+    pub command: Vec<String>,
 }
 
 /// Traffic a CNI admits beyond the NetworkPolicy API's rules: all of one

@@ -415,6 +415,22 @@ fn step_fields(step: &StepKindOut) -> (&'static str, Vec<(&'static str, String)>
                 ("result", result.clone()),
             ],
         ),
+        StepKindOut::Program {
+            device,
+            hook,
+            program,
+            verdict,
+            why,
+        } => (
+            "program",
+            vec![
+                ("program", program.clone()),
+                ("device", device.clone()),
+                ("hook", hook.clone()),
+                ("verdict", verdict.clone()),
+                ("why", why.clone()),
+            ],
+        ),
         StepKindOut::Bridged { bridge, port } => (
             "bridged",
             vec![("bridge", bridge.clone()), ("port", port.clone())],

@@ -207,6 +207,13 @@ pub enum StepKindOut {
         device: String,
         inner: String,
     },
+    Program {
+        device: String,
+        hook: String,
+        program: String,
+        verdict: String,
+        why: String,
+    },
     Delivered {
         socket: String,
     },
@@ -443,6 +450,19 @@ impl StepKindOut {
             Step::Bridged { bridge, port } => StepKindOut::Bridged { bridge, port },
             Step::Encapsulated { device, outer } => StepKindOut::Encapsulated { device, outer },
             Step::Decapsulated { device, inner } => StepKindOut::Decapsulated { device, inner },
+            Step::Program {
+                device,
+                hook,
+                program,
+                verdict,
+                why,
+            } => StepKindOut::Program {
+                device,
+                hook,
+                program,
+                verdict,
+                why,
+            },
             Step::Delivered { socket } => StepKindOut::Delivered { socket },
             Step::Stopped {
                 disposition,

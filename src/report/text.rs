@@ -419,6 +419,13 @@ fn step_line(step: &Step, verbose: bool) -> String {
         Step::Bridged { bridge, port } => format!("bridge {bridge} forwards to port {port}"),
         Step::Encapsulated { device, outer } => format!("{device} encapsulates: {outer}"),
         Step::Decapsulated { device, inner } => format!("{device} decapsulates: {inner}"),
+        Step::Program {
+            device,
+            hook,
+            program,
+            verdict,
+            why,
+        } => format!("program {program} ({hook} on {device}) {verdict}: {why}"),
         Step::Delivered { socket } => format!("delivered to {socket}"),
         Step::Stopped {
             disposition,

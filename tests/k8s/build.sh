@@ -10,9 +10,11 @@
 # kube-controller-manager, kube-proxy, kubelet, containerd (with its runc shim
 # and ctr) and runc, flanneld, Calico's calico-node (felix), the CNI plugins
 # bridge, host-local, loopback, ptp (kindnet's), flannel, calico and
-# calico-ipam (in OUTDIR/cni), Calico's CRDs (OUTDIR/calico-crds), and the
-# images the kubelets run, as OCI archives: pause and skoop's collector
-# (OUTDIR/images/pause.tar, collector.tar).
+# calico-ipam (in OUTDIR/cni), Calico's CRDs (OUTDIR/calico-crds),
+# cilium-agent and cilium-dbg with Cilium's datapath sources
+# (OUTDIR/cilium-lib/bpf), its CRDs (OUTDIR/cilium-crds) and its CNI plugin
+# (OUTDIR/cni/cilium-cni), and the images the kubelets run, as OCI archives:
+# pause and skoop's collector (OUTDIR/images/pause.tar, collector.tar).
 #
 # Needs `go` (the version in go.mod or newer), a C compiler for flanneld (its
 # udp backend needs cgo, as in flannel's own release build), runc (cgo, with
@@ -34,7 +36,7 @@ main() {
 		case $arg in
 		--all) all=1 ;;
 		-h | --help)
-			sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'
+			sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'
 			exit 0
 			;;
 		-*) echo "build.sh: unknown option $arg" >&2; exit 2 ;;
@@ -83,11 +85,14 @@ main() {
 			"flannel-cni|cni/flannel|github.com/containernetworking/plugins/plugins/meta/flannel|0"
 			"calico|calico-node|github.com/projectcalico/calico/node/cmd/calico-node|0"
 			"calico|cni/calico|github.com/projectcalico/calico/cni-plugin/cmd/calico|0"
+			"cilium|cilium-agent|github.com/cilium/cilium/daemon|0"
+			"cilium|cilium-dbg|github.com/cilium/cilium/cilium-dbg|0"
+			"cilium|cni/cilium-cni|github.com/cilium/cilium/plugins/cilium-cni|0"
 			"images|images/pause.tar|pause"
 			"images|images/collector.tar|collector"
 		)
 	fi
-	modules=(. flannel flannel-cni calico containerd)
+	modules=(. flannel flannel-cni calico containerd cilium)
 
 	sha256() {
 		if command -v sha256sum >/dev/null; then sha256sum | cut -d' ' -f1; else shasum -a 256 | cut -d' ' -f1; fi
@@ -173,6 +178,11 @@ main() {
 				flags+=" -X $pkg=v3.28.4-11-ga0db560f0520"
 			done
 			;;
+		cilium)
+			# As Cilium's Makefile.defs does: `cilium-dbg version` and the
+			# agent's status then name the release.
+			flags+=" -X github.com/cilium/cilium/pkg/version.ciliumVersion=$(go list -m -f '{{.Version}}' github.com/cilium/cilium | sed 's/^v//')"
+			;;
 		flannel-cni)
 			flags+=" -X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=$(go list -m -f '{{.Version}}' github.com/containernetworking/plugins)"
 			;;
@@ -253,6 +263,16 @@ main() {
 			rm -rf "$outdir/calico-crds"
 			cp -r "$(cd calico && go list -m -f '{{.Dir}}' github.com/projectcalico/calico)/libcalico-go/config/crd" "$outdir/calico-crds"
 			chmod -R u+w "$outdir/calico-crds"
+		fi
+		if [ "$name" = cilium-agent ]; then
+			# The agent compiles its datapath at run time from these C
+			# sources (its --lib-dir), and registers the CRDs the lab applies.
+			src=$(cd cilium && go list -m -f '{{.Dir}}' github.com/cilium/cilium)
+			rm -rf "$outdir/cilium-lib" "$outdir/cilium-crds"
+			mkdir -p "$outdir/cilium-lib"
+			cp -r "$src/bpf" "$outdir/cilium-lib/bpf"
+			cp -r "$src/pkg/k8s/apis/cilium.io/client/crds" "$outdir/cilium-crds"
+			chmod -R u+w "$outdir/cilium-lib" "$outdir/cilium-crds"
 		fi
 	done
 	echo "build.sh: done in $(($(date +%s) - start))s"

@@ -85,8 +85,9 @@ impl<'s> Walker<'s> {
     /// out of a tunnel). What happens to every packet first: a loop is
     /// caught, the arrival recorded (a locally generated packet is recorded
     /// once routing has chosen its source address), and a reply's
-    /// destination un-SNATed. Then the namespace's kernel decides the rest,
-    /// or at an assumed hop the CNI's intent.
+    /// destination un-SNATed. Then the programs attached to the device it
+    /// arrived on and the namespace's kernel decide the rest, or at an
+    /// assumed hop the CNI's intent.
     pub(super) fn enter(&mut self, place: &Place, flow: Flow, arrival: Arrival) -> Next<'s> {
         let (ns, hop) = (&place.ns, place.hop);
         let Flow {
@@ -129,7 +130,8 @@ impl<'s> Walker<'s> {
         }
         let flow = Flow { packet, branch };
         if !self.graph[hop].assumed {
-            return self.process(place, flow, arrival);
+            // The programs on the device it arrived on see it first.
+            return self.run_programs(place, flow, Resume::Ingress { arrival }, 0, 0);
         }
         self.process_assumed(place, flow, arrival.interface())
     }

@@ -61,7 +61,32 @@ impl<'s> Walker<'s> {
             Ok(packet) => packet,
             Err(stop) => return self.stop(hop, branch, stop),
         };
-        let flow = Flow { packet, branch };
+        // The device's egress programs see the packet before it is sent.
+        let resume = Resume::Egress {
+            dev: dev.to_string(),
+            next_hop,
+        };
+        self.run_programs(place, Flow { packet, branch }, resume, 0, 0)
+    }
+
+    /// The device `dev` sends the packet to `next_hop`: its kind decides
+    /// the link.
+    pub(super) fn transmit(
+        &mut self,
+        place: &Place,
+        dev: &str,
+        next_hop: IpAddr,
+        flow: Flow,
+    ) -> Next<'s> {
+        let (ns, hop) = (&place.ns, place.hop);
+        let Some(device) = self.topology.link(ns, dev) else {
+            let stop = self.missing(
+                ns,
+                Wanted::In(&format!("device {dev}"), DumpFile::IpLink),
+                "send the packet",
+            );
+            return self.stop(hop, flow.branch, stop);
+        };
         // What is sent by the loopback device (a route to one of the
         // namespace's own addresses) is received by the same namespace on
         // it: PREROUTING, routing, INPUT, the socket.

@@ -17,8 +17,9 @@
 //! tunnel device, IPVS or a socket takes the packet), `conntrack` (the
 //! branch's connection, NAT undone for the reply, the reply's arrival),
 //! `mtu` (sizes against devices, the ICMP error a hop answers with),
-//! `tunnel` (VXLAN and IPIP in and out), `l2` (the egress device decides the
-//! link: veth, bridge port, proxy ARP, bridged netfilter), `routed` (a
+//! `tunnel` (VXLAN and IPIP in and out), `datapath` (a BPF program on a
+//! device decides, as the pack that claims it says), `l2` (the egress device
+//! decides the link: veth, bridge port, proxy ARP, bridged netfilter), `routed` (a
 //! router of the underlay the snapshot lacks carries a node's packet on), `assumed`
 //! (namespaces the snapshot lacks, stepped over with the CNI's intent),
 //! `packet` (the packet and its size) and `record` (steps, forks, stops and
@@ -28,6 +29,7 @@ mod arp;
 mod assumed;
 mod conntrack;
 mod cross;
+mod datapath;
 mod deliver;
 #[cfg(test)]
 mod fixture;
@@ -82,6 +84,7 @@ use arp::{ArpAnswer, ArpRefusal, ArpRequest};
 
 use conntrack::*;
 use cross::Crossing;
+use datapath::Resume;
 use packet::*;
 use stack::*;
 

@@ -54,7 +54,8 @@ impl<'s> Walker<'s> {
     /// socket when the device is set up, and closes it when set down:
     /// measured in the lab, a flannel.1 set down on the receiving node
     /// loses the flow), and in its own family, that of its `local`,
-    /// `remote` or `group` address (IPv4 without one).
+    /// `remote` or `group` address (IPv4 without one); one in
+    /// collect-metadata mode in both, whatever the VNI.
     pub(super) fn vxlan_receiver(
         &self,
         ns: &NetnsId,
@@ -64,6 +65,12 @@ impl<'s> Walker<'s> {
     ) -> Result<&'s Device, Stop> {
         let family = Family::of(outer.ip.dst);
         let takes = |link: &&'s Device| match link.kind() {
+            // A collect-metadata (`external`) device listens in both
+            // families and takes every VNI, handing it to the programs
+            // on it as metadata (`vxlan_open`, `vxlan_vs_find_vni`).
+            Some(DeviceKind::Vxlan(info)) if info.external => {
+                info.port == outer.ip.dport && info.local.is_none_or(|local| local == outer.ip.dst)
+            }
             Some(DeviceKind::Vxlan(info)) => {
                 let own = info.local.or(info.remote).or(info.group);
                 info.id == vni
@@ -259,23 +266,7 @@ impl<'s> Walker<'s> {
                 "encapsulate",
             ));
         };
-        // Measured in the lab: with `df unset` (flannel's) an outer packet
-        // too large for the underlay is fragmented and reassembled by the
-        // remote node, and the pods' flow still works.
-        let df = match &info.df {
-            Some(VxlanDf::Set) => Some(true),
-            Some(VxlanDf::Inherit) => None,
-            Some(VxlanDf::Unset) | None => Some(false),
-            Some(VxlanDf::Other(word)) => {
-                let reason = format!(
-                    "{} shows df {word:?} on {}, a word skoop does not know: whether its outer packets may be fragmented is unknown",
-                    hop_id(ns),
-                    device.ifname
-                );
-                let evidence = vec![self.file(ns, DumpFile::IpLink)];
-                return Err(Stop::unknown(codes::KERNEL_VXLAN_UNKNOWN, reason, evidence));
-            }
-        };
+        let df = self.vxlan_df(ns, device, info)?;
         let header = TunnelHeader {
             encapsulation: Encapsulation::Vxlan {
                 vni: info.id,
@@ -288,6 +279,33 @@ impl<'s> Walker<'s> {
             df,
         };
         Ok(header)
+    }
+
+    /// Whether a VXLAN device's outer packets carry DF: set, clear, or
+    /// (`None`) copied from the inner packet.
+    pub(super) fn vxlan_df(
+        &self,
+        ns: &NetnsId,
+        device: &Device,
+        info: &VxlanInfo,
+    ) -> Result<Option<bool>, Stop> {
+        // Measured in the lab: with `df unset` (flannel's) an outer packet
+        // too large for the underlay is fragmented and reassembled by the
+        // remote node, and the pods' flow still works.
+        match &info.df {
+            Some(VxlanDf::Set) => Ok(Some(true)),
+            Some(VxlanDf::Inherit) => Ok(None),
+            Some(VxlanDf::Unset) | None => Ok(Some(false)),
+            Some(VxlanDf::Other(word)) => {
+                let reason = format!(
+                    "{} shows df {word:?} on {}, a word skoop does not know: whether its outer packets may be fragmented is unknown",
+                    hop_id(ns),
+                    device.ifname
+                );
+                let evidence = vec![self.file(ns, DumpFile::IpLink)];
+                Err(Stop::unknown(codes::KERNEL_VXLAN_UNKNOWN, reason, evidence))
+            }
+        }
     }
 
     /// IPIP: the packet leaves inside an IPv4 header (protocol 4) for the

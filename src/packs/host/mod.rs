@@ -13,11 +13,13 @@
 //! `Hop`); `cluster` the cluster (`Cluster`, `Node`, `Pod`), its objects
 //! shown to scripts as `objects` makes them; `namespace` a network
 //! namespace's dump (`Netns`: links, addresses, routes, neighbours, FDB,
-//! sysctls, listeners), `netfilter` its iptables and nftables rules; this
+//! sysctls, listeners), `netfilter` its iptables and nftables rules,
+//! `datapath` the BPF programs on its devices and its datapath's maps; this
 //! file the conversions they share and the check's `ctx`.
 
 mod addresses;
 mod cluster;
+mod datapath;
 mod namespace;
 mod netfilter;
 mod objects;
@@ -36,6 +38,7 @@ use crate::net::Family;
 use crate::snapshot::netns::DumpFile;
 use crate::snapshot::netns::sysctl::Sysctls;
 
+pub use datapath::program_map;
 pub use namespace::{link_is_up, link_kind, lladdr_text};
 pub use objects::{config_map_map, daemon_set_map, json_to_dynamic, service_map};
 
@@ -169,6 +172,7 @@ pub fn register(engine: &mut Engine) {
     packet::register(engine);
     cluster::register(engine);
     namespace::register(engine);
+    datapath::register(engine);
     netfilter::register(engine);
     register_context(engine);
     engine.register_fn("sha1_hex", |s: &str| {

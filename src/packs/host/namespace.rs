@@ -105,6 +105,7 @@ pub(super) fn link_map(netns: &NetnsRef, link: &Link) -> Dynamic {
     };
     map([
         ("name", text(&link.ifname)),
+        ("ifindex", int(link.ifindex)),
         ("kind", text(link_kind(link))),
         ("mtu", int(link.mtu)),
         ("up", link_is_up(link).into()),

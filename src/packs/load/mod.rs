@@ -211,8 +211,19 @@ impl Loader<'_> {
             .take("network_policy")
             .map(|node| self.network_policy(node))
             .unwrap_or_default();
+        let datapath = top.take("datapath").map(|node| self.datapath(node));
         top.finish(&mut self.issues);
         engine.set_module_resolver(rhai::module_resolvers::DummyModuleResolver::new());
+        // The engine asks the hook about the programs the pack claims.
+        match (&datapath, hooks.contains_key("datapath")) {
+            (Some(_), false) => self.issues.push(root.pos.issue(
+                "`datapath` claims programs, but `hooks` has no `datapath` hook to say what they do",
+            )),
+            (None, true) => self.issues.push(root.pos.issue(
+                "the `datapath` hook answers for no program: say which in `datapath: {programs: [...]}`",
+            )),
+            _ => {}
+        }
 
         if kind == Some(PackKind::Cni) && detect.is_empty() {
             self.issues.push(
@@ -236,7 +247,73 @@ impl Loader<'_> {
             checks,
             scripts,
             policy_admits,
+            datapath,
         })
+    }
+
+    /// `datapath: {programs: [NAME or PREFIX*], collect: [{file, command}]}`.
+    fn datapath(&mut self, node: &Node) -> Datapath {
+        let issues = &mut self.issues;
+        let mut datapath = Datapath {
+            programs: Vec::new(),
+            collect: Vec::new(),
+        };
+        let Some(mut fields) = Fields::of(node, "datapath", issues) else {
+            return datapath;
+        };
+        for program in fields.strings("programs", issues) {
+            let literal = program.value.strip_suffix('*').unwrap_or(&program.value);
+            if literal.is_empty() || literal.contains('*') {
+                issues.push(program.pos.issue(format!(
+                    "program {:?} must be a name, or a prefix followed by one `*`",
+                    program.value
+                )));
+                continue;
+            }
+            datapath.programs.push(program.value);
+        }
+        if datapath.programs.is_empty() {
+            issues.push(node.pos.issue("`datapath` needs `programs`: the names it claims"));
+        }
+        for item in fields
+            .take("collect")
+            .map(|list| yaml::seq(list, "collect", issues))
+            .unwrap_or_default()
+        {
+            let Some(mut f) = Fields::of(item, "a collect entry", issues) else {
+                continue;
+            };
+            let file = f.required_string("file", issues);
+            let command = f.strings("command", issues);
+            f.finish(issues);
+            let Some(file) = file else { continue };
+            let valid = !file.value.is_empty()
+                && file
+                    .value
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+            if !valid {
+                issues.push(file.pos.issue(format!(
+                    "file {:?} must be lowercase letters, digits and dashes: it names datapath/FILE.json",
+                    file.value
+                )));
+                continue;
+            }
+            if command.is_empty() {
+                issues.push(file.pos.issue(format!("file {:?} has no command", file.value)));
+                continue;
+            }
+            if datapath.collect.iter().any(|c| c.file == file.value) {
+                issues.push(file.pos.issue(format!("file {:?} is collected twice", file.value)));
+                continue;
+            }
+            datapath.collect.push(DatapathCommand {
+                file: file.value,
+                command: command.into_iter().map(|word| word.value).collect(),
+            });
+        }
+        fields.finish(issues);
+        datapath
     }
 
     /// `network_policy: {admits: [{protocol, why}]}`: what the CNI admits

@@ -58,7 +58,7 @@ pub fn parse_placed<T: DeserializeOwned>(text: &str) -> Parsed<Vec<(T, (usize, u
 }
 
 /// Where `part`, a slice borrowed from `text`, starts within it.
-fn offset_in(text: &str, part: &str) -> usize {
+pub(super) fn offset_in(text: &str, part: &str) -> usize {
     (part.as_ptr() as usize)
         .checked_sub(text.as_ptr() as usize)
         .filter(|offset| offset + part.len() <= text.len())
@@ -67,7 +67,12 @@ fn offset_in(text: &str, part: &str) -> usize {
 
 /// Turns a serde_json error in the slice of `text` starting at `start` into an
 /// issue positioned in the whole text.
-fn issue(text: &str, start: usize, error: &serde_json::Error, context: &str) -> ParseIssue {
+pub(super) fn issue(
+    text: &str,
+    start: usize,
+    error: &serde_json::Error,
+    context: &str,
+) -> ParseIssue {
     let slice = text.get(start..).unwrap_or_default();
     let offset = start + byte_offset(slice, error.line(), error.column());
     let (line, column) = line_col(text, offset);

@@ -6,6 +6,8 @@
 //! insufficient information by whoever asks ([`NetnsDump::state`] says which).
 
 pub mod addr;
+pub mod bpf;
+pub mod datapath;
 pub mod fdb;
 pub mod ipset;
 pub mod iptables;
@@ -49,11 +51,12 @@ pub enum DumpFile {
     Ipvsadm,
     Sysctl,
     Ss,
+    BpfNet,
 }
 
 impl DumpFile {
     /// Every dump file, in the contract's order.
-    pub const ALL: [DumpFile; 15] = [
+    pub const ALL: [DumpFile; 16] = [
         DumpFile::IpLink,
         DumpFile::IpAddr,
         DumpFile::IpRoute,
@@ -69,6 +72,7 @@ impl DumpFile {
         DumpFile::Ipvsadm,
         DumpFile::Sysctl,
         DumpFile::Ss,
+        DumpFile::BpfNet,
     ];
 
     /// The file's name in a namespace directory.
@@ -89,6 +93,7 @@ impl DumpFile {
             DumpFile::Ipvsadm => "ipvsadm.txt",
             DumpFile::Sysctl => "sysctl.txt",
             DumpFile::Ss => "ss.txt",
+            DumpFile::BpfNet => "bpf-net.json",
         }
     }
 
@@ -110,6 +115,7 @@ impl DumpFile {
             DumpFile::Ipvsadm => &["ipvsadm", "-Sn"],
             DumpFile::Sysctl => &["sysctl", "-a"],
             DumpFile::Ss => &["ss", "-H", "-tulnS"],
+            DumpFile::BpfNet => &["bpftool", "-j", "net", "show"],
         }
     }
 
@@ -237,6 +243,9 @@ impl fmt::Display for Lacking<'_> {
     }
 }
 
+/// An element of a JSON dump and where it starts in the file (line, column).
+type Placed<T> = (T, (usize, usize));
+
 /// A parsed namespace dump.
 #[derive(Debug, Default, Clone)]
 pub struct NetnsDump {
@@ -257,6 +266,11 @@ pub struct NetnsDump {
     pub ipvs: Option<ipvs::IpvsConfig>,
     pub sysctls: Option<sysctl::Sysctls>,
     pub sockets: Option<Vec<sockets::ListeningSocket>>,
+    /// The BPF programs attached to the devices (`bpf-net.json`).
+    pub programs: Option<Vec<bpf::Attachment>>,
+    /// What a programmable datapath's own tools print about its state
+    /// (`datapath/NAME.json`), by NAME, for the packs that read it.
+    pub datapath: datapath::DatapathFiles,
     /// Dump files that are there but could not be read or parsed, by name,
     /// with the first problem (`FILE:LINE:COLUMN: what`): not the same as
     /// not collected, and said so.
@@ -303,6 +317,8 @@ impl NetnsDump {
             ipvs: files.load(DumpFile::Ipvsadm, ipvs::parse),
             sysctls: files.load(DumpFile::Sysctl, sysctl::parse),
             sockets: files.load(DumpFile::Ss, sockets::parse),
+            programs: files.load_placed_with(DumpFile::BpfNet, bpf::parse),
+            datapath: datapath::DatapathFiles::load(dir, boundary, &mut files.problems),
             unreadable: Default::default(),
             read_with_problems: Default::default(),
             places: Default::default(),
@@ -332,6 +348,7 @@ impl NetnsDump {
             DumpFile::Ipvsadm => self.ipvs.is_some(),
             DumpFile::Sysctl => self.sysctls.is_some(),
             DumpFile::Ss => self.sockets.is_some(),
+            DumpFile::BpfNet => self.programs.is_some(),
         };
         if read {
             return FileState::Read;
@@ -449,7 +466,16 @@ impl DumpReader<'_> {
     /// [`DumpReader::load`] of one of iproute2's JSON arrays, keeping where
     /// each element starts.
     fn load_placed<T: serde::de::DeserializeOwned>(&mut self, file: DumpFile) -> Option<Vec<T>> {
-        let placed = self.load(file, json::parse_placed::<T>)?;
+        self.load_placed_with(file, json::parse_placed::<T>)
+    }
+
+    /// [`DumpReader::load`] of a JSON file whose parser places each element.
+    fn load_placed_with<T>(
+        &mut self,
+        file: DumpFile,
+        parse: fn(&str) -> Parsed<Vec<Placed<T>>>,
+    ) -> Option<Vec<T>> {
+        let placed = self.load(file, parse)?;
         let (values, places) = placed.into_iter().unzip();
         self.places.insert(file, places);
         Some(values)
@@ -473,5 +499,7 @@ pub fn parse_any_dump(text: &str) -> Vec<super::problem::ParseIssue> {
     issues.extend(ipvs::parse(text).1);
     issues.extend(sysctl::parse(text).1);
     issues.extend(sockets::parse(text).1);
+    issues.extend(bpf::parse(text).1);
+    issues.extend(datapath::parse(text).1);
     issues
 }

@@ -199,7 +199,7 @@ impl<'s> Walker<'s> {
 
     /// A hook gave no usable answer: its pack's finding (or what was wrong
     /// with the answer) is reported and the path ends there.
-    pub(super) fn undecided(
+    pub(in super::super) fn undecided(
         &mut self,
         hop: NodeIndex,
         branch: Branch,
