@@ -2214,7 +2214,7 @@ impl LabKind {
             LabKind::Kubelet(RealCni::CalicoVxlan) => {
                 "calico-vxlan (real components, kubelet and containerd)"
             }
-            LabKind::Kubelet(RealCni::FlannelHostGw) => {
+            LabKind::Kubelet(RealCni::FlannelHostGw | RealCni::CiliumVxlan) => {
                 unreachable!("the kubelet lab runs Flannel VXLAN and Calico VXLAN")
             }
         }
@@ -2451,7 +2451,15 @@ const TOPOLOGIES: &[Group] = &[
         peer: Peer::Outside,
         faults: OUTSIDE_FAULTS,
     },
+    Group {
+        lab: LabKind::Real(RealCni::CiliumVxlan, ProxyMode::Iptables),
+        peer: Peer::Cluster,
+        faults: CILIUM_FAULTS,
+    },
 ];
+
+/// The cases of the lab whose nodes run Cilium's agent (`cilium.rs`).
+const CILIUM_FAULTS: &[Fault] = &[HEALTHY_TCP];
 
 /// The address a case's flow goes to.
 fn destination(cluster: &Cluster, to: &Pod, peer: Peer, fault: &Fault, family: Family) -> String {
@@ -2712,7 +2720,7 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
             if matches!(kind, LabKind::Kubelet(_)) {
                 live::collect_through_collector_pods(&real.server, dir.path());
             } else {
-                live::collect_live(&real.server, cluster, dir.path());
+                live::collect_through(&real.server, &real.node_exec(), dir.path());
             }
             save_if_this_case(&name, dir.path());
             // The components keep working while the case runs: a fault one

@@ -105,8 +105,12 @@ pub fn serve_lab(lab: &mut Lab, cluster: &Cluster, offline: &Path) -> ApiServer 
 
 /// `skoop collect cluster --all-nodes` of the lab through `server`.
 pub fn collect_live(server: &ApiServer, cluster: &Cluster, out: &Path) {
-    let template = node_exec(cluster);
-    collect_all_nodes(server, out, &["--node-exec", &template]);
+    collect_through(server, &node_exec(cluster), out);
+}
+
+/// `skoop collect cluster --all-nodes --node-exec TEMPLATE` through `server`.
+pub fn collect_through(server: &ApiServer, template: &str, out: &Path) {
+    collect_all_nodes(server, out, &["--node-exec", template]);
 }
 
 /// `skoop collect cluster --all-nodes` through `server` and collector pods

@@ -7,6 +7,7 @@
 
 mod apiserver;
 mod calico;
+mod cilium;
 mod cluster;
 mod collect_cli;
 mod diagnose;

@@ -35,6 +35,7 @@ use serde_json::{Value, json};
 
 use crate::apiserver::{self, ApiServer};
 use crate::calico;
+use crate::cilium;
 use crate::cluster::{self, APP_NAMESPACE, CLUSTER_CIDR, Cluster, Node, POD_PORT, Pod, Service};
 use crate::kubelet;
 use crate::lab::{Lab, Netns};
@@ -53,6 +54,9 @@ pub enum RealCni {
     /// felix (the Kubernetes datastore), the calico CNI plugin and
     /// calico-ipam, an IPPool in VXLAN mode; no BIRD.
     CalicoVxlan,
+    /// cilium-agent in tunnel mode (VXLAN), its CNI plugin, kube-proxy
+    /// beside it (`tests/lab/cilium.rs`).
+    CiliumVxlan,
 }
 
 impl RealCni {
@@ -63,6 +67,7 @@ impl RealCni {
             RealCni::FlannelVxlan => "flannel-vxlan (real components)",
             RealCni::FlannelHostGw => "flannel-host-gw (real components)",
             RealCni::CalicoVxlan => "calico-vxlan (real components)",
+            RealCni::CiliumVxlan => "cilium-vxlan (real components)",
         }
     }
 
@@ -70,11 +75,15 @@ impl RealCni {
         self == RealCni::CalicoVxlan
     }
 
+    fn is_flannel(self) -> bool {
+        matches!(self, RealCni::FlannelVxlan | RealCni::FlannelHostGw)
+    }
+
     /// flanneld's `net-conf.json`, as kube-flannel's ConfigMap holds it.
     fn net_conf(self) -> Value {
         let backend = match self {
             RealCni::FlannelHostGw => "host-gw",
-            RealCni::FlannelVxlan | RealCni::CalicoVxlan => "vxlan",
+            RealCni::FlannelVxlan | RealCni::CalicoVxlan | RealCni::CiliumVxlan => "vxlan",
         };
         json!({"Network": CLUSTER_CIDR, "EnableNFTables": false, "Backend": {"Type": backend}})
     }
@@ -433,7 +442,7 @@ impl RealCluster {
                 apiserver::create(&client, &other.object()).await;
             }
         });
-        if !cni.is_calico() {
+        if cni.is_flannel() {
             // What kube-flannel's manifest mounts into flanneld's pod; here
             // flanneld reads the same text from a file.
             runtime.block_on(async {
@@ -457,6 +466,14 @@ impl RealCluster {
                 }
                 // felix enforces it; calico-node creates the IPPool.
                 apiserver::create(&client, &calico::network_policy()).await;
+            });
+        }
+        if cni == RealCni::CiliumVxlan {
+            assert!(!kubelets, "the lab runs Cilium's agents on netns nodes only");
+            runtime.block_on(async {
+                for object in cilium::crds(&components.bin).iter().chain(&cilium::objects()) {
+                    apiserver::create(&client, object).await;
+                }
             });
         }
         RealCluster {
@@ -507,7 +524,15 @@ impl RealCluster {
             &node.name,
             &self.components.controller_manager_log(),
         ));
-        if self.components.cni.is_calico() {
+        if self.components.cni == RealCni::CiliumVxlan {
+            cilium::start_agent(
+                lab,
+                &node,
+                &dir,
+                &self.components.bin,
+                &self.components.kubeconfig,
+            );
+        } else if self.components.cni.is_calico() {
             self.components.start_calico(lab, &node);
             // felix makes the tunnel device once it has the node's tunnel
             // address and the pool.
@@ -571,12 +596,19 @@ impl RealCluster {
         let uid = created["metadata"]["uid"].as_str().expect("a uid");
         lab.pause_in_pod_cgroup(&pod.ns, uid);
         let dir = self.components.node_dir(node);
-        let (conf, plugin) = if self.components.cni.is_calico() {
-            (calico_cni_conf(&self.components, node), "calico")
-        } else {
-            (flannel_cni_conf(&dir), "flannel")
+        let bin = &self.components.bin;
+        let in_node = |plugin: &str| {
+            let plugin = bin.join("cni").join(plugin).display().to_string();
+            vec!["ip".into(), "netns".into(), "exec".into(), node.ns.name.clone(), plugin]
         };
-        (pod.ip, pod.host_veth) = cni_add(&self.components.bin, plugin, node, &pod, &conf);
+        let (conf, command) = match self.components.cni {
+            RealCni::CalicoVxlan => (calico_cni_conf(&self.components, node), in_node("calico")),
+            RealCni::CiliumVxlan => (cilium::cni_conf(), cilium::cni_command(node, &dir, bin)),
+            RealCni::FlannelVxlan | RealCni::FlannelHostGw => {
+                (flannel_cni_conf(&dir), in_node("flannel"))
+            }
+        };
+        (pod.ip, pod.host_veth) = cni_add(bin, &command, node, &pod, &conf);
         let status = pod_object(node, &pod)["status"].take();
         let resource = ApiResource::from_gvk(&GroupVersionKind::gvk("", "v1", "Pod"));
         let api: Api<DynamicObject> =
@@ -700,12 +732,22 @@ impl RealCluster {
             if stale.contains(&node.name.as_str()) {
                 continue;
             }
-            let agent_log = if self.components.cni.is_calico() {
-                "felix.log"
-            } else {
-                "flanneld.log"
+            if self.components.cni == RealCni::CiliumVxlan {
+                let pods: Vec<String> = self.cluster.pods().map(|p| p.ip.to_string()).collect();
+                let dir = self.components.node_dir(node);
+                cilium::wait_programmed(node, &dir, &self.components.bin, &pods);
+            }
+            let agent_log = match self.components.cni {
+                RealCni::CalicoVxlan => "felix.log",
+                RealCni::CiliumVxlan => "cilium-agent.log",
+                RealCni::FlannelVxlan | RealCni::FlannelHostGw => "flanneld.log",
             };
-            for peer in self.cluster.nodes.iter().filter(|p| p.name != node.name) {
+            for peer in self
+                .cluster
+                .nodes
+                .iter()
+                .filter(|p| p.name != node.name && self.components.cni != RealCni::CiliumVxlan)
+            {
                 let cidr = peer.ipam_block.unwrap_or(peer.pod_cidr).to_string();
                 self.wait(node, &["ip", "route", "show", &cidr], agent_log, |out| {
                     !out.trim().is_empty()
@@ -769,6 +811,23 @@ impl RealCluster {
                 .args(["-STOP", &pid.to_string()])
                 .stderr(Stdio::null())
                 .status();
+        }
+    }
+
+    /// `skoop collect --node-exec`'s template that reaches the nodes as
+    /// their components see them.
+    pub fn node_exec(&self) -> String {
+        let node = &self.cluster.nodes[0];
+        let prefix = node
+            .ns
+            .name
+            .strip_suffix(&format!("-{}", node.name))
+            .expect("node namespaces are <prefix>-<node>");
+        match self.components.cni {
+            RealCni::CiliumVxlan => {
+                cilium::node_exec(prefix, self.components.state.path(), &self.components.bin)
+            }
+            _ => format!("ip netns exec {prefix}-{{node}}"),
         }
     }
 
@@ -1086,15 +1145,21 @@ fn calico_crds(bin: &Path) -> Vec<Value> {
 /// Sets `pod` up as a container runtime does: CNI `plugin`'s ADD with the
 /// pod's namespace, run in the node's. Returns the pod's address and the
 /// node side of its veth.
-pub fn cni_add(bin: &Path, plugin: &str, node: &Node, pod: &Pod, conf: &str) -> (Ipv4Addr, String) {
+pub fn cni_add(
+    bin: &Path,
+    command: &[String],
+    node: &Node,
+    pod: &Pod,
+    conf: &str,
+) -> (Ipv4Addr, String) {
     let cni_dir = bin.join("cni");
     let container = format!("{}-{}", node.name, pod.name);
-    let mut child = Command::new("ip")
-        .args(["netns", "exec", &node.ns.name])
-        .arg(cni_dir.join(plugin))
+    let plugin = command.last().expect("the plugin");
+    let mut child = Command::new(&command[0])
+        .args(&command[1..])
         .env("CNI_COMMAND", "ADD")
         .env("CNI_CONTAINERID", &container)
-        .env("CNI_NETNS", format!("/run/netns/{}", pod.ns.name))
+        .env("CNI_NETNS", netns_path(pod))
         .env("CNI_IFNAME", "eth0")
         .env("CNI_PATH", &cni_dir)
         .env(
@@ -1134,10 +1199,25 @@ pub fn cni_add(bin: &Path, plugin: &str, node: &Node, pod: &Pod, conf: &str) -> 
         .iter()
         .filter(|i| i.get("sandbox").is_none())
         .filter_map(|i| i["name"].as_str())
-        .find(|n| n.starts_with("veth") || n.starts_with("cali"))
+        .find(|n| n.starts_with("veth") || n.starts_with("cali") || n.starts_with("lxc"))
         .unwrap_or_else(|| panic!("no node-side veth in the CNI result {result}"))
         .to_string();
     (ip.addr(), host_veth)
+}
+
+/// The pod's network namespace as a runtime names it to a CNI plugin: by a
+/// process in it (its pause), which also reaches a plugin in a mount
+/// namespace of its own (Cilium's), where `/run/netns` mounts made later
+/// do not propagate.
+fn netns_path(pod: &Pod) -> String {
+    let output = Command::new("ip")
+        .args(["netns", "pids", &pod.ns.name])
+        .output()
+        .expect("ip netns pids");
+    match String::from_utf8_lossy(&output.stdout).split_whitespace().next() {
+        Some(pid) => format!("/proc/{pid}/ns/net"),
+        None => format!("/run/netns/{}", pod.ns.name),
+    }
 }
 
 /// A Service of the real-components lab besides `web`, each on port 80 to

@@ -1,0 +1,316 @@
+//! Cilium on the real-components lab's nodes: the real cilium-agent
+//! (v1.20, built by `tests/k8s/build.sh --all` from the Go module proxy) as
+//! a native process in each node's namespace, its datapath compiled at run
+//! time by Debian's clang, VXLAN tunnel routing, IPAM from the Node's pod
+//! CIDR, and kube-proxy in iptables mode beside it
+//! (`kube-proxy-replacement=false`). Pods are attached by Cilium's own CNI
+//! plugin.
+//!
+//! Nothing of the host's own BPF state is touched. Each node has a mount
+//! namespace of its own, held by a process that only sleeps, where:
+//!
+//! - a bpffs of the node's own is mounted on `/sys/fs/bpf` (the host's and
+//!   the other nodes' bpf mounts are unmounted there), so the agent's pinned
+//!   maps and programs are the node's;
+//! - `/run/cilium` (the agent's socket and state) is a directory of the
+//!   lab's;
+//! - `/proc/sys/kernel` is read-only: the agent would set
+//!   `kernel.unprivileged_bpf_disabled=1`, which no one can undo until the
+//!   machine reboots, and `kernel.timer_migration`; it ignores both failures.
+//!
+//! The agent, its CNI plugin and collection (`--node-exec`, [`node_exec`])
+//! enter that mount namespace with `nsenter`. Turned off because this
+//! machine or the lab cannot give them, or does not need them: socket LB
+//! (it attaches cgroup programs at the host's cgroup2 root), the L7 proxy
+//! (no Envoy), Hubble, the bandwidth manager, health checking (it needs
+//! `cilium-health-responder` in a namespace of its own), and tcx: Debian's
+//! bpftool 7.1 does not list tcx attachments, so the agent attaches its
+//! programs through the clsact qdisc, which it lists.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::cluster::Node;
+use crate::lab::Lab;
+
+/// The ConfigMap `kube-system/cilium-config`, as Cilium's Helm chart makes
+/// it for this cluster; the agents read the same keys from a directory
+/// (`--config-dir`), as the DaemonSet mounts the ConfigMap.
+pub fn config() -> Value {
+    json!({
+        "cluster-name": "skoop-lab",
+        "cluster-id": "0",
+        "routing-mode": "tunnel",
+        "tunnel-protocol": "vxlan",
+        "kube-proxy-replacement": "false",
+        "bpf-lb-sock": "false",
+        "enable-l7-proxy": "false",
+        "enable-hubble": "false",
+        "enable-bandwidth-manager": "false",
+        "enable-health-checking": "false",
+        "enable-endpoint-health-checking": "false",
+        "enable-tcx": "false",
+        "ipam": "kubernetes",
+        "k8s-require-ipv4-pod-cidr": "true",
+        "enable-ipv4": "true",
+        "enable-ipv6": "false",
+        "enable-ipv4-masquerade": "true",
+        "enable-policy": "default",
+        "identity-allocation-mode": "crd",
+        "devices": "eth0",
+        "bpf-root": "/sys/fs/bpf",
+        "state-dir": "/run/cilium/state",
+    })
+}
+
+/// The objects Cilium's manifests install that skoop reads: the ConfigMap
+/// and the agent's DaemonSet (no pods: the agents run as the lab's own
+/// processes).
+pub fn objects() -> Vec<Value> {
+    vec![
+        json!({
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "cilium-config", "namespace": "kube-system"},
+            "data": config(),
+        }),
+        json!({
+            "apiVersion": "apps/v1",
+            "kind": "DaemonSet",
+            "metadata": {"name": "cilium", "namespace": "kube-system",
+                         "labels": {"k8s-app": "cilium"}},
+            "spec": {
+                "selector": {"matchLabels": {"k8s-app": "cilium"}},
+                "template": {
+                    "metadata": {"labels": {"k8s-app": "cilium"}},
+                    "spec": {"containers": [{"name": "cilium-agent",
+                                             "image": "quay.io/cilium/cilium:v1.20.2"}]},
+                },
+            },
+        }),
+    ]
+}
+
+/// The CRDs the agent needs (v2 and v2alpha1), as the operator registers
+/// them.
+pub fn crds(bin: &Path) -> Vec<Value> {
+    let mut files = Vec::new();
+    for version in ["v2", "v2alpha1"] {
+        let dir = bin.join("cilium-crds").join(version);
+        for entry in fs::read_dir(&dir).unwrap_or_else(|e| panic!("read {}: {e}", dir.display())) {
+            let path = entry.expect("an entry").path();
+            if path.extension().is_some_and(|e| e == "yaml") {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    files
+        .iter()
+        .map(|file| {
+            let text = fs::read_to_string(file).expect("read a CRD");
+            serde_saphyr::from_str(&text)
+                .unwrap_or_else(|e| panic!("{}: not YAML: {e}", file.display()))
+        })
+        .collect()
+}
+
+/// The node's mount namespace, entered by path: a link to its holder's
+/// `/proc/PID/ns/mnt` (no mount on the host).
+fn mount_namespace(dir: &Path) -> PathBuf {
+    dir.join("mnt")
+}
+
+/// PATH inside the node: LLVM first, for the agent's compiler (`clang` and
+/// `llc`), then the system's tools, then the built components (cilium-dbg
+/// for collection; never before the system's: the CNI plugins' directory
+/// has a `bridge` of its own).
+fn path(bin: &Path) -> String {
+    format!(
+        "{LLVM}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:{}",
+        bin.display()
+    )
+}
+
+/// Where Debian's clang-19 and llc-19 are (the agent compiles its datapath
+/// with `clang` and `llc` from PATH).
+const LLVM: &str = "/usr/lib/llvm-19/bin";
+
+/// The words that run a command inside `node` as the agent sees it (its
+/// network and mount namespaces), with the lab's PATH.
+fn enter(node: &Node, dir: &Path, bin: &Path) -> Vec<String> {
+    vec![
+        "ip".into(),
+        "netns".into(),
+        "exec".into(),
+        node.ns.name.clone(),
+        "nsenter".into(),
+        format!("--mount={}", mount_namespace(dir).display()),
+        "env".into(),
+        format!("PATH={}", path(bin)),
+    ]
+}
+
+/// `skoop collect --node-exec`'s template for the Cilium nodes, whose state
+/// directories are `state/NODE`: the node's network namespace and its
+/// agent's mount namespace (so that bpftool and cilium-dbg see its bpffs).
+pub fn node_exec(prefix: &str, state: &Path, bin: &Path) -> String {
+    format!(
+        "nsenter --net=/run/netns/{prefix}-{{node}} --mount={}/{{node}}/mnt env PATH={}",
+        state.display(),
+        path(bin)
+    )
+}
+
+/// Sets up `node`'s mount namespace and starts its agent; returns the
+/// agent's pid.
+pub fn start_agent(lab: &mut Lab, node: &Node, dir: &Path, bin: &Path, kubeconfig: &Path) -> u32 {
+    let run_cilium = dir.join("run-cilium");
+    let config_dir = dir.join("cilium-config");
+    fs::create_dir_all(&run_cilium).expect("the node's /run/cilium");
+    fs::create_dir_all(&config_dir).expect("the agent's configuration directory");
+    if let Value::Object(options) = config() {
+        for (key, value) in options {
+            fs::write(config_dir.join(&key), value.as_str().unwrap_or_default())
+                .expect("write an option");
+        }
+    }
+    let ready = dir.join("mount-namespace-ready");
+    let script = r#"set -e
+mount -t bpf skoop-lab-bpffs /sys/fs/bpf
+for m in $(awk '$3 == "bpf" && $2 != "/sys/fs/bpf" { print $2 }' /proc/self/mounts); do umount -l "$m"; done
+mkdir -p /run/cilium
+mount --bind "$1" /run/cilium
+mount --bind /proc/sys/kernel /proc/sys/kernel
+mount -o remount,bind,ro /proc/sys/kernel
+touch "$2"
+exec sleep infinity"#;
+    let holder = lab.spawn_logged(
+        Some(&node.ns),
+        &[
+            "unshare",
+            "-m",
+            "--propagation",
+            "private",
+            "sh",
+            "-c",
+            script,
+            "sh",
+            run_cilium.to_str().expect("a UTF-8 path"),
+            ready.to_str().expect("a UTF-8 path"),
+        ],
+        &[],
+        &dir.join("mount-namespace.log"),
+    );
+    wait_until(Duration::from_secs(10), || ready.exists(), || {
+        format!(
+            "the mount namespace of {} was not set up: {}",
+            node.name,
+            fs::read_to_string(dir.join("mount-namespace.log")).unwrap_or_default()
+        )
+    });
+    std::os::unix::fs::symlink(format!("/proc/{holder}/ns/mnt"), mount_namespace(dir))
+        .expect("link the node's mount namespace");
+
+    let mut argv = enter(node, dir, bin);
+    // `ip netns exec` is the lab's (Lab::spawn_logged adds it).
+    argv.drain(..4);
+    argv.extend([
+        bin.join("cilium-agent").display().to_string(),
+        format!("--config-dir={}", config_dir.display()),
+        format!("--k8s-kubeconfig-path={}", kubeconfig.display()),
+        format!("--lib-dir={}", bin.join("cilium-lib").display()),
+    ]);
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let log = dir.join("cilium-agent.log");
+    let pid = lab.spawn_logged(
+        Some(&node.ns),
+        &argv,
+        &[("K8S_NODE_NAME", &node.name), ("CILIUM_K8S_NODE_NAME", &node.name)],
+        &log,
+    );
+    wait_until(
+        Duration::from_secs(120),
+        || {
+            fs::read_to_string(&log)
+                .is_ok_and(|text| text.contains("Daemon initialization completed"))
+        },
+        || format!("cilium-agent on {} did not start:\n{}", node.name, tail(&log)),
+    );
+    pid
+}
+
+/// Runs `argv` inside `node` as the agent sees it; its stdout.
+pub fn run(node: &Node, dir: &Path, bin: &Path, argv: &[&str]) -> String {
+    let words = enter(node, dir, bin);
+    let output = std::process::Command::new(&words[0])
+        .args(&words[1..])
+        .args(argv)
+        .output()
+        .unwrap_or_else(|e| panic!("run {argv:?} on {}: {e}", node.name));
+    assert!(
+        output.status.success(),
+        "{argv:?} on {} failed ({}): {}",
+        node.name,
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// Cilium's CNI configuration, as the agent writes it for a container
+/// runtime.
+pub fn cni_conf() -> String {
+    json!({"cniVersion": "0.3.1", "name": "cilium", "type": "cilium-cni"}).to_string()
+}
+
+/// The CNI plugin's command line, entering the node as the agent sees it
+/// (the plugin talks to the agent's socket in `/run/cilium`).
+pub fn cni_command(node: &Node, dir: &Path, bin: &Path) -> Vec<String> {
+    let mut words = enter(node, dir, bin);
+    words.push(bin.join("cni/cilium-cni").display().to_string());
+    words
+}
+
+/// Waits until the agent of `node` has every endpoint ready and its
+/// ipcache knows every address of `pods` (its own and the other nodes').
+pub fn wait_programmed(node: &Node, dir: &Path, bin: &Path, pods: &[String]) {
+    let log = dir.join("cilium-agent.log");
+    wait_until(
+        Duration::from_secs(120),
+        || {
+            let endpoints = run(node, dir, bin, &["cilium-dbg", "endpoint", "list", "-o", "json"]);
+            let endpoints: Value = serde_json::from_str(&endpoints).unwrap_or_default();
+            let all_ready = endpoints.as_array().is_some_and(|list| {
+                list.iter()
+                    .all(|e| e["status"]["state"].as_str() == Some("ready"))
+            });
+            let ipcache = run(node, dir, bin, &["cilium-dbg", "bpf", "ipcache", "list", "-o", "json"]);
+            all_ready && pods.iter().all(|ip| ipcache.contains(&format!("\"{ip}/32\"")))
+        },
+        || {
+            format!(
+                "cilium-agent on {} has not programmed every endpoint and pod address {pods:?}:\n{}",
+                node.name,
+                tail(&log)
+            )
+        },
+    );
+}
+
+fn wait_until(timeout: Duration, ready: impl Fn() -> bool, why: impl Fn() -> String) {
+    let start = Instant::now();
+    while !ready() {
+        assert!(start.elapsed() < timeout, "{}", why());
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+fn tail(log: &Path) -> String {
+    let text = fs::read_to_string(log).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(30)..].join("\n")
+}
