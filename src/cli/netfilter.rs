@@ -233,6 +233,7 @@ fn trace(args: TraceArgs) -> ExitCode {
         fib: fib.as_ref(),
         interfaces: dump.addrs.as_deref().unwrap_or_default(),
         local_addresses: &args.local_ip,
+        listeners: dump.sockets.as_deref(),
     };
     let Some(netfilter) = Netfilter::from_dump(dump) else {
         err!("error: no ruleset to trace");

@@ -32,7 +32,7 @@ use cluster::Cluster;
 use input::Boundary;
 use name::{BadName, NameKind, check_name};
 use netns::link::Link;
-use netns::{DumpFile, NetnsDump};
+use netns::{DumpFile, NetnsDump, datapath};
 
 /// Which network namespace a dump belongs to.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -450,7 +450,7 @@ fn report_unexpected_files(dir: &Path, problems: &mut Vec<Problem>) {
         .map(|e| e.path())
         .filter(|path| {
             let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            DumpFile::from_name(name).is_none()
+            DumpFile::from_name(name).is_none() && !(name == datapath::DIR && path.is_dir())
         })
         .collect();
     unexpected.sort();
@@ -459,8 +459,9 @@ fn report_unexpected_files(dir: &Path, problems: &mut Vec<Problem>) {
         problems.push(Problem::in_file(
             &path,
             format!(
-                "unexpected file in a namespace dump (expected only: {})",
-                expected.join(", ")
+                "unexpected file in a namespace dump (expected only: {}, and a directory {}/)",
+                expected.join(", "),
+                datapath::DIR
             ),
         ));
     }

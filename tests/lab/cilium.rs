@@ -301,6 +301,27 @@ pub fn wait_programmed(node: &Node, dir: &Path, bin: &Path, pods: &[String]) {
     );
 }
 
+/// Waits until every endpoint of `node`'s agent enforces a policy in some
+/// direction, and its policy maps have been written since.
+pub fn wait_policy(node: &Node, dir: &Path, bin: &Path) {
+    wait_until(
+        Duration::from_secs(60),
+        || {
+            let endpoints = run(node, dir, bin, &["cilium-dbg", "endpoint", "list", "-o", "json"]);
+            let endpoints: Value = serde_json::from_str(&endpoints).unwrap_or_default();
+            endpoints.as_array().is_some_and(|list| {
+                !list.is_empty()
+                    && list.iter().all(|e| {
+                        let realized = &e["status"]["policy"]["realized"];
+                        e["status"]["state"].as_str() == Some("ready")
+                            && realized["policy-enabled"].as_str().is_some_and(|p| p != "none")
+                    })
+            })
+        },
+        || format!("the endpoints of {} enforce no policy", node.name),
+    );
+}
+
 fn wait_until(timeout: Duration, ready: impl Fn() -> bool, why: impl Fn() -> String) {
     let start = Instant::now();
     while !ready() {

@@ -2456,10 +2456,117 @@ const TOPOLOGIES: &[Group] = &[
         peer: Peer::Cluster,
         faults: CILIUM_FAULTS,
     },
+    Group {
+        lab: LabKind::Real(RealCni::CiliumVxlan, ProxyMode::Iptables),
+        peer: Peer::Outside,
+        faults: OUTSIDE_FAULTS,
+    },
 ];
 
-/// The cases of the lab whose nodes run Cilium's agent (`cilium.rs`).
-const CILIUM_FAULTS: &[Fault] = &[HEALTHY_TCP];
+/// The cases of the lab whose nodes run Cilium's agent (`cilium.rs`):
+/// node-1's first pod to node-2's last (web-0 to web-3), or as each says.
+const CILIUM_FAULTS: &[Fault] = &[
+    HEALTHY_TCP,
+    Fault {
+        name: "healthy (icmp)",
+        protocol: Protocol::Icmp,
+        port: None,
+        ..HEALTHY_TCP
+    },
+    Fault {
+        name: "healthy, to a pod on the same node",
+        to: To::PodOn { node: 0 },
+        ..HEALTHY_TCP
+    },
+    Fault {
+        name: "healthy, to the ClusterIP service (translated by Cilium's program)",
+        port: Some(80),
+        to: To::Service("web"),
+        ..HEALTHY_TCP
+    },
+    Fault {
+        name: "a NetworkPolicy isolating node-2's pods for ingress",
+        inject: Inject::Components(|_, real| {
+            real.create(&serde_json::json!({
+                "apiVersion": "networking.k8s.io/v1",
+                "kind": "NetworkPolicy",
+                "metadata": {"name": "isolate-node-2", "namespace": "default"},
+                "spec": {"podSelector": {"matchLabels": {"node": "node-2"}},
+                         "policyTypes": ["Ingress"]},
+            }));
+            real.wait_cilium_policy(1);
+        }),
+        blamed: Some("node-2"),
+        expected: Disposition::DroppedByProgram,
+        finds: Some("datapath.drop"),
+        ..HEALTHY_TCP
+    },
+    Fault {
+        name: "a CiliumNetworkPolicy denying node-1's pods ingress to node-2's",
+        inject: Inject::Components(|_, real| {
+            real.create(&serde_json::json!({
+                "apiVersion": "cilium.io/v2",
+                "kind": "CiliumNetworkPolicy",
+                "metadata": {"name": "deny-from-node-1", "namespace": "default"},
+                "spec": {
+                    "endpointSelector": {"matchLabels": {"node": "node-2"}},
+                    "ingress": [{"fromEntities": ["all"]}],
+                    "ingressDeny": [{"fromEndpoints": [{"matchLabels": {"node": "node-1"}}]}],
+                },
+            }));
+            real.wait_cilium_policy(1);
+        }),
+        blamed: Some("node-2"),
+        expected: Disposition::DroppedByProgram,
+        finds: Some("datapath.drop"),
+        ..HEALTHY_TCP
+    },
+    Fault {
+        name: "web-3's ipcache entry deleted on node-1 (node-2's pod CIDR still leads to it)",
+        inject: Inject::Components(|_, real| {
+            let ip = format!("{}/32", real.cluster.nodes[1].pods[1].ip);
+            real.in_cilium_node(0, &["cilium-dbg", "bpf", "ipcache", "delete", &ip]);
+        }),
+        ..HEALTHY_TCP
+    },
+    Fault {
+        name: "web-3's and node-2's pod CIDR's ipcache entries deleted on node-1",
+        inject: Inject::Components(|_, real| {
+            let ip = format!("{}/32", real.cluster.nodes[1].pods[1].ip);
+            let cidr = real.cluster.nodes[1].pod_cidr.to_string();
+            let ipcache = real.in_cilium_node(0, &["cilium-dbg", "bpf", "ipcache", "list", "-o", "json"]);
+            let ipcache: serde_json::Value = serde_json::from_str(&ipcache).expect("JSON");
+            // The agent's entry for node-2's pods (its pod CIDR as node IPAM gave it).
+            let tunnelled = ipcache
+                .as_object()
+                .expect("an object")
+                .keys()
+                .find(|key| key.ends_with("/24") && key.starts_with(cidr.split('.').take(2).collect::<Vec<_>>().join(".").as_str()))
+                .cloned()
+                .unwrap_or(cidr);
+            real.in_cilium_node(0, &["cilium-dbg", "bpf", "ipcache", "delete", &ip]);
+            real.in_cilium_node(0, &["cilium-dbg", "bpf", "ipcache", "delete", &tunnelled]);
+        }),
+        blamed: Some("node-1"),
+        expected: Disposition::Loop,
+        ..HEALTHY_TCP
+    },
+    Fault {
+        name: "cilium_vxlan down on node-1",
+        inject: Inject::Kernel(|c| node_run(c, 0, &["ip", "link", "set", "cilium_vxlan", "down"])),
+        blamed: Some("node-1"),
+        expected: Disposition::NoRoute,
+        ..HEALTHY_TCP
+    },
+    Fault {
+        name: "web-0's from-container program detached (the node's stack takes its packets)",
+        inject: Inject::Kernel(|c| {
+            let veth = c.nodes[0].pods[0].host_veth.clone();
+            node_run(c, 0, &["tc", "filter", "del", "dev", &veth, "ingress"]);
+        }),
+        ..HEALTHY_TCP
+    },
+];
 
 /// The address a case's flow goes to.
 fn destination(cluster: &Cluster, to: &Pod, peer: Peer, fault: &Fault, family: Family) -> String {

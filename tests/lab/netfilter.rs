@@ -271,6 +271,7 @@ fn kube_proxy_style_rules_agree_with_the_kernel_on_every_flow() {
         fib: Some(&fib),
         interfaces: dump.addrs.as_deref().unwrap_or_default(),
         local_addresses: &[],
+        listeners: None,
     };
     let netfilter = Netfilter::new(ruleset, dump.ipsets.as_ref());
 

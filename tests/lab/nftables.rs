@@ -977,6 +977,7 @@ fn hand_built_nftables_rules_agree_with_the_kernel_on_every_flow() {
         fib: Some(&fib),
         interfaces: dump.addrs.as_deref().unwrap_or_default(),
         local_addresses: &[],
+        listeners: None,
     };
     let netfilter = Netfilter::from_dump(&dump).expect("rules collected");
 
@@ -1155,6 +1156,7 @@ fn real_kube_proxy_nftables_rules_agree_with_the_kernel_on_every_flow() {
         fib: Some(&fib),
         interfaces: dump.addrs.as_deref().unwrap_or_default(),
         local_addresses: &[],
+        listeners: None,
     };
     let netfilter = Netfilter::from_dump(&dump).expect("rules collected");
 

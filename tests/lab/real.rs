@@ -831,6 +831,21 @@ impl RealCluster {
         }
     }
 
+    /// Runs `argv` in the `node`th node as its Cilium agent sees it (its
+    /// mount namespace: `cilium-dbg` reads the node's own maps); its output.
+    pub fn in_cilium_node(&self, node: usize, argv: &[&str]) -> String {
+        let node = &self.cluster.nodes[node];
+        cilium::run(node, &self.components.node_dir(node), &self.components.bin, argv)
+    }
+
+    /// Waits until every endpoint of the `node`th node's Cilium agent has
+    /// a policy enforced in some direction (a policy it was given is in
+    /// its maps).
+    pub fn wait_cilium_policy(&self, node: usize) {
+        let node = &self.cluster.nodes[node];
+        cilium::wait_policy(node, &self.components.node_dir(node), &self.components.bin);
+    }
+
     /// Starts felix again on the `node`th node (after [`RealCluster::stop`]
     /// of `calico-node`).
     pub fn restart_felix(&self, lab: &mut Lab, node: usize) {

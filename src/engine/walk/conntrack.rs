@@ -136,6 +136,21 @@ pub(super) struct Origin {
     pub(super) target_port: Option<u16>,
 }
 
+impl Branch {
+    /// Whether a socket of `ns` is an end of the connection `packet`
+    /// belongs to, with its addresses: the sender's, for the reply that
+    /// comes back to it. The request is the connection's first packet: no
+    /// socket is established for it yet.
+    pub(super) fn has_socket_for(&self, ns: &NetnsId, packet: &Packet) -> bool {
+        packet.reply
+            && packet.tunnel.is_none()
+            && self
+                .origin
+                .as_ref()
+                .is_some_and(|origin| origin.ns.as_ref() == Some(ns) && origin.is_for(packet))
+    }
+}
+
 impl Origin {
     /// The reply goes to the connection's own address and port.
     fn is_for(&self, packet: &Packet) -> bool {

@@ -541,6 +541,7 @@ impl<'s> Walker<'s> {
         let context = self.netfilter_context(ns, self.fib(ns, packet.ip.family()));
         let mut filtered = packet.netfilter_packet(packet.src().unwrap_or(packet.ip.dst));
         filtered.ct_nat = branch.connection_nat(ns);
+        filtered.connection_socket = Some(branch.has_socket_for(ns, packet));
         filtered.in_iface = Some(bridge.to_string());
         filtered.out_iface = Some(bridge.to_string());
         filtered.bridge = Some(BridgePorts {

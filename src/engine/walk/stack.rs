@@ -60,6 +60,7 @@ impl<'s> Walker<'s> {
                 let mut filtered = packet.netfilter_packet(packet.src().unwrap_or(packet.ip.dst));
                 filtered.in_iface = Some(iif.clone());
                 filtered.ct_nat = branch.connection_nat(ns);
+                filtered.connection_socket = Some(branch.has_socket_for(ns, &packet));
                 let outcomes = netfilter.traverse(PacketPath::Received, filtered, &context);
                 let forks = self.fork(hop, &branch, outcomes.len());
                 let ways = outcomes
@@ -157,6 +158,7 @@ impl<'s> Walker<'s> {
             let mut filtered = packet.netfilter_packet(src);
             filtered.out_iface = path.dev.clone();
             filtered.ct_nat = branch.connection_nat(ns);
+            filtered.connection_socket = Some(branch.has_socket_for(ns, &packet));
             for outcome in netfilter.traverse(PacketPath::Output, filtered, &context) {
                 ways.push((
                     packet.clone(),
@@ -554,14 +556,12 @@ impl<'s> Walker<'s> {
         ns: &NetnsId,
         fib: Option<&'c Fib<'s>>,
     ) -> Context<'c> {
+        let dump = self.snapshot.namespaces[ns].dump();
         Context {
             fib,
-            interfaces: self.snapshot.namespaces[ns]
-                .dump()
-                .addrs
-                .as_deref()
-                .unwrap_or_default(),
+            interfaces: dump.addrs.as_deref().unwrap_or_default(),
             local_addresses: &[],
+            listeners: dump.sockets.as_deref(),
         }
     }
 

@@ -8,13 +8,15 @@ use ipnet::IpNet;
 
 use super::chains::{Branch, Walk};
 use super::{Assumption, CtState, Packet, is_local, sets};
+use crate::net::Family;
 use crate::netstack::Tri;
 use crate::netstack::routing::{FlowKey, LookupOutcome, RoutePath};
+use crate::snapshot::netns::sockets::LocalAddress;
 use crate::snapshot::netns::iptables::{
     AddrTypeMatch, AddrTypes, ConntrackMatch, CtDirection, CtStates, CtStatuses, IcmpType,
     Interface, Invertible, LimitInterface, Match, MultiportMatch, OwnerMatch, PacketType,
     PhysdevMatch, PortDirection, PortMatch, PortRange, Protocol, RecentCommand, RpfilterMatch,
-    Rule, Statistic, TableName, TcpMatch, TtlTest,
+    Rule, SocketMatch, Statistic, TableName, TcpMatch, TtlTest,
 };
 use crate::snapshot::netns::route::{RouteTable, RouteType};
 
@@ -137,6 +139,49 @@ impl Tester<'_, '_, '_, '_> {
         &self.branch.packet
     }
 
+    /// `-m socket`: the kernel looks the packet's addresses up among the
+    /// namespace's sockets (`nf_sk_lookup_slow_v4`): an established socket
+    /// with its exact address pair (only the end of its own connection in
+    /// this namespace can have it), else a socket listening on its
+    /// destination. One bound to the wildcard address is ignored unless
+    /// `--nowildcard`, and with `--transparent` only a socket with
+    /// IP_TRANSPARENT counts, which `ss.txt` does not show
+    /// (`xt_socket.c`'s `socket_match`).
+    fn socket(&self, m: &SocketMatch) -> Test {
+        let packet = self.packet();
+        let transparency = |what: &str| {
+            unknown(format!(
+                "-m socket --transparent: whether {what} is transparent (IP_TRANSPARENT) is not in ss.txt"
+            ))
+        };
+        match packet.connection_socket {
+            None => return unknown("-m socket: whether a socket of this namespace is an end of the packet's connection is not known"),
+            Some(true) if m.transparent => return transparency("the connection's socket"),
+            Some(true) => return Tri::True.into(),
+            Some(false) => {}
+        }
+        let Some(listeners) = self.walk.context.listeners else {
+            return unknown("-m socket depends on the listening sockets, and ss.txt was not collected");
+        };
+        let dst = packet.ip.dst;
+        let listening = listeners.iter().filter(|socket| {
+            socket.protocol == packet.ip.protocol
+                && Some(socket.port) == packet.ip.dport
+                && match socket.address {
+                    LocalAddress::AnyDualStack => m.nowildcard,
+                    LocalAddress::Ip(address) if address.is_unspecified() => {
+                        m.nowildcard && Family::of(address) == Family::of(dst)
+                    }
+                    LocalAddress::Ip(address) => address == dst,
+                }
+        });
+        match (listening.count(), m.transparent) {
+            (0, _) => Tri::False.into(),
+            (_, true) => transparency("the socket listening on the packet's destination"),
+            (_, false) => Tri::True.into(),
+        }
+    }
+
     fn test(&self, m: &Match) -> Test {
         let packet = self.packet();
         match m {
@@ -238,7 +283,7 @@ impl Tester<'_, '_, '_, '_> {
             Match::HashLimit(limit) => {
                 assumed(!limit.above, "hashlimit: assumed the rate is not exceeded")
             }
-            Match::Socket(_) => unknown("-m socket depends on the live sockets"),
+            Match::Socket(socket) => self.socket(socket),
             Match::U32(_) => unknown("-m u32 is not modelled"),
             Match::Bpf(_) => unknown("-m bpf is not modelled"),
             Match::Unsupported { module, raw } => {

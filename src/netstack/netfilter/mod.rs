@@ -45,6 +45,7 @@ use crate::snapshot::netns::iptables::{
     Policy, Protocol, RejectWith, Rule, Ruleset, TableName, TcpFlagBits,
 };
 use crate::snapshot::netns::nft;
+use crate::snapshot::netns::sockets::ListeningSocket;
 pub use decision::{RuleRef, RulesetKind, deciding_rule, ruleset_of};
 use index::IndexedTable;
 use nftables::{NftTable, NftWalk};
@@ -173,6 +174,10 @@ pub struct Packet {
     pub bridge: Option<BridgePorts>,
     /// The sending socket of a locally generated packet, when known.
     pub owner: Option<SocketOwner>,
+    /// Whether a socket of this namespace is an end of the packet's
+    /// connection with the packet's own addresses (`-m socket`); `None`:
+    /// not known. The first packet of a connection has none yet.
+    pub connection_socket: Option<bool>,
 }
 
 /// The ICMP type and code of an echo request or reply, in `family`'s ICMP.
@@ -219,6 +224,7 @@ impl Packet {
             ct_mark: Some(0),
             bridge: None,
             owner: None,
+            connection_socket: None,
             ip,
         }
     }
@@ -259,6 +265,8 @@ pub struct Context<'a> {
     /// Addresses to treat as local besides what the routing tables say.
     /// Without a `fib`, these are all the local addresses there are.
     pub local_addresses: &'a [IpAddr],
+    /// The namespace's listening sockets (`-m socket`); `None`: not collected.
+    pub listeners: Option<&'a [ListeningSocket]>,
 }
 
 /// How a packet left the rules.

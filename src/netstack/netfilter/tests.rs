@@ -43,6 +43,7 @@ fn forward_verdict(rules: &str, packet: Packet) -> String {
     let locals = [ip("192.0.2.1")];
     let context = Context {
         local_addresses: &locals,
+        listeners: None,
         ..Context::default()
     };
     let outcomes = netfilter.hook(Hook::Forward, packet, &context);
@@ -366,6 +367,7 @@ fn received(dst: &str, src: &str) -> Vec<(f64, String, bool, &'static str)> {
     let locals = [ip("192.0.2.1")];
     let context = Context {
         local_addresses: &locals,
+        listeners: None,
         ..Context::default()
     };
     let outcomes = netfilter.traverse(PacketPath::Received, tcp(src, dst, 80), &context);
@@ -435,6 +437,7 @@ fn received_packet_for_a_local_address_goes_to_input() {
     let locals = [ip("192.0.2.1")];
     let context = Context {
         local_addresses: &locals,
+        listeners: None,
         ..Context::default()
     };
     let to_node = netfilter.traverse(
@@ -459,6 +462,7 @@ fn raw_table_sees_packets_before_conntrack() {
     let netfilter = Netfilter::new(&ruleset, None);
     let context = Context {
         local_addresses: &[],
+        listeners: None,
         ..Context::default()
     };
     let mut packet = tcp("10.0.0.5", "10.9.9.9", 22);
@@ -466,6 +470,7 @@ fn raw_table_sees_packets_before_conntrack() {
     let locals = [ip("192.0.2.1")];
     let context = Context {
         local_addresses: &locals,
+        listeners: None,
         ..context
     };
     let outcomes = netfilter.traverse(PacketPath::Received, packet, &context);

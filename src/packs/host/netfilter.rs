@@ -270,6 +270,7 @@ fn masquerade_decisions(n: &NetnsRef, src: Dynamic, dsts: &[Dynamic]) -> Fallibl
         fib: Some(fib),
         interfaces: addrs,
         local_addresses: &[],
+        listeners: n.entry().and_then(|e| e.dump().sockets.as_deref()),
     };
     let in_iface = device_to(src);
     let mut decisions = Vec::with_capacity(dsts.len());

@@ -30,6 +30,7 @@ fn traverse<'a>(
     let locals = [ip(NODE_IP)];
     let context = Context {
         local_addresses: &locals,
+        listeners: None,
         ..Context::default()
     };
     netfilter.traverse(PacketPath::Received, packet, &context)
