@@ -152,7 +152,7 @@ pub(crate) enum DatapathVerdict {
     /// the translated packet.
     Translate {
         service: String,
-        backends: Vec<(IpAddr, u16)>,
+        backends: Vec<ProgramBackend>,
     },
 }
 
@@ -175,6 +175,16 @@ impl DatapathVerdict {
             }
         }
     }
+}
+
+/// A backend a program translates a service to, and the source it gives
+/// the packet on the way there (a pod reaching itself through its service
+/// comes from another address, or its kernel would drop it as martian).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ProgramBackend {
+    pub ip: IpAddr,
+    pub port: u16,
+    pub snat: Option<IpAddr>,
 }
 
 /// Where a redirect sends the packet.
@@ -493,8 +503,14 @@ fn datapath(field: &Fields) -> Result<DatapathAnswer, Undecided> {
                     let port = inner
                         .as_ref()
                         .map(|f| f.optional(integer, "a port", "port"));
+                    let snat = match &inner {
+                        Some(f) => f.optional(ip, "an Ip", "snat")?,
+                        None => None,
+                    };
                     match (address, port) {
-                        (Some(Ok(Some(ip))), Some(Ok(Some(port)))) => Ok((ip, port)),
+                        (Some(Ok(Some(ip))), Some(Ok(Some(port)))) => {
+                            Ok(ProgramBackend { ip, port, snat })
+                        }
                         _ => Err(field
                             .malformed("each backend must be a map with an ip and a port".into())),
                     }

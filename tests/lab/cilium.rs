@@ -301,24 +301,29 @@ pub fn wait_programmed(node: &Node, dir: &Path, bin: &Path, pods: &[String]) {
     );
 }
 
-/// Waits until every endpoint of `node`'s agent enforces a policy in some
-/// direction, and its policy maps have been written since.
-pub fn wait_policy(node: &Node, dir: &Path, bin: &Path) {
+/// The policy maps of `node`'s endpoints, by endpoint id.
+pub fn policy_maps(node: &Node, dir: &Path, bin: &Path) -> Vec<(String, Value)> {
+    let text = run(node, dir, bin, &["cilium-dbg", "bpf", "policy", "get", "--all", "-o", "json"]);
+    let maps: Value = serde_json::from_str(&text).unwrap_or_default();
+    maps.as_array()
+        .map(|maps| {
+            maps.iter()
+                .map(|m| (m["EndpointID"].as_str().unwrap_or_default().to_string(), m["Content"].clone()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Waits until the agent of `node` has rewritten every endpoint's policy
+/// map since `before` (a policy it was given is in its maps).
+pub fn wait_policy(node: &Node, dir: &Path, bin: &Path, before: &[(String, Value)]) {
     wait_until(
         Duration::from_secs(60),
         || {
-            let endpoints = run(node, dir, bin, &["cilium-dbg", "endpoint", "list", "-o", "json"]);
-            let endpoints: Value = serde_json::from_str(&endpoints).unwrap_or_default();
-            endpoints.as_array().is_some_and(|list| {
-                !list.is_empty()
-                    && list.iter().all(|e| {
-                        let realized = &e["status"]["policy"]["realized"];
-                        e["status"]["state"].as_str() == Some("ready")
-                            && realized["policy-enabled"].as_str().is_some_and(|p| p != "none")
-                    })
-            })
+            let now = policy_maps(node, dir, bin);
+            !now.is_empty() && now.iter().all(|entry| !before.contains(entry))
         },
-        || format!("the endpoints of {} enforce no policy", node.name),
+        || format!("the policy maps of {} did not change", node.name),
     );
 }
 

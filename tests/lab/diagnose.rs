@@ -2487,14 +2487,14 @@ const CILIUM_FAULTS: &[Fault] = &[
     Fault {
         name: "a NetworkPolicy isolating node-2's pods for ingress",
         inject: Inject::Components(|_, real| {
-            real.create(&serde_json::json!({
+            let policy = serde_json::json!({
                 "apiVersion": "networking.k8s.io/v1",
                 "kind": "NetworkPolicy",
                 "metadata": {"name": "isolate-node-2", "namespace": "default"},
                 "spec": {"podSelector": {"matchLabels": {"node": "node-2"}},
                          "policyTypes": ["Ingress"]},
-            }));
-            real.wait_cilium_policy(1);
+            });
+            real.create_cilium_policy(1, &policy);
         }),
         blamed: Some("node-2"),
         expected: Disposition::DroppedByProgram,
@@ -2504,7 +2504,7 @@ const CILIUM_FAULTS: &[Fault] = &[
     Fault {
         name: "a CiliumNetworkPolicy denying node-1's pods ingress to node-2's",
         inject: Inject::Components(|_, real| {
-            real.create(&serde_json::json!({
+            let policy = serde_json::json!({
                 "apiVersion": "cilium.io/v2",
                 "kind": "CiliumNetworkPolicy",
                 "metadata": {"name": "deny-from-node-1", "namespace": "default"},
@@ -2513,8 +2513,8 @@ const CILIUM_FAULTS: &[Fault] = &[
                     "ingress": [{"fromEntities": ["all"]}],
                     "ingressDeny": [{"fromEndpoints": [{"matchLabels": {"node": "node-1"}}]}],
                 },
-            }));
-            real.wait_cilium_policy(1);
+            });
+            real.create_cilium_policy(1, &policy);
         }),
         blamed: Some("node-2"),
         expected: Disposition::DroppedByProgram,
@@ -2555,7 +2555,7 @@ const CILIUM_FAULTS: &[Fault] = &[
         name: "cilium_vxlan down on node-1",
         inject: Inject::Kernel(|c| node_run(c, 0, &["ip", "link", "set", "cilium_vxlan", "down"])),
         blamed: Some("node-1"),
-        expected: Disposition::NoRoute,
+        expected: Disposition::NeighborFailed,
         ..HEALTHY_TCP
     },
     Fault {

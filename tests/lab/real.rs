@@ -838,12 +838,14 @@ impl RealCluster {
         cilium::run(node, &self.components.node_dir(node), &self.components.bin, argv)
     }
 
-    /// Waits until every endpoint of the `node`th node's Cilium agent has
-    /// a policy enforced in some direction (a policy it was given is in
-    /// its maps).
-    pub fn wait_cilium_policy(&self, node: usize) {
+    /// Creates `policy` and waits until the `node`th node's Cilium agent
+    /// has rewritten every endpoint's policy map with it.
+    pub fn create_cilium_policy(&self, node: usize, policy: &Value) {
         let node = &self.cluster.nodes[node];
-        cilium::wait_policy(node, &self.components.node_dir(node), &self.components.bin);
+        let (dir, bin) = (self.components.node_dir(node), &self.components.bin);
+        let before = cilium::policy_maps(node, &dir, bin);
+        self.create(policy);
+        cilium::wait_policy(node, &dir, bin, &before);
     }
 
     /// Starts felix again on the `node`th node (after [`RealCluster::stop`]

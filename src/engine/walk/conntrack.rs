@@ -16,6 +16,10 @@ pub(super) struct Branch {
     /// The translations netfilter made on the way there, which conntrack
     /// undoes for the reply in the same namespaces.
     pub(super) nat: Vec<(NetnsId, Translation)>,
+    /// The translations a datapath program made, which that datapath
+    /// undoes itself (its own connection tracking) for the reply, the
+    /// first time a program of the same namespace sees it.
+    pub(super) program_nat: Vec<(NetnsId, Translation)>,
     /// Walking the reply back to the sender.
     pub(super) reply: bool,
     /// The namespaces the request went through, where conntrack has the
@@ -91,6 +95,7 @@ impl Branch {
             seen: Vec::new(),
             origin: None,
             nat: Vec::new(),
+            program_nat: Vec::new(),
             reply: false,
             connection: Vec::new(),
             request: RequestDestination::default(),

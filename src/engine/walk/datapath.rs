@@ -6,7 +6,7 @@
 //! unknown, never assumed to hand the packet to the stack.
 
 use super::*;
-use crate::engine::hooks::{DatapathAnswer, DatapathVerdict, RedirectTo};
+use crate::engine::hooks::{DatapathAnswer, DatapathVerdict, ProgramBackend, RedirectTo};
 use crate::snapshot::netns::bpf::{Attachment, Direction};
 use crate::snapshot::netns::datapath;
 
@@ -114,6 +114,8 @@ impl<'s> Walker<'s> {
             return self.resume(place, flow, resume);
         };
         let dev = dev.to_string();
+        let mut flow = flow;
+        self.undo_program_nat(ns, hop, &mut flow);
         let programs = match self.programs(ns, &dev, direction) {
             Ok(programs) => programs,
             Err(stop) => return self.stop(hop, flow.branch, stop),
@@ -212,7 +214,7 @@ impl<'s> Walker<'s> {
         &mut self,
         place: &Place,
         flow: Flow,
-        (answer, service, backends): (&DatapathAnswer, &str, &[(IpAddr, u16)]),
+        (answer, service, backends): (&DatapathAnswer, &str, &[ProgramBackend]),
         (resume, index, translations): (Resume, usize, usize),
     ) -> Next<'s> {
         let (ns, hop) = (&place.ns, place.hop);
@@ -236,30 +238,93 @@ impl<'s> Walker<'s> {
         let share = 1.0 / backends.len() as f64;
         let forks = self.fork(hop, &branch, backends.len());
         let mut ways = Vec::with_capacity(forks.len());
-        for (&(ip, port), (hop, mut branch)) in backends.iter().zip(forks) {
+        for (backend, (hop, mut branch)) in backends.iter().zip(forks) {
             let after = netfilter::Endpoint {
-                addr: ip,
-                port: Some(port),
+                addr: backend.ip,
+                port: Some(backend.port),
             };
             let dnat = Translation::Dnat { before, after };
+            let mut packet = packet.clone();
+            let mut translation = format!("{dnat}");
+            if let Some(snat) = backend.snat {
+                let source = netfilter::Endpoint {
+                    addr: packet.ip.src,
+                    port: None,
+                };
+                let to = netfilter::Endpoint {
+                    addr: snat,
+                    port: None,
+                };
+                translation = format!("{translation}, snat {} -> {snat}", packet.ip.src);
+                branch.program_nat.push((
+                    ns.clone(),
+                    Translation::Snat {
+                        before: source,
+                        after: to,
+                    },
+                ));
+                packet.ip.src = snat;
+            }
             self.step(
                 hop,
                 Step::Translated {
                     hook: "BPF".into(),
                     table: answer.pack.clone(),
-                    translation: format!("{dnat} (service {service}: {})", answer.why),
+                    translation: format!("{translation} (service {service}: {})", answer.why),
                 },
             );
             branch.probability *= share;
-            branch.nat.push((ns.clone(), dnat));
-            let mut packet = packet.clone();
-            packet.ip.dst = ip;
-            packet.ip.dport = Some(port);
+            branch.program_nat.push((ns.clone(), dnat));
+            packet.ip.dst = backend.ip;
+            packet.ip.dport = Some(backend.port);
             let place = Place::new(ns, hop);
             let flow = Flow { packet, branch };
             ways.push(self.run_programs(&place, flow, resume.clone(), index, translations + 1));
         }
         Next::Fork(ways)
+    }
+
+    /// A reply meets the translations a program of this namespace made for
+    /// its request: the datapath undoes them (its own connection tracking)
+    /// before its programs decide, once.
+    fn undo_program_nat(&mut self, ns: &NetnsId, hop: NodeIndex, flow: &mut Flow) {
+        if !flow.packet.reply {
+            return;
+        }
+        let packet = &mut flow.packet;
+        let mut undone = Vec::new();
+        flow.branch.program_nat.retain(|(at, translation)| {
+            if at != ns {
+                return true;
+            }
+            match *translation {
+                Translation::Dnat { before, after }
+                    if packet.ip.src == after.addr
+                        && after.port.is_none_or(|p| packet.ip.sport == Some(p)) =>
+                {
+                    packet.ip.src = before.addr;
+                    packet.ip.sport = before.port.or(packet.ip.sport);
+                    undone.push(format!("un-dnat {after} -> {before}"));
+                    false
+                }
+                Translation::Snat { before, after } if packet.ip.dst == after.addr => {
+                    packet.ip.dst = before.addr;
+                    undone.push(format!("un-snat {after} -> {before}"));
+                    false
+                }
+                _ => true,
+            }
+        });
+        for translation in undone {
+            self.step(
+                hop,
+                Step::Translated {
+                    hook: "BPF".into(),
+                    table: "conntrack".into(),
+                    translation,
+                },
+            );
+        }
     }
 
     /// Where the walk goes once the programs pass the packet on.
