@@ -294,11 +294,12 @@ fn read_flow(node: &yaml::Node, issues: &mut Issues) -> Option<Flow> {
         }
     };
     let known = |field: At<String>, issues: &mut Issues| {
-        if !DISPOSITIONS.contains(&field.value.as_str()) {
+        let names = engine::Disposition::ALL.map(engine::Disposition::as_str);
+        if !names.contains(&field.value.as_str()) {
             issues.push(field.pos.issue(format!(
                 "unknown disposition {:?} (one of: {})",
                 field.value,
-                DISPOSITIONS.join(", ")
+                names.join(", ")
             )));
         }
         field.value
@@ -401,22 +402,6 @@ fn read_flow(node: &yaml::Node, issues: &mut Issues) -> Option<Flow> {
     fields.finish(issues);
     Some(flow)
 }
-
-/// The dispositions a flow can end in (`docs/json.md`).
-const DISPOSITIONS: &[&str] = &[
-    "delivered",
-    "denied_by_netfilter",
-    "no_route",
-    "unreachable_route",
-    "neighbor_failed",
-    "forwarding_disabled",
-    "rp_filter",
-    "no_listener",
-    "mtu_exceeded",
-    "loop",
-    "exits_cluster",
-    "insufficient_info",
-];
 
 /// Diagnoses each flow and says how it differs from what the case expects
 /// (`failures`) and what it reported (`details`).

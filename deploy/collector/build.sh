@@ -43,7 +43,7 @@ done
 
 # What skoop's dump commands run (docs/live.md), and what finding a pod's
 # namespace runs (sh, stat, grep, tr, nsenter); sleep keeps the pod alive.
-tools="iproute2 iptables nftables ipset ipvsadm conntrack procps util-linux coreutils dash grep"
+tools="iproute2 iptables nftables ipset ipvsadm conntrack procps util-linux bpftool coreutils dash grep"
 # Wanted only by maintainer scripts, which are not run here, or alternatives
 # of a library the image already has (libelogind0 for libsystemd0).
 skip=" cdebconf debconf dpkg install-info init-system-helpers lsb-base usrmerge usr-is-merged

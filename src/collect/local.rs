@@ -6,8 +6,8 @@ use std::path::Path;
 
 use super::command::find_tool;
 use super::dump::{CollectError, CollectReport, collect_namespace};
-use crate::packs::Datapath;
 use super::shell::{COMMAND_TIMEOUT, NodeShell};
+use crate::packs::Datapath;
 
 /// Where `ip netns add` puts named network namespaces and `ip netns exec`
 /// looks for them.

@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 
 use super::dump::{CollectError, CollectReport, collect_namespace, create_dirs_under};
-use crate::packs::Datapath;
 use super::shell::{COMMAND_TIMEOUT, NodeShell};
+use crate::packs::Datapath;
 use crate::snapshot::NetnsId;
 
 /// A pod whose network namespace is to be collected, as the API tells it.

@@ -59,6 +59,23 @@ pub enum Disposition {
 }
 
 impl Disposition {
+    /// Every disposition, in the contract's order (`docs/json.md`).
+    pub const ALL: [Disposition; 13] = [
+        Disposition::Delivered,
+        Disposition::DeniedByNetfilter,
+        Disposition::NoRoute,
+        Disposition::UnreachableRoute,
+        Disposition::NeighborFailed,
+        Disposition::ForwardingDisabled,
+        Disposition::RpFilter,
+        Disposition::NoListener,
+        Disposition::MtuExceeded,
+        Disposition::Loop,
+        Disposition::ExitsCluster,
+        Disposition::InsufficientInfo,
+        Disposition::DroppedByProgram,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Disposition::Delivered => "delivered",

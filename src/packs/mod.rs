@@ -35,8 +35,8 @@ pub use hooks::{HOOKS, HookSpec};
 pub use host::{Insufficient, display, program_map};
 pub use load::{MANIFEST, Override, PackSource};
 pub use model::{
-    Check, CheckKind, CheckScope, Datapath, DatapathCommand, ForEach, IntRange, Mode, Pack, PackKind, ParamType, ParamValue,
-    Parameter, Severity, Version,
+    Check, CheckKind, CheckScope, Datapath, DatapathCommand, ForEach, IntRange, Mode, Pack,
+    PackKind, ParamType, ParamValue, Parameter, Severity, Version,
 };
 pub use sandbox::{ScriptError, ScriptErrorKind};
 pub use scope::{Context, HopScope, HopStop, Packet, PodRef, StoppingRule, Subject};

@@ -205,13 +205,17 @@ exec sleep infinity"#;
         &[],
         &dir.join("mount-namespace.log"),
     );
-    wait_until(Duration::from_secs(10), || ready.exists(), || {
-        format!(
-            "the mount namespace of {} was not set up: {}",
-            node.name,
-            fs::read_to_string(dir.join("mount-namespace.log")).unwrap_or_default()
-        )
-    });
+    wait_until(
+        Duration::from_secs(10),
+        || ready.exists(),
+        || {
+            format!(
+                "the mount namespace of {} was not set up: {}",
+                node.name,
+                fs::read_to_string(dir.join("mount-namespace.log")).unwrap_or_default()
+            )
+        },
+    );
     std::os::unix::fs::symlink(format!("/proc/{holder}/ns/mnt"), mount_namespace(dir))
         .expect("link the node's mount namespace");
 
@@ -229,7 +233,10 @@ exec sleep infinity"#;
     let pid = lab.spawn_logged(
         Some(&node.ns),
         &argv,
-        &[("K8S_NODE_NAME", &node.name), ("CILIUM_K8S_NODE_NAME", &node.name)],
+        &[
+            ("K8S_NODE_NAME", &node.name),
+            ("CILIUM_K8S_NODE_NAME", &node.name),
+        ],
         &log,
     );
     wait_until(
@@ -238,7 +245,13 @@ exec sleep infinity"#;
             fs::read_to_string(&log)
                 .is_ok_and(|text| text.contains("Daemon initialization completed"))
         },
-        || format!("cilium-agent on {} did not start:\n{}", node.name, tail(&log)),
+        || {
+            format!(
+                "cilium-agent on {} did not start:\n{}",
+                node.name,
+                tail(&log)
+            )
+        },
     );
     pid
 }
@@ -282,14 +295,27 @@ pub fn wait_programmed(node: &Node, dir: &Path, bin: &Path, pods: &[String]) {
     wait_until(
         Duration::from_secs(120),
         || {
-            let endpoints = run(node, dir, bin, &["cilium-dbg", "endpoint", "list", "-o", "json"]);
+            let endpoints = run(
+                node,
+                dir,
+                bin,
+                &["cilium-dbg", "endpoint", "list", "-o", "json"],
+            );
             let endpoints: Value = serde_json::from_str(&endpoints).unwrap_or_default();
             let all_ready = endpoints.as_array().is_some_and(|list| {
                 list.iter()
                     .all(|e| e["status"]["state"].as_str() == Some("ready"))
             });
-            let ipcache = run(node, dir, bin, &["cilium-dbg", "bpf", "ipcache", "list", "-o", "json"]);
-            all_ready && pods.iter().all(|ip| ipcache.contains(&format!("\"{ip}/32\"")))
+            let ipcache = run(
+                node,
+                dir,
+                bin,
+                &["cilium-dbg", "bpf", "ipcache", "list", "-o", "json"],
+            );
+            all_ready
+                && pods
+                    .iter()
+                    .all(|ip| ipcache.contains(&format!("\"{ip}/32\"")))
         },
         || {
             format!(
@@ -303,12 +329,22 @@ pub fn wait_programmed(node: &Node, dir: &Path, bin: &Path, pods: &[String]) {
 
 /// The policy maps of `node`'s endpoints, by endpoint id.
 pub fn policy_maps(node: &Node, dir: &Path, bin: &Path) -> Vec<(String, Value)> {
-    let text = run(node, dir, bin, &["cilium-dbg", "bpf", "policy", "get", "--all", "-o", "json"]);
+    let text = run(
+        node,
+        dir,
+        bin,
+        &["cilium-dbg", "bpf", "policy", "get", "--all", "-o", "json"],
+    );
     let maps: Value = serde_json::from_str(&text).unwrap_or_default();
     maps.as_array()
         .map(|maps| {
             maps.iter()
-                .map(|m| (m["EndpointID"].as_str().unwrap_or_default().to_string(), m["Content"].clone()))
+                .map(|m| {
+                    (
+                        m["EndpointID"].as_str().unwrap_or_default().to_string(),
+                        m["Content"].clone(),
+                    )
+                })
                 .collect()
         })
         .unwrap_or_default()

@@ -2534,14 +2534,24 @@ const CILIUM_FAULTS: &[Fault] = &[
         inject: Inject::Components(|_, real| {
             let ip = format!("{}/32", real.cluster.nodes[1].pods[1].ip);
             let cidr = real.cluster.nodes[1].pod_cidr.to_string();
-            let ipcache = real.in_cilium_node(0, &["cilium-dbg", "bpf", "ipcache", "list", "-o", "json"]);
+            let ipcache =
+                real.in_cilium_node(0, &["cilium-dbg", "bpf", "ipcache", "list", "-o", "json"]);
             let ipcache: serde_json::Value = serde_json::from_str(&ipcache).expect("JSON");
             // The agent's entry for node-2's pods (its pod CIDR as node IPAM gave it).
             let tunnelled = ipcache
                 .as_object()
                 .expect("an object")
                 .keys()
-                .find(|key| key.ends_with("/24") && key.starts_with(cidr.split('.').take(2).collect::<Vec<_>>().join(".").as_str()))
+                .find(|key| {
+                    key.ends_with("/24")
+                        && key.starts_with(
+                            cidr.split('.')
+                                .take(2)
+                                .collect::<Vec<_>>()
+                                .join(".")
+                                .as_str(),
+                        )
+                })
                 .cloned()
                 .unwrap_or(cidr);
             real.in_cilium_node(0, &["cilium-dbg", "bpf", "ipcache", "delete", &ip]);

@@ -93,7 +93,13 @@ impl Cni for Kindnet {
     fn attach_pod(&self, node: &Node, pod: &mut Pod) {
         let conf = Kindnet::cni_conf(node, eth0_mtu(node));
         let plugin = apiserver::built().join("cni/ptp").display().to_string();
-        let command = ["ip".into(), "netns".into(), "exec".into(), node.ns.name.clone(), plugin];
+        let command = [
+            "ip".into(),
+            "netns".into(),
+            "exec".into(),
+            node.ns.name.clone(),
+            plugin,
+        ];
         let (ip, host_veth) = cni_add(apiserver::built(), &command, node, pod, &conf);
         let planned: Ipv4Addr = pod.ip;
         assert_eq!(

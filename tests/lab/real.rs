@@ -469,9 +469,15 @@ impl RealCluster {
             });
         }
         if cni == RealCni::CiliumVxlan {
-            assert!(!kubelets, "the lab runs Cilium's agents on netns nodes only");
+            assert!(
+                !kubelets,
+                "the lab runs Cilium's agents on netns nodes only"
+            );
             runtime.block_on(async {
-                for object in cilium::crds(&components.bin).iter().chain(&cilium::objects()) {
+                for object in cilium::crds(&components.bin)
+                    .iter()
+                    .chain(&cilium::objects())
+                {
                     apiserver::create(&client, object).await;
                 }
             });
@@ -599,7 +605,13 @@ impl RealCluster {
         let bin = &self.components.bin;
         let in_node = |plugin: &str| {
             let plugin = bin.join("cni").join(plugin).display().to_string();
-            vec!["ip".into(), "netns".into(), "exec".into(), node.ns.name.clone(), plugin]
+            vec![
+                "ip".into(),
+                "netns".into(),
+                "exec".into(),
+                node.ns.name.clone(),
+                plugin,
+            ]
         };
         let (conf, command) = match self.components.cni {
             RealCni::CalicoVxlan => (calico_cni_conf(&self.components, node), in_node("calico")),
@@ -835,7 +847,12 @@ impl RealCluster {
     /// mount namespace: `cilium-dbg` reads the node's own maps); its output.
     pub fn in_cilium_node(&self, node: usize, argv: &[&str]) -> String {
         let node = &self.cluster.nodes[node];
-        cilium::run(node, &self.components.node_dir(node), &self.components.bin, argv)
+        cilium::run(
+            node,
+            &self.components.node_dir(node),
+            &self.components.bin,
+            argv,
+        )
     }
 
     /// Creates `policy` and waits until the `node`th node's Cilium agent
@@ -989,6 +1006,15 @@ pub fn component_versions() -> Vec<(&'static str, String)> {
         ),
         ("CNI flannel", run(&[&program("cni/flannel"), "--version"])),
         ("calico-node (felix)", run(&[&program("calico-node"), "-v"])),
+        (
+            "cilium-agent",
+            run(&[&program("cilium-agent"), "--version"]),
+        ),
+        (
+            "clang (Cilium's datapath)",
+            run(&["/usr/lib/llvm-19/bin/clang", "--version"]),
+        ),
+        ("bpftool", run(&["bpftool", "version"])),
         ("kubelet", run(&[&program("kubelet"), "--version"])),
         ("containerd", run(&[&program("containerd"), "--version"])),
         ("runc", run(&[&program("runc"), "--version"])),
@@ -1231,7 +1257,10 @@ fn netns_path(pod: &Pod) -> String {
         .args(["netns", "pids", &pod.ns.name])
         .output()
         .expect("ip netns pids");
-    match String::from_utf8_lossy(&output.stdout).split_whitespace().next() {
+    match String::from_utf8_lossy(&output.stdout)
+        .split_whitespace()
+        .next()
+    {
         Some(pid) => format!("/proc/{pid}/ns/net"),
         None => format!("/run/netns/{}", pod.ns.name),
     }

@@ -11,7 +11,6 @@ use super::{Assumption, CtState, Packet, is_local, sets};
 use crate::net::Family;
 use crate::netstack::Tri;
 use crate::netstack::routing::{FlowKey, LookupOutcome, RoutePath};
-use crate::snapshot::netns::sockets::LocalAddress;
 use crate::snapshot::netns::iptables::{
     AddrTypeMatch, AddrTypes, ConntrackMatch, CtDirection, CtStates, CtStatuses, IcmpType,
     Interface, Invertible, LimitInterface, Match, MultiportMatch, OwnerMatch, PacketType,
@@ -19,6 +18,7 @@ use crate::snapshot::netns::iptables::{
     Rule, SocketMatch, Statistic, TableName, TcpMatch, TtlTest,
 };
 use crate::snapshot::netns::route::{RouteTable, RouteType};
+use crate::snapshot::netns::sockets::LocalAddress;
 
 /// What testing a rule's matches found.
 #[derive(Debug, Clone, PartialEq)]
@@ -155,13 +155,19 @@ impl Tester<'_, '_, '_, '_> {
             ))
         };
         match packet.connection_socket {
-            None => return unknown("-m socket: whether a socket of this namespace is an end of the packet's connection is not known"),
+            None => {
+                return unknown(
+                    "-m socket: whether a socket of this namespace is an end of the packet's connection is not known",
+                );
+            }
             Some(true) if m.transparent => return transparency("the connection's socket"),
             Some(true) => return Tri::True.into(),
             Some(false) => {}
         }
         let Some(listeners) = self.walk.context.listeners else {
-            return unknown("-m socket depends on the listening sockets, and ss.txt was not collected");
+            return unknown(
+                "-m socket depends on the listening sockets, and ss.txt was not collected",
+            );
         };
         let dst = packet.ip.dst;
         let listening = listeners.iter().filter(|socket| {

@@ -273,7 +273,10 @@ impl Loader<'_> {
             datapath.programs.push(program.value);
         }
         if datapath.programs.is_empty() {
-            issues.push(node.pos.issue("`datapath` needs `programs`: the names it claims"));
+            issues.push(
+                node.pos
+                    .issue("`datapath` needs `programs`: the names it claims"),
+            );
         }
         for item in fields
             .take("collect")
@@ -300,11 +303,17 @@ impl Loader<'_> {
                 continue;
             }
             if command.is_empty() {
-                issues.push(file.pos.issue(format!("file {:?} has no command", file.value)));
+                issues.push(
+                    file.pos
+                        .issue(format!("file {:?} has no command", file.value)),
+                );
                 continue;
             }
             if datapath.collect.iter().any(|c| c.file == file.value) {
-                issues.push(file.pos.issue(format!("file {:?} is collected twice", file.value)));
+                issues.push(
+                    file.pos
+                        .issue(format!("file {:?} is collected twice", file.value)),
+                );
                 continue;
             }
             datapath.collect.push(DatapathCommand {
