@@ -324,34 +324,17 @@ impl<'s> Intent<'s> {
                 continue;
             };
             let field = Fields::new(pack, "service", &map);
-            let Some(backends) = map
-                .get("backends")
-                .and_then(|b| b.clone().try_cast::<Vec<Dynamic>>())
-            else {
-                return Err(field.malformed("backends must be an array".into()));
-            };
-            let backends = backends
-                .iter()
-                .map(|backend| {
-                    let Some(backend) = backend.clone().try_cast::<Map>() else {
-                        return Err(field.malformed("each backend must be a map".into()));
-                    };
-                    let inner = Fields::new(pack, "service", &backend);
-                    let address = inner.optional(ip, "an Ip", "ip")?;
-                    let port = inner.optional(integer, "a port", "port")?;
-                    let masquerade = inner
-                        .optional(|value| value.as_bool().ok(), "a bool", "masquerade")?
-                        .unwrap_or(false);
-                    match (address, port) {
-                        (Some(ip), Some(port)) => Ok(Backend {
-                            ip,
-                            port,
-                            masquerade,
-                        }),
-                        _ => Err(field.malformed("each backend needs an ip and a port".into())),
-                    }
+            let backends = each_backend(&field, |inner| {
+                let masquerade = inner
+                    .optional(|value| value.as_bool().ok(), "a bool", "masquerade")?
+                    .unwrap_or(false);
+                let (ip, port) = ip_and_port(&field, inner)?;
+                Ok(Backend {
+                    ip,
+                    port,
+                    masquerade,
                 })
-                .collect::<Result<Vec<_>, _>>()?;
+            })?;
             return Ok(Some(ServiceTranslation {
                 pack: pack.name.clone(),
                 service: field.text("service")?,
@@ -485,37 +468,11 @@ fn datapath(field: &Fields) -> Result<DatapathAnswer, Undecided> {
             vni: field.optional(integer, "a VNI", "vni")?,
         },
         "translate" => {
-            let Some(backends) = field
-                .map
-                .get("backends")
-                .and_then(|b| b.clone().try_cast::<Vec<Dynamic>>())
-            else {
-                return Err(field.malformed("backends must be an array".into()));
-            };
-            let backends = backends
-                .iter()
-                .map(|backend| {
-                    let backend = backend.clone().try_cast::<Map>();
-                    let inner = backend
-                        .as_ref()
-                        .map(|b| Fields::new(field.pack, "datapath", b));
-                    let address = inner.as_ref().map(|f| f.optional(ip, "an Ip", "ip"));
-                    let port = inner
-                        .as_ref()
-                        .map(|f| f.optional(integer, "a port", "port"));
-                    let snat = match &inner {
-                        Some(f) => f.optional(ip, "an Ip", "snat")?,
-                        None => None,
-                    };
-                    match (address, port) {
-                        (Some(Ok(Some(ip))), Some(Ok(Some(port)))) => {
-                            Ok(ProgramBackend { ip, port, snat })
-                        }
-                        _ => Err(field
-                            .malformed("each backend must be a map with an ip and a port".into())),
-                    }
-                })
-                .collect::<Result<Vec<_>, _>>()?;
+            let backends = each_backend(field, |inner| {
+                let snat = inner.optional(ip, "an Ip", "snat")?;
+                let (ip, port) = ip_and_port(field, inner)?;
+                Ok(ProgramBackend { ip, port, snat })
+            })?;
             DatapathVerdict::Translate {
                 service: field.text("service")?,
                 backends,
@@ -556,6 +513,40 @@ fn datapath(field: &Fields) -> Result<DatapathAnswer, Undecided> {
         why: field.text("why")?,
         evidence,
     })
+}
+
+/// Each map of the answer's `backends` array, read by `read`.
+fn each_backend<T>(
+    field: &Fields,
+    read: impl Fn(&Fields) -> Result<T, Undecided>,
+) -> Result<Vec<T>, Undecided> {
+    let Some(backends) = field
+        .map
+        .get("backends")
+        .and_then(|b| b.clone().try_cast::<Vec<Dynamic>>())
+    else {
+        return Err(field.malformed("backends must be an array".into()));
+    };
+    backends
+        .iter()
+        .map(|backend| {
+            let Some(backend) = backend.clone().try_cast::<Map>() else {
+                return Err(field.malformed("each backend must be a map".into()));
+            };
+            read(&Fields::new(field.pack, field.hook, &backend))
+        })
+        .collect()
+}
+
+/// A backend's `ip` and `port`, both required.
+fn ip_and_port(field: &Fields, inner: &Fields) -> Result<(IpAddr, u16), Undecided> {
+    match (
+        inner.optional(ip, "an Ip", "ip")?,
+        inner.optional(integer, "a port", "port")?,
+    ) {
+        (Some(ip), Some(port)) => Ok((ip, port)),
+        _ => Err(field.malformed("each backend needs an ip and a port".into())),
+    }
 }
 
 /// A `pod_interface` answer read by its `kind` (see [`Attachment`]).

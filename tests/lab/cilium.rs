@@ -35,6 +35,7 @@ use serde_json::{Value, json};
 
 use crate::cluster::Node;
 use crate::lab::Lab;
+use crate::real;
 
 /// The ConfigMap `kube-system/cilium-config`, as Cilium's Helm chart makes
 /// it for this cluster; the agents read the same keys from a directory
@@ -107,15 +108,7 @@ pub fn crds(bin: &Path) -> Vec<Value> {
             }
         }
     }
-    files.sort();
-    files
-        .iter()
-        .map(|file| {
-            let text = fs::read_to_string(file).expect("read a CRD");
-            serde_saphyr::from_str(&text)
-                .unwrap_or_else(|e| panic!("{}: not YAML: {e}", file.display()))
-        })
-        .collect()
+    real::yaml_objects(files)
 }
 
 /// The node's mount namespace, entered by path: a link to its holder's

@@ -1170,10 +1170,16 @@ fn calico_cni_conf(components: &Components, node: &Node) -> String {
 /// the module build.sh built it from).
 fn calico_crds(bin: &Path) -> Vec<Value> {
     let dir = bin.join("calico-crds");
-    let mut files: Vec<PathBuf> = fs::read_dir(&dir)
+    let files: Vec<PathBuf> = fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("read {}: {e}", dir.display()))
         .map(|e| e.expect("an entry").path())
         .collect();
+    yaml_objects(files)
+}
+
+/// The objects of YAML files (CRDs as a project ships them), in the
+/// files' order by name.
+pub fn yaml_objects(mut files: Vec<PathBuf>) -> Vec<Value> {
     files.sort();
     files
         .iter()

@@ -378,13 +378,9 @@ impl<'s> Walker<'s> {
     /// program left it (no neighbour lookup), to the veth's far end.
     fn redirected_out(&mut self, place: &Place, dev: &str, flow: Flow) -> Next<'s> {
         let (ns, hop) = (&place.ns, place.hop);
-        let Some(device) = self.topology.link(ns, dev) else {
-            let stop = self.missing(
-                ns,
-                Wanted::In(&format!("device {dev}"), DumpFile::IpLink),
-                "follow a program's redirect",
-            );
-            return self.stop(hop, flow.branch, stop);
+        let device = match self.device(ns, dev, "follow a program's redirect") {
+            Ok(device) => device,
+            Err(stop) => return self.stop(hop, flow.branch, stop),
         };
         let Some(peer) = self.topology.veth_peer(ns, device) else {
             let stop = self.unfollowed_redirect(ns, dev, "out of it");
@@ -412,13 +408,9 @@ impl<'s> Walker<'s> {
         flow: Flow,
     ) -> Next<'s> {
         let (ns, hop) = (&place.ns, place.hop);
-        let Some(device) = self.topology.link(ns, dev) else {
-            let stop = self.missing(
-                ns,
-                Wanted::In(&format!("device {dev}"), DumpFile::IpLink),
-                "encapsulate",
-            );
-            return self.stop(hop, flow.branch, stop);
+        let device = match self.device(ns, dev, "encapsulate") {
+            Ok(device) => device,
+            Err(stop) => return self.stop(hop, flow.branch, stop),
         };
         if let Some(stop) = self.device_down(ns, device) {
             return self.stop(hop, flow.branch, stop);

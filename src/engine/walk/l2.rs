@@ -43,16 +43,9 @@ impl<'s> Walker<'s> {
             }
             context.out_packet = Some(packet.pack_packet());
         }
-        let Some(device) = self.topology.link(ns, dev) else {
-            return self.stop(
-                hop,
-                branch,
-                self.missing(
-                    ns,
-                    Wanted::In(&format!("device {dev}"), DumpFile::IpLink),
-                    "send the packet",
-                ),
-            );
+        let device = match self.device(ns, dev, "send the packet") {
+            Ok(device) => device,
+            Err(stop) => return self.stop(hop, branch, stop),
         };
         if let Some(stop) = self.device_down(ns, device) {
             return self.stop(hop, branch, stop);
@@ -79,13 +72,9 @@ impl<'s> Walker<'s> {
         flow: Flow,
     ) -> Next<'s> {
         let (ns, hop) = (&place.ns, place.hop);
-        let Some(device) = self.topology.link(ns, dev) else {
-            let stop = self.missing(
-                ns,
-                Wanted::In(&format!("device {dev}"), DumpFile::IpLink),
-                "send the packet",
-            );
-            return self.stop(hop, flow.branch, stop);
+        let device = match self.device(ns, dev, "send the packet") {
+            Ok(device) => device,
+            Err(stop) => return self.stop(hop, flow.branch, stop),
         };
         // What is sent by the loopback device (a route to one of the
         // namespace's own addresses) is received by the same namespace on
@@ -157,6 +146,17 @@ impl<'s> Walker<'s> {
                 },
             },
         }
+    }
+
+    /// The device `dev` of `ns`, or the stop that says `to_do` needs it.
+    pub(super) fn device(&self, ns: &NetnsId, dev: &str, to_do: &str) -> Result<&'s Device, Stop> {
+        self.topology.link(ns, dev).ok_or_else(|| {
+            self.missing(
+                ns,
+                Wanted::In(&format!("device {dev}"), DumpFile::IpLink),
+                to_do,
+            )
+        })
     }
 
     /// A device that is administratively down, or has no carrier, sends nothing.
