@@ -125,6 +125,9 @@ pub struct RoutePath {
     pub onlink: bool,
     /// The share of flows that take this path (1.0 for a single path).
     pub probability: f64,
+    /// The route's `mtu` metric: the path MTU a socket sending by it uses
+    /// in place of the device's (`ipv4_mtu`); forwarding ignores it.
+    pub mtu: Option<u32>,
 }
 
 impl RoutePath {
@@ -436,6 +439,7 @@ impl<'a> Fib<'a> {
                 prefsrc: Some(source),
                 onlink: false,
                 probability: 1.0,
+                mtu: None,
             }],
             dst: source,
         }
@@ -648,6 +652,7 @@ impl<'a> Fib<'a> {
                 onlink: hop.flags.contains(&RouteFlag::Onlink)
                     || route.has_flag(&RouteFlag::Onlink),
                 probability: f64::from(hop.weight) / f64::from(total.max(1)),
+                mtu: route.mtu,
             })
             .collect();
         LookupOutcome::Routed {
@@ -1207,6 +1212,21 @@ mod tests {
             answer(&ns, to("8.8.8.8")),
             "default via 10.0.0.254 dev eth0"
         );
+    }
+
+    #[test]
+    fn a_routes_mtu_metric_is_its_paths_mtu() {
+        let ns = namespace(
+            DEFAULT_RULES,
+            r#"[{"dst":"default","gateway":"10.0.0.254","dev":"eth0","table":"main","metrics":[{"mtu":1450}]},
+                {"dst":"10.9.0.0/16","gateway":"10.0.0.2","dev":"eth0","table":"main"}]"#,
+        );
+        let mtu = |dst| match lookup(&ns, to(dst)) {
+            LookupOutcome::Routed { paths, .. } => paths[0].mtu,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(mtu("8.8.8.8"), Some(1450));
+        assert_eq!(mtu("10.9.0.1"), None);
     }
 
     #[test]

@@ -145,6 +145,12 @@ impl<'s> Walker<'s> {
             } else if let (None, Some(prefsrc)) = (packet.src(), path.prefsrc) {
                 packet.ip.src = prefsrc;
             }
+            // A socket sends by the route's MTU where the route has one
+            // (Cilium's pod routes: `mtu 1450` on a 1500-byte veth), so its
+            // largest packet is that size, not the device's.
+            if let (None, Some(mtu)) = (self.size, path.mtu) {
+                packet.size_by_device(mtu, true);
+            }
             let routed = RouteChoice::Out {
                 dev: path.dev.clone(),
                 gateway: path.gateway,
