@@ -10,6 +10,7 @@
 
 use petgraph::graph::NodeIndex;
 
+use crate::confirm::Confirmation;
 use crate::diagnostic::evidence_text;
 use crate::engine::{Diagnosis, Disposition, Finding, HopId, HopKind, PathResult, Severity, Step};
 use crate::report::json::{finding_paths, link_kind};
@@ -50,6 +51,59 @@ pub fn diagnosis(diagnosis: &Diagnosis, detail: Detail) -> Vec<String> {
         &diagnosis.off_path,
         "also on these nodes (not about this flow's paths):",
     ));
+    lines
+}
+
+/// `--confirm`'s answer: what was sent and what the kernel did, whether
+/// the model agrees, and the counters that moved, hop by hop.
+pub fn confirmation(confirmation: &Confirmation) -> Vec<String> {
+    let from = (confirmation.from.as_ref())
+        .map(|hop| format!(" sent from {hop}"))
+        .unwrap_or_default();
+    let kernel = match confirmation.kernel.detail() {
+        Some(detail) => format!("{} ({detail})", confirmation.kernel.as_str()),
+        None => confirmation.kernel.as_str().to_string(),
+    };
+    let mut lines = vec![
+        String::new(),
+        format!("confirmed with the kernel: {}{from}", confirmation.probe),
+        format!("  kernel: {kernel}; model: {}", confirmation.model.as_str()),
+    ];
+    lines.push(match (confirmation.agree, &confirmation.why) {
+        (Some(true), _) => "  the model and the kernel agree".to_string(),
+        (Some(false), Some(why)) => format!("  the model and the kernel DISAGREE: {why}"),
+        (Some(false), None) => "  the model and the kernel DISAGREE".to_string(),
+        (None, Some(why)) => format!("  agreement unknown: {why}"),
+        (None, None) => "  agreement unknown".to_string(),
+    });
+    let mut hops: Vec<&HopId> = Vec::new();
+    for moved in &confirmation.counters {
+        if !hops.contains(&&moved.hop) {
+            hops.push(&moved.hop);
+        }
+    }
+    if !hops.is_empty() {
+        lines.push("  counters during the probe:".to_string());
+    }
+    for hop in hops {
+        lines.push(format!("    {hop}:"));
+        for moved in confirmation.counters.iter().filter(|m| &m.hop == hop) {
+            lines.push(format!("      {}", moved.describe()));
+        }
+    }
+    for (hop, why) in &confirmation.unread {
+        lines.push(format!("  not read at {hop}: {why}"));
+    }
+    if let Some(hop) = &confirmation.stopped_at {
+        lines.push(format!("  the counters show the packet stopping at {hop}"));
+    }
+    if confirmation.agree == Some(false) {
+        lines.push(
+            "  something changed since the snapshot was collected, or the model is wrong there: \
+             collect again (a live diagnosis does) and compare"
+                .to_string(),
+        );
+    }
     lines
 }
 

@@ -9,6 +9,7 @@ mod apiserver;
 mod calico;
 mod cluster;
 mod collect_cli;
+mod confirm;
 mod diagnose;
 mod flannel;
 mod flannel_vxlan;

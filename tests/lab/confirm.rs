@@ -1,0 +1,172 @@
+//! `skoop diagnose --confirm` against the kernel (issue 37): on a Flannel
+//! VXLAN lab served by a real API server, the flow's own packets are sent
+//! from its source, and the counters on its path read before and after.
+//! A run without `--confirm` sends nothing; a run with it agrees with the
+//! model on the healthy lab; and a rule added after the snapshot was
+//! collected is reported as a disagreement naming the hop where the
+//! counters show the packet stopping.
+
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+use crate::flannel::Flannel;
+use crate::live::{self, ServedLab};
+
+fn skoop(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_skoop"))
+        .args(args)
+        .output()
+        .expect("run skoop")
+}
+
+/// `skoop diagnose ARGS... -o json`'s report, which must be JSON.
+fn report(args: &[&str]) -> (Value, Output) {
+    let mut argv = vec!["diagnose", "-o", "json"];
+    argv.extend_from_slice(args);
+    let output = skoop(&argv);
+    let report = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "skoop {argv:?}: not JSON ({e}):\n{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    (report, output)
+}
+
+/// The packets an `iptables -L -v -x` line of `chain` in `ns` counted for
+/// the rule whose `-S` form contains `rule`.
+fn counted(ns: &crate::lab::Netns, chain: &str, rule: &str) -> u64 {
+    let rules = ns.run(&["iptables", "-S", chain, "-v"]);
+    let line = rules
+        .lines()
+        .find(|line| line.contains(rule))
+        .unwrap_or_else(|| panic!("no rule {rule:?} in {chain}:\n{rules}"));
+    // `-A OUTPUT ... -c PACKETS BYTES`.
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let at = words.iter().position(|w| *w == "-c").expect("-v gives -c");
+    words[at + 1].parse().expect("a packet count")
+}
+
+#[test]
+fn confirm_sends_only_when_asked_agrees_and_names_a_rule_added_after_the_snapshot() {
+    let Some(ServedLab {
+        server,
+        cluster,
+        offline: _offline,
+        lab: _lab,
+    }) = live::served_lab(&Flannel::VXLAN, 2)
+    else {
+        return;
+    };
+    let kubeconfig = server.kubeconfig.to_str().expect("utf-8 path");
+    let template = live::node_exec(&cluster);
+    let (web0, web3) = (&cluster.nodes[0].pods[0], &cluster.nodes[1].pods[1]);
+    let flow = ["--from", "default/web-0", "--to", "default/web-3:8080"];
+    let to_web3 = format!("-d {}/32 -p tcp -m tcp --dport 8080", web3.ip);
+
+    // A rule that only counts the flow's connection attempts (SYNs) as
+    // web-0 sends them.
+    let count = format!("OUTPUT -d {} -p tcp --dport 8080 --syn", web3.ip);
+    let words: Vec<&str> = count.split_whitespace().collect();
+    web0.ns
+        .run(&[&["iptables", "-I"], words.as_slice()].concat());
+
+    // Without --confirm: a live diagnosis collects, and sends nothing.
+    let saved = tempfile::tempdir().expect("temp dir");
+    let saved_dir = saved.path().join("snapshot");
+    let saved_dir = saved_dir.to_str().expect("utf-8 path");
+    let mut live = vec!["--kubeconfig", kubeconfig, "--node-exec", &template];
+    live.extend(flow);
+    let mut args = live.clone();
+    args.extend(["--save-snapshot", saved_dir]);
+    let (plain, output) = report(&args);
+    assert_eq!(output.status.code(), Some(0), "{plain:#}");
+    assert!(plain.get("confirmation").is_none(), "{plain:#}");
+    assert_eq!(
+        counted(&web0.ns, "OUTPUT", &to_web3),
+        0,
+        "a diagnosis without --confirm sent a packet"
+    );
+
+    // With --confirm on the live cluster: the model and the kernel agree.
+    let mut args = live.clone();
+    args.push("--confirm");
+    let (confirmed, output) = report(&args);
+    assert_eq!(output.status.code(), Some(0), "{confirmed:#}");
+    let confirmation = &confirmed["confirmation"];
+    eprintln!("{confirmation:#}");
+    assert_eq!(confirmation["kernel"], "connected", "{confirmation:#}");
+    assert_eq!(confirmation["model"], "delivered", "{confirmation:#}");
+    assert_eq!(confirmation["agree"], true, "{confirmation:#}");
+    assert_eq!(confirmation["from"], "default/web-0", "{confirmation:#}");
+    let sent = counted(&web0.ns, "OUTPUT", &to_web3);
+    assert!(
+        (1..=2).contains(&sent),
+        "the probe sent {sent} SYNs (a connect, and at most one retransmission)"
+    );
+    // The destination accepted the connection, and its counters say so.
+    let accepted = confirmation["counters"]
+        .as_array()
+        .expect("counters")
+        .iter()
+        .any(|c| {
+            c["hop"] == "default/web-3" && c["kind"] == "nstat" && c["what"] == "TcpPassiveOpens"
+        });
+    assert!(accepted, "{confirmation:#}");
+
+    // A fault the snapshot cannot see: node-2 drops the flow from now on.
+    let node2 = &cluster.nodes[1];
+    let drop = format!("FORWARD -d {} -p tcp --dport 8080 -j DROP", web3.ip);
+    let words: Vec<&str> = drop.split_whitespace().collect();
+    node2
+        .ns
+        .run(&[&["iptables", "-I"], words.as_slice()].concat());
+    let mut args = vec![
+        "--snapshot",
+        saved_dir,
+        "--node-exec",
+        &template,
+        "--confirm",
+    ];
+    args.extend(flow);
+    let (stale, output) = report(&args);
+    // The model still says delivered (exit 0): the snapshot is older.
+    assert_eq!(stale["disposition"], "delivered", "{stale:#}");
+    assert_eq!(output.status.code(), Some(0), "{stale:#}");
+    let confirmation = &stale["confirmation"];
+    assert_eq!(confirmation["kernel"], "timed_out", "{confirmation:#}");
+    assert_eq!(confirmation["agree"], false, "{confirmation:#}");
+    assert_eq!(confirmation["stopped_at"], "node-2", "{confirmation:#}");
+    let rule = confirmation["counters"]
+        .as_array()
+        .expect("counters")
+        .iter()
+        .find(|c| c["hop"] == "node-2" && c["kind"] == "iptables" && c["drop"] == true)
+        .unwrap_or_else(|| panic!("no drop counted at node-2: {confirmation:#}"));
+    assert_eq!(rule["what"], format!("-A FORWARD {to_web3} -j DROP"));
+    assert!(
+        rule.get("file").is_none(),
+        "the rule is not in the snapshot: {rule:#}"
+    );
+    assert!(rule["packets"].as_u64().is_some_and(|n| n >= 1), "{rule:#}");
+
+    // The text report says it too, and suggests collecting again.
+    let mut args = vec![
+        "diagnose",
+        "--snapshot",
+        saved_dir,
+        "--node-exec",
+        &template,
+    ];
+    args.extend(["--confirm"]);
+    args.extend(flow);
+    let text = skoop(&args);
+    let text = String::from_utf8_lossy(&text.stdout);
+    eprintln!("{text}");
+    assert!(text.contains("the model and the kernel DISAGREE"), "{text}");
+    assert!(text.contains("(not in the snapshot) counted"), "{text}");
+    assert!(text.contains("stopping at node-2"), "{text}");
+    assert!(text.contains("collect again"), "{text}");
+}
