@@ -170,3 +170,38 @@ fn confirm_sends_only_when_asked_agrees_and_names_a_rule_added_after_the_snapsho
     assert!(text.contains("stopping at node-2"), "{text}");
     assert!(text.contains("collect again"), "{text}");
 }
+
+/// `skoop ARGS... -o json` (a `diagnose --confirm`) says that the model and
+/// the kernel agree; that the kernel delivered the flow exactly when
+/// `kernel` says (where given); and, where the model stops the flow at a
+/// netfilter rule, that the rule counted the probe's packets.
+pub fn assert_agrees(args: &[String], kernel: Option<bool>, stops_at_a_rule: bool, case: &str) {
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (report, _) = report(args.strip_prefix(&["diagnose"][..]).unwrap_or(&args));
+    let confirmation = &report["confirmation"];
+    eprintln!(
+        "{case}: --confirm: kernel {}, model {}, agree {}",
+        confirmation["kernel"], confirmation["model"], confirmation["agree"]
+    );
+    assert_eq!(
+        confirmation["agree"], true,
+        "{case}: --confirm disagrees: {confirmation:#}"
+    );
+    if let Some(kernel) = kernel {
+        assert_eq!(
+            confirmation["kernel_delivers"], kernel,
+            "{case}: the probe's answer is not the lab's: {confirmation:#}"
+        );
+    }
+    if stops_at_a_rule {
+        let counted = confirmation["counters"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|c| c["stopping"] == true && c["packets"].as_u64().is_some_and(|n| n >= 1));
+        assert!(
+            counted,
+            "{case}: the rule the model stops at counted no packet: {confirmation:#}"
+        );
+    }
+}

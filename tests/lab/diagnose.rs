@@ -2703,6 +2703,20 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
             let live_dir = tempfile::tempdir().expect("temp dir");
             live::collect_live(&server, cluster, live_dir.path());
             live::assert_same_diagnosis(&diagnosis, live_dir.path(), &request, &name);
+            // And the kernel, asked through skoop itself (`--confirm` on the
+            // live snapshot, the nodes reached as collection reached them),
+            // agrees with the model. A size is walked, not sent.
+            if fault.mtu.as_ref().is_none_or(|mtu| mtu.size.is_none()) {
+                let mut args = diagnose_args(live_dir.path(), &request);
+                args.extend(
+                    ["--confirm", "--node-exec", &live::node_exec(cluster)].map(String::from),
+                );
+                // A transfer that stalls still connects: the probe's answer
+                // is compared only where the case's is a connect or a ping.
+                let asked = fault.mtu.is_none().then_some(kernel);
+                let stops_at_a_rule = fault.expected == Disposition::DeniedByNetfilter;
+                crate::confirm::assert_agrees(&args, asked, stops_at_a_rule, &name);
+            }
             diagnosis
         }
         (None, Some(real)) => {
@@ -2872,6 +2886,19 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
 /// `skoop diagnose`'s exit status for `request` on the snapshot in `dir`:
 /// the binary, run as a user or a script runs it.
 fn exit_status(dir: &std::path::Path, request: &Request) -> i32 {
+    let args = diagnose_args(dir, request);
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_skoop"))
+        .args(&args)
+        .output()
+        .expect("run skoop");
+    output
+        .status
+        .code()
+        .unwrap_or_else(|| panic!("skoop {args:?} ended by a signal"))
+}
+
+/// `skoop diagnose --snapshot DIR` of `request`'s flow, as a user writes it.
+fn diagnose_args(dir: &std::path::Path, request: &Request) -> Vec<String> {
     let mut args: Vec<String> = vec![
         "diagnose".into(),
         "--snapshot".into(),
@@ -2899,14 +2926,7 @@ fn exit_status(dir: &std::path::Path, request: &Request) -> i32 {
     if let Some(family) = request.family {
         args.extend(["--family".into(), family.to_string().to_lowercase()]);
     }
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_skoop"))
-        .args(&args)
-        .output()
-        .expect("run skoop");
-    output
-        .status
-        .code()
-        .unwrap_or_else(|| panic!("skoop {args:?} ended by a signal"))
+    args
 }
 
 #[test]
