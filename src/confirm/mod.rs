@@ -276,6 +276,28 @@ pub async fn confirm(
     }
 }
 
+/// Confirms each of `diagnoses` through the `--node-exec` `template` over
+/// `snapshot`'s nodes, `jobs` at a time (`matrix --confirm`), in their
+/// order; `started` is told each one's index as it starts.
+pub async fn confirm_each(
+    snapshot: &Snapshot,
+    diagnoses: &[&Diagnosis],
+    template: &str,
+    jobs: usize,
+    started: &dyn Fn(usize),
+) -> Vec<Confirmation> {
+    use futures::stream::{self, StreamExt};
+    stream::iter(diagnoses.iter().enumerate())
+        .map(|(index, diagnosis)| async move {
+            started(index);
+            let mut shells = Templated { template, snapshot };
+            confirm(snapshot, diagnosis, &mut shells).await
+        })
+        .buffered(jobs.max(1))
+        .collect()
+        .await
+}
+
 /// Whether the model and the kernel agree, and why not.
 fn judge(
     model: ModelSays,

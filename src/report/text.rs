@@ -14,7 +14,7 @@ use crate::confirm::Confirmation;
 use crate::diagnostic::evidence_text;
 use crate::engine::{Diagnosis, Disposition, Finding, HopId, HopKind, PathResult, Severity, Step};
 use crate::report::json::{finding_paths, link_kind};
-use crate::report::matrix::{DiffReport, FlowOut, FlowVerdict, MatrixReport};
+use crate::report::matrix::{DiffReport, FlowConfirmation, FlowOut, FlowVerdict, MatrixReport};
 use crate::report::picture::{Share, assumed_mark, shares};
 
 /// How much of each path the text report shows.
@@ -524,6 +524,48 @@ pub fn matrix(report: &MatrixReport) -> Vec<String> {
         lines.push(String::new());
         lines.push(format!("{} without a finding:", unexplained.len()));
         lines.extend(unexplained.iter().map(|f| flow_line(f)));
+    }
+    lines.extend(confirmed_lines(report));
+    lines
+}
+
+/// `matrix --confirm`'s answers: how many flows agree, and every flow that
+/// does not or whose answer is unknown.
+fn confirmed_lines(report: &MatrixReport) -> Vec<String> {
+    let confirmed: Vec<(&FlowOut, &FlowConfirmation)> = (report.flows.iter())
+        .filter_map(|f| f.confirmation.as_ref().map(|c| (f, c)))
+        .collect();
+    if confirmed.is_empty() {
+        return Vec::new();
+    }
+    let count = |agree| confirmed.iter().filter(|(_, c)| c.agree == agree).count();
+    let mut lines = vec![
+        String::new(),
+        format!(
+            "confirmed with the kernel: {} flows, {} agree, {} disagree, {} unknown",
+            confirmed.len(),
+            count(Some(true)),
+            count(Some(false)),
+            count(None)
+        ),
+    ];
+    for (flow, confirmation) in confirmed.iter().filter(|(_, c)| c.agree != Some(true)) {
+        let verdict = if confirmation.agree == Some(false) {
+            "DISAGREE"
+        } else {
+            "unknown"
+        };
+        let at = (confirmation.stopped_at.as_ref())
+            .map(|hop| format!(", stopping at {hop}"))
+            .unwrap_or_default();
+        let why = confirmation.why.as_deref().unwrap_or_default();
+        lines.push(format!(
+            "    {} -> {} ({}): {verdict}: kernel {}{at}: {why}",
+            flow.from,
+            flow.to,
+            flow.carried(),
+            confirmation.kernel
+        ));
     }
     lines
 }

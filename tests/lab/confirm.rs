@@ -169,6 +169,60 @@ fn confirm_sends_only_when_asked_agrees_and_names_a_rule_added_after_the_snapsho
     assert!(text.contains("(not in the snapshot) counted"), "{text}");
     assert!(text.contains("stopping at node-2"), "{text}");
     assert!(text.contains("collect again"), "{text}");
+
+    // `skoop matrix --confirm all`: web-0 to every pod, each flow sent; only
+    // the flow to web-3 meets the new rule.
+    let mut args = vec!["matrix", "--snapshot", saved_dir, "--node-exec", &template];
+    args.extend([
+        "--from",
+        "default/web-0",
+        "--to-pods",
+        "default",
+        "--port",
+        "8080",
+    ]);
+    args.extend(["--confirm", "all", "-o", "json"]);
+    let output = skoop(&args);
+    let matrix: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    let answers: Vec<(String, Value, Value)> = matrix["flows"]
+        .as_array()
+        .expect("flows")
+        .iter()
+        .map(|flow| {
+            let confirmation = &flow["confirmation"];
+            (
+                flow["to"].as_str().unwrap_or_default().to_string(),
+                confirmation["agree"].clone(),
+                confirmation["stopped_at"].clone(),
+            )
+        })
+        .collect();
+    let expected: Vec<(String, Value, Value)> = (0..4)
+        .map(|i| {
+            let to = format!("default/web-{i}:8080");
+            match i {
+                3 => (to, Value::Bool(false), Value::from("node-2")),
+                _ => (to, Value::Bool(true), Value::Null),
+            }
+        })
+        .collect();
+    assert_eq!(answers, expected, "{matrix:#}");
+    // A sample: two flows of the four, spread over the matrix.
+    args.splice(args.len() - 4..args.len() - 2, ["--confirm", "2"]);
+    let output = skoop(&args);
+    let matrix: Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    let sent = matrix["flows"]
+        .as_array()
+        .expect("flows")
+        .iter()
+        .filter(|flow| flow.get("confirmation").is_some())
+        .count();
+    assert_eq!(sent, 2, "{matrix:#}");
 }
 
 /// `skoop ARGS... -o json` (a `diagnose --confirm`) says that the model and
