@@ -10,7 +10,9 @@ use std::time::Duration;
 use super::probe::Probe;
 use crate::collect::shell::NodeShell;
 use crate::net::{Family, Protocol};
+use crate::netstack::netfilter::RulesetKind;
 use crate::snapshot::netns::iptables::{self, Policy, Target};
+use crate::snapshot::netns::nft;
 
 /// How long one read may take.
 const READ_TIMEOUT: Duration = Duration::from_secs(30);
@@ -115,13 +117,20 @@ pub struct Reading {
     pub problems: Vec<String>,
 }
 
-/// An iptables rule (or a built-in chain's policy) and its packet counter.
+/// An iptables rule (or a built-in chain's policy), or an nftables rule
+/// with a `counter`, and its packet counter.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RuleCount {
-    pub table: iptables::TableName,
+    pub ruleset: RulesetKind,
+    /// `filter`; for nftables the family and name, `inet kube-proxy`, as
+    /// a [`RuleRef`](crate::netstack::netfilter::RuleRef) names it.
+    pub table: String,
     pub chain: String,
-    /// The rule's position in its chain; `None` for the chain's policy.
+    /// An iptables rule's position in its chain; `None` for the chain's
+    /// policy, and for nftables.
     pub number: Option<usize>,
+    /// An nftables rule's handle.
+    pub handle: Option<u64>,
     /// The rule as written (`-A FORWARD -j DROP`), or the policy
     /// (`:FORWARD DROP`).
     pub text: String,
@@ -145,6 +154,12 @@ pub async fn read(shell: &NodeShell, enter: &[String], family: Family) -> Readin
     match run(shell, enter, &[save, "-c"]).await {
         Ok(text) => reading.rules = rule_counts(&text),
         Err(why) => reading.problems.push(format!("{save} -c: {why}")),
+    }
+    // nft's own rules (kube-proxy's nftables mode, Calico's nftables
+    // dataplane); iptables-nft's tables are read above.
+    match run(shell, enter, &["nft", "-j", "list", "ruleset"]).await {
+        Ok(text) => reading.rules.extend(nft_counts(&text)),
+        Err(why) => reading.problems.push(format!("nft -j list ruleset: {why}")),
     }
     match run(shell, enter, &["nstat", "-asz"]).await {
         Ok(text) => reading.nstat = nstat(&text),
@@ -212,9 +227,11 @@ pub fn rule_counts(text: &str) -> Vec<RuleCount> {
                     Policy::Drop => "DROP",
                 };
                 counts.push(RuleCount {
-                    table: table.name,
+                    ruleset: RulesetKind::Iptables,
+                    table: table.name.to_string(),
                     chain: chain.name.to_string(),
                     number: None,
+                    handle: None,
                     text: format!(":{} {word}", chain.name),
                     packets: counters.packets,
                     drops: policy == Policy::Drop,
@@ -225,12 +242,54 @@ pub fn rule_counts(text: &str) -> Vec<RuleCount> {
                     continue;
                 };
                 counts.push(RuleCount {
-                    table: table.name,
+                    ruleset: RulesetKind::Iptables,
+                    table: table.name.to_string(),
                     chain: chain.name.to_string(),
                     number: Some(rule.number),
+                    handle: None,
                     text: rule.text.to_string(),
                     packets: counters.packets,
                     drops: matches!(rule.target, Some(Target::Drop | Target::Reject(_))),
+                });
+            }
+        }
+    }
+    counts
+}
+
+/// Every nftables rule with a `counter` and what it counted, in an `nft -j
+/// list ruleset` dump, read by the snapshot's own parser. iptables-nft's
+/// tables are left out: `iptables-save -c` reads them.
+pub fn nft_counts(text: &str) -> Vec<RuleCount> {
+    let (Some(ruleset), _) = nft::parse(text) else {
+        return Vec::new();
+    };
+    let mut counts = Vec::new();
+    let iptables_nft = |table: &nft::Table| {
+        matches!(table.family, nft::Family::Ip | nft::Family::Ip6)
+            && iptables::TableName::parse(&table.name).is_some()
+    };
+    for table in ruleset.tables.iter().filter(|t| !iptables_nft(t)) {
+        for chain in &table.chains {
+            for rule in &chain.rules {
+                let Some(packets) = rule.packets else {
+                    continue;
+                };
+                let drops = rule.statements.iter().any(|statement| {
+                    matches!(
+                        statement,
+                        nft::Statement::Verdict(nft::Verdict::Drop) | nft::Statement::Reject(_)
+                    )
+                });
+                counts.push(RuleCount {
+                    ruleset: RulesetKind::Nftables,
+                    table: table.to_string(),
+                    chain: chain.name.clone(),
+                    number: None,
+                    handle: rule.handle,
+                    text: rule.text(),
+                    packets,
+                    drops,
                 });
             }
         }
@@ -278,6 +337,35 @@ mod tests {
                 (Some(2), "-A FORWARD -j ACCEPT", 7, false),
             ]
         );
+    }
+
+    // What `nft -j list ruleset` prints (nftables 1.0.6), less its metainfo.
+    #[test]
+    fn nft_rules_with_a_counter_are_read_and_iptables_nft_tables_left_to_iptables_save() {
+        let dump = r#"{"nftables": [
+{"table": {"family": "inet", "name": "t", "handle": 1}},
+{"chain": {"family": "inet", "table": "t", "name": "input", "handle": 1, "type": "filter", "hook": "input", "prio": 0, "policy": "accept"}},
+{"rule": {"family": "inet", "table": "t", "chain": "input", "handle": 2, "expr": [{"match": {"op": "==", "left": {"payload": {"protocol": "tcp", "field": "dport"}}, "right": 8080}}, {"counter": {"packets": 3, "bytes": 180}}, {"drop": null}]}},
+{"rule": {"family": "inet", "table": "t", "chain": "input", "handle": 3, "expr": [{"accept": null}]}},
+{"table": {"family": "ip", "name": "filter", "handle": 2}},
+{"chain": {"family": "ip", "table": "filter", "name": "FORWARD", "handle": 1, "type": "filter", "hook": "forward", "prio": 0, "policy": "accept"}},
+{"rule": {"family": "ip", "table": "filter", "chain": "FORWARD", "handle": 2, "expr": [{"counter": {"packets": 9, "bytes": 540}}, {"drop": null}]}}
+]}"#;
+        let counts = nft_counts(dump);
+        let read: Vec<_> = counts
+            .iter()
+            .map(|c| {
+                (
+                    c.table.as_str(),
+                    c.chain.as_str(),
+                    c.handle,
+                    c.packets,
+                    c.drops,
+                )
+            })
+            .collect();
+        assert_eq!(read, [("inet t", "input", Some(2), 3, true)]);
+        assert_eq!(counts[0].text, "tcp dport 8080 counter drop");
     }
 
     #[test]

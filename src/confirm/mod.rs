@@ -20,7 +20,7 @@ use std::sync::Arc;
 use crate::collect::live::LiveCollection;
 use crate::collect::node::{PodOnNode, enter_pod};
 use crate::collect::shell::NodeShell;
-use crate::engine::{Diagnosis, HopId, Step};
+use crate::engine::{Diagnosis, Disposition, HopId, Step};
 use crate::net::{Family, Protocol};
 use crate::netstack::netfilter::{RuleRef, RulesetKind};
 use crate::snapshot::netns::DumpFile;
@@ -117,6 +117,8 @@ pub struct CounterMove {
 pub enum Counted {
     /// An iptables rule or chain policy.
     Rule {
+        /// iptables (or ip6tables) or nftables.
+        ruleset: RulesetKind,
         /// The snapshot's dump file of the namespace, and the rule's line
         /// there; `None` where the snapshot does not hold the rule (it
         /// changed since, or the namespace was not collected).
@@ -176,13 +178,17 @@ impl CounterMove {
     }
 }
 
+/// The most rules said of one hop.
+const MAX_RULES_PER_HOP: usize = 20;
+
 /// A namespace the paths cross, and how to run commands in it.
 struct Place {
     hop: HopId,
     netns: NetnsId,
     shell: Arc<NodeShell>,
     enter: Vec<String>,
-    /// The last hop of a path, or a backend: where a datagram is delivered.
+    /// The last hop of a delivered path, or a backend: where a datagram
+    /// is delivered.
     destination: bool,
 }
 
@@ -235,7 +241,10 @@ pub async fn confirm(
     for (place, before) in places.iter().zip(&before) {
         let after = counters::read(&place.shell, &place.enter, family).await;
         for problem in after.problems.iter().chain(&before.problems) {
-            unread.push((place.hop.clone(), problem.clone()));
+            let problem = (place.hop.clone(), problem.clone());
+            if !unread.contains(&problem) {
+                unread.push(problem);
+            }
         }
         moves.extend(rule_moves(snapshot, diagnosis, place, before, &after));
         moves.extend(nstat_moves(&place.hop, before, &after));
@@ -354,8 +363,14 @@ async fn places(
         None => wanted.push((hop.clone(), destination)),
     };
     for path in &diagnosis.paths {
+        // A delivered path's last hop is where a datagram is delivered; a
+        // stopped one's is not (a node's counters count its tunnels' UDP).
+        let delivered = path.disposition == Disposition::Delivered;
         for (i, &index) in path.hops.iter().enumerate() {
-            want(&diagnosis.hop(index).id, i + 1 == path.hops.len());
+            want(
+                &diagnosis.hop(index).id,
+                delivered && i + 1 == path.hops.len(),
+            );
         }
         if let Some(owner) = path.backend.as_ref().and_then(|b| b.owner.as_ref()) {
             want(owner, true);
@@ -445,11 +460,11 @@ fn rule_moves(
         .filter(|hop| hop.id == place.hop)
         .flat_map(|hop| &hop.steps)
         .filter_map(|step| match &step.step {
-            Step::Netfilter { rule, .. } if rule.ruleset != RulesetKind::Nftables => Some(rule),
+            Step::Netfilter { rule, .. } => Some(rule),
             _ => None,
         })
         .collect();
-    let dump_file = match family {
+    let iptables_file = match family {
         Family::Ipv4 => DumpFile::IptablesSave,
         Family::Ipv6 => DumpFile::Ip6tablesSave,
     };
@@ -465,30 +480,29 @@ fn rule_moves(
         };
         let packets = rule.packets.saturating_sub(was.packets);
         let is_stopping = stopping.iter().any(|s| {
-            s.table == rule.table.as_str()
+            (s.ruleset == RulesetKind::Nftables) == (rule.ruleset == RulesetKind::Nftables)
+                && s.table == rule.table
                 && s.chain == rule.chain
-                && s.number == rule.number
+                // (an nftables rule is named by its handle: its number is
+                // its place in the walk's chain)
+                && (rule.ruleset == RulesetKind::Nftables || s.number == rule.number)
+                && s.handle == rule.handle
                 && s.text == rule.text
         });
         if !(is_stopping || (rule.drops && packets > 0)) {
             continue;
         }
-        let line = snapshot_rules.and_then(|ruleset| {
-            let chain = ruleset.table(rule.table)?.chain(&rule.chain)?;
-            match rule.number {
-                None => chain.policy.map(|_| chain.line),
-                Some(number) => (chain.rules.iter())
-                    .find(|r| r.number == number && r.text.as_str() == rule.text)
-                    .or_else(|| chain.rules.iter().find(|r| r.text.as_str() == rule.text))
-                    .map(|r| r.line),
-            }
-        });
+        let (file, line) = match rule.ruleset {
+            RulesetKind::Nftables => (DumpFile::NftRuleset, nft_line(entry, rule)),
+            _ => (iptables_file, iptables_line(snapshot_rules, rule)),
+        };
         moves.push(CounterMove {
             hop: place.hop.clone(),
             counted: Counted::Rule {
+                ruleset: rule.ruleset,
                 file: entry
                     .filter(|_| line.is_some())
-                    .map(|entry| entry.dir.join(dump_file.name())),
+                    .map(|entry| entry.dir.join(file.name())),
                 line,
                 table: rule.table.to_string(),
                 chain: rule.chain.clone(),
@@ -499,12 +513,56 @@ fn rule_moves(
             packets,
         });
     }
+    // The model's rules first, then those that counted most: a busy node's
+    // drop rules may count other traffic during the probe too.
+    moves.sort_by_key(|m| {
+        let stopping = matches!(m.counted, Counted::Rule { stopping: true, .. });
+        (!stopping, std::cmp::Reverse(m.packets))
+    });
+    moves.truncate(MAX_RULES_PER_HOP);
     moves
+}
+
+/// An iptables rule's line in the snapshot's dump: at its position in its
+/// chain with the same text, else anywhere in its chain; a policy's, its
+/// chain's declaration.
+fn iptables_line(
+    ruleset: Option<&crate::snapshot::netns::iptables::Ruleset>,
+    rule: &RuleCount,
+) -> Option<usize> {
+    let table = crate::snapshot::netns::iptables::TableName::parse(&rule.table)?;
+    let chain = ruleset?.table(table)?.chain(&rule.chain)?;
+    match rule.number {
+        None => chain.policy.map(|_| chain.line),
+        Some(number) => (chain.rules.iter())
+            .find(|r| r.number == number && r.text.as_str() == rule.text)
+            .or_else(|| chain.rules.iter().find(|r| r.text.as_str() == rule.text))
+            .map(|r| r.line),
+    }
+}
+
+/// An nftables rule's line in the snapshot's dump: the same handle in the
+/// same table and chain, with the same text.
+fn nft_line(entry: Option<&crate::snapshot::NetnsEntry>, rule: &RuleCount) -> Option<usize> {
+    let ruleset = entry?.dump().nftables.as_ref()?;
+    let table = ruleset
+        .tables
+        .iter()
+        .find(|t| t.to_string() == rule.table)?;
+    let chain = table.chains.iter().find(|c| c.name == rule.chain)?;
+    (chain.rules.iter())
+        .find(|r| r.handle == rule.handle && r.text() == rule.text)
+        .map(|r| r.position.0)
 }
 
 /// The same rule in two readings: its table, chain, position and text.
 fn same_rule(a: &RuleCount, b: &RuleCount) -> bool {
-    a.table == b.table && a.chain == b.chain && a.number == b.number && a.text == b.text
+    a.ruleset == b.ruleset
+        && a.table == b.table
+        && a.chain == b.chain
+        && a.number == b.number
+        && a.handle == b.handle
+        && a.text == b.text
 }
 
 /// The SNMP counters of [`NSTAT`] that moved.
@@ -541,4 +599,68 @@ fn source_port() -> u16 {
     let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
     hasher.write_u32(std::process::id());
     61000 + (hasher.finish() % 4000) as u16
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stopping_rule(packets: u64) -> CounterMove {
+        CounterMove {
+            hop: HopId::node("node-1"),
+            counted: Counted::Rule {
+                ruleset: RulesetKind::Iptables,
+                file: None,
+                line: Some(12),
+                table: "filter".into(),
+                chain: "FORWARD".into(),
+                text: "-A FORWARD -j DROP".into(),
+                stopping: true,
+                drops: true,
+            },
+            packets,
+        }
+    }
+
+    #[test]
+    fn the_kernel_agrees_when_its_outcome_is_one_the_models_paths_give() {
+        let delivered = ModelSays {
+            some_delivered: true,
+            some_not_delivered: false,
+        };
+        let stops = ModelSays {
+            some_delivered: false,
+            some_not_delivered: true,
+        };
+        let either = ModelSays {
+            some_delivered: true,
+            some_not_delivered: true,
+        };
+        let judged = |model, kernel: Kernel, moves: &[CounterMove]| {
+            judge(model, kernel.delivers(), &kernel, moves).0
+        };
+        assert_eq!(judged(delivered, Kernel::Connected, &[]), Some(true));
+        assert_eq!(judged(delivered, Kernel::TimedOut, &[]), Some(false));
+        assert_eq!(judged(stops, Kernel::Replied, &[]), Some(false));
+        assert_eq!(judged(either, Kernel::Refused, &[]), Some(true));
+        assert_eq!(judged(either, Kernel::Connected, &[]), Some(true));
+        // Where the model stops the flow at a rule, that rule must count it.
+        let counted = [stopping_rule(2)];
+        assert_eq!(judged(stops, Kernel::TimedOut, &counted), Some(true));
+        let (agree, why) = judge(stops, Some(false), &Kernel::TimedOut, &[stopping_rule(0)]);
+        assert_eq!(agree, Some(false));
+        assert!(why.unwrap().contains("counted no packet"));
+        // An answer skoop could not get is no agreement either way.
+        let unknown = Kernel::Unknown("`nc` is not installed".into());
+        let (agree, why) = judge(delivered, None, &unknown, &[]);
+        assert_eq!(agree, None);
+        assert!(why.unwrap().contains("`nc` is not installed"));
+    }
+
+    #[test]
+    fn the_probes_source_port_is_above_the_default_ephemeral_range() {
+        for _ in 0..100 {
+            assert!((61000..65000).contains(&source_port()));
+        }
+    }
 }

@@ -13,6 +13,7 @@ use crate::engine::{
     Diagnosis, Finding, Hop, HopKind, Link, LinkKind, PacketFields, PacketSize, Question, Step,
 };
 use crate::net::{Family, Protocol};
+use crate::netstack::netfilter::RulesetKind;
 
 /// The version of this contract.
 pub const SCHEMA_VERSION: u32 = 2;
@@ -86,7 +87,7 @@ pub struct ConfirmationOut {
 #[derive(Debug, Serialize)]
 pub struct CounterOut {
     pub hop: String,
-    /// `iptables`, `nstat` or `conntrack`.
+    /// `iptables` (ip6tables too), `nftables`, `nstat` or `conntrack`.
     pub kind: &'static str,
     pub packets: u64,
     /// The rule's dump file in the snapshot and its line (absent where the
@@ -137,6 +138,7 @@ impl ConfirmationOut {
                 };
                 match &moved.counted {
                     Counted::Rule {
+                        ruleset,
                         file,
                         line,
                         table,
@@ -145,6 +147,9 @@ impl ConfirmationOut {
                         stopping,
                         ..
                     } => {
+                        if *ruleset == RulesetKind::Nftables {
+                            out.kind = "nftables";
+                        }
                         out.file = file.as_ref().map(|f| f.display().to_string());
                         out.line = *line;
                         out.table = Some(table.clone());
