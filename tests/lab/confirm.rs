@@ -55,7 +55,7 @@ fn confirm_sends_only_when_asked_agrees_and_names_a_rule_added_after_the_snapsho
         server,
         cluster,
         offline: _offline,
-        lab: _lab,
+        mut lab,
     }) = live::served_lab(&Flannel::VXLAN, 2)
     else {
         return;
@@ -72,6 +72,14 @@ fn confirm_sends_only_when_asked_agrees_and_names_a_rule_added_after_the_snapsho
     let words: Vec<&str> = count.split_whitespace().collect();
     web0.ns
         .run(&[&["iptables", "-I"], words.as_slice()].concat());
+
+    // A UDP listener in web-3 (the pods' own listen on TCP only), there
+    // when the snapshot is collected.
+    lab.spawn(&web3.ns, &["nc", "-4", "-u", "-k", "-l", "9000"]);
+    web3.ns
+        .wait_for(&["ss", "-Hlun"], std::time::Duration::from_secs(5), |ss| {
+            ss.contains(":9000")
+        });
 
     // Without --confirm: a live diagnosis collects, and sends nothing.
     let saved = tempfile::tempdir().expect("temp dir");
@@ -115,6 +123,37 @@ fn confirm_sends_only_when_asked_agrees_and_names_a_rule_added_after_the_snapsho
             c["hop"] == "default/web-3" && c["kind"] == "nstat" && c["what"] == "TcpPassiveOpens"
         });
     assert!(accepted, "{confirmation:#}");
+
+    // UDP: the datagram leaves without an error either way; the
+    // destination's counters say whether it reached a socket.
+    for (port, delivered, counted) in [
+        ("9000", true, "UdpInDatagrams"),
+        ("9001", false, "UdpNoPorts"),
+    ] {
+        let to = format!("default/web-3:{port}");
+        let mut args = vec![
+            "--snapshot",
+            saved_dir,
+            "--node-exec",
+            &template,
+            "--confirm",
+        ];
+        args.extend(["--from", "default/web-0", "--to", &to, "--protocol", "udp"]);
+        let (udp, _) = report(&args);
+        let confirmation = &udp["confirmation"];
+        assert_eq!(confirmation["kernel"], "sent", "{confirmation:#}");
+        assert_eq!(
+            confirmation["kernel_delivers"], delivered,
+            "{confirmation:#}"
+        );
+        assert_eq!(confirmation["agree"], true, "{confirmation:#}");
+        let at_web3 = confirmation["counters"]
+            .as_array()
+            .expect("counters")
+            .iter()
+            .any(|c| c["hop"] == "default/web-3" && c["kind"] == "nstat" && c["what"] == counted);
+        assert!(at_web3, "{port}: no {counted} at web-3: {confirmation:#}");
+    }
 
     // A fault the snapshot cannot see: node-2 drops the flow from now on.
     let node2 = &cluster.nodes[1];

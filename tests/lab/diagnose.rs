@@ -2703,20 +2703,15 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
             let live_dir = tempfile::tempdir().expect("temp dir");
             live::collect_live(&server, cluster, live_dir.path());
             live::assert_same_diagnosis(&diagnosis, live_dir.path(), &request, &name);
-            // And the kernel, asked through skoop itself (`--confirm` on the
-            // live snapshot, the nodes reached as collection reached them),
-            // agrees with the model. A size is walked, not sent.
-            if fault.mtu.as_ref().is_none_or(|mtu| mtu.size.is_none()) {
-                let mut args = diagnose_args(live_dir.path(), &request);
-                args.extend(
-                    ["--confirm", "--node-exec", &live::node_exec(cluster)].map(String::from),
-                );
-                // A transfer that stalls still connects: the probe's answer
-                // is compared only where the case's is a connect or a ping.
-                let asked = fault.mtu.is_none().then_some(kernel);
-                let stops_at_a_rule = fault.expected == Disposition::DeniedByNetfilter;
-                crate::confirm::assert_agrees(&args, asked, stops_at_a_rule, &name);
-            }
+            confirm_case(
+                live_dir.path(),
+                &request,
+                kind,
+                cluster,
+                fault,
+                kernel,
+                &name,
+            );
             diagnosis
         }
         (None, Some(real)) => {
@@ -2738,6 +2733,11 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
                 "{name}: the kernel's answer changed while the snapshot was collected \
                  (a component repaired or changed the fault)"
             );
+            // (Collector pods run skoop's image, which has no nc or ping
+            // yet; a client outside the cluster cannot be sent from.)
+            if !matches!(kind, LabKind::Kubelet(_)) && peer != Peer::FromOutside {
+                confirm_case(dir.path(), &request, kind, cluster, fault, kernel, &name);
+            }
             engine::diagnose(&live::load(dir.path()), &request, &packs)
                 .expect("the request resolves")
         }
@@ -2881,6 +2881,33 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
         ),
     }
     Some(row)
+}
+
+/// The kernel asked through skoop itself (`--confirm` on the snapshot in
+/// `dir`, collected live, the nodes reached as collection reached them)
+/// must agree with the model; `kernel` is what the case's own connect or
+/// ping said. A size is walked, not sent.
+fn confirm_case(
+    dir: &std::path::Path,
+    request: &Request,
+    kind: LabKind,
+    cluster: &Cluster,
+    fault: &Fault,
+    kernel: bool,
+    name: &str,
+) {
+    if fault.mtu.as_ref().is_some_and(|mtu| mtu.size.is_some()) {
+        return;
+    }
+    let mut args = diagnose_args(dir, request);
+    args.extend(["--confirm", "--node-exec", &live::node_exec(cluster)].map(String::from));
+    // A transfer that stalls still connects: the probe's answer is
+    // compared only where the case's is a connect or a ping.
+    let asked = fault.mtu.is_none().then_some(kernel);
+    // kube-proxy's nftables rules have no `counter`: nothing counts there.
+    let nft = matches!(kind, LabKind::Real(_, ProxyMode::Nftables));
+    let stops_at_a_counted_rule = fault.expected == Disposition::DeniedByNetfilter && !nft;
+    crate::confirm::assert_agrees(&args, asked, stops_at_a_counted_rule, name);
 }
 
 /// `skoop diagnose`'s exit status for `request` on the snapshot in `dir`:
