@@ -53,6 +53,8 @@ use super::{
 ///
 /// Examples:
 ///   skoop diagnose --from default/web-0 --to svc/default/web --save-snapshot ticket-1234
+///   skoop diagnose --from default/web-0 --to default/web-3:8080 --confirm
+///   skoop diagnose --snapshot ticket-1234 --from default/web-0 --to svc/default/web --confirm --node-exec 'ssh {address} sudo -n'
 ///   skoop diagnose --context prod --from default/web-0 --to 10.244.2.3:8080 --node-exec 'ssh {address} sudo'
 ///   skoop diagnose --snapshot examples/flannel-vxlan --from default/web-0 --to default/web-3:8080
 ///   skoop diagnose --snapshot examples/flannel-vxlan --from default/web-0 --to svc/default/web
@@ -166,7 +168,8 @@ pub struct DiagnoseArgs {
     /// After the verdict, send the flow's own packets from its source (a
     /// TCP connect, one UDP datagram or two pings, with `nc` or `ping` in the
     /// source's namespace) and read the counters of the namespaces its paths
-    /// cross before and after (iptables rule counters, nstat, conntrack):
+    /// cross before and after (iptables and nft rule counters, nstat,
+    /// conntrack):
     /// the kernel's answer beside the model's, hop by hop (docs/live.md,
     /// "Confirming with the kernel"). Live only: on the cluster it collects
     /// from, or with --snapshot DIR through --node-exec TEMPLATE. Nothing

@@ -48,6 +48,7 @@ use super::{EXIT_USAGE, ReportFile, json_text, terminal_lines, verdict_status, w
 ///   skoop matrix --snapshot snap --from-nodes --to-pods 'kube-system/k8s-app=kube-dns' -o csv
 ///   skoop matrix --snapshot snap --from default/web-0 --to-nodes --port 10250
 ///   skoop matrix --snapshot snap --from-pods '*/app=web' --to-services -o html --output matrix/
+///   skoop matrix --snapshot snap --from-pod-per-node --to-services --confirm 20 --node-exec 'ssh {address} sudo -n'
 ///
 /// Formats (-o, or guessed from the extension of --output FILE: .json,
 /// .csv, .html/.htm, anything else text):

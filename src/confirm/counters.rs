@@ -203,11 +203,13 @@ async fn run(shell: &NodeShell, enter: &[String], argv: &[&str]) -> Result<Strin
     let argv: Vec<String> = argv.iter().map(|w| w.to_string()).collect();
     match shell.run(enter, &argv, None, READ_TIMEOUT).await {
         Ok(output) if output.success() => Ok(String::from_utf8_lossy(&output.stdout).into_owned()),
-        Ok(output) => Err(format!(
-            "{} ({})",
-            String::from_utf8_lossy(&output.stderr).trim(),
-            output.status
-        )),
+        Ok(output) => {
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            Err(match stderr.trim() {
+                "" => output.status,
+                said => format!("{said} ({})", output.status),
+            })
+        }
         Err(e) => Err(e.to_string()),
     }
 }

@@ -115,14 +115,17 @@ fn confirm_sends_only_when_asked_agrees_and_names_a_rule_added_after_the_snapsho
         "the probe sent {sent} SYNs (a connect, and at most one retransmission)"
     );
     // The destination accepted the connection, and its counters say so.
-    let accepted = confirmation["counters"]
-        .as_array()
-        .expect("counters")
-        .iter()
-        .any(|c| {
-            c["hop"] == "default/web-3" && c["kind"] == "nstat" && c["what"] == "TcpPassiveOpens"
-        });
-    assert!(accepted, "{confirmation:#}");
+    let accepted = moved(confirmation, "default/web-3", "nstat", "TcpPassiveOpens");
+    assert!(accepted.is_some(), "{confirmation:#}");
+
+    // On the saved snapshot, without an API server.
+    let confirm_saved = [
+        "--snapshot",
+        saved_dir,
+        "--node-exec",
+        &template,
+        "--confirm",
+    ];
 
     // UDP: the datagram leaves without an error either way; the
     // destination's counters say whether it reached a socket.
@@ -131,13 +134,7 @@ fn confirm_sends_only_when_asked_agrees_and_names_a_rule_added_after_the_snapsho
         ("9001", false, "UdpNoPorts"),
     ] {
         let to = format!("default/web-3:{port}");
-        let mut args = vec![
-            "--snapshot",
-            saved_dir,
-            "--node-exec",
-            &template,
-            "--confirm",
-        ];
+        let mut args = confirm_saved.to_vec();
         args.extend(["--from", "default/web-0", "--to", &to, "--protocol", "udp"]);
         let (udp, _) = report(&args);
         let confirmation = &udp["confirmation"];
@@ -147,12 +144,11 @@ fn confirm_sends_only_when_asked_agrees_and_names_a_rule_added_after_the_snapsho
             "{confirmation:#}"
         );
         assert_eq!(confirmation["agree"], true, "{confirmation:#}");
-        let at_web3 = confirmation["counters"]
-            .as_array()
-            .expect("counters")
-            .iter()
-            .any(|c| c["hop"] == "default/web-3" && c["kind"] == "nstat" && c["what"] == counted);
-        assert!(at_web3, "{port}: no {counted} at web-3: {confirmation:#}");
+        let at_web3 = moved(confirmation, "default/web-3", "nstat", counted);
+        assert!(
+            at_web3.is_some(),
+            "{port}: no {counted} at web-3: {confirmation:#}"
+        );
     }
 
     // A fault the snapshot cannot see: node-2 drops the flow from now on.
@@ -162,15 +158,7 @@ fn confirm_sends_only_when_asked_agrees_and_names_a_rule_added_after_the_snapsho
     node2
         .ns
         .run(&[&["iptables", "-I"], words.as_slice()].concat());
-    let mut args = vec![
-        "--snapshot",
-        saved_dir,
-        "--node-exec",
-        &template,
-        "--confirm",
-    ];
-    args.extend(flow);
-    let (stale, output) = report(&args);
+    let (stale, output) = report(&[&confirm_saved[..], &flow[..]].concat());
     // The model still says delivered (exit 0): the snapshot is older.
     assert_eq!(stale["disposition"], "delivered", "{stale:#}");
     assert_eq!(output.status.code(), Some(0), "{stale:#}");
@@ -178,13 +166,14 @@ fn confirm_sends_only_when_asked_agrees_and_names_a_rule_added_after_the_snapsho
     assert_eq!(confirmation["kernel"], "timed_out", "{confirmation:#}");
     assert_eq!(confirmation["agree"], false, "{confirmation:#}");
     assert_eq!(confirmation["stopped_at"], "node-2", "{confirmation:#}");
-    let rule = confirmation["counters"]
-        .as_array()
-        .expect("counters")
-        .iter()
-        .find(|c| c["hop"] == "node-2" && c["kind"] == "iptables" && c["drop"] == true)
-        .unwrap_or_else(|| panic!("no drop counted at node-2: {confirmation:#}"));
-    assert_eq!(rule["what"], format!("-A FORWARD {to_web3} -j DROP"));
+    let rule = moved(
+        confirmation,
+        "node-2",
+        "iptables",
+        &format!("-A FORWARD {to_web3} -j DROP"),
+    )
+    .unwrap_or_else(|| panic!("no drop counted at node-2: {confirmation:#}"));
+    assert_eq!(rule["drop"], true, "{rule:#}");
     assert!(
         rule.get("file").is_none(),
         "the rule is not in the snapshot: {rule:#}"
@@ -262,6 +251,13 @@ fn confirm_sends_only_when_asked_agrees_and_names_a_rule_added_after_the_snapsho
         .filter(|flow| flow.get("confirmation").is_some())
         .count();
     assert_eq!(sent, 2, "{matrix:#}");
+}
+
+/// The counter of `kind` (`iptables`, `nstat`, …) and `what` (a rule, a
+/// counter's name) that moved at `hop`, as a confirmation lists it.
+fn moved<'c>(confirmation: &'c Value, hop: &str, kind: &str, what: &str) -> Option<&'c Value> {
+    (confirmation["counters"].as_array().into_iter().flatten())
+        .find(|c| c["hop"] == hop && c["kind"] == kind && c["what"] == what)
 }
 
 /// `skoop ARGS... -o json` (a `diagnose --confirm`) says that the model and
