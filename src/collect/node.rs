@@ -97,23 +97,13 @@ pub async fn collect_pod(
     // Checked before anything runs on the node.
     id.path_in(root)?;
     let path = find_pod_netns(shell, pod).await?;
+    let enter = nsenter(&path);
     let out = namespace_dir(root, &id)?;
     let namespace = format!(
         "pod {}/{} on node {} ({path})",
         pod.namespace, pod.name, pod.node
     );
-    collect_namespace(shell, &nsenter(&path), namespace, &out).await
-}
-
-/// The words that run a command in `pod`'s network namespace on its node,
-/// found by [`FIND_POD_NETNS`].
-pub async fn enter_pod(shell: &NodeShell, pod: &PodOnNode) -> Result<Vec<String>, CollectError> {
-    Ok(nsenter(&find_pod_netns(shell, pod).await?))
-}
-
-/// `nsenter --net=PATH`: the words that enter the namespace at `path`.
-fn nsenter(path: &str) -> Vec<String> {
-    vec!["nsenter".to_string(), format!("--net={path}")]
+    collect_namespace(shell, &enter, namespace, &out).await
 }
 
 async fn find_pod_netns(shell: &NodeShell, pod: &PodOnNode) -> Result<String, CollectError> {
@@ -146,6 +136,17 @@ async fn find_pod_netns(shell: &NodeShell, pod: &PodOnNode) -> Result<String, Co
     } else {
         format!("the search failed ({}): {stderr}", output.status)
     }))
+}
+
+/// The words that run a command in `pod`'s network namespace on its node,
+/// found by [`FIND_POD_NETNS`].
+pub async fn enter_pod(shell: &NodeShell, pod: &PodOnNode) -> Result<Vec<String>, CollectError> {
+    Ok(nsenter(&find_pod_netns(shell, pod).await?))
+}
+
+/// `nsenter --net=PATH`: the words that enter the namespace at `path`.
+fn nsenter(path: &str) -> Vec<String> {
+    vec!["nsenter".to_string(), format!("--net={path}")]
 }
 
 #[cfg(test)]
