@@ -1164,8 +1164,8 @@ fn a_connection_to_0_0_0_0_reaches_the_senders_own_listener_not_martian() {
 }
 
 /// Issue 37: `--confirm` sends packets, so what it cannot do is refused
-/// before anything runs: with `--size` (it sends the flow's small
-/// packets), in a picture (which cannot show it), and on a snapshot
+/// before anything runs: a TCP or UDP flow with `--size` (only a ping is
+/// sent at a size), in a picture (which cannot show it), and on a snapshot
 /// without `--node-exec` to reach its nodes.
 #[test]
 fn confirm_is_refused_where_it_cannot_run_and_its_help_says_what_it_sends() {
@@ -1173,7 +1173,7 @@ fn confirm_is_refused_where_it_cannot_run_and_its_help_says_what_it_sends() {
     for (args, expected) in [
         (
             &["--confirm", "--size", "1400"][..],
-            "--size walks large ones",
+            "only as a ping (--protocol icmp)",
         ),
         (&["--confirm", "-o", "svg"][..], "use -o text or -o json"),
         (&["--confirm"][..], "through --node-exec TEMPLATE"),

@@ -166,8 +166,8 @@ pub struct DiagnoseArgs {
     #[arg(short, long)]
     verbose: bool,
     /// After the verdict, send the flow's own packets from its source (a
-    /// TCP connect, one UDP datagram or two pings, with `nc` or `ping` in the
-    /// source's namespace) and read the counters of the namespaces its paths
+    /// TCP connect, one UDP datagram or two pings, of --size with DF, with
+    /// `nc` or `ping` in the source's namespace) and read the counters of the namespaces its paths
     /// cross before and after (iptables and nft rule counters, nstat,
     /// conntrack):
     /// the kernel's answer beside the model's, hop by hop (docs/live.md,
@@ -250,9 +250,10 @@ impl DiagnoseArgs {
             (false, false) => Detail::Paths,
         };
         if self.confirm {
-            let refused = if self.size.is_some() {
+            let icmp = matches!(self.protocol, Protocol::Icmp | Protocol::Icmpv6);
+            let refused = if self.size.is_some() && !icmp {
                 Some(
-                    "--confirm sends the flow's small packets, --size walks large ones: give one of them",
+                    "--confirm sends a packet of --size only as a ping (--protocol icmp): a connect's sizes are the kernel's to choose",
                 )
             } else if output.format != ReportFormat::Text && output.format != ReportFormat::Json {
                 Some(

@@ -17,10 +17,12 @@ use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use petgraph::graph::NodeIndex;
+
 use crate::collect::live::LiveCollection;
 use crate::collect::node::{PodOnNode, enter_pod};
 use crate::collect::shell::NodeShell;
-use crate::engine::{Diagnosis, Disposition, HopId, Step};
+use crate::engine::{Diagnosis, Disposition, HopId, PacketSize, Step};
 use crate::net::{Family, Protocol};
 use crate::netstack::netfilter::{RuleRef, RulesetKind};
 use crate::snapshot::netns::DumpFile;
@@ -206,6 +208,7 @@ pub async fn confirm(
         dst: question.dst,
         dport: question.dport,
         sport: matches!(question.protocol, Protocol::Tcp | Protocol::Udp).then(source_port),
+        size: sent_size(diagnosis),
     };
     let model = ModelSays {
         some_delivered: diagnosis.paths.iter().any(|p| p.succeeds()),
@@ -305,6 +308,20 @@ pub async fn confirm_each(
         .buffered(jobs.max(1))
         .collect()
         .await
+}
+
+/// With `--size`, the bytes the walk sent (for `mtu`, the source's
+/// interface's MTU, as the first link carries it).
+fn sent_size(diagnosis: &Diagnosis) -> Option<u32> {
+    match diagnosis.request.size? {
+        PacketSize::Bytes(bytes) => Some(bytes),
+        PacketSize::InterfaceMtu => {
+            let path = diagnosis.paths.first()?;
+            let (from, to) = (*path.hops.first()?, *path.hops.get(1)?);
+            let edge = (diagnosis.graph).find_edge(NodeIndex::new(from), NodeIndex::new(to))?;
+            diagnosis.graph[edge].fields.bytes
+        }
+    }
 }
 
 /// Whether the model and the kernel agree, and why not.

@@ -2,8 +2,10 @@
 //! tools (`nc`, `ping`), and the kernel's answer read from what they say.
 //!
 //! At most two packets leave: a TCP connect's SYN and, after a second, its
-//! one retransmission, within `nc -w 2`; one UDP datagram; two ICMP echo
-//! requests 0.2 s apart. Nothing else is sent, and nothing is listened on.
+//! one retransmission, within `nc -w 2` (and where it connects, its
+//! handshake's ACK and its close); one UDP datagram; two ICMP echo requests
+//! 0.2 s apart, of `--size` with DF where it is given. Nothing else is
+//! sent, and nothing is listened on.
 
 use std::net::IpAddr;
 use std::time::Duration;
@@ -25,6 +27,9 @@ pub struct Probe {
     pub dst: IpAddr,
     pub dport: Option<u16>,
     pub sport: Option<u16>,
+    /// A ping's size (the IP packet's bytes, with DF set), as `--size`
+    /// walks it; `None`: the tool's default, small.
+    pub size: Option<u32>,
 }
 
 /// What the kernel did with the probe, as the sending side sees it.
@@ -102,31 +107,34 @@ impl Probe {
             let sport = self.sport.ok_or("the probe has no source port")?;
             Ok((dport.to_string(), sport.to_string()))
         };
-        let words: Vec<&str> = match self.protocol {
+        match self.protocol {
             Protocol::Tcp => {
                 let (dport, sport) = ports()?;
-                return Ok((
-                    words(&[
-                        "nc", family, "-z", "-v", "-w", "2", "-p", &sport, &dst, &dport,
-                    ]),
-                    None,
-                ));
+                let argv = [
+                    "nc", family, "-z", "-v", "-w", "2", "-p", &sport, &dst, &dport,
+                ];
+                Ok((words(&argv), None))
             }
             Protocol::Udp => {
                 let (dport, sport) = ports()?;
-                return Ok((
-                    words(&["nc", family, "-u", "-w", "1", "-p", &sport, &dst, &dport]),
-                    Some(b"x"),
-                ));
+                let argv = ["nc", family, "-u", "-w", "1", "-p", &sport, &dst, &dport];
+                Ok((words(&argv), Some(b"x")))
             }
             Protocol::Icmp | Protocol::Icmpv6 => {
-                vec![
-                    "ping", family, "-n", "-c", "2", "-i", "0.2", "-W", "2", &dst,
-                ]
+                let mut argv = words(&["ping", family, "-n", "-c", "2", "-i", "0.2", "-W", "2"]);
+                if let Some(size) = self.size {
+                    // -s is the ICMP payload: less the IP and ICMP headers.
+                    let headers = if self.dst.is_ipv6() { 48 } else { 28 };
+                    let payload = size
+                        .checked_sub(headers)
+                        .ok_or("a packet too small to ping")?;
+                    argv.extend(words(&["-M", "do", "-s", &payload.to_string()]));
+                }
+                argv.push(dst);
+                Ok((argv, None))
             }
-            other => return Err(format!("skoop cannot send {other} packets")),
-        };
-        Ok((words.iter().map(|w| w.to_string()).collect(), None))
+            other => Err(format!("skoop cannot send {other} packets")),
+        }
     }
 
     /// The probe in words: `a tcp connect to 10.244.2.3:8080 (source port
@@ -144,7 +152,12 @@ impl Probe {
         match self.protocol {
             Protocol::Tcp => format!("a tcp connect to {to} ({from}nc -z -w 2)"),
             Protocol::Udp => format!("one udp datagram to {to} ({from}nc -u)"),
-            _ => format!("2 icmp echo requests to {to} (ping -c 2)"),
+            _ => match self.size {
+                Some(size) => format!(
+                    "2 icmp echo requests of {size} bytes with DF to {to} (ping -c 2 -M do)"
+                ),
+                None => format!("2 icmp echo requests to {to} (ping -c 2)"),
+            },
         }
     }
 
@@ -192,7 +205,12 @@ pub fn classify(protocol: Protocol, code: Option<i32>, text: &str) -> Kernel {
                 let what = parts.nth(1).unwrap_or_default().trim();
                 return Kernel::Unreachable(format!("{what} (ICMP from {who})"));
             }
-            if let Some(error) = text.lines().find_map(|l| l.strip_prefix("ping: connect: ")) {
+            // `ping: connect: Network is unreachable`; `ping: local error:
+            // message too long, mtu=1400` (DF, larger than the device).
+            let local = ["ping: connect: ", "ping: local error: "];
+            let error = (text.lines())
+                .find_map(|line| local.iter().find_map(|prefix| line.strip_prefix(prefix)));
+            if let Some(error) = error {
                 return Kernel::Unreachable(error.trim().to_string());
             }
             match code {
@@ -286,6 +304,10 @@ mod tests {
             Kernel::Unreachable("Network is unreachable".into())
         );
         assert_eq!(
+            ping(1, "ping: local error: message too long, mtu=1400"),
+            Kernel::Unreachable("message too long, mtu=1400".into())
+        );
+        assert_eq!(
             ping(1, "PING 10.9.0.2\n\n--- statistics ---"),
             Kernel::TimedOut
         );
@@ -301,6 +323,7 @@ mod tests {
             dst: "10.244.2.3".parse().unwrap(),
             dport: Some(8080),
             sport: Some(40123),
+            size: None,
         };
         let (argv, stdin) = probe.command().unwrap();
         assert_eq!(argv.join(" "), "nc -4 -z -v -w 2 -p 40123 10.244.2.3 8080");
@@ -310,10 +333,19 @@ mod tests {
             dst: "fd00::3".parse().unwrap(),
             dport: None,
             sport: None,
+            size: None,
         };
         assert_eq!(
             probe.command().unwrap().0.join(" "),
             "ping -6 -n -c 2 -i 0.2 -W 2 fd00::3"
+        );
+        let sized = Probe {
+            size: Some(1500),
+            ..probe.clone()
+        };
+        assert_eq!(
+            sized.command().unwrap().0.join(" "),
+            "ping -6 -n -c 2 -i 0.2 -W 2 -M do -s 1452 fd00::3"
         );
         let sctp = Probe {
             protocol: Protocol::Sctp,

@@ -2886,7 +2886,7 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
 /// The kernel asked through skoop itself (`--confirm` on the snapshot in
 /// `dir`, collected live, the nodes reached as collection reached them)
 /// must agree with the model; `kernel` is what the case's own connect or
-/// ping said. A size is walked, not sent.
+/// ping said. A size is sent as a ping (`ping -M do`), as the case's own.
 fn confirm_case(
     dir: &std::path::Path,
     request: &Request,
@@ -2896,14 +2896,12 @@ fn confirm_case(
     kernel: bool,
     name: &str,
 ) {
-    if fault.mtu.as_ref().is_some_and(|mtu| mtu.size.is_some()) {
-        return;
-    }
     let mut args = diagnose_args(dir, request);
     args.extend(["--confirm", "--node-exec", &live::node_exec(cluster)].map(String::from));
     // A transfer that stalls still connects: the probe's answer is
     // compared only where the case's is a connect or a ping.
-    let asked = fault.mtu.is_none().then_some(kernel);
+    let transfer = fault.mtu.as_ref().is_some_and(|mtu| mtu.size.is_none());
+    let asked = (!transfer).then_some(kernel);
     // kube-proxy's nftables rules have no `counter`: nothing counts there.
     let nft = matches!(kind, LabKind::Real(_, ProxyMode::Nftables));
     let stops_at_a_counted_rule = fault.expected == Disposition::DeniedByNetfilter && !nft;
