@@ -9,7 +9,8 @@
 //! (built once per snapshot), [`packs`] the rule packs (CNI behaviour as
 //! data); [`collect`] writes snapshots from live systems, and [`engine`] is
 //! the walker that composes a snapshot's namespaces into a diagnosis;
-//! [`report`] is what a diagnosis is shown as (the JSON contract, the
+//! [`confirm`] sends a diagnosis's flow through collection's shells and
+//! reads the kernel's counters beside it; [`report`] is what a diagnosis is shown as (the JSON contract, the
 //! pictures, the text reports). Above
 //! them, [`pack_tests`] runs a pack's own tests, flows included,
 //! [`matrix`] many flows at once (and two such answers compared), and
@@ -17,6 +18,7 @@
 //! walking it. The command line in `src/cli/` is a thin shell over these.
 
 pub mod collect;
+pub mod confirm;
 pub mod diagnostic;
 pub mod engine;
 pub mod live_flow;

@@ -1162,3 +1162,38 @@ fn a_connection_to_0_0_0_0_reaches_the_senders_own_listener_not_martian() {
         "{text}"
     );
 }
+
+/// Issue 37: `--confirm` sends packets, so what it cannot do is refused
+/// before anything runs: a TCP or UDP flow with `--size` (only a ping is
+/// sent at a size), in a picture (which cannot show it), and on a snapshot
+/// without `--node-exec` to reach its nodes.
+#[test]
+fn confirm_is_refused_where_it_cannot_run_and_its_help_says_what_it_sends() {
+    let flow = ["--from", "default/web-0", "--to", "default/web-3:8080"];
+    for (args, expected) in [
+        (
+            &["--confirm", "--size", "1400"][..],
+            "only as a ping (--protocol icmp)",
+        ),
+        (&["--confirm", "-o", "svg"][..], "use -o text or -o json"),
+        (&["--confirm"][..], "through --node-exec TEMPLATE"),
+    ] {
+        let output = diagnose(&[&flow[..], args].concat());
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+        assert!(output.stdout.is_empty() || args.contains(&"-o"), "{args:?}");
+    }
+    let help = Command::new(env!("CARGO_BIN_EXE_skoop"))
+        .args(["diagnose", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    for expected in [
+        "--confirm",
+        "Nothing is sent without it",
+        "Confirming with the kernel",
+    ] {
+        assert!(help.contains(expected), "missing {expected:?} in:\n{help}");
+    }
+}

@@ -32,6 +32,9 @@ const ORDERS: &[Order] = &[
             // Collection writes snapshots and the engine reads them: neither
             // knows the other.
             &["collect", "engine"],
+            // The model beside the kernel: a diagnosis's flow sent through
+            // collection's shells (`--confirm`).
+            &["confirm"],
             &["report"],
             // What composes the engine with the others: many flows, a pack's
             // own tests, a live flow's collection.

@@ -559,3 +559,32 @@ fn the_answers_do_not_depend_on_how_many_workers_make_them() {
     assert_eq!(one, run("3"));
     assert_eq!(one, run("64"), "more workers than flows");
 }
+
+/// Issue 37: `matrix --confirm` sends packets, so it is refused where it
+/// cannot run before any flow is diagnosed: without `--node-exec`, for a
+/// format that cannot show it, and for a sample of no flow.
+#[test]
+fn confirm_is_refused_where_it_cannot_run() {
+    let flows: Vec<&str> =
+        "matrix --snapshot examples/flannel-vxlan --from default/web-0 --to-pods default --port 8080"
+            .split(' ')
+            .collect();
+    for (args, expected) in [
+        (&["--confirm", "2"][..], "through --node-exec TEMPLATE"),
+        (
+            &["--confirm", "all", "--node-exec", "true", "-o", "csv"][..],
+            "use -o text or -o json",
+        ),
+        (
+            &["--confirm", "0", "--node-exec", "true"][..],
+            "give a number of flows",
+        ),
+        (&["--node-exec", "true"][..], "--confirm <N|all>"),
+    ] {
+        let output = skoop(&[&flows[..], args].concat());
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+        assert!(output.stdout.is_empty(), "{args:?}");
+    }
+}

@@ -8,6 +8,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Args, ValueEnum};
+use skoop::collect::live::LiveCollection;
+use skoop::confirm::{Confirmation, NodeShells, Templated, confirm};
 use skoop::engine::{self, Diagnosis, Endpoint, PacketSize, Protocol, Request};
 use skoop::net::Family;
 use skoop::packs::LoadedPacks;
@@ -15,6 +17,7 @@ use skoop::report::json::{ErrorReport, Report};
 use skoop::report::picture::Picture;
 use skoop::report::text::{self, Detail};
 use skoop::report::{dot, html, svg};
+use skoop::snapshot::Snapshot;
 use skoop::snapshot::cluster::cache;
 use skoop::snapshot::input::Boundary;
 use tempfile::TempDir;
@@ -23,7 +26,7 @@ use super::args::{
     CacheArgs, CniChoice, FamilyArg, LoadArgs, parse_endpoint, parse_port, protocol_parser,
 };
 use super::interrupt::Temporary;
-use super::live::{LiveArgs, Stopped, Summary, collect_flow, print_outcomes};
+use super::live::{LiveArgs, Stopped, Summary, collect_flow, print_outcomes, runtime};
 use super::{
     EXIT_USAGE, ReportFile, json_text, report_empty_dumps, report_problems, terminal_lines,
     verdict_status, write_raw,
@@ -50,6 +53,8 @@ use super::{
 ///
 /// Examples:
 ///   skoop diagnose --from default/web-0 --to svc/default/web --save-snapshot ticket-1234
+///   skoop diagnose --from default/web-0 --to default/web-3:8080 --confirm
+///   skoop diagnose --snapshot ticket-1234 --from default/web-0 --to svc/default/web --confirm --node-exec 'ssh {address} sudo -n'
 ///   skoop diagnose --context prod --from default/web-0 --to 10.244.2.3:8080 --node-exec 'ssh {address} sudo'
 ///   skoop diagnose --snapshot examples/flannel-vxlan --from default/web-0 --to default/web-3:8080
 ///   skoop diagnose --snapshot examples/flannel-vxlan --from default/web-0 --to svc/default/web
@@ -160,6 +165,17 @@ pub struct DiagnoseArgs {
     /// each route, the packet on every link (implies --detail).
     #[arg(short, long)]
     verbose: bool,
+    /// After the verdict, send the flow's own packets from its source (a
+    /// TCP connect, one UDP datagram or two pings, of --size with DF, with
+    /// `nc` or `ping` in the source's namespace) and read the counters of the namespaces its paths
+    /// cross before and after (iptables and nft rule counters, nstat,
+    /// conntrack):
+    /// the kernel's answer beside the model's, hop by hop (docs/live.md,
+    /// "Confirming with the kernel"). Live only: on the cluster it collects
+    /// from, or with --snapshot DIR through --node-exec TEMPLATE. Nothing
+    /// is sent without it.
+    #[arg(long)]
+    confirm: bool,
     /// The report's format (see above); without it, guessed from --output's
     /// extension, else text.
     #[arg(short = 'o', long = "format", value_enum, value_name = "FORMAT")]
@@ -180,12 +196,18 @@ struct Diagnose {
     packs: LoadedPacks,
     request: Request,
     detail: Detail,
+    /// `--confirm`.
+    confirm: bool,
 }
 
 /// Where the snapshot a diagnosis reads comes from.
 enum Input {
-    /// `--snapshot DIR`.
-    Snapshot(PathBuf),
+    /// `--snapshot DIR`, and with `--confirm` the `--node-exec` template
+    /// that reaches its nodes.
+    Snapshot {
+        dir: PathBuf,
+        node_exec: Option<String>,
+    },
     /// The live cluster, collected into `--save-snapshot DIR` when given,
     /// else into a temporary directory.
     Live {
@@ -227,8 +249,32 @@ impl DiagnoseArgs {
             (false, true) => Detail::Hops,
             (false, false) => Detail::Paths,
         };
+        if self.confirm {
+            let icmp = matches!(self.protocol, Protocol::Icmp | Protocol::Icmpv6);
+            let refused = if self.size.is_some() && !icmp {
+                Some(
+                    "--confirm sends a packet of --size only as a ping (--protocol icmp): a connect's sizes are the kernel's to choose",
+                )
+            } else if output.format != ReportFormat::Text && output.format != ReportFormat::Json {
+                Some(
+                    "--confirm's answer is in the text and JSON reports only: use -o text or -o json",
+                )
+            } else if self.snapshot.is_some() && self.live.node_exec.is_none() {
+                Some(
+                    "--confirm with --snapshot reaches the snapshot's nodes through --node-exec TEMPLATE (without --snapshot, through the live cluster): give it",
+                )
+            } else {
+                None
+            };
+            if let Some(error) = refused {
+                return Err(usage_error(output, error.to_string()));
+            }
+        }
         let input = match self.snapshot {
-            Some(dir) => Input::Snapshot(dir),
+            Some(dir) => Input::Snapshot {
+                dir,
+                node_exec: self.live.node_exec.filter(|_| self.confirm),
+            },
             None => Input::Live {
                 live: self.live,
                 save: self.save_snapshot,
@@ -241,6 +287,7 @@ impl DiagnoseArgs {
             packs,
             request,
             detail,
+            confirm: self.confirm,
         })
     }
 
@@ -363,7 +410,12 @@ impl Destination {
     /// others' in the first's `other_families`; a picture draws the family
     /// with the worst verdict (the first of equals) and gives the others'
     /// verdicts.
-    fn write_report(self, diagnoses: &[Diagnosis], detail: Detail) -> Result<(), ExitCode> {
+    fn write_report(
+        self,
+        diagnoses: &[Diagnosis],
+        confirmations: &[Option<Confirmation>],
+        detail: Detail,
+    ) -> Result<(), ExitCode> {
         let Some(first) = diagnoses.first() else {
             return Ok(());
         };
@@ -381,22 +433,24 @@ impl Destination {
             Report::of_families(std::iter::once(&diagnoses[worst]).chain(others))
         };
         match self.format {
-            ReportFormat::Text if diagnoses.len() == 1 => {
-                self.write(&terminal_lines(&text::diagnosis(first, detail)))
-            }
             ReportFormat::Text => {
                 let mut lines = Vec::new();
-                for diagnosis in diagnoses {
-                    if !lines.is_empty() {
-                        lines.push(String::new());
+                for (index, diagnosis) in diagnoses.iter().enumerate() {
+                    if diagnoses.len() > 1 {
+                        if !lines.is_empty() {
+                            lines.push(String::new());
+                        }
+                        lines.push(format!("{}:", Family::of(diagnosis.request.dst)));
                     }
-                    lines.push(format!("{}:", Family::of(diagnosis.request.dst)));
                     lines.extend(text::diagnosis(diagnosis, detail));
+                    if let Some(Some(confirmation)) = confirmations.get(index) {
+                        lines.extend(text::confirmation(confirmation));
+                    }
                 }
                 self.write(&terminal_lines(&lines))
             }
             ReportFormat::Json => match Report::of_families(diagnoses) {
-                Some(report) => self.write_json(&report),
+                Some(report) => self.write_json(&report.with_confirmations(confirmations)),
                 None => Ok(()),
             },
             ReportFormat::Dot | ReportFormat::Svg | ReportFormat::Html => {
@@ -424,33 +478,55 @@ impl Diagnose {
     /// report; the exit status says the verdict.
     fn run(self) -> ExitCode {
         // A live diagnosis collects into a directory, then reads it as any
-        // snapshot: the answer can be replayed offline.
-        let (dir, _temporary) = match &self.input {
-            Input::Snapshot(dir) => (dir.clone(), None),
+        // snapshot: the answer can be replayed offline. With --confirm it is
+        // diagnosed while the nodes are still reachable (its collector pods
+        // still there), and the flow sent through them.
+        let found = match &self.input {
+            Input::Snapshot { dir, node_exec } => self
+                .diagnose_dir(dir)
+                .map_err(Stopped::Error)
+                .and_then(|(snapshot, diagnoses)| {
+                    let confirmations = match node_exec {
+                        Some(template) => runtime()?.block_on(confirm_all(
+                            &snapshot,
+                            &diagnoses,
+                            &mut Templated {
+                                template,
+                                snapshot: &snapshot,
+                            },
+                        )),
+                        None => Vec::new(),
+                    };
+                    Ok((snapshot, diagnoses, confirmations))
+                }),
             Input::Live { live, save } => {
-                match collect_live(live, save.as_deref(), &self.packs, &self.request) {
-                    Ok(collected) => collected,
-                    Err(Stopped::Error(message)) => return usage_error(self.output, message),
-                    Err(stopped) => return stopped.report(),
-                }
+                collect_live(live, save.as_deref(), &self, async |dir, collection| {
+                    if !self.confirm {
+                        return Ok(None);
+                    }
+                    let (snapshot, diagnoses) = self.diagnose_dir(dir).map_err(Stopped::Error)?;
+                    let confirmations = confirm_all(&snapshot, &diagnoses, collection).await;
+                    Ok(Some((snapshot, diagnoses, confirmations)))
+                })
+                .and_then(|(dir, found, _temporary)| match found {
+                    Some(found) => Ok(found),
+                    None => {
+                        let (snapshot, diagnoses) =
+                            self.diagnose_dir(&dir).map_err(Stopped::Error)?;
+                        Ok((snapshot, diagnoses, Vec::new()))
+                    }
+                })
             }
         };
-        let (snapshot, problems) = match self.cache.load(&dir) {
-            Ok((snapshot, problems)) => (Arc::new(snapshot), problems),
-            Err(e) => return usage_error(self.output, e.to_string()),
+        let (snapshot, diagnoses, confirmations) = match found {
+            Ok(found) => found,
+            Err(Stopped::Error(message)) => return usage_error(self.output, message),
+            Err(stopped) => return stopped.report(),
         };
-        report_problems(&problems);
-        report_empty_dumps(&snapshot);
-        // A dual-stack destination named by name: a diagnosis per family.
-        let requests = engine::per_family(&snapshot, &self.request);
-        let mut diagnoses = Vec::with_capacity(requests.len());
-        for request in &requests {
-            match engine::diagnose(&snapshot, request, &self.packs) {
-                Ok(diagnosis) => diagnoses.push(diagnosis),
-                Err(e) => return usage_error(self.output, e.to_string()),
-            }
-        }
-        if let Err(code) = self.output.write_report(&diagnoses, self.detail) {
+        if let Err(code) = self
+            .output
+            .write_report(&diagnoses, &confirmations, self.detail)
+        {
             return code;
         }
         // The worst family's verdict.
@@ -463,15 +539,55 @@ impl Diagnose {
     }
 }
 
-/// Collects what `request` needs from the live cluster into
+impl Diagnose {
+    /// Reads the snapshot at `dir` and diagnoses the flow in it, once per
+    /// family where a dual-stack destination named by name is asked in both.
+    fn diagnose_dir(&self, dir: &Path) -> Result<(Arc<Snapshot>, Vec<Diagnosis>), String> {
+        let (snapshot, problems) = self.cache.load(dir).map_err(|e| e.to_string())?;
+        let snapshot = Arc::new(snapshot);
+        report_problems(&problems);
+        report_empty_dumps(&snapshot);
+        let requests = engine::per_family(&snapshot, &self.request);
+        let mut diagnoses = Vec::with_capacity(requests.len());
+        for request in &requests {
+            diagnoses.push(
+                engine::diagnose(&snapshot, request, &self.packs).map_err(|e| e.to_string())?,
+            );
+        }
+        Ok((snapshot, diagnoses))
+    }
+}
+
+/// Each diagnosis's flow sent and its counters read (`--confirm`), one
+/// family after the other.
+async fn confirm_all(
+    snapshot: &Snapshot,
+    diagnoses: &[Diagnosis],
+    shells: &mut impl NodeShells,
+) -> Vec<Option<Confirmation>> {
+    let mut confirmations = Vec::with_capacity(diagnoses.len());
+    for diagnosis in diagnoses {
+        err!("confirming with the kernel: sending the flow from its source");
+        confirmations.push(Some(confirm(snapshot, diagnosis, shells).await));
+    }
+    confirmations
+}
+
+/// A live diagnosis's snapshot directory, what `work` made of it, and the
+/// temporary directory that holds it (if it is one).
+type Collected<T> = (PathBuf, T, Option<(TempDir, Temporary)>);
+
+/// Collects what the request needs from the live cluster into
 /// `--save-snapshot DIR`, or a temporary directory (returned too, so that
-/// it lives as long as the diagnosis reads it).
-fn collect_live(
+/// it lives as long as the diagnosis reads it), then runs `work` on it
+/// while the nodes are still reachable.
+fn collect_live<T>(
     live: &LiveArgs,
     save: Option<&Path>,
-    packs: &LoadedPacks,
-    request: &Request,
-) -> Result<(PathBuf, Option<(TempDir, Temporary)>), Stopped> {
+    diagnose: &Diagnose,
+    work: impl AsyncFnOnce(&Path, &mut LiveCollection) -> Result<T, Stopped>,
+) -> Result<Collected<T>, Stopped> {
+    let (packs, request) = (&diagnose.packs, &diagnose.request);
     let (dir, temporary) = match save {
         Some(dir) => (dir.to_path_buf(), None),
         None => {
@@ -488,10 +604,10 @@ fn collect_live(
             )
         }
     };
-    live.run(packs, &dir, async |collection| {
+    let done = live.run(packs, &dir, async |collection| {
         collect_flow(collection, packs, request).await?;
         print_outcomes(collection, Summary::Brief);
-        Ok(())
+        work(&dir, collection).await
     })?;
     if save.is_some() {
         // A saved snapshot is replayed, maybe many times: it keeps its
@@ -505,7 +621,7 @@ fn collect_live(
             dir.display()
         );
     }
-    Ok((dir, temporary))
+    Ok((dir, done, temporary))
 }
 
 /// A bad argument or input: said on stderr, and under `-o json` as a JSON

@@ -151,7 +151,13 @@ fn compared(args: &Diff) -> Result<DiffReport, String> {
     if both_snapshots && !args.flows.selects() {
         return Err("two snapshots: give the flows to compare as `skoop matrix` takes them (a source and a destination)".into());
     }
-    let run = |dir: &Path, flows| args.flows.run(dir, flows, &|_, _| {});
+    let run = |dir: &Path, flows| {
+        let (report, snapshot) = args.flows.run(dir, flows, &|_, _| {})?;
+        // The process ends soon: freeing a large cluster object by object
+        // would take a while, and the system takes it back at once.
+        std::mem::forget(snapshot);
+        Ok::<_, String>(report)
+    };
     let (before, after) = match (before, after) {
         (Side::Saved(a), Side::Saved(b)) => (a, b),
         (Side::Snapshot(a), Side::Snapshot(b)) => (run(&a, None)?, run(&b, None)?),

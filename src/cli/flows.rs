@@ -10,6 +10,7 @@ use skoop::engine::{Diagnosis, Endpoint, Protocol};
 use skoop::matrix::{self, Destinations, Flow, PodSelector, Sources};
 use skoop::packs::LoadedPacks;
 use skoop::report::matrix::MatrixReport;
+use skoop::snapshot::Snapshot;
 
 use super::args::{
     CacheArgs, CniChoice, FamilyArg, LoadArgs, parse_endpoint, parse_port, protocol_parser,
@@ -145,13 +146,14 @@ impl Flows {
     }
 
     /// Loads `dir` and diagnoses `flows` on it (the selected ones when
-    /// `None`); `each` sees every flow's diagnosis.
+    /// `None`); `each` sees every flow's diagnosis. The snapshot is given
+    /// back with the report (`matrix --confirm` reaches its nodes).
     pub(super) fn run(
         &self,
         dir: &Path,
         flows: Option<Vec<Flow>>,
         each: &(dyn Fn(usize, &Diagnosis) + Sync),
-    ) -> Result<MatrixReport, String> {
+    ) -> Result<(MatrixReport, Arc<Snapshot>), String> {
         let (snapshot, problems) = self.cache.load(dir).map_err(|e| e.to_string())?;
         report_problems(&problems);
         report_empty_dumps(&snapshot);
@@ -172,9 +174,9 @@ impl Flows {
             each,
         )
         .map_err(|e| e.to_string())?;
-        // The process ends soon: freeing a large cluster object by object
-        // would take a while, and the system takes it back at once.
-        std::mem::forget(snapshot);
-        Ok(MatrixReport::new(dir.display().to_string(), answers))
+        Ok((
+            MatrixReport::new(dir.display().to_string(), answers),
+            snapshot,
+        ))
     }
 }

@@ -6,12 +6,15 @@ use std::process::ExitCode;
 use std::sync::Mutex;
 
 use clap::{Args, ValueEnum};
+use skoop::confirm::confirm_each;
 use skoop::engine::{Diagnosis, Verdict};
 use skoop::report::json::Report;
-use skoop::report::matrix::{FlowVerdict, MatrixReport};
+use skoop::report::matrix::{FlowConfirmation, FlowVerdict, MatrixReport};
 use skoop::report::{csv, heatmap, html, text};
+use skoop::snapshot::Snapshot;
 
 use super::flows::{FlowArgs, Flows};
+use super::live::runtime;
 use super::{EXIT_USAGE, ReportFile, json_text, terminal_lines, verdict_status, write_raw};
 
 /// Diagnose many flows of a snapshot at once: every source to every
@@ -45,6 +48,7 @@ use super::{EXIT_USAGE, ReportFile, json_text, terminal_lines, verdict_status, w
 ///   skoop matrix --snapshot snap --from-nodes --to-pods 'kube-system/k8s-app=kube-dns' -o csv
 ///   skoop matrix --snapshot snap --from default/web-0 --to-nodes --port 10250
 ///   skoop matrix --snapshot snap --from-pods '*/app=web' --to-services -o html --output matrix/
+///   skoop matrix --snapshot snap --from-pod-per-node --to-services --confirm 20 --node-exec 'ssh {address} sudo -n'
 ///
 /// Formats (-o, or guessed from the extension of --output FILE: .json,
 /// .csv, .html/.htm, anything else text):
@@ -66,6 +70,13 @@ use super::{EXIT_USAGE, ReportFile, json_text, terminal_lines, verdict_status, w
 ///      refuses (each is listed with why)
 ///   3  every flow is delivered, but some with a critical or fatal finding
 ///      about a hop of its paths (as diagnose counts them)
+///
+/// With --confirm N|all --node-exec TEMPLATE, N flows spread evenly over
+/// the matrix (or all of them) are then sent from their sources as
+/// `diagnose --confirm` sends one, --confirm-jobs at a time, and each
+/// says whether the kernel agrees (text: the counts and every flow that
+/// does not; json: each flow's `confirmation`). The exit status stays the
+/// model's.
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub struct MatrixArgs {
@@ -81,6 +92,59 @@ pub struct MatrixArgs {
     /// Write the report to FILE (for html, a directory) instead of stdout.
     #[arg(long, value_name = "FILE|DIR")]
     output: Option<PathBuf>,
+    /// After the matrix, send N of its flows (spread evenly over it), or
+    /// all of them, from their sources and read the counters on their
+    /// paths, as `diagnose --confirm` does (docs/live.md): the kernel's
+    /// answer beside the model's. Needs --node-exec. Nothing is sent
+    /// without it.
+    #[arg(long, value_name = "N|all", value_parser = parse_sample)]
+    confirm: Option<Sample>,
+    /// How --confirm reaches the snapshot's nodes: a command template run
+    /// on this machine in front of each command, as `diagnose
+    /// --node-exec` (`{node}`, `{address}`: the Node object's InternalIP).
+    #[arg(long, value_name = "TEMPLATE", requires = "confirm")]
+    node_exec: Option<String>,
+    /// How many flows --confirm sends at the same time (flows confirmed
+    /// together may count each other's packets on nodes they share).
+    #[arg(long, value_name = "JOBS", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64), requires = "confirm")]
+    confirm_jobs: u16,
+}
+
+/// How many of a matrix's flows `--confirm` sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sample {
+    /// This many, spread evenly over the matrix.
+    Spread(usize),
+    All,
+}
+
+impl Sample {
+    /// The indices of the flows to send, of `flows` in all.
+    fn indices(self, flows: usize) -> Vec<usize> {
+        match self {
+            Sample::All => (0..flows).collect(),
+            Sample::Spread(n) => {
+                let mut picked: Vec<usize> = (0..n.min(flows))
+                    .map(|k| k * flows / n.min(flows))
+                    .collect();
+                picked.dedup();
+                picked
+            }
+        }
+    }
+}
+
+/// `--confirm N|all`.
+fn parse_sample(text: &str) -> Result<Sample, String> {
+    match text {
+        "all" => Ok(Sample::All),
+        _ => match text.parse::<usize>() {
+            Ok(n) if n > 0 => Ok(Sample::Spread(n)),
+            _ => Err(format!(
+                "{text:?}: give a number of flows (1 or more) or `all`"
+            )),
+        },
+    }
 }
 
 /// What `matrix` writes.
@@ -102,6 +166,8 @@ struct Matrix {
     flows: Flows,
     format: MatrixFormat,
     output: Option<PathBuf>,
+    /// `--confirm`, `--node-exec` and `--confirm-jobs`.
+    confirm: Option<(Sample, Option<String>, usize)>,
 }
 
 impl MatrixArgs {
@@ -128,6 +194,8 @@ impl MatrixArgs {
             flows: self.flows.options(),
             format,
             output,
+            confirm: (self.confirm)
+                .map(|sample| (sample, self.node_exec, usize::from(self.confirm_jobs))),
         }
     }
 }
@@ -156,9 +224,30 @@ fn written(matrix: &Matrix) -> Result<ExitCode, String> {
         (_, Some(path)) => (Some(ReportFile::create(path)?), None),
         (_, None) => (None, None),
     };
+    let confirm = match &matrix.confirm {
+        Some(_) if !matches!(matrix.format, MatrixFormat::Text | MatrixFormat::Json) => {
+            return Err(
+                "--confirm's answers are in the text and JSON reports only: use -o text or -o json"
+                    .into(),
+            );
+        }
+        Some((_, None, _)) => {
+            return Err(
+                "--confirm reaches the snapshot's nodes through --node-exec TEMPLATE: give it"
+                    .into(),
+            );
+        }
+        Some((sample, Some(template), jobs)) => Some((*sample, template.as_str(), *jobs)),
+        None => None,
+    };
     matrix.flows.check_packs()?;
     let failed_write: Mutex<Option<String>> = Mutex::new(None);
+    // The diagnoses --confirm sends, kept until the matrix is whole.
+    let kept: Mutex<Vec<(usize, Diagnosis)>> = Mutex::new(Vec::new());
     let each = |index: usize, diagnosis: &Diagnosis| {
+        if confirm.is_some() {
+            (kept.lock().unwrap_or_else(|p| p.into_inner())).push((index, diagnosis.clone()));
+        }
         if let Some(site) = &site
             && let Err(e) = site.write_flow(index, diagnosis)
         {
@@ -168,10 +257,18 @@ fn written(matrix: &Matrix) -> Result<ExitCode, String> {
                 .get_or_insert(e);
         }
     };
-    let report = matrix.flows.run(&matrix.snapshot, None, &each)?;
+    let (mut report, snapshot) = matrix.flows.run(&matrix.snapshot, None, &each)?;
     if let Some(e) = failed_write.into_inner().unwrap_or_else(|p| p.into_inner()) {
         return Err(e);
     }
+    if let Some((sample, template, jobs)) = confirm {
+        let mut kept = kept.into_inner().unwrap_or_else(|p| p.into_inner());
+        kept.sort_by_key(|(index, _)| *index);
+        confirm_flows(&mut report, &snapshot, &kept, sample, template, jobs)?;
+    }
+    // The process ends soon: freeing a large cluster object by object
+    // would take a while, and the system takes it back at once.
+    std::mem::forget(snapshot);
     let written = match matrix.format {
         MatrixFormat::Text => terminal_lines(&text::matrix(&report)),
         MatrixFormat::Json => json_text(&report).map_err(|_| "cannot encode the report")?,
@@ -189,6 +286,43 @@ fn written(matrix: &Matrix) -> Result<ExitCode, String> {
         }
     };
     Ok(done.err().unwrap_or_else(|| status(&report)))
+}
+
+/// Sends `sample` of the diagnosed flows (`kept`, by index) through
+/// `template`, `jobs` at a time, and adds each one's answer to its flow.
+fn confirm_flows(
+    report: &mut MatrixReport,
+    snapshot: &Snapshot,
+    kept: &[(usize, Diagnosis)],
+    sample: Sample,
+    template: &str,
+    jobs: usize,
+) -> Result<(), String> {
+    let chosen: Vec<&(usize, Diagnosis)> = sample
+        .indices(kept.len())
+        .into_iter()
+        .filter_map(|i| kept.get(i))
+        .collect();
+    let diagnoses: Vec<&Diagnosis> = chosen.iter().map(|(_, diagnosis)| diagnosis).collect();
+    let total = diagnoses.len();
+    let started = |i: usize| {
+        if let Some((index, _)) = chosen.get(i) {
+            let flow = &report.flows[*index];
+            err!(
+                "confirming flow {} of {total} with the kernel: {} -> {}",
+                i + 1,
+                flow.from,
+                flow.to
+            );
+        }
+    };
+    let confirmations = runtime()
+        .map_err(|_| "cannot start the async runtime".to_string())?
+        .block_on(confirm_each(snapshot, &diagnoses, template, jobs, &started));
+    for ((index, _), confirmation) in chosen.iter().zip(&confirmations) {
+        report.flows[*index].confirmation = Some(FlowConfirmation::new(confirmation));
+    }
+    Ok(())
 }
 
 /// The exit status of a matrix: its worst flow's, as diagnose would exit.

@@ -215,6 +215,30 @@ impl LiveCollection {
         count
     }
 
+    /// The shell of `node`, opened the first time it is asked for (and kept
+    /// for the rest of the run); `Err` says why the node cannot be reached.
+    pub async fn shell(&mut self, node: &str) -> Result<Arc<NodeShell>, String> {
+        if let Some(shell) = self.shells.get(node) {
+            return Ok(shell.clone());
+        }
+        if let Some(reason) = self.unreachable.get(node) {
+            return Err(reason.clone());
+        }
+        if !self.nodes.contains_key(node) {
+            return Err(format!("the cluster has no node {node}"));
+        }
+        match self.open_shell(node).await.map(Arc::new) {
+            Ok(shell) => {
+                self.shells.insert(node.to_string(), shell.clone());
+                Ok(shell)
+            }
+            Err(reason) => {
+                self.unreachable.insert(node.to_string(), reason.clone());
+                Err(reason)
+            }
+        }
+    }
+
     async fn collect_on_node(
         &self,
         node: String,

@@ -100,7 +100,7 @@ pub async fn collect_pod(
     // Checked before anything runs on the node.
     id.path_in(root)?;
     let path = find_pod_netns(shell, pod).await?;
-    let enter = vec!["nsenter".to_string(), format!("--net={path}")];
+    let enter = nsenter(&path);
     let out = namespace_dir(root, &id)?;
     let namespace = format!(
         "pod {}/{} on node {} ({path})",
@@ -139,6 +139,17 @@ async fn find_pod_netns(shell: &NodeShell, pod: &PodOnNode) -> Result<String, Co
     } else {
         format!("the search failed ({}): {stderr}", output.status)
     }))
+}
+
+/// The words that run a command in `pod`'s network namespace on its node,
+/// found by [`FIND_POD_NETNS`].
+pub async fn enter_pod(shell: &NodeShell, pod: &PodOnNode) -> Result<Vec<String>, CollectError> {
+    Ok(nsenter(&find_pod_netns(shell, pod).await?))
+}
+
+/// `nsenter --net=PATH`: the words that enter the namespace at `path`.
+fn nsenter(path: &str) -> Vec<String> {
+    vec!["nsenter".to_string(), format!("--net={path}")]
 }
 
 #[cfg(test)]

@@ -120,6 +120,7 @@ mod tests {
                 evidence: String::new(),
             }),
             error: None,
+            confirmation: None,
         }
     }
 

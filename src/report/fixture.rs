@@ -47,6 +47,7 @@ pub fn fanned_out(paths: usize, depth: usize) -> Report {
         links: Vec::new(),
         findings: Vec::new(),
         off_path: Vec::new(),
+        confirmation: None,
         other_families: Vec::new(),
     };
     for path in 0..paths {

@@ -210,6 +210,7 @@ mod tests {
                 evidence: String::new(),
             }),
             error: None,
+            confirmation: None,
         }
     }
 

@@ -7,11 +7,13 @@
 use petgraph::visit::EdgeRef;
 use serde::Serialize;
 
+use crate::confirm::{Confirmation, Counted};
 use crate::diagnostic::{Evidence, FindingStatus, evidence_text};
 use crate::engine::{
     Diagnosis, Finding, Hop, HopKind, Link, LinkKind, PacketFields, PacketSize, Question, Step,
 };
 use crate::net::{Family, Protocol};
+use crate::netstack::netfilter::RulesetKind;
 
 /// The version of this contract.
 pub const SCHEMA_VERSION: u32 = 2;
@@ -43,10 +45,149 @@ pub struct Report {
     /// (their `paths` empty): they change neither `disposition` nor the
     /// exit status.
     pub off_path: Vec<FindingOut>,
+    /// With `--confirm`: what the kernel did with the flow's own packets
+    /// beside what the model said.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub confirmation: Option<ConfirmationOut>,
     /// A dual-stack destination asked in both families: the report of the
     /// other family (this one is the destination's first address's).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub other_families: Vec<Report>,
+}
+
+/// `--confirm`'s answer (`docs/json.md`, "Confirmation").
+#[derive(Debug, Serialize)]
+pub struct ConfirmationOut {
+    /// What was sent, in words.
+    pub probe: String,
+    /// The hop it was sent from; `null` where there is none.
+    pub from: Option<String>,
+    /// `connected`, `refused`, `reset`, `timed_out`, `replied`,
+    /// `unreachable`, `sent` or `unknown`.
+    pub kernel: &'static str,
+    /// What the tool said, for `unreachable` and `unknown`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kernel_detail: Option<String>,
+    /// Whether the kernel delivered the flow; `null`: unknown.
+    pub kernel_delivers: Option<bool>,
+    /// `delivered`, `not_delivered`, or `some_backends`.
+    pub model: &'static str,
+    /// `null` where the kernel's answer is unknown.
+    pub agree: Option<bool>,
+    /// Why they do not agree, or what is unknown.
+    pub why: Option<String>,
+    /// Where the counters show the packet stopping.
+    pub stopped_at: Option<String>,
+    pub counters: Vec<CounterOut>,
+    /// Namespaces whose counters could not be read.
+    pub unread: Vec<UnreadOut>,
+}
+
+/// A counter that moved during the probe.
+#[derive(Debug, Serialize)]
+pub struct CounterOut {
+    pub hop: String,
+    /// `iptables` (ip6tables too), `nftables`, `nstat` or `conntrack`.
+    pub kind: &'static str,
+    pub packets: u64,
+    /// The rule's dump file in the snapshot and its line (absent where the
+    /// snapshot does not hold the rule).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub table: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chain: Option<String>,
+    /// The rule as written, the SNMP counter's name, or the conntrack entry.
+    pub what: String,
+    /// The model's path stops at this rule.
+    pub stopping: bool,
+    /// The counter says the packet stops at this hop.
+    pub drop: bool,
+    /// The whole move in words.
+    pub text: String,
+}
+
+/// A namespace whose counters could not be read.
+#[derive(Debug, Serialize)]
+pub struct UnreadOut {
+    pub hop: String,
+    pub why: String,
+}
+
+impl ConfirmationOut {
+    pub fn new(confirmation: &Confirmation) -> ConfirmationOut {
+        let counters = confirmation
+            .counters
+            .iter()
+            .map(|moved| {
+                let mut out = CounterOut {
+                    hop: moved.hop.to_string(),
+                    kind: "iptables",
+                    packets: moved.packets,
+                    file: None,
+                    line: None,
+                    table: None,
+                    chain: None,
+                    what: String::new(),
+                    stopping: false,
+                    drop: moved.is_drop(),
+                    text: moved.describe(),
+                };
+                match &moved.counted {
+                    Counted::Rule {
+                        ruleset,
+                        file,
+                        line,
+                        table,
+                        chain,
+                        text,
+                        stopping,
+                        ..
+                    } => {
+                        if *ruleset == RulesetKind::Nftables {
+                            out.kind = "nftables";
+                        }
+                        out.file = file.as_ref().map(|f| f.display().to_string());
+                        out.line = *line;
+                        out.table = Some(table.clone());
+                        out.chain = Some(chain.clone());
+                        out.what = text.clone();
+                        out.stopping = *stopping;
+                    }
+                    Counted::Nstat { name, .. } => {
+                        out.kind = "nstat";
+                        out.what = name.clone();
+                    }
+                    Counted::Conntrack { entry } => {
+                        out.kind = "conntrack";
+                        out.what = entry.clone();
+                    }
+                }
+                out
+            })
+            .collect();
+        ConfirmationOut {
+            probe: confirmation.probe.clone(),
+            from: confirmation.from.as_ref().map(ToString::to_string),
+            kernel: confirmation.kernel.as_str(),
+            kernel_detail: confirmation.kernel.detail().map(str::to_string),
+            kernel_delivers: confirmation.kernel_delivers,
+            model: confirmation.model.as_str(),
+            agree: confirmation.agree,
+            why: confirmation.why.clone(),
+            stopped_at: confirmation.stopped_at.as_ref().map(ToString::to_string),
+            counters,
+            unread: (confirmation.unread.iter())
+                .map(|(hop, why)| UnreadOut {
+                    hop: hop.to_string(),
+                    why: why.clone(),
+                })
+                .collect(),
+        }
+    }
 }
 
 /// The question as resolved (`docs/json.md`, "Request").
@@ -371,8 +512,26 @@ impl Report {
                 .iter()
                 .map(|finding| FindingOut::new(finding, Vec::new()))
                 .collect(),
+            confirmation: None,
             other_families: Vec::new(),
         }
+    }
+
+    /// The report with each family's `--confirm` answer, in the order of
+    /// [`Report::of_families`]: this report's first, then its
+    /// `other_families`'.
+    pub fn with_confirmations(mut self, confirmations: &[Option<Confirmation>]) -> Report {
+        let mut confirmations = confirmations.iter();
+        let mut next = || {
+            confirmations
+                .next()
+                .and_then(|c| c.as_ref().map(ConfirmationOut::new))
+        };
+        self.confirmation = next();
+        for other in &mut self.other_families {
+            other.confirmation = next();
+        }
+        self
     }
 
     /// The report of one question asked in several families: the first's,

@@ -6,6 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::confirm::Confirmation;
 use crate::diagnostic::evidence_text;
 use crate::engine::{Diagnosis, Finding, Protocol, Severity, Verdict};
 use crate::net::Family;
@@ -68,6 +69,37 @@ pub struct FlowOut {
     /// Why `diagnose` refuses the flow.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// With `matrix --confirm`, for the flows it sent: the kernel's answer
+    /// beside the model's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirmation: Option<FlowConfirmation>,
+}
+
+/// `matrix --confirm`'s answer for one flow: `diagnose --confirm`'s
+/// `confirmation` in brief.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FlowConfirmation {
+    /// As `diagnose`'s `confirmation.kernel`.
+    pub kernel: String,
+    /// `null` where the kernel's answer is unknown.
+    pub agree: Option<bool>,
+    /// Where the counters show the packet stopping.
+    #[serde(default)]
+    pub stopped_at: Option<String>,
+    /// Why they disagree, or what is unknown.
+    #[serde(default)]
+    pub why: Option<String>,
+}
+
+impl FlowConfirmation {
+    pub fn new(confirmation: &Confirmation) -> FlowConfirmation {
+        FlowConfirmation {
+            kernel: confirmation.kernel.as_str().to_string(),
+            agree: confirmation.agree,
+            stopped_at: confirmation.stopped_at.as_ref().map(ToString::to_string),
+            why: confirmation.why.clone(),
+        }
+    }
 }
 
 impl FlowOut {
@@ -242,6 +274,7 @@ impl FlowOut {
             failing_paths: diagnosis.paths.iter().filter(|p| !p.succeeds()).count(),
             finding: first_finding(diagnosis, verdict).map(CauseOut::new),
             error: None,
+            confirmation: None,
         }
     }
 
@@ -266,6 +299,7 @@ impl FlowOut {
             failing_paths: 0,
             finding: None,
             error: Some(error),
+            confirmation: None,
         }
     }
 }

@@ -10,10 +10,11 @@
 
 use petgraph::graph::NodeIndex;
 
+use crate::confirm::Confirmation;
 use crate::diagnostic::evidence_text;
 use crate::engine::{Diagnosis, Disposition, Finding, HopId, HopKind, PathResult, Severity, Step};
 use crate::report::json::{finding_paths, link_kind};
-use crate::report::matrix::{DiffReport, FlowOut, FlowVerdict, MatrixReport};
+use crate::report::matrix::{DiffReport, FlowConfirmation, FlowOut, FlowVerdict, MatrixReport};
 use crate::report::picture::{Share, assumed_mark, shares};
 
 /// How much of each path the text report shows.
@@ -50,6 +51,59 @@ pub fn diagnosis(diagnosis: &Diagnosis, detail: Detail) -> Vec<String> {
         &diagnosis.off_path,
         "also on these nodes (not about this flow's paths):",
     ));
+    lines
+}
+
+/// `--confirm`'s answer: what was sent and what the kernel did, whether
+/// the model agrees, and the counters that moved, hop by hop.
+pub fn confirmation(confirmation: &Confirmation) -> Vec<String> {
+    let from = (confirmation.from.as_ref())
+        .map(|hop| format!(" sent from {hop}"))
+        .unwrap_or_default();
+    let kernel = match confirmation.kernel.detail() {
+        Some(detail) => format!("{} ({detail})", confirmation.kernel.as_str()),
+        None => confirmation.kernel.as_str().to_string(),
+    };
+    let mut lines = vec![
+        String::new(),
+        format!("confirmed with the kernel: {}{from}", confirmation.probe),
+        format!("  kernel: {kernel}; model: {}", confirmation.model.as_str()),
+    ];
+    lines.push(match (confirmation.agree, &confirmation.why) {
+        (Some(true), _) => "  the model and the kernel agree".to_string(),
+        (Some(false), Some(why)) => format!("  the model and the kernel DISAGREE: {why}"),
+        (Some(false), None) => "  the model and the kernel DISAGREE".to_string(),
+        (None, Some(why)) => format!("  agreement unknown: {why}"),
+        (None, None) => "  agreement unknown".to_string(),
+    });
+    let mut hops: Vec<&HopId> = Vec::new();
+    for moved in &confirmation.counters {
+        if !hops.contains(&&moved.hop) {
+            hops.push(&moved.hop);
+        }
+    }
+    if !hops.is_empty() {
+        lines.push("  counters during the probe:".to_string());
+    }
+    for hop in hops {
+        lines.push(format!("    {hop}:"));
+        for moved in confirmation.counters.iter().filter(|m| &m.hop == hop) {
+            lines.push(format!("      {}", moved.describe()));
+        }
+    }
+    for (hop, why) in &confirmation.unread {
+        lines.push(format!("  not read at {hop}: {why}"));
+    }
+    if let Some(hop) = &confirmation.stopped_at {
+        lines.push(format!("  the counters show the packet stopping at {hop}"));
+    }
+    if confirmation.agree == Some(false) {
+        lines.push(
+            "  something changed since the snapshot was collected, or the model is wrong there: \
+             collect again (a live diagnosis does) and compare"
+                .to_string(),
+        );
+    }
     lines
 }
 
@@ -477,6 +531,48 @@ pub fn matrix(report: &MatrixReport) -> Vec<String> {
         lines.push(String::new());
         lines.push(format!("{} without a finding:", unexplained.len()));
         lines.extend(unexplained.iter().map(|f| flow_line(f)));
+    }
+    lines.extend(confirmed_lines(report));
+    lines
+}
+
+/// `matrix --confirm`'s answers: how many flows agree, and every flow that
+/// does not or whose answer is unknown.
+fn confirmed_lines(report: &MatrixReport) -> Vec<String> {
+    let confirmed: Vec<(&FlowOut, &FlowConfirmation)> = (report.flows.iter())
+        .filter_map(|f| f.confirmation.as_ref().map(|c| (f, c)))
+        .collect();
+    if confirmed.is_empty() {
+        return Vec::new();
+    }
+    let count = |agree| confirmed.iter().filter(|(_, c)| c.agree == agree).count();
+    let mut lines = vec![
+        String::new(),
+        format!(
+            "confirmed with the kernel: {} flows, {} agree, {} disagree, {} unknown",
+            confirmed.len(),
+            count(Some(true)),
+            count(Some(false)),
+            count(None)
+        ),
+    ];
+    for (flow, confirmation) in confirmed.iter().filter(|(_, c)| c.agree != Some(true)) {
+        let verdict = if confirmation.agree == Some(false) {
+            "DISAGREE"
+        } else {
+            "unknown"
+        };
+        let at = (confirmation.stopped_at.as_ref())
+            .map(|hop| format!(", stopping at {hop}"))
+            .unwrap_or_default();
+        let why = confirmation.why.as_deref().unwrap_or_default();
+        lines.push(format!(
+            "    {} -> {} ({}): {verdict}: kernel {}{at}: {why}",
+            flow.from,
+            flow.to,
+            flow.carried(),
+            confirmation.kernel
+        ));
     }
     lines
 }

@@ -2828,6 +2828,10 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
             let live_dir = tempfile::tempdir().expect("temp dir");
             live::collect_live(&server, cluster, live_dir.path());
             live::assert_same_diagnosis(&diagnosis, live_dir.path(), &request, &name);
+            if confirms(fault) {
+                let template = live::node_exec(cluster);
+                confirm_case(live_dir.path(), &request, kind, &template, fault, kernel, &name);
+            }
             diagnosis
         }
         (None, Some(real)) => {
@@ -2849,6 +2853,13 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
                 "{name}: the kernel's answer changed while the snapshot was collected \
                  (a component repaired or changed the fault)"
             );
+            // (Collector pods run skoop's image, which has no nc or ping
+            // yet; a client outside the cluster cannot be sent from.)
+            if !matches!(kind, LabKind::Kubelet(_)) && peer != Peer::FromOutside && confirms(fault)
+            {
+                let template = real.node_exec();
+                confirm_case(dir.path(), &request, kind, &template, fault, kernel, &name);
+            }
             engine::diagnose(&live::load(dir.path()), &request, &packs)
                 .expect("the request resolves")
         }
@@ -2994,9 +3005,58 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
     Some(row)
 }
 
+/// Whether a case is also asked with `--confirm`: every case with
+/// `SKOOP_LAB_CONFIRM=all` (214 cases agreed when it was written, a few
+/// seconds each); else the healthy TCP case of each group and every case a
+/// netfilter rule stops (whose counter must move), which keeps the full
+/// lab within CI's time.
+fn confirms(fault: &Fault) -> bool {
+    std::env::var("SKOOP_LAB_CONFIRM").is_ok_and(|all| all == "all")
+        || fault.name == HEALTHY_TCP.name
+        || fault.expected == Disposition::DeniedByNetfilter
+}
+
+/// The kernel asked through skoop itself (`--confirm` on the snapshot in
+/// `dir`, collected live, the nodes reached as collection reached them)
+/// must agree with the model; `kernel` is what the case's own connect or
+/// ping said. A size is sent as a ping (`ping -M do`), as the case's own.
+fn confirm_case(
+    dir: &std::path::Path,
+    request: &Request,
+    kind: LabKind,
+    template: &str,
+    fault: &Fault,
+    kernel: bool,
+    name: &str,
+) {
+    let mut args = diagnose_args(dir, request);
+    args.extend(["--confirm", "--node-exec", template].map(String::from));
+    // A transfer that stalls still connects: the probe's answer is
+    // compared only where the case's is a connect or a ping.
+    let transfer = fault.mtu.as_ref().is_some_and(|mtu| mtu.size.is_none());
+    let asked = (!transfer).then_some(kernel);
+    // kube-proxy's nftables rules have no `counter`: nothing counts there.
+    let nft = matches!(kind, LabKind::Real(_, ProxyMode::Nftables));
+    let stops_at_a_counted_rule = fault.expected == Disposition::DeniedByNetfilter && !nft;
+    crate::confirm::assert_agrees(&args, asked, stops_at_a_counted_rule, name);
+}
+
 /// `skoop diagnose`'s exit status for `request` on the snapshot in `dir`:
 /// the binary, run as a user or a script runs it.
 fn exit_status(dir: &std::path::Path, request: &Request) -> i32 {
+    let args = diagnose_args(dir, request);
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_skoop"))
+        .args(&args)
+        .output()
+        .expect("run skoop");
+    output
+        .status
+        .code()
+        .unwrap_or_else(|| panic!("skoop {args:?} ended by a signal"))
+}
+
+/// `skoop diagnose --snapshot DIR` of `request`'s flow, as a user writes it.
+fn diagnose_args(dir: &std::path::Path, request: &Request) -> Vec<String> {
     let mut args: Vec<String> = vec![
         "diagnose".into(),
         "--snapshot".into(),
@@ -3024,14 +3084,7 @@ fn exit_status(dir: &std::path::Path, request: &Request) -> i32 {
     if let Some(family) = request.family {
         args.extend(["--family".into(), family.to_string().to_lowercase()]);
     }
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_skoop"))
-        .args(&args)
-        .output()
-        .expect("run skoop");
-    output
-        .status
-        .code()
-        .unwrap_or_else(|| panic!("skoop {args:?} ended by a signal"))
+    args
 }
 
 #[test]

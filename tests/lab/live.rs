@@ -55,7 +55,7 @@ fn text(output: &Output) -> String {
 }
 
 /// `ip netns exec <the lab's prefix>-{node}`: the lab's node namespaces.
-fn node_exec(cluster: &Cluster) -> String {
+pub fn node_exec(cluster: &Cluster) -> String {
     let node = &cluster.nodes[0];
     let prefix = node
         .ns
@@ -190,15 +190,15 @@ pub fn assert_same_diagnosis(offline: &Diagnosis, live: &Path, request: &Request
 
 /// A lab cluster, the snapshot `collect local` assembled of it, and a real
 /// API server holding its objects (dropped in this order).
-struct ServedLab {
-    server: ApiServer,
-    offline: tempfile::TempDir,
-    cluster: Cluster,
-    lab: Lab,
+pub struct ServedLab {
+    pub server: ApiServer,
+    pub offline: tempfile::TempDir,
+    pub cluster: Cluster,
+    pub lab: Lab,
 }
 
 /// `None` where the lab is skipped.
-fn served_lab(cni: &dyn crate::cluster::Cni, nodes: u8) -> Option<ServedLab> {
+pub fn served_lab(cni: &dyn crate::cluster::Cni, nodes: u8) -> Option<ServedLab> {
     let Availability::Run = availability() else {
         return None;
     };

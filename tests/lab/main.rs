@@ -10,6 +10,7 @@ mod calico;
 mod cilium;
 mod cluster;
 mod collect_cli;
+mod confirm;
 mod diagnose;
 mod flannel;
 mod flannel_vxlan;

@@ -189,6 +189,7 @@ impl<K: Resource<Scope: Scope> + Metadata<Ty = meta::ObjectMeta>> Kind for K {
         wire::Metadata {
             name: metadata.name,
             namespace: metadata.namespace,
+            uid: metadata.uid,
             labels: metadata.labels.map(StringMap),
             annotations: metadata.annotations.map(StringMap),
         }
@@ -412,6 +413,7 @@ impl Conversion {
         Some(ObjectMeta {
             namespace,
             name,
+            uid: metadata.uid.unwrap_or_default(),
             labels: metadata.labels.unwrap_or_default().0,
             annotations: metadata.annotations.unwrap_or_default().0,
             source,

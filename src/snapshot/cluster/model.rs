@@ -44,6 +44,9 @@ pub struct ObjectMeta {
     /// Empty for cluster-scoped objects, as in Kubernetes.
     pub namespace: String,
     pub name: String,
+    /// `metadata.uid` (empty where the object has none): how a pod's network
+    /// namespace is found on its node (`collect::node`).
+    pub uid: String,
     pub labels: Labels,
     pub annotations: BTreeMap<String, String>,
     pub source: ObjectSource,

@@ -98,6 +98,7 @@ lean! {
     Metadata as "ObjectMeta" {
         name: String = "name",
         namespace: String = "namespace",
+        uid: String = "uid",
         labels: StringMap = "labels",
         annotations: StringMap = "annotations",
     }

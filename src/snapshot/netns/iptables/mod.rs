@@ -107,7 +107,8 @@ impl TableName {
         }
     }
 
-    fn parse(name: &str) -> Option<TableName> {
+    /// The table of this name, if iptables has one.
+    pub fn parse(name: &str) -> Option<TableName> {
         Self::ALL.into_iter().find(|t| t.as_str() == name)
     }
 }

@@ -174,6 +174,8 @@ pub struct Rule {
     pub handle: Option<u64>,
     pub comment: Option<String>,
     pub statements: Vec<Statement>,
+    /// The packets its `counter` statement counted, where it has one.
+    pub packets: Option<u64>,
     /// Where the rule's object is in the dump (1-based line and column).
     pub position: (usize, usize),
 }

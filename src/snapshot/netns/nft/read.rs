@@ -230,6 +230,9 @@ impl Reader<'_> {
                 .and_then(Value::as_str)
                 .map(str::to_string),
             statements,
+            packets: expressions
+                .iter()
+                .find_map(|e| e.get("counter")?.get("packets")?.as_u64()),
             position,
         };
         self.rules.push((family, table, chain, rule));
