@@ -15,7 +15,7 @@ use skoop::report::json::{ErrorReport, Report};
 use skoop::report::picture::Picture;
 use skoop::report::text::{self, Detail};
 use skoop::report::{dot, html, svg};
-use skoop::snapshot::cluster::cache;
+use skoop::snapshot::cluster::{Budget, cache};
 use skoop::snapshot::input::Boundary;
 use tempfile::TempDir;
 
@@ -428,7 +428,13 @@ impl Diagnose {
         let (dir, _temporary) = match &self.input {
             Input::Snapshot(dir) => (dir.clone(), None),
             Input::Live { live, save } => {
-                match collect_live(live, save.as_deref(), &self.packs, &self.request) {
+                match collect_live(
+                    live,
+                    save.as_deref(),
+                    &self.packs,
+                    &self.request,
+                    self.cache.budget(),
+                ) {
                     Ok(collected) => collected,
                     Err(Stopped::Error(message)) => return usage_error(self.output, message),
                     Err(stopped) => return stopped.report(),
@@ -471,6 +477,7 @@ fn collect_live(
     save: Option<&Path>,
     packs: &LoadedPacks,
     request: &Request,
+    budget: Budget,
 ) -> Result<(PathBuf, Option<(TempDir, Temporary)>), Stopped> {
     let (dir, temporary) = match save {
         Some(dir) => (dir.to_path_buf(), None),
@@ -497,7 +504,7 @@ fn collect_live(
         // A saved snapshot is replayed, maybe many times: it keeps its
         // objects' model as `collect cluster` does (and is diagnosed from it
         // here too).
-        if let Err(e) = cache::write(&dir, &Boundary::new(&dir)) {
+        if let Err(e) = cache::write(&dir, &Boundary::new(&dir), budget) {
             err!("warning: no cluster cache written: {e}");
         }
         err!(
