@@ -113,9 +113,9 @@ pub enum Written {
     /// two-space JSON Lists of one kind in files of about [`FILE_BYTES`].
     Collector,
     /// As `kubectl get <kind> -A -o json|yaml > <kind>.json|yaml` writes
-    /// them by hand: each Pod as complete as kubectl prints one (volumes,
-    /// mounts, probes, resources, environment, owner, tolerations, status
-    /// in full), one file per kind however large (every pod in one), JSON
+    /// them by hand: each Pod as complete as kubectl prints one (volume,
+    /// mount, probe, resources, environment, owner, tolerations, status in
+    /// full), one file per kind however large (every pod in one), JSON
     /// indented by four spaces, YAML in block style with sorted keys.
     Kubectl(Syntax),
 }
@@ -871,6 +871,7 @@ impl ListWriter {
                 let mut text = String::new();
                 yaml_node(item, 2, &mut text);
                 text.replace_range(..2, "- ");
+                self.first = false;
                 self.out.write_all(text.as_bytes())?;
                 self.written += text.len() as u64;
                 return Ok(());
@@ -1009,9 +1010,8 @@ fn yaml_scalar(value: &Value) -> String {
 }
 
 /// Completes a pod as kubectl prints one from a real cluster: the service
-/// account's projected volume and its mount, probes, resources,
-/// environment, security context, its ReplicaSet and the default
-/// tolerations.
+/// account's projected volume and its mount, a probe, resources, an
+/// environment variable, its ReplicaSet and the default tolerations.
 fn complete_pod(pod: &mut Value) {
     let name = pod["metadata"]["name"].as_str().unwrap_or("pod").to_owned();
     let owner = name
@@ -1030,17 +1030,10 @@ fn complete_pod(pod: &mut Value) {
         "timeoutSeconds": 1});
     let spec = &mut pod["spec"];
     if let Some(container) = spec["containers"].get_mut(0) {
-        container["env"] = json!([
-            {"name": "POD_NAME", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}}},
-            {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}},
-            {"name": "LOG_LEVEL", "value": "info"},
-        ]);
-        container["livenessProbe"] = probe.clone();
+        container["env"] = json!([{"name": "LOG_LEVEL", "value": "info"}]);
         container["readinessProbe"] = probe;
-        container["resources"] = json!({"limits": {"cpu": "500m", "memory": "256Mi"},
+        container["resources"] = json!({"limits": {"memory": "256Mi"},
             "requests": {"cpu": "100m", "memory": "128Mi"}});
-        container["securityContext"] = json!({"allowPrivilegeEscalation": false,
-            "capabilities": {"drop": ["ALL"]}, "runAsNonRoot": true, "runAsUser": 65534});
         container["volumeMounts"] = json!([{"mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
             "name": volume, "readOnly": true}]);
     }
