@@ -444,14 +444,15 @@ fn resolve(value: &str) -> Result<Plain> {
         "false" => return Ok(Plain::Bool(false)),
         _ => {}
     }
-    let lower = value.to_ascii_lowercase();
-    let unsigned = lower.trim_start_matches(['+', '-']);
-    if matches!(
-        lower.as_str(),
-        "y" | "n" | "yes" | "no" | "on" | "off" | "true" | "false" | "null"
-    ) || matches!(
+    // Without allocating: most scalars are longer than any of these words.
+    let unsigned = value.trim_start_matches(['+', '-']);
+    let spelled = |words: &[&str], text: &str| words.iter().any(|w| text.eq_ignore_ascii_case(w));
+    if spelled(
+        &["y", "n", "yes", "no", "on", "off", "true", "false", "null"],
+        value,
+    ) || spelled(
+        &["inf", ".inf", "infinity", "nan", ".nan", "infinite"],
         unsigned,
-        "inf" | ".inf" | "infinity" | "nan" | ".nan" | "infinite"
     ) {
         return Err(Refused);
     }
