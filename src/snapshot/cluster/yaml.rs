@@ -64,8 +64,9 @@ type Result<T> = std::result::Result<T, Refused>;
 /// problem.
 pub(super) fn read(path: &Path, text: &str) -> Option<Vec<(Object, Position)>> {
     // Lone carriage returns break lines in YAML, not in positions: the
-    // general reader translates them.
-    if text.contains('\r') {
+    // general reader translates them. Characters YAML does not allow are
+    // its to report.
+    if !printable(text) {
         return None;
     }
     let mut reader = Reader {
@@ -87,6 +88,20 @@ pub(super) fn read(path: &Path, text: &str) -> Option<Vec<(Object, Position)>> {
     }
     // A file without an object is the general reader's to report.
     (!document.objects.is_empty()).then_some(document.objects)
+}
+
+/// Whether `text` holds only characters YAML allows (and no carriage
+/// return, nor a byte-order mark inside).
+fn printable(text: &str) -> bool {
+    text.bytes()
+        .all(|b| matches!(b, b'\t' | b'\n' | 0x20..=0x7e | 0x80..))
+        && (text.is_ascii()
+            || text.chars().all(|c| {
+                !matches!(
+                    c,
+                    '\u{80}'..='\u{84}' | '\u{86}'..='\u{9f}' | '\u{feff}' | '\u{fffe}' | '\u{ffff}'
+                )
+            }))
 }
 
 /// The text and where the reader is in it.

@@ -257,3 +257,27 @@ fn items_keep_their_lines() {
     assert_eq!(lines, starts);
     assert!(objects.iter().all(|(_, at)| at.column == 3));
 }
+
+// Found by the cluster_objects fuzzer: a NUL in a plain scalar, which the
+// general reader refuses as a character YAML does not allow.
+#[test]
+fn characters_yaml_does_not_allow_are_the_general_readers_to_report() {
+    for text in [
+        "a: b\0c\n",
+        "a: b\u{7f}\n",
+        "a: b\u{85}c\u{9f}\n",
+        "a: \u{feff}b\n",
+    ] {
+        assert!(read(Path::new("k.yaml"), text).is_none(), "{text:?}");
+        let fast = crate::snapshot::cluster::load_file_text(Path::new("k.yaml"), text);
+        let positioned = load_file_text_as(Path::new("k.yaml"), text, Reading::Positioned);
+        assert_eq!(format!("{fast:?}"), format!("{positioned:?}"));
+    }
+    assert!(printable("é ü ☃ \u{85}\t\n"));
+    let seed = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fuzz/seeds/cluster_objects/nul-in-a-plain-scalar.yaml");
+    let text = String::from_utf8(std::fs::read(seed).unwrap()).unwrap();
+    let fast = crate::snapshot::cluster::load_file_text(Path::new("k.yaml"), &text);
+    let positioned = load_file_text_as(Path::new("k.yaml"), &text, Reading::Positioned);
+    assert_eq!(format!("{fast:?}"), format!("{positioned:?}"));
+}
