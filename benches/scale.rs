@@ -62,6 +62,10 @@ fn main() {
     let base: PathBuf =
         std::env::var_os("SKOOP_SCALE_DIR").map_or_else(|| temporary.path().into(), PathBuf::from);
     let skoop = Path::new(env!("CARGO_BIN_EXE_skoop"));
+    if std::env::var("SKOOP_SCALE_SHAPE").as_deref() == Ok("kubectl") {
+        kubectl(&sizes, &base, skoop);
+        return;
+    }
     let before = std::env::var_os("SKOOP_SCALE_BEFORE").map(PathBuf::from);
     println!(
         "| nodes (pods / services / policies) | cluster/ | diagnose, files | snapshot check | snapshot cache (size) | diagnose, cache | diagnose --cni none, cache | python3 json.load | python / diagnose, cache |{}",
@@ -104,7 +108,7 @@ fn main() {
         if cache.exists() {
             std::fs::remove_file(&cache).expect("the old cache is removed");
         }
-        let from_files = skoop_run(&["diagnose", "--snapshot"]);
+        let from_files = skoop_run(&["diagnose", "--no-cache", "--snapshot"]);
         let check = skoop_run(&["snapshot", "check"]);
         let written = run(Command::new(skoop).args(["snapshot", "cache"]).arg(&dir));
         assert_eq!(written.exit, Some(0), "skoop snapshot cache failed");
@@ -147,4 +151,99 @@ fn generated_size(dir: &Path) -> u64 {
                 .sum()
         })
         .unwrap_or(0)
+}
+
+/// The kubectl-shaped clusters (`SKOOP_SCALE_SHAPE=kubectl`): the same
+/// objects written as `kubectl get -o json` and as `kubectl get -o yaml`
+/// write them by hand, one file per kind (every pod in one), each Pod
+/// complete (`cluster::Written::Kubectl`). For each size: one flow from
+/// the YAML files and from the JSON files (`--no-cache`), the first
+/// diagnosis of the JSON snapshot without a cache (which writes it), the
+/// second (which reads it), and Python's `json.load` and
+/// `yaml.load(Loader=yaml.CSafeLoader)` of the same files, one after the
+/// other in one process each (`SKOOP_SCALE_PYTHON_YAML=0`: not the latter).
+fn kubectl(sizes: &[usize], base: &Path, skoop: &Path) {
+    println!(
+        "| nodes | cluster/ JSON / YAML (largest file) | diagnose, YAML files | diagnose, JSON files | YAML / JSON (wall) | first diagnose (writes the cache) | second diagnose (reads it) | python3 json.load | python3 yaml CSafeLoader |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
+    for &nodes in sizes {
+        let dir = |syntax: &str| base.join(format!("{nodes}-kubectl-{syntax}"));
+        let (json, yaml) = (dir("json"), dir("yaml"));
+        for (path, syntax) in [
+            (&json, cluster::Syntax::Json),
+            (&yaml, cluster::Syntax::Yaml),
+        ] {
+            if !path.exists() {
+                cluster::generate_written(
+                    nodes,
+                    cluster::Cni::FlannelVxlan,
+                    cluster::Written::Kubectl(syntax),
+                    path,
+                    Path::new("/dev/null"),
+                );
+            }
+        }
+        let diagnose = |dir: &Path, extra: &[&str]| {
+            let mut command = Command::new(skoop);
+            command
+                .arg("diagnose")
+                .args(extra)
+                .arg("--snapshot")
+                .arg(dir)
+                .args(["--from", "default/web-0", "--to", "svc/default/web"]);
+            command
+        };
+        let from_yaml = fastest(|| diagnose(&yaml, &["--no-cache"]));
+        let from_json = fastest(|| diagnose(&json, &["--no-cache"]));
+        let cache = json.join("cluster.cache");
+        if cache.exists() {
+            std::fs::remove_file(&cache).expect("the old cache is removed");
+        }
+        let first = run(&mut diagnose(&json, &[]));
+        assert!(cache.exists(), "the first diagnosis wrote no cache");
+        let second = fastest(|| diagnose(&json, &[]));
+        let python = |module: &str, load: &str, dir: &Path| {
+            let files = cluster_files(&dir.join("cluster"));
+            let mut command = Command::new("python3");
+            command
+                .arg("-c")
+                .arg(format!(
+                    "import {module}, sys\nfor f in sys.argv[1:]:\n    {load}"
+                ))
+                .args(files);
+            run(&mut command)
+        };
+        let json_load = python("json", "json.load(open(f))", &json);
+        // libyaml's tree of a 5,000-node cluster takes about 20 GiB:
+        // `SKOOP_SCALE_PYTHON_YAML=0` leaves it out where memory is short.
+        let yaml_load = (std::env::var("SKOOP_SCALE_PYTHON_YAML").as_deref() != Ok("0"))
+            .then(|| python("yaml", "yaml.load(open(f), Loader=yaml.CSafeLoader)", &yaml))
+            .map_or_else(|| "(not run)".to_owned(), |run| run.to_string());
+        let largest = |dir: &Path| {
+            cluster_files(&dir.join("cluster"))
+                .iter()
+                .filter_map(|f| std::fs::metadata(f).ok())
+                .map(|m| m.len())
+                .max()
+                .unwrap_or(0)
+        };
+        println!(
+            "| {nodes} | {:.0} / {:.0} MiB ({:.0} / {:.0} MiB) | {from_yaml} | {from_json} | {:.1}x | {first} | {second} | {json_load} | {yaml_load} |",
+            mib(generated_size(&json.join("cluster"))),
+            mib(generated_size(&yaml.join("cluster"))),
+            mib(largest(&json)),
+            mib(largest(&yaml)),
+            from_yaml.wall.as_secs_f64() / from_json.wall.as_secs_f64(),
+        );
+    }
+}
+
+/// The files directly in `dir`, sorted.
+fn cluster_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|entries| entries.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    files.sort();
+    files
 }

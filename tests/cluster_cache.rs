@@ -321,3 +321,61 @@ fn a_flipped_byte_anywhere_in_the_cache_is_caught_before_it_is_decoded() {
         );
     }
 }
+
+/// A snapshot made by hand (`kubectl get pods -A -o yaml > pods.yaml`, here
+/// 25,000 pods in one file of over 16 MiB) needs no command for its cache:
+/// the first diagnosis writes it, the second reads it and answers the same,
+/// and `--no-cache` neither reads nor writes one.
+#[test]
+fn the_second_diagnosis_of_a_hand_made_snapshot_reads_the_cache_the_first_wrote() {
+    let copy = common::copy_snapshot("examples/flannel-vxlan");
+    let dir = copy.path();
+    let mut pods = String::from("apiVersion: v1\nitems:\n");
+    for i in 0..25_000 {
+        pods.push_str(&format!(
+            "- apiVersion: v1\n  kind: Pod\n  metadata:\n    creationTimestamp: \"2025-06-02T09:00:00Z\"\n    labels:\n      app: job-{}\n    name: job-{i}\n    namespace: ns-{}\n    uid: 0c6e3c4a-5b1d-4f7e-9a2b-{i:012}\n  spec:\n    containers:\n    - image: registry.k8s.io/pause:3.9\n      imagePullPolicy: IfNotPresent\n      name: pause\n      ports:\n      - containerPort: 8080\n        name: http\n        protocol: TCP\n      resources: {{}}\n    nodeName: node-{}\n  status:\n    conditions:\n    - lastProbeTime: null\n      lastTransitionTime: \"2025-06-02T09:00:10Z\"\n      status: \"True\"\n      type: Ready\n    hostIP: 172.20.{}.{}\n    phase: Running\n    podIP: 10.{}.{}.{}\n    qosClass: BestEffort\n",
+            i % 100,
+            i % 50,
+            i % 1000 + 3,
+            i / 250 % 250,
+            i % 250 + 1,
+            130 + i / 65536,
+            i / 256 % 256,
+            i % 256,
+        ));
+    }
+    pods.push_str("kind: List\nmetadata:\n  resourceVersion: \"\"\n");
+    assert!(pods.len() > 16 << 20, "{} bytes", pods.len());
+    std::fs::write(dir.join("cluster/hand-made-pods.yaml"), pods).unwrap();
+    let snapshot = dir.to_str().unwrap();
+    let diagnose = |extra: &[&str]| {
+        let mut args = vec!["diagnose", "--snapshot", snapshot];
+        args.extend(extra);
+        args.extend(["--from", "default/web-0", "--to", "svc/default/web"]);
+        let output = run(&args);
+        assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+        text(&output.stdout)
+    };
+    let cache = dir.join("cluster.cache");
+    let uncached = diagnose(&["--no-cache"]);
+    assert!(!cache.exists(), "--no-cache wrote a cache");
+    let first = diagnose(&[]);
+    assert!(cache.exists(), "the first diagnosis wrote no cache");
+    assert!(
+        cache::read(dir, &Boundary::new(dir)).unwrap().is_some(),
+        "the cache is not the files' own"
+    );
+    let written = std::fs::metadata(&cache).unwrap().modified().unwrap();
+    let second = diagnose(&[]);
+    assert_eq!(
+        std::fs::metadata(&cache).unwrap().modified().unwrap(),
+        written,
+        "the second diagnosis wrote the cache again instead of reading it"
+    );
+    assert_eq!(first, uncached);
+    assert_eq!(second, first);
+    assert_eq!(
+        loaded(dir, ClusterFrom::CacheWhenCurrent),
+        loaded(dir, ClusterFrom::Files)
+    );
+}

@@ -102,12 +102,39 @@ impl Cni {
     }
 }
 
+/// How the cluster objects are written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(
+    dead_code,
+    reason = "each bench binary compiles this module; only scale.rs writes kubectl's shape"
+)]
+pub enum Written {
+    /// As the live collector writes them: the example's objects, in
+    /// two-space JSON Lists of one kind in files of about [`FILE_BYTES`].
+    Collector,
+    /// As `kubectl get <kind> -A -o json|yaml > <kind>.json|yaml` writes
+    /// them by hand: each Pod as complete as kubectl prints one (volume,
+    /// mount, probe, resources, environment, owner, tolerations, status in
+    /// full), one file per kind however large (every pod in one), JSON
+    /// indented by four spaces, YAML in block style with sorted keys.
+    Kubectl(Syntax),
+}
+
+/// The syntax of [`Written::Kubectl`] files.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(dead_code, reason = "see `Written`")]
+pub enum Syntax {
+    Json,
+    Yaml,
+}
+
 /// What to generate.
 pub struct Shape {
     /// Nodes in all, the example's two included.
     pub nodes: usize,
     pub seed: u64,
     pub cni: Cni,
+    pub written: Written,
 }
 
 /// What was written.
@@ -134,11 +161,23 @@ pub const SEED: u64 = 14;
 /// [`generate`] of `nodes` nodes of `cni` from [`SEED`], saying on stderr
 /// how long it took.
 pub fn generate_timed(nodes: usize, cni: Cni, dir: &Path, all_objects: &Path) -> Generated {
+    generate_written(nodes, cni, Written::Collector, dir, all_objects)
+}
+
+/// [`generate_timed`], written as `written` says.
+pub fn generate_written(
+    nodes: usize,
+    cni: Cni,
+    written: Written,
+    dir: &Path,
+    all_objects: &Path,
+) -> Generated {
     let start = std::time::Instant::now();
     let shape = Shape {
         nodes,
         seed: SEED,
         cni,
+        written,
     };
     let generated = generate(&shape, dir, all_objects).expect("the snapshot is written");
     eprintln!("{nodes} nodes generated in {:?}", start.elapsed());
@@ -172,19 +211,40 @@ pub fn generate(shape: &Shape, dir: &Path, all_objects: &Path) -> io::Result<Gen
         services: services.len(),
     };
 
-    let mut all = ListWriter::create(all_objects)?;
+    let style = match shape.written {
+        Written::Collector => Style::Collector,
+        Written::Kubectl(Syntax::Json) => Style::KubectlJson,
+        Written::Kubectl(Syntax::Yaml) => Style::KubectlYaml,
+    };
+    let mut all = ListWriter::create(all_objects, Style::Collector)?;
     let mut write = |file: &str, items: &mut dyn Iterator<Item = Value>| -> io::Result<()> {
-        let (stem, extension) = file.rsplit_once('.').unwrap_or((file, "json"));
-        let mut list = ListWriter::create(&cluster_dir.join(file))?;
+        let (stem, _) = file.rsplit_once('.').unwrap_or((file, "json"));
+        // kubectl's files are named by kind alone, and hold every object.
+        let (stem, extension, split) = match style {
+            Style::Collector => (stem, "json", FILE_BYTES),
+            Style::KubectlJson => (stem.split('.').next().unwrap_or(stem), "json", u64::MAX),
+            Style::KubectlYaml => (stem.split('.').next().unwrap_or(stem), "yaml", u64::MAX),
+        };
+        let named = |part: usize| match (style, part) {
+            (Style::Collector, 1) => file.to_owned(),
+            (_, 1) => format!("{stem}.{extension}"),
+            _ => format!("{stem}.{part}.{extension}"),
+        };
+        let mut list = ListWriter::create(&cluster_dir.join(named(1)), style)?;
         let mut part = 1;
-        for item in items {
-            if list.written >= FILE_BYTES {
+        for mut item in items {
+            if list.written >= split {
                 list.finish()?;
                 part += 1;
-                list = ListWriter::create(&cluster_dir.join(format!("{stem}.{part}.{extension}")))?;
+                list = ListWriter::create(&cluster_dir.join(named(part)), style)?;
+            }
+            if style != Style::Collector && item["kind"] == "Pod" {
+                complete_pod(&mut item);
             }
             list.push(&item)?;
-            all.push(&item)?;
+            if style == Style::Collector {
+                all.push(&item)?;
+            }
         }
         list.finish()
     };
@@ -243,11 +303,20 @@ pub fn generate(shape: &Shape, dir: &Path, all_objects: &Path) -> io::Result<Gen
         "daemonsets.apps.json",
         &mut example.daemon_sets.iter().cloned(),
     )?;
-    for config_map in &example.config_maps {
-        let name = config_map["metadata"]["name"].as_str().unwrap_or("unnamed");
+    // The collector writes each ConfigMap it reads in a file of its own;
+    // kubectl, all of them in one.
+    if style == Style::Collector {
+        for config_map in &example.config_maps {
+            let name = config_map["metadata"]["name"].as_str().unwrap_or("unnamed");
+            write(
+                &format!("configmaps.core.{name}.json"),
+                &mut std::iter::once(config_map.clone()),
+            )?;
+        }
+    } else {
         write(
-            &format!("configmaps.core.{name}.json"),
-            &mut std::iter::once(config_map.clone()),
+            "configmaps.core.json",
+            &mut example.config_maps.iter().cloned(),
         )?;
     }
     if cni == Cni::CalicoVxlan {
@@ -749,29 +818,69 @@ fn copy_tree(from: &Path, to: &Path) -> io::Result<()> {
     Ok(())
 }
 
-/// A `kind: List` written item by item, as `serde_json::to_vec_pretty`
-/// writes the collector's lists (keys sorted, two-space indents), without
-/// holding the list in memory.
+/// How a [`ListWriter`] writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Style {
+    /// As `serde_json::to_vec_pretty` writes the collector's lists (keys
+    /// sorted, two-space indents).
+    Collector,
+    /// As `kubectl get -o json` writes a List: four-space indents, the
+    /// List's `metadata` after its items.
+    KubectlJson,
+    /// As `kubectl get -o yaml` writes a List.
+    KubectlYaml,
+}
+
+/// A `kind: List` written item by item, in its [`Style`], without holding
+/// the list in memory.
 struct ListWriter {
     out: BufWriter<fs::File>,
+    style: Style,
     first: bool,
     /// Bytes of items written so far.
     written: u64,
 }
 
 impl ListWriter {
-    fn create(path: &Path) -> io::Result<ListWriter> {
+    fn create(path: &Path, style: Style) -> io::Result<ListWriter> {
         let mut out = BufWriter::new(fs::File::create(path)?);
-        out.write_all(b"{\n  \"apiVersion\": \"v1\",\n  \"items\": [")?;
+        out.write_all(match style {
+            Style::Collector => b"{\n  \"apiVersion\": \"v1\",\n  \"items\": [",
+            Style::KubectlJson => b"{\n    \"apiVersion\": \"v1\",\n    \"items\": [",
+            Style::KubectlYaml => b"apiVersion: v1\nitems:\n",
+        })?;
         Ok(ListWriter {
             out,
+            style,
             first: true,
             written: 0,
         })
     }
 
     fn push(&mut self, item: &Value) -> io::Result<()> {
-        let text = serde_json::to_string_pretty(item)?;
+        let text = match self.style {
+            Style::Collector => serde_json::to_string_pretty(item)?,
+            Style::KubectlJson => {
+                let mut out = Vec::new();
+                let formatter = serde_json::ser::PrettyFormatter::with_indent(b"    ");
+                let mut serializer = serde_json::Serializer::with_formatter(&mut out, formatter);
+                serde::Serialize::serialize(item, &mut serializer)?;
+                String::from_utf8(out).map_err(io::Error::other)?
+            }
+            Style::KubectlYaml => {
+                let mut text = String::new();
+                yaml_node(item, 2, &mut text);
+                text.replace_range(..2, "- ");
+                self.first = false;
+                self.out.write_all(text.as_bytes())?;
+                self.written += text.len() as u64;
+                return Ok(());
+            }
+        };
+        let pad: &[u8] = match self.style {
+            Style::Collector => b"    ",
+            _ => b"        ",
+        };
         self.out
             .write_all(if self.first { b"\n" } else { b",\n" })?;
         self.first = false;
@@ -779,19 +888,165 @@ impl ListWriter {
             if i > 0 {
                 self.out.write_all(b"\n")?;
             }
-            self.out.write_all(b"    ")?;
+            self.out.write_all(pad)?;
             self.out.write_all(line.as_bytes())?;
-            self.written += line.len() as u64 + 5;
+            self.written += (line.len() + pad.len() + 1) as u64;
         }
         Ok(())
     }
 
     fn finish(mut self) -> io::Result<()> {
-        self.out
-            .write_all(if self.first { b"]" } else { b"\n  ]" })?;
-        self.out.write_all(b",\n  \"kind\": \"List\"\n}")?;
+        match self.style {
+            Style::Collector => {
+                self.out
+                    .write_all(if self.first { b"]" } else { b"\n  ]" })?;
+                self.out.write_all(b",\n  \"kind\": \"List\"\n}")?;
+            }
+            Style::KubectlJson => {
+                self.out
+                    .write_all(if self.first { b"]" } else { b"\n    ]" })?;
+                self.out.write_all(
+                    b",\n    \"kind\": \"List\",\n    \"metadata\": {\n        \"resourceVersion\": \"\"\n    }\n}\n",
+                )?;
+            }
+            Style::KubectlYaml => {
+                if self.first {
+                    self.out.write_all(b"[]\n")?;
+                }
+                self.out
+                    .write_all(b"kind: List\nmetadata:\n  resourceVersion: \"\"\n")?;
+            }
+        }
         self.out.flush()
     }
+}
+
+/// `value` in YAML's block style as kubectl (go-yaml) writes it, a mapping's
+/// keys and a sequence's dashes at `indent`.
+fn yaml_node(value: &Value, indent: usize, out: &mut String) {
+    let pad = " ".repeat(indent);
+    match value {
+        Value::Object(map) => {
+            for (key, value) in map {
+                match value {
+                    Value::Object(inner) if !inner.is_empty() => {
+                        let _ = writeln!(out, "{pad}{key}:");
+                        yaml_node(value, indent + 2, out);
+                    }
+                    // A sequence under a key is written at the key's indentation.
+                    Value::Array(items) if !items.is_empty() => {
+                        let _ = writeln!(out, "{pad}{key}:");
+                        yaml_node(value, indent, out);
+                    }
+                    Value::String(text) if literal(text) => {
+                        let chomp = if text.ends_with('\n') { "" } else { "-" };
+                        let _ = writeln!(out, "{pad}{key}: |{chomp}");
+                        for line in text.lines() {
+                            let _ = writeln!(out, "{pad}  {line}");
+                        }
+                    }
+                    _ => {
+                        let _ = writeln!(out, "{pad}{key}: {}", yaml_scalar(value));
+                    }
+                }
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                let mut text = String::new();
+                match item {
+                    Value::Object(map) if !map.is_empty() => yaml_node(item, indent + 2, &mut text),
+                    _ => {
+                        let _ = writeln!(text, "{pad}  {}", yaml_scalar(item));
+                    }
+                }
+                let _ = write!(out, "{pad}- {}", &text[indent + 2..]);
+            }
+        }
+        _ => {
+            let _ = writeln!(out, "{pad}{}", yaml_scalar(value));
+        }
+    }
+}
+
+/// A string kubectl writes as a literal block.
+fn literal(text: &str) -> bool {
+    text.contains('\n')
+        && !text.ends_with("\n\n")
+        && text
+            .lines()
+            .all(|line| !line.starts_with(' ') && !line.is_empty())
+}
+
+/// A scalar as go-yaml writes it: plain where YAML would read it back as
+/// the same string, else double-quoted (JSON's escapes are YAML's).
+fn yaml_scalar(value: &Value) -> String {
+    match value {
+        Value::Object(_) => "{}".into(),
+        Value::Array(_) => "[]".into(),
+        Value::String(text) => {
+            let special = [
+                "true", "false", "yes", "no", "on", "off", "null", "y", "n", "~",
+            ]
+            .contains(&text.to_ascii_lowercase().as_str());
+            let bytes = text.as_bytes();
+            let safe = |b: &u8| b.is_ascii_alphanumeric() || b"-_./:@=+".contains(b);
+            let address = bytes.iter().filter(|&&b| b == b'.').count() >= 2
+                && bytes.iter().all(|b| b.is_ascii_digit() || *b == b'.');
+            let word = bytes
+                .first()
+                .is_some_and(|b| b.is_ascii_alphabetic() || *b == b'/')
+                && bytes.iter().all(safe)
+                && !text.contains(": ")
+                && !text.ends_with(':');
+            if !special && (address || word) {
+                text.clone()
+            } else {
+                serde_json::to_string(text).unwrap_or_default()
+            }
+        }
+        other => other.to_string(),
+    }
+}
+
+/// Completes a pod as kubectl prints one from a real cluster: the service
+/// account's projected volume and its mount, a probe, resources, an
+/// environment variable, its ReplicaSet and the default tolerations.
+fn complete_pod(pod: &mut Value) {
+    let name = pod["metadata"]["name"].as_str().unwrap_or("pod").to_owned();
+    let owner = name
+        .rsplit_once('-')
+        .map_or(name.as_str(), |(owner, _)| owner)
+        .to_owned();
+    let uid = pod["metadata"]["uid"].clone();
+    let volume = format!("kube-api-access-{}", &name.len().to_string());
+    let metadata = &mut pod["metadata"];
+    metadata["generateName"] = json!(format!("{owner}-"));
+    metadata["labels"]["pod-template-hash"] = json!("7c5ddbdf54");
+    metadata["ownerReferences"] = json!([{"apiVersion": "apps/v1", "blockOwnerDeletion": true,
+        "controller": true, "kind": "ReplicaSet", "name": format!("{owner}-7c5ddbdf54"), "uid": uid}]);
+    let probe = json!({"failureThreshold": 3, "httpGet": {"path": "/healthz", "port": 8080,
+        "scheme": "HTTP"}, "initialDelaySeconds": 5, "periodSeconds": 10, "successThreshold": 1,
+        "timeoutSeconds": 1});
+    let spec = &mut pod["spec"];
+    if let Some(container) = spec["containers"].get_mut(0) {
+        container["env"] = json!([{"name": "LOG_LEVEL", "value": "info"}]);
+        container["readinessProbe"] = probe;
+        container["resources"] = json!({"limits": {"memory": "256Mi"},
+            "requests": {"cpu": "100m", "memory": "128Mi"}});
+        container["volumeMounts"] = json!([{"mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
+            "name": volume, "readOnly": true}]);
+    }
+    spec["tolerations"] = json!([
+        {"effect": "NoExecute", "key": "node.kubernetes.io/not-ready", "operator": "Exists", "tolerationSeconds": 300},
+        {"effect": "NoExecute", "key": "node.kubernetes.io/unreachable", "operator": "Exists", "tolerationSeconds": 300},
+    ]);
+    spec["volumes"] = json!([{"name": volume, "projected": {"defaultMode": 420, "sources": [
+        {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+        {"configMap": {"items": [{"key": "ca.crt", "path": "ca.crt"}], "name": "kube-root-ca.crt"}},
+        {"downwardAPI": {"items": [{"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}, "path": "namespace"}]}},
+    ]}}]);
+    pod["status"]["qosClass"] = json!("Burstable");
 }
 
 /// splitmix64: small, seeded, good enough for identifiers.

@@ -1,7 +1,9 @@
 //! Feeds arbitrary text to the Kubernetes object loader, as YAML and as
 //! JSON: it may report problems but must never panic, hang or run out of
 //! memory, and every problem must point inside the input. JSON read
-//! directly into the typed kinds gives what the positioned path gives.
+//! directly into the typed kinds, and YAML read by the reader fitted to
+//! kubectl's (`snapshot/cluster/yaml.rs`), give what the positioned path
+//! gives.
 #![no_main]
 
 use std::path::Path;
@@ -20,7 +22,7 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(
             format!("{:?}", (&cluster, &problems)),
             format!("{positioned:?}"),
-            "the direct JSON path differs from the positioned one"
+            "the direct path differs from the positioned one"
         );
         for problem in problems {
             if let Some(line) = problem.line {

@@ -9,7 +9,8 @@ use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, ValueEnum};
 use skoop::net::{Family, Protocol};
 use skoop::packs::{LoadedPacks, NO_CNI, Override};
-use skoop::snapshot::input::Boundary;
+use skoop::snapshot::cluster::Budget;
+use skoop::snapshot::input::{Boundary, MIB};
 use skoop::snapshot::{ClusterFrom, Problem, Snapshot, SnapshotError};
 
 use super::EXIT_USAGE;
@@ -30,15 +31,19 @@ impl FamilyArg {
     }
 }
 
-/// Whether a snapshot's cluster cache may stand for its `cluster/` files:
-/// what every command that reads a snapshot to diagnose it shares.
+/// Whether a snapshot's cluster cache may stand for its `cluster/` files,
+/// and how much of them a load reads: what every command that reads a
+/// snapshot to diagnose it shares.
 #[derive(Debug, Args)]
 pub struct CacheArgs {
     /// Read the snapshot's cluster/ files even where its cluster cache
-    /// stands for them (a snapshot from elsewhere, a cache in doubt).
-    /// SKOOP_NO_CACHE=1 (or true, yes, on) in the environment does the same.
+    /// stands for them (a snapshot from elsewhere, a cache in doubt), and
+    /// write no cache. SKOOP_NO_CACHE=1 (or true, yes, on) in the
+    /// environment does the same.
     #[arg(long, env = "SKOOP_NO_CACHE", value_parser = clap::builder::FalseyValueParser::new())]
     no_cache: bool,
+    #[command(flatten)]
+    budget: BudgetArgs,
 }
 
 impl CacheArgs {
@@ -47,7 +52,11 @@ impl CacheArgs {
         &self,
         dir: &std::path::Path,
     ) -> Result<(Snapshot, Vec<Problem>), SnapshotError> {
-        Snapshot::load_with(dir, &Boundary::new(dir), self.cluster_from())
+        Snapshot::load_within(dir, &Boundary::new(dir), self.cluster_from(), self.budget())
+    }
+
+    pub(super) fn budget(&self) -> Budget {
+        self.budget.budget()
     }
 
     pub(super) fn cluster_from(&self) -> ClusterFrom {
@@ -55,6 +64,29 @@ impl CacheArgs {
             ClusterFrom::Files
         } else {
             ClusterFrom::CacheWhenCurrent
+        }
+    }
+}
+
+/// How much of a snapshot's `cluster/` one load reads at most, in all its
+/// files (`docs/limits.md`).
+#[derive(Debug, Args)]
+pub struct BudgetArgs {
+    /// The most objects a load keeps from cluster/; the rest are not read,
+    /// and a problem says where they start.
+    #[arg(long, value_name = "N", default_value_t = Budget::default().objects)]
+    max_cluster_objects: usize,
+    /// The most MiB of cluster/ files a load reads, in all; the files past
+    /// it are not read, each named in a problem.
+    #[arg(long, value_name = "MIB", default_value_t = Budget::default().bytes / MIB)]
+    max_cluster_mib: u64,
+}
+
+impl BudgetArgs {
+    pub fn budget(&self) -> Budget {
+        Budget {
+            objects: self.max_cluster_objects,
+            bytes: self.max_cluster_mib.saturating_mul(MIB),
         }
     }
 }

@@ -7,7 +7,7 @@ use clap::{Args, Subcommand};
 use skoop::collect::live::Wanted;
 use skoop::collect::{CollectError, CollectReport, collect_local};
 use skoop::engine::{Endpoint, Protocol, Request};
-use skoop::snapshot::cluster::cache;
+use skoop::snapshot::cluster::{Budget, cache};
 use skoop::snapshot::input::Boundary;
 use skoop::snapshot::netns::DumpFile;
 
@@ -210,7 +210,7 @@ fn cluster(args: Box<ClusterArgs>) -> ExitCode {
         Ok(complete) => {
             // The objects' model, so that every diagnosis of the snapshot
             // starts without parsing them again (`skoop snapshot cache`).
-            match cache::write(&args.out, &Boundary::new(&args.out)) {
+            match cache::write(&args.out, &Boundary::new(&args.out), Budget::default()) {
                 Ok(written) => out!(
                     "wrote {}: the model of {} objects, read by diagnoses",
                     written.path.display(),

@@ -613,7 +613,7 @@ fn collect_live<T>(
         // A saved snapshot is replayed, maybe many times: it keeps its
         // objects' model as `collect cluster` does (and is diagnosed from it
         // here too).
-        if let Err(e) = cache::write(&dir, &Boundary::new(&dir)) {
+        if let Err(e) = cache::write(&dir, &Boundary::new(&dir), diagnose.cache.budget()) {
             err!("warning: no cluster cache written: {e}");
         }
         err!(

@@ -15,6 +15,7 @@ use skoop::snapshot::input::Boundary;
 use skoop::snapshot::netns::{DumpFile, FileState};
 use skoop::snapshot::{ClusterFrom, NetnsId, Problem, Snapshot};
 
+use super::args::BudgetArgs;
 use super::{EXIT_USAGE, OutputFormat, print_json};
 
 #[derive(Debug, Subcommand)]
@@ -65,12 +66,16 @@ pub enum SnapshotCommand {
 pub struct CacheArgs {
     /// The snapshot directory (holding cluster/).
     dir: PathBuf,
+    #[command(flatten)]
+    budget: BudgetArgs,
 }
 
 #[derive(Debug, Args)]
 pub struct CheckArgs {
     /// The snapshot directory (holding cluster/ and/or nodes/).
     dir: PathBuf,
+    #[command(flatten)]
+    budget: BudgetArgs,
     /// Output format.
     #[arg(short, long, value_enum, default_value_t = OutputFormat::Text)]
     output: OutputFormat,
@@ -95,13 +100,14 @@ fn cache(args: CacheArgs) -> ExitCode {
         );
         return ExitCode::from(EXIT_USAGE);
     }
-    let written = match cluster::cache::write(&args.dir, &Boundary::new(&args.dir)) {
-        Ok(written) => written,
-        Err(e) => {
-            err!("error: no cluster cache written: {e}");
-            return ExitCode::from(EXIT_USAGE);
-        }
-    };
+    let written =
+        match cluster::cache::write(&args.dir, &Boundary::new(&args.dir), args.budget.budget()) {
+            Ok(written) => written,
+            Err(e) => {
+                err!("error: no cluster cache written: {e}");
+                return ExitCode::from(EXIT_USAGE);
+            }
+        };
     out!(
         "wrote {}: {} objects from {} {}, {}",
         written.path.display(),
@@ -214,14 +220,18 @@ struct NamespaceReport {
 fn check(args: CheckArgs) -> ExitCode {
     // The files, always: a check is what tells whether the cache holds them.
     let boundary = Boundary::new(&args.dir);
-    let (snapshot, mut problems) =
-        match Snapshot::load_with(&args.dir, &boundary, ClusterFrom::Files) {
-            Ok(loaded) => loaded,
-            Err(e) => {
-                err!("error: {e}");
-                return ExitCode::from(EXIT_USAGE);
-            }
-        };
+    let (snapshot, mut problems) = match Snapshot::load_within(
+        &args.dir,
+        &boundary,
+        ClusterFrom::Files,
+        args.budget.budget(),
+    ) {
+        Ok(loaded) => loaded,
+        Err(e) => {
+            err!("error: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
     let verdict = cluster::cache::verify(&args.dir, &boundary, &snapshot.cluster, &problems);
     let cache = match verdict {
         Verdict::Absent => None,

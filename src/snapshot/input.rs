@@ -99,8 +99,25 @@ pub fn read_bytes_into(
     limit: Limit,
     buffer: Vec<u8>,
 ) -> Result<Option<Vec<u8>>, Problem> {
+    let Some((file, opened)) = open_regular(path, Some(limit))? else {
+        return Ok(None);
+    };
     let cannot = |e: std::io::Error| Problem::in_file(path, format!("cannot read: {e}"));
-    // The type before opening: opening is already too much for some devices.
+    let bytes = read_at_most(file, opened.len(), limit.bytes, buffer).map_err(cannot)?;
+    if bytes.len() as u64 > limit.bytes {
+        return Err(limit.exceeded(path, bytes.len() as u64));
+    }
+    Ok(Some(bytes))
+}
+
+/// Opens `path` for reading when it is a regular file (within `limit`,
+/// when there is one), checked before it is opened and again once it is:
+/// the open file and its metadata; `None` when there is no such file.
+pub fn open_regular(
+    path: &Path,
+    limit: Option<Limit>,
+) -> Result<Option<(File, Metadata)>, Problem> {
+    let cannot = |e: std::io::Error| Problem::in_file(path, format!("cannot read: {e}"));
     let metadata = match std::fs::metadata(path) {
         Ok(metadata) => metadata,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -115,7 +132,6 @@ pub fn read_bytes_into(
         Err(e) => return Err(cannot(e)),
     };
     regular(path, &metadata, limit)?;
-    // Non-blocking, should it have been replaced by a FIFO since.
     let file = OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
@@ -129,14 +145,9 @@ pub fn read_bytes_into(
         ));
     }
     regular(path, &opened, limit)?;
-    let bytes = read_at_most(file, opened.len(), limit.bytes, buffer).map_err(cannot)?;
-    if bytes.len() as u64 > limit.bytes {
-        return Err(limit.exceeded(path, bytes.len() as u64));
-    }
-    Ok(Some(bytes))
+    Ok(Some((file, opened)))
 }
 
-/// A file that grows while it is read stops one byte past the cap.
 fn read_at_most(
     file: File,
     expected: u64,
@@ -149,13 +160,14 @@ fn read_at_most(
     Ok(bytes)
 }
 
-fn regular(path: &Path, metadata: &Metadata, limit: Limit) -> Result<(), Problem> {
+fn regular(path: &Path, metadata: &Metadata, limit: Option<Limit>) -> Result<(), Problem> {
     let file_type = metadata.file_type();
     let what = if file_type.is_file() {
-        return if metadata.len() > limit.bytes {
-            Err(limit.exceeded(path, metadata.len()))
-        } else {
-            Ok(())
+        return match limit {
+            Some(limit) if metadata.len() > limit.bytes => {
+                Err(limit.exceeded(path, metadata.len()))
+            }
+            _ => Ok(()),
         };
     } else if file_type.is_dir() {
         "a directory"
@@ -246,6 +258,12 @@ impl Boundary {
 
     /// Whether `path` is a directory inside the boundary: a link to a
     /// directory outside it is a problem, and not followed.
+    /// [`open_regular`] of a file inside the boundary.
+    pub fn open(&self, path: &Path) -> Result<Option<(File, Metadata)>, Problem> {
+        self.check(path)?;
+        open_regular(path, None)
+    }
+
     pub fn is_dir(&self, path: &Path) -> Result<bool, Problem> {
         if !path.is_dir() {
             return Ok(false);

@@ -28,7 +28,7 @@ use std::sync::{Arc, OnceLock};
 
 pub use problem::{ParseIssue, Parsed, Problem};
 
-use cluster::Cluster;
+use cluster::{Budget, Cluster};
 use input::Boundary;
 use name::{BadName, NameKind, check_name};
 use netns::link::Link;
@@ -193,21 +193,23 @@ fn load_cluster(
     cluster_dir: &Path,
     boundary: &Boundary,
     from: ClusterFrom,
+    budget: Budget,
 ) -> (Cluster, Vec<Problem>) {
     match boundary.is_dir(cluster_dir) {
         Ok(true) => {}
         Ok(false) => return (Cluster::default(), Vec::new()),
         Err(problem) => return (Cluster::default(), vec![problem]),
     }
-    let mut passed_over = None;
-    if from == ClusterFrom::CacheWhenCurrent {
-        match cluster::cache::read(root, boundary) {
-            Ok(Some(loaded)) => return loaded,
-            Ok(None) => {}
-            Err(problem) => passed_over = Some(problem),
-        }
+    if from == ClusterFrom::Files {
+        return cluster::load_within(cluster_dir, boundary, budget);
     }
-    let (cluster, mut problems) = cluster::load(cluster_dir, boundary);
+    let passed_over = match cluster::cache::read(root, boundary) {
+        Ok(Some(loaded)) => return loaded,
+        Ok(None) => None,
+        Err(problem) => Some(problem),
+    };
+    // The files, then: their cache is written on the way, for the next load.
+    let (cluster, mut problems) = cluster::cache::load_writing(root, boundary, budget);
     problems.extend(passed_over);
     (cluster, problems)
 }
@@ -267,6 +269,16 @@ impl Snapshot {
         boundary: &Boundary,
         from: ClusterFrom,
     ) -> Result<(Snapshot, Vec<Problem>), SnapshotError> {
+        Snapshot::load_within(root, boundary, from, Budget::default())
+    }
+
+    /// [`Snapshot::load_with`], reading no more of `cluster/` than `budget`.
+    pub fn load_within(
+        root: &Path,
+        boundary: &Boundary,
+        from: ClusterFrom,
+        budget: Budget,
+    ) -> Result<(Snapshot, Vec<Problem>), SnapshotError> {
         if !root.is_dir() {
             return Err(SnapshotError::NotFound(root.to_path_buf()));
         }
@@ -280,7 +292,7 @@ impl Snapshot {
         // The objects and the dumps are read side by side: on a large
         // cluster each is a good part of a diagnosis's time.
         let ((cluster, mut problems), (namespaces, dump_problems)) = std::thread::scope(|scope| {
-            let cluster = scope.spawn(|| load_cluster(root, &cluster_dir, boundary, from));
+            let cluster = scope.spawn(|| load_cluster(root, &cluster_dir, boundary, from, budget));
             let dumps = load_dumps(&nodes_dir, boundary);
             let cluster = cluster
                 .join()

@@ -40,7 +40,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::Cluster;
-use super::load::{Listing, list, load_listed_digesting};
+use super::load::{Budget, Listing, list, load_listed_digesting};
 use crate::snapshot::input::{self, Boundary};
 use crate::snapshot::problem::Problem;
 
@@ -162,6 +162,8 @@ pub enum WriteError {
     Changed(PathBuf),
     #[error("{0}: cannot write: {1}")]
     Io(PathBuf, std::io::Error),
+    #[error("no user cache directory (neither XDG_CACHE_HOME nor HOME is an absolute path)")]
+    NoUserCache,
     #[error("cannot encode the cluster model: {0}")]
     Encode(postcard::Error),
     #[error(
@@ -215,8 +217,8 @@ fn cluster_dir(root: &Path, boundary: &Boundary) -> Result<PathBuf, Problem> {
 
 /// Loads `<root>/cluster/` and writes `<root>/cluster.cache` for it,
 /// atomically (a cache half written is never read).
-pub fn write(root: &Path, boundary: &Boundary) -> Result<Written, WriteError> {
-    write_restamping(root, boundary, RESTAMP_FRESH_ABOVE)
+pub fn write(root: &Path, boundary: &Boundary, budget: Budget) -> Result<Written, WriteError> {
+    write_restamping(root, boundary, budget, RESTAMP_FRESH_ABOVE)
 }
 
 /// [`write`], stamping again files just written when they hold at least
@@ -224,23 +226,184 @@ pub fn write(root: &Path, boundary: &Boundary) -> Result<Written, WriteError> {
 fn write_restamping(
     root: &Path,
     boundary: &Boundary,
+    budget: Budget,
     restamp_fresh_above: u64,
 ) -> Result<Written, WriteError> {
     let cluster_dir = cluster_dir(root, boundary).map_err(WriteError::NoClusterDir)?;
-    let stamped_at = SystemTime::now();
+    let mut stamped = load_stamped(&cluster_dir, boundary, budget, restamp_fresh_above);
+    let path = root.join(FILE_NAME);
+    let header = stamped.header.take().ok_or_else(|| {
+        WriteError::Changed(
+            stamped
+                .changed
+                .clone()
+                .unwrap_or_else(|| cluster_dir.clone()),
+        )
+    })?;
+    let bytes = encoded(&cluster_dir, &header, &mut stamped, &path)?;
+    persist(root, &path, &bytes)?;
+    Ok(Written {
+        path,
+        bytes: bytes.len(),
+        files: header.files.len(),
+        objects: stamped.cluster.object_count(),
+        problems: stamped.problems,
+    })
+}
+
+/// Below this many bytes of files in `cluster/`, a load writes no cache of
+/// its own accord: reading them costs less than a cache file beside them.
+const WRITE_UNASKED_FROM: u64 = 16 * 1024 * 1024;
+
+/// The most the caches in the user's cache directory take together: the
+/// least recently used go first.
+const USER_CACHES_BYTES: u64 = 2 * 1024 * 1024 * 1024;
+
+/// Loads `<root>/cluster/` (within `budget`) and, when its files are large
+/// enough to be worth it ([`WRITE_UNASKED_FROM`]), writes its cache on the
+/// way, so that the next load reads that: in the snapshot when it can be
+/// written to, else in the user's cache directory ([`user_cache`]). What
+/// stops a cache from being written (a file changed while it was read, a
+/// directory that cannot be written to) is no problem of the load's.
+pub fn load_writing(root: &Path, boundary: &Boundary, budget: Budget) -> (Cluster, Vec<Problem>) {
+    load_writing_into(root, boundary, budget, WRITE_UNASKED_FROM, user_cache(root))
+}
+
+/// [`load_writing`] for files of `from_bytes` or more, the user's cache
+/// being `user` (`None`: there is none).
+fn load_writing_into(
+    root: &Path,
+    boundary: &Boundary,
+    budget: Budget,
+    from_bytes: u64,
+    user: Option<PathBuf>,
+) -> (Cluster, Vec<Problem>) {
+    let cluster_dir = root.join("cluster");
     let listing = list(&cluster_dir);
-    let files = listing.files.clone();
-    let listing_problems = relative(&cluster_dir, listing.problems.iter().cloned());
-    let before: Vec<(u64, Identity)> = files.iter().map(|path| stat(path, boundary)).collect();
-    let ((mut cluster, problems), digests) = load_listed_digesting(listing, boundary);
-    // Stat again after the load: a file changed meanwhile may have been
-    // loaded as it is now or as it was.
-    for (path, before) in files.iter().zip(&before) {
-        if stat(path, boundary) != *before {
-            return Err(WriteError::Changed(path.clone()));
+    let bytes = listing
+        .files
+        .iter()
+        .map(|file| stat(file, boundary).0)
+        .fold(0, u64::saturating_add);
+    if bytes < from_bytes {
+        return super::load::load_within(&cluster_dir, boundary, budget);
+    }
+    // No waiting for fresh files' times: this is a diagnosis, not `skoop
+    // snapshot cache`. Those files are hashed on every load instead.
+    let mut stamped = load_stamped(&cluster_dir, boundary, budget, u64::MAX);
+    if let Some(header) = stamped.header.take() {
+        let _ = write_unasked(root, &cluster_dir, &header, &mut stamped, user);
+    }
+    (stamped.cluster, stamped.problems)
+}
+
+/// Writes the cache of a load in the snapshot, else in the user's cache
+/// directory.
+fn write_unasked(
+    root: &Path,
+    cluster_dir: &Path,
+    header: &Header,
+    stamped: &mut Stamped,
+    user: Option<PathBuf>,
+) -> Result<(), WriteError> {
+    let beside = root.join(FILE_NAME);
+    let bytes = encoded(cluster_dir, header, stamped, &beside)?;
+    if persist(root, &beside, &bytes).is_ok() {
+        return Ok(());
+    }
+    let user = user.ok_or(WriteError::NoUserCache)?;
+    let dir = user.parent().ok_or(WriteError::NoUserCache)?;
+    let io = |e: std::io::Error| WriteError::Io(user.clone(), e);
+    std::fs::create_dir_all(dir).map_err(io)?;
+    persist(dir, &user, &bytes)?;
+    evict(dir, &user, USER_CACHES_BYTES);
+    Ok(())
+}
+
+/// Where the cache of the snapshot at `root` goes when the snapshot cannot
+/// be written to: `$XDG_CACHE_HOME/skoop/` (else `~/.cache/skoop/`), named
+/// by the SHA-256 of the snapshot's canonical path. Its stamps, not its
+/// name, say whether it is the files' own.
+pub fn user_cache(root: &Path) -> Option<PathBuf> {
+    let absolute = |var: &str| {
+        std::env::var_os(var)
+            .map(PathBuf::from)
+            .filter(|path| path.is_absolute())
+    };
+    let base = absolute("XDG_CACHE_HOME").or_else(|| Some(absolute("HOME")?.join(".cache")))?;
+    let root = root.canonicalize().ok()?;
+    let key = Sha256::digest(root.as_os_str().as_encoded_bytes());
+    let name: String = key[..20].iter().map(|b| format!("{b:02x}")).collect();
+    Some(base.join("skoop").join(format!("{name}.cache")))
+}
+
+/// Removes the least recently used caches of `dir` (by modification time:
+/// a read touches it) until they take at most `most` bytes; `keep` stays.
+fn evict(dir: &Path, keep: &Path, most: u64) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut caches: Vec<(SystemTime, u64, PathBuf)> = entries
+        .flatten()
+        .filter(|entry| entry.path().extension().is_some_and(|e| e == "cache"))
+        .filter_map(|entry| {
+            let metadata = entry.metadata().ok()?;
+            let used = metadata.modified().ok()?;
+            Some((used, metadata.len(), entry.path()))
+        })
+        .collect();
+    caches.sort();
+    let mut total = caches
+        .iter()
+        .map(|(_, len, _)| *len)
+        .fold(0, u64::saturating_add);
+    for (_, len, path) in caches {
+        if total <= most {
+            break;
+        }
+        if path != keep && std::fs::remove_file(&path).is_ok() {
+            total -= len;
         }
     }
-    let mut stored_problems: Vec<Option<Problem>> = problems.iter().cloned().map(Some).collect();
+}
+
+/// A load of `cluster/` with what a cache of it is checked against.
+struct Stamped {
+    cluster: Cluster,
+    problems: Vec<Problem>,
+    /// `None` when a file changed while it was read (named in `changed`).
+    header: Option<Header>,
+    changed: Option<PathBuf>,
+}
+
+/// Loads `cluster_dir`, stamping each file as it was read.
+fn load_stamped(
+    cluster_dir: &Path,
+    boundary: &Boundary,
+    budget: Budget,
+    restamp_fresh_above: u64,
+) -> Stamped {
+    let stamped_at = SystemTime::now();
+    let listing = list(cluster_dir);
+    let files = listing.files.clone();
+    let listing_problems = relative(cluster_dir, listing.problems.iter().cloned());
+    let before: Vec<(u64, Identity)> = files.iter().map(|path| stat(path, boundary)).collect();
+    let ((cluster, problems), digests) = load_listed_digesting(listing, boundary, budget);
+    // Stat again after the load: a file changed meanwhile may have been
+    // loaded as it is now or as it was.
+    let changed = files
+        .iter()
+        .zip(&before)
+        .find(|(path, before)| stat(path, boundary) != **before)
+        .map(|(path, _)| path.clone());
+    if changed.is_some() {
+        return Stamped {
+            cluster,
+            problems,
+            header: None,
+            changed,
+        };
+    }
     let mut stamps = Vec::new();
     for ((path, (len, identity)), sha256) in files.iter().zip(before).zip(digests) {
         // An unreadable file's only problem is its reading's.
@@ -248,14 +411,8 @@ fn write_restamping(
             Some(_) => None,
             None => problems.iter().position(|problem| problem.file == *path),
         };
-        if let Some(at) = problem_at {
-            stored_problems[at] = None;
-        }
         stamps.push(Stamp {
-            path: path
-                .strip_prefix(&cluster_dir)
-                .unwrap_or(path)
-                .to_path_buf(),
+            path: path.strip_prefix(cluster_dir).unwrap_or(path).to_path_buf(),
             len,
             identity,
             times_tell: written_before(&identity, stamped_at),
@@ -264,46 +421,76 @@ fn write_restamping(
         });
     }
     restamp_fresh(&files, &mut stamps, boundary, restamp_fresh_above);
-    let files_bytes = readable_bytes(&stamps);
-    let header = Header {
-        snapshot_code: SNAPSHOT_CODE.to_owned(),
-        files: stamps,
-        listing_problems,
-    };
-    let objects = cluster.object_count();
-    cluster.rebase(&cluster_dir, Path::new(""));
-    let payload = Payload {
+    Stamped {
         cluster,
-        problems: relative(&cluster_dir, stored_problems.into_iter().flatten()),
+        problems,
+        header: Some(Header {
+            snapshot_code: SNAPSHOT_CODE.to_owned(),
+            files: stamps,
+            listing_problems,
+        }),
+        changed: None,
+    }
+}
+
+/// The cache file of a stamped load, to be written at `path` (a cache
+/// already there is removed when the model is too large for one).
+fn encoded(
+    cluster_dir: &Path,
+    header: &Header,
+    stamped: &mut Stamped,
+    path: &Path,
+) -> Result<Vec<u8>, WriteError> {
+    let unreadable: BTreeSet<usize> = header
+        .files
+        .iter()
+        .filter_map(|stamp| Some(stamp.problem_at? as usize))
+        .collect();
+    let stored_problems = stamped
+        .problems
+        .iter()
+        .enumerate()
+        .filter(|(at, _)| !unreadable.contains(at))
+        .map(|(_, problem)| problem.clone());
+    let files_bytes = readable_bytes(&header.files);
+    stamped.cluster.rebase(cluster_dir, Path::new(""));
+    let payload = Payload {
+        cluster: std::mem::take(&mut stamped.cluster),
+        problems: relative(cluster_dir, stored_problems),
     };
-    let body = encode_header(&header).map_err(WriteError::Encode)?;
-    let header_end = body.len();
-    let body = postcard::to_extend(&payload, body).map_err(WriteError::Encode)?;
-    let path = root.join(FILE_NAME);
+    let body = encode_header(header).and_then(|body| {
+        let header_end = body.len();
+        postcard::to_extend(&payload, body).map(|body| (body, header_end))
+    });
+    stamped.cluster = payload.cluster;
+    stamped.cluster.rebase(Path::new(""), cluster_dir);
+    let (body, header_end) = body.map_err(WriteError::Encode)?;
     let model_bytes = body.len() - header_end;
     if model_bytes as u64 > model_bound(files_bytes) {
         // A cache written before would be passed over, saying to write
         // it anew: it goes.
-        let _ = std::fs::remove_file(&path);
-        return Err(WriteError::TooLarge(path, model_bytes, files_bytes));
+        let _ = std::fs::remove_file(path);
+        return Err(WriteError::TooLarge(
+            path.to_path_buf(),
+            model_bytes,
+            files_bytes,
+        ));
     }
+    Ok(framed(&body))
+}
+
+/// Writes `bytes` at `path` in `dir`, atomically.
+fn persist(dir: &Path, path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
     // tempfile's errors name its temporary file; the cache's name is enough.
-    let io = |e: std::io::Error| WriteError::Io(path.clone(), std::io::Error::from(e.kind()));
-    let file = tempfile::NamedTempFile::new_in(root).map_err(io)?;
+    let io = |e: std::io::Error| WriteError::Io(path.to_path_buf(), std::io::Error::from(e.kind()));
+    let file = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
     // Readable as the snapshot's other files are (a temporary file is the
     // owner's alone).
     let readable = std::os::unix::fs::PermissionsExt::from_mode(0o644);
     file.as_file().set_permissions(readable).map_err(io)?;
-    let bytes = framed(&body);
-    std::io::Write::write_all(&mut file.as_file(), &bytes).map_err(io)?;
-    file.persist(&path).map_err(|e| io(e.error))?;
-    Ok(Written {
-        path,
-        bytes: bytes.len(),
-        files: header.files.len(),
-        objects,
-        problems,
-    })
+    std::io::Write::write_all(&mut file.as_file(), bytes).map_err(io)?;
+    file.persist(path).map_err(|e| io(e.error))?;
+    Ok(())
 }
 
 /// Stamps again, once their times can tell, the files first stamped less
@@ -357,17 +544,41 @@ fn readable_bytes(stamps: &[Stamp]) -> u64 {
     stamps
         .iter()
         .filter(|stamp| stamp.sha256.is_some())
-        .map(|stamp| stamp.len.min(input::CLUSTER_FILE.bytes))
+        .map(|stamp| stamp.len)
         .fold(0, u64::saturating_add)
 }
 
 /// The model and problems of `<root>/cluster/` from its cache: `Ok(None)`
 /// when there is no cache, a problem saying why when it cannot be used.
 pub fn read(root: &Path, boundary: &Boundary) -> Result<Option<(Cluster, Vec<Problem>)>, Problem> {
-    let path = root.join(FILE_NAME);
-    if std::fs::symlink_metadata(&path).is_err() {
-        return Ok(None);
+    let beside = root.join(FILE_NAME);
+    if std::fs::symlink_metadata(&beside).is_ok() {
+        return read_from(root, boundary, &beside, boundary);
     }
+    // One a load wrote in the user's cache directory: outside the
+    // snapshot, so not bound to it.
+    let Some(user) = user_cache(root).filter(|user| user.is_file()) else {
+        return Ok(None);
+    };
+    let read = read_from(root, boundary, &user, &Boundary::new(Path::new("/")));
+    if let Ok(Some(_)) = &read {
+        // Used: the last to be evicted.
+        let _ = std::fs::File::options()
+            .append(true)
+            .open(&user)
+            .and_then(|file| file.set_modified(SystemTime::now()));
+    }
+    read
+}
+
+/// [`read`] of the cache at `path`, read inside `within`.
+fn read_from(
+    root: &Path,
+    boundary: &Boundary,
+    path: &Path,
+    within: &Boundary,
+) -> Result<Option<(Cluster, Vec<Problem>)>, Problem> {
+    let path = path.to_path_buf();
     let passed_over = |why: String| {
         Problem::in_file(
             &path,
@@ -386,7 +597,7 @@ pub fn read(root: &Path, boundary: &Boundary) -> Result<Option<(Cluster, Vec<Pro
     // take, whatever it is.
     let listed_bytes = stats
         .iter()
-        .map(|(len, _)| (*len).min(input::CLUSTER_FILE.bytes))
+        .map(|(len, _)| *len)
         .fold(0, u64::saturating_add);
     let most = ((MAGIC.len() + CHECKSUM) as u64)
         .saturating_add(header_bound(&listing) as u64)
@@ -395,7 +606,7 @@ pub fn read(root: &Path, boundary: &Boundary) -> Result<Option<(Cluster, Vec<Pro
         bytes: most.min(input::CLUSTER_CACHE.bytes),
         what: "a cluster cache of cluster/'s files",
     };
-    let Some(bytes) = boundary
+    let Some(bytes) = within
         .read_bytes_into(&path, limit, Vec::new())
         .map_err(|problem| passed_over(problem.message))?
     else {
@@ -663,7 +874,7 @@ fn unchanged(
         let file = format!("cluster/{}", stamp.path.display());
         let Some(sha256) = stamp.sha256 else {
             // Read again: it must still fail, and its problem is today's.
-            match boundary.read_text_into(path, input::CLUSTER_FILE, Vec::new()) {
+            match super::load::reread(path, boundary) {
                 Err(problem) => {
                     if let Some(at) = stamp.problem_at {
                         unreadable.push((at as usize, problem));
@@ -719,10 +930,8 @@ fn stat(path: &Path, boundary: &Boundary) -> (u64, Identity) {
 
 /// The SHA-256 of a file as the load reads it (`None`: it cannot).
 fn digest(path: &Path, boundary: &Boundary) -> Option<[u8; 32]> {
-    let bytes = boundary
-        .read_bytes_into(path, input::CLUSTER_FILE, Vec::new())
-        .ok()??;
-    Some(Sha256::digest(&bytes).into())
+    let (file, _) = boundary.open(path).ok()??;
+    super::stream::digest(file).ok()
 }
 
 fn relative(cluster_dir: &Path, problems: impl IntoIterator<Item = Problem>) -> Vec<StoredProblem> {

@@ -65,7 +65,7 @@ fn from_cache(dir: &Path) -> Result<Option<(Cluster, Vec<Problem>)>, Problem> {
 }
 
 fn write_cache(dir: &Path) -> Written {
-    write(dir, &Boundary::new(dir)).expect("the cache is written")
+    write(dir, &Boundary::new(dir), Budget::default()).expect("the cache is written")
 }
 
 fn encoded((cluster, problems): &(Cluster, Vec<Problem>)) -> Vec<u8> {
@@ -518,7 +518,7 @@ fn a_model_a_read_would_refuse_is_not_written() {
         format!("apiVersion: example.com/v1\nkind: Nulls\nmetadata: {{name: nulls}}\nspec: {{a: [{nulls}]}}\n"),
     )
     .unwrap();
-    match write(&dir, &Boundary::new(&dir)) {
+    match write(&dir, &Boundary::new(&dir), Budget::default()) {
         Err(error @ WriteError::TooLarge(..)) => assert!(
             error
                 .to_string()
@@ -545,7 +545,8 @@ fn a_link_retargeted_to_a_file_of_the_same_size_and_times_passes_the_cache_over(
     }
     let link = dir.join("cluster/node.yaml");
     std::os::unix::fs::symlink("../a/node.yaml", &link).unwrap();
-    write_restamping(&dir, &Boundary::new(&dir), 0).expect("the cache is written");
+    write_restamping(&dir, &Boundary::new(&dir), Budget::default(), 0)
+        .expect("the cache is written");
     assert!(header(&dir).files.iter().all(|stamp| stamp.times_tell));
     std::fs::remove_file(&link).unwrap();
     std::os::unix::fs::symlink("../b/node.yaml", &link).unwrap();
@@ -587,4 +588,73 @@ fn mkfifo(path: &Path) {
     let path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
     // SAFETY: a valid NUL-terminated path.
     assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o644) }, 0);
+}
+
+/// A load writes the cache of its own accord, beside `cluster/`, or where
+/// that cannot be written to, in the user's cache directory, which a load
+/// then reads as it would read the one beside the files.
+#[test]
+fn a_load_writes_its_cache_beside_the_files_else_in_the_user_cache() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = example(root.path());
+    let files = from_files(&dir);
+    let loaded = load_writing_into(&dir, &Boundary::new(&dir), Budget::default(), 0, None);
+    assert_eq!(format!("{loaded:?}"), format!("{files:?}"));
+    let cached = from_cache(&dir)
+        .unwrap()
+        .expect("the cache beside the files");
+    assert_eq!(format!("{cached:?}"), format!("{files:?}"));
+    // Below the size worth a cache, none is written.
+    std::fs::remove_file(dir.join(FILE_NAME)).unwrap();
+    load_writing_into(
+        &dir,
+        &Boundary::new(&dir),
+        Budget::default(),
+        u64::MAX,
+        None,
+    );
+    assert!(!dir.join(FILE_NAME).exists());
+    // The snapshot's own place taken (a directory a cache cannot replace,
+    // as a read-only snapshot would refuse it).
+    std::fs::create_dir(dir.join(FILE_NAME)).unwrap();
+    let user = root.path().join("user-cache/skoop/snap.cache");
+    let loaded = load_writing_into(
+        &dir,
+        &Boundary::new(&dir),
+        Budget::default(),
+        0,
+        Some(user.clone()),
+    );
+    assert_eq!(format!("{loaded:?}"), format!("{files:?}"));
+    let cached = read_from(
+        &dir,
+        &Boundary::new(&dir),
+        &user,
+        &Boundary::new(Path::new("/")),
+    )
+    .unwrap()
+    .expect("the cache in the user's directory");
+    assert_eq!(format!("{cached:?}"), format!("{files:?}"));
+}
+
+/// The user's cache directory keeps the caches used last, within its bound.
+#[test]
+fn the_least_recently_used_caches_are_evicted_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let now = SystemTime::now();
+    let mut paths = Vec::new();
+    for (name, age) in [("old", 300), ("mid", 200), ("new", 100), ("kept", 400)] {
+        let path = dir.path().join(format!("{name}.cache"));
+        std::fs::write(&path, vec![0; 1000]).unwrap();
+        let file = std::fs::File::options().append(true).open(&path).unwrap();
+        file.set_modified(now - Duration::from_secs(age)).unwrap();
+        paths.push(path);
+    }
+    std::fs::write(dir.path().join("other.txt"), vec![0; 5000]).unwrap();
+    evict(dir.path(), &paths[3], 2500);
+    let left: Vec<bool> = paths.iter().map(|path| path.exists()).collect();
+    // "kept" is the one just written: it stays whatever its age; "old" and
+    // "mid" go, and then the rest fit.
+    assert_eq!(left, [false, false, true, true]);
+    assert!(dir.path().join("other.txt").exists());
 }

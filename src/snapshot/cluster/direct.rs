@@ -22,7 +22,7 @@ use super::document::{Position, chars};
 use super::model::{Object, ObjectSource};
 use super::wire::{Key, Keys, Unique};
 
-mod list;
+pub(super) mod list;
 
 /// Below this many objects a file is read on the calling thread.
 const PARALLEL_FROM: usize = 512;
@@ -98,7 +98,7 @@ struct Pending<'a> {
 }
 
 /// The apiVersion and kind a typed List gives its items.
-type Inherited<'a> = (Cow<'a, str>, Cow<'a, str>);
+pub(super) type Inherited<'a> = (Cow<'a, str>, Cow<'a, str>);
 
 /// Reads `objects` (in file order) of `text`.
 fn read_objects(path: &Path, text: &str, objects: &[Pending]) -> Option<Vec<(Object, Position)>> {
@@ -160,7 +160,7 @@ fn kind_of<'b>(
 /// the rest of it into its kind's lean form, every key checked to be
 /// unique; an object of another kind, or whose other fields come first, is
 /// skipped unchecked (`None`), for [`read_in_two_passes`].
-struct OnePass<'p, 'a>(Option<&'p Inherited<'a>>);
+pub(super) struct OnePass<'p, 'a>(pub Option<&'p Inherited<'a>>);
 
 impl<'de> DeserializeSeed<'de> for OnePass<'_, '_> {
     type Value = Option<LeanObject>;
@@ -235,7 +235,7 @@ fn named(name: Option<Cow<'_, str>>) -> Option<Cow<'_, str>> {
 /// Lines and columns counted forward through a text, for offsets that only
 /// grow: each byte is looked at once, however long the lines.
 #[derive(Default)]
-struct Lines {
+pub(super) struct Lines {
     offset: usize,
     /// Lines before `offset`, and characters between its line's start and it.
     line: usize,
@@ -243,7 +243,7 @@ struct Lines {
 }
 
 impl Lines {
-    fn position(&mut self, text: &str, offset: usize) -> Position {
+    pub fn position(&mut self, text: &str, offset: usize) -> Position {
         let passed = text.as_bytes().get(self.offset..offset).unwrap_or_default();
         match passed.iter().rposition(|&b| b == b'\n') {
             Some(last) => {

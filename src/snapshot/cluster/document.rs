@@ -323,6 +323,11 @@ impl<'de> de::Deserialize<'de> for YamlData {
 /// own, so a syntax error costs only its own document: a marker at the start
 /// of a line ends any scalar in YAML, so the cut never falls inside a value.
 pub(super) fn parse_yaml(text: &str) -> (Vec<Value>, Vec<ParseIssue>) {
+    parse_yaml_from(text, 0)
+}
+
+/// [`parse_yaml`] of a piece of a file after its first `lines_before` lines.
+pub(super) fn parse_yaml_from(text: &str, lines_before: usize) -> (Vec<Value>, Vec<ParseIssue>) {
     let mut documents = Vec::new();
     let mut issues = Vec::new();
     let options = serde_saphyr::options! {
@@ -341,6 +346,7 @@ pub(super) fn parse_yaml(text: &str) -> (Vec<Value>, Vec<ParseIssue>) {
         },
     };
     for (first_line, piece) in yaml_pieces(text) {
+        let first_line = first_line + lines_before;
         let lone_cr = LoneCrLines::of(piece);
         let in_file = |at: Position| {
             let at = lone_cr.as_ref().map_or(at, |lines| lines.translate(at));

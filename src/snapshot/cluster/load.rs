@@ -7,19 +7,46 @@ use sha2::{Digest as _, Sha256};
 
 use super::Cluster;
 use super::convert::read_object;
-use super::direct;
 use super::document::{Data, Position, Value, parse_json, parse_yaml};
 use super::model::ApiEnum as _;
 use super::model::{Object, ObjectSource, Pod};
+use super::{direct, stream, yaml};
 use crate::snapshot::input::{self, Boundary};
 use crate::snapshot::problem::{ParseIssue, Problem};
+
+/// How much one load of `cluster/` reads at most, in all its files: the
+/// bound on a hostile snapshot's memory and time, whatever its files'
+/// sizes (`docs/limits.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    /// Objects kept in the model (`--max-cluster-objects`).
+    pub objects: usize,
+    /// Bytes of files read (`--max-cluster-mib`).
+    pub bytes: u64,
+}
+
+impl Default for Budget {
+    /// Several times a cluster at Kubernetes' limits (5,000 nodes, 150,000
+    /// pods: about 170,000 objects, 500 MiB of JSON).
+    fn default() -> Budget {
+        Budget {
+            objects: 1_000_000,
+            bytes: 4096 * input::MIB,
+        }
+    }
+}
 
 /// Reads every `*.yaml`, `*.yml` and `*.json` file under `dir`, recursively,
 /// in sorted path order. Dotfiles and dot-directories are skipped; any other
 /// file is reported and skipped. Returns what could be read and every problem.
 /// Files and links leading outside `boundary` are not read.
 pub fn load(dir: &Path, boundary: &Boundary) -> (Cluster, Vec<Problem>) {
-    load_listed(list(dir), boundary)
+    load_within(dir, boundary, Budget::default())
+}
+
+/// [`load`], reading no more than `budget`.
+pub fn load_within(dir: &Path, boundary: &Boundary, budget: Budget) -> (Cluster, Vec<Problem>) {
+    read_listed(list(dir), boundary, budget, false).0
 }
 
 /// The files of `cluster/` a load reads, in the order it reads them, and
@@ -50,37 +77,48 @@ pub(super) fn list(dir: &Path) -> Listing {
     }
 }
 
-/// [`load`] of the files listed.
-fn load_listed(listing: Listing, boundary: &Boundary) -> (Cluster, Vec<Problem>) {
-    read_listed(listing, boundary, false).0
-}
-
 /// A file's SHA-256, of the very bytes the load parsed; `None` when it
 /// could not be read.
 pub(super) type Digest = Option<[u8; 32]>;
 
-/// [`load_listed`], with each listed file's [`Digest`] (the cluster cache).
+/// [`load_within`] of the files listed, with each one's [`Digest`] (the
+/// cluster cache).
 pub(super) fn load_listed_digesting(
     listing: Listing,
     boundary: &Boundary,
+    budget: Budget,
 ) -> ((Cluster, Vec<Problem>), Vec<Digest>) {
-    read_listed(listing, boundary, true)
+    read_listed(listing, boundary, budget, true)
+}
+
+/// A file as the reading thread hands it over: its text, or a file too
+/// large to read whole, which the load reads a part at a time.
+enum Prefetched {
+    Text(Result<Option<String>, Problem>),
+    Large,
 }
 
 fn read_listed(
     listing: Listing,
     boundary: &Boundary,
+    budget: Budget,
     digesting: bool,
 ) -> ((Cluster, Vec<Problem>), Vec<Digest>) {
     let Listing {
         dir,
         files,
         formats,
-        mut problems,
+        problems,
     } = listing;
-    let citing = Citing(Some(dir.parent().unwrap_or(Path::new(""))));
+    let mut loader = Loader {
+        cluster: Cluster::default(),
+        problems,
+        citing: Citing(Some(dir.parent().unwrap_or(Path::new("")))),
+        budget,
+        bytes: 0,
+        objects_spent: false,
+    };
     let mut digests = Vec::with_capacity(files.len());
-    let mut cluster = Cluster::default();
     // The next file is read while this one is parsed: reading is work for
     // one core, hundreds of megabytes on a large cluster. A rendezvous
     // channel holds at most one file read ahead.
@@ -91,36 +129,196 @@ fn read_listed(
         let paths = &files;
         scope.spawn(move || {
             for path in paths {
-                let buffer = spent.try_recv().map(String::into_bytes).unwrap_or_default();
-                let read = boundary.read_text_into(path, input::CLUSTER_FILE, buffer);
-                let digest = match &read {
-                    Ok(Some(text)) if digesting => Some(Sha256::digest(text.as_bytes()).into()),
-                    _ => None,
+                let large = std::fs::metadata(path).is_ok_and(|m| stream::is_large(m.len()));
+                let read = if large {
+                    Prefetched::Large
+                } else {
+                    let buffer = spent.try_recv().map(String::into_bytes).unwrap_or_default();
+                    Prefetched::Text(boundary.read_text_into(path, input::CLUSTER_FILE, buffer))
                 };
-                if sender.send((read, digest)).is_err() {
+                if sender.send(read).is_err() {
                     break;
                 }
             }
         });
-        for ((path, format), (read, digest)) in files.iter().zip(&formats).zip(texts) {
-            digests.push(digest);
-            if let Some(text) = file_text(path, read, &mut problems) {
-                load_text(
-                    path,
-                    &text,
-                    *format,
-                    Reading::DirectFirst,
-                    citing,
-                    &mut cluster,
-                    &mut problems,
-                );
-                // The reader may be done: then the memory is freed here.
-                let _ = give_back.send(text);
+        for ((path, format), read) in files.iter().zip(&formats).zip(texts) {
+            if let Some(refused) = loader.over_budget(path) {
+                loader.problems.push(refused);
+                digests.push(None);
+                continue;
             }
+            let digest = match read {
+                Prefetched::Large => loader.load_large(path, *format, boundary, digesting),
+                Prefetched::Text(read) => {
+                    let digest = match &read {
+                        Ok(Some(text)) if digesting => Some(Sha256::digest(text.as_bytes()).into()),
+                        _ => None,
+                    };
+                    if let Some(text) = file_text(path, read, &mut loader.problems) {
+                        let pieces = read_text(path, &text, *format, Reading::DirectFirst);
+                        loader.insert(path, pieces);
+                        // The reader may be done: then the memory is freed here.
+                        let _ = give_back.send(text);
+                    }
+                    digest
+                }
+            };
+            digests.push(digest);
         }
     });
+    let Loader {
+        cluster,
+        mut problems,
+        citing,
+        ..
+    } = loader;
     problems.extend(ip_conflicts(&cluster, citing));
     ((cluster, problems), digests)
+}
+
+/// A load under way: what it has read so far, against its budget.
+struct Loader<'a> {
+    cluster: Cluster,
+    problems: Vec<Problem>,
+    citing: Citing<'a>,
+    budget: Budget,
+    /// Bytes of the files read so far.
+    bytes: u64,
+    /// Whether the budget's objects are all taken: no more are kept.
+    objects_spent: bool,
+}
+
+impl Loader<'_> {
+    /// Why `path` is not read, when the budget is spent; else it counts
+    /// against the budget.
+    fn over_budget(&mut self, path: &Path) -> Option<Problem> {
+        if self.objects_spent {
+            return Some(Problem::in_file(
+                path,
+                format!(
+                    "not read: the cluster/ files before it hold {} objects, the most a load \
+                     reads (--max-cluster-objects N raises it)",
+                    self.budget.objects
+                ),
+            ));
+        }
+        let len = std::fs::metadata(path).map_or(0, |m| m.len());
+        self.bytes = self.bytes.saturating_add(len);
+        (self.bytes > self.budget.bytes).then(|| {
+            Problem::in_file(
+                path,
+                format!(
+                    "not read: with it, the cluster/ files read come to {} MiB, more than the \
+                     {} MiB a load reads (--max-cluster-mib MIB raises it)",
+                    self.bytes.div_ceil(input::MIB),
+                    self.budget.bytes / input::MIB
+                ),
+            )
+        })
+    }
+
+    /// Inserts what a text held, in order, while the budget allows.
+    fn insert(&mut self, path: &Path, pieces: Vec<Piece>) {
+        for piece in pieces {
+            match piece {
+                Piece::Object(..) if self.objects_spent => {}
+                Piece::Object(object, at) if self.cluster.object_count() >= self.budget.objects => {
+                    self.objects_spent = true;
+                    let _ = object;
+                    self.problems.push(Problem::from_issue(
+                        path,
+                        ParseIssue::at(
+                            at.line,
+                            at.column,
+                            format!(
+                                "more than {} objects in cluster/, the most a load reads: this \
+                                 one and the rest are not read (--max-cluster-objects N raises \
+                                 it)",
+                                self.budget.objects
+                            ),
+                        ),
+                    ));
+                }
+                Piece::Object(object, at) => insert_at(
+                    path,
+                    self.citing,
+                    &mut self.cluster,
+                    object,
+                    at,
+                    &mut self.problems,
+                ),
+                Piece::Problem(problem) => self.problems.push(problem),
+            }
+        }
+    }
+
+    /// Reads a file too large to read whole a part at a time
+    /// (`stream.rs`), its parts read on several threads and inserted in
+    /// order; its [`Digest`] when `digesting`.
+    fn load_large(
+        &mut self,
+        path: &Path,
+        format: Format,
+        boundary: &Boundary,
+        digesting: bool,
+    ) -> Digest {
+        let (file, metadata) = match boundary.open(path) {
+            Ok(Some(opened)) => opened,
+            Ok(None) => {
+                self.problems.push(Problem::in_file(
+                    path,
+                    "cannot read: the file disappeared while loading",
+                ));
+                return None;
+            }
+            Err(problem) => {
+                self.problems.push(problem);
+                return None;
+            }
+        };
+        let workers = std::thread::available_parallelism().map_or(1, usize::from);
+        let (digest, problem) = std::thread::scope(|scope| {
+            let (sender, parts) = std::sync::mpsc::sync_channel::<stream::Part>(1);
+            let reader = scope.spawn(move || {
+                stream::read(path, file, metadata.len(), format, digesting, |part| {
+                    let _ = sender.send(part);
+                })
+            });
+            let mut reading = std::collections::VecDeque::new();
+            for part in parts {
+                if reading.len() >= workers {
+                    self.insert_part(path, reading.pop_front());
+                }
+                reading.push_back(scope.spawn(move || {
+                    read_text(path, &part.text, format, Reading::DirectFirst)
+                        .into_iter()
+                        .map(|piece| piece.moved(part.lines))
+                        .collect::<Vec<_>>()
+                }));
+            }
+            while let Some(part) = reading.pop_front() {
+                self.insert_part(path, Some(part));
+            }
+            reader
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        });
+        self.problems.extend(problem);
+        digest
+    }
+
+    fn insert_part(
+        &mut self,
+        path: &Path,
+        part: Option<std::thread::ScopedJoinHandle<'_, Vec<Piece>>>,
+    ) {
+        if let Some(part) = part {
+            let pieces = part
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            self.insert(path, pieces);
+        }
+    }
 }
 
 /// How a problem's message cites another object's place: from the
@@ -176,7 +374,7 @@ fn ip_conflicts(cluster: &Cluster, citing: Citing) -> Vec<Problem> {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Format {
+pub(super) enum Format {
     Yaml,
     Json,
 }
@@ -237,6 +435,26 @@ fn format_of(path: &Path) -> Option<Format> {
     }
 }
 
+/// Whether the load can read `path`, found again as it found it: `Ok(None)`
+/// when it is gone, the problem when it cannot be read (the cluster cache
+/// checks that an unreadable file still is).
+pub(super) fn reread(path: &Path, boundary: &Boundary) -> Result<Option<()>, Problem> {
+    let large = std::fs::metadata(path).is_ok_and(|m| stream::is_large(m.len()));
+    if !large {
+        return boundary
+            .read_text_into(path, input::CLUSTER_FILE, Vec::new())
+            .map(|read| read.map(drop));
+    }
+    let Some((file, metadata)) = boundary.open(path)? else {
+        return Ok(None);
+    };
+    let format = format_of(path).unwrap_or(Format::Json);
+    match stream::read(path, file, metadata.len(), format, false, drop) {
+        (None, Some(problem)) => Err(problem),
+        _ => Ok(Some(())),
+    }
+}
+
 /// The text of a file read, or the problem of reading it.
 fn file_text(
     path: &Path,
@@ -270,6 +488,37 @@ pub enum Reading {
     Positioned,
 }
 
+/// What a text holds, in the order it was found: objects with where each
+/// starts, and problems.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "most pieces are objects: boxing them would allocate once more for each"
+)]
+pub(super) enum Piece {
+    Object(Object, Position),
+    Problem(Problem),
+}
+
+impl Piece {
+    /// Moves the piece `lines` lines down (a part read on its own, which
+    /// starts that far into its file).
+    pub fn moved(self, lines: isize) -> Piece {
+        let down = |line: usize| line.saturating_add_signed(lines).max(1);
+        match self {
+            Piece::Object(mut object, mut at) => {
+                let source = &mut object.meta_mut().source;
+                source.line = down(source.line);
+                at.line = down(at.line);
+                Piece::Object(object, at)
+            }
+            Piece::Problem(mut problem) => {
+                problem.line = problem.line.map(down);
+                Piece::Problem(problem)
+            }
+        }
+    }
+}
+
 /// Reads the objects of one file's text into `cluster`.
 fn load_text(
     path: &Path,
@@ -280,33 +529,61 @@ fn load_text(
     cluster: &mut Cluster,
     problems: &mut Vec<Problem>,
 ) {
+    let pieces = read_text(path, text, format, reading);
+    insert_pieces(path, pieces, citing, cluster, problems);
+}
+
+/// Inserts what a text held into `cluster`, in order.
+fn insert_pieces(
+    path: &Path,
+    pieces: Vec<Piece>,
+    citing: Citing,
+    cluster: &mut Cluster,
+    problems: &mut Vec<Problem>,
+) {
+    for piece in pieces {
+        match piece {
+            Piece::Object(object, at) => insert_at(path, citing, cluster, object, at, problems),
+            Piece::Problem(problem) => problems.push(problem),
+        }
+    }
+}
+
+/// The objects and problems of one file's text.
+pub(super) fn read_text(path: &Path, text: &str, format: Format, reading: Reading) -> Vec<Piece> {
     // Editors do not count a byte-order mark as a column, and serde_json refuses it.
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    if format == Format::Json
-        && reading == Reading::DirectFirst
-        && let Some(objects) = direct::read(path, text)
-    {
-        for (object, at) in objects {
-            insert_at(path, citing, cluster, object, at, problems);
-        }
-        return;
+    let direct = match (format, reading) {
+        (_, Reading::Positioned) => None,
+        (Format::Json, Reading::DirectFirst) => direct::read(path, text),
+        (Format::Yaml, Reading::DirectFirst) => yaml::read(path, text),
+    };
+    if let Some(objects) = direct {
+        return objects
+            .into_iter()
+            .map(|(object, at)| Piece::Object(object, at))
+            .collect();
     }
+    let mut pieces = Vec::new();
     let (documents, parse_issues) = match format {
         Format::Yaml => parse_yaml(text),
         Format::Json => parse_json(text),
     };
     if documents.is_empty() && parse_issues.is_empty() {
-        problems.push(Problem::in_file(path, "no Kubernetes object in this file"));
+        pieces.push(Piece::Problem(Problem::in_file(
+            path,
+            "no Kubernetes object in this file",
+        )));
     }
     let mut issues = parse_issues;
     let mut objects = Vec::new();
     for document in &documents {
         objects_in(document, None, &mut objects, &mut issues);
     }
-    problems.extend(
+    pieces.extend(
         issues
             .into_iter()
-            .map(|issue| Problem::from_issue(path, issue)),
+            .map(|issue| Piece::Problem(Problem::from_issue(path, issue))),
     );
     for found in objects {
         let source = ObjectSource {
@@ -314,22 +591,16 @@ fn load_text(
             line: found.value.position.line,
         };
         let (object, issues) = read_object(found.value, &found.api_version, &found.kind, source);
-        problems.extend(
+        pieces.extend(
             issues
                 .into_iter()
-                .map(|issue| Problem::from_issue(path, issue)),
+                .map(|issue| Piece::Problem(Problem::from_issue(path, issue))),
         );
         if let Some(object) = object {
-            insert_at(
-                path,
-                citing,
-                cluster,
-                object,
-                found.value.position,
-                problems,
-            );
+            pieces.push(Piece::Object(object, found.value.position));
         }
     }
+    pieces
 }
 
 /// Inserts `object`, read at `at` of `path`, saying there what is wrong with
@@ -389,16 +660,16 @@ fn insert(cluster: &mut Cluster, object: Object, citing: Citing) -> Vec<String> 
 
 /// An object found in a document, with the apiVersion and kind it has or
 /// inherits from its List.
-struct Found<'a> {
-    value: &'a Value,
-    api_version: String,
-    kind: String,
+pub(super) struct Found<'a> {
+    pub value: &'a Value,
+    pub api_version: String,
+    pub kind: String,
 }
 
 /// Collects the objects of `value`: itself, or the items of a List. Items of
 /// a typed list (`PodList`) may leave out apiVersion and kind, as the API
 /// server writes them; items of a `kind: List` may not.
-fn objects_in<'a>(
+pub(super) fn objects_in<'a>(
     value: &'a Value,
     inherited: Option<(&str, &str)>,
     found: &mut Vec<Found<'a>>,

@@ -24,15 +24,17 @@ mod load;
 mod model;
 mod network_policy;
 mod selector;
+mod stream;
 #[cfg(test)]
 mod tests;
 mod wire;
+mod yaml;
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
-pub use load::{Reading, load, load_file_text, load_file_text_as};
+pub use load::{Budget, Reading, load, load_file_text, load_file_text_as, load_within};
 pub use model::{
     AddressType, ApiEnum, ConfigMap, Container, ContainerPort, DaemonSet, Endpoint,
     EndpointAddress, EndpointConditions, EndpointPort, EndpointSlice, EndpointSubset, Endpoints,

@@ -104,7 +104,7 @@ fn read_in_parts(
 
 /// The apiVersion and kind of `head`, a List with no items, when it is
 /// one document and a List (`List`, or a typed one such as `PodList`).
-fn list_kind(head: &str) -> Option<(String, String)> {
+pub(in crate::snapshot::cluster) fn list_kind(head: &str) -> Option<(String, String)> {
     let mut documents = serde_json::Deserializer::from_str(head).into_iter::<Head>();
     let list = documents.next()?.ok()?;
     if documents.next().is_some() {
@@ -141,7 +141,7 @@ struct PartRead {
 
 /// The offset just past the `[` of the top-level `"items"`, when `text` is
 /// one mapping with that key; its keys before it are skipped as values.
-fn items_start(text: &str) -> Option<usize> {
+pub(in crate::snapshot::cluster) fn items_start(text: &str) -> Option<usize> {
     let bytes = text.as_bytes();
     let mut at = skip_whitespace(bytes, 0);
     if bytes.get(at) != Some(&b'{') {
@@ -175,7 +175,7 @@ fn value_end<'de, T: Deserialize<'de>>(text: &'de str, at: usize) -> Option<(T, 
     Some((value, at + stream.byte_offset()))
 }
 
-fn skip_whitespace(bytes: &[u8], mut at: usize) -> usize {
+pub(in crate::snapshot::cluster) fn skip_whitespace(bytes: &[u8], mut at: usize) -> usize {
     while matches!(bytes.get(at), Some(b' ' | b'\t' | b'\n' | b'\r')) {
         at += 1;
     }
