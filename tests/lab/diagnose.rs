@@ -2830,7 +2830,15 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
             live::assert_same_diagnosis(&diagnosis, live_dir.path(), &request, &name);
             if confirms(fault) {
                 let template = live::node_exec(cluster);
-                confirm_case(live_dir.path(), &request, kind, &template, fault, kernel, &name);
+                confirm_case(
+                    live_dir.path(),
+                    &request,
+                    kind,
+                    &template,
+                    fault,
+                    kernel,
+                    &name,
+                );
             }
             diagnosis
         }
