@@ -142,6 +142,17 @@ impl NodeShell {
             NodeShell::Pod(pod) => {
                 let words: Vec<String> = prefix.iter().chain(argv).cloned().collect();
                 let output = pod.exec(&words, stdin, timeout).await?;
+                // The runtime refuses to start a program the image lacks
+                // (runc: `exec: "bpftool": executable file not found in
+                // $PATH`, a failure status with no exit code); through a
+                // prefix (nsenter) it exits 127.
+                let not_in_image =
+                    output.code.is_none() && output.status.contains("executable file not found");
+                if not_in_image {
+                    return Err(RunError::ToolMissing {
+                        tool: words[0].clone(),
+                    });
+                }
                 if output.code == Some(127) {
                     return Err(RunError::ToolMissing { tool: tool.clone() });
                 }
