@@ -29,11 +29,12 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use crate::cluster::Node;
+use crate::kubelet::wait_until;
 use crate::lab::Lab;
 use crate::real;
 
@@ -132,14 +133,10 @@ fn path(bin: &Path) -> String {
 /// with `clang` and `llc` from PATH).
 const LLVM: &str = "/usr/lib/llvm-19/bin";
 
-/// The words that run a command inside `node` as the agent sees it (its
-/// network and mount namespaces), with the lab's PATH.
-fn enter(node: &Node, dir: &Path, bin: &Path) -> Vec<String> {
+/// The words that run a command, inside `node`'s network namespace, in its
+/// agent's mount namespace with the lab's PATH.
+fn in_mount(dir: &Path, bin: &Path) -> Vec<String> {
     vec![
-        "ip".into(),
-        "netns".into(),
-        "exec".into(),
-        node.ns.name.clone(),
         "nsenter".into(),
         format!("--mount={}", mount_namespace(dir).display()),
         "env".into(),
@@ -201,20 +198,13 @@ exec sleep infinity"#;
     wait_until(
         Duration::from_secs(10),
         || ready.exists(),
-        || {
-            format!(
-                "the mount namespace of {} was not set up: {}",
-                node.name,
-                fs::read_to_string(dir.join("mount-namespace.log")).unwrap_or_default()
-            )
-        },
+        || format!("the mount namespace of {} was not set up", node.name),
+        &dir.join("mount-namespace.log"),
     );
     std::os::unix::fs::symlink(format!("/proc/{holder}/ns/mnt"), mount_namespace(dir))
         .expect("link the node's mount namespace");
 
-    let mut argv = enter(node, dir, bin);
-    // `ip netns exec` is the lab's (Lab::spawn_logged adds it).
-    argv.drain(..4);
+    let mut argv = in_mount(dir, bin);
     argv.extend([
         bin.join("cilium-agent").display().to_string(),
         format!("--config-dir={}", config_dir.display()),
@@ -238,33 +228,21 @@ exec sleep infinity"#;
             fs::read_to_string(&log)
                 .is_ok_and(|text| text.contains("Daemon initialization completed"))
         },
-        || {
-            format!(
-                "cilium-agent on {} did not start:\n{}",
-                node.name,
-                tail(&log)
-            )
-        },
+        || format!("cilium-agent on {} did not start", node.name),
+        &log,
     );
     pid
 }
 
 /// Runs `argv` inside `node` as the agent sees it; its stdout.
 pub fn run(node: &Node, dir: &Path, bin: &Path, argv: &[&str]) -> String {
-    let words = enter(node, dir, bin);
-    let output = std::process::Command::new(&words[0])
-        .args(&words[1..])
-        .args(argv)
-        .output()
-        .unwrap_or_else(|e| panic!("run {argv:?} on {}: {e}", node.name));
-    assert!(
-        output.status.success(),
-        "{argv:?} on {} failed ({}): {}",
-        node.name,
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).into_owned()
+    let words = in_mount(dir, bin);
+    let words: Vec<&str> = words
+        .iter()
+        .map(String::as_str)
+        .chain(argv.iter().copied())
+        .collect();
+    node.ns.run(&words)
 }
 
 /// Cilium's CNI configuration, as the agent writes it for a container
@@ -276,7 +254,13 @@ pub fn cni_conf() -> String {
 /// The CNI plugin's command line, entering the node as the agent sees it
 /// (the plugin talks to the agent's socket in `/run/cilium`).
 pub fn cni_command(node: &Node, dir: &Path, bin: &Path) -> Vec<String> {
-    let mut words = enter(node, dir, bin);
+    let mut words = vec![
+        "ip".into(),
+        "netns".into(),
+        "exec".into(),
+        node.ns.name.clone(),
+    ];
+    words.extend(in_mount(dir, bin));
     words.push(bin.join("cni/cilium-cni").display().to_string());
     words
 }
@@ -312,11 +296,11 @@ pub fn wait_programmed(node: &Node, dir: &Path, bin: &Path, pods: &[String]) {
         },
         || {
             format!(
-                "cilium-agent on {} has not programmed every endpoint and pod address {pods:?}:\n{}",
+                "cilium-agent on {} has not programmed every endpoint and pod address {pods:?}",
                 node.name,
-                tail(&log)
             )
         },
+        &log,
     );
 }
 
@@ -357,26 +341,12 @@ pub fn wait_policy(node: &Node, dir: &Path, bin: &Path, before: &[(String, Value
         },
         || {
             format!(
-                "the policy maps of {} did not change:\n{:#?}\nlast lines of the agent's log:\n{}",
+                "the policy maps of {} did not change:\n{:#?}\n",
                 node.name,
                 policy_maps(node, dir, bin),
-                tail(&dir.join("cilium-agent.log"))
             )
         },
+        &dir.join("cilium-agent.log"),
     );
     std::thread::sleep(Duration::from_secs(3));
-}
-
-fn wait_until(timeout: Duration, ready: impl Fn() -> bool, why: impl Fn() -> String) {
-    let start = Instant::now();
-    while !ready() {
-        assert!(start.elapsed() < timeout, "{}", why());
-        std::thread::sleep(Duration::from_millis(250));
-    }
-}
-
-fn tail(log: &Path) -> String {
-    let text = fs::read_to_string(log).unwrap_or_default();
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(30)..].join("\n")
 }

@@ -177,6 +177,41 @@ pub(super) enum UndoPhase {
     AfterRouting,
 }
 
+/// Reverses `translation` on the reply `packet` where it applies in
+/// `phase`: a DNAT's (or REDIRECT's) on the reply's source after routing, a
+/// SNAT's (or masquerade's) on its destination before; the step's words
+/// where it did.
+pub(super) fn reverse(
+    translation: &Translation,
+    packet: &mut Packet,
+    phase: UndoPhase,
+) -> Option<String> {
+    match *translation {
+        Translation::Dnat { before, after } | Translation::Redirect { before, after }
+            if phase == UndoPhase::AfterRouting
+                && packet.src() == Some(after.addr)
+                && after.port.is_none_or(|p| packet.ip.sport == Some(p)) =>
+        {
+            packet.ip.src = before.addr;
+            packet.ip.sport = before.port.or(packet.ip.sport);
+            Some(format!("un-dnat {after} -> {before}"))
+        }
+        Translation::Snat { before, after }
+        | Translation::Masquerade {
+            before,
+            after: Some(after),
+        } if phase == UndoPhase::BeforeRouting
+            && packet.ip.dst == after.addr
+            && after.port.is_none_or(|p| packet.ip.dport == Some(p)) =>
+        {
+            packet.ip.dst = before.addr;
+            packet.ip.dport = before.port.or(packet.ip.dport);
+            Some(format!("un-snat {after} -> {before}"))
+        }
+        _ => None,
+    }
+}
+
 impl<'s> Walker<'s> {
     /// A socket of the hop's namespace sent the packet; the path's first
     /// such packet opens the connection its reply must come back to.
@@ -307,30 +342,7 @@ impl<'s> Walker<'s> {
             if at != ns {
                 continue;
             }
-            let undone = match *translation {
-                Translation::Dnat { before, after } | Translation::Redirect { before, after }
-                    if phase == UndoPhase::AfterRouting
-                        && packet.src() == Some(after.addr)
-                        && after.port.is_none_or(|p| packet.ip.sport == Some(p)) =>
-                {
-                    packet.ip.src = before.addr;
-                    packet.ip.sport = before.port.or(packet.ip.sport);
-                    Some(format!("un-dnat {after} -> {before}"))
-                }
-                Translation::Snat { before, after }
-                | Translation::Masquerade {
-                    before,
-                    after: Some(after),
-                } if phase == UndoPhase::BeforeRouting
-                    && packet.ip.dst == after.addr
-                    && after.port.is_none_or(|p| packet.ip.dport == Some(p)) =>
-                {
-                    packet.ip.dst = before.addr;
-                    packet.ip.dport = before.port.or(packet.ip.dport);
-                    Some(format!("un-snat {after} -> {before}"))
-                }
-                _ => None,
-            };
+            let undone = reverse(translation, packet, phase);
             if let Some(translation) = undone {
                 self.step(
                     hop,

@@ -7,8 +7,7 @@
 
 use super::*;
 use crate::engine::hooks::{DatapathAnswer, DatapathVerdict, ProgramBackend, RedirectTo};
-use crate::snapshot::netns::bpf::{Attachment, Direction};
-use crate::snapshot::netns::datapath;
+use crate::snapshot::netns::bpf::{Attachment, Direction, Hook};
 
 /// How often the programs of one device may translate a packet before the
 /// walk calls it a loop: each translation asks the program again.
@@ -79,7 +78,7 @@ impl<'s> Walker<'s> {
             .filter(|a| a.device == dev && a.hook.direction() == Some(direction))
             .collect();
         // XDP runs on the frame before tc's ingress.
-        found.sort_by_key(|a| !matches!(a.hook, crate::snapshot::netns::bpf::Hook::Xdp { .. }));
+        found.sort_by_key(|a| !matches!(a.hook, Hook::Xdp { .. }));
         if let Some(other) = programs
             .iter()
             .find(|a| a.device == dev && a.hook.direction().is_none())
@@ -294,25 +293,19 @@ impl<'s> Walker<'s> {
         let packet = &mut flow.packet;
         let mut undone = Vec::new();
         flow.branch.program_nat.retain(|(at, translation)| {
-            if at != ns {
-                return true;
-            }
-            match *translation {
-                Translation::Dnat { before, after }
-                    if packet.ip.src == after.addr
-                        && after.port.is_none_or(|p| packet.ip.sport == Some(p)) =>
-                {
-                    packet.ip.src = before.addr;
-                    packet.ip.sport = before.port.or(packet.ip.sport);
-                    undone.push(format!("un-dnat {after} -> {before}"));
+            // The datapath's own connection tracking undoes both kinds at once.
+            let reversed = (at == ns)
+                .then(|| {
+                    reverse(translation, packet, UndoPhase::BeforeRouting)
+                        .or_else(|| reverse(translation, packet, UndoPhase::AfterRouting))
+                })
+                .flatten();
+            match reversed {
+                Some(words) => {
+                    undone.push(words);
                     false
                 }
-                Translation::Snat { before, after } if packet.ip.dst == after.addr => {
-                    packet.ip.dst = before.addr;
-                    undone.push(format!("un-snat {after} -> {before}"));
-                    false
-                }
-                _ => true,
+                None => true,
             }
         });
         for translation in undone {
@@ -482,19 +475,11 @@ impl<'s> Walker<'s> {
             .iter()
             .map(|cited| {
                 let mut evidence = Evidence::file(entry.dir.join(&cited.file));
-                let file = cited
-                    .file
-                    .strip_prefix(datapath::DIR)
-                    .and_then(|rest| rest.strip_prefix('/'))
-                    .and_then(|rest| rest.strip_suffix(".json"))
-                    .and_then(|name| entry.dump().datapath.get(name));
-                if let (Some(file), Some(key)) = (file, &cited.key)
-                    && let Some(index) = file
-                        .value
-                        .as_object()
-                        .and_then(|members| members.keys().position(|k| k == key))
-                    && let Some(&(line, column)) = file.places.get(index)
-                {
+                let place = cited
+                    .key
+                    .as_ref()
+                    .and_then(|key| entry.dump().datapath.at(&cited.file)?.place_of(key));
+                if let Some((line, column)) = place {
                     evidence.line = Some(line);
                     evidence.column = Some(column);
                 }

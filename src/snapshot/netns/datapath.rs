@@ -121,6 +121,24 @@ impl DatapathFiles {
     pub fn get(&self, name: &str) -> Option<&DatapathFile> {
         self.files.get(name)
     }
+
+    /// The file at `path` in the namespace's directory (`datapath/NAME.json`),
+    /// read.
+    pub fn at(&self, path: &str) -> Option<&DatapathFile> {
+        let name = path
+            .strip_prefix(DIR)?
+            .strip_prefix('/')?
+            .strip_suffix(".json")?;
+        self.get(name)
+    }
+}
+
+impl DatapathFile {
+    /// Where the member `key` of the top-level object starts (line, column).
+    pub fn place_of(&self, key: &str) -> Option<(usize, usize)> {
+        let index = self.value.as_object()?.keys().position(|k| k == key)?;
+        self.places.get(index).copied()
+    }
 }
 
 /// The path of the file NAME in a namespace directory, as evidence names it.
@@ -178,6 +196,8 @@ mod tests {
         let keys: Vec<&String> = file.value.as_object().unwrap().keys().collect();
         assert_eq!(keys, ["b", "z"]);
         assert_eq!(file.places, [(2, 7), (1, 7)]);
+        assert_eq!(file.place_of("z"), Some((1, 7)));
+        assert_eq!(file.place_of("nope"), None);
     }
 
     #[test]
@@ -199,6 +219,8 @@ mod tests {
         let mut problems = Vec::new();
         let files = DatapathFiles::load(dir.path(), &Boundary::new(dir.path()), &mut problems);
         assert_eq!(files.files.keys().collect::<Vec<_>>(), ["ipcache"]);
+        assert!(files.at(&relative_path("ipcache")).is_some());
+        assert!(files.at("ipcache.json").is_none());
         assert_eq!(files.unreadable.keys().collect::<Vec<_>>(), ["broken"]);
         assert_eq!(problems.len(), 2, "{problems:?}");
         assert!(
