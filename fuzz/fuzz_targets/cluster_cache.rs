@@ -19,7 +19,7 @@ use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
 use sha2::{Digest, Sha256};
-use skoop::snapshot::cluster::cache;
+use skoop::snapshot::cluster::{Budget, cache};
 use skoop::snapshot::input::Boundary;
 
 /// The snapshot, and its cache as written.
@@ -35,7 +35,7 @@ fn snapshot() -> &'static (PathBuf, Vec<u8>) {
             let entry = entry.expect("an entry");
             std::fs::copy(entry.path(), cluster.join(entry.file_name())).expect("a copy");
         }
-        cache::write(&root, &Boundary::new(&root)).expect("the cache is written");
+        cache::write(&root, &Boundary::new(&root), Budget::default()).expect("the cache is written");
         let bytes = std::fs::read(root.join(cache::FILE_NAME)).expect("the cache");
         (root, bytes)
     })
