@@ -41,9 +41,11 @@ for tool in apt-get apt-cache dpkg-deb; do
 	command -v "$tool" >/dev/null || { echo "build.sh: $tool is not installed (a Debian machine is needed)" >&2; exit 1; }
 done
 
-# What skoop's dump commands run (docs/live.md), and what finding a pod's
-# namespace runs (sh, stat, grep, tr, nsenter); sleep keeps the pod alive.
-tools="iproute2 iptables nftables ipset ipvsadm conntrack procps util-linux bpftool coreutils dash grep"
+# What skoop's dump commands run (docs/live.md), what finding a pod's
+# namespace runs (sh, stat, grep, tr, nsenter), and what `--confirm` sends
+# its probes with (nc, ping); sleep keeps the pod alive.
+tools="iproute2 iptables nftables ipset ipvsadm conntrack procps util-linux bpftool coreutils dash grep
+  netcat-openbsd iputils-ping"
 # Wanted only by maintainer scripts, which are not run here, or alternatives
 # of a library the image already has (libelogind0 for libsystemd0).
 skip=" cdebconf debconf dpkg install-info init-system-helpers lsb-base usrmerge usr-is-merged
@@ -83,8 +85,10 @@ for package in "${packages[@]}"; do
 done
 
 # What dpkg's maintainer scripts would have made: /bin/sh, iptables'
-# alternatives (the nf_tables backend, Debian's default), a root user.
+# alternatives (the nf_tables backend, Debian's default) and nc's (OpenBSD's),
+# a root user.
 ln -sf dash "$rootfs/bin/sh"
+ln -sf nc.openbsd "$rootfs/bin/nc"
 for t in iptables iptables-save iptables-restore ip6tables ip6tables-save ip6tables-restore; do
 	ln -sf xtables-nft-multi "$rootfs/usr/sbin/$t"
 done
@@ -106,6 +110,7 @@ if [ "$(id -u)" = 0 ]; then
 	for probe in "ip -V" "bridge -V" "iptables-save -V" "iptables-legacy-save -V" "ip6tables-save -V" \
 		"nft -v" "ipset version" "ss -V" "sysctl --version" "conntrack -V" "nsenter --version" \
 		"stat --version" "grep -V" "tr --version" "sleep --version" \
+		"nstat -V" "bpftool version" "nc -h" "ping -V" \
 		"ipvsadm -h; [ \$? -ne 127 ]"; do
 		# (ipvsadm cannot say its version on a kernel without IPVS; 127 is a
 		# missing program or library.)

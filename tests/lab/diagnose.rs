@@ -2829,16 +2829,8 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
             live::collect_live(&server, cluster, live_dir.path());
             live::assert_same_diagnosis(&diagnosis, live_dir.path(), &request, &name);
             if confirms(fault) {
-                let template = live::node_exec(cluster);
-                confirm_case(
-                    live_dir.path(),
-                    &request,
-                    kind,
-                    &template,
-                    fault,
-                    kernel,
-                    &name,
-                );
+                let source = snapshot_reached_by(live_dir.path(), &live::node_exec(cluster));
+                confirm_case(&source, &request, kind, fault, kernel, &name);
             }
             diagnosis
         }
@@ -2861,12 +2853,17 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
                 "{name}: the kernel's answer changed while the snapshot was collected \
                  (a component repaired or changed the fault)"
             );
-            // (Collector pods run skoop's image, which has no nc or ping
-            // yet; a client outside the cluster cannot be sent from.)
-            if !matches!(kind, LabKind::Kubelet(_)) && peer != Peer::FromOutside && confirms(fault)
-            {
-                let template = real.node_exec();
-                confirm_case(dir.path(), &request, kind, &template, fault, kernel, &name);
+            // Confirmed as collected: on kubelet-run nodes live, through
+            // collector pods (whose image has nc and ping), elsewhere through
+            // --node-exec. A client outside the cluster cannot be sent from.
+            if peer != Peer::FromOutside && confirms(fault) {
+                let source = if matches!(kind, LabKind::Kubelet(_)) {
+                    let kubeconfig = real.server.kubeconfig.display().to_string();
+                    vec!["--kubeconfig".to_string(), kubeconfig]
+                } else {
+                    snapshot_reached_by(dir.path(), &real.node_exec())
+                };
+                confirm_case(&source, &request, kind, fault, kernel, &name);
             }
             engine::diagnose(&live::load(dir.path()), &request, &packs)
                 .expect("the request resolves")
@@ -3024,21 +3021,20 @@ fn confirms(fault: &Fault) -> bool {
         || fault.expected == Disposition::DeniedByNetfilter
 }
 
-/// The kernel asked through skoop itself (`--confirm` on the snapshot in
-/// `dir`, collected live, the nodes reached as collection reached them)
-/// must agree with the model; `kernel` is what the case's own connect or
+/// The kernel asked through skoop itself (`--confirm` from `source`: the
+/// snapshot collected live, the nodes reached as collection reached them,
+/// or the live cluster itself) must agree with the model; `kernel` is what the case's own connect or
 /// ping said. A size is sent as a ping (`ping -M do`), as the case's own.
 fn confirm_case(
-    dir: &std::path::Path,
+    source: &[String],
     request: &Request,
     kind: LabKind,
-    template: &str,
     fault: &Fault,
     kernel: bool,
     name: &str,
 ) {
-    let mut args = diagnose_args(dir, request);
-    args.extend(["--confirm", "--node-exec", template].map(String::from));
+    let mut args = diagnose_args(source, request);
+    args.push("--confirm".into());
     // A transfer that stalls still connects: the probe's answer is
     // compared only where the case's is a connect or a ping.
     let transfer = fault.mtu.as_ref().is_some_and(|mtu| mtu.size.is_none());
@@ -3049,10 +3045,23 @@ fn confirm_case(
     crate::confirm::assert_agrees(&args, asked, stops_at_a_counted_rule, name);
 }
 
+/// `--snapshot DIR`.
+fn snapshot(dir: &std::path::Path) -> Vec<String> {
+    vec!["--snapshot".into(), dir.display().to_string()]
+}
+
+/// `--snapshot DIR --node-exec TEMPLATE`: the snapshot, its nodes reached
+/// through the template.
+fn snapshot_reached_by(dir: &std::path::Path, template: &str) -> Vec<String> {
+    let mut source = snapshot(dir);
+    source.extend(["--node-exec".into(), template.into()]);
+    source
+}
+
 /// `skoop diagnose`'s exit status for `request` on the snapshot in `dir`:
 /// the binary, run as a user or a script runs it.
 fn exit_status(dir: &std::path::Path, request: &Request) -> i32 {
-    let args = diagnose_args(dir, request);
+    let args = diagnose_args(&snapshot(dir), request);
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_skoop"))
         .args(&args)
         .output()
@@ -3063,19 +3072,18 @@ fn exit_status(dir: &std::path::Path, request: &Request) -> i32 {
         .unwrap_or_else(|| panic!("skoop {args:?} ended by a signal"))
 }
 
-/// `skoop diagnose --snapshot DIR` of `request`'s flow, as a user writes it.
-fn diagnose_args(dir: &std::path::Path, request: &Request) -> Vec<String> {
-    let mut args: Vec<String> = vec![
-        "diagnose".into(),
-        "--snapshot".into(),
-        dir.display().to_string(),
+/// `skoop diagnose SOURCE...` of `request`'s flow, as a user writes it.
+fn diagnose_args(source: &[String], request: &Request) -> Vec<String> {
+    let mut args: Vec<String> = vec!["diagnose".into()];
+    args.extend_from_slice(source);
+    args.extend([
         "--from".into(),
         request.from.to_string(),
         "--to".into(),
         request.to.to_string(),
         "--protocol".into(),
         request.protocol.as_str().into(),
-    ];
+    ]);
     if let Some(port) = request.port {
         args.extend(["--port".into(), port.to_string()]);
     }

@@ -618,6 +618,25 @@ mod tests {
         (report, output)
     }
 
+    /// `skoop diagnose --confirm` live as `kubeconfig`: the flow, sent from
+    /// `from`'s namespace through its node's collector pod, must agree with
+    /// the model and with `kernel` (whether the lab's own connect worked).
+    fn confirm_live(kubeconfig: &str, from: &Pod, to: &Pod, kernel: bool, case: &str) {
+        let args = [
+            "--kubeconfig",
+            kubeconfig,
+            "--from",
+            &format!("{}/{}", from.namespace, from.name),
+            "--to",
+            &format!("{}/{}:8080", to.namespace, to.name),
+            "--protocol",
+            "tcp",
+            "--confirm",
+        ]
+        .map(String::from);
+        crate::confirm::assert_agrees(&args, Some(kernel), false, case);
+    }
+
     /// The node a lab pod's namespace is named after (`<prefix>-node-N-web-M`).
     fn pod_node(pod: &Pod) -> String {
         let role = pod
@@ -750,8 +769,9 @@ mod tests {
     /// and `skoop diagnose` collects live through collector pods the
     /// kubelets start, exec'd through their streaming servers, finding the
     /// pods' namespaces in the kubelets' cgroup layout. Its answer must be
-    /// the kernel's, healthy and with forwarding off on node-2; no collector
-    /// pod is left after either run, nor after a missing image or SIGINT.
+    /// the kernel's, healthy and with forwarding off on node-2, and so must
+    /// `--confirm`'s probe sent through the collector pods; no collector pod
+    /// is left after any run, nor after a missing image or SIGINT.
     #[test]
     fn kubelets_run_the_pods_and_a_live_diagnosis_through_collector_pods_agrees_with_the_kernel() {
         let Availability::Run = availability() else {
@@ -786,6 +806,8 @@ mod tests {
         );
         assert_eq!(output.status.code(), Some(0), "{report:#}");
         assert_eq!(collector_pods(&real), Vec::new());
+        confirm_live(&kubeconfig, from, to, true, "kubelet: healthy");
+        assert_eq!(collector_pods(&real), Vec::new());
         missing_image_and_interrupted_collection(&real, &kubeconfig, dir.path());
         kubelet_port_refused(&real, &kubeconfig, dir.path());
 
@@ -810,6 +832,8 @@ mod tests {
             .and_then(|hop| report["hops"][hop as usize]["id"].as_str())
             .map(str::to_string);
         assert_eq!(stopped_at.as_deref(), Some("node-2"), "{report:#}");
+        assert_eq!(collector_pods(&real), Vec::new());
+        confirm_live(&kubeconfig, from, to, false, "kubelet: forwarding off");
         assert_eq!(collector_pods(&real), Vec::new());
     }
 }
