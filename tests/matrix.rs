@@ -562,7 +562,8 @@ fn the_answers_do_not_depend_on_how_many_workers_make_them() {
 
 /// Issue 37: `matrix --confirm` sends packets, so it is refused where it
 /// cannot run before any flow is diagnosed: without `--node-exec`, for a
-/// format that cannot show it, and for a sample of no flow.
+/// format that cannot show it, for a sample of no flow, and for a rate of
+/// none.
 #[test]
 fn confirm_is_refused_where_it_cannot_run() {
     let flows: Vec<&str> =
@@ -580,6 +581,18 @@ fn confirm_is_refused_where_it_cannot_run() {
             "give a number of flows",
         ),
         (&["--node-exec", "true"][..], "--confirm <N|all>"),
+        (
+            &[
+                "--confirm",
+                "2",
+                "--node-exec",
+                "true",
+                "--confirm-rate",
+                "0",
+            ][..],
+            "more than 0 and at most 1000",
+        ),
+        (&["--confirm-rate", "1"][..], "--confirm <N|all>"),
     ] {
         let output = skoop(&[&flows[..], args].concat());
         let stderr = String::from_utf8_lossy(&output.stderr);

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::sync::Mutex;
 
 use clap::{Args, ValueEnum};
-use skoop::confirm::confirm_each;
+use skoop::confirm::{Pace, confirm_each};
 use skoop::engine::{Diagnosis, Verdict};
 use skoop::report::json::Report;
 use skoop::report::matrix::{FlowConfirmation, FlowVerdict, MatrixReport};
@@ -73,7 +73,8 @@ use super::{EXIT_USAGE, ReportFile, json_text, terminal_lines, verdict_status, w
 ///
 /// With --confirm N|all --node-exec TEMPLATE, N flows spread evenly over
 /// the matrix (or all of them) are then sent from their sources as
-/// `diagnose --confirm` sends one, --confirm-jobs at a time, and each
+/// `diagnose --confirm` sends one, --confirm-jobs at a time and at most
+/// --confirm-rate flows started a second, and each
 /// says whether the kernel agrees (text: the counts and every flow that
 /// does not; json: each flow's `confirmation`). The exit status stays the
 /// model's.
@@ -108,6 +109,11 @@ pub struct MatrixArgs {
     /// together may count each other's packets on nodes they share).
     #[arg(long, value_name = "JOBS", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64), requires = "confirm")]
     confirm_jobs: u16,
+    /// At most this many flows --confirm starts a second (a fraction is
+    /// fine: 0.5 is one every two seconds), whatever --confirm-jobs allows:
+    /// a whole matrix's probes are spread out, not sent in a burst.
+    #[arg(long, value_name = "FLOWS", default_value_t = 5.0, value_parser = parse_rate, requires = "confirm")]
+    confirm_rate: f64,
 }
 
 /// How many of a matrix's flows `--confirm` sends.
@@ -147,6 +153,27 @@ fn parse_sample(text: &str) -> Result<Sample, String> {
     }
 }
 
+/// `--confirm-rate FLOWS`: flows a second, more than none and at most 1000.
+fn parse_rate(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(rate) if rate > 0.0 && rate <= 1000.0 => Ok(rate),
+        _ => Err(format!(
+            "{text:?}: give the flows a second, more than 0 and at most 1000 (e.g. 5, or 0.5 for one every two seconds)"
+        )),
+    }
+}
+
+/// `--confirm` and how it is sent.
+struct Confirming {
+    sample: Sample,
+    /// `--node-exec`.
+    node_exec: Option<String>,
+    /// `--confirm-jobs`.
+    jobs: usize,
+    /// `--confirm-rate`.
+    rate: f64,
+}
+
 /// What `matrix` writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum MatrixFormat {
@@ -166,8 +193,7 @@ struct Matrix {
     flows: Flows,
     format: MatrixFormat,
     output: Option<PathBuf>,
-    /// `--confirm`, `--node-exec` and `--confirm-jobs`.
-    confirm: Option<(Sample, Option<String>, usize)>,
+    confirm: Option<Confirming>,
 }
 
 impl MatrixArgs {
@@ -194,8 +220,12 @@ impl MatrixArgs {
             flows: self.flows.options(),
             format,
             output,
-            confirm: (self.confirm)
-                .map(|sample| (sample, self.node_exec, usize::from(self.confirm_jobs))),
+            confirm: self.confirm.map(|sample| Confirming {
+                sample,
+                node_exec: self.node_exec,
+                jobs: usize::from(self.confirm_jobs),
+                rate: self.confirm_rate,
+            }),
         }
     }
 }
@@ -231,13 +261,15 @@ fn written(matrix: &Matrix) -> Result<ExitCode, String> {
                     .into(),
             );
         }
-        Some((_, None, _)) => {
+        Some(Confirming {
+            node_exec: None, ..
+        }) => {
             return Err(
                 "--confirm reaches the snapshot's nodes through --node-exec TEMPLATE: give it"
                     .into(),
             );
         }
-        Some((sample, Some(template), jobs)) => Some((*sample, template.as_str(), *jobs)),
+        Some(confirming) => Some(confirming),
         None => None,
     };
     matrix.flows.check_packs()?;
@@ -261,10 +293,10 @@ fn written(matrix: &Matrix) -> Result<ExitCode, String> {
     if let Some(e) = failed_write.into_inner().unwrap_or_else(|p| p.into_inner()) {
         return Err(e);
     }
-    if let Some((sample, template, jobs)) = confirm {
+    if let Some(confirming) = confirm {
         let mut kept = kept.into_inner().unwrap_or_else(|p| p.into_inner());
         kept.sort_by_key(|(index, _)| *index);
-        confirm_flows(&mut report, &snapshot, &kept, sample, template, jobs)?;
+        confirm_flows(&mut report, &snapshot, &kept, confirming)?;
     }
     // The process ends soon: freeing a large cluster object by object
     // would take a while, and the system takes it back at once.
@@ -288,17 +320,16 @@ fn written(matrix: &Matrix) -> Result<ExitCode, String> {
     Ok(done.err().unwrap_or_else(|| status(&report)))
 }
 
-/// Sends `sample` of the diagnosed flows (`kept`, by index) through
-/// `template`, `jobs` at a time, and adds each one's answer to its flow.
+/// Sends the sample of the diagnosed flows (`kept`, by index) that
+/// `confirming` asks for, as it says, and adds each one's answer to its flow.
 fn confirm_flows(
     report: &mut MatrixReport,
     snapshot: &Snapshot,
     kept: &[(usize, Diagnosis)],
-    sample: Sample,
-    template: &str,
-    jobs: usize,
+    confirming: &Confirming,
 ) -> Result<(), String> {
-    let chosen: Vec<&(usize, Diagnosis)> = sample
+    let template = confirming.node_exec.as_deref().unwrap_or_default();
+    let chosen: Vec<&(usize, Diagnosis)> = (confirming.sample)
         .indices(kept.len())
         .into_iter()
         .filter_map(|i| kept.get(i))
@@ -318,7 +349,16 @@ fn confirm_flows(
     };
     let confirmations = runtime()
         .map_err(|_| "cannot start the async runtime".to_string())?
-        .block_on(confirm_each(snapshot, &diagnoses, template, jobs, &started));
+        .block_on(confirm_each(
+            snapshot,
+            &diagnoses,
+            template,
+            Pace {
+                jobs: confirming.jobs,
+                per_second: confirming.rate,
+            },
+            &started,
+        ));
     for ((index, _), confirmation) in chosen.iter().zip(&confirmations) {
         report.flows[*index].confirmation = Some(FlowConfirmation::new(confirmation));
     }

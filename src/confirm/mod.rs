@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use petgraph::graph::NodeIndex;
 
@@ -288,24 +289,42 @@ pub async fn confirm(
     }
 }
 
+/// How fast `matrix --confirm` sends: `jobs` flows at a time, and at most
+/// `per_second` flows started a second.
+#[derive(Debug, Clone, Copy)]
+pub struct Pace {
+    pub jobs: usize,
+    pub per_second: f64,
+}
+
+impl Pace {
+    /// When the flow at `index` may start, counted from the first's start:
+    /// an even spacing, so that no burst follows a slow flow.
+    fn start_of(self, index: usize) -> Duration {
+        Duration::from_secs_f64(index as f64 / self.per_second)
+    }
+}
+
 /// Confirms each of `diagnoses` through the `--node-exec` `template` over
-/// `snapshot`'s nodes, `jobs` at a time (`matrix --confirm`), in their
-/// order; `started` is told each one's index as it starts.
+/// `snapshot`'s nodes at `pace` (`matrix --confirm`), in their order;
+/// `started` is told each one's index as it starts.
 pub async fn confirm_each(
     snapshot: &Snapshot,
     diagnoses: &[&Diagnosis],
     template: &str,
-    jobs: usize,
+    pace: Pace,
     started: &dyn Fn(usize),
 ) -> Vec<Confirmation> {
     use futures::stream::{self, StreamExt};
+    let first = tokio::time::Instant::now();
     stream::iter(diagnoses.iter().enumerate())
         .map(|(index, diagnosis)| async move {
+            tokio::time::sleep_until(first + pace.start_of(index)).await;
             started(index);
             let mut shells = Templated { template, snapshot };
             confirm(snapshot, diagnosis, &mut shells).await
         })
-        .buffered(jobs.max(1))
+        .buffered(pace.jobs.max(1))
         .collect()
         .await
 }
@@ -634,6 +653,21 @@ mod tests {
             },
             packets,
         }
+    }
+
+    #[test]
+    fn flows_start_evenly_spaced_at_the_pace_asked() {
+        let pace = Pace {
+            jobs: 8,
+            per_second: 2.0,
+        };
+        let starts: Vec<u128> = (0..4).map(|i| pace.start_of(i).as_millis()).collect();
+        assert_eq!(starts, [0, 500, 1000, 1500]);
+        let slow = Pace {
+            jobs: 1,
+            per_second: 0.5,
+        };
+        assert_eq!(slow.start_of(3), Duration::from_secs(6));
     }
 
     #[test]

@@ -251,6 +251,25 @@ fn confirm_sends_only_when_asked_agrees_and_names_a_rule_added_after_the_snapsho
         .filter(|flow| flow.get("confirmation").is_some())
         .count();
     assert_eq!(sent, 2, "{matrix:#}");
+    // Four flows at once, but at most 2 started a second: the fourth
+    // starts 1.5 s after the first, however fast the probes are.
+    args.splice(args.len() - 4..args.len() - 2, ["--confirm", "all"]);
+    args.extend(["--confirm-jobs", "4", "--confirm-rate", "2"]);
+    let started = std::time::Instant::now();
+    let output = skoop(&args);
+    let paced = started.elapsed();
+    let matrix: Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    let agreed = matrix["flows"]
+        .as_array()
+        .expect("flows")
+        .iter()
+        .filter(|flow| flow["confirmation"]["agree"].is_boolean())
+        .count();
+    assert_eq!(agreed, 4, "{matrix:#}");
+    assert!(
+        paced >= std::time::Duration::from_millis(1500),
+        "4 flows at 2 a second took {paced:?}"
+    );
 }
 
 /// The counter of `kind` (`iptables`, `nstat`, …) and `what` (a rule, a
