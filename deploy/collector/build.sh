@@ -43,9 +43,10 @@ done
 
 # What skoop's dump commands run (docs/live.md), what finding a pod's
 # namespace runs (sh, stat, grep, tr, nsenter), and what `--confirm` sends
-# its probes with (nc, ping); sleep keeps the pod alive.
+# its probes with (nc, ping) and traces drops with (unshare, mount); sleep
+# keeps the pod alive.
 tools="iproute2 iptables nftables ipset ipvsadm conntrack procps util-linux bpftool coreutils dash grep
-  netcat-openbsd iputils-ping"
+  netcat-openbsd iputils-ping mount"
 # Wanted only by maintainer scripts, which are not run here, or alternatives
 # of a library the image already has (libelogind0 for libsystemd0).
 skip=" cdebconf debconf dpkg install-info init-system-helpers lsb-base usrmerge usr-is-merged
@@ -110,7 +111,7 @@ if [ "$(id -u)" = 0 ]; then
 	for probe in "ip -V" "bridge -V" "iptables-save -V" "iptables-legacy-save -V" "ip6tables-save -V" \
 		"nft -v" "ipset version" "ss -V" "sysctl --version" "conntrack -V" "nsenter --version" \
 		"stat --version" "grep -V" "tr --version" "sleep --version" \
-		"nstat -V" "bpftool version" "nc -h" "ping -V" \
+		"nstat -V" "bpftool version" "nc -h" "ping -V" "unshare -V" "mount -V" "mktemp --version" \
 		"ipvsadm -h; [ \$? -ne 127 ]"; do
 		# (ipvsadm cannot say its version on a kernel without IPVS; 127 is a
 		# missing program or library.)

@@ -176,6 +176,12 @@ pub struct DiagnoseArgs {
     /// is sent without it.
     #[arg(long)]
     confirm: bool,
+    /// With --confirm: also trace why each kernel on the paths dropped
+    /// packets during the probe, from its skb:kfree_skb tracepoint (Linux
+    /// 5.17 and later): a tracefs instance of skoop's own on each node's
+    /// kernel for the probe's seconds, removed after (docs/live.md).
+    #[arg(long, requires = "confirm")]
+    drop_reasons: bool,
     /// The report's format (see above); without it, guessed from --output's
     /// extension, else text.
     #[arg(short = 'o', long = "format", value_enum, value_name = "FORMAT")]
@@ -198,6 +204,8 @@ struct Diagnose {
     detail: Detail,
     /// `--confirm`.
     confirm: bool,
+    /// `--drop-reasons`.
+    drop_reasons: bool,
 }
 
 /// Where the snapshot a diagnosis reads comes from.
@@ -288,6 +296,7 @@ impl DiagnoseArgs {
             request,
             detail,
             confirm: self.confirm,
+            drop_reasons: self.drop_reasons,
         })
     }
 
@@ -494,6 +503,7 @@ impl Diagnose {
                                 template,
                                 snapshot: &snapshot,
                             },
+                            self.drop_reasons,
                         )),
                         None => Vec::new(),
                     };
@@ -505,7 +515,8 @@ impl Diagnose {
                         return Ok(None);
                     }
                     let (snapshot, diagnoses) = self.diagnose_dir(dir).map_err(Stopped::Error)?;
-                    let confirmations = confirm_all(&snapshot, &diagnoses, collection).await;
+                    let confirmations =
+                        confirm_all(&snapshot, &diagnoses, collection, self.drop_reasons).await;
                     Ok(Some((snapshot, diagnoses, confirmations)))
                 })
                 .and_then(|(dir, found, _temporary)| match found {
@@ -558,17 +569,20 @@ impl Diagnose {
     }
 }
 
-/// Each diagnosis's flow sent and its counters read (`--confirm`), one
-/// family after the other.
+/// Each diagnosis's flow sent and its counters read (`--confirm`, with
+/// `--drop-reasons` its kernels' drops traced), one family after the other.
 async fn confirm_all(
     snapshot: &Snapshot,
     diagnoses: &[Diagnosis],
     shells: &mut impl NodeShells,
+    drop_reasons: bool,
 ) -> Vec<Option<Confirmation>> {
     let mut confirmations = Vec::with_capacity(diagnoses.len());
     for diagnosis in diagnoses {
         err!("confirming with the kernel: sending the flow from its source");
-        confirmations.push(Some(confirm(snapshot, diagnosis, shells).await));
+        confirmations.push(Some(
+            confirm(snapshot, diagnosis, shells, drop_reasons).await,
+        ));
     }
     confirmations
 }

@@ -10,6 +10,7 @@
 //! reading counters is read-only.
 
 pub mod counters;
+mod drops;
 pub mod probe;
 
 use std::collections::BTreeMap;
@@ -29,6 +30,7 @@ use crate::netstack::netfilter::{RuleRef, RulesetKind};
 use crate::snapshot::netns::DumpFile;
 use crate::snapshot::{NetnsId, Snapshot};
 use counters::{NSTAT, Reading, RuleCount, UDP_DELIVERED};
+pub use drops::DropsSeen;
 pub use probe::{Kernel, Probe};
 
 /// Where a node's commands run, opened when first asked for.
@@ -86,6 +88,9 @@ pub struct Confirmation {
     pub stopped_at: Option<HopId>,
     /// Namespaces whose counters could not be read, and why.
     pub unread: Vec<(HopId, String)>,
+    /// With `--drop-reasons`, where some kernel on the paths could be
+    /// traced: the drops traced during the probe (none: empty).
+    pub drops: Option<Vec<DropsSeen>>,
 }
 
 /// What the model's paths say of the flow.
@@ -196,12 +201,14 @@ struct Place {
 }
 
 /// Sends `diagnosis`'s flow from its source, reading the counters of the
-/// namespaces its paths cross before and after, and sets what the kernel
-/// did beside what the model says.
+/// namespaces its paths cross before and after (and with `drop_reasons`,
+/// tracing their kernels' drops meanwhile), and sets what the kernel did
+/// beside what the model says.
 pub async fn confirm(
     snapshot: &Snapshot,
     diagnosis: &Diagnosis,
     shells: &mut impl NodeShells,
+    drop_reasons: bool,
 ) -> Confirmation {
     let question = &diagnosis.request;
     let probe = Probe {
@@ -229,6 +236,19 @@ pub async fn confirm(
     for place in &places {
         before.push(counters::read(&place.shell, &place.enter, family).await);
     }
+    let traced = match drop_reasons {
+        true => {
+            let instance = format!("skoop-{}-{}", std::process::id(), source_port());
+            let (armed, failed) = drops::arm(&nodes_of(&places), family, &instance).await;
+            unread.extend(
+                failed
+                    .into_iter()
+                    .map(|(node, why)| (HopId::node(&node), why)),
+            );
+            armed
+        }
+        false => Vec::new(),
+    };
     let kernel = match (&from, source) {
         (_, Some(source)) => probe.send(&source.shell, &source.enter).await,
         (Some(HopId::External(_)), None) => Kernel::Unknown(
@@ -267,6 +287,14 @@ pub async fn confirm(
             Err(why) => unread.push((place.hop.clone(), format!("conntrack -L: {why}"))),
         }
     }
+    let traced_any = !traced.is_empty();
+    let (drops, failed) = drops::read(traced, probe.tool()).await;
+    let drops = traced_any.then_some(drops);
+    unread.extend(
+        failed
+            .into_iter()
+            .map(|(node, why)| (HopId::node(&node), why)),
+    );
     let kernel_delivers = match kernel {
         Kernel::Sent => delivered_at_destination,
         _ => kernel.delivers(),
@@ -286,7 +314,20 @@ pub async fn confirm(
         counters: moves,
         stopped_at,
         unread,
+        drops,
     }
+}
+
+/// The nodes of `places`, each once, with its shell.
+fn nodes_of(places: &[Place]) -> Vec<(String, Arc<NodeShell>)> {
+    let mut nodes: Vec<(String, Arc<NodeShell>)> = Vec::new();
+    for place in places {
+        let node = place.netns.node();
+        if !nodes.iter().any(|(seen, _)| seen == node) {
+            nodes.push((node.to_string(), place.shell.clone()));
+        }
+    }
+    nodes
 }
 
 /// How fast `matrix --confirm` sends: `jobs` flows at a time, and at most
@@ -307,7 +348,8 @@ impl Pace {
 
 /// Confirms each of `diagnoses` through the `--node-exec` `template` over
 /// `snapshot`'s nodes at `pace` (`matrix --confirm`), in their order;
-/// `started` is told each one's index as it starts.
+/// `started` is told each one's index as it starts. (Drops are not traced:
+/// flows sent together would see each other's.)
 pub async fn confirm_each(
     snapshot: &Snapshot,
     diagnoses: &[&Diagnosis],
@@ -322,7 +364,7 @@ pub async fn confirm_each(
             tokio::time::sleep_until(first + pace.start_of(index)).await;
             started(index);
             let mut shells = Templated { template, snapshot };
-            confirm(snapshot, diagnosis, &mut shells).await
+            confirm(snapshot, diagnosis, &mut shells, false).await
         })
         .buffered(pace.jobs.max(1))
         .collect()

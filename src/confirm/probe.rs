@@ -137,6 +137,15 @@ impl Probe {
         }
     }
 
+    /// The program that sends it (its process is where a path of veths
+    /// and bridges runs in the kernel).
+    pub fn tool(&self) -> &'static str {
+        match self.protocol {
+            Protocol::Icmp | Protocol::Icmpv6 => "ping",
+            _ => "nc",
+        }
+    }
+
     /// The probe in words: `a tcp connect to 10.244.2.3:8080 (source port
     /// 61234, nc -z -w 2)`.
     pub fn describe(&self) -> String {

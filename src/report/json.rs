@@ -81,6 +81,25 @@ pub struct ConfirmationOut {
     pub counters: Vec<CounterOut>,
     /// Namespaces whose counters could not be read.
     pub unread: Vec<UnreadOut>,
+    /// With `--drop-reasons`, where a kernel could be traced: the drops
+    /// traced during the probe.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub drops: Option<Vec<DropOut>>,
+}
+
+/// Drops of one reason at one kernel function during the probe.
+#[derive(Debug, Serialize)]
+pub struct DropOut {
+    /// The nodes whose kernel it is.
+    pub nodes: Vec<String>,
+    /// The kernel's drop reason: `NETFILTER_DROP`, `NO_SOCKET`, ….
+    pub reason: String,
+    /// The kernel function that dropped them.
+    pub function: String,
+    pub packets: u64,
+    /// How many were dropped in the probe tool's own process.
+    pub in_probe: u64,
+    pub text: String,
 }
 
 /// A counter that moved during the probe.
@@ -186,6 +205,18 @@ impl ConfirmationOut {
                     why: why.clone(),
                 })
                 .collect(),
+            drops: confirmation.drops.as_ref().map(|drops| {
+                (drops.iter())
+                    .map(|seen| DropOut {
+                        nodes: seen.nodes.clone(),
+                        reason: seen.reason.clone(),
+                        function: seen.function.clone(),
+                        packets: seen.packets,
+                        in_probe: seen.in_probe,
+                        text: seen.describe(),
+                    })
+                    .collect()
+            }),
         }
     }
 }

@@ -91,6 +91,14 @@ pub fn confirmation(confirmation: &Confirmation) -> Vec<String> {
             lines.push(format!("      {}", moved.describe()));
         }
     }
+    match confirmation.drops.as_deref() {
+        Some([]) => lines.push("  the kernels traced no drop during the probe".to_string()),
+        Some(drops) => {
+            lines.push("  drops the kernels traced during the probe (skb:kfree_skb):".to_string());
+            lines.extend(drops.iter().map(|seen| format!("    {}", seen.describe())));
+        }
+        None => {}
+    }
     for (hop, why) in &confirmation.unread {
         lines.push(format!("  not read at {hop}: {why}"));
     }

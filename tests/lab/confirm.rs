@@ -158,7 +158,8 @@ fn confirm_sends_only_when_asked_agrees_and_names_a_rule_added_after_the_snapsho
     node2
         .ns
         .run(&[&["iptables", "-I"], words.as_slice()].concat());
-    let (stale, output) = report(&[&confirm_saved[..], &flow[..]].concat());
+    let traced = ["--drop-reasons"];
+    let (stale, output) = report(&[&confirm_saved[..], &flow[..], &traced[..]].concat());
     // The model still says delivered (exit 0): the snapshot is older.
     assert_eq!(stale["disposition"], "delivered", "{stale:#}");
     assert_eq!(output.status.code(), Some(0), "{stale:#}");
@@ -179,6 +180,17 @@ fn confirm_sends_only_when_asked_agrees_and_names_a_rule_added_after_the_snapsho
         "the rule is not in the snapshot: {rule:#}"
     );
     assert!(rule["packets"].as_u64().is_some_and(|n| n >= 1), "{rule:#}");
+    // The kernel's own word (--drop-reasons): node-2's kernel (the lab's
+    // nodes share one) dropped the SYNs in netfilter.
+    let netfilter_drop = (confirmation["drops"].as_array().into_iter().flatten()).find(|drop| {
+        drop["reason"] == "NETFILTER_DROP"
+            && drop["packets"].as_u64().is_some_and(|n| n >= 1)
+            && (drop["nodes"].as_array().into_iter().flatten()).any(|node| node == "node-2")
+    });
+    assert!(
+        netfilter_drop.is_some(),
+        "no NETFILTER_DROP traced: {confirmation:#}"
+    );
 
     // The text report says it too, and suggests collecting again.
     let mut args = vec![
@@ -188,11 +200,16 @@ fn confirm_sends_only_when_asked_agrees_and_names_a_rule_added_after_the_snapsho
         "--node-exec",
         &template,
     ];
-    args.extend(["--confirm"]);
+    args.extend(["--confirm", "--drop-reasons"]);
     args.extend(flow);
     let text = skoop(&args);
     let text = String::from_utf8_lossy(&text.stdout);
     eprintln!("{text}");
+    assert!(
+        text.contains("drops the kernels traced during the probe"),
+        "{text}"
+    );
+    assert!(text.contains(": NETFILTER_DROP ("), "{text}");
     assert!(text.contains("the model and the kernel DISAGREE"), "{text}");
     assert!(text.contains("(not in the snapshot) counted"), "{text}");
     assert!(text.contains("stopping at node-2"), "{text}");

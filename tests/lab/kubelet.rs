@@ -637,6 +637,28 @@ mod tests {
         crate::confirm::assert_agrees(&args, Some(kernel), false, case);
     }
 
+    /// `skoop diagnose --confirm --drop-reasons` live: the drops the
+    /// kernel traced through the collector pods, as `(reason, function)`.
+    fn traced_drops(kubeconfig: &str, from: &Pod, to: &Pod) -> Vec<(String, String)> {
+        let (from, to) = (
+            format!("{}/{}", from.namespace, from.name),
+            format!("{}/{}:8080", to.namespace, to.name),
+        );
+        let live = ["--kubeconfig", kubeconfig, "--confirm", "--drop-reasons"];
+        let (report, _) = diagnose(&live, &from, &to);
+        let confirmation = &report["confirmation"];
+        let drops = confirmation["drops"].as_array().unwrap_or_else(|| {
+            panic!("no kernel was traced through the collector pods: {confirmation:#}")
+        });
+        drops
+            .iter()
+            .map(|drop| {
+                let field = |name: &str| drop[name].as_str().unwrap_or_default().to_string();
+                (field("reason"), field("function"))
+            })
+            .collect()
+    }
+
     /// The node a lab pod's namespace is named after (`<prefix>-node-N-web-M`).
     fn pod_node(pod: &Pod) -> String {
         let role = pod
@@ -834,6 +856,14 @@ mod tests {
         assert_eq!(stopped_at.as_deref(), Some("node-2"), "{report:#}");
         assert_eq!(collector_pods(&real), Vec::new());
         confirm_live(&kubeconfig, from, to, false, "kubelet: forwarding off");
+        let drops = traced_drops(&kubeconfig, from, to);
+        eprintln!("kubelet: forwarding off: the kernel's drops: {drops:?}");
+        // The kernel's word for a packet to forward with forwarding off
+        // (Linux 6.18: ip_error, as IP_INADDRERRORS counts it).
+        assert!(
+            drops.iter().any(|(reason, _)| reason == "IP_INADDRERRORS"),
+            "{drops:?}"
+        );
         assert_eq!(collector_pods(&real), Vec::new());
     }
 }
