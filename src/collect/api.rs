@@ -210,6 +210,13 @@ pub enum LiveError {
          --collector-namespace one that is ({message})"
     )]
     PodSecurity { namespace: String, message: String },
+    /// The node's kubelet does not post a Ready status: it would never run
+    /// a collector pod, so none is created.
+    #[error(
+        "node {node} is not Ready ({why}): its kubelet cannot run a collector pod; collect it \
+         through --node-exec, or leave it out of the question"
+    )]
+    NodeNotReady { node: String, why: String },
     #[error("collector pod {pod} not Running on node {node} after {} s: {why}", waited.as_secs())]
     CollectorNotRunning {
         pod: String,

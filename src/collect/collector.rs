@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::{Event, Namespace, Pod};
+use k8s_openapi::api::core::v1::{Event, Namespace, Node, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status as ExecStatus;
 use kube::api::{Api, AttachParams, DeleteParams, ListParams, PostParams};
 use serde_json::json;
@@ -34,6 +34,9 @@ const CONTAINER: &str = "collector";
 /// The backstop: the kubelet ends a collector pod after this long, even
 /// if nobody deletes it.
 const ACTIVE_DEADLINE_SECONDS: i64 = 900;
+/// The collector container's memory limit: the largest dump's output
+/// (256 MiB at most) and the tools' own memory.
+const MEMORY_LIMIT: &str = "512Mi";
 
 /// What collector pods are made of and where.
 #[derive(Debug, Clone)]
@@ -91,7 +94,7 @@ pub fn pod_manifest(node: &str, options: &CollectorOptions) -> serde_json::Value
                 "command": ["sleep", ACTIVE_DEADLINE_SECONDS.to_string()],
                 "securityContext": {"privileged": true},
                 "resources": {"requests": {"cpu": "10m", "memory": "32Mi"},
-                              "limits": {"memory": "512Mi"}},
+                              "limits": {"memory": MEMORY_LIMIT}},
             }],
         },
     })
@@ -138,6 +141,15 @@ impl CollectorPod {
         node: &str,
         options: &CollectorOptions,
     ) -> Result<CollectorPod, LiveError> {
+        let nodes: Api<Node> = Api::all(connection.client.clone());
+        let get = Request::new("get", "nodes", None);
+        let found = connection.call(get, nodes.get(node)).await?;
+        if let Some(why) = not_ready(&found) {
+            return Err(LiveError::NodeNotReady {
+                node: node.to_string(),
+                why,
+            });
+        }
         let api: Api<Pod> = Api::namespaced(connection.client.clone(), &options.namespace);
         let manifest: Pod =
             serde_json::from_value(pod_manifest(node, options)).expect("a valid Pod");
@@ -177,7 +189,19 @@ impl CollectorPod {
         let mut last = None;
         while started.elapsed() < timeout {
             let get = Request::new("get", "pods", Some(&self.namespace));
-            let pod = connection.call(get, self.api.get(&self.name)).await?;
+            let pod = match connection.call(get, self.api.get(&self.name)).await {
+                Ok(pod) => pod,
+                Err(LiveError::Api { code: 404, .. }) => {
+                    return Err(LiveError::CollectorNotRunning {
+                        pod: format!("{}/{}", self.namespace, self.name),
+                        node: node.to_string(),
+                        waited: started.elapsed(),
+                        why: "it was deleted (evicted, or deleted by someone) before it ran"
+                            .to_string(),
+                    });
+                }
+                Err(e) => return Err(e),
+            };
             let phase = pod.status.as_ref().and_then(|s| s.phase.clone());
             match phase.as_deref() {
                 Some("Running") => return Ok(()),
@@ -262,11 +286,10 @@ impl CollectorPod {
                 .stdin(stdin.is_some())
                 .stdout(true)
                 .stderr(true);
-            let mut process = self
-                .api
-                .exec(&self.name, argv.to_vec(), &params)
-                .await
-                .map_err(|e| exec_error(&e))?;
+            let mut process = match self.api.exec(&self.name, argv.to_vec(), &params).await {
+                Ok(process) => process,
+                Err(e) => return Err(self.gone().await.unwrap_or_else(|| exec_error(&e))),
+            };
             let mut input = process.stdin();
             let stdout = process.stdout();
             let stderr = process.stderr();
@@ -290,6 +313,13 @@ impl CollectorPod {
             let _ = process.join().await;
             let stdout = out.ok_or(RunError::OutputTooLarge(MAX_STDOUT))?;
             let (code, words) = exit_code(status.as_ref());
+            // A command killed with the container (OOM, eviction) ends
+            // with SIGKILL's 137: say why where the pod says.
+            if code.is_none_or(|code| code == 137)
+                && let Some(gone) = self.gone().await
+            {
+                return Err(gone);
+            }
             Ok(CommandOutput {
                 code,
                 status: words,
@@ -300,6 +330,20 @@ impl CollectorPod {
         tokio::time::timeout(timeout, work)
             .await
             .map_err(|_| RunError::TimedOut(timeout))?
+    }
+
+    /// Why the pod can no longer run commands, where it cannot: deleted or
+    /// being deleted (an eviction deletes it), failed (evicted by its
+    /// kubelet), or its container ended (OOM-killed); `None` while it runs.
+    async fn gone(&self) -> Option<RunError> {
+        let pod = format!("{}/{}", self.namespace, self.name);
+        let why = match self.api.get_opt(&self.name).await {
+            Ok(None) => "it was deleted (evicted, or deleted by someone)".to_string(),
+            Ok(Some(found)) => ended(&found)?,
+            // The API server cannot say: the exec error stands.
+            Err(_) => return None,
+        };
+        Some(RunError::CollectorGone { pod, why })
     }
 
     /// Deletes the pod now (no grace period); a failure is reported on
@@ -326,6 +370,62 @@ fn exec_error(error: &kube::Error) -> RunError {
             RunError::KubeletUnreachable(status.message.clone())
         }
         _ => RunError::Exec(super::api::chain(error)),
+    }
+}
+
+/// Why `node` is not Ready, from its `Ready` condition; `None` when it is.
+fn not_ready(node: &Node) -> Option<String> {
+    let conditions = node.status.as_ref()?.conditions.as_ref();
+    let ready = conditions.and_then(|all| all.iter().find(|c| c.type_ == "Ready"));
+    let Some(ready) = ready else {
+        return Some("it has no Ready condition: no kubelet has registered it".to_string());
+    };
+    if ready.status == "True" {
+        return None;
+    }
+    let since = (ready.last_transition_time.as_ref())
+        .map(|time| format!(" since {}", time.0))
+        .unwrap_or_default();
+    let detail = [ready.reason.as_deref(), ready.message.as_deref()]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(": ");
+    Some(format!("Ready is {}{since}: {detail}", ready.status))
+}
+
+/// Why a collector pod that still exists can run no command: it is being
+/// deleted, it has failed (an eviction by its kubelet), or its container
+/// has terminated (OOM-killed); `None` while it runs.
+fn ended(pod: &Pod) -> Option<String> {
+    if pod.metadata.deletion_timestamp.is_some() {
+        return Some("it is being deleted (evicted, or deleted by someone)".to_string());
+    }
+    let status = pod.status.as_ref()?;
+    let terminated = (status.container_statuses.iter().flatten())
+        .find_map(|c| c.state.as_ref()?.terminated.as_ref());
+    if let Some(terminated) = terminated {
+        let reason = terminated.reason.as_deref().unwrap_or("Terminated");
+        let limit = match reason {
+            "OOMKilled" => format!(" (the collector's memory limit is {MEMORY_LIMIT})"),
+            _ => String::new(),
+        };
+        return Some(format!(
+            "its container ended: {reason}, exit code {}{limit}",
+            terminated.exit_code
+        ));
+    }
+    match status.phase.as_deref() {
+        Some("Failed" | "Succeeded") => Some(format!(
+            "it is {} ({})",
+            status.phase.as_deref().unwrap_or_default(),
+            [status.reason.as_deref(), status.message.as_deref()]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>()
+                .join(": ")
+        )),
+        _ => None,
     }
 }
 
@@ -399,6 +499,61 @@ pub async fn delete_labelled(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_node_not_ready_says_its_condition() {
+        let node = |conditions: serde_json::Value| -> Node {
+            serde_json::from_value(json!({"metadata": {"name": "node-2"},
+                                          "status": {"conditions": conditions}}))
+            .expect("a Node")
+        };
+        let ready = node(json!([{"type": "Ready", "status": "True"}]));
+        assert_eq!(not_ready(&ready), None);
+        let unknown = node(json!([
+            {"type": "MemoryPressure", "status": "False"},
+            {"type": "Ready", "status": "Unknown", "reason": "NodeStatusUnknown",
+             "message": "Kubelet stopped posting node status.",
+             "lastTransitionTime": "2026-12-06T11:02:13Z"},
+        ]));
+        assert_eq!(
+            not_ready(&unknown).as_deref(),
+            Some(
+                "Ready is Unknown since 2026-12-06T11:02:13Z: NodeStatusUnknown: Kubelet stopped posting node status."
+            )
+        );
+        assert!(not_ready(&node(json!([]))).is_some_and(|why| why.contains("no kubelet")));
+    }
+
+    #[test]
+    fn a_collector_pod_that_cannot_run_commands_says_why() {
+        let pod = |status: serde_json::Value, deleting: bool| -> Pod {
+            let mut metadata = json!({"name": "skoop-collect-x"});
+            if deleting {
+                metadata["deletionTimestamp"] = json!("2026-12-06T11:00:00Z");
+            }
+            serde_json::from_value(json!({"metadata": metadata, "status": status})).expect("a Pod")
+        };
+        let running = json!({"phase": "Running", "containerStatuses": [{
+            "name": "collector", "image": "i", "imageID": "", "ready": true, "restartCount": 0,
+            "state": {"running": {}}}]});
+        assert_eq!(ended(&pod(running.clone(), false)), None);
+        assert!(ended(&pod(running, true)).is_some_and(|why| why.contains("being deleted")));
+        let oom = json!({"phase": "Failed", "containerStatuses": [{
+            "name": "collector", "image": "i", "imageID": "", "ready": false, "restartCount": 0,
+            "state": {"terminated": {"reason": "OOMKilled", "exitCode": 137}}}]});
+        assert_eq!(
+            ended(&pod(oom, false)).as_deref(),
+            Some(
+                "its container ended: OOMKilled, exit code 137 (the collector's memory limit is 512Mi)"
+            )
+        );
+        let evicted = json!({"phase": "Failed", "reason": "Evicted",
+                             "message": "The node was low on resource: memory."});
+        assert_eq!(
+            ended(&pod(evicted, false)).as_deref(),
+            Some("it is Failed (Evicted: The node was low on resource: memory.)")
+        );
+    }
 
     #[test]
     fn collector_pod_manifest_is_as_documented() {

@@ -67,6 +67,10 @@ pub enum RunError {
          (10250 unless the kubelet is configured otherwise) must be open to the control plane ({0})"
     )]
     KubeletUnreachable(String),
+    /// The collector pod is gone (deleted, evicted) or its container has
+    /// ended (OOM-killed): no command on the node can run any more.
+    #[error("the collector pod {pod} is gone mid-collection: {why}")]
+    CollectorGone { pod: String, why: String },
 }
 
 /// How long the output of a command that has exited may still take to

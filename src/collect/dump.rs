@@ -310,7 +310,9 @@ async fn collect_file(
                 stderr: String::from_utf8_lossy(&output.stderr).trim().to_string(),
             }),
             Err(RunError::ToolMissing { tool }) => Err(SkipReason::ToolMissing { tool }),
-            Err(e @ RunError::KubeletUnreachable(_)) => return Err(CollectError::Unreachable(e)),
+            Err(e @ (RunError::KubeletUnreachable(_) | RunError::CollectorGone { .. })) => {
+                return Err(CollectError::Unreachable(e));
+            }
             Err(e) => Err(SkipReason::CommandFailed {
                 command: file.command.join(" "),
                 status: e.to_string(),

@@ -786,6 +786,104 @@ mod tests {
         assert_eq!(collector_pods(real), Vec::new());
     }
 
+    /// Nodes as users find them: a cordoned node is collected (a collector
+    /// pod names its node, which the scheduler's cordon does not keep it
+    /// from); a node whose Ready condition is not True is refused at once,
+    /// with the condition, and no pod is made for it; a collector pod
+    /// evicted mid-collection is named as gone, with why.
+    fn cordoned_not_ready_and_evicted(real: &RealCluster, kubeconfig: &str, dir: &Path) {
+        use k8s_openapi::api::core::v1::Node;
+        use kube::api::{DeleteParams, EvictParams, Patch, PatchParams};
+        // A client lives on the runtime it was made on: one per call.
+        let nodes = async || -> Api<Node> { Api::all(real.server.admin().await) };
+
+        block_on(async { nodes().await.cordon("node-2").await }).expect("cordon node-2");
+        let output = collect_cluster(kubeconfig, &dir.join("cordoned"), &["--nodes", "node-2"])
+            .output()
+            .expect("run skoop");
+        block_on(async { nodes().await.uncordon("node-2").await }).expect("uncordon node-2");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(0), "cordoned: {stderr}");
+        assert_eq!(collector_pods(real), Vec::new());
+
+        // Ready as its kubelet would post it when its runtime fails; the
+        // kubelet reports again only when its own view changes.
+        let ready = |status: &str, reason: &str| {
+            let patch = serde_json::json!({"status": {"conditions": [{
+                "type": "Ready", "status": status, "reason": reason,
+                "message": format!("lab: {reason}"),
+                "lastHeartbeatTime": k8s_openapi::jiff::Timestamp::now(),
+                "lastTransitionTime": k8s_openapi::jiff::Timestamp::now(),
+            }]}});
+            let params = PatchParams::default();
+            block_on(async {
+                let patch = Patch::Strategic(&patch);
+                nodes().await.patch_status("node-2", &params, &patch).await
+            })
+            .expect("patch node-2's status");
+        };
+        ready("False", "KubeletNotReady");
+        let output = collect_cluster(kubeconfig, &dir.join("not-ready"), &["--nodes", "node-2"])
+            .output()
+            .expect("run skoop");
+        ready("True", "KubeletReady");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "not ready: {stderr}");
+        assert!(
+            stderr.contains("node node-2 is not Ready (Ready is False since")
+                && stderr.contains("KubeletNotReady")
+                && stderr.contains("--node-exec"),
+            "{stderr}"
+        );
+        assert_eq!(collector_pods(real), Vec::new());
+
+        let child = collect_cluster(kubeconfig, &dir.join("evicted"), &["--nodes", "node-2"])
+            .stderr(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("start skoop");
+        let started = std::time::Instant::now();
+        let running = loop {
+            let running = collector_pods(real)
+                .into_iter()
+                .find(|(_, phase)| phase == "Running");
+            if let Some((name, _)) = running {
+                break name;
+            }
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(60),
+                "no collector pod ran"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        };
+        // Past skoop's own look at the pod (every half second), into its
+        // commands, which take some seconds on a node.
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        let evict = EvictParams {
+            delete_options: Some(DeleteParams {
+                grace_period_seconds: Some(0),
+                ..DeleteParams::default()
+            }),
+            ..EvictParams::default()
+        };
+        block_on(async {
+            let pods: Api<k8s_openapi::api::core::v1::Pod> =
+                Api::namespaced(real.server.admin().await, "skoop");
+            pods.evict(&running, &evict).await
+        })
+        .expect("evict the collector pod");
+        let output = child.wait_with_output().expect("wait for skoop");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "evicted: {stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "the collector pod skoop/{running} is gone mid-collection"
+            )) && stderr.contains("evicted"),
+            "{stderr}"
+        );
+        assert_eq!(collector_pods(real), Vec::new());
+    }
+
     /// The first vertical slice of issue 31: kubelets and containerd run
     /// the lab's pods (Flannel VXLAN, the kubelet calling the CNI plugin),
     /// and `skoop diagnose` collects live through collector pods the
@@ -832,6 +930,7 @@ mod tests {
         assert_eq!(collector_pods(&real), Vec::new());
         missing_image_and_interrupted_collection(&real, &kubeconfig, dir.path());
         kubelet_port_refused(&real, &kubeconfig, dir.path());
+        cordoned_not_ready_and_evicted(&real, &kubeconfig, dir.path());
 
         // Forwarding off on node-2, with flanneld and kube-proxy frozen (the
         // kubelets and containerd are not: they run the collector pods).
