@@ -110,28 +110,65 @@ pub fn collect_live(server: &ApiServer, cluster: &Cluster, out: &Path) {
 
 /// `skoop collect cluster --all-nodes --node-exec TEMPLATE` through `server`.
 pub fn collect_through(server: &ApiServer, template: &str, out: &Path) {
-    collect_all_nodes(server, out, &["--node-exec", template]);
+    collect_all_nodes(server, out, &["--node-exec", template], &[]);
+}
+
+/// `collect_through` where a fault leaves `uncollected` files (a component
+/// stopped cannot answer): collection must warn of those and no other, and
+/// exit 1, as a user sees it.
+pub fn collect_through_without(
+    server: &ApiServer,
+    template: &str,
+    out: &Path,
+    uncollected: &[&str],
+) {
+    collect_all_nodes(server, out, &["--node-exec", template], uncollected);
 }
 
 /// `skoop collect cluster --all-nodes` through `server` and collector pods
 /// (the default): a cluster whose nodes run kubelets.
 pub fn collect_through_collector_pods(server: &ApiServer, out: &Path) {
-    collect_all_nodes(server, out, &[]);
+    collect_all_nodes(server, out, &[], &[]);
 }
 
 /// `skoop collect cluster --all-nodes ARGS...` as the administrator, which
-/// must succeed and leave a snapshot whose cache is current.
-fn collect_all_nodes(server: &ApiServer, out: &Path, args: &[&str]) {
+/// must succeed, but for warnings of the `uncollected` files (each named,
+/// and then exit 1), and leave a snapshot whose cache is current.
+fn collect_all_nodes(server: &ApiServer, out: &Path, args: &[&str], uncollected: &[&str]) {
     let kubeconfig = server.kubeconfig.to_str().expect("utf-8 path");
     let out = out.to_str().expect("utf-8 path");
     let mut argv = vec!["--all-nodes"];
     argv.extend_from_slice(args);
     let output = collect_cluster(kubeconfig, out, &argv);
-    assert!(
-        output.status.success(),
-        "collect cluster failed:\n{}",
-        text(&output)
-    );
+    let said = text(&output);
+    if uncollected.is_empty() {
+        assert!(output.status.success(), "collect cluster failed:\n{said}");
+    } else {
+        assert_eq!(output.status.code(), Some(1), "collect cluster:\n{said}");
+        let warned: Vec<&str> = said
+            .lines()
+            .filter(|line| line.starts_with("warning:") && line.contains(" not collected: "))
+            .collect();
+        for file in uncollected {
+            assert!(
+                warned
+                    .iter()
+                    .any(|line| line.contains(&format!(" {file} not collected: "))),
+                "no warning of {file}:\n{said}"
+            );
+        }
+        let others: Vec<&&str> = (warned.iter())
+            .filter(|line| {
+                !uncollected
+                    .iter()
+                    .any(|file| line.contains(&format!(" {file} not collected: ")))
+            })
+            .collect();
+        assert!(
+            others.is_empty(),
+            "collect cluster warned of more: {others:#?}"
+        );
+    }
     // The collector keeps the objects' model beside them, and it is theirs:
     // what a load of the files gives (the diagnoses below read the cache).
     let boundary = Boundary::new(out.as_ref());

@@ -145,23 +145,19 @@ impl Tester<'_, '_, '_, '_> {
     /// this namespace can have it), else a socket listening on its
     /// destination. One bound to the wildcard address is ignored unless
     /// `--nowildcard`, and with `--transparent` only a socket with
-    /// IP_TRANSPARENT counts, which `ss.txt` does not show
-    /// (`xt_socket.c`'s `socket_match`).
+    /// IP_TRANSPARENT counts (`xt_socket.c`'s `socket_match`). The flow's
+    /// own connection is an ordinary client's, as the question asks it (and
+    /// `--confirm`'s `nc` sends it): not transparent. Whether a listener is
+    /// (a transparent proxy's) `ss.txt` does not show.
     fn socket(&self, m: &SocketMatch) -> Test {
         let packet = self.packet();
-        let transparency = |what: &str| {
-            unknown(format!(
-                "-m socket --transparent: whether {what} is transparent (IP_TRANSPARENT) is not in ss.txt"
-            ))
-        };
         match packet.connection_socket {
             None => {
                 return unknown(
                     "-m socket: whether a socket of this namespace is an end of the packet's connection is not known",
                 );
             }
-            Some(true) if m.transparent => return transparency("the connection's socket"),
-            Some(true) => return Tri::True.into(),
+            Some(true) => return Tri::from(!m.transparent).into(),
             Some(false) => {}
         }
         let Some(listeners) = self.walk.context.listeners else {
@@ -183,7 +179,9 @@ impl Tester<'_, '_, '_, '_> {
         });
         match (listening.count(), m.transparent) {
             (0, _) => Tri::False.into(),
-            (_, true) => transparency("the socket listening on the packet's destination"),
+            (_, true) => unknown(
+                "-m socket --transparent: whether the socket listening on the packet's destination is transparent (IP_TRANSPARENT) is not in ss.txt",
+            ),
             (_, false) => Tri::True.into(),
         }
     }
