@@ -107,6 +107,10 @@ pub const NSTAT: &[(&str, bool, &str)] = &[
 
 /// The counters that say a datagram reached a socket.
 pub const UDP_DELIVERED: [&str; 2] = ["UdpInDatagrams", "Udp6InDatagrams"];
+/// The counters that say a datagram found no socket: where one moved, the
+/// delivered counters' move is another datagram's (a node's VXLAN is a
+/// UDP socket of its own).
+pub const UDP_REFUSED: [&str; 2] = ["UdpNoPorts", "Udp6NoPorts"];
 
 /// One namespace's counters at one moment.
 #[derive(Debug, Default)]

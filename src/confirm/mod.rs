@@ -29,7 +29,7 @@ use crate::net::{Family, Protocol};
 use crate::netstack::netfilter::{RuleRef, RulesetKind};
 use crate::snapshot::netns::DumpFile;
 use crate::snapshot::{NetnsId, Snapshot};
-use counters::{NSTAT, Reading, RuleCount, UDP_DELIVERED};
+use counters::{NSTAT, Reading, RuleCount, UDP_DELIVERED, UDP_REFUSED};
 pub use drops::DropsSeen;
 pub use probe::{Kernel, Probe};
 
@@ -273,9 +273,10 @@ pub async fn confirm(
         moves.extend(rule_moves(snapshot, diagnosis, place, before, &after));
         moves.extend(nstat_moves(&place.hop, before, &after));
         if place.destination && !after.nstat.is_empty() {
-            let moved = UDP_DELIVERED
-                .iter()
-                .any(|name| delta(&before.nstat, &after.nstat, name) > 0);
+            let moved = |names: [&str; 2]| {
+                (names.iter()).any(|name| delta(&before.nstat, &after.nstat, name) > 0)
+            };
+            let moved = moved(UDP_DELIVERED) && !moved(UDP_REFUSED);
             delivered_at_destination = Some(delivered_at_destination.unwrap_or(false) || moved);
         }
         match counters::conntrack(&place.shell, &place.enter, &probe).await {

@@ -2990,13 +2990,15 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
         (None, None) => unreachable!("a real cluster was built"),
     };
     let status = exit_status(dir.path(), &request);
-    let blamed = diagnosis
-        .findings
-        .iter()
-        .filter(|f| f.severity == engine::Severity::Fatal)
-        .map(|f| f.about.hop.to_string())
-        .collect::<Vec<_>>()
-        .join(", ");
+    // Each hop once, in the order the findings name them.
+    let mut blamed: Vec<String> = Vec::new();
+    for finding in (diagnosis.findings.iter()).filter(|f| f.severity == engine::Severity::Fatal) {
+        let hop = finding.about.hop.to_string();
+        if !blamed.contains(&hop) {
+            blamed.push(hop);
+        }
+    }
+    let blamed = blamed.join(", ");
     let disposition = diagnosis.disposition();
     // A transfer stalls where full-size packets vanish unannounced, though
     // the small packet walked (the connection's first) is delivered.
