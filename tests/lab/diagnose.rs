@@ -2027,22 +2027,28 @@ const TO_OUTSIDE: Fault = Fault {
     mtu: None,
 };
 
-/// Deletes the rule of `chain` (table nat) on `node` that jumps to `target`.
-fn delete_nat_jump(cluster: &Cluster, node: usize, chain: &str, target: &str) {
+/// Deletes the rule of `chain` (iptables `table`) on `node` that jumps to
+/// `target`.
+fn delete_jump(cluster: &Cluster, node: usize, (table, chain): (&str, &str), target: &str) {
     let rules = cluster.nodes[node]
         .ns
-        .run(&["iptables", "-t", "nat", "-S", chain]);
+        .run(&["iptables", "-t", table, "-S", chain]);
     let number = rules
         .lines()
         .filter(|l| l.starts_with("-A "))
-        .position(|l| l.ends_with(&format!("-j {target}")))
+        .position(|l| {
+            l.split(' ')
+                .collect::<Vec<_>>()
+                .windows(2)
+                .any(|w| w == ["-j", target])
+        })
         .unwrap_or_else(|| panic!("no rule of {chain} jumps to {target}: {rules}"))
         + 1;
     let number = number.to_string();
     node_run(
         cluster,
         node,
-        &["iptables", "-t", "nat", "-D", chain, &number],
+        &["iptables", "-t", table, "-D", chain, &number],
     );
 }
 
@@ -2134,7 +2140,7 @@ const KINDNET_OUTSIDE_FAULTS: &[Fault] = &[
     Fault {
         name: "masquerade chain KIND-MASQ-AGENT deleted on node-1",
         inject: Inject::Kernel(|c| {
-            delete_nat_jump(c, 0, "POSTROUTING", kindnet::MASQ_CHAIN);
+            delete_jump(c, 0, ("nat", "POSTROUTING"), kindnet::MASQ_CHAIN);
             node_run(c, 0, &["iptables", "-t", "nat", "-F", kindnet::MASQ_CHAIN]);
             node_run(c, 0, &["iptables", "-t", "nat", "-X", kindnet::MASQ_CHAIN]);
         }),
@@ -2143,7 +2149,7 @@ const KINDNET_OUTSIDE_FAULTS: &[Fault] = &[
     },
     Fault {
         name: "POSTROUTING's jump to KIND-MASQ-AGENT deleted on node-1",
-        inject: Inject::Kernel(|c| delete_nat_jump(c, 0, "POSTROUTING", kindnet::MASQ_CHAIN)),
+        inject: Inject::Kernel(|c| delete_jump(c, 0, ("nat", "POSTROUTING"), kindnet::MASQ_CHAIN)),
         finds: Some("kindnet.masquerade.jump"),
         ..TO_OUTSIDE
     },
@@ -2214,7 +2220,9 @@ impl LabKind {
             LabKind::Kubelet(RealCni::CalicoVxlan) => {
                 "calico-vxlan (real components, kubelet and containerd)"
             }
-            LabKind::Kubelet(RealCni::FlannelHostGw | RealCni::CiliumVxlan) => {
+            LabKind::Kubelet(
+                RealCni::FlannelHostGw | RealCni::CiliumVxlan | RealCni::KubeRouter,
+            ) => {
                 unreachable!("the kubelet lab runs Flannel VXLAN and Calico VXLAN")
             }
         }
@@ -2461,6 +2469,115 @@ const TOPOLOGIES: &[Group] = &[
         peer: Peer::Outside,
         faults: OUTSIDE_FAULTS,
     },
+    Group {
+        lab: LabKind::Real(RealCni::KubeRouter, ProxyMode::Iptables),
+        peer: Peer::Cluster,
+        faults: KUBE_ROUTER_FAULTS,
+    },
+    Group {
+        lab: LabKind::Real(RealCni::KubeRouter, ProxyMode::Iptables),
+        peer: Peer::Outside,
+        faults: KUBE_ROUTER_OUTSIDE_FAULTS,
+    },
+];
+
+/// A NetworkPolicy isolating node-2's pods for ingress: nothing admits
+/// traffic to them but from their own node.
+fn isolate_node_2() -> serde_json::Value {
+    serde_json::json!({
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": "isolate-node-2", "namespace": "default"},
+        "spec": {"podSelector": {"matchLabels": {"node": "node-2"}},
+                 "policyTypes": ["Ingress"]},
+    })
+}
+
+/// Creates [`isolate_node_2`] and waits until node-2's kube-router has sent
+/// its pods' traffic through the policy's chain.
+fn isolate_node_2_by_kube_router(real: &RealCluster) {
+    real.create(&isolate_node_2());
+    real.wait_rules(1, "filter", "kube-router.log", |rules| {
+        rules.contains("run through nw policy isolate-node-2")
+    });
+}
+
+/// The cases of the lab whose nodes run kube-router (`kube_router.rs`):
+/// node-1's first pod to node-2's last (web-0 to web-3), or as each says;
+/// a fault per thing kube-router programs.
+const KUBE_ROUTER_FAULTS: &[Fault] = &[
+    HEALTHY_TCP,
+    Fault {
+        name: "healthy, to a pod on the same node (bridged on kube-bridge)",
+        to: To::PodOn { node: 0 },
+        ..HEALTHY_TCP
+    },
+    Fault {
+        name: "healthy, to the ClusterIP service (kube-proxy)",
+        port: Some(80),
+        to: To::Service("web"),
+        ..HEALTHY_TCP
+    },
+    Fault {
+        name: "route to node-2's pod CIDR deleted on node-1",
+        inject: Inject::Kernel(|c| node_run(c, 0, &["ip", "route", "del", &pod_cidr(c, 1)])),
+        blamed: Some("node-1"),
+        expected: Disposition::ExitsCluster,
+        finds: Some("kube-router.route.remote-pod-cidr"),
+        ..HEALTHY_TCP
+    },
+    Fault {
+        name: "kube-bridge down on node-2",
+        inject: Inject::Kernel(|c| node_run(c, 1, &["ip", "link", "set", "kube-bridge", "down"])),
+        blamed: Some("node-2"),
+        expected: Disposition::ExitsCluster,
+        finds: Some("kube-router.bridge.device"),
+        ..HEALTHY_TCP
+    },
+    Fault {
+        name: "ip_forward off on node-2",
+        inject: Inject::Kernel(|c| node_sysctl(c, 1, "net.ipv4.ip_forward=0")),
+        blamed: Some("node-2"),
+        expected: Disposition::ForwardingDisabled,
+        finds: Some("kube-router.sysctl.ip-forward"),
+        ..HEALTHY_TCP
+    },
+    Fault {
+        name: "a NetworkPolicy isolating node-2's pods for ingress",
+        inject: Inject::Components(|_, real| isolate_node_2_by_kube_router(real)),
+        blamed: Some("node-2"),
+        expected: Disposition::DeniedByNetfilter,
+        finds: Some("kube-router.policy.denied"),
+        ..HEALTHY_TCP
+    },
+    Fault {
+        name: "that NetworkPolicy, with FORWARD's jump to KUBE-ROUTER-FORWARD deleted on node-2",
+        inject: Inject::Components(|_, real| {
+            isolate_node_2_by_kube_router(real);
+            real.freeze();
+            delete_jump(
+                &real.cluster,
+                1,
+                ("filter", "FORWARD"),
+                "KUBE-ROUTER-FORWARD",
+            );
+        }),
+        finds: Some("kube-router.firewall.jump"),
+        ..HEALTHY_TCP
+    },
+];
+
+/// kube-router's cases to the host outside the cluster: masqueraded to the
+/// node by its pod egress rule, or leaving with the pod's address when the
+/// rule is gone (and then unanswered).
+const KUBE_ROUTER_OUTSIDE_FAULTS: &[Fault] = &[
+    TO_OUTSIDE,
+    Fault {
+        name: "kube-router's MASQUERADE rule for pod egress deleted on node-1",
+        inject: Inject::Kernel(|c| delete_jump(c, 0, ("nat", "POSTROUTING"), "MASQUERADE")),
+        finds: Some("kube-router.masquerade.decision"),
+        ..TO_OUTSIDE
+    },
 ];
 
 /// The cases of the lab whose nodes run Cilium's agent (`cilium.rs`):
@@ -2486,16 +2603,7 @@ const CILIUM_FAULTS: &[Fault] = &[
     },
     Fault {
         name: "a NetworkPolicy isolating node-2's pods for ingress",
-        inject: Inject::Components(|_, real| {
-            let policy = serde_json::json!({
-                "apiVersion": "networking.k8s.io/v1",
-                "kind": "NetworkPolicy",
-                "metadata": {"name": "isolate-node-2", "namespace": "default"},
-                "spec": {"podSelector": {"matchLabels": {"node": "node-2"}},
-                         "policyTypes": ["Ingress"]},
-            });
-            real.create_cilium_policy(1, &policy);
-        }),
+        inject: Inject::Components(|_, real| real.create_cilium_policy(1, &isolate_node_2())),
         blamed: Some("node-2"),
         expected: Disposition::DroppedByProgram,
         finds: Some("datapath.drop"),
