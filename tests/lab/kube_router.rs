@@ -75,8 +75,8 @@ pub fn objects() -> Vec<Value> {
     ]
 }
 
-/// kube-router's arguments besides the kubeconfig and the node's name:
-/// routes and the firewall, Services left to kube-proxy.
+/// kube-router's arguments in the manifest, besides the kubeconfig and the
+/// node's name: routes and the firewall, Services left to kube-proxy.
 fn args() -> Vec<&'static str> {
     vec![
         "--run-router=true",
@@ -107,6 +107,12 @@ pub fn start(lab: &mut Lab, node: &Node, dir: &Path, bin: &Path, kubeconfig: &Pa
         &hostname,
         // Nothing listens outside the node's namespace; no health server.
         "--health-port=0",
+        // kube-router refreshes its ipsets of the nodes' pod CIDRs and
+        // addresses (which its pod egress rule masquerades by) every
+        // period, 5 minutes by default: until then a node masquerades its
+        // pods' traffic to the pods of a node added after it started. The
+        // lab's cases start once every node knows every other.
+        "--routes-sync-period=5s",
     ];
     argv.extend(args());
     lab.spawn_logged(

@@ -793,11 +793,19 @@ impl RealCluster {
                 RealCni::KubeRouter => "kube-router.log",
             };
             if self.components.cni == RealCni::KubeRouter {
-                // Its firewall: a chain per pod of the node.
+                // Its firewall: a chain per pod of the node; its pod egress
+                // rule's ipset: every node's pod CIDR.
                 self.wait(node, &["iptables-save", "-t", "filter"], agent_log, |out| {
                     node.pods
                         .iter()
                         .all(|pod| out.contains(&format!("POD name:{} namespace:", pod.name)))
+                });
+                let set = ["ipset", "save", "kube-router-pod-subnets"];
+                self.wait(node, &set, agent_log, |out| {
+                    self.cluster
+                        .nodes
+                        .iter()
+                        .all(|n| out.contains(&format!(" {} ", n.pod_cidr)))
                 });
             }
             for peer in self
