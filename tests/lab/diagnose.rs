@@ -2494,12 +2494,16 @@ fn isolate_node_2() -> serde_json::Value {
 }
 
 /// Creates [`isolate_node_2`] and waits until node-2's kube-router has sent
-/// its pods' traffic through the policy's chain.
+/// its pods' traffic through the policy's chain, and every kube-router has
+/// its ipsets of the nodes back: kube-router v2.1.0's policy sync restores
+/// every ipset as its controller last saved them, `kube-router-pod-subnets`
+/// too, which its route controller refills on its next sync.
 fn isolate_node_2_by_kube_router(real: &RealCluster) {
     real.create(&isolate_node_2());
     real.wait_rules(1, "filter", "kube-router.log", |rules| {
         rules.contains("run through nw policy isolate-node-2")
     });
+    real.wait_programmed(&[]);
 }
 
 /// The cases of the lab whose nodes run kube-router (`kube_router.rs`):
