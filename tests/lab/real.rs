@@ -1069,6 +1069,16 @@ pub fn component_versions() -> Vec<(&'static str, String)> {
             run(&["/usr/lib/llvm-19/bin/clang", "--version"]),
         ),
         ("bpftool", run(&["bpftool", "version"])),
+        (
+            "kube-router",
+            // "Running PATH version v2.1.0, built on DATE, GO": the release.
+            run(&[&program("kube-router"), "--version"])
+                .split(" version ")
+                .nth(1)
+                .and_then(|rest| rest.split(',').next())
+                .unwrap_or_default()
+                .to_string(),
+        ),
         ("kubelet", run(&[&program("kubelet"), "--version"])),
         ("containerd", run(&[&program("containerd"), "--version"])),
         ("runc", run(&[&program("runc"), "--version"])),
