@@ -10,37 +10,28 @@
 mod common;
 
 use std::path::Path;
-use std::sync::Arc;
 
-use skoop::engine::{self, Disposition, Endpoint, Protocol, Request};
-use skoop::packs::{LoadedPacks, builtin_sources};
-use skoop::snapshot::Snapshot;
+use skoop::engine::{self, Disposition, Protocol};
 
 use common::skoop;
 
 const EXAMPLE: &str = "examples/kube-router";
 
-fn diagnose(to: &str, port: Option<u16>) -> engine::Diagnosis {
+/// web-0 (node-1) to `to`, over TCP, with the built-in packs.
+fn diagnose(to: &str) -> engine::Diagnosis {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join(EXAMPLE);
-    let (snapshot, problems) = Snapshot::load(&root).unwrap();
-    assert!(problems.is_empty(), "{problems:#?}");
-    let (packs, problems) = LoadedPacks::load(builtin_sources(), &[]);
-    assert!(problems.is_empty(), "{problems:?}");
-    let request = Request {
-        from: "default/web-0".parse::<Endpoint>().unwrap(),
-        to: to.parse::<Endpoint>().unwrap(),
-        port,
-        protocol: Protocol::Tcp,
-        size: None,
-        via: None,
-        family: None,
-    };
-    engine::diagnose(&Arc::new(snapshot), &request, &packs).unwrap()
+    common::diagnose(
+        &common::load(&root),
+        "default/web-0",
+        to,
+        Protocol::Tcp,
+        None,
+    )
 }
 
 #[test]
 fn pods_of_one_node_reach_each_other_on_kube_bridge() {
-    let diagnosis = diagnose("default/web-1", Some(8080));
+    let diagnosis = diagnose("default/web-1:8080");
     assert_eq!(
         diagnosis.disposition(),
         Disposition::Delivered,
@@ -59,7 +50,7 @@ fn pods_of_one_node_reach_each_other_on_kube_bridge() {
 
 #[test]
 fn the_networkpolicy_behind_the_rejecting_chain_is_named_with_its_ipset() {
-    let diagnosis = diagnose("default/web-3", Some(8080));
+    let diagnosis = diagnose("default/web-3:8080");
     assert_eq!(diagnosis.disposition(), Disposition::DeniedByNetfilter);
     let denied = diagnosis
         .findings

@@ -2052,6 +2052,20 @@ fn delete_jump(cluster: &Cluster, node: usize, (table, chain): (&str, &str), tar
     );
 }
 
+/// node-1 loses its route to node-2's pod CIDR, which a CNI that routes
+/// each node's pod CIDR via the node (`finds` names the CNI's check of it)
+/// installed: the packet leaves by the default route.
+const fn remote_pod_cidr_route_deleted(finds: &'static str) -> Fault {
+    Fault {
+        name: "route to node-2's pod CIDR deleted on node-1",
+        inject: Inject::Kernel(|c| node_run(c, 0, &["ip", "route", "del", &pod_cidr(c, 1)])),
+        blamed: Some("node-1"),
+        expected: Disposition::ExitsCluster,
+        finds: Some(finds),
+        ..HEALTHY_TCP
+    }
+}
+
 /// kindnet's cases between pods (`kindnet.rs`).
 const KINDNET_FAULTS: &[Fault] = &[
     HEALTHY_TCP,
@@ -2067,14 +2081,7 @@ const KINDNET_FAULTS: &[Fault] = &[
         to: To::Service("web"),
         ..HEALTHY_TCP
     },
-    Fault {
-        name: "route to node-2's pod CIDR deleted on node-1",
-        inject: Inject::Kernel(|c| node_run(c, 0, &["ip", "route", "del", &pod_cidr(c, 1)])),
-        blamed: Some("node-1"),
-        expected: Disposition::ExitsCluster,
-        finds: Some("kindnet.route.remote-pod-cidr"),
-        ..HEALTHY_TCP
-    },
+    remote_pod_cidr_route_deleted("kindnet.route.remote-pod-cidr"),
     Fault {
         name: "the destination pod's /32 host route deleted on node-2",
         inject: Inject::Kernel(|c| {
@@ -2522,14 +2529,7 @@ const KUBE_ROUTER_FAULTS: &[Fault] = &[
         to: To::Service("web"),
         ..HEALTHY_TCP
     },
-    Fault {
-        name: "route to node-2's pod CIDR deleted on node-1",
-        inject: Inject::Kernel(|c| node_run(c, 0, &["ip", "route", "del", &pod_cidr(c, 1)])),
-        blamed: Some("node-1"),
-        expected: Disposition::ExitsCluster,
-        finds: Some("kube-router.route.remote-pod-cidr"),
-        ..HEALTHY_TCP
-    },
+    remote_pod_cidr_route_deleted("kube-router.route.remote-pod-cidr"),
     Fault {
         name: "kube-bridge down on node-2",
         inject: Inject::Kernel(|c| node_run(c, 1, &["ip", "link", "set", "kube-bridge", "down"])),
@@ -2551,6 +2551,16 @@ const KUBE_ROUTER_FAULTS: &[Fault] = &[
         inject: Inject::Components(|_, real| isolate_node_2_by_kube_router(real)),
         blamed: Some("node-2"),
         expected: Disposition::DeniedByNetfilter,
+        finds: Some("kube-router.policy.denied"),
+        ..HEALTHY_TCP
+    },
+    Fault {
+        name: "that NetworkPolicy, a ping (kube-router admits no ICMP past a policy)",
+        inject: Inject::Components(|_, real| isolate_node_2_by_kube_router(real)),
+        blamed: Some("node-2"),
+        expected: Disposition::DeniedByNetfilter,
+        protocol: Protocol::Icmp,
+        port: None,
         finds: Some("kube-router.policy.denied"),
         ..HEALTHY_TCP
     },
