@@ -52,11 +52,7 @@ fn pods_of_one_node_reach_each_other_on_kube_bridge() {
 fn the_networkpolicy_behind_the_rejecting_chain_is_named_with_its_ipset() {
     let diagnosis = diagnose("default/web-3:8080");
     assert_eq!(diagnosis.disposition(), Disposition::DeniedByNetfilter);
-    let denied = diagnosis
-        .findings
-        .iter()
-        .find(|f| f.id.as_str() == "kube-router.policy.denied")
-        .expect("a kube-router.policy.denied finding");
+    let denied = common::only(&diagnosis, "kube-router.policy.denied");
     assert_eq!(denied.about.hop.to_string(), "node-2");
     for named in [
         "default/isolate-node-2",

@@ -2066,6 +2066,19 @@ const fn remote_pod_cidr_route_deleted(finds: &'static str) -> Fault {
     }
 }
 
+/// node-2 stops forwarding (`finds` names the CNI's check of the sysctl):
+/// nothing from node-1 reaches its pods.
+const fn ip_forward_off_on_node_2(finds: &'static str) -> Fault {
+    Fault {
+        name: "ip_forward off on node-2",
+        inject: Inject::Kernel(|c| node_sysctl(c, 1, "net.ipv4.ip_forward=0")),
+        blamed: Some("node-2"),
+        expected: Disposition::ForwardingDisabled,
+        finds: Some(finds),
+        ..HEALTHY_TCP
+    }
+}
+
 /// kindnet's cases between pods (`kindnet.rs`).
 const KINDNET_FAULTS: &[Fault] = &[
     HEALTHY_TCP,
@@ -2093,14 +2106,7 @@ const KINDNET_FAULTS: &[Fault] = &[
         finds: Some("kernel.route.leaves-cluster"),
         ..HEALTHY_TCP
     },
-    Fault {
-        name: "ip_forward off on node-2",
-        inject: Inject::Kernel(|c| node_sysctl(c, 1, "net.ipv4.ip_forward=0")),
-        blamed: Some("node-2"),
-        expected: Disposition::ForwardingDisabled,
-        finds: Some("kindnet.sysctl.ip-forward"),
-        ..HEALTHY_TCP
-    },
+    ip_forward_off_on_node_2("kindnet.sysctl.ip-forward"),
 ];
 
 /// kindnet's IPv6 side on a dual-stack lab (ptp and host-local giving each
@@ -2538,14 +2544,7 @@ const KUBE_ROUTER_FAULTS: &[Fault] = &[
         finds: Some("kube-router.bridge.device"),
         ..HEALTHY_TCP
     },
-    Fault {
-        name: "ip_forward off on node-2",
-        inject: Inject::Kernel(|c| node_sysctl(c, 1, "net.ipv4.ip_forward=0")),
-        blamed: Some("node-2"),
-        expected: Disposition::ForwardingDisabled,
-        finds: Some("kube-router.sysctl.ip-forward"),
-        ..HEALTHY_TCP
-    },
+    ip_forward_off_on_node_2("kube-router.sysctl.ip-forward"),
     Fault {
         name: "a NetworkPolicy isolating node-2's pods for ingress",
         inject: Inject::Components(|_, real| isolate_node_2_by_kube_router(real)),
