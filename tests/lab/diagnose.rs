@@ -2578,6 +2578,27 @@ const KUBE_ROUTER_FAULTS: &[Fault] = &[
         finds: Some("kube-router.firewall.jump"),
         ..HEALTHY_TCP
     },
+    Fault {
+        name: "a NetworkPolicy isolating node-1's pods for egress",
+        inject: Inject::Components(|_, real| {
+            let policy = serde_json::json!({
+                "apiVersion": "networking.k8s.io/v1",
+                "kind": "NetworkPolicy",
+                "metadata": {"name": "isolate-node-1-egress", "namespace": "default"},
+                "spec": {"podSelector": {"matchLabels": {"node": "node-1"}},
+                         "policyTypes": ["Egress"]},
+            });
+            real.create(&policy);
+            real.wait_rules(0, "filter", "kube-router.log", |rules| {
+                rules.contains("run through nw policy isolate-node-1-egress")
+            });
+            real.wait_programmed(&[]);
+        }),
+        blamed: Some("node-1"),
+        expected: Disposition::DeniedByNetfilter,
+        finds: Some("kube-router.policy.denied"),
+        ..HEALTHY_TCP
+    },
 ];
 
 /// kube-router's cases to the host outside the cluster: masqueraded to the
