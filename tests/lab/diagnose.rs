@@ -2506,15 +2506,23 @@ fn isolate_node_2() -> serde_json::Value {
     })
 }
 
-/// Creates [`isolate_node_2`] and waits until node-2's kube-router has sent
-/// its pods' traffic through the policy's chain, and every kube-router has
-/// its ipsets of the nodes back: kube-router v2.1.0's policy sync restores
-/// every ipset as its controller last saved them, `kube-router-pod-subnets`
-/// too, which its route controller refills on its next sync.
+/// Creates [`isolate_node_2`] as [`programmed_by_kube_router`] does.
 fn isolate_node_2_by_kube_router(real: &RealCluster) {
-    real.create(&isolate_node_2());
-    real.wait_rules(1, "filter", "kube-router.log", |rules| {
-        rules.contains("run through nw policy isolate-node-2")
+    programmed_by_kube_router(real, 1, &isolate_node_2());
+}
+
+/// Creates the NetworkPolicy `policy` and waits until the `node`th node's
+/// kube-router sends its pods' traffic through the policy's chain, and every
+/// kube-router has its ipsets of the nodes back: kube-router v2.1.0's
+/// policy sync restores every ipset as its controller last saved them,
+/// `kube-router-pod-subnets` too, which its route controller refills on its
+/// next sync.
+fn programmed_by_kube_router(real: &RealCluster, node: usize, policy: &serde_json::Value) {
+    let name = policy["metadata"]["name"].as_str().expect("a named policy");
+    let chained = format!("run through nw policy {name}");
+    real.create(policy);
+    real.wait_rules(node, "filter", "kube-router.log", |rules| {
+        rules.contains(&chained)
     });
     real.wait_programmed(&[]);
 }
@@ -2588,11 +2596,7 @@ const KUBE_ROUTER_FAULTS: &[Fault] = &[
                 "spec": {"podSelector": {"matchLabels": {"node": "node-1"}},
                          "policyTypes": ["Egress"]},
             });
-            real.create(&policy);
-            real.wait_rules(0, "filter", "kube-router.log", |rules| {
-                rules.contains("run through nw policy isolate-node-1-egress")
-            });
-            real.wait_programmed(&[]);
+            programmed_by_kube_router(real, 0, &policy);
         }),
         blamed: Some("node-1"),
         expected: Disposition::DeniedByNetfilter,
