@@ -560,7 +560,7 @@ pub struct DatapathCommand {
 }
 
 /// Traffic a CNI admits beyond the NetworkPolicy API's rules: all of one
-/// protocol (kube-router admits ICMP echo whatever the policies), and why.
+/// protocol (ICMP echo, where a CNI's chains accept it before any policy), and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PolicyAdmit {
     pub protocol: crate::net::Protocol,

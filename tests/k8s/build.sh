@@ -13,7 +13,8 @@
 # calico-ipam (in OUTDIR/cni), Calico's CRDs (OUTDIR/calico-crds),
 # cilium-agent and cilium-dbg with Cilium's datapath sources
 # (OUTDIR/cilium-lib/bpf), its CRDs (OUTDIR/cilium-crds) and its CNI plugin
-# (OUTDIR/cni/cilium-cni), and the images the kubelets run, as OCI archives:
+# (OUTDIR/cni/cilium-cni), kube-router, and the images the kubelets run, as
+# OCI archives:
 # pause and skoop's collector (OUTDIR/images/pause.tar, collector.tar).
 #
 # Needs `go` (the version in go.mod or newer), a C compiler for flanneld (its
@@ -36,7 +37,7 @@ main() {
 		case $arg in
 		--all) all=1 ;;
 		-h | --help)
-			sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'
+			sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'
 			exit 0
 			;;
 		-*) echo "build.sh: unknown option $arg" >&2; exit 2 ;;
@@ -88,11 +89,12 @@ main() {
 			"cilium|cilium-agent|github.com/cilium/cilium/daemon|0"
 			"cilium|cilium-dbg|github.com/cilium/cilium/cilium-dbg|0"
 			"cilium|cni/cilium-cni|github.com/cilium/cilium/plugins/cilium-cni|0"
+			"kube-router|kube-router|github.com/cloudnativelabs/kube-router/v2/cmd/kube-router|0"
 			"images|images/pause.tar|pause"
 			"images|images/collector.tar|collector"
 		)
 	fi
-	modules=(. flannel flannel-cni calico containerd cilium)
+	modules=(. flannel flannel-cni calico containerd cilium kube-router)
 
 	sha256() {
 		if command -v sha256sum >/dev/null; then sha256sum | cut -d' ' -f1; else shasum -a 256 | cut -d' ' -f1; fi
@@ -182,6 +184,10 @@ main() {
 			# As Cilium's Makefile.defs does: `cilium-dbg version` and the
 			# agent's status then name the release.
 			flags+=" -X github.com/cilium/cilium/pkg/version.ciliumVersion=$(go list -m -f '{{.Version}}' github.com/cilium/cilium | sed 's/^v//')"
+			;;
+		kube-router)
+			# As kube-router's Makefile does: `kube-router --version` names the release.
+			flags+=" -X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=$(go list -m -f '{{.Version}}' github.com/cloudnativelabs/kube-router/v2)"
 			;;
 		flannel-cni)
 			flags+=" -X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=$(go list -m -f '{{.Version}}' github.com/containernetworking/plugins)"

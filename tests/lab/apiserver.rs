@@ -259,7 +259,13 @@ pub async fn create(client: &Client, object: &Value) -> Option<Value> {
             metadata.remove(field);
         }
     }
-    let status = body.as_object_mut().and_then(|o| o.remove("status"));
+    // The API server drops the status of what is created, except a Node's,
+    // which a kubelet registers with its addresses: an agent that learns of
+    // nodes as they are added (kube-router peers with them then) sees them.
+    let status = match kind {
+        "Node" => body.get("status").cloned(),
+        _ => body.as_object_mut().and_then(|o| o.remove("status")),
+    };
     let dynamic: DynamicObject = serde_json::from_value(body).expect("an object");
     let created = match api.create(&PostParams::default(), &dynamic).await {
         Ok(created) => created,

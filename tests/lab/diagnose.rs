@@ -2033,23 +2033,56 @@ const TO_OUTSIDE: Fault = Fault {
     mtu: None,
 };
 
-/// Deletes the rule of `chain` (table nat) on `node` that jumps to `target`.
-fn delete_nat_jump(cluster: &Cluster, node: usize, chain: &str, target: &str) {
+/// Deletes the rule of `chain` (iptables `table`) on `node` that jumps to
+/// `target`.
+fn delete_jump(cluster: &Cluster, node: usize, (table, chain): (&str, &str), target: &str) {
     let rules = cluster.nodes[node]
         .ns
-        .run(&["iptables", "-t", "nat", "-S", chain]);
+        .run(&["iptables", "-t", table, "-S", chain]);
     let number = rules
         .lines()
         .filter(|l| l.starts_with("-A "))
-        .position(|l| l.ends_with(&format!("-j {target}")))
+        .position(|l| {
+            l.split(' ')
+                .collect::<Vec<_>>()
+                .windows(2)
+                .any(|w| w == ["-j", target])
+        })
         .unwrap_or_else(|| panic!("no rule of {chain} jumps to {target}: {rules}"))
         + 1;
     let number = number.to_string();
     node_run(
         cluster,
         node,
-        &["iptables", "-t", "nat", "-D", chain, &number],
+        &["iptables", "-t", table, "-D", chain, &number],
     );
+}
+
+/// node-1 loses its route to node-2's pod CIDR, which a CNI that routes
+/// each node's pod CIDR via the node (`finds` names the CNI's check of it)
+/// installed: the packet leaves by the default route.
+const fn remote_pod_cidr_route_deleted(finds: &'static str) -> Fault {
+    Fault {
+        name: "route to node-2's pod CIDR deleted on node-1",
+        inject: Inject::Kernel(|c| node_run(c, 0, &["ip", "route", "del", &pod_cidr(c, 1)])),
+        blamed: Some("node-1"),
+        expected: Disposition::ExitsCluster,
+        finds: Some(finds),
+        ..HEALTHY_TCP
+    }
+}
+
+/// node-2 stops forwarding (`finds` names the CNI's check of the sysctl):
+/// nothing from node-1 reaches its pods.
+const fn ip_forward_off_on_node_2(finds: &'static str) -> Fault {
+    Fault {
+        name: "ip_forward off on node-2",
+        inject: Inject::Kernel(|c| node_sysctl(c, 1, "net.ipv4.ip_forward=0")),
+        blamed: Some("node-2"),
+        expected: Disposition::ForwardingDisabled,
+        finds: Some(finds),
+        ..HEALTHY_TCP
+    }
 }
 
 /// kindnet's cases between pods (`kindnet.rs`).
@@ -2067,14 +2100,7 @@ const KINDNET_FAULTS: &[Fault] = &[
         to: To::Service("web"),
         ..HEALTHY_TCP
     },
-    Fault {
-        name: "route to node-2's pod CIDR deleted on node-1",
-        inject: Inject::Kernel(|c| node_run(c, 0, &["ip", "route", "del", &pod_cidr(c, 1)])),
-        blamed: Some("node-1"),
-        expected: Disposition::ExitsCluster,
-        finds: Some("kindnet.route.remote-pod-cidr"),
-        ..HEALTHY_TCP
-    },
+    remote_pod_cidr_route_deleted("kindnet.route.remote-pod-cidr"),
     Fault {
         name: "the destination pod's /32 host route deleted on node-2",
         inject: Inject::Kernel(|c| {
@@ -2086,14 +2112,7 @@ const KINDNET_FAULTS: &[Fault] = &[
         finds: Some("kernel.route.leaves-cluster"),
         ..HEALTHY_TCP
     },
-    Fault {
-        name: "ip_forward off on node-2",
-        inject: Inject::Kernel(|c| node_sysctl(c, 1, "net.ipv4.ip_forward=0")),
-        blamed: Some("node-2"),
-        expected: Disposition::ForwardingDisabled,
-        finds: Some("kindnet.sysctl.ip-forward"),
-        ..HEALTHY_TCP
-    },
+    ip_forward_off_on_node_2("kindnet.sysctl.ip-forward"),
 ];
 
 /// kindnet's IPv6 side on a dual-stack lab (ptp and host-local giving each
@@ -2140,7 +2159,7 @@ const KINDNET_OUTSIDE_FAULTS: &[Fault] = &[
     Fault {
         name: "masquerade chain KIND-MASQ-AGENT deleted on node-1",
         inject: Inject::Kernel(|c| {
-            delete_nat_jump(c, 0, "POSTROUTING", kindnet::MASQ_CHAIN);
+            delete_jump(c, 0, ("nat", "POSTROUTING"), kindnet::MASQ_CHAIN);
             node_run(c, 0, &["iptables", "-t", "nat", "-F", kindnet::MASQ_CHAIN]);
             node_run(c, 0, &["iptables", "-t", "nat", "-X", kindnet::MASQ_CHAIN]);
         }),
@@ -2149,7 +2168,7 @@ const KINDNET_OUTSIDE_FAULTS: &[Fault] = &[
     },
     Fault {
         name: "POSTROUTING's jump to KIND-MASQ-AGENT deleted on node-1",
-        inject: Inject::Kernel(|c| delete_nat_jump(c, 0, "POSTROUTING", kindnet::MASQ_CHAIN)),
+        inject: Inject::Kernel(|c| delete_jump(c, 0, ("nat", "POSTROUTING"), kindnet::MASQ_CHAIN)),
         finds: Some("kindnet.masquerade.jump"),
         ..TO_OUTSIDE
     },
@@ -2220,7 +2239,9 @@ impl LabKind {
             LabKind::Kubelet(RealCni::CalicoVxlan) => {
                 "calico-vxlan (real components, kubelet and containerd)"
             }
-            LabKind::Kubelet(RealCni::FlannelHostGw | RealCni::CiliumVxlan) => {
+            LabKind::Kubelet(
+                RealCni::FlannelHostGw | RealCni::CiliumVxlan | RealCni::KubeRouter,
+            ) => {
                 unreachable!("the kubelet lab runs Flannel VXLAN and Calico VXLAN")
             }
         }
@@ -2475,6 +2496,16 @@ const TOPOLOGIES: &[Group] = &[
         peer: Peer::FromNode(0),
         faults: CILIUM_FROM_NODE_FAULTS,
     },
+    Group {
+        lab: LabKind::Real(RealCni::KubeRouter, ProxyMode::Iptables),
+        peer: Peer::Cluster,
+        faults: KUBE_ROUTER_FAULTS,
+    },
+    Group {
+        lab: LabKind::Real(RealCni::KubeRouter, ProxyMode::Iptables),
+        peer: Peer::Outside,
+        faults: KUBE_ROUTER_OUTSIDE_FAULTS,
+    },
 ];
 
 /// Flows from node-1's own namespace on the Cilium lab: its stack routes
@@ -2495,6 +2526,130 @@ const CILIUM_FROM_NODE_FAULTS: &[Fault] = &[
         port: Some(80),
         to: To::Service("web"),
         ..HEALTHY_TCP
+    },
+];
+
+/// A NetworkPolicy isolating node-2's pods for ingress: nothing admits
+/// traffic to them but from their own node.
+fn isolate_node_2() -> serde_json::Value {
+    serde_json::json!({
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": "isolate-node-2", "namespace": "default"},
+        "spec": {"podSelector": {"matchLabels": {"node": "node-2"}},
+                 "policyTypes": ["Ingress"]},
+    })
+}
+
+/// Creates [`isolate_node_2`] as [`programmed_by_kube_router`] does.
+fn isolate_node_2_by_kube_router(real: &RealCluster) {
+    programmed_by_kube_router(real, 1, &isolate_node_2());
+}
+
+/// Creates the NetworkPolicy `policy` and waits until the `node`th node's
+/// kube-router sends its pods' traffic through the policy's chain, and every
+/// kube-router has its ipsets of the nodes back: kube-router v2.1.0's
+/// policy sync restores every ipset as its controller last saved them,
+/// `kube-router-pod-subnets` too, which its route controller refills on its
+/// next sync.
+fn programmed_by_kube_router(real: &RealCluster, node: usize, policy: &serde_json::Value) {
+    let name = policy["metadata"]["name"].as_str().expect("a named policy");
+    let chained = format!("run through nw policy {name}");
+    real.create(policy);
+    real.wait_rules(node, "filter", "kube-router.log", |rules| {
+        rules.contains(&chained)
+    });
+    real.wait_programmed(&[]);
+}
+
+/// The cases of the lab whose nodes run kube-router (`kube_router.rs`):
+/// node-1's first pod to node-2's last (web-0 to web-3), or as each says;
+/// a fault per thing kube-router programs.
+const KUBE_ROUTER_FAULTS: &[Fault] = &[
+    HEALTHY_TCP,
+    Fault {
+        name: "healthy, to a pod on the same node (bridged on kube-bridge)",
+        to: To::PodOn { node: 0 },
+        ..HEALTHY_TCP
+    },
+    Fault {
+        name: "healthy, to the ClusterIP service (kube-proxy)",
+        port: Some(80),
+        to: To::Service("web"),
+        ..HEALTHY_TCP
+    },
+    remote_pod_cidr_route_deleted("kube-router.route.remote-pod-cidr"),
+    Fault {
+        name: "kube-bridge down on node-2",
+        inject: Inject::Kernel(|c| node_run(c, 1, &["ip", "link", "set", "kube-bridge", "down"])),
+        blamed: Some("node-2"),
+        expected: Disposition::ExitsCluster,
+        finds: Some("kube-router.bridge.device"),
+        ..HEALTHY_TCP
+    },
+    ip_forward_off_on_node_2("kube-router.sysctl.ip-forward"),
+    Fault {
+        name: "a NetworkPolicy isolating node-2's pods for ingress",
+        inject: Inject::Components(|_, real| isolate_node_2_by_kube_router(real)),
+        blamed: Some("node-2"),
+        expected: Disposition::DeniedByNetfilter,
+        finds: Some("kube-router.policy.denied"),
+        ..HEALTHY_TCP
+    },
+    Fault {
+        name: "that NetworkPolicy, a ping (kube-router admits no ICMP past a policy)",
+        inject: Inject::Components(|_, real| isolate_node_2_by_kube_router(real)),
+        blamed: Some("node-2"),
+        expected: Disposition::DeniedByNetfilter,
+        protocol: Protocol::Icmp,
+        port: None,
+        finds: Some("kube-router.policy.denied"),
+        ..HEALTHY_TCP
+    },
+    Fault {
+        name: "that NetworkPolicy, with FORWARD's jump to KUBE-ROUTER-FORWARD deleted on node-2",
+        inject: Inject::Components(|_, real| {
+            isolate_node_2_by_kube_router(real);
+            real.freeze();
+            delete_jump(
+                &real.cluster,
+                1,
+                ("filter", "FORWARD"),
+                "KUBE-ROUTER-FORWARD",
+            );
+        }),
+        finds: Some("kube-router.firewall.jump"),
+        ..HEALTHY_TCP
+    },
+    Fault {
+        name: "a NetworkPolicy isolating node-1's pods for egress",
+        inject: Inject::Components(|_, real| {
+            let policy = serde_json::json!({
+                "apiVersion": "networking.k8s.io/v1",
+                "kind": "NetworkPolicy",
+                "metadata": {"name": "isolate-node-1-egress", "namespace": "default"},
+                "spec": {"podSelector": {"matchLabels": {"node": "node-1"}},
+                         "policyTypes": ["Egress"]},
+            });
+            programmed_by_kube_router(real, 0, &policy);
+        }),
+        blamed: Some("node-1"),
+        expected: Disposition::DeniedByNetfilter,
+        finds: Some("kube-router.policy.denied"),
+        ..HEALTHY_TCP
+    },
+];
+
+/// kube-router's cases to the host outside the cluster: masqueraded to the
+/// node by its pod egress rule, or leaving with the pod's address when the
+/// rule is gone (and then unanswered).
+const KUBE_ROUTER_OUTSIDE_FAULTS: &[Fault] = &[
+    TO_OUTSIDE,
+    Fault {
+        name: "kube-router's MASQUERADE rule for pod egress deleted on node-1",
+        inject: Inject::Kernel(|c| delete_jump(c, 0, ("nat", "POSTROUTING"), "MASQUERADE")),
+        finds: Some("kube-router.masquerade.decision"),
+        ..TO_OUTSIDE
     },
 ];
 
@@ -2571,16 +2726,7 @@ const CILIUM_FAULTS: &[Fault] = &[
     },
     Fault {
         name: "a NetworkPolicy isolating node-2's pods for ingress",
-        inject: Inject::Components(|_, real| {
-            let policy = serde_json::json!({
-                "apiVersion": "networking.k8s.io/v1",
-                "kind": "NetworkPolicy",
-                "metadata": {"name": "isolate-node-2", "namespace": "default"},
-                "spec": {"podSelector": {"matchLabels": {"node": "node-2"}},
-                         "policyTypes": ["Ingress"]},
-            });
-            real.create_cilium_policy(1, &policy);
-        }),
+        inject: Inject::Components(|_, real| real.create_cilium_policy(1, &isolate_node_2())),
         blamed: Some("node-2"),
         expected: Disposition::DroppedByProgram,
         finds: Some("datapath.drop"),

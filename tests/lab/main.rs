@@ -16,6 +16,7 @@ mod flannel;
 mod flannel_vxlan;
 mod kindnet;
 mod kube_proxy;
+mod kube_router;
 mod kubelet;
 mod lab;
 mod live;

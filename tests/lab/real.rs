@@ -37,6 +37,7 @@ use crate::apiserver::{self, ApiServer};
 use crate::calico;
 use crate::cilium;
 use crate::cluster::{self, APP_NAMESPACE, CLUSTER_CIDR, Cluster, Node, POD_PORT, Pod, Service};
+use crate::kube_router;
 use crate::kubelet;
 use crate::lab::{Lab, Netns};
 use crate::objects;
@@ -57,6 +58,10 @@ pub enum RealCni {
     /// cilium-agent in tunnel mode (VXLAN), its CNI plugin, kube-proxy
     /// beside it (`tests/lab/cilium.rs`).
     CiliumVxlan,
+    /// kube-router's routes (BGP) and NetworkPolicy firewall, pods on
+    /// `kube-bridge` by the bridge plugin, kube-proxy for the Services
+    /// (`tests/lab/kube_router.rs`).
+    KubeRouter,
 }
 
 impl RealCni {
@@ -68,6 +73,7 @@ impl RealCni {
             RealCni::FlannelHostGw => "flannel-host-gw (real components)",
             RealCni::CalicoVxlan => "calico-vxlan (real components)",
             RealCni::CiliumVxlan => "cilium-vxlan (real components)",
+            RealCni::KubeRouter => "kube-router (real components)",
         }
     }
 
@@ -83,7 +89,10 @@ impl RealCni {
     fn net_conf(self) -> Value {
         let backend = match self {
             RealCni::FlannelHostGw => "host-gw",
-            RealCni::FlannelVxlan | RealCni::CalicoVxlan | RealCni::CiliumVxlan => "vxlan",
+            RealCni::FlannelVxlan
+            | RealCni::CalicoVxlan
+            | RealCni::CiliumVxlan
+            | RealCni::KubeRouter => "vxlan",
         };
         json!({"Network": CLUSTER_CIDR, "EnableNFTables": false, "Backend": {"Type": backend}})
     }
@@ -468,6 +477,13 @@ impl RealCluster {
                 apiserver::create(&client, &calico::network_policy()).await;
             });
         }
+        if cni == RealCni::KubeRouter {
+            runtime.block_on(async {
+                for object in kube_router::objects() {
+                    apiserver::create(&client, &object).await;
+                }
+            });
+        }
         if cni == RealCni::CiliumVxlan {
             assert!(
                 !kubelets,
@@ -538,6 +554,15 @@ impl RealCluster {
                 &self.components.bin,
                 &self.components.kubeconfig,
             );
+        } else if self.components.cni == RealCni::KubeRouter {
+            let pid = kube_router::start(
+                lab,
+                &node,
+                &dir,
+                &self.components.bin,
+                &self.components.kubeconfig,
+            );
+            self.components.pids.borrow_mut().push(pid);
         } else if self.components.cni.is_calico() {
             self.components.start_calico(lab, &node);
             // felix makes the tunnel device once it has the node's tunnel
@@ -618,6 +643,18 @@ impl RealCluster {
             RealCni::CiliumVxlan => (cilium::cni_conf(), cilium::cni_command(node, &dir, bin)),
             RealCni::FlannelVxlan | RealCni::FlannelHostGw => {
                 (flannel_cni_conf(&dir), in_node("flannel"))
+            }
+            RealCni::KubeRouter => {
+                // kube-router writes the node's pod CIDR into its CNI
+                // configuration once it has started.
+                kubelet::wait_until(
+                    SETTLE,
+                    || kube_router::cni_conf(&dir).is_some(),
+                    || "kube-router wrote no pod CIDR into its CNI configuration".into(),
+                    &dir.join("kube-router.log"),
+                );
+                let conf = kube_router::cni_conf(&dir).expect("the configuration just read");
+                (conf, in_node("bridge"))
             }
         };
         (pod.ip, pod.host_veth) = cni_add(bin, &command, node, &pod, &conf);
@@ -753,7 +790,24 @@ impl RealCluster {
                 RealCni::CalicoVxlan => "felix.log",
                 RealCni::CiliumVxlan => "cilium-agent.log",
                 RealCni::FlannelVxlan | RealCni::FlannelHostGw => "flanneld.log",
+                RealCni::KubeRouter => "kube-router.log",
             };
+            if self.components.cni == RealCni::KubeRouter {
+                // Its firewall: a chain per pod of the node; its pod egress
+                // rule's ipset: every node's pod CIDR.
+                self.wait(node, &["iptables-save", "-t", "filter"], agent_log, |out| {
+                    node.pods
+                        .iter()
+                        .all(|pod| out.contains(&format!("POD name:{} namespace:", pod.name)))
+                });
+                let set = ["ipset", "save", "kube-router-pod-subnets"];
+                self.wait(node, &set, agent_log, |out| {
+                    self.cluster
+                        .nodes
+                        .iter()
+                        .all(|n| out.contains(&format!(" {} ", n.pod_cidr)))
+                });
+            }
             for peer in self
                 .cluster
                 .nodes
@@ -1015,6 +1069,16 @@ pub fn component_versions() -> Vec<(&'static str, String)> {
             run(&["/usr/lib/llvm-19/bin/clang", "--version"]),
         ),
         ("bpftool", run(&["bpftool", "version"])),
+        (
+            "kube-router",
+            // "Running PATH version v2.1.0, built on DATE, GO": the release.
+            run(&[&program("kube-router"), "--version"])
+                .split(" version ")
+                .nth(1)
+                .and_then(|rest| rest.split(',').next())
+                .unwrap_or_default()
+                .to_string(),
+        ),
         ("kubelet", run(&[&program("kubelet"), "--version"])),
         ("containerd", run(&[&program("containerd"), "--version"])),
         ("runc", run(&[&program("runc"), "--version"])),

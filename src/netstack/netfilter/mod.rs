@@ -26,7 +26,7 @@ mod decision;
 mod index;
 mod matching;
 mod nftables;
-mod sets;
+pub mod sets;
 #[cfg(test)]
 mod tests;
 

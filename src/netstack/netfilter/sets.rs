@@ -37,6 +37,19 @@ pub(super) fn member(
     )
 }
 
+/// Whether `address` is a member of the one-dimensional set `name`
+/// (`hash:ip`, `hash:net`, or a `list:set` of them), as `--match-set NAME
+/// dst` decides for a packet to it: the most specific member wins, and a
+/// `nomatch` member is a hole. `Err` says why the dump cannot tell.
+pub fn holds(sets: &IpSets, name: &str, address: IpAddr) -> Result<bool, String> {
+    let packet = Packet::new(
+        crate::net::Family::of(address).unspecified(),
+        address,
+        Protocol::Icmp,
+    );
+    in_set(sets, name, &[SetDirection::Destination], false, &packet, 0)
+}
+
 fn in_set(
     sets: &IpSets,
     name: &str,

@@ -29,9 +29,13 @@ mod tests;
 
 use std::net::IpAddr;
 
+use base64::Engine as _;
+use base64::prelude::BASE64_STANDARD;
+use data_encoding::BASE32;
 use ipnet::IpNet;
-use rhai::{Dynamic, Engine, EvalAltResult, Map, Position};
+use rhai::{Blob, Dynamic, Engine, EvalAltResult, Map, Position};
 use sha1::{Digest, Sha1};
+use sha2::Sha256;
 
 use super::scope::{Context, HopScope, NetnsRef, NodeRef, Packet, PodRef};
 use crate::net::Family;
@@ -175,17 +179,25 @@ pub fn register(engine: &mut Engine) {
     datapath::register(engine);
     netfilter::register(engine);
     register_context(engine);
-    engine.register_fn("sha1_hex", |s: &str| {
-        let digest = Sha1::digest(s.as_bytes());
-        digest
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect::<String>()
-    });
+    engine
+        .register_fn("sha1_hex", |s: &str| hex(&Sha1::digest(s.as_bytes())))
+        .register_fn("sha256_hex", |s: &str| hex(&Sha256::digest(s.as_bytes())))
+        .register_fn("sha256", |s: &str| -> Blob {
+            Sha256::digest(s.as_bytes()).to_vec()
+        })
+        .register_fn("base32", |b: Blob| BASE32.encode(&b))
+        .register_fn("base32", |s: &str| BASE32.encode(s.as_bytes()))
+        .register_fn("base64", |b: Blob| BASE64_STANDARD.encode(&b))
+        .register_fn("base64", |s: &str| BASE64_STANDARD.encode(s.as_bytes()));
     engine.register_fn("sysctl_key", sysctl_key);
     engine
         .register_type_with_name::<Insufficient>("Insufficient")
         .register_fn("to_string", |i: &mut Insufficient| i.reason.clone());
+}
+
+/// Bytes in lowercase hexadecimal, as `sha1sum` prints a digest.
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn sysctl_key(family: &str, ifname: &str, setting: &str) -> Fallible<String> {

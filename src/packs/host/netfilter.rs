@@ -1,6 +1,6 @@
 //! A namespace's netfilter rules as scripts see them: its iptables chains,
-//! its nftables chains, sets and maps, and whether nat POSTROUTING
-//! masquerades a connection.
+//! its ipsets, its nftables chains, sets and maps, and whether nat
+//! POSTROUTING masquerades a connection.
 
 use std::net::IpAddr;
 
@@ -27,7 +27,9 @@ pub(super) fn register(engine: &mut Engine) {
         .register_fn("nft_map", nft_map)
         .register_fn("nft_map_element", nft_map_element)
         .register_fn("masquerades", masquerades)
-        .register_fn("masquerades_each", masquerades_each);
+        .register_fn("masquerades_each", masquerades_each)
+        .register_fn("ipset", ipset)
+        .register_fn("ipset_holds", ipset_holds);
 }
 
 /// The namespace's netfilter rules (its iptables-save, and its nftables
@@ -125,6 +127,56 @@ fn iptables_rules(
         })
         .collect();
     Ok(Dynamic::from_array(rules))
+}
+
+/// `netns.ipset(name)`: the set as `ipset save` wrote it, `#{name, type,
+/// family, line, members}` (`family` `inet`, `inet6` or `()`), each member `#{member, line, nomatch, comment}`
+/// (`member` as ipset writes it); `()` when there is no such set. A
+/// NetworkPolicy's set holds a member per selected pod: a check about one
+/// address asks `ipset_holds`.
+fn ipset(n: &mut NetnsRef, name: &str) -> Fallible<Dynamic> {
+    let sets = dump_part(n, DumpFile::IpsetSave, |d| d.ipsets.as_ref())?;
+    let Some(set) = sets.set(name) else {
+        return Ok(Dynamic::UNIT);
+    };
+    let members: Array = set
+        .entries
+        .iter()
+        .map(|entry| {
+            map([
+                ("member", text(entry.member.to_string())),
+                ("line", int(i64::try_from(entry.line).unwrap_or(i64::MAX))),
+                ("nomatch", Dynamic::from_bool(entry.nomatch)),
+                ("comment", opt(entry.comment.clone())),
+            ])
+        })
+        .collect();
+    Ok(map([
+        ("name", text(set.name.as_str())),
+        ("type", text(set.kind.name())),
+        (
+            "family",
+            opt(set.family.map(|family| match family {
+                Family::Ipv4 => "inet",
+                Family::Ipv6 => "inet6",
+            })),
+        ),
+        ("line", int(i64::try_from(set.line).unwrap_or(i64::MAX))),
+        ("members", Dynamic::from_array(members)),
+    ]))
+}
+
+/// `netns.ipset_holds(name, address)`: whether the address is a member of
+/// the set (`hash:ip`, `hash:net` or a `list:set` of them), as the kernel's
+/// `--match-set NAME dst` decides; `false` when there is no such set. A set
+/// the model cannot read raises insufficient information.
+fn ipset_holds(n: &mut NetnsRef, name: &str, address: Dynamic) -> Fallible<bool> {
+    let address = as_ip(&address)?;
+    let sets = dump_part(n, DumpFile::IpsetSave, |d| d.ipsets.as_ref())?;
+    if sets.set(name).is_none() {
+        return Ok(false);
+    }
+    netfilter::sets::holds(sets, name, address).or_else(Insufficient::raise)
 }
 
 /// The nftables table `family name` of a namespace's ruleset, if any.

@@ -9,6 +9,7 @@
 //! never an invented one.
 
 use std::collections::HashMap;
+use std::fmt;
 use std::net::IpAddr;
 
 use ipnet::IpNet;
@@ -246,8 +247,34 @@ impl Member {
     }
 }
 
+impl fmt::Display for Member {
+    /// As `ipset save` writes it (`10.244.1.2`, `10.244.1.2,tcp:8080`).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Member::Ip(ip) => write!(f, "{ip}"),
+            Member::Net(net) => write!(f, "{net}"),
+            Member::IpPort(ip, port) => write!(f, "{ip},{port}"),
+            Member::NetPort(net, port) => write!(f, "{net},{port}"),
+            Member::IpPortIp(ip, port, ip2) => write!(f, "{ip},{port},{ip2}"),
+            Member::IpPortNet(ip, port, net) => write!(f, "{ip},{port},{net}"),
+            Member::Port(port) => write!(f, "{port}"),
+            Member::Set(name) | Member::Unsupported(name) => f.write_str(name),
+        }
+    }
+}
+
+impl fmt::Display for SetPort {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SetPort::Port { protocol, port } => write!(f, "{protocol}:{port}"),
+            SetPort::Icmp { kind, code } => write!(f, "icmp:{kind}/{code}"),
+            SetPort::Icmpv6 { kind, code } => write!(f, "icmpv6:{kind}/{code}"),
+        }
+    }
+}
+
 impl SetType {
-    fn name(&self) -> &str {
+    pub fn name(&self) -> &str {
         match self {
             SetType::HashIp => "hash:ip",
             SetType::HashNet => "hash:net",
