@@ -5,7 +5,9 @@ use std::process::ExitCode;
 
 use clap::{Args, Subcommand, ValueEnum};
 use skoop::pack_tests;
-use skoop::packs::{self, HOOKS, IntRange, LoadedPacks, Override, Pack, PackKind, scaffold};
+use skoop::packs::{
+    self, HOOKS, IntRange, LoadedPacks, Override, Pack, PackKind, contract, scaffold,
+};
 use skoop::snapshot::ClusterFrom;
 
 use super::args::{CacheArgs, LoadArgs};
@@ -170,11 +172,12 @@ fn show(name: &str, load: &LoadArgs) -> ExitCode {
 /// `skoop packs show`: everything a user needs to use and configure a pack.
 fn describe(pack: &Pack) -> String {
     let mut out = format!(
-        "{} {} ({} pack, engine {})\n{}\nfrom: {}\n",
+        "{} {} ({} pack, engine {}, contract {})\n{}\nfrom: {}\n",
         pack.name,
         pack.version,
         pack.kind.as_str(),
         pack.engine,
+        pack.contract,
         pack.description,
         if pack.builtin {
             "built-in".to_owned()
@@ -268,6 +271,9 @@ fn lint(dirs: &[PathBuf], overrides: &[Override]) -> ExitCode {
     }
     for dir in &names {
         if let Some(pack) = loaded.packs().iter().find(|p| &p.dir == dir) {
+            for warning in contract::warnings(pack) {
+                out!("{warning}");
+            }
             err!("ok: {} {} ({})", pack.name, pack.version, dir.display());
         }
     }

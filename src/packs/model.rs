@@ -508,6 +508,11 @@ pub struct Pack {
     pub version: Version,
     pub description: String,
     pub engine: String,
+    /// The pack contract it was written for (`contract:`; without it, the
+    /// first: `packs::contract`).
+    pub contract: u32,
+    /// Where `contract:` is written (line, column), for lint's warnings.
+    pub contract_at: Option<(usize, usize)>,
     pub kind: PackKind,
     pub dir: PathBuf,
     pub builtin: bool,
