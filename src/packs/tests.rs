@@ -343,11 +343,31 @@ fn a_device_kind_checks_a_vxlan_devices_vni_port_local_address_and_mac() {
     assert!(
             found[0].starts_with(
                 "failed: flannel.1: VNI 1, UDP port 8472, local 172.18.0.11, MAC f2:50:c6:f2:ef:fd, \
-                 address 10.244.1.0/32, fe80::f050:c6ff:fef2:effd/64; \
+                 address 10.244.1.0/32; \
                  expected flannel.1: VNI 4096, UDP port 4789, local 172.18.0.12, MAC 52:04:a1:8d:72:13, address 10.244.1.0/24 @ ip-link.json:Some(1):Some("
             ),
             "{found:?}"
         );
+    assert!(found[0].contains(" ip-addr.json:Some("), "{found:?}");
+    // An address alone is ip-addr.json's, and the IPv6 link-local address
+    // the kernel gives the device is shown only when asked for.
+    let address = node_1_findings(VXLAN, &device("    address: 10.244.1.0/24"));
+    assert_eq!(address.len(), 1, "{address:?}");
+    assert!(
+        address[0].starts_with(
+            "failed: flannel.1: address 10.244.1.0/32; expected flannel.1: address 10.244.1.0/24 @ ip-addr.json:Some("
+        ),
+        "{address:?}"
+    );
+    assert!(
+        node_1_findings(VXLAN, &device("    address: fe80::f050:c6ff:fef2:effd/64")).is_empty()
+    );
+    let link_local = node_1_findings(VXLAN, &device("    address: fe80::1"));
+    assert!(
+        link_local[0]
+            .starts_with("failed: flannel.1: address 10.244.1.0/32, fe80::f050:c6ff:fef2:effd/64;"),
+        "{link_local:?}"
+    );
     // A field that is () where it is evaluated is not checked.
     assert!(node_1_findings(VXLAN, &device("    vni: ${()}\n    mtu: 1450")).is_empty());
     // A missing device says what it should have been.
