@@ -225,7 +225,7 @@ fn eval_prints_each_check_and_the_finding_with_its_evidence() {
     // checks' when is false, and they say so rather than "ok".
     assert!(
         text.contains(
-            "  flannel.vxlan.device-ipv6 (node): 1 subject, skipped: its when is false\n"
+            "  flannel.vxlan.device-ipv6 (node): 1 subject, skipped (when: ${flannel::ipv6_enabled(ctx)})\n"
         ),
         "{text}"
     );
@@ -488,5 +488,39 @@ fn lint_refuses_a_remediation_offered_for_a_check_that_cannot_tell() {
             "{}:{line}:16: remediation for `unknown`: a check that cannot tell is told which dump file to collect, never a remedy for what is not known; give one for `failed` only",
             manifest.to_str().expect("UTF-8")
         )
+    );
+}
+
+#[test]
+fn packs_test_set_overrides_a_parameter_in_every_case() {
+    // kindnet's pods have the MTU of the node's eth0, 1500: set so, every
+    // case passes; set otherwise, the pods' MTU check fails where it ran.
+    let output = skoop(&[
+        "packs",
+        "test",
+        "plugins/kindnet",
+        "--set",
+        "kindnet.pod_mtu=1500",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+    let output = skoop(&[
+        "packs",
+        "test",
+        "plugins/kindnet",
+        "--set",
+        "kindnet.pod_mtu=1400",
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    let text = stdout(&output);
+    assert!(
+        text.contains("unexpected finding kindnet.pod.mtu (Failed) for default/web-1"),
+        "{text}"
+    );
+    // A pack not under test is the command's mistake.
+    let output = skoop(&["packs", "test", "plugins/kindnet", "--set", "flannel.vni=1"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr).trim_end(),
+        "--set flannel.vni=1: no pack under test is called flannel"
     );
 }
