@@ -393,6 +393,10 @@ pub enum CheckKind {
         table: Option<Value>,
         /// `true`: the route must be `onlink` (a gateway not on the device's subnet).
         onlink: Option<Value>,
+        /// Who installed it (`proto`: `bird`, `boot`, `kernel`, a number).
+        protocol: Option<Value>,
+        /// Its type (`unicast`, `blackhole`, `unreachable`, ...).
+        route_type: Option<Value>,
     },
     /// A neighbour entry for `dst` that is not failed.
     Neighbour {
@@ -413,6 +417,8 @@ pub enum CheckKind {
     },
     /// Each chain jumps (or goes) to its target chain, which exists.
     Jump { jumps: Vec<Jump> },
+    /// An iptables rule of a chain with its target, text and position.
+    Rule(Box<RuleCheck>),
     /// An object's status condition has the expected truth.
     Condition { condition: String, expect: bool },
     /// A Rhai function `fn NAME(ctx)` of the pack's scripts decides.
@@ -429,6 +435,7 @@ impl CheckKind {
             CheckKind::Fdb { .. } => "fdb",
             CheckKind::Listener { .. } => "listener",
             CheckKind::Jump { .. } => "jump",
+            CheckKind::Rule(_) => "rule",
             CheckKind::Condition { .. } => "condition",
             CheckKind::Script { .. } => "script",
         }
@@ -452,6 +459,25 @@ pub struct DeviceCheck {
     pub vni: Option<Value>,
     pub port: Option<Value>,
     pub local: Option<Value>,
+    /// A bridge port's settings (`ip -d link`'s `info_slave_data`).
+    pub hairpin: Option<Value>,
+    pub learning: Option<Value>,
+    pub isolated: Option<Value>,
+}
+
+/// A rule `chain` of `table` must hold: its target, text it holds
+/// (`-d 10.244.0.0/16`, `! --dst-type LOCAL`) and its place among the
+/// chain's rules, in the rules of the check's family (`ip_family: ipv6`:
+/// ip6tables-save.txt).
+#[derive(Debug, Clone)]
+pub struct RuleCheck {
+    pub table: Value,
+    pub chain: Value,
+    pub target: Value,
+    pub holding: Option<Value>,
+    /// 1-based, or `last`.
+    pub position: Option<Value>,
+    pub family: crate::net::Family,
 }
 
 /// A chain that must send packets on to another: an iptables chain of

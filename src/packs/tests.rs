@@ -384,6 +384,69 @@ fn a_device_kind_checks_a_vxlan_devices_vni_port_local_address_and_mac() {
 }
 
 #[test]
+fn a_device_kind_checks_a_bridge_ports_hairpin_learning_and_isolation() {
+    let ports =
+        |fields: &str| format!("    kind: device\n    name: veth*\n    master: cni0\n{fields}");
+    assert!(
+        node_1_findings(
+            VXLAN,
+            &ports("    hairpin: true\n    learning: true\n    isolated: false")
+        )
+        .is_empty(),
+        "the bridge plugin's ports: hairpin on, learning on, not isolated"
+    );
+    let found = node_1_findings(VXLAN, &ports("    hairpin: false"));
+    assert_eq!(found.len(), 2, "one per port: {found:?}");
+    assert!(
+        found[0].starts_with("failed: veth53842afe: hairpin on; expected veth53842afe: master cni0, hairpin off @ ip-link.json:Some("),
+        "{found:?}"
+    );
+    let not_a_port = node_1_findings(
+        VXLAN,
+        "    kind: device\n    name: eth0\n    isolated: false",
+    );
+    assert!(
+        not_a_port[0].starts_with("failed: eth0: not a bridge port;"),
+        "{not_a_port:?}"
+    );
+}
+
+#[test]
+fn a_rule_kind_checks_a_rules_target_text_and_place_in_its_chain() {
+    let rule = |fields: &str| format!("    kind: rule\n    table: nat\n{fields}");
+    let masquerade = "    chain: FLANNEL-POSTRTG\n    target: MASQUERADE\n    holding: \"! -s 10.244.0.0/16 -d 10.244.0.0/16\"";
+    assert!(node_1_findings(VXLAN, &rule(&format!("{masquerade}\n    position: last"))).is_empty());
+    assert!(node_1_findings(VXLAN, &rule(&format!("{masquerade}\n    position: 6"))).is_empty());
+    assert_eq!(
+        node_1_findings(VXLAN, &rule(&format!("{masquerade}\n    position: 1"))),
+        [
+            "failed: nat FLANNEL-POSTRTG's rule 6 of 6 is `-A FLANNEL-POSTRTG ! -s 10.244.0.0/16 -d 10.244.0.0/16 -m comment --comment \"flanneld masq\" -j MASQUERADE --random-fully`; \
+             expected -A FLANNEL-POSTRTG ! -s 10.244.0.0/16 -d 10.244.0.0/16 -j MASQUERADE in the nat table, rule 1 of the chain @ iptables-save.txt:Some(54):Some(1)"
+        ]
+    );
+    let jump = "    chain: POSTROUTING\n    target: FLANNEL-POSTRTG";
+    assert!(node_1_findings(VXLAN, &rule(&format!("{jump}\n    position: 2"))).is_empty());
+    assert_eq!(
+        node_1_findings(
+            VXLAN,
+            &rule(&format!("{jump}\n    holding: \"! --dst-type LOCAL\""))
+        ),
+        [
+            "failed: nat POSTROUTING sends to FLANNEL-POSTRTG only by `-A POSTROUTING -m comment --comment \"flanneld masq\" -j FLANNEL-POSTRTG`; \
+             expected -A POSTROUTING ! --dst-type LOCAL -j FLANNEL-POSTRTG in the nat table @ iptables-save.txt:Some(48):Some(1)"
+        ]
+    );
+    assert_eq!(
+        node_1_findings(
+            VXLAN,
+            &rule("    chain: POSTROUTING\n    target: KIND-MASQ-AGENT")
+        ),
+        ["failed: nat POSTROUTING has no rule -j KIND-MASQ-AGENT; \
+             expected -A POSTROUTING -j KIND-MASQ-AGENT in the nat table @ iptables-save.txt:Some(34):Some(1)"]
+    );
+}
+
+#[test]
 fn neighbour_and_fdb_kinds_name_the_entry_found_instead() {
     assert!(node_1_findings(VXLAN, "    kind: neighbour\n    dst: 10.244.2.0\n    dev: flannel.1\n    lladdr: 52:04:A1:8D:72:13").is_empty());
     let neighbour = node_1_findings(

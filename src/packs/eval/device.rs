@@ -10,7 +10,7 @@ use crate::packs::host::{link_is_up, link_kind, lladdr_text};
 use crate::packs::model::{DeviceCheck, DeviceState};
 use crate::snapshot::netns::DumpFile;
 use crate::snapshot::netns::addr::InterfaceAddrs;
-use crate::snapshot::netns::link::{Link, LinkKind};
+use crate::snapshot::netns::link::{Link, LinkKind, LinkPort};
 
 impl Evaluator<'_> {
     pub(super) fn device(&self, device: &DeviceCheck, at: &NamespaceDump<'_>) -> Outcome {
@@ -26,6 +26,9 @@ impl Evaluator<'_> {
             vni,
             port,
             local,
+            hairpin,
+            learning,
+            isolated,
         } = device;
         let name = self.required_text(name, ctx)?;
         let wanted = DeviceWanted {
@@ -39,6 +42,11 @@ impl Evaluator<'_> {
                 vni: self.optional_text(vni.as_ref(), ctx)?,
                 port: self.optional_text(port.as_ref(), ctx)?,
                 local: self.optional_text(local.as_ref(), ctx)?,
+            },
+            port: BridgePortWanted {
+                hairpin: self.optional_bool(hairpin.as_ref(), ctx)?,
+                learning: self.optional_bool(learning.as_ref(), ctx)?,
+                isolated: self.optional_bool(isolated.as_ref(), ctx)?,
             },
         };
         let links = dump
@@ -106,6 +114,7 @@ struct DeviceWanted {
     address: Option<String>,
     mac: Option<String>,
     vxlan: VxlanWanted,
+    port: BridgePortWanted,
 }
 
 impl DeviceWanted {
@@ -132,6 +141,7 @@ impl DeviceWanted {
             expected.push(format!("master {master}"));
         }
         self.vxlan.describe(&mut expected);
+        self.port.describe(&mut expected);
         if let Some(mac) = &self.mac {
             expected.push(format!("MAC {mac}"));
         }
@@ -170,6 +180,7 @@ impl DeviceWanted {
             ));
         }
         self.vxlan.compare(link, &mut wrong);
+        self.port.compare(link, &mut wrong);
         if let Some(mac) = &self.mac {
             let own = link.address.as_ref().map(lladdr_text);
             if !own
@@ -257,6 +268,56 @@ impl VxlanWanted {
             }
         }
     }
+}
+
+/// What a device check wants of a bridge port; `None` is not checked.
+struct BridgePortWanted {
+    hairpin: Option<bool>,
+    learning: Option<bool>,
+    isolated: Option<bool>,
+}
+
+impl BridgePortWanted {
+    fn settings(&self) -> [(&'static str, Option<bool>); 3] {
+        [
+            ("hairpin", self.hairpin),
+            ("learning", self.learning),
+            ("isolated", self.isolated),
+        ]
+    }
+
+    /// What is wanted, for the finding's `expected`.
+    fn describe(&self, expected: &mut Vec<String>) {
+        for (name, wanted) in self.settings() {
+            if let Some(on) = wanted {
+                expected.push(format!("{name} {}", on_off(on)));
+            }
+        }
+    }
+
+    /// Adds what `link` has wrong to `wrong`. A setting the dump does not
+    /// show (older iproute2) is not held against it.
+    fn compare(&self, link: &Link, wrong: &mut Vec<String>) {
+        if self.settings().iter().all(|(_, wanted)| wanted.is_none()) {
+            return;
+        }
+        let Some(LinkPort::Bridge(port)) = link.port() else {
+            wrong.push("not a bridge port".to_owned());
+            return;
+        };
+        let found = [port.hairpin, port.learning, port.isolated];
+        for ((name, wanted), found) in self.settings().into_iter().zip(found) {
+            if let (Some(wanted), Some(found)) = (wanted, found)
+                && wanted != found
+            {
+                wrong.push(format!("{name} {}", on_off(found)));
+            }
+        }
+    }
+}
+
+fn on_off(on: bool) -> &'static str {
+    if on { "on" } else { "off" }
 }
 
 fn or_none(text: &str) -> &str {

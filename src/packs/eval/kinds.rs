@@ -83,6 +83,8 @@ impl Evaluator<'_> {
                 dev,
                 table,
                 onlink,
+                protocol,
+                route_type,
             } => self.route(
                 &RouteWanted {
                     dst,
@@ -90,6 +92,8 @@ impl Evaluator<'_> {
                     dev: dev.as_ref(),
                     table: table.as_ref(),
                     onlink: onlink.as_ref(),
+                    protocol: protocol.as_ref(),
+                    route_type: route_type.as_ref(),
                 },
                 &at,
             ),
@@ -99,6 +103,7 @@ impl Evaluator<'_> {
             CheckKind::Fdb { dev, mac, dst } => self.fdb(dev, mac.as_ref(), dst.as_ref(), &at),
             CheckKind::Listener { port, protocol } => self.listener(port, protocol.as_ref(), &at),
             CheckKind::Jump { jumps } => self.jump(jumps, &at),
+            CheckKind::Rule(rule) => self.rule(rule, &at),
             CheckKind::Condition { .. } | CheckKind::Script { .. } => Ok(Vec::new()),
         }
     }
@@ -138,10 +143,14 @@ impl Evaluator<'_> {
             dev,
             table,
             onlink,
+            protocol,
+            route_type,
         } = wanted;
         let dst = self.required_text(dst, ctx)?;
         let via = self.optional_text(via, ctx)?;
         let dev = self.optional_text(dev, ctx)?;
+        let protocol = self.optional_text(protocol, ctx)?;
+        let route_type = self.optional_text(route_type, ctx)?;
         let onlink = self.optional_bool(onlink, ctx)?.unwrap_or(false);
         let table = self
             .optional_text(table, ctx)?
@@ -174,12 +183,18 @@ impl Evaluator<'_> {
                 _ => false,
             })
             .collect();
-        let mut expected = dst.clone();
+        let mut expected = match &route_type {
+            Some(kind) if kind != "unicast" => format!("{kind} {dst}"),
+            _ => dst.clone(),
+        };
         if let Some(via) = &via {
             expected.push_str(&format!(" via {via}"));
         }
         if let Some(dev) = &dev {
             expected.push_str(&format!(" dev {dev}"));
+        }
+        if let Some(protocol) = &protocol {
+            expected.push_str(&format!(" proto {protocol}"));
         }
         if onlink {
             expected.push_str(" onlink");
@@ -192,13 +207,23 @@ impl Evaluator<'_> {
                     .as_ref()
                     .is_none_or(|d| r.dev.as_deref() == Some(d.as_str()))
                 && (!onlink || r.has_flag(&RouteFlag::Onlink))
+                && protocol.as_ref().is_none_or(|p| r.protocol.as_str() == p)
+                && route_type
+                    .as_ref()
+                    .is_none_or(|t| r.route_type.as_str() == t)
         });
         if fits {
             return Ok(Vec::new());
         }
         let actual = match candidates.first() {
             None => format!("no route to {dst} in table {table}"),
-            Some(r) => crate::netstack::routing::describe_route(r),
+            Some(r) => {
+                let described = crate::netstack::routing::describe_route(r);
+                match protocol {
+                    Some(_) => format!("{described} proto {}", r.protocol),
+                    None => described,
+                }
+            }
         };
         let evidence = at.element(file, routes, candidates.first().copied());
         fail(actual, expected, evidence)
@@ -353,4 +378,6 @@ struct RouteWanted<'v> {
     dev: Option<&'v Value>,
     table: Option<&'v Value>,
     onlink: Option<&'v Value>,
+    protocol: Option<&'v Value>,
+    route_type: Option<&'v Value>,
 }

@@ -120,7 +120,7 @@ fn iptables_rules(
                 ),
                 ("line", int(i64::try_from(rule.line).unwrap_or(i64::MAX))),
                 ("text", text(rule.text.as_str())),
-                ("target", opt(rule.target.as_ref().map(target_name))),
+                ("target", opt(rule.target.as_ref().map(Target::name))),
             ])
         })
         .collect();
@@ -213,30 +213,6 @@ fn nft_element_map(element: &crate::snapshot::netns::nft::Element) -> Dynamic {
         ),
         ("comment", opt(element.comment.clone())),
     ])
-}
-
-/// The name a rule's target is written with after `-j` or `-g`.
-fn target_name(target: &Target) -> String {
-    match target {
-        Target::Accept => "ACCEPT",
-        Target::Drop => "DROP",
-        Target::Return => "RETURN",
-        Target::Jump(chain) | Target::Goto(chain) => return chain.name.to_string(),
-        Target::Reject(_) => "REJECT",
-        Target::Dnat(_) => "DNAT",
-        Target::Snat(_) => "SNAT",
-        Target::Masquerade(_) => "MASQUERADE",
-        Target::Redirect(_) => "REDIRECT",
-        Target::Mark(_) => "MARK",
-        Target::ConnMark(_) => "CONNMARK",
-        Target::NoTrack => "NOTRACK",
-        Target::Ct(_) => "CT",
-        Target::Log(_) => "LOG",
-        Target::NfLog(_) => "NFLOG",
-        Target::Trace => "TRACE",
-        Target::Unsupported { name, .. } => return name.clone(),
-    }
-    .to_owned()
 }
 
 /// `netns.masquerades(src, dst)`: whether nat POSTROUTING source-NATs (SNAT

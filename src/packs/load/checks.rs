@@ -106,6 +106,7 @@ impl Loader<'_> {
             Some("fdb") => Some(self.fdb_check(&mut f, cx)?),
             Some("listener") => Some(self.listener_check(&mut f, cx)?),
             Some("jump") => self.jump_check(&mut f, cx),
+            Some("rule") => Some(self.rule_check(&mut f, cx, family)?),
             Some("condition") => Some(self.condition_check(&mut f, kind_at.as_ref(), scope)?),
             Some("script") => {
                 let function = f.required_string("function", &mut self.issues)?;
@@ -117,7 +118,7 @@ impl Loader<'_> {
             Some(other) => {
                 if let Some(at) = &kind_at {
                     self.issues.push(at.pos.issue(format!(
-                        "check kind {other:?} is not one of sysctl, device, route, neighbour, fdb, listener, jump, condition, script"
+                        "check kind {other:?} is not one of sysctl, device, route, neighbour, fdb, listener, jump, rule, condition, script"
                     )));
                 }
                 None
@@ -226,6 +227,9 @@ impl Loader<'_> {
         let vni = self.field_value(f, "vni", false, cx);
         let port = self.field_value(f, "port", false, cx);
         let local = self.field_value(f, "local", false, cx);
+        let hairpin = self.field_value(f, "hairpin", false, cx);
+        let learning = self.field_value(f, "learning", false, cx);
+        let isolated = self.field_value(f, "isolated", false, cx);
         let state = f.string("state", &mut self.issues).and_then(|s| {
             keyword(
                 &s,
@@ -245,6 +249,9 @@ impl Loader<'_> {
             vni,
             port,
             local,
+            hairpin,
+            learning,
+            isolated,
         })))
     }
 
@@ -254,12 +261,16 @@ impl Loader<'_> {
         let dev = self.field_value(f, "dev", false, cx);
         let table = self.field_value(f, "table", false, cx);
         let onlink = self.field_value(f, "onlink", false, cx);
+        let protocol = self.field_value(f, "protocol", false, cx);
+        let route_type = self.field_value(f, "route_type", false, cx);
         Some(CheckKind::Route {
             dst: dst?,
             via,
             dev,
             table,
             onlink,
+            protocol,
+            route_type,
         })
     }
 
@@ -312,6 +323,27 @@ impl Loader<'_> {
             None => self.jump(f, cx).into_iter().collect(),
         };
         (!jumps.is_empty()).then_some(CheckKind::Jump { jumps })
+    }
+
+    fn rule_check(
+        &mut self,
+        f: &mut Fields<'_>,
+        cx: &CheckContext<'_>,
+        family: Option<Family>,
+    ) -> Option<CheckKind> {
+        let table = self.field_value(f, "table", true, cx);
+        let chain = self.field_value(f, "chain", true, cx);
+        let target = self.field_value(f, "target", true, cx);
+        let holding = self.field_value(f, "holding", false, cx);
+        let position = self.field_value(f, "position", false, cx);
+        Some(CheckKind::Rule(Box::new(RuleCheck {
+            table: table?,
+            chain: chain?,
+            target: target?,
+            holding,
+            position,
+            family: family.unwrap_or(Family::Ipv4),
+        })))
     }
 
     fn condition_check(
