@@ -143,12 +143,14 @@ fn list(load: &LoadArgs) -> ExitCode {
         } else {
             pack.dir.display().to_string()
         };
+        let declarative = pack.checks.iter().filter(|c| c.kind.is_declarative());
         out!(
-            "{:<16} {:<8} {:<6} {:>3} checks  {}  ({origin})",
+            "{:<16} {:<8} {:<6} {:>3} checks ({:>2} declarative)  {}  ({origin})",
             pack.name,
             pack.version.to_string(),
             pack.kind.as_str(),
             pack.checks.len(),
+            declarative.count(),
             pack.description
         );
     }

@@ -426,6 +426,11 @@ pub enum CheckKind {
 }
 
 impl CheckKind {
+    /// Whether the kind is data, not a script's.
+    pub fn is_declarative(&self) -> bool {
+        !matches!(self, CheckKind::Script { .. })
+    }
+
     pub fn name(&self) -> &'static str {
         match self {
             CheckKind::Sysctl { .. } => "sysctl",
