@@ -419,6 +419,14 @@ pub enum CheckKind {
     Jump { jumps: Vec<Jump> },
     /// An iptables rule of a chain with its target, text and position.
     Rule(Box<RuleCheck>),
+    /// What nat POSTROUTING decides for traffic from `from` (an address or
+    /// a list): masqueraded to each of `masqueraded`, its source kept to
+    /// each of `kept`.
+    Masquerade {
+        from: Value,
+        masqueraded: Option<Value>,
+        kept: Option<Value>,
+    },
     /// An object's status condition has the expected truth.
     Condition { condition: String, expect: bool },
     /// A Rhai function `fn NAME(ctx)` of the pack's scripts decides.
@@ -441,6 +449,7 @@ impl CheckKind {
             CheckKind::Listener { .. } => "listener",
             CheckKind::Jump { .. } => "jump",
             CheckKind::Rule(_) => "rule",
+            CheckKind::Masquerade { .. } => "masquerade",
             CheckKind::Condition { .. } => "condition",
             CheckKind::Script { .. } => "script",
         }

@@ -447,6 +447,37 @@ fn a_rule_kind_checks_a_rules_target_text_and_place_in_its_chain() {
 }
 
 #[test]
+fn a_masquerade_kind_asks_nat_postrouting_of_each_source_and_destination() {
+    let masquerade = |fields: &str| format!("    kind: masquerade\n    from: 10.244.1.2\n{fields}");
+    assert!(
+        node_1_findings(
+            VXLAN,
+            &masquerade("    kept: ${[\"10.244.2.2\"]}\n    masqueraded: 203.0.113.1")
+        )
+        .is_empty(),
+        "flanneld's rules: the cluster network kept, the internet masqueraded"
+    );
+    assert_eq!(
+        node_1_findings(
+            VXLAN,
+            &masquerade("    kept: 203.0.113.1\n    masqueraded: 10.244.2.2")
+        ),
+        [
+            "failed: traffic from 10.244.1.2 to 10.244.2.2 keeps its source address; expected traffic from 10.244.1.2 to 10.244.2.2 is masqueraded @ iptables-save.txt:Some(34):Some(1)",
+            "failed: traffic from 10.244.1.2 to 203.0.113.1 is masqueraded; expected traffic from 10.244.1.2 to 203.0.113.1 keeps its source address @ iptables-save.txt:Some(34):Some(1)",
+        ]
+    );
+    // No source (`()`): nothing to ask.
+    assert!(
+        node_1_findings(
+            VXLAN,
+            "    kind: masquerade\n    from: ${()}\n    kept: 203.0.113.1"
+        )
+        .is_empty()
+    );
+}
+
+#[test]
 fn neighbour_and_fdb_kinds_name_the_entry_found_instead() {
     assert!(node_1_findings(VXLAN, "    kind: neighbour\n    dst: 10.244.2.0\n    dev: flannel.1\n    lladdr: 52:04:A1:8D:72:13").is_empty());
     let neighbour = node_1_findings(

@@ -104,6 +104,11 @@ impl Evaluator<'_> {
             CheckKind::Listener { port, protocol } => self.listener(port, protocol.as_ref(), &at),
             CheckKind::Jump { jumps } => self.jump(jumps, &at),
             CheckKind::Rule(rule) => self.rule(rule, &at),
+            CheckKind::Masquerade {
+                from,
+                masqueraded,
+                kept,
+            } => self.masquerade(from, (masqueraded.as_ref(), kept.as_ref()), &at),
             CheckKind::Condition { .. } | CheckKind::Script { .. } => Ok(Vec::new()),
         }
     }

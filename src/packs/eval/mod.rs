@@ -15,6 +15,7 @@ mod condition;
 mod device;
 mod jump;
 mod kinds;
+mod masquerade;
 mod rule;
 mod script;
 mod subjects;

@@ -40,6 +40,7 @@ use crate::snapshot::netns::sysctl::Sysctls;
 
 pub use datapath::program_map;
 pub use namespace::{link_is_up, link_kind, lladdr_text};
+pub(super) use netfilter::masquerade_decisions;
 pub use objects::{config_map_map, daemon_set_map, json_to_dynamic, service_map};
 
 type Fallible<T> = Result<T, Box<EvalAltResult>>;

@@ -107,6 +107,16 @@ impl Loader<'_> {
             Some("listener") => Some(self.listener_check(&mut f, cx)?),
             Some("jump") => self.jump_check(&mut f, cx),
             Some("rule") => Some(self.rule_check(&mut f, cx, family)?),
+            Some("masquerade") => {
+                let from = self.field_value(&mut f, "from", true, cx);
+                let masqueraded = self.field_value(&mut f, "masqueraded", false, cx);
+                let kept = self.field_value(&mut f, "kept", false, cx);
+                Some(CheckKind::Masquerade {
+                    from: from?,
+                    masqueraded,
+                    kept,
+                })
+            }
             Some("condition") => Some(self.condition_check(&mut f, kind_at.as_ref(), scope)?),
             Some("script") => {
                 let function = f.required_string("function", &mut self.issues)?;
@@ -118,7 +128,7 @@ impl Loader<'_> {
             Some(other) => {
                 if let Some(at) = &kind_at {
                     self.issues.push(at.pos.issue(format!(
-                        "check kind {other:?} is not one of sysctl, device, route, neighbour, fdb, listener, jump, rule, condition, script"
+                        "check kind {other:?} is not one of sysctl, device, route, neighbour, fdb, listener, jump, rule, masquerade, condition, script"
                     )));
                 }
                 None
