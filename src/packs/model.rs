@@ -360,13 +360,17 @@ impl CheckScope {
 pub enum ForEach {
     /// Node scope: every other node, as `peer`.
     RemoteNodes,
+    /// Node scope: every pod of the node the CNI networks (not on the host
+    /// network, with an address), as `pod`.
+    LocalPods,
     /// Pod scope: every port its containers declare, as `port`.
     ContainerPorts,
 }
 
 impl ForEach {
-    pub const ALL: [(&'static str, ForEach); 2] = [
+    pub const ALL: [(&'static str, ForEach); 3] = [
         ("remote_nodes", ForEach::RemoteNodes),
+        ("local_pods", ForEach::LocalPods),
         ("container_ports", ForEach::ContainerPorts),
     ];
 }

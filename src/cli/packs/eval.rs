@@ -39,6 +39,7 @@ struct CheckRun {
     id: String,
     scope: &'static str,
     per_remote_node: bool,
+    per_local_pod: bool,
     /// Subjects it ran on (node and peer counted once per pair).
     subjects: usize,
     /// Of those, the subjects its `when:` skipped: not checked at all.
@@ -160,6 +161,9 @@ fn run_pack(
             per_remote_node: run
                 .check
                 .is_some_and(|c| c.for_each == Some(packs::ForEach::RemoteNodes)),
+            per_local_pod: run
+                .check
+                .is_some_and(|c| c.for_each == Some(packs::ForEach::LocalPods)),
             subjects: run.subjects,
             skipped: run.skipped,
             when: run
@@ -330,6 +334,8 @@ fn print_text(report: &EvalReport) {
 fn print_check(check: &CheckRun) {
     let scope = if check.per_remote_node {
         format!("{} per remote node", check.scope)
+    } else if check.per_local_pod {
+        format!("{} per local pod", check.scope)
     } else {
         check.scope.to_owned()
     };

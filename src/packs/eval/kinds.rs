@@ -139,9 +139,10 @@ impl Evaluator<'_> {
         }
     }
 
-    /// A route to exactly `dst` with what else the check wants.
+    /// A route to exactly `dst` (to each, for a list) with what else the
+    /// check wants.
     fn route(&self, wanted: &RouteWanted<'_>, at: &NamespaceDump<'_>) -> Outcome {
-        let &NamespaceDump { ctx, dump, .. } = at;
+        let &NamespaceDump { ctx, .. } = at;
         let &RouteWanted {
             dst,
             via,
@@ -151,7 +152,8 @@ impl Evaluator<'_> {
             protocol,
             route_type,
         } = wanted;
-        let dst = self.required_text(dst, ctx)?;
+        // A list of destinations wants a route to each.
+        let dsts = self.required_texts(dst, ctx)?;
         let via = self.optional_text(via, ctx)?;
         let dev = self.optional_text(dev, ctx)?;
         let protocol = self.optional_text(protocol, ctx)?;
@@ -160,6 +162,36 @@ impl Evaluator<'_> {
         let table = self
             .optional_text(table, ctx)?
             .unwrap_or_else(|| "main".into());
+        let mut failures = Vec::new();
+        for dst in dsts {
+            let one = RouteSpec {
+                dst,
+                via: via.as_deref(),
+                dev: dev.as_deref(),
+                protocol: protocol.as_deref(),
+                route_type: route_type.as_deref(),
+                onlink,
+                table: &table,
+            };
+            failures.extend(self.route_to(&one, at)?);
+        }
+        Ok(failures)
+    }
+
+    /// A route to exactly one `dst`.
+    fn route_to(&self, spec: &RouteSpec<'_>, at: &NamespaceDump<'_>) -> Outcome {
+        let &NamespaceDump { dump, .. } = at;
+        let RouteSpec {
+            dst,
+            via,
+            dev,
+            protocol,
+            route_type,
+            onlink,
+            table,
+        } = spec;
+        let (dst, onlink, table) = (dst.clone(), *onlink, *table);
+        let (via, dev, protocol, route_type) = (*via, *dev, *protocol, *route_type);
         let wanted = (dst != "default")
             .then(|| dst.parse::<ipnet::IpNet>())
             .transpose()
@@ -188,17 +220,17 @@ impl Evaluator<'_> {
                 _ => false,
             })
             .collect();
-        let mut expected = match &route_type {
+        let mut expected = match route_type {
             Some(kind) if kind != "unicast" => format!("{kind} {dst}"),
             _ => dst.clone(),
         };
-        if let Some(via) = &via {
+        if let Some(via) = via {
             expected.push_str(&format!(" via {via}"));
         }
-        if let Some(dev) = &dev {
+        if let Some(dev) = dev {
             expected.push_str(&format!(" dev {dev}"));
         }
-        if let Some(protocol) = &protocol {
+        if let Some(protocol) = protocol {
             expected.push_str(&format!(" proto {protocol}"));
         }
         if onlink {
@@ -206,16 +238,11 @@ impl Evaluator<'_> {
         }
         expected.push_str(&format!(" (table {table})"));
         let fits = candidates.iter().any(|r| {
-            via.as_ref()
-                .is_none_or(|v| r.gateway.map(|g| g.to_string()).as_deref() == Some(v))
-                && dev
-                    .as_ref()
-                    .is_none_or(|d| r.dev.as_deref() == Some(d.as_str()))
+            via.is_none_or(|v| r.gateway.map(|g| g.to_string()).as_deref() == Some(v))
+                && dev.is_none_or(|d| r.dev.as_deref() == Some(d))
                 && (!onlink || r.has_flag(&RouteFlag::Onlink))
-                && protocol.as_ref().is_none_or(|p| r.protocol.as_str() == p)
-                && route_type
-                    .as_ref()
-                    .is_none_or(|t| r.route_type.as_str() == t)
+                && protocol.is_none_or(|p| r.protocol.as_str() == p)
+                && route_type.is_none_or(|t| r.route_type.as_str() == t)
         });
         if fits {
             return Ok(Vec::new());
@@ -377,6 +404,17 @@ impl Evaluator<'_> {
 }
 
 /// The fields of a route check, as written.
+/// One route a route check wants, its fields evaluated.
+struct RouteSpec<'a> {
+    dst: String,
+    via: Option<&'a str>,
+    dev: Option<&'a str>,
+    protocol: Option<&'a str>,
+    route_type: Option<&'a str>,
+    onlink: bool,
+    table: &'a str,
+}
+
 struct RouteWanted<'v> {
     dst: &'v Value,
     via: Option<&'v Value>,

@@ -193,6 +193,20 @@ impl Evaluator<'_> {
         Ok(display(&found))
     }
 
+    /// A required field that may be a list: each of its items (`()` items
+    /// left out), or its one value.
+    fn required_texts(&self, value: &Value, ctx: &Context) -> Result<Vec<String>, Stop> {
+        let found = self.value(value, ctx, &[])?;
+        match found.into_array() {
+            Ok(items) => Ok(items
+                .iter()
+                .filter(|item| !item.is_unit())
+                .map(display)
+                .collect()),
+            Err(_) => Ok(vec![self.required_text(value, ctx)?]),
+        }
+    }
+
     /// An optional field: absent, or `()` where it is evaluated, is not checked.
     fn optional_text(&self, value: Option<&Value>, ctx: &Context) -> Result<Option<String>, Stop> {
         let Some(value) = value else {

@@ -154,12 +154,12 @@ impl Loader<'_> {
             }
             let fits = match for_each {
                 None => true,
-                Some(ForEach::RemoteNodes) => scope == CheckScope::Node,
+                Some(ForEach::RemoteNodes | ForEach::LocalPods) => scope == CheckScope::Node,
                 Some(ForEach::ContainerPorts) => scope == CheckScope::Pod,
             };
             if !fits {
                 self.issues.push(at.pos.issue(
-                    "for_each remote_nodes needs `scope: node`, container_ports `scope: pod`",
+                    "for_each remote_nodes and local_pods need `scope: node`, container_ports `scope: pod`",
                 ));
             }
         }
