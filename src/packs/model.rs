@@ -489,13 +489,23 @@ pub struct DeviceCheck {
 /// ip6tables-save.txt).
 #[derive(Debug, Clone)]
 pub struct RuleCheck {
+    /// One rule, or several (`rules:`).
+    pub rules: Vec<Rule>,
+    pub family: crate::net::Family,
+}
+
+/// One rule a rule check wants; a `holding` or `destination` that is a
+/// list wants a rule for each.
+#[derive(Debug, Clone)]
+pub struct Rule {
     pub table: Value,
     pub chain: Value,
     pub target: Value,
     pub holding: Option<Value>,
+    /// A network the rule's `-d` holds (a list: a rule for each).
+    pub destination: Option<Value>,
     /// 1-based, or `last`.
     pub position: Option<Value>,
-    pub family: crate::net::Family,
 }
 
 /// A chain that must send packets on to another: an iptables chain of
@@ -523,6 +533,9 @@ pub struct Check {
     /// runs only for a packet of it, and a diagnosis takes a snapshot
     /// check's finding as about its paths only when its packets are of it.
     pub family: Option<crate::net::Family>,
+    /// `on: node`: a pod check's declarative kind reads the dump of the
+    /// pod's node (the host end of its veth, its route there).
+    pub on_node: bool,
     /// The check applies only where this holds.
     pub when: Option<Value>,
     /// What a declarative check wanted, in the pack's words; without it the

@@ -14,7 +14,7 @@ use crate::snapshot::netns::link::{Link, LinkKind, LinkPort};
 
 impl Evaluator<'_> {
     pub(super) fn device(&self, device: &DeviceCheck, at: &NamespaceDump<'_>) -> Outcome {
-        let &NamespaceDump { ctx, dir, dump } = at;
+        let &NamespaceDump { ctx, dir, dump, .. } = at;
         let DeviceCheck {
             name,
             kind,

@@ -10,8 +10,9 @@ use crate::net::{Family, Protocol};
 use crate::netstack::routing::table_name;
 use crate::packs::host::lladdr_text;
 use crate::packs::model::{CheckKind, Value};
-use crate::packs::scope::Context;
+use crate::packs::scope::{Context, NetnsRef};
 use crate::snapshot::netns::DumpFile;
+use crate::snapshot::NetnsEntry;
 use crate::snapshot::netns::NetnsDump;
 use crate::snapshot::netns::neigh::NeighbourState;
 use crate::snapshot::netns::route::{Destination, RouteFlag};
@@ -20,6 +21,8 @@ use crate::snapshot::netns::sockets as ss;
 /// The subject's namespace dump, where a declarative kind looks.
 pub(super) struct NamespaceDump<'d> {
     pub(super) ctx: &'d Context,
+    /// The namespace the dump is of.
+    pub(super) netns: &'d NetnsRef,
     /// The dump's directory, where evidence points.
     pub(super) dir: &'d Path,
     pub(super) dump: &'d NetnsDump,
@@ -65,15 +68,21 @@ pub(super) fn fail(actual: String, expected: String, evidence: Evidence) -> Outc
 }
 
 impl Evaluator<'_> {
-    /// What a declarative kind finds in the subject's namespace dump.
+    /// What a declarative kind finds in the dump of `netns` (the subject's,
+    /// or its node's).
     pub(super) fn dump_outcome(
         &self,
         kind: &CheckKind,
         ctx: &Context,
-        dir: &Path,
-        dump: &NetnsDump,
+        netns: &NetnsRef,
+        entry: &NetnsEntry,
     ) -> Outcome {
-        let at = NamespaceDump { ctx, dir, dump };
+        let at = NamespaceDump {
+            ctx,
+            netns,
+            dir: &entry.dir,
+            dump: entry.dump(),
+        };
         match kind {
             CheckKind::Sysctl { key, expect } => self.sysctl(key, expect, &at),
             CheckKind::Device(device) => self.device(device, &at),
@@ -372,7 +381,7 @@ impl Evaluator<'_> {
 
     /// A socket listens on `port`.
     fn listener(&self, port: &Value, protocol: Option<&Value>, at: &NamespaceDump<'_>) -> Outcome {
-        let &NamespaceDump { ctx, dir, dump } = at;
+        let &NamespaceDump { ctx, dir, dump, .. } = at;
         let port_text = self.required_text(port, ctx)?;
         let protocol = self
             .optional_text(protocol, ctx)?

@@ -21,14 +21,15 @@ impl Evaluator<'_> {
         (masqueraded, kept): (Option<&Value>, Option<&Value>),
         at: &NamespaceDump<'_>,
     ) -> Outcome {
-        let &NamespaceDump { ctx, dir, dump } = at;
+        let &NamespaceDump {
+            ctx,
+            netns,
+            dir,
+            dump,
+        } = at;
         let sources = self.addresses(from, ctx)?;
         let masqueraded = self.optional_addresses(masqueraded, ctx)?;
         let kept = self.optional_addresses(kept, ctx)?;
-        let netns = ctx
-            .netns
-            .as_ref()
-            .ok_or_else(|| Stop::Unknown("a masquerade check needs a namespace".into()))?;
         // Where nat POSTROUTING is declared, else the file.
         let file = dir.join(DumpFile::IptablesSave.name());
         let postrouting = dump

@@ -30,6 +30,7 @@ use super::sandbox::{ScriptError, function_position};
 use super::scope::{Context, NetnsRef, Subject};
 use crate::diagnostic::{Evidence, FindingId, FindingStatus};
 use crate::snapshot::input::Boundary;
+use crate::snapshot::NetnsId;
 use crate::snapshot::netns::DumpFile;
 use crate::snapshot::problem::line_col;
 use condition::condition_outcome;
@@ -482,13 +483,21 @@ impl Evaluator<'_> {
                 condition_outcome(ctx, condition, *expect)
             }
             kind => {
-                let netns = ctx.netns.as_ref().ok_or_else(|| {
+                let own = ctx.netns.as_ref().ok_or_else(|| {
                     Stop::Unknown(format!("{} has no namespace dump", ctx.subject))
                 })?;
+                // `on: node`: the dump of the pod's node.
+                let node = check.on_node.then(|| NetnsRef {
+                    snapshot: own.snapshot.clone(),
+                    id: NetnsId::Host {
+                        node: own.id.node().to_owned(),
+                    },
+                });
+                let netns = node.as_ref().unwrap_or(own);
                 let entry = netns
                     .entry()
                     .ok_or_else(|| Stop::Unknown(format!("no dump of {}", netns.id)))?;
-                self.dump_outcome(kind, ctx, &entry.dir, entry.dump())
+                self.dump_outcome(kind, ctx, netns, entry)
             }
         }
     }

@@ -76,6 +76,11 @@ impl Loader<'_> {
         let family = f
             .string("ip_family", &mut self.issues)
             .and_then(|s| keyword(&s, &Family::NAMES, "ip_family", &mut self.issues));
+        let on_at = f.string("on", &mut self.issues);
+        let on_node = on_at
+            .as_ref()
+            .and_then(|on| keyword(on, &[("node", true)], "on", &mut self.issues))
+            .unwrap_or(false);
         let when = f
             .take("when")
             .and_then(|n| self.value(n, "when", engine, compiler));
@@ -106,7 +111,7 @@ impl Loader<'_> {
             Some("fdb") => Some(self.fdb_check(&mut f, cx)?),
             Some("listener") => Some(self.listener_check(&mut f, cx)?),
             Some("jump") => self.jump_check(&mut f, cx),
-            Some("rule") => Some(self.rule_check(&mut f, cx, family)?),
+            Some("rule") => self.rule_check(&mut f, cx, family),
             Some("masquerade") => {
                 let from = self.field_value(&mut f, "from", true, cx);
                 let masqueraded = self.field_value(&mut f, "masqueraded", false, cx);
@@ -163,6 +168,11 @@ impl Loader<'_> {
                 ));
             }
         }
+        if let Some(on) = &on_at
+            && scope != CheckScope::Pod
+        {
+            self.issues.push(on.pos.issue("`on: node` is for a pod check"));
+        }
         Some(Check {
             id: id?.value,
             severity: severity?,
@@ -172,6 +182,7 @@ impl Loader<'_> {
             modes,
             for_each,
             family,
+            on_node,
             when,
             expected,
             message: message?,
@@ -341,19 +352,46 @@ impl Loader<'_> {
         cx: &CheckContext<'_>,
         family: Option<Family>,
     ) -> Option<CheckKind> {
+        let rules = match f.take("rules") {
+            // Several: a list of {table, chain, target, holding, destination, position}.
+            Some(list) => {
+                let mut rules = Vec::new();
+                for item in yaml::seq(list, "rules", &mut self.issues) {
+                    if let Some(mut r) = Fields::of(item, "a rule", &mut self.issues) {
+                        let rule = self.rule(&mut r, cx);
+                        r.finish(&mut self.issues);
+                        rules.extend(rule);
+                    }
+                }
+                rules
+            }
+            None => self.rule(f, cx).into_iter().collect(),
+        };
+        (!rules.is_empty()).then(|| {
+            CheckKind::Rule(Box::new(RuleCheck {
+                rules,
+                family: family.unwrap_or(Family::Ipv4),
+            }))
+        })
+    }
+
+    /// The `table`, `chain`, `target`, `holding`, `destination` and
+    /// `position` of a rule.
+    fn rule(&mut self, f: &mut Fields<'_>, cx: &CheckContext<'_>) -> Option<Rule> {
         let table = self.field_value(f, "table", true, cx);
         let chain = self.field_value(f, "chain", true, cx);
         let target = self.field_value(f, "target", true, cx);
         let holding = self.field_value(f, "holding", false, cx);
+        let destination = self.field_value(f, "destination", false, cx);
         let position = self.field_value(f, "position", false, cx);
-        Some(CheckKind::Rule(Box::new(RuleCheck {
+        Some(Rule {
             table: table?,
             chain: chain?,
             target: target?,
             holding,
+            destination,
             position,
-            family: family.unwrap_or(Family::Ipv4),
-        })))
+        })
     }
 
     fn condition_check(
