@@ -423,6 +423,15 @@ pub enum CheckKind {
     Jump { jumps: Vec<Jump> },
     /// An iptables rule of a chain with its target, text and position.
     Rule(Box<RuleCheck>),
+    /// An entry of a datapath's file (`datapath/FILE.json`): each `key` is a
+    /// member of its top-level object, and `field` of it (of the document
+    /// without `key`) is there, `expect`ed where given.
+    DatapathEntry {
+        file: Value,
+        key: Option<Value>,
+        field: Option<Value>,
+        expect: Option<Value>,
+    },
     /// What nat POSTROUTING decides for traffic from `from` (an address or
     /// a list): masqueraded to each of `masqueraded`, its source kept to
     /// each of `kept`.
@@ -454,6 +463,7 @@ impl CheckKind {
             CheckKind::Jump { .. } => "jump",
             CheckKind::Rule(_) => "rule",
             CheckKind::Masquerade { .. } => "masquerade",
+            CheckKind::DatapathEntry { .. } => "datapath_entry",
             CheckKind::Condition { .. } => "condition",
             CheckKind::Script { .. } => "script",
         }

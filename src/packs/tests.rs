@@ -478,6 +478,53 @@ fn a_masquerade_kind_asks_nat_postrouting_of_each_source_and_destination() {
 }
 
 #[test]
+fn a_datapath_entry_kind_checks_entries_and_fields_of_a_datapath_file() {
+    const CILIUM: &str = "examples/cilium-vxlan";
+    let entry = |fields: &str| format!("    kind: datapath_entry\n{fields}");
+    assert!(
+        node_1_findings(
+            CILIUM,
+            &entry("    file: ipcache\n    key: ${[\"10.244.0.59/32\", \"0.0.0.0/0\"]}")
+        )
+        .is_empty()
+    );
+    assert!(
+        node_1_findings(
+            CILIUM,
+            &entry("    file: status\n    field: cilium.state\n    expect: Ok")
+        )
+        .is_empty()
+    );
+    assert_eq!(
+        node_1_findings(CILIUM, &entry("    file: ipcache\n    key: 10.244.9.9/32")),
+        [
+            "failed: datapath/ipcache.json has no entry 10.244.9.9/32; expected an entry 10.244.9.9/32 in datapath/ipcache.json @ ipcache.json:None:None"
+        ]
+    );
+    assert_eq!(
+        node_1_findings(
+            CILIUM,
+            &entry("    file: status\n    field: cilium.state\n    expect: Failure")
+        ),
+        [
+            "failed: cilium.state is Ok in datapath/status.json; expected cilium.state Failure in datapath/status.json @ status.json:None:None"
+        ]
+    );
+    assert_eq!(
+        node_1_findings(CILIUM, &entry("    file: status\n    field: cilium.mood")),
+        [
+            "failed: datapath/status.json says nothing of cilium.mood; expected cilium.mood in datapath/status.json @ status.json:None:None"
+        ]
+    );
+    // A file the dump does not hold: cannot tell, never a pass.
+    let unknown = node_1_findings(CILIUM, &entry("    file: no-such-map"));
+    assert!(
+        unknown[0].starts_with("cannot tell: datapath/no-such-map.json of"),
+        "{unknown:?}"
+    );
+}
+
+#[test]
 fn neighbour_and_fdb_kinds_name_the_entry_found_instead() {
     assert!(node_1_findings(VXLAN, "    kind: neighbour\n    dst: 10.244.2.0\n    dev: flannel.1\n    lladdr: 52:04:A1:8D:72:13").is_empty());
     let neighbour = node_1_findings(

@@ -11,8 +11,8 @@ use crate::netstack::routing::table_name;
 use crate::packs::host::lladdr_text;
 use crate::packs::model::{CheckKind, Value};
 use crate::packs::scope::{Context, NetnsRef};
-use crate::snapshot::netns::DumpFile;
 use crate::snapshot::NetnsEntry;
+use crate::snapshot::netns::DumpFile;
 use crate::snapshot::netns::NetnsDump;
 use crate::snapshot::netns::neigh::NeighbourState;
 use crate::snapshot::netns::route::{Destination, RouteFlag};
@@ -113,6 +113,12 @@ impl Evaluator<'_> {
             CheckKind::Listener { port, protocol } => self.listener(port, protocol.as_ref(), &at),
             CheckKind::Jump { jumps } => self.jump(jumps, &at),
             CheckKind::Rule(rule) => self.rule(rule, &at),
+            CheckKind::DatapathEntry {
+                file,
+                key,
+                field,
+                expect,
+            } => self.datapath_entry(file, key.as_ref(), (field.as_ref(), expect.as_ref()), &at),
             CheckKind::Masquerade {
                 from,
                 masqueraded,

@@ -12,6 +12,7 @@
 //! is run about.
 
 mod condition;
+mod datapath_entry;
 mod device;
 mod jump;
 mod kinds;
@@ -29,8 +30,8 @@ use super::model::*;
 use super::sandbox::{ScriptError, function_position};
 use super::scope::{Context, NetnsRef, Subject};
 use crate::diagnostic::{Evidence, FindingId, FindingStatus};
-use crate::snapshot::input::Boundary;
 use crate::snapshot::NetnsId;
+use crate::snapshot::input::Boundary;
 use crate::snapshot::netns::DumpFile;
 use crate::snapshot::problem::line_col;
 use condition::condition_outcome;

@@ -39,7 +39,11 @@ impl Evaluator<'_> {
             let each = |value: Option<&Value>| -> Result<Vec<Option<String>>, Stop> {
                 Ok(match value {
                     None => vec![None],
-                    Some(value) => self.required_texts(value, ctx)?.into_iter().map(Some).collect(),
+                    Some(value) => self
+                        .required_texts(value, ctx)?
+                        .into_iter()
+                        .map(Some)
+                        .collect(),
                 })
             };
             let holdings = each(rule.holding.as_ref())?;
@@ -95,7 +99,12 @@ struct RuleWanted {
 }
 
 impl RuleWanted {
-    fn in_iptables(&self, at: &NamespaceDump<'_>, file: DumpFile, ruleset: &Ruleset) -> Option<Failure> {
+    fn in_iptables(
+        &self,
+        at: &NamespaceDump<'_>,
+        file: DumpFile,
+        ruleset: &Ruleset,
+    ) -> Option<Failure> {
         let RuleWanted {
             table,
             chain,

@@ -38,6 +38,7 @@ use crate::net::Family;
 use crate::snapshot::netns::DumpFile;
 use crate::snapshot::netns::sysctl::Sysctls;
 
+pub(super) use datapath::datapath_file;
 pub use datapath::program_map;
 pub use namespace::{link_is_up, link_kind, lladdr_text};
 pub(super) use netfilter::masquerade_decisions;

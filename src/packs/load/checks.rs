@@ -112,6 +112,18 @@ impl Loader<'_> {
             Some("listener") => Some(self.listener_check(&mut f, cx)?),
             Some("jump") => self.jump_check(&mut f, cx),
             Some("rule") => self.rule_check(&mut f, cx, family),
+            Some("datapath_entry") => {
+                let file = self.field_value(&mut f, "file", true, cx);
+                let key = self.field_value(&mut f, "key", false, cx);
+                let field = self.field_value(&mut f, "field", false, cx);
+                let expect = self.field_value(&mut f, "expect", false, cx);
+                Some(CheckKind::DatapathEntry {
+                    file: file?,
+                    key,
+                    field,
+                    expect,
+                })
+            }
             Some("masquerade") => {
                 let from = self.field_value(&mut f, "from", true, cx);
                 let masqueraded = self.field_value(&mut f, "masqueraded", false, cx);
@@ -133,7 +145,7 @@ impl Loader<'_> {
             Some(other) => {
                 if let Some(at) = &kind_at {
                     self.issues.push(at.pos.issue(format!(
-                        "check kind {other:?} is not one of sysctl, device, route, neighbour, fdb, listener, jump, rule, masquerade, condition, script"
+                        "check kind {other:?} is not one of sysctl, device, route, neighbour, fdb, listener, jump, rule, masquerade, datapath_entry, condition, script"
                     )));
                 }
                 None
@@ -171,7 +183,8 @@ impl Loader<'_> {
         if let Some(on) = &on_at
             && scope != CheckScope::Pod
         {
-            self.issues.push(on.pos.issue("`on: node` is for a pod check"));
+            self.issues
+                .push(on.pos.issue("`on: node` is for a pod check"));
         }
         Some(Check {
             id: id?.value,
