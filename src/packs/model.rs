@@ -423,6 +423,12 @@ pub enum CheckKind {
     Jump { jumps: Vec<Jump> },
     /// An iptables rule of a chain with its target, text and position.
     Rule(Box<RuleCheck>),
+    /// A Ready pod labelled `label` (`KEY=VALUE`) runs on the node (a
+    /// node's agent: a CNI's DaemonSet pod).
+    ReadyPod { label: Value },
+    /// An address or network (`value`; a list: each) lies within one of
+    /// `networks`; `()` for either is not checked.
+    Within { value: Value, networks: Value },
     /// An entry of a datapath's file (`datapath/FILE.json`): each `key` is a
     /// member of its top-level object, and `field` of it (of the document
     /// without `key`) is there, `expect`ed where given.
@@ -464,6 +470,8 @@ impl CheckKind {
             CheckKind::Rule(_) => "rule",
             CheckKind::Masquerade { .. } => "masquerade",
             CheckKind::DatapathEntry { .. } => "datapath_entry",
+            CheckKind::Within { .. } => "within",
+            CheckKind::ReadyPod { .. } => "ready_pod",
             CheckKind::Condition { .. } => "condition",
             CheckKind::Script { .. } => "script",
         }

@@ -524,6 +524,73 @@ fn a_datapath_entry_kind_checks_entries_and_fields_of_a_datapath_file() {
     );
 }
 
+/// What an object check of `kind` about `object` objects says on the VXLAN
+/// example, as `status: message; expected …`.
+fn object_findings(object: &str, kind: &str) -> Vec<String> {
+    let manifest = format!(
+        r#"name: kinds
+version: 0.1.0
+description: One object check.
+engine: ">=0.1.0"
+kind: rules
+checks:
+  - id: kinds.object.check
+    severity: warning
+    scope: object
+    object: {{kind: {object}}}
+{kind}
+    message: "${{subject}}: ${{actual}}"
+"#
+    );
+    let (snapshot, problems) = Snapshot::load(Path::new(VXLAN)).expect("the example loads");
+    assert!(problems.is_empty(), "{problems:?}");
+    let mut found: Vec<String> = inline_pack(&manifest, "")
+        .evaluate_snapshot(&Arc::new(snapshot))
+        .into_iter()
+        .map(|f| {
+            format!(
+                "{}: {}; expected {}",
+                f.status,
+                f.message,
+                f.expected.unwrap_or_default()
+            )
+        })
+        .collect();
+    found.sort();
+    found
+}
+
+#[test]
+fn a_within_kind_checks_an_address_or_network_lies_in_one_of_networks() {
+    let within = |networks: &str| {
+        format!("    kind: within\n    value: ${{pod.ip}}\n    networks: {networks}")
+    };
+    assert!(object_findings("Pod", &within("10.244.0.0/16")).is_empty());
+    assert!(
+        object_findings("Pod", &within("${()}")).is_empty(),
+        "no networks: nothing to check"
+    );
+    assert_eq!(
+        object_findings("Pod", &within("${[\"10.0.0.0/16\", \"10.244.2.0/24\"]}")),
+        [
+            "failed: Pod default/web-0: 10.244.1.2 is in none of 10.0.0.0/16, 10.244.2.0/24; expected 10.244.1.2 within 10.0.0.0/16 or 10.244.2.0/24",
+            "failed: Pod default/web-1: 10.244.1.3 is in none of 10.0.0.0/16, 10.244.2.0/24; expected 10.244.1.3 within 10.0.0.0/16 or 10.244.2.0/24",
+        ]
+    );
+}
+
+#[test]
+fn a_ready_pod_kind_wants_a_ready_pod_with_the_label_on_the_node() {
+    assert!(object_findings("Node", "    kind: ready_pod\n    label: app=web").is_empty());
+    assert_eq!(
+        object_findings("Node", "    kind: ready_pod\n    label: app=agent"),
+        [
+            "failed: Node node-1: no pod labelled app=agent runs on node-1; expected a Ready pod labelled app=agent on node-1",
+            "failed: Node node-2: no pod labelled app=agent runs on node-2; expected a Ready pod labelled app=agent on node-2",
+        ]
+    );
+}
+
 #[test]
 fn neighbour_and_fdb_kinds_name_the_entry_found_instead() {
     assert!(node_1_findings(VXLAN, "    kind: neighbour\n    dst: 10.244.2.0\n    dev: flannel.1\n    lladdr: 52:04:A1:8D:72:13").is_empty());

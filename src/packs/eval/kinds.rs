@@ -124,7 +124,10 @@ impl Evaluator<'_> {
                 masqueraded,
                 kept,
             } => self.masquerade(from, (masqueraded.as_ref(), kept.as_ref()), &at),
-            CheckKind::Condition { .. } | CheckKind::Script { .. } => Ok(Vec::new()),
+            CheckKind::Condition { .. }
+            | CheckKind::Script { .. }
+            | CheckKind::Within { .. }
+            | CheckKind::ReadyPod { .. } => Ok(Vec::new()),
         }
     }
 

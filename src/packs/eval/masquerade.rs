@@ -4,8 +4,6 @@
 
 use std::net::IpAddr;
 
-use rhai::Dynamic;
-
 use super::kinds::NamespaceDump;
 use super::{Evaluator, Failure, Outcome, Stop};
 use crate::diagnostic::Evidence;
@@ -83,17 +81,8 @@ impl Evaluator<'_> {
     /// The addresses a value holds: one address, a list of them, or `()`
     /// for none.
     fn addresses(&self, value: &Value, ctx: &Context) -> Result<Vec<IpAddr>, Stop> {
-        let found = self.value(value, ctx, &[])?;
-        let items: Vec<Dynamic> = if found.is_unit() {
-            Vec::new()
-        } else if found.is_array() {
-            found.into_array().unwrap_or_default()
-        } else {
-            vec![found]
-        };
-        items
+        self.items(value, ctx)?
             .iter()
-            .filter(|item| !item.is_unit())
             .map(|item| {
                 let text = display(item);
                 text.parse().map_err(|_| {

@@ -17,6 +17,7 @@ mod device;
 mod jump;
 mod kinds;
 mod masquerade;
+mod objects;
 mod rule;
 mod script;
 mod subjects;
@@ -193,6 +194,18 @@ impl Evaluator<'_> {
             )));
         }
         Ok(display(&found))
+    }
+
+    /// A field that may be a list: each of its items, its one value, or
+    /// nothing for `()` (`()` items left out too).
+    fn items(&self, value: &Value, ctx: &Context) -> Result<Vec<Dynamic>, Stop> {
+        let found = self.value(value, ctx, &[])?;
+        let items = if found.is_array() {
+            found.into_array().unwrap_or_default()
+        } else {
+            vec![found]
+        };
+        Ok(items.into_iter().filter(|item| !item.is_unit()).collect())
     }
 
     /// A required field that may be a list: each of its items (`()` items
@@ -483,6 +496,8 @@ impl Evaluator<'_> {
             CheckKind::Condition { condition, expect } => {
                 condition_outcome(ctx, condition, *expect)
             }
+            CheckKind::Within { value, networks } => self.within(value, networks, ctx),
+            CheckKind::ReadyPod { label } => self.ready_pod(label, ctx),
             kind => {
                 let own = ctx.netns.as_ref().ok_or_else(|| {
                     Stop::Unknown(format!("{} has no namespace dump", ctx.subject))

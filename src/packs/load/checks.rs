@@ -112,6 +112,18 @@ impl Loader<'_> {
             Some("listener") => Some(self.listener_check(&mut f, cx)?),
             Some("jump") => self.jump_check(&mut f, cx),
             Some("rule") => self.rule_check(&mut f, cx, family),
+            Some("ready_pod") => {
+                let label = self.field_value(&mut f, "label", true, cx);
+                Some(CheckKind::ReadyPod { label: label? })
+            }
+            Some("within") => {
+                let value = self.field_value(&mut f, "value", true, cx);
+                let networks = self.field_value(&mut f, "networks", true, cx);
+                Some(CheckKind::Within {
+                    value: value?,
+                    networks: networks?,
+                })
+            }
             Some("datapath_entry") => {
                 let file = self.field_value(&mut f, "file", true, cx);
                 let key = self.field_value(&mut f, "key", false, cx);
@@ -145,7 +157,7 @@ impl Loader<'_> {
             Some(other) => {
                 if let Some(at) = &kind_at {
                     self.issues.push(at.pos.issue(format!(
-                        "check kind {other:?} is not one of sysctl, device, route, neighbour, fdb, listener, jump, rule, masquerade, datapath_entry, condition, script"
+                        "check kind {other:?} is not one of sysctl, device, route, neighbour, fdb, listener, jump, rule, masquerade, datapath_entry, within, ready_pod, condition, script"
                     )));
                 }
                 None
