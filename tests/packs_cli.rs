@@ -524,3 +524,31 @@ fn packs_test_set_overrides_a_parameter_in_every_case() {
         "--set flannel.vni=1: no pack under test is called flannel"
     );
 }
+
+#[test]
+fn every_cni_pack_is_at_least_three_quarters_declarative() {
+    // `packs list` shows the counts: "NAME VERSION cni N checks (M declarative)".
+    let output = skoop(&["packs", "list"]);
+    assert_eq!(output.status.code(), Some(0));
+    let text = stdout(&output);
+    let mut cni = 0;
+    for line in text.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        if words.get(2) != Some(&"cni") {
+            continue;
+        }
+        cni += 1;
+        let checks: usize = words[3].parse().expect("a count of checks");
+        let declarative: usize = line
+            .split_once('(')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .and_then(|n| n.parse().ok())
+            .expect("a count of declarative checks");
+        assert!(
+            declarative * 4 >= checks * 3,
+            "{}: {declarative} of {checks} checks declarative",
+            words[0]
+        );
+    }
+    assert!(cni >= 4, "{text}");
+}
