@@ -423,6 +423,9 @@ pub enum CheckKind {
     Jump { jumps: Vec<Jump> },
     /// An iptables rule of a chain with its target, text and position.
     Rule(Box<RuleCheck>),
+    /// A Node's or Pod's annotation `key` is there, with the value
+    /// `expect` where given (`()`: not compared).
+    Annotation { key: Value, expect: Option<Value> },
     /// A Ready pod labelled `label` (`KEY=VALUE`) runs on the node (a
     /// node's agent: a CNI's DaemonSet pod).
     ReadyPod { label: Value },
@@ -472,6 +475,7 @@ impl CheckKind {
             CheckKind::DatapathEntry { .. } => "datapath_entry",
             CheckKind::Within { .. } => "within",
             CheckKind::ReadyPod { .. } => "ready_pod",
+            CheckKind::Annotation { .. } => "annotation",
             CheckKind::Condition { .. } => "condition",
             CheckKind::Script { .. } => "script",
         }

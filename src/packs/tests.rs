@@ -580,6 +580,21 @@ fn a_within_kind_checks_an_address_or_network_lies_in_one_of_networks() {
 }
 
 #[test]
+fn an_annotation_kind_wants_the_annotation_with_its_value() {
+    let key = "    kind: annotation\n    key: flannel.alpha.coreos.com/backend-type";
+    assert!(object_findings("Node", &format!("{key}\n    expect: vxlan")).is_empty());
+    assert!(object_findings("Node", &format!("{key}\n    expect: ${{()}}")).is_empty());
+    assert_eq!(
+        object_findings("Node", &format!("{key}\n    expect: host-gw"))[0],
+        "failed: Node node-1: annotation flannel.alpha.coreos.com/backend-type: vxlan; expected annotation flannel.alpha.coreos.com/backend-type: host-gw"
+    );
+    assert_eq!(
+        object_findings("Node", "    kind: annotation\n    key: example.org/missing")[0],
+        "failed: Node node-1: no annotation example.org/missing; expected annotation example.org/missing"
+    );
+}
+
+#[test]
 fn a_ready_pod_kind_wants_a_ready_pod_with_the_label_on_the_node() {
     assert!(object_findings("Node", "    kind: ready_pod\n    label: app=web").is_empty());
     assert_eq!(

@@ -127,7 +127,8 @@ impl Evaluator<'_> {
             CheckKind::Condition { .. }
             | CheckKind::Script { .. }
             | CheckKind::Within { .. }
-            | CheckKind::ReadyPod { .. } => Ok(Vec::new()),
+            | CheckKind::ReadyPod { .. }
+            | CheckKind::Annotation { .. } => Ok(Vec::new()),
         }
     }
 

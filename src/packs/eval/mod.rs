@@ -498,6 +498,7 @@ impl Evaluator<'_> {
             }
             CheckKind::Within { value, networks } => self.within(value, networks, ctx),
             CheckKind::ReadyPod { label } => self.ready_pod(label, ctx),
+            CheckKind::Annotation { key, expect } => self.annotation(key, expect.as_ref(), ctx),
             kind => {
                 let own = ctx.netns.as_ref().ok_or_else(|| {
                     Stop::Unknown(format!("{} has no namespace dump", ctx.subject))

@@ -1,7 +1,8 @@
 //! The kinds about the cluster's objects, whatever the namespace dumps
 //! say: `within` (an address or network lies within one of a set of
 //! networks: a pod's IP in a pool, a node's pod CIDR in the cluster
-//! network) and `ready_pod` (a node's agent runs there, Ready).
+//! network), `ready_pod` (a node's agent runs there, Ready) and
+//! `annotation` (a Node's or Pod's annotation and its value).
 
 use ipnet::IpNet;
 
@@ -100,6 +101,33 @@ impl Evaluator<'_> {
             },
         };
         Ok(vec![failure])
+    }
+}
+
+impl Evaluator<'_> {
+    pub(super) fn annotation(&self, key: &Value, expect: Option<&Value>, ctx: &Context) -> Outcome {
+        let key = self.required_text(key, ctx)?;
+        let expect = self.optional_text(expect, ctx)?;
+        let meta = match (&ctx.pod, &ctx.node) {
+            (Some(pod), _) => pod.get().map(|pod| &pod.meta),
+            (None, Some(node)) => node.get().map(|node| &node.meta),
+            (None, None) => None,
+        }
+        .ok_or_else(|| Stop::Unknown(format!("{} is neither a Node nor a Pod", ctx.subject)))?;
+        let expected = match &expect {
+            Some(value) => format!("annotation {key}: {value}"),
+            None => format!("annotation {key}"),
+        };
+        let actual = match (meta.annotations.get(&key), &expect) {
+            (None, _) => format!("no annotation {key}"),
+            (Some(found), Some(value)) if found != value => format!("annotation {key}: {found}"),
+            (Some(_), _) => return Ok(Vec::new()),
+        };
+        Ok(vec![Failure {
+            actual,
+            expected,
+            evidence: vec![meta.source.evidence()],
+        }])
     }
 }
 

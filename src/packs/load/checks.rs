@@ -112,6 +112,11 @@ impl Loader<'_> {
             Some("listener") => Some(self.listener_check(&mut f, cx)?),
             Some("jump") => self.jump_check(&mut f, cx),
             Some("rule") => self.rule_check(&mut f, cx, family),
+            Some("annotation") => {
+                let key = self.field_value(&mut f, "key", true, cx);
+                let expect = self.field_value(&mut f, "expect", false, cx);
+                Some(CheckKind::Annotation { key: key?, expect })
+            }
             Some("ready_pod") => {
                 let label = self.field_value(&mut f, "label", true, cx);
                 Some(CheckKind::ReadyPod { label: label? })
@@ -157,7 +162,7 @@ impl Loader<'_> {
             Some(other) => {
                 if let Some(at) = &kind_at {
                     self.issues.push(at.pos.issue(format!(
-                        "check kind {other:?} is not one of sysctl, device, route, neighbour, fdb, listener, jump, rule, masquerade, datapath_entry, within, ready_pod, condition, script"
+                        "check kind {other:?} is not one of sysctl, device, route, neighbour, fdb, listener, jump, rule, masquerade, datapath_entry, within, ready_pod, annotation, condition, script"
                     )));
                 }
                 None
