@@ -219,7 +219,7 @@ impl Evaluator<'_> {
             })?;
         // IPv6 routes are in their own file: the family of the prefix, or
         // of the gateway of a default route.
-        let family = match (wanted, via.as_deref().map(str::parse::<std::net::IpAddr>)) {
+        let family = match (wanted, via.map(str::parse::<std::net::IpAddr>)) {
             (Some(prefix), _) => Family::of(prefix.addr()),
             (None, Some(Ok(gateway))) => Family::of(gateway),
             (None, _) => Family::Ipv4,

@@ -112,45 +112,9 @@ impl Loader<'_> {
             Some("listener") => Some(self.listener_check(&mut f, cx)?),
             Some("jump") => self.jump_check(&mut f, cx),
             Some("rule") => self.rule_check(&mut f, cx, family),
-            Some("annotation") => {
-                let key = self.field_value(&mut f, "key", true, cx);
-                let expect = self.field_value(&mut f, "expect", false, cx);
-                Some(CheckKind::Annotation { key: key?, expect })
-            }
-            Some("ready_pod") => {
-                let label = self.field_value(&mut f, "label", true, cx);
-                Some(CheckKind::ReadyPod { label: label? })
-            }
-            Some("within") => {
-                let value = self.field_value(&mut f, "value", true, cx);
-                let networks = self.field_value(&mut f, "networks", true, cx);
-                Some(CheckKind::Within {
-                    value: value?,
-                    networks: networks?,
-                })
-            }
-            Some("datapath_entry") => {
-                let file = self.field_value(&mut f, "file", true, cx);
-                let key = self.field_value(&mut f, "key", false, cx);
-                let field = self.field_value(&mut f, "field", false, cx);
-                let expect = self.field_value(&mut f, "expect", false, cx);
-                Some(CheckKind::DatapathEntry {
-                    file: file?,
-                    key,
-                    field,
-                    expect,
-                })
-            }
-            Some("masquerade") => {
-                let from = self.field_value(&mut f, "from", true, cx);
-                let masqueraded = self.field_value(&mut f, "masqueraded", false, cx);
-                let kept = self.field_value(&mut f, "kept", false, cx);
-                Some(CheckKind::Masquerade {
-                    from: from?,
-                    masqueraded,
-                    kept,
-                })
-            }
+            Some(
+                name @ ("annotation" | "ready_pod" | "within" | "datapath_entry" | "masquerade"),
+            ) => Some(self.valued_check(name, &mut f, cx)?),
             Some("condition") => Some(self.condition_check(&mut f, kind_at.as_ref(), scope)?),
             Some("script") => {
                 let function = f.required_string("function", &mut self.issues)?;
@@ -257,6 +221,58 @@ impl Loader<'_> {
         let failed = by_status.require("failed", &mut self.issues);
         by_status.finish(&mut self.issues);
         failed.and_then(|n| self.value(n, "remediation", engine, compiler))
+    }
+
+    /// The kinds whose fields are all values: `annotation`, `ready_pod`,
+    /// `within`, `datapath_entry` and `masquerade`.
+    fn valued_check(
+        &mut self,
+        name: &str,
+        f: &mut Fields<'_>,
+        cx: &CheckContext<'_>,
+    ) -> Option<CheckKind> {
+        match name {
+            "annotation" => {
+                let key = self.field_value(f, "key", true, cx);
+                let expect = self.field_value(f, "expect", false, cx);
+                Some(CheckKind::Annotation { key: key?, expect })
+            }
+            "ready_pod" => {
+                let label = self.field_value(f, "label", true, cx);
+                Some(CheckKind::ReadyPod { label: label? })
+            }
+            "within" => {
+                let value = self.field_value(f, "value", true, cx);
+                let networks = self.field_value(f, "networks", true, cx);
+                Some(CheckKind::Within {
+                    value: value?,
+                    networks: networks?,
+                })
+            }
+            "datapath_entry" => {
+                let file = self.field_value(f, "file", true, cx);
+                let key = self.field_value(f, "key", false, cx);
+                let field = self.field_value(f, "field", false, cx);
+                let expect = self.field_value(f, "expect", false, cx);
+                Some(CheckKind::DatapathEntry {
+                    file: file?,
+                    key,
+                    field,
+                    expect,
+                })
+            }
+            "masquerade" => {
+                let from = self.field_value(f, "from", true, cx);
+                let masqueraded = self.field_value(f, "masqueraded", false, cx);
+                let kept = self.field_value(f, "kept", false, cx);
+                Some(CheckKind::Masquerade {
+                    from: from?,
+                    masqueraded,
+                    kept,
+                })
+            }
+            _ => None,
+        }
     }
 
     fn sysctl_check(&mut self, f: &mut Fields<'_>, cx: &CheckContext<'_>) -> Option<CheckKind> {
