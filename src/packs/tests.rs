@@ -199,28 +199,33 @@ fn an_expression_is_one_expression_and_a_broken_module_one_problem() {
     );
 }
 
-/// The findings of one node check, `kind` and its fields, on node-1 of
-/// the example at `snapshot`, as `STATUS: MESSAGE; expected EXPECTED @ EVIDENCE`.
-fn node_1_findings(snapshot: &str, kind: &str) -> Vec<String> {
+/// The findings of one check, `check` (its scope and kind with their
+/// fields), of a rules pack on the example at `snapshot`.
+fn one_check_findings(snapshot: &str, check: &str) -> Vec<Finding> {
     let manifest = format!(
         r#"name: kinds
 version: 0.1.0
-description: One declarative check.
+description: One check.
 engine: ">=0.1.0"
 kind: rules
 checks:
-  - id: kinds.node.check
+  - id: kinds.one.check
     severity: warning
-    scope: node
-    when: ${{netns.node == "node-1"}}
-{kind}
-    message: "${{actual}}"
+{check}
 "#
     );
     let (snapshot, problems) = Snapshot::load(Path::new(snapshot)).expect("the example loads");
     assert!(problems.is_empty(), "{problems:?}");
-    inline_pack(&manifest, "")
-        .evaluate_snapshot(&Arc::new(snapshot))
+    inline_pack(&manifest, "").evaluate_snapshot(&Arc::new(snapshot))
+}
+
+/// The findings of one node check, `kind` and its fields, on node-1 of
+/// the example at `snapshot`, as `STATUS: MESSAGE; expected EXPECTED @ EVIDENCE`.
+fn node_1_findings(snapshot: &str, kind: &str) -> Vec<String> {
+    let check = format!(
+        "    scope: node\n    when: ${{netns.node == \"node-1\"}}\n{kind}\n    message: \"${{actual}}\""
+    );
+    one_check_findings(snapshot, &check)
         .into_iter()
         .map(|f| {
             let evidence: Vec<String> = f
@@ -527,25 +532,10 @@ fn a_datapath_entry_kind_checks_entries_and_fields_of_a_datapath_file() {
 /// What an object check of `kind` about `object` objects says on the VXLAN
 /// example, as `status: message; expected …`.
 fn object_findings(object: &str, kind: &str) -> Vec<String> {
-    let manifest = format!(
-        r#"name: kinds
-version: 0.1.0
-description: One object check.
-engine: ">=0.1.0"
-kind: rules
-checks:
-  - id: kinds.object.check
-    severity: warning
-    scope: object
-    object: {{kind: {object}}}
-{kind}
-    message: "${{subject}}: ${{actual}}"
-"#
+    let check = format!(
+        "    scope: object\n    object: {{kind: {object}}}\n{kind}\n    message: \"${{subject}}: ${{actual}}\""
     );
-    let (snapshot, problems) = Snapshot::load(Path::new(VXLAN)).expect("the example loads");
-    assert!(problems.is_empty(), "{problems:?}");
-    let mut found: Vec<String> = inline_pack(&manifest, "")
-        .evaluate_snapshot(&Arc::new(snapshot))
+    let mut found: Vec<String> = one_check_findings(VXLAN, &check)
         .into_iter()
         .map(|f| {
             format!(

@@ -5,7 +5,7 @@
 use super::kinds::NamespaceDump;
 use super::{Evaluator, Failure, Outcome, Stop};
 use crate::diagnostic::Evidence;
-use crate::packs::host::{Insufficient, datapath_file, display};
+use crate::packs::host::{datapath_file, display};
 use crate::packs::model::Value;
 use crate::snapshot::netns::datapath::relative_path;
 
@@ -23,11 +23,7 @@ impl Evaluator<'_> {
         let name = self.required_text(file, ctx)?;
         let field = self.optional_text(field, ctx)?;
         let expect = self.optional_text(expect, ctx)?;
-        let document =
-            datapath_file(netns, &name).map_err(|error| match Insufficient::in_error(&error) {
-                Some(insufficient) => insufficient.into(),
-                None => Stop::Unknown(error.to_string()),
-            })?;
+        let document = datapath_file(netns, &name).map_err(|error| Stop::of_query(&error))?;
         let path = relative_path(&name);
         let evidence = |place: Option<(usize, usize)>| match place {
             Some((line, column)) => Evidence {

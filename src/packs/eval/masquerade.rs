@@ -7,7 +7,7 @@ use std::net::IpAddr;
 use super::kinds::NamespaceDump;
 use super::{Evaluator, Failure, Outcome, Stop};
 use crate::diagnostic::Evidence;
-use crate::packs::host::{Insufficient, display, masquerade_decisions};
+use crate::packs::host::{display, masquerade_decisions};
 use crate::packs::model::Value;
 use crate::packs::scope::Context;
 use crate::snapshot::netns::DumpFile;
@@ -51,12 +51,8 @@ impl Evaluator<'_> {
         let dsts: Vec<IpAddr> = wanted.iter().map(|(dst, _)| *dst).collect();
         let mut failures = Vec::new();
         for src in sources {
-            let decisions = masquerade_decisions(netns, src, &dsts).map_err(|error| {
-                match Insufficient::in_error(&error) {
-                    Some(insufficient) => insufficient.into(),
-                    None => Stop::Unknown(error.to_string()),
-                }
-            })?;
+            let decisions =
+                masquerade_decisions(netns, src, &dsts).map_err(|error| Stop::of_query(&error))?;
             for (&(dst, want), found) in wanted.iter().zip(decisions) {
                 if want == found {
                     continue;

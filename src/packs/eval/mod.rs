@@ -101,6 +101,17 @@ pub enum Stop {
     Error(ScriptError),
 }
 
+impl Stop {
+    /// A host query's error where a declarative kind asked it (not a
+    /// script): what the snapshot cannot tell, else what went wrong.
+    fn of_query(error: &EvalAltResult) -> Stop {
+        match Insufficient::in_error(error) {
+            Some(insufficient) => insufficient.into(),
+            None => Stop::Unknown(error.to_string()),
+        }
+    }
+}
+
 impl From<Insufficient> for Stop {
     fn from(insufficient: Insufficient) -> Stop {
         match insufficient.lacking {

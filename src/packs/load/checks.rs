@@ -374,45 +374,41 @@ impl Loader<'_> {
 
     /// One jump (`family`, `table`, `chain`, `target`), or several (`jumps`).
     fn jump_check(&mut self, f: &mut Fields<'_>, cx: &CheckContext<'_>) -> Option<CheckKind> {
-        let jumps = match f.take("jumps") {
-            // Several: a list of {family, table, chain, target}.
-            Some(list) => {
-                let mut jumps = Vec::new();
-                for item in yaml::seq(list, "jumps", &mut self.issues) {
-                    if let Some(mut j) = Fields::of(item, "a jump", &mut self.issues) {
-                        let jump = self.jump(&mut j, cx);
-                        j.finish(&mut self.issues);
-                        jumps.extend(jump);
-                    }
-                }
-                jumps
-            }
-            None => self.jump(f, cx).into_iter().collect(),
-        };
+        let jumps = self.one_or_list(f, ("jumps", "a jump"), cx, Self::jump);
         (!jumps.is_empty()).then_some(CheckKind::Jump { jumps })
     }
 
+    /// What `read` reads from the check's own fields, or from each map of
+    /// the list under `key` (each `what`) when there is one.
+    fn one_or_list<T>(
+        &mut self,
+        f: &mut Fields<'_>,
+        (key, what): (&str, &str),
+        cx: &CheckContext<'_>,
+        read: fn(&mut Self, &mut Fields<'_>, &CheckContext<'_>) -> Option<T>,
+    ) -> Vec<T> {
+        let Some(list) = f.take(key) else {
+            return read(self, f, cx).into_iter().collect();
+        };
+        let mut items = Vec::new();
+        for item in yaml::seq(list, key, &mut self.issues) {
+            if let Some(mut fields) = Fields::of(item, what, &mut self.issues) {
+                let read = read(self, &mut fields, cx);
+                fields.finish(&mut self.issues);
+                items.extend(read);
+            }
+        }
+        items
+    }
+
+    /// One rule, or several (`rules`).
     fn rule_check(
         &mut self,
         f: &mut Fields<'_>,
         cx: &CheckContext<'_>,
         family: Option<Family>,
     ) -> Option<CheckKind> {
-        let rules = match f.take("rules") {
-            // Several: a list of {table, chain, target, holding, destination, position}.
-            Some(list) => {
-                let mut rules = Vec::new();
-                for item in yaml::seq(list, "rules", &mut self.issues) {
-                    if let Some(mut r) = Fields::of(item, "a rule", &mut self.issues) {
-                        let rule = self.rule(&mut r, cx);
-                        r.finish(&mut self.issues);
-                        rules.extend(rule);
-                    }
-                }
-                rules
-            }
-            None => self.rule(f, cx).into_iter().collect(),
-        };
+        let rules = self.one_or_list(f, ("rules", "a rule"), cx, Self::rule);
         (!rules.is_empty()).then(|| {
             CheckKind::Rule(Box::new(RuleCheck {
                 rules,
