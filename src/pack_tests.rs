@@ -129,9 +129,12 @@ fn named_inside(path: &Path, dir: &Path) -> bool {
 /// Runs every case of one pack, its snapshots' objects taken from where
 /// `from` says. `Err` with every problem when the pack's tests cannot be
 /// run at all (no tests, a broken expect.yaml).
+/// `overrides` are the pack's parameters set for every case (`packs test
+/// --set`); a case's own `set:` follows them, and so wins.
 pub fn run_pack_tests(
     source: &PackSource,
     pack_name: &str,
+    overrides: &[Override],
     from: ClusterFrom,
 ) -> Result<Vec<CaseResult>, Vec<Problem>> {
     let tests_dir = source.dir.join("tests");
@@ -152,7 +155,10 @@ pub fn run_pack_tests(
     let mut problems = Vec::new();
     for case in cases {
         match read_expectation(&case, pack_name) {
-            Ok(expectation) => {
+            Ok(mut expectation) => {
+                expectation
+                    .overrides
+                    .splice(0..0, overrides.iter().cloned());
                 results.push(run_case(source, pack_name, &case, &expectation, from));
             }
             Err(more) => problems.extend(more),

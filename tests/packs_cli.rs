@@ -225,7 +225,7 @@ fn eval_prints_each_check_and_the_finding_with_its_evidence() {
     // checks' when is false, and they say so rather than "ok".
     assert!(
         text.contains(
-            "  flannel.vxlan.device-ipv6 (node): 1 subject, skipped: its when is false\n"
+            "  flannel.vxlan.device-ipv6 (node): 1 subject, skipped (when: ${flannel::ipv6_enabled(ctx)})\n"
         ),
         "{text}"
     );
@@ -489,4 +489,66 @@ fn lint_refuses_a_remediation_offered_for_a_check_that_cannot_tell() {
             manifest.to_str().expect("UTF-8")
         )
     );
+}
+
+#[test]
+fn packs_test_set_overrides_a_parameter_in_every_case() {
+    // kindnet's pods have the MTU of the node's eth0, 1500: set so, every
+    // case passes; set otherwise, the pods' MTU check fails where it ran.
+    let output = skoop(&[
+        "packs",
+        "test",
+        "plugins/kindnet",
+        "--set",
+        "kindnet.pod_mtu=1500",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+    let output = skoop(&[
+        "packs",
+        "test",
+        "plugins/kindnet",
+        "--set",
+        "kindnet.pod_mtu=1400",
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    let text = stdout(&output);
+    assert!(
+        text.contains("unexpected finding kindnet.pod.mtu (Failed) for default/web-1"),
+        "{text}"
+    );
+    // A pack not under test is the command's mistake.
+    let output = skoop(&["packs", "test", "plugins/kindnet", "--set", "flannel.vni=1"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr).trim_end(),
+        "--set flannel.vni=1: no pack under test is called flannel"
+    );
+}
+
+#[test]
+fn every_cni_pack_is_at_least_three_quarters_declarative() {
+    // `packs list` shows the counts: "NAME VERSION cni N checks (M declarative)".
+    let output = skoop(&["packs", "list"]);
+    assert_eq!(output.status.code(), Some(0));
+    let text = stdout(&output);
+    let mut cni = 0;
+    for line in text.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        if words.get(2) != Some(&"cni") {
+            continue;
+        }
+        cni += 1;
+        let checks: usize = words[3].parse().expect("a count of checks");
+        let declarative: usize = line
+            .split_once('(')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .and_then(|n| n.parse().ok())
+            .expect("a count of declarative checks");
+        assert!(
+            declarative * 4 >= checks * 3,
+            "{}: {declarative} of {checks} checks declarative",
+            words[0]
+        );
+    }
+    assert!(cni >= 4, "{text}");
 }

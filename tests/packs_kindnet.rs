@@ -134,3 +134,35 @@ fn a_pod_of_a_node_without_a_dump_leaves_the_cluster_masqueraded_by_kindnet() {
         "{steps:#?}"
     );
 }
+
+#[test]
+fn a_path_stopped_before_the_destination_pod_still_runs_its_checks() {
+    // web-3's veth on node-2 at 1400: node-2 cannot forward a 1500-byte
+    // packet to it, and the path ends there, before web-3. The pod's own
+    // check names the cause on its side.
+    let dir = common::copy_snapshot(EXAMPLE);
+    common::set_mtu(dir.path(), "nodes/node-2/host", "vethb6b629b1", 1400);
+    let diagnosis = common::diagnose(
+        &common::load(dir.path()),
+        "default/web-0",
+        "default/web-3",
+        Protocol::Icmp,
+        Some(skoop::engine::PacketSize::Bytes(1500)),
+    );
+    assert_eq!(diagnosis.disposition(), Disposition::MtuExceeded);
+    assert!(
+        diagnosis
+            .graph
+            .node_weights()
+            .all(|hop| hop.id != HopId::pod("default", "web-3")),
+        "the path stops before web-3"
+    );
+    let finding = common::only(&diagnosis, "kindnet.pod.mtu");
+    assert!(
+        finding
+            .message
+            .contains("its veth vethb6b629b1 on the node has MTU 1400"),
+        "{}",
+        finding.message
+    );
+}

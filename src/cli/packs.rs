@@ -5,7 +5,9 @@ use std::process::ExitCode;
 
 use clap::{Args, Subcommand, ValueEnum};
 use skoop::pack_tests;
-use skoop::packs::{self, HOOKS, IntRange, LoadedPacks, Override, Pack, PackKind, scaffold};
+use skoop::packs::{
+    self, HOOKS, IntRange, LoadedPacks, Override, Pack, PackKind, contract, scaffold,
+};
 use skoop::snapshot::ClusterFrom;
 
 use super::args::{CacheArgs, LoadArgs};
@@ -48,6 +50,10 @@ pub enum PacksCommand {
         /// disposition and findings) beside what it expected.
         #[arg(short, long)]
         verbose: bool,
+        /// Override a parameter of a pack under test in every case:
+        /// PACK.PARAM=VALUE (a case's own `set:` wins for its case).
+        #[arg(long = "set", value_name = "PACK.PARAM=VALUE", value_parser = Override::parse)]
+        overrides: Vec<Override>,
         #[command(flatten)]
         cache: CacheArgs,
     },
@@ -118,8 +124,9 @@ pub fn run(command: PacksCommand) -> ExitCode {
         PacksCommand::Test {
             dirs,
             verbose,
+            overrides,
             cache,
-        } => test(&dirs, verbose, cache.cluster_from()),
+        } => test(&dirs, verbose, &overrides, cache.cluster_from()),
         PacksCommand::Eval(args) => eval(&args),
         PacksCommand::New { name, kind, dir } => new(&name, kind, dir),
     }
@@ -136,12 +143,14 @@ fn list(load: &LoadArgs) -> ExitCode {
         } else {
             pack.dir.display().to_string()
         };
+        let declarative = pack.checks.iter().filter(|c| c.kind.is_declarative());
         out!(
-            "{:<16} {:<8} {:<6} {:>3} checks  {}  ({origin})",
+            "{:<16} {:<8} {:<6} {:>3} checks ({:>2} declarative)  {}  ({origin})",
             pack.name,
             pack.version.to_string(),
             pack.kind.as_str(),
             pack.checks.len(),
+            declarative.count(),
             pack.description
         );
     }
@@ -170,11 +179,12 @@ fn show(name: &str, load: &LoadArgs) -> ExitCode {
 /// `skoop packs show`: everything a user needs to use and configure a pack.
 fn describe(pack: &Pack) -> String {
     let mut out = format!(
-        "{} {} ({} pack, engine {})\n{}\nfrom: {}\n",
+        "{} {} ({} pack, engine {}, contract {})\n{}\nfrom: {}\n",
         pack.name,
         pack.version,
         pack.kind.as_str(),
         pack.engine,
+        pack.contract,
         pack.description,
         if pack.builtin {
             "built-in".to_owned()
@@ -268,6 +278,9 @@ fn lint(dirs: &[PathBuf], overrides: &[Override]) -> ExitCode {
     }
     for dir in &names {
         if let Some(pack) = loaded.packs().iter().find(|p| &p.dir == dir) {
+            for warning in contract::warnings(pack) {
+                out!("{warning}");
+            }
             err!("ok: {} {} ({})", pack.name, pack.version, dir.display());
         }
     }
@@ -283,9 +296,10 @@ fn lint(dirs: &[PathBuf], overrides: &[Override]) -> ExitCode {
     }
 }
 
-fn test(dirs: &[PathBuf], verbose: bool, from: ClusterFrom) -> ExitCode {
+fn test(dirs: &[PathBuf], verbose: bool, overrides: &[Override], from: ClusterFrom) -> ExitCode {
     let (mut passed, mut failed) = (0, 0);
     let mut unusable = false;
+    let mut tested = Vec::new();
     for dir in dirs {
         let sources = match packs::discover(dir) {
             Ok(sources) => sources,
@@ -296,8 +310,19 @@ fn test(dirs: &[PathBuf], verbose: bool, from: ClusterFrom) -> ExitCode {
             }
         };
         for source in sources {
-            let (loaded, problems) = LoadedPacks::load(vec![source.clone()], &[]);
-            let Some(pack) = loaded.packs().first() else {
+            let (loaded, mut problems) = LoadedPacks::load(vec![source.clone()], &[]);
+            let name = loaded.packs().first().map(|pack| pack.name.clone());
+            let own: Vec<Override> = overrides
+                .iter()
+                .filter(|o| Some(&o.pack) == name.as_ref())
+                .cloned()
+                .collect();
+            if !own.is_empty() {
+                problems.extend(LoadedPacks::load(vec![source.clone()], &own).1);
+            }
+            tested.extend(name);
+            let pack = loaded.packs().first().filter(|_| problems.is_empty());
+            let Some(pack) = pack else {
                 for problem in &problems {
                     out!("{problem}");
                 }
@@ -308,7 +333,7 @@ fn test(dirs: &[PathBuf], verbose: bool, from: ClusterFrom) -> ExitCode {
                 failed += 1;
                 continue;
             };
-            match pack_tests::run_pack_tests(&source, &pack.name, from) {
+            match pack_tests::run_pack_tests(&source, &pack.name, &own, from) {
                 Err(problems) => {
                     for problem in &problems {
                         out!("{problem}");
@@ -340,6 +365,13 @@ fn test(dirs: &[PathBuf], verbose: bool, from: ClusterFrom) -> ExitCode {
                 }
             }
         }
+    }
+    for o in overrides.iter().filter(|o| !tested.contains(&o.pack)) {
+        err!(
+            "{}",
+            o.problem(format!("no pack under test is called {}", o.pack))
+        );
+        unusable = true;
     }
     out!();
     out!("{passed} passed, {failed} failed");

@@ -43,7 +43,7 @@ catalogue! {
     KERNEL_ROUTE_UNKNOWN = "kernel.route.unknown", Warning,
         "the route lookup cannot be concluded from the dump (`insufficient_info`)";
     KERNEL_ROUTE_LEAVES_CLUSTER = "kernel.route.leaves-cluster", Fatal,
-        "the packet for a pod or node of the cluster leaves by a device to a next hop no node or pod holds (for a pod's address sent to a router, the CNI pack says why the routers do not carry it)";
+        "the packet for a pod or node of the cluster leaves by a device to a next hop no node or pod holds (for a pod's address sent to a router, the CNI pack says why the routers do not carry it, or that nobody says whether they do: then beside `engine.underlay.pod-routes-unknown`)";
     KERNEL_NETFILTER_DENIED = "kernel.netfilter.denied", Fatal,
         "a rule or chain policy drops or rejects the packet (`denied_by_netfilter`), with its line";
     KERNEL_NETFILTER_UNKNOWN = "kernel.netfilter.unknown", Warning,
@@ -121,7 +121,7 @@ catalogue! {
     ENGINE_UNDERLAY_ROUTED = "engine.underlay.routed", Info,
         "a node sends the packet to a gateway nothing in the snapshot holds, and the routers beyond it are assumed to carry it to the node holding its destination (an `underlay_routed` link): their TTL decrements and the path MTU beyond the gateway are not known (`docs/diagnose.md`, \"Nodes behind routers\")";
     ENGINE_UNDERLAY_POD_ROUTES_UNKNOWN = "engine.underlay.pod-routes-unknown", Warning,
-        "a node sends a pod's address unencapsulated to such a gateway, and no CNI pack says whether the routers route pod addresses (`insufficient_info`); where the pack says they do not, the packet leaves the cluster (`kernel.route.leaves-cluster`, with the pack's reason)";
+        "a node sends a pod's address unencapsulated to such a gateway, and no CNI pack says whether the routers route pod addresses (`insufficient_info`, with the route's `kernel.route.leaves-cluster`); where the pack says they do not, the packet leaves the cluster (`kernel.route.leaves-cluster`, with the pack's reason)";
     // snapshot.*: what the snapshot holds or lacks
     SNAPSHOT_MISSING = "snapshot.missing", Warning,
         "a dump file, a namespace's dump, or an answer only a dump could give is missing (`insufficient_info`)";

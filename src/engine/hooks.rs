@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use rhai::{Dynamic, Map};
 
+use crate::packs::contract;
 use crate::packs::{self, HopScope, LoadedPacks, Pack, PackKind, PodRef};
 use crate::snapshot::Snapshot;
 use crate::snapshot::netns::bpf;
@@ -302,7 +303,16 @@ impl<'s> Intent<'s> {
     pub fn underlay(&self, hop: &Arc<HopScope>) -> Result<Option<UnderlayRoutes>, Undecided> {
         let arg = Dynamic::from(hop.packet.clone());
         let Some((pack, map)) = self.call_cni("underlay", hop, arg)? else {
-            return Ok(None);
+            // A pack of the first contract without the hook keeps its meaning.
+            let older = contract::UNDERLAY;
+            return Ok(self
+                .cni
+                .filter(|pack| older.kept_by(pack))
+                .map(|pack| UnderlayRoutes {
+                    pack: pack.name.clone(),
+                    pods: false,
+                    why: older.why(pack),
+                }));
         };
         let field = Fields::new(pack, "underlay", &map);
         let pods = field

@@ -2,7 +2,7 @@
 //! applicable pack at every hop, and the snapshot checks about the nodes and
 //! pods the path went through.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use petgraph::Direction;
@@ -56,8 +56,12 @@ pub(crate) fn pack_findings(
     // Snapshot checks, about the nodes and pods on the path, the Service the
     // request goes to (at the first hop, where it starts), and the packs:
     // only those are evaluated, whatever the size of the cluster.
+    // A pod a packet was sent to that no hop reached (the path stopped
+    // before it) is still the question's: its own checks may name the cause
+    // on its side (its veth's MTU), at the hop that stopped short of it.
+    let short_of = pods_short_of(diagnosis, snapshot);
     let hop_about = |subject: &Subject| {
-        diagnosis.graph.node_indices().find(|&index| {
+        let on_graph = diagnosis.graph.node_indices().find(|&index| {
             let hop = &diagnosis.graph[index];
             match subject {
                 Subject::Node { name } => hop.id == HopId::node(name),
@@ -74,6 +78,12 @@ pub(crate) fn pack_findings(
                 }
                 Subject::Hop { .. } => false,
             }
+        });
+        on_graph.or_else(|| match subject {
+            Subject::Pod { namespace, name } => {
+                short_of.get(&(namespace.clone(), name.clone())).copied()
+            }
+            _ => None,
         })
     };
     // A node on the path is checked against the nodes the question involves
@@ -164,6 +174,40 @@ fn path_nodes(diagnosis: &Diagnosis, snapshot: &Snapshot) -> HashSet<String> {
         }
     }
     nodes
+}
+
+/// The pods (not on the host network) a packet of a hop was sent to that
+/// no hop of the graph is, each with the last hop a packet for it reached.
+fn pods_short_of(
+    diagnosis: &Diagnosis,
+    snapshot: &Snapshot,
+) -> HashMap<(String, String), NodeIndex> {
+    let cluster = &snapshot.cluster;
+    let mut pods = HashMap::new();
+    for index in diagnosis.graph.node_indices() {
+        let Some(context) = &diagnosis.graph[index].context else {
+            continue;
+        };
+        for packet in std::iter::once(&context.packet).chain(&context.last_packet) {
+            for owner in cluster.by_ip(packet.dst) {
+                if let IpOwner::Pod {
+                    namespace,
+                    name,
+                    host_network: false,
+                } = owner
+                {
+                    pods.insert((namespace.clone(), name.clone()), index);
+                }
+            }
+        }
+    }
+    let reached: HashSet<HopId> = diagnosis
+        .graph
+        .node_weights()
+        .map(|hop| hop.id.clone())
+        .collect();
+    pods.retain(|(namespace, name), _| !reached.contains(&HopId::pod(namespace, name)));
+    pods
 }
 
 /// The hop at `index` as its checks see it; `None` for a hop the packs do

@@ -13,6 +13,7 @@
 //! crashes skoop and never passes silently: its failure is a finding.
 
 mod budget;
+pub mod contract;
 mod eval;
 mod hooks;
 mod host;

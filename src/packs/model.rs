@@ -360,13 +360,17 @@ impl CheckScope {
 pub enum ForEach {
     /// Node scope: every other node, as `peer`.
     RemoteNodes,
+    /// Node scope: every pod of the node the CNI networks (not on the host
+    /// network, with an address), as `pod`.
+    LocalPods,
     /// Pod scope: every port its containers declare, as `port`.
     ContainerPorts,
 }
 
 impl ForEach {
-    pub const ALL: [(&'static str, ForEach); 2] = [
+    pub const ALL: [(&'static str, ForEach); 3] = [
         ("remote_nodes", ForEach::RemoteNodes),
+        ("local_pods", ForEach::LocalPods),
         ("container_ports", ForEach::ContainerPorts),
     ];
 }
@@ -393,6 +397,10 @@ pub enum CheckKind {
         table: Option<Value>,
         /// `true`: the route must be `onlink` (a gateway not on the device's subnet).
         onlink: Option<Value>,
+        /// Who installed it (`proto`: `bird`, `boot`, `kernel`, a number).
+        protocol: Option<Value>,
+        /// Its type (`unicast`, `blackhole`, `unreachable`, ...).
+        route_type: Option<Value>,
     },
     /// A neighbour entry for `dst` that is not failed.
     Neighbour {
@@ -413,6 +421,34 @@ pub enum CheckKind {
     },
     /// Each chain jumps (or goes) to its target chain, which exists.
     Jump { jumps: Vec<Jump> },
+    /// An iptables rule of a chain with its target, text and position.
+    Rule(Box<RuleCheck>),
+    /// A Node's or Pod's annotation `key` is there, with the value
+    /// `expect` where given (`()`: not compared).
+    Annotation { key: Value, expect: Option<Value> },
+    /// A Ready pod labelled `label` (`KEY=VALUE`) runs on the node (a
+    /// node's agent: a CNI's DaemonSet pod).
+    ReadyPod { label: Value },
+    /// An address or network (`value`; a list: each) lies within one of
+    /// `networks`; `()` for either is not checked.
+    Within { value: Value, networks: Value },
+    /// An entry of a datapath's file (`datapath/FILE.json`): each `key` is a
+    /// member of its top-level object, and `field` of it (of the document
+    /// without `key`) is there, `expect`ed where given.
+    DatapathEntry {
+        file: Value,
+        key: Option<Value>,
+        field: Option<Value>,
+        expect: Option<Value>,
+    },
+    /// What nat POSTROUTING decides for traffic from `from` (an address or
+    /// a list): masqueraded to each of `masqueraded`, its source kept to
+    /// each of `kept`.
+    Masquerade {
+        from: Value,
+        masqueraded: Option<Value>,
+        kept: Option<Value>,
+    },
     /// An object's status condition has the expected truth.
     Condition { condition: String, expect: bool },
     /// A Rhai function `fn NAME(ctx)` of the pack's scripts decides.
@@ -420,6 +456,11 @@ pub enum CheckKind {
 }
 
 impl CheckKind {
+    /// Whether the kind is data, not a script's.
+    pub fn is_declarative(&self) -> bool {
+        !matches!(self, CheckKind::Script { .. })
+    }
+
     pub fn name(&self) -> &'static str {
         match self {
             CheckKind::Sysctl { .. } => "sysctl",
@@ -429,6 +470,12 @@ impl CheckKind {
             CheckKind::Fdb { .. } => "fdb",
             CheckKind::Listener { .. } => "listener",
             CheckKind::Jump { .. } => "jump",
+            CheckKind::Rule(_) => "rule",
+            CheckKind::Masquerade { .. } => "masquerade",
+            CheckKind::DatapathEntry { .. } => "datapath_entry",
+            CheckKind::Within { .. } => "within",
+            CheckKind::ReadyPod { .. } => "ready_pod",
+            CheckKind::Annotation { .. } => "annotation",
             CheckKind::Condition { .. } => "condition",
             CheckKind::Script { .. } => "script",
         }
@@ -452,6 +499,35 @@ pub struct DeviceCheck {
     pub vni: Option<Value>,
     pub port: Option<Value>,
     pub local: Option<Value>,
+    /// A bridge port's settings (`ip -d link`'s `info_slave_data`).
+    pub hairpin: Option<Value>,
+    pub learning: Option<Value>,
+    pub isolated: Option<Value>,
+}
+
+/// A rule `chain` of `table` must hold: its target, text it holds
+/// (`-d 10.244.0.0/16`, `! --dst-type LOCAL`) and its place among the
+/// chain's rules, in the rules of the check's family (`ip_family: ipv6`:
+/// ip6tables-save.txt).
+#[derive(Debug, Clone)]
+pub struct RuleCheck {
+    /// One rule, or several (`rules:`).
+    pub rules: Vec<Rule>,
+    pub family: crate::net::Family,
+}
+
+/// One rule a rule check wants; a `holding` or `destination` that is a
+/// list wants a rule for each.
+#[derive(Debug, Clone)]
+pub struct Rule {
+    pub table: Value,
+    pub chain: Value,
+    pub target: Value,
+    pub holding: Option<Value>,
+    /// A network the rule's `-d` holds (a list: a rule for each).
+    pub destination: Option<Value>,
+    /// 1-based, or `last`.
+    pub position: Option<Value>,
 }
 
 /// A chain that must send packets on to another: an iptables chain of
@@ -479,6 +555,9 @@ pub struct Check {
     /// runs only for a packet of it, and a diagnosis takes a snapshot
     /// check's finding as about its paths only when its packets are of it.
     pub family: Option<crate::net::Family>,
+    /// `on: node`: a pod check's declarative kind reads the dump of the
+    /// pod's node (the host end of its veth, its route there).
+    pub on_node: bool,
     /// The check applies only where this holds.
     pub when: Option<Value>,
     /// What a declarative check wanted, in the pack's words; without it the
@@ -508,6 +587,11 @@ pub struct Pack {
     pub version: Version,
     pub description: String,
     pub engine: String,
+    /// The pack contract it was written for (`contract:`; without it, the
+    /// first: `packs::contract`).
+    pub contract: u32,
+    /// Where `contract:` is written (line, column), for lint's warnings.
+    pub contract_at: Option<(usize, usize)>,
     pub kind: PackKind,
     pub dir: PathBuf,
     pub builtin: bool,

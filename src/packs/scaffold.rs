@@ -138,6 +138,7 @@ fn manifest(name: &str, kind: PackKind) -> String {
          version: 0.1.0\n\
          description: What {name} checks.\n\
          engine: \">=0.1.0\"\n\
+         contract: {contract}\n\
          kind: {kind}\n\
          {detect}\
          parameters:\n  \
@@ -161,7 +162,8 @@ fn manifest(name: &str, kind: PackKind) -> String {
              kind: script\n    \
              function: loopback_up\n    \
              message: \"${{subject}}: ${{actual}}\"\n",
-        kind = kind.as_str()
+        kind = kind.as_str(),
+        contract = super::contract::CONTRACT
     )
 }
 

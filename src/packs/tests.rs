@@ -199,28 +199,33 @@ fn an_expression_is_one_expression_and_a_broken_module_one_problem() {
     );
 }
 
-/// The findings of one node check, `kind` and its fields, on node-1 of
-/// the example at `snapshot`, as `STATUS: MESSAGE; expected EXPECTED @ EVIDENCE`.
-fn node_1_findings(snapshot: &str, kind: &str) -> Vec<String> {
+/// The findings of one check, `check` (its scope and kind with their
+/// fields), of a rules pack on the example at `snapshot`.
+fn one_check_findings(snapshot: &str, check: &str) -> Vec<Finding> {
     let manifest = format!(
         r#"name: kinds
 version: 0.1.0
-description: One declarative check.
+description: One check.
 engine: ">=0.1.0"
 kind: rules
 checks:
-  - id: kinds.node.check
+  - id: kinds.one.check
     severity: warning
-    scope: node
-    when: ${{netns.node == "node-1"}}
-{kind}
-    message: "${{actual}}"
+{check}
 "#
     );
     let (snapshot, problems) = Snapshot::load(Path::new(snapshot)).expect("the example loads");
     assert!(problems.is_empty(), "{problems:?}");
-    inline_pack(&manifest, "")
-        .evaluate_snapshot(&Arc::new(snapshot))
+    inline_pack(&manifest, "").evaluate_snapshot(&Arc::new(snapshot))
+}
+
+/// The findings of one node check, `kind` and its fields, on node-1 of
+/// the example at `snapshot`, as `STATUS: MESSAGE; expected EXPECTED @ EVIDENCE`.
+fn node_1_findings(snapshot: &str, kind: &str) -> Vec<String> {
+    let check = format!(
+        "    scope: node\n    when: ${{netns.node == \"node-1\"}}\n{kind}\n    message: \"${{actual}}\""
+    );
+    one_check_findings(snapshot, &check)
         .into_iter()
         .map(|f| {
             let evidence: Vec<String> = f
@@ -343,11 +348,31 @@ fn a_device_kind_checks_a_vxlan_devices_vni_port_local_address_and_mac() {
     assert!(
             found[0].starts_with(
                 "failed: flannel.1: VNI 1, UDP port 8472, local 172.18.0.11, MAC f2:50:c6:f2:ef:fd, \
-                 address 10.244.1.0/32, fe80::f050:c6ff:fef2:effd/64; \
+                 address 10.244.1.0/32; \
                  expected flannel.1: VNI 4096, UDP port 4789, local 172.18.0.12, MAC 52:04:a1:8d:72:13, address 10.244.1.0/24 @ ip-link.json:Some(1):Some("
             ),
             "{found:?}"
         );
+    assert!(found[0].contains(" ip-addr.json:Some("), "{found:?}");
+    // An address alone is ip-addr.json's, and the IPv6 link-local address
+    // the kernel gives the device is shown only when asked for.
+    let address = node_1_findings(VXLAN, &device("    address: 10.244.1.0/24"));
+    assert_eq!(address.len(), 1, "{address:?}");
+    assert!(
+        address[0].starts_with(
+            "failed: flannel.1: address 10.244.1.0/32; expected flannel.1: address 10.244.1.0/24 @ ip-addr.json:Some("
+        ),
+        "{address:?}"
+    );
+    assert!(
+        node_1_findings(VXLAN, &device("    address: fe80::f050:c6ff:fef2:effd/64")).is_empty()
+    );
+    let link_local = node_1_findings(VXLAN, &device("    address: fe80::1"));
+    assert!(
+        link_local[0]
+            .starts_with("failed: flannel.1: address 10.244.1.0/32, fe80::f050:c6ff:fef2:effd/64;"),
+        "{link_local:?}"
+    );
     // A field that is () where it is evaluated is not checked.
     assert!(node_1_findings(VXLAN, &device("    vni: ${()}\n    mtu: 1450")).is_empty());
     // A missing device says what it should have been.
@@ -359,6 +384,214 @@ fn a_device_kind_checks_a_vxlan_devices_vni_port_local_address_and_mac() {
         missing,
         [
             "failed: no device flannel.4096; expected flannel.4096: kind vxlan, VNI 4096 @ ip-link.json:None:None"
+        ]
+    );
+}
+
+#[test]
+fn a_device_kind_checks_a_bridge_ports_hairpin_learning_and_isolation() {
+    let ports =
+        |fields: &str| format!("    kind: device\n    name: veth*\n    master: cni0\n{fields}");
+    assert!(
+        node_1_findings(
+            VXLAN,
+            &ports("    hairpin: true\n    learning: true\n    isolated: false")
+        )
+        .is_empty(),
+        "the bridge plugin's ports: hairpin on, learning on, not isolated"
+    );
+    let found = node_1_findings(VXLAN, &ports("    hairpin: false"));
+    assert_eq!(found.len(), 2, "one per port: {found:?}");
+    assert!(
+        found[0].starts_with("failed: veth53842afe: hairpin on; expected veth53842afe: master cni0, hairpin off @ ip-link.json:Some("),
+        "{found:?}"
+    );
+    let not_a_port = node_1_findings(
+        VXLAN,
+        "    kind: device\n    name: eth0\n    isolated: false",
+    );
+    assert!(
+        not_a_port[0].starts_with("failed: eth0: not a bridge port;"),
+        "{not_a_port:?}"
+    );
+}
+
+#[test]
+fn a_rule_kind_checks_a_rules_target_text_and_place_in_its_chain() {
+    let rule = |fields: &str| format!("    kind: rule\n    table: nat\n{fields}");
+    let masquerade = "    chain: FLANNEL-POSTRTG\n    target: MASQUERADE\n    holding: \"! -s 10.244.0.0/16 -d 10.244.0.0/16\"";
+    assert!(node_1_findings(VXLAN, &rule(&format!("{masquerade}\n    position: last"))).is_empty());
+    assert!(node_1_findings(VXLAN, &rule(&format!("{masquerade}\n    position: 6"))).is_empty());
+    assert_eq!(
+        node_1_findings(VXLAN, &rule(&format!("{masquerade}\n    position: 1"))),
+        [
+            "failed: nat FLANNEL-POSTRTG's rule 6 of 6 is `-A FLANNEL-POSTRTG ! -s 10.244.0.0/16 -d 10.244.0.0/16 -m comment --comment \"flanneld masq\" -j MASQUERADE --random-fully`; \
+             expected -A FLANNEL-POSTRTG ! -s 10.244.0.0/16 -d 10.244.0.0/16 -j MASQUERADE in the nat table, rule 1 of the chain @ iptables-save.txt:Some(54):Some(1)"
+        ]
+    );
+    let jump = "    chain: POSTROUTING\n    target: FLANNEL-POSTRTG";
+    assert!(node_1_findings(VXLAN, &rule(&format!("{jump}\n    position: 2"))).is_empty());
+    assert_eq!(
+        node_1_findings(
+            VXLAN,
+            &rule(&format!("{jump}\n    holding: \"! --dst-type LOCAL\""))
+        ),
+        [
+            "failed: nat POSTROUTING sends to FLANNEL-POSTRTG only by `-A POSTROUTING -m comment --comment \"flanneld masq\" -j FLANNEL-POSTRTG`; \
+             expected -A POSTROUTING ! --dst-type LOCAL -j FLANNEL-POSTRTG in the nat table @ iptables-save.txt:Some(48):Some(1)"
+        ]
+    );
+    assert_eq!(
+        node_1_findings(
+            VXLAN,
+            &rule("    chain: POSTROUTING\n    target: KIND-MASQ-AGENT")
+        ),
+        ["failed: nat POSTROUTING has no rule -j KIND-MASQ-AGENT; \
+             expected -A POSTROUTING -j KIND-MASQ-AGENT in the nat table @ iptables-save.txt:Some(34):Some(1)"]
+    );
+}
+
+#[test]
+fn a_masquerade_kind_asks_nat_postrouting_of_each_source_and_destination() {
+    let masquerade = |fields: &str| format!("    kind: masquerade\n    from: 10.244.1.2\n{fields}");
+    assert!(
+        node_1_findings(
+            VXLAN,
+            &masquerade("    kept: ${[\"10.244.2.2\"]}\n    masqueraded: 203.0.113.1")
+        )
+        .is_empty(),
+        "flanneld's rules: the cluster network kept, the internet masqueraded"
+    );
+    assert_eq!(
+        node_1_findings(
+            VXLAN,
+            &masquerade("    kept: 203.0.113.1\n    masqueraded: 10.244.2.2")
+        ),
+        [
+            "failed: traffic from 10.244.1.2 to 10.244.2.2 keeps its source address; expected traffic from 10.244.1.2 to 10.244.2.2 is masqueraded @ iptables-save.txt:Some(34):Some(1)",
+            "failed: traffic from 10.244.1.2 to 203.0.113.1 is masqueraded; expected traffic from 10.244.1.2 to 203.0.113.1 keeps its source address @ iptables-save.txt:Some(34):Some(1)",
+        ]
+    );
+    // No source (`()`): nothing to ask.
+    assert!(
+        node_1_findings(
+            VXLAN,
+            "    kind: masquerade\n    from: ${()}\n    kept: 203.0.113.1"
+        )
+        .is_empty()
+    );
+}
+
+#[test]
+fn a_datapath_entry_kind_checks_entries_and_fields_of_a_datapath_file() {
+    const CILIUM: &str = "examples/cilium-vxlan";
+    let entry = |fields: &str| format!("    kind: datapath_entry\n{fields}");
+    assert!(
+        node_1_findings(
+            CILIUM,
+            &entry("    file: ipcache\n    key: ${[\"10.244.0.59/32\", \"0.0.0.0/0\"]}")
+        )
+        .is_empty()
+    );
+    assert!(
+        node_1_findings(
+            CILIUM,
+            &entry("    file: status\n    field: cilium.state\n    expect: Ok")
+        )
+        .is_empty()
+    );
+    assert_eq!(
+        node_1_findings(CILIUM, &entry("    file: ipcache\n    key: 10.244.9.9/32")),
+        [
+            "failed: datapath/ipcache.json has no entry 10.244.9.9/32; expected an entry 10.244.9.9/32 in datapath/ipcache.json @ ipcache.json:None:None"
+        ]
+    );
+    assert_eq!(
+        node_1_findings(
+            CILIUM,
+            &entry("    file: status\n    field: cilium.state\n    expect: Failure")
+        ),
+        [
+            "failed: cilium.state is Ok in datapath/status.json; expected cilium.state Failure in datapath/status.json @ status.json:None:None"
+        ]
+    );
+    assert_eq!(
+        node_1_findings(CILIUM, &entry("    file: status\n    field: cilium.mood")),
+        [
+            "failed: datapath/status.json says nothing of cilium.mood; expected cilium.mood in datapath/status.json @ status.json:None:None"
+        ]
+    );
+    // A file the dump does not hold: cannot tell, never a pass.
+    let unknown = node_1_findings(CILIUM, &entry("    file: no-such-map"));
+    assert!(
+        unknown[0].starts_with("cannot tell: datapath/no-such-map.json of"),
+        "{unknown:?}"
+    );
+}
+
+/// What an object check of `kind` about `object` objects says on the VXLAN
+/// example, as `status: message; expected …`.
+fn object_findings(object: &str, kind: &str) -> Vec<String> {
+    let check = format!(
+        "    scope: object\n    object: {{kind: {object}}}\n{kind}\n    message: \"${{subject}}: ${{actual}}\""
+    );
+    let mut found: Vec<String> = one_check_findings(VXLAN, &check)
+        .into_iter()
+        .map(|f| {
+            format!(
+                "{}: {}; expected {}",
+                f.status,
+                f.message,
+                f.expected.unwrap_or_default()
+            )
+        })
+        .collect();
+    found.sort();
+    found
+}
+
+#[test]
+fn a_within_kind_checks_an_address_or_network_lies_in_one_of_networks() {
+    let within = |networks: &str| {
+        format!("    kind: within\n    value: ${{pod.ip}}\n    networks: {networks}")
+    };
+    assert!(object_findings("Pod", &within("10.244.0.0/16")).is_empty());
+    assert!(
+        object_findings("Pod", &within("${()}")).is_empty(),
+        "no networks: nothing to check"
+    );
+    assert_eq!(
+        object_findings("Pod", &within("${[\"10.0.0.0/16\", \"10.244.2.0/24\"]}")),
+        [
+            "failed: Pod default/web-0: 10.244.1.2 is in none of 10.0.0.0/16, 10.244.2.0/24; expected 10.244.1.2 within 10.0.0.0/16 or 10.244.2.0/24",
+            "failed: Pod default/web-1: 10.244.1.3 is in none of 10.0.0.0/16, 10.244.2.0/24; expected 10.244.1.3 within 10.0.0.0/16 or 10.244.2.0/24",
+        ]
+    );
+}
+
+#[test]
+fn an_annotation_kind_wants_the_annotation_with_its_value() {
+    let key = "    kind: annotation\n    key: flannel.alpha.coreos.com/backend-type";
+    assert!(object_findings("Node", &format!("{key}\n    expect: vxlan")).is_empty());
+    assert!(object_findings("Node", &format!("{key}\n    expect: ${{()}}")).is_empty());
+    assert_eq!(
+        object_findings("Node", &format!("{key}\n    expect: host-gw"))[0],
+        "failed: Node node-1: annotation flannel.alpha.coreos.com/backend-type: vxlan; expected annotation flannel.alpha.coreos.com/backend-type: host-gw"
+    );
+    assert_eq!(
+        object_findings("Node", "    kind: annotation\n    key: example.org/missing")[0],
+        "failed: Node node-1: no annotation example.org/missing; expected annotation example.org/missing"
+    );
+}
+
+#[test]
+fn a_ready_pod_kind_wants_a_ready_pod_with_the_label_on_the_node() {
+    assert!(object_findings("Node", "    kind: ready_pod\n    label: app=web").is_empty());
+    assert_eq!(
+        object_findings("Node", "    kind: ready_pod\n    label: app=agent"),
+        [
+            "failed: Node node-1: no pod labelled app=agent runs on node-1; expected a Ready pod labelled app=agent on node-1",
+            "failed: Node node-2: no pod labelled app=agent runs on node-2; expected a Ready pod labelled app=agent on node-2",
         ]
     );
 }

@@ -39,10 +39,14 @@ struct CheckRun {
     id: String,
     scope: &'static str,
     per_remote_node: bool,
+    per_local_pod: bool,
     /// Subjects it ran on (node and peer counted once per pair).
     subjects: usize,
     /// Of those, the subjects its `when:` skipped: not checked at all.
     skipped: usize,
+    /// Its `when:` as written, which says why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    when: Option<String>,
     findings: Vec<Finding>,
     /// What its scripts printed with `print` and `debug`.
     output: Vec<String>,
@@ -157,8 +161,15 @@ fn run_pack(
             per_remote_node: run
                 .check
                 .is_some_and(|c| c.for_each == Some(packs::ForEach::RemoteNodes)),
+            per_local_pod: run
+                .check
+                .is_some_and(|c| c.for_each == Some(packs::ForEach::LocalPods)),
             subjects: run.subjects,
             skipped: run.skipped,
+            when: run
+                .check
+                .and_then(|c| c.when.as_ref())
+                .map(|w| w.source.clone()),
             findings: run.findings,
             output: run.output,
         })
@@ -323,18 +334,22 @@ fn print_text(report: &EvalReport) {
 fn print_check(check: &CheckRun) {
     let scope = if check.per_remote_node {
         format!("{} per remote node", check.scope)
+    } else if check.per_local_pod {
+        format!("{} per local pod", check.scope)
     } else {
         check.scope.to_owned()
     };
     let subjects = counted(check.subjects, "subject");
+    // A subject its `when:` left out was not checked: never "ok".
+    let when = check.when.as_deref().unwrap_or_default();
     let verdict = match (check.subjects, check.skipped, check.findings.len()) {
         (0, ..) => "no subject".to_owned(),
-        (all, skipped, _) if skipped == all => format!("{subjects}, skipped: its when is false"),
+        (all, skipped, _) if skipped == all => format!("{subjects}, skipped (when: {when})"),
         (_, 0, 0) => format!("{subjects}, ok"),
         (_, 0, findings) => format!("{subjects}, {}", counted(findings, "finding")),
-        (_, skipped, 0) => format!("{subjects} ({skipped} skipped by its when), ok"),
+        (_, skipped, 0) => format!("{subjects}, {skipped} skipped (when: {when}), the rest ok"),
         (_, skipped, findings) => format!(
-            "{subjects} ({skipped} skipped by its when), {}",
+            "{subjects}, {skipped} skipped (when: {when}), {}",
             counted(findings, "finding")
         ),
     };

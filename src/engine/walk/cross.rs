@@ -29,10 +29,10 @@ impl Crossing<'_> {
 /// How a packet leaves the cluster: by `device` to `next_hop`, which
 /// nothing of the snapshot holds, and why the routers there do not take it
 /// on where the CNI says.
-struct Lost<'a> {
-    device: &'a str,
-    next_hop: IpAddr,
-    because: Option<&'a str>,
+pub(super) struct Lost<'a> {
+    pub device: &'a str,
+    pub next_hop: IpAddr,
+    pub because: Option<&'a str>,
 }
 
 impl<'s> Walker<'s> {
@@ -370,7 +370,7 @@ impl<'s> Walker<'s> {
 
     /// The finding for a packet that leaves the cluster though its
     /// destination is a pod, a node or a service address of it.
-    fn lost(&mut self, place: &Place, lost: Lost<'_>, packet: &Packet) {
+    pub(super) fn lost(&mut self, place: &Place, lost: Lost<'_>, packet: &Packet) {
         let (ns, hop) = (&place.ns, place.hop);
         let Lost {
             device,

@@ -10,6 +10,7 @@
 //! teaches them the nodes' blocks; flannel teaches them nothing), and where
 //! it says nothing, nothing can be said.
 
+use super::cross::Lost;
 use super::*;
 use crate::engine::codes;
 
@@ -133,6 +134,16 @@ impl<'s> Walker<'s> {
                     Some(pack) => format!("pack {}'s underlay hook has no opinion", pack.name),
                     None => "no CNI pack says".to_string(),
                 };
+                // What the node's route does is the engine's own fact,
+                // whatever the pack says of the routers beyond it.
+                let because =
+                    format!("whether the routers beyond route pod addresses is not known: {said}");
+                let lost = Lost {
+                    device: &device.ifname,
+                    next_hop: gateway,
+                    because: Some(&because),
+                };
+                self.lost(place, lost, &flow.packet);
                 let reason = format!(
                     "{sent}; whether the routers route pod addresses is not known ({said})"
                 );
@@ -412,11 +423,19 @@ spec: {peerIP: 172.18.0.1, asNumber: 64512}
     #[test]
     fn a_pod_address_through_a_router_without_a_cni_pack_is_unknown() {
         let fixture = Fixture::new(&two_subnets(""));
-        send(&fixture, tcp("172.18.0.11", "10.0.1.2"), |_, next| {
+        send(&fixture, tcp("172.18.0.11", "10.0.1.2"), |walker, next| {
             let stop = stopped(next);
             assert_eq!(stop.id, codes::ENGINE_UNDERLAY_POD_ROUTES_UNKNOWN);
             assert_eq!(stop.disposition, Disposition::InsufficientInfo);
             assert!(stop.reason.contains("no CNI pack says"), "{}", stop.reason);
+            // The node's route leading out of the cluster is the engine's
+            // own fact, reported though the routers' part is unknown.
+            let lost = walker
+                .findings
+                .iter()
+                .find(|f| f.id == codes::KERNEL_ROUTE_LEAVES_CLUSTER)
+                .expect("the route's fact");
+            assert!(lost.message.contains("is not known"), "{}", lost.message);
         });
     }
 

@@ -1,6 +1,8 @@
 //! The device kind: a device, or every device a `*` pattern names, with the
 //! kind, MTU, state, master, VXLAN settings, MAC and address a check wants.
 
+use std::net::IpAddr;
+
 use super::kinds::{NamespaceDump, fail};
 use super::{Evaluator, Failure, Outcome};
 use crate::diagnostic::Evidence;
@@ -8,11 +10,11 @@ use crate::packs::host::{link_is_up, link_kind, lladdr_text};
 use crate::packs::model::{DeviceCheck, DeviceState};
 use crate::snapshot::netns::DumpFile;
 use crate::snapshot::netns::addr::InterfaceAddrs;
-use crate::snapshot::netns::link::{Link, LinkKind};
+use crate::snapshot::netns::link::{Link, LinkKind, LinkPort};
 
 impl Evaluator<'_> {
     pub(super) fn device(&self, device: &DeviceCheck, at: &NamespaceDump<'_>) -> Outcome {
-        let &NamespaceDump { ctx, dir, dump } = at;
+        let &NamespaceDump { ctx, dir, dump, .. } = at;
         let DeviceCheck {
             name,
             kind,
@@ -24,6 +26,9 @@ impl Evaluator<'_> {
             vni,
             port,
             local,
+            hairpin,
+            learning,
+            isolated,
         } = device;
         let name = self.required_text(name, ctx)?;
         let wanted = DeviceWanted {
@@ -37,6 +42,11 @@ impl Evaluator<'_> {
                 vni: self.optional_text(vni.as_ref(), ctx)?,
                 port: self.optional_text(port.as_ref(), ctx)?,
                 local: self.optional_text(local.as_ref(), ctx)?,
+            },
+            port: BridgePortWanted {
+                hairpin: self.optional_bool(hairpin.as_ref(), ctx)?,
+                learning: self.optional_bool(learning.as_ref(), ctx)?,
+                isolated: self.optional_bool(isolated.as_ref(), ctx)?,
             },
         };
         let links = dump
@@ -70,12 +80,24 @@ impl Evaluator<'_> {
         }
         let mut failures = Vec::new();
         for link in matching {
-            let wrong = wanted.compare(link, addrs.map(Vec::as_slice));
+            let mut wrong = wanted.compare(link);
+            let mut evidence = Vec::new();
+            if !wrong.is_empty() {
+                evidence.push(at.element(DumpFile::IpLink, links, Some(link)));
+            }
+            // An address is `ip-addr.json`'s to show, not `ip-link.json`'s.
+            if let (Some(address), Some(addrs)) = (&wanted.address, addrs) {
+                let entry = addrs.iter().find(|a| a.ifname == link.ifname);
+                if let Some(held) = address_wrong(address, entry) {
+                    wrong.push(held);
+                    evidence.push(at.element(DumpFile::IpAddr, addrs, entry));
+                }
+            }
             if !wrong.is_empty() {
                 failures.push(Failure {
                     actual: format!("{}: {}", link.ifname, wrong.join(", ")),
                     expected: described(&link.ifname),
-                    evidence: vec![at.element(DumpFile::IpLink, links, Some(link))],
+                    evidence,
                 });
             }
         }
@@ -92,6 +114,7 @@ struct DeviceWanted {
     address: Option<String>,
     mac: Option<String>,
     vxlan: VxlanWanted,
+    port: BridgePortWanted,
 }
 
 impl DeviceWanted {
@@ -118,6 +141,7 @@ impl DeviceWanted {
             expected.push(format!("master {master}"));
         }
         self.vxlan.describe(&mut expected);
+        self.port.describe(&mut expected);
         if let Some(mac) = &self.mac {
             expected.push(format!("MAC {mac}"));
         }
@@ -127,9 +151,9 @@ impl DeviceWanted {
         expected
     }
 
-    /// What `link` has wrong; `addrs`, the namespace's addresses, are read
-    /// when an address is wanted.
-    fn compare(&self, link: &Link, addrs: Option<&[InterfaceAddrs]>) -> Vec<String> {
+    /// What `link` has wrong, as `ip-link.json` shows it (its address is
+    /// [`address_wrong`]'s).
+    fn compare(&self, link: &Link) -> Vec<String> {
         let mut wrong = Vec::new();
         if let Some(kind) = &self.kind
             && link_kind(link) != kind
@@ -156,6 +180,7 @@ impl DeviceWanted {
             ));
         }
         self.vxlan.compare(link, &mut wrong);
+        self.port.compare(link, &mut wrong);
         if let Some(mac) = &self.mac {
             let own = link.address.as_ref().map(lladdr_text);
             if !own
@@ -165,26 +190,33 @@ impl DeviceWanted {
                 wrong.push(format!("MAC {}", own.as_deref().unwrap_or("none")));
             }
         }
-        if let (Some(address), Some(addrs)) = (&self.address, addrs) {
-            let held: Vec<String> = addrs
-                .iter()
-                .filter(|a| a.ifname == link.ifname)
-                .flat_map(|a| &a.addresses)
-                .map(|a| format!("{}/{}", a.local, a.network.prefix_len()))
-                .collect();
-            // `IP/LEN` wants that prefix length too, `IP` any.
-            let holds = held.iter().any(|h| {
-                h == address || (!address.contains('/') && h.split('/').next() == Some(address))
-            });
-            if !holds {
-                wrong.push(if held.is_empty() {
-                    "no address".to_owned()
-                } else {
-                    format!("address {}", held.join(", "))
-                });
-            }
-        }
         wrong
+    }
+}
+
+/// What a device's `entry` of `ip-addr.json` holds instead of `address`
+/// (`IP/LEN` wants that prefix length too, `IP` any), or `None` when it
+/// holds it. An IPv6 link-local address, which the kernel gives every
+/// IPv6-enabled device, is neither held against it nor shown, unless the
+/// check asks for one.
+fn address_wrong(address: &str, entry: Option<&InterfaceAddrs>) -> Option<String> {
+    let ip = address.split('/').next().unwrap_or(address);
+    let asks_link_local = matches!(ip.parse(), Ok(IpAddr::V6(v6)) if v6.is_unicast_link_local());
+    let held: Vec<String> = entry
+        .into_iter()
+        .flat_map(|a| &a.addresses)
+        .filter(|a| {
+            asks_link_local || !matches!(a.local, IpAddr::V6(v6) if v6.is_unicast_link_local())
+        })
+        .map(|a| format!("{}/{}", a.local, a.network.prefix_len()))
+        .collect();
+    let holds = held
+        .iter()
+        .any(|h| h == address || (!address.contains('/') && h.split('/').next() == Some(ip)));
+    match (holds, held.is_empty()) {
+        (true, _) => None,
+        (false, true) => Some("no address".to_owned()),
+        (false, false) => Some(format!("address {}", held.join(", "))),
     }
 }
 
@@ -238,6 +270,56 @@ impl VxlanWanted {
     }
 }
 
+/// What a device check wants of a bridge port; `None` is not checked.
+struct BridgePortWanted {
+    hairpin: Option<bool>,
+    learning: Option<bool>,
+    isolated: Option<bool>,
+}
+
+impl BridgePortWanted {
+    fn settings(&self) -> [(&'static str, Option<bool>); 3] {
+        [
+            ("hairpin", self.hairpin),
+            ("learning", self.learning),
+            ("isolated", self.isolated),
+        ]
+    }
+
+    /// What is wanted, for the finding's `expected`.
+    fn describe(&self, expected: &mut Vec<String>) {
+        for (name, wanted) in self.settings() {
+            if let Some(on) = wanted {
+                expected.push(format!("{name} {}", on_off(on)));
+            }
+        }
+    }
+
+    /// Adds what `link` has wrong to `wrong`. A setting the dump does not
+    /// show (older iproute2) is not held against it.
+    fn compare(&self, link: &Link, wrong: &mut Vec<String>) {
+        if self.settings().iter().all(|(_, wanted)| wanted.is_none()) {
+            return;
+        }
+        let Some(LinkPort::Bridge(port)) = link.port() else {
+            wrong.push("not a bridge port".to_owned());
+            return;
+        };
+        let found = [port.hairpin, port.learning, port.isolated];
+        for ((name, wanted), found) in self.settings().into_iter().zip(found) {
+            if let (Some(wanted), Some(found)) = (wanted, found)
+                && wanted != found
+            {
+                wrong.push(format!("{name} {}", on_off(found)));
+            }
+        }
+    }
+}
+
+fn on_off(on: bool) -> &'static str {
+    if on { "on" } else { "off" }
+}
+
 fn or_none(text: &str) -> &str {
     if text.is_empty() { "none" } else { text }
 }
@@ -260,6 +342,36 @@ fn glob(pattern: &str, name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// eth0 of `ip -j addr show` with 10.0.0.5/24 and its link-local address.
+    fn eth0() -> InterfaceAddrs {
+        serde_json::from_str(
+            r#"{"ifindex": 2, "ifname": "eth0", "addr_info": [
+                {"family": "inet", "local": "10.0.0.5", "prefixlen": 24, "scope": "global"},
+                {"family": "inet6", "local": "fe80::1", "prefixlen": 64, "scope": "link"}]}"#,
+        )
+        .expect("an ip-addr entry")
+    }
+
+    #[test]
+    fn an_address_failure_ignores_the_ipv6_link_local_address_unless_asked() {
+        let eth0 = eth0();
+        assert_eq!(address_wrong("10.0.0.5", Some(&eth0)), None);
+        assert_eq!(address_wrong("10.0.0.5/24", Some(&eth0)), None);
+        assert_eq!(
+            address_wrong("10.0.0.6", Some(&eth0)).as_deref(),
+            Some("address 10.0.0.5/24")
+        );
+        assert_eq!(address_wrong("fe80::1", Some(&eth0)), None);
+        assert_eq!(
+            address_wrong("fe80::2/64", Some(&eth0)).as_deref(),
+            Some("address 10.0.0.5/24, fe80::1/64")
+        );
+        assert_eq!(
+            address_wrong("10.0.0.5", None).as_deref(),
+            Some("no address")
+        );
+    }
 
     #[test]
     fn glob_star_matches_any_run() {

@@ -14,7 +14,7 @@ use crate::snapshot::netns::nft;
 impl Evaluator<'_> {
     /// Each of `jumps` is there: one failure for each that is not.
     pub(super) fn jump(&self, jumps: &[Jump], at: &NamespaceDump<'_>) -> Outcome {
-        let &NamespaceDump { ctx, dir, dump } = at;
+        let &NamespaceDump { ctx, dir, dump, .. } = at;
         let mut failures = Vec::new();
         for jump in jumps {
             let family = self.optional_text(jump.family.as_ref(), ctx)?;

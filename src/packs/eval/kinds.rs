@@ -10,7 +10,8 @@ use crate::net::{Family, Protocol};
 use crate::netstack::routing::table_name;
 use crate::packs::host::lladdr_text;
 use crate::packs::model::{CheckKind, Value};
-use crate::packs::scope::Context;
+use crate::packs::scope::{Context, NetnsRef};
+use crate::snapshot::NetnsEntry;
 use crate::snapshot::netns::DumpFile;
 use crate::snapshot::netns::NetnsDump;
 use crate::snapshot::netns::neigh::NeighbourState;
@@ -20,6 +21,8 @@ use crate::snapshot::netns::sockets as ss;
 /// The subject's namespace dump, where a declarative kind looks.
 pub(super) struct NamespaceDump<'d> {
     pub(super) ctx: &'d Context,
+    /// The namespace the dump is of.
+    pub(super) netns: &'d NetnsRef,
     /// The dump's directory, where evidence points.
     pub(super) dir: &'d Path,
     pub(super) dump: &'d NetnsDump,
@@ -65,15 +68,21 @@ pub(super) fn fail(actual: String, expected: String, evidence: Evidence) -> Outc
 }
 
 impl Evaluator<'_> {
-    /// What a declarative kind finds in the subject's namespace dump.
+    /// What a declarative kind finds in the dump of `netns` (the subject's,
+    /// or its node's).
     pub(super) fn dump_outcome(
         &self,
         kind: &CheckKind,
         ctx: &Context,
-        dir: &Path,
-        dump: &NetnsDump,
+        netns: &NetnsRef,
+        entry: &NetnsEntry,
     ) -> Outcome {
-        let at = NamespaceDump { ctx, dir, dump };
+        let at = NamespaceDump {
+            ctx,
+            netns,
+            dir: &entry.dir,
+            dump: entry.dump(),
+        };
         match kind {
             CheckKind::Sysctl { key, expect } => self.sysctl(key, expect, &at),
             CheckKind::Device(device) => self.device(device, &at),
@@ -83,6 +92,8 @@ impl Evaluator<'_> {
                 dev,
                 table,
                 onlink,
+                protocol,
+                route_type,
             } => self.route(
                 &RouteWanted {
                     dst,
@@ -90,6 +101,8 @@ impl Evaluator<'_> {
                     dev: dev.as_ref(),
                     table: table.as_ref(),
                     onlink: onlink.as_ref(),
+                    protocol: protocol.as_ref(),
+                    route_type: route_type.as_ref(),
                 },
                 &at,
             ),
@@ -99,7 +112,23 @@ impl Evaluator<'_> {
             CheckKind::Fdb { dev, mac, dst } => self.fdb(dev, mac.as_ref(), dst.as_ref(), &at),
             CheckKind::Listener { port, protocol } => self.listener(port, protocol.as_ref(), &at),
             CheckKind::Jump { jumps } => self.jump(jumps, &at),
-            CheckKind::Condition { .. } | CheckKind::Script { .. } => Ok(Vec::new()),
+            CheckKind::Rule(rule) => self.rule(rule, &at),
+            CheckKind::DatapathEntry {
+                file,
+                key,
+                field,
+                expect,
+            } => self.datapath_entry(file, key.as_ref(), (field.as_ref(), expect.as_ref()), &at),
+            CheckKind::Masquerade {
+                from,
+                masqueraded,
+                kept,
+            } => self.masquerade(from, (masqueraded.as_ref(), kept.as_ref()), &at),
+            CheckKind::Condition { .. }
+            | CheckKind::Script { .. }
+            | CheckKind::Within { .. }
+            | CheckKind::ReadyPod { .. }
+            | CheckKind::Annotation { .. } => Ok(Vec::new()),
         }
     }
 
@@ -129,23 +158,59 @@ impl Evaluator<'_> {
         }
     }
 
-    /// A route to exactly `dst` with what else the check wants.
+    /// A route to exactly `dst` (to each, for a list) with what else the
+    /// check wants.
     fn route(&self, wanted: &RouteWanted<'_>, at: &NamespaceDump<'_>) -> Outcome {
-        let &NamespaceDump { ctx, dump, .. } = at;
+        let &NamespaceDump { ctx, .. } = at;
         let &RouteWanted {
             dst,
             via,
             dev,
             table,
             onlink,
+            protocol,
+            route_type,
         } = wanted;
-        let dst = self.required_text(dst, ctx)?;
+        // A list of destinations wants a route to each.
+        let dsts = self.required_texts(dst, ctx)?;
         let via = self.optional_text(via, ctx)?;
         let dev = self.optional_text(dev, ctx)?;
+        let protocol = self.optional_text(protocol, ctx)?;
+        let route_type = self.optional_text(route_type, ctx)?;
         let onlink = self.optional_bool(onlink, ctx)?.unwrap_or(false);
         let table = self
             .optional_text(table, ctx)?
             .unwrap_or_else(|| "main".into());
+        let mut failures = Vec::new();
+        for dst in dsts {
+            let one = RouteSpec {
+                dst,
+                via: via.as_deref(),
+                dev: dev.as_deref(),
+                protocol: protocol.as_deref(),
+                route_type: route_type.as_deref(),
+                onlink,
+                table: &table,
+            };
+            failures.extend(self.route_to(&one, at)?);
+        }
+        Ok(failures)
+    }
+
+    /// A route to exactly one `dst`.
+    fn route_to(&self, spec: &RouteSpec<'_>, at: &NamespaceDump<'_>) -> Outcome {
+        let &NamespaceDump { dump, .. } = at;
+        let RouteSpec {
+            dst,
+            via,
+            dev,
+            protocol,
+            route_type,
+            onlink,
+            table,
+        } = spec;
+        let (dst, onlink, table) = (dst.clone(), *onlink, *table);
+        let (via, dev, protocol, route_type) = (*via, *dev, *protocol, *route_type);
         let wanted = (dst != "default")
             .then(|| dst.parse::<ipnet::IpNet>())
             .transpose()
@@ -154,7 +219,7 @@ impl Evaluator<'_> {
             })?;
         // IPv6 routes are in their own file: the family of the prefix, or
         // of the gateway of a default route.
-        let family = match (wanted, via.as_deref().map(str::parse::<std::net::IpAddr>)) {
+        let family = match (wanted, via.map(str::parse::<std::net::IpAddr>)) {
             (Some(prefix), _) => Family::of(prefix.addr()),
             (None, Some(Ok(gateway))) => Family::of(gateway),
             (None, _) => Family::Ipv4,
@@ -174,31 +239,42 @@ impl Evaluator<'_> {
                 _ => false,
             })
             .collect();
-        let mut expected = dst.clone();
-        if let Some(via) = &via {
+        let mut expected = match route_type {
+            Some(kind) if kind != "unicast" => format!("{kind} {dst}"),
+            _ => dst.clone(),
+        };
+        if let Some(via) = via {
             expected.push_str(&format!(" via {via}"));
         }
-        if let Some(dev) = &dev {
+        if let Some(dev) = dev {
             expected.push_str(&format!(" dev {dev}"));
+        }
+        if let Some(protocol) = protocol {
+            expected.push_str(&format!(" proto {protocol}"));
         }
         if onlink {
             expected.push_str(" onlink");
         }
         expected.push_str(&format!(" (table {table})"));
         let fits = candidates.iter().any(|r| {
-            via.as_ref()
-                .is_none_or(|v| r.gateway.map(|g| g.to_string()).as_deref() == Some(v))
-                && dev
-                    .as_ref()
-                    .is_none_or(|d| r.dev.as_deref() == Some(d.as_str()))
+            via.is_none_or(|v| r.gateway.map(|g| g.to_string()).as_deref() == Some(v))
+                && dev.is_none_or(|d| r.dev.as_deref() == Some(d))
                 && (!onlink || r.has_flag(&RouteFlag::Onlink))
+                && protocol.is_none_or(|p| r.protocol.as_str() == p)
+                && route_type.is_none_or(|t| r.route_type.as_str() == t)
         });
         if fits {
             return Ok(Vec::new());
         }
         let actual = match candidates.first() {
             None => format!("no route to {dst} in table {table}"),
-            Some(r) => crate::netstack::routing::describe_route(r),
+            Some(r) => {
+                let described = crate::netstack::routing::describe_route(r);
+                match protocol {
+                    Some(_) => format!("{described} proto {}", r.protocol),
+                    None => described,
+                }
+            }
         };
         let evidence = at.element(file, routes, candidates.first().copied());
         fail(actual, expected, evidence)
@@ -315,7 +391,7 @@ impl Evaluator<'_> {
 
     /// A socket listens on `port`.
     fn listener(&self, port: &Value, protocol: Option<&Value>, at: &NamespaceDump<'_>) -> Outcome {
-        let &NamespaceDump { ctx, dir, dump } = at;
+        let &NamespaceDump { ctx, dir, dump, .. } = at;
         let port_text = self.required_text(port, ctx)?;
         let protocol = self
             .optional_text(protocol, ctx)?
@@ -347,10 +423,23 @@ impl Evaluator<'_> {
 }
 
 /// The fields of a route check, as written.
+/// One route a route check wants, its fields evaluated.
+struct RouteSpec<'a> {
+    dst: String,
+    via: Option<&'a str>,
+    dev: Option<&'a str>,
+    protocol: Option<&'a str>,
+    route_type: Option<&'a str>,
+    onlink: bool,
+    table: &'a str,
+}
+
 struct RouteWanted<'v> {
     dst: &'v Value,
     via: Option<&'v Value>,
     dev: Option<&'v Value>,
     table: Option<&'v Value>,
     onlink: Option<&'v Value>,
+    protocol: Option<&'v Value>,
+    route_type: Option<&'v Value>,
 }

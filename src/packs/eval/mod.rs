@@ -12,9 +12,13 @@
 //! is run about.
 
 mod condition;
+mod datapath_entry;
 mod device;
 mod jump;
 mod kinds;
+mod masquerade;
+mod objects;
+mod rule;
 mod script;
 mod subjects;
 
@@ -27,6 +31,7 @@ use super::model::*;
 use super::sandbox::{ScriptError, function_position};
 use super::scope::{Context, NetnsRef, Subject};
 use crate::diagnostic::{Evidence, FindingId, FindingStatus};
+use crate::snapshot::NetnsId;
 use crate::snapshot::input::Boundary;
 use crate::snapshot::netns::DumpFile;
 use crate::snapshot::problem::line_col;
@@ -94,6 +99,17 @@ pub enum Stop {
         file: DumpFile,
     },
     Error(ScriptError),
+}
+
+impl Stop {
+    /// A host query's error where a declarative kind asked it (not a
+    /// script): what the snapshot cannot tell, else what went wrong.
+    fn of_query(error: &EvalAltResult) -> Stop {
+        match Insufficient::in_error(error) {
+            Some(insufficient) => insufficient.into(),
+            None => Stop::Unknown(error.to_string()),
+        }
+    }
 }
 
 impl From<Insufficient> for Stop {
@@ -189,6 +205,32 @@ impl Evaluator<'_> {
             )));
         }
         Ok(display(&found))
+    }
+
+    /// A field that may be a list: each of its items, its one value, or
+    /// nothing for `()` (`()` items left out too).
+    fn items(&self, value: &Value, ctx: &Context) -> Result<Vec<Dynamic>, Stop> {
+        let found = self.value(value, ctx, &[])?;
+        let items = if found.is_array() {
+            found.into_array().unwrap_or_default()
+        } else {
+            vec![found]
+        };
+        Ok(items.into_iter().filter(|item| !item.is_unit()).collect())
+    }
+
+    /// A required field that may be a list: each of its items (`()` items
+    /// left out), or its one value.
+    fn required_texts(&self, value: &Value, ctx: &Context) -> Result<Vec<String>, Stop> {
+        let found = self.value(value, ctx, &[])?;
+        match found.into_array() {
+            Ok(items) => Ok(items
+                .iter()
+                .filter(|item| !item.is_unit())
+                .map(display)
+                .collect()),
+            Err(_) => Ok(vec![self.required_text(value, ctx)?]),
+        }
     }
 
     /// An optional field: absent, or `()` where it is evaluated, is not checked.
@@ -465,14 +507,25 @@ impl Evaluator<'_> {
             CheckKind::Condition { condition, expect } => {
                 condition_outcome(ctx, condition, *expect)
             }
+            CheckKind::Within { value, networks } => self.within(value, networks, ctx),
+            CheckKind::ReadyPod { label } => self.ready_pod(label, ctx),
+            CheckKind::Annotation { key, expect } => self.annotation(key, expect.as_ref(), ctx),
             kind => {
-                let netns = ctx.netns.as_ref().ok_or_else(|| {
+                let own = ctx.netns.as_ref().ok_or_else(|| {
                     Stop::Unknown(format!("{} has no namespace dump", ctx.subject))
                 })?;
+                // `on: node`: the dump of the pod's node.
+                let node = check.on_node.then(|| NetnsRef {
+                    snapshot: own.snapshot.clone(),
+                    id: NetnsId::Host {
+                        node: own.id.node().to_owned(),
+                    },
+                });
+                let netns = node.as_ref().unwrap_or(own);
                 let entry = netns
                     .entry()
                     .ok_or_else(|| Stop::Unknown(format!("no dump of {}", netns.id)))?;
-                self.dump_outcome(kind, ctx, &entry.dir, entry.dump())
+                self.dump_outcome(kind, ctx, netns, entry)
             }
         }
     }

@@ -67,6 +67,17 @@ fn node_subjects(
                     contexts.push(ctx);
                 }
             }
+            Some(ForEach::LocalPods) => {
+                let networked = snapshot
+                    .cluster
+                    .pods_on(node)
+                    .filter(|pod| !pod.host_network && !pod.ips.is_empty());
+                for pod in networked {
+                    let mut ctx = ctx.clone();
+                    ctx.pod = PodRef::new(snapshot, &pod.meta.namespace, &pod.meta.name);
+                    contexts.push(ctx);
+                }
+            }
             _ => contexts.push(ctx),
         }
     }

@@ -43,6 +43,18 @@ fn register_node(engine: &mut Engine) {
                 .and_then(|node| node.pod_cidrs.first().copied())
                 .map(Dynamic::from))
         })
+        // A CNI that announces pod CIDRs in annotations declares which.
+        .register_fn(
+            "pod_cidrs_from",
+            |n: &mut NodeRef, annotations: Array| -> Fallible<Array> {
+                let annotations = annotation_names(annotations)?;
+                let Some(node) = n.get() else {
+                    return Ok(Array::new());
+                };
+                let cidrs = node.pod_cidrs_with(&annotations)?;
+                Ok(cidrs.into_iter().map(Dynamic::from).collect())
+            },
+        )
         .register_get("internal_ip", |n: &mut NodeRef| {
             opt(n.get().and_then(Node::internal_ip).map(Dynamic::from))
         })
@@ -150,6 +162,26 @@ fn register_cluster(engine: &mut Engine) {
                     .filter_map(|n| NodeRef::new(&c.snapshot, &n.meta.name))
                     .map(Dynamic::from)
                     .collect())
+            },
+        )
+        // The same, with the pod CIDRs the `annotations` hold too
+        // (`Node.pod_cidrs_from`).
+        .register_fn(
+            "nodes_with_pod_cidr",
+            |c: &mut ClusterRef, address: Dynamic, annotations: Array| -> Fallible<Array> {
+                let address = as_ip(&address)?;
+                let annotations = annotation_names(annotations)?;
+                let mut nodes = Array::new();
+                for node in c.snapshot.cluster.nodes() {
+                    let holds = node
+                        .pod_cidrs_with(&annotations)?
+                        .iter()
+                        .any(|net| net.contains(&address));
+                    if holds && let Some(found) = NodeRef::new(&c.snapshot, &node.meta.name) {
+                        nodes.push(Dynamic::from(found));
+                    }
+                }
+                Ok(nodes)
             },
         )
         .register_fn("pods_on", |c: &mut ClusterRef, node: &str| -> Array {
@@ -548,4 +580,15 @@ fn service_by_node_port(c: &mut ClusterRef, protocol: &str, port: i64) -> Fallib
         .cluster
         .service_by_node_port(protocol, port)
         .map(service_map)))
+}
+
+/// The annotation names a script gives, as strings.
+fn annotation_names(annotations: Array) -> Fallible<Vec<String>> {
+    annotations
+        .into_iter()
+        .map(|name| {
+            name.into_string()
+                .or_else(|found| fail(format!("an annotation name is a string, not {found}")))
+        })
+        .collect()
 }

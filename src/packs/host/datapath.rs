@@ -33,7 +33,10 @@ pub fn program_map(attachment: &Attachment) -> Dynamic {
 
 /// The file NAME of the namespace's datapath files, or why it cannot be
 /// read: not collected, or unreadable (its problem).
-fn datapath_file<'a>(netns: &'a NetnsRef, name: &str) -> Fallible<&'a DatapathFile> {
+pub(in crate::packs) fn datapath_file<'a>(
+    netns: &'a NetnsRef,
+    name: &str,
+) -> Fallible<&'a DatapathFile> {
     let Some(entry) = netns.entry() else {
         return Insufficient::raise(format!("no dump of {} in the snapshot", netns.id));
     };

@@ -42,8 +42,10 @@ use crate::net::Family;
 use crate::snapshot::netns::DumpFile;
 use crate::snapshot::netns::sysctl::Sysctls;
 
+pub(super) use datapath::datapath_file;
 pub use datapath::program_map;
 pub use namespace::{link_is_up, link_kind, lladdr_text};
+pub(super) use netfilter::masquerade_decisions;
 pub use objects::{config_map_map, daemon_set_map, json_to_dynamic, service_map};
 
 type Fallible<T> = Result<T, Box<EvalAltResult>>;

@@ -122,7 +122,7 @@ fn iptables_rules(
                 ),
                 ("line", int(i64::try_from(rule.line).unwrap_or(i64::MAX))),
                 ("text", text(rule.text.as_str())),
-                ("target", opt(rule.target.as_ref().map(target_name))),
+                ("target", opt(rule.target.as_ref().map(Target::name))),
             ])
         })
         .collect();
@@ -267,50 +267,32 @@ fn nft_element_map(element: &crate::snapshot::netns::nft::Element) -> Dynamic {
     ])
 }
 
-/// The name a rule's target is written with after `-j` or `-g`.
-fn target_name(target: &Target) -> String {
-    match target {
-        Target::Accept => "ACCEPT",
-        Target::Drop => "DROP",
-        Target::Return => "RETURN",
-        Target::Jump(chain) | Target::Goto(chain) => return chain.name.to_string(),
-        Target::Reject(_) => "REJECT",
-        Target::Dnat(_) => "DNAT",
-        Target::Snat(_) => "SNAT",
-        Target::Masquerade(_) => "MASQUERADE",
-        Target::Redirect(_) => "REDIRECT",
-        Target::Mark(_) => "MARK",
-        Target::ConnMark(_) => "CONNMARK",
-        Target::NoTrack => "NOTRACK",
-        Target::Ct(_) => "CT",
-        Target::Log(_) => "LOG",
-        Target::NfLog(_) => "NFLOG",
-        Target::Trace => "TRACE",
-        Target::Unsupported { name, .. } => return name.clone(),
-    }
-    .to_owned()
-}
-
 /// `netns.masquerades(src, dst)`: whether nat POSTROUTING source-NATs (SNAT
 /// or MASQUERADE) a new TCP connection from `src` to `dst` that this
 /// namespace forwards, arriving and leaving by the interfaces its routes to
 /// `src` and `dst` name. True when any way the rules can send it is
 /// translated; a rule the model cannot evaluate makes the answer unknown.
 pub(super) fn masquerades(n: &mut NetnsRef, src: Dynamic, dst: Dynamic) -> Fallible<bool> {
-    Ok(masquerade_decisions(n, src, &[dst])?[0])
+    Ok(masquerade_decisions(n, as_ip(&src)?, &[as_ip(&dst)?])?[0])
 }
 
 /// [`masquerades`] for each of `dsts`, the namespace's models built once.
 fn masquerades_each(n: &mut NetnsRef, src: Dynamic, dsts: Array) -> Fallible<Array> {
-    Ok(masquerade_decisions(n, src, &dsts)?
+    let dsts = dsts.iter().map(as_ip).collect::<Fallible<Vec<IpAddr>>>()?;
+    Ok(masquerade_decisions(n, as_ip(&src)?, &dsts)?
         .into_iter()
         .map(Dynamic::from)
         .collect())
 }
 
-fn masquerade_decisions(n: &NetnsRef, src: Dynamic, dsts: &[Dynamic]) -> Fallible<Vec<bool>> {
-    let src = as_ip(&src)?;
-    let dsts = dsts.iter().map(as_ip).collect::<Fallible<Vec<IpAddr>>>()?;
+/// Whether nat POSTROUTING of `n` source-NATs a new TCP connection from
+/// `src` to each of `dsts` that it forwards (the masquerade kind's, and
+/// `masquerades` for scripts).
+pub(in crate::packs) fn masquerade_decisions(
+    n: &NetnsRef,
+    src: IpAddr,
+    dsts: &[IpAddr],
+) -> Fallible<Vec<bool>> {
     let netfilter = namespace_netfilter(n)?;
     let fib = namespace_fib(n, Family::of(src))?;
     let addrs = dump_part(n, DumpFile::IpAddr, |d| d.addrs.as_ref())?;
@@ -326,7 +308,7 @@ fn masquerade_decisions(n: &NetnsRef, src: Dynamic, dsts: &[Dynamic]) -> Fallibl
     };
     let in_iface = device_to(src);
     let mut decisions = Vec::with_capacity(dsts.len());
-    for dst in dsts {
+    for &dst in dsts {
         let mut packet = netfilter::Packet::new(src, dst, Protocol::Tcp);
         packet.in_iface = in_iface.clone();
         packet.out_iface = device_to(dst);

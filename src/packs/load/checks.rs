@@ -76,6 +76,11 @@ impl Loader<'_> {
         let family = f
             .string("ip_family", &mut self.issues)
             .and_then(|s| keyword(&s, &Family::NAMES, "ip_family", &mut self.issues));
+        let on_at = f.string("on", &mut self.issues);
+        let on_node = on_at
+            .as_ref()
+            .and_then(|on| keyword(on, &[("node", true)], "on", &mut self.issues))
+            .unwrap_or(false);
         let when = f
             .take("when")
             .and_then(|n| self.value(n, "when", engine, compiler));
@@ -106,6 +111,10 @@ impl Loader<'_> {
             Some("fdb") => Some(self.fdb_check(&mut f, cx)?),
             Some("listener") => Some(self.listener_check(&mut f, cx)?),
             Some("jump") => self.jump_check(&mut f, cx),
+            Some("rule") => self.rule_check(&mut f, cx, family),
+            Some(
+                name @ ("annotation" | "ready_pod" | "within" | "datapath_entry" | "masquerade"),
+            ) => Some(self.valued_check(name, &mut f, cx)?),
             Some("condition") => Some(self.condition_check(&mut f, kind_at.as_ref(), scope)?),
             Some("script") => {
                 let function = f.required_string("function", &mut self.issues)?;
@@ -117,7 +126,7 @@ impl Loader<'_> {
             Some(other) => {
                 if let Some(at) = &kind_at {
                     self.issues.push(at.pos.issue(format!(
-                        "check kind {other:?} is not one of sysctl, device, route, neighbour, fdb, listener, jump, condition, script"
+                        "check kind {other:?} is not one of sysctl, device, route, neighbour, fdb, listener, jump, rule, masquerade, datapath_entry, within, ready_pod, annotation, condition, script"
                     )));
                 }
                 None
@@ -143,14 +152,20 @@ impl Loader<'_> {
             }
             let fits = match for_each {
                 None => true,
-                Some(ForEach::RemoteNodes) => scope == CheckScope::Node,
+                Some(ForEach::RemoteNodes | ForEach::LocalPods) => scope == CheckScope::Node,
                 Some(ForEach::ContainerPorts) => scope == CheckScope::Pod,
             };
             if !fits {
                 self.issues.push(at.pos.issue(
-                    "for_each remote_nodes needs `scope: node`, container_ports `scope: pod`",
+                    "for_each remote_nodes and local_pods need `scope: node`, container_ports `scope: pod`",
                 ));
             }
+        }
+        if let Some(on) = &on_at
+            && scope != CheckScope::Pod
+        {
+            self.issues
+                .push(on.pos.issue("`on: node` is for a pod check"));
         }
         Some(Check {
             id: id?.value,
@@ -161,6 +176,7 @@ impl Loader<'_> {
             modes,
             for_each,
             family,
+            on_node,
             when,
             expected,
             message: message?,
@@ -207,6 +223,58 @@ impl Loader<'_> {
         failed.and_then(|n| self.value(n, "remediation", engine, compiler))
     }
 
+    /// The kinds whose fields are all values: `annotation`, `ready_pod`,
+    /// `within`, `datapath_entry` and `masquerade`.
+    fn valued_check(
+        &mut self,
+        name: &str,
+        f: &mut Fields<'_>,
+        cx: &CheckContext<'_>,
+    ) -> Option<CheckKind> {
+        match name {
+            "annotation" => {
+                let key = self.field_value(f, "key", true, cx);
+                let expect = self.field_value(f, "expect", false, cx);
+                Some(CheckKind::Annotation { key: key?, expect })
+            }
+            "ready_pod" => {
+                let label = self.field_value(f, "label", true, cx);
+                Some(CheckKind::ReadyPod { label: label? })
+            }
+            "within" => {
+                let value = self.field_value(f, "value", true, cx);
+                let networks = self.field_value(f, "networks", true, cx);
+                Some(CheckKind::Within {
+                    value: value?,
+                    networks: networks?,
+                })
+            }
+            "datapath_entry" => {
+                let file = self.field_value(f, "file", true, cx);
+                let key = self.field_value(f, "key", false, cx);
+                let field = self.field_value(f, "field", false, cx);
+                let expect = self.field_value(f, "expect", false, cx);
+                Some(CheckKind::DatapathEntry {
+                    file: file?,
+                    key,
+                    field,
+                    expect,
+                })
+            }
+            "masquerade" => {
+                let from = self.field_value(f, "from", true, cx);
+                let masqueraded = self.field_value(f, "masqueraded", false, cx);
+                let kept = self.field_value(f, "kept", false, cx);
+                Some(CheckKind::Masquerade {
+                    from: from?,
+                    masqueraded,
+                    kept,
+                })
+            }
+            _ => None,
+        }
+    }
+
     fn sysctl_check(&mut self, f: &mut Fields<'_>, cx: &CheckContext<'_>) -> Option<CheckKind> {
         let key = self.field_value(f, "key", true, cx);
         let expect = self.field_value(f, "expect", true, cx);
@@ -226,6 +294,9 @@ impl Loader<'_> {
         let vni = self.field_value(f, "vni", false, cx);
         let port = self.field_value(f, "port", false, cx);
         let local = self.field_value(f, "local", false, cx);
+        let hairpin = self.field_value(f, "hairpin", false, cx);
+        let learning = self.field_value(f, "learning", false, cx);
+        let isolated = self.field_value(f, "isolated", false, cx);
         let state = f.string("state", &mut self.issues).and_then(|s| {
             keyword(
                 &s,
@@ -245,6 +316,9 @@ impl Loader<'_> {
             vni,
             port,
             local,
+            hairpin,
+            learning,
+            isolated,
         })))
     }
 
@@ -254,12 +328,16 @@ impl Loader<'_> {
         let dev = self.field_value(f, "dev", false, cx);
         let table = self.field_value(f, "table", false, cx);
         let onlink = self.field_value(f, "onlink", false, cx);
+        let protocol = self.field_value(f, "protocol", false, cx);
+        let route_type = self.field_value(f, "route_type", false, cx);
         Some(CheckKind::Route {
             dst: dst?,
             via,
             dev,
             table,
             onlink,
+            protocol,
+            route_type,
         })
     }
 
@@ -296,22 +374,66 @@ impl Loader<'_> {
 
     /// One jump (`family`, `table`, `chain`, `target`), or several (`jumps`).
     fn jump_check(&mut self, f: &mut Fields<'_>, cx: &CheckContext<'_>) -> Option<CheckKind> {
-        let jumps = match f.take("jumps") {
-            // Several: a list of {family, table, chain, target}.
-            Some(list) => {
-                let mut jumps = Vec::new();
-                for item in yaml::seq(list, "jumps", &mut self.issues) {
-                    if let Some(mut j) = Fields::of(item, "a jump", &mut self.issues) {
-                        let jump = self.jump(&mut j, cx);
-                        j.finish(&mut self.issues);
-                        jumps.extend(jump);
-                    }
-                }
-                jumps
-            }
-            None => self.jump(f, cx).into_iter().collect(),
-        };
+        let jumps = self.one_or_list(f, ("jumps", "a jump"), cx, Self::jump);
         (!jumps.is_empty()).then_some(CheckKind::Jump { jumps })
+    }
+
+    /// What `read` reads from the check's own fields, or from each map of
+    /// the list under `key` (each `what`) when there is one.
+    fn one_or_list<T>(
+        &mut self,
+        f: &mut Fields<'_>,
+        (key, what): (&str, &str),
+        cx: &CheckContext<'_>,
+        read: fn(&mut Self, &mut Fields<'_>, &CheckContext<'_>) -> Option<T>,
+    ) -> Vec<T> {
+        let Some(list) = f.take(key) else {
+            return read(self, f, cx).into_iter().collect();
+        };
+        let mut items = Vec::new();
+        for item in yaml::seq(list, key, &mut self.issues) {
+            if let Some(mut fields) = Fields::of(item, what, &mut self.issues) {
+                let read = read(self, &mut fields, cx);
+                fields.finish(&mut self.issues);
+                items.extend(read);
+            }
+        }
+        items
+    }
+
+    /// One rule, or several (`rules`).
+    fn rule_check(
+        &mut self,
+        f: &mut Fields<'_>,
+        cx: &CheckContext<'_>,
+        family: Option<Family>,
+    ) -> Option<CheckKind> {
+        let rules = self.one_or_list(f, ("rules", "a rule"), cx, Self::rule);
+        (!rules.is_empty()).then(|| {
+            CheckKind::Rule(Box::new(RuleCheck {
+                rules,
+                family: family.unwrap_or(Family::Ipv4),
+            }))
+        })
+    }
+
+    /// The `table`, `chain`, `target`, `holding`, `destination` and
+    /// `position` of a rule.
+    fn rule(&mut self, f: &mut Fields<'_>, cx: &CheckContext<'_>) -> Option<Rule> {
+        let table = self.field_value(f, "table", true, cx);
+        let chain = self.field_value(f, "chain", true, cx);
+        let target = self.field_value(f, "target", true, cx);
+        let holding = self.field_value(f, "holding", false, cx);
+        let destination = self.field_value(f, "destination", false, cx);
+        let position = self.field_value(f, "position", false, cx);
+        Some(Rule {
+            table: table?,
+            chain: chain?,
+            target: target?,
+            holding,
+            destination,
+            position,
+        })
     }
 
     fn condition_check(

@@ -22,6 +22,7 @@ mod tests;
 
 use rhai::Engine;
 
+use super::contract::{CONTRACT, UNVERSIONED};
 use super::model::*;
 use super::yaml::{self, At, Fields, Issues, Node};
 use crate::net::Protocol;
@@ -92,6 +93,34 @@ fn named<'a>(node: &'a Node, what: &str, issues: &mut Issues) -> Option<(NamedOb
     Some((NamedObject { namespace, name }, f))
 }
 
+/// Reads `contract:`, the pack contract the pack was written for: a whole
+/// number from 1 to the one this skoop implements.
+fn contract(node: &Node, issues: &mut Issues) -> Option<(u32, yaml::Pos)> {
+    let version = match node.value {
+        yaml::Value::Int(n) => u32::try_from(n).ok().filter(|n| *n >= UNVERSIONED),
+        _ => None,
+    };
+    match version {
+        Some(version) if version <= CONTRACT => Some((version, node.pos)),
+        Some(version) => {
+            issues.push(node.pos.issue(format!(
+                "the pack is written for contract {version}, this skoop implements contracts {UNVERSIONED} to {CONTRACT}"
+            )));
+            None
+        }
+        None => {
+            let found = match &node.value {
+                yaml::Value::Int(n) => n.to_string(),
+                other => other.kind().to_string(),
+            };
+            issues.push(node.pos.issue(format!(
+                "contract must be a whole number from {UNVERSIONED} to {CONTRACT}, found {found}"
+            )));
+            None
+        }
+    }
+}
+
 /// Reads a keyword field against its table of spellings.
 fn keyword<T: Copy>(
     at: &At<String>,
@@ -157,6 +186,7 @@ impl Loader<'_> {
                 Err(message) => issues.push(req.pos.issue(message)),
             }
         }
+        let contract = top.take("contract").and_then(|node| contract(node, issues));
         let kind = top.required_string("kind", issues).and_then(|k| {
             keyword(
                 &k,
@@ -236,6 +266,8 @@ impl Loader<'_> {
             version: version?,
             description: description?.value,
             engine: engine_req?.value,
+            contract: contract.map_or(UNVERSIONED, |(version, _)| version),
+            contract_at: contract.map(|(_, pos)| (pos.line, pos.column)),
             kind: kind?,
             dir: self.source.dir.clone(),
             builtin: self.source.builtin,

@@ -148,6 +148,31 @@ pub struct Node {
 }
 
 impl Node {
+    /// The pod CIDRs a CNI reads: `spec.podCIDRs` (else `spec.podCIDR`),
+    /// then those each of `annotations` holds (CIDRs joined by commas, as
+    /// the CNIs that announce pod CIDRs in annotations write them), each
+    /// once. A value that is no CIDR is an error naming the annotation.
+    pub fn pod_cidrs_with(&self, annotations: &[String]) -> Result<Vec<IpNet>, String> {
+        let mut cidrs = self.pod_cidrs.clone();
+        for key in annotations {
+            let Some(value) = self.meta.annotations.get(key) else {
+                continue;
+            };
+            for part in value.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+                let cidr: IpNet = part.parse().map_err(|_| {
+                    format!(
+                        "node {}'s annotation {key} holds {part:?}, which is no CIDR",
+                        self.meta.name
+                    )
+                })?;
+                if !cidrs.contains(&cidr) {
+                    cidrs.push(cidr);
+                }
+            }
+        }
+        Ok(cidrs)
+    }
+
     /// The first `InternalIP` of `status.addresses`: the address other nodes
     /// and tunnels reach this node at.
     pub fn internal_ip(&self) -> Option<IpAddr> {

@@ -47,6 +47,31 @@ pub enum Target {
     },
 }
 
+impl Target {
+    /// The name it is written with after `-j` or `-g` (a chain's own name).
+    pub fn name(&self) -> &str {
+        match self {
+            Target::Accept => "ACCEPT",
+            Target::Drop => "DROP",
+            Target::Return => "RETURN",
+            Target::Jump(chain) | Target::Goto(chain) => &chain.name,
+            Target::Reject(_) => "REJECT",
+            Target::Dnat(_) => "DNAT",
+            Target::Snat(_) => "SNAT",
+            Target::Masquerade(_) => "MASQUERADE",
+            Target::Redirect(_) => "REDIRECT",
+            Target::Mark(_) => "MARK",
+            Target::ConnMark(_) => "CONNMARK",
+            Target::NoTrack => "NOTRACK",
+            Target::Ct(_) => "CT",
+            Target::Log(_) => "LOG",
+            Target::NfLog(_) => "NFLOG",
+            Target::Trace => "TRACE",
+            Target::Unsupported { name, .. } => name,
+        }
+    }
+}
+
 /// A user-defined chain of the same table, by its position in
 /// [`Table::chains`](super::Table::chains) and its name.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,0 +1,95 @@
+//! The datapath_entry kind: an entry of a file of a programmable
+//! datapath's state (`datapath/NAME.json`, what its own tools print about
+//! its maps), and a field of it.
+
+use super::kinds::NamespaceDump;
+use super::{Evaluator, Failure, Outcome, Stop};
+use crate::diagnostic::Evidence;
+use crate::packs::host::{datapath_file, display};
+use crate::packs::model::Value;
+use crate::snapshot::netns::datapath::relative_path;
+
+impl Evaluator<'_> {
+    pub(super) fn datapath_entry(
+        &self,
+        file: &Value,
+        key: Option<&Value>,
+        (field, expect): (Option<&Value>, Option<&Value>),
+        at: &NamespaceDump<'_>,
+    ) -> Outcome {
+        let &NamespaceDump {
+            ctx, netns, dir, ..
+        } = at;
+        let name = self.required_text(file, ctx)?;
+        let field = self.optional_text(field, ctx)?;
+        let expect = self.optional_text(expect, ctx)?;
+        let document = datapath_file(netns, &name).map_err(|error| Stop::of_query(&error))?;
+        let path = relative_path(&name);
+        let evidence = |place: Option<(usize, usize)>| match place {
+            Some((line, column)) => Evidence {
+                column: Some(column),
+                ..Evidence::line(dir.join(&path), line)
+            },
+            None => Evidence::file(dir.join(&path)),
+        };
+        // Each key, or the document itself.
+        let keys = match key {
+            Some(key) => self
+                .required_texts(key, ctx)?
+                .into_iter()
+                .map(Some)
+                .collect(),
+            None => vec![None],
+        };
+        let mut failures = Vec::new();
+        for key in keys {
+            let (entry, place, what) = match &key {
+                Some(key) => {
+                    let member = document.value.as_object().and_then(|m| m.get(key));
+                    let Some(member) = member else {
+                        failures.push(Failure {
+                            actual: format!("{path} has no entry {key}"),
+                            expected: format!("an entry {key} in {path}"),
+                            evidence: vec![evidence(None)],
+                        });
+                        continue;
+                    };
+                    (
+                        member,
+                        document.place_of(key),
+                        format!("entry {key} of {path}"),
+                    )
+                }
+                None => (&document.value, None, path.clone()),
+            };
+            let Some(field) = &field else { continue };
+            let wanted = match &expect {
+                Some(expect) => format!("{field} {expect} in {what}"),
+                None => format!("{field} in {what}"),
+            };
+            let found = field
+                .split('.')
+                .try_fold(entry, |value, part| value.get(part));
+            let actual = match (found, &expect) {
+                (None, _) => format!("{what} says nothing of {field}"),
+                (Some(found), Some(expect)) => {
+                    let found = match found {
+                        serde_json::Value::String(text) => text.clone(),
+                        other => display(&crate::packs::host::json_to_dynamic(other)),
+                    };
+                    if found == *expect {
+                        continue;
+                    }
+                    format!("{field} is {found} in {what}")
+                }
+                (Some(_), None) => continue,
+            };
+            failures.push(Failure {
+                actual,
+                expected: wanted,
+                evidence: vec![evidence(place)],
+            });
+        }
+        Ok(failures)
+    }
+}
