@@ -490,6 +490,18 @@ fn runs_on_kubelets(index: usize) -> bool {
     index < 12 || std::env::var("SKOOP_LAB_KUBELET").is_ok_and(|all| all == "all")
 }
 
+/// Whether the kube-router group runs: when a case is asked for by name
+/// (`SKOOP_LAB_CASE`), or with `SKOOP_LAB_KUBE_ROUTER=1`; not in CI's full
+/// run. kube-router v2.1.0 restores its filter and nat tables from copies it
+/// saved, and kube-proxy's rules written meanwhile are lost (a sync failing
+/// on a missing KUBE-FORWARD, or a Service not answering until kube-proxy's
+/// next change): in 11 of about 116 case runs on 2026-12-06 a cluster
+/// never became, or did not stay, healthy. That is the components', not skoop's, and a CI
+/// run must not fail on it (`tests/lab/README.md`, "kube-router").
+fn runs_kube_router(asked_by_name: bool) -> bool {
+    asked_by_name || std::env::var("SKOOP_LAB_KUBE_ROUTER").is_ok_and(|on| on == "1")
+}
+
 /// The cases of the VXLAN lab.
 const VXLAN_FAULTS: &[Fault] = &[
     Fault {
@@ -3375,12 +3387,15 @@ fn diagnosis_agrees_with_the_kernel_on_every_lab_fault() {
     // `SKOOP_LAB_CASE` runs that one case only, or (a topology's name) that
     // topology's cases.
     let wanted = std::env::var("SKOOP_LAB_CASE").ok();
+    let wanted_any = wanted.is_some();
     let cases: Vec<(LabKind, Peer, &Fault)> = TOPOLOGIES
         .iter()
         .flat_map(|group| {
             let kubelets = matches!(group.lab, LabKind::Kubelet(RealCni::FlannelVxlan));
+            let kube_router = matches!(group.lab, LabKind::Real(RealCni::KubeRouter, _));
             (group.faults.iter().enumerate())
                 .filter(move |(index, _)| !kubelets || runs_on_kubelets(*index))
+                .filter(move |_| !kube_router || runs_kube_router(wanted_any))
                 .map(move |(_, fault)| (group.lab, group.peer, fault))
         })
         .filter(|(lab, _, fault)| {

@@ -362,6 +362,19 @@ impl RealCluster {
         for _ in 0..nodes {
             real.add_node(lab, pods_per_node);
         }
+        if cni == RealCni::KubeRouter {
+            // kube-router restores its filter and nat tables from copies it
+            // saved: chains kube-proxy made meanwhile are gone, and
+            // kube-proxy v1.37.2 does not write them again (its sync fails on
+            // a missing KUBE-FORWARD, and its retry finds nothing changed:
+            // no Service rule). So kube-proxy starts once kube-router has
+            // programmed every node, which narrows the race without closing
+            // it (`runs_kube_router` in diagnose.rs).
+            real.wait_agents(&[]);
+            for node in &real.cluster.nodes {
+                real.components.start_kube_proxy(lab, node);
+            }
+        }
         real.wait_programmed(&[]);
         real
     }
@@ -585,7 +598,9 @@ impl RealCluster {
                     .expect("write the node's CNI configuration");
             }
         }
-        self.components.start_kube_proxy(lab, &node);
+        if self.components.cni != RealCni::KubeRouter {
+            self.components.start_kube_proxy(lab, &node);
+        }
 
         for _ in 0..pods {
             let name = format!("web-{}", self.cluster.pods().count() + node.pods.len());
@@ -770,13 +785,12 @@ impl RealCluster {
     /// the pods Ready, and kube-proxy the slice); except on the nodes named
     /// in `stale`, whose components were stopped.
     pub fn wait_programmed(&self, stale: &[&str]) {
-        let pods = self.cluster.pods().count();
-        let service = format!(
-            "\"{}/{}:{} -> ",
-            self.cluster.service.namespace,
-            self.cluster.service.name,
-            self.cluster.service.port_name
-        );
+        self.wait_agents(stale);
+        self.wait_services(stale);
+    }
+
+    /// The CNI's part of [`RealCluster::wait_programmed`].
+    fn wait_agents(&self, stale: &[&str]) {
         for node in &self.cluster.nodes {
             if stale.contains(&node.name.as_str()) {
                 continue;
@@ -819,7 +833,22 @@ impl RealCluster {
                     !out.trim().is_empty()
                 });
             }
+        }
+    }
 
+    /// kube-proxy's part of [`RealCluster::wait_programmed`].
+    fn wait_services(&self, stale: &[&str]) {
+        let pods = self.cluster.pods().count();
+        let service = format!(
+            "\"{}/{}:{} -> ",
+            self.cluster.service.namespace,
+            self.cluster.service.name,
+            self.cluster.service.port_name
+        );
+        for node in &self.cluster.nodes {
+            if stale.contains(&node.name.as_str()) {
+                continue;
+            }
             match self.components.proxy_mode {
                 ProxyMode::Iptables => self.wait(
                     node,
