@@ -233,11 +233,7 @@ impl CollectorPod {
         ));
         for condition in status.conditions.unwrap_or_default() {
             if condition.status != "True" {
-                let detail = [condition.reason, condition.message]
-                    .into_iter()
-                    .flatten()
-                    .collect::<Vec<_>>()
-                    .join(": ");
+                let detail = reason_and_message(&condition.reason, &condition.message);
                 reasons.push(
                     format!("{} is {} {detail}", condition.type_, condition.status)
                         .trim()
@@ -247,11 +243,7 @@ impl CollectorPod {
         }
         for container in status.container_statuses.unwrap_or_default() {
             if let Some(waiting) = container.state.and_then(|s| s.waiting) {
-                let detail = [waiting.reason, waiting.message]
-                    .into_iter()
-                    .flatten()
-                    .collect::<Vec<_>>()
-                    .join(": ");
+                let detail = reason_and_message(&waiting.reason, &waiting.message);
                 reasons.push(format!("container waiting: {detail}"));
             }
         }
@@ -386,11 +378,7 @@ fn not_ready(node: &Node) -> Option<String> {
     let since = (ready.last_transition_time.as_ref())
         .map(|time| format!(" since {}", time.0))
         .unwrap_or_default();
-    let detail = [ready.reason.as_deref(), ready.message.as_deref()]
-        .into_iter()
-        .flatten()
-        .collect::<Vec<_>>()
-        .join(": ");
+    let detail = reason_and_message(&ready.reason, &ready.message);
     Some(format!("Ready is {}{since}: {detail}", ready.status))
 }
 
@@ -419,14 +407,19 @@ fn ended(pod: &Pod) -> Option<String> {
         Some("Failed" | "Succeeded") => Some(format!(
             "it is {} ({})",
             status.phase.as_deref().unwrap_or_default(),
-            [status.reason.as_deref(), status.message.as_deref()]
-                .into_iter()
-                .flatten()
-                .collect::<Vec<_>>()
-                .join(": ")
+            reason_and_message(&status.reason, &status.message)
         )),
         _ => None,
     }
+}
+
+/// A status's `reason: message`, as much of it as is there.
+fn reason_and_message(reason: &Option<String>, message: &Option<String>) -> String {
+    [reason.as_deref(), message.as_deref()]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(": ")
 }
 
 /// The exit code in a `pods/exec` status: `Success`, or `Failure` with

@@ -203,7 +203,11 @@ pub async fn conntrack(
 }
 
 /// Runs `argv`; its standard output, or why there is none.
-async fn run(shell: &NodeShell, enter: &[String], argv: &[&str]) -> Result<String, String> {
+pub(super) async fn run(
+    shell: &NodeShell,
+    enter: &[String],
+    argv: &[&str],
+) -> Result<String, String> {
     let argv: Vec<String> = argv.iter().map(|w| w.to_string()).collect();
     match shell.run(enter, &argv, None, READ_TIMEOUT).await {
         Ok(output) if output.success() => Ok(String::from_utf8_lossy(&output.stdout).into_owned()),

@@ -17,13 +17,11 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
 
+use super::counters;
 use crate::collect::shell::NodeShell;
+use crate::engine::HopId;
 use crate::net::Family;
-
-/// How long arming or reading a node's tracing may take.
-const TRACE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Arms the instance `$1` for the family's ethertype `$2`: mounts tracefs
 /// privately, makes the instance with a 32 KiB buffer a CPU, filters and
@@ -106,7 +104,7 @@ pub async fn arm(
     nodes: &[(String, Arc<NodeShell>)],
     family: Family,
     instance: &str,
-) -> (Vec<Armed>, Vec<(String, String)>) {
+) -> (Vec<Armed>, Vec<(HopId, String)>) {
     let mut kernels: Vec<(Option<String>, Vec<String>, Arc<NodeShell>)> = Vec::new();
     for (node, shell) in nodes {
         let boot_id = run(shell, &["cat", "/proc/sys/kernel/random/boot_id"])
@@ -134,7 +132,7 @@ pub async fn arm(
                 shell,
                 instance: instance.to_string(),
             }),
-            Err(why) => failed.extend(nodes.into_iter().map(|node| (node, why.clone()))),
+            Err(why) => failed.extend(untraced(nodes, &why)),
         }
     }
     (armed, failed)
@@ -142,7 +140,7 @@ pub async fn arm(
 
 /// Reads and removes each armed kernel's tracing: the drops seen, counted
 /// by reason and function; `tool` is the probe's program.
-pub async fn read(armed: Vec<Armed>, tool: &str) -> (Vec<DropsSeen>, Vec<(String, String)>) {
+pub async fn read(armed: Vec<Armed>, tool: &str) -> (Vec<DropsSeen>, Vec<(HopId, String)>) {
     let mut seen = Vec::new();
     let mut failed = Vec::new();
     for kernel in armed {
@@ -157,26 +155,24 @@ pub async fn read(armed: Vec<Armed>, tool: &str) -> (Vec<DropsSeen>, Vec<(String
                     in_probe,
                 },
             )),
-            Err(why) => failed.extend(kernel.nodes.into_iter().map(|node| (node, why.clone()))),
+            Err(why) => failed.extend(untraced(kernel.nodes, &why)),
         }
     }
     (seen, failed)
 }
 
-/// A command's standard output, or why it failed in words.
+/// The nodes of a kernel that could not be traced, and why, as a
+/// confirmation's `unread`.
+fn untraced(nodes: Vec<String>, why: &str) -> impl Iterator<Item = (HopId, String)> {
+    nodes
+        .into_iter()
+        .map(move |node| (HopId::node(node), why.to_string()))
+}
+
+/// `argv` run on the node's kernel (no namespace entered); its output, or
+/// why there is none.
 async fn run(shell: &NodeShell, argv: &[&str]) -> Result<String, String> {
-    let argv: Vec<String> = argv.iter().map(|w| w.to_string()).collect();
-    let output = (shell.run(&[], &argv, None, TRACE_TIMEOUT).await).map_err(|e| e.to_string())?;
-    if output.code == Some(0) {
-        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
-    } else {
-        let said = String::from_utf8_lossy(&output.stderr);
-        let said = said.lines().rev().find(|l| !l.trim().is_empty());
-        Err(match said {
-            Some(line) => format!("drop tracing: {}", line.trim()),
-            None => format!("drop tracing: exit {:?}", output.code),
-        })
-    }
+    (counters::run(shell, &[], argv).await).map_err(|why| format!("drop tracing: {why}"))
 }
 
 /// The trace's `kfree_skb` events counted by (reason, function): how many,

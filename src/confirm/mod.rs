@@ -236,19 +236,13 @@ pub async fn confirm(
     for place in &places {
         before.push(counters::read(&place.shell, &place.enter, family).await);
     }
-    let traced = match drop_reasons {
-        true => {
-            let instance = format!("skoop-{}-{}", std::process::id(), source_port());
-            let (armed, failed) = drops::arm(&nodes_of(&places), family, &instance).await;
-            unread.extend(
-                failed
-                    .into_iter()
-                    .map(|(node, why)| (HopId::node(&node), why)),
-            );
-            armed
-        }
-        false => Vec::new(),
-    };
+    let mut traced = Vec::new();
+    if drop_reasons {
+        let instance = format!("skoop-{}-{}", std::process::id(), source_port());
+        let (armed, failed) = drops::arm(&nodes_of(&places), family, &instance).await;
+        unread.extend(failed);
+        traced = armed;
+    }
     let kernel = match (&from, source) {
         (_, Some(source)) => probe.send(&source.shell, &source.enter).await,
         (Some(HopId::External(_)), None) => Kernel::Unknown(
@@ -291,11 +285,7 @@ pub async fn confirm(
     let traced_any = !traced.is_empty();
     let (drops, failed) = drops::read(traced, probe.tool()).await;
     let drops = traced_any.then_some(drops);
-    unread.extend(
-        failed
-            .into_iter()
-            .map(|(node, why)| (HopId::node(&node), why)),
-    );
+    unread.extend(failed);
     let kernel_delivers = match kernel {
         Kernel::Sent => delivered_at_destination,
         _ => kernel.delivers(),

@@ -581,15 +581,20 @@ mod tests {
         (report, output)
     }
 
+    /// `--from` and `--to` of a flow from `from` to `to`'s port 8080.
+    fn flow(from: &Pod, to: &Pod) -> (String, String) {
+        (
+            format!("{}/{}", from.namespace, from.name),
+            format!("{}/{}:8080", to.namespace, to.name),
+        )
+    }
+
     /// A live diagnosis as deploy/rbac.yaml's ServiceAccount, its snapshot
     /// saved in `saved`; checks that the collector pods collected both
     /// pods' namespaces (found by UID in the kubelet's cgroups) and that
     /// the saved snapshot gives the same report offline.
     fn diagnose_live(kubeconfig: &str, saved: &Path, from: &Pod, to: &Pod) -> (Value, Output) {
-        let (from_name, to_name) = (
-            format!("{}/{}", from.namespace, from.name),
-            format!("{}/{}:8080", to.namespace, to.name),
-        );
+        let (from_name, to_name) = flow(from, to);
         let saved_arg = saved.to_str().expect("a UTF-8 path");
         let live = ["--kubeconfig", kubeconfig, "--save-snapshot", saved_arg];
         let (report, output) = diagnose(&live, &from_name, &to_name);
@@ -622,13 +627,14 @@ mod tests {
     /// `from`'s namespace through its node's collector pod, must agree with
     /// the model and with `kernel` (whether the lab's own connect worked).
     fn confirm_live(kubeconfig: &str, from: &Pod, to: &Pod, kernel: bool, case: &str) {
+        let (from, to) = flow(from, to);
         let args = [
             "--kubeconfig",
             kubeconfig,
             "--from",
-            &format!("{}/{}", from.namespace, from.name),
+            &from,
             "--to",
-            &format!("{}/{}:8080", to.namespace, to.name),
+            &to,
             "--protocol",
             "tcp",
             "--confirm",
@@ -640,10 +646,7 @@ mod tests {
     /// `skoop diagnose --confirm --drop-reasons` live: the drops the
     /// kernel traced through the collector pods, as `(reason, function)`.
     fn traced_drops(kubeconfig: &str, from: &Pod, to: &Pod) -> Vec<(String, String)> {
-        let (from, to) = (
-            format!("{}/{}", from.namespace, from.name),
-            format!("{}/{}:8080", to.namespace, to.name),
-        );
+        let (from, to) = flow(from, to);
         let live = ["--kubeconfig", kubeconfig, "--confirm", "--drop-reasons"];
         let (report, _) = diagnose(&live, &from, &to);
         let confirmation = &report["confirmation"];
