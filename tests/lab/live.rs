@@ -681,14 +681,23 @@ async fn collector_pods(client: &kube::Client) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// Node `node-1` as its kubelet last posted it, Ready, with no kubelet
+/// behind it now: skoop creates its collector pod there (a node that is not
+/// Ready is refused before any pod is made), and nothing ever runs the pod.
+fn ready_node_without_a_kubelet() -> Value {
+    json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1"},
+           "status": {"addresses": [{"type": "InternalIP", "address": "192.0.2.1"}],
+                      "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
+                                      "message": "kubelet is posting ready status"}]}})
+}
+
 #[test]
 fn a_collector_pod_that_never_runs_is_named_and_no_collector_pod_is_left() {
     let Availability::Run = availability() else {
         return;
     };
     let server = ApiServer::start();
-    let node = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1"},
-                      "status": {"addresses": [{"type": "InternalIP", "address": "192.0.2.1"}]}});
+    let node = ready_node_without_a_kubelet();
     block_on(async {
         let client = server.admin().await;
         apiserver::create(&client, &node).await;
@@ -774,8 +783,7 @@ fn a_collector_namespace_enforcing_restricted_pod_security_is_named_with_the_lab
         return;
     };
     let server = ApiServer::start();
-    let node = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1"},
-                      "status": {"addresses": [{"type": "InternalIP", "address": "192.0.2.1"}]}});
+    let node = ready_node_without_a_kubelet();
     let namespace = json!({"apiVersion": "v1", "kind": "Namespace",
                            "metadata": {"name": "skoop",
                                         "labels": {"pod-security.kubernetes.io/enforce": "restricted"}}});
