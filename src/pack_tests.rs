@@ -530,7 +530,7 @@ fn run_case(
     if !expectation.absent.is_empty() {
         details.push(listed("expects absent ", &expectation.absent));
     }
-    let (loaded, problems) = LoadedPacks::load(vec![source.clone()], &expectation.overrides);
+    let (loaded, problems) = LoadedPacks::load_alone(source.clone(), &expectation.overrides);
     // Flows are diagnosed as skoop diagnose would: the built-in packs, with
     // this one in place of its built-in namesake.
     let mut sources: Vec<PackSource> = packs::builtin_sources()

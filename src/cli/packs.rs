@@ -144,8 +144,23 @@ fn list(load: &LoadArgs) -> ExitCode {
             pack.dir.display().to_string()
         };
         let declarative = pack.checks.iter().filter(|c| c.kind.is_declarative());
+        // A composed pack's parts lend it checks (`composes:`).
+        let lent: Vec<String> = (pack.composes.iter())
+            .map(|part| {
+                let count = (loaded.get(&part.pack).into_iter())
+                    .flat_map(|p| &p.checks)
+                    .filter(|check| part.lends(&check.id))
+                    .count();
+                format!("{count} of {}'s", part.pack)
+            })
+            .collect();
+        let lent = if lent.is_empty() {
+            String::new()
+        } else {
+            format!(" + {}", lent.join(", "))
+        };
         out!(
-            "{:<16} {:<8} {:<6} {:>3} checks ({:>2} declarative)  {}  ({origin})",
+            "{:<16} {:<8} {:<6} {:>3} checks ({:>2} declarative){lent}  {}  ({origin})",
             pack.name,
             pack.version.to_string(),
             pack.kind.as_str(),
@@ -310,7 +325,7 @@ fn test(dirs: &[PathBuf], verbose: bool, overrides: &[Override], from: ClusterFr
             }
         };
         for source in sources {
-            let (loaded, mut problems) = LoadedPacks::load(vec![source.clone()], &[]);
+            let (loaded, mut problems) = LoadedPacks::load_alone(source.clone(), &[]);
             let name = loaded.packs().first().map(|pack| pack.name.clone());
             let own: Vec<Override> = overrides
                 .iter()
@@ -318,7 +333,7 @@ fn test(dirs: &[PathBuf], verbose: bool, overrides: &[Override], from: ClusterFr
                 .cloned()
                 .collect();
             if !own.is_empty() {
-                problems.extend(LoadedPacks::load(vec![source.clone()], &own).1);
+                problems.extend(LoadedPacks::load_alone(source.clone(), &own).1);
             }
             tested.extend(name);
             let pack = loaded.packs().first().filter(|_| problems.is_empty());

@@ -118,6 +118,48 @@ mod tests {
     }
 
     #[test]
+    fn the_disposition_is_the_one_most_flows_meet_whatever_the_backends_order() {
+        use crate::engine::Disposition::*;
+        // The example's Service has two backends; their order and fates are
+        // set by hand.
+        let mut diagnosis = diagnosed("flannel-vxlan", "svc/default/web");
+        let template = diagnosis.paths[0].clone();
+        let path = |disposition, probability| crate::engine::PathResult {
+            disposition,
+            probability,
+            ..template.clone()
+        };
+        let mut verdict = |paths: Vec<crate::engine::PathResult>| {
+            diagnosis.paths = paths;
+            diagnosis.disposition()
+        };
+        // A martian to itself first, the three others' replies misdelivered.
+        let mixed = [NoRoute, NoListener, NoListener, NoListener].map(|d| path(d, 0.25));
+        assert_eq!(verdict(mixed.to_vec()), NoListener);
+        let mut reversed = mixed.to_vec();
+        reversed.reverse();
+        assert_eq!(verdict(reversed), NoListener);
+        // Equal shares: the first met; unknown only when nothing is known.
+        assert_eq!(
+            verdict(vec![path(NoRoute, 0.5), path(NoListener, 0.5)]),
+            NoRoute
+        );
+        assert_eq!(
+            verdict(vec![
+                path(InsufficientInfo, 0.75),
+                path(DeniedByNetfilter, 0.25)
+            ]),
+            DeniedByNetfilter
+        );
+        assert_eq!(
+            verdict(vec![path(Delivered, 0.5), path(InsufficientInfo, 0.5)]),
+            InsufficientInfo
+        );
+        assert_eq!(verdict(vec![path(Delivered, 1.0)]), Delivered);
+        assert_eq!(verdict(Vec::new()), InsufficientInfo);
+    }
+
+    #[test]
     fn the_stop_comes_first_then_the_rest_by_severity() {
         // A Service without endpoints: netfilter rejects the request at
         // node-1, and the Service's own finding is about the first hop.

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use rhai::{Dynamic, Map};
 
 use crate::packs::contract;
-use crate::packs::{self, HopScope, LoadedPacks, Pack, PackKind, PodRef};
+use crate::packs::{self, HopScope, LoadedPacks, Pack, PodRef};
 use crate::snapshot::Snapshot;
 use crate::snapshot::netns::bpf;
 use crate::snapshot::netns::link::MacAddr;
@@ -228,9 +228,10 @@ pub(crate) struct Intent<'s> {
     /// The CNI pack that applies (chosen by hand, or detected): its intent
     /// stands in for namespaces the snapshot lacks.
     pub cni: Option<&'s Pack>,
-    /// Every applying pack with a `service` hook, in load order.
+    /// Every pack applying whole with a `service` hook, in load order.
     service_proxies: Vec<&'s Pack>,
-    /// Every applying pack that claims programs (`datapath:`), in load order.
+    /// Every pack applying whole that claims programs (`datapath:`), in
+    /// load order.
     datapaths: Vec<&'s Pack>,
 }
 
@@ -239,15 +240,13 @@ impl<'s> Intent<'s> {
         let cluster = &snapshot.cluster;
         Intent {
             packs,
-            cni: packs
-                .applying(cluster)
-                .find(|pack| pack.kind == PackKind::Cni),
+            cni: packs.cni(cluster),
             service_proxies: packs
-                .applying(cluster)
+                .applying_whole(cluster)
                 .filter(|pack| pack.hooks.contains_key("service"))
                 .collect(),
             datapaths: packs
-                .applying(cluster)
+                .applying_whole(cluster)
                 .filter(|pack| pack.datapath.is_some())
                 .collect(),
         }

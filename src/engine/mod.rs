@@ -461,7 +461,8 @@ pub struct Diagnosis {
     /// reach.
     pub destination: Option<String>,
     /// The packs that applied to the cluster, in load order: a CNI pack's
-    /// name marked `(CNI)` (detected, or chosen with `--cni`).
+    /// name marked `(CNI)` (detected, or chosen with `--cni`), a pack that
+    /// only lends checks to a composed one `(part of NAME)`.
     pub packs: Vec<String>,
 }
 
@@ -529,16 +530,39 @@ impl Diagnosis {
         })
     }
 
+    /// `delivered` only if every path is; otherwise the disposition of the
+    /// [`Diagnosis::deciding_path`] among those that are not.
     pub fn disposition(&self) -> Disposition {
-        self.paths
-            .iter()
-            .map(|p| p.disposition)
-            .find(|d| *d != Disposition::Delivered)
-            .unwrap_or(if self.paths.is_empty() {
-                Disposition::InsufficientInfo
-            } else {
-                Disposition::Delivered
+        match self.deciding_path(|p| p.disposition != Disposition::Delivered) {
+            Some(path) => path.disposition,
+            None if self.paths.is_empty() => Disposition::InsufficientInfo,
+            None => Disposition::Delivered,
+        }
+    }
+
+    /// The path a verdict about the paths `counts` picks is told by: of
+    /// their dispositions, a definite one before `insufficient_info`, then
+    /// the one most flows meet, then the one met first; its first path.
+    /// Backends are listed in the proxy's order, which follows addresses
+    /// an IPAM may hand out in any order: the flows' shares, not that
+    /// order, decide.
+    pub fn deciding_path(&self, counts: impl Fn(&PathResult) -> bool) -> Option<&PathResult> {
+        let mut shares: Vec<(Disposition, f64, usize)> = Vec::new();
+        for (index, path) in self.paths.iter().enumerate().filter(|(_, p)| counts(p)) {
+            match shares.iter_mut().find(|(d, _, _)| *d == path.disposition) {
+                Some((_, share, _)) => *share += path.probability,
+                None => shares.push((path.disposition, path.probability, index)),
+            }
+        }
+        let unknown = |d: Disposition| d == Disposition::InsufficientInfo;
+        shares
+            .into_iter()
+            .min_by(|a, b| {
+                (unknown(a.0).cmp(&unknown(b.0)))
+                    .then(b.1.total_cmp(&a.1))
+                    .then(a.2.cmp(&b.2))
             })
+            .map(|(_, _, index)| &self.paths[index])
     }
 
     /// Whether any path goes through an assumed hop.
@@ -563,10 +587,15 @@ pub fn diagnose(
     diagnosis.destination = conclude::destination(snapshot, request, &resolved);
     diagnosis.packs = packs
         .applying(&snapshot.cluster)
-        .map(|pack| match pack.kind {
-            crate::packs::PackKind::Cni => format!("{} (CNI)", pack.name),
-            crate::packs::PackKind::Rules => pack.name.clone(),
-        })
+        .map(
+            |pack| match (pack.kind, packs.role(pack, &snapshot.cluster)) {
+                (_, Some(crate::packs::Role::Part { of, .. })) => {
+                    format!("{} (part of {})", pack.name, of.name)
+                }
+                (crate::packs::PackKind::Cni, _) => format!("{} (CNI)", pack.name),
+                (crate::packs::PackKind::Rules, _) => pack.name.clone(),
+            },
+        )
         .collect();
     if diagnosis.destination.is_some() {
         // Whether the outside can answer is a question only for a

@@ -37,7 +37,7 @@ pub use host::{Insufficient, display, program_map};
 pub use load::{MANIFEST, Override, PackSource};
 pub use model::{
     Check, CheckKind, CheckScope, Datapath, DatapathCommand, ForEach, IntRange, Mode, Pack,
-    PackKind, ParamType, ParamValue, Parameter, Severity, Version,
+    PackKind, ParamType, ParamValue, Parameter, Part, Severity, Version,
 };
 pub use sandbox::{ScriptError, ScriptErrorKind};
 pub use scope::{Context, HopScope, HopStop, Packet, PodRef, StoppingRule, Subject};
@@ -159,6 +159,15 @@ pub struct CheckRun<'p> {
     pub output: Vec<String>,
 }
 
+/// How a pack takes part where it applies ([`LoadedPacks::role`]).
+#[derive(Debug, Clone, Copy)]
+pub enum Role<'p> {
+    /// All of it: its checks, and a CNI pack's hooks.
+    Whole,
+    /// A part of the composed CNI pack `of`: only the checks `part` lends.
+    Part { of: &'p Pack, part: &'p Part },
+}
+
 impl LoadedPacks {
     /// Loads `sources` in order; a later pack of the same name replaces an
     /// earlier built-in one (and a note says so), while two user packs of one
@@ -169,7 +178,7 @@ impl LoadedPacks {
         let mut notes = Vec::new();
         let mut problems = Vec::new();
         for source in &sources {
-            let (pack, pack_problems) = load::load_pack(&mut engine, source, overrides);
+            let (pack, pack_problems) = load::load_pack(&mut engine, source, &sources, overrides);
             problems.extend(pack_problems);
             let Some(pack) = pack else { continue };
             match packs.iter().position(|p| p.name == pack.name) {
@@ -208,6 +217,27 @@ impl LoadedPacks {
             chosen_cni: None,
         };
         (loaded, problems)
+    }
+
+    /// Loads one pack on its own, as it is tested and evaluated: with the
+    /// built-in packs it composes (`composes:`), which lend it checks, after
+    /// it.
+    pub fn load_alone(source: PackSource, overrides: &[Override]) -> (LoadedPacks, Vec<Problem>) {
+        let (alone, problems) = LoadedPacks::load(vec![source.clone()], overrides);
+        let parts: Vec<&str> = (alone.packs.iter())
+            .flat_map(|pack| &pack.composes)
+            .map(|part| part.pack.as_str())
+            .collect();
+        if parts.is_empty() {
+            return (alone, problems);
+        }
+        let mut sources = vec![source];
+        sources.extend(
+            builtin_sources().into_iter().filter(|builtin| {
+                source_name(builtin).is_some_and(|n| parts.contains(&n.as_str()))
+            }),
+        );
+        LoadedPacks::load(sources, overrides)
     }
 
     /// The built-in packs plus those found in each `pack_path` directory.
@@ -327,17 +357,46 @@ impl LoadedPacks {
         Ok(())
     }
 
-    /// The packs that apply to `cluster`, in load order (see `applies`).
+    /// The packs that apply to `cluster`, in load order (see `role`).
     pub fn applying<'a>(&'a self, cluster: &'a Cluster) -> impl Iterator<Item = &'a Pack> {
         self.packs
             .iter()
-            .filter(move |pack| self.applies(pack, cluster))
+            .filter(move |pack| self.role(pack, cluster).is_some())
     }
 
-    /// Whether a pack's checks run on this cluster: rules packs always; a
-    /// CNI pack when it is the one chosen by hand, or, with none chosen, when
+    /// The packs that apply to `cluster` whole, in load order: theirs are
+    /// the hooks the walker asks (a part lends checks only).
+    pub fn applying_whole<'a>(&'a self, cluster: &'a Cluster) -> impl Iterator<Item = &'a Pack> {
+        (self.packs.iter())
+            .filter(move |pack| matches!(self.role(pack, cluster), Some(Role::Whole)))
+    }
+
+    /// The CNI pack whose hooks answer for `cluster`'s CNI: the first that
+    /// applies whole, in load order.
+    pub fn cni<'a>(&'a self, cluster: &'a Cluster) -> Option<&'a Pack> {
+        self.applying_whole(cluster)
+            .find(|pack| pack.kind == PackKind::Cni)
+    }
+
+    /// How `pack` takes part in diagnosing `cluster`; `None` where it does
+    /// not apply. A CNI pack that a composed pack applying here is made of
+    /// lends it the checks it names, and nothing else.
+    pub fn role<'a>(&'a self, pack: &'a Pack, cluster: &Cluster) -> Option<Role<'a>> {
+        let composed = self
+            .packs
+            .iter()
+            .filter(|other| other.name != pack.name && self.applies_whole(other, cluster))
+            .find_map(|of| {
+                let part = of.composes.iter().find(|part| part.pack == pack.name)?;
+                Some(Role::Part { of, part })
+            });
+        composed.or_else(|| self.applies_whole(pack, cluster).then_some(Role::Whole))
+    }
+
+    /// Whether all of a pack applies, as itself: rules packs always; a CNI
+    /// pack when it is the one chosen by hand, or, with none chosen, when
     /// detected.
-    fn applies(&self, pack: &Pack, cluster: &Cluster) -> bool {
+    fn applies_whole(&self, pack: &Pack, cluster: &Cluster) -> bool {
         match (&self.chosen_cni, pack.kind) {
             (_, PackKind::Rules) => true,
             (Some(chosen), PackKind::Cni) => *chosen == pack.name,
@@ -476,8 +535,8 @@ impl LoadedPacks {
     /// The hop-scoped checks of every applicable pack at one hop of a path.
     pub fn evaluate_hop(&self, hop: &Arc<HopScope>) -> Vec<Finding> {
         let cni_admits: rhai::Array = self
-            .applying(&hop.snapshot.cluster)
-            .filter(|pack| pack.kind == PackKind::Cni)
+            .cni(&hop.snapshot.cluster)
+            .into_iter()
             .flat_map(|pack| &pack.policy_admits)
             .map(|admit| {
                 let mut map = rhai::Map::new();
@@ -520,10 +579,21 @@ impl LoadedPacks {
     ) -> Vec<CheckRun<'p>> {
         let mut runs = Vec::new();
         for pack in &self.packs {
-            if !self.applies(pack, &snapshot.cluster) {
-                continue;
-            }
-            let mode = match self.active_mode(pack, snapshot) {
+            let lends = match self.role(pack, &snapshot.cluster) {
+                None => continue,
+                Some(Role::Whole) => None,
+                Some(Role::Part { part, .. }) => Some(part),
+            };
+            let checks: Vec<&Check> = (pack.checks.iter())
+                .filter(|check| lends.is_none_or(|part| part.lends(&check.id)))
+                .collect();
+            // A part's mode is asked only when a check it lends is of one.
+            let mode = if lends.is_some() && checks.iter().all(|c| c.modes.is_empty()) {
+                Ok(None)
+            } else {
+                self.active_mode(pack, snapshot)
+            };
+            let mode = match mode {
                 Ok(mode) => mode,
                 Err(finding) => {
                     runs.push(CheckRun {
@@ -541,7 +611,7 @@ impl LoadedPacks {
                 engine: &self.engine,
                 pack,
             };
-            for check in &pack.checks {
+            for check in checks {
                 let in_mode = check.modes.is_empty()
                     || mode.as_ref().is_some_and(|m| check.modes.contains(m));
                 if in_mode {
@@ -580,6 +650,7 @@ impl LoadedPacks {
 }
 
 /// The name a pack source declares, for messages before it loads.
+/// The `name:` a pack's manifest gives, read without loading the pack.
 fn source_name(source: &PackSource) -> Option<String> {
     let root = yaml::parse(source.files.get(MANIFEST)?).ok()?;
     match root.value {

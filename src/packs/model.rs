@@ -610,6 +610,36 @@ pub struct Pack {
     /// The BPF programs the pack claims, and what collection asks the
     /// datapath's own tools where they are attached (`datapath:`).
     pub datapath: Option<Datapath>,
+    /// The CNI packs this one is made of (`composes:`): where it applies,
+    /// each of them lends only the checks named here, and this pack's hooks
+    /// answer for the whole.
+    pub composes: Vec<Part>,
+}
+
+/// A CNI pack a composed pack is made of, and the checks it lends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Part {
+    pub pack: String,
+    /// Check ids of the part, each whole or a prefix ending in `*`.
+    pub checks: Vec<String>,
+    /// Where the entry is written (line, column), for a part or a check
+    /// that is not there.
+    pub at: (usize, usize),
+}
+
+impl Part {
+    /// Whether the part lends check `id`.
+    pub fn lends(&self, id: &str) -> bool {
+        self.checks.iter().any(|pattern| name_matches(pattern, id))
+    }
+}
+
+/// Whether `name` is `pattern`, or starts with it where it ends in `*`.
+fn name_matches(pattern: &str, name: &str) -> bool {
+    match pattern.strip_suffix('*') {
+        Some(prefix) => name.starts_with(prefix),
+        None => name == pattern,
+    }
 }
 
 /// A programmable datapath a pack models: which attached programs it
@@ -628,10 +658,7 @@ impl Datapath {
     pub fn claims(&self, program: &str) -> bool {
         self.programs
             .iter()
-            .any(|pattern| match pattern.strip_suffix('*') {
-                Some(prefix) => program.starts_with(prefix),
-                None => program == pattern,
-            })
+            .any(|pattern| name_matches(pattern, program))
     }
 }
 

@@ -1027,3 +1027,106 @@ fn flannel_next_hop_routes_each_pod_cidr_as_the_backend_does_without_the_nodes_d
         "no host MTU without the node's dump"
     );
 }
+
+/// A composed CNI pack over the example (Flannel VXLAN): it lends itself
+/// Flannel's VXLAN checks and calls Flannel's `lib/` in its own check; it
+/// applies where the example's ConfigMap `kube-flannel-cfg` is, as a
+/// composition would be detected by its own marker.
+const COMPOSED: &str = r#"
+name: duo
+version: 0.1.0
+description: Flannel's routing with a check of its own.
+engine: ">=0.1.0"
+contract: 2
+kind: cni
+detect:
+  configmaps: [{name: kube-flannel-cfg, key: net-conf.json}]
+composes:
+  - pack: flannel
+    checks: [flannel.vxlan.*, flannel.sysctl.ip-forward]
+parameters:
+  vni: {type: int, default: 0, doc: flannel.<VNI>.}
+checks:
+  - id: duo.vxlan.named
+    doc: flannel's device, named by flannel's lib.
+    severity: warning
+    scope: node
+    kind: device
+    name: ${flannel::vxlan_device(ctx)}
+    message: "${subject}: ${actual}"
+"#;
+
+#[test]
+fn a_composed_pack_takes_its_parts_checks_and_lib_and_the_parts_lend_only_those() {
+    let mut sources = builtin_sources();
+    sources.push(PackSource {
+        dir: "inline".into(),
+        builtin: false,
+        files: [(MANIFEST.to_owned(), COMPOSED.to_owned())].into(),
+    });
+    let (loaded, problems) = LoadedPacks::load(sources, &[]);
+    assert!(problems.is_empty(), "{problems:?}");
+    let snapshot = example();
+    let cluster = &snapshot.cluster;
+    let role = |name: &str| loaded.role(loaded.get(name).expect("loaded"), cluster);
+    assert!(matches!(role("duo"), Some(Role::Whole)));
+    assert!(matches!(role("flannel"), Some(Role::Part { of, .. }) if of.name == "duo"));
+    assert!(role("calico").is_none());
+    assert_eq!(loaded.cni(cluster).map(|p| p.name.as_str()), Some("duo"));
+    let everything = |_: &Subject| true;
+    let about = About {
+        subject: &everything,
+        peer: &everything,
+        objects: None,
+    };
+    let ran: Vec<String> = loaded
+        .run_snapshot_checks(&snapshot, &about, false)
+        .iter()
+        .filter_map(|run| run.check)
+        .filter(|check| !check.id.starts_with("core.") && !check.id.starts_with("kube-proxy."))
+        .filter(|check| !check.id.starts_with("networkpolicy."))
+        .map(|check| check.id.clone())
+        .collect();
+    assert!(ran.contains(&"duo.vxlan.named".to_owned()), "{ran:?}");
+    assert!(ran.contains(&"flannel.vxlan.fdb".to_owned()), "{ran:?}");
+    assert!(
+        ran.contains(&"flannel.sysctl.ip-forward".to_owned()),
+        "{ran:?}"
+    );
+    // Flannel's other checks (its bridge, its routes) are not lent.
+    assert!(!ran.contains(&"flannel.bridge.down".to_owned()), "{ran:?}");
+    assert!(
+        ran.iter()
+            .all(|id| id.starts_with("duo.") || id.starts_with("flannel."))
+    );
+}
+
+#[test]
+fn a_composition_of_what_is_not_there_is_a_problem_at_its_place() {
+    let bad = COMPOSED
+        .replace("- pack: flannel", "- pack: weave")
+        .replace("[flannel.vxlan.*, flannel.sysctl.ip-forward]", "[weave.*]");
+    let problems = load_inline(&bad, &[]).expect_err("weave is no pack");
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.contains("pack.yaml:11:") && p.contains("no other pack named \"weave\"")),
+        "{problems:?}"
+    );
+    let foreign = COMPOSED.replace("flannel.sysctl.ip-forward]", "calico.pod.route]");
+    let problems = load_inline(&foreign, &[]).expect_err("not a check of flannel");
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.contains("\"calico.pod.route\" must be a check id of flannel")),
+        "{problems:?}"
+    );
+    let rules = COMPOSED.replace("kind: cni", "kind: rules");
+    let problems = load_inline(&rules, &[]).expect_err("a rules pack composes nothing");
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.contains("only a cni pack composes others")),
+        "{problems:?}"
+    );
+}

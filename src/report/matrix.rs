@@ -62,7 +62,7 @@ pub struct FlowOut {
     /// How many paths the flow has, and how many of them fail.
     pub paths: usize,
     pub failing_paths: usize,
-    /// Its first finding: what stops its first failing path (the most
+    /// Its first finding: what stops its deciding failing path (the most
     /// severe finding at the hop where it stops), else its most severe
     /// critical or fatal finding; `null` for a flow that succeeds.
     pub finding: Option<CauseOut>,
@@ -320,9 +320,7 @@ fn first_finding(diagnosis: &Diagnosis, verdict: Verdict) -> Option<&Finding> {
         Verdict::DeliveredWithSevereFindings => severe(),
         Verdict::NotDelivered => {
             let stop = diagnosis
-                .paths
-                .iter()
-                .find(|p| !p.succeeds())
+                .deciding_path(|p| !p.succeeds())
                 .and_then(|p| diagnosis.stop_hop(p));
             stop.and_then(|hop| {
                 most_severe(

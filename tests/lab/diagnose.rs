@@ -482,12 +482,14 @@ const REAL_CALICO_FAULTS: &[Fault] = &[Fault {
     mtu: None,
 }];
 
-/// How many of the VXLAN lab's cases the kubelet lab runs (issue 31):
-/// each a fresh cluster of kubelet-run pods collected through collector
-/// pods, about half a minute, so CI runs the first twelve; all of them
-/// with `SKOOP_LAB_KUBELET=all`.
-fn runs_on_kubelets(index: usize) -> bool {
-    index < 12 || std::env::var("SKOOP_LAB_KUBELET").is_ok_and(|all| all == "all")
+/// Which of the VXLAN lab's 31 cases a real-components group runs: each
+/// is a fresh cluster (kubelet-run pods collected through collector pods,
+/// or the components on netns nodes), half a minute or more, and the
+/// scripted flannel-vxlan group runs every one, so CI runs the first
+/// twelve; all of them with `SKOOP_LAB_KUBELET=all` (the kubelet group,
+/// issue 31) or `SKOOP_LAB_REAL=all` (the netns nodes').
+fn runs_in_ci_share(index: usize, all: &str) -> bool {
+    index < 12 || std::env::var(all).is_ok_and(|value| value == "all")
 }
 
 /// Whether the kube-router group runs: when a case is asked for by name
@@ -2252,7 +2254,10 @@ impl LabKind {
                 "calico-vxlan (real components, kubelet and containerd)"
             }
             LabKind::Kubelet(
-                RealCni::FlannelHostGw | RealCni::CiliumVxlan | RealCni::KubeRouter,
+                RealCni::FlannelHostGw
+                | RealCni::CiliumVxlan
+                | RealCni::KubeRouter
+                | RealCni::Canal,
             ) => {
                 unreachable!("the kubelet lab runs Flannel VXLAN and Calico VXLAN")
             }
@@ -2509,6 +2514,16 @@ const TOPOLOGIES: &[Group] = &[
         faults: CILIUM_FROM_NODE_FAULTS,
     },
     Group {
+        lab: LabKind::Real(RealCni::Canal, ProxyMode::Iptables),
+        peer: Peer::Cluster,
+        faults: CANAL_FAULTS,
+    },
+    Group {
+        lab: LabKind::Real(RealCni::Canal, ProxyMode::Iptables),
+        peer: Peer::Outside,
+        faults: CANAL_OUTSIDE_FAULTS,
+    },
+    Group {
         lab: LabKind::Real(RealCni::KubeRouter, ProxyMode::Iptables),
         peer: Peer::Cluster,
         faults: KUBE_ROUTER_FAULTS,
@@ -2517,6 +2532,83 @@ const TOPOLOGIES: &[Group] = &[
         lab: LabKind::Real(RealCni::KubeRouter, ProxyMode::Iptables),
         peer: Peer::Outside,
         faults: KUBE_ROUTER_OUTSIDE_FAULTS,
+    },
+];
+
+/// The cases of the lab whose nodes run RKE2's Canal (`real.rs`): flanneld's
+/// VXLAN between the nodes, felix enforcing the NetworkPolicy, the calico
+/// CNI plugin's `cali*` veths with proxy ARP.
+const CANAL_FAULTS: &[Fault] = &[
+    HEALTHY_TCP,
+    Fault {
+        name: "healthy, to the ClusterIP service",
+        port: Some(80),
+        to: To::Service("web"),
+        ..HEALTHY_TCP
+    },
+    Fault {
+        name: "ping denied by the NetworkPolicy (felix's cali-tw chain)",
+        blamed: Some("node-2"),
+        expected: Disposition::DeniedByNetfilter,
+        protocol: Protocol::Icmp,
+        port: None,
+        ..HEALTHY_TCP
+    },
+    Fault {
+        name: "route to node-2's pod CIDR deleted on node-1",
+        inject: Inject::Kernel(|c| {
+            node_run(
+                c,
+                0,
+                &["ip", "route", "del", &c.nodes[1].pod_cidr.to_string()],
+            );
+        }),
+        blamed: Some("node-1"),
+        expected: Disposition::ExitsCluster,
+        ..HEALTHY_TCP
+    },
+    Fault {
+        name: "flannel.1 down on node-1",
+        inject: Inject::Kernel(|c| node_run(c, 0, &["ip", "link", "set", "flannel.1", "down"])),
+        blamed: Some("node-1"),
+        expected: Disposition::ExitsCluster,
+        ..HEALTHY_TCP
+    },
+    Fault {
+        name: "ip_forward off on node-2",
+        inject: Inject::Kernel(|c| node_sysctl(c, 1, "net.ipv4.ip_forward=0")),
+        blamed: Some("node-2"),
+        expected: Disposition::ForwardingDisabled,
+        ..HEALTHY_TCP
+    },
+    Fault {
+        name: "proxy_arp off on web-0's cali veth",
+        inject: Inject::Kernel(|c| {
+            let veth = &endpoints(c).0.host_veth;
+            node_sysctl(c, 0, &format!("net.ipv4.conf.{veth}.proxy_arp=0"));
+        }),
+        blamed: Some("default/web-0"),
+        expected: Disposition::NeighborFailed,
+        ..HEALTHY_TCP
+    },
+    Fault {
+        name: "FORWARD's jump to cali-FORWARD deleted on node-2: the ping the NetworkPolicy denies gets through",
+        inject: Inject::Kernel(|c| delete_jump(c, 1, ("filter", "FORWARD"), "cali-FORWARD")),
+        protocol: Protocol::Icmp,
+        port: None,
+        finds: Some("calico.felix.chains"),
+        ..HEALTHY_TCP
+    },
+];
+
+/// Canal's pods to a host outside the cluster: flanneld masquerades them.
+const CANAL_OUTSIDE_FAULTS: &[Fault] = &[
+    TO_OUTSIDE,
+    Fault {
+        name: "flanneld's masquerade jump (FLANNEL-POSTRTG) deleted on node-1",
+        inject: Inject::Kernel(|c| delete_jump(c, 0, ("nat", "POSTROUTING"), "FLANNEL-POSTRTG")),
+        finds: Some("flannel.masquerade.chain"),
+        ..TO_OUTSIDE
     },
 ];
 
@@ -2721,9 +2813,11 @@ const CILIUM_FAULTS: &[Fault] = &[
             }
         }),
         // Every backend fails: web-0 itself as a martian (no hairpin
-        // SNAT), the others' replies reach web-0 untranslated.
+        // SNAT), the three others' replies reach web-0 untranslated, which
+        // is what most flows meet whichever order their addresses put the
+        // backends in.
         blamed: Some("default/web-0"),
-        expected: Disposition::NoRoute,
+        expected: Disposition::NoListener,
         finds: Some("engine.reply.misdelivered"),
         ..HEALTHY_TCP
     },
@@ -3392,9 +3486,14 @@ fn diagnosis_agrees_with_the_kernel_on_every_lab_fault() {
         .iter()
         .flat_map(|group| {
             let kubelets = matches!(group.lab, LabKind::Kubelet(RealCni::FlannelVxlan));
+            let real_vxlan = matches!(group.lab, LabKind::Real(RealCni::FlannelVxlan, _))
+                && std::ptr::eq(group.faults, VXLAN_FAULTS);
             let kube_router = matches!(group.lab, LabKind::Real(RealCni::KubeRouter, _));
             (group.faults.iter().enumerate())
-                .filter(move |(index, _)| !kubelets || runs_on_kubelets(*index))
+                .filter(move |(index, _)| {
+                    (!kubelets || runs_in_ci_share(*index, "SKOOP_LAB_KUBELET"))
+                        && (!real_vxlan || runs_in_ci_share(*index, "SKOOP_LAB_REAL"))
+                })
                 .filter(move |_| !kube_router || runs_kube_router(wanted_any))
                 .map(move |(_, fault)| (group.lab, group.peer, fault))
         })

@@ -44,6 +44,8 @@ use crate::objects;
 
 /// The Services' network, kube-apiserver's `--service-cluster-ip-range`.
 const SERVICE_CIDR: &str = "10.96.0.0/12";
+/// The pods' MTU on Canal: flannel.1's, the underlay's 1500 less VXLAN's 50.
+const CANAL_VETH_MTU: u32 = 1450;
 /// How long a component may take to do its part.
 const SETTLE: Duration = Duration::from_secs(60);
 
@@ -62,6 +64,11 @@ pub enum RealCni {
     /// `kube-bridge` by the bridge plugin, kube-proxy for the Services
     /// (`tests/lab/kube_router.rs`).
     KubeRouter,
+    /// RKE2's Canal: flanneld (VXLAN) routes between the nodes, felix
+    /// enforces the NetworkPolicy with no networking backend of its own,
+    /// and the calico CNI plugin attaches the pods (`cali*` veths, proxy
+    /// ARP, 169.254.1.1) with host-local IPAM from the node's pod CIDR.
+    Canal,
 }
 
 impl RealCni {
@@ -74,11 +81,14 @@ impl RealCni {
             RealCni::CalicoVxlan => "calico-vxlan (real components)",
             RealCni::CiliumVxlan => "cilium-vxlan (real components)",
             RealCni::KubeRouter => "kube-router (real components)",
+            RealCni::Canal => "canal (real components)",
         }
     }
 
-    fn is_calico(self) -> bool {
-        self == RealCni::CalicoVxlan
+    /// Whether felix runs on the nodes (Calico's CRDs and the lab's
+    /// NetworkPolicy are then in the cluster).
+    fn runs_felix(self) -> bool {
+        matches!(self, RealCni::CalicoVxlan | RealCni::Canal)
     }
 
     fn is_flannel(self) -> bool {
@@ -92,7 +102,8 @@ impl RealCni {
             RealCni::FlannelVxlan
             | RealCni::CalicoVxlan
             | RealCni::CiliumVxlan
-            | RealCni::KubeRouter => "vxlan",
+            | RealCni::KubeRouter
+            | RealCni::Canal => "vxlan",
         };
         json!({"Network": CLUSTER_CIDR, "EnableNFTables": false, "Backend": {"Type": backend}})
     }
@@ -217,25 +228,40 @@ impl Components {
         fs::create_dir_all(&var_lib).expect("the node's /var/lib");
         let program = self.program("calico-node");
         let node_ip = format!("{}/24", node.ip);
-        let node_env: Vec<(&str, &str)> = vec![
+        let mut node_env: Vec<(&str, &str)> = vec![
             ("DATASTORE_TYPE", "kubernetes"),
             ("NODENAME", &node.name),
-            ("CALICO_NETWORKING_BACKEND", "vxlan"),
-            ("IP", &node_ip),
-            ("IP6", "none"),
-            ("CALICO_IPV4POOL_CIDR", CLUSTER_CIDR),
-            ("CALICO_IPV4POOL_BLOCK_SIZE", "26"),
-            ("CALICO_IPV4POOL_VXLAN", "Always"),
-            ("CALICO_IPV4POOL_IPIP", "Never"),
-            ("CALICO_IPV4POOL_NAT_OUTGOING", "true"),
             ("CALICO_DISABLE_FILE_LOGGING", "true"),
             ("WAIT_FOR_DATASTORE", "true"),
             ("FELIX_IPV6SUPPORT", "false"),
         ];
-        for step in [
-            &["-startup"][..],
-            &["-allocate-tunnel-addrs", "-allocate-tunnel-addrs-run-once"],
-        ] {
+        let steps: &[&[&str]] = if self.cni == RealCni::Canal {
+            // canal.yaml's calico-node: policy only, no address of its own,
+            // the pods' addresses from the node's pod CIDR (flannel's).
+            node_env.extend([
+                ("CALICO_NETWORKING_BACKEND", "none"),
+                ("CLUSTER_TYPE", "k8s,canal"),
+                ("USE_POD_CIDR", "true"),
+                ("IP", ""),
+            ]);
+            &[&["-startup"]]
+        } else {
+            node_env.extend([
+                ("CALICO_NETWORKING_BACKEND", "vxlan"),
+                ("IP", &node_ip),
+                ("IP6", "none"),
+                ("CALICO_IPV4POOL_CIDR", CLUSTER_CIDR),
+                ("CALICO_IPV4POOL_BLOCK_SIZE", "26"),
+                ("CALICO_IPV4POOL_VXLAN", "Always"),
+                ("CALICO_IPV4POOL_IPIP", "Never"),
+                ("CALICO_IPV4POOL_NAT_OUTGOING", "true"),
+            ]);
+            &[
+                &["-startup"],
+                &["-allocate-tunnel-addrs", "-allocate-tunnel-addrs-run-once"],
+            ]
+        };
+        for step in steps {
             let log = dir.join(format!("calico-node{}.log", step[0]));
             let output = self
                 .calico_command(node, &var_lib, &program, step)
@@ -260,7 +286,7 @@ impl Components {
         let dir = self.node_dir(node);
         let var_lib = dir.join("var-lib");
         let program = self.program("calico-node");
-        let felix_env: Vec<(&str, &str)> = vec![
+        let mut felix_env: Vec<(&str, &str)> = vec![
             ("FELIX_DATASTORETYPE", "kubernetes"),
             ("FELIX_FELIXHOSTNAME", &node.name),
             ("FELIX_LOGFILEPATH", "none"),
@@ -283,6 +309,10 @@ impl Components {
             // legacy in a namespace that has no rules yet).
             ("FELIX_IPTABLESBACKEND", "NFT"),
         ];
+        if self.cni == RealCni::Canal {
+            // canal.yaml's: the pods may reach their own node.
+            felix_env.push(("FELIX_DEFAULTENDPOINTTOHOSTACTION", "ACCEPT"));
+        }
         let mut argv = self.calico_argv(&var_lib, &program);
         argv.push("-felix".into());
         let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
@@ -481,7 +511,25 @@ impl RealCluster {
                 apiserver::create(&client, &config_map).await;
             });
         }
-        if cni.is_calico() {
+        if cni == RealCni::Canal {
+            // RKE2's rke2-canal chart: flanneld's net-conf.json and the CNI
+            // settings in one ConfigMap of kube-system.
+            runtime.block_on(async {
+                let config_map = json!({
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {"name": "rke2-canal-config", "namespace": "kube-system"},
+                    "data": {
+                        "net-conf.json": cni.net_conf().to_string(),
+                        "canal_iface": "",
+                        "masquerade": "true",
+                        "veth_mtu": CANAL_VETH_MTU.to_string(),
+                    },
+                });
+                apiserver::create(&client, &config_map).await;
+            });
+        }
+        if cni.runs_felix() {
             runtime.block_on(async {
                 for crd in calico_crds(&components.bin) {
                     apiserver::create(&client, &crd).await;
@@ -576,7 +624,17 @@ impl RealCluster {
                 &self.components.kubeconfig,
             );
             self.components.pids.borrow_mut().push(pid);
-        } else if self.components.cni.is_calico() {
+        } else if self.components.cni == RealCni::Canal {
+            self.components.start_flanneld(lab, &node);
+            wait_for_file(&dir.join("subnet.env"), &dir.join("flanneld.log"));
+            self.components.start_calico(lab, &node);
+            self.wait(
+                &node,
+                &["iptables-save", "-t", "filter"],
+                "felix.log",
+                |out| out.contains(":cali-FORWARD "),
+            );
+        } else if self.components.cni == RealCni::CalicoVxlan {
             self.components.start_calico(lab, &node);
             // felix makes the tunnel device once it has the node's tunnel
             // address and the pool.
@@ -607,7 +665,7 @@ impl RealCluster {
             let pod = self.add_pod(lab, &node, name);
             node.pods.push(pod);
         }
-        if self.components.cni.is_calico() && !node.pods.is_empty() {
+        if self.components.cni == RealCni::CalicoVxlan && !node.pods.is_empty() {
             node.ipam_block = Some(self.calico_block(&node));
         }
         self.cluster.nodes.push(node);
@@ -654,7 +712,9 @@ impl RealCluster {
             ]
         };
         let (conf, command) = match self.components.cni {
-            RealCni::CalicoVxlan => (calico_cni_conf(&self.components, node), in_node("calico")),
+            RealCni::CalicoVxlan | RealCni::Canal => {
+                (calico_cni_conf(&self.components, node), in_node("calico"))
+            }
             RealCni::CiliumVxlan => (cilium::cni_conf(), cilium::cni_command(node, &dir, bin)),
             RealCni::FlannelVxlan | RealCni::FlannelHostGw => {
                 (flannel_cni_conf(&dir), in_node("flannel"))
@@ -803,9 +863,23 @@ impl RealCluster {
             let agent_log = match self.components.cni {
                 RealCni::CalicoVxlan => "felix.log",
                 RealCni::CiliumVxlan => "cilium-agent.log",
-                RealCni::FlannelVxlan | RealCni::FlannelHostGw => "flanneld.log",
+                RealCni::FlannelVxlan | RealCni::FlannelHostGw | RealCni::Canal => "flanneld.log",
                 RealCni::KubeRouter => "kube-router.log",
             };
+            if self.components.cni == RealCni::Canal {
+                // felix's chains for each of the node's pods: policy is
+                // enforced from then on.
+                self.wait(
+                    node,
+                    &["iptables-save", "-t", "filter"],
+                    "felix.log",
+                    |out| {
+                        node.pods
+                            .iter()
+                            .all(|pod| out.contains(&format!(":cali-tw-{} ", pod.host_veth)))
+                    },
+                );
+            }
             if self.components.cni == RealCni::KubeRouter {
                 // Its firewall: a chain per pod of the node; its pod egress
                 // rule's ipset: every node's pod CIDR.
@@ -1240,6 +1314,17 @@ fn flannel_cni_conf(dir: &Path) -> String {
 /// here) and the IPAM lock and log in the node's directory.
 fn calico_cni_conf(components: &Components, node: &Node) -> String {
     let dir = components.node_dir(node);
+    let ipam = if components.cni == RealCni::Canal {
+        // Canal's `cni_network_config`: host-local over the node's pod CIDR.
+        json!({"type": "host-local", "subnet": "usePodCidr", "dataDir": dir.join("ipam")})
+    } else {
+        json!({"type": "calico-ipam", "assign_ipv4": "true", "assign_ipv6": "false"})
+    };
+    let mtu = if components.cni == RealCni::Canal {
+        CANAL_VETH_MTU
+    } else {
+        1450
+    };
     json!({
         "cniVersion": "0.3.1",
         "name": "k8s-pod-network",
@@ -1249,8 +1334,8 @@ fn calico_cni_conf(components: &Components, node: &Node) -> String {
         "datastore_type": "kubernetes",
         "nodename": node.name,
         "nodename_file_optional": true,
-        "mtu": 1450,
-        "ipam": {"type": "calico-ipam", "assign_ipv4": "true", "assign_ipv6": "false"},
+        "mtu": mtu,
+        "ipam": ipam,
         // Read by calico-ipam from the whole configuration, not its section.
         "ipam_lock_file": dir.join("ipam.lock"),
         "policy": {"type": "k8s"},

@@ -121,7 +121,7 @@ fn run_pack(
     snapshot: &Arc<Snapshot>,
     scope: &Scope,
 ) -> Result<PackRun, ExitCode> {
-    let (mut loaded, problems) = LoadedPacks::load(vec![source], &args.overrides);
+    let (mut loaded, problems) = LoadedPacks::load_alone(source, &args.overrides);
     if !problems.is_empty() {
         for problem in &problems {
             err!("error: {problem}");

@@ -20,6 +20,8 @@ mod source;
 #[cfg(test)]
 mod tests;
 
+use std::collections::BTreeMap;
+
 use rhai::Engine;
 
 use super::contract::{CONTRACT, UNVERSIONED};
@@ -33,10 +35,13 @@ pub use parameters::Override;
 use parameters::params_map;
 pub use source::{MANIFEST, PackSource};
 
-/// Loads one pack. `None` when it has any problem; the problems are all returned.
+/// Loads one pack. `None` when it has any problem; the problems are all
+/// returned. `sources` are every pack being loaded: a composed pack imports
+/// the `lib/` modules of the packs it is made of.
 pub fn load_pack(
     engine: &mut Engine,
     source: &PackSource,
+    sources: &[PackSource],
     overrides: &[Override],
 ) -> (Option<Pack>, Vec<Problem>) {
     let manifest_path = source.path(MANIFEST);
@@ -50,6 +55,8 @@ pub fn load_pack(
     };
     let mut loader = Loader {
         source,
+        sources,
+        borrowed_library: BTreeMap::new(),
         text,
         issues: Issues::default(),
         problems: Vec::new(),
@@ -73,6 +80,9 @@ pub fn load_pack(
 
 struct Loader<'a> {
     source: &'a PackSource,
+    sources: &'a [PackSource],
+    /// The `lib/` modules of the packs this one composes, by module name.
+    borrowed_library: BTreeMap<String, String>,
     /// The manifest's text, to place expression errors exactly.
     text: &'a str,
     /// Problems in the manifest.
@@ -205,6 +215,10 @@ impl Loader<'_> {
             .map(|node| self.parameters(node, &pack_name, overrides))
             .unwrap_or_default();
         let params = params_map(&parameters);
+        let composes = top
+            .take("composes")
+            .map(|node| self.composes(node, &pack_name, kind))
+            .unwrap_or_default();
 
         // The pack's `lib/` stays importable until its expressions are
         // compiled: an expression calling `MODULE::f(...)` embeds the module.
@@ -280,7 +294,75 @@ impl Loader<'_> {
             scripts,
             policy_admits,
             datapath,
+            composes,
         })
+    }
+
+    /// `composes: [{pack: NAME, checks: [ID or PREFIX*]}]`: the CNI packs
+    /// this one is made of. Their `lib/` modules become importable here.
+    fn composes(&mut self, node: &Node, own: &str, kind: Option<PackKind>) -> Vec<Part> {
+        let mut parts = Vec::new();
+        if kind != Some(PackKind::Cni) {
+            self.issues
+                .push(node.pos.issue("only a cni pack composes others"));
+            return parts;
+        }
+        for item in yaml::seq(node, "composes", &mut self.issues) {
+            let Some(mut f) = Fields::of(item, "a composes entry", &mut self.issues) else {
+                continue;
+            };
+            let pack = f.required_string("pack", &mut self.issues);
+            let checks = f.strings("checks", &mut self.issues);
+            f.finish(&mut self.issues);
+            let Some(pack) = pack else { continue };
+            // A part being loaded beside it, else the built-in one (a pack
+            // loaded alone to be tested or evaluated).
+            let named = |s: &PackSource| super::source_name(s).as_deref() == Some(&pack.value);
+            let part = (self.sources.iter().find(|s| named(s)).cloned())
+                .or_else(|| super::builtin_sources().into_iter().find(named))
+                .filter(|_| pack.value != own);
+            let Some(part) = part else {
+                self.issues.push(pack.pos.issue(format!(
+                    "no other pack named {:?} is loaded: a composed pack is made of loaded CNI packs",
+                    pack.value
+                )));
+                continue;
+            };
+            for check in &checks {
+                let prefix = format!("{}.", pack.value);
+                let literal = check.value.strip_suffix('*').unwrap_or(&check.value);
+                if !literal.starts_with(&prefix) || literal[prefix.len()..].contains('*') {
+                    self.issues.push(check.pos.issue(format!(
+                        "{:?} must be a check id of {}, or a prefix of them followed by one `*`",
+                        check.value, pack.value
+                    )));
+                }
+            }
+            for (file, text) in &part.files {
+                let Some(module) = file
+                    .strip_prefix("lib/")
+                    .and_then(|f| f.strip_suffix(".rhai"))
+                else {
+                    continue;
+                };
+                let own_file = self.source.files.contains_key(file);
+                if own_file || self.borrowed_library.contains_key(module) {
+                    self.issues.push(pack.pos.issue(format!(
+                        "{}'s lib/{module}.rhai has the name of a module this pack already imports",
+                        pack.value
+                    )));
+                    continue;
+                }
+                self.borrowed_library
+                    .insert(module.to_owned(), text.clone());
+            }
+            parts.push(Part {
+                pack: pack.value,
+                checks: checks.into_iter().map(|c| c.value).collect(),
+                at: (item.pos.line, item.pos.column),
+            });
+        }
+        parts
     }
 
     /// `datapath: {programs: [NAME or PREFIX*], collect: [{file, command}]}`.

@@ -18,6 +18,7 @@ impl Loader<'_> {
     /// are returned for expressions to call. The engine is left serving the
     /// pack's `lib/`.
     pub(super) fn compile_scripts(&mut self, engine: &mut Engine) -> (Vec<Script>, Library) {
+        // Its own modules, and those of the packs it composes.
         let library: BTreeMap<String, String> = self
             .source
             .files
@@ -26,6 +27,7 @@ impl Loader<'_> {
                 let module = path.strip_prefix("lib/")?.strip_suffix(".rhai")?;
                 Some((module.to_owned(), text.clone()))
             })
+            .chain(self.borrowed_library.clone())
             .collect();
         engine.set_module_resolver(PackLibrary::new(library));
         let mut scripts = Vec::new();
@@ -58,15 +60,18 @@ impl Loader<'_> {
                 }
             }
         }
-        // Library modules nobody imports must still compile, imports included.
+        // Library modules nobody imports must still compile, imports
+        // included; a composed pack's expressions may call its parts' too
+        // (a part's broken module is the part's problem, reported where it
+        // is loaded itself).
         let mut library = Library::default();
-        for (file, text) in &self.source.files {
-            let Some(module) = file
-                .strip_prefix("lib/")
-                .and_then(|f| f.strip_suffix(".rhai"))
-            else {
-                continue;
-            };
+        let own = self.source.files.iter().filter_map(|(file, text)| {
+            let module = file.strip_prefix("lib/")?.strip_suffix(".rhai")?;
+            Some((module.to_owned(), text, Some(file)))
+        });
+        let borrowed =
+            (self.borrowed_library.iter()).map(|(module, text)| (module.clone(), text, None));
+        for (module, text, file) in own.chain(borrowed).collect::<Vec<_>>() {
             match engine.compile_into_self_contained(&Scope::new(), text) {
                 Ok(ast) => {
                     let exported = ast
@@ -81,9 +86,12 @@ impl Loader<'_> {
                 }
                 Err(error) => {
                     library.broken.insert(module.to_owned());
-                    self.problems.push(
-                        ScriptError::from_rhai(&error, &self.source.dir, file, None).to_problem(),
-                    );
+                    if let Some(file) = file {
+                        self.problems.push(
+                            ScriptError::from_rhai(&error, &self.source.dir, file, None)
+                                .to_problem(),
+                        );
+                    }
                 }
             }
         }
