@@ -2782,36 +2782,41 @@ const CILIUM_FAULTS: &[Fault] = &[
         name: "a ClusterIP service missing from node-1's lb map (kube-proxy translates it; the replies Cilium's programs redirect skip its un-DNAT)",
         port: Some(80),
         to: To::Service("web-affinity"),
-        inject: Inject::Components(|_, real| {
-            // The agent would write its map back at once: frozen first.
-            real.freeze();
-            // Every slot of the frontend (its key: the address, the port in
-            // network order, then the slot) out of node-1's service map.
-            let map = "/sys/fs/bpf/tc/globals/cilium_lb4_services_v2";
-            let frontend = real::service("web-affinity").cluster_ip.octets();
-            let prefix: Vec<String> = (frontend.iter().chain(&[0, 80]))
-                .map(|byte| format!("0x{byte:02x}"))
-                .collect();
-            let dump = real.in_cilium_node(0, &["bpftool", "-j", "map", "dump", "pinned", map]);
-            let dump: serde_json::Value = serde_json::from_str(&dump).expect("JSON");
-            let keys: Vec<Vec<String>> = (dump.as_array().into_iter().flatten())
-                .filter_map(|entry| {
-                    let key: Vec<String> = (entry["key"].as_array()?.iter())
-                        .map(|byte| byte.as_str().map(str::to_string))
-                        .collect::<Option<_>>()?;
-                    key.starts_with(&prefix).then_some(key)
-                })
-                .collect();
-            assert!(
-                !keys.is_empty(),
-                "no slot of the frontend in {map}: {dump:#}"
-            );
-            for key in keys {
-                let mut argv = vec!["bpftool", "map", "delete", "pinned", map, "key", "hex"];
-                argv.extend(key.iter().map(|byte| byte.trim_start_matches("0x")));
-                real.in_cilium_node(0, &argv);
-            }
-        }),
+        inject: Inject::ComponentsUncollected(
+            |lab, real| {
+                // The agent writes its map back (freezing stops only the other
+                // components, and a frozen agent could not answer collection
+                // either): stopped first, its programs and maps staying.
+                real.stop(lab, 0, "cilium-agent");
+                // Every slot of the frontend (its key: the address, the port in
+                // network order, then the slot) out of node-1's service map.
+                let map = "/sys/fs/bpf/tc/globals/cilium_lb4_services_v2";
+                let frontend = real::service("web-affinity").cluster_ip.octets();
+                let prefix: Vec<String> = (frontend.iter().chain(&[0, 80]))
+                    .map(|byte| format!("0x{byte:02x}"))
+                    .collect();
+                let dump = real.in_cilium_node(0, &["bpftool", "-j", "map", "dump", "pinned", map]);
+                let dump: serde_json::Value = serde_json::from_str(&dump).expect("JSON");
+                let keys: Vec<Vec<String>> = (dump.as_array().into_iter().flatten())
+                    .filter_map(|entry| {
+                        let key: Vec<String> = (entry["key"].as_array()?.iter())
+                            .map(|byte| byte.as_str().map(str::to_string))
+                            .collect::<Option<_>>()?;
+                        key.starts_with(&prefix).then_some(key)
+                    })
+                    .collect();
+                assert!(
+                    !keys.is_empty(),
+                    "no slot of the frontend in {map}: {dump:#}"
+                );
+                for key in keys {
+                    let mut argv = vec!["bpftool", "map", "delete", "pinned", map, "key", "hex"];
+                    argv.extend(key.iter().map(|byte| byte.trim_start_matches("0x")));
+                    real.in_cilium_node(0, &argv);
+                }
+            },
+            &["datapath/status.json"],
+        ),
         // Every backend fails: web-0 itself as a martian (no hairpin
         // SNAT), the three others' replies reach web-0 untranslated, which
         // is what most flows meet whichever order their addresses put the
