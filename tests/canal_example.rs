@@ -107,22 +107,16 @@ fn canal_pack_lints_clean_and_its_tests_pass() {
         "{out}"
     );
     assert!(!out.contains("flannel.bridge.down"), "{out}");
-    assert_eq!(skoop(&["packs", "lint", "plugins/canal"]).0, Some(0));
-    let (code, out) = skoop(&["packs", "test", "plugins/canal"]);
-    assert_eq!(code, Some(0), "{out}");
-    for case in [
-        "healthy",
-        "route-missing",
-        "vxlan-down",
-        "ip-forward-off",
-        "proxy-arp-off",
-        "felix-jump-missing",
-        "masquerade-missing",
-    ] {
-        assert!(
-            out.contains(&format!("test plugins/canal/tests/{case} ... ok")),
-            "{out}"
-        );
-    }
-    assert!(out.trim_end().ends_with("7 passed, 0 failed"), "{out}");
+    common::assert_pack_lints_clean_and_passes(
+        "plugins/canal",
+        &[
+            "healthy",
+            "route-missing",
+            "vxlan-down",
+            "ip-forward-off",
+            "proxy-arp-off",
+            "felix-jump-missing",
+            "masquerade-missing",
+        ],
+    );
 }

@@ -622,9 +622,10 @@ fn hook_answer_outside_its_contract_is_said_not_replaced() {
         let packs = tempfile::tempdir().expect("temp dir");
         let pack = packs.path().join("flannel");
         common::copy_dir(&root.join("plugins/flannel"), &pack);
-        let checks = pack.join("checks.rhai");
+        // The hook's answer is built in the pack's lib/flannel.rhai.
+        let checks = pack.join("lib/flannel.rhai");
         let script = std::fs::read_to_string(&checks).expect("the scripts");
-        let honest = "overhead: flannel::overhead(backend)";
+        let honest = "overhead: overhead(backend)";
         assert!(script.contains(honest), "the hook's overhead line moved");
         std::fs::write(
             &checks,

@@ -104,21 +104,15 @@ fn the_example_is_detected_as_kube_router_and_every_check_holds() {
 
 #[test]
 fn kube_router_pack_lints_clean_and_its_tests_pass() {
-    assert_eq!(skoop(&["packs", "lint", "plugins/kube-router"]).0, Some(0));
-    let (code, out) = skoop(&["packs", "test", "plugins/kube-router"]);
-    assert_eq!(code, Some(0), "{out}");
-    for case in [
-        "healthy",
-        "route-missing",
-        "bridge-down",
-        "ip-forward-off",
-        "firewall-jump-missing",
-        "masquerade-missing",
-    ] {
-        assert!(
-            out.contains(&format!("test plugins/kube-router/tests/{case} ... ok")),
-            "{out}"
-        );
-    }
-    assert!(out.trim_end().ends_with("6 passed, 0 failed"), "{out}");
+    common::assert_pack_lints_clean_and_passes(
+        "plugins/kube-router",
+        &[
+            "healthy",
+            "route-missing",
+            "bridge-down",
+            "ip-forward-off",
+            "firewall-jump-missing",
+            "masquerade-missing",
+        ],
+    );
 }

@@ -58,6 +58,23 @@ pub fn skoop(args: &[&str]) -> (Option<i32>, String) {
     )
 }
 
+/// `skoop packs lint PACK` is clean and `skoop packs test PACK` passes
+/// every one of `cases` (its `tests/` directories), and nothing else.
+pub fn assert_pack_lints_clean_and_passes(pack: &str, cases: &[&str]) {
+    let (code, out) = skoop(&["packs", "lint", pack]);
+    assert_eq!(code, Some(0), "{out}");
+    let (code, out) = skoop(&["packs", "test", pack]);
+    assert_eq!(code, Some(0), "{out}");
+    for case in cases {
+        assert!(
+            out.contains(&format!("test {pack}/tests/{case} ... ok")),
+            "{out}"
+        );
+    }
+    let summary = format!("{} passed, 0 failed", cases.len());
+    assert!(out.trim_end().ends_with(&summary), "{out}");
+}
+
 /// Rewrites a JSON array dump (`ip -j ...`) in place.
 pub fn edit_json(path: &Path, edit: impl FnOnce(&mut Vec<Value>)) {
     let mut items: Vec<Value> = serde_json::from_str(&fs::read_to_string(path).unwrap()).unwrap();
