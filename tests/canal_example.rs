@@ -107,6 +107,14 @@ fn canal_pack_lints_clean_and_its_tests_pass() {
         "{out}"
     );
     assert!(!out.contains("flannel.bridge.down"), "{out}");
+    let (code, out) = skoop(&["packs", "show", "canal"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains("composes (where this pack applies")
+            && out.contains("  flannel: flannel.sysctl.ip-forward, flannel.node.*")
+            && out.contains("--set PART.NAME=VALUE"),
+        "{out}"
+    );
     common::assert_pack_lints_clean_and_passes(
         "plugins/canal",
         &[

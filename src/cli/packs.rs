@@ -255,6 +255,14 @@ fn describe(pack: &Pack) -> String {
             out.push_str(&format!("  {hook}({params}) -> {}\n", function.name));
         }
     }
+    if !pack.composes.is_empty() {
+        out.push_str(
+            "\ncomposes (where this pack applies, these lend it their checks, run with their own parameters: --set PART.NAME=VALUE):\n",
+        );
+        for part in &pack.composes {
+            out.push_str(&format!("  {}: {}\n", part.pack, part.checks.join(", ")));
+        }
+    }
     out.push_str("\nchecks:\n");
     for c in &pack.checks {
         let modes = if c.modes.is_empty() {
