@@ -40,6 +40,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::Cluster;
+use super::indexed::{Indexed, LayoutError, encode};
 use super::load::{Budget, Listing, list, load_listed_digesting};
 use crate::snapshot::input::{self, Boundary};
 use crate::snapshot::problem::Problem;
@@ -49,7 +50,7 @@ pub const FILE_NAME: &str = "cluster.cache";
 
 /// What a cache file starts with: the layout's version. The SHA-256 of
 /// the rest of the file follows it, then the header and the model.
-const MAGIC: &[u8; 8] = b"skoop-c3";
+const MAGIC: &[u8; 8] = b"skoop-c4";
 
 /// The length of the checksum after [`MAGIC`].
 const CHECKSUM: usize = 32;
@@ -119,7 +120,7 @@ struct Identity {
 
 /// A [`Problem`] as the cache stores it (its JSON form leaves out what is
 /// absent, which a binary form cannot).
-type StoredProblem = (PathBuf, Option<usize>, Option<usize>, String);
+pub(super) type StoredProblem = (PathBuf, Option<usize>, Option<usize>, String);
 
 fn stored(problem: Problem) -> StoredProblem {
     (problem.file, problem.line, problem.column, problem.message)
@@ -132,14 +133,6 @@ fn unstored((file, line, column, message): StoredProblem) -> Problem {
         column,
         message,
     }
-}
-
-/// The model and problems of a load, every source relative to `cluster/`,
-/// so that a cache's size does not depend on where its snapshot is.
-#[derive(Serialize, Deserialize)]
-struct Payload {
-    cluster: Cluster,
-    problems: Vec<StoredProblem>,
 }
 
 /// What [`write`] wrote.
@@ -164,8 +157,10 @@ pub enum WriteError {
     Io(PathBuf, std::io::Error),
     #[error("no user cache directory (neither XDG_CACHE_HOME nor HOME is an absolute path)")]
     NoUserCache,
-    #[error("cannot encode the cluster model: {0}")]
+    #[error("cannot encode the cluster cache's header: {0}")]
     Encode(postcard::Error),
+    #[error(transparent)]
+    Layout(LayoutError),
     #[error(
         "{0}: its model would be {1} bytes, more than a cache of files of {2} bytes may hold; \
          no cache written (diagnoses read the files)"
@@ -453,19 +448,15 @@ fn encoded(
         .filter(|(at, _)| !unreadable.contains(at))
         .map(|(_, problem)| problem.clone());
     let files_bytes = readable_bytes(&header.files);
-    stamped.cluster.rebase(cluster_dir, Path::new(""));
-    let payload = Payload {
-        cluster: std::mem::take(&mut stamped.cluster),
-        problems: relative(cluster_dir, stored_problems),
-    };
-    let body = encode_header(header).and_then(|body| {
-        let header_end = body.len();
-        postcard::to_extend(&payload, body).map(|body| (body, header_end))
-    });
-    stamped.cluster = payload.cluster;
-    stamped.cluster.rebase(Path::new(""), cluster_dir);
-    let (body, header_end) = body.map_err(WriteError::Encode)?;
-    let model_bytes = body.len() - header_end;
+    let problems = relative(cluster_dir, stored_problems);
+    let mut body = encode_header(header).map_err(WriteError::Encode)?;
+    let model = stamped.cluster.model_mut();
+    model.rebase(cluster_dir, Path::new(""));
+    let laid_out = encode(model, &problems);
+    model.rebase(Path::new(""), cluster_dir);
+    let laid_out = laid_out.map_err(WriteError::Layout)?;
+    let model_bytes = laid_out.len();
+    body.extend_from_slice(&laid_out);
     if model_bytes as u64 > model_bound(files_bytes) {
         // A cache written before would be passed over, saying to write
         // it anew: it goes.
@@ -612,7 +603,6 @@ fn read_from(
     else {
         return Ok(None);
     };
-    let malformed = |e: postcard::Error| passed_over(format!("not a cluster cache ({e})"));
     let body = unframed(&bytes).map_err(passed_over)?;
     let (header, header_len) = decode_header(body, &listing).map_err(passed_over)?;
     let rest = &body[header_len..];
@@ -628,17 +618,11 @@ fn read_from(
             rest.len()
         )));
     }
-    let (payload, trailing) = postcard::take_from_bytes::<Payload>(rest).map_err(malformed)?;
-    if !trailing.is_empty() {
-        return Err(passed_over(format!(
-            "not a cluster cache ({} bytes after its model)",
-            trailing.len()
-        )));
-    }
-    let mut cluster = payload.cluster;
-    cluster.rebase(Path::new(""), &cluster_dir);
-    let mut problems: Vec<Problem> = payload
-        .problems
+    // Only its tables are read now; an object is decoded when asked for.
+    let model_at = bytes.len() - rest.len();
+    let (indexed, stored_problems) =
+        Indexed::open(bytes, model_at, &cluster_dir).map_err(|e| passed_over(e.to_string()))?;
+    let mut problems: Vec<Problem> = stored_problems
         .into_iter()
         .map(unstored)
         .map(|mut problem| {
@@ -656,7 +640,7 @@ fn read_from(
         }
         problems.insert(at, problem);
     }
-    Ok(Some((cluster, problems)))
+    Ok(Some((Cluster::indexed(indexed), problems)))
 }
 
 /// A cache file of `body` (its header and model): [`MAGIC`], the SHA-256 of

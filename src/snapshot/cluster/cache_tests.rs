@@ -385,11 +385,8 @@ fn a_cache_holding_another_model_differs() {
     let dir = example(root.path());
     write_cache(&dir);
     // The header of the real cache, followed by an empty cluster.
-    let empty = Payload {
-        cluster: Cluster::default(),
-        problems: Vec::new(),
-    };
-    forge(&dir, |_| {}, &postcard::to_stdvec(&empty).unwrap());
+    let empty = encode(&super::super::Model::default(), &[]).unwrap();
+    forge(&dir, |_| {}, &empty);
     let (cluster, problems) = from_files(&dir);
     match verify(&dir, &Boundary::new(&dir), &cluster, &problems) {
         Verdict::Differs(problem) => {
