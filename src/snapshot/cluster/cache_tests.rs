@@ -655,3 +655,132 @@ fn the_least_recently_used_caches_are_evicted_first() {
     assert_eq!(left, [false, false, true, true]);
     assert!(dir.path().join("other.txt").exists());
 }
+
+/// Every lookup a flow makes answers from the cache's indexes what it
+/// answers from the files, in the same order, over an example with every
+/// kind (Calico's: custom resources, a NetworkPolicy, EndpointSlices), and
+/// decodes no more than it is asked for.
+#[test]
+fn lookups_from_the_cache_are_those_of_the_files() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("snap");
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/calico-vxlan/cluster");
+    std::fs::create_dir_all(dir.join("cluster")).unwrap();
+    for entry in std::fs::read_dir(example).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), dir.join("cluster").join(entry.file_name())).unwrap();
+    }
+    write_cache(&dir);
+    let (files, _) = from_files(&dir);
+    let (cached, _) = from_cache(&dir).unwrap().expect("a cache");
+    assert!(matches!(cached.store, super::super::Store::Indexed(_)));
+    let names = |pods: Vec<&super::super::Pod>| -> Vec<String> {
+        pods.iter()
+            .map(|p| format!("{}/{}", p.meta.namespace, p.meta.name))
+            .collect()
+    };
+    // Asking for one pod decodes that pod alone.
+    let first = files.pods().next().expect("pods");
+    let (namespace, name) = (&first.meta.namespace, &first.meta.name);
+    assert_eq!(cached.pod(namespace, name), Some(first));
+    let super::super::Store::Indexed(indexed) = &cached.store else {
+        unreachable!()
+    };
+    assert_eq!(indexed.decoded_pods(), 1);
+    assert_eq!(cached.pod(namespace, "no-such-pod"), None);
+    for node in files.nodes() {
+        let name = &node.meta.name;
+        assert_eq!(cached.node(name), Some(node));
+        assert_eq!(
+            names(cached.pods_on(name).collect()),
+            names(files.pods_on(name).collect())
+        );
+        for ip in node
+            .addresses
+            .iter()
+            .filter_map(super::super::NodeAddress::ip)
+        {
+            assert_eq!(cached.by_ip(ip), files.by_ip(ip), "{ip}");
+        }
+        for key in node.meta.annotations.keys() {
+            assert_eq!(cached.node_annotated(key), files.node_annotated(key));
+        }
+        for cidr in &node.pod_cidrs {
+            let address = cidr.network();
+            // A CIDR, and an address that is none (an error naming the node).
+            let holding = ["projectcalico.org/IPv4Address".to_owned()];
+            let no_cidr = ["projectcalico.org/IPv4VXLANTunnelAddr".to_owned()];
+            for annotations in [&[][..], &holding[..], &no_cidr[..]] {
+                assert_eq!(
+                    cached.nodes_with_pod_cidr(address, annotations),
+                    files.nodes_with_pod_cidr(address, annotations)
+                );
+            }
+            assert_eq!(names(cached.pods_in(*cidr)), names(files.pods_in(*cidr)));
+        }
+    }
+    for pod in files.pods() {
+        for ip in &pod.ips {
+            assert_eq!(cached.by_ip(*ip), files.by_ip(*ip), "{ip}");
+            assert_eq!(cached.pod_at(*ip), files.pod_at(*ip), "{ip}");
+        }
+        for (key, value) in &pod.meta.labels {
+            assert_eq!(
+                names(cached.pods_labelled(key, value)),
+                names(files.pods_labelled(key, value))
+            );
+        }
+    }
+    for service in files.services() {
+        let (namespace, name) = (&service.meta.namespace, &service.meta.name);
+        assert_eq!(cached.service(namespace, name), Some(service));
+        assert_eq!(
+            cached.endpoint_slices_for(service).collect::<Vec<_>>(),
+            files.endpoint_slices_for(service).collect::<Vec<_>>()
+        );
+        assert_eq!(cached.endpoints_for(service), files.endpoints_for(service));
+        if let Some(selector) = &service.selector {
+            assert_eq!(
+                names(cached.pods_matching(namespace, selector).collect()),
+                names(files.pods_matching(namespace, selector).collect())
+            );
+        }
+        for port in &service.ports {
+            if let Some(node_port) = port.node_port {
+                assert_eq!(
+                    cached.service_by_node_port(port.protocol, node_port),
+                    files.service_by_node_port(port.protocol, node_port)
+                );
+            }
+        }
+    }
+    let empty = super::super::LabelSelector::default();
+    for namespace in files.namespaces() {
+        let name = &namespace.meta.name;
+        assert_eq!(cached.namespace(name), Some(namespace));
+        assert_eq!(
+            cached.network_policies_in(name).collect::<Vec<_>>(),
+            files.network_policies_in(name).collect::<Vec<_>>()
+        );
+        assert_eq!(
+            names(cached.pods_matching(name, &empty).collect()),
+            names(files.pods_matching(name, &empty).collect())
+        );
+    }
+    assert!(files.has_network_policies());
+    assert_eq!(cached.has_network_policies(), files.has_network_policies());
+    let mut kinds = 0;
+    for object in files.others() {
+        let (version, kind) = (&object.api_version, &object.kind);
+        assert_eq!(
+            cached.objects(version, kind).collect::<Vec<_>>(),
+            files.objects(version, kind).collect::<Vec<_>>()
+        );
+        assert!(cached.has_objects_of(kind, None));
+        assert!(cached.has_objects_of(kind, Some(version)));
+        kinds += 1;
+    }
+    assert!(kinds > 0);
+    assert!(!cached.has_objects_of("IPPool", Some("v0")));
+    assert_eq!(cached.object_count(), files.object_count());
+}

@@ -590,6 +590,16 @@ impl Indexed {
         Ok((indexed, problems))
     }
 
+    /// How many pods are decoded so far.
+    #[cfg(test)]
+    pub(super) fn decoded_pods(&self) -> usize {
+        self.pods
+            .decoded
+            .iter()
+            .filter(|slot| slot.get().is_some())
+            .count()
+    }
+
     fn from(&self) -> From<'_> {
         From {
             bytes: &self.bytes,
