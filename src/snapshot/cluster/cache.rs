@@ -597,13 +597,13 @@ fn read_from(
         bytes: most.min(input::CLUSTER_CACHE.bytes),
         what: "a cluster cache of cluster/'s files",
     };
-    let Some(bytes) = within
-        .read_bytes_into(&path, limit, Vec::new())
+    let Some((file, bytes)) = within
+        .map(&path, limit)
         .map_err(|problem| passed_over(problem.message))?
     else {
         return Ok(None);
     };
-    let body = unframed(&bytes).map_err(passed_over)?;
+    let body = unframed(&bytes, &file).map_err(passed_over)?;
     let (header, header_len) = decode_header(body, &listing).map_err(passed_over)?;
     let rest = &body[header_len..];
     let unreadable =
@@ -653,23 +653,49 @@ fn framed(body: &[u8]) -> Vec<u8> {
     bytes
 }
 
-/// The body of a cache file, once its version and checksum are checked. A
-/// byte changed since it was written (a bad disk, a careless edit) would be
-/// decoded into another cluster: nothing is decoded unless the whole is as
-/// written.
-fn unframed(bytes: &[u8]) -> Result<&[u8], String> {
+/// The body of a cache file of `bytes` (`file` mapped), once its version
+/// and checksum are checked. A byte changed since it was written (a bad
+/// disk, a careless edit) would be decoded into another cluster: nothing is
+/// decoded unless the whole is as written. The checksum is made of the file
+/// read a part at a time, not of the mapping, whose every page would then
+/// stay in the process's memory: a flow touches only the pages it asks for.
+fn unframed<'a>(bytes: &'a [u8], file: &std::fs::File) -> Result<&'a [u8], String> {
     let checksummed = bytes
         .strip_prefix(MAGIC)
         .ok_or("not a cluster cache of this version of skoop")?;
     let (checksum, body) = checksummed
         .split_at_checked(CHECKSUM)
         .ok_or("not a cluster cache (cut short)")?;
-    if Sha256::digest(body).as_slice() != checksum {
+    let digest = body_digest(file, body.len()).map_err(|e| format!("cannot read: {e}"))?;
+    if digest.as_slice() != checksum {
         return Err(
             "its checksum does not match its content: it changed since it was written".into(),
         );
     }
     Ok(body)
+}
+
+/// The SHA-256 of the `len` bytes of `file` after [`MAGIC`] and the
+/// checksum, read a part at a time.
+fn body_digest(file: &std::fs::File, len: usize) -> std::io::Result<[u8; 32]> {
+    use std::os::unix::fs::FileExt;
+    let mut hasher = Sha256::new();
+    let mut part = vec![0; 1024 * 1024];
+    let (mut at, end) = (
+        (MAGIC.len() + CHECKSUM) as u64,
+        (MAGIC.len() + CHECKSUM + len) as u64,
+    );
+    while at < end {
+        let want = part.len().min((end - at) as usize);
+        match file.read_at(&mut part[..want], at)? {
+            0 => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            read => {
+                hasher.update(&part[..read]);
+                at += read as u64;
+            }
+        }
+    }
+    Ok(hasher.finalize().into())
 }
 
 /// `header` as [`Header`] says it is stored.

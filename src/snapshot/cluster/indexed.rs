@@ -31,9 +31,10 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use ipnet::IpNet;
+use memmap2::Mmap;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -363,7 +364,8 @@ impl From<'_> {
 /// The cluster model of a cache, read in place.
 #[derive(Debug, Clone)]
 pub(super) struct Indexed {
-    bytes: Vec<u8>,
+    /// The cache file, mapped: a page is read when a lookup first touches it.
+    bytes: Arc<Mmap>,
     cluster_dir: PathBuf,
     node_ports: BTreeMap<(Protocol, u16), (String, String)>,
     nodes: Kind<Node>,
@@ -524,7 +526,7 @@ impl Indexed {
     /// checked, nothing decoded but the load's problems and the NodePorts;
     /// objects' sources are read as under `cluster_dir`.
     pub(super) fn open(
-        bytes: Vec<u8>,
+        bytes: Mmap,
         at: usize,
         cluster_dir: &Path,
     ) -> Result<(Indexed, Vec<super::cache::StoredProblem>), LayoutError> {
@@ -564,7 +566,7 @@ impl Indexed {
         }
         let owners = (0..ips.keys.len).map(|_| OnceLock::new()).collect();
         let indexed = Indexed {
-            bytes,
+            bytes: Arc::new(bytes),
             cluster_dir: cluster_dir.to_path_buf(),
             node_ports,
             nodes,
