@@ -62,13 +62,13 @@ pub struct Cluster {
 
 #[derive(Clone)]
 enum Store {
-    Owned(Model),
+    Owned(Box<Model>),
     Indexed(Box<indexed::Indexed>),
 }
 
 impl Default for Store {
     fn default() -> Self {
-        Store::Owned(Model::default())
+        Store::Owned(Box::default())
     }
 }
 
@@ -388,7 +388,7 @@ impl Cluster {
     /// The owned model, to change (a cache's is decoded whole first).
     fn model_mut(&mut self) -> &mut Model {
         if let Store::Indexed(indexed) = &self.store {
-            self.store = Store::Owned(indexed.to_model());
+            self.store = Store::Owned(Box::new(indexed.to_model()));
         }
         match &mut self.store {
             Store::Owned(model) => model,
