@@ -784,3 +784,29 @@ fn lookups_from_the_cache_are_those_of_the_files() {
     assert!(!cached.has_objects_of("IPPool", Some("v0")));
     assert_eq!(cached.object_count(), files.object_count());
 }
+
+/// A cache of the layout before the model was read in place (`skoop-c3`:
+/// one postcard value) is passed over by its version, never read as the
+/// tables it does not hold, and the next load that writes caches writes it
+/// anew in this layout.
+#[test]
+fn a_cache_of_an_older_layout_is_passed_over_and_written_anew() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = example(root.path());
+    write_cache(&dir);
+    let mut old = std::fs::read(dir.join(FILE_NAME)).unwrap();
+    old[..MAGIC.len()].copy_from_slice(b"skoop-c3");
+    std::fs::write(dir.join(FILE_NAME), &old).unwrap();
+    assert!(
+        passed_over(&dir).starts_with("not a cluster cache of this version of skoop;"),
+        "{}",
+        passed_over(&dir)
+    );
+    let files = from_files(&dir);
+    let loaded = load_writing_into(&dir, &Boundary::new(&dir), Budget::default(), 0, None);
+    assert_eq!(format!("{loaded:?}"), format!("{files:?}"));
+    let written = std::fs::read(dir.join(FILE_NAME)).unwrap();
+    assert_eq!(&written[..MAGIC.len()], MAGIC);
+    let cached = from_cache(&dir).unwrap().expect("the cache written anew");
+    assert_eq!(encoded(&cached), encoded(&files));
+}
