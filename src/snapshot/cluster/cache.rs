@@ -682,7 +682,7 @@ fn unframed<'a>(bytes: &'a [u8], file: &std::fs::File) -> Result<&'a [u8], Strin
 fn body_digest(file: &std::fs::File, len: usize) -> std::io::Result<[u8; 32]> {
     use std::os::unix::fs::FileExt;
     let mut hasher = Sha256::new();
-    let mut part = vec![0; 1024 * 1024];
+    let mut part = vec![0; len.clamp(1, 1024 * 1024)];
     let (mut at, end) = (
         (MAGIC.len() + CHECKSUM) as u64,
         (MAGIC.len() + CHECKSUM + len) as u64,
