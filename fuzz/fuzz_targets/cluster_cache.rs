@@ -1,6 +1,8 @@
 //! Damages a valid cluster cache and reads it back: reading may give a
 //! model (a value changed) or say why the cache was passed over, but must
-//! never panic, hang or run out of memory.
+//! never panic, hang or run out of memory. A model read is read in place,
+//! its objects decoded when asked for: every lookup a flow makes is asked
+//! of it, then every object (its `Debug`, which decodes the whole).
 //!
 //! A cache is only read past its header when its stamps match `cluster/`,
 //! which random bytes never do; so the input edits a real cache instead,
@@ -65,5 +67,27 @@ fuzz_target!(|data: &[u8]| {
     framed.extend_from_slice(&Sha256::digest(&damaged));
     framed.extend_from_slice(&damaged);
     std::fs::write(root.join(cache::FILE_NAME), &framed).expect("the cache is written");
-    let _ = cache::read(root, &Boundary::new(root));
+    let Ok(Some((cluster, _))) = cache::read(root, &Boundary::new(root)) else {
+        return;
+    };
+    let address = "10.244.60.64".parse().expect("an address");
+    let _ = cluster.pod("default", "web-0");
+    let _ = cluster.node("node-1");
+    let _ = cluster.pod_at(address);
+    let _ = cluster.pods_on("node-1").count();
+    let _ = cluster.pods_in("10.244.0.0/16".parse().expect("a CIDR"));
+    let _ = cluster.pods_labelled("app", "web");
+    let _ = cluster.nodes_with_pod_cidr(address, &["projectcalico.org/IPv4Address".into()]);
+    let _ = cluster.node_annotated("projectcalico.org/IPv4Address");
+    let _ = cluster.objects("crd.projectcalico.org/v1", "IPAMBlock").count();
+    let _ = cluster.has_objects_of("IPPool", None);
+    let _ = cluster.ip_conflicts();
+    if let Some(service) = cluster.service("default", "web") {
+        let _ = cluster.endpoint_slices_for(service).count();
+        if let Some(selector) = &service.selector {
+            let _ = cluster.pods_matching("default", selector).count();
+        }
+    }
+    let _ = cluster.network_policies_in("default").count();
+    let _ = format!("{cluster:?}");
 });

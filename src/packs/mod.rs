@@ -316,21 +316,12 @@ impl LoadedPacks {
             }
         }
         for annotation in &d.node_annotations {
-            if let Some(node) = cluster
-                .nodes()
-                .find(|n| n.meta.annotations.contains_key(annotation))
-            {
+            if let Some(node) = cluster.node_annotated(annotation) {
                 signals.push(format!("node {} annotated {annotation}", node.meta.name));
             }
         }
         for crd in &d.crds {
-            if cluster.others().any(|o| {
-                o.kind == crd.kind
-                    && crd
-                        .api_version
-                        .as_deref()
-                        .is_none_or(|v| v == o.api_version)
-            }) {
+            if cluster.has_objects_of(&crd.kind, crd.api_version.as_deref()) {
                 signals.push(format!("{} objects", crd.kind));
             }
         }

@@ -13,6 +13,8 @@ use std::io::Read;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
+use memmap2::Mmap;
+
 use super::problem::{ParseIssue, Problem, line_col};
 
 /// A mebibyte, in bytes.
@@ -245,15 +247,24 @@ impl Boundary {
         read_text_into(path, limit, buffer)
     }
 
-    /// [`read_bytes_into`] of a file that must be inside the boundary.
-    pub fn read_bytes_into(
-        &self,
-        path: &Path,
-        limit: Limit,
-        buffer: Vec<u8>,
-    ) -> Result<Option<Vec<u8>>, Problem> {
+    /// [`open_regular`] of a file inside the boundary, within `limit`,
+    /// mapped into memory to be read in place: the open file and its
+    /// mapping. A page of it is read from the file when it is first
+    /// touched. The file must not be cut short while it is mapped (its
+    /// writers replace it whole, by renaming another over it): reading a
+    /// page past its new end would stop the process.
+    pub fn map(&self, path: &Path, limit: Limit) -> Result<Option<(File, Mmap)>, Problem> {
         self.check(path)?;
-        read_bytes_into(path, limit, buffer)
+        let Some((file, _)) = open_regular(path, Some(limit))? else {
+            return Ok(None);
+        };
+        // SAFETY: the mapping is read-only and private to this process; the
+        // file is a regular file checked within its limit. What it holds is
+        // checked before it is trusted (a cache's checksum and tables), and
+        // a file replaced by rename leaves this mapping on the old one.
+        let map = unsafe { Mmap::map(&file) }
+            .map_err(|e| Problem::in_file(path, format!("cannot read: {e}")))?;
+        Ok(Some((file, map)))
     }
 
     /// Whether `path` is a directory inside the boundary: a link to a

@@ -111,9 +111,56 @@ pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
     (line, before[line_start..].chars().count() + 1)
 }
 
+/// Where the last position was, so that each next one is found from there:
+/// `nft -j` and `ip -j` write a whole dump on one line, and counting from
+/// the start for every object would be quadratic in the file's size.
+#[derive(Default)]
+pub struct LineCursor {
+    offset: usize,
+    line: usize,
+    /// The column (in characters, from 0) of `offset` in its line.
+    column: usize,
+}
+
+impl LineCursor {
+    /// The 1-based line and column of `offset`, at or after the last one.
+    pub fn advance(&mut self, text: &str, offset: usize) -> (usize, usize) {
+        if offset < self.offset || self.line == 0 {
+            let (line, column) = line_col(text, offset);
+            (self.offset, self.line, self.column) = (offset, line, column - 1);
+            return (line, column);
+        }
+        let end = text.floor_char_boundary(offset);
+        let start = text.floor_char_boundary(self.offset).min(end);
+        let between = &text[start..end];
+        match between.rfind('\n') {
+            Some(last) => {
+                self.line += between.matches('\n').count();
+                self.column = between[last + 1..].chars().count();
+            }
+            None => self.column += between.chars().count(),
+        }
+        self.offset = end;
+        (self.line, self.column + 1)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_line_cursor_gives_what_line_col_gives_in_any_order() {
+        let text = "ab\ncdé\nf[{\"x\": 1}, {\"é\": 2}]";
+        let mut cursor = LineCursor::default();
+        for offset in [0, 2, 3, 7, 8, 9, 12, 30, 4, 5, 6, 100, 1] {
+            assert_eq!(
+                cursor.advance(text, offset),
+                line_col(text, offset),
+                "{offset}"
+            );
+        }
+    }
 
     #[test]
     fn line_col_counts_from_one() {

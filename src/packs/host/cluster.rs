@@ -157,8 +157,8 @@ fn register_cluster(engine: &mut Engine) {
                 let address = as_ip(&address)?;
                 Ok(c.snapshot
                     .cluster
-                    .nodes()
-                    .filter(|n| n.pod_cidrs.iter().any(|net| net.contains(&address)))
+                    .nodes_with_pod_cidr(address, &[])?
+                    .into_iter()
                     .filter_map(|n| NodeRef::new(&c.snapshot, &n.meta.name))
                     .map(Dynamic::from)
                     .collect())
@@ -171,17 +171,13 @@ fn register_cluster(engine: &mut Engine) {
             |c: &mut ClusterRef, address: Dynamic, annotations: Array| -> Fallible<Array> {
                 let address = as_ip(&address)?;
                 let annotations = annotation_names(annotations)?;
-                let mut nodes = Array::new();
-                for node in c.snapshot.cluster.nodes() {
-                    let holds = node
-                        .pod_cidrs_with(&annotations)?
-                        .iter()
-                        .any(|net| net.contains(&address));
-                    if holds && let Some(found) = NodeRef::new(&c.snapshot, &node.meta.name) {
-                        nodes.push(Dynamic::from(found));
-                    }
-                }
-                Ok(nodes)
+                Ok(c.snapshot
+                    .cluster
+                    .nodes_with_pod_cidr(address, &annotations)?
+                    .into_iter()
+                    .filter_map(|n| NodeRef::new(&c.snapshot, &n.meta.name))
+                    .map(Dynamic::from)
+                    .collect())
             },
         )
         .register_fn("pods_on", |c: &mut ClusterRef, node: &str| -> Array {
@@ -199,8 +195,8 @@ fn register_cluster(engine: &mut Engine) {
                 let net = as_cidr(&net)?;
                 Ok(c.snapshot
                     .cluster
-                    .pods()
-                    .filter(|p| p.ips.iter().any(|ip| net.contains(ip)))
+                    .pods_in(net)
+                    .into_iter()
                     .filter_map(|p| PodRef::new(&c.snapshot, &p.meta.namespace, &p.meta.name))
                     .map(Dynamic::from)
                     .collect())
@@ -211,8 +207,8 @@ fn register_cluster(engine: &mut Engine) {
             |c: &mut ClusterRef, key: &str, value: &str| -> Array {
                 c.snapshot
                     .cluster
-                    .pods()
-                    .filter(|p| p.meta.labels.get(key).map(String::as_str) == Some(value))
+                    .pods_labelled(key, value)
+                    .into_iter()
                     .filter_map(|p| PodRef::new(&c.snapshot, &p.meta.namespace, &p.meta.name))
                     .map(Dynamic::from)
                     .collect()

@@ -20,6 +20,7 @@ mod convert;
 mod de;
 mod direct;
 mod document;
+mod indexed;
 mod load;
 mod model;
 mod network_policy;
@@ -34,6 +35,7 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
+pub use indexed::LayoutError;
 pub use load::{Budget, Reading, load, load_file_text, load_file_text_as, load_within};
 pub use model::{
     AddressType, ApiEnum, ConfigMap, Container, ContainerPort, DaemonSet, Endpoint,
@@ -49,9 +51,30 @@ pub use network_policy::{
 };
 pub use selector::{LabelSelector, LabelSelectorRequirement, RequirementError, SelectorOperator};
 
-/// The cluster's objects, with lookups by name, by IP and by NodePort.
-#[derive(Debug, Default, Clone, serde::Serialize, serde::Deserialize)]
+/// The cluster's objects, with lookups by name, by IP, by node, by label
+/// and by NodePort: owned when read from `cluster/`'s files, read in place
+/// when taken from its cache (`indexed`), where an object is decoded the
+/// first time it is asked for.
+#[derive(Default, Clone)]
 pub struct Cluster {
+    store: Store,
+}
+
+#[derive(Clone)]
+enum Store {
+    Owned(Box<Model>),
+    Indexed(Box<indexed::Indexed>),
+}
+
+impl Default for Store {
+    fn default() -> Self {
+        Store::Owned(Box::default())
+    }
+}
+
+/// The cluster's objects, owned, in maps by name.
+#[derive(Debug, Default, Clone, serde::Serialize, serde::Deserialize)]
+struct Model {
     nodes: BTreeMap<String, Node>,
     namespaces: BTreeMap<String, Namespace>,
     pods: ByNamespace<Pod>,
@@ -174,7 +197,7 @@ impl<T> ByNamespace<T> {
         self.0.get(namespace)?.get(name)
     }
 
-    fn in_namespace(&self, namespace: &str) -> impl Iterator<Item = &T> {
+    fn in_namespace<'a>(&'a self, namespace: &str) -> impl Iterator<Item = &'a T> + use<'a, T> {
         self.0.get(namespace).into_iter().flat_map(BTreeMap::values)
     }
 
@@ -200,11 +223,11 @@ impl<T> ByNamespace<T> {
     }
 }
 
-impl Cluster {
+impl Model {
     /// Adds an object and indexes its IPs and NodePorts. An object whose
     /// kind, namespace and name are taken is refused; the first one stays.
     /// A NodePort already claimed stays with its first service.
-    pub fn insert(&mut self, object: Object) -> Result<(), DuplicateObject> {
+    fn insert(&mut self, object: Object) -> Result<(), DuplicateObject> {
         let owners = ip_owners(&object);
         let node_ports = node_ports(&object);
         if let Some(first) = self.source_of_same(&object) {
@@ -257,14 +280,14 @@ impl Cluster {
         let meta = object.meta();
         let (namespace, name) = (meta.namespace.as_str(), meta.name.as_str());
         let existing = match object {
-            Object::Node(_) => self.node(name).map(|o| &o.meta),
-            Object::Namespace(_) => self.namespace(name).map(|o| &o.meta),
-            Object::Pod(_) => self.pod(namespace, name).map(|o| &o.meta),
-            Object::Service(_) => self.service(namespace, name).map(|o| &o.meta),
+            Object::Node(_) => self.nodes.get(name).map(|o| &o.meta),
+            Object::Namespace(_) => self.namespaces.get(name).map(|o| &o.meta),
+            Object::Pod(_) => self.pods.get(namespace, name).map(|o| &o.meta),
+            Object::Service(_) => self.services.get(namespace, name).map(|o| &o.meta),
             Object::EndpointSlice(_) => self.endpoint_slices.get(namespace, name).map(|o| &o.meta),
             Object::Endpoints(_) => self.endpoints.get(namespace, name).map(|o| &o.meta),
-            Object::ConfigMap(_) => self.config_map(namespace, name).map(|o| &o.meta),
-            Object::DaemonSet(_) => self.daemon_set(namespace, name).map(|o| &o.meta),
+            Object::ConfigMap(_) => self.config_maps.get(namespace, name).map(|o| &o.meta),
+            Object::DaemonSet(_) => self.daemon_sets.get(namespace, name).map(|o| &o.meta),
             // One name, whether its policy could be read or not.
             Object::NetworkPolicy(_) | Object::UnreadableNetworkPolicy(_) => self
                 .network_policies
@@ -280,207 +303,8 @@ impl Cluster {
         existing.map(|meta| &meta.source)
     }
 
-    pub fn nodes(&self) -> impl Iterator<Item = &Node> {
-        self.nodes.values()
-    }
-
-    pub fn node(&self, name: &str) -> Option<&Node> {
-        self.nodes.get(name)
-    }
-
-    pub fn namespaces(&self) -> impl Iterator<Item = &Namespace> {
-        self.namespaces.values()
-    }
-
-    pub fn namespace(&self, name: &str) -> Option<&Namespace> {
-        self.namespaces.get(name)
-    }
-
-    pub fn pods(&self) -> impl Iterator<Item = &Pod> {
-        self.pods.iter()
-    }
-
-    pub fn pod(&self, namespace: &str, name: &str) -> Option<&Pod> {
-        self.pods.get(namespace, name)
-    }
-
-    /// The pods scheduled on `node` (`spec.nodeName`).
-    pub fn pods_on<'a>(&'a self, node: &'a str) -> impl Iterator<Item = &'a Pod> {
-        self.pods()
-            .filter(move |pod| pod.node_name.as_deref() == Some(node))
-    }
-
-    /// The pods of `namespace` whose labels `selector` matches.
-    pub fn pods_matching<'a>(
-        &'a self,
-        namespace: &str,
-        selector: &'a LabelSelector,
-    ) -> impl Iterator<Item = &'a Pod> {
-        self.pods
-            .in_namespace(namespace)
-            .filter(|pod| selector.matches(&pod.meta.labels))
-    }
-
-    pub fn services(&self) -> impl Iterator<Item = &Service> {
-        self.services.iter()
-    }
-
-    pub fn service(&self, namespace: &str, name: &str) -> Option<&Service> {
-        self.services.get(namespace, name)
-    }
-
-    pub fn endpoint_slices(&self) -> impl Iterator<Item = &EndpointSlice> {
-        self.endpoint_slices.iter()
-    }
-
-    /// The EndpointSlices labelled as belonging to `service`.
-    pub fn endpoint_slices_for<'a>(
-        &'a self,
-        service: &'a Service,
-    ) -> impl Iterator<Item = &'a EndpointSlice> {
-        self.endpoint_slices
-            .in_namespace(&service.meta.namespace)
-            .filter(|slice| slice.service_name.as_deref() == Some(service.meta.name.as_str()))
-    }
-
-    pub fn endpoints(&self) -> impl Iterator<Item = &Endpoints> {
-        self.endpoints.iter()
-    }
-
-    /// The Endpoints object of `service` (it bears the service's name).
-    pub fn endpoints_for(&self, service: &Service) -> Option<&Endpoints> {
-        self.endpoints
-            .get(&service.meta.namespace, &service.meta.name)
-    }
-
-    pub fn config_maps(&self) -> impl Iterator<Item = &ConfigMap> {
-        self.config_maps.iter()
-    }
-
-    pub fn config_map(&self, namespace: &str, name: &str) -> Option<&ConfigMap> {
-        self.config_maps.get(namespace, name)
-    }
-
-    pub fn daemon_sets(&self) -> impl Iterator<Item = &DaemonSet> {
-        self.daemon_sets.iter()
-    }
-
-    pub fn daemon_set(&self, namespace: &str, name: &str) -> Option<&DaemonSet> {
-        self.daemon_sets.get(namespace, name)
-    }
-
-    pub fn network_policies(&self) -> impl Iterator<Item = &NetworkPolicy> {
-        self.network_policies.iter()
-    }
-
-    /// Whether the cluster has any NetworkPolicy, readable or not: without
-    /// one, NetworkPolicy has nothing to say of any flow.
-    pub fn has_network_policies(&self) -> bool {
-        self.network_policies.len() + self.unreadable_network_policies.len() > 0
-    }
-
-    /// The NetworkPolicies of `namespace`: the ones that can select its pods.
-    pub fn network_policies_in(&self, namespace: &str) -> impl Iterator<Item = &NetworkPolicy> {
-        self.network_policies.in_namespace(namespace)
-    }
-
-    /// The NetworkPolicies of `namespace` that could not be read.
-    pub fn unreadable_network_policies_in(
-        &self,
-        namespace: &str,
-    ) -> impl Iterator<Item = &UnreadableNetworkPolicy> {
-        self.unreadable_network_policies.in_namespace(namespace)
-    }
-
-    /// Every object without a typed model.
-    pub fn others(&self) -> impl Iterator<Item = &GenericObject> {
-        self.others.values()
-    }
-
-    /// The generic objects of exactly this apiVersion and kind.
-    pub fn objects<'a>(
-        &'a self,
-        api_version: &'a str,
-        kind: &'a str,
-    ) -> impl Iterator<Item = &'a GenericObject> {
-        self.others
-            .values()
-            .filter(move |o| o.api_version == api_version && o.kind == kind)
-    }
-
-    /// Everything that owns `ip`: several owners are normal (a hostNetwork
-    /// pod and its node; a finished pod and the running one that reuses its IP).
-    pub fn by_ip(&self, ip: IpAddr) -> &[IpOwner] {
-        self.ips.get(&ip).map_or(&[], Vec::as_slice)
-    }
-
-    /// The pod whose own network namespace has `ip`, as the cluster resolves
-    /// it: not one on the host network (those share their node's address),
-    /// and of pods claiming the same address (a stale pod keeping an address
-    /// that was given again) the Running one, then one not yet finished,
-    /// then a finished one. [`Cluster::ip_conflicts`] says where this choice
-    /// is not clear-cut.
-    pub fn pod_at(&self, ip: IpAddr) -> Option<&Pod> {
-        self.pods_at(ip).into_iter().next()
-    }
-
-    /// The pods with `ip` in their own network namespace, in the order
-    /// [`Cluster::pod_at`] prefers them (stable: by namespace and name).
-    fn pods_at(&self, ip: IpAddr) -> Vec<&Pod> {
-        let mut pods: Vec<&Pod> = self
-            .by_ip(ip)
-            .iter()
-            .filter_map(|owner| match owner {
-                IpOwner::Pod {
-                    namespace,
-                    name,
-                    host_network: false,
-                } => self.pod(namespace, name),
-                _ => None,
-            })
-            .collect();
-        pods.sort_by_key(|pod| match pod.phase {
-            Some(PodPhase::Running) => 0,
-            Some(PodPhase::Succeeded | PodPhase::Failed) => 2,
-            _ => 1,
-        });
-        pods
-    }
-
-    /// Addresses that more than one pod not yet finished claims: one is a
-    /// stale record, and which is real the snapshot can only guess (the
-    /// Running one, which [`Cluster::pod_at`] gives).
-    pub fn ip_conflicts(&self) -> Vec<IpConflict<'_>> {
-        // Only an address with several owners can have two pods.
-        self.ips
-            .iter()
-            .filter(|(_, owners)| owners.len() > 1)
-            .filter_map(|(&ip, _)| {
-                let live: Vec<&Pod> = self
-                    .pods_at(ip)
-                    .into_iter()
-                    .filter(|pod| {
-                        !matches!(pod.phase, Some(PodPhase::Succeeded | PodPhase::Failed))
-                    })
-                    .collect();
-                let (chosen, others) = live.split_first()?;
-                (!others.is_empty()).then(|| IpConflict {
-                    ip,
-                    chosen,
-                    others: others.to_vec(),
-                })
-            })
-            .collect()
-    }
-
-    /// The service that claimed this NodePort first.
-    pub fn service_by_node_port(&self, protocol: Protocol, port: u16) -> Option<&Service> {
-        let (namespace, name) = self.node_ports.get(&(protocol, port))?;
-        self.service(namespace, name)
-    }
-
     /// How many objects the cluster holds, of every kind.
-    pub fn object_count(&self) -> usize {
+    fn object_count(&self) -> usize {
         let namespaced = [
             self.pods.len(),
             self.services.len(),
@@ -538,6 +362,441 @@ impl Cluster {
         self.unreadable_network_policies
             .values_mut()
             .for_each(|o| rebase(&mut o.meta));
+    }
+}
+
+/// An iterator over the objects of either store.
+type Objects<'a, T> = Box<dyn Iterator<Item = &'a T> + 'a>;
+
+impl Cluster {
+    /// The cluster of a cache's model, read in place.
+    fn indexed(indexed: indexed::Indexed) -> Cluster {
+        Cluster {
+            store: Store::Indexed(Box::new(indexed)),
+        }
+    }
+
+    /// The whole model, owned: borrowed when it is, else every object of
+    /// the cache decoded.
+    fn model(&self) -> std::borrow::Cow<'_, Model> {
+        match &self.store {
+            Store::Owned(model) => std::borrow::Cow::Borrowed(model),
+            Store::Indexed(indexed) => std::borrow::Cow::Owned(indexed.to_model()),
+        }
+    }
+
+    /// The owned model, to change (a cache's is decoded whole first).
+    fn model_mut(&mut self) -> &mut Model {
+        if let Store::Indexed(indexed) = &self.store {
+            self.store = Store::Owned(Box::new(indexed.to_model()));
+        }
+        match &mut self.store {
+            Store::Owned(model) => model,
+            Store::Indexed(_) => unreachable!("made owned above"),
+        }
+    }
+
+    /// Adds an object and indexes its IPs and NodePorts. An object whose
+    /// kind, namespace and name are taken is refused; the first one stays.
+    /// A NodePort already claimed stays with its first service.
+    pub fn insert(&mut self, object: Object) -> Result<(), DuplicateObject> {
+        self.model_mut().insert(object)
+    }
+
+    pub fn nodes(&self) -> Objects<'_, Node> {
+        match &self.store {
+            Store::Owned(m) => Box::new(m.nodes.values()),
+            Store::Indexed(i) => Box::new(i.nodes()),
+        }
+    }
+
+    pub fn node(&self, name: &str) -> Option<&Node> {
+        match &self.store {
+            Store::Owned(m) => m.nodes.get(name),
+            Store::Indexed(i) => i.node(name),
+        }
+    }
+
+    /// The first node (by name) annotated `key`.
+    pub fn node_annotated(&self, key: &str) -> Option<&Node> {
+        match &self.store {
+            Store::Owned(m) => m
+                .nodes
+                .values()
+                .find(|n| n.meta.annotations.contains_key(key)),
+            Store::Indexed(i) => i.node_annotated(key),
+        }
+    }
+
+    /// The nodes one of whose pod CIDRs holds `address`: `spec.podCIDRs`
+    /// (else `spec.podCIDR`), and those each of `annotations` holds
+    /// ([`Node::pod_cidrs_with`]); an error names the first node (by name)
+    /// whose annotation holds no CIDR.
+    pub fn nodes_with_pod_cidr(
+        &self,
+        address: IpAddr,
+        annotations: &[String],
+    ) -> Result<Vec<&Node>, String> {
+        // Only a node with such a pod CIDR or annotation can hold it.
+        let candidates: Vec<&Node> = match &self.store {
+            Store::Owned(m) => m.nodes.values().collect(),
+            Store::Indexed(i) => i.nodes_with_pod_cidr(address, annotations),
+        };
+        let mut nodes = Vec::new();
+        for node in candidates {
+            if node
+                .pod_cidrs_with(annotations)?
+                .iter()
+                .any(|net| net.contains(&address))
+            {
+                nodes.push(node);
+            }
+        }
+        Ok(nodes)
+    }
+
+    pub fn namespaces(&self) -> Objects<'_, Namespace> {
+        match &self.store {
+            Store::Owned(m) => Box::new(m.namespaces.values()),
+            Store::Indexed(i) => Box::new(i.namespaces()),
+        }
+    }
+
+    pub fn namespace(&self, name: &str) -> Option<&Namespace> {
+        match &self.store {
+            Store::Owned(m) => m.namespaces.get(name),
+            Store::Indexed(i) => i.namespace(name),
+        }
+    }
+
+    pub fn pods(&self) -> Objects<'_, Pod> {
+        match &self.store {
+            Store::Owned(m) => Box::new(m.pods.iter()),
+            Store::Indexed(i) => Box::new(i.pods()),
+        }
+    }
+
+    pub fn pod(&self, namespace: &str, name: &str) -> Option<&Pod> {
+        match &self.store {
+            Store::Owned(m) => m.pods.get(namespace, name),
+            Store::Indexed(i) => i.pod(namespace, name),
+        }
+    }
+
+    /// The pods scheduled on `node` (`spec.nodeName`).
+    pub fn pods_on<'a>(&'a self, node: &'a str) -> Objects<'a, Pod> {
+        match &self.store {
+            Store::Owned(m) => Box::new(
+                m.pods
+                    .iter()
+                    .filter(move |pod| pod.node_name.as_deref() == Some(node)),
+            ),
+            Store::Indexed(i) => Box::new(i.pods_on(node).into_iter()),
+        }
+    }
+
+    /// The pods of `namespace` whose labels `selector` matches.
+    pub fn pods_matching<'a>(
+        &'a self,
+        namespace: &str,
+        selector: &'a LabelSelector,
+    ) -> Objects<'a, Pod> {
+        let pods: Objects<'a, Pod> = match &self.store {
+            Store::Owned(m) => Box::new(m.pods.in_namespace(namespace)),
+            // Only a pod with one of the labels the selector requires can
+            // match it.
+            Store::Indexed(i) => {
+                let label = selector.match_labels.iter().next();
+                let label = label.map(|(key, value)| (key.as_str(), value.as_str()));
+                Box::new(i.pods_labelled_in(namespace, label).into_iter())
+            }
+        };
+        Box::new(pods.filter(|pod| selector.matches(&pod.meta.labels)))
+    }
+
+    /// The pods, in any namespace, labelled `key` with `value`.
+    pub fn pods_labelled(&self, key: &str, value: &str) -> Vec<&Pod> {
+        match &self.store {
+            Store::Owned(m) => m
+                .pods
+                .iter()
+                .filter(|p| p.meta.labels.get(key).map(String::as_str) == Some(value))
+                .collect(),
+            Store::Indexed(i) => i.pods_labelled(key, value),
+        }
+    }
+
+    /// The pods with an address in `net` (a CNI's block of addresses).
+    pub fn pods_in(&self, net: ipnet::IpNet) -> Vec<&Pod> {
+        match &self.store {
+            Store::Owned(m) => m
+                .pods
+                .iter()
+                .filter(|p| p.ips.iter().any(|ip| net.contains(ip)))
+                .collect(),
+            Store::Indexed(i) => i.pods_in(net),
+        }
+    }
+
+    pub fn services(&self) -> Objects<'_, Service> {
+        match &self.store {
+            Store::Owned(m) => Box::new(m.services.iter()),
+            Store::Indexed(i) => Box::new(i.services()),
+        }
+    }
+
+    pub fn service(&self, namespace: &str, name: &str) -> Option<&Service> {
+        match &self.store {
+            Store::Owned(m) => m.services.get(namespace, name),
+            Store::Indexed(i) => i.service(namespace, name),
+        }
+    }
+
+    pub fn endpoint_slices(&self) -> Objects<'_, EndpointSlice> {
+        match &self.store {
+            Store::Owned(m) => Box::new(m.endpoint_slices.iter()),
+            Store::Indexed(i) => Box::new(i.endpoint_slices()),
+        }
+    }
+
+    /// The EndpointSlices labelled as belonging to `service`.
+    pub fn endpoint_slices_for<'a>(&'a self, service: &'a Service) -> Objects<'a, EndpointSlice> {
+        let (namespace, name) = (&service.meta.namespace, &service.meta.name);
+        match &self.store {
+            Store::Owned(m) => Box::new(
+                m.endpoint_slices
+                    .in_namespace(namespace)
+                    .filter(|slice| slice.service_name.as_deref() == Some(name.as_str())),
+            ),
+            Store::Indexed(i) => Box::new(i.endpoint_slices_for(namespace, name).into_iter()),
+        }
+    }
+
+    pub fn endpoints(&self) -> Objects<'_, Endpoints> {
+        match &self.store {
+            Store::Owned(m) => Box::new(m.endpoints.iter()),
+            Store::Indexed(i) => Box::new(i.endpoints()),
+        }
+    }
+
+    /// The Endpoints object of `service` (it bears the service's name).
+    pub fn endpoints_for(&self, service: &Service) -> Option<&Endpoints> {
+        let (namespace, name) = (&service.meta.namespace, &service.meta.name);
+        match &self.store {
+            Store::Owned(m) => m.endpoints.get(namespace, name),
+            Store::Indexed(i) => i.endpoints_named(namespace, name),
+        }
+    }
+
+    pub fn config_maps(&self) -> Objects<'_, ConfigMap> {
+        match &self.store {
+            Store::Owned(m) => Box::new(m.config_maps.iter()),
+            Store::Indexed(i) => Box::new(i.config_maps()),
+        }
+    }
+
+    pub fn config_map(&self, namespace: &str, name: &str) -> Option<&ConfigMap> {
+        match &self.store {
+            Store::Owned(m) => m.config_maps.get(namespace, name),
+            Store::Indexed(i) => i.config_map(namespace, name),
+        }
+    }
+
+    pub fn daemon_sets(&self) -> Objects<'_, DaemonSet> {
+        match &self.store {
+            Store::Owned(m) => Box::new(m.daemon_sets.iter()),
+            Store::Indexed(i) => Box::new(i.daemon_sets()),
+        }
+    }
+
+    pub fn daemon_set(&self, namespace: &str, name: &str) -> Option<&DaemonSet> {
+        match &self.store {
+            Store::Owned(m) => m.daemon_sets.get(namespace, name),
+            Store::Indexed(i) => i.daemon_set(namespace, name),
+        }
+    }
+
+    pub fn network_policies(&self) -> Objects<'_, NetworkPolicy> {
+        match &self.store {
+            Store::Owned(m) => Box::new(m.network_policies.iter()),
+            Store::Indexed(i) => Box::new(i.network_policies()),
+        }
+    }
+
+    /// Whether the cluster has any NetworkPolicy, readable or not: without
+    /// one, NetworkPolicy has nothing to say of any flow.
+    pub fn has_network_policies(&self) -> bool {
+        match &self.store {
+            Store::Owned(m) => m.network_policies.len() + m.unreadable_network_policies.len() > 0,
+            Store::Indexed(i) => i.has_network_policies(),
+        }
+    }
+
+    /// The NetworkPolicies of `namespace`: the ones that can select its pods.
+    pub fn network_policies_in(&self, namespace: &str) -> Objects<'_, NetworkPolicy> {
+        match &self.store {
+            Store::Owned(m) => Box::new(m.network_policies.in_namespace(namespace)),
+            Store::Indexed(i) => Box::new(i.network_policies_in(namespace)),
+        }
+    }
+
+    /// The NetworkPolicies of `namespace` that could not be read.
+    pub fn unreadable_network_policies_in(
+        &self,
+        namespace: &str,
+    ) -> Objects<'_, UnreadableNetworkPolicy> {
+        match &self.store {
+            Store::Owned(m) => Box::new(m.unreadable_network_policies.in_namespace(namespace)),
+            Store::Indexed(i) => Box::new(i.unreadable_network_policies_in(namespace)),
+        }
+    }
+
+    /// Every object without a typed model.
+    pub fn others(&self) -> Objects<'_, GenericObject> {
+        match &self.store {
+            Store::Owned(m) => Box::new(m.others.values()),
+            Store::Indexed(i) => Box::new(i.others()),
+        }
+    }
+
+    /// The generic objects of exactly this apiVersion and kind.
+    pub fn objects<'a>(
+        &'a self,
+        api_version: &'a str,
+        kind: &'a str,
+    ) -> Objects<'a, GenericObject> {
+        match &self.store {
+            Store::Owned(m) => Box::new(
+                m.others
+                    .values()
+                    .filter(move |o| o.api_version == api_version && o.kind == kind),
+            ),
+            Store::Indexed(i) => Box::new(i.objects(api_version, kind).into_iter()),
+        }
+    }
+
+    /// Whether there are generic objects of `kind`, of `api_version` when
+    /// one is given, else of any.
+    pub fn has_objects_of(&self, kind: &str, api_version: Option<&str>) -> bool {
+        match &self.store {
+            Store::Owned(m) => m
+                .others
+                .values()
+                .any(|o| o.kind == kind && api_version.is_none_or(|v| v == o.api_version)),
+            Store::Indexed(i) => i
+                .api_versions_of(kind)
+                .iter()
+                .any(|v| api_version.is_none_or(|want| want == v)),
+        }
+    }
+
+    /// Everything that owns `ip`: several owners are normal (a hostNetwork
+    /// pod and its node; a finished pod and the running one that reuses its IP).
+    pub fn by_ip(&self, ip: IpAddr) -> &[IpOwner] {
+        match &self.store {
+            Store::Owned(m) => m.ips.get(&ip).map_or(&[], Vec::as_slice),
+            Store::Indexed(i) => i.by_ip(ip),
+        }
+    }
+
+    /// The pod whose own network namespace has `ip`, as the cluster resolves
+    /// it: not one on the host network (those share their node's address),
+    /// and of pods claiming the same address (a stale pod keeping an address
+    /// that was given again) the Running one, then one not yet finished,
+    /// then a finished one. [`Cluster::ip_conflicts`] says where this choice
+    /// is not clear-cut.
+    pub fn pod_at(&self, ip: IpAddr) -> Option<&Pod> {
+        self.pods_at(ip).into_iter().next()
+    }
+
+    /// The pods with `ip` in their own network namespace, in the order
+    /// [`Cluster::pod_at`] prefers them (stable: by namespace and name).
+    fn pods_at(&self, ip: IpAddr) -> Vec<&Pod> {
+        let mut pods: Vec<&Pod> = self
+            .by_ip(ip)
+            .iter()
+            .filter_map(|owner| match owner {
+                IpOwner::Pod {
+                    namespace,
+                    name,
+                    host_network: false,
+                } => self.pod(namespace, name),
+                _ => None,
+            })
+            .collect();
+        pods.sort_by_key(|pod| match pod.phase {
+            Some(PodPhase::Running) => 0,
+            Some(PodPhase::Succeeded | PodPhase::Failed) => 2,
+            _ => 1,
+        });
+        pods
+    }
+
+    /// Addresses that more than one pod not yet finished claims: one is a
+    /// stale record, and which is real the snapshot can only guess (the
+    /// Running one, which [`Cluster::pod_at`] gives).
+    pub fn ip_conflicts(&self) -> Vec<IpConflict<'_>> {
+        // Only an address with several owners can have two pods.
+        let shared: Vec<IpAddr> = match &self.store {
+            Store::Owned(m) => m
+                .ips
+                .iter()
+                .filter(|(_, owners)| owners.len() > 1)
+                .map(|(ip, _)| *ip)
+                .collect(),
+            Store::Indexed(i) => i.shared_ips().into_iter().map(|(ip, _)| ip).collect(),
+        };
+        shared
+            .into_iter()
+            .filter_map(|ip| {
+                let live: Vec<&Pod> = self
+                    .pods_at(ip)
+                    .into_iter()
+                    .filter(|pod| {
+                        !matches!(pod.phase, Some(PodPhase::Succeeded | PodPhase::Failed))
+                    })
+                    .collect();
+                let (chosen, others) = live.split_first()?;
+                (!others.is_empty()).then(|| IpConflict {
+                    ip,
+                    chosen,
+                    others: others.to_vec(),
+                })
+            })
+            .collect()
+    }
+
+    /// The service that claimed this NodePort first.
+    pub fn service_by_node_port(&self, protocol: Protocol, port: u16) -> Option<&Service> {
+        match &self.store {
+            Store::Owned(m) => {
+                let (namespace, name) = m.node_ports.get(&(protocol, port))?;
+                m.services.get(namespace, name)
+            }
+            Store::Indexed(i) => i.service_by_node_port(protocol, port),
+        }
+    }
+
+    /// How many objects the cluster holds, of every kind.
+    pub fn object_count(&self) -> usize {
+        match &self.store {
+            Store::Owned(m) => m.object_count(),
+            Store::Indexed(i) => i.object_count(),
+        }
+    }
+}
+
+impl std::fmt::Debug for Cluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.model().fmt(f)
+    }
+}
+
+/// A cluster's model as the owned model serializes it, whichever store it
+/// is in (`cache::verify` compares two this way).
+impl serde::Serialize for Cluster {
+    fn serialize<S: serde::Serializer>(&self, to: S) -> Result<S::Ok, S::Error> {
+        self.model().serialize(to)
     }
 }
 

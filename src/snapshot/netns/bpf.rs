@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::json::{issue, offset_in};
-use crate::snapshot::problem::{ParseIssue, Parsed, line_col};
+use crate::snapshot::problem::{LineCursor, ParseIssue, Parsed};
 
 /// Which way a tc program sees packets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -124,6 +124,7 @@ pub fn parse(text: &str) -> Parsed<Vec<(Attachment, (usize, usize))>> {
         }
     };
     let mut attachments = Vec::new();
+    let mut cursor = LineCursor::default();
     let mut issues = Vec::new();
     for section in sections {
         let xdp = section.xdp.into_iter().map(|raw| (raw, true));
@@ -149,7 +150,7 @@ pub fn parse(text: &str) -> Parsed<Vec<(Attachment, (usize, usize))>> {
                 name: listed.name,
                 id: listed.id,
             };
-            attachments.push((attachment, line_col(text, start)));
+            attachments.push((attachment, cursor.advance(text, start)));
         }
     }
     (Some(attachments), issues)

@@ -12,7 +12,7 @@ use serde_json::value::RawValue;
 
 use super::json::{issue, offset_in};
 use crate::snapshot::input::{Boundary, Limit, MIB};
-use crate::snapshot::problem::{ParseIssue, Parsed, Problem, line_col};
+use crate::snapshot::problem::{LineCursor, ParseIssue, Parsed, Problem};
 
 /// The directory of a namespace's dump that holds the files.
 pub const DIR: &str = "datapath";
@@ -173,9 +173,10 @@ pub fn parse(text: &str) -> Parsed<DatapathFile> {
             .unwrap_or_default(),
         _ => Vec::new(),
     };
+    let mut cursor = LineCursor::default();
     let places = starts
         .into_iter()
-        .map(|entry| line_col(text, offset_in(text, entry)))
+        .map(|entry| cursor.advance(text, offset_in(text, entry)))
         .collect();
     (Some(DatapathFile { value, places }), Vec::new())
 }

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde::de::{DeserializeOwned, Deserializer, IgnoredAny};
 use serde_json::value::RawValue;
 
-use crate::snapshot::problem::{ParseIssue, Parsed, line_col};
+use crate::snapshot::problem::{LineCursor, ParseIssue, Parsed, line_col};
 
 /// Reads `text` as a JSON array of `T`.
 ///
@@ -44,10 +44,11 @@ pub fn parse_placed<T: DeserializeOwned>(text: &str) -> Parsed<Vec<(T, (usize, u
     };
     let mut values = Vec::with_capacity(elements.len());
     let mut issues = Vec::new();
+    let mut cursor = LineCursor::default();
     for (index, element) in elements.into_iter().enumerate() {
         let element = element.get();
         match serde_json::from_str(element) {
-            Ok(value) => values.push((value, line_col(text, offset_in(text, element)))),
+            Ok(value) => values.push((value, cursor.advance(text, offset_in(text, element)))),
             Err(error) => {
                 let context = format!("element {} of the array", index + 1);
                 issues.push(issue(text, offset_in(text, element), &error, &context));

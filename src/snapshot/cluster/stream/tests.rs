@@ -158,7 +158,7 @@ fn streamed(name: &str, text: &str, part_bytes: usize) -> (Cluster, Vec<String>,
         })
         .collect();
     // The sources name the temporary file: the tests compare them by name.
-    cluster.rebase(dir.path(), Path::new(""));
+    cluster.model_mut().rebase(dir.path(), Path::new(""));
     (cluster, problems, parts)
 }
 

@@ -10,7 +10,7 @@ use super::{
     BaseChain, BinOp, Chain, ChainHook, ChainType, Element, Expr, Family, Nat, NatKind, Op, Policy,
     Reject, Rule, Ruleset, Set, Statement, Table, Verdict,
 };
-use crate::snapshot::problem::{ParseIssue, Parsed, line_col};
+use crate::snapshot::problem::{LineCursor, ParseIssue, Parsed};
 
 /// Most levels of nested expressions read; deeper is refused (a guard
 /// against a hostile dump exhausting the stack).
@@ -51,7 +51,7 @@ pub fn parse(text: &str) -> Parsed<Ruleset> {
     };
     let mut reader = Reader {
         text,
-        cursor: Cursor::default(),
+        cursor: LineCursor::default(),
         issues: Vec::new(),
         tables: Vec::new(),
         chains: HashMap::new(),
@@ -67,47 +67,13 @@ pub fn parse(text: &str) -> Parsed<Ruleset> {
 /// Objects read so far, before chains and rules are put in their tables.
 struct Reader<'t> {
     text: &'t str,
-    cursor: Cursor,
+    cursor: LineCursor,
     issues: Vec<ParseIssue>,
     tables: Vec<Table>,
     /// (family, table, chain) -> (table index, chain index).
     chains: HashMap<(Family, String, String), (usize, usize)>,
     /// Rules with their (family, table, chain), in dump order.
     rules: Vec<(Family, String, String, Rule)>,
-}
-
-/// Where the last object was, so that each position is found from there:
-/// nft writes the whole ruleset on one line, and counting from the start
-/// for every object would be quadratic in the file's size.
-#[derive(Default)]
-struct Cursor {
-    offset: usize,
-    line: usize,
-    /// The column (in characters, from 0) of `offset` in its line.
-    column: usize,
-}
-
-impl Cursor {
-    /// The 1-based line and column of `offset`, at or after the last one.
-    fn advance(&mut self, text: &str, offset: usize) -> (usize, usize) {
-        if offset < self.offset || self.line == 0 {
-            let (line, column) = line_col(text, offset);
-            (self.offset, self.line, self.column) = (offset, line, column - 1);
-            return (line, column);
-        }
-        let end = text.floor_char_boundary(offset);
-        let start = text.floor_char_boundary(self.offset).min(end);
-        let between = &text[start..end];
-        match between.rfind('\n') {
-            Some(last) => {
-                self.line += between.matches('\n').count();
-                self.column = between[last + 1..].chars().count();
-            }
-            None => self.column += between.chars().count(),
-        }
-        self.offset = end;
-        (self.line, self.column + 1)
-    }
 }
 
 /// Why one object could not be read.
