@@ -236,18 +236,17 @@ pub(crate) struct Intent<'s> {
 
 impl<'s> Intent<'s> {
     pub fn new(snapshot: &'s Arc<Snapshot>, packs: &'s LoadedPacks) -> Intent<'s> {
-        let cluster = &snapshot.cluster;
         Intent {
             packs,
             cni: packs
-                .applying(cluster)
+                .applying(snapshot)
                 .find(|pack| pack.kind == PackKind::Cni),
             service_proxies: packs
-                .applying(cluster)
+                .applying(snapshot)
                 .filter(|pack| pack.hooks.contains_key("service"))
                 .collect(),
             datapaths: packs
-                .applying(cluster)
+                .applying(snapshot)
                 .filter(|pack| pack.datapath.is_some())
                 .collect(),
         }

@@ -562,7 +562,7 @@ pub fn diagnose(
     let mut diagnosis = walk::walk(snapshot, &resolved, packs);
     diagnosis.destination = conclude::destination(snapshot, request, &resolved);
     diagnosis.packs = packs
-        .applying(&snapshot.cluster)
+        .applying(snapshot)
         .map(|pack| match pack.kind {
             crate::packs::PackKind::Cni => format!("{} (CNI)", pack.name),
             crate::packs::PackKind::Rules => pack.name.clone(),

@@ -12,6 +12,7 @@
 //! **Invariant:** loading never stops at the first problem; a script never
 //! crashes skoop and never passes silently: its failure is a finding.
 
+mod answers;
 mod budget;
 pub mod contract;
 mod eval;
@@ -24,6 +25,7 @@ pub mod scaffold;
 mod scope;
 pub(crate) mod yaml;
 
+use std::cell::RefCell;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -116,6 +118,10 @@ pub struct LoadedPacks {
     /// The CNI pack chosen by hand (`--cni NAME`): it applies whatever
     /// detection says, and no other CNI pack does.
     chosen_cni: Option<String>,
+    /// The modes and snapshot checks' findings of the last snapshot asked
+    /// about, per subject (`answers.rs`): what no flow changes is
+    /// evaluated once, not once per diagnosis.
+    answers: RefCell<answers::Answers>,
 }
 
 impl std::fmt::Debug for LoadedPacks {
@@ -206,6 +212,7 @@ impl LoadedPacks {
             packs,
             notes,
             chosen_cni: None,
+            answers: RefCell::default(),
         };
         (loaded, problems)
     }
@@ -324,24 +331,36 @@ impl LoadedPacks {
             ));
         }
         self.chosen_cni = Some(name.to_owned());
+        // Which packs apply changed: what they answered may not hold.
+        self.answers = RefCell::default();
         Ok(())
     }
 
-    /// The packs that apply to `cluster`, in load order (see `applies`).
-    pub fn applying<'a>(&'a self, cluster: &'a Cluster) -> impl Iterator<Item = &'a Pack> {
+    /// The packs that apply to `snapshot`, in load order (see `applies`).
+    pub fn applying<'a>(&'a self, snapshot: &'a Arc<Snapshot>) -> impl Iterator<Item = &'a Pack> {
         self.packs
             .iter()
-            .filter(move |pack| self.applies(pack, cluster))
+            .enumerate()
+            .filter(move |(index, pack)| self.applies(*index, pack, snapshot))
+            .map(|(_, pack)| pack)
     }
 
-    /// Whether a pack's checks run on this cluster: rules packs always; a
+    /// Whether a pack's checks run on this snapshot: rules packs always; a
     /// CNI pack when it is the one chosen by hand, or, with none chosen, when
-    /// detected.
-    fn applies(&self, pack: &Pack, cluster: &Cluster) -> bool {
+    /// detected (once per snapshot: every hop of every flow asks).
+    fn applies(&self, index: usize, pack: &Pack, snapshot: &Arc<Snapshot>) -> bool {
         match (&self.chosen_cni, pack.kind) {
             (_, PackKind::Rules) => true,
             (Some(chosen), PackKind::Cni) => *chosen == pack.name,
-            (None, PackKind::Cni) => !self.detect(pack, cluster).is_empty(),
+            (None, PackKind::Cni) => {
+                let kept = self.answers.borrow_mut().about(snapshot).detected(index);
+                kept.unwrap_or_else(|| {
+                    let detected = !self.detect(pack, &snapshot.cluster).is_empty();
+                    let mut answers = self.answers.borrow_mut();
+                    answers.about(snapshot).keep_detected(index, detected);
+                    detected
+                })
+            }
         }
     }
 
@@ -441,16 +460,38 @@ impl LoadedPacks {
         about: &About<'_>,
         capture: bool,
     ) -> Vec<CheckRun<'p>> {
-        self.each_check(snapshot, |pack, check, evaluator| {
+        self.each_check(snapshot, |index, pack, check, evaluator| {
             if check.scope == CheckScope::Hop {
                 return None;
             }
             let contexts = eval::subjects(check, &pack.params, snapshot, about);
+            // What scripts print is captured as they run: a captured run
+            // runs them, whatever was kept.
+            let run_once = |ctx: &Context| {
+                if capture {
+                    return evaluator.run_unless_skipped(check, ctx);
+                }
+                let key = answers::ContextKey::of(ctx);
+                let kept = self
+                    .answers
+                    .borrow_mut()
+                    .about(snapshot)
+                    .check(index, &key)
+                    .cloned();
+                kept.unwrap_or_else(|| {
+                    let found = evaluator.run_unless_skipped(check, ctx);
+                    let mut answers = self.answers.borrow_mut();
+                    answers
+                        .about(snapshot)
+                        .keep_check(index, key, found.clone());
+                    found
+                })
+            };
             let run = || -> (Vec<Finding>, usize) {
                 let mut skipped = 0;
                 let mut findings = Vec::new();
                 for ctx in &contexts {
-                    match evaluator.run_unless_skipped(check, ctx) {
+                    match run_once(ctx) {
                         Some(found) => findings.extend(found),
                         None => skipped += 1,
                     }
@@ -476,7 +517,7 @@ impl LoadedPacks {
     /// The hop-scoped checks of every applicable pack at one hop of a path.
     pub fn evaluate_hop(&self, hop: &Arc<HopScope>) -> Vec<Finding> {
         let cni_admits: rhai::Array = self
-            .applying(&hop.snapshot.cluster)
+            .applying(&hop.snapshot)
             .filter(|pack| pack.kind == PackKind::Cni)
             .flat_map(|pack| &pack.policy_admits)
             .map(|admit| {
@@ -488,7 +529,7 @@ impl LoadedPacks {
             .collect();
         let cni_admits = Dynamic::from_array(cni_admits);
         let family = hop.packet.family();
-        self.each_check(&hop.snapshot, |pack, check, evaluator| {
+        self.each_check(&hop.snapshot, |_, pack, check, evaluator| {
             let of_packet = check.family.is_none_or(|wanted| wanted == family);
             (check.scope == CheckScope::Hop && of_packet).then(|| CheckRun {
                 pack,
@@ -516,14 +557,31 @@ impl LoadedPacks {
     fn each_check<'p>(
         &'p self,
         snapshot: &Arc<Snapshot>,
-        per_check: impl Fn(&'p Pack, &'p Check, &eval::Evaluator<'p>) -> Option<CheckRun<'p>>,
+        per_check: impl Fn(
+            answers::CheckIndex,
+            &'p Pack,
+            &'p Check,
+            &eval::Evaluator<'p>,
+        ) -> Option<CheckRun<'p>>,
     ) -> Vec<CheckRun<'p>> {
         let mut runs = Vec::new();
-        for pack in &self.packs {
-            if !self.applies(pack, &snapshot.cluster) {
+        for (pack_index, pack) in self.packs.iter().enumerate() {
+            if !self.applies(pack_index, pack, snapshot) {
                 continue;
             }
-            let mode = match self.active_mode(pack, snapshot) {
+            let kept = self
+                .answers
+                .borrow_mut()
+                .about(snapshot)
+                .mode(pack_index)
+                .cloned();
+            let mode = kept.unwrap_or_else(|| {
+                let mode = self.active_mode(pack, snapshot);
+                let mut answers = self.answers.borrow_mut();
+                answers.about(snapshot).keep_mode(pack_index, mode.clone());
+                mode
+            });
+            let mode = match mode {
                 Ok(mode) => mode,
                 Err(finding) => {
                     runs.push(CheckRun {
@@ -541,11 +599,16 @@ impl LoadedPacks {
                 engine: &self.engine,
                 pack,
             };
-            for check in &pack.checks {
+            for (check_index, check) in pack.checks.iter().enumerate() {
                 let in_mode = check.modes.is_empty()
                     || mode.as_ref().is_some_and(|m| check.modes.contains(m));
                 if in_mode {
-                    runs.extend(per_check(pack, check, &evaluator));
+                    runs.extend(per_check(
+                        (pack_index, check_index),
+                        pack,
+                        check,
+                        &evaluator,
+                    ));
                 }
             }
         }

@@ -105,7 +105,7 @@ impl StoppingRule {
 }
 
 /// What a finding is about.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
 #[serde(tag = "scope", rename_all = "kebab-case")]
 pub enum Subject {
     Node {

@@ -1027,3 +1027,77 @@ fn flannel_next_hop_routes_each_pod_cidr_as_the_backend_does_without_the_nodes_d
         "no host MTU without the node's dump"
     );
 }
+
+/// A rules pack whose one node check prints its subject each time it runs
+/// and fails on every node.
+const PRINTS_ITS_SUBJECT: &str = r#"
+name: printing
+version: 0.1.0
+description: One script check that says when it runs.
+engine: ">=0.1.0"
+kind: rules
+checks:
+  - id: printing.node.ran
+    severity: warning
+    scope: node
+    kind: script
+    function: ran
+    message: "${actual}"
+"#;
+
+#[test]
+fn a_snapshot_check_runs_once_per_subject_of_one_snapshot() {
+    let loaded = inline_pack(
+        PRINTS_ITS_SUBJECT,
+        r#"fn ran(ctx) { print(ctx.netns.node); #{actual: ctx.netns.node, expected: "none"} }"#,
+    );
+    let snapshot = example();
+    let only_node_1 = |subject: &Subject| {
+        *subject
+            == Subject::Node {
+                name: "node-1".into(),
+            }
+    };
+    let about = About {
+        subject: &only_node_1,
+        peer: &only_node_1,
+        objects: None,
+    };
+    let (first, printed) =
+        sandbox::capturing_output(|| loaded.evaluate_snapshot_about(&snapshot, &about));
+    assert_eq!(printed, ["print: node-1"]);
+    // Node-1 again, with node-2 besides: only node-2 is new.
+    let (everything, printed) = sandbox::capturing_output(|| loaded.evaluate_snapshot(&snapshot));
+    assert_eq!(printed, ["print: node-2"]);
+    let (again, printed) =
+        sandbox::capturing_output(|| loaded.evaluate_snapshot_about(&snapshot, &about));
+    assert!(printed.is_empty(), "{printed:?}");
+    assert_eq!(first, again);
+    let messages: Vec<&str> = everything.iter().map(|f| f.message.as_str()).collect();
+    assert_eq!(messages, ["node-1", "node-2"]);
+    // Another snapshot, though of the same directory, is another question.
+    let (_, printed) = sandbox::capturing_output(|| loaded.evaluate_snapshot(&example()));
+    assert_eq!(printed, ["print: node-1", "print: node-2"]);
+}
+
+#[test]
+fn what_was_answered_about_one_snapshot_is_not_another_snapshots_answer() {
+    let loaded = inline_pack(&forwarding_expected("1"), "");
+    assert!(loaded.evaluate_snapshot(&example()).is_empty());
+    // node-1 without its sysctls: its forwarding cannot be told.
+    let (mut edited, _) = Snapshot::load(Path::new(VXLAN)).expect("the example loads");
+    let node_1 = crate::snapshot::NetnsId::Host {
+        node: "node-1".into(),
+    };
+    let entry = edited.namespaces.get_mut(&node_1).expect("node-1's dump");
+    entry.dump_mut().sysctls = None;
+    let findings = loaded.evaluate_snapshot(&Arc::new(edited));
+    assert_eq!(findings.len(), 1, "{findings:?}");
+    assert_eq!(findings[0].status, FindingStatus::Unknown);
+    assert_eq!(
+        findings[0].about.subject,
+        Subject::Node {
+            name: "node-1".into()
+        }
+    );
+}
