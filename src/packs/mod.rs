@@ -20,6 +20,7 @@ mod hooks;
 mod host;
 mod load;
 mod model;
+mod reads;
 mod sandbox;
 pub mod scaffold;
 mod scope;
@@ -32,7 +33,7 @@ use std::sync::Arc;
 use rhai::{Dynamic, Engine};
 
 pub use crate::diagnostic::{Evidence, FindingStatus};
-pub use budget::{CountingAllocator, limit_run};
+pub use budget::{CountingAllocator, limit_run, start_run};
 pub use eval::{Finding, FromCheck};
 pub use hooks::{HOOKS, HookSpec};
 pub use host::{Insufficient, display, program_map};
@@ -529,20 +530,35 @@ impl LoadedPacks {
             .collect();
         let cni_admits = Dynamic::from_array(cni_admits);
         let family = hop.packet.family();
-        self.each_check(&hop.snapshot, |_, pack, check, evaluator| {
+        self.each_check(&hop.snapshot, |index, pack, check, evaluator| {
             let of_packet = check.family.is_none_or(|wanted| wanted == family);
-            (check.scope == CheckScope::Hop && of_packet).then(|| CheckRun {
+            if check.scope != CheckScope::Hop || !of_packet {
+                return None;
+            }
+            // Kept for the facts of the hop the check read (`reads.rs`).
+            let kept = self
+                .answers
+                .borrow_mut()
+                .about(&hop.snapshot)
+                .hop_check(index, hop)
+                .cloned();
+            let findings = kept.unwrap_or_else(|| {
+                let ctx = Context {
+                    cni_admits: cni_admits.clone(),
+                    ..eval::hop_context(&pack.params, hop)
+                };
+                let (findings, read) = reads::recording(|| evaluator.run(check, &ctx));
+                let mut answers = self.answers.borrow_mut();
+                let answers = answers.about(&hop.snapshot);
+                answers.keep_hop_check(index, hop, read, findings.clone());
+                findings
+            });
+            Some(CheckRun {
                 pack,
                 check: Some(check),
                 subjects: 1,
                 skipped: 0,
-                findings: evaluator.run(
-                    check,
-                    &Context {
-                        cni_admits: cni_admits.clone(),
-                        ..eval::hop_context(&pack.params, hop)
-                    },
-                ),
+                findings,
                 output: Vec::new(),
             })
         })

@@ -1101,3 +1101,70 @@ fn what_was_answered_about_one_snapshot_is_not_another_snapshots_answer() {
         }
     );
 }
+
+/// Two hop checks that print when they run: one reads whether the hop is on
+/// the way back (and its packet only to say that it is), one the packet's
+/// destination.
+const READS_THE_HOP: &str = r#"
+name: hops
+version: 0.1.0
+description: Hop checks that read one fact each.
+engine: ">=0.1.0"
+kind: rules
+checks:
+  - id: hops.hop.reply
+    severity: warning
+    scope: hop
+    kind: script
+    function: reply
+    message: "${actual}"
+  - id: hops.hop.dst
+    severity: warning
+    scope: hop
+    kind: script
+    function: dst
+    message: "${actual}"
+"#;
+
+#[test]
+fn a_hop_check_runs_once_for_the_facts_of_the_hop_it_read() {
+    let loaded = inline_pack(
+        READS_THE_HOP,
+        r#"fn reply(ctx) { print("reply"); if ctx.hop.reply { #{actual: "a reply", expected: "a request"} } }
+           fn dst(ctx) { print("dst"); #{actual: `to ${ctx.hop.packet.dst}`, expected: "nowhere"} }"#,
+    );
+    let snapshot = example();
+    let node_1 = || crate::snapshot::NetnsId::Host {
+        node: "node-1".into(),
+    };
+    let at = |hop: &Arc<HopScope>| {
+        let (findings, printed) = sandbox::capturing_output(|| loaded.evaluate_hop(hop));
+        let messages: Vec<String> = findings.into_iter().map(|f| f.message).collect();
+        (messages, printed)
+    };
+    let request = hop_in(snapshot.clone(), node_1(), "10.244.2.2");
+    let (found, printed) = at(&request);
+    assert_eq!(printed, ["print: reply", "print: dst"]);
+    assert_eq!(found, ["to 10.244.2.2"]);
+    // Another destination: the first check read only `reply`, the same.
+    let elsewhere = hop_in(snapshot.clone(), node_1(), "10.244.2.3");
+    let (found, printed) = at(&elsewhere);
+    assert_eq!(printed, ["print: dst"]);
+    assert_eq!(found, ["to 10.244.2.3"]);
+    // The first hop again, on the way back: the second check read its
+    // packet, the same.
+    let reply = Arc::new(HopScope {
+        reply: true,
+        ..(*request).clone()
+    });
+    let (found, printed) = at(&reply);
+    assert_eq!(printed, ["print: reply"]);
+    assert_eq!(found, ["a reply", "to 10.244.2.2"]);
+    // The same facts in another namespace are another hop's.
+    let node_2 = crate::snapshot::NetnsId::Host {
+        node: "node-2".into(),
+    };
+    let (found, printed) = at(&hop_in(snapshot, node_2, "10.244.2.2"));
+    assert_eq!(printed, ["print: reply", "print: dst"]);
+    assert_eq!(found, ["to 10.244.2.2"]);
+}
