@@ -444,6 +444,10 @@ pub fn evaluate(
             let index = next.fetch_add(1, Ordering::Relaxed);
             let Some(flow) = flows.get(index) else { break };
             let (from, to) = (flow.from.to_string(), flow.to.to_string());
+            // Each flow's scripts have the time they would have in
+            // `diagnose` (--max-script-time), not what the flows before it
+            // on this worker left of it.
+            crate::packs::start_run();
             let answer = match engine::diagnose(snapshot, &flow.request(), &packs) {
                 Ok(diagnosis) => {
                     each(index, &diagnosis);
