@@ -82,7 +82,7 @@ fn run(name: &str, dir: &Path) {
     let (none, _) = LoadedPacks::load(Vec::new(), &[]);
 
     println!("{name}: checks of the packs that apply, in their active mode:");
-    for pack in packs.applying(&snapshot.cluster) {
+    for pack in packs.applying(&snapshot) {
         let mode = packs.active_mode(pack, &snapshot).ok().flatten();
         let ids: Vec<&str> = pack
             .checks

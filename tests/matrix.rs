@@ -8,6 +8,13 @@
 
 mod common;
 
+#[path = "../benches/common/cluster.rs"]
+#[allow(
+    dead_code,
+    reason = "the benchmarks' generator, of which these tests use one cluster"
+)]
+mod cluster;
+
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -95,62 +102,143 @@ fn matrix_answers_equal_diagnose_on_a_sample_of_50_flows() {
     let sample: Vec<&(&str, Value)> = (0..50).map(|i| &all[i * all.len() / 50]).collect();
     let mut verdicts = BTreeSet::new();
     for (snapshot, flow) in sample {
-        let (from, to, protocol) = (
-            flow["from"].as_str().unwrap(),
-            flow["to"].as_str().unwrap(),
-            flow["protocol"].as_str().unwrap(),
-        );
-        let args = [
-            "diagnose",
-            "--snapshot",
-            snapshot,
-            "--from",
-            from,
-            "--to",
-            to,
-            "--protocol",
-            protocol,
-            "-o",
-            "json",
-        ];
-        let output = skoop(&args);
-        let report: Value = serde_json::from_slice(&output.stdout).expect("a JSON report");
-        let context = format!("{snapshot}: {from} -> {to} ({protocol})");
-        let verdict = match output.status.code() {
-            Some(0) => "succeeds",
-            Some(1) => "not_delivered",
-            Some(3) => "delivered_with_severe_findings",
-            other => panic!("{context}: diagnose exits {other:?}"),
-        };
-        verdicts.insert(verdict);
-        assert_eq!(flow["verdict"], verdict, "{context}");
-        assert_eq!(flow["disposition"], report["disposition"], "{context}");
-        assert_eq!(flow["assumed"], report["assumed"], "{context}");
-        let paths = report["paths"].as_array().unwrap();
-        assert_eq!(flow["paths"], json!(paths.len()), "{context}");
-        let failing = paths.iter().filter(|p| !path_succeeds(p)).count();
-        assert_eq!(flow["failing_paths"], json!(failing), "{context}");
-        // The flow's finding is one of diagnose's, field for field.
-        match flow["finding"].as_object() {
-            None => assert_eq!(
-                verdict, "succeeds",
-                "{context}: a failing flow names a finding"
-            ),
-            Some(finding) => {
-                let found = report["findings"].as_array().unwrap().iter().any(|f| {
-                    ["id", "severity", "hop", "message", "evidence"]
-                        .iter()
-                        .all(|key| f[key] == finding[*key])
-                });
-                assert!(found, "{context}: {finding:?} is not diagnose's");
-            }
-        }
+        verdicts.insert(diagnose_says(Path::new(snapshot), flow));
     }
     assert_eq!(
         verdicts.len(),
         3,
         "the sample holds every verdict: {verdicts:?}"
     );
+}
+
+/// Diagnoses a matrix's flow on its own (`skoop diagnose --from FROM --to
+/// TO --protocol P --family F -o json`) and holds the matrix's answer to
+/// it, field for field; the verdict.
+fn diagnose_says(snapshot: &Path, flow: &Value) -> &'static str {
+    let (from, to, protocol) = (
+        flow["from"].as_str().unwrap(),
+        flow["to"].as_str().unwrap(),
+        flow["protocol"].as_str().unwrap(),
+    );
+    let snapshot_arg = snapshot.to_str().expect("a UTF-8 path");
+    let mut args = vec![
+        "diagnose",
+        "--snapshot",
+        snapshot_arg,
+        "--from",
+        from,
+        "--to",
+        to,
+        "--protocol",
+        protocol,
+        "-o",
+        "json",
+    ];
+    // The matrix writes the family as the reports name it (`IPv4`), the
+    // flag takes it as written on a command line (`ipv4`).
+    let family = flow["family"].as_str().map(str::to_ascii_lowercase);
+    if let Some(family) = &family {
+        args.extend(["--family", family]);
+    }
+    let output = skoop(&args);
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{args:?}: a JSON report: {e}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    let context = format!("{}: {from} -> {to} ({protocol})", snapshot.display());
+    let verdict = match output.status.code() {
+        Some(0) => "succeeds",
+        Some(1) => "not_delivered",
+        Some(3) => "delivered_with_severe_findings",
+        other => panic!("{context}: diagnose exits {other:?}"),
+    };
+    assert_eq!(flow["verdict"], verdict, "{context}");
+    assert_eq!(flow["disposition"], report["disposition"], "{context}");
+    assert_eq!(flow["assumed"], report["assumed"], "{context}");
+    let paths = report["paths"].as_array().unwrap();
+    assert_eq!(flow["paths"], json!(paths.len()), "{context}");
+    let failing = paths.iter().filter(|p| !path_succeeds(p)).count();
+    assert_eq!(flow["failing_paths"], json!(failing), "{context}");
+    // The flow's finding is one of diagnose's, field for field.
+    match flow["finding"].as_object() {
+        None => assert_eq!(
+            verdict, "succeeds",
+            "{context}: a failing flow names a finding"
+        ),
+        Some(finding) => {
+            let found = report["findings"].as_array().unwrap().iter().any(|f| {
+                ["id", "severity", "hop", "message", "evidence"]
+                    .iter()
+                    .all(|key| f[key] == finding[*key])
+            });
+            assert!(found, "{context}: {finding:?} is not diagnose's");
+        }
+    }
+    verdict
+}
+
+/// The benchmarks' generated cluster (`benches/common/cluster.rs`) at
+/// `nodes` nodes, written into `dir`.
+fn generated_cluster(nodes: usize, dir: &Path) -> PathBuf {
+    let snapshot = dir.join("snapshot");
+    let all = dir.join("all-objects.json");
+    let generated = cluster::generate_timed(nodes, cluster::Cni::FlannelVxlan, &snapshot, &all);
+    assert_eq!(generated.pods, nodes * 30, "30 pods on every node");
+    assert_eq!(generated.services, nodes * 2 + 1);
+    assert_eq!(generated.policies, nodes * 2 / 10);
+    snapshot
+}
+
+#[test]
+fn a_whole_cluster_matrix_equals_diagnose_on_200_sampled_flows() {
+    // Every pod of the two dumped nodes (the example's four with dumps of
+    // their own, 56 without) to every Service port of a 10-node cluster
+    // (21 Services, 2 NetworkPolicies): 1,260 flows, answered as the matrix
+    // answers a whole cluster, and 200 of them, spread evenly, diagnosed
+    // each on its own.
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let snapshot = generated_cluster(10, dir.path());
+    let output = skoop(&[
+        "matrix",
+        "--snapshot",
+        snapshot.to_str().expect("a UTF-8 path"),
+        "--from-pods",
+        "*",
+        "--from-dumped-nodes",
+        "--to-services",
+        "-o",
+        "json",
+    ]);
+    assert!(
+        matches!(output.status.code(), Some(0 | 1 | 3)),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let matrix: Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    let all = flows(&matrix);
+    assert_eq!(all.len(), 60 * 21);
+    let sample: Vec<&Value> = (0..200).map(|i| &all[i * all.len() / 200]).collect();
+    let sources: BTreeSet<&str> = sample.iter().filter_map(|f| f["from"].as_str()).collect();
+    assert_eq!(sources.len(), 60, "every source is sampled");
+    // Two at a time, each diagnosis a process of its own.
+    let halves: Vec<&[&Value]> = sample.chunks(100).collect();
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = halves
+            .iter()
+            .map(|half| {
+                scope.spawn(|| {
+                    for flow in *half {
+                        diagnose_says(&snapshot, flow);
+                    }
+                })
+            })
+            .collect();
+        for worker in workers {
+            worker.join().expect("every sampled flow is diagnose's");
+        }
+    });
 }
 
 /// The node a source or destination of the examples' flows is on, from the

@@ -106,7 +106,7 @@ impl Cni {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[allow(
     dead_code,
-    reason = "each bench binary compiles this module; only scale.rs writes kubectl's shape"
+    reason = "each bench binary compiles this module; only scale.rs and matrix.rs write kubectl's shape"
 )]
 pub enum Written {
     /// As the live collector writes them: the example's objects, in
@@ -264,12 +264,15 @@ pub fn generate(shape: &Shape, dir: &Path, all_objects: &Path) -> io::Result<Gen
             .cloned()
             .chain((0..NAMESPACES).map(|n| namespace(&example.namespaces[0], n, &mut random))),
     )?;
+    let path_pods = path_node_pods(&example.pods, cni, shape.seed);
+    let added_pods = path_pods.len();
     write(
         "pods.core.json",
         &mut example
             .pods
             .iter()
             .cloned()
+            .chain(path_pods)
             .chain((0..nodes.len()).flat_map(|k| {
                 let place = place(k);
                 let (template, mut random) = (&example.pods[0], SplitMix(place.node.seed));
@@ -356,7 +359,7 @@ pub fn generate(shape: &Shape, dir: &Path, all_objects: &Path) -> io::Result<Gen
         )?;
     }
     Ok(Generated {
-        pods: example.pods.len() + nodes.len() * PODS_PER_NODE,
+        pods: example.pods.len() + added_pods + nodes.len() * PODS_PER_NODE,
         services: example.services.len() + services.len(),
         policies,
     })
@@ -563,10 +566,56 @@ fn pod(template: &Value, place: &Place, slot: usize, cni: Cni, random: &mut Spli
     identify(&mut pod, &name, Some(&namespace), random);
     pod["metadata"]["labels"] = json!({"app": app});
     pod["spec"]["nodeName"] = json!(node.name);
-    let (ip, host) = (
-        cni.pod_address(k, slot).to_string(),
-        node.address.to_string(),
-    );
+    let ip = cni.pod_address(k, slot);
+    place_pod(&mut pod, ip, &node.address.to_string(), cni, random);
+    pod
+}
+
+/// The pods added on each of the example's nodes, so that it holds
+/// [`PODS_PER_NODE`] as every generated node does: copies of the example's
+/// last pod there (its node and host address), each at the next address of
+/// the node's pod subnet, in the generated pods' namespaces and labels. They
+/// have no dumps of their own: a flow from one starts at the CNI pack's
+/// intent (`skoop matrix --from-pods '*' --from-dumped-nodes`).
+fn path_node_pods(example: &[Value], cni: Cni, seed: u64) -> Vec<Value> {
+    let mut pods = Vec::new();
+    for (n, node) in PATH_NODES.iter().enumerate() {
+        let mut random = SplitMix(seed ^ (n as u64 + 1));
+        let on_node: Vec<&Value> = example
+            .iter()
+            .filter(|pod| pod["spec"]["nodeName"] == *node)
+            .collect();
+        let address = |pod: &Value| -> Ipv4Addr {
+            pod["status"]["podIP"]
+                .as_str()
+                .and_then(|ip| ip.parse().ok())
+                .expect("the example's pods have IPv4 addresses")
+        };
+        let Some(last) = on_node.iter().max_by_key(|pod| address(pod)) else {
+            continue;
+        };
+        let host = last["status"]["hostIP"].as_str().expect("a host address");
+        for i in 0..PODS_PER_NODE.saturating_sub(on_node.len()) {
+            let mut pod = (*last).clone();
+            let name = format!("job-{node}-{i}");
+            identify(
+                &mut pod,
+                &name,
+                Some(&format!("ns-{}", i % NAMESPACES)),
+                &mut random,
+            );
+            pod["metadata"]["labels"] = json!({"app": format!("job-{}", i % 100)});
+            let ip = Ipv4Addr::from(u32::from(address(last)) + 1 + i as u32);
+            place_pod(&mut pod, ip, host, cni, &mut random);
+            pods.push(pod);
+        }
+    }
+    pods
+}
+
+/// `pod` at address `ip` on the node at `host`, with a container of its own.
+fn place_pod(pod: &mut Value, ip: Ipv4Addr, host: &str, cni: Cni, random: &mut SplitMix) {
+    let ip = ip.to_string();
     let status = &mut pod["status"];
     status["hostIP"] = json!(host);
     status["hostIPs"] = json!([{"ip": host}]);
@@ -580,7 +629,6 @@ fn pod(template: &Value, place: &Place, slot: usize, cni: Cni, random: &mut Spli
         annotations["cni.projectcalico.org/podIP"] = json!(format!("{ip}/32"));
         annotations["cni.projectcalico.org/podIPs"] = json!(format!("{ip}/32"));
     }
-    pod
 }
 
 /// The BlockAffinity calico-ipam writes for `node`'s block.

@@ -35,6 +35,10 @@ pub struct FlowArgs {
     /// Only the nodes and pods (of those selected) the snapshot has dumps of.
     #[arg(long, help_heading = "Sources")]
     from_dumped_only: bool,
+    /// Only the nodes and pods (of those selected) on a node the snapshot
+    /// has the host dump of; a pod's own dump may be missing.
+    #[arg(long, help_heading = "Sources")]
+    from_dumped_nodes: bool,
     /// A destination as diagnose's --to takes it (--port where it has none).
     #[arg(long, value_name = "DST", value_parser = parse_endpoint, help_heading = "Destinations")]
     to: Vec<Endpoint>,
@@ -81,6 +85,7 @@ impl FlowArgs {
                 pods: self.from_pods,
                 pod_per_node: self.from_pod_per_node,
                 dumped_only: self.from_dumped_only,
+                on_dumped_nodes: self.from_dumped_nodes,
             },
             destinations: Destinations {
                 endpoints: self.to,

@@ -27,6 +27,8 @@ use super::{EXIT_USAGE, ReportFile, json_text, terminal_lines, verdict_status, w
 ///   --from-pods SELECTOR  pods by namespace and labels (repeatable)
 ///   --from-pod-per-node   one pod on each node (its first Running pod by name)
 ///   --from-dumped-only    of those, only nodes and pods the snapshot has dumps of
+///   --from-dumped-nodes   of those, only nodes with a host dump and the pods on them
+///                         (every pod of the dumped nodes: --from-pods '*' --from-dumped-nodes)
 ///
 /// Destinations (any together):
 ///   --to DST              as diagnose's --to takes it (repeatable), on --port/--protocol
@@ -45,6 +47,7 @@ use super::{EXIT_USAGE, ReportFile, json_text, terminal_lines, verdict_status, w
 /// Examples:
 ///   skoop matrix --snapshot examples/flannel-vxlan --from-pods default --to-services
 ///   skoop matrix --snapshot snap --from-pod-per-node --from-dumped-only --to-services -o json
+///   skoop matrix --snapshot snap --from-pods '*' --from-dumped-nodes --to-services -o json
 ///   skoop matrix --snapshot snap --from-nodes --to-pods 'kube-system/k8s-app=kube-dns' -o csv
 ///   skoop matrix --snapshot snap --from default/web-0 --to-nodes --port 10250
 ///   skoop matrix --snapshot snap --from-pods '*/app=web' --to-services -o html --output matrix/

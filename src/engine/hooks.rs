@@ -237,16 +237,15 @@ pub(crate) struct Intent<'s> {
 
 impl<'s> Intent<'s> {
     pub fn new(snapshot: &'s Arc<Snapshot>, packs: &'s LoadedPacks) -> Intent<'s> {
-        let cluster = &snapshot.cluster;
         Intent {
             packs,
-            cni: packs.cni(cluster),
+            cni: packs.cni(snapshot),
             service_proxies: packs
-                .applying_whole(cluster)
+                .applying_whole(snapshot)
                 .filter(|pack| pack.hooks.contains_key("service"))
                 .collect(),
             datapaths: packs
-                .applying_whole(cluster)
+                .applying_whole(snapshot)
                 .filter(|pack| pack.datapath.is_some())
                 .collect(),
         }

@@ -586,16 +586,14 @@ pub fn diagnose(
     let mut diagnosis = walk::walk(snapshot, &resolved, packs);
     diagnosis.destination = conclude::destination(snapshot, request, &resolved);
     diagnosis.packs = packs
-        .applying(&snapshot.cluster)
-        .map(
-            |pack| match (pack.kind, packs.role(pack, &snapshot.cluster)) {
-                (_, Some(crate::packs::Role::Part { of, .. })) => {
-                    format!("{} (part of {})", pack.name, of.name)
-                }
-                (crate::packs::PackKind::Cni, _) => format!("{} (CNI)", pack.name),
-                (crate::packs::PackKind::Rules, _) => pack.name.clone(),
-            },
-        )
+        .applying(snapshot)
+        .map(|pack| match (pack.kind, packs.role(pack, snapshot)) {
+            (_, Some(crate::packs::Role::Part { of, .. })) => {
+                format!("{} (part of {})", pack.name, of.name)
+            }
+            (crate::packs::PackKind::Cni, _) => format!("{} (CNI)", pack.name),
+            (crate::packs::PackKind::Rules, _) => pack.name.clone(),
+        })
         .collect();
     if diagnosis.destination.is_some() {
         // Whether the outside can answer is a question only for a

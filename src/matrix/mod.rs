@@ -161,6 +161,10 @@ pub struct Sources {
     /// Of the nodes and pods selected, only those whose namespace the
     /// snapshot holds a dump of.
     pub dumped_only: bool,
+    /// Of the nodes and pods selected, only those on a node whose own
+    /// namespace the snapshot holds a dump of (a pod's own may be missing:
+    /// its hop is then the CNI pack's intent).
+    pub on_dumped_nodes: bool,
 }
 
 /// Where a matrix's flows go, each source to every destination.
@@ -247,7 +251,13 @@ fn selected_pods<'s>(
 
 fn source_endpoints(snapshot: &Snapshot, sources: &Sources) -> Vec<Endpoint> {
     let cluster = &snapshot.cluster;
-    let dumped = |netns: &NetnsId| !sources.dumped_only || snapshot.namespaces.contains_key(netns);
+    let dumped = |netns: &NetnsId| {
+        let host = NetnsId::Host {
+            node: netns.node().to_owned(),
+        };
+        (!sources.dumped_only || snapshot.namespaces.contains_key(netns))
+            && (!sources.on_dumped_nodes || snapshot.namespaces.contains_key(&host))
+    };
     let mut chosen: Vec<Endpoint> = sources.endpoints.clone();
     let mut nodes: Vec<&str> = cluster.nodes().map(|n| n.meta.name.as_str()).collect();
     nodes.sort_unstable();
@@ -434,6 +444,10 @@ pub fn evaluate(
             let index = next.fetch_add(1, Ordering::Relaxed);
             let Some(flow) = flows.get(index) else { break };
             let (from, to) = (flow.from.to_string(), flow.to.to_string());
+            // Each flow's scripts have the time they would have in
+            // `diagnose` (--max-script-time), not what the flows before it
+            // on this worker left of it.
+            crate::packs::start_run();
             let answer = match engine::diagnose(snapshot, &flow.request(), &packs) {
                 Ok(diagnosis) => {
                     each(index, &diagnosis);

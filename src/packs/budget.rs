@@ -18,7 +18,11 @@
 //! checks, each running to its own limit, kept a diagnosis busy for
 //! minutes. So a run (the `skoop` binary sets it with [`limit_run`]) has a
 //! budget of script time shared by every call of every pack: once spent,
-//! every further call stops at its first operation.
+//! every further call stops at its first operation. A run is one thread's
+//! work (a diagnosis runs its scripts on one thread) until [`start_run`]
+//! starts another: `skoop matrix` starts one for each flow, so that each
+//! flow has the budget `diagnose` would give it alone, however many flows
+//! came before it on its worker.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -45,14 +49,19 @@ pub enum OverBudget {
 /// The script time a run may spend in all, in nanoseconds; 0: no limit (a
 /// program embedding the library that does not set one).
 static RUN_LIMIT: AtomicU64 = AtomicU64::new(0);
-/// The script time the run has spent so far, in nanoseconds.
-static RUN_SPENT: AtomicU64 = AtomicU64::new(0);
 
-/// Gives the calls of this run `total` of script time to share, from now.
+/// Gives the calls of each run `total` of script time to share, and starts
+/// one on this thread.
 pub fn limit_run(total: Duration) {
     let nanos = u64::try_from(total.as_nanos()).unwrap_or(u64::MAX).max(1);
-    RUN_SPENT.store(0, Ordering::Relaxed);
     RUN_LIMIT.store(nanos, Ordering::Relaxed);
+    start_run();
+}
+
+/// Starts a new run on this thread: the calls made on it from now share a
+/// fresh budget of the run's script time.
+pub fn start_run() {
+    let _ = RUN_SPENT.try_with(|spent| spent.set(0));
 }
 
 /// The run's shared budget, where one is set.
@@ -68,12 +77,18 @@ fn spend(spent: Duration) -> bool {
     let limit = RUN_LIMIT.load(Ordering::Relaxed);
     let nanos = u64::try_from(spent.as_nanos()).unwrap_or(u64::MAX);
     let total = RUN_SPENT
-        .fetch_add(nanos, Ordering::Relaxed)
-        .saturating_add(nanos);
+        .try_with(|run| {
+            let total = run.get().saturating_add(nanos);
+            run.set(total);
+            total
+        })
+        .unwrap_or(0);
     limit != 0 && total >= limit
 }
 
 thread_local! {
+    /// The script time this thread's run has spent so far, in nanoseconds.
+    static RUN_SPENT: Cell<u64> = const { Cell::new(0) };
     /// Net bytes allocated by this thread since it started.
     static ALLOCATED: Cell<i64> = const { Cell::new(0) };
     /// When this thread's current call began, what it had allocated then,

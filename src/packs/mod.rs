@@ -12,6 +12,7 @@
 //! **Invariant:** loading never stops at the first problem; a script never
 //! crashes skoop and never passes silently: its failure is a finding.
 
+mod answers;
 mod budget;
 pub mod contract;
 mod eval;
@@ -19,18 +20,20 @@ mod hooks;
 mod host;
 mod load;
 mod model;
+mod reads;
 mod sandbox;
 pub mod scaffold;
 mod scope;
 pub(crate) mod yaml;
 
+use std::cell::RefCell;
 use std::path::Path;
 use std::sync::Arc;
 
 use rhai::{Dynamic, Engine};
 
 pub use crate::diagnostic::{Evidence, FindingStatus};
-pub use budget::{CountingAllocator, limit_run};
+pub use budget::{CountingAllocator, limit_run, start_run};
 pub use eval::{Finding, FromCheck};
 pub use hooks::{HOOKS, HookSpec};
 pub use host::{Insufficient, display, program_map};
@@ -116,6 +119,10 @@ pub struct LoadedPacks {
     /// The CNI pack chosen by hand (`--cni NAME`): it applies whatever
     /// detection says, and no other CNI pack does.
     chosen_cni: Option<String>,
+    /// The modes and snapshot checks' findings of the last snapshot asked
+    /// about, per subject (`answers.rs`): what no flow changes is
+    /// evaluated once, not once per diagnosis.
+    answers: RefCell<answers::Answers>,
 }
 
 impl std::fmt::Debug for LoadedPacks {
@@ -215,6 +222,7 @@ impl LoadedPacks {
             packs,
             notes,
             chosen_cni: None,
+            answers: RefCell::default(),
         };
         (loaded, problems)
     }
@@ -345,53 +353,72 @@ impl LoadedPacks {
             ));
         }
         self.chosen_cni = Some(name.to_owned());
+        // Which packs apply changed: what they answered may not hold.
+        self.answers = RefCell::default();
         Ok(())
     }
 
-    /// The packs that apply to `cluster`, in load order (see `role`).
-    pub fn applying<'a>(&'a self, cluster: &'a Cluster) -> impl Iterator<Item = &'a Pack> {
+    /// The packs that apply to `snapshot`, in load order (see `role`).
+    pub fn applying<'a>(&'a self, snapshot: &'a Arc<Snapshot>) -> impl Iterator<Item = &'a Pack> {
         self.packs
             .iter()
-            .filter(move |pack| self.role(pack, cluster).is_some())
+            .filter(move |pack| self.role(pack, snapshot).is_some())
     }
 
-    /// The packs that apply to `cluster` whole, in load order: theirs are
+    /// The packs that apply to `snapshot` whole, in load order: theirs are
     /// the hooks the walker asks (a part lends checks only).
-    pub fn applying_whole<'a>(&'a self, cluster: &'a Cluster) -> impl Iterator<Item = &'a Pack> {
+    pub fn applying_whole<'a>(
+        &'a self,
+        snapshot: &'a Arc<Snapshot>,
+    ) -> impl Iterator<Item = &'a Pack> {
         (self.packs.iter())
-            .filter(move |pack| matches!(self.role(pack, cluster), Some(Role::Whole)))
+            .filter(move |pack| matches!(self.role(pack, snapshot), Some(Role::Whole)))
     }
 
-    /// The CNI pack whose hooks answer for `cluster`'s CNI: the first that
+    /// The CNI pack whose hooks answer for `snapshot`'s CNI: the first that
     /// applies whole, in load order.
-    pub fn cni<'a>(&'a self, cluster: &'a Cluster) -> Option<&'a Pack> {
-        self.applying_whole(cluster)
+    pub fn cni<'a>(&'a self, snapshot: &'a Arc<Snapshot>) -> Option<&'a Pack> {
+        self.applying_whole(snapshot)
             .find(|pack| pack.kind == PackKind::Cni)
     }
 
-    /// How `pack` takes part in diagnosing `cluster`; `None` where it does
+    /// How `pack` takes part in diagnosing `snapshot`; `None` where it does
     /// not apply. A CNI pack that a composed pack applying here is made of
     /// lends it the checks it names, and nothing else.
-    pub fn role<'a>(&'a self, pack: &'a Pack, cluster: &Cluster) -> Option<Role<'a>> {
-        let composed = self
-            .packs
-            .iter()
-            .filter(|other| other.name != pack.name && self.applies_whole(other, cluster))
-            .find_map(|of| {
+    pub fn role<'a>(&'a self, pack: &'a Pack, snapshot: &Arc<Snapshot>) -> Option<Role<'a>> {
+        let composed = (self.packs.iter().enumerate())
+            .filter(|(index, other)| {
+                other.name != pack.name && self.applies_whole(*index, other, snapshot)
+            })
+            .find_map(|(_, of)| {
                 let part = of.composes.iter().find(|part| part.pack == pack.name)?;
                 Some(Role::Part { of, part })
             });
-        composed.or_else(|| self.applies_whole(pack, cluster).then_some(Role::Whole))
+        let index = self.packs.iter().position(|p| std::ptr::eq(p, pack));
+        composed.or_else(|| {
+            index
+                .is_some_and(|index| self.applies_whole(index, pack, snapshot))
+                .then_some(Role::Whole)
+        })
     }
 
-    /// Whether all of a pack applies, as itself: rules packs always; a CNI
-    /// pack when it is the one chosen by hand, or, with none chosen, when
-    /// detected.
-    fn applies_whole(&self, pack: &Pack, cluster: &Cluster) -> bool {
+    /// Whether all of a pack (the `index`th) applies, as itself: rules packs
+    /// always; a CNI pack when it is the one chosen by hand, or, with none
+    /// chosen, when detected (once per snapshot: every hop of every flow
+    /// asks).
+    fn applies_whole(&self, index: usize, pack: &Pack, snapshot: &Arc<Snapshot>) -> bool {
         match (&self.chosen_cni, pack.kind) {
             (_, PackKind::Rules) => true,
             (Some(chosen), PackKind::Cni) => *chosen == pack.name,
-            (None, PackKind::Cni) => !self.detect(pack, cluster).is_empty(),
+            (None, PackKind::Cni) => {
+                let kept = self.answers.borrow_mut().about(snapshot).detected(index);
+                kept.unwrap_or_else(|| {
+                    let detected = !self.detect(pack, &snapshot.cluster).is_empty();
+                    let mut answers = self.answers.borrow_mut();
+                    answers.about(snapshot).keep_detected(index, detected);
+                    detected
+                })
+            }
         }
     }
 
@@ -491,16 +518,38 @@ impl LoadedPacks {
         about: &About<'_>,
         capture: bool,
     ) -> Vec<CheckRun<'p>> {
-        self.each_check(snapshot, |pack, check, evaluator| {
+        self.each_check(snapshot, |index, pack, check, evaluator| {
             if check.scope == CheckScope::Hop {
                 return None;
             }
             let contexts = eval::subjects(check, &pack.params, snapshot, about);
+            // What scripts print is captured as they run: a captured run
+            // runs them, whatever was kept.
+            let run_once = |ctx: &Context| {
+                if capture {
+                    return evaluator.run_unless_skipped(check, ctx);
+                }
+                let key = answers::ContextKey::of(ctx);
+                let kept = self
+                    .answers
+                    .borrow_mut()
+                    .about(snapshot)
+                    .check(index, &key)
+                    .cloned();
+                kept.unwrap_or_else(|| {
+                    let found = evaluator.run_unless_skipped(check, ctx);
+                    let mut answers = self.answers.borrow_mut();
+                    answers
+                        .about(snapshot)
+                        .keep_check(index, key, found.clone());
+                    found
+                })
+            };
             let run = || -> (Vec<Finding>, usize) {
                 let mut skipped = 0;
                 let mut findings = Vec::new();
                 for ctx in &contexts {
-                    match evaluator.run_unless_skipped(check, ctx) {
+                    match run_once(ctx) {
                         Some(found) => findings.extend(found),
                         None => skipped += 1,
                     }
@@ -526,7 +575,7 @@ impl LoadedPacks {
     /// The hop-scoped checks of every applicable pack at one hop of a path.
     pub fn evaluate_hop(&self, hop: &Arc<HopScope>) -> Vec<Finding> {
         let cni_admits: rhai::Array = self
-            .cni(&hop.snapshot.cluster)
+            .cni(&hop.snapshot)
             .into_iter()
             .flat_map(|pack| &pack.policy_admits)
             .map(|admit| {
@@ -538,20 +587,35 @@ impl LoadedPacks {
             .collect();
         let cni_admits = Dynamic::from_array(cni_admits);
         let family = hop.packet.family();
-        self.each_check(&hop.snapshot, |pack, check, evaluator| {
+        self.each_check(&hop.snapshot, |index, pack, check, evaluator| {
             let of_packet = check.family.is_none_or(|wanted| wanted == family);
-            (check.scope == CheckScope::Hop && of_packet).then(|| CheckRun {
+            if check.scope != CheckScope::Hop || !of_packet {
+                return None;
+            }
+            // Kept for the facts of the hop the check read (`reads.rs`).
+            let kept = self
+                .answers
+                .borrow_mut()
+                .about(&hop.snapshot)
+                .hop_check(index, hop)
+                .cloned();
+            let findings = kept.unwrap_or_else(|| {
+                let ctx = Context {
+                    cni_admits: cni_admits.clone(),
+                    ..eval::hop_context(&pack.params, hop)
+                };
+                let (findings, read) = reads::recording(|| evaluator.run(check, &ctx));
+                let mut answers = self.answers.borrow_mut();
+                let answers = answers.about(&hop.snapshot);
+                answers.keep_hop_check(index, hop, read, findings.clone());
+                findings
+            });
+            Some(CheckRun {
                 pack,
                 check: Some(check),
                 subjects: 1,
                 skipped: 0,
-                findings: evaluator.run(
-                    check,
-                    &Context {
-                        cni_admits: cni_admits.clone(),
-                        ..eval::hop_context(&pack.params, hop)
-                    },
-                ),
+                findings,
                 output: Vec::new(),
             })
         })
@@ -566,23 +630,43 @@ impl LoadedPacks {
     fn each_check<'p>(
         &'p self,
         snapshot: &Arc<Snapshot>,
-        per_check: impl Fn(&'p Pack, &'p Check, &eval::Evaluator<'p>) -> Option<CheckRun<'p>>,
+        per_check: impl Fn(
+            answers::CheckIndex,
+            &'p Pack,
+            &'p Check,
+            &eval::Evaluator<'p>,
+        ) -> Option<CheckRun<'p>>,
     ) -> Vec<CheckRun<'p>> {
         let mut runs = Vec::new();
-        for pack in &self.packs {
-            let lends = match self.role(pack, &snapshot.cluster) {
+        for (pack_index, pack) in self.packs.iter().enumerate() {
+            let lends = match self.role(pack, snapshot) {
                 None => continue,
                 Some(Role::Whole) => None,
                 Some(Role::Part { part, .. }) => Some(part),
             };
-            let checks: Vec<&Check> = (pack.checks.iter())
-                .filter(|check| lends.is_none_or(|part| part.lends(&check.id)))
-                .collect();
+            let lent = |check: &Check| lends.is_none_or(|part| part.lends(&check.id));
             // A part's mode is asked only when a check it lends is of one.
-            let mode = if lends.is_some() && checks.iter().all(|c| c.modes.is_empty()) {
+            let modeless_part = lends.is_some()
+                && pack
+                    .checks
+                    .iter()
+                    .filter(|c| lent(c))
+                    .all(|c| c.modes.is_empty());
+            let kept = self
+                .answers
+                .borrow_mut()
+                .about(snapshot)
+                .mode(pack_index)
+                .cloned();
+            let mode = if modeless_part {
                 Ok(None)
             } else {
-                self.active_mode(pack, snapshot)
+                kept.unwrap_or_else(|| {
+                    let mode = self.active_mode(pack, snapshot);
+                    let mut answers = self.answers.borrow_mut();
+                    answers.about(snapshot).keep_mode(pack_index, mode.clone());
+                    mode
+                })
             };
             let mode = match mode {
                 Ok(mode) => mode,
@@ -602,11 +686,19 @@ impl LoadedPacks {
                 engine: &self.engine,
                 pack,
             };
-            for check in checks {
+            for (check_index, check) in pack.checks.iter().enumerate() {
+                if !lent(check) {
+                    continue;
+                }
                 let in_mode = check.modes.is_empty()
                     || mode.as_ref().is_some_and(|m| check.modes.contains(m));
                 if in_mode {
-                    runs.extend(per_check(pack, check, &evaluator));
+                    runs.extend(per_check(
+                        (pack_index, check_index),
+                        pack,
+                        check,
+                        &evaluator,
+                    ));
                 }
             }
         }

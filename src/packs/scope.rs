@@ -105,7 +105,7 @@ impl StoppingRule {
 }
 
 /// What a finding is about.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
 #[serde(tag = "scope", rename_all = "kebab-case")]
 pub enum Subject {
     Node {
@@ -262,7 +262,12 @@ impl Context {
     }
 
     /// The variables a `${...}` expression sees, by name; absent ones are `()`.
+    /// At a hop, `packet` is the hop's packet handed out whole: it counts as
+    /// read (`packs/reads.rs`) whether the expression reads it or not.
     pub fn variables(&self) -> [(&'static str, Dynamic); 12] {
+        if self.hop.is_some() {
+            super::reads::record(super::reads::HopReads::PACKET);
+        }
         let opt = |value: Option<Dynamic>| value.unwrap_or(Dynamic::UNIT);
         [
             ("params", self.params.clone()),

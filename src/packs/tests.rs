@@ -1067,12 +1067,11 @@ fn a_composed_pack_takes_its_parts_checks_and_lib_and_the_parts_lend_only_those(
     let (loaded, problems) = LoadedPacks::load(sources, &[]);
     assert!(problems.is_empty(), "{problems:?}");
     let snapshot = example();
-    let cluster = &snapshot.cluster;
-    let role = |name: &str| loaded.role(loaded.get(name).expect("loaded"), cluster);
+    let role = |name: &str| loaded.role(loaded.get(name).expect("loaded"), &snapshot);
     assert!(matches!(role("duo"), Some(Role::Whole)));
     assert!(matches!(role("flannel"), Some(Role::Part { of, .. }) if of.name == "duo"));
     assert!(role("calico").is_none());
-    assert_eq!(loaded.cni(cluster).map(|p| p.name.as_str()), Some("duo"));
+    assert_eq!(loaded.cni(&snapshot).map(|p| p.name.as_str()), Some("duo"));
     let everything = |_: &Subject| true;
     let about = About {
         subject: &everything,
@@ -1129,4 +1128,145 @@ fn a_composition_of_what_is_not_there_is_a_problem_at_its_place() {
             .any(|p| p.contains("only a cni pack composes others")),
         "{problems:?}"
     );
+}
+
+/// A rules pack whose one node check prints its subject each time it runs
+/// and fails on every node.
+const PRINTS_ITS_SUBJECT: &str = r#"
+name: printing
+version: 0.1.0
+description: One script check that says when it runs.
+engine: ">=0.1.0"
+kind: rules
+checks:
+  - id: printing.node.ran
+    severity: warning
+    scope: node
+    kind: script
+    function: ran
+    message: "${actual}"
+"#;
+
+#[test]
+fn a_snapshot_check_runs_once_per_subject_of_one_snapshot() {
+    let loaded = inline_pack(
+        PRINTS_ITS_SUBJECT,
+        r#"fn ran(ctx) { print(ctx.netns.node); #{actual: ctx.netns.node, expected: "none"} }"#,
+    );
+    let snapshot = example();
+    let only_node_1 = |subject: &Subject| {
+        *subject
+            == Subject::Node {
+                name: "node-1".into(),
+            }
+    };
+    let about = About {
+        subject: &only_node_1,
+        peer: &only_node_1,
+        objects: None,
+    };
+    let (first, printed) =
+        sandbox::capturing_output(|| loaded.evaluate_snapshot_about(&snapshot, &about));
+    assert_eq!(printed, ["print: node-1"]);
+    // Node-1 again, with node-2 besides: only node-2 is new.
+    let (everything, printed) = sandbox::capturing_output(|| loaded.evaluate_snapshot(&snapshot));
+    assert_eq!(printed, ["print: node-2"]);
+    let (again, printed) =
+        sandbox::capturing_output(|| loaded.evaluate_snapshot_about(&snapshot, &about));
+    assert!(printed.is_empty(), "{printed:?}");
+    assert_eq!(first, again);
+    let messages: Vec<&str> = everything.iter().map(|f| f.message.as_str()).collect();
+    assert_eq!(messages, ["node-1", "node-2"]);
+    // Another snapshot, though of the same directory, is another question.
+    let (_, printed) = sandbox::capturing_output(|| loaded.evaluate_snapshot(&example()));
+    assert_eq!(printed, ["print: node-1", "print: node-2"]);
+}
+
+#[test]
+fn what_was_answered_about_one_snapshot_is_not_another_snapshots_answer() {
+    let loaded = inline_pack(&forwarding_expected("1"), "");
+    assert!(loaded.evaluate_snapshot(&example()).is_empty());
+    // node-1 without its sysctls: its forwarding cannot be told.
+    let (mut edited, _) = Snapshot::load(Path::new(VXLAN)).expect("the example loads");
+    let node_1 = crate::snapshot::NetnsId::Host {
+        node: "node-1".into(),
+    };
+    let entry = edited.namespaces.get_mut(&node_1).expect("node-1's dump");
+    entry.dump_mut().sysctls = None;
+    let findings = loaded.evaluate_snapshot(&Arc::new(edited));
+    assert_eq!(findings.len(), 1, "{findings:?}");
+    assert_eq!(findings[0].status, FindingStatus::Unknown);
+    assert_eq!(
+        findings[0].about.subject,
+        Subject::Node {
+            name: "node-1".into()
+        }
+    );
+}
+
+/// Two hop checks that print when they run: one reads whether the hop is on
+/// the way back (and its packet only to say that it is), one the packet's
+/// destination.
+const READS_THE_HOP: &str = r#"
+name: hops
+version: 0.1.0
+description: Hop checks that read one fact each.
+engine: ">=0.1.0"
+kind: rules
+checks:
+  - id: hops.hop.reply
+    severity: warning
+    scope: hop
+    kind: script
+    function: reply
+    message: "${actual}"
+  - id: hops.hop.dst
+    severity: warning
+    scope: hop
+    kind: script
+    function: dst
+    message: "${actual}"
+"#;
+
+#[test]
+fn a_hop_check_runs_once_for_the_facts_of_the_hop_it_read() {
+    let loaded = inline_pack(
+        READS_THE_HOP,
+        r#"fn reply(ctx) { print("reply"); if ctx.hop.reply { #{actual: "a reply", expected: "a request"} } }
+           fn dst(ctx) { print("dst"); #{actual: `to ${ctx.hop.packet.dst}`, expected: "nowhere"} }"#,
+    );
+    let snapshot = example();
+    let node_1 = || crate::snapshot::NetnsId::Host {
+        node: "node-1".into(),
+    };
+    let at = |hop: &Arc<HopScope>| {
+        let (findings, printed) = sandbox::capturing_output(|| loaded.evaluate_hop(hop));
+        let messages: Vec<String> = findings.into_iter().map(|f| f.message).collect();
+        (messages, printed)
+    };
+    let request = hop_in(snapshot.clone(), node_1(), "10.244.2.2");
+    let (found, printed) = at(&request);
+    assert_eq!(printed, ["print: reply", "print: dst"]);
+    assert_eq!(found, ["to 10.244.2.2"]);
+    // Another destination: the first check read only `reply`, the same.
+    let elsewhere = hop_in(snapshot.clone(), node_1(), "10.244.2.3");
+    let (found, printed) = at(&elsewhere);
+    assert_eq!(printed, ["print: dst"]);
+    assert_eq!(found, ["to 10.244.2.3"]);
+    // The first hop again, on the way back: the second check read its
+    // packet, the same.
+    let reply = Arc::new(HopScope {
+        reply: true,
+        ..(*request).clone()
+    });
+    let (found, printed) = at(&reply);
+    assert_eq!(printed, ["print: reply"]);
+    assert_eq!(found, ["a reply", "to 10.244.2.2"]);
+    // The same facts in another namespace are another hop's.
+    let node_2 = crate::snapshot::NetnsId::Host {
+        node: "node-2".into(),
+    };
+    let (found, printed) = at(&hop_in(snapshot, node_2, "10.244.2.2"));
+    assert_eq!(printed, ["print: reply", "print: dst"]);
+    assert_eq!(found, ["to 10.244.2.2"]);
 }

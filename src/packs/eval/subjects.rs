@@ -41,6 +41,19 @@ fn node_subjects(
     let about = about.subject;
     let base = |subject: Subject| Context::new(params.clone(), snapshot.clone(), subject);
     let mut contexts = Vec::new();
+    // One peer refilled per node: asking about each of a large cluster's
+    // nodes must not allocate a name for each, on every diagnosis.
+    let asked = std::cell::RefCell::new(Subject::Node {
+        name: String::new(),
+    });
+    let is_peer = |name: &str| {
+        let mut subject = asked.borrow_mut();
+        if let Subject::Node { name: asked } = &mut *subject {
+            asked.clear();
+            asked.push_str(name);
+        }
+        peer(&subject)
+    };
     for id in snapshot.namespaces.keys() {
         let NetnsId::Host { node } = id else { continue };
         let subject = Subject::Node { name: node.clone() };
@@ -55,12 +68,10 @@ fn node_subjects(
         });
         match check.for_each {
             Some(ForEach::RemoteNodes) => {
-                let peers = snapshot.cluster.nodes().filter(|n| {
-                    n.meta.name != *node
-                        && peer(&Subject::Node {
-                            name: n.meta.name.clone(),
-                        })
-                });
+                let peers = snapshot
+                    .cluster
+                    .nodes()
+                    .filter(|n| n.meta.name != *node && is_peer(&n.meta.name));
                 for peer in peers {
                     let mut ctx = ctx.clone();
                     ctx.peer = NodeRef::new(snapshot, &peer.meta.name);

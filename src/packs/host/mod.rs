@@ -244,6 +244,7 @@ fn register_context(engine: &mut Engine) {
             },
         )
         .register_get("packet", |c: &mut Context| -> Fallible<Packet> {
+            super::reads::record(super::reads::HopReads::PACKET);
             c.hop
                 .as_ref()
                 .map(|h| h.packet.clone())

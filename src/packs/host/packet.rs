@@ -4,6 +4,7 @@
 use rhai::{Dynamic, Engine};
 
 use super::{map, opt, text};
+use crate::packs::reads::{HopReads, record};
 use crate::packs::scope::{HopScope, HopStop, NetnsRef, NodeRef, Packet, StoppingRule};
 
 pub(super) fn register(engine: &mut Engine) {
@@ -25,29 +26,42 @@ pub(super) fn register(engine: &mut Engine) {
         .register_get("node", |h: &mut std::sync::Arc<HopScope>| {
             opt(NodeRef::new(&h.snapshot, h.netns.node()).map(Dynamic::from))
         })
+        // Each of the hop's own facts says it was read (`packs/reads.rs`):
+        // a check's answer is kept for the hops that show the same.
         .register_get("in_iface", |h: &mut std::sync::Arc<HopScope>| {
+            record(HopReads::IN_IFACE);
             opt(h.in_iface.clone())
         })
         .register_get("out_iface", |h: &mut std::sync::Arc<HopScope>| {
+            record(HopReads::OUT_IFACE);
             opt(h.out_iface.clone())
         })
         .register_get("out_packet", |h: &mut std::sync::Arc<HopScope>| {
+            record(HopReads::OUT_PACKET);
             opt(h.out_packet.clone().map(Dynamic::from))
         })
         .register_get("forwarding", |h: &mut std::sync::Arc<HopScope>| {
+            record(HopReads::FORWARDING);
             h.forwarding
         })
         .register_get("delivers_locally", |h: &mut std::sync::Arc<HopScope>| {
+            record(HopReads::DELIVERS_LOCALLY);
             h.delivers_locally
         })
         .register_get("packet", |h: &mut std::sync::Arc<HopScope>| {
+            record(HopReads::PACKET);
             h.packet.clone()
         })
-        .register_get("reply", |h: &mut std::sync::Arc<HopScope>| h.reply)
+        .register_get("reply", |h: &mut std::sync::Arc<HopScope>| {
+            record(HopReads::REPLY);
+            h.reply
+        })
         .register_get("origin", |h: &mut std::sync::Arc<HopScope>| {
+            record(HopReads::ORIGIN);
             h.origin().clone()
         })
         .register_get("stopped", |h: &mut std::sync::Arc<HopScope>| {
+            record(HopReads::STOPPED);
             opt(h.stopped.as_ref().map(hop_stop))
         });
 }
