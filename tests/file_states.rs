@@ -236,7 +236,10 @@ fn check_example(example: &str, packs: &LoadedPacks, scratch: &Path, tally: &mut
                     }
                     unread_ways.push(way);
                 }
-                let namespaces = &mut Arc::get_mut(&mut snapshot).unwrap().namespaces;
+                // The packs keep answers about the snapshot they were last
+                // asked about (a weak reference): changing it in place parts
+                // it from them, so that the damaged dump is asked anew.
+                let namespaces = &mut Arc::make_mut(&mut snapshot).namespaces;
                 let kept = namespaces
                     .insert(id.clone(), NetnsEntry::new(dir.clone(), dump))
                     .unwrap();
@@ -259,7 +262,7 @@ fn check_example(example: &str, packs: &LoadedPacks, scratch: &Path, tally: &mut
                         tally.less += 1;
                     }
                 }
-                let namespaces = &mut Arc::get_mut(&mut snapshot).unwrap().namespaces;
+                let namespaces = &mut Arc::make_mut(&mut snapshot).namespaces;
                 namespaces.insert(id.clone(), kept);
             }
         }
