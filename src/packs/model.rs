@@ -622,9 +622,6 @@ pub struct Part {
     pub pack: String,
     /// Check ids of the part, each whole or a prefix ending in `*`.
     pub checks: Vec<String>,
-    /// Where the entry is written (line, column), for a part or a check
-    /// that is not there.
-    pub at: (usize, usize),
 }
 
 impl Part {

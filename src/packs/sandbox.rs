@@ -277,6 +277,12 @@ pub fn library_file(module: &str) -> String {
     format!("lib/{module}.rhai")
 }
 
+/// The module a file of the pack is, when it is one of its `lib/`'s
+/// (the inverse of [`library_file`]).
+pub fn library_module(file: &str) -> Option<&str> {
+    file.strip_prefix("lib/")?.strip_suffix(".rhai")
+}
+
 /// Why a script stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]

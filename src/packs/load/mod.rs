@@ -26,6 +26,7 @@ use rhai::Engine;
 
 use super::contract::{CONTRACT, UNVERSIONED};
 use super::model::*;
+use super::sandbox::library_module;
 use super::yaml::{self, At, Fields, Issues, Node};
 use crate::net::Protocol;
 use crate::snapshot::problem::Problem;
@@ -339,10 +340,7 @@ impl Loader<'_> {
                 }
             }
             for (file, text) in &part.files {
-                let Some(module) = file
-                    .strip_prefix("lib/")
-                    .and_then(|f| f.strip_suffix(".rhai"))
-                else {
+                let Some(module) = library_module(file) else {
                     continue;
                 };
                 let own_file = self.source.files.contains_key(file);
@@ -359,7 +357,6 @@ impl Loader<'_> {
             parts.push(Part {
                 pack: pack.value,
                 checks: checks.into_iter().map(|c| c.value).collect(),
-                at: (item.pos.line, item.pos.column),
             });
         }
         parts

@@ -9,7 +9,7 @@ use rhai::{Engine, Scope};
 use super::Loader;
 use crate::packs::hooks::HookSpec;
 use crate::packs::model::{Script, ScriptFunction};
-use crate::packs::sandbox::{PackLibrary, ScriptError};
+use crate::packs::sandbox::{PackLibrary, ScriptError, library_module};
 use crate::packs::yaml::{self, At, Fields, Node};
 
 impl Loader<'_> {
@@ -23,10 +23,7 @@ impl Loader<'_> {
             .source
             .files
             .iter()
-            .filter_map(|(path, text)| {
-                let module = path.strip_prefix("lib/")?.strip_suffix(".rhai")?;
-                Some((module.to_owned(), text.clone()))
-            })
+            .filter_map(|(path, text)| Some((library_module(path)?.to_owned(), text.clone())))
             .chain(self.borrowed_library.clone())
             .collect();
         engine.set_module_resolver(PackLibrary::new(library));
@@ -65,10 +62,10 @@ impl Loader<'_> {
         // (a part's broken module is the part's problem, reported where it
         // is loaded itself).
         let mut library = Library::default();
-        let own = self.source.files.iter().filter_map(|(file, text)| {
-            let module = file.strip_prefix("lib/")?.strip_suffix(".rhai")?;
-            Some((module.to_owned(), text, Some(file)))
-        });
+        let own =
+            self.source.files.iter().filter_map(|(file, text)| {
+                Some((library_module(file)?.to_owned(), text, Some(file)))
+            });
         let borrowed =
             (self.borrowed_library.iter()).map(|(module, text)| (module.clone(), text, None));
         for (module, text, file) in own.chain(borrowed).collect::<Vec<_>>() {
