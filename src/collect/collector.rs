@@ -438,6 +438,14 @@ fn exit_code(status: Option<&ExecStatus>) -> (Option<i32>, String) {
         .find(|cause| cause.reason.as_deref() == Some("ExitCode"))
         .and_then(|cause| cause.message.as_deref()?.parse::<i32>().ok());
     match code {
+        // SIGKILL's 128 + 9 in a container that still runs: the memory
+        // cgroup's OOM killer takes the largest process, the command.
+        Some(137) => (
+            Some(137),
+            format!(
+                "exit status: 137 (SIGKILL: the OOM killer ends a command that outgrows the collector's memory limit, {MEMORY_LIMIT})"
+            ),
+        ),
         Some(code) => (Some(code), format!("exit status: {code}")),
         None => (
             None,
@@ -608,5 +616,14 @@ mod tests {
             (Some(127), "exit status: 127".into())
         );
         assert_eq!(exit_code(None).0, None);
+        let killed: ExecStatus = serde_json::from_value(json!({
+            "status": "Failure", "reason": "NonZeroExitCode", "message": "command terminated with non-zero exit code",
+            "details": {"causes": [{"reason": "ExitCode", "message": "137"}]}
+        }))
+        .unwrap();
+        assert_eq!(
+            exit_code(Some(&killed)),
+            (Some(137), "exit status: 137 (SIGKILL: the OOM killer ends a command that outgrows the collector's memory limit, 512Mi)".into())
+        );
     }
 }

@@ -14,6 +14,7 @@ use skoop::engine::{self, Disposition, Endpoint, PacketSize, Protocol, Request};
 use skoop::net::Family;
 use skoop::packs::{LoadedPacks, builtin_sources};
 
+use crate::apiserver::ApiServer;
 use crate::calico::{self, Calico};
 use crate::cluster::{CLUSTER_CIDR6, Cluster, Cni, OUTSIDE_IP, Pod, Topology};
 use crate::flannel::Flannel;
@@ -3209,7 +3210,7 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
             // through collector pods, as by default.
             match (kind, fault.inject) {
                 (LabKind::Kubelet(_), _) => {
-                    live::collect_through_collector_pods(&real.server, dir.path())
+                    diagnose_live_and_replay(&real.server, dir.path(), &request, &name)
                 }
                 (_, Inject::ComponentsUncollected(_, files)) => live::collect_through_without(
                     &real.server,
@@ -3434,6 +3435,54 @@ fn snapshot_reached_by(dir: &std::path::Path, template: &str) -> Vec<String> {
     let mut source = snapshot(dir);
     source.extend(["--node-exec".into(), template.into()]);
     source
+}
+
+/// `skoop diagnose -o json` of `request` live, as a user first runs it on
+/// kubelet-run nodes: collector pods collect what the flow needs into `dir`
+/// (`--save-snapshot`), through the kubelets' streaming servers. The saved
+/// snapshot replayed (`--snapshot dir`) must give the same report, byte for
+/// byte, and the same exit status.
+fn diagnose_live_and_replay(
+    server: &ApiServer,
+    dir: &std::path::Path,
+    request: &Request,
+    name: &str,
+) {
+    let run = |source: Vec<String>| {
+        let mut args = diagnose_args(&source, request);
+        args.extend(["-o".into(), "json".into()]);
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_skoop"))
+            .args(&args)
+            .output()
+            .expect("run skoop");
+        (args, output)
+    };
+    let kubeconfig = server.kubeconfig.display().to_string();
+    let saved = dir.display().to_string();
+    let (args, live) = run(vec![
+        "--kubeconfig".into(),
+        kubeconfig,
+        "--save-snapshot".into(),
+        saved,
+    ]);
+    let said = String::from_utf8_lossy(&live.stderr);
+    assert!(
+        matches!(live.status.code(), Some(0 | 1 | 3)),
+        "{name}: skoop {args:?} gave no verdict ({:?}):\n{said}",
+        live.status
+    );
+    let (_, replayed) = run(snapshot(dir));
+    assert_eq!(
+        replayed.status.code(),
+        live.status.code(),
+        "{name}: the saved snapshot's exit status"
+    );
+    assert!(
+        replayed.stdout == live.stdout,
+        "{name}: the saved snapshot's report differs from the live one:\nlive:\n{}\nreplayed:\n{}",
+        String::from_utf8_lossy(&live.stdout),
+        String::from_utf8_lossy(&replayed.stdout)
+    );
 }
 
 /// `skoop diagnose`'s exit status for `request` on the snapshot in `dir`:

@@ -618,8 +618,12 @@ mod tests {
                 dump.display()
             );
         }
-        let (offline, _) = diagnose(&["--snapshot", saved_arg], &from_name, &to_name);
+        let (offline, replayed) = diagnose(&["--snapshot", saved_arg], &from_name, &to_name);
         assert_eq!(offline, report, "the saved snapshot, diagnosed offline");
+        assert!(
+            replayed.stdout == output.stdout,
+            "the saved snapshot's report is not byte for byte the live one"
+        );
         (report, output)
     }
 
@@ -789,9 +793,9 @@ mod tests {
         assert_eq!(collector_pods(real), Vec::new());
     }
 
-    /// Nodes as users find them: a cordoned node is collected (a collector
-    /// pod names its node, which the scheduler's cordon does not keep it
-    /// from); a node whose Ready condition is not True is refused at once,
+    /// Nodes as users find them: a cordoned node is collected with the
+    /// others by `collect cluster --all-nodes` (a collector pod names its
+    /// node, which the scheduler's cordon does not keep it from); a node whose Ready condition is not True is refused at once,
     /// with the condition, and no pod is made for it; a collector pod
     /// evicted mid-collection is named as gone, with why.
     fn cordoned_not_ready_and_evicted(real: &RealCluster, kubeconfig: &str, dir: &Path) {
@@ -800,13 +804,30 @@ mod tests {
         // A client lives on the runtime it was made on: one per call.
         let nodes = async || -> Api<Node> { Api::all(real.server.admin().await) };
 
+        // The whole cluster, as `collect cluster --all-nodes` collects it
+        // through collector pods, cordoned node-2 with the rest.
         block_on(async { nodes().await.cordon("node-2").await }).expect("cordon node-2");
-        let output = collect_cluster(kubeconfig, &dir.join("cordoned"), &["--nodes", "node-2"])
+        let cordoned = dir.join("cordoned");
+        let output = collect_cluster(kubeconfig, &cordoned, &["--all-nodes"])
             .output()
             .expect("run skoop");
         block_on(async { nodes().await.uncordon("node-2").await }).expect("uncordon node-2");
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert_eq!(output.status.code(), Some(0), "cordoned: {stderr}");
+        for node in &real.cluster.nodes {
+            for pod in &node.pods {
+                let dump = cordoned.join(format!(
+                    "nodes/{}/pods/{}/{}/ip-addr.json",
+                    node.name, pod.namespace, pod.name
+                ));
+                let addresses = fs::read_to_string(&dump)
+                    .unwrap_or_else(|e| panic!("{}: {e}; skoop said:\n{stderr}", dump.display()));
+                assert!(
+                    addresses.contains(&format!("\"{}\"", pod.ip)),
+                    "{addresses}"
+                );
+            }
+        }
         assert_eq!(collector_pods(real), Vec::new());
 
         // Ready as its kubelet would post it when its runtime fails; the

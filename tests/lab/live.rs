@@ -125,12 +125,6 @@ pub fn collect_through_without(
     collect_all_nodes(server, out, &["--node-exec", template], uncollected);
 }
 
-/// `skoop collect cluster --all-nodes` through `server` and collector pods
-/// (the default): a cluster whose nodes run kubelets.
-pub fn collect_through_collector_pods(server: &ApiServer, out: &Path) {
-    collect_all_nodes(server, out, &[], &[]);
-}
-
 /// `skoop collect cluster --all-nodes ARGS...` as the administrator, which
 /// must succeed, but for warnings of the `uncollected` files (each named,
 /// and then exit 1), and leave a snapshot whose cache is current.
