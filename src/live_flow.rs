@@ -37,6 +37,7 @@ pub async fn collect_for_flow(
         for request in engine::per_family(&snapshot, request) {
             let diagnosis = engine::diagnose(&snapshot, &request, packs)?;
             wanted.extend(missing_namespaces(&snapshot, &diagnosis));
+            wanted.extend(pods_behind_unknowns(&snapshot, &diagnosis));
         }
         if round == 0 {
             wanted.extend(endpoint_namespaces(&snapshot, &request.from));
@@ -75,6 +76,50 @@ pub fn missing_namespaces(snapshot: &Snapshot, diagnosis: &Diagnosis) -> Vec<Wan
         };
         if !snapshot.namespaces.contains_key(&id) && !wanted.contains(&want) {
             wanted.push(want);
+        }
+    }
+    wanted
+}
+
+/// Where the walk could not tell for want of a namespace it cannot name,
+/// at a hop of a node whose own dump was collected (a bridge port whose far
+/// end is a pod not collected: an ARP answer from behind it is possible),
+/// the pods of that node not yet collected: one of them is behind it.
+/// A node itself not collected is [`missing_namespaces`]'s.
+pub fn pods_behind_unknowns(snapshot: &Snapshot, diagnosis: &Diagnosis) -> Vec<Wanted> {
+    let mut nodes: Vec<&str> = Vec::new();
+    let stopped_unknown = (diagnosis.findings.iter())
+        .filter(|finding| finding.id == engine::codes::SNAPSHOT_MISSING)
+        .filter_map(|finding| {
+            let index = petgraph::graph::NodeIndex::new(finding.about.hop_index);
+            diagnosis.graph.node_weight(index)?.node.as_deref()
+        });
+    for node in stopped_unknown {
+        let host = NetnsId::Host {
+            node: node.to_string(),
+        };
+        if snapshot.namespaces.contains_key(&host) && !nodes.contains(&node) {
+            nodes.push(node);
+        }
+    }
+    let mut wanted = Vec::new();
+    for node in nodes {
+        for pod in snapshot
+            .cluster
+            .pods_on(node)
+            .filter(|pod| !pod.host_network)
+        {
+            let id = NetnsId::Pod {
+                node: node.to_string(),
+                namespace: pod.meta.namespace.clone(),
+                name: pod.meta.name.clone(),
+            };
+            if !snapshot.namespaces.contains_key(&id) {
+                wanted.push(Wanted::Pod {
+                    namespace: pod.meta.namespace.clone(),
+                    name: pod.meta.name.clone(),
+                });
+            }
         }
     }
     wanted

@@ -3,8 +3,11 @@
 //! assumed. `examples/flannel-vxlan-partial` is the VXLAN example without
 //! node-2's dumps (node-2's host and its pods web-2 and web-3).
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -532,4 +535,68 @@ fn bridge_port_search_steps_over_a_pod_without_dump_from_a_pod_on_the_same_bridg
             "{from}: {hops:?}"
         );
     }
+}
+
+/// A live diagnosis collects only the namespaces its walk asks for. Where
+/// the walk cannot tell for want of a pod it cannot name — web-0 routes to
+/// a gateway no one holds, and the ARP request floods node-1's cni0, where
+/// web-1's veth leads to a namespace not collected — the live collection's
+/// next round wants node-1's pods not yet collected (web-1), and with it
+/// the answer is definite.
+#[test]
+fn a_live_round_wants_the_pods_behind_a_bridge_port_the_walk_could_not_see_past() {
+    use skoop::collect::live::Wanted;
+    use skoop::engine::{self, Disposition, Endpoint, Protocol, Request};
+    use skoop::live_flow::pods_behind_unknowns;
+    use skoop::packs::{LoadedPacks, builtin_sources};
+    use skoop::snapshot::Snapshot;
+
+    let copy = common::copy_snapshot("examples/flannel-vxlan");
+    let route = copy
+        .path()
+        .join("nodes/node-1/pods/default/web-0/ip-route.json");
+    common::edit_json(&route, |routes| {
+        for route in routes.iter_mut().filter(|r| r["dst"] == "10.244.0.0/16") {
+            route["gateway"] = "10.244.1.99".into();
+        }
+    });
+    let (packs, problems) = LoadedPacks::load(builtin_sources(), &[]);
+    assert!(problems.is_empty(), "{problems:?}");
+    let request = Request {
+        from: Endpoint::Pod {
+            namespace: "default".into(),
+            name: "web-0".into(),
+            port: None,
+        },
+        to: Endpoint::Pod {
+            namespace: "default".into(),
+            name: "web-3".into(),
+            port: None,
+        },
+        port: Some(8080),
+        protocol: Protocol::Tcp,
+        size: None,
+        via: None,
+        family: None,
+    };
+    let walk = |dir: &Path| {
+        let (snapshot, _) = Snapshot::load(dir).expect("the snapshot loads");
+        let snapshot = Arc::new(snapshot);
+        let diagnosis = engine::diagnose(&snapshot, &request, &packs).expect("it resolves");
+        let wanted = pods_behind_unknowns(&snapshot, &diagnosis);
+        (diagnosis.disposition(), wanted)
+    };
+
+    // Every pod collected: no one answers for 10.244.1.99.
+    assert_eq!(walk(copy.path()), (Disposition::NeighborFailed, Vec::new()));
+    // web-1 not collected: it might; the next round wants it.
+    std::fs::remove_dir_all(copy.path().join("nodes/node-1/pods/default/web-1")).unwrap();
+    let web_1 = Wanted::Pod {
+        namespace: "default".into(),
+        name: "web-1".into(),
+    };
+    assert_eq!(
+        walk(copy.path()),
+        (Disposition::InsufficientInfo, vec![web_1])
+    );
 }

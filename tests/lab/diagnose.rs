@@ -484,7 +484,7 @@ const REAL_CALICO_FAULTS: &[Fault] = &[Fault {
 }];
 
 /// Which of the VXLAN lab's 31 cases a real-components group runs: each
-/// is a fresh cluster (kubelet-run pods collected through collector pods,
+/// is a fresh cluster (kubelet-run pods diagnosed live through collector pods,
 /// or the components on netns nodes), half a minute or more, and the
 /// scripted flannel-vxlan group runs every one, so CI runs the first
 /// twelve; all of them with `SKOOP_LAB_KUBELET=all` (the kubelet group,
@@ -2210,7 +2210,7 @@ enum LabKind {
     },
     Real(RealCni, ProxyMode),
     /// The real components with a kubelet and containerd on each node
-    /// (`RealCluster::build_kubelet`), collected through collector pods.
+    /// (`RealCluster::build_kubelet`), diagnosed live through collector pods.
     Kubelet(RealCni),
 }
 
@@ -3207,7 +3207,7 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
         (None, Some(real)) => {
             // The real components' cluster is only ever seen as a user sees
             // it: collected through its API server, and on kubelet-run nodes
-            // through collector pods, as by default.
+            // diagnosed live through collector pods, as by default.
             match (kind, fault.inject) {
                 (LabKind::Kubelet(_), _) => {
                     diagnose_live_and_replay(&real.server, dir.path(), &request, &name)
