@@ -489,6 +489,8 @@ pub struct DeviceCheck {
     pub name: Value,
     pub kind: Option<Value>,
     pub mtu: Option<Value>,
+    /// The least MTU the device may have (a tunnel under the pods' packets).
+    pub min_mtu: Option<Value>,
     pub state: Option<DeviceState>,
     pub master: Option<Value>,
     /// An address the device holds: `IP`, or `IP/LEN` for that prefix too.

@@ -19,6 +19,7 @@ impl Evaluator<'_> {
             name,
             kind,
             mtu,
+            min_mtu,
             state,
             master,
             address,
@@ -34,6 +35,7 @@ impl Evaluator<'_> {
         let wanted = DeviceWanted {
             kind: self.optional_text(kind.as_ref(), ctx)?,
             mtu: self.optional_text(mtu.as_ref(), ctx)?,
+            min_mtu: self.optional_number(min_mtu.as_ref(), ctx)?,
             state: *state,
             master: self.optional_text(master.as_ref(), ctx)?,
             address: self.optional_text(address.as_ref(), ctx)?,
@@ -109,6 +111,7 @@ impl Evaluator<'_> {
 struct DeviceWanted {
     kind: Option<String>,
     mtu: Option<String>,
+    min_mtu: Option<u32>,
     state: Option<DeviceState>,
     master: Option<String>,
     address: Option<String>,
@@ -126,6 +129,9 @@ impl DeviceWanted {
         }
         if let Some(mtu) = &self.mtu {
             expected.push(format!("mtu {mtu}"));
+        }
+        if let Some(least) = self.min_mtu {
+            expected.push(format!("mtu at least {least}"));
         }
         if let Some(state) = self.state {
             expected.push(
@@ -162,6 +168,11 @@ impl DeviceWanted {
         }
         if let Some(mtu) = &self.mtu
             && link.mtu.to_string() != *mtu
+        {
+            wrong.push(format!("mtu {}", link.mtu));
+        }
+        if let Some(least) = self.min_mtu
+            && link.mtu < least
         {
             wrong.push(format!("mtu {}", link.mtu));
         }

@@ -259,6 +259,33 @@ impl Evaluator<'_> {
         })
     }
 
+    /// An optional whole number of at most 32 bits (an MTU); `()` is not
+    /// checked.
+    fn optional_number(&self, value: Option<&Value>, ctx: &Context) -> Result<Option<u32>, Stop> {
+        let Some(value) = value else {
+            return Ok(None);
+        };
+        let found = self.value(value, ctx, &[])?;
+        if found.is_unit() {
+            return Ok(None);
+        }
+        let number = match found.as_int() {
+            Ok(int) => u32::try_from(int).ok(),
+            Err(_) => display(&found).trim().parse().ok(),
+        };
+        number.map(Some).ok_or_else(|| {
+            self.manifest_error(
+                value,
+                format!(
+                    "{:?} must be a whole number from 0 to {}, it is {}",
+                    value.source,
+                    u32::MAX,
+                    display(&found)
+                ),
+            )
+        })
+    }
+
     /// An error of a manifest expression: positioned at the value in pack.yaml.
     fn manifest_stop(&self, error: &EvalAltResult, value: &Value) -> Stop {
         if let Some(insufficient) = Insufficient::in_error(error) {

@@ -288,6 +288,7 @@ impl Loader<'_> {
         let name = self.field_value(f, "name", true, cx);
         let kind = self.field_value(f, "device_kind", false, cx);
         let mtu = self.field_value(f, "mtu", false, cx);
+        let min_mtu = self.field_value(f, "min_mtu", false, cx);
         let master = self.field_value(f, "master", false, cx);
         let address = self.field_value(f, "address", false, cx);
         let mac = self.field_value(f, "mac", false, cx);
@@ -309,6 +310,7 @@ impl Loader<'_> {
             name: name?,
             kind,
             mtu,
+            min_mtu,
             state,
             master,
             address,
