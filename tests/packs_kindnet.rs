@@ -31,6 +31,9 @@ fn kindnet_pack_lints_clean_and_its_tests_pass() {
         "pod-subnet-not-collected",
         "healthy-dual-stack",
         "ipv6-route-missing",
+        "ipv6-host-route-missing",
+        "ipv6-default-route-missing",
+        "ipv6-masquerade-bypassed",
         "dual-stack-node-without-dump",
     ] {
         assert!(
@@ -38,7 +41,7 @@ fn kindnet_pack_lints_clean_and_its_tests_pass() {
             "{out}"
         );
     }
-    assert!(out.trim_end().ends_with("12 passed, 0 failed"), "{out}");
+    assert!(out.trim_end().ends_with("15 passed, 0 failed"), "{out}");
 }
 
 #[test]
@@ -51,7 +54,7 @@ fn the_example_is_detected_as_kindnet_and_every_check_holds() {
     );
     assert!(
         out.trim_end()
-            .ends_with("14 checks over 33 subjects (8 skipped by their when): 0 failed, 0 cannot tell, 0 script errors"),
+            .ends_with("17 checks over 43 subjects (18 skipped by their when): 0 failed, 0 cannot tell, 0 script errors"),
         "{out}"
     );
 }

@@ -7,6 +7,7 @@ use std::net::IpAddr;
 use super::kinds::NamespaceDump;
 use super::{Evaluator, Failure, Outcome, Stop};
 use crate::diagnostic::Evidence;
+use crate::net::Family;
 use crate::packs::host::{display, masquerade_decisions};
 use crate::packs::model::Value;
 use crate::packs::scope::Context;
@@ -28,20 +29,25 @@ impl Evaluator<'_> {
         let sources = self.addresses(from, ctx)?;
         let masqueraded = self.optional_addresses(masqueraded, ctx)?;
         let kept = self.optional_addresses(kept, ctx)?;
-        // Where nat POSTROUTING is declared, else the file.
-        let file = dir.join(DumpFile::IptablesSave.name());
-        let postrouting = dump
-            .iptables
-            .as_ref()
-            .and_then(|rules| rules.tables.iter().find(|t| t.name.as_str() == "nat"))
-            .and_then(|nat| nat.chain("POSTROUTING"))
-            .map(|chain| chain.line);
-        let evidence = match postrouting {
-            Some(line) => Evidence {
-                column: Some(1),
-                ..Evidence::line(file, line)
-            },
-            None => Evidence::file(file),
+        // Where nat POSTROUTING is declared in the rules of the source's
+        // family (ip6tables keeps IPv6's apart), else the file.
+        let evidence = |src: IpAddr| {
+            let (name, rules) = match Family::of(src) {
+                Family::Ipv4 => (DumpFile::IptablesSave, dump.iptables.as_ref()),
+                Family::Ipv6 => (DumpFile::Ip6tablesSave, dump.ip6tables.as_ref()),
+            };
+            let file = dir.join(name.name());
+            let postrouting = rules
+                .and_then(|rules| rules.tables.iter().find(|t| t.name.as_str() == "nat"))
+                .and_then(|nat| nat.chain("POSTROUTING"))
+                .map(|chain| chain.line);
+            match postrouting {
+                Some(line) => Evidence {
+                    column: Some(1),
+                    ..Evidence::line(file, line)
+                },
+                None => Evidence::file(file),
+            }
         };
         let wanted: Vec<(IpAddr, bool)> = masqueraded
             .iter()
@@ -67,7 +73,7 @@ impl Evaluator<'_> {
                 failures.push(Failure {
                     actual: decided(found),
                     expected: decided(want),
-                    evidence: vec![evidence.clone()],
+                    evidence: vec![evidence(src)],
                 });
             }
         }
