@@ -1,0 +1,152 @@
+//! `examples/k3s` (real lab output: k3s's embedded parts as k3s runs them,
+//! flanneld reading the net-conf k3s writes, with no DaemonSet or
+//! ConfigMap, kube-router's NetworkPolicy controller alone, kube-proxy,
+//! and a NetworkPolicy isolating node-2's pods for ingress). The k3s pack
+//! is detected from k3s's node annotation and composes the Flannel and
+//! kube-router packs, which lend it their checks; the cluster network
+//! flannel masquerades from is read from the server's `--cluster-cidr` in
+//! that annotation. kube-router's pack alone misreads the cluster. And the
+//! pack's own tests (real lab output, a fault each) pass.
+
+mod common;
+
+use std::path::Path;
+
+use skoop::engine::{self, Disposition, Protocol};
+
+use common::skoop;
+
+const EXAMPLE: &str = "examples/k3s";
+
+/// web-0 (node-1) to `to`, over TCP, with the built-in packs.
+fn diagnose(to: &str) -> engine::Diagnosis {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join(EXAMPLE);
+    common::diagnose(
+        &common::load(&root),
+        "default/web-0",
+        to,
+        Protocol::Tcp,
+        None,
+    )
+}
+
+/// No finding of the k3s pack or of a part it is made of.
+fn no_pack_finding(diagnosis: &engine::Diagnosis) {
+    assert!(
+        diagnosis.findings.iter().all(|f| {
+            let id = f.id.as_str();
+            !["k3s.", "flannel.", "kube-router."]
+                .iter()
+                .any(|p| id.starts_with(p))
+        }),
+        "{:#?}",
+        diagnosis.findings
+    );
+}
+
+#[test]
+fn k3s_answers_for_the_cluster_and_its_parts_lend_their_checks() {
+    let diagnosis = diagnose("default/web-1:8080");
+    assert_eq!(
+        diagnosis.disposition(),
+        Disposition::Delivered,
+        "{:#?}",
+        diagnosis.findings
+    );
+    assert_eq!(
+        diagnosis.packs,
+        [
+            "core",
+            "kube-proxy",
+            "networkpolicy",
+            "flannel (part of k3s)",
+            "k3s (CNI)",
+            "kube-router (part of k3s)"
+        ]
+    );
+    no_pack_finding(&diagnosis);
+}
+
+#[test]
+fn the_networkpolicy_behind_kube_routers_rejecting_chain_is_named() {
+    let diagnosis = diagnose("default/web-3:8080");
+    assert_eq!(diagnosis.disposition(), Disposition::DeniedByNetfilter);
+    let denied = common::only(&diagnosis, "kube-router.policy.denied");
+    assert_eq!(denied.about.hop.to_string(), "node-2");
+    for named in [
+        "default/isolate-node-2",
+        "KUBE-POD-FW-",
+        // base32(sha256("default" + "isolate-node-2" + "IPv4"))[:16]
+        "KUBE-DST-UWPDTGOQEN6CBJIY",
+    ] {
+        assert!(denied.message.contains(named), "{}", denied.message);
+    }
+}
+
+/// Without a ConfigMap, flannel's network is k3s's `--cluster-cidr`: the
+/// masquerade hook and check read it, and the flow leaves from the node.
+#[test]
+fn the_outside_is_reached_from_the_node_with_the_network_k3s_was_given() {
+    let diagnosis = diagnose("198.51.100.10:8080");
+    assert_eq!(diagnosis.disposition(), Disposition::ExitsCluster);
+    assert!(diagnosis.succeeds(), "{:#?}", diagnosis.findings);
+    let exit = diagnosis.exit().expect("the flow leaves the cluster");
+    assert_eq!(
+        exit.source.map(|s| s.to_string()).as_deref(),
+        Some("172.18.0.11")
+    );
+    no_pack_finding(&diagnosis);
+}
+
+#[test]
+fn the_example_is_detected_as_k3s_and_every_check_holds() {
+    let (code, out) = skoop(&["packs", "eval", "plugins/k3s", "--snapshot", EXAMPLE]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains("detection: node node-1 annotated k3s.io/node-args"),
+        "{out}"
+    );
+    assert!(
+        out.contains(" 0 failed, 0 cannot tell, 0 script errors"),
+        "{out}"
+    );
+}
+
+#[test]
+fn kube_routers_pack_alone_misreads_a_k3s_cluster() {
+    let (code, out) = skoop(&[
+        "diagnose",
+        "--snapshot",
+        EXAMPLE,
+        "--from",
+        "default/web-0",
+        "--to",
+        "default/web-1:8080",
+        "--cni",
+        "kube-router",
+    ]);
+    assert_eq!(code, Some(3), "{out}");
+    for finding in [
+        "kube-router.bridge.device",
+        "kube-router.route.remote-pod-cidr",
+        "kube-router.bgp.listener",
+    ] {
+        assert!(out.contains(finding), "{out}");
+    }
+}
+
+#[test]
+fn k3s_pack_lints_clean_and_its_tests_pass() {
+    common::assert_pack_lints_clean_and_passes(
+        "plugins/k3s",
+        &[
+            "healthy",
+            "route-missing",
+            "cni0-down",
+            "ip-forward-off",
+            "policy-denied",
+            "firewall-jump-missing",
+            "masquerade-missing",
+        ],
+    );
+}
