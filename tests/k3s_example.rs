@@ -150,3 +150,59 @@ fn k3s_pack_lints_clean_and_its_tests_pass() {
         ],
     );
 }
+
+/// A copy of the example whose server runs with `server_args` (the JSON
+/// array of its `k3s.io/node-args`, as the annotation's text), with
+/// `edit` applied to the Node objects besides; `packs eval plugins/k3s`'s
+/// output on it.
+fn eval_with_server_args(server_args: &str, edit: impl FnOnce(String) -> String) -> String {
+    let copy = common::copy_snapshot(EXAMPLE);
+    common::edit_text(&copy.path().join("cluster/nodes.core.json"), |text| {
+        let lab = r#""[\"server\",\"--cluster-cidr\",\"10.42.0.0/16\",\"--service-cidr\",\"10.43.0.0/16\"]""#;
+        assert!(text.contains(lab), "the example's server arguments changed");
+        edit(text.replace(lab, server_args))
+    });
+    let snapshot = copy.path().to_str().expect("a UTF-8 path");
+    let (_, out) = skoop(&["packs", "eval", "plugins/k3s", "--snapshot", snapshot]);
+    out
+}
+
+/// The cluster network is the server's `--cluster-cidr`, the one k3s
+/// writes into flanneld's net-conf.json: a pod CIDR outside it is named.
+#[test]
+fn the_cluster_network_is_the_servers_cluster_cidr() {
+    let out = eval_with_server_args(
+        r#""[\"server\",\"--cluster-cidr\",\"10.99.0.0/16\"]""#,
+        |text| text,
+    );
+    assert!(
+        out.contains("node-1's pod CIDR 10.42.0.0/24 is outside the cluster network 10.99.0.0/16"),
+        "{out}"
+    );
+}
+
+/// A server given no `--cluster-cidr` runs k3s's default, 10.42.0.0/16.
+#[test]
+fn without_cluster_cidr_the_network_is_k3ss_default() {
+    let out = eval_with_server_args(r#""[\"server\"]""#, |text| {
+        text.replace("10.42.1.0/24", "10.52.1.0/24")
+    });
+    assert!(
+        out.contains("node-2's pod CIDR 10.52.1.0/24 is outside the cluster network 10.42.0.0/16"),
+        "{out}"
+    );
+}
+
+/// Agents' arguments say nothing of the network: with no server among the
+/// nodes, the network is not guessed, and no pod CIDR is held against one.
+#[test]
+fn with_agents_alone_the_network_is_not_guessed() {
+    let agent =
+        r#""[\"agent\",\"--server\",\"https://172.18.0.11:6443\",\"--token\",\"********\"]""#;
+    let out = eval_with_server_args(agent, |text| text.replace("10.42.1.0/24", "10.52.1.0/24"));
+    assert!(!out.contains("outside the cluster network"), "{out}");
+    assert!(
+        out.contains("flannel.node.pod-cidr (object): 2 subjects, ok"),
+        "{out}"
+    );
+}
