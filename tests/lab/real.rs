@@ -701,7 +701,8 @@ impl RealCluster {
             node.ns.run(&[
                 "sysctl",
                 "-qw",
-                "net.ipv4.ip_forward=1",
+                "net.ipv4.conf.all.forwarding=1",
+                "net.ipv4.conf.default.forwarding=1",
                 "net.bridge.bridge-nf-call-iptables=1",
             ]);
             self.components.start_flanneld(lab, &node);
