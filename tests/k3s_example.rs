@@ -206,3 +206,35 @@ fn with_agents_alone_the_network_is_not_guessed() {
         "{out}"
     );
 }
+
+/// Where node-2 was not dumped, the k3s pack's hooks (Flannel's, from its
+/// lib) step over it: decapsulated from flannel.1, onto cni0, into the pod
+/// by its bridge port, and the reply back through flannel.1.
+#[test]
+fn the_k3s_hooks_step_over_a_node_without_a_dump() {
+    let copy = common::copy_snapshot("plugins/k3s/tests/healthy/snapshot");
+    std::fs::remove_dir_all(copy.path().join("nodes/node-2")).expect("remove node-2's dumps");
+    let snapshot = copy.path().to_str().expect("a UTF-8 path");
+    let (code, out) = skoop(&[
+        "diagnose",
+        "--snapshot",
+        snapshot,
+        "--from",
+        "default/web-0",
+        "--to",
+        "default/web-3:8080",
+        "-v",
+    ]);
+    assert_eq!(code, Some(0), "{out}");
+    for step in [
+        "delivered (assumed)",
+        "pack k3s's intent stands in there",
+        "flannel.1 decapsulates: 10.42.0.2 -> 10.42.1.3:8080 tcp",
+        "route: dev cni0 (the next_hop of pack k3s)",
+        "bridge cni0 forwards to port",
+        "route: via 10.42.1.1 dev eth0 (the next_hop of pack k3s)",
+        "route: via 10.42.0.0 dev flannel.1 (the next_hop of pack k3s)",
+    ] {
+        assert!(out.contains(step), "{step}: {out}");
+    }
+}
