@@ -238,3 +238,32 @@ fn the_k3s_hooks_step_over_a_node_without_a_dump() {
         assert!(out.contains(step), "{step}: {out}");
     }
 }
+
+/// The backend is the server's `--flannel-backend`: a node whose flanneld
+/// announces another has not been restarted since it changed.
+#[test]
+fn the_backend_is_the_servers_flannel_backend() {
+    let out = eval_with_server_args(
+        r#""[\"server\",\"--flannel-backend\",\"host-gw\"]""#,
+        |text| text,
+    );
+    assert!(
+        out.contains(
+            "Node node-2: annotation flannel.alpha.coreos.com/backend-type: vxlan, \
+             expected annotation flannel.alpha.coreos.com/backend-type: host-gw"
+        ),
+        "{out}"
+    );
+}
+
+/// A dual-stack `--cluster-cidr` turns flannel's IPv6 on, as k3s writes
+/// it into net-conf.json: the IPv6 VXLAN device is then expected.
+#[test]
+fn a_dual_stack_cluster_cidr_turns_flannels_ipv6_on() {
+    let out = eval_with_server_args(
+        r#""[\"server\",\"--cluster-cidr\",\"10.42.0.0/16,2001:cafe:42::/56\"]""#,
+        |text| text,
+    );
+    assert!(out.contains("no device flannel-v6.1"), "{out}");
+    assert!(!out.contains("outside the cluster network"), "{out}");
+}
