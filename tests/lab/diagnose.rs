@@ -2258,7 +2258,8 @@ impl LabKind {
                 RealCni::FlannelHostGw
                 | RealCni::CiliumVxlan
                 | RealCni::KubeRouter
-                | RealCni::Canal,
+                | RealCni::Canal
+                | RealCni::K3s,
             ) => {
                 unreachable!("the kubelet lab runs Flannel VXLAN and Calico VXLAN")
             }
@@ -2533,6 +2534,75 @@ const TOPOLOGIES: &[Group] = &[
         lab: LabKind::Real(RealCni::KubeRouter, ProxyMode::Iptables),
         peer: Peer::Outside,
         faults: KUBE_ROUTER_OUTSIDE_FAULTS,
+    },
+    Group {
+        lab: LabKind::Real(RealCni::K3s, ProxyMode::Iptables),
+        peer: Peer::Cluster,
+        faults: K3S_FAULTS,
+    },
+    Group {
+        lab: LabKind::Real(RealCni::K3s, ProxyMode::Iptables),
+        peer: Peer::Outside,
+        faults: K3S_OUTSIDE_FAULTS,
+    },
+];
+
+/// The cases of the lab of k3s's embedded parts (`real.rs`, `RealCni::K3s`):
+/// flannel's VXLAN and `cni0`, kube-router's firewall, kube-proxy; a fault
+/// per thing one of them programs.
+const K3S_FAULTS: &[Fault] = &[
+    HEALTHY_TCP,
+    Fault {
+        name: "healthy, to the ClusterIP service (kube-proxy)",
+        port: Some(80),
+        to: To::Service("web"),
+        ..HEALTHY_TCP
+    },
+    remote_pod_cidr_route_deleted("flannel.route.remote-pod-cidr"),
+    Fault {
+        name: "cni0 down on node-2",
+        inject: Inject::Kernel(|c| node_run(c, 1, &["ip", "link", "set", "cni0", "down"])),
+        blamed: Some("node-2"),
+        expected: Disposition::ExitsCluster,
+        finds: Some("flannel.bridge.down"),
+        ..HEALTHY_TCP
+    },
+    ip_forward_off_on_node_2("flannel.sysctl.ip-forward"),
+    Fault {
+        name: "a NetworkPolicy isolating node-2's pods for ingress (kube-router's firewall)",
+        inject: Inject::Components(|_, real| isolate_node_2_by_kube_router(real)),
+        blamed: Some("node-2"),
+        expected: Disposition::DeniedByNetfilter,
+        finds: Some("kube-router.policy.denied"),
+        ..HEALTHY_TCP
+    },
+    Fault {
+        name: "that NetworkPolicy, with FORWARD's jump to KUBE-ROUTER-FORWARD deleted on node-2",
+        inject: Inject::Components(|_, real| {
+            isolate_node_2_by_kube_router(real);
+            real.freeze();
+            delete_jump(
+                &real.cluster,
+                1,
+                ("filter", "FORWARD"),
+                "KUBE-ROUTER-FORWARD",
+            );
+        }),
+        finds: Some("kube-router.firewall.jump"),
+        ..HEALTHY_TCP
+    },
+];
+
+/// k3s's pods to a host outside the cluster: its flannel masquerades them
+/// (`FLANNEL-POSTRTG`), or, with the rule for traffic leaving the cluster
+/// network deleted, they leave with their own address, unanswered.
+const K3S_OUTSIDE_FAULTS: &[Fault] = &[
+    TO_OUTSIDE,
+    Fault {
+        name: "flannel's MASQUERADE rule for traffic leaving the cluster network deleted on node-1",
+        inject: Inject::Kernel(|c| delete_jump(c, 0, ("nat", "FLANNEL-POSTRTG"), "MASQUERADE")),
+        finds: Some("flannel.masquerade.decision"),
+        ..TO_OUTSIDE
     },
 ];
 

@@ -141,3 +141,34 @@ pub fn cni_conf(dir: &Path) -> Option<String> {
     plugin["ipam"]["dataDir"] = dir.join("ipam").to_str().expect("a UTF-8 path").into();
     Some(plugin.to_string())
 }
+
+/// Starts kube-router as k3s embeds it: its NetworkPolicy controller only
+/// (`--run-router=false --run-firewall=true --run-service-proxy=false`,
+/// k3s's `pkg/agent/netpol`), told the Services' network (k3s's
+/// `--service-cidr`); no BGP, no bridge, no CNI configuration, no pod egress
+/// masquerade: flannel does the networking. Returns its pid.
+pub fn start_firewall(
+    lab: &mut Lab,
+    node: &Node,
+    dir: &Path,
+    bin: &Path,
+    kubeconfig: &Path,
+    service_cidr: &str,
+) -> u32 {
+    let program = bin.join("kube-router");
+    let kubeconfig = format!("--kubeconfig={}", kubeconfig.display());
+    let hostname = format!("--hostname-override={}", node.name);
+    let services = format!("--service-cluster-ip-range={service_cidr}");
+    let argv = [
+        program.to_str().expect("a UTF-8 path"),
+        &kubeconfig,
+        &hostname,
+        "--run-router=false",
+        "--run-firewall=true",
+        "--run-service-proxy=false",
+        &services,
+        // Nothing listens outside the node's namespace; no health server.
+        "--health-port=0",
+    ];
+    lab.spawn_logged(Some(&node.ns), &argv, &[], &dir.join("kube-router.log"))
+}

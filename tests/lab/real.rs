@@ -44,6 +44,10 @@ use crate::objects;
 
 /// The Services' network, kube-apiserver's `--service-cluster-ip-range`.
 const SERVICE_CIDR: &str = "10.96.0.0/12";
+/// k3s's defaults: its `--cluster-cidr` (the pods' network) and
+/// `--service-cidr`, which the k3s lab keeps.
+const K3S_CLUSTER_CIDR: &str = "10.42.0.0/16";
+const K3S_SERVICE_CIDR: &str = "10.43.0.0/16";
 /// The pods' MTU on Canal: flannel.1's, the underlay's 1500 less VXLAN's 50.
 const CANAL_VETH_MTU: u32 = 1450;
 /// How long a component may take to do its part.
@@ -69,6 +73,13 @@ pub enum RealCni {
     /// and the calico CNI plugin attaches the pods (`cali*` veths, proxy
     /// ARP, 169.254.1.1) with host-local IPAM from the node's pod CIDR.
     Canal,
+    /// k3s's embedded parts, configured as k3s runs them: flanneld (VXLAN)
+    /// with the net-conf k3s writes itself (no ConfigMap, no DaemonSet),
+    /// pods on `cni0` by the flannel plugin's k3s configuration, kube-router's
+    /// NetworkPolicy controller alone (`--run-router=false`), kube-proxy;
+    /// k3s's address plan (10.42.0.0/16, Services 10.43.0.0/16) and its
+    /// markers on the Nodes.
+    K3s,
 }
 
 impl RealCni {
@@ -82,7 +93,39 @@ impl RealCni {
             RealCni::CiliumVxlan => "cilium-vxlan (real components)",
             RealCni::KubeRouter => "kube-router (real components)",
             RealCni::Canal => "canal (real components)",
+            RealCni::K3s => "k3s (real components)",
         }
+    }
+
+    /// The pods' network: kube-controller-manager's `--cluster-cidr`.
+    pub fn cluster_cidr(self) -> &'static str {
+        match self {
+            RealCni::K3s => K3S_CLUSTER_CIDR,
+            _ => CLUSTER_CIDR,
+        }
+    }
+
+    /// The Services' network: kube-apiserver's and the controller
+    /// manager's `--service-cluster-ip-range`.
+    fn service_cidr(self) -> &'static str {
+        match self {
+            RealCni::K3s => K3S_SERVICE_CIDR,
+            _ => SERVICE_CIDR,
+        }
+    }
+
+    /// The lab's `default/web` Service's ClusterIP, in the Services' network.
+    fn web_cluster_ip(self) -> Ipv4Addr {
+        match self {
+            RealCni::K3s => Ipv4Addr::new(10, 43, 0, 100),
+            _ => Ipv4Addr::new(10, 96, 0, 100),
+        }
+    }
+
+    /// Whether kube-router's firewall runs on the nodes; kube-proxy then
+    /// starts once it has programmed every node (see `build_with`).
+    fn runs_kube_router(self) -> bool {
+        matches!(self, RealCni::KubeRouter | RealCni::K3s)
     }
 
     /// Whether felix runs on the nodes (Calico's CRDs and the lab's
@@ -95,15 +138,23 @@ impl RealCni {
         matches!(self, RealCni::FlannelVxlan | RealCni::FlannelHostGw)
     }
 
-    /// flanneld's `net-conf.json`, as kube-flannel's ConfigMap holds it.
+    /// flanneld's `net-conf.json`, as kube-flannel's ConfigMap holds it;
+    /// on k3s, as k3s writes it from its `--cluster-cidr` and
+    /// `--flannel-backend` (`pkg/agent/flannel/setup.go`'s template: both
+    /// families named, IPv6 off with `::/0`, no `EnableNFTables`).
     fn net_conf(self) -> Value {
+        if self == RealCni::K3s {
+            return json!({"Network": K3S_CLUSTER_CIDR, "EnableIPv6": false, "EnableIPv4": true,
+                          "IPv6Network": "::/0", "Backend": {"Type": "vxlan"}});
+        }
         let backend = match self {
             RealCni::FlannelHostGw => "host-gw",
             RealCni::FlannelVxlan
             | RealCni::CalicoVxlan
             | RealCni::CiliumVxlan
             | RealCni::KubeRouter
-            | RealCni::Canal => "vxlan",
+            | RealCni::Canal
+            | RealCni::K3s => "vxlan",
         };
         json!({"Network": CLUSTER_CIDR, "EnableNFTables": false, "Backend": {"Type": backend}})
     }
@@ -192,23 +243,34 @@ impl Components {
     }
 
     /// Starts flanneld in `node`'s namespace, as kube-flannel's DaemonSet
-    /// runs it.
+    /// runs it. On k3s, as k3s runs its embedded flannel: the kube subnet
+    /// manager, masquerade on, the net-conf k3s writes into the node's own
+    /// directory (`agent/etc/flannel/net-conf.json`), and no `--iface`
+    /// (without `--flannel-iface`, the interface of the default route).
     fn start_flanneld(&self, lab: &mut Lab, node: &Node) {
         let dir = self.node_dir(node);
+        let net_conf = if self.cni == RealCni::K3s {
+            let file = dir.join("net-conf.json");
+            fs::write(&file, self.cni.net_conf().to_string()).expect("write net-conf.json");
+            file
+        } else {
+            self.state.path().join("net-conf.json")
+        };
+        let mut argv = vec![
+            self.program("flanneld"),
+            "--kube-subnet-mgr".into(),
+            format!("--kubeconfig-file={}", self.kubeconfig.display()),
+            "--ip-masq".into(),
+            format!("--subnet-file={}", dir.join("subnet.env").display()),
+            format!("--net-config-path={}", net_conf.display()),
+        ];
+        if self.cni != RealCni::K3s {
+            argv.insert(3, "--iface=eth0".into());
+        }
+        let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
         let pid = lab.spawn_logged(
             Some(&node.ns),
-            &[
-                &self.program("flanneld"),
-                "--kube-subnet-mgr",
-                &format!("--kubeconfig-file={}", self.kubeconfig.display()),
-                "--iface=eth0",
-                "--ip-masq",
-                &format!("--subnet-file={}", dir.join("subnet.env").display()),
-                &format!(
-                    "--net-config-path={}",
-                    self.state.path().join("net-conf.json").display()
-                ),
-            ],
+            &argv,
             &[("NODE_NAME", &node.name)],
             &dir.join("flanneld.log"),
         );
@@ -358,7 +420,7 @@ impl Components {
                 &format!("--kubeconfig={}", self.kubeconfig.display()),
                 &format!("--hostname-override={}", node.name),
                 self.proxy_mode.flag(),
-                &format!("--cluster-cidr={CLUSTER_CIDR}"),
+                &format!("--cluster-cidr={}", self.cni.cluster_cidr()),
                 // The host's conntrack settings are not the lab's to change.
                 "--conntrack-max-per-core=0",
                 "--conntrack-tcp-timeout-established=0",
@@ -392,7 +454,7 @@ impl RealCluster {
         for _ in 0..nodes {
             real.add_node(lab, pods_per_node);
         }
-        if cni == RealCni::KubeRouter {
+        if cni.runs_kube_router() {
             // kube-router restores its filter and nat tables from copies it
             // saved: chains kube-proxy made meanwhile are gone, and
             // kube-proxy v1.37.2 does not write them again (its sync fails on
@@ -430,6 +492,10 @@ impl RealCluster {
             .expect("temp dir");
         let server = if kubelets {
             ApiServer::start_with(|dir| kubelet::apiserver_flags(dir, state.path()))
+        } else if cni == RealCni::K3s {
+            ApiServer::start_with(|_| {
+                vec![format!("--service-cluster-ip-range={}", cni.service_cidr())]
+            })
         } else {
             ApiServer::start()
         };
@@ -457,9 +523,9 @@ impl RealCluster {
                 &format!("--kubeconfig={}", components.kubeconfig.display()),
                 "--controllers=endpointslice-controller,endpoints-controller,node-ipam-controller",
                 "--allocate-node-cidrs",
-                &format!("--cluster-cidr={CLUSTER_CIDR}"),
+                &format!("--cluster-cidr={}", cni.cluster_cidr()),
                 "--node-cidr-mask-size=24",
-                &format!("--service-cluster-ip-range={SERVICE_CIDR}"),
+                &format!("--service-cluster-ip-range={}", cni.service_cidr()),
                 "--leader-elect=false",
                 "--secure-port=0",
                 "--use-service-account-credentials=false",
@@ -484,13 +550,15 @@ impl RealCluster {
             namespace: APP_NAMESPACE.into(),
             name: "web".into(),
             port_name: "http".into(),
-            cluster_ip: Ipv4Addr::new(10, 96, 0, 100),
+            cluster_ip: cni.web_cluster_ip(),
             cluster_ip6: None,
             port: 80,
         };
         runtime.block_on(async {
             apiserver::create(&client, &service_object(&service)).await;
-            for other in SERVICES {
+            // The other Services' ClusterIPs are in 10.96.0.0/12, outside
+            // k3s's Service network; its cases ask `web` only.
+            for other in SERVICES.iter().filter(|_| cni != RealCni::K3s) {
                 apiserver::create(&client, &other.object()).await;
             }
         });
@@ -600,7 +668,9 @@ impl RealCluster {
                 .borrow_mut()
                 .insert(node.name.clone(), cgroup_root);
         } else {
-            self.runtime.block_on(register_node(&self.client, &node));
+            let k3s = (self.components.cni == RealCni::K3s).then(|| k3s_markers(&node));
+            self.runtime
+                .block_on(register_node(&self.client, &node, k3s));
         }
         node.pod_cidr = self.runtime.block_on(wait_pod_cidr(
             &self.client,
@@ -622,6 +692,28 @@ impl RealCluster {
                 &dir,
                 &self.components.bin,
                 &self.components.kubeconfig,
+            );
+            self.components.pids.borrow_mut().push(pid);
+        } else if self.components.cni == RealCni::K3s {
+            // What k3s's agent sets up before its embedded parts start
+            // (`pkg/agent/syssetup`): forwarding, and bridged traffic
+            // through iptables (kube-router's firewall of pods on cni0).
+            node.ns.run(&[
+                "sysctl",
+                "-qw",
+                "net.ipv4.conf.all.forwarding=1",
+                "net.ipv4.conf.default.forwarding=1",
+                "net.bridge.bridge-nf-call-iptables=1",
+            ]);
+            self.components.start_flanneld(lab, &node);
+            wait_for_file(&dir.join("subnet.env"), &dir.join("flanneld.log"));
+            let pid = kube_router::start_firewall(
+                lab,
+                &node,
+                &dir,
+                &self.components.bin,
+                &self.components.kubeconfig,
+                self.components.cni.service_cidr(),
             );
             self.components.pids.borrow_mut().push(pid);
         } else if self.components.cni == RealCni::Canal {
@@ -656,7 +748,7 @@ impl RealCluster {
                     .expect("write the node's CNI configuration");
             }
         }
-        if self.components.cni != RealCni::KubeRouter {
+        if !self.components.cni.runs_kube_router() {
             self.components.start_kube_proxy(lab, &node);
         }
 
@@ -719,6 +811,7 @@ impl RealCluster {
             RealCni::FlannelVxlan | RealCni::FlannelHostGw => {
                 (flannel_cni_conf(&dir), in_node("flannel"))
             }
+            RealCni::K3s => (k3s_cni_conf(&dir), in_node("flannel")),
             RealCni::KubeRouter => {
                 // kube-router writes the node's pod CIDR into its CNI
                 // configuration once it has started.
@@ -863,7 +956,9 @@ impl RealCluster {
             let agent_log = match self.components.cni {
                 RealCni::CalicoVxlan => "felix.log",
                 RealCni::CiliumVxlan => "cilium-agent.log",
-                RealCni::FlannelVxlan | RealCni::FlannelHostGw | RealCni::Canal => "flanneld.log",
+                RealCni::FlannelVxlan | RealCni::FlannelHostGw | RealCni::Canal | RealCni::K3s => {
+                    "flanneld.log"
+                }
                 RealCni::KubeRouter => "kube-router.log",
             };
             if self.components.cni == RealCni::Canal {
@@ -880,14 +975,21 @@ impl RealCluster {
                     },
                 );
             }
+            if self.components.cni.runs_kube_router() {
+                // Its firewall: a chain per pod of the node.
+                self.wait(
+                    node,
+                    &["iptables-save", "-t", "filter"],
+                    "kube-router.log",
+                    |out| {
+                        node.pods
+                            .iter()
+                            .all(|pod| out.contains(&format!("POD name:{} namespace:", pod.name)))
+                    },
+                );
+            }
             if self.components.cni == RealCni::KubeRouter {
-                // Its firewall: a chain per pod of the node; its pod egress
-                // rule's ipset: every node's pod CIDR.
-                self.wait(node, &["iptables-save", "-t", "filter"], agent_log, |out| {
-                    node.pods
-                        .iter()
-                        .all(|pod| out.contains(&format!("POD name:{} namespace:", pod.name)))
-                });
+                // Its pod egress rule's ipset: every node's pod CIDR.
                 let set = ["ipset", "save", "kube-router-pod-subnets"];
                 self.wait(node, &set, agent_log, |out| {
                     self.cluster
@@ -1202,16 +1304,61 @@ fn api_port(kubeconfig: &Path) -> u16 {
     server.trim().parse().expect("a port")
 }
 
+/// What k3s adds to its Node object, as `(labels, annotations)`: the
+/// instance type, and its node-config annotations
+/// (`pkg/nodeconfig`): the arguments the node's k3s runs with as a JSON
+/// array (a `--flag=value` split in two, a token's value omitted), its
+/// environment, and a base32 SHA-256 over both; its hostname and
+/// address. The first node is the server, with k3s's default network
+/// spelt out as a user gives it; the others are agents, whose arguments
+/// say nothing of the network.
+fn k3s_markers(node: &Node) -> (Value, Value) {
+    let args: Vec<&str> = if node.name == "node-1" {
+        vec![
+            "server",
+            "--cluster-cidr",
+            K3S_CLUSTER_CIDR,
+            "--service-cidr",
+            K3S_SERVICE_CIDR,
+        ]
+    } else {
+        vec![
+            "agent",
+            "--server",
+            "https://172.18.0.11:6443",
+            "--token",
+            "********",
+        ]
+    };
+    let args = serde_json::to_string(&args).expect("JSON");
+    let env = json!({"K3S_NODE_NAME": node.name}).to_string();
+    use sha2::Digest;
+    let hash = data_encoding::BASE32.encode(&sha2::Sha256::digest(format!("{args}{env}")));
+    let labels = json!({
+        "node.kubernetes.io/instance-type": "k3s",
+        "beta.kubernetes.io/instance-type": "k3s",
+    });
+    let annotations = json!({
+        "k3s.io/node-args": args,
+        "k3s.io/node-env": env,
+        "k3s.io/node-config-hash": hash,
+        "k3s.io/hostname": node.name,
+        "k3s.io/internal-ip": node.ip.to_string(),
+    });
+    (labels, annotations)
+}
+
 /// Registers `node` as its kubelet would: labels, the annotations a
 /// kubelet sets (flanneld expects a node to have annotations), addresses
-/// and a Ready condition. No pod CIDR: node IPAM gives it one.
-async fn register_node(client: &Client, node: &Node) {
+/// and a Ready condition; with `k3s`'s labels and annotations besides
+/// ([`k3s_markers`]). No pod CIDR: node IPAM gives it one.
+async fn register_node(client: &Client, node: &Node, k3s: Option<(Value, Value)>) {
     let now = "2026-01-01T00:00:00Z";
     let condition = |type_: &str, status: &str, reason: &str| {
         json!({"type": type_, "status": status, "reason": reason, "message": "lab",
                "lastHeartbeatTime": now, "lastTransitionTime": now})
     };
-    let object = json!({
+    let mut object = json!({
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {
@@ -1249,6 +1396,15 @@ async fn register_node(client: &Client, node: &Node) {
             },
         },
     });
+    if let Some((labels, annotations)) = k3s {
+        for (field, extra) in [("labels", labels), ("annotations", annotations)] {
+            if let (Some(have), Some(extra)) =
+                (object["metadata"][field].as_object_mut(), extra.as_object())
+            {
+                have.extend(extra.clone());
+            }
+        }
+    }
     apiserver::create(client, &object).await;
 }
 
@@ -1304,6 +1460,28 @@ fn flannel_cni_conf(dir: &Path) -> String {
         "dataDir": dir.join("flannel"),
         "ipam": {"dataDir": dir.join("ipam")},
         "delegate": {"hairpinMode": true, "isDefaultGateway": true},
+    })
+    .to_string()
+}
+
+/// The flannel CNI plugin's configuration as k3s writes it
+/// (`10-flannel.conflist`'s flannel plugin: `forceAddress` besides
+/// kube-flannel's delegate settings), with the node's subnet file and the
+/// plugins' state in the node's directory. k3s writes `cniVersion` 1.0.0
+/// for the flannel plugin it bundles; the one built here (flannel-cni
+/// plugin v0.9.1) takes at most 0.4.0, which changes
+/// nothing the plugins do to the pod. The conflist's `portmap` and
+/// `bandwidth` plugins are not run (no hostPort, no bandwidth limit in the
+/// lab).
+fn k3s_cni_conf(dir: &Path) -> String {
+    json!({
+        "cniVersion": "0.4.0",
+        "name": "cbr0",
+        "type": "flannel",
+        "subnetFile": dir.join("subnet.env"),
+        "dataDir": dir.join("flannel"),
+        "ipam": {"dataDir": dir.join("ipam")},
+        "delegate": {"hairpinMode": true, "forceAddress": true, "isDefaultGateway": true},
     })
     .to_string()
 }

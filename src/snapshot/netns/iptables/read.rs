@@ -178,6 +178,13 @@ fn issue_at(
 impl Structure {
     /// Reads line `number`, which starts at byte `start` of the dump.
     fn line<'a>(&mut self, number: usize, start: usize, line: &'a str, words: &mut Vec<Word<'a>>) {
+        // iptables-save writes text: a NUL is damage, which could have
+        // changed a match or a comment into another that reads as well.
+        if let Some(at) = line.find('\0') {
+            let message = "a NUL byte, which iptables-save never writes: the line is damaged";
+            issue_at(&mut self.issues, number, line, at, message);
+            return;
+        }
         let content = line.trim_start();
         let offset = line.len() - content.len();
         if content.is_empty() || content.starts_with('#') {

@@ -1393,6 +1393,28 @@ fn chain_declaration_problems_are_issues() {
 }
 
 #[test]
+fn a_line_with_a_nul_byte_is_an_issue_not_a_rule() {
+    // A comment cut by NULs still reads as a rule, with another comment.
+    let text = "*filter\n:FORWARD ACCEPT [0:0]\n-A FORWARD -m comment --comment \"to POD\0\0\" -j ACCEPT\nCOMMIT\n";
+    let (ruleset, issues) = parse(text);
+    assert_eq!(
+        issues,
+        [ParseIssue::at(
+            3,
+            40,
+            "a NUL byte, which iptables-save never writes: the line is damaged"
+        )]
+    );
+    let ruleset = ruleset.unwrap();
+    let forward = ruleset
+        .table(TableName::Filter)
+        .unwrap()
+        .chain("FORWARD")
+        .unwrap();
+    assert!(forward.rules.is_empty());
+}
+
+#[test]
 fn lines_outside_a_table_are_issues() {
     let text = "-A INPUT -j ACCEPT\nCOMMIT\n*filter\n:INPUT ACCEPT [0:0]\n*nat\nCOMMIT\n";
     let (ruleset, issues) = parse(text);
