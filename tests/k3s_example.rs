@@ -69,18 +69,7 @@ fn k3s_answers_for_the_cluster_and_its_parts_lend_their_checks() {
 
 #[test]
 fn the_networkpolicy_behind_kube_routers_rejecting_chain_is_named() {
-    let diagnosis = diagnose("default/web-3:8080");
-    assert_eq!(diagnosis.disposition(), Disposition::DeniedByNetfilter);
-    let denied = common::only(&diagnosis, "kube-router.policy.denied");
-    assert_eq!(denied.about.hop.to_string(), "node-2");
-    for named in [
-        "default/isolate-node-2",
-        "KUBE-POD-FW-",
-        // base32(sha256("default" + "isolate-node-2" + "IPv4"))[:16]
-        "KUBE-DST-UWPDTGOQEN6CBJIY",
-    ] {
-        assert!(denied.message.contains(named), "{}", denied.message);
-    }
+    common::assert_kube_router_names_isolate_node_2(&diagnose("default/web-3:8080"));
 }
 
 /// Without a ConfigMap, flannel's network is k3s's `--cluster-cidr`: the

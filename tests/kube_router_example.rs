@@ -50,18 +50,7 @@ fn pods_of_one_node_reach_each_other_on_kube_bridge() {
 
 #[test]
 fn the_networkpolicy_behind_the_rejecting_chain_is_named_with_its_ipset() {
-    let diagnosis = diagnose("default/web-3:8080");
-    assert_eq!(diagnosis.disposition(), Disposition::DeniedByNetfilter);
-    let denied = common::only(&diagnosis, "kube-router.policy.denied");
-    assert_eq!(denied.about.hop.to_string(), "node-2");
-    for named in [
-        "default/isolate-node-2",
-        "KUBE-POD-FW-",
-        // base32(sha256("default" + "isolate-node-2" + "IPv4"))[:16]
-        "KUBE-DST-UWPDTGOQEN6CBJIY",
-    ] {
-        assert!(denied.message.contains(named), "{}", denied.message);
-    }
+    common::assert_kube_router_names_isolate_node_2(&diagnose("default/web-3:8080"));
 }
 
 #[test]

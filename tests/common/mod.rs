@@ -152,6 +152,27 @@ pub fn with_id<'d>(diagnosis: &'d Diagnosis, id: &str) -> Vec<&'d skoop::engine:
         .collect()
 }
 
+/// A flow into node-2's pods that kube-router's firewall rejects for the
+/// examples' NetworkPolicy `default/isolate-node-2` (examples/kube-router,
+/// examples/k3s): denied at node-2, its one `kube-router.policy.denied`
+/// naming the policy, the pod's firewall chain and the policy's ipset.
+pub fn assert_kube_router_names_isolate_node_2(diagnosis: &Diagnosis) {
+    assert_eq!(
+        diagnosis.disposition(),
+        skoop::engine::Disposition::DeniedByNetfilter
+    );
+    let denied = only(diagnosis, "kube-router.policy.denied");
+    assert_eq!(denied.about.hop.to_string(), "node-2");
+    for named in [
+        "default/isolate-node-2",
+        "KUBE-POD-FW-",
+        // base32(sha256("default" + "isolate-node-2" + "IPv4"))[:16]
+        "KUBE-DST-UWPDTGOQEN6CBJIY",
+    ] {
+        assert!(denied.message.contains(named), "{}", denied.message);
+    }
+}
+
 /// The diagnosis's one finding `id`; there must be exactly one.
 pub fn only<'d>(diagnosis: &'d Diagnosis, id: &str) -> &'d skoop::engine::Finding {
     let [finding] = with_id(diagnosis, id)[..] else {

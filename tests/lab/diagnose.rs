@@ -2100,6 +2100,25 @@ const fn ip_forward_off_on_node_2(finds: &'static str) -> Fault {
     }
 }
 
+/// kube-router's NetworkPolicy isolating node-2's pods, with node-2's jump
+/// from FORWARD to its firewall deleted: nothing enforces the policy, and
+/// the flow is delivered (the kube-router and k3s groups).
+const KUBE_ROUTER_FIREWALL_JUMP_DELETED: Fault = Fault {
+    name: "that NetworkPolicy, with FORWARD's jump to KUBE-ROUTER-FORWARD deleted on node-2",
+    inject: Inject::Components(|_, real| {
+        isolate_node_2_by_kube_router(real);
+        real.freeze();
+        delete_jump(
+            &real.cluster,
+            1,
+            ("filter", "FORWARD"),
+            "KUBE-ROUTER-FORWARD",
+        );
+    }),
+    finds: Some("kube-router.firewall.jump"),
+    ..HEALTHY_TCP
+};
+
 /// kindnet's cases between pods (`kindnet.rs`).
 const KINDNET_FAULTS: &[Fault] = &[
     HEALTHY_TCP,
@@ -2576,21 +2595,7 @@ const K3S_FAULTS: &[Fault] = &[
         finds: Some("kube-router.policy.denied"),
         ..HEALTHY_TCP
     },
-    Fault {
-        name: "that NetworkPolicy, with FORWARD's jump to KUBE-ROUTER-FORWARD deleted on node-2",
-        inject: Inject::Components(|_, real| {
-            isolate_node_2_by_kube_router(real);
-            real.freeze();
-            delete_jump(
-                &real.cluster,
-                1,
-                ("filter", "FORWARD"),
-                "KUBE-ROUTER-FORWARD",
-            );
-        }),
-        finds: Some("kube-router.firewall.jump"),
-        ..HEALTHY_TCP
-    },
+    KUBE_ROUTER_FIREWALL_JUMP_DELETED,
 ];
 
 /// k3s's pods to a host outside the cluster: its flannel masquerades them
@@ -2781,21 +2786,7 @@ const KUBE_ROUTER_FAULTS: &[Fault] = &[
         finds: Some("kube-router.policy.denied"),
         ..HEALTHY_TCP
     },
-    Fault {
-        name: "that NetworkPolicy, with FORWARD's jump to KUBE-ROUTER-FORWARD deleted on node-2",
-        inject: Inject::Components(|_, real| {
-            isolate_node_2_by_kube_router(real);
-            real.freeze();
-            delete_jump(
-                &real.cluster,
-                1,
-                ("filter", "FORWARD"),
-                "KUBE-ROUTER-FORWARD",
-            );
-        }),
-        finds: Some("kube-router.firewall.jump"),
-        ..HEALTHY_TCP
-    },
+    KUBE_ROUTER_FIREWALL_JUMP_DELETED,
     Fault {
         name: "a NetworkPolicy isolating node-1's pods for egress",
         inject: Inject::Components(|_, real| {
