@@ -82,23 +82,39 @@ pub fn missing_namespaces(snapshot: &Snapshot, diagnosis: &Diagnosis) -> Vec<Wan
 }
 
 /// Where the walk could not tell for want of a namespace it cannot name,
-/// at a hop of a node whose own dump was collected (a bridge port whose far
-/// end is a pod not collected: an ARP answer from behind it is possible),
-/// the pods of that node not yet collected: one of them is behind it.
-/// A node itself not collected is [`missing_namespaces`]'s.
+/// at a hop whose own dump, and its node's, were collected (a bridge port
+/// whose far end is a pod not collected: an ARP answer from behind it is
+/// possible), the pods of that node not yet collected: one of them is
+/// behind it. A hop or node itself not collected is
+/// [`missing_namespaces`]'s, and wants no more than itself.
 pub fn pods_behind_unknowns(snapshot: &Snapshot, diagnosis: &Diagnosis) -> Vec<Wanted> {
     let mut nodes: Vec<&str> = Vec::new();
     let stopped_unknown = (diagnosis.findings.iter())
         .filter(|finding| finding.id == engine::codes::SNAPSHOT_MISSING)
         .filter_map(|finding| {
             let index = petgraph::graph::NodeIndex::new(finding.about.hop_index);
-            diagnosis.graph.node_weight(index)?.node.as_deref()
+            diagnosis.graph.node_weight(index)
         });
-    for node in stopped_unknown {
+    for hop in stopped_unknown {
+        let Some(node) = hop.node.as_deref() else {
+            continue;
+        };
+        let own = match &hop.id {
+            HopId::Node { .. } => NetnsId::Host {
+                node: node.to_string(),
+            },
+            HopId::Pod { namespace, name } => NetnsId::Pod {
+                node: node.to_string(),
+                namespace: namespace.clone(),
+                name: name.clone(),
+            },
+            HopId::External(_) => continue,
+        };
         let host = NetnsId::Host {
             node: node.to_string(),
         };
-        if snapshot.namespaces.contains_key(&host) && !nodes.contains(&node) {
+        let collected = |id| snapshot.namespaces.contains_key(id);
+        if collected(&own) && collected(&host) && !nodes.contains(&node) {
             nodes.push(node);
         }
     }
