@@ -493,10 +493,11 @@ fn runs_in_ci_share(index: usize, all: &str) -> bool {
     index < 12 || std::env::var(all).is_ok_and(|value| value == "all")
 }
 
-/// Whether the kube-router group runs: when a case is asked for by name
-/// (`SKOOP_LAB_CASE`), or with `SKOOP_LAB_KUBE_ROUTER=1`; not in CI's full
-/// run. kube-router v2.1.0 restores its filter and nat tables from copies it
-/// saved, and kube-proxy's rules written meanwhile are lost (a sync failing
+/// Whether the groups running kube-router (kube-router's, k3s's) run: when
+/// a case is asked for by name (`SKOOP_LAB_CASE`), or with
+/// `SKOOP_LAB_KUBE_ROUTER=1`; not in CI's full run. kube-router v2.1.0's
+/// NetworkPolicy controller restores the filter table from a copy it saved,
+/// and kube-proxy's rules written meanwhile are lost (a sync failing
 /// on a missing KUBE-FORWARD, or a Service not answering until kube-proxy's
 /// next change): in 11 of about 116 case runs on 2026-12-06 a cluster
 /// never became, or did not stay, healthy. That is the components', not skoop's, and a CI
@@ -3603,7 +3604,7 @@ fn diagnosis_agrees_with_the_kernel_on_every_lab_fault() {
             let kubelets = matches!(group.lab, LabKind::Kubelet(RealCni::FlannelVxlan));
             let real_vxlan = matches!(group.lab, LabKind::Real(RealCni::FlannelVxlan, _))
                 && std::ptr::eq(group.faults, VXLAN_FAULTS);
-            let kube_router = matches!(group.lab, LabKind::Real(RealCni::KubeRouter, _));
+            let kube_router = matches!(group.lab, LabKind::Real(cni, _) if cni.runs_kube_router());
             (group.faults.iter().enumerate())
                 .filter(move |(index, _)| {
                     (!kubelets || runs_in_ci_share(*index, "SKOOP_LAB_KUBELET"))

@@ -124,7 +124,7 @@ impl RealCni {
 
     /// Whether kube-router's firewall runs on the nodes; kube-proxy then
     /// starts once it has programmed every node (see `build_with`).
-    fn runs_kube_router(self) -> bool {
+    pub fn runs_kube_router(self) -> bool {
         matches!(self, RealCni::KubeRouter | RealCni::K3s)
     }
 
@@ -455,8 +455,8 @@ impl RealCluster {
             real.add_node(lab, pods_per_node);
         }
         if cni.runs_kube_router() {
-            // kube-router restores its filter and nat tables from copies it
-            // saved: chains kube-proxy made meanwhile are gone, and
+            // kube-router's NetworkPolicy controller restores the filter
+            // table from a copy it saved: chains kube-proxy made meanwhile are gone, and
             // kube-proxy v1.37.2 does not write them again (its sync fails on
             // a missing KUBE-FORWARD, and its retry finds nothing changed:
             // no Service rule). So kube-proxy starts once kube-router has
