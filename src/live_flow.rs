@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use crate::collect::live::{LiveCollection, Wanted};
-use crate::engine::{self, Diagnosis, Endpoint, HopId, Request};
+use crate::engine::{self, Diagnosis, Endpoint, Hop, HopId, Request};
 use crate::packs::LoadedPacks;
 use crate::snapshot::cluster::IpOwner;
 use crate::snapshot::{NetnsId, Snapshot};
@@ -55,25 +55,7 @@ pub async fn collect_for_flow(
 /// snapshot holds no dump of.
 pub fn missing_namespaces(snapshot: &Snapshot, diagnosis: &Diagnosis) -> Vec<Wanted> {
     let mut wanted = Vec::new();
-    for hop in diagnosis.graph.node_weights() {
-        let Some(node) = hop.node.clone() else {
-            continue;
-        };
-        let (id, want) = match &hop.id {
-            HopId::Node { .. } => (NetnsId::Host { node: node.clone() }, Wanted::Host { node }),
-            HopId::Pod { namespace, name } => (
-                NetnsId::Pod {
-                    node,
-                    namespace: namespace.clone(),
-                    name: name.clone(),
-                },
-                Wanted::Pod {
-                    namespace: namespace.clone(),
-                    name: name.clone(),
-                },
-            ),
-            HopId::External(_) => continue,
-        };
+    for (id, want) in diagnosis.graph.node_weights().filter_map(hop_namespace) {
         if !snapshot.namespaces.contains_key(&id) && !wanted.contains(&want) {
             wanted.push(want);
         }
@@ -88,6 +70,7 @@ pub fn missing_namespaces(snapshot: &Snapshot, diagnosis: &Diagnosis) -> Vec<Wan
 /// behind it. A hop or node itself not collected is
 /// [`missing_namespaces`]'s, and wants no more than itself.
 pub fn pods_behind_unknowns(snapshot: &Snapshot, diagnosis: &Diagnosis) -> Vec<Wanted> {
+    let collected = |id: &NetnsId| snapshot.namespaces.contains_key(id);
     let mut nodes: Vec<&str> = Vec::new();
     let stopped_unknown = (diagnosis.findings.iter())
         .filter(|finding| finding.id == engine::codes::SNAPSHOT_MISSING)
@@ -96,49 +79,48 @@ pub fn pods_behind_unknowns(snapshot: &Snapshot, diagnosis: &Diagnosis) -> Vec<W
             diagnosis.graph.node_weight(index)
         });
     for hop in stopped_unknown {
-        let Some(node) = hop.node.as_deref() else {
+        let (Some(node), Some((own, _))) = (hop.node.as_deref(), hop_namespace(hop)) else {
             continue;
-        };
-        let own = match &hop.id {
-            HopId::Node { .. } => NetnsId::Host {
-                node: node.to_string(),
-            },
-            HopId::Pod { namespace, name } => NetnsId::Pod {
-                node: node.to_string(),
-                namespace: namespace.clone(),
-                name: name.clone(),
-            },
-            HopId::External(_) => continue,
         };
         let host = NetnsId::Host {
             node: node.to_string(),
         };
-        let collected = |id| snapshot.namespaces.contains_key(id);
         if collected(&own) && collected(&host) && !nodes.contains(&node) {
             nodes.push(node);
         }
     }
-    let mut wanted = Vec::new();
-    for node in nodes {
-        for pod in snapshot
-            .cluster
-            .pods_on(node)
+    let pods = nodes.into_iter().flat_map(|node| {
+        (snapshot.cluster.pods_on(node))
             .filter(|pod| !pod.host_network)
-        {
-            let id = NetnsId::Pod {
-                node: node.to_string(),
-                namespace: pod.meta.namespace.clone(),
-                name: pod.meta.name.clone(),
-            };
-            if !snapshot.namespaces.contains_key(&id) {
-                wanted.push(Wanted::Pod {
-                    namespace: pod.meta.namespace.clone(),
-                    name: pod.meta.name.clone(),
-                });
-            }
-        }
+            .map(move |pod| pod_namespace(node, &pod.meta.namespace, &pod.meta.name))
+    });
+    pods.filter(|(id, _)| !collected(id))
+        .map(|(_, want)| want)
+        .collect()
+}
+
+/// A hop's namespace, and how to ask for it; `None` outside the cluster.
+fn hop_namespace(hop: &Hop) -> Option<(NetnsId, Wanted)> {
+    let node = hop.node.clone()?;
+    match &hop.id {
+        HopId::Node { .. } => Some((NetnsId::Host { node: node.clone() }, Wanted::Host { node })),
+        HopId::Pod { namespace, name } => Some(pod_namespace(&node, namespace, name)),
+        HopId::External(_) => None,
     }
-    wanted
+}
+
+/// Pod `namespace/name`'s network namespace on `node`, and how to ask for it.
+fn pod_namespace(node: &str, namespace: &str, name: &str) -> (NetnsId, Wanted) {
+    let id = NetnsId::Pod {
+        node: node.to_string(),
+        namespace: namespace.to_string(),
+        name: name.to_string(),
+    };
+    let want = Wanted::Pod {
+        namespace: namespace.to_string(),
+        name: name.to_string(),
+    };
+    (id, want)
 }
 
 /// The namespaces an endpoint of the request names: a pod's and its
