@@ -98,6 +98,32 @@ fn conf_file(dir: &Path) -> std::path::PathBuf {
 pub fn start(lab: &mut Lab, node: &Node, dir: &Path, bin: &Path, kubeconfig: &Path) -> u32 {
     let conf = conf_file(dir);
     fs::write(&conf, cni_conf_list().to_string()).expect("write the CNI configuration");
+    let mut argv = vec![
+        // kube-router refreshes its ipsets of the nodes' pod CIDRs and
+        // addresses (which its pod egress rule masquerades by) every
+        // period, 5 minutes by default: until then a node masquerades its
+        // pods' traffic to the pods of a node added after it started. The
+        // lab's cases start once every node knows every other.
+        "--routes-sync-period=5s",
+    ];
+    argv.extend(args());
+    let env = [(
+        "KUBE_ROUTER_CNI_CONF_FILE",
+        conf.to_str().expect("a UTF-8 path"),
+    )];
+    spawn(lab, node, dir, (bin, kubeconfig), &argv, &env)
+}
+
+/// kube-router in `node`'s namespace as `kubeconfig`'s client, named as the
+/// node, with `args` and `env` besides; its log in `dir`. Returns its pid.
+fn spawn(
+    lab: &mut Lab,
+    node: &Node,
+    dir: &Path,
+    (bin, kubeconfig): (&Path, &Path),
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> u32 {
     let program = bin.join("kube-router");
     let kubeconfig = format!("--kubeconfig={}", kubeconfig.display());
     let hostname = format!("--hostname-override={}", node.name);
@@ -107,23 +133,9 @@ pub fn start(lab: &mut Lab, node: &Node, dir: &Path, bin: &Path, kubeconfig: &Pa
         &hostname,
         // Nothing listens outside the node's namespace; no health server.
         "--health-port=0",
-        // kube-router refreshes its ipsets of the nodes' pod CIDRs and
-        // addresses (which its pod egress rule masquerades by) every
-        // period, 5 minutes by default: until then a node masquerades its
-        // pods' traffic to the pods of a node added after it started. The
-        // lab's cases start once every node knows every other.
-        "--routes-sync-period=5s",
     ];
-    argv.extend(args());
-    lab.spawn_logged(
-        Some(&node.ns),
-        &argv,
-        &[(
-            "KUBE_ROUTER_CNI_CONF_FILE",
-            conf.to_str().expect("a UTF-8 path"),
-        )],
-        &dir.join("kube-router.log"),
-    )
+    argv.extend_from_slice(args);
+    lab.spawn_logged(Some(&node.ns), &argv, env, &dir.join("kube-router.log"))
 }
 
 /// The configuration a container runtime gives the bridge plugin for a
@@ -155,20 +167,12 @@ pub fn start_firewall(
     kubeconfig: &Path,
     service_cidr: &str,
 ) -> u32 {
-    let program = bin.join("kube-router");
-    let kubeconfig = format!("--kubeconfig={}", kubeconfig.display());
-    let hostname = format!("--hostname-override={}", node.name);
     let services = format!("--service-cluster-ip-range={service_cidr}");
     let argv = [
-        program.to_str().expect("a UTF-8 path"),
-        &kubeconfig,
-        &hostname,
         "--run-router=false",
         "--run-firewall=true",
         "--run-service-proxy=false",
         &services,
-        // Nothing listens outside the node's namespace; no health server.
-        "--health-port=0",
     ];
-    lab.spawn_logged(Some(&node.ns), &argv, &[], &dir.join("kube-router.log"))
+    spawn(lab, node, dir, (bin, kubeconfig), &argv, &[])
 }
