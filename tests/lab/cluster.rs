@@ -182,8 +182,7 @@ impl Cluster {
             add_node_subnet(&underlay, 1);
         }
         if topology.dual_stack {
-            underlay.ip("-6 addr add fd00:18:0::1/64 dev br0 nodad");
-            underlay.run(&["sysctl", "-qw", "net.ipv6.conf.all.forwarding=1"]);
+            underlay_ipv6(&underlay);
         }
 
         let mut pod_number = 0;
@@ -334,7 +333,7 @@ pub enum Dad {
 
 /// Starts a pod's listeners on [`POD_PORT`]: openbsd nc listens in one
 /// family, so a dual-stack pod gets a second one on IPv6.
-fn spawn_pod_listeners(lab: &mut Lab, pod: &Pod) {
+pub fn spawn_pod_listeners(lab: &mut Lab, pod: &Pod) {
     spawn_listener(lab, &pod.ns);
     if pod.ip6.is_some() {
         lab.spawn(&pod.ns, &["nc", "-6", "-lk", &POD_PORT.to_string()]);
@@ -361,6 +360,13 @@ pub fn underlay(lab: &mut Lab) -> (Netns, Netns) {
     add_node_subnet(&underlay, 0);
     let outside = add_outside(lab, &underlay);
     (underlay, outside)
+}
+
+/// The underlay's IPv6 side: its router at `fd00:18:0::1/64` on the nodes'
+/// subnet, forwarding IPv6.
+pub fn underlay_ipv6(underlay: &Netns) {
+    underlay.ip("-6 addr add fd00:18:0::1/64 dev br0 nodad");
+    underlay.run(&["sysctl", "-qw", "net.ipv6.conf.all.forwarding=1"]);
 }
 
 /// Node subnet `subnet` on the underlay: bridge `br<subnet>` holding its
@@ -436,7 +442,7 @@ pub fn add_node(lab: &mut Lab, underlay: &Netns, n: u8, subnet: u8) -> Node {
 /// `fd00:18:S::(10+n)/64` (without duplicate address detection, so that it
 /// is usable at once), the default route by the underlay's router, IPv6
 /// forwarding, and pod CIDR `fd00:10:244:n::/64`.
-fn add_ipv6(node: &mut Node, subnet: u8, n: u8) {
+pub fn add_ipv6(node: &mut Node, subnet: u8, n: u8) {
     let ip6 = Ipv6Addr::new(0xfd00, 0x18, subnet.into(), 0, 0, 0, 0, 10 + u16::from(n));
     node.ns.ip(&format!("-6 addr add {ip6}/64 dev eth0 nodad"));
     node.ns.ip(&format!(

@@ -20,7 +20,7 @@ use crate::cluster::{CLUSTER_CIDR6, Cluster, Cni, OUTSIDE_IP, Pod, Topology};
 use crate::flannel::Flannel;
 use crate::kindnet::{self, Kindnet};
 use crate::lab::{Availability, Lab, availability};
-use crate::real::{self, ProxyMode, RealCluster, RealCni};
+use crate::real::{self, ProxyMode, RealCluster, RealCni, Stack};
 use crate::{live, snapshot};
 
 /// A fault: what to break, and which hop a diagnosis must blame.
@@ -1254,9 +1254,13 @@ const IPV6_HOST_GW_FAULTS: &[Fault] = &[
         name: "a wrong IPv6 default route in web-0 (a gateway nobody holds)",
         inject: Inject::Kernel(|c| {
             let pod = &c.nodes[0].pods[0];
-            pod.ns.ip("-6 route del fd00:10:244::/56");
+            let cidr6 = c.nodes[0].pod_cidr6.expect("dual-stack");
+            let nobody = std::net::Ipv6Addr::from(u128::from(cidr6.network()) + 0x99);
+            // The pod's route to the cluster's IPv6 network, where it has
+            // one, would take the flow past the default route.
+            let _ = pod.ns.exec(&["ip", "-6", "route", "del", CLUSTER_CIDR6]);
             pod.ns
-                .ip("-6 route replace default via fd00:10:244:1::99 dev eth0");
+                .ip(&format!("-6 route replace default via {nobody} dev eth0"));
         }),
         blamed: Some("default/web-0"),
         expected: Disposition::NeighborFailed,
@@ -2229,6 +2233,9 @@ enum LabKind {
         nodes: u8,
     },
     Real(RealCni, ProxyMode),
+    /// The real components on a dual-stack cluster (`Stack::DualStack`),
+    /// whose flows are asked in IPv6 (`--family ipv6`).
+    RealDualStack(RealCni, ProxyMode),
     /// The real components with a kubelet and containerd on each node
     /// (`RealCluster::build_kubelet`), diagnosed live through collector pods.
     Kubelet(RealCni),
@@ -2240,7 +2247,7 @@ impl LabKind {
         let (cni, nodes, across_router) = match self {
             LabKind::Scripted(cni) | LabKind::DualStack(cni) => (cni, 2, false),
             LabKind::Routed { cni, nodes, .. } => (cni, nodes, true),
-            LabKind::Real(..) | LabKind::Kubelet(..) => return None,
+            LabKind::Real(..) | LabKind::RealDualStack(..) | LabKind::Kubelet(..) => return None,
         };
         let topology = Topology {
             nodes,
@@ -2268,6 +2275,18 @@ impl LabKind {
             LabKind::Real(_, ProxyMode::Nftables) => {
                 unreachable!("the nftables cases run on Flannel VXLAN")
             }
+            LabKind::RealDualStack(RealCni::FlannelVxlan, ProxyMode::Iptables) => {
+                "flannel-vxlan (real components), dual-stack, flows in IPv6"
+            }
+            LabKind::RealDualStack(RealCni::FlannelHostGw, ProxyMode::Iptables) => {
+                "flannel-host-gw (real components), dual-stack, flows in IPv6"
+            }
+            LabKind::RealDualStack(RealCni::FlannelVxlan, ProxyMode::Nftables) => {
+                "flannel-vxlan (real components, kube-proxy in nftables mode), dual-stack, flows in IPv6"
+            }
+            LabKind::RealDualStack(..) => {
+                unreachable!("the real dual-stack lab runs Flannel")
+            }
             LabKind::Kubelet(RealCni::FlannelVxlan) => {
                 "flannel-vxlan (real components, kubelet and containerd)"
             }
@@ -2291,7 +2310,7 @@ impl LabKind {
     /// The family the flows of its cases are asked in.
     fn family(self) -> Family {
         match self {
-            LabKind::DualStack(_) => Family::Ipv6,
+            LabKind::DualStack(_) | LabKind::RealDualStack(..) => Family::Ipv6,
             _ => Family::Ipv4,
         }
     }
@@ -2489,6 +2508,21 @@ const TOPOLOGIES: &[Group] = &[
         lab: LabKind::Real(RealCni::FlannelVxlan, ProxyMode::Nftables),
         peer: Peer::Outside,
         faults: OUTSIDE_FAULTS,
+    },
+    Group {
+        lab: LabKind::RealDualStack(RealCni::FlannelVxlan, ProxyMode::Iptables),
+        peer: Peer::Cluster,
+        faults: IPV6_VXLAN_FAULTS,
+    },
+    Group {
+        lab: LabKind::RealDualStack(RealCni::FlannelHostGw, ProxyMode::Iptables),
+        peer: Peer::Cluster,
+        faults: IPV6_HOST_GW_FAULTS,
+    },
+    Group {
+        lab: LabKind::RealDualStack(RealCni::FlannelVxlan, ProxyMode::Nftables),
+        peer: Peer::Cluster,
+        faults: &[HEALTHY_TO_IPV6_CLUSTER_IP],
     },
     Group {
         lab: LabKind::Real(RealCni::FlannelHostGw, ProxyMode::Iptables),
@@ -3127,7 +3161,25 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
         (Some((cni, topology)), _) => (Some(Cluster::build(&mut lab, &topology, cni)), None),
         (None, LabKind::Real(cni, mode)) => (
             None,
-            Some(RealCluster::build_with(&mut lab, cni, mode, 2, 2)),
+            Some(RealCluster::build_with(
+                &mut lab,
+                cni,
+                mode,
+                Stack::Ipv4,
+                2,
+                2,
+            )),
+        ),
+        (None, LabKind::RealDualStack(cni, mode)) => (
+            None,
+            Some(RealCluster::build_with(
+                &mut lab,
+                cni,
+                mode,
+                Stack::DualStack,
+                2,
+                2,
+            )),
         ),
         (None, LabKind::Kubelet(cni)) => {
             (None, Some(RealCluster::build_kubelet(&mut lab, cni, 2, 2)))
@@ -3481,7 +3533,10 @@ fn confirm_case(
     let transfer = fault.mtu.as_ref().is_some_and(|mtu| mtu.size.is_none());
     let asked = (!transfer).then_some(kernel);
     // kube-proxy's nftables rules have no `counter`: nothing counts there.
-    let nft = matches!(kind, LabKind::Real(_, ProxyMode::Nftables));
+    let nft = matches!(
+        kind,
+        LabKind::Real(_, ProxyMode::Nftables) | LabKind::RealDualStack(_, ProxyMode::Nftables)
+    );
     let stops_at_a_counted_rule = fault.expected == Disposition::DeniedByNetfilter && !nft;
     crate::confirm::assert_agrees(&args, asked, stops_at_a_counted_rule, name);
 }
@@ -3695,6 +3750,14 @@ fn accuracy_table(rows: &[Row]) -> String {
          --node-exec`). The components are frozen (SIGSTOP) once the fault is in place, so that none\n\
          repairs it while the kernel and skoop are asked; the kernel is asked again after the\n\
          collection and must answer the same.\n\n\
+         In the topologies *dual-stack, flows in IPv6*, nodes, pods and the service have an IPv6\n\
+         address beside their IPv4 one (nodes `fd00:18::/64`, pods `fd00:10:244::/56`, ClusterIP\n\
+         `fd00:10:96::100`), and the flows are asked in IPv6 (`--family ipv6`). On the real\n\
+         components, kube-apiserver and kube-controller-manager have a Service CIDR and a cluster\n\
+         CIDR of each family (node IPAM gives each node a /24 and a /64), flanneld runs with\n\
+         `EnableIPv6` (its `flannel-v6.1` VXLAN device over the IPv6 underlay, or host-gw routes via\n\
+         the nodes' IPv6 addresses), kube-proxy programs both families (ip6tables, or the table `ip6\n\
+         kube-proxy`), and the flannel plugin gives every pod an address of each family.\n\n\
          The flow is `default/web-0` (node-1) to the last pod of the last node (`default/web-3` on\n\
          node-2), or to the service's ClusterIP (10.96.0.100:80) where the fault says so. *Kernel* is\n\
          what a real TCP connect (`nc -z`) or ping between the namespaces did; for a DF ping of a size,\n\

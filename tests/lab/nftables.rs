@@ -55,7 +55,7 @@ use skoop::snapshot::netns::iptables::Protocol;
 use crate::cluster::{OUTSIDE_IP, POD_PORT};
 use crate::lab::{Availability, Lab, Netns, availability};
 use crate::netfilter::{Seen, connect, seen_when_stopped};
-use crate::real::{ProxyMode, RealCluster, RealCni};
+use crate::real::{ProxyMode, RealCluster, RealCni, Stack};
 use crate::snapshot::collect_local;
 
 /// The router's firewall, loaded first (as a node's firewall is at boot):
@@ -1111,7 +1111,14 @@ fn real_kube_proxy_nftables_rules_agree_with_the_kernel_on_every_flow() {
     }
     let started = Instant::now();
     let mut lab = Lab::new();
-    let real = RealCluster::build_with(&mut lab, RealCni::FlannelVxlan, ProxyMode::Nftables, 2, 2);
+    let real = RealCluster::build_with(
+        &mut lab,
+        RealCni::FlannelVxlan,
+        ProxyMode::Nftables,
+        Stack::Ipv4,
+        2,
+        2,
+    );
     let cluster = &real.cluster;
     let node = &cluster.nodes[0];
     let other = &cluster.nodes[1];

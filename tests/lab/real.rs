@@ -18,7 +18,7 @@
 
 use std::fs;
 use std::io::{ErrorKind, Write};
-use std::net::{Ipv4Addr, Shutdown, TcpListener, TcpStream};
+use std::net::{Ipv4Addr, Ipv6Addr, Shutdown, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -27,7 +27,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use ipnet::Ipv4Net;
+use ipnet::{Ipv4Net, Ipv6Net};
 use kube::Client;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::core::{ApiResource, GroupVersionKind};
@@ -36,7 +36,9 @@ use serde_json::{Value, json};
 use crate::apiserver::{self, ApiServer};
 use crate::calico;
 use crate::cilium;
-use crate::cluster::{self, APP_NAMESPACE, CLUSTER_CIDR, Cluster, Node, POD_PORT, Pod, Service};
+use crate::cluster::{
+    self, APP_NAMESPACE, CLUSTER_CIDR, CLUSTER_CIDR6, Cluster, Dad, Node, POD_PORT, Pod, Service,
+};
 use crate::kube_router;
 use crate::kubelet;
 use crate::lab::{Lab, Netns};
@@ -44,6 +46,9 @@ use crate::objects;
 
 /// The Services' network, kube-apiserver's `--service-cluster-ip-range`.
 const SERVICE_CIDR: &str = "10.96.0.0/12";
+/// The Services' IPv6 network in a dual-stack cluster; the scripted lab's
+/// IPv6 ClusterIP `fd00:10:96::100` is in it.
+const SERVICE_CIDR6: &str = "fd00:10:96::/108";
 /// k3s's defaults: its `--cluster-cidr` (the pods' network) and
 /// `--service-cidr`, which the k3s lab keeps.
 const K3S_CLUSTER_CIDR: &str = "10.42.0.0/16";
@@ -142,7 +147,7 @@ impl RealCni {
     /// on k3s, as k3s writes it from its `--cluster-cidr` and
     /// `--flannel-backend` (`pkg/agent/flannel/setup.go`'s template: both
     /// families named, IPv6 off with `::/0`, no `EnableNFTables`).
-    fn net_conf(self) -> Value {
+    fn net_conf(self, stack: Stack) -> Value {
         if self == RealCni::K3s {
             return json!({"Network": K3S_CLUSTER_CIDR, "EnableIPv6": false, "EnableIPv4": true,
                           "IPv6Network": "::/0", "Backend": {"Type": "vxlan"}});
@@ -156,8 +161,25 @@ impl RealCni {
             | RealCni::Canal
             | RealCni::K3s => "vxlan",
         };
-        json!({"Network": CLUSTER_CIDR, "EnableNFTables": false, "Backend": {"Type": backend}})
+        let mut net_conf =
+            json!({"Network": CLUSTER_CIDR, "EnableNFTables": false, "Backend": {"Type": backend}});
+        if stack == Stack::DualStack {
+            net_conf["EnableIPv6"] = true.into();
+            net_conf["IPv6Network"] = CLUSTER_CIDR6.into();
+        }
+        net_conf
     }
+}
+
+/// The address families of a real-components cluster.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stack {
+    Ipv4,
+    /// IPv4 and IPv6 everywhere: the nodes' addresses, two cluster CIDRs
+    /// (node IPAM gives each node a pod CIDR of each), two Service CIDRs
+    /// (the lab's Service `PreferDualStack`), kube-proxy in both families,
+    /// flanneld with `EnableIPv6`, and pods with an address of each.
+    DualStack,
 }
 
 /// kube-proxy's mode (`--proxy-mode`).
@@ -214,6 +236,7 @@ struct Components {
     pids: std::cell::RefCell<Vec<u32>>,
     cni: RealCni,
     proxy_mode: ProxyMode,
+    stack: Stack,
     bin: PathBuf,
     kubeconfig: PathBuf,
     state: tempfile::TempDir,
@@ -228,6 +251,23 @@ impl Components {
     /// A node's directory: its flanneld subnet file, CNI state and logs.
     fn node_dir(&self, node: &Node) -> PathBuf {
         self.state.path().join(&node.name)
+    }
+
+    /// The pods' networks (kube-controller-manager's and kube-proxy's
+    /// `--cluster-cidr`): one per family.
+    fn cluster_cidrs(&self) -> String {
+        match self.stack {
+            Stack::Ipv4 => self.cni.cluster_cidr().to_string(),
+            Stack::DualStack => format!("{},{CLUSTER_CIDR6}", self.cni.cluster_cidr()),
+        }
+    }
+
+    /// The Services' networks (`--service-cluster-ip-range`): one per family.
+    fn service_cidrs(&self) -> String {
+        match self.stack {
+            Stack::Ipv4 => self.cni.service_cidr().to_string(),
+            Stack::DualStack => format!("{},{SERVICE_CIDR6}", self.cni.service_cidr()),
+        }
     }
 
     fn controller_manager_log(&self) -> PathBuf {
@@ -251,7 +291,8 @@ impl Components {
         let dir = self.node_dir(node);
         let net_conf = if self.cni == RealCni::K3s {
             let file = dir.join("net-conf.json");
-            fs::write(&file, self.cni.net_conf().to_string()).expect("write net-conf.json");
+            fs::write(&file, self.cni.net_conf(self.stack).to_string())
+                .expect("write net-conf.json");
             file
         } else {
             self.state.path().join("net-conf.json")
@@ -420,7 +461,7 @@ impl Components {
                 &format!("--kubeconfig={}", self.kubeconfig.display()),
                 &format!("--hostname-override={}", node.name),
                 self.proxy_mode.flag(),
-                &format!("--cluster-cidr={}", self.cni.cluster_cidr()),
+                &format!("--cluster-cidr={}", self.cluster_cidrs()),
                 // The host's conntrack settings are not the lab's to change.
                 "--conntrack-max-per-core=0",
                 "--conntrack-tcp-timeout-established=0",
@@ -439,18 +480,27 @@ impl RealCluster {
     /// to every other node's pods, and kube-proxy's rules for every pod of
     /// the service.
     pub fn build(lab: &mut Lab, cni: RealCni, nodes: u8, pods_per_node: u8) -> RealCluster {
-        RealCluster::build_with(lab, cni, ProxyMode::Iptables, nodes, pods_per_node)
+        RealCluster::build_with(
+            lab,
+            cni,
+            ProxyMode::Iptables,
+            Stack::Ipv4,
+            nodes,
+            pods_per_node,
+        )
     }
 
-    /// [`RealCluster::build`] with kube-proxy in `proxy_mode`.
+    /// [`RealCluster::build`] with kube-proxy in `proxy_mode`, in the
+    /// families of `stack`.
     pub fn build_with(
         lab: &mut Lab,
         cni: RealCni,
         proxy_mode: ProxyMode,
+        stack: Stack,
         nodes: u8,
         pods_per_node: u8,
     ) -> RealCluster {
-        let mut real = RealCluster::start(lab, cni, proxy_mode, false);
+        let mut real = RealCluster::start(lab, cni, proxy_mode, stack, false);
         for _ in 0..nodes {
             real.add_node(lab, pods_per_node);
         }
@@ -468,6 +518,9 @@ impl RealCluster {
             }
         }
         real.wait_programmed(&[]);
+        if stack == Stack::DualStack {
+            real.cluster.settle(Dad::Every);
+        }
         real
     }
 
@@ -476,7 +529,7 @@ impl RealCluster {
     /// pods are created through the API server, started by the kubelets,
     /// which call the CNI plugin.
     pub fn build_kubelet(lab: &mut Lab, cni: RealCni, nodes: u8, pods_per_node: u8) -> RealCluster {
-        let mut real = RealCluster::start(lab, cni, ProxyMode::Iptables, true);
+        let mut real = RealCluster::start(lab, cni, ProxyMode::Iptables, Stack::Ipv4, true);
         for _ in 0..nodes {
             real.add_node(lab, pods_per_node);
         }
@@ -485,30 +538,39 @@ impl RealCluster {
     }
 
     /// The control plane, the underlay and the Service; no node yet.
-    fn start(lab: &mut Lab, cni: RealCni, proxy_mode: ProxyMode, kubelets: bool) -> RealCluster {
+    fn start(
+        lab: &mut Lab,
+        cni: RealCni,
+        proxy_mode: ProxyMode,
+        stack: Stack,
+        kubelets: bool,
+    ) -> RealCluster {
         let state = tempfile::Builder::new()
             .prefix("skoop-real-lab-")
             .tempdir()
             .expect("temp dir");
-        let server = if kubelets {
-            ApiServer::start_with(|dir| kubelet::apiserver_flags(dir, state.path()))
-        } else if cni == RealCni::K3s {
-            ApiServer::start_with(|_| {
-                vec![format!("--service-cluster-ip-range={}", cni.service_cidr())]
-            })
-        } else {
-            ApiServer::start()
-        };
-        let components = Components {
+        assert!(
+            !(kubelets && stack == Stack::DualStack),
+            "the kubelet lab is IPv4 only"
+        );
+        let mut components = Components {
             pids: Default::default(),
             cni,
             proxy_mode,
+            stack,
             bin: apiserver::built().clone(),
-            kubeconfig: server.kubeconfig.clone(),
+            kubeconfig: PathBuf::new(),
             state,
             kubelets,
             cgroup_roots: Default::default(),
         };
+        let server = if kubelets {
+            ApiServer::start_with(|dir| kubelet::apiserver_flags(dir, components.state.path()))
+        } else {
+            let range = components.service_cidrs();
+            ApiServer::start_with(|_| vec![format!("--service-cluster-ip-range={range}")])
+        };
+        components.kubeconfig = server.kubeconfig.clone();
         // One runtime for the cluster's life: the client's connection pool
         // lives on the runtime it was made on.
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -523,9 +585,15 @@ impl RealCluster {
                 &format!("--kubeconfig={}", components.kubeconfig.display()),
                 "--controllers=endpointslice-controller,endpoints-controller,node-ipam-controller",
                 "--allocate-node-cidrs",
-                &format!("--cluster-cidr={}", cni.cluster_cidr()),
-                "--node-cidr-mask-size=24",
-                &format!("--service-cluster-ip-range={}", cni.service_cidr()),
+                &format!("--cluster-cidr={}", components.cluster_cidrs()),
+                // A node's pod CIDRs: a /24 of IPv4, and in dual-stack a
+                // /64 of IPv6, the per-family defaults (kcm refuses
+                // --node-cidr-mask-size with two cluster CIDRs).
+                match stack {
+                    Stack::Ipv4 => "--node-cidr-mask-size=24",
+                    Stack::DualStack => "--node-cidr-mask-size-ipv4=24",
+                },
+                &format!("--service-cluster-ip-range={}", components.service_cidrs()),
                 "--leader-elect=false",
                 "--secure-port=0",
                 "--use-service-account-credentials=false",
@@ -535,9 +603,12 @@ impl RealCluster {
         );
         components.pids.borrow_mut().push(pid);
         let net_conf = components.state.path().join("net-conf.json");
-        fs::write(&net_conf, cni.net_conf().to_string()).expect("write net-conf.json");
+        fs::write(&net_conf, cni.net_conf(stack).to_string()).expect("write net-conf.json");
 
         let (underlay, outside) = cluster::underlay(lab);
+        if stack == Stack::DualStack {
+            cluster::underlay_ipv6(&underlay);
+        }
         let egress = kubelets.then(|| {
             // The nodes' addresses, as `cluster::add_node` gives them.
             let nodes = (1..=9).map(|n| Ipv4Addr::new(172, 18, 0, 10 + n)).collect();
@@ -551,7 +622,8 @@ impl RealCluster {
             name: "web".into(),
             port_name: "http".into(),
             cluster_ip: cni.web_cluster_ip(),
-            cluster_ip6: None,
+            cluster_ip6: (stack == Stack::DualStack)
+                .then_some(Ipv6Addr::new(0xfd00, 0x10, 0x96, 0, 0, 0, 0, 0x100)),
             port: 80,
         };
         runtime.block_on(async {
@@ -574,7 +646,7 @@ impl RealCluster {
                     "kind": "ConfigMap",
                     "metadata": {"name": "kube-flannel-cfg", "namespace": "kube-flannel",
                                  "labels": {"app": "flannel", "tier": "node"}},
-                    "data": {"net-conf.json": cni.net_conf().to_string()},
+                    "data": {"net-conf.json": cni.net_conf(stack).to_string()},
                 });
                 apiserver::create(&client, &config_map).await;
             });
@@ -588,7 +660,7 @@ impl RealCluster {
                     "kind": "ConfigMap",
                     "metadata": {"name": "rke2-canal-config", "namespace": "kube-system"},
                     "data": {
-                        "net-conf.json": cni.net_conf().to_string(),
+                        "net-conf.json": cni.net_conf(stack).to_string(),
                         "canal_iface": "",
                         "masquerade": "true",
                         "veth_mtu": CANAL_VETH_MTU.to_string(),
@@ -649,6 +721,9 @@ impl RealCluster {
     pub fn add_node(&mut self, lab: &mut Lab, pods: u8) {
         let number = u8::try_from(self.cluster.nodes.len() + 1).expect("few nodes");
         let mut node = cluster::add_node(lab, &self.cluster.underlay, number, 0);
+        if self.components.stack == Stack::DualStack {
+            cluster::add_ipv6(&mut node, 0, number);
+        }
         let dir = self.components.node_dir(&node);
         fs::create_dir_all(&dir).expect("node state dir");
         let port = api_port(&self.components.kubeconfig);
@@ -672,9 +747,10 @@ impl RealCluster {
             self.runtime
                 .block_on(register_node(&self.client, &node, k3s));
         }
-        node.pod_cidr = self.runtime.block_on(wait_pod_cidr(
+        (node.pod_cidr, node.pod_cidr6) = self.runtime.block_on(wait_pod_cidrs(
             &self.client,
             &node.name,
+            self.components.stack,
             &self.components.controller_manager_log(),
         ));
         if self.components.cni == RealCni::CiliumVxlan {
@@ -825,7 +901,8 @@ impl RealCluster {
                 (conf, in_node("bridge"))
             }
         };
-        (pod.ip, pod.host_veth) = cni_add(bin, &command, node, &pod, &conf);
+        let attached = cni_add(bin, &command, node, &pod, &conf);
+        (pod.ip, pod.ip6, pod.host_veth) = (attached.ip, attached.ip6, attached.host_veth);
         let status = pod_object(node, &pod)["status"].take();
         let resource = ApiResource::from_gvk(&GroupVersionKind::gvk("", "v1", "Pod"));
         let api: Api<DynamicObject> =
@@ -834,7 +911,7 @@ impl RealCluster {
         self.runtime
             .block_on(api.patch_status(&pod.name, &PatchParams::default(), &patch))
             .unwrap_or_else(|e| panic!("write the status of {}: {e}", pod.name));
-        cluster::spawn_listener(lab, &pod.ns);
+        cluster::spawn_pod_listeners(lab, &pod);
         cluster::wait_listening(&pod.ns);
         pod
     }
@@ -1008,63 +1085,78 @@ impl RealCluster {
                 self.wait(node, &["ip", "route", "show", &cidr], agent_log, |out| {
                     !out.trim().is_empty()
                 });
+                if let Some(cidr6) = peer.pod_cidr6 {
+                    let cidr6 = cidr6.to_string();
+                    self.wait(
+                        node,
+                        &["ip", "-6", "route", "show", &cidr6],
+                        agent_log,
+                        |out| !out.trim().is_empty(),
+                    );
+                }
             }
         }
     }
 
-    /// kube-proxy's part of [`RealCluster::wait_programmed`].
+    /// kube-proxy's part of [`RealCluster::wait_programmed`], in each
+    /// family the Service has.
     fn wait_services(&self, stale: &[&str]) {
-        let pods = self.cluster.pods().count();
-        let service = format!(
-            "\"{}/{}:{} -> ",
-            self.cluster.service.namespace,
-            self.cluster.service.name,
-            self.cluster.service.port_name
-        );
-        for node in &self.cluster.nodes {
-            if stale.contains(&node.name.as_str()) {
-                continue;
-            }
-            match self.components.proxy_mode {
-                ProxyMode::Iptables => self.wait(
-                    node,
-                    &["iptables-save", "-t", "nat"],
-                    "kube-proxy.log",
-                    |out| {
-                        out.lines()
-                            .filter(|l| l.starts_with("-A KUBE-SVC-") && l.contains(&service))
-                            .count()
-                            == pods
-                    },
-                ),
-                // The service port's chain DNATs to every endpoint (a
-                // numgen map; an endpoint chain each where there is
-                // affinity).
-                ProxyMode::Nftables => {
-                    let chain = format!(
-                        "-{}/{}/tcp/{} {{",
-                        self.cluster.service.namespace,
-                        self.cluster.service.name,
-                        self.cluster.service.port_name
-                    );
-                    let endpoints: Vec<String> = self
-                        .cluster
-                        .pods()
-                        .map(|p| format!("{} . {POD_PORT}", p.ip))
-                        .collect();
-                    self.wait(
-                        node,
-                        &["nft", "list", "table", "ip", "kube-proxy"],
-                        "kube-proxy.log",
-                        |out| {
-                            let Some(start) = out.find(&chain) else {
-                                return false;
-                            };
-                            let block = &out[start..];
-                            let block = &block[..block.find('}').unwrap_or(block.len())];
-                            endpoints.iter().all(|e| block.contains(e.as_str()))
-                        },
-                    )
+        let service = &self.cluster.service;
+        let ipv4: Vec<String> = self.cluster.pods().map(|p| p.ip.to_string()).collect();
+        let ipv6: Vec<String> = self
+            .cluster
+            .pods()
+            .filter_map(|p| p.ip6)
+            .map(|ip| ip.to_string())
+            .collect();
+        let families = [("iptables-save", "ip", ipv4)]
+            .into_iter()
+            .chain(service.cluster_ip6.map(|_| ("ip6tables-save", "ip6", ipv6)));
+        for (save, nft_family, endpoints) in families {
+            for node in &self.cluster.nodes {
+                if stale.contains(&node.name.as_str()) {
+                    continue;
+                }
+                match self.components.proxy_mode {
+                    // A rule of the service port's chain per endpoint.
+                    ProxyMode::Iptables => {
+                        let rule = format!(
+                            "\"{}/{}:{} -> ",
+                            service.namespace, service.name, service.port_name
+                        );
+                        self.wait(node, &[save, "-t", "nat"], "kube-proxy.log", |out| {
+                            out.lines()
+                                .filter(|l| l.starts_with("-A KUBE-SVC-") && l.contains(&rule))
+                                .count()
+                                == endpoints.len()
+                        })
+                    }
+                    // The service port's chain DNATs to every endpoint (a
+                    // numgen map; an endpoint chain each where there is
+                    // affinity).
+                    ProxyMode::Nftables => {
+                        let chain = format!(
+                            "-{}/{}/tcp/{} {{",
+                            service.namespace, service.name, service.port_name
+                        );
+                        let dnat: Vec<String> = endpoints
+                            .iter()
+                            .map(|e| format!("{e} . {POD_PORT}"))
+                            .collect();
+                        self.wait(
+                            node,
+                            &["nft", "list", "table", nft_family, "kube-proxy"],
+                            "kube-proxy.log",
+                            |out| {
+                                let Some(start) = out.find(&chain) else {
+                                    return false;
+                                };
+                                let block = &out[start..];
+                                let block = &block[..block.find('}').unwrap_or(block.len())];
+                                dnat.iter().all(|e| block.contains(e.as_str()))
+                            },
+                        )
+                    }
                 }
             }
         }
@@ -1358,6 +1450,13 @@ async fn register_node(client: &Client, node: &Node, k3s: Option<(Value, Value)>
         json!({"type": type_, "status": status, "reason": reason, "message": "lab",
                "lastHeartbeatTime": now, "lastTransitionTime": now})
     };
+    // An InternalIP of each family the node has (a kubelet's `--node-ip`).
+    let addresses: Vec<Value> = [Some(node.ip.to_string()), node.ip6.map(|ip| ip.to_string())]
+        .into_iter()
+        .flatten()
+        .map(|ip| json!({"type": "InternalIP", "address": ip}))
+        .chain([json!({"type": "Hostname", "address": node.name})])
+        .collect();
     let mut object = json!({
         "apiVersion": "v1",
         "kind": "Node",
@@ -1376,10 +1475,7 @@ async fn register_node(client: &Client, node: &Node, k3s: Option<(Value, Value)>
             },
         },
         "status": {
-            "addresses": [
-                {"type": "InternalIP", "address": node.ip.to_string()},
-                {"type": "Hostname", "address": node.name},
-            ],
+            "addresses": addresses,
             "conditions": [
                 condition("MemoryPressure", "False", "KubeletHasSufficientMemory"),
                 condition("DiskPressure", "False", "KubeletHasNoDiskPressure"),
@@ -1408,23 +1504,37 @@ async fn register_node(client: &Client, node: &Node, k3s: Option<(Value, Value)>
     apiserver::create(client, &object).await;
 }
 
-/// Waits until node IPAM has given `node` its pod CIDR.
-async fn wait_pod_cidr(client: &Client, node: &str, log: &Path) -> Ipv4Net {
+/// Waits until node IPAM has given `node` its pod CIDRs: its IPv4 one, and
+/// in a dual-stack cluster its IPv6 one.
+async fn wait_pod_cidrs(
+    client: &Client,
+    node: &str,
+    stack: Stack,
+    log: &Path,
+) -> (Ipv4Net, Option<Ipv6Net>) {
     let resource = ApiResource::from_gvk(&GroupVersionKind::gvk("", "v1", "Node"));
     let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
     let start = Instant::now();
     loop {
         // A kubelet registers its node itself, some time after it starts.
         let object = api.get_opt(node).await.expect("get the node");
-        if let Some(cidr) = object
+        let cidrs: Vec<&str> = object
             .as_ref()
-            .and_then(|o| o.data["spec"]["podCIDR"].as_str())
-        {
-            return cidr.parse().expect("a pod CIDR");
+            .and_then(|o| o.data["spec"]["podCIDRs"].as_array())
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        let ipv4 = cidrs.iter().find_map(|c| c.parse::<Ipv4Net>().ok());
+        let ipv6 = cidrs.iter().find_map(|c| c.parse::<Ipv6Net>().ok());
+        match (ipv4, ipv6, stack) {
+            (Some(ipv4), _, Stack::Ipv4) => return (ipv4, None),
+            (Some(ipv4), Some(ipv6), Stack::DualStack) => return (ipv4, Some(ipv6)),
+            _ => {}
         }
         assert!(
             start.elapsed() < SETTLE,
-            "node IPAM gave {node} no pod CIDR in {SETTLE:?}; last lines of {}:\n{}",
+            "node IPAM gave {node} no pod CIDRs of {stack:?} in {SETTLE:?}; last lines of {}:\n{}",
             log.display(),
             tail(log)
         );
@@ -1548,15 +1658,8 @@ pub fn yaml_objects(mut files: Vec<PathBuf>) -> Vec<Value> {
 }
 
 /// Sets `pod` up as a container runtime does: CNI `plugin`'s ADD with the
-/// pod's namespace, run in the node's. Returns the pod's address and the
-/// node side of its veth.
-pub fn cni_add(
-    bin: &Path,
-    command: &[String],
-    node: &Node,
-    pod: &Pod,
-    conf: &str,
-) -> (Ipv4Addr, String) {
+/// pod's namespace, run in the node's.
+pub fn cni_add(bin: &Path, command: &[String], node: &Node, pod: &Pod, conf: &str) -> Attached {
     let cni_dir = bin.join("cni");
     let container = format!("{}-{}", node.name, pod.name);
     let plugin = command.last().expect("the plugin");
@@ -1596,8 +1699,17 @@ pub fn cni_add(
         String::from_utf8_lossy(&output.stderr)
     );
     let result: Value = serde_json::from_str(&stdout).expect("a CNI result");
-    let address = result["ips"][0]["address"].as_str().expect("an address");
-    let ip: Ipv4Net = address.parse().expect("an IPv4 address");
+    let addresses: Vec<&str> = result["ips"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|ip| ip["address"].as_str())
+        .collect();
+    let ip = addresses
+        .iter()
+        .find_map(|a| a.parse::<Ipv4Net>().ok())
+        .unwrap_or_else(|| panic!("no IPv4 address in the CNI result {result}"));
+    let ip6 = addresses.iter().find_map(|a| a.parse::<Ipv6Net>().ok());
     let host_veth = result["interfaces"]
         .as_array()
         .expect("interfaces")
@@ -1607,7 +1719,19 @@ pub fn cni_add(
         .find(|n| n.starts_with("veth") || n.starts_with("cali") || n.starts_with("lxc"))
         .unwrap_or_else(|| panic!("no node-side veth in the CNI result {result}"))
         .to_string();
-    (ip.addr(), host_veth)
+    Attached {
+        ip: ip.addr(),
+        ip6: ip6.map(|ip6| ip6.addr()),
+        host_veth,
+    }
+}
+
+/// What a CNI ADD gave a pod: its addresses (IPv4, and IPv6 where the
+/// plugin's IPAM has an IPv6 range) and the node side of its veth.
+pub struct Attached {
+    pub ip: Ipv4Addr,
+    pub ip6: Option<Ipv6Addr>,
+    pub host_veth: String,
 }
 
 /// The pod's network namespace as a runtime names it to a CNI plugin: by a
@@ -1742,9 +1866,10 @@ impl LabService {
 }
 
 /// The lab's Service, as a user would create it (ClusterIP fixed, so that
-/// cases can name it).
+/// cases can name it); in a dual-stack cluster `PreferDualStack`, with a
+/// ClusterIP of each family.
 fn service_object(service: &Service) -> Value {
-    json!({
+    let mut object = json!({
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": {"name": service.name, "namespace": service.namespace, "labels": {"app": "web"}},
@@ -1755,7 +1880,14 @@ fn service_object(service: &Service) -> Value {
             "selector": {"app": "web"},
             "type": "ClusterIP",
         },
-    })
+    });
+    if let Some(ip6) = service.cluster_ip6 {
+        let spec = &mut object["spec"];
+        spec["clusterIPs"] = json!([service.cluster_ip.to_string(), ip6.to_string()]);
+        spec["ipFamilies"] = json!(["IPv4", "IPv6"]);
+        spec["ipFamilyPolicy"] = "PreferDualStack".into();
+    }
+    object
 }
 
 /// `pod` as scheduled to `node` (labelled with its node, for the
@@ -1960,8 +2092,14 @@ mod tests {
             return;
         };
         let mut lab = Lab::new();
-        let real =
-            RealCluster::build_with(&mut lab, RealCni::FlannelVxlan, ProxyMode::Nftables, 2, 2);
+        let real = RealCluster::build_with(
+            &mut lab,
+            RealCni::FlannelVxlan,
+            ProxyMode::Nftables,
+            Stack::Ipv4,
+            2,
+            2,
+        );
         let cluster = &real.cluster;
         let from = &cluster.nodes[0].pods[0];
         let service = cluster.service.cluster_ip.to_string();
