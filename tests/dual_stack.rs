@@ -1,5 +1,5 @@
 //! Issue 29, "the question" on a dual-stack cluster (`examples/flannel-dualstack`,
-//! collected from the lab's dual-stack Flannel host-gw topology): a
+//! collected from the real-components lab's dual-stack Flannel host-gw topology): a
 //! destination named by name is diagnosed in both families, each with its
 //! verdict; `--family` narrows it to one; a fault of one family fails that
 //! family's verdict alone and names the fault; a question that mixes
@@ -51,11 +51,11 @@ fn a_dual_stack_pod_named_by_name_gets_a_verdict_per_family() {
         [
             (
                 "IPv4:".to_string(),
-                "default/web-0 -> default/web-3:8080 (10.244.2.3:8080 tcp): delivered".to_string()
+                "default/web-0 -> default/web-3:8080 (10.244.1.3:8080 tcp): delivered".to_string()
             ),
             (
                 "IPv6:".to_string(),
-                "default/web-0 -> default/web-3:8080 ([fd00:10:244:2::3]:8080 tcp): delivered"
+                "default/web-0 -> default/web-3:8080 ([fd00:10:244:1::3]:8080 tcp): delivered"
                     .to_string()
             ),
         ],
@@ -196,7 +196,7 @@ fn a_picture_draws_the_failing_family_and_gives_the_others_verdict() {
     let label = dot.lines().nth(1).unwrap_or_default();
     assert!(
         label.contains(
-            "label=\"IPv6: default/web-0 -> default/web-3:8080 ([fd00:10:244:2::3]:8080 tcp)"
+            "label=\"IPv6: default/web-0 -> default/web-3:8080 ([fd00:10:244:1::3]:8080 tcp)"
         ),
         "{label}"
     );
@@ -212,7 +212,7 @@ fn a_picture_draws_the_failing_family_and_gives_the_others_verdict() {
     let (code, dot) = diagnose(&[&args[..], &["-o", "dot", "--family", "ipv4"]].concat());
     assert_eq!(code, Some(0), "{dot}");
     assert!(
-        dot.contains("label=\"default/web-0 -> default/web-3:8080 (10.244.2.3:8080 tcp)"),
+        dot.contains("label=\"default/web-0 -> default/web-3:8080 (10.244.1.3:8080 tcp)"),
         "{dot}"
     );
     assert!(!dot.contains("IPv6"), "{dot}");
@@ -224,9 +224,9 @@ fn a_question_that_mixes_families_is_refused() {
         "-s",
         EXAMPLE,
         "--from",
-        "fd00:10:244:1::2",
+        "fd00:10:244::2",
         "--to",
-        "10.244.2.3:8080",
+        "10.244.1.3:8080",
         "-o",
         "json",
     ]);

@@ -136,8 +136,8 @@ fn an_ipv6_virtual_service_sends_each_connection_to_an_ipv6_real_server() {
         "examples/flannel-dualstack",
         "fd00:10:96::100",
         "-A -t [fd00:10:96::100]:80 -s rr\n\
-         -a -t [fd00:10:96::100]:80 -r [fd00:10:244:2::2]:8080 -m -w 1\n\
-         -a -t [fd00:10:96::100]:80 -r [fd00:10:244:2::3]:8080 -m -w 1\n",
+         -a -t [fd00:10:96::100]:80 -r [fd00:10:244:1::2]:8080 -m -w 1\n\
+         -a -t [fd00:10:96::100]:80 -r [fd00:10:244:1::3]:8080 -m -w 1\n",
     );
     let request = engine::Request {
         from: "default/web-0".parse().unwrap(),
@@ -160,7 +160,7 @@ fn an_ipv6_virtual_service_sends_each_connection_to_an_ipv6_real_server() {
     );
     let text = node_1_steps(&diagnosis);
     assert!(
-        text.contains("ipvs dnat [fd00:10:96::100]:80 -> [fd00:10:244:2::"),
+        text.contains("ipvs dnat [fd00:10:96::100]:80 -> [fd00:10:244:1::"),
         "{text}"
     );
 
