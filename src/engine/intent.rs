@@ -231,7 +231,9 @@ fn hop_scope(
         in_iface: context.in_iface.clone(),
         out_iface: context.out_iface.clone(),
         out_packet: context.out_packet.clone(),
-        forwarding: context.in_iface.is_some() && context.out_iface.is_some(),
+        forwarding: context.in_iface.is_some()
+            && context.out_iface.is_some()
+            && !context.redirected,
         delivers_locally: context.delivered,
         packet: context.packet.clone(),
         reply,

@@ -202,6 +202,10 @@ pub(crate) struct HopContext {
     /// The packet as it left by `out_iface` (translated, not yet in a
     /// tunnel the device puts it in).
     pub out_packet: Option<crate::packs::Packet>,
+    /// A BPF program redirected the packet out of `out_iface`: it left
+    /// without the stack forwarding it (no routing, no FORWARD chain, no
+    /// forwarding sysctl).
+    pub redirected: bool,
     pub delivered: bool,
     /// The source of the packet as it last entered the IP layer here
     /// (arrived on a device, or out of a tunnel): where an ICMP error about

@@ -65,6 +65,7 @@ impl<'s> Walker<'s> {
                 in_iface: arrival.interface().map(str::to_string),
                 out_iface: None,
                 out_packet: None,
+                redirected: false,
                 delivered: false,
                 received_from: None,
                 last_packet: Some(packet.pack_packet()),

@@ -371,6 +371,15 @@ impl<'s> Walker<'s> {
     /// program left it (no neighbour lookup), to the veth's far end.
     fn redirected_out(&mut self, place: &Place, dev: &str, flow: Flow) -> Next<'s> {
         let (ns, hop) = (&place.ns, place.hop);
+        // The hop's packet leaves by the device the program chose, as the
+        // packs see it (a packet out of a tunnel is seen decapsulated).
+        if let Some(context) = &mut self.graph[hop].context
+            && context.out_iface.is_none()
+        {
+            context.out_iface = Some(dev.to_string());
+            context.out_packet = Some(flow.packet.pack_packet());
+            context.redirected = true;
+        }
         let device = match self.device(ns, dev, "follow a program's redirect") {
             Ok(device) => device,
             Err(stop) => return self.stop(hop, flow.branch, stop),

@@ -192,6 +192,11 @@ pub fn register(engine: &mut Engine) {
         .register_fn("base64", |b: Blob| BASE64_STANDARD.encode(&b))
         .register_fn("base64", |s: &str| BASE64_STANDARD.encode(s.as_bytes()));
     engine.register_fn("sysctl_key", sysctl_key);
+    // A script's own "the snapshot cannot tell": the check (or hook) it
+    // runs for is unknown for this reason, never passed.
+    engine.register_fn("cannot_tell", |reason: &str| -> Fallible<Dynamic> {
+        Insufficient::raise(reason)
+    });
     engine
         .register_type_with_name::<Insufficient>("Insufficient")
         .register_fn("to_string", |i: &mut Insufficient| i.reason.clone());
