@@ -2933,6 +2933,18 @@ const CILIUM_FAULTS: &[Fault] = &[
         ..HEALTHY_TCP
     },
     Fault {
+        name: "cilium-agent stopped on node-2, then a NetworkPolicy isolating node-2's pods (its policy maps still admit)",
+        inject: Inject::ComponentsUncollected(
+            |lab, real| {
+                real.stop(lab, 1, "cilium-agent");
+                real.create(&isolate_node_2());
+            },
+            &["datapath/status.json"],
+        ),
+        finds: Some("cilium.policy.objects"),
+        ..HEALTHY_TCP
+    },
+    Fault {
         name: "a NetworkPolicy isolating node-2's pods for ingress",
         inject: Inject::Components(|_, real| real.create_cilium_policy(1, &isolate_node_2())),
         blamed: Some("node-2"),
