@@ -2945,6 +2945,19 @@ const CILIUM_FAULTS: &[Fault] = &[
         ..HEALTHY_TCP
     },
     Fault {
+        name: "cilium-agent stopped on node-1, then a pod added on node-2 (node-1's ipcache lacks it)",
+        inject: Inject::ComponentsUncollected(
+            |lab, real| {
+                real.stop(lab, 0, "cilium-agent");
+                real.add_pod_on(lab, 1);
+            },
+            &["datapath/status.json"],
+        ),
+        finds: Some("cilium.ipcache.pods"),
+        to: To::PodOn { node: 1 },
+        ..HEALTHY_TCP
+    },
+    Fault {
         name: "a NetworkPolicy isolating node-2's pods for ingress",
         inject: Inject::Components(|_, real| real.create_cilium_policy(1, &isolate_node_2())),
         blamed: Some("node-2"),

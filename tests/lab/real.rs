@@ -839,6 +839,15 @@ impl RealCluster {
         self.cluster.nodes.push(node);
     }
 
+    /// Adds a pod to the `node`th node, as its kubelet would start a pod
+    /// scheduled there later; it is that node's last pod. Does not wait for
+    /// the other nodes' components to learn of it.
+    pub fn add_pod_on(&mut self, lab: &mut Lab, node: usize) {
+        let name = format!("web-{}", self.cluster.pods().count());
+        let pod = self.add_pod(lab, &self.cluster.nodes[node], name);
+        self.cluster.nodes[node].pods.push(pod);
+    }
+
     /// A pod on `node` as its kubelet and container runtime make it: the
     /// Pod object, the sandbox (a namespace with a pause process in the
     /// pod's cgroup), the CNI plugin's ADD, the Pod's status, and its
