@@ -3023,6 +3023,7 @@ const CILIUM_FAULTS: &[Fault] = &[
         }),
         blamed: Some("node-1"),
         expected: Disposition::Loop,
+        finds: Some("cilium.ipcache.tunnel"),
         ..HEALTHY_TCP
     },
     Fault {
