@@ -2186,6 +2186,140 @@ const IPV6_KINDNET_FAULTS: &[Fault] = &[
     },
 ];
 
+/// Calico VXLAN's IPv6 side on a dual-stack lab (an IPv6 pool in VXLAN
+/// mode: `vxlan-v6.calico` over the IPv6 underlay, pods behind the host
+/// veth's link-local gateway): the baselines, and an IPv6 fault at each
+/// stage, each localised at its hop.
+const IPV6_CALICO_VXLAN_FAULTS: &[Fault] = &[
+    HEALTHY_TCP,
+    // The lab's NetworkPolicy opens TCP 8080 alone: felix denies pings in
+    // IPv6 as in IPv4.
+    Fault {
+        name: "ping (icmpv6) denied by the NetworkPolicy (felix's cali-tw chain in ip6tables)",
+        blamed: Some("node-2"),
+        expected: Disposition::DeniedByNetfilter,
+        finds: Some("networkpolicy.ingress.denied"),
+        ..HEALTHY_ICMPV6
+    },
+    HEALTHY_TO_IPV6_CLUSTER_IP,
+    Fault {
+        name: "IPv6 route to node-2's IPv6 block deleted on node-1",
+        inject: Inject::Kernel(|c| {
+            let block6 = calico::block6(&c.nodes[1]).expect("dual-stack").to_string();
+            node_run(c, 0, &["ip", "-6", "route", "del", &block6]);
+        }),
+        blamed: Some("node-1"),
+        expected: Disposition::ExitsCluster,
+        finds: Some("calico.route.remote-block-ipv6"),
+        ..HEALTHY_TCP
+    },
+    Fault {
+        name: "vxlan-v6.calico's neighbour entry for node-2's IPv6 VTEP missing on node-1",
+        inject: Inject::Kernel(|c| {
+            let vtep6 = calico::vtep_ip6(&c.nodes[1])
+                .expect("dual-stack")
+                .to_string();
+            node_run(
+                c,
+                0,
+                &["ip", "-6", "neigh", "del", &vtep6, "dev", calico::VTEP6],
+            );
+        }),
+        blamed: Some("node-1"),
+        expected: Disposition::NeighborFailed,
+        finds: Some("calico.vxlan.neighbour-ipv6"),
+        ..HEALTHY_TCP
+    },
+    Fault {
+        name: "vxlan-v6.calico's FDB entry for node-2 missing on node-1",
+        inject: Inject::Kernel(|c| {
+            let remote = c.nodes[1].ip6.expect("dual-stack").to_string();
+            delete_vtep_fdb_entry(c, 0, calico::VTEP6, &remote);
+        }),
+        blamed: Some("node-1"),
+        expected: Disposition::NeighborFailed,
+        finds: Some("calico.vxlan.fdb-ipv6"),
+        ..HEALTHY_TCP
+    },
+    Fault {
+        name: "vxlan-v6.calico down on node-1",
+        inject: Inject::Kernel(|c| node_run(c, 0, &["ip", "link", "set", calico::VTEP6, "down"])),
+        blamed: Some("node-1"),
+        expected: Disposition::ExitsCluster,
+        finds: Some("calico.vxlan.device-ipv6"),
+        ..HEALTHY_TCP
+    },
+    Fault {
+        name: "IPv6 forwarding off on node-2",
+        inject: Inject::Kernel(|c| node_sysctl(c, 1, "net.ipv6.conf.all.forwarding=0")),
+        blamed: Some("node-2"),
+        expected: Disposition::ForwardingDisabled,
+        finds: Some("calico.sysctl.ipv6-forwarding"),
+        ..HEALTHY_TCP
+    },
+    Fault {
+        name: "ip6tables drop of UDP 4789 on node-2's INPUT (the IPv6 VXLAN packets)",
+        inject: Inject::Kernel(|c| {
+            node_run(
+                c,
+                1,
+                &[
+                    "ip6tables",
+                    "-I",
+                    "INPUT",
+                    "1",
+                    "-p",
+                    "udp",
+                    "--dport",
+                    "4789",
+                    "-j",
+                    "DROP",
+                ],
+            )
+        }),
+        blamed: Some("node-2"),
+        expected: Disposition::DeniedByNetfilter,
+        ..HEALTHY_TCP
+    },
+    Fault {
+        name: "the destination pod's /128 route deleted on node-2 (the IPv6 block's blackhole takes over)",
+        inject: Inject::Kernel(|c| {
+            let pod = endpoints(c).1.ip6.expect("dual-stack").to_string();
+            node_run(c, 1, &["ip", "-6", "route", "del", &format!("{pod}/128")]);
+        }),
+        blamed: Some("node-2"),
+        expected: Disposition::UnreachableRoute,
+        finds: Some("calico.pod.route-ipv6"),
+        ..HEALTHY_TCP
+    },
+    Fault {
+        name: "a wrong IPv6 default route in web-0 (a link-local gateway nobody holds)",
+        inject: Inject::Kernel(|c| {
+            endpoints(c)
+                .0
+                .ns
+                .ip("-6 route replace default via fe80::1 dev eth0");
+        }),
+        blamed: Some("default/web-0"),
+        expected: Disposition::NeighborFailed,
+        finds: Some("calico.pod.gateway-ipv6"),
+        ..HEALTHY_TCP
+    },
+    Fault {
+        name: "web-0's IPv6 default route deleted",
+        inject: Inject::Kernel(|c| {
+            endpoints(c).0.ns.ip(&format!(
+                "-6 route del default via {} dev eth0",
+                calico::POD_GATEWAY6
+            ));
+        }),
+        blamed: Some("default/web-0"),
+        expected: Disposition::NoRoute,
+        finds: Some("calico.pod.gateway-ipv6"),
+        ..HEALTHY_TCP
+    },
+];
+
 /// kindnet's cases to the host outside the cluster: masqueraded to the
 /// node by `KIND-MASQ-AGENT`, or leaving with the pod's address when the
 /// chain or its jump is gone (and then unanswered).
@@ -2258,6 +2392,7 @@ impl LabKind {
                 "flannel-host-gw" => "flannel-host-gw, dual-stack, flows in IPv6",
                 "flannel-vxlan" => "flannel-vxlan, dual-stack, flows in IPv6",
                 "kindnet" => "kindnet, dual-stack, flows in IPv6",
+                "calico-vxlan" => "calico-vxlan, dual-stack, flows in IPv6",
                 other => unreachable!("no dual-stack lab of {other}"),
             },
             LabKind::Routed { name, .. } => name,
@@ -2365,6 +2500,11 @@ const TOPOLOGIES: &[Group] = &[
         lab: LabKind::DualStack(&Kindnet),
         peer: Peer::Cluster,
         faults: IPV6_KINDNET_FAULTS,
+    },
+    Group {
+        lab: LabKind::DualStack(&Calico::VXLAN),
+        peer: Peer::Cluster,
+        faults: IPV6_CALICO_VXLAN_FAULTS,
     },
     Group {
         lab: LabKind::Scripted(&Calico::BGP),
