@@ -148,8 +148,9 @@ impl Calico {
         ..Calico::BGP
     };
 
-    /// `vxlan.calico`'s MTU: 1500 on the underlay, less the 50 bytes of
-    /// VXLAN encapsulation where there is one.
+    /// `vxlan.calico`'s MTU, and the pods' on an IPv4-only node: 1500 on
+    /// the underlay, less the 50 bytes of VXLAN encapsulation where there
+    /// is one.
     fn mtu(&self) -> u16 {
         match self.mode {
             Mode::Bgp => 1500,
@@ -583,7 +584,7 @@ impl Cni for Calico {
 
 /// `node`'s pods with their address of a family (`address`), for its IPAM
 /// block of that family.
-fn pod_ips<'a>(node: &'a Node, address: fn(&Pod) -> Option<IpAddr>) -> Vec<(&'a Pod, IpAddr)> {
+fn pod_ips(node: &Node, address: fn(&Pod) -> Option<IpAddr>) -> Vec<(&Pod, IpAddr)> {
     node.pods
         .iter()
         .filter_map(|pod| address(pod).map(|ip| (pod, ip)))

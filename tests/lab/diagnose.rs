@@ -135,6 +135,17 @@ fn delete_ipv6_route_to_node_2_pods(cluster: &Cluster) {
 
 /// Node `node`'s pod CIDR (node IPAM's in the real-components lab, so
 /// cases never name one).
+/// Deletes node-2's /128 route to the destination pod's IPv6 address (the
+/// CNI plugin's route to the pod's veth).
+fn delete_destination_pod_ipv6_route(cluster: &Cluster) {
+    let pod = endpoints(cluster).1.ip6.expect("dual-stack").to_string();
+    node_run(
+        cluster,
+        1,
+        &["ip", "-6", "route", "del", &format!("{pod}/128")],
+    );
+}
+
 fn pod_cidr(cluster: &Cluster, node: usize) -> String {
     cluster.nodes[node].pod_cidr.to_string()
 }
@@ -1162,24 +1173,7 @@ const IPV6_VXLAN_FAULTS: &[Fault] = &[
     },
     Fault {
         name: "ip6tables drop of UDP 8472 on node-2's INPUT (the IPv6 VXLAN packets)",
-        inject: Inject::Kernel(|c| {
-            node_run(
-                c,
-                1,
-                &[
-                    "ip6tables",
-                    "-I",
-                    "INPUT",
-                    "1",
-                    "-p",
-                    "udp",
-                    "--dport",
-                    "8472",
-                    "-j",
-                    "DROP",
-                ],
-            )
-        }),
+        inject: Inject::Kernel(|c| drop_udp6_input_on_node_2(c, "8472")),
         blamed: Some("node-2"),
         expected: Disposition::DeniedByNetfilter,
         ..HEALTHY_TCP
@@ -2088,17 +2082,35 @@ const fn remote_pod_cidr_route_deleted(finds: &'static str) -> Fault {
     }
 }
 
-/// node-2 stops forwarding (`finds` names the CNI's check of the sysctl):
-/// nothing from node-1 reaches its pods.
-const fn ip_forward_off_on_node_2(finds: &'static str) -> Fault {
+/// node-2 stops forwarding in a family (`finds` names the CNI's check of
+/// the sysctl; IPv6's `all`, which sets every interface's): nothing from
+/// node-1 reaches its pods in that family.
+const fn forwarding_off_on_node_2(family: Family, finds: &'static str) -> Fault {
+    let (name, inject): (&'static str, fn(&Cluster)) = match family {
+        Family::Ipv4 => ("ip_forward off on node-2", |c| {
+            node_sysctl(c, 1, "net.ipv4.ip_forward=0")
+        }),
+        Family::Ipv6 => ("IPv6 forwarding off on node-2", |c| {
+            node_sysctl(c, 1, "net.ipv6.conf.all.forwarding=0")
+        }),
+    };
     Fault {
-        name: "ip_forward off on node-2",
-        inject: Inject::Kernel(|c| node_sysctl(c, 1, "net.ipv4.ip_forward=0")),
+        name,
+        inject: Inject::Kernel(inject),
         blamed: Some("node-2"),
         expected: Disposition::ForwardingDisabled,
         finds: Some(finds),
         ..HEALTHY_TCP
     }
+}
+
+/// node-2's ip6tables dropping UDP to `port` at the top of INPUT: the IPv6
+/// VXLAN packets of a CNI whose tunnel listens there.
+fn drop_udp6_input_on_node_2(cluster: &Cluster, port: &str) {
+    let rule = [
+        "-I", "INPUT", "1", "-p", "udp", "--dport", port, "-j", "DROP",
+    ];
+    node_run(cluster, 1, &[&["ip6tables"][..], &rule].concat());
 }
 
 /// kube-router's NetworkPolicy isolating node-2's pods, with node-2's jump
@@ -2147,7 +2159,7 @@ const KINDNET_FAULTS: &[Fault] = &[
         finds: Some("kernel.route.leaves-cluster"),
         ..HEALTHY_TCP
     },
-    ip_forward_off_on_node_2("kindnet.sysctl.ip-forward"),
+    forwarding_off_on_node_2(Family::Ipv4, "kindnet.sysctl.ip-forward"),
 ];
 
 /// kindnet's IPv6 side on a dual-stack lab (ptp and host-local giving each
@@ -2167,23 +2179,13 @@ const IPV6_KINDNET_FAULTS: &[Fault] = &[
     },
     Fault {
         name: "the destination pod's /128 host route deleted on node-2",
-        inject: Inject::Kernel(|c| {
-            let pod = endpoints(c).1.ip6.expect("dual-stack").to_string();
-            node_run(c, 1, &["ip", "-6", "route", "del", &format!("{pod}/128")]);
-        }),
+        inject: Inject::Kernel(delete_destination_pod_ipv6_route),
         blamed: Some("node-2"),
         expected: Disposition::ExitsCluster,
         finds: Some("kernel.route.leaves-cluster"),
         ..HEALTHY_TCP
     },
-    Fault {
-        name: "IPv6 forwarding off on node-2",
-        inject: Inject::Kernel(|c| node_sysctl(c, 1, "net.ipv6.conf.all.forwarding=0")),
-        blamed: Some("node-2"),
-        expected: Disposition::ForwardingDisabled,
-        finds: Some("kindnet.sysctl.ipv6-forwarding"),
-        ..HEALTHY_TCP
-    },
+    forwarding_off_on_node_2(Family::Ipv6, "kindnet.sysctl.ipv6-forwarding"),
 ];
 
 /// Calico VXLAN's IPv6 side on a dual-stack lab (an IPv6 pool in VXLAN
@@ -2249,44 +2251,17 @@ const IPV6_CALICO_VXLAN_FAULTS: &[Fault] = &[
         finds: Some("calico.vxlan.device-ipv6"),
         ..HEALTHY_TCP
     },
-    Fault {
-        name: "IPv6 forwarding off on node-2",
-        inject: Inject::Kernel(|c| node_sysctl(c, 1, "net.ipv6.conf.all.forwarding=0")),
-        blamed: Some("node-2"),
-        expected: Disposition::ForwardingDisabled,
-        finds: Some("calico.sysctl.ipv6-forwarding"),
-        ..HEALTHY_TCP
-    },
+    forwarding_off_on_node_2(Family::Ipv6, "calico.sysctl.ipv6-forwarding"),
     Fault {
         name: "ip6tables drop of UDP 4789 on node-2's INPUT (the IPv6 VXLAN packets)",
-        inject: Inject::Kernel(|c| {
-            node_run(
-                c,
-                1,
-                &[
-                    "ip6tables",
-                    "-I",
-                    "INPUT",
-                    "1",
-                    "-p",
-                    "udp",
-                    "--dport",
-                    "4789",
-                    "-j",
-                    "DROP",
-                ],
-            )
-        }),
+        inject: Inject::Kernel(|c| drop_udp6_input_on_node_2(c, "4789")),
         blamed: Some("node-2"),
         expected: Disposition::DeniedByNetfilter,
         ..HEALTHY_TCP
     },
     Fault {
         name: "the destination pod's /128 route deleted on node-2 (the IPv6 block's blackhole takes over)",
-        inject: Inject::Kernel(|c| {
-            let pod = endpoints(c).1.ip6.expect("dual-stack").to_string();
-            node_run(c, 1, &["ip", "-6", "route", "del", &format!("{pod}/128")]);
-        }),
+        inject: Inject::Kernel(delete_destination_pod_ipv6_route),
         blamed: Some("node-2"),
         expected: Disposition::UnreachableRoute,
         finds: Some("calico.pod.route-ipv6"),
@@ -2727,7 +2702,7 @@ const K3S_FAULTS: &[Fault] = &[
         finds: Some("flannel.bridge.down"),
         ..HEALTHY_TCP
     },
-    ip_forward_off_on_node_2("flannel.sysctl.ip-forward"),
+    forwarding_off_on_node_2(Family::Ipv4, "flannel.sysctl.ip-forward"),
     Fault {
         name: "a NetworkPolicy isolating node-2's pods for ingress (kube-router's firewall)",
         inject: Inject::Components(|_, real| isolate_node_2_by_kube_router(real)),
@@ -2908,7 +2883,7 @@ const KUBE_ROUTER_FAULTS: &[Fault] = &[
         finds: Some("kube-router.bridge.device"),
         ..HEALTHY_TCP
     },
-    ip_forward_off_on_node_2("kube-router.sysctl.ip-forward"),
+    forwarding_off_on_node_2(Family::Ipv4, "kube-router.sysctl.ip-forward"),
     Fault {
         name: "a NetworkPolicy isolating node-2's pods for ingress",
         inject: Inject::Components(|_, real| isolate_node_2_by_kube_router(real)),
