@@ -71,7 +71,7 @@ catalogue! {
     KERNEL_NEIGHBOUR_UNANSWERED = "kernel.neighbour.unanswered", Fatal,
         "nobody answers ARP for the next hop, by proxy or not: the holder is not on the link, or stays silent under `arp_ignore`, `arp_filter` or rp_filter (`neighbor_failed`)";
     KERNEL_NEIGHBOUR_UNKNOWN = "kernel.neighbour.unknown", Warning,
-        "whether a neighbour answers by proxy depends on what the dump does not hold: IPv6 proxy entries (`ip -6 neigh show proxy`) under `proxy_ndp` (`insufficient_info`)";
+        "whether a neighbour answers by proxy depends on what the dump does not hold: IPv6 proxy entries (`ip -j neigh show proxy`, `ip-neigh-proxy.json`) under `proxy_ndp` (`insufficient_info`)";
     KERNEL_NEIGHBOUR_PERMANENT = "kernel.neighbour.permanent", Fatal,
         "a permanent neighbour entry sends the frame to a MAC address no interface on the segment has (`neighbor_failed`)";
     KERNEL_FDB_MISSING = "kernel.fdb.missing", Fatal,

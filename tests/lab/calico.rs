@@ -22,31 +22,55 @@
 //!   chains, profiles, the lab's NetworkPolicy as a `cali-pi-` chain, the
 //!   accept/pass mark bits 0x10000/0x20000) and its ipsets (IPAM pools,
 //!   VXLAN peers, the policy's selector), natOutgoing via `cali-nat-outgoing`.
+//!
+//! Dual-stack (VXLAN), as felix programs an IPv6 pool in VXLAN mode beside
+//! the IPv4 one: an IPv6 IPPool of /122 blocks with its own block per node
+//! (and blackhole), `vxlan-v6.calico` (the same VNI and port, local = the
+//! node's IPv6 address, MTU 70 under the host's, the IPv6 block's first
+//! address /128) and per remote node its route `BLOCK via VTEP dev
+//! vxlan-v6.calico onlink`, permanent neighbour and FDB entry to the node's
+//! IPv6 address; pods get a /128 and `default via fe80::ecee:eeff:feee:eeee
+//! dev eth0` (the host veth's link-local address, from its
+//! ee:ee:ee:ee:ee:ee MAC) and the pods' MTU is the smaller tunnel's
+//! (felix's `determinePodMTU`); felix's rules in ip6tables with its `cali60`
+//! ipsets.
 
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use ipnet::Ipv4Net;
+use ipnet::{IpNet, Ipv4Net, Ipv6Net};
 use serde_json::{Map, Value, json};
 use sha1::Sha1;
 use sha2::{Digest, Sha256};
 
+use skoop::net::Family;
+
 use crate::cluster::{
-    APP_NAMESPACE, CLUSTER_CIDR, Cni, NODE_NETWORK, Node, POD_PORT, Pod, add_vtep_peer, hex_digest,
-    mac,
+    APP_NAMESPACE, CLUSTER_CIDR, CLUSTER_CIDR6, Cni, NODE_NETWORK, Node, POD_PORT, Pod,
+    add_vtep_peer, hex_digest, mac,
 };
 use crate::kube_proxy::encode_prefix;
 use crate::objects;
 
 /// The IPPool's block size: each node's share of the pool.
 const BLOCK_SIZE: u8 = 26;
+/// The IPv6 IPPool's block size (Calico's default for IPv6).
+const BLOCK_SIZE6: u8 = 122;
 /// The VXLAN device, network identifier and UDP port felix uses by default.
 pub const VTEP: &str = "vxlan.calico";
+/// felix's VXLAN device for IPv6 pools (the same VNI and port).
+pub const VTEP6: &str = "vxlan-v6.calico";
 const VNI: u32 = 4096;
 const VXLAN_PORT: u16 = 4789;
+/// `vxlan-v6.calico`'s MTU: felix's default, the host's 1500 less 70 bytes
+/// of VXLAN over IPv6.
+const VTEP6_MTU: u16 = 1430;
 /// The pods' gateway: nobody has it; the host veth answers ARP for it by proxy.
 pub const POD_GATEWAY: &str = "169.254.1.1";
 /// The MAC the Calico CNI plugin gives every host-side veth.
 const HOST_VETH_MAC: &str = "ee:ee:ee:ee:ee:ee";
+/// The pods' IPv6 gateway: the host veth's link-local address, which the
+/// kernel derives from [`HOST_VETH_MAC`].
+pub const POD_GATEWAY6: &str = "fe80::ecee:eeff:feee:eeee";
 /// The route protocol felix programs its routes with (BIRD's is `bird`).
 const FELIX_ROUTE_PROTOCOL: &str = "80";
 /// felix's mark bits (`IptablesMarkMask` 0xffff0000): a policy accepted the
@@ -59,6 +83,7 @@ const FROM_WORKLOAD_MARK: &str = "0x40000";
 /// web pods and from the nodes (kubelet probes, masqueraded service traffic).
 const POLICY_NAME: &str = "allow-web";
 const IPPOOL_NAME: &str = "default-ipv4-ippool";
+const IPPOOL_NAME6: &str = "default-ipv6-ippool";
 const CALICO_VERSION: &str = "v3.29.1";
 
 /// Calico's mode: how pod traffic crosses between nodes.
@@ -123,12 +148,23 @@ impl Calico {
         ..Calico::BGP
     };
 
-    /// The pods' MTU: 1500 on the underlay, less the 50 bytes of VXLAN
-    /// encapsulation where there is one.
+    /// `vxlan.calico`'s MTU, and the pods' on an IPv4-only node: 1500 on
+    /// the underlay, less the 50 bytes of VXLAN encapsulation where there
+    /// is one.
     fn mtu(&self) -> u16 {
         match self.mode {
             Mode::Bgp => 1500,
             Mode::Vxlan => 1450,
+        }
+    }
+
+    /// The pods' MTU on `node`: felix's smallest of the tunnels in use
+    /// (`determinePodMTU`), `vxlan-v6.calico`'s 70 under the host's on a
+    /// dual-stack node.
+    fn pod_mtu(&self, node: &Node) -> u16 {
+        match (self.mode, node.ip6) {
+            (Mode::Vxlan, Some(_)) => VTEP6_MTU,
+            _ => self.mtu(),
         }
     }
 
@@ -147,6 +183,51 @@ impl Calico {
             Mode::Bgp => 0,
             Mode::Vxlan => 1,
         }
+    }
+
+    /// felix's rules on `node` in a family, as `iptables-restore` (or
+    /// `ip6tables-restore`) input.
+    fn rules(&self, node: &Node, family: Family) -> String {
+        let vxlan = self.mode == Mode::Vxlan;
+        let mut rules = raw_table();
+        rules.push_str(&mangle_table());
+        rules.push_str(&nat_table(vxlan, self.nat_outgoing, family));
+        rules.push_str(&filter_table(node, vxlan, family));
+        rules
+    }
+
+    /// felix's ipsets on `node` in a family: the IPAM pools, those that
+    /// masquerade, the policy's selector and the VXLAN peers.
+    fn ipsets(&self, node: &Node, peers: &[&Node], family: Family) -> Vec<IpSet> {
+        let (pool, address): (&str, fn(&Pod) -> Option<IpAddr>) = match family {
+            Family::Ipv4 => (CLUSTER_CIDR, |pod| Some(pod.ip.into())),
+            Family::Ipv6 => (CLUSTER_CIDR6, |pod| pod.ip6.map(IpAddr::from)),
+        };
+        let everyone = std::iter::once(node).chain(peers.iter().copied());
+        let pods = everyone.flat_map(|n| n.pods.iter().filter_map(address));
+        let masquerading = match self.nat_outgoing {
+            true => vec![pool.to_string()],
+            false => Vec::new(),
+        };
+        let mut sets = vec![
+            IpSet::net(family, "all-ipam-pools", vec![pool.to_string()]),
+            IpSet::net(family, "masq-ipam-pools", masquerading),
+            IpSet {
+                name: selector_ipset(family),
+                kind: "hash:ip",
+                family,
+                members: pods.map(|ip| ip.to_string()).collect(),
+            },
+        ];
+        if self.mode == Mode::Vxlan {
+            let peers = peers.iter().filter_map(|p| match family {
+                Family::Ipv4 => Some(IpAddr::from(p.ip)),
+                Family::Ipv6 => p.ip6.map(IpAddr::from),
+            });
+            let peers = peers.map(|ip| ip.to_string()).collect();
+            sets.push(IpSet::net(family, "all-vxlan-net", peers));
+        }
+        sets
     }
 }
 
@@ -167,10 +248,32 @@ pub fn vtep_ip(node: &Node) -> Ipv4Addr {
     block(node).network()
 }
 
+/// The IPv6 IPAM block of a dual-stack `node` (`None` on an IPv4-only
+/// one): a /122 of the IPv6 pool, picked by the node's name as [`block`].
+pub fn block6(node: &Node) -> Option<Ipv6Net> {
+    node.ip6?;
+    let digest = Sha256::digest(format!("calico-block6/{}", node.name).as_bytes());
+    let pool: Ipv6Net = CLUSTER_CIDR6.parse().expect("the IPv6 pool");
+    let offset = (u128::from(digest[0]) << 64) | (u128::from(digest[1]) << 6);
+    let address = Ipv6Addr::from(u128::from(pool.network()) + offset);
+    Some(Ipv6Net::new(address, BLOCK_SIZE6).expect("a /122"))
+}
+
+/// The IPv6 VXLAN tunnel address of a dual-stack `node`: its IPv6 block's
+/// first address.
+pub fn vtep_ip6(node: &Node) -> Option<Ipv6Addr> {
+    block6(node).map(|block| block.network())
+}
+
 /// The MAC of `node`'s `vxlan.calico` (random in Calico, recorded in the
 /// node's `projectcalico.org/VXLANTunnelMACAddr` annotation).
 fn vtep_mac(node: &Node) -> String {
     mac(&format!("{}/{VTEP}", node.name))
+}
+
+/// The MAC of `node`'s `vxlan-v6.calico` (its `VXLANTunnelMACAddrV6`).
+fn vtep6_mac(node: &Node) -> String {
+    mac(&format!("{}/{VTEP6}", node.name))
 }
 
 impl Cni for Calico {
@@ -187,6 +290,11 @@ impl Cni for Calico {
         Ipv4Addr::from(u32::from(block(node).network()) + ordinal)
     }
 
+    fn pod_ip6(&self, node: &Node, index: usize) -> Option<Ipv6Addr> {
+        let ordinal = self.first_pod_ordinal() + u32::try_from(index).expect("few pods");
+        block6(node).map(|block| Ipv6Addr::from(u128::from(block.network()) + u128::from(ordinal)))
+    }
+
     /// libcalico-go's `VethNameForWorkload`: "cali" and the first 11 hex
     /// digits of the SHA-1 of "NAMESPACE.POD".
     fn host_veth(&self, namespace: &str, name: &str) -> String {
@@ -197,13 +305,17 @@ impl Cni for Calico {
 
     fn pod_annotations(&self, pod: &Pod) -> Map<String, Value> {
         let address = format!("{}/32", pod.ip);
+        let addresses = match pod.ip6 {
+            Some(ip6) => format!("{address},{ip6}/128"),
+            None => address.clone(),
+        };
         let mut annotations = Map::new();
         annotations.insert(
             "cni.projectcalico.org/containerID".into(),
             container_id(pod).into(),
         );
-        annotations.insert("cni.projectcalico.org/podIP".into(), address.clone().into());
-        annotations.insert("cni.projectcalico.org/podIPs".into(), address.into());
+        annotations.insert("cni.projectcalico.org/podIP".into(), address.into());
+        annotations.insert("cni.projectcalico.org/podIPs".into(), addresses.into());
         annotations
     }
 
@@ -225,36 +337,74 @@ impl Cni for Calico {
         ));
         ns.ip(&format!("addr add {}/32 dev {VTEP}", vtep_ip(node)));
         ns.ip(&format!("link set {VTEP} up"));
+        if let (Some(ip6), Some(block6), Some(vtep6)) = (node.ip6, block6(node), vtep_ip6(node)) {
+            ns.ip(&format!(
+                "-6 route add blackhole {block6} proto {}",
+                self.route_protocol()
+            ));
+            ns.ip(&format!(
+                "link add {VTEP6} address {} mtu {VTEP6_MTU} type vxlan id {VNI} local {ip6} dev eth0 dstport {VXLAN_PORT} nolearning",
+                vtep6_mac(node),
+            ));
+            // felix adds the tunnel address as a /128, with duplicate
+            // address detection (the build waits for it).
+            ns.ip(&format!("-6 addr add {vtep6}/128 dev {VTEP6}"));
+            ns.ip(&format!("link set {VTEP6} up"));
+        }
     }
 
     fn attach_pod(&self, node: &Node, pod: &mut Pod) {
         let veth = &pod.host_veth;
-        let mtu = self.mtu();
+        let mtu = self.pod_mtu(node);
         node.ns.ip(&format!(
             "link add {veth} address {HOST_VETH_MAC} mtu {mtu} type veth peer name eth0 address {} mtu {mtu} netns {}",
             mac(&format!("{}/{}/eth0", pod.namespace, pod.name)),
             pod.ns.name
         ));
-        node.ns.ip(&format!("link set {veth} up"));
-        // What felix's endpoint manager writes for every workload interface.
-        for setting in [
+        // What the CNI plugin (`configureSysctls`, before it sets the veth
+        // up) and felix's endpoint manager write for the host veth, per
+        // family of the pod's addresses.
+        let mut settings = vec![
             format!("net.ipv4.conf.{veth}.rp_filter=1"),
             format!("net.ipv4.conf.{veth}.route_localnet=1"),
             format!("net.ipv4.neigh.{veth}.proxy_delay=0"),
             format!("net.ipv4.conf.{veth}.proxy_arp=1"),
             format!("net.ipv4.conf.{veth}.forwarding=1"),
-        ] {
+        ];
+        if pod.ip6.is_some() {
+            settings.extend([
+                format!("net.ipv6.conf.{veth}.accept_dad=0"),
+                format!("net.ipv6.conf.{veth}.disable_ipv6=0"),
+                format!("net.ipv6.conf.{veth}.proxy_ndp=1"),
+                format!("net.ipv6.conf.{veth}.forwarding=1"),
+            ]);
+        }
+        settings.push(format!("net.ipv6.conf.{veth}.accept_ra=0"));
+        for setting in settings {
             node.ns.run(&["sysctl", "-qw", &setting]);
         }
+        node.ns.ip(&format!("link set {veth} up"));
         node.ns
             .ip(&format!("route add {} dev {veth} scope link", pod.ip));
 
+        if pod.ip6.is_some() {
+            // No duplicate address detection on a point-to-point link.
+            pod.ns
+                .run(&["sysctl", "-qw", "net.ipv6.conf.eth0.accept_dad=0"]);
+        }
         pod.ns.ip(&format!("addr add {}/32 dev eth0", pod.ip));
         pod.ns.ip("link set eth0 up");
         pod.ns
             .ip(&format!("route add {POD_GATEWAY} dev eth0 scope link"));
         pod.ns
             .ip(&format!("route add default via {POD_GATEWAY} dev eth0"));
+        if let Some(ip6) = pod.ip6 {
+            node.ns
+                .ip(&format!("-6 route add {ip6}/128 dev {veth} scope link"));
+            pod.ns.ip(&format!("-6 addr add {ip6}/128 dev eth0"));
+            pod.ns
+                .ip(&format!("-6 route add default via {POD_GATEWAY6} dev eth0"));
+        }
     }
 
     /// The routes BIRD or felix program to the peers' blocks, and felix's
@@ -293,36 +443,47 @@ impl Cni for Calico {
             }
         }
 
-        let pods = node.pods.iter().chain(peers.iter().flat_map(|p| &p.pods));
-        let masquerading = match self.nat_outgoing {
-            true => vec![CLUSTER_CIDR.to_string()],
-            false => Vec::new(),
-        };
-        let mut sets = vec![
-            IpSet::net("all-ipam-pools", vec![CLUSTER_CIDR.to_string()]),
-            IpSet::net("masq-ipam-pools", masquerading),
-            IpSet {
-                name: selector_ipset(),
-                kind: "hash:ip",
-                members: pods.map(|p| p.ip.to_string()).collect(),
-            },
-        ];
-        if self.mode == Mode::Vxlan {
-            let peers = peers.iter().map(|p| p.ip.to_string()).collect();
-            sets.push(IpSet::net("all-vxlan-net", peers));
+        if self.mode == Mode::Vxlan && node.ip6.is_some() {
+            for peer in peers {
+                let (Some(peer_ip6), Some(peer_block6), Some(peer_vtep6)) =
+                    (peer.ip6, block6(peer), vtep_ip6(peer))
+                else {
+                    continue;
+                };
+                let peer_vtep6 = peer_vtep6.to_string();
+                add_vtep_peer(
+                    &node.ns,
+                    VTEP6,
+                    &peer_vtep6,
+                    &vtep6_mac(peer),
+                    &peer_ip6.to_string(),
+                );
+                node.ns.ip(&format!(
+                    "-6 route add {peer_block6} via {peer_vtep6} dev {VTEP6} onlink proto {protocol}"
+                ));
+            }
         }
-        for set in sets {
-            set.create(node);
+
+        let families = match node.ip6 {
+            Some(_) => vec![Family::Ipv4, Family::Ipv6],
+            None => vec![Family::Ipv4],
+        };
+        for family in families {
+            self.ipsets(node, peers, family)
+                .iter()
+                .for_each(|set| set.create(node));
         }
     }
 
     fn iptables_rules(&self, node: &Node) -> String {
-        let vxlan = self.mode == Mode::Vxlan;
-        let mut rules = raw_table();
-        rules.push_str(&mangle_table());
-        rules.push_str(&nat_table(vxlan, self.nat_outgoing));
-        rules.push_str(&filter_table(node, vxlan));
-        rules
+        self.rules(node, Family::Ipv4)
+    }
+
+    fn ip6tables_rules(&self, node: &Node) -> String {
+        match node.ip6 {
+            Some(_) => self.rules(node, Family::Ipv6),
+            None => String::new(),
+        }
     }
 
     fn node_annotations(&self, node: &Node) -> Map<String, Value> {
@@ -341,6 +502,22 @@ impl Cni for Calico {
                 vtep_mac(node).into(),
             );
         }
+        if let Some(ip6) = node.ip6 {
+            annotations.insert(
+                "projectcalico.org/IPv6Address".into(),
+                format!("{ip6}/64").into(),
+            );
+        }
+        if let (Mode::Vxlan, Some(vtep6)) = (self.mode, vtep_ip6(node)) {
+            annotations.insert(
+                "projectcalico.org/IPv6VXLANTunnelAddr".into(),
+                vtep6.to_string().into(),
+            );
+            annotations.insert(
+                "projectcalico.org/VXLANTunnelMACAddrV6".into(),
+                vtep6_mac(node).into(),
+            );
+        }
         annotations
     }
 
@@ -350,21 +527,25 @@ impl Cni for Calico {
             Mode::Vxlan if self.cross_subnet => "CrossSubnet",
             Mode::Vxlan => "Always",
         };
-        let mut objects = vec![
+        let pool = |name: &str, cidr: &str, block_size: u8| {
             json!({
                 "apiVersion": "crd.projectcalico.org/v1",
                 "kind": "IPPool",
-                "metadata": objects::metadata("IPPool", None, IPPOOL_NAME, json!({})),
+                "metadata": objects::metadata("IPPool", None, name, json!({})),
                 "spec": {
                     "allowedUses": ["Workload", "Tunnel"],
-                    "blockSize": BLOCK_SIZE,
-                    "cidr": CLUSTER_CIDR,
+                    "blockSize": block_size,
+                    "cidr": cidr,
                     "ipipMode": "Never",
                     "natOutgoing": self.nat_outgoing,
                     "nodeSelector": "all()",
                     "vxlanMode": vxlan_mode,
                 },
-            }),
+            })
+        };
+        let dual_stack = nodes.iter().any(|n| n.ip6.is_some());
+        let mut objects = vec![
+            pool(IPPOOL_NAME, CLUSTER_CIDR, BLOCK_SIZE),
             json!({
                 "apiVersion": "crd.projectcalico.org/v1",
                 "kind": "FelixConfiguration",
@@ -376,16 +557,38 @@ impl Cni for Calico {
                     "reportingInterval": "0s",
                 },
             }),
-            config_map(self.mode),
-            daemon_set(self.mode, nodes.len()),
+            config_map(self.mode, dual_stack),
+            daemon_set(self.mode, nodes.len(), dual_stack),
             network_policy(),
         ];
+        if dual_stack {
+            objects.push(pool(IPPOOL_NAME6, CLUSTER_CIDR6, BLOCK_SIZE6));
+        }
         for node in nodes {
-            objects.push(block_affinity(node));
-            objects.push(ipam_block(self, node));
+            let tunnel = self.mode == Mode::Vxlan;
+            let blocks = [
+                Some((
+                    IpNet::from(block(node)),
+                    pod_ips(node, |p| Some(p.ip.into())),
+                )),
+                block6(node).map(|b| (IpNet::from(b), pod_ips(node, |p| p.ip6.map(IpAddr::from)))),
+            ];
+            for (block, pods) in blocks.into_iter().flatten() {
+                objects.push(block_affinity(node, block));
+                objects.push(ipam_block(node, block, tunnel, &pods));
+            }
         }
         objects
     }
+}
+
+/// `node`'s pods with their address of a family (`address`), for its IPAM
+/// block of that family.
+fn pod_ips(node: &Node, address: fn(&Pod) -> Option<IpAddr>) -> Vec<(&Pod, IpAddr)> {
+    node.pods
+        .iter()
+        .filter_map(|pod| address(pod).map(|ip| (pod, ip)))
+        .collect()
 }
 
 /// The id of the container the CNI plugin set up for `pod`.
@@ -411,33 +614,55 @@ fn policy_chain() -> String {
 
 /// The ipset felix keeps for the policy's `from` selector (every pod with
 /// `app == 'web'` in the namespace): `cali40s:` and the selector's hash.
-fn selector_ipset() -> String {
+fn selector_ipset(family: Family) -> String {
     let selector = format!(
         "(projectcalico.org/orchestrator == 'k8s' && app == 'web') && projectcalico.org/namespace == '{APP_NAMESPACE}'"
     );
-    format!("cali40s:{}", felix_id(&selector, 23))
+    format!("{}s:{}", ipset_prefix(family), felix_id(&selector, 23))
+}
+
+/// felix's VXLAN device of a family.
+fn vtep_device(family: Family) -> &'static str {
+    match family {
+        Family::Ipv4 => VTEP,
+        Family::Ipv6 => VTEP6,
+    }
+}
+
+/// The prefix of felix's ipset names in a family: `cali40`, `cali60`.
+fn ipset_prefix(family: Family) -> &'static str {
+    match family {
+        Family::Ipv4 => "cali40",
+        Family::Ipv6 => "cali60",
+    }
 }
 
 /// One of felix's ipsets.
 struct IpSet {
     name: String,
     kind: &'static str,
+    family: Family,
     members: Vec<String>,
 }
 
 impl IpSet {
-    /// A `hash:net` set named `cali40<suffix>` (IPv4 sets have the `cali40` prefix).
-    fn net(suffix: &str, members: Vec<String>) -> IpSet {
+    /// A `hash:net` set of a family named `cali40<suffix>` or `cali60<suffix>`.
+    fn net(family: Family, suffix: &str, members: Vec<String>) -> IpSet {
         IpSet {
-            name: format!("cali40{suffix}"),
+            name: format!("{}{suffix}", ipset_prefix(family)),
             kind: "hash:net",
+            family,
             members,
         }
     }
 
     fn create(&self, node: &Node) {
+        let family = match self.family {
+            Family::Ipv4 => "inet",
+            Family::Ipv6 => "inet6",
+        };
         node.ns.run(&[
-            "ipset", "create", &self.name, self.kind, "family", "inet", "maxelem", "1048576",
+            "ipset", "create", &self.name, self.kind, "family", family, "maxelem", "1048576",
         ]);
         for member in &self.members {
             node.ns.run(&["ipset", "add", &self.name, member]);
@@ -588,7 +813,8 @@ fn mangle_table() -> String {
 /// nat: floating IPs (none) and the IPPool's natOutgoing: traffic from a
 /// masquerading pool to anywhere outside every pool is masqueraded (felix
 /// leaves `cali-nat-outgoing` empty when no pool has natOutgoing).
-fn nat_table(vxlan: bool, nat_outgoing: bool) -> String {
+fn nat_table(vxlan: bool, nat_outgoing: bool, family: Family) -> String {
+    let sets = ipset_prefix(family);
     let mut t = Table::new(
         "nat",
         &[
@@ -611,14 +837,14 @@ fn nat_table(vxlan: bool, nat_outgoing: bool) -> String {
         // end cannot route back to takes the tunnel address.
         t.append(
             "cali-POSTROUTING",
-            &format!("-o {VTEP} -m addrtype ! --src-type LOCAL --limit-iface-out -m addrtype --src-type LOCAL -j MASQUERADE --random-fully"),
+            &format!("-o {} -m addrtype ! --src-type LOCAL --limit-iface-out -m addrtype --src-type LOCAL -j MASQUERADE --random-fully", vtep_device(family)),
         );
     }
     t.append("cali-PREROUTING", "-j cali-fip-dnat");
     if nat_outgoing {
         t.append(
             "cali-nat-outgoing",
-            "-m set --match-set cali40masq-ipam-pools src -m set ! --match-set cali40all-ipam-pools dst -j MASQUERADE --random-fully",
+            &format!("-m set --match-set {sets}masq-ipam-pools src -m set ! --match-set {sets}all-ipam-pools dst -j MASQUERADE --random-fully"),
         );
     }
     t.render()
@@ -626,7 +852,12 @@ fn nat_table(vxlan: bool, nat_outgoing: bool) -> String {
 
 /// filter: workload dispatch, per-workload chains with the profiles and the
 /// lab's policy, host endpoints (none), VXLAN from known hosts only.
-fn filter_table(node: &Node, vxlan: bool) -> String {
+fn filter_table(node: &Node, vxlan: bool, family: Family) -> String {
+    let sets = ipset_prefix(family);
+    let version = match family {
+        Family::Ipv4 => "IPv4",
+        Family::Ipv6 => "IPv6",
+    };
     let mut t = Table::new(
         "filter",
         &[
@@ -686,11 +917,11 @@ fn filter_table(node: &Node, vxlan: bool) -> String {
     if vxlan {
         t.append(
             "cali-INPUT",
-            &format!("-p udp -m comment --comment \"Allow IPv4 VXLAN packets from allowed hosts\" -m multiport --dports {VXLAN_PORT} -m set --match-set cali40all-vxlan-net src -m addrtype --dst-type LOCAL -j ACCEPT"),
+            &format!("-p udp -m comment --comment \"Allow {version} VXLAN packets from allowed hosts\" -m multiport --dports {VXLAN_PORT} -m set --match-set {sets}all-vxlan-net src -m addrtype --dst-type LOCAL -j ACCEPT"),
         );
         t.append(
             "cali-INPUT",
-            &format!("-p udp -m comment --comment \"Drop IPv4 VXLAN packets from non-allowed hosts\" -m multiport --dports {VXLAN_PORT} -m addrtype --dst-type LOCAL -j DROP"),
+            &format!("-p udp -m comment --comment \"Drop {version} VXLAN packets from non-allowed hosts\" -m multiport --dports {VXLAN_PORT} -m addrtype --dst-type LOCAL -j DROP"),
         );
     }
     t.append("cali-INPUT", "-i cali+ -g cali-wl-to-host");
@@ -704,7 +935,7 @@ fn filter_table(node: &Node, vxlan: bool) -> String {
     if vxlan {
         t.append(
             "cali-OUTPUT",
-            &format!("-p udp -m comment --comment \"Allow IPv4 VXLAN packets to other allowed hosts\" -m multiport --dports {VXLAN_PORT} -m addrtype --src-type LOCAL -m set --match-set cali40all-vxlan-net dst -j ACCEPT"),
+            &format!("-p udp -m comment --comment \"Allow {version} VXLAN packets to other allowed hosts\" -m multiport --dports {VXLAN_PORT} -m addrtype --src-type LOCAL -m set --match-set {sets}all-vxlan-net dst -j ACCEPT"),
         );
     }
     t.append("cali-OUTPUT", "-j MARK --set-xmark 0x0/0xf0000");
@@ -731,6 +962,16 @@ fn filter_table(node: &Node, vxlan: bool) -> String {
         );
     }
     t.append("cali-to-wl-dispatch", unknown);
+    if family == Family::Ipv6 {
+        // Neighbour discovery, MLD and router solicitations from workloads
+        // reach the host before any policy (felix's `ICMPv6Filter`).
+        for icmp_type in [130, 131, 132, 133, 135, 136] {
+            t.append(
+                "cali-wl-to-host",
+                &format!("-p ipv6-icmp -m icmp6 --icmpv6-type {icmp_type} -j ACCEPT"),
+            );
+        }
+    }
     t.append("cali-wl-to-host", "-j cali-from-wl-dispatch");
     t.append(
         "cali-wl-to-host",
@@ -776,15 +1017,18 @@ fn filter_table(node: &Node, vxlan: bool) -> String {
         &policy,
         &format!(
             "-p tcp {comment} -m set --match-set {} src {port} {}",
-            selector_ipset(),
+            selector_ipset(family),
             set_accept()
         ),
     );
     t.append(&policy, &format!("{} -j RETURN", if_accepted()));
-    t.append(
-        &policy,
-        &format!("-p tcp {comment} -s {NODE_NETWORK} {port} {}", set_accept()),
-    );
+    // felix renders a rule of IPv4 CIDRs in IPv4 only.
+    if family == Family::Ipv4 {
+        t.append(
+            &policy,
+            &format!("-p tcp {comment} -s {NODE_NETWORK} {port} {}", set_accept()),
+        );
+    }
     t.render()
 }
 
@@ -866,9 +1110,8 @@ pub fn network_policy() -> Value {
     })
 }
 
-/// `node`'s claim on its block.
-fn block_affinity(node: &Node) -> Value {
-    let block = block(node);
+/// `node`'s claim on its `block`.
+fn block_affinity(node: &Node, block: IpNet) -> Value {
     let name = format!("{}-{}", node.name, cidr_name(block));
     json!({
         "apiVersion": "crd.projectcalico.org/v1",
@@ -883,24 +1126,29 @@ fn block_affinity(node: &Node) -> Value {
     })
 }
 
-/// The IPAM block of `node`: which ordinal holds which handle (the tunnel
-/// address first in VXLAN mode, then the pods in order).
-fn ipam_block(calico: &Calico, node: &Node) -> Value {
-    let block = block(node);
-    let size = 1usize << (32 - BLOCK_SIZE);
+/// The IPAM block `block` of `node`: which ordinal holds which handle (the
+/// tunnel address first where there is one, then the `pods` in order).
+fn ipam_block(node: &Node, block: IpNet, tunnel: bool, pods: &[(&Pod, IpAddr)]) -> Value {
+    let size = 1usize << (block.max_prefix_len() - block.prefix_len());
+    let ordinal = |ip: IpAddr| -> usize {
+        let offset = match (ip, block.network()) {
+            (IpAddr::V4(ip), IpAddr::V4(first)) => u128::from(u32::from(ip) - u32::from(first)),
+            (IpAddr::V6(ip), IpAddr::V6(first)) => u128::from(ip) - u128::from(first),
+            _ => unreachable!("a pod's address of the block's family"),
+        };
+        usize::try_from(offset).expect("an ordinal")
+    };
     let mut allocations = vec![Value::Null; size];
     let mut attributes = Vec::new();
-    if calico.mode == Mode::Vxlan {
+    if tunnel {
         allocations[0] = json!(attributes.len());
         attributes.push(json!({
             "handle_id": format!("vxlan-tunnel-addr-{}", node.name),
             "secondary": {"node": node.name, "type": "vxlanTunnelAddress"},
         }));
     }
-    for pod in &node.pods {
-        let ordinal =
-            usize::try_from(u32::from(pod.ip) - u32::from(block.network())).expect("an ordinal");
-        allocations[ordinal] = json!(attributes.len());
+    for (pod, ip) in pods {
+        allocations[ordinal(*ip)] = json!(attributes.len());
         attributes.push(json!({
             "handle_id": format!("k8s-pod-network.{}", container_id(pod)),
             "secondary": {
@@ -929,16 +1177,22 @@ fn ipam_block(calico: &Calico, node: &Node) -> Value {
     })
 }
 
-/// A CIDR as Calico writes it in object names: `10-244-84-128-26`.
-fn cidr_name(cidr: Ipv4Net) -> String {
-    cidr.to_string().replace(['.', '/'], "-")
+/// A CIDR as Calico writes it in object names: `10-244-84-128-26`,
+/// `fd00-10-244-3c--1c0-122`.
+fn cidr_name(cidr: IpNet) -> String {
+    cidr.to_string().replace(['.', ':', '/'], "-")
 }
 
 /// calico.yaml's `calico-config` ConfigMap (the manifest install).
-fn config_map(mode: Mode) -> Value {
+fn config_map(mode: Mode, dual_stack: bool) -> Value {
     let backend = match mode {
         Mode::Bgp => "bird",
         Mode::Vxlan => "vxlan",
+    };
+    // calico.yaml's dual-stack edit: calico-ipam assigns an address of each family.
+    let assign = match dual_stack {
+        true => ",\n          \"assign_ipv4\": \"true\",\n          \"assign_ipv6\": \"true\"",
+        false => "",
     };
     let cni_network_config = r#"{
   "name": "k8s-pod-network",
@@ -952,7 +1206,7 @@ fn config_map(mode: Mode) -> Value {
       "nodename": "__KUBERNETES_NODE_NAME__",
       "mtu": __CNI_MTU__,
       "ipam": {
-          "type": "calico-ipam"
+          "type": "calico-ipam"__ASSIGN__
       },
       "policy": {
           "type": "k8s"
@@ -978,7 +1232,7 @@ fn config_map(mode: Mode) -> Value {
         "metadata": objects::metadata("ConfigMap", Some("kube-system"), "calico-config", json!({})),
         "data": {
             "calico_backend": backend,
-            "cni_network_config": cni_network_config,
+            "cni_network_config": cni_network_config.replace("__ASSIGN__", assign),
             "typha_service_name": "none",
             "veth_mtu": "0",
         },
@@ -986,7 +1240,7 @@ fn config_map(mode: Mode) -> Value {
 }
 
 /// calico.yaml's `calico-node` DaemonSet in kube-system, on all `nodes`.
-fn daemon_set(mode: Mode, nodes: usize) -> Value {
+fn daemon_set(mode: Mode, nodes: usize, dual_stack: bool) -> Value {
     let image = format!("docker.io/calico/node:{CALICO_VERSION}");
     let cni_image = format!("docker.io/calico/cni:{CALICO_VERSION}");
     let labels = json!({"k8s-app": "calico-node"});
@@ -1000,8 +1254,14 @@ fn daemon_set(mode: Mode, nodes: usize) -> Value {
         Mode::Bgp => vec!["/bin/calico-node", "-felix-ready", "-bird-ready"],
         Mode::Vxlan => vec!["/bin/calico-node", "-felix-ready"],
     };
+    // calico.yaml's dual-stack edit: an IPv6 address autodetected, felix's
+    // IPv6 support, and the IPv6 pool in the IPv4 pool's mode.
+    let (ipv6_pool_vxlan, ipv6_support) = match dual_stack {
+        true => (vxlan_mode, "true"),
+        false => ("Never", "false"),
+    };
     let from_config = |key: &str| json!({"configMapKeyRef": {"key": key, "name": "calico-config"}});
-    json!({
+    let mut daemon_set = json!({
         "apiVersion": "apps/v1",
         "kind": "DaemonSet",
         "metadata": objects::metadata("DaemonSet", Some("kube-system"), "calico-node", labels.clone()),
@@ -1023,14 +1283,14 @@ fn daemon_set(mode: Mode, nodes: usize) -> Value {
                             {"name": "IP", "value": "autodetect"},
                             {"name": "CALICO_IPV4POOL_IPIP", "value": "Never"},
                             {"name": "CALICO_IPV4POOL_VXLAN", "value": vxlan_mode},
-                            {"name": "CALICO_IPV6POOL_VXLAN", "value": "Never"},
+                            {"name": "CALICO_IPV6POOL_VXLAN", "value": ipv6_pool_vxlan},
                             {"name": "FELIX_IPINIPMTU", "valueFrom": from_config("veth_mtu")},
                             {"name": "FELIX_VXLANMTU", "valueFrom": from_config("veth_mtu")},
                             {"name": "FELIX_WIREGUARDMTU", "valueFrom": from_config("veth_mtu")},
                             {"name": "CALICO_IPV4POOL_CIDR", "value": CLUSTER_CIDR},
                             {"name": "CALICO_DISABLE_FILE_LOGGING", "value": "true"},
                             {"name": "FELIX_DEFAULTENDPOINTTOHOSTACTION", "value": "ACCEPT"},
-                            {"name": "FELIX_IPV6SUPPORT", "value": "false"},
+                            {"name": "FELIX_IPV6SUPPORT", "value": ipv6_support},
                             {"name": "FELIX_HEALTHENABLED", "value": "true"}
                         ],
                         "envFrom": [{"configMapRef": {"name": "kubernetes-services-endpoint", "optional": true}}],
@@ -1136,5 +1396,14 @@ fn daemon_set(mode: Mode, nodes: usize) -> Value {
             "updateStrategy": {"rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}, "type": "RollingUpdate"}
         },
         "status": objects::daemon_set_status(nodes)
-    })
+    });
+    if dual_stack {
+        let env = daemon_set
+            .pointer_mut("/spec/template/spec/containers/0/env")
+            .and_then(Value::as_array_mut)
+            .expect("calico-node's env");
+        env.push(json!({"name": "IP6", "value": "autodetect"}));
+        env.push(json!({"name": "CALICO_IPV6POOL_CIDR", "value": CLUSTER_CIDR6}));
+    }
+    daemon_set
 }

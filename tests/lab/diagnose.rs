@@ -135,6 +135,17 @@ fn delete_ipv6_route_to_node_2_pods(cluster: &Cluster) {
 
 /// Node `node`'s pod CIDR (node IPAM's in the real-components lab, so
 /// cases never name one).
+/// Deletes node-2's /128 route to the destination pod's IPv6 address (the
+/// CNI plugin's route to the pod's veth).
+fn delete_destination_pod_ipv6_route(cluster: &Cluster) {
+    let pod = endpoints(cluster).1.ip6.expect("dual-stack").to_string();
+    node_run(
+        cluster,
+        1,
+        &["ip", "-6", "route", "del", &format!("{pod}/128")],
+    );
+}
+
 fn pod_cidr(cluster: &Cluster, node: usize) -> String {
     cluster.nodes[node].pod_cidr.to_string()
 }
@@ -1162,24 +1173,7 @@ const IPV6_VXLAN_FAULTS: &[Fault] = &[
     },
     Fault {
         name: "ip6tables drop of UDP 8472 on node-2's INPUT (the IPv6 VXLAN packets)",
-        inject: Inject::Kernel(|c| {
-            node_run(
-                c,
-                1,
-                &[
-                    "ip6tables",
-                    "-I",
-                    "INPUT",
-                    "1",
-                    "-p",
-                    "udp",
-                    "--dport",
-                    "8472",
-                    "-j",
-                    "DROP",
-                ],
-            )
-        }),
+        inject: Inject::Kernel(|c| drop_udp6_input_on_node_2(c, "8472")),
         blamed: Some("node-2"),
         expected: Disposition::DeniedByNetfilter,
         ..HEALTHY_TCP
@@ -2092,17 +2086,35 @@ const fn remote_pod_cidr_route_deleted(finds: &'static str) -> Fault {
     }
 }
 
-/// node-2 stops forwarding (`finds` names the CNI's check of the sysctl):
-/// nothing from node-1 reaches its pods.
-const fn ip_forward_off_on_node_2(finds: &'static str) -> Fault {
+/// node-2 stops forwarding in a family (`finds` names the CNI's check of
+/// the sysctl; IPv6's `all`, which sets every interface's): nothing from
+/// node-1 reaches its pods in that family.
+const fn forwarding_off_on_node_2(family: Family, finds: &'static str) -> Fault {
+    let (name, inject): (&'static str, fn(&Cluster)) = match family {
+        Family::Ipv4 => ("ip_forward off on node-2", |c| {
+            node_sysctl(c, 1, "net.ipv4.ip_forward=0")
+        }),
+        Family::Ipv6 => ("IPv6 forwarding off on node-2", |c| {
+            node_sysctl(c, 1, "net.ipv6.conf.all.forwarding=0")
+        }),
+    };
     Fault {
-        name: "ip_forward off on node-2",
-        inject: Inject::Kernel(|c| node_sysctl(c, 1, "net.ipv4.ip_forward=0")),
+        name,
+        inject: Inject::Kernel(inject),
         blamed: Some("node-2"),
         expected: Disposition::ForwardingDisabled,
         finds: Some(finds),
         ..HEALTHY_TCP
     }
+}
+
+/// node-2's ip6tables dropping UDP to `port` at the top of INPUT: the IPv6
+/// VXLAN packets of a CNI whose tunnel listens there.
+fn drop_udp6_input_on_node_2(cluster: &Cluster, port: &str) {
+    let rule = [
+        "-I", "INPUT", "1", "-p", "udp", "--dport", port, "-j", "DROP",
+    ];
+    node_run(cluster, 1, &[&["ip6tables"][..], &rule].concat());
 }
 
 /// kube-router's NetworkPolicy isolating node-2's pods, with node-2's jump
@@ -2151,7 +2163,7 @@ const KINDNET_FAULTS: &[Fault] = &[
         finds: Some("kernel.route.leaves-cluster"),
         ..HEALTHY_TCP
     },
-    ip_forward_off_on_node_2("kindnet.sysctl.ip-forward"),
+    forwarding_off_on_node_2(Family::Ipv4, "kindnet.sysctl.ip-forward"),
 ];
 
 /// kindnet's IPv6 side on a dual-stack lab (ptp and host-local giving each
@@ -2171,21 +2183,118 @@ const IPV6_KINDNET_FAULTS: &[Fault] = &[
     },
     Fault {
         name: "the destination pod's /128 host route deleted on node-2",
-        inject: Inject::Kernel(|c| {
-            let pod = endpoints(c).1.ip6.expect("dual-stack").to_string();
-            node_run(c, 1, &["ip", "-6", "route", "del", &format!("{pod}/128")]);
-        }),
+        inject: Inject::Kernel(delete_destination_pod_ipv6_route),
         blamed: Some("node-2"),
         expected: Disposition::ExitsCluster,
         finds: Some("kernel.route.leaves-cluster"),
         ..HEALTHY_TCP
     },
+    forwarding_off_on_node_2(Family::Ipv6, "kindnet.sysctl.ipv6-forwarding"),
+];
+
+/// Calico VXLAN's IPv6 side on a dual-stack lab (an IPv6 pool in VXLAN
+/// mode: `vxlan-v6.calico` over the IPv6 underlay, pods behind the host
+/// veth's link-local gateway): the baselines, and an IPv6 fault at each
+/// stage, each localised at its hop.
+const IPV6_CALICO_VXLAN_FAULTS: &[Fault] = &[
+    HEALTHY_TCP,
+    // The lab's NetworkPolicy opens TCP 8080 alone: felix denies pings in
+    // IPv6 as in IPv4.
     Fault {
-        name: "IPv6 forwarding off on node-2",
-        inject: Inject::Kernel(|c| node_sysctl(c, 1, "net.ipv6.conf.all.forwarding=0")),
+        name: "ping (icmpv6) denied by the NetworkPolicy (felix's cali-tw chain in ip6tables)",
         blamed: Some("node-2"),
-        expected: Disposition::ForwardingDisabled,
-        finds: Some("kindnet.sysctl.ipv6-forwarding"),
+        expected: Disposition::DeniedByNetfilter,
+        finds: Some("networkpolicy.ingress.denied"),
+        ..HEALTHY_ICMPV6
+    },
+    HEALTHY_TO_IPV6_CLUSTER_IP,
+    Fault {
+        name: "IPv6 route to node-2's IPv6 block deleted on node-1",
+        inject: Inject::Kernel(|c| {
+            let block6 = calico::block6(&c.nodes[1]).expect("dual-stack").to_string();
+            node_run(c, 0, &["ip", "-6", "route", "del", &block6]);
+        }),
+        blamed: Some("node-1"),
+        expected: Disposition::ExitsCluster,
+        finds: Some("calico.route.remote-block-ipv6"),
+        ..HEALTHY_TCP
+    },
+    Fault {
+        name: "vxlan-v6.calico's neighbour entry for node-2's IPv6 VTEP missing on node-1",
+        inject: Inject::Kernel(|c| {
+            let vtep6 = calico::vtep_ip6(&c.nodes[1])
+                .expect("dual-stack")
+                .to_string();
+            node_run(
+                c,
+                0,
+                &["ip", "-6", "neigh", "del", &vtep6, "dev", calico::VTEP6],
+            );
+        }),
+        blamed: Some("node-1"),
+        expected: Disposition::NeighborFailed,
+        finds: Some("calico.vxlan.neighbour-ipv6"),
+        ..HEALTHY_TCP
+    },
+    Fault {
+        name: "vxlan-v6.calico's FDB entry for node-2 missing on node-1",
+        inject: Inject::Kernel(|c| {
+            let remote = c.nodes[1].ip6.expect("dual-stack").to_string();
+            delete_vtep_fdb_entry(c, 0, calico::VTEP6, &remote);
+        }),
+        blamed: Some("node-1"),
+        expected: Disposition::NeighborFailed,
+        finds: Some("calico.vxlan.fdb-ipv6"),
+        ..HEALTHY_TCP
+    },
+    Fault {
+        name: "vxlan-v6.calico down on node-1",
+        inject: Inject::Kernel(|c| node_run(c, 0, &["ip", "link", "set", calico::VTEP6, "down"])),
+        blamed: Some("node-1"),
+        expected: Disposition::ExitsCluster,
+        finds: Some("calico.vxlan.device-ipv6"),
+        ..HEALTHY_TCP
+    },
+    forwarding_off_on_node_2(Family::Ipv6, "calico.sysctl.ipv6-forwarding"),
+    Fault {
+        name: "ip6tables drop of UDP 4789 on node-2's INPUT (the IPv6 VXLAN packets)",
+        inject: Inject::Kernel(|c| drop_udp6_input_on_node_2(c, "4789")),
+        blamed: Some("node-2"),
+        expected: Disposition::DeniedByNetfilter,
+        ..HEALTHY_TCP
+    },
+    Fault {
+        name: "the destination pod's /128 route deleted on node-2 (the IPv6 block's blackhole takes over)",
+        inject: Inject::Kernel(delete_destination_pod_ipv6_route),
+        blamed: Some("node-2"),
+        expected: Disposition::UnreachableRoute,
+        finds: Some("calico.pod.route-ipv6"),
+        ..HEALTHY_TCP
+    },
+    Fault {
+        name: "a wrong IPv6 default route in web-0 (a link-local gateway nobody holds)",
+        inject: Inject::Kernel(|c| {
+            endpoints(c)
+                .0
+                .ns
+                .ip("-6 route replace default via fe80::1 dev eth0");
+        }),
+        blamed: Some("default/web-0"),
+        expected: Disposition::NeighborFailed,
+        finds: Some("calico.pod.gateway-ipv6"),
+        ..HEALTHY_TCP
+    },
+    Fault {
+        name: "web-0's IPv6 default route deleted",
+        inject: Inject::Kernel(|c| {
+            endpoints(c).0.ns.ip(&format!(
+                "-6 route del default via {} dev eth0",
+                calico::POD_GATEWAY6
+            ));
+        }),
+        blamed: Some("default/web-0"),
+        expected: Disposition::NoRoute,
+        finds: Some("calico.pod.gateway-ipv6"),
         ..HEALTHY_TCP
     },
 ];
@@ -2265,6 +2374,7 @@ impl LabKind {
                 "flannel-host-gw" => "flannel-host-gw, dual-stack, flows in IPv6",
                 "flannel-vxlan" => "flannel-vxlan, dual-stack, flows in IPv6",
                 "kindnet" => "kindnet, dual-stack, flows in IPv6",
+                "calico-vxlan" => "calico-vxlan, dual-stack, flows in IPv6",
                 other => unreachable!("no dual-stack lab of {other}"),
             },
             LabKind::Routed { name, .. } => name,
@@ -2384,6 +2494,11 @@ const TOPOLOGIES: &[Group] = &[
         lab: LabKind::DualStack(&Kindnet),
         peer: Peer::Cluster,
         faults: IPV6_KINDNET_FAULTS,
+    },
+    Group {
+        lab: LabKind::DualStack(&Calico::VXLAN),
+        peer: Peer::Cluster,
+        faults: IPV6_CALICO_VXLAN_FAULTS,
     },
     Group {
         lab: LabKind::Scripted(&Calico::BGP),
@@ -2621,7 +2736,7 @@ const K3S_FAULTS: &[Fault] = &[
         finds: Some("flannel.bridge.down"),
         ..HEALTHY_TCP
     },
-    ip_forward_off_on_node_2("flannel.sysctl.ip-forward"),
+    forwarding_off_on_node_2(Family::Ipv4, "flannel.sysctl.ip-forward"),
     Fault {
         name: "a NetworkPolicy isolating node-2's pods for ingress (kube-router's firewall)",
         inject: Inject::Components(|_, real| isolate_node_2_by_kube_router(real)),
@@ -2802,7 +2917,7 @@ const KUBE_ROUTER_FAULTS: &[Fault] = &[
         finds: Some("kube-router.bridge.device"),
         ..HEALTHY_TCP
     },
-    ip_forward_off_on_node_2("kube-router.sysctl.ip-forward"),
+    forwarding_off_on_node_2(Family::Ipv4, "kube-router.sysctl.ip-forward"),
     Fault {
         name: "a NetworkPolicy isolating node-2's pods for ingress",
         inject: Inject::Components(|_, real| isolate_node_2_by_kube_router(real)),

@@ -324,7 +324,7 @@ impl<'s> Walker<'s> {
     /// Explicit proxy entries (`ip neigh add proxy`) and `proxy_arp_pvlan`
     /// are not modelled: they answer nothing here. IPv6 answers by proxy
     /// only for the proxy entries of a forwarding namespace with `proxy_ndp`
-    /// on, which the dump does not list: that is unknown.
+    /// on (`ip-neigh-proxy.json`; unknown in a dump without it).
     fn proxy_arp(
         &self,
         ns: &NetnsId,
@@ -404,7 +404,9 @@ impl Walker<'_> {
     /// `ndisc_recv_ns` for an address `ns` does not hold: answered by proxy
     /// only where IPv6 forwarding is on, `proxy_ndp` is on (`all` or the
     /// device's) and a proxy entry (`ip -6 neigh add proxy`) names the
-    /// address. The dump has no proxy entries, so that last case is unknown.
+    /// address on the device (`pneigh_lookup`). A dump without its proxy
+    /// entries (`ip-neigh-proxy.json`, collected since this was modelled)
+    /// leaves that last case unknown.
     fn proxy_ndp(&self, ns: &NetnsId, iface: &Device, target: IpAddr) -> Result<(), ArpRefusal> {
         let to_do = "tell whether it answers neighbour solicitations by proxy";
         let Some(sysctls) = self.sysctls(ns) else {
@@ -433,20 +435,49 @@ impl Walker<'_> {
                 ),
                 file: DumpFile::Sysctl,
             }),
-            (Some(_), Some(_)) => Err(ArpRefusal::Unknown(Stop::unknown(
-                codes::KERNEL_NEIGHBOUR_UNKNOWN,
-                format!(
-                    "{} has proxy_ndp on for {}: whether it answers for {target} depends on its proxy entries (`ip -6 neigh show proxy`), which are not collected",
-                    hop_id(ns),
-                    iface.ifname
-                ),
-                vec![self.file(ns, DumpFile::Sysctl)],
-            ))),
+            (Some(_), Some(_)) => self.proxy_entry(ns, iface, target),
             _ => Err(ArpRefusal::Unknown(self.missing(
                 ns,
                 Wanted::In("net.ipv6.conf.{all,IFACE}.proxy_ndp", DumpFile::Sysctl),
                 to_do,
             ))),
+        }
+    }
+}
+
+impl Walker<'_> {
+    /// With `proxy_ndp` on and forwarding: whether a proxy entry names
+    /// `target` on `iface` (`ip-neigh-proxy.json`).
+    fn proxy_entry(&self, ns: &NetnsId, iface: &Device, target: IpAddr) -> Result<(), ArpRefusal> {
+        let entries = self
+            .snapshot
+            .namespaces
+            .get(ns)
+            .and_then(|entry| entry.dump().proxy_neighbours.as_ref());
+        let Some(entries) = entries else {
+            return Err(ArpRefusal::Unknown(Stop::unknown(
+                codes::KERNEL_NEIGHBOUR_UNKNOWN,
+                format!(
+                    "{} has proxy_ndp on for {}: whether it answers for {target} depends on its proxy entries (`ip -j neigh show proxy`, {}), which are not collected",
+                    hop_id(ns),
+                    iface.ifname,
+                    DumpFile::IpNeighProxy.name()
+                ),
+                vec![self.file(ns, DumpFile::Sysctl)],
+            )));
+        };
+        match entries
+            .iter()
+            .any(|entry| entry.dst == target && entry.dev == iface.ifname)
+        {
+            true => Ok(()),
+            false => Err(ArpRefusal::Silent {
+                why: format!(
+                    "{target} is not an address of {}, and no proxy entry of it names {target} (proxy_ndp is on)",
+                    iface.ifname
+                ),
+                file: DumpFile::IpNeighProxy,
+            }),
         }
     }
 }

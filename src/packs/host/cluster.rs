@@ -455,7 +455,8 @@ pub(super) fn node_netns(node: &mut NodeRef) -> Dynamic {
 /// `cluster.network_policy(src, dst, port, protocol)`: what the cluster's
 /// NetworkPolicies say about a connection, `#{ingress, egress}`, each
 /// `#{pod, address, verdict, summary, reasons, policies}` (see docs/packs.md).
-/// `port` is `()` for ICMP; `protocol` is `tcp`, `udp`, `sctp` or `icmp`.
+/// `port` is `()` for ICMP; `protocol` is `tcp`, `udp`, `sctp`, `icmp` or
+/// `icmpv6` (ICMP of IPv6, which policies treat as ICMP: no port).
 pub(super) fn network_policy(
     c: &mut ClusterRef,
     src: Dynamic,
@@ -465,7 +466,7 @@ pub(super) fn network_policy(
 ) -> Fallible<Dynamic> {
     let (src, dst) = (as_ip(&src)?, as_ip(&dst)?);
     let transport = match protocol.to_ascii_lowercase().as_str() {
-        "icmp" => None,
+        "icmp" | "icmpv6" => None,
         name => {
             let Some(protocol) = [
                 ClusterProtocol::Tcp,
@@ -474,7 +475,9 @@ pub(super) fn network_policy(
             ]
             .into_iter()
             .find(|p| p.as_str().eq_ignore_ascii_case(name)) else {
-                return fail(format!("protocol {name:?} is not tcp, udp, sctp or icmp"));
+                return fail(format!(
+                    "protocol {name:?} is not tcp, udp, sctp, icmp or icmpv6"
+                ));
             };
             let Some(number) = port.as_int().ok().and_then(|n| u16::try_from(n).ok()) else {
                 return fail(format!(

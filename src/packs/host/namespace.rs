@@ -225,7 +225,11 @@ pub(super) fn register(engine: &mut Engine) {
         .register_fn(
             "routes_to",
             |n: &mut NetnsRef, dst: &str| -> Fallible<Array> {
-                let routes = dump_part(n, DumpFile::IpRoute, |d| d.routes.as_ref())?;
+                // An IPv6 destination's routes are in their own file.
+                let routes = match dst.contains(':') {
+                    false => dump_part(n, DumpFile::IpRoute, |d| d.routes.as_ref())?,
+                    true => dump_part(n, DumpFile::IpRoute6, |d| d.routes6.as_ref())?,
+                };
                 Ok(routes
                     .iter()
                     .filter(|r| destination_text(r) == dst)

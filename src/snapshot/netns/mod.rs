@@ -43,6 +43,9 @@ pub enum DumpFile {
     IpRule,
     IpRule6,
     IpNeigh,
+    /// The proxy neighbour entries (`ip neigh add proxy`): `ip neigh show`
+    /// leaves them out.
+    IpNeighProxy,
     BridgeFdb,
     IptablesSave,
     Ip6tablesSave,
@@ -56,7 +59,7 @@ pub enum DumpFile {
 
 impl DumpFile {
     /// Every dump file, in the contract's order.
-    pub const ALL: [DumpFile; 16] = [
+    pub const ALL: [DumpFile; 17] = [
         DumpFile::IpLink,
         DumpFile::IpAddr,
         DumpFile::IpRoute,
@@ -64,6 +67,7 @@ impl DumpFile {
         DumpFile::IpRule,
         DumpFile::IpRule6,
         DumpFile::IpNeigh,
+        DumpFile::IpNeighProxy,
         DumpFile::BridgeFdb,
         DumpFile::IptablesSave,
         DumpFile::Ip6tablesSave,
@@ -85,6 +89,7 @@ impl DumpFile {
             DumpFile::IpRule => "ip-rule.json",
             DumpFile::IpRule6 => "ip-rule6.json",
             DumpFile::IpNeigh => "ip-neigh.json",
+            DumpFile::IpNeighProxy => "ip-neigh-proxy.json",
             DumpFile::BridgeFdb => "bridge-fdb.json",
             DumpFile::IptablesSave => "iptables-save.txt",
             DumpFile::Ip6tablesSave => "ip6tables-save.txt",
@@ -107,6 +112,7 @@ impl DumpFile {
             DumpFile::IpRule => &["ip", "-j", "rule", "show"],
             DumpFile::IpRule6 => &["ip", "-6", "-j", "rule", "show"],
             DumpFile::IpNeigh => &["ip", "-j", "neigh", "show"],
+            DumpFile::IpNeighProxy => &["ip", "-j", "neigh", "show", "proxy"],
             DumpFile::BridgeFdb => &["bridge", "-j", "fdb", "show"],
             DumpFile::IptablesSave => &["iptables-save"],
             DumpFile::Ip6tablesSave => &["ip6tables-save"],
@@ -257,6 +263,9 @@ pub struct NetnsDump {
     /// The IPv6 policy rules (`ip -6 rule`): IPv6 has its own.
     pub rules6: Option<Vec<rule::PolicyRule>>,
     pub neighbours: Option<Vec<neigh::Neighbour>>,
+    /// The proxy entries (`ip neigh show proxy`): the addresses answered
+    /// by proxy (IPv6's under `proxy_ndp`).
+    pub proxy_neighbours: Option<Vec<neigh::Neighbour>>,
     pub fdb: Option<Vec<fdb::FdbEntry>>,
     pub iptables: Option<iptables::Ruleset>,
     /// The IPv6 rules (`ip6tables-save`): iptables keeps them apart.
@@ -309,6 +318,7 @@ impl NetnsDump {
             rules: files.load_placed(DumpFile::IpRule),
             rules6: files.load_placed(DumpFile::IpRule6),
             neighbours: files.load_placed(DumpFile::IpNeigh),
+            proxy_neighbours: files.load_placed(DumpFile::IpNeighProxy),
             fdb: files.load_placed(DumpFile::BridgeFdb),
             iptables: files.load(DumpFile::IptablesSave, iptables::parse),
             ip6tables: files.load(DumpFile::Ip6tablesSave, iptables::parse),
@@ -340,6 +350,7 @@ impl NetnsDump {
             DumpFile::IpRule => self.rules.is_some(),
             DumpFile::IpRule6 => self.rules6.is_some(),
             DumpFile::IpNeigh => self.neighbours.is_some(),
+            DumpFile::IpNeighProxy => self.proxy_neighbours.is_some(),
             DumpFile::BridgeFdb => self.fdb.is_some(),
             DumpFile::IptablesSave => self.iptables.is_some(),
             DumpFile::Ip6tablesSave => self.ip6tables.is_some(),
