@@ -250,7 +250,7 @@ pub fn vtep_ip(node: &Node) -> Ipv4Addr {
 
 /// The IPv6 IPAM block of a dual-stack `node` (`None` on an IPv4-only
 /// one): a /122 of the IPv6 pool, picked by the node's name as [`block`].
-pub fn block6(node: &Node) -> Option<Ipv6Net> {
+fn block6(node: &Node) -> Option<Ipv6Net> {
     node.ip6?;
     let digest = Sha256::digest(format!("calico-block6/{}", node.name).as_bytes());
     let pool: Ipv6Net = CLUSTER_CIDR6.parse().expect("the IPv6 pool");
@@ -261,7 +261,7 @@ pub fn block6(node: &Node) -> Option<Ipv6Net> {
 
 /// The IPv6 VXLAN tunnel address of a dual-stack `node`: its IPv6 block's
 /// first address.
-pub fn vtep_ip6(node: &Node) -> Option<Ipv6Addr> {
+fn vtep_ip6(node: &Node) -> Option<Ipv6Addr> {
     block6(node).map(|block| block.network())
 }
 

@@ -2211,7 +2211,18 @@ const IPV6_CALICO_VXLAN_FAULTS: &[Fault] = &[
     Fault {
         name: "IPv6 route to node-2's IPv6 block deleted on node-1",
         inject: Inject::Kernel(|c| {
-            let block6 = calico::block6(&c.nodes[1]).expect("dual-stack").to_string();
+            // The block felix routes to web-3's address (the lab's, or the
+            // one Calico's IPAM picked on the real components).
+            let pod = endpoints(c).1.ip6.expect("dual-stack").to_string();
+            let routes = c.nodes[0]
+                .ns
+                .run(&["ip", "-6", "route", "show", "match", &pod]);
+            let block6 = routes
+                .lines()
+                .find(|route| route.contains(&format!("dev {}", calico::VTEP6)))
+                .and_then(|route| route.split_whitespace().next())
+                .unwrap_or_else(|| panic!("no route to {pod} by {}: {routes}", calico::VTEP6))
+                .to_string();
             node_run(c, 0, &["ip", "-6", "route", "del", &block6]);
         }),
         blamed: Some("node-1"),
@@ -2222,13 +2233,20 @@ const IPV6_CALICO_VXLAN_FAULTS: &[Fault] = &[
     Fault {
         name: "vxlan-v6.calico's neighbour entry for node-2's IPv6 VTEP missing on node-1",
         inject: Inject::Kernel(|c| {
-            let vtep6 = calico::vtep_ip6(&c.nodes[1])
-                .expect("dual-stack")
-                .to_string();
+            // node-2's is the one VTEP node-1 has a neighbour entry for.
             node_run(
                 c,
                 0,
-                &["ip", "-6", "neigh", "del", &vtep6, "dev", calico::VTEP6],
+                &[
+                    "ip",
+                    "-6",
+                    "neigh",
+                    "flush",
+                    "dev",
+                    calico::VTEP6,
+                    "nud",
+                    "permanent",
+                ],
             );
         }),
         blamed: Some("node-1"),
@@ -2394,8 +2412,11 @@ impl LabKind {
             LabKind::RealDualStack(RealCni::FlannelVxlan, ProxyMode::Nftables) => {
                 "flannel-vxlan (real components, kube-proxy in nftables mode), dual-stack, flows in IPv6"
             }
+            LabKind::RealDualStack(RealCni::CalicoVxlan, ProxyMode::Iptables) => {
+                "calico-vxlan (real components), dual-stack, flows in IPv6"
+            }
             LabKind::RealDualStack(..) => {
-                unreachable!("the real dual-stack lab runs Flannel")
+                unreachable!("the real dual-stack lab runs Flannel and Calico VXLAN")
             }
             LabKind::Kubelet(RealCni::FlannelVxlan) => {
                 "flannel-vxlan (real components, kubelet and containerd)"
@@ -2633,6 +2654,11 @@ const TOPOLOGIES: &[Group] = &[
         lab: LabKind::RealDualStack(RealCni::FlannelHostGw, ProxyMode::Iptables),
         peer: Peer::Cluster,
         faults: IPV6_HOST_GW_FAULTS,
+    },
+    Group {
+        lab: LabKind::RealDualStack(RealCni::CalicoVxlan, ProxyMode::Iptables),
+        peer: Peer::Cluster,
+        faults: IPV6_CALICO_VXLAN_FAULTS,
     },
     Group {
         lab: LabKind::RealDualStack(RealCni::FlannelVxlan, ProxyMode::Nftables),

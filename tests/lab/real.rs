@@ -331,12 +331,13 @@ impl Components {
         fs::create_dir_all(&var_lib).expect("the node's /var/lib");
         let program = self.program("calico-node");
         let node_ip = format!("{}/24", node.ip);
+        let node_ip6 = node.ip6.map(|ip6| format!("{ip6}/64"));
         let mut node_env: Vec<(&str, &str)> = vec![
             ("DATASTORE_TYPE", "kubernetes"),
             ("NODENAME", &node.name),
             ("CALICO_DISABLE_FILE_LOGGING", "true"),
             ("WAIT_FOR_DATASTORE", "true"),
-            ("FELIX_IPV6SUPPORT", "false"),
+            ("FELIX_IPV6SUPPORT", self.ipv6_support()),
         ];
         let steps: &[&[&str]] = if self.cni == RealCni::Canal {
             // canal.yaml's calico-node: policy only, no address of its own,
@@ -352,13 +353,24 @@ impl Components {
             node_env.extend([
                 ("CALICO_NETWORKING_BACKEND", "vxlan"),
                 ("IP", &node_ip),
-                ("IP6", "none"),
                 ("CALICO_IPV4POOL_CIDR", CLUSTER_CIDR),
                 ("CALICO_IPV4POOL_BLOCK_SIZE", "26"),
                 ("CALICO_IPV4POOL_VXLAN", "Always"),
                 ("CALICO_IPV4POOL_IPIP", "Never"),
                 ("CALICO_IPV4POOL_NAT_OUTGOING", "true"),
             ]);
+            // In dual-stack, an IPv6 pool in VXLAN mode beside it, as
+            // calico.yaml's IPv6 settings make one.
+            match &node_ip6 {
+                Some(node_ip6) => node_env.extend([
+                    ("IP6", node_ip6.as_str()),
+                    ("CALICO_IPV6POOL_CIDR", CLUSTER_CIDR6),
+                    ("CALICO_IPV6POOL_BLOCK_SIZE", "122"),
+                    ("CALICO_IPV6POOL_VXLAN", "Always"),
+                    ("CALICO_IPV6POOL_NAT_OUTGOING", "true"),
+                ]),
+                None => node_env.push(("IP6", "none")),
+            }
             &[
                 &["-startup"],
                 &["-allocate-tunnel-addrs", "-allocate-tunnel-addrs-run-once"],
@@ -399,7 +411,7 @@ impl Components {
             ("FELIX_HEALTHENABLED", "true"),
             ("FELIX_HEALTHHOST", "127.0.0.1"),
             ("FELIX_PROMETHEUSMETRICSENABLED", "false"),
-            ("FELIX_IPV6SUPPORT", "false"),
+            ("FELIX_IPV6SUPPORT", self.ipv6_support()),
             ("FELIX_BPFENABLED", "false"),
             // Felix cleans up a BPF connect-time load balancer at start, even
             // with BPF off. Where it can mount bpffs in its mount namespace (as
@@ -426,6 +438,15 @@ impl Components {
         ));
         let pid = lab.spawn_logged(Some(&node.ns), &argv, &env, &dir.join("felix.log"));
         self.pids.borrow_mut().push(pid);
+    }
+
+    /// felix's and calico-node's `FELIX_IPV6SUPPORT`: on in a dual-stack
+    /// cluster.
+    fn ipv6_support(&self) -> &'static str {
+        match self.stack {
+            Stack::Ipv4 => "false",
+            Stack::DualStack => "true",
+        }
     }
 
     /// `program` with its `/var/lib` bound to `var_lib`, in a mount
@@ -806,8 +827,9 @@ impl RealCluster {
             self.components.start_calico(lab, &node);
             // felix makes the tunnel device once it has the node's tunnel
             // address and the pool.
+            let dual_stack = self.components.stack == Stack::DualStack;
             self.wait(&node, &["ip", "-br", "link"], "felix.log", |out| {
-                out.contains(calico::VTEP)
+                out.contains(calico::VTEP) && (!dual_stack || out.contains(calico::VTEP6))
             });
             if self.components.kubelets {
                 // Where calico-node's install-cni container writes it.
@@ -1094,13 +1116,15 @@ impl RealCluster {
                 self.wait(node, &["ip", "route", "show", &cidr], agent_log, |out| {
                     !out.trim().is_empty()
                 });
-                if let Some(cidr6) = peer.pod_cidr6 {
-                    let cidr6 = cidr6.to_string();
+                // The peer's pods' IPv6 addresses by a route of their own
+                // (its pod CIDR, or the Calico block), not the default one.
+                for pod6 in peer.pods.iter().filter_map(|p| p.ip6) {
+                    let pod6 = pod6.to_string();
                     self.wait(
                         node,
-                        &["ip", "-6", "route", "show", &cidr6],
+                        &["ip", "-6", "route", "show", "match", &pod6],
                         agent_log,
-                        |out| !out.trim().is_empty(),
+                        |out| out.lines().any(|route| !route.starts_with("default")),
                     );
                 }
             }
@@ -1615,12 +1639,15 @@ fn calico_cni_conf(components: &Components, node: &Node) -> String {
         // Canal's `cni_network_config`: host-local over the node's pod CIDR.
         json!({"type": "host-local", "subnet": "usePodCidr", "dataDir": dir.join("ipam")})
     } else {
-        json!({"type": "calico-ipam", "assign_ipv4": "true", "assign_ipv6": "false"})
+        let ipv6 = components.stack == Stack::DualStack;
+        json!({"type": "calico-ipam", "assign_ipv4": "true", "assign_ipv6": ipv6.to_string()})
     };
-    let mtu = if components.cni == RealCni::Canal {
-        CANAL_VETH_MTU
-    } else {
-        1450
+    // What calico-node's install-cni writes: felix's MTU, the smallest of
+    // its tunnels' (vxlan-v6.calico's 1430 beside vxlan.calico's 1450).
+    let mtu = match (components.cni, components.stack) {
+        (RealCni::Canal, _) => CANAL_VETH_MTU,
+        (_, Stack::Ipv4) => 1450,
+        (_, Stack::DualStack) => 1430,
     };
     json!({
         "cniVersion": "0.3.1",
