@@ -494,14 +494,15 @@ const REAL_CALICO_FAULTS: &[Fault] = &[Fault {
     mtu: None,
 }];
 
-/// Which of the VXLAN lab's 31 cases a real-components group runs: each
+/// Which of a scripted group's cases its real-components twin runs: each
 /// is a fresh cluster (kubelet-run pods diagnosed live through collector pods,
 /// or the components on netns nodes), half a minute or more, and the
-/// scripted flannel-vxlan group runs every one, so CI runs the first
-/// twelve; all of them with `SKOOP_LAB_KUBELET=all` (the kubelet group,
-/// issue 31) or `SKOOP_LAB_REAL=all` (the netns nodes').
-fn runs_in_ci_share(index: usize, all: &str) -> bool {
-    index < 12 || std::env::var(all).is_ok_and(|value| value == "all")
+/// scripted group runs every one, so CI runs the first `share` (twelve of
+/// the VXLAN lab's 31, six of a dual-stack group's); all of them with
+/// `SKOOP_LAB_KUBELET=all` (the kubelet group, issue 31) or
+/// `SKOOP_LAB_REAL=all` (the netns nodes').
+fn runs_in_ci_share(index: usize, share: usize, all: &str) -> bool {
+    index < share || std::env::var(all).is_ok_and(|value| value == "all")
 }
 
 /// Whether the groups running kube-router (kube-router's, k3s's) run: when
@@ -3827,10 +3828,12 @@ fn diagnosis_agrees_with_the_kernel_on_every_lab_fault() {
             let real_vxlan = matches!(group.lab, LabKind::Real(RealCni::FlannelVxlan, _))
                 && std::ptr::eq(group.faults, VXLAN_FAULTS);
             let kube_router = matches!(group.lab, LabKind::Real(cni, _) if cni.runs_kube_router());
+            let real_dual_stack = matches!(group.lab, LabKind::RealDualStack(..));
             (group.faults.iter().enumerate())
                 .filter(move |(index, _)| {
-                    (!kubelets || runs_in_ci_share(*index, "SKOOP_LAB_KUBELET"))
-                        && (!real_vxlan || runs_in_ci_share(*index, "SKOOP_LAB_REAL"))
+                    (!kubelets || runs_in_ci_share(*index, 12, "SKOOP_LAB_KUBELET"))
+                        && (!real_vxlan || runs_in_ci_share(*index, 12, "SKOOP_LAB_REAL"))
+                        && (!real_dual_stack || runs_in_ci_share(*index, 6, "SKOOP_LAB_REAL"))
                 })
                 .filter(move |_| !kube_router || runs_kube_router(wanted_any))
                 .map(move |(_, fault)| (group.lab, group.peer, fault))
