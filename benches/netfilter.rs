@@ -170,7 +170,7 @@ fn main() {
     black_box(netfilter.traverse(PacketPath::Received, packet, &context));
     let met = LIVE.load(Ordering::Relaxed) - before;
     println!(
-        "memory: structure with the text {:.1} MiB ({:.2}x the file), after the first packet {:.1} MiB ({:.2}x)",
+        "memory: structure beside the text {:.1} MiB ({:.2}x the file), after the first packet {:.1} MiB ({:.2}x)",
         mib(scanned),
         scanned as f64 / text.len() as f64,
         mib(met),
