@@ -1135,3 +1135,73 @@ fn empty_dump_directories_are_said_once_in_all() {
         stdout(&output)
     );
 }
+
+/// Issue 33: a diagnosis reads an iptables chain's rules when a packet (or
+/// a check) meets the chain. A rule line that cannot be read makes its chain
+/// unknown to whoever meets it, citing the line; a flow that never meets
+/// that chain is answered as if the line were sound, and `snapshot check`
+/// still finds the line, which makes the file read with problems there.
+#[test]
+fn a_rule_that_cannot_be_read_matters_to_the_flows_that_meet_its_chain() {
+    let sound = common::copy_snapshot("examples/flannel-vxlan");
+    let damaged = common::copy_snapshot("examples/flannel-vxlan");
+    let rules = damaged.path().join("nodes/node-1/host/iptables-save.txt");
+    let text = std::fs::read_to_string(&rules).unwrap();
+    // Line 60: a DNAT to one of default/web's endpoints, reached only by a
+    // packet to the Service.
+    let line = "-A KUBE-SEP-2AZ33KU3V5PGPQZH -p tcp -m comment";
+    assert_eq!(
+        text.lines().nth(59).map(|l| l.starts_with(line)),
+        Some(true)
+    );
+    let bad = "-A KUBE-SEP-2AZ33KU3V5PGPQZH -p tcp --dport ";
+    std::fs::write(&rules, text.replace(line, &format!("{bad}nope -m comment"))).unwrap();
+    let column = bad.len() + 1;
+    let diagnose = |snapshot: &Path, to: &str| {
+        skoop(&[
+            "diagnose",
+            "-s",
+            snapshot.to_str().unwrap(),
+            "--from",
+            "default/web-0",
+            "--to",
+            to,
+            "-o",
+            "json",
+        ])
+    };
+
+    // Pod to pod never meets the chain: the same answer, and no warning.
+    let (before, after) = (
+        diagnose(sound.path(), "default/web-1:8080"),
+        diagnose(damaged.path(), "default/web-1:8080"),
+    );
+    assert_eq!(stdout(&after), stdout(&before));
+    assert_eq!(stderr(&after), stderr(&before));
+
+    // To the Service, the way through that endpoint's chain is unknown.
+    let output = diagnose(damaged.path(), "svc/default/web");
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let cited = format!(
+        "nat KUBE-SEP-2AZ33KU3V5PGPQZH cannot be read whole (iptables-save.txt:60:{column}: `nope` is not a port number)"
+    );
+    let findings = report["findings"].as_array().unwrap();
+    assert!(
+        findings
+            .iter()
+            .any(|f| f["id"] == "kernel.netfilter.unknown"
+                && f["message"].as_str().unwrap().contains(&cited)),
+        "{findings:#?}"
+    );
+
+    // `snapshot check` reads the dump whole.
+    let output = skoop(&["snapshot", "check", damaged.path().to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(1), "{}", stdout(&output));
+    assert!(
+        stdout(&output).contains(&format!(
+            "nodes/node-1/host/iptables-save.txt:60:{column}: `nope` is not a port number"
+        )),
+        "{}",
+        stdout(&output)
+    );
+}

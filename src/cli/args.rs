@@ -11,6 +11,7 @@ use skoop::net::{Family, Protocol};
 use skoop::packs::{LoadedPacks, NO_CNI, Override};
 use skoop::snapshot::cluster::Budget;
 use skoop::snapshot::input::{Boundary, MIB};
+use skoop::snapshot::netns::Rulesets;
 use skoop::snapshot::{ClusterFrom, Problem, Snapshot, SnapshotError};
 
 use super::EXIT_USAGE;
@@ -52,7 +53,13 @@ impl CacheArgs {
         &self,
         dir: &std::path::Path,
     ) -> Result<(Snapshot, Vec<Problem>), SnapshotError> {
-        Snapshot::load_within(dir, &Boundary::new(dir), self.cluster_from(), self.budget())
+        Snapshot::load_within(
+            dir,
+            &Boundary::new(dir),
+            self.cluster_from(),
+            self.budget(),
+            Rulesets::AsNeeded,
+        )
     }
 
     pub(super) fn budget(&self) -> Budget {

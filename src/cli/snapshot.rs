@@ -12,7 +12,7 @@ use serde::Serialize;
 use skoop::snapshot::cluster::cache::Verdict;
 use skoop::snapshot::cluster::{self, ApiEnum as _, Cluster};
 use skoop::snapshot::input::Boundary;
-use skoop::snapshot::netns::{DumpFile, FileState};
+use skoop::snapshot::netns::{DumpFile, FileState, Rulesets};
 use skoop::snapshot::{ClusterFrom, NetnsId, Problem, Snapshot};
 
 use super::args::BudgetArgs;
@@ -225,6 +225,7 @@ fn check(args: CheckArgs) -> ExitCode {
         &boundary,
         ClusterFrom::Files,
         args.budget.budget(),
+        Rulesets::Whole,
     ) {
         Ok(loaded) => loaded,
         Err(e) => {

@@ -247,7 +247,7 @@ pub fn rule_counts(text: &str) -> Vec<RuleCount> {
                     drops: policy == Policy::Drop,
                 });
             }
-            for rule in &chain.rules {
+            for rule in chain.rules_read() {
                 let Some(counters) = rule.counters else {
                     continue;
                 };

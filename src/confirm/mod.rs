@@ -600,9 +600,9 @@ fn iptables_line(
     let chain = ruleset?.table(table)?.chain(&rule.chain)?;
     match rule.number {
         None => chain.policy.map(|_| chain.line),
-        Some(number) => (chain.rules.iter())
+        Some(number) => (chain.rules_read().iter())
             .find(|r| r.number == number && r.text.as_str() == rule.text)
-            .or_else(|| chain.rules.iter().find(|r| r.text.as_str() == rule.text))
+            .or_else(|| (chain.rules_read().iter()).find(|r| r.text.as_str() == rule.text))
             .map(|r| r.line),
     }
 }

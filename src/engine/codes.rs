@@ -47,7 +47,7 @@ catalogue! {
     KERNEL_NETFILTER_DENIED = "kernel.netfilter.denied", Fatal,
         "a rule or chain policy drops or rejects the packet (`denied_by_netfilter`), with its line";
     KERNEL_NETFILTER_UNKNOWN = "kernel.netfilter.unknown", Warning,
-        "a rule's match or target cannot be evaluated (`insufficient_info`)";
+        "a rule's match or target cannot be evaluated, or a chain the packet meets holds a rule line that could not be read, cited at its line (`insufficient_info`)";
     KERNEL_NETFILTER_SERVICE_UNTRANSLATED = "kernel.netfilter.service-untranslated", Fatal,
         "the packet for a service address leaves untranslated: no rule DNATed it";
     KERNEL_IPVS_NO_REAL_SERVER = "kernel.ipvs.no-real-server", Fatal,

@@ -32,7 +32,7 @@ use cluster::{Budget, Cluster};
 use input::Boundary;
 use name::{BadName, NameKind, check_name};
 use netns::link::Link;
-use netns::{DumpFile, NetnsDump, datapath};
+use netns::{DumpFile, NetnsDump, Rulesets, datapath};
 
 /// Which network namespace a dump belongs to.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -218,6 +218,7 @@ fn load_cluster(
 fn load_dumps(
     nodes_dir: &Path,
     boundary: &Boundary,
+    rulesets: Rulesets,
 ) -> (BTreeMap<NetnsId, NetnsEntry>, Vec<Problem>) {
     let mut problems = Vec::new();
     let mut namespaces = BTreeMap::new();
@@ -230,7 +231,7 @@ fn load_dumps(
             namespaces.insert(id, NetnsEntry::new(dir, NetnsDump::default()));
             continue;
         }
-        let (dump, dump_problems) = NetnsDump::load_inside(&dir, boundary);
+        let (dump, dump_problems) = NetnsDump::load_inside(&dir, boundary, rulesets);
         problems.extend(dump_problems);
         report_unexpected_files(&dir, &mut problems);
         namespaces.insert(id, NetnsEntry::new(dir, dump));
@@ -269,15 +270,17 @@ impl Snapshot {
         boundary: &Boundary,
         from: ClusterFrom,
     ) -> Result<(Snapshot, Vec<Problem>), SnapshotError> {
-        Snapshot::load_within(root, boundary, from, Budget::default())
+        Snapshot::load_within(root, boundary, from, Budget::default(), Rulesets::AsNeeded)
     }
 
-    /// [`Snapshot::load_with`], reading no more of `cluster/` than `budget`.
+    /// [`Snapshot::load_with`], reading no more of `cluster/` than `budget`,
+    /// and as much of the iptables dumps as `rulesets` says.
     pub fn load_within(
         root: &Path,
         boundary: &Boundary,
         from: ClusterFrom,
         budget: Budget,
+        rulesets: Rulesets,
     ) -> Result<(Snapshot, Vec<Problem>), SnapshotError> {
         if !root.is_dir() {
             return Err(SnapshotError::NotFound(root.to_path_buf()));
@@ -293,7 +296,7 @@ impl Snapshot {
         // cluster each is a good part of a diagnosis's time.
         let ((cluster, mut problems), (namespaces, dump_problems)) = std::thread::scope(|scope| {
             let cluster = scope.spawn(|| load_cluster(root, &cluster_dir, boundary, from, budget));
-            let dumps = load_dumps(&nodes_dir, boundary);
+            let dumps = load_dumps(&nodes_dir, boundary, rulesets);
             let cluster = cluster
                 .join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic));

@@ -5,7 +5,9 @@
 //! walk into two branches, each carried on with its own packet.
 
 use std::net::IpAddr;
+use std::path::Path;
 
+use super::decision::RulesetKind;
 use super::index::IndexedTable;
 use super::matching::{RuleTest, test_rule};
 use super::{
@@ -186,9 +188,18 @@ impl<'a> Walk<'_, 'a, '_> {
                 out.push(branch);
                 return;
             };
-            let next = self
-                .table
-                .next_candidate(cursor.chain, cursor.position, &branch.packet);
+            let rules = match chain.rules() {
+                Ok(rules) => rules,
+                Err(unread) => {
+                    let file = RulesetKind::iptables(branch.packet.ip.family()).file();
+                    branch.stop_unknown(unread.of(Path::new(file.name())));
+                    out.push(branch);
+                    return;
+                }
+            };
+            let next =
+                self.table
+                    .next_candidate(cursor.chain, rules, cursor.position, &branch.packet);
             let Some(position) = next else {
                 // End of chain: an implicit RETURN.
                 if self.return_or_policy(&mut branch, &mut cursor) {
@@ -197,7 +208,7 @@ impl<'a> Walk<'_, 'a, '_> {
                 }
                 continue;
             };
-            let Some(rule) = chain.rules.get(position) else {
+            let Some(rule) = rules.get(position) else {
                 continue;
             };
             cursor.position = position + 1;

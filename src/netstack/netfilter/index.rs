@@ -8,10 +8,12 @@
 //! index lists, per key, the rules that require it; the candidates for a
 //! packet are those rules merged in order with the rules that require no
 //! key. Every candidate is still evaluated in chain order, so the first rule
-//! that matches is the one the kernel picks.
+//! that matches is the one the kernel picks. A chain's index is built the
+//! first time a packet meets the chain, as its rules are read.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
+use std::sync::OnceLock;
 
 use crate::snapshot::netns::iptables::{Match, PortMatch, Protocol, Rule, Table};
 
@@ -24,7 +26,7 @@ const MIN_INDEXED_RULES: usize = 16;
 #[derive(Debug)]
 pub(super) struct IndexedTable<'a> {
     pub table: &'a Table,
-    chains: Vec<ChainIndex>,
+    chains: Vec<OnceLock<ChainIndex>>,
 }
 
 /// What a chain's rules are dispatched by.
@@ -75,29 +77,24 @@ impl<K: std::hash::Hash + Eq + Copy> Dispatch<K> {
 
 impl<'a> IndexedTable<'a> {
     pub fn new(table: &'a Table) -> IndexedTable<'a> {
-        let chains = table
-            .chains
-            .iter()
-            .map(|chain| {
-                if chain.rules.len() < MIN_INDEXED_RULES {
-                    return ChainIndex::Linear;
-                }
-                if let Some(dispatch) = Dispatch::build(&chain.rules, required_destination) {
-                    return ChainIndex::Destination(dispatch);
-                }
-                match Dispatch::build(&chain.rules, required_port) {
-                    Some(dispatch) => ChainIndex::Port(dispatch),
-                    None => ChainIndex::Linear,
-                }
-            })
-            .collect();
+        let chains = table.chains.iter().map(|_| OnceLock::new()).collect();
         IndexedTable { table, chains }
     }
 
-    /// The first rule at or after `from` in chain `chain` that may match `packet`.
-    pub fn next_candidate(&self, chain: usize, from: usize, packet: &Packet) -> Option<usize> {
-        let rules = self.table.chains.get(chain)?.rules.len();
-        let next = match self.chains.get(chain)? {
+    /// The first rule at or after `from` of chain `chain`, whose rules are
+    /// `rules`, that may match `packet`.
+    pub fn next_candidate(
+        &self,
+        chain: usize,
+        rules: &[Rule],
+        from: usize,
+        packet: &Packet,
+    ) -> Option<usize> {
+        let next = match self
+            .chains
+            .get(chain)?
+            .get_or_init(|| ChainIndex::build(rules))
+        {
             ChainIndex::Linear => Some(from),
             ChainIndex::Destination(dispatch) => dispatch.next(Some(packet.ip.dst), from),
             ChainIndex::Port(dispatch) => dispatch.next(
@@ -108,7 +105,22 @@ impl<'a> IndexedTable<'a> {
                 from,
             ),
         };
-        next.filter(|&position| position < rules)
+        next.filter(|&position| position < rules.len())
+    }
+}
+
+impl ChainIndex {
+    fn build(rules: &[Rule]) -> ChainIndex {
+        if rules.len() < MIN_INDEXED_RULES {
+            return ChainIndex::Linear;
+        }
+        if let Some(dispatch) = Dispatch::build(rules, required_destination) {
+            return ChainIndex::Destination(dispatch);
+        }
+        match Dispatch::build(rules, required_port) {
+            Some(dispatch) => ChainIndex::Port(dispatch),
+            None => ChainIndex::Linear,
+        }
     }
 }
 

@@ -245,6 +245,31 @@ fn unmodelled_match_with_a_verdict_is_unknown_naming_the_rule() {
     assert!(verdict.contains("rule 1 (line 6)"), "{verdict}");
 }
 
+/// A rule that cannot be read makes its chain unknown to the packets that
+/// meet it, and only to them: the dump read as a diagnosis reads it.
+#[test]
+fn a_chain_with_a_rule_that_cannot_be_read_is_unknown_where_a_packet_meets_it() {
+    let text = "*filter\n:INPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n:WEB - [0:0]\n-A FORWARD -p tcp --dport 80 -j WEB\n-A FORWARD -j DROP\n-A WEB -p tcp --dport eighty -j ACCEPT\nCOMMIT\n";
+    let (ruleset, issues) = iptables::parse_structure(text.into());
+    assert!(issues.is_empty(), "{issues:?}");
+    let ruleset = ruleset.expect("a ruleset");
+    let netfilter = Netfilter::new(&ruleset, None);
+    let context = Context::default();
+    let verdict = |port: u16| {
+        let outcomes = netfilter.hook(Hook::Forward, tcp("10.0.0.5", "10.1.0.9", port), &context);
+        assert_eq!(outcomes.len(), 1);
+        match &outcomes[0].verdict {
+            Verdict::Unknown { reason } => format!("unknown: {reason}"),
+            verdict => verdict.as_str().to_string(),
+        }
+    };
+    assert_eq!(verdict(443), "drop");
+    assert_eq!(
+        verdict(80),
+        "unknown: filter WEB cannot be read whole (iptables-save.txt:8:23: `eighty` is not a port number), so what it does is not known"
+    );
+}
+
 #[test]
 fn unknown_match_before_a_log_target_is_passed_over() {
     let verdict = forward_verdict(

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use super::kinds::NamespaceDump;
-use super::{Evaluator, Failure, Outcome};
+use super::{Evaluator, Failure, Outcome, Stop};
 use crate::diagnostic::Evidence;
 use crate::packs::model::Jump;
 use crate::snapshot::netns::DumpFile;
@@ -32,7 +32,7 @@ impl Evaluator<'_> {
                     dump.iptables
                         .as_ref()
                         .ok_or_else(|| at.not_collected(DumpFile::IptablesSave))?,
-                ),
+                )?,
                 Some(family) => wanted.in_nftables(
                     dir,
                     family,
@@ -55,7 +55,12 @@ struct JumpWanted<'a> {
 }
 
 impl JumpWanted<'_> {
-    fn in_iptables(&self, dir: &Path, ruleset: &iptables::Ruleset) -> Option<Failure> {
+    /// `Err` when the chain cannot be read whole.
+    fn in_iptables(
+        &self,
+        dir: &Path,
+        ruleset: &iptables::Ruleset,
+    ) -> Result<Option<Failure>, Stop> {
         let file = dir.join(DumpFile::IptablesSave.name());
         let at = |line: usize| Evidence {
             column: Some(1),
@@ -75,22 +80,26 @@ impl JumpWanted<'_> {
             evidence: vec![table.map_or_else(|| Evidence::file(file.clone()), |t| at(t.line))],
         };
         let Some(from) = table.and_then(|t| t.chain(self.chain)) else {
-            return Some(missing(self.chain));
+            return Ok(Some(missing(self.chain)));
         };
         if table.and_then(|t| t.chain(self.target)).is_none() {
-            return Some(missing(self.target));
+            return Ok(Some(missing(self.target)));
         }
-        let jumps = from.rules.iter().any(|rule| {
+        let rules = from.rules().map_err(|unread| Stop::Lacking {
+            reason: unread.of(&file),
+            file: DumpFile::IptablesSave,
+        })?;
+        let jumps = rules.iter().any(|rule| {
             matches!(&rule.target, Some(Target::Jump(c) | Target::Goto(c)) if &*c.name == self.target)
         });
-        (!jumps).then(|| Failure {
+        Ok((!jumps).then(|| Failure {
             actual: format!(
                 "{} {} does not jump to {}",
                 self.table, self.chain, self.target
             ),
             expected,
             evidence: vec![at(from.line)],
-        })
+        }))
     }
 
     fn in_nftables(&self, dir: &Path, family: &str, ruleset: &nft::Ruleset) -> Option<Failure> {

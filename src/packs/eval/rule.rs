@@ -80,7 +80,7 @@ impl Evaluator<'_> {
                         destination: *destination,
                         position,
                     };
-                    failures.extend(wanted.in_iptables(at, file, ruleset));
+                    failures.extend(wanted.in_iptables(at, file, ruleset)?);
                 }
             }
         }
@@ -99,12 +99,13 @@ struct RuleWanted {
 }
 
 impl RuleWanted {
+    /// `Err` when the chain cannot be read whole.
     fn in_iptables(
         &self,
         at: &NamespaceDump<'_>,
         file: DumpFile,
         ruleset: &Ruleset,
-    ) -> Option<Failure> {
+    ) -> Result<Option<Failure>, Stop> {
         let RuleWanted {
             table,
             chain,
@@ -132,19 +133,22 @@ impl RuleWanted {
             None => {}
         }
         let failure = |actual: String, evidence: Evidence| {
-            Some(Failure {
+            Ok(Some(Failure {
                 actual,
                 expected: expected.clone(),
                 evidence: vec![evidence],
-            })
+            }))
         };
         let found = ruleset.tables.iter().find(|t| t.name.as_str() == table);
-        let Some(rules) = found.and_then(|t| t.chain(chain)) else {
+        let Some(declared) = found.and_then(|t| t.chain(chain)) else {
             let evidence = found.map_or_else(|| Evidence::file(path.clone()), |t| line(t.line));
             return failure(format!("no {chain} chain in the {table} table"), evidence);
         };
+        let rules = declared.rules().map_err(|unread| Stop::Lacking {
+            reason: unread.of(&path),
+            file,
+        })?;
         let with_target: Vec<&Rule> = rules
-            .rules
             .iter()
             .filter(|rule| rule.target.as_ref().is_some_and(|t| t.name() == target))
             .collect();
@@ -159,14 +163,14 @@ impl RuleWanted {
                 })
         };
         let candidates: Vec<&Rule> = with_target.iter().filter(holds).copied().collect();
-        let count = rules.rules.len();
+        let count = rules.len();
         let placed = |rule: &Rule| match position {
             None => true,
             Some(Position::Number(n)) => rule.number == *n,
             Some(Position::Last) => rule.number == count,
         };
         if candidates.iter().any(|rule| placed(rule)) {
-            return None;
+            return Ok(None);
         }
         match (candidates.first(), with_target.first()) {
             (Some(rule), _) => failure(
@@ -186,7 +190,7 @@ impl RuleWanted {
             ),
             (None, None) => failure(
                 format!("{table} {chain} has no rule -j {target}"),
-                line(rules.line),
+                line(declared.line),
             ),
         }
     }

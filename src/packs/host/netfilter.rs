@@ -98,9 +98,15 @@ fn iptables_rules(
     (table, chain): (&str, &str),
     keep: impl Fn(&str) -> bool,
 ) -> Fallible<Dynamic> {
-    let ruleset = match family {
-        Family::Ipv4 => dump_part(n, DumpFile::IptablesSave, |d| d.iptables.as_ref())?,
-        Family::Ipv6 => dump_part(n, DumpFile::Ip6tablesSave, |d| d.ip6tables.as_ref())?,
+    let (file, ruleset) = match family {
+        Family::Ipv4 => (
+            DumpFile::IptablesSave,
+            dump_part(n, DumpFile::IptablesSave, |d| d.iptables.as_ref())?,
+        ),
+        Family::Ipv6 => (
+            DumpFile::Ip6tablesSave,
+            dump_part(n, DumpFile::Ip6tablesSave, |d| d.ip6tables.as_ref())?,
+        ),
     };
     let Some(chain) = ruleset
         .tables
@@ -110,8 +116,17 @@ fn iptables_rules(
     else {
         return Ok(Dynamic::UNIT);
     };
-    let rules: Array = chain
-        .rules
+    let rules = match chain.rules() {
+        Ok(rules) => rules,
+        Err(unread) => {
+            let path = n
+                .entry()
+                .map(|e| e.dir.join(file.name()))
+                .unwrap_or_default();
+            return Insufficient::raise_lacking(unread.of(&path), file);
+        }
+    };
+    let rules: Array = rules
         .iter()
         .filter(|rule| keep(rule.text.as_str()))
         .map(|rule| {

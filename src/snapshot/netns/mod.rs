@@ -181,6 +181,23 @@ impl fmt::Display for DumpFile {
     }
 }
 
+/// How much of `iptables-save.txt` and `ip6tables-save.txt` a load reads.
+/// A kube-proxy node's dump is tens of megabytes, of which a packet meets a
+/// few chains.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Rulesets {
+    /// Every rule and every problem in them (`snapshot check`): a file with
+    /// a problem anywhere is read with problems, as any other file.
+    Whole,
+    /// The structure (tables, chains, which chain each rule line is in);
+    /// each chain's rules when first asked for (a diagnosis). A problem in
+    /// the structure makes the file read with problems; a problem in a rule
+    /// is its chain's ([`iptables::Chain::rules`]), met by whoever reads
+    /// that chain.
+    #[default]
+    AsNeeded,
+}
+
 /// What became of one file of a dump: the one place every reader asks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FileState<'a> {
@@ -293,15 +310,24 @@ pub struct NetnsDump {
 }
 
 impl NetnsDump {
-    /// Reads every dump file present in `dir`. Problems in one file never stop
-    /// the others from loading. Links out of `dir` are not followed.
+    /// Reads every dump file present in `dir`, whole. Problems in one file
+    /// never stop the others from loading. Links out of `dir` are not followed.
     pub fn load(dir: &Path) -> (NetnsDump, Vec<Problem>) {
-        NetnsDump::load_inside(dir, &Boundary::new(dir))
+        NetnsDump::load_inside(dir, &Boundary::new(dir), Rulesets::Whole)
     }
 
     /// [`NetnsDump::load`] of a directory inside a snapshot: its files may
-    /// link anywhere inside `boundary`, never out of it.
-    pub fn load_inside(dir: &Path, boundary: &Boundary) -> (NetnsDump, Vec<Problem>) {
+    /// link anywhere inside `boundary`, never out of it; its iptables rules
+    /// read as `rulesets` says.
+    pub fn load_inside(
+        dir: &Path,
+        boundary: &Boundary,
+        rulesets: Rulesets,
+    ) -> (NetnsDump, Vec<Problem>) {
+        let iptables: fn(String) -> Parsed<iptables::Ruleset> = match rulesets {
+            Rulesets::Whole => |text| iptables::parse(&text),
+            Rulesets::AsNeeded => iptables::parse_structure,
+        };
         let mut files = DumpReader {
             dir,
             boundary,
@@ -320,8 +346,8 @@ impl NetnsDump {
             neighbours: files.load_placed(DumpFile::IpNeigh),
             proxy_neighbours: files.load_placed(DumpFile::IpNeighProxy),
             fdb: files.load_placed(DumpFile::BridgeFdb),
-            iptables: files.load(DumpFile::IptablesSave, iptables::parse),
-            ip6tables: files.load(DumpFile::Ip6tablesSave, iptables::parse),
+            iptables: files.load_owned(DumpFile::IptablesSave, iptables),
+            ip6tables: files.load_owned(DumpFile::Ip6tablesSave, iptables),
             nftables: files.load(DumpFile::NftRuleset, nft::parse),
             ipsets: files.load(DumpFile::IpsetSave, ipset::parse),
             ipvs: files.load(DumpFile::Ipvsadm, ipvs::parse),
@@ -433,6 +459,15 @@ impl DumpReader<'_> {
     /// could not be read (a route, a rule, a table's end) may be what a
     /// conclusion turns on.
     fn load<T>(&mut self, file: DumpFile, parse: fn(&str) -> Parsed<T>) -> Option<T> {
+        self.load_owned(file, |text| parse(&text))
+    }
+
+    /// [`DumpReader::load`] with a parser that keeps the text.
+    fn load_owned<T>(
+        &mut self,
+        file: DumpFile,
+        parse: impl FnOnce(String) -> Parsed<T>,
+    ) -> Option<T> {
         let path = self.dir.join(file.name());
         let text = match self.boundary.read_text(&path, file.limit()) {
             Ok(Some(text)) => text,
@@ -443,12 +478,14 @@ impl DumpReader<'_> {
                 return None;
             }
         };
-        let (value, mut issues) = parse(&text);
-        if file.is_text() && !text.is_empty() && !text.ends_with('\n') {
-            // Every tool ends its last line: a file that does not was cut
-            // short, perhaps at a line boundary of its own that reads well.
+        // Every tool ends its last line: a file that does not was cut
+        // short, perhaps at a line boundary of its own that reads well.
+        let cut_short = (file.is_text() && !text.is_empty() && !text.ends_with('\n'))
+            .then(|| text.lines().count());
+        let (value, mut issues) = parse(text);
+        if let Some(lines) = cut_short {
             issues.push(ParseIssue::at_line(
-                text.lines().count(),
+                lines,
                 "the last line has no newline: the file was cut short, and may lack lines after it",
             ));
         }

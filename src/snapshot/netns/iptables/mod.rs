@@ -16,10 +16,13 @@
 //! rule names it. A malformed line is an issue with its line and column, and
 //! the rest of the table still loads.
 //!
-//! A node with 10,000 services has about 150,000 rules (20 MB): reading
-//! avoids per-word allocations (rule texts and comments are slices of one
-//! shared copy of the dump, [`DumpText`]), and a large dump's rule lines are
-//! read on several threads (see `read.rs`), with the same result as one.
+//! A node with 10,000 services has about 150,000 rules (20 MB) in 50,000
+//! chains, of which one packet meets a few: [`parse_structure`] reads the
+//! tables and chains and leaves each chain's rules to be read the first
+//! time they are asked for ([`Chain::rules`]); [`parse`] reads them all, a
+//! large dump's on several threads (see `read.rs`), with the same result.
+//! Reading avoids per-word allocations (rule texts and comments are slices
+//! of the dump, which every rule shares, [`DumpText`]).
 
 pub mod generate;
 mod matches;
@@ -32,7 +35,7 @@ mod words;
 use std::collections::HashMap;
 use std::fmt;
 use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 pub use crate::net::Protocol;
 pub use matches::{
@@ -53,7 +56,7 @@ pub use values::{AddressRange, IcmpType, Interface, Invertible, MarkMask, PortRa
 pub(crate) use values::{BadValue, ip_addr, ip_net, number, prefix_len};
 pub(crate) use words::{Word, column, split_words};
 
-use crate::snapshot::problem::Parsed;
+use crate::snapshot::problem::{ParseIssue, Parsed, Problem};
 
 /// Everything `iptables-save` printed.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -120,7 +123,7 @@ impl fmt::Display for TableName {
 }
 
 /// One `*table` ... `COMMIT` section.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Clone)]
 pub struct Table {
     pub name: TableName,
     /// Line of `*table`.
@@ -130,28 +133,57 @@ pub struct Table {
     pub committed: bool,
     /// In declaration order.
     pub chains: Vec<Chain>,
-    by_name: ChainIndex,
+    text: Arc<TableText>,
 }
 
 impl Table {
-    fn new(name: TableName, line: usize) -> Table {
-        Table {
-            name,
-            line,
-            committed: false,
-            chains: Vec::new(),
-            by_name: ChainIndex::default(),
-        }
-    }
-
     pub fn chain(&self, name: &str) -> Option<&Chain> {
         self.chain_index(name).and_then(|i| self.chains.get(i))
     }
 
     /// The position of chain `name` in [`Table::chains`], as [`ChainRef`] holds it.
     pub fn chain_index(&self, name: &str) -> Option<usize> {
-        self.by_name.get(name).copied()
+        self.text.by_name.get(name).copied()
     }
+}
+
+impl fmt::Debug for Table {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Table")
+            .field("name", &self.name)
+            .field("line", &self.line)
+            .field("committed", &self.committed)
+            .field("chains", &self.chains)
+            .finish()
+    }
+}
+
+impl PartialEq for Table {
+    fn eq(&self, other: &Self) -> bool {
+        (self.name, self.line, self.committed) == (other.name, other.line, other.committed)
+            && self.chains == other.chains
+    }
+}
+
+/// What reading a table's rules needs, shared by its chains: the dump, the
+/// table's chains by name (a rule's `-j` names one), and every rule line
+/// the first pass found, grouped by chain.
+struct TableText {
+    dump: Arc<String>,
+    table: TableName,
+    by_name: ChainIndex,
+    lines: Vec<RuleLine>,
+}
+
+/// A rule line found by the first pass: where it is, and how many chains
+/// its table had declared before it (a rule may only name those).
+#[derive(Debug, Clone, Copy, Default)]
+struct RuleLine {
+    number: usize,
+    /// Byte offsets of the line in the dump.
+    start: usize,
+    end: usize,
+    visible: usize,
 }
 
 /// Chain names to positions in [`Table::chains`]. Every rule and every jump
@@ -187,8 +219,10 @@ impl Hasher for ChainNameHasher {
     }
 }
 
-/// A chain and its rules.
-#[derive(Debug, Clone, PartialEq)]
+/// A chain and its rules. The rules are read from the dump the first time
+/// they are asked for ([`Chain::rules`]): a kube-proxy node's dump holds
+/// tens of thousands of chains, of which a packet meets a few.
+#[derive(Clone)]
 pub struct Chain {
     /// Shared with every [`ChainRef`] to this chain.
     pub name: Arc<str>,
@@ -198,8 +232,98 @@ pub struct Chain {
     pub counters: Option<Counters>,
     /// Line of the `:CHAIN` declaration.
     pub line: usize,
-    /// In order.
-    pub rules: Vec<Rule>,
+    /// Its rule lines, in [`TableText::lines`].
+    lines: std::ops::Range<usize>,
+    text: Arc<TableText>,
+    read: OnceLock<ChainRules>,
+}
+
+/// A chain with a rule line that could not be read.
+#[derive(Debug, Clone, Copy)]
+pub struct UnreadChain<'a> {
+    pub table: TableName,
+    pub chain: &'a str,
+    /// The first problem of its rule lines.
+    pub issue: &'a ParseIssue,
+}
+
+impl UnreadChain<'_> {
+    /// `TABLE CHAIN cannot be read whole (FILE:LINE:COL: why), so what it
+    /// does is not known`, its rules read from `file`: said one way
+    /// wherever it is said.
+    pub fn of(&self, file: &std::path::Path) -> String {
+        let problem = Problem::from_issue(file, self.issue.clone());
+        format!(
+            "{} {} cannot be read whole ({problem}), so what it does is not known",
+            self.table, self.chain
+        )
+    }
+}
+
+/// A chain's rules as read, and the problems of the lines that could not be.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ChainRules {
+    rules: Vec<Rule>,
+    issues: Vec<ParseIssue>,
+}
+
+impl Chain {
+    /// The chain's rules in order; `Err` when a rule line of the chain
+    /// could not be read: what the chain does is then not known whole, as
+    /// with a file read with problems, but only for a reader of this chain.
+    pub fn rules(&self) -> Result<&[Rule], UnreadChain<'_>> {
+        let read = self.read();
+        match read.issues.first() {
+            Some(issue) => Err(UnreadChain {
+                table: self.text.table,
+                chain: &self.name,
+                issue,
+            }),
+            None => Ok(&read.rules),
+        }
+    }
+
+    /// How many rule lines the chain has, read or not.
+    pub fn rule_lines(&self) -> usize {
+        self.lines.len()
+    }
+
+    /// Reads the chain's rules, once.
+    fn read(&self) -> &ChainRules {
+        self.read.get_or_init(|| {
+            let lines = self.text.lines.get(self.lines.clone()).unwrap_or_default();
+            read::read_chain(&self.text, lines)
+        })
+    }
+
+    /// The rules of the chain that could be read, whatever could not: for
+    /// what is about each rule alone (its counters, its line), never for
+    /// what the chain does, which [`Chain::rules`] tells.
+    pub fn rules_read(&self) -> &[Rule] {
+        &self.read().rules
+    }
+}
+
+impl fmt::Debug for Chain {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Chain")
+            .field("name", &self.name)
+            .field("policy", &self.policy)
+            .field("counters", &self.counters)
+            .field("line", &self.line)
+            .field("rules", &self.read().rules)
+            .field("issues", &self.read().issues)
+            .finish()
+    }
+}
+
+impl PartialEq for Chain {
+    fn eq(&self, other: &Self) -> bool {
+        (&self.name, self.policy, self.counters, self.line)
+            == (&other.name, other.policy, other.counters, other.line)
+            && self.read().rules == other.read().rules
+            && self.read().issues == other.read().issues
+    }
 }
 
 /// What a built-in chain does with a packet no rule decided on.
@@ -236,7 +360,7 @@ pub struct Rule {
 /// dump has 150,000 rules), or its own text when escapes had to be resolved.
 #[derive(Clone)]
 pub struct DumpText {
-    dump: Arc<str>,
+    dump: Arc<String>,
     start: usize,
     end: usize,
 }
@@ -250,7 +374,7 @@ impl DumpText {
 impl From<&str> for DumpText {
     fn from(text: &str) -> Self {
         DumpText {
-            dump: Arc::from(text),
+            dump: Arc::new(text.to_owned()),
             start: 0,
             end: text.len(),
         }
@@ -295,7 +419,7 @@ pub(crate) struct DumpLine<'a> {
     pub text: &'a str,
     /// Byte offset of the line in the dump.
     pub start: usize,
-    pub dump: &'a Arc<str>,
+    pub dump: &'a Arc<String>,
 }
 
 impl DumpLine<'_> {
@@ -309,12 +433,24 @@ impl DumpLine<'_> {
     }
 }
 
-/// Reads `iptables-save` output. `None` only when the text has content but
-/// not one table could be read from it: it is then not a ruleset (an error
-/// message captured instead of the dump, say), not an empty one.
+/// Reads `iptables-save` output whole: every rule of every chain, and every
+/// problem. `None` only when the text has content but not one table could
+/// be read from it: it is then not a ruleset (an error message captured
+/// instead of the dump, say), not an empty one.
 pub fn parse(text: &str) -> Parsed<Ruleset> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    read::read(text, threads)
+    read::read(text.to_owned(), threads)
+}
+
+/// Reads the structure of `iptables-save` output (tables, chains, which
+/// chain each rule line is in), leaving each chain's rules to be read when
+/// they are first asked for. Its problems are those of the structure: a
+/// line that is no table, chain, rule or COMMIT, a table without COMMIT, a
+/// rule whose chain cannot be told. A problem inside a rule is its chain's
+/// ([`Chain::rules`]). `None` as for [`parse`]. The rules keep `text`,
+/// which they are read from when asked for.
+pub fn parse_structure(text: String) -> Parsed<Ruleset> {
+    read::scan(text)
 }
 
 #[cfg(test)]

@@ -1,9 +1,11 @@
-//! Reading a whole `iptables-save` dump, in two passes: the structure first
-//! (tables, chain declarations, COMMIT), then the rule lines, which are most
-//! of the work and independent of each other once the chains are known. A
-//! large dump's rule lines are read in chunks on several threads; the rules
-//! are then placed in line order, so that the result never depends on how
-//! many threads read it.
+//! Reading an `iptables-save` dump in two passes: the structure first
+//! (tables, chain declarations, COMMIT, and which chain each rule line is
+//! in), then each chain's rule lines, which are most of the work. A
+//! diagnosis reads a chain's rules the first time it is evaluated
+//! ([`super::Chain::rules`]): a kube-proxy node holds tens of thousands of
+//! chains and a packet meets a few. Reading the dump whole ([`read`])
+//! reads every chain, a large dump's on several threads; the result never
+//! depends on how many threads read it, or on which chains were read first.
 //!
 //! A rule may only name chains declared before it (as `iptables-restore`
 //! requires): each rule line remembers how many chains its table had then.
@@ -11,7 +13,11 @@
 use std::sync::Arc;
 
 use super::rule::RuleReader;
-use super::{Chain, Counters, DumpLine, Policy, Rule, Ruleset, Table, TableName};
+use super::words::split_words_upto;
+use super::{
+    Chain, ChainIndex, ChainRules, Counters, DumpLine, Policy, Rule, RuleLine, Ruleset, Table,
+    TableName, TableText,
+};
 use super::{Word, column, split_words};
 use crate::snapshot::problem::{ParseIssue, Parsed};
 
@@ -22,10 +28,50 @@ const RULES_PER_THREAD: usize = 20_000;
 /// At most this many threads read one dump.
 const MAX_THREADS: usize = 8;
 
-/// Reads `text` with at most `threads` threads.
-pub(super) fn read(text: &str, threads: usize) -> Parsed<Ruleset> {
-    let dump: Arc<str> = Arc::from(text);
-    let mut structure = Structure::default();
+/// Reads `text` whole, every chain's rules with at most `threads` threads.
+pub(super) fn read(text: String, threads: usize) -> Parsed<Ruleset> {
+    let (sections, order, mut issues) = structure(text);
+    let chains: Vec<&Chain> = sections.iter().flat_map(|t| &t.chains).collect();
+    read_chains(&chains, threads);
+    // Every section's, also of a table given again: its lines are read as
+    // `iptables-restore` would read them.
+    issues.extend(
+        chains
+            .iter()
+            .flat_map(|chain| chain.read().issues.iter().cloned()),
+    );
+    issues.sort_by_key(|issue| issue.line);
+    assemble(sections, order, issues)
+}
+
+/// Reads the structure of `text`; each chain's rules are read when asked for.
+pub(super) fn scan(text: String) -> Parsed<Ruleset> {
+    let (sections, order, issues) = structure(text);
+    assemble(sections, order, issues)
+}
+
+/// The ruleset of the sections in `order`.
+fn assemble(sections: Vec<Table>, order: Vec<usize>, issues: Vec<ParseIssue>) -> Parsed<Ruleset> {
+    let mut sections: Vec<Option<Table>> = sections.into_iter().map(Some).collect();
+    let tables: Vec<Table> = order
+        .into_iter()
+        .filter_map(|i| sections.get_mut(i).and_then(Option::take))
+        .collect();
+    if tables.is_empty() && !issues.is_empty() {
+        return (None, issues);
+    }
+    (Some(Ruleset { tables }), issues)
+}
+
+/// The first pass over `text`: every `*table` section, the ones that make
+/// the ruleset (in order), and the problems of the structure.
+fn structure(text: String) -> (Vec<Table>, Vec<usize>, Vec<ParseIssue>) {
+    let dump = Arc::new(text);
+    let mut structure = Structure {
+        // A NUL anywhere is looked for line by line; mostly there is none.
+        nul: dump.contains('\0'),
+        ..Structure::default()
+    };
     let mut words = Vec::new();
     let mut start = 0;
     // Lines as `str::lines` splits them, with where each starts.
@@ -37,81 +83,166 @@ pub(super) fn read(text: &str, threads: usize) -> Parsed<Ruleset> {
         start += chunk.len();
     }
     structure.finish();
-
-    let threads = threads
-        .clamp(1, MAX_THREADS)
-        .min(structure.rules.len() / RULES_PER_THREAD)
-        .max(1);
-    let chunk_size = structure.rules.len().div_ceil(threads).max(1);
-    let chunks: Vec<&[RuleLine]> = structure.rules.chunks(chunk_size).collect();
-    let read = |chunk: &[RuleLine]| read_rules(&dump, &structure.tables, chunk);
-    let outputs: Vec<ReadRules> = match chunks.split_first() {
-        None => Vec::new(),
-        Some((first, [])) => vec![read(first)],
-        Some((first, rest)) => std::thread::scope(|scope| {
-            let spawned: Vec<_> = rest
-                .iter()
-                .map(|&chunk| {
-                    std::thread::Builder::new()
-                        .spawn_scoped(scope, move || read(chunk))
-                        .map_err(|_| chunk)
-                })
-                .collect();
-            let mut outputs = vec![read(first)];
-            for thread in spawned {
-                outputs.push(match thread {
-                    Ok(handle) => handle
-                        .join()
-                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-                    // The thread could not start: read its chunk here.
-                    Err(chunk) => read(chunk),
-                });
-            }
-            outputs
-        }),
-    };
-
     let Structure {
-        mut tables,
+        tables,
         order,
-        mut issues,
+        issues,
         ..
     } = structure;
-    for output in outputs {
-        for (table, chain, mut rule) in output.rules {
-            if let Some(rules) = tables
-                .get_mut(table)
-                .and_then(|t| t.chains.get_mut(chain))
-                .map(|c| &mut c.rules)
-            {
-                rule.number = rules.len() + 1;
-                rules.push(rule);
-            }
-        }
-        issues.extend(output.issues);
-    }
-    issues.sort_by_key(|issue| issue.line);
-    let mut tables: Vec<Option<Table>> = tables.into_iter().map(Some).collect();
-    let tables: Vec<Table> = order
+    let tables = tables
         .into_iter()
-        .filter_map(|i| tables.get_mut(i).and_then(Option::take))
+        .map(|section| section.into_table(&dump))
         .collect();
-    if tables.is_empty() && !issues.is_empty() {
-        return (None, issues);
-    }
-    (Some(Ruleset { tables }), issues)
+    (tables, order, issues)
 }
 
-/// A rule line found by the structure pass.
-struct RuleLine {
-    number: usize,
-    /// Byte offsets of the line in the dump.
-    start: usize,
-    end: usize,
-    /// The `*table` section it is in (in [`Structure::tables`]).
-    table: usize,
-    /// How many chains that table had declared before this line.
-    visible: usize,
+/// Reads every one of `chains`, on up to `threads` threads when they hold
+/// many rules, each thread a run of chains of about equal rule lines.
+fn read_chains(chains: &[&Chain], threads: usize) {
+    let total: usize = chains.iter().map(|c| c.rule_lines()).sum();
+    let threads = threads
+        .clamp(1, MAX_THREADS)
+        .min(total / RULES_PER_THREAD)
+        .max(1);
+    let share = total.div_ceil(threads).max(1);
+    let mut runs: Vec<&[&Chain]> = Vec::with_capacity(threads);
+    let (mut first, mut lines) = (0, 0);
+    for (i, chain) in chains.iter().enumerate() {
+        lines += chain.rule_lines();
+        if lines >= share {
+            runs.push(chains.get(first..=i).unwrap_or_default());
+            (first, lines) = (i + 1, 0);
+        }
+    }
+    runs.push(chains.get(first..).unwrap_or_default());
+    let read = |run: &[&Chain]| {
+        for chain in run {
+            chain.read();
+        }
+    };
+    let Some((first, rest)) = runs.split_first() else {
+        return;
+    };
+    std::thread::scope(|scope| {
+        let spawned: Vec<_> = rest
+            .iter()
+            .map(|&run| {
+                std::thread::Builder::new()
+                    .spawn_scoped(scope, move || read(run))
+                    .map_err(|_| run)
+            })
+            .collect();
+        read(first);
+        for thread in spawned {
+            match thread {
+                Ok(handle) => handle
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                // The thread could not start: read its run here.
+                Err(run) => read(run),
+            }
+        }
+    });
+}
+
+/// A `*table` section as the first pass reads it.
+struct Section {
+    name: TableName,
+    line: usize,
+    committed: bool,
+    /// Declared chains, in order.
+    chains: Vec<Declared>,
+    by_name: ChainIndex,
+    /// Each rule line, with the chain it is in (in `chains`), in line order.
+    lines: Vec<(usize, RuleLine)>,
+}
+
+/// A `:CHAIN POLICY [packets:bytes]` line.
+struct Declared {
+    name: Arc<str>,
+    policy: Option<Policy>,
+    counters: Option<Counters>,
+    line: usize,
+}
+
+impl Section {
+    fn new(name: TableName, line: usize) -> Section {
+        Section {
+            name,
+            line,
+            committed: false,
+            chains: Vec::new(),
+            by_name: ChainIndex::default(),
+            lines: Vec::new(),
+        }
+    }
+
+    /// The table, its rule lines grouped by chain (each chain's in line order).
+    fn into_table(self, dump: &Arc<String>) -> Table {
+        let Section {
+            name,
+            line,
+            committed,
+            chains,
+            by_name,
+            lines,
+        } = self;
+        // Each chain's lines together, in line order: counted, then placed
+        // where they are not already (iptables-save writes a chain's rules
+        // together, the chains in declaration order).
+        let mut ranges = vec![0..0; chains.len()];
+        for &(chain, _) in &lines {
+            if let Some(range) = ranges.get_mut(chain) {
+                range.end += 1;
+            }
+        }
+        let mut at = 0;
+        for range in &mut ranges {
+            *range = at..at + range.end;
+            at = range.end;
+        }
+        let grouped = if lines.is_sorted_by_key(|&(chain, _)| chain) {
+            lines.into_iter().map(|(_, line)| line).collect()
+        } else {
+            let mut next: Vec<usize> = ranges.iter().map(|range| range.start).collect();
+            let mut grouped = vec![RuleLine::default(); lines.len()];
+            for (chain, line) in lines {
+                if let Some(next) = next.get_mut(chain)
+                    && let Some(slot) = grouped.get_mut(*next)
+                {
+                    *slot = line;
+                    *next += 1;
+                }
+            }
+            grouped
+        };
+        let text = Arc::new(TableText {
+            dump: Arc::clone(dump),
+            table: name,
+            by_name,
+            lines: grouped,
+        });
+        let chains = chains
+            .into_iter()
+            .zip(ranges)
+            .map(|(declared, lines)| Chain {
+                name: declared.name,
+                policy: declared.policy,
+                counters: declared.counters,
+                line: declared.line,
+                lines,
+                text: Arc::clone(&text),
+                read: Default::default(),
+            })
+            .collect();
+        Table {
+            name,
+            line,
+            committed,
+            chains,
+            text,
+        }
+    }
 }
 
 /// The table lines go to.
@@ -126,14 +257,15 @@ enum Open {
 /// What the first pass finds.
 struct Structure {
     /// Every `*table` section, in file order.
-    tables: Vec<Table>,
+    tables: Vec<Section>,
     /// The sections that make the ruleset: a table given twice replaces the
     /// earlier section, as `iptables-restore` flushes a table before
     /// restoring it.
     order: Vec<usize>,
     open: Open,
-    rules: Vec<RuleLine>,
     issues: Vec<ParseIssue>,
+    /// Whether the dump holds a NUL byte at all.
+    nul: bool,
 }
 
 impl Default for Structure {
@@ -142,8 +274,8 @@ impl Default for Structure {
             tables: Vec::new(),
             order: Vec::new(),
             open: Open::None,
-            rules: Vec::new(),
             issues: Vec::new(),
+            nul: false,
         }
     }
 }
@@ -180,7 +312,9 @@ impl Structure {
     fn line<'a>(&mut self, number: usize, start: usize, line: &'a str, words: &mut Vec<Word<'a>>) {
         // iptables-save writes text: a NUL is damage, which could have
         // changed a match or a comment into another that reads as well.
-        if let Some(at) = line.find('\0') {
+        if self.nul
+            && let Some(at) = line.find('\0')
+        {
             let message = "a NUL byte, which iptables-save never writes: the line is damaged";
             issue_at(&mut self.issues, number, line, at, message);
             return;
@@ -217,14 +351,9 @@ impl Structure {
             }
         };
         if kind == "rule" {
-            let visible = self.tables.get(table).map_or(0, |t| t.chains.len());
-            self.rules.push(RuleLine {
-                number,
-                start,
-                end: start + line.len(),
-                table,
-                visible,
-            });
+            if let Some(table) = self.tables.get_mut(table) {
+                rule_line(table, number, start, line, words, &mut self.issues);
+            }
             return;
         }
         if let Err(unclosed) = split_words(line, words) {
@@ -255,7 +384,7 @@ impl Structure {
         }
         self.open = match TableName::parse(name) {
             Some(name) => {
-                self.tables.push(Table::new(name, number));
+                self.tables.push(Section::new(name, number));
                 Open::Table(self.tables.len() - 1)
             }
             None => {
@@ -331,7 +460,7 @@ impl Structure {
 
 /// `:NAME POLICY [packets:bytes]`
 fn declare_chain(
-    table: &mut Table,
+    table: &mut Section,
     number: usize,
     line: &str,
     words: &[Word<'_>],
@@ -417,12 +546,11 @@ fn declare_chain(
             None => {
                 let name: Arc<str> = Arc::from(name);
                 table.by_name.insert(Arc::clone(&name), table.chains.len());
-                table.chains.push(Chain {
+                table.chains.push(Declared {
                     name,
                     policy,
                     counters,
                     line: number,
-                    rules: Vec::new(),
                 });
             }
         }
@@ -432,125 +560,158 @@ fn declare_chain(
     }
 }
 
-/// The rules one thread read: (table, chain, rule) in line order, with the
-/// rules' numbers still to be given, and the issues of their lines.
-#[derive(Default)]
-struct ReadRules {
-    rules: Vec<(usize, usize, Rule)>,
-    issues: Vec<ParseIssue>,
+/// What a rule line starts with: `[packets:bytes]` or not, then `-A
+/// CHAIN`; `Err` with the offset in the line and what is wrong.
+struct Head {
+    counters: Option<Counters>,
+    /// The word `-A` (in the line's words).
+    command: usize,
 }
 
-/// Reads rule lines `[packets:bytes] -A CHAIN ...`.
-fn read_rules(dump: &Arc<str>, tables: &[Table], lines: &[RuleLine]) -> ReadRules {
-    let mut out = ReadRules {
+impl Head {
+    /// The chain word is `words[command + 1]`, which is there.
+    fn read(line: &str, words: &[Word<'_>]) -> Result<Head, (usize, String)> {
+        let Some(first) = words.first() else {
+            return Err((line.len(), "counters without a rule".to_owned()));
+        };
+        let (counters, command) = match parse_counters(&first.text) {
+            Some(counters) => (Some(counters), 1),
+            None if first.text.starts_with('[') => {
+                return Err((
+                    first.start,
+                    format!("`{}` is not `[packets:bytes]`", first.text),
+                ));
+            }
+            None => (None, 0),
+        };
+        let Some(word) = words.get(command) else {
+            return Err((line.len(), "counters without a rule".to_owned()));
+        };
+        if !matches!(&*word.text, "-A" | "--append") {
+            return Err((
+                word.start,
+                format!(
+                    "`{}`: iptables-save writes only `-A` rules; this line is skipped",
+                    word.text
+                ),
+            ));
+        }
+        if words.get(command + 1).is_none() {
+            return Err((word.end, "`-A` without a chain".to_owned()));
+        }
+        Ok(Head { counters, command })
+    }
+}
+
+/// The first pass over a rule line `[packets:bytes] -A CHAIN ...`: it is
+/// kept in its chain's lines, or is a problem when its chain cannot be told
+/// (then no chain holds it, and the dump is read with problems).
+fn rule_line<'a>(
+    table: &mut Section,
+    number: usize,
+    start: usize,
+    line: &'a str,
+    words: &mut Vec<Word<'a>>,
+    issues: &mut Vec<ParseIssue>,
+) {
+    // The counters, `-A` and the chain: the words after them are the
+    // chain's to read. A quote left open further on is found then.
+    let found = split_words_upto(line, 3, words)
+        .map_err(|unclosed| (unclosed.start, unclosed.to_string()))
+        .and_then(|()| match words.is_empty() {
+            true => Ok(None),
+            false => Head::read(line, words).map(Some),
+        })
+        .and_then(|head| {
+            let Some(chain_word) = head.and_then(|head| words.get(head.command + 1)) else {
+                return Ok(None);
+            };
+            // A chain declared after this line is not in `by_name` yet.
+            match table.by_name.get(&*chain_word.text) {
+                Some(&chain) => Ok(Some(chain)),
+                None => Err((
+                    chain_word.start,
+                    format!(
+                        "chain `{}` was never declared in table `{}`; the rule is skipped",
+                        chain_word.text, table.name
+                    ),
+                )),
+            }
+        });
+    let chain = match found {
+        Ok(Some(chain)) => chain,
+        Ok(None) => return,
+        Err((at, message)) => {
+            // A quote left open anywhere in the line is what reading it
+            // whole finds first.
+            match split_words(line, words) {
+                Err(unclosed) => {
+                    issue_at(issues, number, line, unclosed.start, unclosed.to_string())
+                }
+                Ok(()) => issue_at(issues, number, line, at, message),
+            }
+            return;
+        }
+    };
+    table.lines.push((
+        chain,
+        RuleLine {
+            number,
+            start,
+            end: start + line.len(),
+            visible: table.chains.len(),
+        },
+    ));
+}
+
+/// Reads one chain's rule `lines`, those the first pass put in it.
+pub(super) fn read_chain(text: &TableText, lines: &[RuleLine]) -> ChainRules {
+    let mut out = ChainRules {
         rules: Vec::with_capacity(lines.len()),
         issues: Vec::new(),
     };
     let mut words = Vec::new();
     let mut reader = RuleReader::default();
     let mut rule_issues = Vec::new();
-    // The chain the last rule went to: rules of a chain come together.
-    let mut last_chain: Option<(usize, &str, usize)> = None;
     for found in lines {
-        let (Some(line), Some(table)) = (dump.get(found.start..found.end), tables.get(found.table))
-        else {
+        let Some(line) = text.dump.get(found.start..found.end) else {
             continue;
         };
         let number = found.number;
         if let Err(unclosed) = split_words(line, &mut words) {
-            issue_at(
-                &mut out.issues,
-                number,
-                line,
-                unclosed.start,
-                unclosed.to_string(),
-            );
+            let message = unclosed.to_string();
+            issue_at(&mut out.issues, number, line, unclosed.start, message);
             continue;
         }
-        let Some(first) = words.first() else {
+        // The first pass read the same head, without a problem.
+        let Ok(head) = Head::read(line, &words) else {
             continue;
         };
-        let (counters, command) = match parse_counters(&first.text) {
-            Some(counters) => (Some(counters), 1),
-            None if first.text.starts_with('[') => {
-                let message = format!("`{}` is not `[packets:bytes]`", first.text);
-                issue_at(&mut out.issues, number, line, first.start, message);
-                continue;
-            }
-            None => (None, 0),
-        };
-        let Some(word) = words.get(command) else {
-            issue_at(
-                &mut out.issues,
-                number,
-                line,
-                line.len(),
-                "counters without a rule",
-            );
+        let Some(word) = words.get(head.command) else {
             continue;
         };
-        if !matches!(&*word.text, "-A" | "--append") {
-            let message = format!(
-                "`{}`: iptables-save writes only `-A` rules; this line is skipped",
-                word.text
-            );
-            issue_at(&mut out.issues, number, line, word.start, message);
-            continue;
-        }
-        let Some(chain_word) = words.get(command + 1) else {
-            issue_at(
-                &mut out.issues,
-                number,
-                line,
-                word.end,
-                "`-A` without a chain",
-            );
-            continue;
-        };
-        let chain_name = line
-            .get(chain_word.start..chain_word.end)
-            .unwrap_or_default();
-        let chain = match last_chain {
-            Some((last_table, last, index)) if last_table == found.table && last == chain_name => {
-                Some(index)
-            }
-            _ => table.by_name.get(&*chain_word.text).copied(),
-        };
-        let Some(chain) = chain.filter(|&index| index < found.visible) else {
-            let message = format!(
-                "chain `{}` was never declared in table `{}`; the rule is skipped",
-                chain_word.text, table.name
-            );
-            issue_at(&mut out.issues, number, line, chain_word.start, message);
-            continue;
-        };
-        last_chain = Some((found.table, chain_name, chain));
         rule_issues.clear();
         let source = DumpLine {
             text: line,
             start: found.start,
-            dump,
+            dump: &text.dump,
         };
         let spec = reader.read(
             source,
             &words,
-            command + 2,
-            &table.by_name,
+            head.command + 2,
+            &text.by_name,
             found.visible,
             &mut rule_issues,
         );
-        out.rules.push((
-            found.table,
-            chain,
-            Rule {
-                line: number,
-                number: 0,
-                text: source.slice(word.start..line.trim_end().len()),
-                counters: counters.or(spec.counters),
-                matches: spec.matches,
-                target: spec.target,
-            },
-        ));
+        out.rules.push(Rule {
+            line: number,
+            number: out.rules.len() + 1,
+            text: source.slice(word.start..line.trim_end().len()),
+            counters: head.counters.or(spec.counters),
+            matches: spec.matches,
+            target: spec.target,
+        });
         for issue in &rule_issues {
             let at = words.get(issue.word).map_or(line.len(), |w| w.start);
             issue_at(&mut out.issues, number, line, at, issue.message.clone());
@@ -577,16 +738,18 @@ mod tests {
             }
         }
         let dump = lines.join("\n");
-        let one = read(&dump, 1);
-        let four = read(&dump, 4);
+        let one = read(dump.clone(), 1);
+        let four = read(dump.clone(), 4);
         assert_eq!(one.1.len(), 3, "{:?}", one.1);
         assert!(one == four);
+        // Read as a diagnosis reads it, a chain at a time, it is the same.
+        assert!(one.0 == scan(dump).0);
         let rules: usize = one
             .0
             .iter()
             .flat_map(|r| &r.tables)
             .flat_map(|t| &t.chains)
-            .map(|c| c.rules.len())
+            .map(|c| c.rules_read().len())
             .sum();
         assert!(
             rules >= 2 * RULES_PER_THREAD,
@@ -594,10 +757,71 @@ mod tests {
         );
     }
 
+    /// A dump with a problem in the structure and one in each of two
+    /// chains' rules, as `structure` and `read` see it.
+    const DAMAGED: &str = "*filter\n:INPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\n:A - [0:0]\n:B - [0:0]\n-A INPUT -j A\n-A A -p tcp --dport nope -j DROP\n-A A -j RETURN\n-A FORWARD -j B\n-A B -m comment --comment \"open -j ACCEPT\n-A B -j ACCEPT\n-A GONE -j DROP\nCOMMIT\n";
+
+    #[test]
+    fn reading_the_structure_leaves_a_rules_problem_to_its_chain() {
+        let (ruleset, issues) = scan(DAMAGED.into());
+        // Only the rule whose chain cannot be told.
+        assert_eq!(
+            issues,
+            [ParseIssue::at(
+                12,
+                4,
+                "chain `GONE` was never declared in table `filter`; the rule is skipped"
+            )]
+        );
+        let ruleset = ruleset.unwrap();
+        let table = ruleset.table(TableName::Filter).unwrap();
+        let rules = |name: &str| table.chain(name).unwrap().rules().map(<[Rule]>::len);
+        assert_eq!(rules("INPUT").ok(), Some(1));
+        assert_eq!(rules("FORWARD").ok(), Some(1));
+        let unread = table.chain("A").unwrap().rules().unwrap_err();
+        assert_eq!((unread.table, unread.chain), (TableName::Filter, "A"));
+        assert_eq!(
+            unread.issue,
+            &ParseIssue::at(7, 21, "`nope` is not a port number")
+        );
+        assert_eq!(
+            unread.of(std::path::Path::new("iptables-save.txt")),
+            "filter A cannot be read whole (iptables-save.txt:7:21: `nope` is not a port number), so what it does is not known"
+        );
+        let unread = table.chain("B").unwrap().rules().unwrap_err();
+        assert_eq!(
+            unread.issue,
+            &ParseIssue::at(10, 27, "quoted string is never closed")
+        );
+        // What could be read of a chain that cannot be read whole.
+        assert_eq!(table.chain("A").unwrap().rules_read().len(), 2);
+    }
+
+    #[test]
+    fn reading_whole_finds_what_the_structure_and_every_chain_find() {
+        let (whole, issues) = read(DAMAGED.into(), 1);
+        assert_eq!(
+            issues.iter().map(|i| i.line).collect::<Vec<_>>(),
+            [7, 10, 12],
+            "{issues:?}"
+        );
+        // The same ruleset, its chains read as asked for.
+        assert!(whole == scan(DAMAGED.into()).0);
+    }
+
+    #[test]
+    fn a_line_whose_quote_never_closes_is_that_problem_wherever_its_chain_is() {
+        // As reading the line whole finds first, though its chain is unknown too.
+        let text = "*filter\n:INPUT ACCEPT [0:0]\n-A NOPE -m comment --comment \"x\nCOMMIT\n";
+        let unclosed = [ParseIssue::at(3, 30, "quoted string is never closed")];
+        assert_eq!(scan(text.into()).1, unclosed);
+        assert_eq!(read(text.into(), 1).1, unclosed);
+    }
+
     #[test]
     fn rule_may_not_name_a_chain_declared_after_it() {
         let text = "*filter\n:INPUT ACCEPT [0:0]\n-A INPUT -j LATE\n-A LATE -j RETURN\n:LATE - [0:0]\n-A LATE -j RETURN\nCOMMIT\n";
-        let (ruleset, issues) = read(text, 1);
+        let (ruleset, issues) = read(text.into(), 1);
         assert_eq!(
             issues,
             [
@@ -615,7 +839,9 @@ mod tests {
         );
         let ruleset = ruleset.unwrap();
         assert_eq!(
-            ruleset.tables[0].chain("LATE").map(|c| c.rules.len()),
+            ruleset.tables[0]
+                .chain("LATE")
+                .map(|c| c.rules_read().len()),
             Some(1)
         );
     }

@@ -31,7 +31,7 @@ fn chain<'r>(ruleset: &'r Ruleset, table: TableName, name: &str) -> &'r Chain {
 
 /// Rule `number` (1-based) of a chain.
 fn rule<'r>(ruleset: &'r Ruleset, table: TableName, name: &str, number: usize) -> &'r Rule {
-    let rule = &chain(ruleset, table, name).rules[number - 1];
+    let rule = &chain(ruleset, table, name).rules_read()[number - 1];
     assert_eq!(rule.number, number);
     rule
 }
@@ -76,7 +76,12 @@ fn one_rule(spec: &str) -> (Option<Rule>, Vec<ParseIssue>) {
         "*filter\n:INPUT ACCEPT [0:0]\n:FOO - [0:0]\n:BAR - [0:0]\n-A INPUT {spec}\nCOMMIT\n"
     );
     let (ruleset, issues) = parse(&text);
-    let rule = ruleset.and_then(|r| chain(&r, TableName::Filter, "INPUT").rules.first().cloned());
+    let rule = ruleset.and_then(|r| {
+        chain(&r, TableName::Filter, "INPUT")
+            .rules_read()
+            .first()
+            .cloned()
+    });
     (rule, issues)
 }
 
@@ -235,21 +240,21 @@ fn kube_proxy_masquerade_marks_are_typed() {
     );
     let postrouting = chain(&ruleset, nat, "KUBE-POSTROUTING");
     assert_eq!(
-        postrouting.rules[0].matches,
+        postrouting.rules_read()[0].matches,
         [Match::Mark(not(MarkMask {
             value: 0x4000,
             mask: 0x4000
         }))]
     );
-    assert_eq!(postrouting.rules[0].target, Some(Target::Return));
+    assert_eq!(postrouting.rules_read()[0].target, Some(Target::Return));
     // `--xor-mark 0x4000` clears the bit kube-proxy set.
-    let clear = postrouting.rules[1].target.clone();
+    let clear = postrouting.rules_read()[1].target.clone();
     let Some(Target::Mark(xor)) = clear else {
         panic!("{clear:?}")
     };
     assert_eq!(xor.apply(0x4001), 0x1);
     assert_eq!(
-        postrouting.rules[2].target,
+        postrouting.rules_read()[2].target,
         Some(Target::Masquerade(MasqueradeTarget {
             random_fully: true,
             ..MasqueradeTarget::default()
@@ -293,7 +298,7 @@ fn counters_are_read_for_chains_and_rules() {
     let ruleset = parse_clean(&fixture("kube-proxy-iptables-counters"));
     let input = chain(&ruleset, TableName::Filter, "INPUT");
     assert!(input.counters.is_some());
-    let counted = &input.rules[1];
+    let counted = &input.rules_read()[1];
     assert_eq!(
         counted.counters,
         Some(Counters {
@@ -328,35 +333,37 @@ fn kube_proxy_ipvs_set_matches_keep_their_directions() {
 fn flannel_masquerade_rules_are_typed() {
     let ruleset = parse_clean(&fixture("flannel"));
     let postrtg = chain(&ruleset, TableName::Nat, "FLANNEL-POSTRTG");
-    assert_eq!(postrtg.rules.len(), 6);
+    assert_eq!(postrtg.rules_read().len(), 6);
     assert_eq!(
-        postrtg.rules[3].matches[..2],
+        postrtg.rules_read()[3].matches[..2],
         [
             Match::Source(not(net("10.244.0.0/16"))),
             Match::Destination(yes(net("10.244.1.0/24")))
         ]
     );
     assert_eq!(
-        postrtg.rules[4].matches[..2],
+        postrtg.rules_read()[4].matches[..2],
         [
             Match::Source(yes(net("10.244.0.0/16"))),
             Match::Destination(not(net("224.0.0.0/4")))
         ]
     );
-    assert!(matches!(postrtg.rules[4].target, Some(Target::Masquerade(m)) if m.random_fully));
+    assert!(
+        matches!(postrtg.rules_read()[4].target, Some(Target::Masquerade(m)) if m.random_fully)
+    );
     let forward = chain(&ruleset, TableName::Filter, "FLANNEL-FWD");
     assert_eq!(
-        forward.rules[1].matches[0],
+        forward.rules_read()[1].matches[0],
         Match::Destination(yes(net("10.244.0.0/16")))
     );
-    assert_eq!(forward.rules[1].target, Some(Target::Accept));
+    assert_eq!(forward.rules_read()[1].target, Some(Target::Accept));
 }
 
 #[test]
 fn calico_rules_are_typed() {
     let ruleset = parse_clean(&fixture("calico"));
     let raw = chain(&ruleset, TableName::Raw, "cali-PREROUTING");
-    let rpf = &raw.rules[3];
+    let rpf = &raw.rules_read()[3];
     assert_eq!(
         rpf.matches[2],
         Match::Rpfilter(RpfilterMatch {
@@ -881,7 +888,7 @@ fn nat_targets_are_typed() {
 fn mark_spellings_come_down_to_xmark() {
     let ruleset = parse_clean(&fixture("extensions"));
     let targets: Vec<Option<Target>> = chain(&ruleset, TableName::Mangle, "PREROUTING")
-        .rules
+        .rules_read()
         .iter()
         .map(|r| r.target.clone())
         .collect();
@@ -966,7 +973,7 @@ fn mark_spellings_come_down_to_xmark() {
 fn raw_log_and_reject_targets_are_typed() {
     let ruleset = parse_clean(&fixture("extensions"));
     let raw: Vec<Option<Target>> = chain(&ruleset, TableName::Raw, "PREROUTING")
-        .rules
+        .rules_read()
         .iter()
         .map(|r| r.target.clone())
         .collect();
@@ -1274,8 +1281,11 @@ fn garbage_line_is_an_issue_and_the_rest_of_the_table_loads() {
     );
     let ruleset = ruleset.unwrap();
     let input = chain(&ruleset, TableName::Filter, "INPUT");
-    assert_eq!(input.rules.len(), 2);
-    assert_eq!((input.rules[1].line, input.rules[1].number), (5, 2));
+    assert_eq!(input.rules_read().len(), 2);
+    assert_eq!(
+        (input.rules_read()[1].line, input.rules_read()[1].number),
+        (5, 2)
+    );
 }
 
 #[test]
@@ -1292,7 +1302,7 @@ fn rule_for_an_undeclared_chain_is_an_issue_and_skipped() {
     );
     assert_eq!(
         chain(&ruleset.unwrap(), TableName::Nat, "PREROUTING")
-            .rules
+            .rules_read()
             .len(),
         1
     );
@@ -1313,7 +1323,7 @@ fn truncated_file_keeps_its_rules_and_says_the_table_is_incomplete() {
             "table `nat` has no COMMIT: the file ends first, so it may be missing rules"
         )]
     );
-    assert_eq!(nat.chain(SERVICE_CHAIN).unwrap().rules.len(), 3);
+    assert_eq!(nat.chain(SERVICE_CHAIN).unwrap().rules_read().len(), 3);
     assert!(ruleset.table(TableName::Filter).unwrap().committed);
     // A line cut in the middle of a quoted comment.
     let mid_quote = &full[..full.find("health check").unwrap()];
@@ -1411,7 +1421,7 @@ fn a_line_with_a_nul_byte_is_an_issue_not_a_rule() {
         .unwrap()
         .chain("FORWARD")
         .unwrap();
-    assert!(forward.rules.is_empty());
+    assert!(forward.rules_read().is_empty());
 }
 
 #[test]
@@ -1493,14 +1503,14 @@ fn generated_kube_proxy_dump_reads_without_issues() {
     let nat = ruleset.table(TableName::Nat).unwrap();
     let services = nat.chain("KUBE-SERVICES").unwrap();
     // One rule per service, then the NodePort rule.
-    assert_eq!(services.rules.len(), 31);
-    let Some(Target::Jump(svc)) = &services.rules[0].target else {
+    assert_eq!(services.rules_read().len(), 31);
+    let Some(Target::Jump(svc)) = &services.rules_read()[0].target else {
         panic!()
     };
     let svc = &nat.chains[svc.index];
     assert!(svc.name.starts_with("KUBE-SVC-"));
     let probabilities: Vec<f64> = svc
-        .rules
+        .rules_read()
         .iter()
         .flat_map(|r| &r.matches)
         .filter_map(|m| match m {
@@ -1517,7 +1527,7 @@ fn generated_kube_proxy_dump_reads_without_issues() {
         .tables
         .iter()
         .flat_map(|t| &t.chains)
-        .map(|c| c.rules.len())
+        .map(|c| c.rules_read().len())
         .sum();
     // Per service: dispatch, masquerade mark, one branch and two SEP rules per
     // endpoint, and three NodePort rules; plus the fixed rules.
@@ -1792,7 +1802,7 @@ fn ten_thousand_services_parse_ten_times_faster_than_iptables_restore() {
         .tables
         .iter()
         .flat_map(|t| &t.chains)
-        .map(|c| c.rules.len())
+        .map(|c| c.rules_read().len())
         .sum();
 
     let netns = ScratchNetns(format!("skh-netfilter-bench-{}", std::process::id()));

@@ -65,10 +65,23 @@ fn class(byte: u8) -> Class {
 /// Splits `line` into `words` (cleared first). Words borrow from the line
 /// unless they hold escapes.
 pub fn split_words<'a>(line: &'a str, words: &mut Vec<Word<'a>>) -> Result<(), UnclosedQuote> {
+    split_words_upto(line, usize::MAX, words)
+}
+
+/// [`split_words`] of the first `most` words of `line` only: words are
+/// found from the left, so they are the first words of the whole line, and
+/// a quote left open after them is not looked for.
+pub fn split_words_upto<'a>(
+    line: &'a str,
+    most: usize,
+    words: &mut Vec<Word<'a>>,
+) -> Result<(), UnclosedQuote> {
     words.clear();
     let bytes = line.as_bytes();
     let mut i = 0;
-    while let Some(&byte) = bytes.get(i) {
+    while let Some(&byte) = bytes.get(i)
+        && words.len() < most
+    {
         if class(byte) == Class::Blank {
             i += 1;
             continue;
