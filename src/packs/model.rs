@@ -434,12 +434,16 @@ pub enum CheckKind {
     Within { value: Value, networks: Value },
     /// An entry of a datapath's file (`datapath/FILE.json`): each `key` is a
     /// member of its top-level object, and `field` of it (of the document
-    /// without `key`) is there, `expect`ed where given.
+    /// without `key`) is there, `expect`ed where given; `contains` is text
+    /// the field (the member itself without `field`) holds, in a string or
+    /// in one string of a list (a map's value as its tool prints it,
+    /// `identity=2 tunnelendpoint=172.18.0.12`).
     DatapathEntry {
         file: Value,
         key: Option<Value>,
         field: Option<Value>,
         expect: Option<Value>,
+        contains: Option<Value>,
     },
     /// What nat POSTROUTING decides for traffic from `from` (an address or
     /// a list): masqueraded to each of `masqueraded`, its source kept to

@@ -16,7 +16,7 @@ use super::{
 };
 use crate::netstack::Tri;
 use crate::snapshot::netns::iptables::{
-    AddressRange, ConnMarkAction, NatRange, Policy, PortRange, Rule, Target,
+    AddressRange, Chain, ConnMarkAction, NatRange, Policy, PortRange, Rule, Target,
 };
 
 /// Upper bound on rules visited in one table walk: a guard against chains
@@ -180,19 +180,10 @@ impl<'a> Walk<'_, 'a, '_> {
                 out.push(branch);
                 return;
             }
-            let Some(chain) = table.chains.get(cursor.chain) else {
-                branch.stop_unknown(format!(
-                    "table {} has no chain {}",
-                    table.name, cursor.chain
-                ));
-                out.push(branch);
-                return;
-            };
-            let rules = match chain.rules() {
-                Ok(rules) => rules,
-                Err(unread) => {
-                    let file = RulesetKind::iptables(branch.packet.ip.family()).file();
-                    branch.stop_unknown(unread.of(Path::new(file.name())));
+            let (chain, rules) = match self.chain_rules(cursor.chain, &branch) {
+                Ok(found) => found,
+                Err(why) => {
+                    branch.stop_unknown(why);
                     out.push(branch);
                     return;
                 }
@@ -318,6 +309,24 @@ impl<'a> Walk<'_, 'a, '_> {
                 }
             }
         }
+    }
+
+    /// The chain at `index` and its rules (parsed on first use), or why the
+    /// walk cannot go on there.
+    fn chain_rules(
+        &self,
+        index: usize,
+        branch: &Branch<'a>,
+    ) -> Result<(&'a Chain, &'a [Rule]), String> {
+        let table = self.table.table;
+        let Some(chain) = table.chains.get(index) else {
+            return Err(format!("table {} has no chain {index}", table.name));
+        };
+        let rules = chain.rules().map_err(|unread| {
+            let file = RulesetKind::iptables(branch.packet.ip.family()).file();
+            unread.of(Path::new(file.name()))
+        })?;
+        Ok((chain, rules))
     }
 
     /// Returns to the last return point, or applies the built-in chain's

@@ -14,7 +14,7 @@ impl Evaluator<'_> {
         &self,
         file: &Value,
         key: Option<&Value>,
-        (field, expect): (Option<&Value>, Option<&Value>),
+        (field, expect, contains): (Option<&Value>, Option<&Value>, Option<&Value>),
         at: &NamespaceDump<'_>,
     ) -> Outcome {
         let &NamespaceDump {
@@ -23,6 +23,7 @@ impl Evaluator<'_> {
         let name = self.required_text(file, ctx)?;
         let field = self.optional_text(field, ctx)?;
         let expect = self.optional_text(expect, ctx)?;
+        let contains = self.optional_text(contains, ctx)?;
         let document = datapath_file(netns, &name).map_err(|error| Stop::of_query(&error))?;
         let path = relative_path(&name);
         let evidence = |place: Option<(usize, usize)>| match place {
@@ -62,27 +63,38 @@ impl Evaluator<'_> {
                 }
                 None => (&document.value, None, path.clone()),
             };
+            // The member itself holds the text where no field is named.
+            if field.is_none()
+                && let Some(contains) = &contains
+            {
+                if !holds_text(entry, contains) {
+                    failures.push(Failure {
+                        actual: format!("{what} is {}", as_text(entry)),
+                        expected: format!("{what} holding {contains:?}"),
+                        evidence: vec![evidence(place)],
+                    });
+                }
+                continue;
+            }
             let Some(field) = &field else { continue };
-            let wanted = match &expect {
-                Some(expect) => format!("{field} {expect} in {what}"),
-                None => format!("{field} in {what}"),
+            let wanted = match (&expect, &contains) {
+                (Some(expect), _) => format!("{field} {expect} in {what}"),
+                (None, Some(contains)) => format!("{field} holding {contains:?} in {what}"),
+                (None, None) => format!("{field} in {what}"),
             };
             let found = field
                 .split('.')
                 .try_fold(entry, |value, part| value.get(part));
-            let actual = match (found, &expect) {
-                (None, _) => format!("{what} says nothing of {field}"),
-                (Some(found), Some(expect)) => {
-                    let found = match found {
-                        serde_json::Value::String(text) => text.clone(),
-                        other => display(&crate::packs::host::json_to_dynamic(other)),
-                    };
-                    if found == *expect {
+            let actual = match found {
+                None => format!("{what} says nothing of {field}"),
+                Some(found) => {
+                    let expected = expect.as_ref().is_none_or(|e| as_text(found) == *e);
+                    let holds = contains.as_ref().is_none_or(|c| holds_text(found, c));
+                    if expected && holds {
                         continue;
                     }
-                    format!("{field} is {found} in {what}")
+                    format!("{field} is {} in {what}", as_text(found))
                 }
-                (Some(_), None) => continue,
             };
             failures.push(Failure {
                 actual,
@@ -91,5 +103,23 @@ impl Evaluator<'_> {
             });
         }
         Ok(failures)
+    }
+}
+
+/// A value as text: a string as it is, anything else as a script shows it.
+fn as_text(value: &serde_json::Value) -> String {
+    match value {
+        serde_json::Value::String(text) => text.clone(),
+        other => display(&crate::packs::host::json_to_dynamic(other)),
+    }
+}
+
+/// Whether `value` holds `text`: a string containing it, or a list one of
+/// whose strings does.
+fn holds_text(value: &serde_json::Value, text: &str) -> bool {
+    match value {
+        serde_json::Value::String(own) => own.contains(text),
+        serde_json::Value::Array(items) => items.iter().any(|item| holds_text(item, text)),
+        _ => false,
     }
 }

@@ -118,7 +118,13 @@ impl Evaluator<'_> {
                 key,
                 field,
                 expect,
-            } => self.datapath_entry(file, key.as_ref(), (field.as_ref(), expect.as_ref()), &at),
+                contains,
+            } => self.datapath_entry(
+                file,
+                key.as_ref(),
+                (field.as_ref(), expect.as_ref(), contains.as_ref()),
+                &at,
+            ),
             CheckKind::Masquerade {
                 from,
                 masqueraded,

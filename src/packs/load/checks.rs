@@ -254,11 +254,13 @@ impl Loader<'_> {
                 let key = self.field_value(f, "key", false, cx);
                 let field = self.field_value(f, "field", false, cx);
                 let expect = self.field_value(f, "expect", false, cx);
+                let contains = self.field_value(f, "contains", false, cx);
                 Some(CheckKind::DatapathEntry {
                     file: file?,
                     key,
                     field,
                     expect,
+                    contains,
                 })
             }
             "masquerade" => {

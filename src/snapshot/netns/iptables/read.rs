@@ -785,7 +785,9 @@ mod tests {
             &ParseIssue::at(7, 21, "`nope` is not a port number")
         );
         assert_eq!(
-            unread.of(std::path::Path::new("iptables-save.txt")),
+            unread.of(std::path::Path::new(
+                crate::snapshot::netns::DumpFile::IptablesSave.name()
+            )),
             "filter A cannot be read whole (iptables-save.txt:7:21: `nope` is not a port number), so what it does is not known"
         );
         let unread = table.chain("B").unwrap().rules().unwrap_err();
