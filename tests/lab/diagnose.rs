@@ -438,6 +438,15 @@ const REAL_SERVICE_FAULTS: &[Fault] = &[
     ),
 ];
 
+/// The real-components lab's Services in IPv6, on a dual-stack cluster.
+const IPV6_REAL_SERVICE_FAULTS: &[Fault] = &[service_case(
+    "a Service whose selector matches no pod: kube-proxy's REJECT in ip6tables",
+    To::Service("web-nobody"),
+    80,
+    Disposition::DeniedByNetfilter,
+    Some("node-1"),
+)];
+
 /// A client outside the cluster (the lab's outside host, behind the
 /// underlay's router) to the real-components lab's NodePorts
 /// ([`real::SERVICES`]), at the node the fault names.
@@ -2652,6 +2661,11 @@ const TOPOLOGIES: &[Group] = &[
         faults: IPV6_VXLAN_FAULTS,
     },
     Group {
+        lab: LabKind::RealDualStack(RealCni::FlannelVxlan, ProxyMode::Iptables),
+        peer: Peer::Cluster,
+        faults: IPV6_REAL_SERVICE_FAULTS,
+    },
+    Group {
         lab: LabKind::RealDualStack(RealCni::FlannelHostGw, ProxyMode::Iptables),
         peer: Peer::Cluster,
         faults: IPV6_HOST_GW_FAULTS,
@@ -3197,6 +3211,7 @@ fn destination(cluster: &Cluster, to: &Pod, peer: Peer, fault: &Fault, family: F
                 .cluster_ip6
                 .expect("a dual-stack service")
                 .to_string(),
+            (Peer::Cluster, To::Service(name)) => real::service(name).cluster_ip6().to_string(),
             _ => panic!(
                 "{}: the IPv6 cases go to a pod or the web service",
                 fault.name

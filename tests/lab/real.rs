@@ -652,7 +652,7 @@ impl RealCluster {
             // The other Services' ClusterIPs are in 10.96.0.0/12, outside
             // k3s's Service network; its cases ask `web` only.
             for other in SERVICES.iter().filter(|_| cni != RealCni::K3s) {
-                apiserver::create(&client, &other.object()).await;
+                apiserver::create(&client, &other.object(stack)).await;
             }
         });
         if cni.is_flannel() {
@@ -1859,9 +1859,17 @@ pub fn service(name: &str) -> &'static LabService {
 }
 
 impl LabService {
+    /// Its IPv6 ClusterIP in a dual-stack cluster: `fd00:10:96::N`, N the
+    /// last octet of its IPv4 one.
+    pub fn cluster_ip6(&self) -> Ipv6Addr {
+        let last = u16::from(self.cluster_ip.octets()[3]);
+        Ipv6Addr::new(0xfd00, 0x10, 0x96, 0, 0, 0, 0, last)
+    }
+
     /// The Service as a user creates it, with the status a load-balancer
-    /// controller would write.
-    fn object(&self) -> Value {
+    /// controller would write; `PreferDualStack` with a ClusterIP of each
+    /// family in a dual-stack cluster.
+    fn object(&self, stack: Stack) -> Value {
         let selector = match self.selects_node {
             None => json!({"app": "web"}),
             Some("") => json!({"app": "nobody"}),
@@ -1880,6 +1888,12 @@ impl LabService {
             "internalTrafficPolicy": if self.internal_local { "Local" } else { "Cluster" },
             "sessionAffinity": if self.client_ip_affinity { "ClientIP" } else { "None" },
         });
+        if stack == Stack::DualStack {
+            spec["clusterIPs"] =
+                json!([self.cluster_ip.to_string(), self.cluster_ip6().to_string()]);
+            spec["ipFamilies"] = json!(["IPv4", "IPv6"]);
+            spec["ipFamilyPolicy"] = "PreferDualStack".into();
+        }
         if self.node_port.is_some() {
             spec["externalTrafficPolicy"] = if self.external_local {
                 "Local"
