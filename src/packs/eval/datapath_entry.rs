@@ -78,7 +78,10 @@ impl Evaluator<'_> {
             }
             let Some(field) = &field else { continue };
             let wanted = match (&expect, &contains) {
-                (Some(expect), _) => format!("{field} {expect} in {what}"),
+                (Some(expect), Some(contains)) => {
+                    format!("{field} {expect} (holding {contains:?}) in {what}")
+                }
+                (Some(expect), None) => format!("{field} {expect} in {what}"),
                 (None, Some(contains)) => format!("{field} holding {contains:?} in {what}"),
                 (None, None) => format!("{field} in {what}"),
             };
