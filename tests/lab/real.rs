@@ -119,6 +119,24 @@ impl RealCni {
         }
     }
 
+    /// The pods' networks in the families of `stack` (kube-controller-manager's
+    /// and kube-proxy's `--cluster-cidr`).
+    fn cluster_cidrs(self, stack: Stack) -> String {
+        match stack {
+            Stack::Ipv4 => self.cluster_cidr().to_string(),
+            Stack::DualStack => format!("{},{CLUSTER_CIDR6}", self.cluster_cidr()),
+        }
+    }
+
+    /// The Services' networks in the families of `stack`
+    /// (`--service-cluster-ip-range`).
+    fn service_cidrs(self, stack: Stack) -> String {
+        match stack {
+            Stack::Ipv4 => self.service_cidr().to_string(),
+            Stack::DualStack => format!("{},{SERVICE_CIDR6}", self.service_cidr()),
+        }
+    }
+
     /// The lab's `default/web` Service's ClusterIP, in the Services' network.
     fn web_cluster_ip(self) -> Ipv4Addr {
         match self {
@@ -251,23 +269,6 @@ impl Components {
     /// A node's directory: its flanneld subnet file, CNI state and logs.
     fn node_dir(&self, node: &Node) -> PathBuf {
         self.state.path().join(&node.name)
-    }
-
-    /// The pods' networks (kube-controller-manager's and kube-proxy's
-    /// `--cluster-cidr`): one per family.
-    fn cluster_cidrs(&self) -> String {
-        match self.stack {
-            Stack::Ipv4 => self.cni.cluster_cidr().to_string(),
-            Stack::DualStack => format!("{},{CLUSTER_CIDR6}", self.cni.cluster_cidr()),
-        }
-    }
-
-    /// The Services' networks (`--service-cluster-ip-range`): one per family.
-    fn service_cidrs(&self) -> String {
-        match self.stack {
-            Stack::Ipv4 => self.cni.service_cidr().to_string(),
-            Stack::DualStack => format!("{},{SERVICE_CIDR6}", self.cni.service_cidr()),
-        }
     }
 
     fn controller_manager_log(&self) -> PathBuf {
@@ -482,7 +483,7 @@ impl Components {
                 &format!("--kubeconfig={}", self.kubeconfig.display()),
                 &format!("--hostname-override={}", node.name),
                 self.proxy_mode.flag(),
-                &format!("--cluster-cidr={}", self.cluster_cidrs()),
+                &format!("--cluster-cidr={}", self.cni.cluster_cidrs(self.stack)),
                 // The host's conntrack settings are not the lab's to change.
                 "--conntrack-max-per-core=0",
                 "--conntrack-tcp-timeout-established=0",
@@ -574,24 +575,23 @@ impl RealCluster {
             !(kubelets && stack == Stack::DualStack),
             "the kubelet lab is IPv4 only"
         );
-        let mut components = Components {
+        let server = if kubelets {
+            ApiServer::start_with(|dir| kubelet::apiserver_flags(dir, state.path()))
+        } else {
+            let range = cni.service_cidrs(stack);
+            ApiServer::start_with(|_| vec![format!("--service-cluster-ip-range={range}")])
+        };
+        let components = Components {
             pids: Default::default(),
             cni,
             proxy_mode,
             stack,
             bin: apiserver::built().clone(),
-            kubeconfig: PathBuf::new(),
+            kubeconfig: server.kubeconfig.clone(),
             state,
             kubelets,
             cgroup_roots: Default::default(),
         };
-        let server = if kubelets {
-            ApiServer::start_with(|dir| kubelet::apiserver_flags(dir, components.state.path()))
-        } else {
-            let range = components.service_cidrs();
-            ApiServer::start_with(|_| vec![format!("--service-cluster-ip-range={range}")])
-        };
-        components.kubeconfig = server.kubeconfig.clone();
         // One runtime for the cluster's life: the client's connection pool
         // lives on the runtime it was made on.
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -606,7 +606,7 @@ impl RealCluster {
                 &format!("--kubeconfig={}", components.kubeconfig.display()),
                 "--controllers=endpointslice-controller,endpoints-controller,node-ipam-controller",
                 "--allocate-node-cidrs",
-                &format!("--cluster-cidr={}", components.cluster_cidrs()),
+                &format!("--cluster-cidr={}", cni.cluster_cidrs(stack)),
                 // A node's pod CIDRs: a /24 of IPv4, and in dual-stack a
                 // /64 of IPv6, the per-family defaults (kcm refuses
                 // --node-cidr-mask-size with two cluster CIDRs).
@@ -614,7 +614,7 @@ impl RealCluster {
                     Stack::Ipv4 => "--node-cidr-mask-size=24",
                     Stack::DualStack => "--node-cidr-mask-size-ipv4=24",
                 },
-                &format!("--service-cluster-ip-range={}", components.service_cidrs()),
+                &format!("--service-cluster-ip-range={}", cni.service_cidrs(stack)),
                 "--leader-elect=false",
                 "--secure-port=0",
                 "--use-service-account-credentials=false",
