@@ -6,7 +6,8 @@
 //!
 //! With `SKOOP_WRITE_ACCURACY=1` the agreement table is written to
 //! `docs/accuracy.md`; with `SKOOP_LAB_CASE=<fault name> SKOOP_LAB_SAVE=DIR`
-//! that case's snapshot is saved to DIR.
+//! that case's snapshot is saved to DIR; with `SKOOP_LAB_LIST=1` the names
+//! of the cases the run would run are printed, and none is run.
 
 use std::sync::Mutex;
 
@@ -503,15 +504,32 @@ const REAL_CALICO_FAULTS: &[Fault] = &[Fault {
     mtu: None,
 }];
 
-/// Which of a scripted group's cases its real-components twin runs: each
-/// is a fresh cluster (kubelet-run pods diagnosed live through collector pods,
-/// or the components on netns nodes), half a minute or more, and the
-/// scripted group runs every one, so CI runs the first `share` (twelve of
-/// the VXLAN lab's 31, six of a dual-stack group's); all of them with
-/// `SKOOP_LAB_KUBELET=all` (the kubelet group, issue 31) or
-/// `SKOOP_LAB_REAL=all` (the netns nodes').
-fn runs_in_ci_share(index: usize, share: usize, all: &str) -> bool {
-    index < share || std::env::var(all).is_ok_and(|value| value == "all")
+/// How many cases CI runs of a real-components group whose faults a
+/// scripted group also runs (its twin): each real case is a fresh cluster,
+/// half a minute or more (a minute on kubelets), and the twin runs every one
+/// of them in seconds, so CI runs an evenly spaced sample of this many,
+/// the first (the healthy flow) always among them. The groups with no twin
+/// (the faults only the components show, Cilium, Canal) run whole.
+const CI_SAMPLE_OF_A_TWINNED_GROUP: usize = 4;
+
+/// Whether a group's case runs in CI's full run: every case of a scripted
+/// group or of a real group without a scripted twin; an evenly spaced
+/// sample of [`CI_SAMPLE_OF_A_TWINNED_GROUP`] of a twinned real group, all
+/// of them with `SKOOP_LAB_KUBELET=all` (kubelet groups, issue 31) or
+/// `SKOOP_LAB_REAL=all` (the netns nodes'), which naming a case beyond the
+/// sample in `SKOOP_LAB_CASE` needs too.
+fn runs_in_ci(group: &Group, index: usize) -> bool {
+    let all = match group.lab {
+        LabKind::Kubelet(_) => "SKOOP_LAB_KUBELET",
+        LabKind::Real(..) | LabKind::RealDualStack(..) => "SKOOP_LAB_REAL",
+        LabKind::Scripted(_) | LabKind::DualStack(_) | LabKind::Routed { .. } => return true,
+    };
+    let names = |faults: &[Fault]| faults.iter().map(|fault| fault.name).collect::<Vec<_>>();
+    let twinned = TOPOLOGIES
+        .iter()
+        .any(|other| other.lab.scripted().is_some() && names(other.faults) == names(group.faults));
+    let stride = group.faults.len().div_ceil(CI_SAMPLE_OF_A_TWINNED_GROUP);
+    !twinned || index.is_multiple_of(stride) || std::env::var(all).is_ok_and(|value| value == "all")
 }
 
 /// Whether the groups running kube-router (kube-router's, k3s's) run: when
@@ -3839,17 +3857,9 @@ fn diagnosis_agrees_with_the_kernel_on_every_lab_fault() {
     let cases: Vec<(LabKind, Peer, &Fault)> = TOPOLOGIES
         .iter()
         .flat_map(|group| {
-            let kubelets = matches!(group.lab, LabKind::Kubelet(RealCni::FlannelVxlan));
-            let real_vxlan = matches!(group.lab, LabKind::Real(RealCni::FlannelVxlan, _))
-                && std::ptr::eq(group.faults, VXLAN_FAULTS);
             let kube_router = matches!(group.lab, LabKind::Real(cni, _) if cni.runs_kube_router());
-            let real_dual_stack = matches!(group.lab, LabKind::RealDualStack(..));
             (group.faults.iter().enumerate())
-                .filter(move |(index, _)| {
-                    (!kubelets || runs_in_ci_share(*index, 12, "SKOOP_LAB_KUBELET"))
-                        && (!real_vxlan || runs_in_ci_share(*index, 12, "SKOOP_LAB_REAL"))
-                        && (!real_dual_stack || runs_in_ci_share(*index, 6, "SKOOP_LAB_REAL"))
-                })
+                .filter(move |(index, _)| runs_in_ci(group, *index))
                 .filter(move |_| !kube_router || runs_kube_router(wanted_any))
                 .map(move |(_, fault)| (group.lab, group.peer, fault))
         })
@@ -3860,6 +3870,13 @@ fn diagnosis_agrees_with_the_kernel_on_every_lab_fault() {
         })
         .collect();
     assert!(!cases.is_empty(), "no lab case is named {wanted:?}");
+    if std::env::var_os("SKOOP_LAB_LIST").is_some() {
+        // What this run would run (CI's full run when nothing else is set).
+        for (lab, _, fault) in &cases {
+            println!("{}", case_name(*lab, fault));
+        }
+        return;
+    }
     let rows = Mutex::new(Vec::new());
     let failures = Mutex::new(Vec::new());
     // Cases run two at a time: each builds its own lab.
