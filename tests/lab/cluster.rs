@@ -32,6 +32,10 @@ const NODE_SUBNET_PREFIX: &str = "172.18";
 /// networks it routes back to the nodes' addresses only, never to pods'.
 pub const OUTSIDE_IP: Ipv4Addr = Ipv4Addr::new(198, 51, 100, 10);
 const OUTSIDE_GATEWAY: &str = "198.51.100.1";
+/// The same host's IPv6 address in a dual-stack lab (the documentation
+/// prefix), routing back to the nodes' IPv6 network only.
+pub const OUTSIDE_IP6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0x100, 0, 0, 0, 0, 0x10);
+const OUTSIDE_GATEWAY6: &str = "2001:db8:100::1";
 
 /// What a CNI does to the namespaces, and what it says about that in the
 /// Kubernetes objects. One implementation per CNI and mode.
@@ -90,7 +94,8 @@ pub trait Cni {
 /// A built cluster.
 pub struct Cluster {
     pub underlay: Netns,
-    /// The host at [`OUTSIDE_IP`], listening on [`POD_PORT`] too.
+    /// The host at [`OUTSIDE_IP`] (and [`OUTSIDE_IP6`] in a dual-stack
+    /// lab), listening on [`POD_PORT`] too.
     pub outside: Netns,
     pub nodes: Vec<Node>,
     pub service: Service,
@@ -182,7 +187,7 @@ impl Cluster {
             add_node_subnet(&underlay, 1);
         }
         if topology.dual_stack {
-            underlay_ipv6(&underlay);
+            underlay_ipv6(&underlay, &outside);
         }
 
         let mut pod_number = 0;
@@ -278,11 +283,11 @@ impl Cluster {
         for pod in self.pods() {
             spawn_pod_listeners(lab, pod);
         }
-        spawn_listener(lab, &self.outside);
+        let dual_stack = self.service.cluster_ip6.is_some();
+        start_outside_listeners(lab, &self.outside, dual_stack);
         for pod in self.pods() {
             wait_listening(&pod.ns);
         }
-        wait_listening(&self.outside);
     }
 
     /// Runs `occupy` while `pod`'s own listeners are stopped, so that it can
@@ -345,6 +350,21 @@ pub fn spawn_listener(lab: &mut Lab, ns: &Netns) {
     lab.spawn(ns, &["nc", "-lk", &POD_PORT.to_string()]);
 }
 
+/// Starts the outside host's listeners on [`POD_PORT`], in IPv6 too when
+/// `ipv6`, and waits until each accepts connections.
+pub fn start_outside_listeners(lab: &mut Lab, outside: &Netns, ipv6: bool) {
+    spawn_listener(lab, outside);
+    wait_listening(outside);
+    if ipv6 {
+        lab.spawn(outside, &["nc", "-6", "-lk", &POD_PORT.to_string()]);
+        // `[::]:8080`, or `*:8080` for a socket taking both families.
+        let listening = format!(":{POD_PORT} ");
+        outside.wait_for(&["ss", "-H", "-6", "-tln"], Duration::from_secs(5), |out| {
+            out.contains(&listening)
+        });
+    }
+}
+
 /// Waits until `ns` has a socket listening on [`POD_PORT`].
 pub fn wait_listening(ns: &Netns) {
     let listening = format!(":{POD_PORT} ");
@@ -363,10 +383,18 @@ pub fn underlay(lab: &mut Lab) -> (Netns, Netns) {
 }
 
 /// The underlay's IPv6 side: its router at `fd00:18:0::1/64` on the nodes'
-/// subnet, forwarding IPv6.
-pub fn underlay_ipv6(underlay: &Netns) {
+/// subnet, forwarding IPv6, and the outside host at [`OUTSIDE_IP6`], which
+/// like its IPv4 side routes back to the nodes' network only.
+pub fn underlay_ipv6(underlay: &Netns, outside: &Netns) {
     underlay.ip("-6 addr add fd00:18:0::1/64 dev br0 nodad");
+    underlay.ip(&format!(
+        "-6 addr add {OUTSIDE_GATEWAY6}/64 dev outside nodad"
+    ));
     underlay.run(&["sysctl", "-qw", "net.ipv6.conf.all.forwarding=1"]);
+    outside.ip(&format!("-6 addr add {OUTSIDE_IP6}/64 dev eth0 nodad"));
+    outside.ip(&format!(
+        "-6 route add fd00:18::/48 via {OUTSIDE_GATEWAY6} dev eth0"
+    ));
 }
 
 /// Node subnet `subnet` on the underlay: bridge `br<subnet>` holding its

@@ -17,7 +17,7 @@ use skoop::packs::{LoadedPacks, builtin_sources};
 
 use crate::apiserver::ApiServer;
 use crate::calico::{self, Calico};
-use crate::cluster::{CLUSTER_CIDR6, Cluster, Cni, OUTSIDE_IP, Pod, Topology};
+use crate::cluster::{CLUSTER_CIDR6, Cluster, Cni, OUTSIDE_IP, OUTSIDE_IP6, Pod, Topology};
 use crate::flannel::Flannel;
 use crate::kindnet::{self, Kindnet};
 use crate::lab::{Availability, Lab, availability};
@@ -522,7 +522,7 @@ fn runs_in_ci(group: &Group, index: usize) -> bool {
     let all = match group.lab {
         LabKind::Kubelet(_) => "SKOOP_LAB_KUBELET",
         LabKind::Real(..) | LabKind::RealDualStack(..) => "SKOOP_LAB_REAL",
-        LabKind::Scripted(_) | LabKind::DualStack(_) | LabKind::Routed { .. } => return true,
+        LabKind::Scripted(_) | LabKind::DualStack(..) | LabKind::Routed { .. } => return true,
     };
     let names = |faults: &[Fault]| faults.iter().map(|fault| fault.name).collect::<Vec<_>>();
     let twinned = TOPOLOGIES
@@ -1131,6 +1131,7 @@ const IPV6_VXLAN_FAULTS: &[Fault] = &[
     HEALTHY_TCP,
     HEALTHY_ICMPV6,
     HEALTHY_TO_IPV6_CLUSTER_IP,
+    HEALTHY_SAME_NODE,
     Fault {
         name: "flannel-v6.1's neighbour entry for node-2's IPv6 VTEP missing on node-1",
         inject: Inject::Kernel(|c| {
@@ -1215,6 +1216,7 @@ const IPV6_HOST_GW_FAULTS: &[Fault] = &[
     HEALTHY_TCP,
     HEALTHY_ICMPV6,
     HEALTHY_TO_IPV6_CLUSTER_IP,
+    HEALTHY_SAME_NODE,
     Fault {
         name: "IPv6 route to the remote pod CIDR deleted on node-1",
         inject: Inject::Kernel(delete_ipv6_route_to_node_2_pods),
@@ -1722,6 +1724,26 @@ const HEALTHY_ICMPV6: Fault = Fault {
     port: None,
     ..HEALTHY_TCP
 };
+/// The same flow to a pod on the sender's own node (bridged, or routed by
+/// the node to the pod's veth).
+const HEALTHY_SAME_NODE: Fault = Fault {
+    name: "healthy, to a pod on the same node",
+    to: To::PodOn { node: 0 },
+    ..HEALTHY_TCP
+};
+/// The baselines a dual-stack lab runs in IPv4 (its faults are IPv6's):
+/// the dual-stack objects and dumps must leave the IPv4 answers as the
+/// IPv4 labs give them.
+const DUAL_STACK_IPV4_BASELINES: &[Fault] = &[
+    HEALTHY_TCP,
+    HEALTHY_SAME_NODE,
+    Fault {
+        name: "healthy, to the ClusterIP service",
+        port: Some(80),
+        to: To::Service("web"),
+        ..HEALTHY_TCP
+    },
+];
 const HEALTHY_TO_IPV6_CLUSTER_IP: Fault = Fault {
     name: "healthy, to the IPv6 ClusterIP",
     port: Some(80),
@@ -2077,10 +2099,25 @@ const TO_OUTSIDE: Fault = Fault {
 
 /// Deletes the rule of `chain` (iptables `table`) on `node` that jumps to
 /// `target`.
-fn delete_jump(cluster: &Cluster, node: usize, (table, chain): (&str, &str), target: &str) {
+fn delete_jump(cluster: &Cluster, node: usize, chain: (&str, &str), target: &str) {
+    delete_jump_in(Family::Ipv4, cluster, node, chain, target);
+}
+
+/// [`delete_jump`] in the rules of `family` (ip6tables for IPv6).
+fn delete_jump_in(
+    family: Family,
+    cluster: &Cluster,
+    node: usize,
+    (table, chain): (&str, &str),
+    target: &str,
+) {
+    let iptables = match family {
+        Family::Ipv4 => "iptables",
+        Family::Ipv6 => "ip6tables",
+    };
     let rules = cluster.nodes[node]
         .ns
-        .run(&["iptables", "-t", table, "-S", chain]);
+        .run(&[iptables, "-t", table, "-S", chain]);
     let number = rules
         .lines()
         .filter(|l| l.starts_with("-A "))
@@ -2096,7 +2133,7 @@ fn delete_jump(cluster: &Cluster, node: usize, (table, chain): (&str, &str), tar
     node_run(
         cluster,
         node,
-        &["iptables", "-t", table, "-D", chain, &number],
+        &[iptables, "-t", table, "-D", chain, &number],
     );
 }
 
@@ -2201,6 +2238,7 @@ const IPV6_KINDNET_FAULTS: &[Fault] = &[
     HEALTHY_TCP,
     HEALTHY_ICMPV6,
     HEALTHY_TO_IPV6_CLUSTER_IP,
+    HEALTHY_SAME_NODE,
     Fault {
         name: "IPv6 route to node-2's IPv6 pod CIDR deleted on node-1",
         inject: Inject::Kernel(delete_ipv6_route_to_node_2_pods),
@@ -2236,6 +2274,7 @@ const IPV6_CALICO_VXLAN_FAULTS: &[Fault] = &[
         ..HEALTHY_ICMPV6
     },
     HEALTHY_TO_IPV6_CLUSTER_IP,
+    HEALTHY_SAME_NODE,
     Fault {
         name: "IPv6 route to node-2's IPv6 block deleted on node-1",
         inject: Inject::Kernel(|c| {
@@ -2377,9 +2416,9 @@ type LabCni = &'static (dyn Cni + Sync + std::panic::RefUnwindSafe);
 #[derive(Clone, Copy)]
 enum LabKind {
     Scripted(LabCni),
-    /// A dual-stack scripted lab whose flows are asked in IPv6
-    /// (`--family ipv6`).
-    DualStack(LabCni),
+    /// A dual-stack scripted lab whose flows are asked in one family
+    /// (`--family`).
+    DualStack(LabCni, Family),
     /// A scripted lab of `nodes` nodes whose last node is on a second
     /// subnet, reached through the underlay's router (not in the snapshot).
     Routed {
@@ -2400,7 +2439,7 @@ impl LabKind {
     /// The CNI and the shape of a lab the scripts build.
     fn scripted(self) -> Option<(LabCni, Topology)> {
         let (cni, nodes, across_router) = match self {
-            LabKind::Scripted(cni) | LabKind::DualStack(cni) => (cni, 2, false),
+            LabKind::Scripted(cni) | LabKind::DualStack(cni, _) => (cni, 2, false),
             LabKind::Routed { cni, nodes, .. } => (cni, nodes, true),
             LabKind::Real(..) | LabKind::RealDualStack(..) | LabKind::Kubelet(..) => return None,
         };
@@ -2408,7 +2447,7 @@ impl LabKind {
             nodes,
             pods_per_node: 2,
             across_router,
-            dual_stack: self.family() == Family::Ipv6,
+            dual_stack: matches!(self, LabKind::DualStack(..)),
         };
         Some((cni, topology))
     }
@@ -2416,11 +2455,18 @@ impl LabKind {
     fn topology_name(self) -> &'static str {
         match self {
             LabKind::Scripted(cni) => cni.topology_name(),
-            LabKind::DualStack(cni) => match cni.topology_name() {
+            LabKind::DualStack(cni, Family::Ipv6) => match cni.topology_name() {
                 "flannel-host-gw" => "flannel-host-gw, dual-stack, flows in IPv6",
                 "flannel-vxlan" => "flannel-vxlan, dual-stack, flows in IPv6",
                 "kindnet" => "kindnet, dual-stack, flows in IPv6",
                 "calico-vxlan" => "calico-vxlan, dual-stack, flows in IPv6",
+                other => unreachable!("no dual-stack lab of {other}"),
+            },
+            LabKind::DualStack(cni, Family::Ipv4) => match cni.topology_name() {
+                "flannel-host-gw" => "flannel-host-gw, dual-stack, flows in IPv4",
+                "flannel-vxlan" => "flannel-vxlan, dual-stack, flows in IPv4",
+                "kindnet" => "kindnet, dual-stack, flows in IPv4",
+                "calico-vxlan" => "calico-vxlan, dual-stack, flows in IPv4",
                 other => unreachable!("no dual-stack lab of {other}"),
             },
             LabKind::Routed { name, .. } => name,
@@ -2469,9 +2515,16 @@ impl LabKind {
     /// The family the flows of its cases are asked in.
     fn family(self) -> Family {
         match self {
-            LabKind::DualStack(_) | LabKind::RealDualStack(..) => Family::Ipv6,
+            LabKind::DualStack(_, family) => family,
+            LabKind::RealDualStack(..) => Family::Ipv6,
             _ => Family::Ipv4,
         }
+    }
+
+    /// The family a case's question names (`--family`): on a dual-stack
+    /// lab, where a name stands for an address of each.
+    fn asked_family(self) -> Option<Family> {
+        matches!(self, LabKind::DualStack(..) | LabKind::RealDualStack(..)).then(|| self.family())
     }
 }
 
@@ -2502,6 +2555,15 @@ struct Group {
     faults: &'static [Fault],
 }
 
+/// The cases of a dual-stack scripted lab, asked in `family`.
+const fn dual_stack(cni: LabCni, family: Family, peer: Peer, faults: &'static [Fault]) -> Group {
+    Group {
+        lab: LabKind::DualStack(cni, family),
+        peer,
+        faults,
+    }
+}
+
 /// The cases of a scripted lab of `nodes` nodes, the last behind the
 /// underlay's router, flows to pods.
 const fn across_router(
@@ -2529,26 +2591,130 @@ const TOPOLOGIES: &[Group] = &[
         peer: Peer::Cluster,
         faults: HOST_GW_FAULTS,
     },
-    Group {
-        lab: LabKind::DualStack(&Flannel::HOST_GW),
-        peer: Peer::Cluster,
-        faults: IPV6_HOST_GW_FAULTS,
-    },
-    Group {
-        lab: LabKind::DualStack(&Flannel::VXLAN),
-        peer: Peer::Cluster,
-        faults: IPV6_VXLAN_FAULTS,
-    },
-    Group {
-        lab: LabKind::DualStack(&Kindnet),
-        peer: Peer::Cluster,
-        faults: IPV6_KINDNET_FAULTS,
-    },
-    Group {
-        lab: LabKind::DualStack(&Calico::VXLAN),
-        peer: Peer::Cluster,
-        faults: IPV6_CALICO_VXLAN_FAULTS,
-    },
+    dual_stack(
+        &Flannel::HOST_GW,
+        Family::Ipv6,
+        Peer::Cluster,
+        IPV6_HOST_GW_FAULTS,
+    ),
+    dual_stack(
+        &Flannel::HOST_GW,
+        Family::Ipv6,
+        Peer::FromNode(0),
+        FROM_NODE_BASELINES,
+    ),
+    dual_stack(
+        &Flannel::HOST_GW,
+        Family::Ipv6,
+        Peer::Outside,
+        FLANNEL_IPV6_OUTSIDE_FAULTS,
+    ),
+    dual_stack(
+        &Flannel::HOST_GW,
+        Family::Ipv4,
+        Peer::Cluster,
+        DUAL_STACK_IPV4_BASELINES,
+    ),
+    dual_stack(
+        &Flannel::HOST_GW,
+        Family::Ipv4,
+        Peer::FromNode(0),
+        FROM_NODE_BASELINES,
+    ),
+    dual_stack(
+        &Flannel::HOST_GW,
+        Family::Ipv4,
+        Peer::Outside,
+        OUTSIDE_FAULTS,
+    ),
+    dual_stack(
+        &Flannel::VXLAN,
+        Family::Ipv6,
+        Peer::Cluster,
+        IPV6_VXLAN_FAULTS,
+    ),
+    dual_stack(
+        &Flannel::VXLAN,
+        Family::Ipv6,
+        Peer::FromNode(0),
+        FROM_NODE_BASELINES,
+    ),
+    dual_stack(
+        &Flannel::VXLAN,
+        Family::Ipv6,
+        Peer::Outside,
+        FLANNEL_IPV6_OUTSIDE_FAULTS,
+    ),
+    dual_stack(
+        &Flannel::VXLAN,
+        Family::Ipv4,
+        Peer::Cluster,
+        DUAL_STACK_IPV4_BASELINES,
+    ),
+    dual_stack(
+        &Flannel::VXLAN,
+        Family::Ipv4,
+        Peer::FromNode(0),
+        FROM_NODE_BASELINES,
+    ),
+    dual_stack(&Flannel::VXLAN, Family::Ipv4, Peer::Outside, OUTSIDE_FAULTS),
+    dual_stack(&Kindnet, Family::Ipv6, Peer::Cluster, IPV6_KINDNET_FAULTS),
+    dual_stack(
+        &Kindnet,
+        Family::Ipv6,
+        Peer::FromNode(0),
+        FROM_NODE_BASELINES,
+    ),
+    dual_stack(
+        &Kindnet,
+        Family::Ipv6,
+        Peer::Outside,
+        KINDNET_IPV6_OUTSIDE_FAULTS,
+    ),
+    dual_stack(
+        &Kindnet,
+        Family::Ipv4,
+        Peer::Cluster,
+        DUAL_STACK_IPV4_BASELINES,
+    ),
+    dual_stack(
+        &Kindnet,
+        Family::Ipv4,
+        Peer::FromNode(0),
+        FROM_NODE_BASELINES,
+    ),
+    dual_stack(&Kindnet, Family::Ipv4, Peer::Outside, OUTSIDE_FAULTS),
+    dual_stack(
+        &Calico::VXLAN,
+        Family::Ipv6,
+        Peer::Cluster,
+        IPV6_CALICO_VXLAN_FAULTS,
+    ),
+    dual_stack(
+        &Calico::VXLAN,
+        Family::Ipv6,
+        Peer::FromNode(0),
+        CALICO_FROM_NODE_FAULTS,
+    ),
+    dual_stack(
+        &Calico::VXLAN,
+        Family::Ipv6,
+        Peer::Outside,
+        CALICO_IPV6_OUTSIDE_FAULTS,
+    ),
+    dual_stack(
+        &Calico::VXLAN,
+        Family::Ipv4,
+        Peer::Cluster,
+        DUAL_STACK_IPV4_BASELINES,
+    ),
+    dual_stack(
+        &Calico::VXLAN,
+        Family::Ipv4,
+        Peer::FromNode(0),
+        CALICO_FROM_NODE_FAULTS,
+    ),
+    dual_stack(&Calico::VXLAN, Family::Ipv4, Peer::Outside, OUTSIDE_FAULTS),
     Group {
         lab: LabKind::Scripted(&Calico::BGP),
         peer: Peer::Cluster,
@@ -2741,7 +2907,7 @@ const TOPOLOGIES: &[Group] = &[
     Group {
         lab: LabKind::Real(RealCni::CiliumVxlan, ProxyMode::Iptables),
         peer: Peer::FromNode(0),
-        faults: CILIUM_FROM_NODE_FAULTS,
+        faults: FROM_NODE_BASELINES,
     },
     Group {
         lab: LabKind::Real(RealCni::Canal, ProxyMode::Iptables),
@@ -2897,10 +3063,104 @@ const CANAL_OUTSIDE_FAULTS: &[Fault] = &[
     },
 ];
 
-/// Flows from node-1's own namespace on the Cilium lab: its stack routes
-/// them into cilium_host (a remote pod: then encapsulated by the host's
-/// program) or to the pod's lxc device; kube-proxy translates a Service.
-const CILIUM_FROM_NODE_FAULTS: &[Fault] = &[
+/// From node-1's own namespace on the Calico VXLAN labs. To a pod on
+/// node-2 the node's packets leave through the VXLAN device with its
+/// tunnel address as source (the route's `src`), which the lab's
+/// NetworkPolicy, admitting the nodes by their network (an IPv4 `ipBlock`),
+/// does not hold: felix denies them at node-2, as in any Calico VXLAN cluster
+/// whose policies admit nodes by their addresses. To a pod on node-1 they
+/// are delivered. The Service is not asked: which backend the kernel picks,
+/// local or remote, decides.
+const CALICO_FROM_NODE_FAULTS: &[Fault] = &[
+    Fault {
+        name: "from node-1 to a pod on node-2: its VXLAN tunnel address is outside the policy's ipBlock",
+        blamed: Some("node-2"),
+        expected: Disposition::DeniedByNetfilter,
+        ..HEALTHY_TCP
+    },
+    Fault {
+        name: "from node-1 to a pod on node-1",
+        to: To::PodOn { node: 0 },
+        ..HEALTHY_TCP
+    },
+];
+
+/// Flannel's pods to a host outside the cluster in IPv6: flanneld
+/// masquerades them in ip6tables too (`EnableIPv6`), or they leave with
+/// their own address, unanswered.
+const FLANNEL_IPV6_OUTSIDE_FAULTS: &[Fault] = &[
+    TO_OUTSIDE,
+    Fault {
+        name: "flanneld's IPv6 masquerade jump (FLANNEL-POSTRTG in ip6tables) deleted on node-1",
+        inject: Inject::Kernel(|c| {
+            delete_jump_in(
+                Family::Ipv6,
+                c,
+                0,
+                ("nat", "POSTROUTING"),
+                "FLANNEL-POSTRTG",
+            );
+        }),
+        finds: Some("flannel.masquerade.chain-ipv6"),
+        ..TO_OUTSIDE
+    },
+    Fault {
+        name: "flannel's IPv6 MASQUERADE rule for traffic leaving the cluster network deleted on node-1",
+        inject: Inject::Kernel(|c| {
+            delete_jump_in(Family::Ipv6, c, 0, ("nat", "FLANNEL-POSTRTG"), "MASQUERADE");
+        }),
+        finds: Some("flannel.masquerade.decision-ipv6"),
+        ..TO_OUTSIDE
+    },
+];
+
+/// kindnet's pods to a host outside the cluster in IPv6: kindnetd's
+/// KIND-MASQ-AGENT in ip6tables masquerades them.
+const KINDNET_IPV6_OUTSIDE_FAULTS: &[Fault] = &[
+    TO_OUTSIDE,
+    Fault {
+        name: "ip6tables' POSTROUTING jump to KIND-MASQ-AGENT deleted on node-1",
+        inject: Inject::Kernel(|c| {
+            delete_jump_in(
+                Family::Ipv6,
+                c,
+                0,
+                ("nat", "POSTROUTING"),
+                kindnet::MASQ_CHAIN,
+            );
+        }),
+        finds: Some("kindnet.masquerade.jump-ipv6"),
+        ..TO_OUTSIDE
+    },
+];
+
+/// Calico's pods to a host outside the cluster in IPv6: felix's
+/// cali-nat-outgoing in ip6tables masquerades the IPv6 pool's traffic
+/// (natOutgoing).
+const CALICO_IPV6_OUTSIDE_FAULTS: &[Fault] = &[
+    TO_OUTSIDE,
+    Fault {
+        name: "ip6tables' jump to cali-nat-outgoing deleted on node-1",
+        inject: Inject::Kernel(|c| {
+            delete_jump_in(
+                Family::Ipv6,
+                c,
+                0,
+                ("nat", "cali-POSTROUTING"),
+                "cali-nat-outgoing",
+            );
+        }),
+        finds: Some("calico.nat-outgoing.missing-ipv6"),
+        ..TO_OUTSIDE
+    },
+];
+
+/// Flows from node-1's own namespace (`Peer::FromNode(0)`): to a pod on
+/// each node and to the Service. On the Cilium lab its stack routes them
+/// into cilium_host (a remote pod: then encapsulated by the host's program)
+/// or to the pod's lxc device; kube-proxy translates a Service. The
+/// dual-stack labs run them in each family.
+const FROM_NODE_BASELINES: &[Fault] = &[
     Fault {
         name: "from node-1 to a pod on node-2",
         ..HEALTHY_TCP
@@ -3221,17 +3481,20 @@ const CILIUM_FAULTS: &[Fault] = &[
 fn destination(cluster: &Cluster, to: &Pod, peer: Peer, fault: &Fault, family: Family) -> String {
     if family == Family::Ipv6 {
         return match (peer, fault.to) {
-            (Peer::Cluster, To::Pod | To::PodOn { .. }) => {
+            (Peer::Outside, _) => OUTSIDE_IP6.to_string(),
+            (Peer::Cluster | Peer::FromNode(_), To::Pod | To::PodOn { .. }) => {
                 to.ip6.expect("a dual-stack pod").to_string()
             }
-            (Peer::Cluster, To::Service("web")) => cluster
+            (Peer::Cluster | Peer::FromNode(_), To::Service("web")) => cluster
                 .service
                 .cluster_ip6
                 .expect("a dual-stack service")
                 .to_string(),
-            (Peer::Cluster, To::Service(name)) => real::service(name).cluster_ip6().to_string(),
+            (Peer::Cluster | Peer::FromNode(_), To::Service(name)) => {
+                real::service(name).cluster_ip6().to_string()
+            }
             _ => panic!(
-                "{}: the IPv6 cases go to a pod or the web service",
+                "{}: the IPv6 cases go to a pod, a Service or the outside host",
                 fault.name
             ),
         };
@@ -3467,7 +3730,10 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
         },
         to: match peer {
             Peer::Outside => Endpoint::Ip {
-                address: OUTSIDE_IP.into(),
+                address: match kind.family() {
+                    Family::Ipv4 => OUTSIDE_IP.into(),
+                    Family::Ipv6 => OUTSIDE_IP6.into(),
+                },
                 port: None,
             },
             Peer::Cluster | Peer::FromOutside | Peer::FromNode(_) => match fault.to {
@@ -3495,7 +3761,7 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
         protocol: fault.protocol,
         size: fault.mtu.as_ref().and_then(|mtu| mtu.size),
         via,
-        family: (kind.family() == Family::Ipv6).then_some(Family::Ipv6),
+        family: kind.asked_family(),
     };
     let (packs, pack_problems) = LoadedPacks::load(builtin_sources(), &[]);
     assert!(pack_problems.is_empty(), "{pack_problems:?}");
@@ -3954,7 +4220,9 @@ fn accuracy_table(rows: &[Row]) -> String {
          collection and must answer the same.\n\n\
          In the topologies *dual-stack, flows in IPv6*, nodes, pods and the service have an IPv6\n\
          address beside their IPv4 one (nodes `fd00:18::/64`, pods `fd00:10:244::/56`, ClusterIP\n\
-         `fd00:10:96::100`), and the flows are asked in IPv6 (`--family ipv6`). On the real\n\
+         `fd00:10:96::100`, the host outside `2001:db8:100::10`), and the flows are asked in IPv6\n\
+         (`--family ipv6`); in the topologies *dual-stack, flows in IPv4* the same labs are asked\n\
+         their baselines in IPv4 (`--family ipv4`). On the real\n\
          components, kube-apiserver and kube-controller-manager have a Service CIDR and a cluster\n\
          CIDR of each family (node IPAM gives each node a /24 and a /64), flanneld runs with\n\
          `EnableIPv6` (its `flannel-v6.1` VXLAN device over the IPv6 underlay, or host-gw routes via\n\

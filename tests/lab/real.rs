@@ -628,7 +628,7 @@ impl RealCluster {
 
         let (underlay, outside) = cluster::underlay(lab);
         if stack == Stack::DualStack {
-            cluster::underlay_ipv6(&underlay);
+            cluster::underlay_ipv6(&underlay, &outside);
         }
         let egress = kubelets.then(|| {
             // The nodes' addresses, as `cluster::add_node` gives them.
@@ -636,8 +636,7 @@ impl RealCluster {
             let socket = components.state.path().join("egress.sock");
             kubelet::EgressProxy::start(&socket, &underlay, nodes)
         });
-        cluster::spawn_listener(lab, &outside);
-        cluster::wait_listening(&outside);
+        cluster::start_outside_listeners(lab, &outside, stack == Stack::DualStack);
         let service = Service {
             namespace: APP_NAMESPACE.into(),
             name: "web".into(),
