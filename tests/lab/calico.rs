@@ -200,7 +200,7 @@ impl Calico {
     /// masquerade, the policy's selector and the VXLAN peers.
     fn ipsets(&self, node: &Node, peers: &[&Node], family: Family) -> Vec<IpSet> {
         let (pool, address): (&str, fn(&Pod) -> Option<IpAddr>) = match family {
-            Family::Ipv4 => (CLUSTER_CIDR, |pod| Some(pod.ip.into())),
+            Family::Ipv4 => (CLUSTER_CIDR, |pod| Some(pod.ip().into())),
             Family::Ipv6 => (CLUSTER_CIDR6, |pod| pod.ip6.map(IpAddr::from)),
         };
         let everyone = std::iter::once(node).chain(peers.iter().copied());
@@ -304,7 +304,7 @@ impl Cni for Calico {
     }
 
     fn pod_annotations(&self, pod: &Pod) -> Map<String, Value> {
-        let address = format!("{}/32", pod.ip);
+        let address = format!("{}/32", pod.ip());
         let addresses = match pod.ip6 {
             Some(ip6) => format!("{address},{ip6}/128"),
             None => address.clone(),
@@ -385,14 +385,14 @@ impl Cni for Calico {
         }
         node.ns.ip(&format!("link set {veth} up"));
         node.ns
-            .ip(&format!("route add {} dev {veth} scope link", pod.ip));
+            .ip(&format!("route add {} dev {veth} scope link", pod.ip()));
 
         if pod.ip6.is_some() {
             // No duplicate address detection on a point-to-point link.
             pod.ns
                 .run(&["sysctl", "-qw", "net.ipv6.conf.eth0.accept_dad=0"]);
         }
-        pod.ns.ip(&format!("addr add {}/32 dev eth0", pod.ip));
+        pod.ns.ip(&format!("addr add {}/32 dev eth0", pod.ip()));
         pod.ns.ip("link set eth0 up");
         pod.ns
             .ip(&format!("route add {POD_GATEWAY} dev eth0 scope link"));
@@ -569,7 +569,7 @@ impl Cni for Calico {
             let blocks = [
                 Some((
                     IpNet::from(block(node)),
-                    pod_ips(node, |p| Some(p.ip.into())),
+                    pod_ips(node, |p| Some(p.ip().into())),
                 )),
                 block6(node).map(|b| (IpNet::from(b), pod_ips(node, |p| p.ip6.map(IpAddr::from)))),
             ];

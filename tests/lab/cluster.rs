@@ -51,7 +51,7 @@ pub trait Cni {
     /// gateway (.1), so pods start at .2.
     fn pod_ip(&self, node: &Node, index: usize) -> Ipv4Addr {
         let offset = 2 + u32::try_from(index).expect("few pods");
-        Ipv4Addr::from(u32::from(node.pod_cidr.network()) + offset)
+        Ipv4Addr::from(u32::from(node.pod_cidr().network()) + offset)
     }
     /// The IPv6 address of the `index`th pod of a dual-stack `node`, as
     /// host-local gives it: from `::2` on.
@@ -107,7 +107,9 @@ pub struct Node {
     pub ns: Netns,
     /// The node's address on the underlay (its InternalIP), on `eth0`.
     pub ip: Ipv4Addr,
-    pub pod_cidr: Ipv4Net,
+    /// Its IPv4 pod CIDR; `None` in an IPv6-only cluster
+    /// ([`Node::pod_cidr`]).
+    pub pod_cidr4: Option<Ipv4Net>,
     /// In a dual-stack cluster: the node's IPv6 address on `eth0` and its
     /// IPv6 pod CIDR.
     pub ip6: Option<Ipv6Addr>,
@@ -120,9 +122,15 @@ pub struct Node {
 }
 
 impl Node {
+    /// The IPv4 pod CIDR, which every cluster but an IPv6-only one has.
+    pub fn pod_cidr(&self) -> Ipv4Net {
+        self.pod_cidr4
+            .unwrap_or_else(|| panic!("{} has no IPv4 pod CIDR (an IPv6-only cluster)", self.name))
+    }
+
     /// The first address of the pod CIDR: the pods' gateway.
     pub fn gateway(&self) -> Ipv4Addr {
-        self.pod_cidr.hosts().next().expect("pod CIDR has hosts")
+        self.pod_cidr().hosts().next().expect("pod CIDR has hosts")
     }
 
     /// The first address of the IPv6 pod CIDR: the pods' IPv6 gateway.
@@ -146,11 +154,20 @@ pub struct Pod {
     pub namespace: String,
     pub name: String,
     pub ns: Netns,
-    pub ip: Ipv4Addr,
-    /// Its IPv6 address, in a dual-stack cluster.
+    /// Its IPv4 address; `None` in an IPv6-only cluster ([`Pod::ip`]).
+    pub ipv4: Option<Ipv4Addr>,
+    /// Its IPv6 address, in a dual-stack or IPv6-only cluster.
     pub ip6: Option<Ipv6Addr>,
     /// The node-side end of the pod's veth, as the CNI bridge plugin names it.
     pub host_veth: String,
+}
+
+impl Pod {
+    /// Its IPv4 address, which every cluster but an IPv6-only one gives it.
+    pub fn ip(&self) -> Ipv4Addr {
+        self.ipv4
+            .unwrap_or_else(|| panic!("{} has no IPv4 address (an IPv6-only cluster)", self.name))
+    }
 }
 
 /// The lab's one ClusterIP service, selecting every pod.
@@ -158,10 +175,20 @@ pub struct Service {
     pub namespace: String,
     pub name: String,
     pub port_name: String,
-    pub cluster_ip: Ipv4Addr,
-    /// Its IPv6 ClusterIP, in a dual-stack cluster.
+    /// Its IPv4 ClusterIP; `None` in an IPv6-only cluster
+    /// ([`Service::cluster_ip`]).
+    pub cluster_ipv4: Option<Ipv4Addr>,
+    /// Its IPv6 ClusterIP, in a dual-stack or IPv6-only cluster.
     pub cluster_ip6: Option<Ipv6Addr>,
     pub port: u16,
+}
+
+impl Service {
+    /// Its IPv4 ClusterIP, which every cluster but an IPv6-only one gives it.
+    pub fn cluster_ip(&self) -> Ipv4Addr {
+        self.cluster_ipv4
+            .unwrap_or_else(|| panic!("{} has no IPv4 ClusterIP (an IPv6-only cluster)", self.name))
+    }
 }
 
 /// The shape of a cluster to build.
@@ -223,16 +250,21 @@ impl Cluster {
                 namespace: APP_NAMESPACE.into(),
                 name: "web".into(),
                 port_name: "http".into(),
-                cluster_ip: Ipv4Addr::new(10, 96, 0, 100),
+                cluster_ipv4: Some(Ipv4Addr::new(10, 96, 0, 100)),
                 cluster_ip6: topology
                     .dual_stack
                     .then_some(Ipv6Addr::new(0xfd00, 0x10, 0x96, 0, 0, 0, 0, 0x100)),
                 port: 80,
             },
         };
-        let endpoints: Vec<IpAddr> = cluster.pods().map(|p| p.ip.into()).collect();
+        let endpoints: Vec<IpAddr> = cluster.pods().map(|p| p.ip().into()).collect();
         let service = &cluster.service;
-        let rules = kube_proxy::rules(service, service.cluster_ip.into(), CLUSTER_CIDR, &endpoints);
+        let rules = kube_proxy::rules(
+            service,
+            service.cluster_ip().into(),
+            CLUSTER_CIDR,
+            &endpoints,
+        );
         let rules6 = service.cluster_ip6.map(|cluster_ip6| {
             let endpoints: Vec<IpAddr> = cluster
                 .pods()
@@ -458,7 +490,7 @@ pub fn add_node(lab: &mut Lab, underlay: &Netns, n: u8, subnet: u8) -> Node {
         name,
         ns,
         ip,
-        pod_cidr: format!("10.244.{n}.0/24").parse().expect("pod CIDR"),
+        pod_cidr4: Some(format!("10.244.{n}.0/24").parse().expect("pod CIDR")),
         ip6: None,
         pod_cidr6: None,
         ipam_block: None,
@@ -493,7 +525,7 @@ fn add_pod(lab: &mut Lab, cni: &dyn Cni, node: &Node, number: usize) -> Pod {
         namespace: APP_NAMESPACE.into(),
         name,
         ns,
-        ip,
+        ipv4: Some(ip),
         ip6,
         host_veth,
     }

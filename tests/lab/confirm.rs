@@ -64,11 +64,11 @@ fn confirm_sends_only_when_asked_agrees_and_names_a_rule_added_after_the_snapsho
     let template = live::node_exec(&cluster);
     let (web0, web3) = (&cluster.nodes[0].pods[0], &cluster.nodes[1].pods[1]);
     let flow = ["--from", "default/web-0", "--to", "default/web-3:8080"];
-    let to_web3 = format!("-d {}/32 -p tcp -m tcp --dport 8080", web3.ip);
+    let to_web3 = format!("-d {}/32 -p tcp -m tcp --dport 8080", web3.ip());
 
     // A rule that only counts the flow's connection attempts (SYNs) as
     // web-0 sends them.
-    let count = format!("OUTPUT -d {} -p tcp --dport 8080 --syn", web3.ip);
+    let count = format!("OUTPUT -d {} -p tcp --dport 8080 --syn", web3.ip());
     let words: Vec<&str> = count.split_whitespace().collect();
     web0.ns
         .run(&[&["iptables", "-I"], words.as_slice()].concat());
@@ -153,7 +153,7 @@ fn confirm_sends_only_when_asked_agrees_and_names_a_rule_added_after_the_snapsho
 
     // A fault the snapshot cannot see: node-2 drops the flow from now on.
     let node2 = &cluster.nodes[1];
-    let drop = format!("FORWARD -d {} -p tcp --dport 8080 -j DROP", web3.ip);
+    let drop = format!("FORWARD -d {} -p tcp --dport 8080 -j DROP", web3.ip());
     let words: Vec<&str> = drop.split_whitespace().collect();
     node2
         .ns

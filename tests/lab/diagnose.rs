@@ -21,7 +21,7 @@ use crate::cluster::{CLUSTER_CIDR6, Cluster, Cni, OUTSIDE_IP, OUTSIDE_IP6, Pod, 
 use crate::flannel::Flannel;
 use crate::kindnet::{self, Kindnet};
 use crate::lab::{Availability, Lab, availability};
-use crate::real::{self, ProxyMode, RealCluster, RealCni, Stack};
+use crate::real::{self, IpFamilies, ProxyMode, RealCluster, RealCni};
 use crate::{live, snapshot};
 
 /// A fault: what to break, and which hop a diagnosis must blame.
@@ -148,13 +148,13 @@ fn delete_destination_pod_ipv6_route(cluster: &Cluster) {
 }
 
 fn pod_cidr(cluster: &Cluster, node: usize) -> String {
-    cluster.nodes[node].pod_cidr.to_string()
+    cluster.nodes[node].pod_cidr().to_string()
 }
 
 /// The address `offset` into node `node`'s pod CIDR (0: the network
 /// address, which is flannel's VTEP address on the node).
 fn pod_cidr_address(cluster: &Cluster, node: usize, offset: u32) -> String {
-    let network = u32::from(cluster.nodes[node].pod_cidr.network());
+    let network = u32::from(cluster.nodes[node].pod_cidr().network());
     std::net::Ipv4Addr::from(network + offset).to_string()
 }
 
@@ -218,7 +218,7 @@ const REAL_COMPONENT_FAULTS: &[Fault] = &[
         inject: Inject::Components(|_, real| {
             let pod = endpoints(&real.cluster).1;
             real.set_ready(&[pod], false);
-            let left_out = format!("-> {}:", pod.ip);
+            let left_out = format!("-> {}:", pod.ip());
             real.wait_rules(0, "nat", "kube-proxy.log", |rules| {
                 !rules.contains(&left_out)
             });
@@ -521,7 +521,9 @@ const CI_SAMPLE_OF_A_TWINNED_GROUP: usize = 4;
 fn runs_in_ci(group: &Group, index: usize) -> bool {
     let all = match group.lab {
         LabKind::Kubelet(_) => "SKOOP_LAB_KUBELET",
-        LabKind::Real(..) | LabKind::RealDualStack(..) => "SKOOP_LAB_REAL",
+        LabKind::Real(..) | LabKind::RealDualStack(..) | LabKind::RealIpv6Only(..) => {
+            "SKOOP_LAB_REAL"
+        }
         LabKind::Scripted(_) | LabKind::DualStack(..) | LabKind::Routed { .. } => return true,
     };
     let names = |faults: &[Fault]| faults.iter().map(|fault| fault.name).collect::<Vec<_>>();
@@ -746,7 +748,7 @@ const VXLAN_FAULTS: &[Fault] = &[
                     "FORWARD",
                     "1",
                     "-d",
-                    &endpoints(c).1.ip.to_string(),
+                    &endpoints(c).1.ip().to_string(),
                     "-j",
                     "DROP",
                 ],
@@ -920,7 +922,7 @@ const VXLAN_FAULTS: &[Fault] = &[
             // What kube-proxy writes once the last endpoint is gone: no DNAT,
             // a REJECT in the filter table.
             node_run(c, 0, &["iptables", "-t", "nat", "-F", "KUBE-SERVICES"]);
-            let service = format!("{}/32", c.service.cluster_ip);
+            let service = format!("{}/32", c.service.cluster_ip());
             node_run(
                 c,
                 0,
@@ -1615,7 +1617,7 @@ fn route_pod_cidr_on_link(cluster: &Cluster, permanent_mac: &[&str]) {
     );
     if let Some(mac) = permanent_mac.first() {
         let pod = cluster.nodes[1].pods.last().expect("node-2 has pods");
-        let ip = pod.ip.to_string();
+        let ip = pod.ip().to_string();
         node_run(
             cluster,
             0,
@@ -2220,7 +2222,7 @@ const KINDNET_FAULTS: &[Fault] = &[
     Fault {
         name: "the destination pod's /32 host route deleted on node-2",
         inject: Inject::Kernel(|c| {
-            let pod = endpoints(c).1.ip.to_string();
+            let pod = endpoints(c).1.ip().to_string();
             node_run(c, 1, &["ip", "route", "del", &format!("{pod}/32")]);
         }),
         blamed: Some("node-2"),
@@ -2427,9 +2429,12 @@ enum LabKind {
         nodes: u8,
     },
     Real(RealCni, ProxyMode),
-    /// The real components on a dual-stack cluster (`Stack::DualStack`),
+    /// The real components on a dual-stack cluster (`IpFamilies::DualStack`),
     /// whose flows are asked in IPv6 (`--family ipv6`).
     RealDualStack(RealCni, ProxyMode),
+    /// The real components on an IPv6-only cluster (`IpFamilies::Ipv6Only`):
+    /// every name stands for an IPv6 address, so no `--family` is given.
+    RealIpv6Only(RealCni, ProxyMode),
     /// The real components with a kubelet and containerd on each node
     /// (`RealCluster::build_kubelet`), diagnosed live through collector pods.
     Kubelet(RealCni),
@@ -2441,7 +2446,10 @@ impl LabKind {
         let (cni, nodes, across_router) = match self {
             LabKind::Scripted(cni) | LabKind::DualStack(cni, _) => (cni, 2, false),
             LabKind::Routed { cni, nodes, .. } => (cni, nodes, true),
-            LabKind::Real(..) | LabKind::RealDualStack(..) | LabKind::Kubelet(..) => return None,
+            LabKind::Real(..)
+            | LabKind::RealDualStack(..)
+            | LabKind::RealIpv6Only(..)
+            | LabKind::Kubelet(..) => return None,
         };
         let topology = Topology {
             nodes,
@@ -2492,6 +2500,12 @@ impl LabKind {
             LabKind::RealDualStack(..) => {
                 unreachable!("the real dual-stack lab runs Flannel and Calico VXLAN")
             }
+            LabKind::RealIpv6Only(RealCni::FlannelVxlan, ProxyMode::Iptables) => {
+                "flannel-vxlan (real components), IPv6-only"
+            }
+            LabKind::RealIpv6Only(..) => {
+                unreachable!("the real IPv6-only lab runs Flannel VXLAN")
+            }
             LabKind::Kubelet(RealCni::FlannelVxlan) => {
                 "flannel-vxlan (real components, kubelet and containerd)"
             }
@@ -2516,7 +2530,7 @@ impl LabKind {
     fn family(self) -> Family {
         match self {
             LabKind::DualStack(_, family) => family,
-            LabKind::RealDualStack(..) => Family::Ipv6,
+            LabKind::RealDualStack(..) | LabKind::RealIpv6Only(..) => Family::Ipv6,
             _ => Family::Ipv4,
         }
     }
@@ -2865,6 +2879,21 @@ const TOPOLOGIES: &[Group] = &[
         faults: &[HEALTHY_TO_IPV6_CLUSTER_IP],
     },
     Group {
+        lab: LabKind::RealIpv6Only(RealCni::FlannelVxlan, ProxyMode::Iptables),
+        peer: Peer::Cluster,
+        faults: IPV6_VXLAN_FAULTS,
+    },
+    Group {
+        lab: LabKind::RealIpv6Only(RealCni::FlannelVxlan, ProxyMode::Iptables),
+        peer: Peer::FromNode(0),
+        faults: FROM_NODE_BASELINES,
+    },
+    Group {
+        lab: LabKind::RealIpv6Only(RealCni::FlannelVxlan, ProxyMode::Iptables),
+        peer: Peer::Outside,
+        faults: FLANNEL_IPV6_OUTSIDE_FAULTS,
+    },
+    Group {
         lab: LabKind::Real(RealCni::FlannelHostGw, ProxyMode::Iptables),
         peer: Peer::Cluster,
         faults: HOST_GW_FAULTS,
@@ -3011,7 +3040,7 @@ const CANAL_FAULTS: &[Fault] = &[
             node_run(
                 c,
                 0,
-                &["ip", "route", "del", &c.nodes[1].pod_cidr.to_string()],
+                &["ip", "route", "del", &c.nodes[1].pod_cidr().to_string()],
             );
         }),
         blamed: Some("node-1"),
@@ -3422,7 +3451,7 @@ const CILIUM_FAULTS: &[Fault] = &[
     Fault {
         name: "web-3's ipcache entry deleted on node-1 (node-2's pod CIDR still leads to it)",
         inject: Inject::Components(|_, real| {
-            let ip = format!("{}/32", real.cluster.nodes[1].pods[1].ip);
+            let ip = format!("{}/32", real.cluster.nodes[1].pods[1].ip());
             real.in_cilium_node(0, &["cilium-dbg", "bpf", "ipcache", "delete", &ip]);
         }),
         ..HEALTHY_TCP
@@ -3430,8 +3459,8 @@ const CILIUM_FAULTS: &[Fault] = &[
     Fault {
         name: "web-3's and node-2's pod CIDR's ipcache entries deleted on node-1",
         inject: Inject::Components(|_, real| {
-            let ip = format!("{}/32", real.cluster.nodes[1].pods[1].ip);
-            let cidr = real.cluster.nodes[1].pod_cidr.to_string();
+            let ip = format!("{}/32", real.cluster.nodes[1].pods[1].ip());
+            let cidr = real.cluster.nodes[1].pod_cidr().to_string();
             let ipcache =
                 real.in_cilium_node(0, &["cilium-dbg", "bpf", "ipcache", "list", "-o", "json"]);
             let ipcache: serde_json::Value = serde_json::from_str(&ipcache).expect("JSON");
@@ -3504,10 +3533,10 @@ fn destination(cluster: &Cluster, to: &Pod, peer: Peer, fault: &Fault, family: F
         (Peer::FromOutside, To::NodePort { node }) => cluster.nodes[node].ip.to_string(),
         (Peer::FromOutside, _) => panic!("{}: a client outside goes to a NodePort", fault.name),
         (Peer::Cluster | Peer::FromNode(_), To::Pod | To::Sender | To::PodOn { .. }) => {
-            to.ip.to_string()
+            to.ip().to_string()
         }
         (Peer::Cluster | Peer::FromNode(_), To::Service("web")) => {
-            cluster.service.cluster_ip.to_string()
+            cluster.service.cluster_ip().to_string()
         }
         (Peer::Cluster | Peer::FromNode(_), To::Service(name)) => {
             real::service(name).cluster_ip.to_string()
@@ -3629,7 +3658,7 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
                 &mut lab,
                 cni,
                 mode,
-                Stack::Ipv4,
+                IpFamilies::Ipv4,
                 2,
                 2,
             )),
@@ -3640,7 +3669,18 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
                 &mut lab,
                 cni,
                 mode,
-                Stack::DualStack,
+                IpFamilies::DualStack,
+                2,
+                2,
+            )),
+        ),
+        (None, LabKind::RealIpv6Only(cni, mode)) => (
+            None,
+            Some(RealCluster::build_with(
+                &mut lab,
+                cni,
+                mode,
+                IpFamilies::Ipv6Only,
                 2,
                 2,
             )),
@@ -3683,7 +3723,7 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
         namespace: String::new(),
         name: "outside".into(),
         ns: cluster.outside.clone(),
-        ip: OUTSIDE_IP,
+        ipv4: Some(OUTSIDE_IP),
         ip6: None,
         host_veth: String::new(),
     };
@@ -3692,7 +3732,7 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
         namespace: String::new(),
         name: cluster.nodes[node].name.clone(),
         ns: cluster.nodes[node].ns.clone(),
-        ip: cluster.nodes[node].ip,
+        ipv4: Some(cluster.nodes[node].ip),
         ip6: cluster.nodes[node].ip6,
         host_veth: String::new(),
     };
@@ -3715,7 +3755,7 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
     let request = Request {
         from: match peer {
             Peer::FromOutside => Endpoint::Ip {
-                address: from.ip.into(),
+                address: from.ip().into(),
                 port: None,
             },
             Peer::Cluster | Peer::Outside => Endpoint::Pod {

@@ -92,7 +92,7 @@ impl Cni for Flannel {
         ns.ip(&format!(
             "addr add {}/{} brd + dev {BRIDGE}",
             node.gateway(),
-            node.pod_cidr.prefix_len()
+            node.pod_cidr().prefix_len()
         ));
         ns.ip(&format!("link set {BRIDGE} up"));
         if let (Some(gateway6), Some(cidr6)) = (node.gateway6(), node.pod_cidr6) {
@@ -105,7 +105,7 @@ impl Cni for Flannel {
             return;
         }
         let vtep: (&str, IpAddr, IpAddr, u8) =
-            (VTEP, node.ip.into(), node.pod_cidr.network().into(), 32);
+            (VTEP, node.ip.into(), node.pod_cidr().network().into(), 32);
         let vtep6 = node
             .ip6
             .zip(node.pod_cidr6)
@@ -142,8 +142,8 @@ impl Cni for Flannel {
         let gateway = node.gateway();
         pod.ns.ip(&format!(
             "addr add {}/{} dev eth0",
-            pod.ip,
-            node.pod_cidr.prefix_len()
+            pod.ip(),
+            node.pod_cidr().prefix_len()
         ));
         pod.ns.ip("link set eth0 up");
         // The bridge plugin's default route (isDefaultGateway) and the route
@@ -172,7 +172,7 @@ impl Cni for Flannel {
                 // A peer on another subnet is no neighbour: the kernel refuses
                 // the route ("Nexthop has invalid gateway"), and flanneld
                 // logs the error and goes on without it (route_network.go).
-                let cidr = peer.pod_cidr.to_string();
+                let cidr = peer.pod_cidr().to_string();
                 let via = peer.ip.to_string();
                 let route = ["ip", "route", "add", &cidr, "via", &via, "dev", "eth0"];
                 let added = node.ns.exec(&route).status.success();
@@ -192,8 +192,8 @@ impl Cni for Flannel {
         for peer in peers {
             let v4 = (
                 VTEP,
-                peer.pod_cidr.to_string(),
-                peer.pod_cidr.network().to_string(),
+                peer.pod_cidr().to_string(),
+                peer.pod_cidr().network().to_string(),
                 peer.ip.to_string(),
             );
             let v6 = peer.pod_cidr6.zip(peer.ip6).map(|(cidr6, ip6)| {
@@ -215,7 +215,7 @@ impl Cni for Flannel {
     }
 
     fn iptables_rules(&self, node: &Node) -> String {
-        masquerade_rules(node.pod_cidr, CLUSTER_CIDR, "224.0.0.0/4")
+        masquerade_rules(node.pod_cidr(), CLUSTER_CIDR, "224.0.0.0/4")
     }
 
     fn ip6tables_rules(&self, node: &Node) -> String {

@@ -75,7 +75,7 @@ fn pods_reach_each_other_across_nodes() {
         .flat_map(|a| node2.pods.iter().map(move |b| (a, b)))
     {
         for (a, b) in [(from, to), (to, from)] {
-            let ip = b.ip.to_string();
+            let ip = b.ip().to_string();
             assert_succeeds(a, &["ping", "-c", "1", "-W", "2", &ip]);
             assert_succeeds(a, &["nc", "-z", "-w", "2", &ip, "8080"]);
         }
@@ -87,7 +87,7 @@ fn pods_reach_the_service_cluster_ip() {
     let Some((_lab, cluster)) = build() else {
         return;
     };
-    let ip = cluster.service.cluster_ip.to_string();
+    let ip = cluster.service.cluster_ip().to_string();
     let port = cluster.service.port.to_string();
     // Each connection picks an endpoint at random: enough tries from every
     // pod that each backend, the pod itself included, is almost surely hit.
@@ -217,16 +217,19 @@ fn assert_node_dump(node: &Node, peers: &[&Node], dir: &Path) {
 
     let addrs = json_file(&dir.join("ip-addr.json"));
     let vtep_addrs = &find(&addrs, "ifname", "flannel.1")["addr_info"];
-    assert_eq!(vtep_addrs[0]["local"], node.pod_cidr.network().to_string());
+    assert_eq!(
+        vtep_addrs[0]["local"],
+        node.pod_cidr().network().to_string()
+    );
     assert_eq!(vtep_addrs[0]["prefixlen"], 32);
 
     let routes = json_file(&dir.join("ip-route.json"));
     let neighbours = json_file(&dir.join("ip-neigh.json"));
     let fdb = json_file(&dir.join("bridge-fdb.json"));
     for peer in peers {
-        let peer_vtep = peer.pod_cidr.network().to_string();
+        let peer_vtep = peer.pod_cidr().network().to_string();
         let peer_mac = vtep_mac_in(&peer_links(peer, dir));
-        let route = find(&routes, "dst", &peer.pod_cidr.to_string());
+        let route = find(&routes, "dst", &peer.pod_cidr().to_string());
         assert_eq!(route["gateway"], peer_vtep);
         assert_eq!(route["dev"], "flannel.1");
         assert!(has(&route["flags"], "onlink"), "{route}");
@@ -252,7 +255,7 @@ fn assert_node_dump(node: &Node, peers: &[&Node], dir: &Path) {
     }
     let subnet_return = format!(
         "-A FLANNEL-POSTRTG -s {} -d 10.244.0.0/16 -m comment --comment \"flanneld masq\" -j RETURN",
-        node.pod_cidr
+        node.pod_cidr()
     );
     assert!(iptables.contains(&subnet_return), "missing {subnet_return}");
     let statistic_branches = iptables
@@ -262,7 +265,7 @@ fn assert_node_dump(node: &Node, peers: &[&Node], dir: &Path) {
     assert_eq!(statistic_branches, 3, "4 endpoints take 3 random branches");
     for peer_or_self in peers.iter().copied().chain([node]) {
         for pod in &peer_or_self.pods {
-            let dnat = format!("-j DNAT --to-destination {}:8080", pod.ip);
+            let dnat = format!("-j DNAT --to-destination {}:8080", pod.ip());
             assert!(iptables.contains(&dnat), "missing {dnat}");
         }
     }
@@ -299,7 +302,7 @@ fn assert_pod_dump(node: &Node, pod: &Pod, dir: &Path) {
         .iter()
         .find(|a| a["family"] == "inet")
         .expect("an IPv4 address");
-    assert_eq!(inet["local"], pod.ip.to_string());
+    assert_eq!(inet["local"], pod.ip().to_string());
     assert_eq!(inet["prefixlen"], 24);
 
     let routes = json_file(&dir.join("ip-route.json"));
@@ -352,7 +355,7 @@ fn assert_cluster_objects(cluster: &Cluster, root: &Path) {
         let spec = object.spec.as_ref().expect("spec");
         assert_eq!(
             spec.pod_cidr.as_deref(),
-            Some(node.pod_cidr.to_string().as_str())
+            Some(node.pod_cidr().to_string().as_str())
         );
     }
 
@@ -372,7 +375,7 @@ fn assert_cluster_objects(cluster: &Cluster, root: &Path) {
     let expected: Vec<(String, String, String)> = cluster
         .endpoints()
         .into_iter()
-        .map(|(node, pod)| (pod.name.clone(), pod.ip.to_string(), node.ip.to_string()))
+        .map(|(node, pod)| (pod.name.clone(), pod.ip().to_string(), node.ip.to_string()))
         .collect();
     assert_eq!(pod_ips, expected);
 

@@ -46,7 +46,7 @@ impl Kindnet {
     /// range and a default route per family of the node's pod CIDRs.
     fn cni_conf(node: &Node, mtu: u32) -> String {
         let mut routes = vec![json!({"dst": "0.0.0.0/0"})];
-        let mut ranges = vec![json!([{"subnet": node.pod_cidr.to_string()}])];
+        let mut ranges = vec![json!([{"subnet": node.pod_cidr().to_string()}])];
         if let Some(cidr6) = node.pod_cidr6 {
             routes.push(json!({"dst": "::/0"}));
             ranges.push(json!([{"subnet": cidr6.to_string()}]));
@@ -101,7 +101,7 @@ impl Cni for Kindnet {
         let attached = cni_add(apiserver::built(), &command, node, pod, &conf);
         assert_eq!(
             (attached.ip, attached.ip6),
-            (pod.ip, pod.ip6),
+            (pod.ipv4, pod.ip6),
             "host-local gives {} its next free address of each family",
             pod.name
         );
@@ -111,7 +111,7 @@ impl Cni for Kindnet {
     fn connect(&self, node: &Node, peers: &[&Node]) {
         for peer in peers {
             node.ns
-                .ip(&format!("route add {} via {}", peer.pod_cidr, peer.ip));
+                .ip(&format!("route add {} via {}", peer.pod_cidr(), peer.ip));
             if let (Some(cidr6), Some(ip6)) = (peer.pod_cidr6, peer.ip6) {
                 node.ns.ip(&format!("-6 route add {cidr6} via {ip6}"));
             }
@@ -250,7 +250,7 @@ mod tests {
         let (a, b) = (&cluster.nodes[0].pods[0], &cluster.nodes[1].pods[1]);
         let port = POD_PORT.to_string();
         for (from, to) in [(a, b), (b, a)] {
-            let ip = to.ip.to_string();
+            let ip = to.ip().to_string();
             succeeds(from, &["ping", "-c", "1", "-W", "2", &ip]);
             succeeds(from, &["nc", "-z", "-w", "2", &ip, &port]);
         }
@@ -282,7 +282,7 @@ mod tests {
                 let to_pod = routes
                     .iter()
                     .find(|r| {
-                        r.dst == Destination::Prefix(format!("{}/32", pod.ip).parse().unwrap())
+                        r.dst == Destination::Prefix(format!("{}/32", pod.ip()).parse().unwrap())
                     })
                     .unwrap_or_else(|| panic!("{}: no /32 route to {}", node.name, pod.name));
                 assert_eq!(to_pod.dev.as_deref(), Some(pod.host_veth.as_str()));
@@ -291,8 +291,8 @@ mod tests {
             for peer in cluster.nodes.iter().filter(|p| p.name != node.name) {
                 let to_peer = routes
                     .iter()
-                    .find(|r| r.dst == Destination::Prefix(peer.pod_cidr.into()))
-                    .unwrap_or_else(|| panic!("{}: no route to {}", node.name, peer.pod_cidr));
+                    .find(|r| r.dst == Destination::Prefix(peer.pod_cidr().into()))
+                    .unwrap_or_else(|| panic!("{}: no route to {}", node.name, peer.pod_cidr()));
                 assert_eq!(to_peer.gateway, Some(peer.ip.into()));
             }
             let rules = node.ns.run(&["iptables-save", "-t", "nat"]);

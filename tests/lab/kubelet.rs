@@ -613,7 +613,7 @@ mod tests {
                 )
             });
             assert!(
-                addresses.contains(&format!("\"{}\"", pod.ip)),
+                addresses.contains(&format!("\"{}\"", pod.ip())),
                 "{}: {addresses}",
                 dump.display()
             );
@@ -823,7 +823,7 @@ mod tests {
                 let addresses = fs::read_to_string(&dump)
                     .unwrap_or_else(|e| panic!("{}: {e}; skoop said:\n{stderr}", dump.display()));
                 assert!(
-                    addresses.contains(&format!("\"{}\"", pod.ip)),
+                    addresses.contains(&format!("\"{}\"", pod.ip())),
                     "{addresses}"
                 );
             }
@@ -926,7 +926,7 @@ mod tests {
         let cluster = &real.cluster;
         let (from, to) = (&cluster.nodes[0].pods[0], &cluster.nodes[1].pods[0]);
         let connects = || {
-            let ip = to.ip.to_string();
+            let ip = to.ip().to_string();
             let connect = from.ns.exec(&["nc", "-z", "-w", "2", &ip, "8080"]);
             connect.status.success()
         };

@@ -55,7 +55,7 @@ use skoop::snapshot::netns::iptables::Protocol;
 use crate::cluster::{OUTSIDE_IP, POD_PORT};
 use crate::lab::{Availability, Lab, Netns, availability};
 use crate::netfilter::{Seen, connect, seen_when_stopped};
-use crate::real::{ProxyMode, RealCluster, RealCni, Stack};
+use crate::real::{IpFamilies, ProxyMode, RealCluster, RealCni};
 use crate::snapshot::collect_local;
 
 /// The router's firewall, loaded first (as a node's firewall is at boot):
@@ -1115,7 +1115,7 @@ fn real_kube_proxy_nftables_rules_agree_with_the_kernel_on_every_flow() {
         &mut lab,
         RealCni::FlannelVxlan,
         ProxyMode::Nftables,
-        Stack::Ipv4,
+        IpFamilies::Ipv4,
         2,
         2,
     );
@@ -1170,7 +1170,7 @@ fn real_kube_proxy_nftables_rules_agree_with_the_kernel_on_every_flow() {
     let pod = &node.pods[0];
     let from_pod = Source {
         ns: pod.ns.clone(),
-        ip: pod.ip,
+        ip: pod.ip(),
         path: PacketPath::Received,
         in_iface: Some("cni0"),
     };
@@ -1205,7 +1205,7 @@ fn real_kube_proxy_nftables_rules_agree_with_the_kernel_on_every_flow() {
         (node.ip, 30099),
     ];
     for peer in &other.pods {
-        services.push((peer.ip, POD_PORT));
+        services.push((peer.ip(), POD_PORT));
     }
     let mut flows = Vec::new();
     for source in [&from_pod, &from_node, &from_outside] {
@@ -1216,7 +1216,7 @@ fn real_kube_proxy_nftables_rules_agree_with_the_kernel_on_every_flow() {
             }
             flows.push(Flow::new(source, Protocol::Tcp, *dst, Some(*port)));
         }
-        let mut pings = vec![service(100), service(50), node.ip, other.pods[0].ip];
+        let mut pings = vec![service(100), service(50), node.ip, other.pods[0].ip()];
         for (dst, port) in [(service(100), 80), (service(106), 80), (node.ip, 30080)] {
             flows.push(Flow::new(source, Protocol::Udp, dst, Some(port)));
         }
@@ -1232,10 +1232,10 @@ fn real_kube_proxy_nftables_rules_agree_with_the_kernel_on_every_flow() {
             flows.push(Flow::new(
                 source,
                 Protocol::Tcp,
-                node.pods[1].ip,
+                node.pods[1].ip(),
                 Some(POD_PORT),
             ));
-            pings.push(node.pods[1].ip);
+            pings.push(node.pods[1].ip());
         }
         for dst in pings {
             flows.push(Flow::new(source, Protocol::Icmp, dst, None));
@@ -1246,10 +1246,10 @@ fn real_kube_proxy_nftables_rules_agree_with_the_kernel_on_every_flow() {
         ..Ground::default()
     };
     for p in cluster.pods() {
-        ground.hosts.push(p.ip.into());
+        ground.hosts.push(p.ip().into());
         ground
             .listeners
-            .push((p.ip.into(), Protocol::Tcp, POD_PORT));
+            .push((p.ip().into(), Protocol::Tcp, POD_PORT));
     }
     ground.hosts.push(OUTSIDE_IP.into());
     ground
@@ -1279,8 +1279,8 @@ fn real_kube_proxy_nftables_rules_agree_with_the_kernel_on_every_flow() {
             *a == asked && to.iter().any(|t| IpAddr::from(*t) == *reply) && *masq == masqueraded
         })
     };
-    let local_pods: Vec<Ipv4Addr> = node.pods.iter().map(|p| p.ip).collect();
-    let remote_pods: Vec<Ipv4Addr> = other.pods.iter().map(|p| p.ip).collect();
+    let local_pods: Vec<Ipv4Addr> = node.pods.iter().map(|p| p.ip()).collect();
+    let remote_pods: Vec<Ipv4Addr> = other.pods.iter().map(|p| p.ip()).collect();
     assert!(
         translated(node.ip, &local_pods, false),
         "{:?}",

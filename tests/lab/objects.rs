@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::fs;
+use std::net::IpAddr;
 use std::path::Path;
 
 use serde_json::{Map, Value, json};
@@ -162,8 +163,8 @@ fn node(node: &Node, cni: &dyn Cni) -> Value {
         "kind": "Node",
         "metadata": metadata,
         "spec": {
-            "podCIDR": node.pod_cidr.to_string(),
-            "podCIDRs": ([Some(node.pod_cidr.to_string()), node.pod_cidr6.map(|c| c.to_string())].into_iter().flatten().collect::<Vec<_>>()),
+            "podCIDR": node.pod_cidr().to_string(),
+            "podCIDRs": ([Some(node.pod_cidr().to_string()), node.pod_cidr6.map(|c| c.to_string())].into_iter().flatten().collect::<Vec<_>>()),
         },
         "status": {
             "addresses": ([
@@ -210,6 +211,21 @@ fn pod(node: &Node, pod: &Pod, cni: &dyn Cni) -> Value {
 /// A lab pod on `node` as its kubelet reports it (Running, Ready), with
 /// the annotations its CNI plugin wrote.
 pub fn pod_with_annotations(node: &Node, pod: &Pod, annotations: Map<String, Value>) -> Value {
+    // The pod's addresses, IPv4 first; a pod without an IPv4 one is in an
+    // IPv6-only cluster, whose nodes Kubernetes knows by IPv6 alone.
+    let pod_ips: Vec<String> = [pod.ipv4.map(IpAddr::from), pod.ip6.map(IpAddr::from)]
+        .into_iter()
+        .flatten()
+        .map(|ip| ip.to_string())
+        .collect();
+    let host_ips: Vec<String> = [
+        pod.ipv4.map(|_| IpAddr::from(node.ip)),
+        node.ip6.map(IpAddr::from),
+    ]
+    .into_iter()
+    .flatten()
+    .map(|ip| ip.to_string())
+    .collect();
     let mut metadata = metadata(
         "Pod",
         Some(&pod.namespace),
@@ -267,11 +283,11 @@ pub fn pod_with_annotations(node: &Node, pod: &Pod, annotations: Map<String, Val
                 "started": true,
                 "state": {"running": {"startedAt": STARTED}},
             }],
-            "hostIP": node.ip.to_string(),
-            "hostIPs": ([Some(node.ip.to_string()), node.ip6.map(|ip| ip.to_string())].into_iter().flatten().map(|ip| json!({"ip": ip})).collect::<Vec<_>>()),
+            "hostIP": host_ips.first(),
+            "hostIPs": host_ips.iter().map(|ip| json!({"ip": ip})).collect::<Vec<_>>(),
             "phase": "Running",
-            "podIP": pod.ip.to_string(),
-            "podIPs": ([Some(pod.ip.to_string()), pod.ip6.map(|ip| ip.to_string())].into_iter().flatten().map(|ip| json!({"ip": ip})).collect::<Vec<_>>()),
+            "podIP": pod_ips.first(),
+            "podIPs": pod_ips.iter().map(|ip| json!({"ip": ip})).collect::<Vec<_>>(),
             "qosClass": "BestEffort",
             "startTime": STARTED,
         },
@@ -280,7 +296,7 @@ pub fn pod_with_annotations(node: &Node, pod: &Pod, annotations: Map<String, Val
 
 fn service(cluster: &Cluster) -> Value {
     let service = &cluster.service;
-    let cluster_ip = service.cluster_ip.to_string();
+    let cluster_ip = service.cluster_ip().to_string();
     let (cluster_ips, families, policy) = match service.cluster_ip6 {
         None => (vec![cluster_ip.clone()], vec!["IPv4"], "SingleStack"),
         Some(ip6) => (
@@ -349,7 +365,7 @@ fn endpoint_slice(cluster: &Cluster, address_type: &str) -> Value {
         .into_iter()
         .map(|(node, pod)| {
             let address = match address_type {
-                "IPv4" => pod.ip.to_string(),
+                "IPv4" => pod.ip().to_string(),
                 _ => pod.ip6.expect("a dual-stack pod").to_string(),
             };
             json!({

@@ -121,19 +121,21 @@ impl RealCni {
 
     /// The pods' networks in the families of `stack` (kube-controller-manager's
     /// and kube-proxy's `--cluster-cidr`).
-    fn cluster_cidrs(self, stack: Stack) -> String {
+    fn cluster_cidrs(self, stack: IpFamilies) -> String {
         match stack {
-            Stack::Ipv4 => self.cluster_cidr().to_string(),
-            Stack::DualStack => format!("{},{CLUSTER_CIDR6}", self.cluster_cidr()),
+            IpFamilies::Ipv4 => self.cluster_cidr().to_string(),
+            IpFamilies::DualStack => format!("{},{CLUSTER_CIDR6}", self.cluster_cidr()),
+            IpFamilies::Ipv6Only => CLUSTER_CIDR6.to_string(),
         }
     }
 
     /// The Services' networks in the families of `stack`
     /// (`--service-cluster-ip-range`).
-    fn service_cidrs(self, stack: Stack) -> String {
+    fn service_cidrs(self, stack: IpFamilies) -> String {
         match stack {
-            Stack::Ipv4 => self.service_cidr().to_string(),
-            Stack::DualStack => format!("{},{SERVICE_CIDR6}", self.service_cidr()),
+            IpFamilies::Ipv4 => self.service_cidr().to_string(),
+            IpFamilies::DualStack => format!("{},{SERVICE_CIDR6}", self.service_cidr()),
+            IpFamilies::Ipv6Only => SERVICE_CIDR6.to_string(),
         }
     }
 
@@ -165,7 +167,7 @@ impl RealCni {
     /// on k3s, as k3s writes it from its `--cluster-cidr` and
     /// `--flannel-backend` (`pkg/agent/flannel/setup.go`'s template: both
     /// families named, IPv6 off with `::/0`, no `EnableNFTables`).
-    fn net_conf(self, stack: Stack) -> Value {
+    fn net_conf(self, stack: IpFamilies) -> Value {
         if self == RealCni::K3s {
             return json!({"Network": K3S_CLUSTER_CIDR, "EnableIPv6": false, "EnableIPv4": true,
                           "IPv6Network": "::/0", "Backend": {"Type": "vxlan"}});
@@ -181,9 +183,16 @@ impl RealCni {
         };
         let mut net_conf =
             json!({"Network": CLUSTER_CIDR, "EnableNFTables": false, "Backend": {"Type": backend}});
-        if stack == Stack::DualStack {
+        if stack.has_ipv6() {
             net_conf["EnableIPv6"] = true.into();
             net_conf["IPv6Network"] = CLUSTER_CIDR6.into();
+        }
+        if !stack.has_ipv4() {
+            // flanneld's IPv6-only mode: no IPv4 network at all.
+            net_conf["EnableIPv4"] = false.into();
+            if let Some(conf) = net_conf.as_object_mut() {
+                conf.remove("Network");
+            }
         }
         net_conf
     }
@@ -191,13 +200,31 @@ impl RealCni {
 
 /// The address families of a real-components cluster.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stack {
+pub enum IpFamilies {
     Ipv4,
     /// IPv4 and IPv6 everywhere: the nodes' addresses, two cluster CIDRs
     /// (node IPAM gives each node a pod CIDR of each), two Service CIDRs
     /// (the lab's Service `PreferDualStack`), kube-proxy in both families,
     /// flanneld with `EnableIPv6`, and pods with an address of each.
     DualStack,
+    /// IPv6 alone, as Kubernetes sees the cluster (EKS's IPv6 clusters): the
+    /// nodes' InternalIPs, the cluster and Service CIDRs, the pods and the
+    /// Service are IPv6's; flanneld runs with `EnableIPv4` off. The nodes'
+    /// `eth0` keeps its IPv4 address on the underlay, unknown to Kubernetes,
+    /// as an EKS node keeps its VPC's.
+    Ipv6Only,
+}
+
+impl IpFamilies {
+    /// Whether the cluster's pods, Services and nodes have IPv4 addresses.
+    pub fn has_ipv4(self) -> bool {
+        self != IpFamilies::Ipv6Only
+    }
+
+    /// Whether they have IPv6 addresses.
+    pub fn has_ipv6(self) -> bool {
+        self != IpFamilies::Ipv4
+    }
 }
 
 /// kube-proxy's mode (`--proxy-mode`).
@@ -254,7 +281,7 @@ struct Components {
     pids: std::cell::RefCell<Vec<u32>>,
     cni: RealCni,
     proxy_mode: ProxyMode,
-    stack: Stack,
+    stack: IpFamilies,
     bin: PathBuf,
     kubeconfig: PathBuf,
     state: tempfile::TempDir,
@@ -444,9 +471,9 @@ impl Components {
     /// felix's and calico-node's `FELIX_IPV6SUPPORT`: on in a dual-stack
     /// cluster.
     fn ipv6_support(&self) -> &'static str {
-        match self.stack {
-            Stack::Ipv4 => "false",
-            Stack::DualStack => "true",
+        match self.stack.has_ipv6() {
+            false => "false",
+            true => "true",
         }
     }
 
@@ -506,7 +533,7 @@ impl RealCluster {
             lab,
             cni,
             ProxyMode::Iptables,
-            Stack::Ipv4,
+            IpFamilies::Ipv4,
             nodes,
             pods_per_node,
         )
@@ -518,7 +545,7 @@ impl RealCluster {
         lab: &mut Lab,
         cni: RealCni,
         proxy_mode: ProxyMode,
-        stack: Stack,
+        stack: IpFamilies,
         nodes: u8,
         pods_per_node: u8,
     ) -> RealCluster {
@@ -540,7 +567,7 @@ impl RealCluster {
             }
         }
         real.wait_programmed(&[]);
-        if stack == Stack::DualStack {
+        if stack.has_ipv6() {
             real.cluster.settle(Dad::Every);
         }
         real
@@ -551,7 +578,7 @@ impl RealCluster {
     /// pods are created through the API server, started by the kubelets,
     /// which call the CNI plugin.
     pub fn build_kubelet(lab: &mut Lab, cni: RealCni, nodes: u8, pods_per_node: u8) -> RealCluster {
-        let mut real = RealCluster::start(lab, cni, ProxyMode::Iptables, Stack::Ipv4, true);
+        let mut real = RealCluster::start(lab, cni, ProxyMode::Iptables, IpFamilies::Ipv4, true);
         for _ in 0..nodes {
             real.add_node(lab, pods_per_node);
         }
@@ -564,7 +591,7 @@ impl RealCluster {
         lab: &mut Lab,
         cni: RealCni,
         proxy_mode: ProxyMode,
-        stack: Stack,
+        stack: IpFamilies,
         kubelets: bool,
     ) -> RealCluster {
         let state = tempfile::Builder::new()
@@ -572,7 +599,7 @@ impl RealCluster {
             .tempdir()
             .expect("temp dir");
         assert!(
-            !(kubelets && stack == Stack::DualStack),
+            !(kubelets && stack != IpFamilies::Ipv4),
             "the kubelet lab is IPv4 only"
         );
         let server = if kubelets {
@@ -611,8 +638,9 @@ impl RealCluster {
                 // /64 of IPv6, the per-family defaults (kcm refuses
                 // --node-cidr-mask-size with two cluster CIDRs).
                 match stack {
-                    Stack::Ipv4 => "--node-cidr-mask-size=24",
-                    Stack::DualStack => "--node-cidr-mask-size-ipv4=24",
+                    IpFamilies::Ipv4 => "--node-cidr-mask-size=24",
+                    IpFamilies::DualStack => "--node-cidr-mask-size-ipv4=24",
+                    IpFamilies::Ipv6Only => "--node-cidr-mask-size=64",
                 },
                 &format!("--service-cluster-ip-range={}", cni.service_cidrs(stack)),
                 "--leader-elect=false",
@@ -627,7 +655,7 @@ impl RealCluster {
         fs::write(&net_conf, cni.net_conf(stack).to_string()).expect("write net-conf.json");
 
         let (underlay, outside) = cluster::underlay(lab);
-        if stack == Stack::DualStack {
+        if stack.has_ipv6() {
             cluster::underlay_ipv6(&underlay, &outside);
         }
         let egress = kubelets.then(|| {
@@ -636,21 +664,26 @@ impl RealCluster {
             let socket = components.state.path().join("egress.sock");
             kubelet::EgressProxy::start(&socket, &underlay, nodes)
         });
-        cluster::start_outside_listeners(lab, &outside, stack == Stack::DualStack);
+        cluster::start_outside_listeners(lab, &outside, stack.has_ipv6());
         let service = Service {
             namespace: APP_NAMESPACE.into(),
             name: "web".into(),
             port_name: "http".into(),
-            cluster_ip: cni.web_cluster_ip(),
-            cluster_ip6: (stack == Stack::DualStack)
+            cluster_ipv4: stack.has_ipv4().then(|| cni.web_cluster_ip()),
+            cluster_ip6: stack
+                .has_ipv6()
                 .then_some(Ipv6Addr::new(0xfd00, 0x10, 0x96, 0, 0, 0, 0, 0x100)),
             port: 80,
         };
         runtime.block_on(async {
             apiserver::create(&client, &service_object(&service)).await;
             // The other Services' ClusterIPs are in 10.96.0.0/12, outside
-            // k3s's Service network; its cases ask `web` only.
-            for other in SERVICES.iter().filter(|_| cni != RealCni::K3s) {
+            // k3s's Service network and an IPv6-only cluster's; their cases
+            // ask `web` only.
+            for other in SERVICES
+                .iter()
+                .filter(|_| cni != RealCni::K3s && stack.has_ipv4())
+            {
                 apiserver::create(&client, &other.object(stack)).await;
             }
         });
@@ -741,7 +774,7 @@ impl RealCluster {
     pub fn add_node(&mut self, lab: &mut Lab, pods: u8) {
         let number = u8::try_from(self.cluster.nodes.len() + 1).expect("few nodes");
         let mut node = cluster::add_node(lab, &self.cluster.underlay, number, 0);
-        if self.components.stack == Stack::DualStack {
+        if self.components.stack.has_ipv6() {
             cluster::add_ipv6(&mut node, 0, number);
         }
         let dir = self.components.node_dir(&node);
@@ -764,10 +797,14 @@ impl RealCluster {
                 .insert(node.name.clone(), cgroup_root);
         } else {
             let k3s = (self.components.cni == RealCni::K3s).then(|| k3s_markers(&node));
-            self.runtime
-                .block_on(register_node(&self.client, &node, k3s));
+            self.runtime.block_on(register_node(
+                &self.client,
+                &node,
+                self.components.stack,
+                k3s,
+            ));
         }
-        (node.pod_cidr, node.pod_cidr6) = self.runtime.block_on(wait_pod_cidrs(
+        (node.pod_cidr4, node.pod_cidr6) = self.runtime.block_on(wait_pod_cidrs(
             &self.client,
             &node.name,
             self.components.stack,
@@ -826,7 +863,7 @@ impl RealCluster {
             self.components.start_calico(lab, &node);
             // felix makes the tunnel device once it has the node's tunnel
             // address and the pool.
-            let dual_stack = self.components.stack == Stack::DualStack;
+            let dual_stack = self.components.stack.has_ipv6();
             self.wait(&node, &["ip", "-br", "link"], "felix.log", |out| {
                 out.contains(calico::VTEP) && (!dual_stack || out.contains(calico::VTEP6))
             });
@@ -882,7 +919,7 @@ impl RealCluster {
             namespace: APP_NAMESPACE.into(),
             name,
             ns,
-            ip: Ipv4Addr::UNSPECIFIED,
+            ipv4: None,
             ip6: None,
             host_veth: String::new(),
         };
@@ -932,7 +969,7 @@ impl RealCluster {
             }
         };
         let attached = cni_add(bin, &command, node, &pod, &conf);
-        (pod.ip, pod.ip6, pod.host_veth) = (attached.ip, attached.ip6, attached.host_veth);
+        (pod.ipv4, pod.ip6, pod.host_veth) = (attached.ip, attached.ip6, attached.host_veth);
         let status = pod_object(node, &pod)["status"].take();
         let resource = ApiResource::from_gvk(&GroupVersionKind::gvk("", "v1", "Pod"));
         let api: Api<DynamicObject> =
@@ -960,7 +997,7 @@ impl RealCluster {
                 ns: Netns {
                     name: String::new(),
                 },
-                ip: Ipv4Addr::UNSPECIFIED,
+                ipv4: None,
                 ip6: None,
                 host_veth: String::new(),
             },
@@ -1015,7 +1052,7 @@ impl RealCluster {
             namespace: APP_NAMESPACE.into(),
             name,
             ns,
-            ip,
+            ipv4: Some(ip),
             ip6: None,
             host_veth,
         }
@@ -1025,7 +1062,7 @@ impl RealCluster {
     /// tunnel's addresses came from (Calico picks it at random).
     fn calico_block(&self, node: &Node) -> Ipv4Net {
         let routes = node.ns.run(&["ip", "route", "show", "type", "blackhole"]);
-        let pod_ip = node.pods[0].ip;
+        let pod_ip = node.pods[0].ip();
         routes
             .lines()
             .filter_map(|l| l.split_whitespace().nth(1))
@@ -1056,7 +1093,7 @@ impl RealCluster {
                 continue;
             }
             if self.components.cni == RealCni::CiliumVxlan {
-                let pods: Vec<String> = self.cluster.pods().map(|p| p.ip.to_string()).collect();
+                let pods: Vec<String> = self.cluster.pods().map(|p| p.ip().to_string()).collect();
                 let dir = self.components.node_dir(node);
                 cilium::wait_programmed(node, &dir, &self.components.bin, &pods);
             }
@@ -1102,7 +1139,7 @@ impl RealCluster {
                     self.cluster
                         .nodes
                         .iter()
-                        .all(|n| out.contains(&format!(" {} ", n.pod_cidr)))
+                        .all(|n| out.contains(&format!(" {} ", n.pod_cidr())))
                 });
             }
             for peer in self
@@ -1111,10 +1148,12 @@ impl RealCluster {
                 .iter()
                 .filter(|p| p.name != node.name && self.components.cni != RealCni::CiliumVxlan)
             {
-                let cidr = peer.ipam_block.unwrap_or(peer.pod_cidr).to_string();
-                self.wait(node, &["ip", "route", "show", &cidr], agent_log, |out| {
-                    !out.trim().is_empty()
-                });
+                if let Some(cidr) = peer.ipam_block.or(peer.pod_cidr4) {
+                    let cidr = cidr.to_string();
+                    self.wait(node, &["ip", "route", "show", &cidr], agent_log, |out| {
+                        !out.trim().is_empty()
+                    });
+                }
                 // The peer's pods' IPv6 addresses by a route of their own
                 // (its pod CIDR, or the Calico block), not the default one.
                 for pod6 in peer.pods.iter().filter_map(|p| p.ip6) {
@@ -1134,14 +1173,19 @@ impl RealCluster {
     /// family the Service has.
     fn wait_services(&self, stale: &[&str]) {
         let service = &self.cluster.service;
-        let ipv4: Vec<String> = self.cluster.pods().map(|p| p.ip.to_string()).collect();
+        let ipv4: Vec<String> = self
+            .cluster
+            .pods()
+            .filter_map(|p| p.ipv4)
+            .map(|ip| ip.to_string())
+            .collect();
         let ipv6: Vec<String> = self
             .cluster
             .pods()
             .filter_map(|p| p.ip6)
             .map(|ip| ip.to_string())
             .collect();
-        let families = [("iptables-save", "ip", ipv4)]
+        let families = (service.cluster_ipv4.map(|_| ("iptables-save", "ip", ipv4)))
             .into_iter()
             .chain(service.cluster_ip6.map(|_| ("ip6tables-save", "ip6", ipv6)));
         for (save, nft_family, endpoints) in families {
@@ -1476,14 +1520,20 @@ fn k3s_markers(node: &Node) -> (Value, Value) {
 /// kubelet sets (flanneld expects a node to have annotations), addresses
 /// and a Ready condition; with `k3s`'s labels and annotations besides
 /// ([`k3s_markers`]). No pod CIDR: node IPAM gives it one.
-async fn register_node(client: &Client, node: &Node, k3s: Option<(Value, Value)>) {
+async fn register_node(
+    client: &Client,
+    node: &Node,
+    stack: IpFamilies,
+    k3s: Option<(Value, Value)>,
+) {
     let now = "2026-01-01T00:00:00Z";
     let condition = |type_: &str, status: &str, reason: &str| {
         json!({"type": type_, "status": status, "reason": reason, "message": "lab",
                "lastHeartbeatTime": now, "lastTransitionTime": now})
     };
-    // An InternalIP of each family the node has (a kubelet's `--node-ip`).
-    let addresses: Vec<Value> = [Some(node.ip.to_string()), node.ip6.map(|ip| ip.to_string())]
+    // An InternalIP of each family the cluster has (a kubelet's `--node-ip`).
+    let ipv4 = stack.has_ipv4().then(|| node.ip.to_string());
+    let addresses: Vec<Value> = [ipv4, node.ip6.map(|ip| ip.to_string())]
         .into_iter()
         .flatten()
         .map(|ip| json!({"type": "InternalIP", "address": ip}))
@@ -1541,9 +1591,9 @@ async fn register_node(client: &Client, node: &Node, k3s: Option<(Value, Value)>
 async fn wait_pod_cidrs(
     client: &Client,
     node: &str,
-    stack: Stack,
+    stack: IpFamilies,
     log: &Path,
-) -> (Ipv4Net, Option<Ipv6Net>) {
+) -> (Option<Ipv4Net>, Option<Ipv6Net>) {
     let resource = ApiResource::from_gvk(&GroupVersionKind::gvk("", "v1", "Node"));
     let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
     let start = Instant::now();
@@ -1560,8 +1610,9 @@ async fn wait_pod_cidrs(
         let ipv4 = cidrs.iter().find_map(|c| c.parse::<Ipv4Net>().ok());
         let ipv6 = cidrs.iter().find_map(|c| c.parse::<Ipv6Net>().ok());
         match (ipv4, ipv6, stack) {
-            (Some(ipv4), _, Stack::Ipv4) => return (ipv4, None),
-            (Some(ipv4), Some(ipv6), Stack::DualStack) => return (ipv4, Some(ipv6)),
+            (Some(ipv4), _, IpFamilies::Ipv4) => return (Some(ipv4), None),
+            (Some(ipv4), Some(ipv6), IpFamilies::DualStack) => return (Some(ipv4), Some(ipv6)),
+            (_, Some(ipv6), IpFamilies::Ipv6Only) => return (None, Some(ipv6)),
             _ => {}
         }
         assert!(
@@ -1638,15 +1689,16 @@ fn calico_cni_conf(components: &Components, node: &Node) -> String {
         // Canal's `cni_network_config`: host-local over the node's pod CIDR.
         json!({"type": "host-local", "subnet": "usePodCidr", "dataDir": dir.join("ipam")})
     } else {
-        let ipv6 = components.stack == Stack::DualStack;
-        json!({"type": "calico-ipam", "assign_ipv4": "true", "assign_ipv6": ipv6.to_string()})
+        json!({"type": "calico-ipam",
+               "assign_ipv4": components.stack.has_ipv4().to_string(),
+               "assign_ipv6": components.stack.has_ipv6().to_string()})
     };
     // What calico-node's install-cni writes: felix's MTU, the smallest of
     // its tunnels' (vxlan-v6.calico's 1430 beside vxlan.calico's 1450).
     let mtu = match (components.cni, components.stack) {
         (RealCni::Canal, _) => CANAL_VETH_MTU,
-        (_, Stack::Ipv4) => 1450,
-        (_, Stack::DualStack) => 1430,
+        (_, IpFamilies::Ipv4) => 1450,
+        (_, IpFamilies::DualStack | IpFamilies::Ipv6Only) => 1430,
     };
     json!({
         "cniVersion": "0.3.1",
@@ -1740,11 +1792,12 @@ pub fn cni_add(bin: &Path, command: &[String], node: &Node, pod: &Pod, conf: &st
         .flatten()
         .filter_map(|ip| ip["address"].as_str())
         .collect();
-    let ip = addresses
-        .iter()
-        .find_map(|a| a.parse::<Ipv4Net>().ok())
-        .unwrap_or_else(|| panic!("no IPv4 address in the CNI result {result}"));
+    let ip = addresses.iter().find_map(|a| a.parse::<Ipv4Net>().ok());
     let ip6 = addresses.iter().find_map(|a| a.parse::<Ipv6Net>().ok());
+    assert!(
+        ip.is_some() || ip6.is_some(),
+        "no address in the CNI result {result}"
+    );
     let host_veth = result["interfaces"]
         .as_array()
         .expect("interfaces")
@@ -1755,16 +1808,17 @@ pub fn cni_add(bin: &Path, command: &[String], node: &Node, pod: &Pod, conf: &st
         .unwrap_or_else(|| panic!("no node-side veth in the CNI result {result}"))
         .to_string();
     Attached {
-        ip: ip.addr(),
+        ip: ip.map(|ip| ip.addr()),
         ip6: ip6.map(|ip6| ip6.addr()),
         host_veth,
     }
 }
 
-/// What a CNI ADD gave a pod: its addresses (IPv4, and IPv6 where the
-/// plugin's IPAM has an IPv6 range) and the node side of its veth.
+/// What a CNI ADD gave a pod: its addresses (IPv4 where the plugin's IPAM
+/// has an IPv4 range, IPv6 where it has an IPv6 one) and the node side of
+/// its veth.
 pub struct Attached {
-    pub ip: Ipv4Addr,
+    pub ip: Option<Ipv4Addr>,
     pub ip6: Option<Ipv6Addr>,
     pub host_veth: String,
 }
@@ -1868,7 +1922,7 @@ impl LabService {
     /// The Service as a user creates it, with the status a load-balancer
     /// controller would write; `PreferDualStack` with a ClusterIP of each
     /// family in a dual-stack cluster.
-    fn object(&self, stack: Stack) -> Value {
+    fn object(&self, stack: IpFamilies) -> Value {
         let selector = match self.selects_node {
             None => json!({"app": "web"}),
             Some("") => json!({"app": "nobody"}),
@@ -1887,7 +1941,7 @@ impl LabService {
             "internalTrafficPolicy": if self.internal_local { "Local" } else { "Cluster" },
             "sessionAffinity": if self.client_ip_affinity { "ClientIP" } else { "None" },
         });
-        if stack == Stack::DualStack {
+        if stack == IpFamilies::DualStack {
             spec["clusterIPs"] =
                 json!([self.cluster_ip.to_string(), self.cluster_ip6().to_string()]);
             spec["ipFamilies"] = json!(["IPv4", "IPv6"]);
@@ -1918,23 +1972,36 @@ impl LabService {
 /// cases can name it); in a dual-stack cluster `PreferDualStack`, with a
 /// ClusterIP of each family.
 fn service_object(service: &Service) -> Value {
+    // Its first ClusterIP: the IPv4 one, in an IPv6-only cluster the IPv6 one.
+    let cluster_ip = match (service.cluster_ipv4, service.cluster_ip6) {
+        (Some(ipv4), _) => ipv4.to_string(),
+        (None, Some(ipv6)) => ipv6.to_string(),
+        (None, None) => panic!("{} has no ClusterIP", service.name),
+    };
     let mut object = json!({
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": {"name": service.name, "namespace": service.namespace, "labels": {"app": "web"}},
         "spec": {
-            "clusterIP": service.cluster_ip.to_string(),
+            "clusterIP": cluster_ip,
             "ports": [{"name": service.port_name, "port": service.port, "protocol": "TCP",
                        "targetPort": POD_PORT}],
             "selector": {"app": "web"},
             "type": "ClusterIP",
         },
     });
-    if let Some(ip6) = service.cluster_ip6 {
-        let spec = &mut object["spec"];
-        spec["clusterIPs"] = json!([service.cluster_ip.to_string(), ip6.to_string()]);
-        spec["ipFamilies"] = json!(["IPv4", "IPv6"]);
-        spec["ipFamilyPolicy"] = "PreferDualStack".into();
+    let spec = &mut object["spec"];
+    match (service.cluster_ipv4, service.cluster_ip6) {
+        (Some(ipv4), Some(ipv6)) => {
+            spec["clusterIPs"] = json!([ipv4.to_string(), ipv6.to_string()]);
+            spec["ipFamilies"] = json!(["IPv4", "IPv6"]);
+            spec["ipFamilyPolicy"] = "PreferDualStack".into();
+        }
+        (None, Some(_)) => {
+            spec["ipFamilies"] = json!(["IPv6"]);
+            spec["ipFamilyPolicy"] = "SingleStack".into();
+        }
+        _ => {}
     }
     object
 }
@@ -2100,11 +2167,11 @@ mod tests {
         let cluster = &real.cluster;
         let from = &cluster.nodes[0].pods[0];
         for to in cluster.pods() {
-            let ip = to.ip.to_string();
+            let ip = to.ip().to_string();
             let connect = from.ns.exec(&["nc", "-z", "-w", "2", &ip, "8080"]);
             assert!(connect.status.success(), "{} -> {}", from.name, to.name);
         }
-        let service = cluster.service.cluster_ip.to_string();
+        let service = cluster.service.cluster_ip().to_string();
         let connect = from.ns.exec(&["nc", "-z", "-w", "2", &service, "80"]);
         assert!(connect.status.success(), "{} -> the service", from.name);
         let routes = cluster.nodes[0].ns.run(&["ip", "route"]);
@@ -2123,7 +2190,7 @@ mod tests {
         let cluster = &real.cluster;
         let from = &cluster.nodes[0].pods[0];
         let to = cluster.nodes[1].pods.last().expect("a pod on node-2");
-        let ip = to.ip.to_string();
+        let ip = to.ip().to_string();
         let connect = from.ns.exec(&["nc", "-z", "-w", "2", &ip, "8080"]);
         assert!(connect.status.success(), "{} -> {}", from.name, to.name);
         let ping = from.ns.exec(&["ping", "-c", "1", "-W", "2", &ip]);
@@ -2145,13 +2212,13 @@ mod tests {
             &mut lab,
             RealCni::FlannelVxlan,
             ProxyMode::Nftables,
-            Stack::Ipv4,
+            IpFamilies::Ipv4,
             2,
             2,
         );
         let cluster = &real.cluster;
         let from = &cluster.nodes[0].pods[0];
-        let service = cluster.service.cluster_ip.to_string();
+        let service = cluster.service.cluster_ip().to_string();
         let connect = from.ns.exec(&["nc", "-z", "-w", "2", &service, "80"]);
         assert!(connect.status.success(), "{} -> the service", from.name);
         let table = cluster.nodes[0]
