@@ -2430,8 +2430,8 @@ enum LabKind {
     },
     Real(RealCni, ProxyMode),
     /// The real components on a dual-stack cluster (`IpFamilies::DualStack`),
-    /// whose flows are asked in IPv6 (`--family ipv6`).
-    RealDualStack(RealCni, ProxyMode),
+    /// whose flows are asked in one family (`--family`).
+    RealDualStack(RealCni, ProxyMode, Family),
     /// The real components on an IPv6-only cluster (`IpFamilies::Ipv6Only`):
     /// every name stands for an IPv6 address, so no `--family` is given.
     RealIpv6Only(RealCni, ProxyMode),
@@ -2485,17 +2485,23 @@ impl LabKind {
             LabKind::Real(_, ProxyMode::Nftables) => {
                 unreachable!("the nftables cases run on Flannel VXLAN")
             }
-            LabKind::RealDualStack(RealCni::FlannelVxlan, ProxyMode::Iptables) => {
+            LabKind::RealDualStack(RealCni::FlannelVxlan, ProxyMode::Iptables, Family::Ipv6) => {
                 "flannel-vxlan (real components), dual-stack, flows in IPv6"
             }
-            LabKind::RealDualStack(RealCni::FlannelHostGw, ProxyMode::Iptables) => {
+            LabKind::RealDualStack(RealCni::FlannelHostGw, ProxyMode::Iptables, Family::Ipv6) => {
                 "flannel-host-gw (real components), dual-stack, flows in IPv6"
             }
-            LabKind::RealDualStack(RealCni::FlannelVxlan, ProxyMode::Nftables) => {
+            LabKind::RealDualStack(RealCni::FlannelVxlan, ProxyMode::Nftables, Family::Ipv6) => {
                 "flannel-vxlan (real components, kube-proxy in nftables mode), dual-stack, flows in IPv6"
             }
-            LabKind::RealDualStack(RealCni::CalicoVxlan, ProxyMode::Iptables) => {
+            LabKind::RealDualStack(RealCni::CalicoVxlan, ProxyMode::Iptables, Family::Ipv6) => {
                 "calico-vxlan (real components), dual-stack, flows in IPv6"
+            }
+            LabKind::RealDualStack(RealCni::FlannelVxlan, ProxyMode::Iptables, Family::Ipv4) => {
+                "flannel-vxlan (real components), dual-stack, flows in IPv4"
+            }
+            LabKind::RealDualStack(RealCni::CalicoVxlan, ProxyMode::Iptables, Family::Ipv4) => {
+                "calico-vxlan (real components), dual-stack, flows in IPv4"
             }
             LabKind::RealDualStack(..) => {
                 unreachable!("the real dual-stack lab runs Flannel and Calico VXLAN")
@@ -2530,7 +2536,8 @@ impl LabKind {
     fn family(self) -> Family {
         match self {
             LabKind::DualStack(_, family) => family,
-            LabKind::RealDualStack(..) | LabKind::RealIpv6Only(..) => Family::Ipv6,
+            LabKind::RealDualStack(_, _, family) => family,
+            LabKind::RealIpv6Only(..) => Family::Ipv6,
             _ => Family::Ipv4,
         }
     }
@@ -2854,29 +2861,39 @@ const TOPOLOGIES: &[Group] = &[
         faults: OUTSIDE_FAULTS,
     },
     Group {
-        lab: LabKind::RealDualStack(RealCni::FlannelVxlan, ProxyMode::Iptables),
+        lab: LabKind::RealDualStack(RealCni::FlannelVxlan, ProxyMode::Iptables, Family::Ipv6),
         peer: Peer::Cluster,
         faults: IPV6_VXLAN_FAULTS,
     },
     Group {
-        lab: LabKind::RealDualStack(RealCni::FlannelVxlan, ProxyMode::Iptables),
+        lab: LabKind::RealDualStack(RealCni::FlannelVxlan, ProxyMode::Iptables, Family::Ipv6),
         peer: Peer::Cluster,
         faults: IPV6_REAL_SERVICE_FAULTS,
     },
     Group {
-        lab: LabKind::RealDualStack(RealCni::FlannelHostGw, ProxyMode::Iptables),
+        lab: LabKind::RealDualStack(RealCni::FlannelHostGw, ProxyMode::Iptables, Family::Ipv6),
         peer: Peer::Cluster,
         faults: IPV6_HOST_GW_FAULTS,
     },
     Group {
-        lab: LabKind::RealDualStack(RealCni::CalicoVxlan, ProxyMode::Iptables),
+        lab: LabKind::RealDualStack(RealCni::CalicoVxlan, ProxyMode::Iptables, Family::Ipv6),
         peer: Peer::Cluster,
         faults: IPV6_CALICO_VXLAN_FAULTS,
     },
     Group {
-        lab: LabKind::RealDualStack(RealCni::FlannelVxlan, ProxyMode::Nftables),
+        lab: LabKind::RealDualStack(RealCni::FlannelVxlan, ProxyMode::Nftables, Family::Ipv6),
         peer: Peer::Cluster,
         faults: &[HEALTHY_TO_IPV6_CLUSTER_IP],
+    },
+    Group {
+        lab: LabKind::RealDualStack(RealCni::FlannelVxlan, ProxyMode::Iptables, Family::Ipv4),
+        peer: Peer::Cluster,
+        faults: DUAL_STACK_IPV4_BASELINES,
+    },
+    Group {
+        lab: LabKind::RealDualStack(RealCni::CalicoVxlan, ProxyMode::Iptables, Family::Ipv4),
+        peer: Peer::Cluster,
+        faults: DUAL_STACK_IPV4_BASELINES,
     },
     Group {
         lab: LabKind::RealIpv6Only(RealCni::FlannelVxlan, ProxyMode::Iptables),
@@ -3663,7 +3680,7 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
                 2,
             )),
         ),
-        (None, LabKind::RealDualStack(cni, mode)) => (
+        (None, LabKind::RealDualStack(cni, mode, _)) => (
             None,
             Some(RealCluster::build_with(
                 &mut lab,
@@ -4042,7 +4059,7 @@ fn confirm_case(
     // kube-proxy's nftables rules have no `counter`: nothing counts there.
     let nft = matches!(
         kind,
-        LabKind::Real(_, ProxyMode::Nftables) | LabKind::RealDualStack(_, ProxyMode::Nftables)
+        LabKind::Real(_, ProxyMode::Nftables) | LabKind::RealDualStack(_, ProxyMode::Nftables, _)
     );
     let stops_at_a_counted_rule = fault.expected == Disposition::DeniedByNetfilter && !nft;
     crate::confirm::assert_agrees(&args, asked, stops_at_a_counted_rule, name);
