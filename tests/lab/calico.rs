@@ -443,6 +443,17 @@ impl Cni for Calico {
             }
         }
 
+        // BIRD's IPv6 mesh: each peer's IPv6 block via the peer's IPv6
+        // address (its `IP6`), on the nodes' one subnet.
+        if self.mode == Mode::Bgp && node.ip6.is_some() {
+            for peer in peers {
+                if let (Some(peer_ip6), Some(peer_block6)) = (peer.ip6, block6(peer)) {
+                    node.ns.ip(&format!(
+                        "-6 route add {peer_block6} via {peer_ip6} dev eth0 proto {protocol}"
+                    ));
+                }
+            }
+        }
         if self.mode == Mode::Vxlan && node.ip6.is_some() {
             for peer in peers {
                 let (Some(peer_ip6), Some(peer_block6), Some(peer_vtep6)) =

@@ -2260,6 +2260,37 @@ const IPV6_KINDNET_FAULTS: &[Fault] = &[
     forwarding_off_on_node_2(Family::Ipv6, "kindnet.sysctl.ipv6-forwarding"),
 ];
 
+/// Calico BGP's IPv6 side on a dual-stack lab (an IPv6 pool without
+/// encapsulation: BIRD routes each peer's IPv6 block via the peer's IPv6
+/// address, `proto bird`): the baselines, and a fault at the route, at
+/// forwarding and at the pod's own route.
+const IPV6_CALICO_BGP_FAULTS: &[Fault] = &[
+    HEALTHY_TCP,
+    HEALTHY_TO_IPV6_CLUSTER_IP,
+    HEALTHY_SAME_NODE,
+    Fault {
+        name: "BIRD's IPv6 route to node-2's IPv6 block deleted on node-1",
+        inject: Inject::Kernel(|c| {
+            let pod = endpoints(c).1.ip6.expect("dual-stack").to_string();
+            let routes = c.nodes[0]
+                .ns
+                .run(&["ip", "-6", "route", "show", "match", &pod]);
+            let block6 = routes
+                .lines()
+                .find(|route| route.contains("proto bird"))
+                .and_then(|route| route.split_whitespace().next())
+                .unwrap_or_else(|| panic!("no BIRD route to {pod}: {routes}"))
+                .to_string();
+            node_run(c, 0, &["ip", "-6", "route", "del", &block6]);
+        }),
+        blamed: Some("node-1"),
+        expected: Disposition::ExitsCluster,
+        finds: Some("calico.route.remote-block-ipv6"),
+        ..HEALTHY_TCP
+    },
+    forwarding_off_on_node_2(Family::Ipv6, "calico.sysctl.ipv6-forwarding"),
+];
+
 /// Calico VXLAN's IPv6 side on a dual-stack lab (an IPv6 pool in VXLAN
 /// mode: `vxlan-v6.calico` over the IPv6 underlay, pods behind the host
 /// veth's link-local gateway): the baselines, and an IPv6 fault at each
@@ -2468,6 +2499,7 @@ impl LabKind {
                 "flannel-vxlan" => "flannel-vxlan, dual-stack, flows in IPv6",
                 "kindnet" => "kindnet, dual-stack, flows in IPv6",
                 "calico-vxlan" => "calico-vxlan, dual-stack, flows in IPv6",
+                "calico-bgp" => "calico-bgp, dual-stack, flows in IPv6",
                 other => unreachable!("no dual-stack lab of {other}"),
             },
             LabKind::DualStack(cni, Family::Ipv4) => match cni.topology_name() {
@@ -2710,6 +2742,18 @@ const TOPOLOGIES: &[Group] = &[
         Family::Ipv6,
         Peer::Cluster,
         IPV6_CALICO_VXLAN_FAULTS,
+    ),
+    dual_stack(
+        &Calico::BGP,
+        Family::Ipv6,
+        Peer::Cluster,
+        IPV6_CALICO_BGP_FAULTS,
+    ),
+    dual_stack(
+        &Calico::BGP,
+        Family::Ipv6,
+        Peer::Outside,
+        CALICO_IPV6_OUTSIDE_FAULTS,
     ),
     dual_stack(
         &Calico::VXLAN,
@@ -4284,7 +4328,10 @@ fn accuracy_table(rows: &[Row]) -> String {
          CIDR of each family (node IPAM gives each node a /24 and a /64), flanneld runs with\n\
          `EnableIPv6` (its `flannel-v6.1` VXLAN device over the IPv6 underlay, or host-gw routes via\n\
          the nodes' IPv6 addresses), kube-proxy programs both families (ip6tables, or the table `ip6\n\
-         kube-proxy`), and the flannel plugin gives every pod an address of each family.\n\n\
+         kube-proxy`), and the flannel plugin gives every pod an address of each family. In the\n\
+         topology *IPv6-only* the real components run a cluster of IPv6 alone (IPv6 cluster and\n\
+         Service CIDRs, InternalIPs and pods; flanneld with `EnableIPv4: false`), and the flows are\n\
+         asked without `--family`.\n\n\
          The flow is `default/web-0` (node-1) to the last pod of the last node (`default/web-3` on\n\
          node-2), or to the service's ClusterIP (10.96.0.100:80) where the fault says so. *Kernel* is\n\
          what a real TCP connect (`nc -z`) or ping between the namespaces did; for a DF ping of a size,\n\
