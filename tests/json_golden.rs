@@ -23,6 +23,7 @@ const SNAPSHOTS: &[&str] = &[
     "examples/calico-bgp",
     "examples/calico-vxlan",
     "examples/kindnet",
+    "examples/flannel-dualstack",
     "examples/flannel-ipv6",
     "tests/fixtures/flannel-ipip",
 ];
