@@ -19,8 +19,8 @@
 //! objects resolve must still resolve: the dumps do not name endpoints.
 //!
 //! Two states are data, not damage, and are left out:
-//! - an empty `iptables-save.txt`, `ipset-save.txt`, `ipvsadm.txt` or
-//!   `ss.txt` is what those tools print for a namespace without rules, sets,
+//! - an empty `iptables-save.txt`, `ip6tables-save.txt`, `ipset-save.txt`,
+//!   `ipvsadm.txt` or `ss.txt` is what those tools print for a namespace without rules, sets,
 //!   virtual services or listening sockets, and is read as such
 //!   (`EMPTY_IS_DATA`);
 //! - one ruleset deleted while the other is there: a namespace without
@@ -55,8 +55,9 @@ use skoop::snapshot::{NetnsEntry, NetnsId, Snapshot};
 static ALLOCATOR: skoop::packs::CountingAllocator = skoop::packs::CountingAllocator;
 
 /// Files whose tool prints nothing when there is nothing to print.
-const EMPTY_IS_DATA: [DumpFile; 4] = [
+const EMPTY_IS_DATA: [DumpFile; 5] = [
     DumpFile::IptablesSave,
+    DumpFile::Ip6tablesSave,
     DumpFile::IpsetSave,
     DumpFile::Ipvsadm,
     DumpFile::Ss,
@@ -97,9 +98,17 @@ impl State {
         State::Garbled,
     ];
 
-    /// The file's bytes in this state; `None` deletes it.
+    /// The file's bytes in this state; `None` deletes it. The cut is in
+    /// the middle, moved one byte on where the middle is a line's end: a
+    /// file cut between lines is a well-formed dump of fewer lines (`ss`
+    /// listing one socket of two), which no reader can tell from one the
+    /// tool printed.
     fn apply(self, intact: &[u8]) -> Option<Vec<u8>> {
-        let middle = intact.len() / 2;
+        let half = intact.len() / 2;
+        let middle = match half.checked_sub(1).map(|last| intact[last]) {
+            Some(b'\n') => half + 1,
+            _ => half,
+        };
         match self {
             State::Deleted => None,
             State::Empty => Some(Vec::new()),

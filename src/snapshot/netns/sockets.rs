@@ -1,8 +1,10 @@
 //! `ss -H -tulnS`: the TCP, UDP and SCTP sockets waiting for packets.
 //!
 //! Each line is `Netid State Recv-Q Send-Q Local:Port Peer:Port`, columns
-//! separated by spaces. The peer (always a wildcard for these sockets) and
-//! any further columns are ignored.
+//! separated by spaces. The peer (always a wildcard for these sockets) must
+//! read as an address and a port, or `*`, so that two lines run together
+//! (a lost newline) are an issue, not the first line alone; any further
+//! columns (`users:(...)`) are ignored.
 //!
 //! SCTP came later: the contract was `ss -H -tuln`, which lists no SCTP
 //! socket, and such a dump reads exactly like one of a namespace where no
@@ -116,7 +118,8 @@ fn parse_line(line: &str) -> Result<ListeningSocket, LineError> {
     let (column, local) = field(4, "Local Address:Port")?;
     let (address, interface, port) =
         local_address(local).map_err(|message| (column, format!("{local:?}: {message}")))?;
-    field(5, "Peer Address:Port")?;
+    let (column, peer) = field(5, "Peer Address:Port")?;
+    peer_address(peer).map_err(|message| (column, format!("{peer:?}: {message}")))?;
     Ok(ListeningSocket {
         protocol,
         state: SocketState::from(state),
@@ -157,10 +160,25 @@ fn queue((column, text): (usize, &str)) -> Result<u64, LineError> {
 /// bracketed IPv6 address. Interface names cannot contain `:`, so the port
 /// follows the last one.
 fn local_address(text: &str) -> Result<(LocalAddress, Option<String>, u16), String> {
-    let (host, port) = text.rsplit_once(':').ok_or("expected ADDRESS:PORT")?;
+    let (address, interface, port) = endpoint(text)?;
     let port = port
         .parse()
         .map_err(|_| format!("port {port:?} is not a number"))?;
+    Ok((address, interface, port))
+}
+
+/// The peer: an address as the local one's, its port a number or `*`.
+fn peer_address(text: &str) -> Result<(), String> {
+    let (_, _, port) = endpoint(text)?;
+    match port == "*" || port.parse::<u16>().is_ok() {
+        true => Ok(()),
+        false => Err(format!("port {port:?} is neither a number nor *")),
+    }
+}
+
+/// `ADDRESS[%IFACE]:PORT` split, ADDRESS read, PORT left as text.
+fn endpoint(text: &str) -> Result<(LocalAddress, Option<String>, &str), String> {
+    let (host, port) = text.rsplit_once(':').ok_or("expected ADDRESS:PORT")?;
     let (address, interface) = match host.split_once('%') {
         Some((address, interface)) if !interface.is_empty() => {
             (address, Some(interface.to_owned()))
@@ -319,6 +337,24 @@ mod tests {
     #[test]
     fn no_listening_socket_is_an_empty_dump() {
         assert_eq!(parse(""), (Some(vec![]), vec![]));
+    }
+
+    /// Two lines run together, the newline between them lost and bytes
+    /// around it zeroed: the peer column is what shows it.
+    #[test]
+    fn lines_run_together_are_an_issue_not_the_first_line_alone() {
+        let text = "tcp LISTEN 0      1      0.0.0.0:8080 0.\0\0\0\0EN 0      1   *:8080 *:*\n";
+        let (sockets, issues) = parse(text);
+        assert_eq!(sockets, Some(vec![]));
+        let found: Vec<_> = issues
+            .iter()
+            .map(|i| (i.line, i.column.expect("a column")))
+            .collect();
+        assert_eq!(found, [(1, 39)], "{issues:?}");
+        assert!(
+            issues[0].message.contains("expected ADDRESS:PORT"),
+            "{issues:?}"
+        );
     }
 
     #[test]
