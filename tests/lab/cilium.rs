@@ -33,20 +33,46 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::cluster::Node;
+use crate::cluster::{CLUSTER_CIDR, Node};
 use crate::kubelet::wait_until;
 use crate::lab::Lab;
 use crate::real;
 
+/// How the lab's agents route between the nodes and to their endpoints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Tunnel routing over VXLAN: a remote pod's packet is encapsulated by
+    /// the programs, the ipcache naming the node (`routing-mode: tunnel`).
+    Vxlan,
+    /// VXLAN, and a route per endpoint to its lxc device
+    /// (`enable-endpoint-routes`): the node's stack routes a packet for a
+    /// local pod, and `cil_to_container` on the lxc device's egress
+    /// enforces the endpoint's ingress policy.
+    VxlanEndpointRoutes,
+    /// Native routing (`routing-mode: native`): the node's stack routes to
+    /// another node's pods, by the routes to the peers' pod CIDRs the agent
+    /// installs (`auto-direct-node-routes`; the nodes share the underlay).
+    Native,
+}
+
+impl Mode {
+    /// The topology's name in test output and `docs/accuracy.md`.
+    pub fn topology_name(self) -> &'static str {
+        match self {
+            Mode::Vxlan => "cilium-vxlan (real components)",
+            Mode::VxlanEndpointRoutes => "cilium-vxlan, endpoint routes (real components)",
+            Mode::Native => "cilium-native (real components)",
+        }
+    }
+}
+
 /// The ConfigMap `kube-system/cilium-config`, as Cilium's Helm chart makes
-/// it for this cluster; the agents read the same keys from a directory
-/// (`--config-dir`), as the DaemonSet mounts the ConfigMap.
-pub fn config() -> Value {
-    json!({
+/// it for this cluster in `mode`; the agents read the same keys from a
+/// directory (`--config-dir`), as the DaemonSet mounts the ConfigMap.
+pub fn config(mode: Mode) -> Value {
+    let mut config = json!({
         "cluster-name": "skoop-lab",
         "cluster-id": "0",
-        "routing-mode": "tunnel",
-        "tunnel-protocol": "vxlan",
         "kube-proxy-replacement": "false",
         "bpf-lb-sock": "false",
         "enable-l7-proxy": "false",
@@ -65,19 +91,31 @@ pub fn config() -> Value {
         "devices": "eth0",
         "bpf-root": "/sys/fs/bpf",
         "state-dir": "/run/cilium/state",
-    })
+    });
+    if mode == Mode::Native {
+        config["routing-mode"] = "native".into();
+        config["ipv4-native-routing-cidr"] = CLUSTER_CIDR.into();
+        config["auto-direct-node-routes"] = "true".into();
+    } else {
+        config["routing-mode"] = "tunnel".into();
+        config["tunnel-protocol"] = "vxlan".into();
+    }
+    if mode == Mode::VxlanEndpointRoutes {
+        config["enable-endpoint-routes"] = "true".into();
+    }
+    config
 }
 
 /// The objects Cilium's manifests install that skoop reads: the ConfigMap
 /// and the agent's DaemonSet (no pods: the agents run as the lab's own
 /// processes).
-pub fn objects() -> Vec<Value> {
+pub fn objects(mode: Mode) -> Vec<Value> {
     vec![
         json!({
             "apiVersion": "v1",
             "kind": "ConfigMap",
             "metadata": {"name": "cilium-config", "namespace": "kube-system"},
-            "data": config(),
+            "data": config(mode),
         }),
         json!({
             "apiVersion": "apps/v1",
@@ -157,12 +195,19 @@ pub fn node_exec(prefix: &str, state: &Path, bin: &Path) -> String {
 
 /// Sets up `node`'s mount namespace and starts its agent; returns the
 /// agent's pid.
-pub fn start_agent(lab: &mut Lab, node: &Node, dir: &Path, bin: &Path, kubeconfig: &Path) -> u32 {
+pub fn start_agent(
+    lab: &mut Lab,
+    mode: Mode,
+    node: &Node,
+    dir: &Path,
+    bin: &Path,
+    kubeconfig: &Path,
+) -> u32 {
     let run_cilium = dir.join("run-cilium");
     let config_dir = dir.join("cilium-config");
     fs::create_dir_all(&run_cilium).expect("the node's /run/cilium");
     fs::create_dir_all(&config_dir).expect("the agent's configuration directory");
-    if let Value::Object(options) = config() {
+    if let Value::Object(options) = config(mode) {
         for (key, value) in options {
             fs::write(config_dir.join(&key), value.as_str().unwrap_or_default())
                 .expect("write an option");

@@ -17,6 +17,7 @@ use skoop::packs::{LoadedPacks, builtin_sources};
 
 use crate::apiserver::ApiServer;
 use crate::calico::{self, Calico};
+use crate::cilium;
 use crate::cluster::{CLUSTER_CIDR6, Cluster, Cni, OUTSIDE_IP, OUTSIDE_IP6, Pod, Topology};
 use crate::flannel::Flannel;
 use crate::kindnet::{self, Kindnet};
@@ -2552,7 +2553,7 @@ impl LabKind {
             }
             LabKind::Kubelet(
                 RealCni::FlannelHostGw
-                | RealCni::CiliumVxlan
+                | RealCni::Cilium(_)
                 | RealCni::KubeRouter
                 | RealCni::Canal
                 | RealCni::K3s,
@@ -2985,19 +2986,32 @@ const TOPOLOGIES: &[Group] = &[
         faults: OUTSIDE_FAULTS,
     },
     Group {
-        lab: LabKind::Real(RealCni::CiliumVxlan, ProxyMode::Iptables),
+        lab: LabKind::Real(RealCni::Cilium(cilium::Mode::Vxlan), ProxyMode::Iptables),
         peer: Peer::Cluster,
         faults: CILIUM_FAULTS,
     },
     Group {
-        lab: LabKind::Real(RealCni::CiliumVxlan, ProxyMode::Iptables),
+        lab: LabKind::Real(RealCni::Cilium(cilium::Mode::Vxlan), ProxyMode::Iptables),
         peer: Peer::Outside,
         faults: OUTSIDE_FAULTS,
     },
     Group {
-        lab: LabKind::Real(RealCni::CiliumVxlan, ProxyMode::Iptables),
+        lab: LabKind::Real(RealCni::Cilium(cilium::Mode::Vxlan), ProxyMode::Iptables),
         peer: Peer::FromNode(0),
         faults: FROM_NODE_BASELINES,
+    },
+    Group {
+        lab: LabKind::Real(
+            RealCni::Cilium(cilium::Mode::VxlanEndpointRoutes),
+            ProxyMode::Iptables,
+        ),
+        peer: Peer::Cluster,
+        faults: CILIUM_ENDPOINT_ROUTES_FAULTS,
+    },
+    Group {
+        lab: LabKind::Real(RealCni::Cilium(cilium::Mode::Native), ProxyMode::Iptables),
+        peer: Peer::Cluster,
+        faults: CILIUM_NATIVE_FAULTS,
     },
     Group {
         lab: LabKind::Real(RealCni::Canal, ProxyMode::Iptables),
@@ -3563,6 +3577,90 @@ const CILIUM_FAULTS: &[Fault] = &[
             let veth = c.nodes[0].pods[0].host_veth.clone();
             node_run(c, 0, &["tc", "filter", "del", "dev", &veth, "ingress"]);
         }),
+        ..HEALTHY_TCP
+    },
+];
+
+/// The cases of the Cilium lab with a route per endpoint
+/// (`enable-endpoint-routes`): the node's stack routes a packet for a local
+/// pod to its lxc device, where `cil_to_container` enforces the pod's
+/// ingress policy.
+const CILIUM_ENDPOINT_ROUTES_FAULTS: &[Fault] = &[
+    HEALTHY_TCP,
+    Fault {
+        name: "healthy, to a pod on the same node",
+        to: To::PodOn { node: 0 },
+        ..HEALTHY_TCP
+    },
+    Fault {
+        name: "healthy, to the ClusterIP service (translated by Cilium's program)",
+        port: Some(80),
+        to: To::Service("web"),
+        ..HEALTHY_TCP
+    },
+    Fault {
+        name: "cilium-agent stopped on node-2, then web-3's endpoint route deleted (the agent puts it back within seconds)",
+        inject: Inject::ComponentsUncollected(
+            |lab, real| {
+                real.stop(lab, 1, "cilium-agent");
+                let ip = format!("{}/32", real.cluster.nodes[1].pods[1].ip());
+                node_run(&real.cluster, 1, &["ip", "route", "del", &ip]);
+            },
+            &["datapath/status.json"],
+        ),
+        blamed: Some("node-2"),
+        expected: Disposition::ExitsCluster,
+        finds: Some("cilium.route.endpoint"),
+        ..HEALTHY_TCP
+    },
+    Fault {
+        name: "kube-proxy's FORWARD rules moved ahead of Cilium's on node-1 (its INVALID drop takes the replies from the tunnel)",
+        inject: Inject::Kernel(|c| {
+            let jump = [
+                "FORWARD",
+                "-m",
+                "comment",
+                "--comment",
+                "kubernetes forwarding rules",
+                "-j",
+                "KUBE-FORWARD",
+            ];
+            node_run(c, 0, &[&["iptables", "-D"][..], &jump[..]].concat());
+            node_run(c, 0, &[&["iptables", "-I"][..], &jump[..]].concat());
+        }),
+        blamed: Some("node-1"),
+        expected: Disposition::DeniedByNetfilter,
+        finds: Some("kernel.netfilter.denied"),
+        ..HEALTHY_TCP
+    },
+    Fault {
+        name: "a NetworkPolicy isolating node-2's pods for ingress (cil_to_container drops)",
+        inject: Inject::Components(|_, real| real.create_cilium_policy(1, &isolate_node_2())),
+        blamed: Some("node-2"),
+        expected: Disposition::DroppedByProgram,
+        finds: Some("datapath.drop"),
+        ..HEALTHY_TCP
+    },
+];
+
+/// The cases of the Cilium lab in native routing: the node's stack routes
+/// a remote pod's packet to its node, by the route to its pod CIDR the agent
+/// installs (`auto-direct-node-routes`).
+const CILIUM_NATIVE_FAULTS: &[Fault] = &[
+    HEALTHY_TCP,
+    Fault {
+        name: "healthy, to the ClusterIP service (translated by Cilium's program)",
+        port: Some(80),
+        to: To::Service("web"),
+        ..HEALTHY_TCP
+    },
+    remote_pod_cidr_route_deleted("cilium.route.remote-pod-cidr"),
+    Fault {
+        name: "a NetworkPolicy isolating node-2's pods for ingress",
+        inject: Inject::Components(|_, real| real.create_cilium_policy(1, &isolate_node_2())),
+        blamed: Some("node-2"),
+        expected: Disposition::DroppedByProgram,
+        finds: Some("datapath.drop"),
         ..HEALTHY_TCP
     },
 ];

@@ -66,9 +66,9 @@ pub enum RealCni {
     /// felix (the Kubernetes datastore), the calico CNI plugin and
     /// calico-ipam, an IPPool in VXLAN mode; no BIRD.
     CalicoVxlan,
-    /// cilium-agent in tunnel mode (VXLAN), its CNI plugin, kube-proxy
+    /// cilium-agent in the routing mode named, its CNI plugin, kube-proxy
     /// beside it (`tests/lab/cilium.rs`).
-    CiliumVxlan,
+    Cilium(cilium::Mode),
     /// kube-router's routes (BGP) and NetworkPolicy firewall, pods on
     /// `kube-bridge` by the bridge plugin, kube-proxy for the Services
     /// (`tests/lab/kube_router.rs`).
@@ -95,7 +95,7 @@ impl RealCni {
             RealCni::FlannelVxlan => "flannel-vxlan (real components)",
             RealCni::FlannelHostGw => "flannel-host-gw (real components)",
             RealCni::CalicoVxlan => "calico-vxlan (real components)",
-            RealCni::CiliumVxlan => "cilium-vxlan (real components)",
+            RealCni::Cilium(mode) => mode.topology_name(),
             RealCni::KubeRouter => "kube-router (real components)",
             RealCni::Canal => "canal (real components)",
             RealCni::K3s => "k3s (real components)",
@@ -153,6 +153,16 @@ impl RealCni {
         matches!(self, RealCni::KubeRouter | RealCni::K3s)
     }
 
+    /// Whether the node's stack routes to each peer's pod CIDR, by a route
+    /// the CNI installs (Cilium's tunnel mode has none: its programs
+    /// encapsulate).
+    fn routes_to_peers(self) -> bool {
+        !matches!(
+            self,
+            RealCni::Cilium(cilium::Mode::Vxlan | cilium::Mode::VxlanEndpointRoutes)
+        )
+    }
+
     /// Whether felix runs on the nodes (Calico's CRDs and the lab's
     /// NetworkPolicy are then in the cluster).
     fn runs_felix(self) -> bool {
@@ -176,7 +186,7 @@ impl RealCni {
             RealCni::FlannelHostGw => "host-gw",
             RealCni::FlannelVxlan
             | RealCni::CalicoVxlan
-            | RealCni::CiliumVxlan
+            | RealCni::Cilium(_)
             | RealCni::KubeRouter
             | RealCni::Canal
             | RealCni::K3s => "vxlan",
@@ -738,7 +748,7 @@ impl RealCluster {
                 }
             });
         }
-        if cni == RealCni::CiliumVxlan {
+        if let RealCni::Cilium(mode) = cni {
             assert!(
                 !kubelets,
                 "the lab runs Cilium's agents on netns nodes only"
@@ -746,7 +756,7 @@ impl RealCluster {
             runtime.block_on(async {
                 for object in cilium::crds(&components.bin)
                     .iter()
-                    .chain(&cilium::objects())
+                    .chain(&cilium::objects(mode))
                 {
                     apiserver::create(&client, object).await;
                 }
@@ -810,9 +820,22 @@ impl RealCluster {
             self.components.stack,
             &self.components.controller_manager_log(),
         ));
-        if self.components.cni == RealCni::CiliumVxlan {
+        if let RealCni::Cilium(mode) = self.components.cni {
+            // As where Cilium is installed into a cluster: kube-proxy runs
+            // first, and the agent puts its FORWARD rules ahead of
+            // kube-proxy's, whose INVALID drop would otherwise take the
+            // replies the agent hands to the stack with endpoint routes
+            // (their requests went into the tunnel past netfilter).
+            self.components.start_kube_proxy(lab, &node);
+            self.wait(
+                &node,
+                &["iptables", "-S", "FORWARD"],
+                "kube-proxy.log",
+                |out| out.contains("-j KUBE-FORWARD"),
+            );
             cilium::start_agent(
                 lab,
+                mode,
                 &node,
                 &dir,
                 &self.components.bin,
@@ -882,7 +905,9 @@ impl RealCluster {
                     .expect("write the node's CNI configuration");
             }
         }
-        if !self.components.cni.runs_kube_router() {
+        if !self.components.cni.runs_kube_router()
+            && !matches!(self.components.cni, RealCni::Cilium(_))
+        {
             self.components.start_kube_proxy(lab, &node);
         }
 
@@ -950,7 +975,7 @@ impl RealCluster {
             RealCni::CalicoVxlan | RealCni::Canal => {
                 (calico_cni_conf(&self.components, node), in_node("calico"))
             }
-            RealCni::CiliumVxlan => (cilium::cni_conf(), cilium::cni_command(node, &dir, bin)),
+            RealCni::Cilium(_) => (cilium::cni_conf(), cilium::cni_command(node, &dir, bin)),
             RealCni::FlannelVxlan | RealCni::FlannelHostGw => {
                 (flannel_cni_conf(&dir), in_node("flannel"))
             }
@@ -1092,14 +1117,14 @@ impl RealCluster {
             if stale.contains(&node.name.as_str()) {
                 continue;
             }
-            if self.components.cni == RealCni::CiliumVxlan {
+            if matches!(self.components.cni, RealCni::Cilium(_)) {
                 let pods: Vec<String> = self.cluster.pods().map(|p| p.ip().to_string()).collect();
                 let dir = self.components.node_dir(node);
                 cilium::wait_programmed(node, &dir, &self.components.bin, &pods);
             }
             let agent_log = match self.components.cni {
                 RealCni::CalicoVxlan => "felix.log",
-                RealCni::CiliumVxlan => "cilium-agent.log",
+                RealCni::Cilium(_) => "cilium-agent.log",
                 RealCni::FlannelVxlan | RealCni::FlannelHostGw | RealCni::Canal | RealCni::K3s => {
                     "flanneld.log"
                 }
@@ -1146,7 +1171,7 @@ impl RealCluster {
                 .cluster
                 .nodes
                 .iter()
-                .filter(|p| p.name != node.name && self.components.cni != RealCni::CiliumVxlan)
+                .filter(|p| p.name != node.name && self.components.cni.routes_to_peers())
             {
                 if let Some(cidr) = peer.ipam_block.or(peer.pod_cidr4) {
                     let cidr = cidr.to_string();
@@ -1263,7 +1288,7 @@ impl RealCluster {
             .strip_suffix(&format!("-{}", node.name))
             .expect("node namespaces are <prefix>-<node>");
         match self.components.cni {
-            RealCni::CiliumVxlan => {
+            RealCni::Cilium(_) => {
                 cilium::node_exec(prefix, self.components.state.path(), &self.components.bin)
             }
             _ => format!("ip netns exec {prefix}-{{node}}"),

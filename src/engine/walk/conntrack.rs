@@ -22,8 +22,12 @@ pub(super) struct Branch {
     pub(super) program_nat: Vec<(NetnsId, Translation)>,
     /// Walking the reply back to the sender.
     pub(super) reply: bool,
-    /// The namespaces the request went through, where conntrack has the
-    /// connection the reply belongs to (set when the reply starts).
+    /// The namespaces where a netfilter hook met the request's own packet
+    /// (not a tunnel's outer one), and conntrack so has its connection: a
+    /// program's redirect takes it past them.
+    pub(super) tracked: Vec<NetnsId>,
+    /// The namespaces where conntrack has the connection the reply belongs
+    /// to (`tracked`, when the reply starts).
     pub(super) connection: Vec<NetnsId>,
     /// Where the request goes, as the walk has taken it so far.
     pub(super) request: RequestDestination,
@@ -97,9 +101,40 @@ impl Branch {
             nat: Vec::new(),
             program_nat: Vec::new(),
             reply: false,
+            tracked: Vec::new(),
             connection: Vec::new(),
             request: RequestDestination::default(),
         }
+    }
+
+    /// `packet` meets a conntrack hook of `ns`: where it is the request's own
+    /// packet, conntrack has its connection there from then on.
+    pub(super) fn track(&mut self, ns: &NetnsId, packet: &Packet) {
+        if !packet.reply && packet.tunnel.is_none() && !self.tracked.contains(ns) {
+            self.tracked.push(ns.clone());
+        }
+    }
+
+    /// `packet` meets a netfilter hook of `ns` as `filtered`: what conntrack
+    /// there knows of its connection. The request's own packet is recorded
+    /// as tracked there; a reply in a namespace that never tracked its
+    /// request belongs to no connection there.
+    pub(super) fn conntrack(
+        &mut self,
+        ns: &NetnsId,
+        packet: &Packet,
+        filtered: netfilter::Packet,
+    ) -> netfilter::Packet {
+        self.track(ns, packet);
+        let own = packet.tunnel.is_none();
+        let mut filtered = if packet.reply && own && !self.connection.contains(ns) {
+            filtered.without_connection()
+        } else {
+            filtered
+        };
+        filtered.ct_nat = self.connection_nat(ns);
+        filtered.connection_socket = Some(self.has_socket_for(ns, packet));
+        filtered
     }
 
     /// What conntrack in `ns` knows of the reply's connection: its
@@ -308,7 +343,7 @@ impl<'s> Walker<'s> {
             size: packet.resent(packet.ip.protocol != packet.ip.family().icmp()),
         };
         branch.reply = true;
-        branch.connection = branch.seen.iter().map(|(ns, ..)| ns.clone()).collect();
+        branch.connection = branch.tracked.clone();
         let link = Link {
             kind: LinkKind::Local,
             from_interface: "socket".into(),

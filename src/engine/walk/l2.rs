@@ -539,9 +539,8 @@ impl<'s> Walker<'s> {
             ));
         };
         let context = self.netfilter_context(ns, self.fib(ns, packet.ip.family()));
-        let mut filtered = packet.netfilter_packet(packet.src().unwrap_or(packet.ip.dst));
-        filtered.ct_nat = branch.connection_nat(ns);
-        filtered.connection_socket = Some(branch.has_socket_for(ns, packet));
+        let filtered = packet.netfilter_packet(packet.src().unwrap_or(packet.ip.dst));
+        let mut filtered = branch.conntrack(ns, packet, filtered);
         filtered.in_iface = Some(bridge.to_string());
         filtered.out_iface = Some(bridge.to_string());
         filtered.bridge = Some(BridgePorts {

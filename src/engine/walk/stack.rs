@@ -40,7 +40,7 @@ impl<'s> Walker<'s> {
     /// What the namespace's kernel does with a packet that is in it.
     pub(super) fn process(&mut self, place: &Place, flow: Flow, arrival: Arrival) -> Next<'s> {
         let (ns, hop) = (&place.ns, place.hop);
-        let Flow { packet, branch } = flow;
+        let Flow { packet, mut branch } = flow;
         let family = packet.ip.family();
         let Some(fib) = self.fib(ns, family) else {
             let stop = self.missing(ns, Wanted::All(&Fib::files(family)), "route the packet");
@@ -57,10 +57,9 @@ impl<'s> Walker<'s> {
         match &arrival {
             Arrival::Received(iif) => {
                 let context = self.netfilter_context(ns, Some(fib));
-                let mut filtered = packet.netfilter_packet(packet.src().unwrap_or(packet.ip.dst));
+                let filtered = packet.netfilter_packet(packet.src().unwrap_or(packet.ip.dst));
+                let mut filtered = branch.conntrack(ns, &packet, filtered);
                 filtered.in_iface = Some(iif.clone());
-                filtered.ct_nat = branch.connection_nat(ns);
-                filtered.connection_socket = Some(branch.has_socket_for(ns, &packet));
                 let outcomes = netfilter.traverse(PacketPath::Received, filtered, &context);
                 let forks = self.fork(hop, &branch, outcomes.len());
                 let ways = outcomes
@@ -92,7 +91,10 @@ impl<'s> Walker<'s> {
         netfilter: &'s Netfilter<'s>,
     ) -> Next<'s> {
         let (ns, hop) = (&place.ns, place.hop);
-        let Flow { mut packet, branch } = flow;
+        let Flow {
+            mut packet,
+            mut branch,
+        } = flow;
         packet.ip.dst = socket_destination(packet.ip.dst, packet.ip.protocol);
         let context = self.netfilter_context(ns, Some(fib));
         let lookup = fib.lookup(&FlowKey {
@@ -158,13 +160,14 @@ impl<'s> Walker<'s> {
                 route: Some(route),
             };
             let Some(src) = packet.src() else {
+                // OUTPUT's rules are not evaluated without a source, but
+                // its conntrack meets the packet all the same.
+                branch.track(ns, &packet);
                 ways.push((packet, path.probability, routed, None));
                 continue;
             };
-            let mut filtered = packet.netfilter_packet(src);
+            let mut filtered = branch.conntrack(ns, &packet, packet.netfilter_packet(src));
             filtered.out_iface = path.dev.clone();
-            filtered.ct_nat = branch.connection_nat(ns);
-            filtered.connection_socket = Some(branch.has_socket_for(ns, &packet));
             for outcome in netfilter.traverse(PacketPath::Output, filtered, &context) {
                 ways.push((
                     packet.clone(),

@@ -230,7 +230,7 @@ impl Tester<'_, '_, '_, '_> {
                 Ok(hit) => invert(hit.into(), set.invert),
                 Err(why) => unknown(why),
             },
-            Match::Comment(_) => true.into(),
+            Match::Comment(_) | Match::Nfacct(_) => true.into(),
             // Folded into the rule's probability by the caller.
             Match::Statistic(_) => true.into(),
             Match::Physdev(physdev) => physdev_test(physdev, packet),

@@ -240,6 +240,31 @@ impl Packet {
         self
     }
 
+    /// The packet as conntrack sees it where it has no connection for it
+    /// (a namespace none of whose hooks met the request: a program sent it
+    /// past them). A packet that can open a connection is NEW: a TCP SYN,
+    /// or a bare ACK (conntrack picks a connection up in its middle, as
+    /// `nf_conntrack_tcp_loose` does by default), an ICMP echo request, any
+    /// other protocol's packet; a SYN-ACK, an ICMP echo reply or error opens
+    /// none and is INVALID.
+    pub fn without_connection(mut self) -> Packet {
+        let opens = if self.ip.protocol == self.ip.family().icmp() {
+            self.icmp == Some(echo(self.ip.family(), false))
+        } else if self.ip.protocol == Protocol::Tcp {
+            self.tcp_flags
+                .is_none_or(|flags| flags == TcpFlagBits::SYN || flags == TcpFlagBits::ACK)
+        } else {
+            true
+        };
+        self.ct_state = if opens {
+            CtState::New
+        } else {
+            CtState::Invalid
+        };
+        self.ct_nat = None;
+        self
+    }
+
     /// The 5-tuple fields routing reads.
     fn flow(&self) -> FlowKey {
         FlowKey {

@@ -194,6 +194,18 @@ fn a_connection_whose_nat_the_caller_knows_answers_ctstate_dnat_and_snat() {
 }
 
 #[test]
+fn a_reply_conntrack_never_saw_the_request_of_is_invalid_but_a_udp_one_is_new() {
+    let syn_ack = tcp("10.1.0.9", "10.0.0.5", 40000).answering();
+    let rules = "-A FORWARD -m conntrack --ctstate INVALID -m nfacct --nfacct-name x -j DROP";
+    assert_eq!(forward_verdict(rules, syn_ack.clone()), "accept");
+    assert_eq!(forward_verdict(rules, syn_ack.without_connection()), "drop");
+    let echo_reply = Packet::new(ip("10.1.0.9"), ip("10.0.0.5"), Protocol::Icmp).answering();
+    assert_eq!(echo_reply.without_connection().ct_state, CtState::Invalid);
+    let udp = Packet::new(ip("10.1.0.9"), ip("10.0.0.5"), Protocol::Udp).answering();
+    assert_eq!(udp.without_connection().ct_state, CtState::New);
+}
+
+#[test]
 fn mark_and_connmark_compare_under_their_masks() {
     let mut marked = tcp("10.0.0.5", "10.1.0.9", 80);
     marked.ip.mark = 0x4001;

@@ -56,6 +56,9 @@ pub enum Match {
     Set(Box<SetMatch>),
     /// `-m comment --comment`: always matches; says which object the rule is for.
     Comment(DumpText),
+    /// `-m nfacct --nfacct-name`: always matches; counts the packet into that
+    /// accounting object (kube-proxy's `ct_state_invalid_dropped_pkts`).
+    Nfacct(DumpText),
     /// `-m statistic`
     Statistic(Invertible<Statistic>),
     /// `-m physdev`
@@ -521,6 +524,7 @@ extensions! {
         "connmark" => ConnMark(ConnMarkState),
         "set" => Set(SetState),
         "comment" => Comment(CommentState),
+        "nfacct" => Nfacct(NfacctState),
         "statistic" => Statistic(StatisticState),
         "physdev" => Physdev(Box<PhysdevMatch>),
         "rpfilter" => Rpfilter(RpfilterMatch),
@@ -969,6 +973,28 @@ impl Extension for CommentState {
 
     fn finish(self, word: usize) -> Result<Match, WordIssue> {
         required(self.0, word, "`--comment`").map(Match::Comment)
+    }
+}
+
+#[derive(Default)]
+pub(super) struct NfacctState(Option<DumpText>);
+
+impl Extension for NfacctState {
+    type Output = Match;
+
+    fn option(
+        &mut self,
+        name: &str,
+        args: &mut OptionArgs<'_, '_>,
+    ) -> Option<Result<(), WordIssue>> {
+        Some(match name {
+            "--nfacct-name" => args.once(&mut self.0, OptionArgs::dump_text),
+            _ => return None,
+        })
+    }
+
+    fn finish(self, word: usize) -> Result<Match, WordIssue> {
+        required(self.0, word, "`--nfacct-name`").map(Match::Nfacct)
     }
 }
 

@@ -1157,6 +1157,17 @@ fn quoted_arguments_keep_blanks_and_escapes() {
 }
 
 #[test]
+fn kube_proxys_invalid_drop_counts_into_its_nfacct_object() {
+    let rule = clean_rule(
+        "-m conntrack --ctstate INVALID -m nfacct --nfacct-name  ct_state_invalid_dropped_pkts -j DROP",
+    );
+    assert_eq!(
+        rule.matches[1],
+        Match::Nfacct("ct_state_invalid_dropped_pkts".into())
+    );
+}
+
+#[test]
 fn bad_value_is_an_issue_at_its_word_and_the_rule_stays() {
     let (rule, issues) = one_rule("-p tcp -m tcp --dport 99999 -j ACCEPT");
     assert_eq!(
