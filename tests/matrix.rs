@@ -689,3 +689,141 @@ fn confirm_is_refused_where_it_cannot_run() {
         assert!(output.stdout.is_empty(), "{args:?}");
     }
 }
+
+/// A pod of `app` at `ip` on `node` (whose address is `host`), with no dump
+/// of its own: what a copy of a Deployment's replica looks like to skoop.
+fn replica(name: &str, app: &str, ip: &str, node: &str, host: &str) -> String {
+    format!(
+        r#"- apiVersion: v1
+  kind: Pod
+  metadata:
+    labels:
+      app: {app}
+    name: {name}
+    namespace: default
+    uid: 7f0c3e2a-{name}
+  spec:
+    containers:
+    - name: client
+      image: busybox
+    nodeName: {node}
+  status:
+    conditions:
+    - status: "True"
+      type: Ready
+    - status: "True"
+      type: ContainersReady
+    containerStatuses:
+    - name: client
+      ready: true
+    hostIP: "{host}"
+    phase: Running
+    podIP: "{ip}"
+    podIPs:
+    - ip: "{ip}"
+"#
+    )
+}
+
+#[test]
+fn twins_answer_each_flow_as_diagnose_answers_it_alone() {
+    // examples/flannel-vxlan with replicas beside its web pods: four alike
+    // on node-1, one labelled otherwise, one whose address a
+    // NetworkPolicy's ipBlock names, two alike on node-2.
+    let dir = common::copy_snapshot("examples/flannel-vxlan");
+    let (one, two) = (("node-1", "172.18.0.11"), ("node-2", "172.18.0.12"));
+    let pods = [
+        ("client-a", "client", "10.244.1.20", one),
+        ("client-b", "client", "10.244.1.21", one),
+        ("client-c", "client", "10.244.1.22", one),
+        ("client-d", "client", "10.244.1.40", one),
+        ("other-e", "other", "10.244.1.23", one),
+        ("client-f", "client", "10.244.1.30", one),
+        ("client-g", "client", "10.244.2.20", two),
+        ("client-h", "client", "10.244.2.21", two),
+    ];
+    let items: String = pods
+        .iter()
+        .map(|(name, app, ip, (node, host))| replica(name, app, ip, node, host))
+        .collect();
+    let cluster = dir.path().join("cluster");
+    fs::write(
+        cluster.join("replicas.yaml"),
+        format!("apiVersion: v1\nkind: List\nitems:\n{items}"),
+    )
+    .unwrap();
+    fs::write(
+        cluster.join("policies.yaml"),
+        "apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata:\n  name: web\n  namespace: default\nspec:\n  podSelector:\n    matchLabels:\n      app: web\n  policyTypes: [Ingress]\n  ingress:\n  - from:\n    - ipBlock:\n        cidr: 10.244.1.30/32\n",
+    )
+    .unwrap();
+    let snapshot = dir.path().to_str().expect("a UTF-8 path");
+    // Every kind of destination, and a port nothing listens on: answers
+    // that fail as well as succeed.
+    let args = [
+        "matrix",
+        "--snapshot",
+        snapshot,
+        "-o",
+        "json",
+        "--from-pods",
+        "default",
+        "--to-services",
+        "--to-pods",
+        "default",
+        "--to",
+        "default/web-2:9999",
+    ];
+    let twins: Value = serde_json::from_str(&stdout(&args, 1)).expect("JSON");
+    let each: Value =
+        serde_json::from_str(&stdout(&[&args[..], &["--each-flow"]].concat(), 1)).expect("JSON");
+    assert_eq!(each.get("twins"), None, "--each-flow diagnoses every flow");
+    let classes: Vec<Vec<&str>> = twins["twins"]
+        .as_array()
+        .expect("twins")
+        .iter()
+        .map(|class| {
+            let sources = class["sources"].as_array().unwrap();
+            sources.iter().map(|s| s.as_str().unwrap()).collect()
+        })
+        .collect();
+    assert_eq!(
+        classes,
+        [
+            vec![
+                "default/client-a",
+                "default/client-b",
+                "default/client-c",
+                "default/client-d"
+            ],
+            vec!["default/client-g", "default/client-h"],
+        ],
+        "other-e's labels and client-f's address tell them apart"
+    );
+    // Byte for byte the answers of every flow diagnosed on its own.
+    assert_eq!(flows(&twins).len(), flows(&each).len());
+    for (twin, alone) in flows(&twins).iter().zip(flows(&each)) {
+        assert_eq!(twin.to_string(), alone.to_string());
+    }
+    // And each flow a twin answered is what diagnose says of it alone.
+    let answered: Vec<&Value> = flows(&twins)
+        .iter()
+        .filter(|flow| {
+            classes
+                .iter()
+                .any(|class| class[1..].contains(&flow["from"].as_str().unwrap()))
+        })
+        .collect();
+    let stood_for: u64 = twins["twins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|class| class["flows"].as_u64().unwrap())
+        .sum();
+    assert!(stood_for > 30, "{stood_for} flows answered by twins");
+    let mut verdicts = BTreeSet::new();
+    for flow in answered {
+        verdicts.insert(diagnose_says(dir.path(), flow));
+    }
+    assert!(verdicts.len() >= 2, "{verdicts:?}");
+}

@@ -8,6 +8,7 @@ use std::sync::Mutex;
 use clap::{Args, ValueEnum};
 use skoop::confirm::{Pace, confirm_each};
 use skoop::engine::{Diagnosis, Verdict};
+use skoop::matrix::EachDiagnosis;
 use skoop::report::json::Report;
 use skoop::report::matrix::{FlowConfirmation, FlowVerdict, MatrixReport};
 use skoop::report::{csv, heatmap, html, text};
@@ -292,7 +293,9 @@ fn written(matrix: &Matrix) -> Result<ExitCode, String> {
                 .get_or_insert(e);
         }
     };
-    let (mut report, snapshot) = matrix.flows.run(&matrix.snapshot, None, &each)?;
+    // The heat map's pages and --confirm want every flow's own diagnosis.
+    let each = (site.is_some() || confirm.is_some()).then_some(&each as EachDiagnosis);
+    let (mut report, snapshot) = matrix.flows.run(&matrix.snapshot, None, each)?;
     if let Some(e) = failed_write.into_inner().unwrap_or_else(|p| p.into_inner()) {
         return Err(e);
     }
