@@ -18,6 +18,12 @@
 //! rusage); one run per row, as each takes tens of seconds. The load
 //! average is printed before each run (the machine may be shared).
 //!
+//! Each case runs twice, side by side: as `skoop matrix` answers by default
+//! (`twins`: a source's twins, pods nothing in the snapshot tells apart from
+//! it, answered by its diagnoses; `docs/matrix.md`, "Twins"), and with
+//! `--each-flow` (`each-flow`: every flow diagnosed on its own, as before
+//! twins), the two reports' flows compared: they must be equal.
+//!
 //! `SKOOP_MATRIX_NODES=1000` picks the sizes; `SKOOP_MATRIX_JOBS=1,2` the
 //! worker counts; `SKOOP_MATRIX_CASES=pod-per-node,every-pod` the sources;
 //! `SKOOP_MATRIX_SHAPES=collector,kubectl` how the objects are written (as
@@ -51,6 +57,15 @@ fn words(variable: &str, default: &str) -> Vec<String> {
         .collect()
 }
 
+/// How a run answers, as `skoop matrix` is told it.
+fn answering(mode: &str) -> &'static [&'static str] {
+    match mode {
+        "twins" => &[],
+        "each-flow" => &["--each-flow"],
+        _ => panic!("SKOOP_MATRIX_ANSWERING: {mode:?} is neither twins nor each-flow"),
+    }
+}
+
 /// The sources of a case, as `skoop matrix` takes them.
 fn sources(case: &str) -> &'static [&'static str] {
     match case {
@@ -66,9 +81,9 @@ fn main() {
         std::env::var_os("SKOOP_SCALE_DIR").map_or_else(|| temporary.path().into(), PathBuf::from);
     let skoop = Path::new(env!("CARGO_BIN_EXE_skoop"));
     println!(
-        "| nodes (pods / services / policies), objects | sources | -j | flows (succeed / not delivered / with severe findings / refused) | skoop matrix: wall (CPU) / peak | CPU per flow | load average before |"
+        "| nodes (pods / services / policies), objects | sources | answering | -j | flows (succeed / not delivered / with severe findings / refused) | flows answered by twins | skoop matrix: wall (CPU) / peak | CPU per flow | load average before |"
     );
-    println!("|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|");
     for nodes in list("SKOOP_MATRIX_NODES", "1000") {
         for shape in words("SKOOP_MATRIX_SHAPES", "collector") {
             let kubectl = match shape.as_str() {
@@ -99,45 +114,83 @@ fn main() {
             };
             for case in words("SKOOP_MATRIX_CASES", "pod-per-node,every-pod") {
                 for jobs in list("SKOOP_MATRIX_JOBS", "2") {
-                    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-                    let load: Vec<&str> = load.split_whitespace().take(3).collect();
-                    let report = temporary
-                        .path()
-                        .join(format!("matrix-{nodes}-{shape}-{case}-{jobs}.json"));
-                    let run = process::run(
-                        Command::new(skoop)
-                            .args(["matrix", "--snapshot"])
-                            .arg(&dir)
-                            .args(sources(&case))
-                            .args(["--to-services", "--jobs", &jobs.to_string(), "--output"])
-                            .arg(&report),
-                    );
-                    // 0, 1 or 3: a report was written (2 would be an error).
-                    assert!(
-                        matches!(run.exit, Some(0 | 1 | 3)),
-                        "skoop matrix failed: {:?}",
-                        run.exit
-                    );
-                    let report: serde_json::Value = serde_json::from_str(
-                        &std::fs::read_to_string(&report).expect("the report"),
-                    )
-                    .expect("JSON");
-                    let counts = &report["counts"];
-                    let flows = counts["flows"].as_u64().expect("a count");
-                    println!(
-                        "| {nodes} ({what}), {shape} | {case} | {jobs} | {flows} ({} / {} / {} / {}) | {:.1} s ({:.1}) / {:.0} MiB | {:.2} ms | {} |",
-                        counts["succeed"],
-                        counts["not_delivered"],
-                        counts["delivered_with_severe_findings"],
-                        counts["errors"],
-                        run.wall.as_secs_f64(),
-                        run.cpu.as_secs_f64(),
-                        process::mib(run.peak_bytes),
-                        run.cpu.as_secs_f64() * 1000.0 / flows.max(1) as f64,
-                        load.join(" "),
-                    );
+                    let mut reports: Vec<serde_json::Value> = Vec::new();
+                    for mode in words("SKOOP_MATRIX_ANSWERING", "twins,each-flow") {
+                        let report = run_case(skoop, &dir, temporary.path(), &case, &mode, jobs);
+                        let counts = &report.report["counts"];
+                        let flows = counts["flows"].as_u64().expect("a count");
+                        let twins: u64 = report.report["twins"].as_array().map_or(0, |classes| {
+                            classes.iter().filter_map(|c| c["flows"].as_u64()).sum()
+                        });
+                        let run = &report.run;
+                        println!(
+                            "| {nodes} ({what}), {shape} | {case} | {mode} | {jobs} | {flows} ({} / {} / {} / {}) | {twins} | {:.1} s ({:.1}) / {:.0} MiB | {:.2} ms | {} |",
+                            counts["succeed"],
+                            counts["not_delivered"],
+                            counts["delivered_with_severe_findings"],
+                            counts["errors"],
+                            run.wall.as_secs_f64(),
+                            run.cpu.as_secs_f64(),
+                            process::mib(run.peak_bytes),
+                            run.cpu.as_secs_f64() * 1000.0 / flows.max(1) as f64,
+                            report.load,
+                        );
+                        reports.push(report.report);
+                    }
+                    // Twins or not, every flow has the same answer.
+                    for other in reports.iter().skip(1) {
+                        assert_eq!(
+                            other["flows"], reports[0]["flows"],
+                            "the answering modes disagree on a flow"
+                        );
+                    }
                 }
             }
         }
+    }
+}
+
+/// A run of `skoop matrix`: its report, and how it ran.
+struct CaseRun {
+    report: serde_json::Value,
+    run: process::Run,
+    /// The load average before it.
+    load: String,
+}
+
+/// `skoop matrix` on `dir` from `case`'s sources to every Service port,
+/// answering as `mode` says, on `jobs` workers, its JSON report written
+/// under `scratch`.
+fn run_case(
+    skoop: &Path,
+    dir: &Path,
+    scratch: &Path,
+    case: &str,
+    mode: &str,
+    jobs: usize,
+) -> CaseRun {
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let load: Vec<&str> = load.split_whitespace().take(3).collect();
+    let report = scratch.join(format!("matrix-{case}-{mode}-{jobs}.json"));
+    let run = process::run(
+        Command::new(skoop)
+            .args(["matrix", "--snapshot"])
+            .arg(dir)
+            .args(sources(case))
+            .args(answering(mode))
+            .args(["--to-services", "--jobs", &jobs.to_string(), "--output"])
+            .arg(&report),
+    );
+    // 0, 1 or 3: a report was written (2 would be an error).
+    assert!(
+        matches!(run.exit, Some(0 | 1 | 3)),
+        "skoop matrix failed: {:?}",
+        run.exit
+    );
+    let text = std::fs::read_to_string(&report).expect("the report");
+    CaseRun {
+        report: serde_json::from_str(&text).expect("JSON"),
+        run,
+        load: load.join(" "),
     }
 }

@@ -45,6 +45,16 @@ use super::{EXIT_USAGE, ReportFile, json_text, terminal_lines, verdict_status, w
 /// LABELS a comma-separated list of key=value, key!=value, key, !key. Pods
 /// without an address of their own (Pending, host-network) are no endpoint.
 ///
+/// Twins: source pods that nothing in the snapshot tells apart (one node,
+/// the same namespace, labels and containers, no dump of their own, named
+/// by no other object, their addresses in the same written networks, as
+/// replicas of a Deployment often are) are answered by the first one's
+/// diagnoses, the source renamed; a flow whose answer names its source is
+/// diagnosed on its own. The text says how many flows twins answered and
+/// json lists the classes (`twins`); every flow is still reported.
+/// --each-flow diagnoses every flow on its own (the same answers; -o html
+/// and --confirm always do). docs/matrix.md, "Twins", says what is held.
+///
 /// Examples:
 ///   skoop matrix --snapshot examples/flannel-vxlan --from-pods default --to-services
 ///   skoop matrix --snapshot snap --from-pod-per-node --from-dumped-only --to-services -o json
