@@ -9,7 +9,15 @@
 //! - `every-pod`: every pod of the two dumped nodes (`--from-pods '*'
 //!   --from-dumped-nodes`: the example's four, whose namespaces are dumped,
 //!   and the 56 the generator adds beside them, whose are not), about
-//!   120,000 flows; target at most 60 s on 2 cores.
+//!   120,000 flows; target at most 60 s on 2 cores;
+//! - `replicas`: the 28 replicas of a client Deployment that the bench adds
+//!   on each dumped node (`--from-pods default/app=client`; alike in all but
+//!   their names and addresses, without dumps of their own: twins,
+//!   `docs/matrix.md`), about 112,000 flows, in a copy of the snapshot
+//!   whose files are hard links but for the replicas' own file.
+//!
+//! Before its cases, each snapshot's cluster cache is written (`skoop
+//! snapshot cache`, untimed), so that every run reads its objects alike.
 //!
 //! The release `skoop matrix` runs as a fresh process: it loads the
 //! snapshot once, diagnoses every flow on its worker threads, and writes the
@@ -71,7 +79,8 @@ fn sources(case: &str) -> &'static [&'static str] {
     match case {
         "pod-per-node" => &["--from-pod-per-node", "--from-dumped-only"],
         "every-pod" => &["--from-pods", "*", "--from-dumped-nodes"],
-        _ => panic!("SKOOP_MATRIX_CASES: {case:?} is neither pod-per-node nor every-pod"),
+        "replicas" => &["--from-pods", "default/app=client"],
+        _ => panic!("SKOOP_MATRIX_CASES: {case:?} is neither pod-per-node, every-pod nor replicas"),
     }
 }
 
@@ -112,11 +121,18 @@ fn main() {
                     generated.pods, generated.services, generated.policies
                 )
             };
-            for case in words("SKOOP_MATRIX_CASES", "pod-per-node,every-pod") {
+            let with_replicas = replicas_beside(&dir);
+            cache(skoop, &dir);
+            cache(skoop, &with_replicas);
+            for case in words("SKOOP_MATRIX_CASES", "pod-per-node,every-pod,replicas") {
+                let dir = match case.as_str() {
+                    "replicas" => &with_replicas,
+                    _ => &dir,
+                };
                 for jobs in list("SKOOP_MATRIX_JOBS", "2") {
                     let mut reports: Vec<serde_json::Value> = Vec::new();
                     for mode in words("SKOOP_MATRIX_ANSWERING", "twins,each-flow") {
-                        let report = run_case(skoop, &dir, temporary.path(), &case, &mode, jobs);
+                        let report = run_case(skoop, dir, temporary.path(), &case, &mode, jobs);
                         let counts = &report.report["counts"];
                         let flows = counts["flows"].as_u64().expect("a count");
                         let twins: u64 = report.report["twins"].as_array().map_or(0, |classes| {
@@ -192,5 +208,87 @@ fn run_case(
         report: serde_json::from_str(&text).expect("JSON"),
         run,
         load: load.join(" "),
+    }
+}
+
+/// Writes `dir`'s cluster cache, so that the runs after read it alike.
+fn cache(skoop: &Path, dir: &Path) {
+    let written = process::run(Command::new(skoop).args(["snapshot", "cache"]).arg(dir));
+    assert_eq!(written.exit, Some(0), "skoop snapshot cache failed");
+}
+
+/// The replicas of a client Deployment the `replicas` case adds on each
+/// dumped node of the bundled example (its name, address, and pod subnet's
+/// first three octets); their addresses are past the generator's pods.
+const REPLICAS: usize = 28;
+const DUMPED: [(&str, &str, &str); 2] = [
+    ("node-1", "172.18.0.11", "10.244.1"),
+    ("node-2", "172.18.0.12", "10.244.2"),
+];
+
+/// A copy of the snapshot `dir` (`DIR-replicas`, kept beside it), its files
+/// hard links, with the client Deployment's replicas in
+/// `cluster/replicas.json`.
+fn replicas_beside(dir: &Path) -> PathBuf {
+    let copy = dir.with_file_name(format!(
+        "{}-replicas",
+        dir.file_name().and_then(|n| n.to_str()).expect("a name")
+    ));
+    if copy.exists() {
+        return copy;
+    }
+    link_tree(dir, &copy);
+    let mut items = Vec::new();
+    for (node, host, subnet) in DUMPED {
+        for i in 0..REPLICAS {
+            let name = format!("client-7c5ddbdf54-{node}-{i}");
+            let ip = format!("{subnet}.{}", 100 + i);
+            items.push(serde_json::json!({
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": name,
+                    "namespace": "default",
+                    "uid": format!("3f1b7c2e-0000-4000-8000-{:012}", items.len()),
+                    "labels": {"app": "client", "pod-template-hash": "7c5ddbdf54"},
+                },
+                "spec": {
+                    "nodeName": node,
+                    "containers": [{"name": "client", "image": "busybox"}],
+                },
+                "status": {
+                    "phase": "Running",
+                    "conditions": [
+                        {"type": "Ready", "status": "True"},
+                        {"type": "ContainersReady", "status": "True"},
+                    ],
+                    "containerStatuses": [{"name": "client", "ready": true}],
+                    "hostIP": host,
+                    "podIP": ip,
+                    "podIPs": [{"ip": ip}],
+                },
+            }));
+        }
+    }
+    let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items});
+    std::fs::write(
+        copy.join("cluster").join("replicas.json"),
+        serde_json::to_string_pretty(&list).expect("JSON"),
+    )
+    .expect("the replicas' file");
+    copy
+}
+
+/// `from`'s tree again at `to`, each file a hard link (its cluster cache
+/// left out: the copy's objects are not the same).
+fn link_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("a directory");
+    for entry in std::fs::read_dir(from).expect("the snapshot").flatten() {
+        let (path, target) = (entry.path(), to.join(entry.file_name()));
+        if path.is_dir() {
+            link_tree(&path, &target);
+        } else if entry.file_name() != "cluster.cache" {
+            std::fs::hard_link(&path, &target).expect("a hard link");
+        }
     }
 }
