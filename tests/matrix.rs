@@ -689,3 +689,202 @@ fn confirm_is_refused_where_it_cannot_run() {
         assert!(output.stdout.is_empty(), "{args:?}");
     }
 }
+
+/// A pod of `app` at `ips` on `node` (whose address is `host`), with no
+/// dump of its own: what a replica of a Deployment looks like to skoop.
+fn replica(name: &str, app: &str, ips: &[&str], node: &str, host: &str) -> String {
+    let pod_ips: String = ips
+        .iter()
+        .map(|ip| format!("\n    - ip: \"{ip}\""))
+        .collect();
+    format!(
+        r#"- apiVersion: v1
+  kind: Pod
+  metadata:
+    labels:
+      app: {app}
+    name: {name}
+    namespace: default
+    uid: 7f0c3e2a-{name}
+  spec:
+    containers:
+    - name: client
+      image: busybox
+    nodeName: {node}
+  status:
+    conditions:
+    - status: "True"
+      type: Ready
+    - status: "True"
+      type: ContainersReady
+    containerStatuses:
+    - name: client
+      ready: true
+    hostIP: "{host}"
+    phase: Running
+    podIP: "{}"
+    podIPs:{pod_ips}
+"#,
+        ips[0]
+    )
+}
+
+/// A replica: its name, `app` label, addresses, and its node's name and
+/// address.
+type Replica<'a> = (&'a str, &'a str, &'a [&'a str], (&'a str, &'a str));
+
+/// A copy of `example` with `replicas` beside its pods (and `more`, a file
+/// of other objects, when given).
+fn with_replicas(example: &str, replicas: &[Replica], more: Option<&str>) -> tempfile::TempDir {
+    let dir = common::copy_snapshot(example);
+    let items: String = replicas
+        .iter()
+        .map(|(name, app, ips, (node, host))| replica(name, app, ips, node, host))
+        .collect();
+    let cluster = dir.path().join("cluster");
+    let list = format!("apiVersion: v1\nkind: List\nitems:\n{items}");
+    fs::write(cluster.join("replicas.yaml"), list).unwrap();
+    if let Some(more) = more {
+        fs::write(cluster.join("more.yaml"), more).unwrap();
+    }
+    dir
+}
+
+/// `skoop matrix -o json` with `args` on `dir`, with twins and with
+/// `--each-flow`: every flow's answer is the same byte for byte, and each
+/// flow a twin answered is what `diagnose` says of it alone. The classes of
+/// twins, how many flows they answered, and the verdicts of those flows.
+fn twins_hold(
+    dir: &Path,
+    args: &[&str],
+    code: i32,
+) -> (Vec<Vec<String>>, u64, BTreeSet<&'static str>) {
+    let snapshot = dir.to_str().expect("a UTF-8 path");
+    let args = [&["matrix", "--snapshot", snapshot, "-o", "json"][..], args].concat();
+    let twins: Value = serde_json::from_str(&stdout(&args, code)).expect("JSON");
+    let each: Value =
+        serde_json::from_str(&stdout(&[&args[..], &["--each-flow"]].concat(), code)).expect("JSON");
+    assert_eq!(each.get("twins"), None, "--each-flow diagnoses every flow");
+    assert_eq!(flows(&twins).len(), flows(&each).len());
+    for (twin, alone) in flows(&twins).iter().zip(flows(&each)) {
+        assert_eq!(twin.to_string(), alone.to_string());
+    }
+    let classes: Vec<Vec<String>> = twins["twins"]
+        .as_array()
+        .map(|classes| {
+            classes
+                .iter()
+                .map(|class| {
+                    let sources = class["sources"].as_array().unwrap();
+                    sources
+                        .iter()
+                        .map(|s| s.as_str().unwrap().to_owned())
+                        .collect()
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let stood_for: u64 = twins["twins"].as_array().map_or(0, |c| {
+        c.iter().map(|class| class["flows"].as_u64().unwrap()).sum()
+    });
+    let mut verdicts = BTreeSet::new();
+    for flow in flows(&twins) {
+        let from = flow["from"].as_str().unwrap().to_owned();
+        if classes.iter().any(|class| class[1..].contains(&from)) {
+            verdicts.insert(diagnose_says(dir, flow));
+        }
+    }
+    (classes, stood_for, verdicts)
+}
+
+#[test]
+fn twins_answer_each_flow_as_diagnose_answers_it_alone() {
+    // examples/flannel-vxlan with replicas beside its web pods: four alike
+    // on node-1, one labelled otherwise, one whose address a
+    // NetworkPolicy's ipBlock names, two alike on node-2.
+    let (one, two) = (("node-1", "172.18.0.11"), ("node-2", "172.18.0.12"));
+    let replicas: &[Replica] = &[
+        ("client-a", "client", &["10.244.1.20"], one),
+        ("client-b", "client", &["10.244.1.21"], one),
+        ("client-c", "client", &["10.244.1.22"], one),
+        ("client-d", "client", &["10.244.1.40"], one),
+        ("other-e", "other", &["10.244.1.23"], one),
+        ("client-f", "client", &["10.244.1.30"], one),
+        ("client-g", "client", &["10.244.2.20"], two),
+        ("client-h", "client", &["10.244.2.21"], two),
+    ];
+    let policy = "apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata:\n  name: web\n  namespace: default\nspec:\n  podSelector:\n    matchLabels:\n      app: web\n  policyTypes: [Ingress]\n  ingress:\n  - from:\n    - ipBlock:\n        cidr: 10.244.1.30/32\n";
+    let dir = with_replicas("examples/flannel-vxlan", replicas, Some(policy));
+    // Every kind of destination, and a port nothing listens on: answers
+    // that fail as well as succeed.
+    let args = [
+        "--from-pods",
+        "default",
+        "--to-services",
+        "--to-pods",
+        "default",
+        "--to",
+        "default/web-2:9999",
+    ];
+    let (classes, stood_for, verdicts) = twins_hold(dir.path(), &args, 1);
+    assert_eq!(verdicts.len(), 2, "{verdicts:?}");
+    assert_eq!(
+        classes,
+        [
+            vec![
+                "default/client-a",
+                "default/client-b",
+                "default/client-c",
+                "default/client-d"
+            ],
+            vec!["default/client-g", "default/client-h"],
+        ],
+        "other-e's labels and client-f's address tell them apart"
+    );
+    assert!(stood_for > 30, "{stood_for} flows answered by twins");
+}
+
+#[test]
+fn dual_stack_twins_answer_both_families_as_diagnose_does() {
+    let one = ("node-1", "172.18.0.11");
+    let replicas: &[Replica] = &[
+        (
+            "client-a",
+            "client",
+            &["10.244.0.20", "fd00:10:244::20"],
+            one,
+        ),
+        (
+            "client-b",
+            "client",
+            &["10.244.0.21", "fd00:10:244::21"],
+            one,
+        ),
+        (
+            "client-c",
+            "client",
+            &["10.244.0.22", "fd00:10:244::22"],
+            one,
+        ),
+    ];
+    let dir = with_replicas("examples/flannel-dualstack", replicas, None);
+    let args = [
+        "--from-pods",
+        "default/app=client",
+        "--to-services",
+        "--to-pods",
+        "default",
+    ];
+    // Services without endpoints are refused by kube-proxy's rules.
+    let (classes, stood_for, verdicts) = twins_hold(dir.path(), &args, 1);
+    assert_eq!(verdicts.len(), 2, "{verdicts:?}");
+    assert_eq!(
+        classes,
+        [vec![
+            "default/client-a",
+            "default/client-b",
+            "default/client-c"
+        ]]
+    );
+    assert!(stood_for > 30, "{stood_for} flows answered by twins");
+}

@@ -152,7 +152,7 @@ fn compared(args: &Diff) -> Result<DiffReport, String> {
         return Err("two snapshots: give the flows to compare as `skoop matrix` takes them (a source and a destination)".into());
     }
     let run = |dir: &Path, flows| {
-        let (report, snapshot) = args.flows.run(dir, flows, &|_, _| {})?;
+        let (report, snapshot) = args.flows.run(dir, flows, None)?;
         // The process ends soon: freeing a large cluster object by object
         // would take a while, and the system takes it back at once.
         std::mem::forget(snapshot);

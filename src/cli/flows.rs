@@ -6,8 +6,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use clap::Args;
-use skoop::engine::{Diagnosis, Endpoint, Protocol};
-use skoop::matrix::{self, Destinations, Flow, PodSelector, Sources};
+use skoop::engine::{Endpoint, Protocol};
+use skoop::matrix::{self, Destinations, EachDiagnosis, Flow, PodSelector, Sources};
 use skoop::packs::LoadedPacks;
 use skoop::report::matrix::MatrixReport;
 use skoop::snapshot::Snapshot;
@@ -71,6 +71,11 @@ pub struct FlowArgs {
     /// Worker threads (default: one per CPU); each loads its own packs.
     #[arg(short, long, value_name = "N")]
     jobs: Option<std::num::NonZeroUsize>,
+    /// Diagnose every flow on its own, twins too (by default a source's
+    /// twins, pods nothing in the snapshot tells apart from it, are
+    /// answered by its diagnoses: docs/matrix.md, "Twins").
+    #[arg(long)]
+    each_flow: bool,
     #[command(flatten)]
     cache: CacheArgs,
 }
@@ -103,6 +108,7 @@ impl FlowArgs {
                 |n| n.get(),
             ),
             cache: self.cache,
+            each_flow: self.each_flow,
         }
     }
 }
@@ -115,6 +121,8 @@ pub(super) struct Flows {
     cni: CniChoice,
     threads: usize,
     cache: CacheArgs,
+    /// `--each-flow`.
+    each_flow: bool,
 }
 
 impl Flows {
@@ -150,14 +158,16 @@ impl Flows {
         Ok(packs)
     }
 
-    /// Loads `dir` and diagnoses `flows` on it (the selected ones when
-    /// `None`); `each` sees every flow's diagnosis. The snapshot is given
-    /// back with the report (`matrix --confirm` reaches its nodes).
+    /// Loads `dir` and answers `flows` on it (the selected ones when
+    /// `None`); with `each` (or `--each-flow`), every flow is diagnosed and
+    /// `each` sees its diagnosis, else twins are answered once. The
+    /// snapshot is given back with the report (`matrix --confirm` reaches
+    /// its nodes).
     pub(super) fn run(
         &self,
         dir: &Path,
         flows: Option<Vec<Flow>>,
-        each: &(dyn Fn(usize, &Diagnosis) + Sync),
+        each: Option<EachDiagnosis>,
     ) -> Result<(MatrixReport, Arc<Snapshot>), String> {
         let (snapshot, problems) = self.cache.load(dir).map_err(|e| e.to_string())?;
         report_problems(&problems);
@@ -171,6 +181,8 @@ impl Flows {
                 dir.display()
             ));
         }
+        let nothing: EachDiagnosis = &|_, _| {};
+        let each = each.or(self.each_flow.then_some(nothing));
         let answers = matrix::evaluate(
             &snapshot,
             &flows,
@@ -179,9 +191,8 @@ impl Flows {
             each,
         )
         .map_err(|e| e.to_string())?;
-        Ok((
-            MatrixReport::new(dir.display().to_string(), answers),
-            snapshot,
-        ))
+        let mut report = MatrixReport::new(dir.display().to_string(), answers.flows);
+        report.twins = answers.twins;
+        Ok((report, snapshot))
     }
 }

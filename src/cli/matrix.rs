@@ -8,6 +8,7 @@ use std::sync::Mutex;
 use clap::{Args, ValueEnum};
 use skoop::confirm::{Pace, confirm_each};
 use skoop::engine::{Diagnosis, Verdict};
+use skoop::matrix::EachDiagnosis;
 use skoop::report::json::Report;
 use skoop::report::matrix::{FlowConfirmation, FlowVerdict, MatrixReport};
 use skoop::report::{csv, heatmap, html, text};
@@ -43,6 +44,16 @@ use super::{EXIT_USAGE, ReportFile, json_text, terminal_lines, verdict_status, w
 /// A SELECTOR is NAMESPACE, NAMESPACE/LABELS or */LABELS (every namespace),
 /// LABELS a comma-separated list of key=value, key!=value, key, !key. Pods
 /// without an address of their own (Pending, host-network) are no endpoint.
+///
+/// Twins: source pods that nothing in the snapshot tells apart (one node,
+/// the same namespace, labels and containers, no dump of their own, named
+/// by no other object, their addresses in the same written networks, as
+/// replicas of a Deployment often are) are answered by the first one's
+/// diagnoses, the source renamed; a flow whose answer names its source is
+/// diagnosed on its own. The text says how many flows twins answered and
+/// json lists the classes (`twins`); every flow is still reported.
+/// --each-flow diagnoses every flow on its own (the same answers; -o html
+/// and --confirm always do). docs/matrix.md, "Twins", says what is held.
 ///
 /// Examples:
 ///   skoop matrix --snapshot examples/flannel-vxlan --from-pods default --to-services
@@ -292,7 +303,9 @@ fn written(matrix: &Matrix) -> Result<ExitCode, String> {
                 .get_or_insert(e);
         }
     };
-    let (mut report, snapshot) = matrix.flows.run(&matrix.snapshot, None, &each)?;
+    // The heat map's pages and --confirm want every flow's own diagnosis.
+    let each = (site.is_some() || confirm.is_some()).then_some(&each as EachDiagnosis);
+    let (mut report, snapshot) = matrix.flows.run(&matrix.snapshot, None, each)?;
     if let Some(e) = failed_write.into_inner().unwrap_or_else(|p| p.into_inner()) {
         return Err(e);
     }

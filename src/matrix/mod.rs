@@ -13,8 +13,9 @@
 //! thread.
 
 pub mod diff;
+mod twins;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::str::FromStr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -22,7 +23,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use crate::engine::{self, Diagnosis, Endpoint, Protocol, Request};
 use crate::net::Family;
 use crate::packs::LoadedPacks;
-use crate::report::matrix::FlowOut;
+use crate::report::matrix::{FlowOut, TwinsOut};
 use crate::snapshot::cluster::{
     LabelSelector, LabelSelectorRequirement, PodPhase, PortRef, SelectorOperator,
 };
@@ -415,18 +416,31 @@ pub enum MatrixError {
 /// runs on (a rayon thread's default is 2 MiB).
 const WORKER_STACK: usize = 8 << 20;
 
-/// Diagnoses every flow on `threads` worker threads, each with its own
-/// pack set from `load_packs` (see the module's documentation), and
-/// answers each in brief, in the order of `flows` whichever worker took it.
-/// `each` sees every flow's whole diagnosis, on the worker that made it (to
-/// write its report), in no particular order.
+/// What sees each flow's whole diagnosis, with the flow's index, on the
+/// worker that made it.
+pub type EachDiagnosis<'a> = &'a (dyn Fn(usize, &Diagnosis) + Sync);
+
+/// A matrix's answers: one per flow, in the order of the flows, and the
+/// twins whose answers were made once for all of them.
+#[derive(Debug)]
+pub struct Answers {
+    pub flows: Vec<FlowOut>,
+    pub twins: Vec<TwinsOut>,
+}
+
+/// Answers every flow on `threads` worker threads, each with its own pack
+/// set from `load_packs` (see the module's documentation), in the order of
+/// `flows` whichever worker took it. Without `each`, a source's twins
+/// (`twins.rs`) are answered by its diagnoses, renamed; with it, every flow
+/// is diagnosed, and `each` sees its whole diagnosis (to write its report,
+/// or send it), on the worker that made it, in no particular order.
 pub fn evaluate(
     snapshot: &Arc<Snapshot>,
     flows: &[Flow],
     threads: usize,
     load_packs: &(dyn Fn() -> Result<LoadedPacks, String> + Sync),
-    each: &(dyn Fn(usize, &Diagnosis) + Sync),
-) -> Result<Vec<FlowOut>, MatrixError> {
+    each: Option<EachDiagnosis>,
+) -> Result<Answers, MatrixError> {
     let threads = threads.clamp(1, flows.len().max(1));
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
@@ -434,15 +448,82 @@ pub fn evaluate(
         .thread_name(|i| format!("skoop-matrix-{i}"))
         .build()
         .map_err(|source| MatrixError::Threads { threads, source })?;
+    let plan = match each {
+        Some(_) => twins::Plan::default(),
+        None => twins::plan(
+            snapshot,
+            flows,
+            load_packs().map_err(MatrixError::Packs)?.texts(),
+        ),
+    };
+    let stand_in = |i: usize| plan.stand_in.get(i).copied().flatten();
+    let each = each.unwrap_or(&|_, _| {});
+    let mut slots: Vec<Option<FlowOut>> = vec![None; flows.len()];
+    let first: Vec<usize> = (0..flows.len())
+        .filter(|&i| stand_in(i).is_none())
+        .collect();
+    for (index, answer) in diagnose_each(&pool, snapshot, flows, &first, load_packs, each)? {
+        slots[index] = Some(answer);
+    }
+    // A twin's answer that names its source (a finding at its hop) stands
+    // for no other: those flows are diagnosed on their own.
+    let mut alone = Vec::new();
+    let mut stood_for: HashMap<String, usize> = HashMap::new();
+    for index in 0..flows.len() {
+        let Some(twin) = stand_in(index) else {
+            continue;
+        };
+        let answer = slots[twin].as_ref();
+        match answer.and_then(|answer| plan.readdress(answer, &flows[index])) {
+            Some(answer) => {
+                *stood_for.entry(flows[twin].from.to_string()).or_default() += 1;
+                slots[index] = Some(answer);
+            }
+            None => alone.push(index),
+        }
+    }
+    for (index, answer) in diagnose_each(&pool, snapshot, flows, &alone, load_packs, each)? {
+        slots[index] = Some(answer);
+    }
+    let twins = plan
+        .classes
+        .iter()
+        .filter_map(|class| {
+            let flows = *stood_for.get(&class[0])?;
+            Some(TwinsOut {
+                sources: class.clone(),
+                flows,
+            })
+        })
+        .collect();
+    // Every flow was diagnosed, or answered by the twin it stands in for.
+    Ok(Answers {
+        flows: slots.into_iter().flatten().collect(),
+        twins,
+    })
+}
+
+/// Diagnoses the flows of `indices` on `pool`'s workers, each loading its
+/// packs first; each answer with its flow's index.
+fn diagnose_each(
+    pool: &rayon::ThreadPool,
+    snapshot: &Arc<Snapshot>,
+    flows: &[Flow],
+    indices: &[usize],
+    load_packs: &(dyn Fn() -> Result<LoadedPacks, String> + Sync),
+    each: EachDiagnosis,
+) -> Result<Vec<(usize, FlowOut)>, MatrixError> {
+    if indices.is_empty() {
+        return Ok(Vec::new());
+    }
     // Workers take the next flow as they finish one, so that a slow flow
     // (a service of many backends) holds up only its own worker.
     let next = AtomicUsize::new(0);
     let answered: Vec<Result<Vec<(usize, FlowOut)>, String>> = pool.broadcast(|_| {
         let packs = load_packs()?;
         let mut answered = Vec::new();
-        loop {
-            let index = next.fetch_add(1, Ordering::Relaxed);
-            let Some(flow) = flows.get(index) else { break };
+        while let Some(&index) = indices.get(next.fetch_add(1, Ordering::Relaxed)) {
+            let flow = &flows[index];
             let (from, to) = (flow.from.to_string(), flow.to.to_string());
             // Each flow's scripts have the time they would have in
             // `diagnose` (--max-script-time), not what the flows before it
@@ -459,14 +540,11 @@ pub fn evaluate(
         }
         Ok(answered)
     });
-    let mut slots: Vec<Option<FlowOut>> = vec![None; flows.len()];
+    let mut all = Vec::with_capacity(indices.len());
     for worker in answered {
-        for (index, answer) in worker.map_err(MatrixError::Packs)? {
-            slots[index] = Some(answer);
-        }
+        all.extend(worker.map_err(MatrixError::Packs)?);
     }
-    // Every index below the length was taken by exactly one worker.
-    Ok(slots.into_iter().flatten().collect())
+    Ok(all)
 }
 
 #[cfg(test)]

@@ -123,6 +123,10 @@ pub struct LoadedPacks {
     /// about, per subject (`answers.rs`): what no flow changes is
     /// evaluated once, not once per diagnosis.
     answers: RefCell<answers::Answers>,
+    /// Every file of every pack source given to `load`, and each parameter
+    /// override as written: all the text the packs' answers can draw a
+    /// literal from ([`LoadedPacks::texts`]).
+    texts: Vec<String>,
 }
 
 impl std::fmt::Debug for LoadedPacks {
@@ -217,12 +221,18 @@ impl LoadedPacks {
                 problems.push(o.problem(format!("no pack is called {}", o.pack)));
             }
         }
+        let texts = sources
+            .iter()
+            .flat_map(|source| source.files.values().cloned())
+            .chain(overrides.iter().map(|o| o.value.clone()))
+            .collect();
         let loaded = LoadedPacks {
             engine,
             packs,
             notes,
             chosen_cni: None,
             answers: RefCell::default(),
+            texts,
         };
         (loaded, problems)
     }
@@ -264,6 +274,13 @@ impl LoadedPacks {
         let (loaded, more) = LoadedPacks::load(sources, overrides);
         problems.extend(more);
         (loaded, problems)
+    }
+
+    /// The text of every pack file loaded (manifests, scripts, libraries)
+    /// and of every `--set` override: where an address a pack compares
+    /// with can be written (`skoop matrix`'s twins, `matrix/twins.rs`).
+    pub fn texts(&self) -> &[String] {
+        &self.texts
     }
 
     /// The programmable datapaths the loaded packs model (`datapath:`),

@@ -24,9 +24,25 @@ pub struct MatrixReport {
     /// What stops (or, for a flow delivered all the same, mars) the flows,
     /// the most flows first.
     pub causes: Vec<CauseCount>,
+    /// The sources answered by one diagnosis (`docs/matrix.md`, "Twins"):
+    /// each class of twins and how many flows its first source's answers
+    /// stand for. Absent when there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub twins: Vec<TwinsOut>,
     /// Every flow, sources in the order selected, each source's
     /// destinations in the order selected.
     pub flows: Vec<FlowOut>,
+}
+
+/// Sources that nothing a diagnosis reads tells apart: the flows of the
+/// others are answered by the first's, the source renamed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TwinsOut {
+    /// The first is the one whose flows were diagnosed.
+    pub sources: Vec<String>,
+    /// How many flows of the others its answers stand for (the rest were
+    /// diagnosed on their own: their answers name their source).
+    pub flows: usize,
 }
 
 /// How many flows end each way.
@@ -388,6 +404,7 @@ impl MatrixReport {
             snapshot,
             counts,
             causes,
+            twins: Vec::new(),
             flows,
         }
     }

@@ -503,6 +503,7 @@ pub fn matrix(report: &MatrixReport) -> Vec<String> {
     const LISTED: usize = 10;
     let mut lines: Vec<String> = Vec::new();
     lines.push(format!("{}: {}", report.snapshot, counts_line(report)));
+    lines.extend(twins_lines(report));
     let failing = |f: &&FlowOut| f.verdict != FlowVerdict::Succeeds;
     for cause in &report.causes {
         lines.push(String::new());
@@ -541,6 +542,50 @@ pub fn matrix(report: &MatrixReport) -> Vec<String> {
         lines.extend(unexplained.iter().map(|f| flow_line(f)));
     }
     lines.extend(confirmed_lines(report));
+    lines
+}
+
+/// How many flows twins' diagnoses answered (`docs/matrix.md`, "Twins"),
+/// and the largest classes: the source diagnosed for the others.
+fn twins_lines(report: &MatrixReport) -> Vec<String> {
+    /// Classes listed, and sources named in each; -o json has them all.
+    const CLASSES: usize = 10;
+    const NAMED: usize = 3;
+    if report.twins.is_empty() {
+        return Vec::new();
+    }
+    let stood_for: usize = report.twins.iter().map(|t| t.flows).sum();
+    let sources: usize = report.twins.iter().map(|t| t.sources.len()).sum();
+    let classes = match report.twins.len() {
+        1 => "1 class".to_owned(),
+        n => format!("{n} classes"),
+    };
+    let mut lines = vec![format!(
+        "{stood_for} flows answered by a twin's diagnosis: {sources} sources in {classes} of twins (docs/matrix.md, \"Twins\")"
+    )];
+    let mut largest: Vec<_> = report.twins.iter().collect();
+    largest.sort_by_key(|t| std::cmp::Reverse(t.flows));
+    for twins in largest.iter().take(CLASSES) {
+        let Some((first, others)) = twins.sources.split_first() else {
+            continue;
+        };
+        let mut named = others
+            .iter()
+            .take(NAMED)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(", ");
+        if others.len() > NAMED {
+            named.push_str(&format!(" and {} more", others.len() - NAMED));
+        }
+        lines.push(format!("    {first} for {named}: {} flows", twins.flows));
+    }
+    if report.twins.len() > CLASSES {
+        lines.push(format!(
+            "    ... and {} more classes (-o json lists every one)",
+            report.twins.len() - CLASSES
+        ));
+    }
     lines
 }
 
