@@ -511,7 +511,7 @@ const REAL_CALICO_FAULTS: &[Fault] = &[Fault {
 /// of them in seconds, so CI runs an evenly spaced sample of this many,
 /// the first (the healthy flow) always among them. The groups with no twin
 /// (the faults only the components show, Cilium, Canal) run whole.
-const CI_SAMPLE_OF_A_TWINNED_GROUP: usize = 4;
+const CI_SAMPLE_OF_A_TWINNED_GROUP: usize = 3;
 
 /// Whether a group's case runs in CI's full run: every case of a scripted
 /// group or of a real group without a scripted twin; an evenly spaced
