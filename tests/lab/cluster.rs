@@ -368,12 +368,17 @@ pub enum Dad {
     LinkLocal,
 }
 
-/// Starts a pod's listeners on [`POD_PORT`]: openbsd nc listens in one
-/// family, so a dual-stack pod gets a second one on IPv6.
+/// Starts a pod's listeners on [`POD_PORT`] (see [`spawn_listeners`]).
 pub fn spawn_pod_listeners(lab: &mut Lab, pod: &Pod) {
-    spawn_listener(lab, &pod.ns);
-    if pod.ip6.is_some() {
-        lab.spawn(&pod.ns, &["nc", "-6", "-lk", &POD_PORT.to_string()]);
+    spawn_listeners(lab, &pod.ns, pod.ip6.is_some());
+}
+
+/// Starts listeners on [`POD_PORT`] in `ns`: openbsd nc listens in one
+/// family, so a namespace with IPv6 (`ipv6`) gets a second one on IPv6.
+fn spawn_listeners(lab: &mut Lab, ns: &Netns, ipv6: bool) {
+    spawn_listener(lab, ns);
+    if ipv6 {
+        lab.spawn(ns, &["nc", "-6", "-lk", &POD_PORT.to_string()]);
     }
 }
 
@@ -385,10 +390,9 @@ pub fn spawn_listener(lab: &mut Lab, ns: &Netns) {
 /// Starts the outside host's listeners on [`POD_PORT`], in IPv6 too when
 /// `ipv6`, and waits until each accepts connections.
 pub fn start_outside_listeners(lab: &mut Lab, outside: &Netns, ipv6: bool) {
-    spawn_listener(lab, outside);
+    spawn_listeners(lab, outside, ipv6);
     wait_listening(outside);
     if ipv6 {
-        lab.spawn(outside, &["nc", "-6", "-lk", &POD_PORT.to_string()]);
         // `[::]:8080`, or `*:8080` for a socket taking both families.
         let listening = format!(":{POD_PORT} ");
         outside.wait_for(&["ss", "-H", "-6", "-tln"], Duration::from_secs(5), |out| {

@@ -513,26 +513,29 @@ const REAL_CALICO_FAULTS: &[Fault] = &[Fault {
 /// (the faults only the components show, Cilium, Canal) run whole.
 const CI_SAMPLE_OF_A_TWINNED_GROUP: usize = 3;
 
-/// Whether a group's case runs in CI's full run: every case of a scripted
-/// group or of a real group without a scripted twin; an evenly spaced
-/// sample of [`CI_SAMPLE_OF_A_TWINNED_GROUP`] of a twinned real group, all
-/// of them with `SKOOP_LAB_KUBELET=all` (kubelet groups, issue 31) or
+/// Which of a group's cases run in CI's full run, as a stride: every
+/// `n`th case, from the first. Every case (1) of a scripted group or of a
+/// real group without a scripted twin; an evenly spaced sample of
+/// [`CI_SAMPLE_OF_A_TWINNED_GROUP`] of a twinned real group, all of them
+/// with `SKOOP_LAB_KUBELET=all` (kubelet groups, issue 31) or
 /// `SKOOP_LAB_REAL=all` (the netns nodes'), which naming a case beyond the
 /// sample in `SKOOP_LAB_CASE` needs too.
-fn runs_in_ci(group: &Group, index: usize) -> bool {
+fn ci_stride(group: &Group) -> usize {
     let all = match group.lab {
         LabKind::Kubelet(_) => "SKOOP_LAB_KUBELET",
         LabKind::Real(..) | LabKind::RealDualStack(..) | LabKind::RealIpv6Only(..) => {
             "SKOOP_LAB_REAL"
         }
-        LabKind::Scripted(_) | LabKind::DualStack(..) | LabKind::Routed { .. } => return true,
+        LabKind::Scripted(_) | LabKind::DualStack(..) | LabKind::Routed { .. } => return 1,
     };
     let names = |faults: &[Fault]| faults.iter().map(|fault| fault.name).collect::<Vec<_>>();
     let twinned = TOPOLOGIES
         .iter()
         .any(|other| other.lab.scripted().is_some() && names(other.faults) == names(group.faults));
-    let stride = group.faults.len().div_ceil(CI_SAMPLE_OF_A_TWINNED_GROUP);
-    !twinned || index.is_multiple_of(stride) || std::env::var(all).is_ok_and(|value| value == "all")
+    if !twinned || std::env::var(all).is_ok_and(|value| value == "all") {
+        return 1;
+    }
+    group.faults.len().div_ceil(CI_SAMPLE_OF_A_TWINNED_GROUP)
 }
 
 /// Whether the groups running kube-router (kube-router's, k3s's) run: when
@@ -4323,8 +4326,9 @@ fn diagnosis_agrees_with_the_kernel_on_every_lab_fault() {
         .iter()
         .flat_map(|group| {
             let kube_router = matches!(group.lab, LabKind::Real(cni, _) if cni.runs_kube_router());
+            let stride = ci_stride(group);
             (group.faults.iter().enumerate())
-                .filter(move |(index, _)| runs_in_ci(group, *index))
+                .filter(move |(index, _)| index.is_multiple_of(stride))
                 .filter(move |_| !kube_router || runs_kube_router(wanted_any))
                 .map(move |(_, fault)| (group.lab, group.peer, fault))
         })
