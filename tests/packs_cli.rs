@@ -231,7 +231,7 @@ fn eval_prints_each_check_and_the_finding_with_its_evidence() {
     );
     assert!(
         text.trim_end()
-            .ends_with("20 checks over 20 subjects (5 skipped by their when): 1 failed, 0 cannot tell, 0 script errors"),
+            .ends_with("23 checks over 23 subjects (8 skipped by their when): 1 failed, 0 cannot tell, 0 script errors"),
         "{text}"
     );
     // node-2's own checks find nothing wrong: the missing entry is node-1's.
@@ -264,7 +264,7 @@ fn eval_as_json_lists_every_check_with_its_subjects_and_findings() {
     assert_eq!(pack["pack"], "flannel");
     assert_eq!(pack["mode"], "vxlan");
     let checks = pack["checks"].as_array().expect("checks");
-    assert_eq!(checks.len(), 20);
+    assert_eq!(checks.len(), 23);
     let ipv6_device = checks
         .iter()
         .find(|c| c["id"] == "flannel.vxlan.device-ipv6")
