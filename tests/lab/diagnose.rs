@@ -3806,11 +3806,48 @@ fn case_name(lab: LabKind, fault: &Fault) -> String {
     format!("{}: {}", lab.topology_name(), fault.name)
 }
 
+/// Where a case's time went, printed with it (`lab 14.2 s, kernel 3.1 s,
+/// …`): what CI's lab run spends is the sum of these, and a case that
+/// grows slow shows which phase did.
+struct Phases {
+    last: std::time::Instant,
+    spent: Vec<(&'static str, std::time::Duration)>,
+}
+
+impl Phases {
+    fn start() -> Self {
+        Self {
+            last: std::time::Instant::now(),
+            spent: Vec::new(),
+        }
+    }
+
+    /// Ends the phase `name`, begun at the last mark.
+    fn mark(&mut self, name: &'static str) {
+        let now = std::time::Instant::now();
+        self.spent.push((name, now - self.last));
+        self.last = now;
+    }
+}
+
+impl std::fmt::Display for Phases {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let total: std::time::Duration = self.spent.iter().map(|(_, spent)| *spent).sum();
+        write!(f, "{:.1} s (", total.as_secs_f64())?;
+        for (index, (name, spent)) in self.spent.iter().enumerate() {
+            let separator = if index == 0 { "" } else { ", " };
+            write!(f, "{separator}{name} {:.1} s", spent.as_secs_f64())?;
+        }
+        write!(f, ")")
+    }
+}
+
 fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
     let Availability::Run = availability() else {
         return None;
     };
     let name = case_name(kind, fault);
+    let mut phases = Phases::start();
     let mut lab = Lab::new();
     let (scripted, mut real) = match (kind.scripted(), kind) {
         (Some((cni, topology)), _) => (Some(Cluster::build(&mut lab, &topology, cni)), None),
@@ -3869,6 +3906,7 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
         }
         (Inject::Kernel(_), None, None) => unreachable!("one of the two is built"),
     }
+    phases.mark("lab");
     let cluster = match (&scripted, &real) {
         (Some(cluster), _) => cluster,
         (_, Some(real)) => &real.cluster,
@@ -3909,6 +3947,7 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
     };
     let ip = destination(cluster, to, peer, fault, kind.family());
     let kernel = kernel_delivers(&mut lab, cluster, (from, to), &ip, fault);
+    phases.mark("kernel");
 
     let via = match (peer, fault.to) {
         (Peer::FromOutside, To::NodePort { node }) => Some(cluster.nodes[node].name.clone()),
@@ -3974,16 +4013,20 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
             save_if_this_case(&name, dir.path());
             let diagnosis = engine::diagnose(&live::load(dir.path()), &request, &packs)
                 .expect("the request resolves");
+            phases.mark("collect and diagnose");
             // The same cluster collected through a real API server holding
             // its objects (`skoop collect cluster --node-exec`) must answer
             // the same.
             let server = live::serve_lab(&mut lab, cluster, dir.path());
+            phases.mark("API server");
             let live_dir = tempfile::tempdir().expect("temp dir");
             live::collect_live(&server, cluster, live_dir.path());
             live::assert_same_diagnosis(&diagnosis, live_dir.path(), &request, &name);
+            phases.mark("through the API server");
             if confirms(fault) {
                 let source = snapshot_reached_by(live_dir.path(), &live::node_exec(cluster));
                 confirm_case(&source, &request, kind, fault, kernel, &name);
+                phases.mark("--confirm");
             }
             diagnosis
         }
@@ -4003,6 +4046,7 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
                 ),
                 _ => live::collect_through(&real.server, &real.node_exec(), dir.path()),
             }
+            phases.mark("collect");
             save_if_this_case(&name, dir.path());
             // The components keep working while the case runs: a fault one
             // of them repaired between the kernel's answer and the snapshot
@@ -4024,13 +4068,18 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
                     snapshot_reached_by(dir.path(), &real.node_exec())
                 };
                 confirm_case(&source, &request, kind, fault, kernel, &name);
+                phases.mark("--confirm");
             }
-            engine::diagnose(&live::load(dir.path()), &request, &packs)
-                .expect("the request resolves")
+            let diagnosis = engine::diagnose(&live::load(dir.path()), &request, &packs)
+                .expect("the request resolves");
+            phases.mark("diagnose");
+            diagnosis
         }
         (None, None) => unreachable!("a real cluster was built"),
     };
     let status = exit_status(dir.path(), &request);
+    phases.mark("skoop's exit status");
+    eprintln!("{name}: {phases}");
     // Each hop once, in the order the findings name them.
     let mut blamed: Vec<String> = Vec::new();
     for finding in (diagnosis.findings.iter()).filter(|f| f.severity == engine::Severity::Fatal) {
@@ -4316,6 +4365,52 @@ fn diagnose_args(source: &[String], request: &Request) -> Vec<String> {
     args
 }
 
+/// How many cases run at once: `SKOOP_LAB_JOBS`, else 4.
+fn lab_jobs() -> usize {
+    match std::env::var("SKOOP_LAB_JOBS") {
+        Ok(jobs) => jobs
+            .parse()
+            .ok()
+            .filter(|&jobs| jobs > 0)
+            .unwrap_or_else(|| panic!("SKOOP_LAB_JOBS={jobs}: a number of cases, 1 or more")),
+        Err(_) => 4,
+    }
+}
+
+/// A counting semaphore: at most `n` holders of a slot at a time.
+struct Slots {
+    free: Mutex<usize>,
+    freed: std::sync::Condvar,
+}
+
+impl Slots {
+    fn new(n: usize) -> Self {
+        Self {
+            free: Mutex::new(n),
+            freed: std::sync::Condvar::new(),
+        }
+    }
+
+    /// Waits for a free slot; it is given back when the guard drops.
+    fn take(&self) -> Slot<'_> {
+        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        while *free == 0 {
+            free = self.freed.wait(free).unwrap_or_else(|e| e.into_inner());
+        }
+        *free -= 1;
+        Slot(self)
+    }
+}
+
+struct Slot<'a>(&'a Slots);
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        *self.0.free.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        self.0.freed.notify_one();
+    }
+}
+
 #[test]
 fn diagnosis_agrees_with_the_kernel_on_every_lab_fault() {
     // `SKOOP_LAB_CASE` runs that one case only, or (a topology's name) that
@@ -4348,12 +4443,21 @@ fn diagnosis_agrees_with_the_kernel_on_every_lab_fault() {
     }
     let rows = Mutex::new(Vec::new());
     let failures = Mutex::new(Vec::new());
-    // Cases run two at a time: each builds its own lab.
+    // Workers take the cases from one queue, each case building its own
+    // lab. A scripted case waits on its processes about half of its time,
+    // so `lab_jobs()` run at once; the real components' clusters are
+    // CPU-bound while they start, and at most two run at a time.
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let real_clusters = Slots::new(2);
     std::thread::scope(|scope| {
-        for chunk in cases.chunks(cases.len().div_ceil(2)) {
-            let (rows, failures) = (&rows, &failures);
+        for _ in 0..lab_jobs() {
+            let (rows, failures, next, cases, real_clusters) =
+                (&rows, &failures, &next, &cases, &real_clusters);
             scope.spawn(move || {
-                for (lab, peer, fault) in chunk {
+                while let Some((lab, peer, fault)) =
+                    cases.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+                {
+                    let _slot = lab.scripted().is_none().then(|| real_clusters.take());
                     match std::panic::catch_unwind(|| run_case(*lab, *peer, fault)) {
                         Ok(Some(row)) => rows.lock().unwrap().push(row),
                         Ok(None) => {}
