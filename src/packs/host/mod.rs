@@ -20,6 +20,7 @@
 mod addresses;
 mod cluster;
 mod datapath;
+mod json;
 mod namespace;
 mod netfilter;
 mod objects;
@@ -179,6 +180,7 @@ pub fn register(engine: &mut Engine) {
     cluster::register(engine);
     namespace::register(engine);
     datapath::register(engine);
+    json::register(engine);
     netfilter::register(engine);
     register_context(engine);
     engine

@@ -27,7 +27,7 @@
 //!   its order, and the IP owners and NodePorts are its own, not rebuilt.
 
 use std::cmp::Ordering;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -387,6 +387,51 @@ pub(super) struct Indexed {
     others_by_kind: Table,
     nodes_by_annotation: Table,
     node_pod_cidrs: Records,
+    /// `node_pod_cidrs` decoded once, on the first lookup.
+    pod_cidr_index: OnceLock<PodCidrIndex>,
+}
+
+/// The nodes' pod CIDRs, by prefix length and network: a lookup truncates
+/// an address to each length there is (a handful) instead of decoding every
+/// node's CIDRs (`skoop matrix` asks for each flow's every hop).
+#[derive(Debug, Clone, Default)]
+struct PodCidrIndex {
+    by_length: BTreeMap<(bool, u8), HashMap<IpNet, Vec<usize>>>,
+}
+
+impl PodCidrIndex {
+    fn build(bytes: &[u8], records: &Records) -> PodCidrIndex {
+        let mut index = PodCidrIndex::default();
+        for position in 0..records.len {
+            let cidrs = records
+                .get(bytes, position)
+                .and_then(|record| postcard::from_bytes::<Vec<IpNet>>(record).ok())
+                .unwrap_or_default();
+            for net in cidrs {
+                let nodes = (index.by_length)
+                    .entry((net.addr().is_ipv6(), net.prefix_len()))
+                    .or_default()
+                    .entry(net.trunc())
+                    .or_default();
+                if nodes.last() != Some(&position) {
+                    nodes.push(position);
+                }
+            }
+        }
+        index
+    }
+
+    /// The positions of the nodes with a pod CIDR holding `address`.
+    fn holding(&self, address: IpAddr) -> impl Iterator<Item = usize> + '_ {
+        (self.by_length.iter())
+            .filter(move |((ipv6, _), _)| *ipv6 == address.is_ipv6())
+            .filter_map(move |((_, length), networks)| {
+                let network = IpNet::new(address, *length).ok()?.trunc();
+                networks.get(&network)
+            })
+            .flatten()
+            .copied()
+    }
 }
 
 /// The parts of an object's key in its kind's table: namespace and name
@@ -588,6 +633,7 @@ impl Indexed {
             others_by_kind,
             nodes_by_annotation,
             node_pod_cidrs,
+            pod_cidr_index: OnceLock::new(),
         };
         Ok((indexed, problems))
     }
@@ -838,14 +884,9 @@ impl Indexed {
     /// The nodes annotated with any of `keys` or with a pod CIDR holding
     /// `address`, in the nodes' order.
     pub(super) fn nodes_with_pod_cidr(&self, address: IpAddr, keys: &[String]) -> Vec<&Node> {
-        let mut positions: Vec<usize> = (0..self.node_pod_cidrs.len)
-            .filter(|&i| {
-                self.node_pod_cidrs
-                    .get(&self.bytes, i)
-                    .and_then(|record| postcard::from_bytes::<Vec<IpNet>>(record).ok())
-                    .is_some_and(|cidrs| cidrs.iter().any(|net| net.contains(&address)))
-            })
-            .collect();
+        let index = (self.pod_cidr_index)
+            .get_or_init(|| PodCidrIndex::build(&self.bytes, &self.node_pod_cidrs));
+        let mut positions: Vec<usize> = index.holding(address).collect();
         let table = &self.nodes_by_annotation;
         for key in keys {
             if let Some(found) = table.find(&self.bytes, &[key.as_bytes()]) {
