@@ -4028,6 +4028,8 @@ fn run_case(kind: LabKind, peer: Peer, fault: &Fault) -> Option<Row> {
                 confirm_case(&source, &request, kind, fault, kernel, &name);
                 phases.mark("--confirm");
             }
+            drop(server);
+            phases.mark("API server's stop");
             diagnosis
         }
         (None, Some(real)) => {
