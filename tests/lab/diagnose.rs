@@ -4379,40 +4379,6 @@ fn lab_jobs() -> usize {
     }
 }
 
-/// A counting semaphore: at most `n` holders of a slot at a time.
-struct Slots {
-    free: Mutex<usize>,
-    freed: std::sync::Condvar,
-}
-
-impl Slots {
-    fn new(n: usize) -> Self {
-        Self {
-            free: Mutex::new(n),
-            freed: std::sync::Condvar::new(),
-        }
-    }
-
-    /// Waits for a free slot; it is given back when the guard drops.
-    fn take(&self) -> Slot<'_> {
-        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
-        while *free == 0 {
-            free = self.freed.wait(free).unwrap_or_else(|e| e.into_inner());
-        }
-        *free -= 1;
-        Slot(self)
-    }
-}
-
-struct Slot<'a>(&'a Slots);
-
-impl Drop for Slot<'_> {
-    fn drop(&mut self) {
-        *self.0.free.lock().unwrap_or_else(|e| e.into_inner()) += 1;
-        self.0.freed.notify_one();
-    }
-}
-
 #[test]
 fn diagnosis_agrees_with_the_kernel_on_every_lab_fault() {
     // `SKOOP_LAB_CASE` runs that one case only, or (a topology's name) that
@@ -4445,38 +4411,38 @@ fn diagnosis_agrees_with_the_kernel_on_every_lab_fault() {
     }
     let rows = Mutex::new(Vec::new());
     let failures = Mutex::new(Vec::new());
-    // Workers take the cases from one queue, each case building its own
-    // lab. A scripted case waits on its processes about half of its time,
-    // so `lab_jobs()` run at once; the real components' clusters are
-    // CPU-bound while they start, and at most two run at a time.
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let real_clusters = Slots::new(2);
-    std::thread::scope(|scope| {
-        for _ in 0..lab_jobs() {
-            let (rows, failures, next, cases, real_clusters) =
-                (&rows, &failures, &next, &cases, &real_clusters);
-            scope.spawn(move || {
-                while let Some((lab, peer, fault)) =
-                    cases.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
-                {
-                    let _slot = lab.scripted().is_none().then(|| real_clusters.take());
-                    match std::panic::catch_unwind(|| run_case(*lab, *peer, fault)) {
-                        Ok(Some(row)) => rows.lock().unwrap().push(row),
-                        Ok(None) => {}
-                        Err(panic) => {
-                            let message = panic
-                                .downcast_ref::<String>()
-                                .cloned()
-                                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                                .unwrap_or_default();
-                            let case = case_name(*lab, fault);
-                            failures.lock().unwrap().push(format!("{case}: {message}"));
+    // Each case builds its own lab. A scripted case waits on its processes
+    // about half of its time, so `lab_jobs()` of them run at once; the real
+    // components' clusters keep more of the CPU busy, and run two at a time.
+    let (scripted, real): (Vec<_>, Vec<_>) =
+        cases.iter().partition(|(lab, ..)| lab.scripted().is_some());
+    for (round, jobs) in [(scripted, lab_jobs()), (real, lab_jobs().min(2))] {
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        std::thread::scope(|scope| {
+            for _ in 0..jobs {
+                let (rows, failures, next, round) = (&rows, &failures, &next, &round);
+                scope.spawn(move || {
+                    while let Some((lab, peer, fault)) =
+                        round.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+                    {
+                        match std::panic::catch_unwind(|| run_case(*lab, *peer, fault)) {
+                            Ok(Some(row)) => rows.lock().unwrap().push(row),
+                            Ok(None) => {}
+                            Err(panic) => {
+                                let message = panic
+                                    .downcast_ref::<String>()
+                                    .cloned()
+                                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                                    .unwrap_or_default();
+                                let case = case_name(*lab, fault);
+                                failures.lock().unwrap().push(format!("{case}: {message}"));
+                            }
                         }
                     }
-                }
-            });
-        }
-    });
+                });
+            }
+        });
+    }
     let failures = failures.into_inner().unwrap();
     let mut rows = rows.into_inner().unwrap();
     rows.sort_by_key(|row| {
