@@ -170,9 +170,10 @@ fn local_address(text: &str) -> Result<(LocalAddress, Option<String>, u16), Stri
 /// The peer: an address as the local one's, its port a number or `*`.
 fn peer_address(text: &str) -> Result<(), String> {
     let (_, _, port) = endpoint(text)?;
-    match port == "*" || port.parse::<u16>().is_ok() {
-        true => Ok(()),
-        false => Err(format!("port {port:?} is neither a number nor *")),
+    if port == "*" || port.parse::<u16>().is_ok() {
+        Ok(())
+    } else {
+        Err(format!("port {port:?} is neither a number nor *"))
     }
 }
 
