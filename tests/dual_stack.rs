@@ -234,6 +234,43 @@ fn a_question_that_mixes_families_is_refused() {
     assert!(out.contains("of the same family"), "{out}");
 }
 
+/// An address of one family beside a dual-stack pod named by name is a
+/// question in the address's family: the pod's IPv6 address, not a refusal
+/// because its first address is IPv4. The same address beside an
+/// IPv4-only pod is still refused.
+#[test]
+fn an_address_beside_a_dual_stack_pod_narrows_the_question_to_its_family() {
+    let (code, out) = diagnose(&[
+        "-s",
+        EXAMPLE,
+        "--from",
+        "fd00:10:244::2",
+        "--to",
+        "default/web-3:8080",
+    ]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains(
+            "fd00:10:244::2 -> default/web-3:8080 ([fd00:10:244:1::3]:8080 tcp): delivered"
+        ),
+        "{out}"
+    );
+    assert!(!out.contains("10.244.1.3"), "{out}");
+
+    let (code, out) = diagnose(&[
+        "-s",
+        "examples/flannel-host-gw",
+        "--from",
+        "fd00:10:244::2",
+        "--to",
+        "default/web-3:8080",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(code, Some(2), "{out}");
+    assert!(out.contains("of the same family"), "{out}");
+}
+
 #[test]
 fn a_family_the_destination_lacks_is_said() {
     let (code, out) = diagnose(

@@ -151,7 +151,9 @@ pub(crate) fn resolve(snapshot: &Snapshot, request: &Request) -> Result<Resolved
 /// destination by name and says no `family` (the destination's first
 /// address's family first, then the other), where the request resolves in
 /// both (a source pod with an address of each; an address source only in
-/// its own family); else once, as it is.
+/// its own family); once, in the address's family, where an address of one
+/// family meets a dual-stack endpoint named (`--from fd00::5 --to NS/POD`);
+/// else once, as it is.
 pub fn per_family(snapshot: &Snapshot, request: &Request) -> Vec<Request> {
     let in_family = |family: Family| Request {
         family: Some(family),
@@ -159,6 +161,17 @@ pub fn per_family(snapshot: &Snapshot, request: &Request) -> Vec<Request> {
     };
     let first = match (request.family, resolve(snapshot, request)) {
         (None, Ok(resolved)) => Family::of(resolved.question.dst),
+        (None, Err(TargetError::MixedFamilies { src, dst, .. })) => {
+            // The named side's first address is of the other family: ask
+            // in each side's family, and keep the first in which both sides
+            // have an address (the literal's family, where the named side
+            // has one of it).
+            return [Family::of(src), Family::of(dst)]
+                .into_iter()
+                .map(in_family)
+                .find(|narrowed| resolve(snapshot, narrowed).is_ok())
+                .map_or_else(|| vec![request.clone()], |narrowed| vec![narrowed]);
+        }
         _ => return vec![request.clone()],
     };
     let other = in_family(first.other());
