@@ -102,7 +102,7 @@ fn matrix_answers_equal_diagnose_on_a_sample_of_50_flows() {
     let sample: Vec<&(&str, Value)> = (0..50).map(|i| &all[i * all.len() / 50]).collect();
     let mut verdicts = BTreeSet::new();
     for (snapshot, flow) in sample {
-        verdicts.insert(diagnose_says(Path::new(snapshot), flow));
+        verdicts.insert(diagnose_says(Path::new(snapshot), flow, &[]));
     }
     assert_eq!(
         verdicts.len(),
@@ -114,7 +114,7 @@ fn matrix_answers_equal_diagnose_on_a_sample_of_50_flows() {
 /// Diagnoses a matrix's flow on its own (`skoop diagnose --from FROM --to
 /// TO --protocol P --family F -o json`) and holds the matrix's answer to
 /// it, field for field; the verdict.
-fn diagnose_says(snapshot: &Path, flow: &Value) -> &'static str {
+fn diagnose_says(snapshot: &Path, flow: &Value, more: &[&str]) -> &'static str {
     let (from, to, protocol) = (
         flow["from"].as_str().unwrap(),
         flow["to"].as_str().unwrap(),
@@ -140,6 +140,7 @@ fn diagnose_says(snapshot: &Path, flow: &Value) -> &'static str {
     if let Some(family) = &family {
         args.extend(["--family", family]);
     }
+    args.extend(more);
     let output = skoop(&args);
     let report: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
         panic!(
@@ -230,7 +231,7 @@ fn a_whole_cluster_matrix_equals_diagnose_on_200_sampled_flows() {
             .map(|half| {
                 scope.spawn(|| {
                     for flow in *half {
-                        diagnose_says(&snapshot, flow);
+                        diagnose_says(&snapshot, flow, &[]);
                     }
                 })
             })
@@ -752,15 +753,22 @@ fn with_replicas(example: &str, replicas: &[Replica], more: Option<&str>) -> tem
 
 /// `skoop matrix -o json` with `args` on `dir`, with twins and with
 /// `--each-flow`: every flow's answer is the same byte for byte, and each
-/// flow a twin answered is what `diagnose` says of it alone. The classes of
-/// twins, how many flows they answered, and the verdicts of those flows.
+/// flow a twin answered is what `diagnose` says of it alone (both with
+/// `packs`, the packs' own flags). The classes of twins, how many flows
+/// they answered, and the verdicts of those flows.
 fn twins_hold(
     dir: &Path,
     args: &[&str],
+    packs: &[&str],
     code: i32,
 ) -> (Vec<Vec<String>>, u64, BTreeSet<&'static str>) {
     let snapshot = dir.to_str().expect("a UTF-8 path");
-    let args = [&["matrix", "--snapshot", snapshot, "-o", "json"][..], args].concat();
+    let args = [
+        &["matrix", "--snapshot", snapshot, "-o", "json"][..],
+        args,
+        packs,
+    ]
+    .concat();
     let twins: Value = serde_json::from_str(&stdout(&args, code)).expect("JSON");
     let each: Value =
         serde_json::from_str(&stdout(&[&args[..], &["--each-flow"]].concat(), code)).expect("JSON");
@@ -791,7 +799,7 @@ fn twins_hold(
     for flow in flows(&twins) {
         let from = flow["from"].as_str().unwrap().to_owned();
         if classes.iter().any(|class| class[1..].contains(&from)) {
-            verdicts.insert(diagnose_says(dir, flow));
+            verdicts.insert(diagnose_says(dir, flow, packs));
         }
     }
     (classes, stood_for, verdicts)
@@ -800,8 +808,14 @@ fn twins_hold(
 #[test]
 fn twins_answer_each_flow_as_diagnose_answers_it_alone() {
     // examples/flannel-vxlan with replicas beside its web pods: four alike
-    // on node-1, one labelled otherwise, one whose address a
-    // NetworkPolicy's ipBlock names, two alike on node-2.
+    // on node-1, one labelled otherwise, one in another namespace, one
+    // whose address a NetworkPolicy's ipBlock names, two alike on node-2.
+    // A second policy admits app=client pods of default to the web pods,
+    // and a pack of the test's says, without naming the source, where the
+    // destination's policies deny it: flows to the web pods tell other-e
+    // (labels) and team/client-n (namespace) from client-a, through what
+    // the policies read, and are diagnosed on their own; their other flows
+    // are answered by client-a's.
     let (one, two) = (("node-1", "172.18.0.11"), ("node-2", "172.18.0.12"));
     let replicas: &[Replica] = &[
         ("client-a", "client", &["10.244.1.20"], one),
@@ -813,21 +827,37 @@ fn twins_answer_each_flow_as_diagnose_answers_it_alone() {
         ("client-g", "client", &["10.244.2.20"], two),
         ("client-h", "client", &["10.244.2.21"], two),
     ];
-    let policy = "apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata:\n  name: web\n  namespace: default\nspec:\n  podSelector:\n    matchLabels:\n      app: web\n  policyTypes: [Ingress]\n  ingress:\n  - from:\n    - ipBlock:\n        cidr: 10.244.1.30/32\n";
-    let dir = with_replicas("examples/flannel-vxlan", replicas, Some(policy));
+    let elsewhere = replica("client-n", "client", &["10.244.1.24"], one.0, one.1)
+        .replace("namespace: default", "namespace: team");
+    let more = format!(
+        "apiVersion: v1\nkind: List\nitems:\n{elsewhere}{}{}",
+        policy("web", "[{ipBlock: {cidr: 10.244.1.30/32}}]"),
+        policy(
+            "web-from-clients",
+            "[{podSelector: {matchLabels: {app: client}}}]"
+        ),
+    );
+    let dir = with_replicas("examples/flannel-vxlan", replicas, Some(&more));
     // Every kind of destination, and a port nothing listens on: answers
     // that fail as well as succeed.
     let args = [
         "--from-pods",
         "default",
+        "--from-pods",
+        "team",
         "--to-services",
         "--to-pods",
         "default",
         "--to",
         "default/web-2:9999",
     ];
-    let (classes, stood_for, verdicts) = twins_hold(dir.path(), &args, 1);
-    assert_eq!(verdicts.len(), 2, "{verdicts:?}");
+    let pack = tempfile::tempdir().unwrap();
+    fs::write(pack.path().join("pack.yaml"), POLICY_SAYS_PACK).unwrap();
+    fs::write(pack.path().join("checks.rhai"), POLICY_SAYS_CHECK).unwrap();
+    let pack_path = pack.path().to_str().expect("a UTF-8 path");
+    let (classes, stood_for, verdicts) =
+        twins_hold(dir.path(), &args, &["--pack-path", pack_path], 1);
+    assert_eq!(verdicts.len(), 3, "{verdicts:?}");
     assert_eq!(
         classes,
         [
@@ -835,13 +865,50 @@ fn twins_answer_each_flow_as_diagnose_answers_it_alone() {
                 "default/client-a",
                 "default/client-b",
                 "default/client-c",
-                "default/client-d"
+                "default/client-d",
+                "default/other-e",
+                "team/client-n",
             ],
             vec!["default/client-g", "default/client-h"],
         ],
-        "other-e's labels and client-f's address tell them apart"
+        "client-f's address tells it apart; other-e's labels and client-n's namespace only where a policy reads them"
     );
     assert!(stood_for > 30, "{stood_for} flows answered by twins");
+}
+
+/// A rules pack whose hop check fails where the destination's ingress
+/// policies deny the packet's source, in words that do not name it.
+const POLICY_SAYS_PACK: &str = "name: policy-says
+version: 0.1.0
+description: What the destination's policies say of the source.
+engine: \">=0.1.0\"
+contract: 2
+kind: rules
+checks:
+  - id: policy-says.denied
+    doc: The destination's ingress policies deny the source.
+    severity: critical
+    scope: hop
+    kind: script
+    function: denied
+    message: \"${actual}\"
+";
+const POLICY_SAYS_CHECK: &str = r#"
+fn denied(ctx) {
+    let packet = ctx.hop.packet;
+    if ctx.hop.reply || packet.dst_port == () { return (); }
+    let verdict = ctx.cluster.network_policy(packet.src, packet.dst, packet.dst_port, packet.protocol);
+    if verdict.ingress.verdict != "denied" { return (); }
+    #{actual: "the destination's ingress policies deny this source", expected: "admitted"}
+}
+"#;
+
+/// A NetworkPolicy `name` in default isolating the web pods for ingress,
+/// admitting `from`, as an item of a List.
+fn policy(name: &str, from: &str) -> String {
+    format!(
+        "- apiVersion: networking.k8s.io/v1\n  kind: NetworkPolicy\n  metadata: {{name: {name}, namespace: default}}\n  spec:\n    podSelector: {{matchLabels: {{app: web}}}}\n    policyTypes: [Ingress]\n    ingress: [{{from: {from}}}]\n"
+    )
 }
 
 #[test]
@@ -876,7 +943,7 @@ fn dual_stack_twins_answer_both_families_as_diagnose_does() {
         "default",
     ];
     // Services without endpoints are refused by kube-proxy's rules.
-    let (classes, stood_for, verdicts) = twins_hold(dir.path(), &args, 1);
+    let (classes, stood_for, verdicts) = twins_hold(dir.path(), &args, &[], 1);
     assert_eq!(verdicts.len(), 2, "{verdicts:?}");
     assert_eq!(
         classes,

@@ -15,7 +15,7 @@
 pub mod diff;
 mod twins;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::str::FromStr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -24,10 +24,14 @@ use crate::engine::{self, Diagnosis, Endpoint, Protocol, Request};
 use crate::net::Family;
 use crate::packs::LoadedPacks;
 use crate::report::matrix::{FlowOut, TwinsOut};
+use crate::snapshot::cluster::pod_reads::{self, PodRead};
 use crate::snapshot::cluster::{
     LabelSelector, LabelSelectorRequirement, PodPhase, PortRef, SelectorOperator,
 };
 use crate::snapshot::{NetnsId, Snapshot};
+
+/// A flow's index, its answer and what its diagnosis read of pods.
+type Answered = (usize, FlowOut, Vec<PodRead>);
 
 /// One question of a matrix: what `skoop diagnose --from FROM --to TO
 /// --protocol PROTOCOL --family FAMILY` asks (a destination's port is part
@@ -462,27 +466,42 @@ pub fn evaluate(
     let first: Vec<usize> = (0..flows.len())
         .filter(|&i| stand_in(i).is_none())
         .collect();
-    for (index, answer) in diagnose_each(&pool, snapshot, flows, &first, load_packs, each)? {
+    // What each diagnosis read of pods beyond their identity, where a
+    // twin's answer may stand for another's.
+    let recording = !plan.classes.is_empty();
+    let mut reads: Vec<Vec<PodRead>> = vec![Vec::new(); flows.len()];
+    for (index, answer, read) in
+        diagnose_each(&pool, snapshot, flows, &first, load_packs, each, recording)?
+    {
         slots[index] = Some(answer);
+        reads[index] = read;
     }
-    // A twin's answer that names its source (a finding at its hop) stands
-    // for no other: those flows are diagnosed on their own.
+    // A twin's answer that names its source (a finding at its hop), or whose
+    // diagnosis read what tells the two apart, stands for no other: those
+    // flows are diagnosed on their own.
     let mut alone = Vec::new();
     let mut stood_for: HashMap<String, usize> = HashMap::new();
+    let mut stood_in: HashSet<String> = HashSet::new();
     for index in 0..flows.len() {
         let Some(twin) = stand_in(index) else {
             continue;
         };
         let answer = slots[twin].as_ref();
-        match answer.and_then(|answer| plan.readdress(answer, &flows[index])) {
+        let readdressed = answer.and_then(|answer| {
+            plan.readdress(answer, &reads[twin], &flows[index], &snapshot.cluster)
+        });
+        match readdressed {
             Some(answer) => {
                 *stood_for.entry(flows[twin].from.to_string()).or_default() += 1;
+                stood_in.insert(answer.from.clone());
                 slots[index] = Some(answer);
             }
             None => alone.push(index),
         }
     }
-    for (index, answer) in diagnose_each(&pool, snapshot, flows, &alone, load_packs, each)? {
+    for (index, answer, _) in
+        diagnose_each(&pool, snapshot, flows, &alone, load_packs, each, false)?
+    {
         slots[index] = Some(answer);
     }
     let twins = plan
@@ -490,10 +509,14 @@ pub fn evaluate(
         .iter()
         .filter_map(|class| {
             let flows = *stood_for.get(&class[0])?;
-            Some(TwinsOut {
-                sources: class.clone(),
-                flows,
-            })
+            // Those none of whose flows it answered are not its twins.
+            let sources = class
+                .iter()
+                .enumerate()
+                .filter(|(i, source)| *i == 0 || stood_in.contains(*source))
+                .map(|(_, source)| source.clone())
+                .collect();
+            Some(TwinsOut { sources, flows })
         })
         .collect();
     // Every flow was diagnosed, or answered by the twin it stands in for.
@@ -504,7 +527,8 @@ pub fn evaluate(
 }
 
 /// Diagnoses the flows of `indices` on `pool`'s workers, each loading its
-/// packs first; each answer with its flow's index.
+/// packs first; each answer with its flow's index and, `recording`, what
+/// its diagnosis read of pods beyond their identity (`pod_reads`).
 fn diagnose_each(
     pool: &rayon::ThreadPool,
     snapshot: &Arc<Snapshot>,
@@ -512,14 +536,15 @@ fn diagnose_each(
     indices: &[usize],
     load_packs: &(dyn Fn() -> Result<LoadedPacks, String> + Sync),
     each: EachDiagnosis,
-) -> Result<Vec<(usize, FlowOut)>, MatrixError> {
+    recording: bool,
+) -> Result<Vec<Answered>, MatrixError> {
     if indices.is_empty() {
         return Ok(Vec::new());
     }
     // Workers take the next flow as they finish one, so that a slow flow
     // (a service of many backends) holds up only its own worker.
     let next = AtomicUsize::new(0);
-    let answered: Vec<Result<Vec<(usize, FlowOut)>, String>> = pool.broadcast(|_| {
+    let answered: Vec<Result<Vec<Answered>, String>> = pool.broadcast(|_| {
         let packs = load_packs()?;
         let mut answered = Vec::new();
         while let Some(&index) = indices.get(next.fetch_add(1, Ordering::Relaxed)) {
@@ -529,14 +554,18 @@ fn diagnose_each(
             // `diagnose` (--max-script-time), not what the flows before it
             // on this worker left of it.
             crate::packs::start_run();
-            let answer = match engine::diagnose(snapshot, &flow.request(), &packs) {
+            let diagnose = || match engine::diagnose(snapshot, &flow.request(), &packs) {
                 Ok(diagnosis) => {
                     each(index, &diagnosis);
                     FlowOut::new(from, to, flow.protocol, &diagnosis)
                 }
                 Err(e) => FlowOut::refused(from, to, flow.protocol, flow.family, e.to_string()),
             };
-            answered.push((index, answer));
+            let (answer, read) = match recording {
+                true => pod_reads::capture(diagnose),
+                false => (diagnose(), Vec::new()),
+            };
+            answered.push((index, answer, read));
         }
         Ok(answered)
     });

@@ -47,27 +47,36 @@ use ipnet::IpNet;
 use super::Flow;
 use crate::engine::Endpoint;
 use crate::report::matrix::FlowOut;
-use crate::snapshot::cluster::{ObjectSource, Pod};
+use crate::snapshot::cluster::pod_reads::PodRead;
+use crate::snapshot::cluster::{Cluster, Labels, ObjectSource, Pod, PolicyFlow};
 use crate::snapshot::{NetnsId, Snapshot};
 
-/// What names a pod as itself, which a twin has its own of.
+/// What names a pod as itself, which a twin has its own of; and its
+/// namespace and labels, in which twins may differ where no diagnosis reads
+/// them.
 #[derive(Debug, Clone)]
 struct Identity {
+    namespace: String,
     name: String,
     uid: String,
     /// Its addresses, as text.
     ips: Vec<String>,
+    addresses: Vec<IpAddr>,
     /// Where its object was read from (`FILE:LINE`), as evidence cites it.
     source: String,
+    labels: Labels,
 }
 
 impl Identity {
     fn of(pod: &Pod) -> Identity {
         Identity {
+            namespace: pod.meta.namespace.clone(),
             name: pod.meta.name.clone(),
             uid: pod.meta.uid.clone(),
             ips: pod.ips.iter().map(ToString::to_string).collect(),
+            addresses: pod.ips.clone(),
             source: pod.meta.source.to_string(),
+            labels: pod.meta.labels.clone(),
         }
     }
 
@@ -77,6 +86,72 @@ impl Identity {
             .into_iter()
             .chain(self.ips.iter().map(String::as_str))
             .filter(|word| !word.is_empty())
+    }
+
+    fn is(&self, namespace: &str, name: &str) -> bool {
+        self.namespace == namespace && self.name == name
+    }
+
+    /// `text` with its name (`namespace/name` first) and the other words
+    /// that name it replaced by a mark.
+    fn unnamed(&self, text: &str) -> String {
+        let qualified = format!("{}/{}", self.namespace, self.name);
+        let text = text.replace(&qualified, "\u{1}");
+        self.words()
+            .fold(text, |text, word| replace_word(&text, word))
+    }
+
+    /// `ip` with this pod's and `other`'s addresses swapped (by their
+    /// place in each one's list).
+    fn swapped(&self, other: &Identity, ip: IpAddr) -> IpAddr {
+        let at = |from: &Identity, to: &Identity| {
+            let place = from.addresses.iter().position(|own| *own == ip)?;
+            to.addresses.get(place).copied()
+        };
+        at(self, other).or_else(|| at(other, self)).unwrap_or(ip)
+    }
+
+    /// Whether `read`, made while diagnosing a flow from this pod, gives
+    /// the same with `other` in its place (and it in `other`'s): then that
+    /// read cannot tell `other`'s flow from this one's.
+    fn read_alike(&self, other: &Identity, read: &PodRead, cluster: &Cluster) -> bool {
+        let either =
+            |namespace: &str, name: &str| self.is(namespace, name) || other.is(namespace, name);
+        let labelled = |pod: &Identity, key: &str, value: &str| {
+            pod.labels.get(key).is_some_and(|own| own == value)
+        };
+        match read {
+            PodRead::Namespace { namespace, name } => {
+                !either(namespace, name) || self.namespace == other.namespace
+            }
+            PodRead::Labels { namespace, name } => {
+                !either(namespace, name) || self.labels == other.labels
+            }
+            PodRead::Labelled { key, value } => {
+                labelled(self, key, value) == labelled(other, key, value)
+            }
+            PodRead::Selected {
+                namespace,
+                selector,
+            } => {
+                let selected =
+                    |pod: &Identity| pod.namespace == *namespace && selector.matches(&pod.labels);
+                selected(self) == selected(other)
+            }
+            PodRead::Policy(flow) => {
+                let theirs = PolicyFlow {
+                    src: self.swapped(other, flow.src),
+                    dst: self.swapped(other, flow.dst),
+                    ..*flow
+                };
+                if theirs == *flow {
+                    return true;
+                }
+                let own = format!("{:?}", cluster.network_policy(flow));
+                let swapped = format!("{:?}", cluster.network_policy(&theirs));
+                self.unnamed(&own) == other.unnamed(&swapped)
+            }
+        }
     }
 }
 
@@ -96,11 +171,25 @@ pub(super) struct Plan {
 
 impl Plan {
     /// Flow `member`'s answer from its twin's, `answer`: the same with its
-    /// source renamed, where nothing else in the answer names either pod.
-    pub(super) fn readdress(&self, answer: &FlowOut, member: &Flow) -> Option<FlowOut> {
+    /// source renamed, where nothing the twin's diagnosis read of pods
+    /// (`reads`) tells the two apart, and nothing else in the answer names
+    /// either pod.
+    pub(super) fn readdress(
+        &self,
+        answer: &FlowOut,
+        reads: &[PodRead],
+        member: &Flow,
+        cluster: &Cluster,
+    ) -> Option<FlowOut> {
         let from = member.from.to_string();
         let theirs = self.identities.get(&answer.from)?;
         let own = self.identities.get(&from)?;
+        if !reads
+            .iter()
+            .all(|read| theirs.read_alike(own, read, cluster))
+        {
+            return None;
+        }
         let mut rest = answer.clone();
         rest.from.clear();
         let text = serde_json::to_string(&rest).ok()?;
@@ -271,13 +360,17 @@ fn names_a_member(to: &Endpoint, class: &[String], identities: &HashMap<String, 
     }
 }
 
-/// A pod's object without its identity: its name, uid, source and
-/// addresses cleared (their families kept), and each of them written in
-/// its labels and annotations replaced by a mark.
+/// A pod's object without its identity, namespace and labels: its name,
+/// uid, source and addresses cleared (their families kept), and each of
+/// them written in its annotations replaced by a mark. Twins may differ in
+/// namespace and labels where no diagnosis reads them
+/// ([`Identity::read_alike`]).
 fn shape(pod: &Pod) -> String {
     let identity = Identity::of(pod);
     let mut shape = pod.clone();
     let families: Vec<bool> = pod.ips.iter().map(IpAddr::is_ipv4).collect();
+    shape.meta.namespace.clear();
+    shape.meta.labels.clear();
     shape.meta.name.clear();
     shape.meta.uid.clear();
     shape.meta.source = ObjectSource {
@@ -290,9 +383,12 @@ fn shape(pod: &Pod) -> String {
             .words()
             .fold(text.to_owned(), |text, word| replace_word(&text, word))
     };
-    for map in [&mut shape.meta.labels, &mut shape.meta.annotations] {
-        *map = map.iter().map(|(k, v)| (unnamed(k), unnamed(v))).collect();
-    }
+    shape.meta.annotations = shape
+        .meta
+        .annotations
+        .iter()
+        .map(|(k, v)| (unnamed(k), unnamed(v)))
+        .collect();
     format!(
         "{families:?} {}",
         serde_json::to_string(&shape).unwrap_or_default()
@@ -531,6 +627,7 @@ fn signature(ips: &[IpAddr], literals: &[IpNet], lengths: &BTreeSet<(bool, u8)>)
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::snapshot::cluster::LabelSelector;
 
     fn found(text: &str) -> BTreeSet<String> {
         let mut nets = HashSet::new();
@@ -570,14 +667,70 @@ mod tests {
         assert_eq!(replace_word("a job-1 job-10", "job-1"), "a \u{1} job-10");
     }
 
-    #[test]
-    fn an_answer_naming_either_twin_stands_for_no_other() {
-        let identity = |name: &str, ip: &str| Identity {
+    fn identity(namespace: &str, name: &str, ip: &str, app: &str) -> Identity {
+        Identity {
+            namespace: namespace.to_owned(),
             name: name.to_owned(),
             uid: format!("uid-{name}"),
             ips: vec![ip.to_owned()],
+            addresses: vec![ip.parse().unwrap()],
             source: format!("cluster/pods.yaml:{}", ip.len()),
+            labels: Labels::from([("app".to_owned(), app.to_owned())]),
+        }
+    }
+
+    #[test]
+    fn a_read_tells_twins_apart_only_where_they_differ_in_what_it_read() {
+        let cluster = Cluster::default();
+        let a = identity("default", "a", "10.244.1.20", "client");
+        let other_labels = identity("default", "b", "10.244.1.21", "other");
+        let other_namespace = identity("team", "c", "10.244.1.22", "client");
+        let bystander = identity("default", "d", "10.244.1.23", "client");
+        let alike = |b: &Identity, read: PodRead| a.read_alike(b, &read, &cluster);
+        let namespace_of = |pod: &Identity| PodRead::Namespace {
+            namespace: pod.namespace.clone(),
+            name: pod.name.clone(),
         };
+        let labels_of = |pod: &Identity| PodRead::Labels {
+            namespace: pod.namespace.clone(),
+            name: pod.name.clone(),
+        };
+        assert!(alike(&other_labels, namespace_of(&a)));
+        assert!(!alike(&other_namespace, namespace_of(&a)));
+        assert!(!alike(&other_namespace, namespace_of(&other_namespace)));
+        assert!(alike(&other_namespace, namespace_of(&bystander)));
+        assert!(!alike(&other_labels, labels_of(&other_labels)));
+        assert!(alike(&other_namespace, labels_of(&a)));
+        let labelled = |value: &str| PodRead::Labelled {
+            key: "app".into(),
+            value: value.into(),
+        };
+        assert!(!alike(&other_labels, labelled("client")));
+        assert!(alike(&other_labels, labelled("web")));
+        assert!(alike(&other_namespace, labelled("client")));
+        let selected = |namespace: &str| PodRead::Selected {
+            namespace: namespace.into(),
+            selector: LabelSelector {
+                match_labels: Labels::from([("app".to_owned(), "client".to_owned())]),
+                ..LabelSelector::default()
+            },
+        };
+        assert!(!alike(&other_namespace, selected("default")));
+        assert!(alike(&other_namespace, selected("kube-system")));
+        assert!(!alike(&other_labels, selected("default")));
+        // No policy in the cluster: the verdicts differ in the pod alone.
+        let policy = PodRead::Policy(PolicyFlow {
+            src: "10.244.1.20".parse().unwrap(),
+            dst: "10.244.2.3".parse().unwrap(),
+            transport: None,
+            from_destination_node: false,
+        });
+        assert!(alike(&other_namespace, policy));
+    }
+
+    #[test]
+    fn an_answer_naming_either_twin_stands_for_no_other() {
+        let identity = |name: &str, ip: &str| identity("default", name, ip, "client");
         let plan = Plan {
             identities: HashMap::from([
                 ("default/a".to_owned(), identity("a", "10.244.1.20")),
@@ -606,7 +759,13 @@ mod tests {
             error: None,
             confirmation: None,
         };
-        let renamed = plan.readdress(&answer("nothing listens on tcp port 80"), &member);
+        let cluster = Cluster::default();
+        let renamed = plan.readdress(
+            &answer("nothing listens on tcp port 80"),
+            &[],
+            &member,
+            &cluster,
+        );
         assert_eq!(renamed.map(|a| a.from), Some("default/b".to_owned()));
         for named in [
             "10.244.1.20 -> 10.244.2.3:80",
@@ -614,7 +773,8 @@ mod tests {
             "default/a's veth",
             "uid-b",
         ] {
-            assert_eq!(plan.readdress(&answer(named), &member), None, "{named}");
+            let renamed = plan.readdress(&answer(named), &[], &member, &cluster);
+            assert_eq!(renamed, None, "{named}");
         }
     }
 

@@ -8,6 +8,9 @@
 //! hop check's answer is kept too, for the facts of the hop it read
 //! (`reads.rs`): a check that asked only whether the hop stopped the packet
 //! answers once for every hop of that namespace that did not.
+//! Each answer keeps what it read of pods beyond their identity
+//! (`pod_reads`), and notes it again each time it is used, as if the check
+//! had run.
 //! `skoop matrix` asks thousands of diagnoses of one snapshot about the same
 //! few nodes and pods; each check runs once per subject on each worker.
 //!
@@ -28,6 +31,7 @@ use super::eval::Finding;
 use super::reads::{HopFacts, HopReads};
 use super::sandbox::ScriptErrorKind;
 use super::scope::{Context, HopScope, Subject};
+use crate::snapshot::cluster::pod_reads::{self, PodRead};
 use crate::snapshot::{NetnsId, Snapshot};
 
 /// A check among the loaded packs: its pack's index and its own.
@@ -69,10 +73,10 @@ pub(super) type ModeAnswer = Result<Option<String>, Box<Finding>>;
 pub(super) struct Answers {
     snapshot: Weak<Snapshot>,
     /// Per CNI pack (by index): whether it is detected.
-    detected: HashMap<usize, bool>,
-    modes: HashMap<usize, ModeAnswer>,
+    detected: HashMap<usize, Read<bool>>,
+    modes: HashMap<usize, Read<ModeAnswer>>,
     /// `None`: the check's `when:` skipped the subject.
-    checks: HashMap<CheckIndex, HashMap<ContextKey, Option<Vec<Finding>>>>,
+    checks: HashMap<CheckIndex, HashMap<ContextKey, Read<CheckAnswer>>>,
     /// Each hop check's findings in a namespace, by the facts of the hop it
     /// read (`reads.rs`): for each set of fields it has read, its findings
     /// for each of their values seen.
@@ -82,8 +86,23 @@ pub(super) struct Answers {
 /// What one hop check answered in one namespace.
 #[derive(Default)]
 struct HopAnswers {
-    by_reads: Vec<(HopReads, HashMap<HopFacts, Vec<Finding>>)>,
+    by_reads: Vec<(HopReads, HopFindings)>,
     kept: usize,
+}
+
+/// A hop check's findings, by the values of the facts it read.
+type HopFindings = HashMap<HopFacts, Read<Vec<Finding>>>;
+
+/// A snapshot check's findings about a subject; `None`: skipped.
+type CheckAnswer = Option<Vec<Finding>>;
+
+/// An answer, and what making it read of pods beyond their identity.
+type Read<T> = (T, Vec<PodRead>);
+
+/// A kept answer used again: its reads are noted as if it were made anew.
+fn used<T>((answer, reads): &Read<T>) -> &T {
+    pod_reads::replay(reads);
+    answer
 }
 
 /// At most this many answers of one hop check in one namespace are kept
@@ -105,19 +124,19 @@ impl Answers {
     }
 
     pub(super) fn detected(&self, pack: usize) -> Option<bool> {
-        self.detected.get(&pack).copied()
+        self.detected.get(&pack).map(used).copied()
     }
 
-    pub(super) fn keep_detected(&mut self, pack: usize, detected: bool) {
+    pub(super) fn keep_detected(&mut self, pack: usize, detected: Read<bool>) {
         self.detected.insert(pack, detected);
     }
 
     pub(super) fn mode(&self, pack: usize) -> Option<&ModeAnswer> {
-        self.modes.get(&pack)
+        self.modes.get(&pack).map(used)
     }
 
-    pub(super) fn keep_mode(&mut self, pack: usize, answer: ModeAnswer) {
-        if let Err(finding) = &answer
+    pub(super) fn keep_mode(&mut self, pack: usize, answer: Read<ModeAnswer>) {
+        if let Err(finding) = &answer.0
             && out_of_time(std::slice::from_ref(finding))
         {
             return;
@@ -130,7 +149,7 @@ impl Answers {
         check: CheckIndex,
         key: &ContextKey,
     ) -> Option<&Option<Vec<Finding>>> {
-        self.checks.get(&check)?.get(key)
+        self.checks.get(&check)?.get(key).map(used)
     }
 
     /// What `check` answered at a hop showing the facts it read, if it
@@ -141,6 +160,7 @@ impl Answers {
             .by_reads
             .iter()
             .find_map(|(reads, answers)| answers.get(&HopFacts::of(hop, *reads)))
+            .map(used)
     }
 
     pub(super) fn keep_hop_check(
@@ -148,10 +168,10 @@ impl Answers {
         check: CheckIndex,
         hop: &HopScope,
         reads: HopReads,
-        findings: Vec<Finding>,
+        findings: Read<Vec<Finding>>,
     ) {
         let answers = self.hops.entry((check, hop.netns.clone())).or_default();
-        if answers.kept >= HOP_ANSWERS || out_of_time(&findings) {
+        if answers.kept >= HOP_ANSWERS || out_of_time(&findings.0) {
             return;
         }
         answers.kept += 1;
@@ -170,9 +190,9 @@ impl Answers {
         &mut self,
         check: CheckIndex,
         key: ContextKey,
-        findings: Option<Vec<Finding>>,
+        findings: Read<Option<Vec<Finding>>>,
     ) {
-        if findings.as_deref().is_some_and(out_of_time) {
+        if findings.0.as_deref().is_some_and(out_of_time) {
             return;
         }
         self.checks.entry(check).or_default().insert(key, findings);

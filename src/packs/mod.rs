@@ -47,6 +47,7 @@ pub use scope::{Context, HopScope, HopStop, Packet, PodRef, StoppingRule, Subjec
 
 use crate::snapshot::Snapshot;
 use crate::snapshot::cluster::Cluster;
+use crate::snapshot::cluster::pod_reads;
 use crate::snapshot::problem::Problem;
 
 mod builtin {
@@ -430,9 +431,12 @@ impl LoadedPacks {
             (None, PackKind::Cni) => {
                 let kept = self.answers.borrow_mut().about(snapshot).detected(index);
                 kept.unwrap_or_else(|| {
-                    let detected = !self.detect(pack, &snapshot.cluster).is_empty();
+                    let (detected, reads) =
+                        pod_reads::capture(|| !self.detect(pack, &snapshot.cluster).is_empty());
                     let mut answers = self.answers.borrow_mut();
-                    answers.about(snapshot).keep_detected(index, detected);
+                    answers
+                        .about(snapshot)
+                        .keep_detected(index, (detected, reads));
                     detected
                 })
             }
@@ -554,11 +558,12 @@ impl LoadedPacks {
                     .check(index, &key)
                     .cloned();
                 kept.unwrap_or_else(|| {
-                    let found = evaluator.run_unless_skipped(check, ctx);
+                    let (found, reads) =
+                        pod_reads::capture(|| evaluator.run_unless_skipped(check, ctx));
                     let mut answers = self.answers.borrow_mut();
                     answers
                         .about(snapshot)
-                        .keep_check(index, key, found.clone());
+                        .keep_check(index, key, (found.clone(), reads));
                     found
                 })
             };
@@ -621,10 +626,11 @@ impl LoadedPacks {
                     cni_admits: cni_admits.clone(),
                     ..eval::hop_context(&pack.params, hop)
                 };
-                let (findings, read) = reads::recording(|| evaluator.run(check, &ctx));
+                let ((findings, read), pods) =
+                    pod_reads::capture(|| reads::recording(|| evaluator.run(check, &ctx)));
                 let mut answers = self.answers.borrow_mut();
                 let answers = answers.about(&hop.snapshot);
-                answers.keep_hop_check(index, hop, read, findings.clone());
+                answers.keep_hop_check(index, hop, read, (findings.clone(), pods));
                 findings
             });
             Some(CheckRun {
@@ -679,9 +685,11 @@ impl LoadedPacks {
                 Ok(None)
             } else {
                 kept.unwrap_or_else(|| {
-                    let mode = self.active_mode(pack, snapshot);
+                    let (mode, reads) = pod_reads::capture(|| self.active_mode(pack, snapshot));
                     let mut answers = self.answers.borrow_mut();
-                    answers.about(snapshot).keep_mode(pack_index, mode.clone());
+                    answers
+                        .about(snapshot)
+                        .keep_mode(pack_index, (mode.clone(), reads));
                     mode
                 })
             };

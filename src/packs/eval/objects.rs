@@ -11,6 +11,7 @@ use crate::diagnostic::Evidence;
 use crate::packs::host::display;
 use crate::packs::model::Value;
 use crate::packs::scope::{Context, NodeRef};
+use crate::snapshot::cluster::pod_reads::{self, PodRead};
 
 impl Evaluator<'_> {
     pub(super) fn within(&self, value: &Value, networks: &Value, ctx: &Context) -> Outcome {
@@ -72,6 +73,10 @@ impl Evaluator<'_> {
             .ok_or_else(|| Stop::Unknown(format!("{} is no node", ctx.subject)))?;
         let name = &node.meta.name;
         let expected = format!("a Ready pod labelled {label} on {name}");
+        pod_reads::record(|| PodRead::Labelled {
+            key: key.to_owned(),
+            value: wanted.to_owned(),
+        });
         let here: Vec<_> = ctx
             .snapshot
             .cluster

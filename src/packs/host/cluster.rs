@@ -13,6 +13,7 @@ use super::objects::{
 use super::{Fallible, as_cidr, as_ip, display, fail, map, opt, text};
 use crate::packs::scope::{ClusterRef, NetnsRef, NodeRef, PodRef};
 use crate::snapshot::cluster::ApiEnum as _;
+use crate::snapshot::cluster::pod_reads::{self, PodRead};
 use crate::snapshot::cluster::{
     DirectionVerdict, MAX_LISTED, Node, PolicyFlow, PolicyOutcome, Protocol as ClusterProtocol,
 };
@@ -80,7 +81,13 @@ fn register_pod(engine: &mut Engine) {
         .register_fn("to_string", |p: &mut PodRef| {
             format!("{}/{}", p.namespace, p.name)
         })
-        .register_get("namespace", |p: &mut PodRef| p.namespace.clone())
+        .register_get("namespace", |p: &mut PodRef| {
+            pod_reads::record(|| PodRead::Namespace {
+                namespace: p.namespace.clone(),
+                name: p.name.clone(),
+            });
+            p.namespace.clone()
+        })
         .register_get("name", |p: &mut PodRef| p.name.clone())
         .register_get("node_name", |p: &mut PodRef| {
             opt(p.get().and_then(|pod| pod.node_name.clone()))
@@ -117,6 +124,10 @@ fn register_pod(engine: &mut Engine) {
                 .unwrap_or_default()
         })
         .register_get("labels", |p: &mut PodRef| {
+            pod_reads::record(|| PodRead::Labels {
+                namespace: p.namespace.clone(),
+                name: p.name.clone(),
+            });
             string_map(p.get().map(|pod| &pod.meta.labels))
         });
 }

@@ -8,6 +8,7 @@ use rhai::{Array, Dynamic, Map};
 
 use super::{int, map, opt, text};
 use crate::snapshot::cluster::ApiEnum as _;
+use crate::snapshot::cluster::pod_reads::{self, PodRead};
 use crate::snapshot::cluster::{
     ConfigMap, DaemonSet, EndpointAddress, EndpointPort, EndpointSlice, Endpoints, IpOwner,
     NodeAddress, ObjectReference, PortRef, Service, TemplateContainer, TrafficPolicy,
@@ -102,7 +103,13 @@ pub(super) fn ip_owner(owner: &IpOwner) -> Dynamic {
     let (kind, namespace, name) = match owner {
         IpOwner::Pod {
             namespace, name, ..
-        } => ("Pod", namespace.as_str(), name.as_str()),
+        } => {
+            pod_reads::record(|| PodRead::Namespace {
+                namespace: namespace.clone(),
+                name: name.clone(),
+            });
+            ("Pod", namespace.as_str(), name.as_str())
+        }
         IpOwner::Node { name } => ("Node", "", name.as_str()),
         IpOwner::ServiceClusterIp { namespace, name }
         | IpOwner::ServiceExternalIp { namespace, name }

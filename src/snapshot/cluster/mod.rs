@@ -24,6 +24,7 @@ mod indexed;
 mod load;
 mod model;
 mod network_policy;
+pub mod pod_reads;
 mod selector;
 mod stream;
 #[cfg(test)]
@@ -501,6 +502,10 @@ impl Cluster {
         namespace: &str,
         selector: &'a LabelSelector,
     ) -> Objects<'a, Pod> {
+        pod_reads::record(|| pod_reads::PodRead::Selected {
+            namespace: namespace.to_owned(),
+            selector: selector.clone(),
+        });
         let pods: Objects<'a, Pod> = match &self.store {
             Store::Owned(m) => Box::new(m.pods.in_namespace(namespace)),
             // Only a pod with one of the labels the selector requires can
@@ -516,6 +521,10 @@ impl Cluster {
 
     /// The pods, in any namespace, labelled `key` with `value`.
     pub fn pods_labelled(&self, key: &str, value: &str) -> Vec<&Pod> {
+        pod_reads::record(|| pod_reads::PodRead::Labelled {
+            key: key.to_owned(),
+            value: value.to_owned(),
+        });
         match &self.store {
             Store::Owned(m) => m
                 .pods

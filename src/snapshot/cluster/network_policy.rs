@@ -41,7 +41,7 @@ use super::selector::{LabelSelector, SelectorOperator};
 use super::{Cluster, Labels};
 
 /// A connection as NetworkPolicy sees it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct PolicyFlow {
     pub src: IpAddr,
     pub dst: IpAddr,
@@ -298,6 +298,7 @@ impl Cluster {
     /// What the NetworkPolicies say about `flow`: ingress at the destination
     /// pod, egress at the source pod.
     pub fn network_policy(&self, flow: &PolicyFlow) -> PolicyVerdict {
+        super::pod_reads::record(|| super::pod_reads::PodRead::Policy(*flow));
         PolicyVerdict {
             ingress: self.direction_verdict(Direction::Ingress, flow),
             egress: self.direction_verdict(Direction::Egress, flow),

@@ -20,14 +20,14 @@ api_enum! {
 }
 
 /// `matchLabels` and `matchExpressions`; an object matches when it meets all of them.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct LabelSelector {
     pub match_labels: Labels,
     pub match_expressions: Vec<LabelSelectorRequirement>,
 }
 
 /// One `matchExpressions` entry.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct LabelSelectorRequirement {
     pub key: String,
     pub operator: SelectorOperator,
