@@ -12,10 +12,15 @@
 //! the source's hop names the pod; that flow is diagnosed on its own).
 //!
 //! What is held, for two pods on one node:
-//! - every field of their objects but the identity is equal: namespace,
-//!   labels, annotations (each pod's own name, uid and addresses written
+//! - every field of their objects but the identity, namespace and labels is
+//!   equal: annotations (each pod's own name, uid and addresses written
 //!   there taken out), host network, containers and their ports,
 //!   readiness, phase, the families of their addresses;
+//! - their namespaces and labels may differ, flow by flow, where the twin's
+//!   diagnosis of the flow read nothing that tells them apart: each read of
+//!   a pod's namespace or labels, of which pods carry a label or match a
+//!   selector, and of what NetworkPolicies decide (`pod_reads`) gives the
+//!   same with the two swapped ([`Identity::read_alike`]);
 //! - neither has a dump of its own namespace (its MACs, interface indices
 //!   and names differ);
 //! - no other object, no file of a namespace dump and no pack file names
@@ -33,9 +38,10 @@
 //!   same for both.
 //!
 //! What cannot be seen: an address written in a snapshot file other than as
-//! text, or a network computed at a length written nowhere. Nothing of the
-//! snapshot format or the built-in packs does either; `docs/matrix.md`
-//! ("Twins") says so. `tests/matrix_twins.rs` holds the answers of twins to
+//! text, a network computed at a length written nowhere, or a namespace
+//! taken out of a pod's name as text (`to_string` of a pod, which is its
+//! identity). Nothing of the snapshot format or the built-in packs does
+//! any of these; `docs/matrix.md` ("Twins") says so. `tests/matrix_twins.rs` holds the answers of twins to
 //! `diagnose` run on each flow alone.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};

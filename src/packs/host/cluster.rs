@@ -231,6 +231,31 @@ fn register_cluster(engine: &mut Engine) {
                 let ip = as_ip(&ip)?;
                 Ok(c.snapshot.cluster.by_ip(ip).iter().map(ip_owner).collect())
             },
+        )
+        // Only the owners of one kind: a script after the Service of an
+        // address is handed no pod's namespace (which a matrix's twins may
+        // differ in) on the way.
+        .register_fn(
+            "by_ip",
+            |c: &mut ClusterRef, ip: Dynamic, kind: &str| -> Fallible<Array> {
+                let ip = as_ip(&ip)?;
+                let owners = c.snapshot.cluster.by_ip(ip).iter();
+                Ok(owners
+                    .filter(|owner| owner.kind() == kind)
+                    .map(ip_owner)
+                    .collect())
+            },
+        )
+        // The pod an address leads into, as itself: unlike `by_ip`, it hands
+        // out no namespace as text (a matrix's twins may differ in theirs).
+        .register_fn(
+            "pod_at",
+            |c: &mut ClusterRef, ip: Dynamic| -> Fallible<Dynamic> {
+                let ip = as_ip(&ip)?;
+                Ok(opt(c.snapshot.cluster.pod_at(ip).and_then(|pod| {
+                    PodRef::new(&c.snapshot, &pod.meta.namespace, &pod.meta.name).map(Dynamic::from)
+                })))
+            },
         );
 }
 

@@ -100,7 +100,7 @@ pub(super) fn node_address(address: &NodeAddress) -> Dynamic {
 }
 
 pub(super) fn ip_owner(owner: &IpOwner) -> Dynamic {
-    let (kind, namespace, name) = match owner {
+    let (namespace, name) = match owner {
         IpOwner::Pod {
             namespace, name, ..
         } => {
@@ -108,17 +108,15 @@ pub(super) fn ip_owner(owner: &IpOwner) -> Dynamic {
                 namespace: namespace.clone(),
                 name: name.clone(),
             });
-            ("Pod", namespace.as_str(), name.as_str())
+            (namespace.as_str(), name.as_str())
         }
-        IpOwner::Node { name } => ("Node", "", name.as_str()),
+        IpOwner::Node { name } => ("", name.as_str()),
         IpOwner::ServiceClusterIp { namespace, name }
         | IpOwner::ServiceExternalIp { namespace, name }
-        | IpOwner::ServiceLoadBalancerIp { namespace, name } => {
-            ("Service", namespace.as_str(), name.as_str())
-        }
+        | IpOwner::ServiceLoadBalancerIp { namespace, name } => (namespace.as_str(), name.as_str()),
     };
     map([
-        ("kind", text(kind)),
+        ("kind", text(owner.kind())),
         ("namespace", text(namespace)),
         ("name", text(name)),
     ])

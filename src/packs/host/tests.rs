@@ -473,6 +473,25 @@ mod cluster_tests {
     }
 
     #[test]
+    fn an_address_leads_to_its_pod_and_its_owners_of_a_kind() {
+        assert_eq!(shown(r#"cluster.pod_at("10.244.2.3")"#), "default/web-2");
+        assert!(eval(r#"cluster.pod_at("10.96.0.10")"#).is_unit());
+        assert_eq!(
+            shown(r#"cluster.by_ip("10.96.0.10", "Service")[0].name"#),
+            shown(r#"cluster.by_ip("10.96.0.10")[0].name"#)
+        );
+        assert_eq!(shown(r#"cluster.by_ip("10.96.0.10", "Pod").len()"#), "0");
+        assert_eq!(
+            shown(r#"cluster.by_ip("10.244.2.3", "Service").len()"#),
+            "0"
+        );
+        assert_eq!(
+            shown(r#"cluster.by_ip("10.244.2.3", "Pod")[0].name"#),
+            "web-2"
+        );
+    }
+
+    #[test]
     fn node_port_finds_its_service_in_either_case_of_protocol() {
         assert_eq!(
             shown(r#"cluster.service_by_node_port("tcp", 30081).name"#),

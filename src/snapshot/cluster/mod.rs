@@ -120,6 +120,17 @@ pub enum IpOwner {
 }
 
 impl IpOwner {
+    /// The owner's kind as Kubernetes names it: `Pod`, `Node` or `Service`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            IpOwner::Pod { .. } => "Pod",
+            IpOwner::Node { .. } => "Node",
+            IpOwner::ServiceClusterIp { .. }
+            | IpOwner::ServiceExternalIp { .. }
+            | IpOwner::ServiceLoadBalancerIp { .. } => "Service",
+        }
+    }
+
     /// The service, `(namespace, name)`, whose cluster, external or load
     /// balancer IP this is.
     pub fn service(&self) -> Option<(&str, &str)> {
