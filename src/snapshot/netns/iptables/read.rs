@@ -163,6 +163,8 @@ struct Section {
     by_name: ChainIndex,
     /// Each rule line, with the chain it is in (in `chains`), in line order.
     lines: Vec<(usize, RuleLine)>,
+    /// The chain of the last rule line kept.
+    last_chain: Option<usize>,
 }
 
 /// A `:CHAIN POLICY [packets:bytes]` line.
@@ -182,6 +184,7 @@ impl Section {
             chains: Vec::new(),
             by_name: ChainIndex::default(),
             lines: Vec::new(),
+            last_chain: None,
         }
     }
 
@@ -194,6 +197,7 @@ impl Section {
             chains,
             by_name,
             lines,
+            last_chain: _,
         } = self;
         // Each chain's lines together, in line order: counted, then placed
         // where they are not already (iptables-save writes a chain's rules
@@ -635,8 +639,16 @@ fn rule_line<'a>(
                 return Ok(None);
             };
             // A chain declared after this line is not in `by_name` yet.
-            match table.by_name.get(&*chain_word.text) {
-                Some(&chain) => Ok(Some(chain)),
+            // iptables-save writes a chain's rules together: the last
+            // line's chain is this one's, mostly, without hashing its name.
+            let last = table.last_chain.filter(|&c| {
+                table
+                    .chains
+                    .get(c)
+                    .is_some_and(|d| *d.name == *chain_word.text)
+            });
+            match last.or_else(|| table.by_name.get(&*chain_word.text).copied()) {
+                Some(chain) => Ok(Some(chain)),
                 None => Err((
                     chain_word.start,
                     format!(
@@ -661,6 +673,7 @@ fn rule_line<'a>(
             return;
         }
     };
+    table.last_chain = Some(chain);
     table.lines.push((
         chain,
         RuleLine {
