@@ -140,7 +140,7 @@ fn main() {
     for _ in 0..RUNS {
         let own = text.clone();
         let start = Instant::now();
-        let (ruleset, issues) = iptables::parse_structure(own);
+        let (ruleset, issues) = iptables::parse_structure(own.into());
         structure = structure.min(start.elapsed());
         assert!(issues.is_empty(), "generated dump has issues: {issues:?}");
         let ruleset = ruleset.expect("the generated dump parses");
@@ -162,7 +162,7 @@ fn main() {
     let own = text.clone();
     let before = LIVE.load(Ordering::Relaxed);
     PEAK.store(before, Ordering::Relaxed);
-    let (ruleset, _) = iptables::parse_structure(own);
+    let (ruleset, _) = iptables::parse_structure(own.into());
     let ruleset = ruleset.expect("the generated dump parses");
     let scanned = LIVE.load(Ordering::Relaxed) - before;
     let netfilter = Netfilter::new(&ruleset, None);

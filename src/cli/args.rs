@@ -62,6 +62,20 @@ impl CacheArgs {
         )
     }
 
+    /// [`CacheArgs::load`] on a thread of its own, started now: what a
+    /// command does meanwhile (loading the packs) is done beside it.
+    pub(super) fn load_beside(&self, dir: &std::path::Path) -> Loading {
+        let (dir, from, budget) = (dir.to_path_buf(), self.cluster_from(), self.budget());
+        let load = move || {
+            Snapshot::load_within(&dir, &Boundary::new(&dir), from, budget, Rulesets::AsNeeded)
+        };
+        match std::thread::Builder::new().spawn(load.clone()) {
+            Ok(thread) => Loading(Some(Pending::Thread(thread))),
+            // No thread to be had: loaded here, first.
+            Err(_) => Loading(Some(Pending::Done(load()))),
+        }
+    }
+
     pub(super) fn budget(&self) -> Budget {
         self.budget.budget()
     }
@@ -71,6 +85,42 @@ impl CacheArgs {
             ClusterFrom::Files
         } else {
             ClusterFrom::CacheWhenCurrent
+        }
+    }
+}
+
+/// What loading a snapshot gives.
+pub(super) type Loaded = Result<(Snapshot, Vec<Problem>), SnapshotError>;
+
+/// A snapshot being loaded ([`CacheArgs::load_beside`]). Dropped unwaited
+/// (the command stopped at a usage error), it is still waited for: a load
+/// may be writing the snapshot's cluster cache, which an exit must not cut
+/// half way.
+pub(super) struct Loading(Option<Pending>);
+
+enum Pending {
+    Thread(std::thread::JoinHandle<Loaded>),
+    Done(Loaded),
+}
+
+impl Loading {
+    /// The snapshot, once loaded.
+    pub(super) fn wait(mut self) -> Loaded {
+        match self.0.take() {
+            Some(Pending::Thread(thread)) => thread
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+            Some(Pending::Done(loaded)) => loaded,
+            None => unreachable!("only wait and drop take the load, once"),
+        }
+    }
+}
+
+impl Drop for Loading {
+    fn drop(&mut self) {
+        if let Some(Pending::Thread(thread)) = self.0.take() {
+            // What it loaded, or how it failed, is no one's now.
+            let _ = thread.join();
         }
     }
 }

@@ -23,7 +23,8 @@ use skoop::snapshot::input::Boundary;
 use tempfile::TempDir;
 
 use super::args::{
-    CacheArgs, CniChoice, FamilyArg, LoadArgs, parse_endpoint, parse_port, protocol_parser,
+    CacheArgs, CniChoice, FamilyArg, LoadArgs, Loaded, Loading, parse_endpoint, parse_port,
+    protocol_parser,
 };
 use super::interrupt::Temporary;
 use super::live::{LiveArgs, Stopped, Summary, collect_flow, print_outcomes, runtime};
@@ -215,6 +216,8 @@ enum Input {
     Snapshot {
         dir: PathBuf,
         node_exec: Option<String>,
+        /// Its load, started before the packs were loaded; taken once.
+        loading: Option<Loading>,
     },
     /// The live cluster, collected into `--save-snapshot DIR` when given,
     /// else into a temporary directory.
@@ -244,6 +247,11 @@ impl DiagnoseArgs {
             );
             return Err(usage_error(output, error));
         }
+        // The snapshot loads while the packs do.
+        let loading = self
+            .snapshot
+            .as_deref()
+            .map(|dir| self.cache.load_beside(dir));
         let mut packs = self.packs.load()?;
         if let Err(e) = self.cni.choose(&mut packs) {
             return Err(usage_error(output, format!("--cni: {e}")));
@@ -282,6 +290,7 @@ impl DiagnoseArgs {
             Some(dir) => Input::Snapshot {
                 dir,
                 node_exec: self.live.node_exec.filter(|_| self.confirm),
+                loading,
             },
             None => Input::Live {
                 live: self.live,
@@ -485,14 +494,18 @@ pub fn run(args: Box<DiagnoseArgs>) -> ExitCode {
 impl Diagnose {
     /// Reads (or collects) the snapshot, diagnoses the flow, writes the
     /// report; the exit status says the verdict.
-    fn run(self) -> ExitCode {
+    fn run(mut self) -> ExitCode {
         // A live diagnosis collects into a directory, then reads it as any
         // snapshot: the answer can be replayed offline. With --confirm it is
         // diagnosed while the nodes are still reachable (its collector pods
         // still there), and the flow sent through them.
+        let loading = match &mut self.input {
+            Input::Snapshot { loading, .. } => loading.take(),
+            Input::Live { .. } => None,
+        };
         let found = match &self.input {
-            Input::Snapshot { dir, node_exec } => self
-                .diagnose_dir(dir)
+            Input::Snapshot { dir, node_exec, .. } => self
+                .diagnose_loaded(loading.map_or_else(|| self.cache.load(dir), Loading::wait))
                 .map_err(Stopped::Error)
                 .and_then(|(snapshot, diagnoses)| {
                     let confirmations = match node_exec {
@@ -554,7 +567,12 @@ impl Diagnose {
     /// Reads the snapshot at `dir` and diagnoses the flow in it, once per
     /// family where a dual-stack destination named by name is asked in both.
     fn diagnose_dir(&self, dir: &Path) -> Result<(Arc<Snapshot>, Vec<Diagnosis>), String> {
-        let (snapshot, problems) = self.cache.load(dir).map_err(|e| e.to_string())?;
+        self.diagnose_loaded(self.cache.load(dir))
+    }
+
+    /// [`Diagnose::diagnose_dir`] of a snapshot as loaded.
+    fn diagnose_loaded(&self, loaded: Loaded) -> Result<(Arc<Snapshot>, Vec<Diagnosis>), String> {
+        let (snapshot, problems) = loaded.map_err(|e| e.to_string())?;
         let snapshot = Arc::new(snapshot);
         report_problems(&problems);
         report_empty_dumps(&snapshot);

@@ -214,29 +214,63 @@ fn load_cluster(
     (cluster, problems)
 }
 
-/// Every namespace dump under `nodes/`.
+/// Every namespace dump under `nodes/`, read on the cores there are (a
+/// flow's path nodes on a large cluster each hold tens of megabytes of
+/// rules); the dumps and their problems come out in the namespaces' order
+/// whichever thread read them.
 fn load_dumps(
     nodes_dir: &Path,
     boundary: &Boundary,
     rulesets: Rulesets,
 ) -> (BTreeMap<NetnsId, NetnsEntry>, Vec<Problem>) {
     let mut problems = Vec::new();
-    let mut namespaces = BTreeMap::new();
-    for (id, dir) in discover_namespaces(nodes_dir, boundary, &mut problems) {
-        // A directory holding nothing (collection made it and failed) is
-        // not asked for each of its files: a snapshot may have thousands.
-        let holds_nothing =
-            std::fs::read_dir(&dir).is_ok_and(|mut entries| entries.next().is_none());
-        if holds_nothing {
-            namespaces.insert(id, NetnsEntry::new(dir, NetnsDump::default()));
-            continue;
+    let found = discover_namespaces(nodes_dir, boundary, &mut problems);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let work = || {
+        let mut loaded = Vec::new();
+        loop {
+            let at = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let Some((_, dir)) = found.get(at) else {
+                return loaded;
+            };
+            loaded.push((at, load_dump(dir, boundary, rulesets)));
         }
-        let (dump, dump_problems) = NetnsDump::load_inside(&dir, boundary, rulesets);
+    };
+    let threads = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .min(found.len());
+    let mut loaded = std::thread::scope(|scope| {
+        let helpers: Vec<_> = (1..threads).map(|_| scope.spawn(work)).collect();
+        let mut loaded = work();
+        for helper in helpers {
+            loaded.extend(
+                helper
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+            );
+        }
+        loaded
+    });
+    loaded.sort_by_key(|&(at, _)| at);
+    let mut namespaces = BTreeMap::new();
+    for ((id, dir), (_, (dump, dump_problems))) in found.into_iter().zip(loaded) {
         problems.extend(dump_problems);
-        report_unexpected_files(&dir, &mut problems);
         namespaces.insert(id, NetnsEntry::new(dir, dump));
     }
     (namespaces, problems)
+}
+
+/// The dump in `dir`, and the problems met reading it.
+fn load_dump(dir: &Path, boundary: &Boundary, rulesets: Rulesets) -> (NetnsDump, Vec<Problem>) {
+    // A directory holding nothing (collection made it and failed) is not
+    // asked for each of its files: a snapshot may have thousands.
+    let holds_nothing = std::fs::read_dir(dir).is_ok_and(|mut entries| entries.next().is_none());
+    if holds_nothing {
+        return (NetnsDump::default(), Vec::new());
+    }
+    let (dump, mut problems) = NetnsDump::load_inside(dir, boundary, rulesets);
+    report_unexpected_files(dir, &mut problems);
+    (dump, problems)
 }
 
 impl Snapshot {

@@ -262,7 +262,7 @@ fn unmodelled_match_with_a_verdict_is_unknown_naming_the_rule() {
 #[test]
 fn a_chain_with_a_rule_that_cannot_be_read_is_unknown_where_a_packet_meets_it() {
     let text = "*filter\n:INPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n:WEB - [0:0]\n-A FORWARD -p tcp --dport 80 -j WEB\n-A FORWARD -j DROP\n-A WEB -p tcp --dport eighty -j ACCEPT\nCOMMIT\n";
-    let (ruleset, issues) = iptables::parse_structure(text.into());
+    let (ruleset, issues) = iptables::parse_structure(text.to_owned().into());
     assert!(issues.is_empty(), "{issues:?}");
     let ruleset = ruleset.expect("a ruleset");
     let netfilter = Netfilter::new(&ruleset, None);

@@ -26,7 +26,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::Path;
 
-use super::input::{Boundary, Limit, MIB};
+use super::input::{Boundary, Limit, MIB, Text};
 use super::problem::{ParseIssue, Parsed, Problem};
 
 /// A file of a namespace dump (DESIGN §3): the snapshot contract's table
@@ -324,7 +324,7 @@ impl NetnsDump {
         boundary: &Boundary,
         rulesets: Rulesets,
     ) -> (NetnsDump, Vec<Problem>) {
-        let iptables: fn(String) -> Parsed<iptables::Ruleset> = match rulesets {
+        let iptables: fn(Text) -> Parsed<iptables::Ruleset> = match rulesets {
             Rulesets::Whole => |text| iptables::parse(&text),
             Rulesets::AsNeeded => iptables::parse_structure,
         };
@@ -462,14 +462,15 @@ impl DumpReader<'_> {
         self.load_owned(file, |text| parse(&text))
     }
 
-    /// [`DumpReader::load`] with a parser that keeps the text.
+    /// [`DumpReader::load`] with a parser that keeps the text (a large
+    /// file's mapped, `input::Text`).
     fn load_owned<T>(
         &mut self,
         file: DumpFile,
-        parse: impl FnOnce(String) -> Parsed<T>,
+        parse: impl FnOnce(Text) -> Parsed<T>,
     ) -> Option<T> {
         let path = self.dir.join(file.name());
-        let text = match self.boundary.read_text(&path, file.limit()) {
+        let text = match self.boundary.read_text_mapped(&path, file.limit()) {
             Ok(Some(text)) => text,
             Ok(None) => return None,
             Err(problem) => {

@@ -56,6 +56,7 @@ pub use values::{AddressRange, IcmpType, Interface, Invertible, MarkMask, PortRa
 pub(crate) use values::{BadValue, ip_addr, ip_net, number, prefix_len};
 pub(crate) use words::{Word, column, split_words};
 
+use crate::snapshot::input::Text;
 use crate::snapshot::problem::{ParseIssue, Parsed, Problem};
 
 /// Everything `iptables-save` printed.
@@ -169,7 +170,7 @@ impl PartialEq for Table {
 /// table's chains by name (a rule's `-j` names one), and every rule line
 /// the first pass found, grouped by chain.
 struct TableText {
-    dump: Arc<String>,
+    dump: Arc<Text>,
     table: TableName,
     by_name: ChainIndex,
     lines: Vec<RuleLine>,
@@ -360,7 +361,7 @@ pub struct Rule {
 /// dump has 150,000 rules), or its own text when escapes had to be resolved.
 #[derive(Clone)]
 pub struct DumpText {
-    dump: Arc<String>,
+    dump: Arc<Text>,
     start: usize,
     end: usize,
 }
@@ -374,7 +375,7 @@ impl DumpText {
 impl From<&str> for DumpText {
     fn from(text: &str) -> Self {
         DumpText {
-            dump: Arc::new(text.to_owned()),
+            dump: Arc::new(Text::from(text.to_owned())),
             start: 0,
             end: text.len(),
         }
@@ -419,7 +420,7 @@ pub(crate) struct DumpLine<'a> {
     pub text: &'a str,
     /// Byte offset of the line in the dump.
     pub start: usize,
-    pub dump: &'a Arc<String>,
+    pub dump: &'a Arc<Text>,
 }
 
 impl DumpLine<'_> {
@@ -439,7 +440,7 @@ impl DumpLine<'_> {
 /// instead of the dump, say), not an empty one.
 pub fn parse(text: &str) -> Parsed<Ruleset> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    read::read(text.to_owned(), threads)
+    read::read(Text::from(text.to_owned()), threads)
 }
 
 /// Reads the structure of `iptables-save` output (tables, chains, which
@@ -448,8 +449,9 @@ pub fn parse(text: &str) -> Parsed<Ruleset> {
 /// line that is no table, chain, rule or COMMIT, a table without COMMIT, a
 /// rule whose chain cannot be told. A problem inside a rule is its chain's
 /// ([`Chain::rules`]). `None` as for [`parse`]. The rules keep `text`,
-/// which they are read from when asked for.
-pub fn parse_structure(text: String) -> Parsed<Ruleset> {
+/// which they are read from when asked for; a mapped text's pages are
+/// released as the structure is read ([`Text::release`]).
+pub fn parse_structure(text: Text) -> Parsed<Ruleset> {
     read::scan(text)
 }
 

@@ -19,6 +19,7 @@ use super::{
     TableName, TableText,
 };
 use super::{Word, column, split_words};
+use crate::snapshot::input::{RELEASE_EVERY, Text};
 use crate::snapshot::problem::{ParseIssue, Parsed};
 
 /// Below this many rule lines one thread reads them all: starting threads
@@ -29,7 +30,7 @@ const RULES_PER_THREAD: usize = 20_000;
 const MAX_THREADS: usize = 8;
 
 /// Reads `text` whole, every chain's rules with at most `threads` threads.
-pub(super) fn read(text: String, threads: usize) -> Parsed<Ruleset> {
+pub(super) fn read(text: Text, threads: usize) -> Parsed<Ruleset> {
     let (sections, order, mut issues) = structure(text);
     let chains: Vec<&Chain> = sections.iter().flat_map(|t| &t.chains).collect();
     read_chains(&chains, threads);
@@ -45,7 +46,7 @@ pub(super) fn read(text: String, threads: usize) -> Parsed<Ruleset> {
 }
 
 /// Reads the structure of `text`; each chain's rules are read when asked for.
-pub(super) fn scan(text: String) -> Parsed<Ruleset> {
+pub(super) fn scan(text: Text) -> Parsed<Ruleset> {
     let (sections, order, issues) = structure(text);
     assemble(sections, order, issues)
 }
@@ -64,8 +65,10 @@ fn assemble(sections: Vec<Table>, order: Vec<usize>, issues: Vec<ParseIssue>) ->
 }
 
 /// The first pass over `text`: every `*table` section, the ones that make
-/// the ruleset (in order), and the problems of the structure.
-fn structure(text: String) -> (Vec<Table>, Vec<usize>, Vec<ParseIssue>) {
+/// the ruleset (in order), and the problems of the structure. What it has
+/// gone through of a mapped text is released as it goes: the chains a flow
+/// reads later bring back their few pages.
+fn structure(text: Text) -> (Vec<Table>, Vec<usize>, Vec<ParseIssue>) {
     let dump = Arc::new(text);
     let mut structure = Structure {
         // A NUL anywhere is looked for line by line; mostly there is none.
@@ -73,7 +76,7 @@ fn structure(text: String) -> (Vec<Table>, Vec<usize>, Vec<ParseIssue>) {
         ..Structure::default()
     };
     let mut words = Vec::new();
-    let mut start = 0;
+    let (mut start, mut released) = (0, 0);
     // Lines as `str::lines` splits them, with where each starts.
     for (index, chunk) in dump.split_inclusive('\n').enumerate() {
         let line = chunk
@@ -81,7 +84,12 @@ fn structure(text: String) -> (Vec<Table>, Vec<usize>, Vec<ParseIssue>) {
             .map_or(chunk, |line| line.strip_suffix('\r').unwrap_or(line));
         structure.line(index + 1, start, line, &mut words);
         start += chunk.len();
+        if start - released >= RELEASE_EVERY {
+            dump.release(released..start);
+            released = start;
+        }
     }
+    dump.release(released..start);
     structure.finish();
     let Structure {
         tables,
@@ -155,6 +163,8 @@ struct Section {
     by_name: ChainIndex,
     /// Each rule line, with the chain it is in (in `chains`), in line order.
     lines: Vec<(usize, RuleLine)>,
+    /// The chain of the last rule line kept.
+    last_chain: Option<usize>,
 }
 
 /// A `:CHAIN POLICY [packets:bytes]` line.
@@ -174,11 +184,12 @@ impl Section {
             chains: Vec::new(),
             by_name: ChainIndex::default(),
             lines: Vec::new(),
+            last_chain: None,
         }
     }
 
     /// The table, its rule lines grouped by chain (each chain's in line order).
-    fn into_table(self, dump: &Arc<String>) -> Table {
+    fn into_table(self, dump: &Arc<Text>) -> Table {
         let Section {
             name,
             line,
@@ -186,6 +197,7 @@ impl Section {
             chains,
             by_name,
             lines,
+            last_chain: _,
         } = self;
         // Each chain's lines together, in line order: counted, then placed
         // where they are not already (iptables-save writes a chain's rules
@@ -627,8 +639,16 @@ fn rule_line<'a>(
                 return Ok(None);
             };
             // A chain declared after this line is not in `by_name` yet.
-            match table.by_name.get(&*chain_word.text) {
-                Some(&chain) => Ok(Some(chain)),
+            // iptables-save writes a chain's rules together: the last
+            // line's chain is this one's, mostly, without hashing its name.
+            let last = table.last_chain.filter(|&c| {
+                table
+                    .chains
+                    .get(c)
+                    .is_some_and(|d| *d.name == *chain_word.text)
+            });
+            match last.or_else(|| table.by_name.get(&*chain_word.text).copied()) {
+                Some(chain) => Ok(Some(chain)),
                 None => Err((
                     chain_word.start,
                     format!(
@@ -653,6 +673,7 @@ fn rule_line<'a>(
             return;
         }
     };
+    table.last_chain = Some(chain);
     table.lines.push((
         chain,
         RuleLine {
@@ -738,12 +759,12 @@ mod tests {
             }
         }
         let dump = lines.join("\n");
-        let one = read(dump.clone(), 1);
-        let four = read(dump.clone(), 4);
+        let one = read(dump.clone().into(), 1);
+        let four = read(dump.clone().into(), 4);
         assert_eq!(one.1.len(), 3, "{:?}", one.1);
         assert!(one == four);
         // Read as a diagnosis reads it, a chain at a time, it is the same.
-        assert!(one.0 == scan(dump).0);
+        assert!(one.0 == scan(dump.into()).0);
         let rules: usize = one
             .0
             .iter()
@@ -757,13 +778,30 @@ mod tests {
         );
     }
 
+    #[test]
+    fn a_mapped_dump_released_as_its_structure_is_read_is_the_dump_read() {
+        let dump = generate::kube_proxy_dump(3_000, 4);
+        assert!(dump.len() > RELEASE_EVERY, "{} bytes", dump.len());
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir
+            .path()
+            .join(crate::snapshot::netns::DumpFile::IptablesSave.name());
+        std::fs::write(&path, &dump).unwrap();
+        let limit = crate::snapshot::input::CLUSTER_FILE;
+        let mapped = crate::snapshot::input::read_text_mapped(&path, limit)
+            .unwrap()
+            .unwrap();
+        // Every chain read again from the pages released.
+        assert!(scan(mapped).0 == read(dump.into(), 1).0);
+    }
+
     /// A dump with a problem in the structure and one in each of two
     /// chains' rules, as `structure` and `read` see it.
     const DAMAGED: &str = "*filter\n:INPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\n:A - [0:0]\n:B - [0:0]\n-A INPUT -j A\n-A A -p tcp --dport nope -j DROP\n-A A -j RETURN\n-A FORWARD -j B\n-A B -m comment --comment \"open -j ACCEPT\n-A B -j ACCEPT\n-A GONE -j DROP\nCOMMIT\n";
 
     #[test]
     fn reading_the_structure_leaves_a_rules_problem_to_its_chain() {
-        let (ruleset, issues) = scan(DAMAGED.into());
+        let (ruleset, issues) = scan(DAMAGED.to_owned().into());
         // Only the rule whose chain cannot be told.
         assert_eq!(
             issues,
@@ -801,14 +839,14 @@ mod tests {
 
     #[test]
     fn reading_whole_finds_what_the_structure_and_every_chain_find() {
-        let (whole, issues) = read(DAMAGED.into(), 1);
+        let (whole, issues) = read(DAMAGED.to_owned().into(), 1);
         assert_eq!(
             issues.iter().map(|i| i.line).collect::<Vec<_>>(),
             [7, 10, 12],
             "{issues:?}"
         );
         // The same ruleset, its chains read as asked for.
-        assert!(whole == scan(DAMAGED.into()).0);
+        assert!(whole == scan(DAMAGED.to_owned().into()).0);
     }
 
     #[test]
@@ -816,14 +854,14 @@ mod tests {
         // As reading the line whole finds first, though its chain is unknown too.
         let text = "*filter\n:INPUT ACCEPT [0:0]\n-A NOPE -m comment --comment \"x\nCOMMIT\n";
         let unclosed = [ParseIssue::at(3, 30, "quoted string is never closed")];
-        assert_eq!(scan(text.into()).1, unclosed);
-        assert_eq!(read(text.into(), 1).1, unclosed);
+        assert_eq!(scan(text.to_owned().into()).1, unclosed);
+        assert_eq!(read(text.to_owned().into(), 1).1, unclosed);
     }
 
     #[test]
     fn rule_may_not_name_a_chain_declared_after_it() {
         let text = "*filter\n:INPUT ACCEPT [0:0]\n-A INPUT -j LATE\n-A LATE -j RETURN\n:LATE - [0:0]\n-A LATE -j RETURN\nCOMMIT\n";
-        let (ruleset, issues) = read(text.into(), 1);
+        let (ruleset, issues) = read(text.to_owned().into(), 1);
         assert_eq!(
             issues,
             [
