@@ -220,6 +220,17 @@ fn a_whole_cluster_matrix_equals_diagnose_on_200_sampled_flows() {
     let matrix: Value = serde_json::from_slice(&output.stdout).expect("JSON");
     let all = flows(&matrix);
     assert_eq!(all.len(), 60 * 21);
+    // The 28 pods each node's generator adds, each in a namespace and with
+    // an app label of its own, are twins: the sample holds flows they
+    // answered for each other.
+    let twins = matrix["twins"].as_array().expect("classes of twins");
+    let namespaces: BTreeSet<&str> = twins
+        .iter()
+        .flat_map(|class| class["sources"].as_array().unwrap())
+        .filter_map(|source| source.as_str()?.split_once('/').map(|(ns, _)| ns))
+        .collect();
+    assert_eq!(twins.len(), 2, "{twins:?}");
+    assert!(namespaces.len() > 20, "{namespaces:?}");
     let sample: Vec<&Value> = (0..200).map(|i| &all[i * all.len() / 200]).collect();
     let sources: BTreeSet<&str> = sample.iter().filter_map(|f| f["from"].as_str()).collect();
     assert_eq!(sources.len(), 60, "every source is sampled");
