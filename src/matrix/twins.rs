@@ -41,8 +41,8 @@
 //! text, a network computed at a length written nowhere, or a namespace
 //! taken out of a pod's name as text (`to_string` of a pod, which is its
 //! identity). Nothing of the snapshot format or the built-in packs does
-//! any of these; `docs/matrix.md` ("Twins") says so. `tests/matrix_twins.rs` holds the answers of twins to
-//! `diagnose` run on each flow alone.
+//! any of these; `docs/matrix.md` ("Twins") says so. `tests/matrix.rs`
+//! holds the answers of twins to `diagnose` run on each flow alone.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::net::IpAddr;
@@ -98,13 +98,18 @@ impl Identity {
         self.namespace == namespace && self.name == name
     }
 
+    /// `text` with each of its [`Identity::words`], where it stands alone,
+    /// replaced by a mark.
+    fn unworded(&self, text: &str) -> String {
+        self.words()
+            .fold(text.to_owned(), |text, word| replace_word(&text, word))
+    }
+
     /// `text` with its name (`namespace/name` first) and the other words
     /// that name it replaced by a mark.
     fn unnamed(&self, text: &str) -> String {
         let qualified = format!("{}/{}", self.namespace, self.name);
-        let text = text.replace(&qualified, "\u{1}");
-        self.words()
-            .fold(text, |text, word| replace_word(&text, word))
+        self.unworded(&text.replace(&qualified, "\u{1}"))
     }
 
     /// `ip` with this pod's and `other`'s addresses swapped (by their
@@ -384,16 +389,11 @@ fn shape(pod: &Pod) -> String {
         line: 0,
     };
     shape.ips.clear();
-    let unnamed = |text: &str| {
-        identity
-            .words()
-            .fold(text.to_owned(), |text, word| replace_word(&text, word))
-    };
     shape.meta.annotations = shape
         .meta
         .annotations
         .iter()
-        .map(|(k, v)| (unnamed(k), unnamed(v)))
+        .map(|(k, v)| (identity.unworded(k), identity.unworded(v)))
         .collect();
     format!(
         "{families:?} {}",

@@ -87,9 +87,13 @@ pub fn read_text_into(
     let Some(bytes) = read_bytes_into(path, limit, buffer)? else {
         return Ok(None);
     };
-    String::from_utf8(bytes)
-        .map(Some)
-        .map_err(|e| not_utf8(path, e.as_bytes(), e.utf8_error().valid_up_to()))
+    text_of(path, bytes).map(Some)
+}
+
+/// `bytes`, read from `path`, as text: a problem at the first byte that is
+/// not UTF-8.
+fn text_of(path: &Path, bytes: Vec<u8>) -> Result<String, Problem> {
+    String::from_utf8(bytes).map_err(|e| not_utf8(path, e.as_bytes(), e.utf8_error().valid_up_to()))
 }
 
 /// `bytes`, read from `path`, are not UTF-8 from `valid_up_to` on: the
@@ -187,16 +191,11 @@ pub fn read_text_mapped(path: &Path, limit: Limit) -> Result<Option<Text>, Probl
     let Some((file, opened)) = open_regular(path, Some(limit))? else {
         return Ok(None);
     };
-    let cannot = |e: std::io::Error| Problem::in_file(path, format!("cannot read: {e}"));
     if opened.len() < MAP_FROM {
-        let bytes = read_at_most(file, opened.len(), limit.bytes, Vec::new()).map_err(cannot)?;
-        if bytes.len() as u64 > limit.bytes {
-            return Err(limit.exceeded(path, bytes.len() as u64));
-        }
-        return String::from_utf8(bytes)
-            .map(|text| Some(Text::from(text)))
-            .map_err(|e| not_utf8(path, e.as_bytes(), e.utf8_error().valid_up_to()));
+        let bytes = read_opened(path, file, &opened, limit, Vec::new())?;
+        return text_of(path, bytes).map(|text| Some(Text::from(text)));
     }
+    let cannot = |e: std::io::Error| Problem::in_file(path, format!("cannot read: {e}"));
     // SAFETY: a regular file, mapped private and read-only; the snapshot
     // is not changed while it is read (see `Text`).
     let map = unsafe { Mmap::map(&file) }.map_err(cannot)?;
@@ -240,12 +239,24 @@ pub fn read_bytes_into(
     let Some((file, opened)) = open_regular(path, Some(limit))? else {
         return Ok(None);
     };
+    read_opened(path, file, &opened, limit, buffer).map(Some)
+}
+
+/// The bytes of `file`, opened at `path` by [`open_regular`], within
+/// `limit`, read into `buffer`.
+fn read_opened(
+    path: &Path,
+    file: File,
+    opened: &Metadata,
+    limit: Limit,
+    buffer: Vec<u8>,
+) -> Result<Vec<u8>, Problem> {
     let cannot = |e: std::io::Error| Problem::in_file(path, format!("cannot read: {e}"));
     let bytes = read_at_most(file, opened.len(), limit.bytes, buffer).map_err(cannot)?;
     if bytes.len() as u64 > limit.bytes {
         return Err(limit.exceeded(path, bytes.len() as u64));
     }
-    Ok(Some(bytes))
+    Ok(bytes)
 }
 
 /// Opens `path` for reading when it is a regular file (within `limit`,
