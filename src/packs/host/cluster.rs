@@ -6,6 +6,7 @@ use std::net::IpAddr;
 use ipnet::IpNet;
 use rhai::{Array, Dynamic, Engine};
 
+use super::addresses::nth_host;
 use super::objects::{
     config_map_map, container, daemon_set_map, endpoint_slice_map, endpoints_map, ip_owner,
     json_to_dynamic, node_address, service_map, string_map,
@@ -189,6 +190,27 @@ fn register_cluster(engine: &mut Engine) {
                     .filter_map(|n| NodeRef::new(&c.snapshot, &n.meta.name))
                     .map(Dynamic::from)
                     .collect())
+            },
+        )
+        // The `n`th address of every node's first pod CIDR of a family but
+        // `except`'s, in the nodes' order: the pods' addresses a CNI that
+        // gives each node a pod CIDR keeps traffic between (a masquerade
+        // check's `kept:`), without a script looping over every node of a
+        // large cluster.
+        .register_fn(
+            "pod_cidr_hosts",
+            |c: &mut ClusterRef, n: i64, ipv4: bool, except: &str| -> Fallible<Array> {
+                let mut hosts = Array::new();
+                for node in c.snapshot.cluster.nodes() {
+                    if node.meta.name == except {
+                        continue;
+                    }
+                    let family = node.pod_cidrs.iter().find(|c| c.addr().is_ipv4() == ipv4);
+                    if let Some(mut cidr) = family.copied() {
+                        hosts.push(Dynamic::from(nth_host(&mut cidr, n)?));
+                    }
+                }
+                Ok(hosts)
             },
         )
         .register_fn("pods_on", |c: &mut ClusterRef, node: &str| -> Array {

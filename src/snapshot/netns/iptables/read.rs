@@ -302,7 +302,10 @@ pub(super) fn parse_counter(text: &str) -> Option<u64> {
 
 /// Reads `[packets:bytes]`.
 fn parse_counters(text: &str) -> Option<Counters> {
-    let (packets, bytes) = text.strip_prefix('[')?.strip_suffix(']')?.split_once(':')?;
+    let inside = text.strip_prefix('[')?.strip_suffix(']')?;
+    // A byte search: every rule line of a dump saved with counters has them.
+    let colon = inside.bytes().position(|b| b == b':')?;
+    let (packets, bytes) = (inside.get(..colon)?, inside.get(colon + 1..)?);
     Some(Counters {
         packets: parse_counter(packets)?,
         bytes: parse_counter(bytes)?,
