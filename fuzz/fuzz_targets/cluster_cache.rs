@@ -9,7 +9,7 @@
 //! written once for a small snapshot of the repository's example objects:
 //! its first 4 bytes say where the cache is cut (little-endian; past its
 //! end, it is whole), the next 4 where the rest of the input is XORed into
-//! it. The cache's checksum (the SHA-256 after its 8-byte version) is then
+//! it. The cache's checksum (after its version, `cache::framed`) is then
 //! made anew over the damaged rest, as a forger would, so that the header
 //! and model decoders behind it are fuzzed; a stale checksum is caught
 //! before them (tests/cluster_cache.rs flips every byte). The snapshot is
@@ -20,7 +20,6 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use sha2::{Digest, Sha256};
 use skoop::snapshot::cluster::{Budget, cache};
 use skoop::snapshot::input::Boundary;
 
@@ -49,12 +48,9 @@ fn word(bytes: &[u8]) -> usize {
     u32::from_le_bytes(word) as usize
 }
 
-/// The version and checksum before a cache's header.
-const FRAME: usize = 8 + 32;
-
 fuzz_target!(|data: &[u8]| {
     let (root, good) = snapshot();
-    let body = &good[FRAME..];
+    let body = &good[cache::FRAME..];
     let cut = word(&data[..data.len().min(4)]).min(body.len());
     let at = word(&data[data.len().min(4)..data.len().min(8)]);
     let mut damaged = body[..cut].to_vec();
@@ -63,10 +59,8 @@ fuzz_target!(|data: &[u8]| {
             *target ^= byte;
         }
     }
-    let mut framed = good[..8].to_vec();
-    framed.extend_from_slice(&Sha256::digest(&damaged));
-    framed.extend_from_slice(&damaged);
-    std::fs::write(root.join(cache::FILE_NAME), &framed).expect("the cache is written");
+    let framed = cache::framed(&damaged);
+    std::fs::write(root.join(cache::FILE_NAME), framed).expect("the cache is written");
     let Ok(Some((cluster, _))) = cache::read(root, &Boundary::new(root)) else {
         return;
     };

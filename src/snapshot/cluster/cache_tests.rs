@@ -359,7 +359,7 @@ fn a_model_too_large_or_with_bytes_after_it_is_passed_over() {
     write_cache(&dir);
     let good = std::fs::read(dir.join(FILE_NAME)).unwrap();
     // A byte after the model, the checksum made anew (as a forger would).
-    let mut longer_body = good[MAGIC.len() + CHECKSUM..].to_vec();
+    let mut longer_body = good[FRAME..].to_vec();
     longer_body.push(0);
     std::fs::write(dir.join(FILE_NAME), framed(&longer_body)).unwrap();
     assert!(
@@ -558,9 +558,7 @@ fn a_link_retargeted_to_a_file_of_the_same_size_and_times_passes_the_cache_over(
 fn header(dir: &Path) -> Header {
     let bytes = std::fs::read(dir.join(FILE_NAME)).unwrap();
     let listing = list(&dir.join("cluster"));
-    decode_header(&bytes[MAGIC.len() + CHECKSUM..], &listing)
-        .unwrap()
-        .0
+    decode_header(&bytes[FRAME..], &listing).unwrap().0
 }
 
 /// Rewrites `dir`'s cache: its header as `change` makes it, then `model`.
@@ -820,7 +818,7 @@ fn a_forged_cache_answers_every_lookup_without_a_panic() {
     let dir = example(root.path());
     write_cache(&dir);
     let good = std::fs::read(dir.join(FILE_NAME)).unwrap();
-    let body = &good[MAGIC.len() + CHECKSUM..];
+    let body = &good[FRAME..];
     let mut read = 0;
     for at in 0..body.len() {
         let mut forged = body.to_vec();
