@@ -279,21 +279,36 @@ impl Loader<'_> {
         let workers = std::thread::available_parallelism().map_or(1, usize::from);
         let (digest, problem) = std::thread::scope(|scope| {
             let (sender, parts) = std::sync::mpsc::sync_channel::<stream::Part>(1);
+            // Each part's text, once read, is handed back for a later one.
+            let (give_back, spent) = std::sync::mpsc::channel::<String>();
             let reader = scope.spawn(move || {
-                stream::read(path, file, metadata.len(), format, digesting, |part| {
-                    let _ = sender.send(part);
-                })
+                let spare = || spent.try_recv().ok();
+                stream::read(
+                    path,
+                    file,
+                    metadata.len(),
+                    format,
+                    digesting,
+                    spare,
+                    |part| {
+                        let _ = sender.send(part);
+                    },
+                )
             });
             let mut reading = std::collections::VecDeque::new();
             for part in parts {
                 if reading.len() >= workers {
                     self.insert_part(path, reading.pop_front());
                 }
+                let give_back = give_back.clone();
                 reading.push_back(scope.spawn(move || {
-                    read_text(path, &part.text, format, Reading::DirectFirst)
+                    let pieces = read_text(path, &part.text, format, Reading::DirectFirst)
                         .into_iter()
                         .map(|piece| piece.moved(part.lines))
-                        .collect::<Vec<_>>()
+                        .collect::<Vec<_>>();
+                    // The reader may be done: then the memory is freed here.
+                    let _ = give_back.send(part.text);
+                    pieces
                 }));
             }
             while let Some(part) = reading.pop_front() {
@@ -449,7 +464,7 @@ pub(super) fn reread(path: &Path, boundary: &Boundary) -> Result<Option<()>, Pro
         return Ok(None);
     };
     let format = format_of(path).unwrap_or(Format::Json);
-    match stream::read(path, file, metadata.len(), format, false, drop) {
+    match stream::read(path, file, metadata.len(), format, false, || None, drop) {
         (None, Some(problem)) => Err(problem),
         _ => Ok(Some(())),
     }

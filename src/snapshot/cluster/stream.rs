@@ -58,22 +58,29 @@ pub(super) fn is_large(len: u64) -> bool {
 }
 
 /// Reads the List in `file` (of `len` bytes) a part at a time, handing
-/// each part to `each`: with `digesting`, the SHA-256 of all the file's
-/// bytes (read to its end whatever happens once a part was read; none for
-/// a file refused before any, which is unreadable), and the problem that
-/// stopped the reading, if one did.
+/// each part to `each`, its text written into a buffer from `spare` when
+/// it has one (a part's text handed back once read: fresh memory costs the
+/// kernel a page fault for every 4 kB): with `digesting`, the SHA-256 of
+/// all the file's bytes (read to its end whatever happens once a part was
+/// read; none for a file refused before any, which is unreadable), and the
+/// problem that stopped the reading, if one did.
 pub(super) fn read(
     path: &Path,
     file: File,
     len: u64,
     format: Format,
     digesting: bool,
+    spare: impl FnMut() -> Option<String>,
     each: impl FnMut(Part),
 ) -> (Option<[u8; 32]>, Option<Problem>) {
-    read_in_parts_of(path, file, len, format, digesting, PART, each)
+    read_in_parts_of(path, file, len, format, digesting, PART, spare, each)
 }
 
 /// [`read`], in parts of about `part_bytes`.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "read's arguments and the part size the tests choose"
+)]
 fn read_in_parts_of(
     path: &Path,
     file: File,
@@ -81,11 +88,12 @@ fn read_in_parts_of(
     format: Format,
     digesting: bool,
     part_bytes: usize,
+    spare: impl FnMut() -> Option<String>,
     mut each: impl FnMut(Part),
 ) -> (Option<[u8; 32]>, Option<Problem>) {
     let mut window = Window::new(file, digesting);
     let mut handed = false;
-    let mut problem = read_parts(path, &mut window, len, format, part_bytes, |part| {
+    let mut problem = read_parts(path, &mut window, len, format, part_bytes, spare, |part| {
         handed = true;
         each(part);
     })
@@ -108,6 +116,7 @@ fn read_parts(
     len: u64,
     format: Format,
     part_bytes: usize,
+    mut spare: impl FnMut() -> Option<String>,
     mut each: impl FnMut(Part),
 ) -> Result<(), Problem> {
     let cannot = |e: std::io::Error| Problem::in_file(path, format!("cannot read: {e}"));
@@ -176,7 +185,7 @@ fn read_parts(
         })?;
         if !part.trim().is_empty() {
             each(Part {
-                text: list.standalone(part, last),
+                text: list.standalone(part, last, spare().unwrap_or_default()),
                 lines: window.lines_before as isize - list.prefix_lines as isize,
             });
         }
@@ -233,9 +242,10 @@ impl List {
         None
     }
 
-    /// `part` (whole items) as a List of its own.
-    fn standalone(&self, part: &str, last: bool) -> String {
-        let mut text = String::with_capacity(self.prefix.len() + part.len() + 4);
+    /// `part` (whole items) as a List of its own, written into `text`.
+    fn standalone(&self, part: &str, last: bool, mut text: String) -> String {
+        text.clear();
+        text.reserve(self.prefix.len() + part.len() + 4);
         text.push_str(&self.prefix);
         match self.format {
             Format::Yaml => text.push_str(part),

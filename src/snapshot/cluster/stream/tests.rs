@@ -134,6 +134,7 @@ fn streamed(name: &str, text: &str, part_bytes: usize) -> (Cluster, Vec<String>,
         format,
         true,
         part_bytes,
+        || None,
         |part| {
             parts += 1;
             for piece in read_text(&path, &part.text, format, Reading::DirectFirst) {
