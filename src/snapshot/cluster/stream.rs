@@ -441,25 +441,19 @@ impl Window {
         const CHUNK: usize = 1 << 20;
         while self.bytes.len() < want && !self.eof {
             let before = self.bytes.len();
-            self.bytes.resize(before + CHUNK, 0);
-            let n = loop {
-                match self.file.read(&mut self.bytes[before..]) {
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                    other => break other,
-                }
-            };
-            let n = match n {
+            // Into the buffer's spare room, not zeroed first.
+            let n = match (&self.file).take(CHUNK as u64).read_to_end(&mut self.bytes) {
                 Ok(n) => n,
                 Err(e) => {
                     self.bytes.truncate(before);
                     return Err(e);
                 }
             };
-            self.bytes.truncate(before + n);
             if let Some(digest) = &mut self.digest {
                 digest.update(&self.bytes[before..]);
             }
-            self.eof = n == 0;
+            // Fewer bytes than asked for: the file ended.
+            self.eof = n < CHUNK;
         }
         Ok(())
     }
