@@ -142,21 +142,23 @@ impl Text {
     /// structure of an iptables dump) keeps in memory only the few pages it
     /// comes back to. Nothing for a text that was read.
     pub fn release(&self, range: std::ops::Range<usize>) {
-        if let Held::Mapped(map) = &self.0
-            && range.start < range.end
-            && range.end <= map.len()
-        {
-            // SAFETY: the mapping is private and read-only, never written:
-            // dropping its pages loses nothing, a touch reads them again
-            // from the file. madvise failing only keeps them in memory.
-            let _ = unsafe {
-                map.unchecked_advise_range(
-                    memmap2::UncheckedAdvice::DontNeed,
-                    range.start,
-                    range.len(),
-                )
-            };
+        if let Held::Mapped(map) = &self.0 {
+            release_pages(map, range);
         }
+    }
+}
+
+/// Hands back the pages of `map` in `range` (byte offsets, rounded out to
+/// whole pages), as [`Text::release`] does: read through once, they need
+/// not stay in the process's memory.
+pub fn release_pages(map: &Mmap, range: std::ops::Range<usize>) {
+    if range.start < range.end && range.end <= map.len() {
+        // SAFETY: the mapping is private and read-only, never written:
+        // dropping its pages loses nothing, a touch reads them again from
+        // the file. madvise failing only keeps them in memory.
+        let _ = unsafe {
+            map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, range.start, range.len())
+        };
     }
 }
 
@@ -401,12 +403,11 @@ impl Boundary {
     }
 
     /// [`open_regular`] of a file inside the boundary, within `limit`,
-    /// mapped into memory to be read in place: the open file and its
-    /// mapping. A page of it is read from the file when it is first
+    /// mapped into memory to be read in place. A page of it is read from the file when it is first
     /// touched. The file must not be cut short while it is mapped (its
     /// writers replace it whole, by renaming another over it): reading a
     /// page past its new end would stop the process.
-    pub fn map(&self, path: &Path, limit: Limit) -> Result<Option<(File, Mmap)>, Problem> {
+    pub fn map(&self, path: &Path, limit: Limit) -> Result<Option<Mmap>, Problem> {
         self.check(path)?;
         let Some((file, _)) = open_regular(path, Some(limit))? else {
             return Ok(None);
@@ -417,7 +418,7 @@ impl Boundary {
         // a file replaced by rename leaves this mapping on the old one.
         let map = unsafe { Mmap::map(&file) }
             .map_err(|e| Problem::in_file(path, format!("cannot read: {e}")))?;
-        Ok(Some((file, map)))
+        Ok(Some(map))
     }
 
     /// Whether `path` is a directory inside the boundary: a link to a

@@ -605,13 +605,13 @@ fn read_from(
         bytes: most.min(input::CLUSTER_CACHE.bytes),
         what: "a cluster cache of cluster/'s files",
     };
-    let Some((file, bytes)) = within
+    let Some(bytes) = within
         .map(&path, limit)
         .map_err(|problem| passed_over(problem.message))?
     else {
         return Ok(None);
     };
-    let body = unframed(&bytes, &file).map_err(passed_over)?;
+    let body = unframed(&bytes).map_err(passed_over)?;
     let (header, header_len) = decode_header(body, &listing).map_err(passed_over)?;
     let rest = &body[header_len..];
     let unreadable =
@@ -661,46 +661,34 @@ pub fn framed(body: &[u8]) -> Vec<u8> {
     bytes
 }
 
-/// The body of a cache file of `bytes` (`file` mapped), once its version
-/// and checksum are checked. A byte changed since it was written (a bad
-/// disk, a careless edit) would be decoded into another cluster: nothing is
-/// decoded unless the whole is as written. The checksum is made of the file
-/// read a part at a time, not of the mapping, whose every page would then
-/// stay in the process's memory: a flow touches only the pages it asks for.
-fn unframed<'a>(bytes: &'a [u8], file: &std::fs::File) -> Result<&'a [u8], String> {
-    let checksummed = bytes
+/// The body of the mapped cache file `map`, once its version and checksum
+/// are checked. A byte changed since it was written (a bad disk, a careless
+/// edit) would be decoded into another cluster: nothing is decoded unless
+/// the whole is as written. The checksum is made of the mapping a part at a
+/// time, each part's pages handed back once summed, not kept in the
+/// process's memory: a flow touches only the pages it asks for (and
+/// reading the file into a buffer instead copied all of it).
+fn unframed(map: &memmap2::Mmap) -> Result<&[u8], String> {
+    let checksummed = map
         .strip_prefix(MAGIC)
         .ok_or("not a cluster cache of this version of skoop")?;
     let (checksum, body) = checksummed
         .split_at_checked(CHECKSUM)
         .ok_or("not a cluster cache (cut short)")?;
-    let digest = body_digest(file, body.len()).map_err(|e| format!("cannot read: {e}"))?;
-    if digest.as_slice() != checksum {
+    let mut hasher = crc32fast::Hasher::new();
+    let mut at = FRAME;
+    while at < map.len() {
+        let end = (at + input::RELEASE_EVERY).min(map.len());
+        hasher.update(map.get(at..end).unwrap_or_default());
+        input::release_pages(map, at..end);
+        at = end;
+    }
+    if hasher.finalize().to_le_bytes().as_slice() != checksum {
         return Err(
             "its checksum does not match its content: it changed since it was written".into(),
         );
     }
     Ok(body)
-}
-
-/// The CRC-32 of the `len` bytes of `file` after [`MAGIC`] and the
-/// checksum, read a part at a time.
-fn body_digest(file: &std::fs::File, len: usize) -> std::io::Result<[u8; CHECKSUM]> {
-    use std::os::unix::fs::FileExt;
-    let mut hasher = crc32fast::Hasher::new();
-    let mut part = vec![0; len.clamp(1, 1024 * 1024)];
-    let (mut at, end) = (FRAME as u64, (FRAME + len) as u64);
-    while at < end {
-        let want = part.len().min((end - at) as usize);
-        match file.read_at(&mut part[..want], at)? {
-            0 => return Err(std::io::ErrorKind::UnexpectedEof.into()),
-            read => {
-                hasher.update(&part[..read]);
-                at += read as u64;
-            }
-        }
-    }
-    Ok(hasher.finalize().to_le_bytes())
 }
 
 /// `header` as [`Header`] says it is stored.
