@@ -177,14 +177,41 @@ struct TableText {
 }
 
 /// A rule line found by the first pass: where it is, and how many chains
-/// its table had declared before it (a rule may only name those).
+/// its table had declared before it (a rule may only name those). A dump
+/// holds hundreds of thousands, so each is 16 bytes: the first pass reads
+/// no dump over 4 GiB (`read::structure`).
 #[derive(Debug, Clone, Copy, Default)]
 struct RuleLine {
-    number: usize,
+    number: u32,
     /// Byte offsets of the line in the dump.
-    start: usize,
-    end: usize,
-    visible: usize,
+    start: u32,
+    end: u32,
+    visible: u32,
+}
+
+impl RuleLine {
+    fn new(number: usize, start: usize, end: usize, visible: usize) -> RuleLine {
+        let narrow = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        RuleLine {
+            number: narrow(number),
+            start: narrow(start),
+            end: narrow(end),
+            visible: narrow(visible),
+        }
+    }
+
+    fn number(&self) -> usize {
+        self.number as usize
+    }
+
+    /// Its bytes in the dump.
+    fn span(&self) -> std::ops::Range<usize> {
+        self.start as usize..self.end as usize
+    }
+
+    fn visible(&self) -> usize {
+        self.visible as usize
+    }
 }
 
 /// Chain names to positions in [`Table::chains`]. Every rule and every jump

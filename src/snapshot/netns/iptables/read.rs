@@ -69,6 +69,16 @@ fn assemble(sections: Vec<Table>, order: Vec<usize>, issues: Vec<ParseIssue>) ->
 /// gone through of a mapped text is released as it goes: the chains a flow
 /// reads later bring back their few pages.
 fn structure(text: Text) -> (Vec<Table>, Vec<usize>, Vec<ParseIssue>) {
+    // A rule line's place is kept in 32 bits (`RuleLine`); dumps are read
+    // within a far smaller cap (`DumpFile::limit`).
+    if u32::try_from(text.len()).is_err() {
+        let message = "a dump of 4 GiB or more, which this reader does not read";
+        return (
+            Vec::new(),
+            Vec::new(),
+            vec![ParseIssue::at_line(1, message)],
+        );
+    }
     let dump = Arc::new(text);
     let mut structure = Structure {
         // A NUL anywhere is looked for line by line; mostly there is none.
@@ -679,12 +689,7 @@ fn rule_line<'a>(
     table.last_chain = Some(chain);
     table.lines.push((
         chain,
-        RuleLine {
-            number,
-            start,
-            end: start + line.len(),
-            visible: table.chains.len(),
-        },
+        RuleLine::new(number, start, start + line.len(), table.chains.len()),
     ));
 }
 
@@ -698,10 +703,10 @@ pub(super) fn read_chain(text: &TableText, lines: &[RuleLine]) -> ChainRules {
     let mut reader = RuleReader::default();
     let mut rule_issues = Vec::new();
     for found in lines {
-        let Some(line) = text.dump.get(found.start..found.end) else {
+        let Some(line) = text.dump.get(found.span()) else {
             continue;
         };
-        let number = found.number;
+        let number = found.number();
         if let Err(unclosed) = split_words(line, &mut words) {
             let message = unclosed.to_string();
             issue_at(&mut out.issues, number, line, unclosed.start, message);
@@ -717,7 +722,7 @@ pub(super) fn read_chain(text: &TableText, lines: &[RuleLine]) -> ChainRules {
         rule_issues.clear();
         let source = DumpLine {
             text: line,
-            start: found.start,
+            start: found.span().start,
             dump: &text.dump,
         };
         let spec = reader.read(
@@ -725,7 +730,7 @@ pub(super) fn read_chain(text: &TableText, lines: &[RuleLine]) -> ChainRules {
             &words,
             head.command + 2,
             &text.by_name,
-            found.visible,
+            found.visible(),
             &mut rule_issues,
         );
         out.rules.push(Rule {
