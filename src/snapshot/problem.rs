@@ -106,9 +106,20 @@ pub fn yaml_message(error: &serde_saphyr::Error) -> String {
 pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let offset = offset.min(text.len());
     let before = &text[..text.floor_char_boundary(offset)];
-    let line = before.matches('\n').count() + 1;
+    let line = newlines(before.as_bytes()) + 1;
     let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-    (line, before[line_start..].chars().count() + 1)
+    (line, chars(&before.as_bytes()[line_start..]) + 1)
+}
+
+/// The line breaks in `bytes`. A large cluster's pretty-printed files are
+/// over a gigabyte, each byte of which is counted to place its objects.
+pub fn newlines(bytes: &[u8]) -> usize {
+    bytecount::count(bytes, b'\n')
+}
+
+/// The characters of UTF-8 `bytes` (columns count characters).
+pub fn chars(bytes: &[u8]) -> usize {
+    bytecount::num_chars(bytes)
 }
 
 /// Where the last position was, so that each next one is found from there:
@@ -123,6 +134,17 @@ pub struct LineCursor {
 }
 
 impl LineCursor {
+    /// A cursor whose line 1, column 1 is `offset` of the text, for
+    /// offsets from there only: a part of a file placed later by the lines
+    /// before it.
+    pub fn from(offset: usize) -> LineCursor {
+        LineCursor {
+            offset,
+            line: 1,
+            column: 0,
+        }
+    }
+
     /// The 1-based line and column of `offset`, at or after the last one.
     pub fn advance(&mut self, text: &str, offset: usize) -> (usize, usize) {
         if offset < self.offset || self.line == 0 {
@@ -135,10 +157,10 @@ impl LineCursor {
         let between = &text[start..end];
         match between.rfind('\n') {
             Some(last) => {
-                self.line += between.matches('\n').count();
-                self.column = between[last + 1..].chars().count();
+                self.line += newlines(between.as_bytes());
+                self.column = chars(&between.as_bytes()[last + 1..]);
             }
-            None => self.column += between.chars().count(),
+            None => self.column += chars(between.as_bytes()),
         }
         self.offset = end;
         (self.line, self.column + 1)

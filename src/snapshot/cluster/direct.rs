@@ -18,9 +18,10 @@ use serde::de::{Deserialize, DeserializeSeed, Deserializer, IgnoredAny, MapAcces
 use serde_json::value::RawValue;
 
 use super::convert::{LeanObject, read_object_json};
-use super::document::{Position, chars};
+use super::document::Position;
 use super::model::{Object, ObjectSource};
 use super::wire::{Key, Keys, Unique};
+use crate::snapshot::problem::LineCursor;
 
 pub(super) mod list;
 
@@ -103,10 +104,10 @@ pub(super) type Inherited<'a> = (Cow<'a, str>, Cow<'a, str>);
 /// Reads `objects` (in file order) of `text`.
 fn read_objects(path: &Path, text: &str, objects: &[Pending]) -> Option<Vec<(Object, Position)>> {
     let mut read = Vec::with_capacity(objects.len());
-    let mut lines = Lines::default();
+    let mut lines = LineCursor::default();
     for object in objects {
         let offset = (object.raw.as_ptr() as usize).checked_sub(text.as_ptr() as usize)?;
-        let at = lines.position(text, offset);
+        let at = Position::after(&mut lines, text, offset);
         let source = ObjectSource {
             file: path.to_path_buf(),
             line: at.line,
@@ -230,34 +231,6 @@ impl OnePass<'_, '_> {
 /// A non-empty name; empty and null count as absent, as for the positioned path.
 fn named(name: Option<Cow<'_, str>>) -> Option<Cow<'_, str>> {
     name.filter(|name| !name.is_empty())
-}
-
-/// Lines and columns counted forward through a text, for offsets that only
-/// grow: each byte is looked at once, however long the lines.
-#[derive(Default)]
-pub(super) struct Lines {
-    offset: usize,
-    /// Lines before `offset`, and characters between its line's start and it.
-    line: usize,
-    column: usize,
-}
-
-impl Lines {
-    pub fn position(&mut self, text: &str, offset: usize) -> Position {
-        let passed = text.as_bytes().get(self.offset..offset).unwrap_or_default();
-        match passed.iter().rposition(|&b| b == b'\n') {
-            Some(last) => {
-                self.line += passed.iter().filter(|&&b| b == b'\n').count();
-                self.column = chars(&passed[last + 1..]);
-            }
-            None => self.column += chars(passed),
-        }
-        self.offset = offset;
-        Position {
-            line: self.line + 1,
-            column: self.column + 1,
-        }
-    }
 }
 
 /// What the reader needs of a document or an object: its apiVersion, kind

@@ -15,13 +15,21 @@ use std::marker::PhantomData;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_saphyr::{DuplicateKeyPolicy, Spanned};
 
-use crate::snapshot::problem::{ParseIssue, yaml_message};
+use crate::snapshot::problem::{LineCursor, ParseIssue, chars, yaml_message};
 
 /// 1-based line and column (in characters) in a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Position {
     pub line: usize,
     pub column: usize,
+}
+
+impl Position {
+    /// Where `offset` of `text` is, counted on from `cursor`'s last place.
+    pub fn after(cursor: &mut LineCursor, text: &str, offset: usize) -> Position {
+        let (line, column) = cursor.advance(text, offset);
+        Position { line, column }
+    }
 }
 
 /// A value of a document and where it starts.
@@ -510,12 +518,6 @@ impl LineIndex {
             column: chars(before) + 1,
         }
     }
-}
-
-/// The characters of UTF-8 `bytes` (columns count characters): its bytes
-/// but the continuation bytes.
-pub(super) fn chars(bytes: &[u8]) -> usize {
-    bytes.iter().filter(|&&b| b & 0xC0 != 0x80).count()
 }
 
 #[cfg(test)]

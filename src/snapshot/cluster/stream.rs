@@ -32,7 +32,7 @@ use super::direct::list::{items_start, list_kind, skip_whitespace};
 use super::document::parse_yaml;
 use super::load::Format;
 use crate::snapshot::input::{self, MIB};
-use crate::snapshot::problem::{ParseIssue, Problem, line_col};
+use crate::snapshot::problem::{ParseIssue, Problem, line_col, newlines};
 
 /// Files up to this size are read whole.
 pub(super) const WHOLE_UP_TO: u64 = 64 * MIB;
@@ -460,7 +460,7 @@ impl Window {
 
     /// Drops the first `n` bytes.
     fn consume(&mut self, n: usize) {
-        self.lines_before += self.bytes[..n].iter().filter(|&&b| b == b'\n').count();
+        self.lines_before += newlines(&self.bytes[..n]);
         self.bytes.drain(..n);
         self.start += n as u64;
     }

@@ -29,11 +29,12 @@ use serde::de::{
 use serde::forward_to_deserialize_any;
 
 use super::convert::{LeanObject, read_object};
-use super::direct::{Lines, OnePass};
+use super::direct::OnePass;
 use super::document::{Position, parse_yaml_from};
 use super::load::{Found, objects_in};
 use super::model::{Object, ObjectSource};
 use super::wire::{Key, Keys, Unique};
+use crate::snapshot::problem::LineCursor;
 
 /// Nesting deeper than this is left to the general reader.
 const MAX_DEPTH: usize = 64;
@@ -77,7 +78,7 @@ pub(super) fn read(path: &Path, text: &str) -> Option<Vec<(Object, Position)>> {
     let mut document = Document {
         path,
         text,
-        lines: Lines::default(),
+        lines: LineCursor::default(),
         objects: Vec::new(),
     };
     loop {
@@ -879,7 +880,7 @@ impl<'de> SeqAccess<'de> for BlockSeq<'_, 'de> {
 struct Document<'p, 'a> {
     path: &'p Path,
     text: &'a str,
-    lines: Lines,
+    lines: LineCursor,
     objects: Vec<(Object, Position)>,
 }
 
@@ -901,7 +902,7 @@ impl<'a> Document<'_, 'a> {
     /// Reads the document whose root mapping starts at `line`.
     fn read_root(&mut self, reader: &mut Reader<'a>, line: ContentLine) -> Result<()> {
         let root_at = line.start;
-        let position = self.lines.position(self.text, root_at);
+        let position = Position::after(&mut self.lines, self.text, root_at);
         reader.at = root_at;
         let mut map = BlockMap {
             reader,
@@ -991,7 +992,7 @@ impl<'a> Document<'_, 'a> {
             if matches!(bytes.get(first), None | Some(b'\n')) {
                 return Err(Refused);
             }
-            let position = self.lines.position(self.text, first);
+            let position = Position::after(&mut self.lines, self.text, first);
             let node = Node::at(&mut *seq.reader, Context::Item { dash: column });
             match OnePass(None).deserialize(node)? {
                 Some(lean) => {

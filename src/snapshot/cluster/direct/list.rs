@@ -24,10 +24,9 @@ use serde::de::{Deserialize, DeserializeSeed, Deserializer, IgnoredAny};
 
 use super::super::document::Position;
 use super::super::model::{Object, ObjectSource};
-use super::{
-    Head, Inherited, Lines, OnePass, Pending, named, read_in_one_pass, read_in_two_passes,
-};
+use super::{Head, Inherited, OnePass, Pending, named, read_in_one_pass, read_in_two_passes};
 use crate::snapshot::cluster::convert::LeanObject;
+use crate::snapshot::problem::LineCursor;
 
 /// A part of the items is at least this many bytes.
 const PART_BYTES: usize = 1 << 20;
@@ -243,11 +242,7 @@ fn read_part(
 ) -> Option<PartRead> {
     let bytes = text.as_bytes();
     let mut objects = Vec::new();
-    let mut lines = Lines {
-        offset: part.origin,
-        line: 0,
-        column: 0,
-    };
+    let mut lines = LineCursor::from(part.origin);
     let mut at = part.start;
     loop {
         if let End::Next(next) = end {
@@ -258,7 +253,7 @@ fn read_part(
             }
         }
         let (Skimmed(lean), after) = value_end::<Skimmed>(text, at)?;
-        let position = lines.position(text, at);
+        let position = Position::after(&mut lines, text, at);
         let source = ObjectSource {
             file: path.to_path_buf(),
             line: position.line,
@@ -285,7 +280,7 @@ fn read_part(
         }
     }
     let lines = match end {
-        End::Next(next) => lines.position(text, next.origin).line - 1,
+        End::Next(next) => lines.advance(text, next.origin).0 - 1,
         End::Close(_) => 0,
     };
     Some(PartRead { objects, lines })
