@@ -22,7 +22,7 @@ use serde::de::{DeserializeOwned, MapAccess};
 use super::wire::{self, Fields, StringMap};
 
 use super::de::{FieldError, from_value};
-use super::document::{FieldPath, Position, Segment, Value};
+use super::document::{FieldPath, Place, Position, Segment, Value};
 use super::model::*;
 use super::selector::{LabelSelector, LabelSelectorRequirement, SelectorOperator};
 use crate::snapshot::problem::ParseIssue;
@@ -51,7 +51,7 @@ pub(super) fn read_object(
                 .find(|t| t.kind == kind && api_group(t.api_version) == api_group(api_version))
             {
                 cx.issue(
-                    FieldPath::default().field("apiVersion"),
+                    root().field("apiVersion"),
                     format!(
                         "skoop reads {kind} only in {}; kept as a generic object",
                         typed.api_version
@@ -373,8 +373,8 @@ fn generic_object(
     }))
 }
 
-fn root() -> FieldPath {
-    FieldPath::default()
+fn root() -> &'static Place<'static> {
+    &Place::Root
 }
 
 /// `Some(s)` unless absent or empty, as the API treats optional names.
@@ -383,8 +383,8 @@ fn non_empty(s: Option<String>) -> Option<String> {
 }
 
 impl Conversion {
-    fn issue(&mut self, path: FieldPath, message: impl Into<String>) {
-        self.issues.push((path, message.into()));
+    fn issue(&mut self, path: Place<'_>, message: impl Into<String>) {
+        self.issues.push((path.path(), message.into()));
     }
 
     fn object_meta(
@@ -420,7 +420,7 @@ impl Conversion {
         })
     }
 
-    fn ip(&mut self, text: &str, path: FieldPath) -> Option<IpAddr> {
+    fn ip(&mut self, text: &str, path: Place<'_>) -> Option<IpAddr> {
         match text.parse() {
             Ok(ip) => Some(ip),
             Err(_) => {
@@ -431,7 +431,7 @@ impl Conversion {
     }
 
     /// A CIDR with its host bits cleared, as Go's `net.ParseCIDR` returns it.
-    fn cidr(&mut self, text: &str, path: FieldPath) -> Option<IpNet> {
+    fn cidr(&mut self, text: &str, path: Place<'_>) -> Option<IpNet> {
         match parse_cidr(text) {
             Ok(net) => Some(net),
             Err(message) => {
@@ -442,7 +442,7 @@ impl Conversion {
     }
 
     /// A port number; `consequence` says what is dropped when it is not one.
-    fn port(&mut self, number: i32, path: FieldPath, consequence: &str) -> Option<u16> {
+    fn port(&mut self, number: i32, path: Place<'_>, consequence: &str) -> Option<u16> {
         match port_number(number) {
             Ok(port) => Some(port),
             Err(message) => {
@@ -456,7 +456,7 @@ impl Conversion {
     fn enumerated<T: ApiEnum>(
         &mut self,
         text: &str,
-        path: FieldPath,
+        path: Place<'_>,
         consequence: &str,
     ) -> Option<T> {
         match parse_enum(text) {
@@ -472,7 +472,7 @@ impl Conversion {
     fn protocol(
         &mut self,
         protocol: Option<&str>,
-        path: FieldPath,
+        path: Place<'_>,
         consequence: &str,
     ) -> Option<Protocol> {
         match protocol {
@@ -486,7 +486,7 @@ impl Conversion {
         &mut self,
         conditions: impl Iterator<Item = (&'a str, &'a str)>,
         wanted: &str,
-        path: FieldPath,
+        path: Place<'_>,
     ) -> Option<bool> {
         let (index, status) = conditions
             .enumerate()
@@ -504,12 +504,6 @@ impl Conversion {
                 None
             }
         }
-    }
-
-    fn ips<'a>(&mut self, texts: impl Iterator<Item = (FieldPath, &'a str)>) -> Vec<IpAddr> {
-        texts
-            .filter_map(|(path, text)| self.ip(text, path))
-            .collect()
     }
 }
 
@@ -536,7 +530,7 @@ fn parse_enum<T: ApiEnum>(text: &str) -> Result<T, String> {
 /// A selector as the API defines it; `Err` names the offending field.
 fn label_selector(
     selector: meta::LabelSelector,
-    path: FieldPath,
+    path: Place<'_>,
 ) -> Result<LabelSelector, (FieldPath, String)> {
     let mut match_expressions = Vec::new();
     for (i, requirement) in selector
@@ -545,12 +539,13 @@ fn label_selector(
         .into_iter()
         .enumerate()
     {
-        let at = path.field("matchExpressions").index(i);
+        let expressions = path.field("matchExpressions");
+        let at = expressions.index(i);
         let operator = parse_enum::<SelectorOperator>(&requirement.operator)
-            .map_err(|message| (at.field("operator"), message))?;
+            .map_err(|message| (at.field("operator").path(), message))?;
         let values: BTreeSet<String> = requirement.values.unwrap_or_default().into_iter().collect();
         let requirement = LabelSelectorRequirement::new(requirement.key, operator, values)
-            .map_err(|e| (at, e.to_string()))?;
+            .map_err(|e| (at.path(), e.to_string()))?;
         match_expressions.push(requirement);
     }
     Ok(LabelSelector {
@@ -612,7 +607,7 @@ impl Typed for wire::Node {
 
 fn node_address(
     address: wire::NodeAddress,
-    path: FieldPath,
+    path: Place<'_>,
     cx: &mut Conversion,
 ) -> Option<NodeAddress> {
     let ip_path = path.field("address");
@@ -638,10 +633,13 @@ impl Typed for wire::Pod {
         let ips = match status.pod_ips.filter(|ips| !ips.is_empty()) {
             Some(ips) => {
                 let path = status_path.field("podIPs");
-                cx.ips(ips.iter().enumerate().map(|(i, ip)| {
-                    let text = ip.ip.as_deref().unwrap_or_default();
-                    (path.index(i).field("ip"), text)
-                }))
+                ips.iter()
+                    .enumerate()
+                    .filter_map(|(i, ip)| {
+                        let text = ip.ip.as_deref().unwrap_or_default();
+                        cx.ip(text, path.index(i).field("ip"))
+                    })
+                    .collect()
             }
             None => non_empty(status.pod_ip)
                 .and_then(|ip| cx.ip(&ip, status_path.field("podIP")))
@@ -657,10 +655,11 @@ impl Typed for wire::Pod {
         let conditions = status.conditions.unwrap_or_default();
         let conditions_path = status_path.field("conditions");
         let pairs = || conditions.iter().map(wire::Condition::pair);
-        let ready = cx.condition(pairs(), "Ready", conditions_path.clone());
+        let ready = cx.condition(pairs(), "Ready", conditions_path);
         let containers_ready = cx.condition(pairs(), "ContainersReady", conditions_path);
         let statuses = status.container_statuses.unwrap_or_default();
-        let containers_path = root().field("spec").field("containers");
+        let spec_path = root().field("spec");
+        let containers_path = spec_path.field("containers");
         let containers = spec
             .containers
             .unwrap_or_default()
@@ -672,7 +671,8 @@ impl Typed for wire::Pod {
                     .iter()
                     .find(|s| s.name.as_deref().unwrap_or_default() == name)
                     .map(|s| s.ready.unwrap_or_default());
-                let ports_path = containers_path.index(i).field("ports");
+                let container_path = containers_path.index(i);
+                let ports_path = container_path.field("ports");
                 let ports = container
                     .ports
                     .unwrap_or_default()
@@ -699,7 +699,7 @@ impl Typed for wire::Pod {
 
 fn container_port(
     port: wire::ContainerPort,
-    path: FieldPath,
+    path: Place<'_>,
     cx: &mut Conversion,
 ) -> Option<ContainerPort> {
     let container_port = cx.port(
@@ -738,51 +738,53 @@ impl Typed for wire::Service {
                 cx.enumerated(text, spec_path.field("sessionAffinity"), "object skipped")?
             }
         };
-        let cluster_ip_texts: Vec<(FieldPath, String)> =
-            match spec.cluster_ips.filter(|ips| !ips.is_empty()) {
-                Some(ips) => {
-                    let path = spec_path.field("clusterIPs");
-                    ips.into_iter()
-                        .enumerate()
-                        .map(|(i, ip)| (path.index(i), ip))
-                        .collect()
-                }
-                None => non_empty(spec.cluster_ip)
-                    .map(|ip| (spec_path.field("clusterIP"), ip))
-                    .into_iter()
-                    .collect(),
-            };
-        let headless = cluster_ip_texts.iter().any(|(_, ip)| ip == "None");
+        let listed = spec.cluster_ips.filter(|ips| !ips.is_empty());
+        let listed_path = spec_path.field("clusterIPs");
+        let (cluster_ip_texts, cluster_ip_path) = match listed {
+            Some(ips) => (ips, None),
+            None => (
+                non_empty(spec.cluster_ip).into_iter().collect(),
+                Some(spec_path.field("clusterIP")),
+            ),
+        };
+        let headless = cluster_ip_texts.iter().any(|ip| ip == "None");
         let cluster_ips = if headless {
             Vec::new()
         } else {
-            cx.ips(
-                cluster_ip_texts
-                    .iter()
-                    .map(|(path, ip)| (path.clone(), ip.as_str())),
-            )
+            let mut ips = Vec::new();
+            for (i, text) in cluster_ip_texts.iter().enumerate() {
+                let ip = match cluster_ip_path {
+                    Some(path) => cx.ip(text, path),
+                    None => cx.ip(text, listed_path.index(i)),
+                };
+                ips.extend(ip);
+            }
+            ips
         };
         let external_ips_path = spec_path.field("externalIPs");
-        let external_ips = cx.ips(
-            spec.external_ips
-                .iter()
-                .flatten()
-                .enumerate()
-                .map(|(i, ip)| (external_ips_path.index(i), ip.as_str())),
-        );
+        let external_ips = spec
+            .external_ips
+            .iter()
+            .flatten()
+            .enumerate()
+            .filter_map(|(i, ip)| cx.ip(ip, external_ips_path.index(i)))
+            .collect();
         let ingress = self
             .status
             .and_then(|status| status.load_balancer)
             .and_then(|lb| lb.ingress)
             .unwrap_or_default();
-        let ingress_path = root()
-            .field("status")
-            .field("loadBalancer")
-            .field("ingress");
-        let load_balancer_ips = cx.ips(ingress.iter().enumerate().filter_map(|(i, entry)| {
-            let ip = entry.ip.as_deref().filter(|ip| !ip.is_empty())?;
-            Some((ingress_path.index(i).field("ip"), ip))
-        }));
+        let status_path = root().field("status");
+        let load_balancer_path = status_path.field("loadBalancer");
+        let ingress_path = load_balancer_path.field("ingress");
+        let load_balancer_ips = ingress
+            .iter()
+            .enumerate()
+            .filter_map(|(i, entry)| {
+                let ip = entry.ip.as_deref().filter(|ip| !ip.is_empty())?;
+                cx.ip(ip, ingress_path.index(i).field("ip"))
+            })
+            .collect();
         let ports_path = spec_path.field("ports");
         let ports = spec
             .ports
@@ -822,7 +824,7 @@ impl Typed for wire::Service {
 
 fn service_port(
     port: wire::ServicePort,
-    path: FieldPath,
+    path: Place<'_>,
     cx: &mut Conversion,
 ) -> Option<ServicePort> {
     let number = cx.port(
@@ -893,12 +895,13 @@ impl Typed for wire::EndpointSlice {
             .into_iter()
             .enumerate()
             .map(|(i, endpoint)| {
-                let path = endpoints_path.index(i).field("addresses");
+                let endpoint_path = endpoints_path.index(i);
+                let path = endpoint_path.field("addresses");
                 let texts = endpoint.addresses.unwrap_or_default();
                 let (addresses, fqdns) = match address_type {
                     AddressType::Fqdn => (Vec::new(), texts),
                     AddressType::Ipv4 | AddressType::Ipv6 => {
-                        (slice_addresses(&texts, address_type, &path, cx), Vec::new())
+                        (slice_addresses(&texts, address_type, path, cx), Vec::new())
                     }
                 };
                 let conditions = endpoint.conditions.unwrap_or_default();
@@ -929,7 +932,7 @@ impl Typed for wire::EndpointSlice {
 fn slice_addresses(
     texts: &[String],
     address_type: AddressType,
-    path: &FieldPath,
+    path: Place<'_>,
     cx: &mut Conversion,
 ) -> Vec<IpAddr> {
     texts
@@ -988,7 +991,8 @@ impl Typed for wire::Endpoints {
                     .into_iter()
                     .enumerate()
                     .filter_map(|(j, port)| {
-                        let at = path.field("ports").index(j);
+                        let ports_path = path.field("ports");
+                        let at = ports_path.index(j);
                         Some(EndpointPort {
                             protocol: cx.protocol(
                                 port.protocol.as_deref(),
@@ -1030,7 +1034,8 @@ impl Typed for apps::DaemonSet {
         let selector = match label_selector(self.spec.selector, spec_path.field("selector")) {
             Ok(selector) => Some(selector),
             Err((path, message)) => {
-                cx.issue(path, format!("{message}; selector ignored"));
+                cx.issues
+                    .push((path, format!("{message}; selector ignored")));
                 None
             }
         };
@@ -1088,10 +1093,10 @@ impl Typed for networking::NetworkPolicy {
         // verdicts it might change are unknown rather than "not isolated".
         let unreadable = |meta, path: FieldPath, message: String, cx: &mut Conversion| {
             let reason = format!("{path}: {message}");
-            cx.issue(
+            cx.issues.push((
                 path,
                 format!("{message}; policy unreadable: verdicts in its namespace are unknown"),
-            );
+            ));
             Some(Object::UnreadableNetworkPolicy(UnreadableNetworkPolicy {
                 meta,
                 reason,
@@ -1124,7 +1129,7 @@ impl Typed for networking::NetworkPolicy {
                         other => {
                             return unreadable(
                                 meta,
-                                spec_path.field("policyTypes").index(i),
+                                spec_path.field("policyTypes").index(i).path(),
                                 format!("{other:?} is not one of Ingress, Egress"),
                                 cx,
                             );
@@ -1167,7 +1172,7 @@ impl Typed for networking::NetworkPolicy {
 fn policy_rule(
     peers: Option<Vec<networking::NetworkPolicyPeer>>,
     ports: Option<Vec<networking::NetworkPolicyPort>>,
-    path: FieldPath,
+    path: Place<'_>,
     peers_field: &'static str,
     cx: &mut Conversion,
 ) -> NetworkPolicyRule {
@@ -1176,12 +1181,12 @@ fn policy_rule(
         .into_iter()
         .enumerate()
         .map(|(i, peer)| {
-            let at = path.field(peers_field).index(i);
-            policy_peer(peer, &at).unwrap_or_else(|(path, reason)| {
-                cx.issue(
+            let peers_path = path.field(peers_field);
+            policy_peer(peer, peers_path.index(i)).unwrap_or_else(|(path, reason)| {
+                cx.issues.push((
                     path,
                     format!("{reason}; this peer is unknown to evaluation"),
-                );
+                ));
                 NetworkPolicyPeer::Invalid { reason }
             })
         })
@@ -1191,12 +1196,12 @@ fn policy_rule(
         .into_iter()
         .enumerate()
         .map(|(i, port)| {
-            let at = path.field("ports").index(i);
-            policy_port(port, &at).unwrap_or_else(|(path, reason)| {
-                cx.issue(
+            let ports_path = path.field("ports");
+            policy_port(port, ports_path.index(i)).unwrap_or_else(|(path, reason)| {
+                cx.issues.push((
                     path,
                     format!("{reason}; this port is unknown to evaluation"),
-                );
+                ));
                 NetworkPolicyPort::Invalid { reason }
             })
         })
@@ -1206,7 +1211,7 @@ fn policy_rule(
 
 fn policy_peer(
     peer: networking::NetworkPolicyPeer,
-    path: &FieldPath,
+    path: Place<'_>,
 ) -> Result<NetworkPolicyPeer, (FieldPath, String)> {
     let pods = peer
         .pod_selector
@@ -1224,24 +1229,25 @@ fn policy_peer(
         }
         (None, None, Some(block)) => {
             let block_path = path.field("ipBlock");
-            let cidr = parse_cidr(&block.cidr).map_err(|m| (block_path.field("cidr"), m))?;
+            let cidr = parse_cidr(&block.cidr).map_err(|m| (block_path.field("cidr").path(), m))?;
             let except = block
                 .except
                 .unwrap_or_default()
                 .iter()
                 .enumerate()
                 .map(|(i, text)| {
-                    parse_cidr(text).map_err(|m| (block_path.field("except").index(i), m))
+                    let except = block_path.field("except");
+                    parse_cidr(text).map_err(|m| (except.index(i).path(), m))
                 })
                 .collect::<Result<_, _>>()?;
             Ok(NetworkPolicyPeer::IpBlock { cidr, except })
         }
         (None, None, None) => Err((
-            path.clone(),
+            path.path(),
             "a peer needs podSelector, namespaceSelector or ipBlock".to_owned(),
         )),
         (_, _, Some(_)) => Err((
-            path.field("ipBlock"),
+            path.field("ipBlock").path(),
             "ipBlock cannot be combined with podSelector or namespaceSelector".to_owned(),
         )),
     }
@@ -1249,13 +1255,14 @@ fn policy_peer(
 
 fn policy_port(
     port: networking::NetworkPolicyPort,
-    path: &FieldPath,
+    path: Place<'_>,
 ) -> Result<NetworkPolicyPort, (FieldPath, String)> {
     let protocol = match port.protocol.as_deref() {
         None => Protocol::Tcp,
-        Some(text) => parse_enum(text).map_err(|m| (path.field("protocol"), m))?,
+        Some(text) => parse_enum(text).map_err(|m| (path.field("protocol").path(), m))?,
     };
-    let number = |n: i32, field: &'static str| port_number(n).map_err(|m| (path.field(field), m));
+    let number =
+        |n: i32, field: &'static str| port_number(n).map_err(|m| (path.field(field).path(), m));
     let start = match port.port {
         None => None,
         Some(IntOrString::Int(n)) => Some(PortRef::Number(number(n, "port")?)),
@@ -1267,13 +1274,13 @@ fn policy_port(
             Some(PortRef::Number(start)) if start <= end => {}
             Some(PortRef::Number(start)) => {
                 return Err((
-                    path.field("endPort"),
+                    path.field("endPort").path(),
                     format!("endPort {end} is below port {start}"),
                 ));
             }
             _ => {
                 return Err((
-                    path.field("endPort"),
+                    path.field("endPort").path(),
                     "endPort needs a numeric port".to_owned(),
                 ));
             }
