@@ -219,10 +219,13 @@ impl Loader<'_> {
 
     /// Inserts what a text held, in order, while the budget allows.
     fn insert(&mut self, path: &Path, pieces: Vec<Piece>) {
+        // Counted once, then kept up to date: counting walks every
+        // namespace of every kind.
+        let mut kept = self.cluster.object_count();
         for piece in pieces {
             match piece {
                 Piece::Object(..) if self.objects_spent => {}
-                Piece::Object(object, at) if self.cluster.object_count() >= self.budget.objects => {
+                Piece::Object(object, at) if kept >= self.budget.objects => {
                     self.objects_spent = true;
                     let _ = object;
                     self.problems.push(Problem::from_issue(
@@ -239,14 +242,24 @@ impl Loader<'_> {
                         ),
                     ));
                 }
-                Piece::Object(object, at) => insert_at(
-                    path,
-                    self.citing,
-                    &mut self.cluster,
-                    object,
-                    at,
-                    &mut self.problems,
-                ),
+                Piece::Object(object, at) => {
+                    let problems = self.problems.len();
+                    insert_at(
+                        path,
+                        self.citing,
+                        &mut self.cluster,
+                        object,
+                        at,
+                        &mut self.problems,
+                    );
+                    // An object inserted without a word is kept; one with
+                    // a problem may not be (defined twice).
+                    kept = if self.problems.len() == problems {
+                        kept + 1
+                    } else {
+                        self.cluster.object_count()
+                    };
+                }
                 Piece::Problem(problem) => self.problems.push(problem),
             }
         }
