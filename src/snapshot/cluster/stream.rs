@@ -121,8 +121,8 @@ fn read_parts(
 ) -> Result<(), Problem> {
     let cannot = |e: std::io::Error| Problem::in_file(path, format!("cannot read: {e}"));
     window.fill(HEAD.min(len as usize)).map_err(cannot)?;
-    if window.bytes.starts_with("\u{feff}".as_bytes()) {
-        window.consume(3);
+    if window.bytes().starts_with("\u{feff}".as_bytes()) {
+        window.take(3, "", Vec::new());
     }
     let list = match format {
         Format::Json => json_list(window, len),
@@ -140,23 +140,26 @@ fn read_parts(
             ),
         )
     })?;
-    window.consume(list.first_item);
+    // From here on the window holds the prefix a part stands alone with,
+    // then the file's bytes: a part is handed in the buffer it was read
+    // into, not copied.
+    window.take(list.first_item, &list.prefix, Vec::new());
     loop {
         window.fill(part_bytes).map_err(cannot)?;
         let remaining = list.items_end.saturating_sub(window.start);
-        let available = window.bytes.len() as u64;
+        let available = window.bytes().len() as u64;
         let items = remaining.min(available) as usize;
         let end_in_window = remaining <= available || window.eof;
         let cut = if end_in_window && items <= part_bytes {
             None
         } else {
-            list.cut(&window.bytes[..items.min(part_bytes)])
-                .or_else(|| list.cut(&window.bytes[..items]))
+            list.cut(&window.bytes()[..items.min(part_bytes)])
+                .or_else(|| list.cut(&window.bytes()[..items]))
         };
         let (cut, last) = match cut {
             Some(cut) => (cut, false),
             None if end_in_window => (items, true),
-            None if window.bytes.len() as u64 >= input::CLUSTER_FILE.bytes => {
+            None if window.bytes().len() as u64 >= input::CLUSTER_FILE.bytes => {
                 return Err(Problem::from_issue(
                     path,
                     ParseIssue::at_line(
@@ -170,26 +173,30 @@ fn read_parts(
                 ));
             }
             None => {
-                window.fill(window.bytes.len() * 2).map_err(cannot)?;
+                window.fill(window.bytes().len() * 2).map_err(cannot)?;
                 continue;
             }
         };
-        let part = std::str::from_utf8(&window.bytes[..cut]).map_err(|e| {
+        let part = &window.bytes()[..cut];
+        if let Err(e) = std::str::from_utf8(part) {
             let valid = e.valid_up_to();
-            let text = std::str::from_utf8(&window.bytes[..valid]).unwrap_or_default();
+            let text = std::str::from_utf8(&part[..valid]).unwrap_or_default();
             let (line, column) = line_col(text, valid);
-            Problem::from_issue(
+            return Err(Problem::from_issue(
                 path,
                 ParseIssue::at(window.lines_before + line, column, "not valid UTF-8"),
-            )
-        })?;
-        if !part.trim().is_empty() {
+            ));
+        }
+        let blank = part.iter().all(u8::is_ascii_whitespace);
+        let lines = window.lines_before as isize - list.prefix_lines as isize;
+        let buffer = spare().map(String::into_bytes).unwrap_or_default();
+        let text = window.take(cut, &list.prefix, buffer);
+        if !blank {
             each(Part {
-                text: list.standalone(part, last, spare().unwrap_or_default()),
-                lines: window.lines_before as isize - list.prefix_lines as isize,
+                text: list.standalone(text, last),
+                lines,
             });
         }
-        window.consume(cut);
         if last {
             return Ok(());
         }
@@ -242,38 +249,31 @@ impl List {
         None
     }
 
-    /// `part` (whole items) as a List of its own, written into `text`.
-    fn standalone(&self, part: &str, last: bool, mut text: String) -> String {
-        text.clear();
-        text.reserve(self.prefix.len() + part.len() + 4);
-        text.push_str(&self.prefix);
-        match self.format {
-            Format::Yaml => text.push_str(part),
-            Format::Json => {
-                // The comma before the next part's first item goes; a
-                // blank keeps every column where it was.
-                let comma = (!last)
-                    .then(|| part.rfind(|c: char| !c.is_ascii_whitespace()))
-                    .flatten()
-                    .filter(|&at| part.as_bytes()[at] == b',');
-                match comma {
-                    Some(at) => {
-                        text.push_str(&part[..at]);
-                        text.push(' ');
-                        text.push_str(&part[at + 1..]);
-                    }
-                    None => text.push_str(part),
-                }
-                text.push_str("\n]}\n");
+    /// `text`, the prefix then a part (whole items, UTF-8), as a List of
+    /// its own.
+    fn standalone(&self, mut text: Vec<u8>, last: bool) -> String {
+        if self.format == Format::Json {
+            // The comma before the next part's first item goes; a blank
+            // keeps every column where it was.
+            let part = self.prefix.len()..text.len();
+            let end = text[part.clone()]
+                .iter()
+                .rposition(|b| !b.is_ascii_whitespace())
+                .map(|at| part.start + at);
+            if let Some(at) = end.filter(|&at| !last && text[at] == b',') {
+                text[at] = b' ';
             }
+            text.extend_from_slice(b"\n]}\n");
         }
-        text
+        // SAFETY: the prefix is a str, the part was checked as UTF-8, and
+        // only ASCII was written over ASCII or added.
+        unsafe { String::from_utf8_unchecked(text) }
     }
 }
 
 /// A JSON List's head in the window and its end in the file's last bytes.
 fn json_list(window: &Window, len: u64) -> Option<List> {
-    let text = valid_prefix(&window.bytes);
+    let text = valid_prefix(window.bytes());
     let open = items_start(text)?;
     let first = skip_whitespace(text.as_bytes(), open);
     let first_line = text[..first].rfind('\n')? + 1;
@@ -302,7 +302,7 @@ fn json_list(window: &Window, len: u64) -> Option<List> {
 /// A YAML List's head (its fields before `items:`, at the first column) in
 /// the window, and its fields after the items in the file's last bytes.
 fn yaml_list(window: &Window, len: u64) -> Option<List> {
-    let text = valid_prefix(&window.bytes);
+    let text = valid_prefix(window.bytes());
     let mut at = 0;
     let items_line = loop {
         let end = text[at..].find('\n')? + at;
@@ -412,13 +412,17 @@ fn valid_prefix(bytes: &[u8]) -> &str {
     }
 }
 
-/// A window onto a file read from its start: the bytes not yet consumed.
+/// A window onto a file read from its start: the bytes not yet consumed,
+/// after a text of the reader's (`front`) that the bytes taken from it
+/// are handed with.
 struct Window {
     file: File,
-    bytes: Vec<u8>,
-    /// The file offset of `bytes[0]`.
+    held: Vec<u8>,
+    /// How many bytes of `held` are the reader's, before the file's.
+    front: usize,
+    /// The file offset of the first byte not consumed.
     start: u64,
-    /// The lines of the file before `bytes[0]`.
+    /// The lines of the file before `start`.
     lines_before: usize,
     eof: bool,
     digest: Option<Sha256>,
@@ -428,7 +432,8 @@ impl Window {
     fn new(file: File, digesting: bool) -> Window {
         Window {
             file,
-            bytes: Vec::new(),
+            held: Vec::new(),
+            front: 0,
             start: 0,
             lines_before: 0,
             eof: false,
@@ -436,21 +441,26 @@ impl Window {
         }
     }
 
+    /// The file's bytes read and not yet consumed.
+    fn bytes(&self) -> &[u8] {
+        &self.held[self.front..]
+    }
+
     /// Reads until the window holds at least `want` bytes or the file ends.
     fn fill(&mut self, want: usize) -> std::io::Result<()> {
         const CHUNK: usize = 1 << 20;
-        while self.bytes.len() < want && !self.eof {
-            let before = self.bytes.len();
+        while self.bytes().len() < want && !self.eof {
+            let before = self.held.len();
             // Into the buffer's spare room, not zeroed first.
-            let n = match (&self.file).take(CHUNK as u64).read_to_end(&mut self.bytes) {
+            let n = match (&self.file).take(CHUNK as u64).read_to_end(&mut self.held) {
                 Ok(n) => n,
                 Err(e) => {
-                    self.bytes.truncate(before);
+                    self.held.truncate(before);
                     return Err(e);
                 }
             };
             if let Some(digest) = &mut self.digest {
-                digest.update(&self.bytes[before..]);
+                digest.update(&self.held[before..]);
             }
             // Fewer bytes than asked for: the file ended.
             self.eof = n < CHUNK;
@@ -458,11 +468,20 @@ impl Window {
         Ok(())
     }
 
-    /// Drops the first `n` bytes.
-    fn consume(&mut self, n: usize) {
-        self.lines_before += newlines(&self.bytes[..n]);
-        self.bytes.drain(..n);
+    /// Consumes the first `n` bytes: returns them after the old front, in
+    /// the buffer that held them, and goes on in `buffer` with `front`
+    /// before the bytes left. Only what is left is copied.
+    fn take(&mut self, n: usize, front: &str, mut buffer: Vec<u8>) -> Vec<u8> {
+        let end = self.front + n;
+        self.lines_before += newlines(&self.held[self.front..end]);
+        buffer.clear();
+        buffer.extend_from_slice(front.as_bytes());
+        buffer.extend_from_slice(&self.held[end..]);
+        let mut taken = std::mem::replace(&mut self.held, buffer);
+        taken.truncate(end);
+        self.front = front.len();
         self.start += n as u64;
+        taken
     }
 
     /// The digest of the whole file, the rest of it read for it.
@@ -471,7 +490,8 @@ impl Window {
             return Ok(None);
         }
         while !self.eof {
-            self.bytes.clear();
+            self.held.clear();
+            self.front = 0;
             self.fill(1 << 20)?;
         }
         Ok(self.digest.take().map(|digest| digest.finalize().into()))
