@@ -70,11 +70,11 @@ fn node_subjects(
             Some(ForEach::RemoteNodes) => {
                 let peers = snapshot
                     .cluster
-                    .nodes()
-                    .filter(|n| n.meta.name != *node && is_peer(&n.meta.name));
+                    .node_names()
+                    .filter(|name| name != node && is_peer(name));
                 for peer in peers {
                     let mut ctx = ctx.clone();
-                    ctx.peer = NodeRef::new(snapshot, &peer.meta.name);
+                    ctx.peer = NodeRef::new(snapshot, peer);
                     contexts.push(ctx);
                 }
             }

@@ -201,11 +201,11 @@ fn register_cluster(engine: &mut Engine) {
             "pod_cidr_hosts",
             |c: &mut ClusterRef, n: i64, ipv4: bool, except: &str| -> Fallible<Array> {
                 let mut hosts = Array::new();
-                for node in c.snapshot.cluster.nodes() {
-                    if node.meta.name == except {
+                for (name, cidrs) in c.snapshot.cluster.node_pod_cidrs() {
+                    if name == except {
                         continue;
                     }
-                    let family = node.pod_cidrs.iter().find(|c| c.addr().is_ipv4() == ipv4);
+                    let family = cidrs.iter().find(|c| c.addr().is_ipv4() == ipv4);
                     if let Some(mut cidr) = family.copied() {
                         hosts.push(Dynamic::from(nth_host(&mut cidr, n)?));
                     }

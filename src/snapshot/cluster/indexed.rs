@@ -677,6 +677,24 @@ impl Indexed {
         self.nodes.all(self.from())
     }
 
+    pub(super) fn node_names(&self) -> impl Iterator<Item = &str> {
+        let bytes: &[u8] = &self.bytes;
+        (0..self.nodes.len()).filter_map(move |i| {
+            let key = self.nodes.table.keys.get(bytes, i)?;
+            std::str::from_utf8(part(key, 0)?).ok()
+        })
+    }
+
+    pub(super) fn node_pod_cidrs(&self) -> impl Iterator<Item = (&str, Vec<IpNet>)> {
+        let bytes: &[u8] = &self.bytes;
+        self.node_names().enumerate().map(move |(i, name)| {
+            let cidrs = (self.node_pod_cidrs.get(bytes, i))
+                .and_then(|record| postcard::from_bytes(record).ok())
+                .unwrap_or_default();
+            (name, cidrs)
+        })
+    }
+
     pub(super) fn node(&self, name: &str) -> Option<&Node> {
         self.nodes.find(&self.from(), &[name.as_bytes()])
     }
