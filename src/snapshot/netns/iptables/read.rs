@@ -652,15 +652,19 @@ fn rule_line<'a>(
                 return Ok(None);
             };
             // A chain declared after this line is not in `by_name` yet.
-            // iptables-save writes a chain's rules together: the last
-            // line's chain is this one's, mostly, without hashing its name.
-            let last = table.last_chain.filter(|&c| {
-                table
-                    .chains
-                    .get(c)
-                    .is_some_and(|d| *d.name == *chain_word.text)
-            });
-            match last.or_else(|| table.by_name.get(&*chain_word.text).copied()) {
+            // iptables-save writes a chain's rules together, the chains in
+            // the order they are declared: the last line's chain is this
+            // one's, or else mostly the next declared, without hashing its
+            // name (a kube-proxy dump changes chain every two or three
+            // lines, among tens of thousands).
+            let named =
+                |c: &usize| (table.chains.get(*c)).is_some_and(|d| *d.name == *chain_word.text);
+            let last = table.last_chain.filter(named);
+            let next = || Some(table.last_chain.map_or(0, |c| c + 1)).filter(named);
+            match last
+                .or_else(next)
+                .or_else(|| table.by_name.get(&*chain_word.text).copied())
+            {
                 Some(chain) => Ok(Some(chain)),
                 None => Err((
                     chain_word.start,
