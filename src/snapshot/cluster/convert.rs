@@ -383,8 +383,14 @@ fn non_empty(s: Option<String>) -> Option<String> {
 }
 
 impl Conversion {
-    fn issue(&mut self, path: Place<'_>, message: impl Into<String>) {
-        self.issues.push((path.path(), message.into()));
+    fn issue(&mut self, place: Place<'_>, message: impl Into<String>) {
+        self.issue_at(place.path(), message);
+    }
+
+    /// [`Conversion::issue`] at a path already made (a selector's, a
+    /// policy peer's error).
+    fn issue_at(&mut self, path: FieldPath, message: impl Into<String>) {
+        self.issues.push((path, message.into()));
     }
 
     fn object_meta(
@@ -1034,8 +1040,7 @@ impl Typed for apps::DaemonSet {
         let selector = match label_selector(self.spec.selector, spec_path.field("selector")) {
             Ok(selector) => Some(selector),
             Err((path, message)) => {
-                cx.issues
-                    .push((path, format!("{message}; selector ignored")));
+                cx.issue_at(path, format!("{message}; selector ignored"));
                 None
             }
         };
@@ -1093,10 +1098,10 @@ impl Typed for networking::NetworkPolicy {
         // verdicts it might change are unknown rather than "not isolated".
         let unreadable = |meta, path: FieldPath, message: String, cx: &mut Conversion| {
             let reason = format!("{path}: {message}");
-            cx.issues.push((
+            cx.issue_at(
                 path,
                 format!("{message}; policy unreadable: verdicts in its namespace are unknown"),
-            ));
+            );
             Some(Object::UnreadableNetworkPolicy(UnreadableNetworkPolicy {
                 meta,
                 reason,
@@ -1183,10 +1188,10 @@ fn policy_rule(
         .map(|(i, peer)| {
             let peers_path = path.field(peers_field);
             policy_peer(peer, peers_path.index(i)).unwrap_or_else(|(path, reason)| {
-                cx.issues.push((
+                cx.issue_at(
                     path,
                     format!("{reason}; this peer is unknown to evaluation"),
-                ));
+                );
                 NetworkPolicyPeer::Invalid { reason }
             })
         })
@@ -1198,10 +1203,10 @@ fn policy_rule(
         .map(|(i, port)| {
             let ports_path = path.field("ports");
             policy_port(port, ports_path.index(i)).unwrap_or_else(|(path, reason)| {
-                cx.issues.push((
+                cx.issue_at(
                     path,
                     format!("{reason}; this port is unknown to evaluation"),
-                ));
+                );
                 NetworkPolicyPort::Invalid { reason }
             })
         })
