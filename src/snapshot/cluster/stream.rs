@@ -177,17 +177,16 @@ fn read_parts(
                 continue;
             }
         };
-        let part = &window.bytes()[..cut];
-        if let Err(e) = std::str::from_utf8(part) {
+        let part = std::str::from_utf8(&window.bytes()[..cut]).map_err(|e| {
             let valid = e.valid_up_to();
-            let text = std::str::from_utf8(&part[..valid]).unwrap_or_default();
+            let text = std::str::from_utf8(&window.bytes()[..valid]).unwrap_or_default();
             let (line, column) = line_col(text, valid);
-            return Err(Problem::from_issue(
+            Problem::from_issue(
                 path,
                 ParseIssue::at(window.lines_before + line, column, "not valid UTF-8"),
-            ));
-        }
-        let blank = part.iter().all(u8::is_ascii_whitespace);
+            )
+        })?;
+        let blank = part.trim().is_empty();
         let lines = window.lines_before as isize - list.prefix_lines as isize;
         let buffer = spare().map(String::into_bytes).unwrap_or_default();
         let text = window.take(cut, &list.prefix, buffer);
