@@ -23,6 +23,7 @@ use super::model::{Object, ObjectSource};
 use super::wire::{Key, Keys, Unique};
 use crate::snapshot::problem::LineCursor;
 
+pub(super) mod fitted;
 pub(super) mod list;
 
 /// Below this many objects a file is read on the calling thread.

@@ -28,7 +28,8 @@ use std::path::Path;
 
 use sha2::{Digest as _, Sha256};
 
-use super::direct::list::{items_start, list_kind, skip_whitespace};
+use super::direct::fitted::skip_whitespace;
+use super::direct::list::{items_start, list_kind};
 use super::document::parse_yaml;
 use super::load::Format;
 use crate::snapshot::input::{self, MIB};

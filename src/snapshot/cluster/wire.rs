@@ -16,6 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::marker::PhantomData;
 
+use serde::de::value::{BorrowedStrDeserializer, StringDeserializer};
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 
 /// A struct read field by field from a mapping, which may already have been
@@ -423,36 +424,115 @@ impl<'de> Visitor<'de> for KeyVisitor {
     }
 }
 
-/// The keys of one mapping so far: a short list, a set once it grows (a
-/// hostile mapping with a million keys stays linear).
-/// Keys of one mapping kept in place before a set is built.
-const FEW_KEYS: usize = 8;
+/// Keys of one mapping kept in place before a set is built: a container,
+/// a pod's spec or its status has more than 8 keys, and few mappings have
+/// more than 16.
+const FEW_KEYS: usize = 16;
 
-/// The keys of one mapping read so far. Most mappings have a few keys:
-/// those are kept in place, without allocating.
-#[derive(Default)]
+/// The keys of one mapping read so far, to find one written twice.
 pub(super) struct Keys<'a> {
-    few: [Cow<'a, str>; FEW_KEYS],
+    /// The first keys borrowed from the text, each with its [`head`].
+    few: [&'a str; FEW_KEYS],
+    heads: [u64; FEW_KEYS],
     len: usize,
+    /// Every key so far was borrowed and greater than the one before it:
+    /// a key greater than the last is then new without a search. kubectl
+    /// writes every mapping's keys sorted.
+    ascending: bool,
+    /// The keys past the first few, and those with an escape: a set, so
+    /// that a hostile mapping with a million keys stays linear.
     many: BTreeSet<Cow<'a, str>>,
 }
 
+impl Default for Keys<'_> {
+    fn default() -> Self {
+        Keys {
+            few: [""; FEW_KEYS],
+            heads: [0; FEW_KEYS],
+            len: 0,
+            ascending: true,
+            many: BTreeSet::new(),
+        }
+    }
+}
+
+/// A key's first 8 bytes (zeros past its end), big-endian: of two keys,
+/// the one with the greater head is the greater; with equal heads, either
+/// may be.
+fn head(key: &str) -> u64 {
+    let bytes = key.as_bytes();
+    let mut word = [0; 8];
+    let n = bytes.len().min(8);
+    word[..n].copy_from_slice(&bytes[..n]);
+    u64::from_be_bytes(word)
+}
+
 impl<'a> Keys<'a> {
-    fn contains(&self, key: &str) -> bool {
-        self.few[..self.len].iter().any(|k| k == key) || self.many.contains(key)
+    fn contains(&self, key: &str, head: u64) -> bool {
+        self.heads[..self.len]
+            .iter()
+            .zip(&self.few)
+            .any(|(&h, &k)| h == head && k == key)
+            || (!self.many.is_empty() && self.many.contains(key))
     }
 
     pub fn insert<E: de::Error>(&mut self, key: Cow<'a, str>) -> Result<(), E> {
-        if self.contains(&key) {
-            return Err(E::custom("duplicate key"));
-        }
-        if self.len < FEW_KEYS {
-            self.few[self.len] = key;
-            self.len += 1;
-        } else {
-            self.many.insert(key);
+        let head = head(&key);
+        let duplicate = || E::custom("duplicate key");
+        match key {
+            Cow::Borrowed(key) if self.len < FEW_KEYS => {
+                if self.ascending && self.len > 0 {
+                    let last = self.len - 1;
+                    let (last_head, last_key) = (self.heads[last], self.few[last]);
+                    self.ascending = head > last_head || (head == last_head && key > last_key);
+                }
+                if !self.ascending && self.contains(key, head) {
+                    return Err(duplicate());
+                }
+                self.few[self.len] = key;
+                self.heads[self.len] = head;
+                self.len += 1;
+            }
+            key => {
+                self.ascending = false;
+                if self.contains(&key, head) || !self.many.insert(key) {
+                    return Err(duplicate());
+                }
+            }
         }
         Ok(())
+    }
+}
+
+/// Why a reader fitted to what kubectl writes (`yaml.rs`,
+/// `direct/fitted.rs`) leaves a text to the general one: something beyond
+/// what it takes, or a problem (which the general reader positions).
+#[derive(Debug)]
+pub(super) struct Refused;
+
+impl fmt::Display for Refused {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("not as kubectl writes it")
+    }
+}
+
+impl std::error::Error for Refused {}
+
+impl de::Error for Refused {
+    fn custom<T: fmt::Display>(_: T) -> Self {
+        Refused
+    }
+}
+
+/// An enumeration read from its string, as the general readers read
+/// Kubernetes enumerations.
+pub(super) fn visit_enum<'de, V: Visitor<'de>>(
+    name: Cow<'de, str>,
+    visitor: V,
+) -> Result<V::Value, Refused> {
+    match name {
+        Cow::Borrowed(name) => visitor.visit_enum(BorrowedStrDeserializer::<Refused>::new(name)),
+        Cow::Owned(name) => visitor.visit_enum(StringDeserializer::<Refused>::new(name)),
     }
 }
 
@@ -526,6 +606,32 @@ mod tests {
             r#"{"spec": {}, "spec": {}}"#,
         ] {
             assert!(serde_json::from_str::<Pod>(text).is_err(), "{text}");
+        }
+    }
+
+    proptest::proptest! {
+        /// Keys that share a head (their first 8 bytes) or are prefixes of
+        /// one another, in order and out of it, borrowed and with escapes
+        /// (owned), past the few kept in place: each is refused exactly
+        /// when it was inserted before.
+        #[test]
+        fn a_key_is_refused_exactly_when_it_came_before(
+            mut keys in proptest::collection::vec(
+                ("(sameHead)?[ab]{0,3}\\x00?", proptest::bool::ANY),
+                0..3 * FEW_KEYS,
+            ),
+            sorted in proptest::bool::ANY,
+        ) {
+            if sorted {
+                keys.sort();
+            }
+            let mut set = Keys::default();
+            let mut seen = std::collections::HashSet::new();
+            for (key, owned) in &keys {
+                let cow = if *owned { Cow::Owned(key.clone()) } else { Cow::Borrowed(key.as_str()) };
+                let refused = set.insert::<serde_json::Error>(cow).is_err();
+                proptest::prop_assert_eq!(refused, !seen.insert(key), "{:?}", key);
+            }
         }
     }
 

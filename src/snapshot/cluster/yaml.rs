@@ -19,10 +19,9 @@
 //! and read by the general reader, one object at a time.
 
 use std::borrow::Cow;
-use std::fmt;
 use std::path::Path;
 
-use serde::de::value::{BorrowedStrDeserializer, StringDeserializer};
+use serde::de::value::BorrowedStrDeserializer;
 use serde::de::{
     self, DeserializeSeed, Deserializer, IntoDeserializer, MapAccess, SeqAccess, Visitor,
 };
@@ -33,30 +32,11 @@ use super::direct::OnePass;
 use super::document::{Position, parse_yaml_from};
 use super::load::{Found, objects_in};
 use super::model::{Object, ObjectSource};
-use super::wire::{Key, Keys, Unique};
+use super::wire::{Key, Keys, Refused, Unique, visit_enum};
 use crate::snapshot::problem::LineCursor;
 
 /// Nesting deeper than this is left to the general reader.
 const MAX_DEPTH: usize = 64;
-
-/// Why this reader leaves a text to the general one: something beyond what
-/// kubectl writes, or a problem (which the general reader positions).
-#[derive(Debug)]
-pub(super) struct Refused;
-
-impl fmt::Display for Refused {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("not YAML as kubectl writes it")
-    }
-}
-
-impl std::error::Error for Refused {}
-
-impl de::Error for Refused {
-    fn custom<T: fmt::Display>(_: T) -> Self {
-        Refused
-    }
-}
 
 type Result<T> = std::result::Result<T, Refused>;
 
@@ -706,13 +686,8 @@ impl<'de> Deserializer<'de> for Node<'_, 'de> {
 /// Kubernetes enumerations are strings, as for the general reader.
 fn enum_from<'de, V: Visitor<'de>>(start: Start<'de>, visitor: V) -> Result<V::Value> {
     match start {
-        Start::Str(Cow::Borrowed(s)) => {
-            visitor.visit_enum(BorrowedStrDeserializer::<Refused>::new(s))
-        }
-        Start::Str(Cow::Owned(s)) | Start::String(s) => {
-            let variant: StringDeserializer<Refused> = s.into_deserializer();
-            visitor.visit_enum(variant)
-        }
+        Start::Str(s) => visit_enum(s, visitor),
+        Start::String(s) => visit_enum(Cow::Owned(s), visitor),
         _ => Err(Refused),
     }
 }

@@ -24,6 +24,7 @@ use serde::de::{Deserialize, DeserializeSeed, Deserializer, IgnoredAny};
 
 use super::super::document::Position;
 use super::super::model::{Object, ObjectSource};
+use super::fitted::{skip_whitespace, value_end};
 use super::{Head, Inherited, OnePass, Pending, named, read_in_one_pass, read_in_two_passes};
 use crate::snapshot::cluster::convert::LeanObject;
 use crate::snapshot::problem::LineCursor;
@@ -83,7 +84,12 @@ fn read_in_parts(
         results.extend(workers.into_iter().map(|w| w.join().ok().flatten()));
         results
     });
-    let mut objects = Vec::new();
+    let count = results
+        .iter()
+        .flatten()
+        .map(|part| part.objects.len())
+        .sum();
+    let mut objects = Vec::with_capacity(count);
     let mut lines_before = 0;
     for part in results {
         let part = part?;
@@ -165,20 +171,6 @@ pub(in crate::snapshot::cluster) fn items_start(text: &str) -> Option<usize> {
         }
         at += 1;
     }
-}
-
-/// The value of type `T` starting at `at`, and the offset just past it.
-fn value_end<'de, T: Deserialize<'de>>(text: &'de str, at: usize) -> Option<(T, usize)> {
-    let mut stream = serde_json::Deserializer::from_str(text.get(at..)?).into_iter::<T>();
-    let value = stream.next()?.ok()?;
-    Some((value, at + stream.byte_offset()))
-}
-
-pub(in crate::snapshot::cluster) fn skip_whitespace(bytes: &[u8], mut at: usize) -> usize {
-    while matches!(bytes.get(at), Some(b' ' | b'\t' | b'\n' | b'\r')) {
-        at += 1;
-    }
-    at
 }
 
 /// The first part starts at the first item; up to `count - 1` more at
@@ -271,6 +263,16 @@ fn read_part(
                 }
             }
         };
+        if objects.is_empty() {
+            // As many more as the first one's size says fit in the part;
+            // a tiny first item does not make a hostile part reserve more
+            // than about its own size.
+            let part_end = match end {
+                End::Next(next) => next.start,
+                End::Close(close) => close,
+            };
+            objects.reserve(1 + part_end.saturating_sub(after) / (after - at).max(256));
+        }
         objects.push((object, position));
         let separator = skip_whitespace(bytes, after);
         match (bytes.get(separator), end) {
