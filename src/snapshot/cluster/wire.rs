@@ -461,10 +461,14 @@ impl Default for Keys<'_> {
 /// may be.
 fn head(key: &str) -> u64 {
     let bytes = key.as_bytes();
-    let mut word = [0; 8];
-    let n = bytes.len().min(8);
-    word[..n].copy_from_slice(&bytes[..n]);
-    u64::from_be_bytes(word)
+    match bytes.first_chunk::<8>() {
+        Some(first) => u64::from_be_bytes(*first),
+        // Byte by byte: a copy of a length not known here is a call.
+        None => bytes
+            .iter()
+            .zip((0..8).rev())
+            .fold(0, |word, (&byte, place)| word | u64::from(byte) << (8 * place)),
+    }
 }
 
 impl<'a> Keys<'a> {
