@@ -467,7 +467,9 @@ fn head(key: &str) -> u64 {
         None => bytes
             .iter()
             .zip((0..8).rev())
-            .fold(0, |word, (&byte, place)| word | u64::from(byte) << (8 * place)),
+            .fold(0, |word, (&byte, place)| {
+                word | u64::from(byte) << (8 * place)
+            }),
     }
 }
 
