@@ -305,30 +305,21 @@ impl<'de> Deserializer<'de> for Value<'_, 'de> {
                 Number::I64(i) => visitor.visit_i64(i),
                 Number::F64(f) => visitor.visit_f64(f),
             },
-            b'[' => {
+            open @ (b'[' | b'{') => {
                 reader.enter()?;
-                let mut seq = Seq {
+                let mut entries = Entries {
                     reader: &mut *reader,
                     first: true,
                     done: false,
                 };
-                let value = visitor.visit_seq(&mut seq)?;
-                // serde_json refuses a sequence its visitor left unread.
-                if !seq.done {
-                    return Err(Refused);
-                }
-                reader.depth -= 1;
-                Ok(value)
-            }
-            b'{' => {
-                reader.enter()?;
-                let mut map = Map {
-                    reader: &mut *reader,
-                    first: true,
-                    done: false,
-                };
-                let value = visitor.visit_map(&mut map)?;
-                if !map.done {
+                let value = if open == b'[' {
+                    visitor.visit_seq(&mut entries)
+                } else {
+                    visitor.visit_map(&mut entries)
+                }?;
+                // serde_json refuses a sequence or a mapping its visitor
+                // left unread.
+                if !entries.done {
                     return Err(Refused);
                 }
                 reader.depth -= 1;
@@ -382,14 +373,15 @@ impl<'de> Deserializer<'de> for Value<'_, 'de> {
     }
 }
 
-/// A sequence's elements; `done` once its `]` is read.
-struct Seq<'r, 'a> {
+/// A sequence's elements or a mapping's entries; `done` once its `]` or
+/// `}` is read.
+struct Entries<'r, 'a> {
     reader: &'r mut Reader<'a>,
     first: bool,
     done: bool,
 }
 
-impl<'de> SeqAccess<'de> for &mut Seq<'_, 'de> {
+impl<'de> SeqAccess<'de> for &mut Entries<'_, 'de> {
     type Error = Refused;
 
     fn next_element_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<Option<T::Value>> {
@@ -413,14 +405,7 @@ impl<'de> SeqAccess<'de> for &mut Seq<'_, 'de> {
     }
 }
 
-/// A mapping's entries; `done` once its `}` is read.
-struct Map<'r, 'a> {
-    reader: &'r mut Reader<'a>,
-    first: bool,
-    done: bool,
-}
-
-impl<'de> MapAccess<'de> for &mut Map<'_, 'de> {
+impl<'de> MapAccess<'de> for &mut Entries<'_, 'de> {
     type Error = Refused;
 
     fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>> {

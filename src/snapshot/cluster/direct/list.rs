@@ -263,16 +263,6 @@ fn read_part(
                 }
             }
         };
-        if objects.is_empty() {
-            // As many more as the first one's size says fit in the part;
-            // a tiny first item does not make a hostile part reserve more
-            // than about its own size.
-            let part_end = match end {
-                End::Next(next) => next.start,
-                End::Close(close) => close,
-            };
-            objects.reserve(1 + part_end.saturating_sub(after) / (after - at).max(256));
-        }
         objects.push((object, position));
         let separator = skip_whitespace(bytes, after);
         match (bytes.get(separator), end) {
