@@ -530,6 +530,27 @@ impl de::Error for Refused {
     }
 }
 
+/// The methods a fitted reader's `Deserializer` has alike: an ignored value
+/// read as any other (so that it is checked as the general reader checks
+/// it), and the rest forwarded to `deserialize_any`.
+macro_rules! read_the_rest_as_any {
+    () => {
+        fn deserialize_ignored_any<V: serde::de::Visitor<'de>>(
+            self,
+            visitor: V,
+        ) -> std::result::Result<V::Value, Self::Error> {
+            self.deserialize_any(serde::de::IgnoredAny)?;
+            visitor.visit_unit()
+        }
+
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+            bytes byte_buf unit unit_struct seq tuple tuple_struct map struct identifier
+        }
+    };
+}
+pub(super) use read_the_rest_as_any;
+
 /// An enumeration read from its string, as the general readers read
 /// Kubernetes enumerations.
 pub(super) fn visit_enum<'de, V: Visitor<'de>>(

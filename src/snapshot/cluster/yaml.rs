@@ -25,14 +25,13 @@ use serde::de::value::BorrowedStrDeserializer;
 use serde::de::{
     self, DeserializeSeed, Deserializer, IntoDeserializer, MapAccess, SeqAccess, Visitor,
 };
-use serde::forward_to_deserialize_any;
 
 use super::convert::{LeanObject, read_object};
 use super::direct::OnePass;
 use super::document::{Position, parse_yaml_from};
 use super::load::{Found, objects_in};
 use super::model::{Object, ObjectSource};
-use super::wire::{Key, Keys, Refused, Unique, visit_enum};
+use super::wire::{Key, Keys, Refused, Unique, read_the_rest_as_any, visit_enum};
 use crate::snapshot::problem::LineCursor;
 
 /// Nesting deeper than this is left to the general reader.
@@ -672,15 +671,7 @@ impl<'de> Deserializer<'de> for Node<'_, 'de> {
         visitor.visit_newtype_struct(self)
     }
 
-    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
-        self.deserialize_any(de::IgnoredAny)?;
-        visitor.visit_unit()
-    }
-
-    forward_to_deserialize_any! {
-        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
-        bytes byte_buf unit unit_struct seq tuple tuple_struct map struct identifier
-    }
+    read_the_rest_as_any!();
 }
 
 /// Kubernetes enumerations are strings, as for the general reader.

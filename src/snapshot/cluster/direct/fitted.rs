@@ -18,10 +18,9 @@
 use std::borrow::Cow;
 
 use serde::de::value::{BorrowedStrDeserializer, StringDeserializer};
-use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
-use serde::forward_to_deserialize_any;
+use serde::de::{Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 
-use super::super::wire::{Refused, visit_enum};
+use super::super::wire::{Refused, read_the_rest_as_any, visit_enum};
 
 /// Nesting deeper than this is left to serde_json (which takes 127 levels).
 const MAX_DEPTH: usize = 64;
@@ -362,15 +361,7 @@ impl<'de> Deserializer<'de> for Value<'_, 'de> {
         visitor.visit_newtype_struct(self)
     }
 
-    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
-        self.deserialize_any(de::IgnoredAny)?;
-        visitor.visit_unit()
-    }
-
-    forward_to_deserialize_any! {
-        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
-        bytes byte_buf unit unit_struct seq tuple tuple_struct map struct identifier
-    }
+    read_the_rest_as_any!();
 }
 
 /// A sequence's elements or a mapping's entries; `done` once its `]` or
