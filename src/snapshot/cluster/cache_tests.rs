@@ -686,6 +686,16 @@ fn lookups_from_the_cache_are_those_of_the_files() {
     };
     assert_eq!(indexed.decoded_pods(), 1);
     assert_eq!(cached.pod(namespace, "no-such-pod"), None);
+    // The nodes' names and pod CIDRs, read from the keys and the records.
+    assert_eq!(
+        cached.node_names().collect::<Vec<_>>(),
+        files.node_names().collect::<Vec<_>>()
+    );
+    assert_eq!(
+        cached.node_pod_cidrs().collect::<Vec<_>>(),
+        files.node_pod_cidrs().collect::<Vec<_>>()
+    );
+    assert!(files.node_pod_cidrs().any(|(_, cidrs)| !cidrs.is_empty()));
     for node in files.nodes() {
         let name = &node.meta.name;
         assert_eq!(cached.node(name), Some(node));

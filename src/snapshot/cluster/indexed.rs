@@ -677,21 +677,25 @@ impl Indexed {
         self.nodes.all(self.from())
     }
 
-    pub(super) fn node_names(&self) -> impl Iterator<Item = &str> {
-        let bytes: &[u8] = &self.bytes;
-        (0..self.nodes.len()).filter_map(move |i| {
-            let key = self.nodes.table.keys.get(bytes, i)?;
-            std::str::from_utf8(part(key, 0)?).ok()
-        })
+    /// The name in the `i`th node's key.
+    fn node_name(&self, i: usize) -> Option<&str> {
+        let key = self.nodes.table.keys.get(&self.bytes, i)?;
+        std::str::from_utf8(part(key, 0)?).ok()
     }
 
+    pub(super) fn node_names(&self) -> impl Iterator<Item = &str> {
+        (0..self.nodes.len()).filter_map(|i| self.node_name(i))
+    }
+
+    /// Record `i` is the `i`th node's (they are written in the nodes'
+    /// order), paired by index: a key that does not read leaves its own
+    /// node out, not the records after it shifted onto other nodes.
     pub(super) fn node_pod_cidrs(&self) -> impl Iterator<Item = (&str, Vec<IpNet>)> {
-        let bytes: &[u8] = &self.bytes;
-        self.node_names().enumerate().map(move |(i, name)| {
-            let cidrs = (self.node_pod_cidrs.get(bytes, i))
+        (0..self.nodes.len()).filter_map(|i| {
+            let cidrs = (self.node_pod_cidrs.get(&self.bytes, i))
                 .and_then(|record| postcard::from_bytes(record).ok())
                 .unwrap_or_default();
-            (name, cidrs)
+            Some((self.node_name(i)?, cidrs))
         })
     }
 
