@@ -530,6 +530,18 @@ impl de::Error for Refused {
     }
 }
 
+/// A mapping's key as a fitted reader hands it to `seed`: borrowed from
+/// the text when it is.
+pub(super) fn deserialize_key<'de, K: de::DeserializeSeed<'de>>(
+    seed: K,
+    key: Cow<'de, str>,
+) -> Result<K::Value, Refused> {
+    match key {
+        Cow::Borrowed(key) => seed.deserialize(BorrowedStrDeserializer::<Refused>::new(key)),
+        Cow::Owned(key) => seed.deserialize(StringDeserializer::<Refused>::new(key)),
+    }
+}
+
 /// The methods a fitted reader's `Deserializer` has alike: an ignored value
 /// read as any other (so that it is checked as the general reader checks
 /// it), and the rest forwarded to `deserialize_any`.

@@ -21,17 +21,14 @@
 use std::borrow::Cow;
 use std::path::Path;
 
-use serde::de::value::BorrowedStrDeserializer;
-use serde::de::{
-    self, DeserializeSeed, Deserializer, IntoDeserializer, MapAccess, SeqAccess, Visitor,
-};
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 
 use super::convert::{LeanObject, read_object};
 use super::direct::OnePass;
 use super::document::{Position, parse_yaml_from};
 use super::load::{Found, objects_in};
 use super::model::{Object, ObjectSource};
-use super::wire::{Key, Keys, Refused, Unique, read_the_rest_as_any, visit_enum};
+use super::wire::{Key, Keys, Refused, Unique, deserialize_key, read_the_rest_as_any, visit_enum};
 use crate::snapshot::problem::LineCursor;
 
 /// Nesting deeper than this is left to the general reader.
@@ -784,12 +781,7 @@ impl<'de> MapAccess<'de> for BlockMap<'_, 'de> {
     fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>> {
         match self.key()? {
             None => Ok(None),
-            Some(Cow::Borrowed(key)) => seed
-                .deserialize(BorrowedStrDeserializer::<Refused>::new(key))
-                .map(Some),
-            Some(Cow::Owned(key)) => seed
-                .deserialize(IntoDeserializer::<Refused>::into_deserializer(key))
-                .map(Some),
+            Some(key) => deserialize_key(seed, key).map(Some),
         }
     }
 

@@ -17,10 +17,9 @@
 
 use std::borrow::Cow;
 
-use serde::de::value::{BorrowedStrDeserializer, StringDeserializer};
 use serde::de::{Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 
-use super::super::wire::{Refused, read_the_rest_as_any, visit_enum};
+use super::super::wire::{Refused, deserialize_key, read_the_rest_as_any, visit_enum};
 
 /// Nesting deeper than this is left to serde_json (which takes 127 levels).
 const MAX_DEPTH: usize = 64;
@@ -414,10 +413,7 @@ impl<'de> MapAccess<'de> for &mut Entries<'_, 'de> {
         if self.reader.peek()? != b'"' {
             return Err(Refused);
         }
-        let key = match self.reader.string()? {
-            Cow::Borrowed(key) => seed.deserialize(BorrowedStrDeserializer::<Refused>::new(key)),
-            Cow::Owned(key) => seed.deserialize(StringDeserializer::<Refused>::new(key)),
-        }?;
+        let key = deserialize_key(seed, self.reader.string()?)?;
         self.reader.expect(b':')?;
         Ok(Some(key))
     }
