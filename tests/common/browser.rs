@@ -44,6 +44,10 @@ pub struct Browser {
     session: Option<String>,
     /// Every event seen, in order.
     events: Vec<Value>,
+    /// How many of `events` a `wait_for` has already passed: a wait looks
+    /// only at events after the last one waited for, so waiting for a second
+    /// page's load does not return on the first page's.
+    waited: usize,
     _profile: tempfile::TempDir,
 }
 
@@ -110,6 +114,7 @@ impl Browser {
             next_id: 0,
             session: None,
             events: Vec::new(),
+            waited: 0,
             _profile: profile,
         }
     }
@@ -138,9 +143,12 @@ impl Browser {
         }
     }
 
-    /// Waits for an event of this method.
+    /// Waits for an event of this method that came after the last event
+    /// waited for.
     pub fn wait_for(&mut self, method: &str) {
-        if self.events.iter().any(|e| e["method"] == json!(method)) {
+        let is_it = |event: &Value| event["method"] == json!(method);
+        if let Some(found) = self.events[self.waited..].iter().position(is_it) {
+            self.waited += found + 1;
             return;
         }
         loop {
@@ -148,9 +156,10 @@ impl Browser {
                 .messages
                 .recv_timeout(Duration::from_secs(30))
                 .unwrap_or_else(|_| panic!("chromium sent no {method}"));
-            let found = message["method"] == json!(method);
+            let found = is_it(&message);
             self.events.push(message);
             if found {
+                self.waited = self.events.len();
                 return;
             }
         }
