@@ -211,8 +211,27 @@ impl Lab {
         self.spawn(ns, &["sleep", "infinity"]);
         let (_, _, child) = self.processes.last().expect("just spawned");
         // `ip netns exec` execs the command: the child's pid is sleep's.
-        std::fs::write(cgroup.join("cgroup.procs"), child.id().to_string())
+        let pid = child.id();
+        std::fs::write(cgroup.join("cgroup.procs"), pid.to_string())
             .unwrap_or_else(|e| panic!("move the pause process into {}: {e}", cgroup.display()));
+        // The sandbox is made once its process is in the namespace: until
+        // `ip netns exec` has entered it, `ip netns pids` does not list it,
+        // and a CNI plugin handed the namespace by `/proc/PID/ns/net` would
+        // be handed none.
+        let namespace = |path: &str| {
+            use std::os::unix::fs::MetadataExt as _;
+            std::fs::metadata(path).map(|m| (m.dev(), m.ino())).ok()
+        };
+        let wanted = namespace(&format!("/run/netns/{}", ns.name));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while namespace(&format!("/proc/{pid}/ns/net")) != wanted {
+            assert!(
+                wanted.is_some() && Instant::now() < deadline,
+                "the pause process {pid} did not enter the namespace {}",
+                ns.name
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
 
     /// Kills the processes started in `ns` whose command line has a word

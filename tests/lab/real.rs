@@ -1851,7 +1851,8 @@ pub struct Attached {
 /// The pod's network namespace as a runtime names it to a CNI plugin: by a
 /// process in it (its pause), which also reaches a plugin in a mount
 /// namespace of its own (Cilium's), where `/run/netns` mounts made later
-/// do not propagate.
+/// do not propagate (there the path is a plain file: "set netns: invalid
+/// argument"). A pod without a pause (kindnet's lab) by its path.
 fn netns_path(pod: &Pod) -> String {
     let output = Command::new("ip")
         .args(["netns", "pids", &pod.ns.name])
