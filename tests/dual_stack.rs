@@ -218,6 +218,53 @@ fn a_picture_draws_the_failing_family_and_gives_the_others_verdict() {
     assert!(!dot.contains("IPv6"), "{dot}");
 }
 
+/// A fault the CNI's IPv4 checks find (node-1's IPv4 route to node-2's pod
+/// CIDR gone) fails the IPv4 verdict; for the IPv6 packet the finding is
+/// off its path, and its verdict is as clean as before.
+#[test]
+fn an_ipv4_checks_finding_is_off_the_ipv6_path() {
+    let copy = common::copy_snapshot(EXAMPLE);
+    common::edit_json(
+        &copy.path().join("nodes/node-1/host/ip-route.json"),
+        |routes| {
+            routes.retain(|route| route["dst"] != "10.244.1.0/24");
+        },
+    );
+    let dir = copy.path().to_str().unwrap();
+    let ids = |report: &Value, list: &str| -> Vec<String> {
+        report[list]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let asked = |family: &str| {
+        let (code, out) = diagnose(
+            &[
+                &web_0_to_web_3(dir)[..],
+                &["--family", family, "-o", "json"],
+            ]
+            .concat(),
+        );
+        (code, serde_json::from_str::<Value>(&out).expect("JSON"))
+    };
+    let (code, ipv4) = asked("ipv4");
+    assert_eq!(code, Some(1), "{ipv4:#}");
+    assert!(
+        ids(&ipv4, "findings").contains(&"flannel.route.remote-pod-cidr".to_owned()),
+        "{ipv4:#}"
+    );
+    let (code, ipv6) = asked("ipv6");
+    assert_eq!(code, Some(0), "{ipv6:#}");
+    assert_eq!(ipv6["disposition"], "delivered", "{ipv6:#}");
+    assert!(ids(&ipv6, "findings").is_empty(), "{ipv6:#}");
+    assert!(
+        ids(&ipv6, "off_path").contains(&"flannel.route.remote-pod-cidr".to_owned()),
+        "{ipv6:#}"
+    );
+}
+
 /// Two addresses of different families, and an IPv6 address beside a pod
 /// of IPv4 alone (examples/flannel-host-gw), are refused.
 #[test]
