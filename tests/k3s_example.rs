@@ -6,12 +6,16 @@
 //! kube-router packs, which lend it their checks; the cluster network
 //! flannel masquerades from is read from the server's `--cluster-cidr` in
 //! that annotation. kube-router's pack alone misreads the cluster. And the
-//! pack's own tests (real lab output, a fault each) pass.
+//! pack's own tests (real lab output, a fault each) pass. A k3s server
+//! started with `--flannel-backend none` leaves the pods to another CNI,
+//! whose pack answers alone.
 
 mod common;
 
+use std::fs;
 use std::path::Path;
 
+use serde_json::{Value, json};
 use skoop::engine::{self, Disposition, Protocol};
 
 use common::skoop;
@@ -255,4 +259,71 @@ fn a_dual_stack_cluster_cidr_turns_flannels_ipv6_on() {
     );
     assert!(out.contains("no device flannel-v6.1"), "{out}");
     assert!(!out.contains("outside the cluster network"), "{out}");
+}
+
+/// The Cilium example as k3s would annotate its nodes: node-1 a server run
+/// with `server_args`, node-2 an agent.
+fn k3s_beside_cilium(server_args: &[&str]) -> tempfile::TempDir {
+    let dir = common::copy_snapshot("examples/cilium-vxlan");
+    let nodes = dir.path().join("cluster/nodes.core.json");
+    let mut list: Value = serde_json::from_str(&fs::read_to_string(&nodes).unwrap()).unwrap();
+    for node in list["items"].as_array_mut().unwrap() {
+        let args: Vec<&str> = if node["metadata"]["name"] == "node-1" {
+            std::iter::once("server")
+                .chain(server_args.iter().copied())
+                .collect()
+        } else {
+            vec!["agent", "--server", "https://172.18.0.11:6443"]
+        };
+        node["metadata"]["annotations"]["k3s.io/node-args"] =
+            json!(serde_json::to_string(&args).unwrap());
+    }
+    fs::write(&nodes, serde_json::to_string(&list).unwrap()).unwrap();
+    dir
+}
+
+/// web-0 to web-1 (both on node-1) in the snapshot at `dir`.
+fn web_0_to_web_1(dir: &Path) -> engine::Diagnosis {
+    common::diagnose(
+        &common::load(dir),
+        "default/web-0",
+        "default/web-1:8080",
+        Protocol::Tcp,
+        None,
+    )
+}
+
+#[test]
+fn a_k3s_server_without_its_flannel_is_ruled_out_and_the_cni_beside_it_answers() {
+    let ids = |d: &engine::Diagnosis| -> Vec<String> {
+        d.findings
+            .iter()
+            .map(|f| f.id.as_str().to_owned())
+            .collect()
+    };
+    let cilium =
+        web_0_to_web_1(&Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/cilium-vxlan"));
+    let without_flannel =
+        k3s_beside_cilium(&["--flannel-backend", "none", "--disable-network-policy"]);
+    let diagnosis = web_0_to_web_1(without_flannel.path());
+    assert!(diagnosis.packs.contains(&"cilium (CNI)".to_owned()));
+    assert_eq!(diagnosis.packs, cilium.packs);
+    assert_eq!(diagnosis.disposition(), cilium.disposition());
+    assert_eq!(ids(&diagnosis), ids(&cilium));
+
+    // With its own flannel k3s applies on the same annotations.
+    let with_flannel = k3s_beside_cilium(&["--cluster-cidr", "10.244.0.0/16"]);
+    let diagnosis = web_0_to_web_1(with_flannel.path());
+    assert!(
+        diagnosis.packs.contains(&"k3s (CNI)".to_owned()),
+        "{:?}",
+        diagnosis.packs
+    );
+
+    let snapshot = without_flannel.path().to_str().unwrap();
+    let (_, out) = skoop(&["packs", "eval", "plugins/k3s", "--snapshot", snapshot]);
+    assert!(
+        out.contains("detection: node node-1 annotated k3s.io/node-args\n  ruled out: k3s's server runs with --flannel-backend none: another CNI moves the pods' packets (its checks run anyway)"),
+        "{out}"
+    );
 }

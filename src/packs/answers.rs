@@ -27,6 +27,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Weak};
 
+use super::Detected;
 use super::eval::Finding;
 use super::reads::{HopFacts, HopReads};
 use super::sandbox::ScriptErrorKind;
@@ -72,8 +73,8 @@ pub(super) type ModeAnswer = Result<Option<String>, Box<Finding>>;
 #[derive(Default)]
 pub(super) struct Answers {
     snapshot: Weak<Snapshot>,
-    /// Per CNI pack (by index): whether it is detected.
-    detected: HashMap<usize, Read<bool>>,
+    /// Per CNI pack (by index): what its detection found.
+    detected: HashMap<usize, Read<Detected>>,
     modes: HashMap<usize, Read<ModeAnswer>>,
     /// `None`: the check's `when:` skipped the subject.
     checks: HashMap<CheckIndex, HashMap<ContextKey, Read<CheckAnswer>>>,
@@ -123,11 +124,16 @@ impl Answers {
         self
     }
 
-    pub(super) fn detected(&self, pack: usize) -> Option<bool> {
-        self.detected.get(&pack).map(used).copied()
+    pub(super) fn detected(&self, pack: usize) -> Option<&Detected> {
+        self.detected.get(&pack).map(used)
     }
 
-    pub(super) fn keep_detected(&mut self, pack: usize, detected: Read<bool>) {
+    pub(super) fn keep_detected(&mut self, pack: usize, detected: Read<Detected>) {
+        if let Some(finding) = &detected.0.problem
+            && out_of_time(std::slice::from_ref(finding))
+        {
+            return;
+        }
         self.detected.insert(pack, detected);
     }
 

@@ -2,8 +2,10 @@
 //! pack's scripts.
 //!
 //! Each hook is a Rhai function of the pack, named in `hooks:` of its
-//! manifest. `mode` takes `(ctx)` with the pack's own context (`ctx.params`,
-//! `ctx.cluster`) and picks the active mode before anything is evaluated;
+//! manifest. `detect` and `mode` take `(ctx)` with the pack's own context
+//! (`ctx.params`, `ctx.cluster`): `detect` tells a CNI that runs from one
+//! that only left its signs, and `mode` picks the active mode before
+//! anything is evaluated;
 //! the walker's hooks take `(ctx, ARG)`, where `ctx` is the hop's [`Context`]
 //! (with `ctx.hop`, `ctx.params`, `ctx.cluster`). Existence and arity are
 //! checked when the pack loads.
@@ -31,8 +33,15 @@ impl HookSpec {
     }
 }
 
-/// Every hook: `mode` first, then the walker's in the order it meets them at a hop.
+/// Every hook: the pack's own (`detect`, `mode`) first, then the walker's
+/// in the order it meets them at a hop.
 pub const HOOKS: &[HookSpec] = &[
+    HookSpec {
+        name: "detect",
+        params: &["ctx"],
+        returns: "() or true when the CNI the signs name runs; false, or a String saying why, when it does not (the pack then does not apply)",
+        doc: "Asked only where the manifest's detect: signs are found: whether the CNI they name is the one running, read from its own configuration (a k3s server started with --flannel-backend none runs another CNI beside k3s's annotations).",
+    },
     HookSpec {
         name: "mode",
         params: &["ctx"],

@@ -15,6 +15,7 @@
 mod answers;
 mod budget;
 pub mod contract;
+mod detect;
 mod eval;
 mod hooks;
 mod host;
@@ -34,6 +35,7 @@ use rhai::{Dynamic, Engine};
 
 pub use crate::diagnostic::{Evidence, FindingStatus};
 pub use budget::{CountingAllocator, limit_run, start_run};
+pub use detect::Detected;
 pub use eval::{Finding, FromCheck};
 pub use hooks::{HOOKS, HookSpec};
 pub use host::{Insufficient, display, program_map};
@@ -46,7 +48,6 @@ pub use sandbox::{ScriptError, ScriptErrorKind};
 pub use scope::{Context, HopScope, HopStop, Packet, PodRef, StoppingRule, Subject};
 
 use crate::snapshot::Snapshot;
-use crate::snapshot::cluster::Cluster;
 use crate::snapshot::cluster::pod_reads;
 use crate::snapshot::problem::Problem;
 
@@ -159,7 +160,8 @@ pub struct About<'a> {
 #[derive(Debug)]
 pub struct CheckRun<'p> {
     pub pack: &'p Pack,
-    /// `None` for the pack's own finding when its mode cannot be decided.
+    /// `None` for the pack's own finding: its mode cannot be decided, or
+    /// its `detect` hook failed.
     pub check: Option<&'p Check>,
     /// How many subjects (node, pod, object, or node and peer) it ran on.
     pub subjects: usize,
@@ -169,6 +171,20 @@ pub struct CheckRun<'p> {
     pub findings: Vec<Finding>,
     /// What its scripts printed, when asked for.
     pub output: Vec<String>,
+}
+
+impl<'p> CheckRun<'p> {
+    /// The pack's own finding, as a run of no check.
+    fn of_pack(pack: &'p Pack, finding: Finding) -> CheckRun<'p> {
+        CheckRun {
+            pack,
+            check: None,
+            subjects: 1,
+            skipped: 0,
+            findings: vec![finding],
+            output: Vec::new(),
+        }
+    }
 }
 
 /// How a pack takes part where it applies ([`LoadedPacks::role`]).
@@ -302,58 +318,6 @@ impl LoadedPacks {
         self.packs.iter().find(|p| p.name == name)
     }
 
-    /// The signals by which a CNI pack recognises its CNI in `cluster`;
-    /// empty when it is not there. A rules pack always applies.
-    pub fn detect(&self, pack: &Pack, cluster: &Cluster) -> Vec<String> {
-        if pack.kind == PackKind::Rules {
-            return vec!["rules packs always apply".to_owned()];
-        }
-        let d = &pack.detect;
-        let mut signals = Vec::new();
-        let namespace_fits =
-            |want: &Option<String>, have: &str| want.as_deref().is_none_or(|w| w == have);
-        for ds in &d.daemon_sets {
-            for found in cluster.daemon_sets().filter(|x| {
-                x.meta.name == ds.name && namespace_fits(&ds.namespace, &x.meta.namespace)
-            }) {
-                signals.push(format!(
-                    "DaemonSet {}/{}",
-                    found.meta.namespace, found.meta.name
-                ));
-            }
-        }
-        for signal in &d.config_maps {
-            for cm in cluster.config_maps().filter(|x| {
-                x.meta.name == signal.object.name
-                    && namespace_fits(&signal.object.namespace, &x.meta.namespace)
-            }) {
-                let values: Vec<&String> = match &signal.key {
-                    Some(key) => cm.data.get(key).into_iter().collect(),
-                    None => cm.data.values().collect(),
-                };
-                let fits = (signal.key.is_none() || !values.is_empty())
-                    && signal
-                        .contains
-                        .as_ref()
-                        .is_none_or(|text| values.iter().any(|v| v.contains(text.as_str())));
-                if fits {
-                    signals.push(format!("ConfigMap {}/{}", cm.meta.namespace, cm.meta.name));
-                }
-            }
-        }
-        for annotation in &d.node_annotations {
-            if let Some(node) = cluster.node_annotated(annotation) {
-                signals.push(format!("node {} annotated {annotation}", node.meta.name));
-            }
-        }
-        for crd in &d.crds {
-            if cluster.has_objects_of(&crd.kind, crd.api_version.as_deref()) {
-                signals.push(format!("{} objects", crd.kind));
-            }
-        }
-        signals
-    }
-
     /// Makes `name` the CNI pack that applies, detected or not (`--cni NAME`);
     /// [`NO_CNI`] makes none apply. `Err` lists the CNI packs there are when
     /// no CNI pack has that name.
@@ -428,29 +392,18 @@ impl LoadedPacks {
         match (&self.chosen_cni, pack.kind) {
             (_, PackKind::Rules) => true,
             (Some(chosen), PackKind::Cni) => *chosen == pack.name,
-            (None, PackKind::Cni) => {
-                let kept = self.answers.borrow_mut().about(snapshot).detected(index);
-                kept.unwrap_or_else(|| {
-                    let (detected, reads) =
-                        pod_reads::capture(|| !self.detect(pack, &snapshot.cluster).is_empty());
-                    let mut answers = self.answers.borrow_mut();
-                    answers
-                        .about(snapshot)
-                        .keep_detected(index, (detected, reads));
-                    detected
-                })
-            }
+            (None, PackKind::Cni) => self.detection(index, pack, snapshot, Detected::applies),
         }
     }
 
-    /// The pack's active mode in `snapshot`: the one its `mode` hook names,
-    /// else the first whose `when` holds. `Ok(None)` for a pack without
-    /// modes; a hook or `when` that fails (or names no mode) is a finding.
-    pub fn active_mode(
-        &self,
-        pack: &Pack,
+    /// The pack's own context in `snapshot` (`ctx.params`, `ctx.cluster`),
+    /// for the hooks about the pack itself (`detect`, `mode`), and its
+    /// evaluator.
+    fn own_context<'a>(
+        &'a self,
+        pack: &'a Pack,
         snapshot: &Arc<Snapshot>,
-    ) -> Result<Option<String>, Box<Finding>> {
+    ) -> (Context, eval::Evaluator<'a>) {
         let ctx = Context::new(
             pack.params.clone(),
             snapshot.clone(),
@@ -462,6 +415,18 @@ impl LoadedPacks {
             engine: &self.engine,
             pack,
         };
+        (ctx, evaluator)
+    }
+
+    /// The pack's active mode in `snapshot`: the one its `mode` hook names,
+    /// else the first whose `when` holds. `Ok(None)` for a pack without
+    /// modes; a hook or `when` that fails (or names no mode) is a finding.
+    pub fn active_mode(
+        &self,
+        pack: &Pack,
+        snapshot: &Arc<Snapshot>,
+    ) -> Result<Option<String>, Box<Finding>> {
+        let (ctx, evaluator) = self.own_context(pack, snapshot);
         if let Some(function) = pack.hooks.get("mode") {
             let chosen = evaluator
                 .call(function, vec![Dynamic::from(ctx.clone())])
@@ -472,18 +437,12 @@ impl LoadedPacks {
                     return Ok(Some(name));
                 }
                 let known: Vec<&str> = pack.modes.iter().map(|m| m.name.as_str()).collect();
-                let stop = eval::Stop::Error(ScriptError {
-                    kind: sandbox::ScriptErrorKind::Runtime,
-                    file: pack.dir.join(MANIFEST),
-                    line: None,
-                    column: None,
-                    message: format!(
-                        "hook mode ({}) chose {name:?}, which is not a mode of the pack ({})",
-                        function.name,
-                        known.join(", ")
-                    ),
-                });
-                return Err(Box::new(evaluator.pack_finding(&ctx, "mode", stop)));
+                let message = format!(
+                    "hook mode ({}) chose {name:?}, which is not a mode of the pack ({})",
+                    function.name,
+                    known.join(", ")
+                );
+                return Err(Box::new(evaluator.unusable_answer(&ctx, "mode", message)));
             }
         }
         for mode in &pack.modes {
@@ -667,6 +626,14 @@ impl LoadedPacks {
                 Some(Role::Whole) => None,
                 Some(Role::Part { part, .. }) => Some(part),
             };
+            // A detect hook that failed leaves its pack applying on its
+            // signs alone, and says so.
+            let detect_failed = (lends.is_none() && self.chosen_cni.is_none())
+                .then(|| self.detection(pack_index, pack, snapshot, |d| d.problem.clone()))
+                .flatten();
+            if let Some(finding) = detect_failed {
+                runs.push(CheckRun::of_pack(pack, *finding));
+            }
             let lent = |check: &Check| lends.is_none_or(|part| part.lends(&check.id));
             // A part's mode is asked only when a check it lends is of one.
             let modeless_part = lends.is_some()
@@ -696,14 +663,7 @@ impl LoadedPacks {
             let mode = match mode {
                 Ok(mode) => mode,
                 Err(finding) => {
-                    runs.push(CheckRun {
-                        pack,
-                        check: None,
-                        subjects: 1,
-                        skipped: 0,
-                        findings: vec![*finding],
-                        output: Vec::new(),
-                    });
+                    runs.push(CheckRun::of_pack(pack, *finding));
                     continue;
                 }
             };

@@ -84,11 +84,11 @@ pub fn new_pack(dir: &Path, name: &str, kind: PackKind) -> Result<Vec<PathBuf>, 
 }
 
 /// The walker's hooks a CNI pack implements (`mode` needs modes, `service`
-/// is a service proxy's).
+/// is a service proxy's, `detect` only refines the manifest's signs).
 fn scaffold_hooks() -> impl Iterator<Item = &'static HookSpec> {
     HOOKS
         .iter()
-        .filter(|hook| !matches!(hook.name, "mode" | "service"))
+        .filter(|hook| !matches!(hook.name, "detect" | "mode" | "service"))
 }
 
 /// `hooks.rhai` of a new CNI pack: each hook's contract, and a body with

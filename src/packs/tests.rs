@@ -714,6 +714,77 @@ fn a_cni_pack_chosen_by_hand_applies_though_not_detected() {
     );
 }
 
+/// `UNDETECTED_CNI` found by the example's DaemonSet, with a `detect`
+/// hook of body `hook_body`: the findings of its snapshot checks, and what
+/// its detection found.
+fn detected_by_hook(daemon_set: &str, hook_body: &str) -> (Vec<Finding>, Detected) {
+    let manifest = UNDETECTED_CNI
+        .replace(
+            "daemonsets: [{namespace: kube-system, name: ghost-node}]",
+            &format!("daemonsets: [{{name: {daemon_set}}}]"),
+        )
+        .replace("checks:", "hooks: {detect: detect}\nchecks:");
+    let loaded = inline_pack(&manifest, &format!("fn detect(ctx) {{ {hook_body} }}"));
+    let snapshot = example();
+    let pack = loaded.get("ghost").expect("loaded");
+    (
+        loaded.evaluate_snapshot(&snapshot),
+        loaded.detect(pack, &snapshot),
+    )
+}
+
+#[test]
+fn a_detect_hook_rules_out_the_cni_its_signs_name_or_lets_them_stand() {
+    let ids = |findings: &[Finding]| -> Vec<String> {
+        findings.iter().map(|f| f.id.as_str().to_owned()).collect()
+    };
+    let both_nodes = ["ghost.node.forwarding", "ghost.node.forwarding"];
+    for stands in ["()", "true", "ctx.cluster.nodes().len() > 1"] {
+        let (findings, detected) = detected_by_hook("kube-flannel-ds", stands);
+        assert_eq!(ids(&findings), both_nodes, "{stands}");
+        assert_eq!(detected.signs, ["DaemonSet kube-flannel/kube-flannel-ds"]);
+        assert!(detected.applies() && detected.problem.is_none(), "{stands}");
+    }
+    let (findings, detected) = detected_by_hook("kube-flannel-ds", "false");
+    assert!(findings.is_empty(), "{findings:?}");
+    assert!(!detected.applies());
+    assert_eq!(
+        detected.ruled_out.as_deref(),
+        Some("its detect hook (detect) says its CNI does not run here")
+    );
+    let (findings, detected) = detected_by_hook("kube-flannel-ds", r#""another CNI runs here""#);
+    assert!(findings.is_empty(), "{findings:?}");
+    assert_eq!(detected.ruled_out.as_deref(), Some("another CNI runs here"));
+    // Without its signs the hook is not asked.
+    let (findings, detected) = detected_by_hook("ghost-node", r#"throw "asked""#);
+    assert!(
+        findings.is_empty() && detected.signs.is_empty(),
+        "{findings:?}"
+    );
+    assert!(detected.problem.is_none());
+}
+
+#[test]
+fn a_detect_hook_that_fails_leaves_the_signs_to_decide_and_is_a_finding() {
+    for (body, says) in [
+        (r#"throw "no answer""#, "no answer"),
+        ("42", "returned 42, not (), a bool or a string"),
+    ] {
+        let (findings, detected) = detected_by_hook("kube-flannel-ds", body);
+        assert!(detected.applies(), "{body}");
+        let problem = findings
+            .iter()
+            .find(|f| f.id.as_str() == "ghost.detect")
+            .unwrap_or_else(|| panic!("{body}: {findings:?}"));
+        assert_eq!(problem.status, FindingStatus::ScriptError);
+        assert!(problem.message.contains(says), "{}", problem.message);
+        let checked = findings
+            .iter()
+            .filter(|f| f.id.as_str() == "ghost.node.forwarding");
+        assert_eq!(checked.count(), 2, "{body}: the checks run");
+    }
+}
+
 const TWO_MODES: &str = r#"
 name: two
 version: 0.1.0

@@ -29,13 +29,17 @@ struct PackRun {
     /// The signs of its CNI detection found; empty when it found none (a
     /// CNI pack's checks run anyway).
     detected: Vec<String>,
+    /// Why its `detect` hook says the CNI the signs name does not run
+    /// here (its checks run anyway).
+    ruled_out: Option<String>,
     mode: Option<String>,
     checks: Vec<CheckRun>,
 }
 
 #[derive(Debug, Serialize)]
 struct CheckRun {
-    /// The check's id; the pack's name for its own finding (an undecided mode).
+    /// The check's id; the pack's name for its own finding (an undecided
+    /// mode, a detect hook that failed).
     id: String,
     scope: &'static str,
     per_remote_node: bool,
@@ -138,9 +142,9 @@ fn run_pack(
         return Err(ExitCode::from(EXIT_USAGE));
     }
     let detected = if pack.kind == PackKind::Cni {
-        loaded.detect(&pack, &snapshot.cluster)
+        loaded.detect(&pack, snapshot)
     } else {
-        Vec::new()
+        packs::Detected::default()
     };
     let mode = loaded.active_mode(&pack, snapshot).ok().flatten();
     let subject = |subject: &Subject| scope.accepts(subject, snapshot);
@@ -150,34 +154,52 @@ fn run_pack(
         peer: &|_| true,
         objects: None,
     };
-    let checks = loaded
-        .run_snapshot_checks(snapshot, &about, true)
+    // A detect hook that failed is the pack's own finding, as a diagnosis
+    // reports it.
+    let detect_failed = detected.problem.map(|finding| CheckRun {
+        id: pack.name.clone(),
+        scope: "pack",
+        per_remote_node: false,
+        per_local_pod: false,
+        subjects: 1,
+        skipped: 0,
+        when: None,
+        findings: vec![*finding],
+        output: Vec::new(),
+    });
+    let checks = detect_failed
         .into_iter()
-        .map(|run| CheckRun {
-            id: run
-                .check
-                .map_or_else(|| pack.name.clone(), |c| c.id.clone()),
-            scope: run.check.map_or("pack", |c| c.scope.as_str()),
-            per_remote_node: run
-                .check
-                .is_some_and(|c| c.for_each == Some(packs::ForEach::RemoteNodes)),
-            per_local_pod: run
-                .check
-                .is_some_and(|c| c.for_each == Some(packs::ForEach::LocalPods)),
-            subjects: run.subjects,
-            skipped: run.skipped,
-            when: run
-                .check
-                .and_then(|c| c.when.as_ref())
-                .map(|w| w.source.clone()),
-            findings: run.findings,
-            output: run.output,
-        })
+        .chain(
+            loaded
+                .run_snapshot_checks(snapshot, &about, true)
+                .into_iter()
+                .map(|run| CheckRun {
+                    id: run
+                        .check
+                        .map_or_else(|| pack.name.clone(), |c| c.id.clone()),
+                    scope: run.check.map_or("pack", |c| c.scope.as_str()),
+                    per_remote_node: run
+                        .check
+                        .is_some_and(|c| c.for_each == Some(packs::ForEach::RemoteNodes)),
+                    per_local_pod: run
+                        .check
+                        .is_some_and(|c| c.for_each == Some(packs::ForEach::LocalPods)),
+                    subjects: run.subjects,
+                    skipped: run.skipped,
+                    when: run
+                        .check
+                        .and_then(|c| c.when.as_ref())
+                        .map(|w| w.source.clone()),
+                    findings: run.findings,
+                    output: run.output,
+                }),
+        )
         .collect();
     Ok(PackRun {
         kind: pack.kind.as_str(),
         pack: pack.name,
-        detected,
+        detected: detected.signs,
+        ruled_out: detected.ruled_out,
         mode,
         checks,
     })
@@ -299,6 +321,9 @@ fn print_text(report: &EvalReport) {
                 out!("  detection: no sign of its CNI in this snapshot (its checks run anyway)");
             } else {
                 out!("  detection: {}", pack.detected.join(", "));
+            }
+            if let Some(why) = &pack.ruled_out {
+                out!("  ruled out: {why} (its checks run anyway)");
             }
         }
         for check in &pack.checks {

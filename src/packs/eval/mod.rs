@@ -26,9 +26,10 @@ use std::path::Path;
 
 use rhai::{CallFnOptions, Dynamic, Engine, EvalAltResult, Scope};
 
+use super::MANIFEST;
 use super::host::{Insufficient, display};
 use super::model::*;
-use super::sandbox::{ScriptError, function_position};
+use super::sandbox::{ScriptError, ScriptErrorKind, function_position};
 use super::scope::{Context, NetnsRef, Subject};
 use crate::diagnostic::{Evidence, FindingId, FindingStatus};
 use crate::snapshot::NetnsId;
@@ -401,6 +402,20 @@ impl Evaluator<'_> {
             column: Some(value.pos.column),
             message,
         })
+    }
+
+    /// The pack's finding (`PACK.HOOK`) that its own hook (`mode`,
+    /// `detect`) answered what the engine cannot use: a script error at its
+    /// manifest, which names the hook.
+    pub fn unusable_answer(&self, ctx: &Context, hook: &str, message: String) -> Finding {
+        let stop = Stop::Error(ScriptError {
+            kind: ScriptErrorKind::Runtime,
+            file: self.pack.dir.join(MANIFEST),
+            line: None,
+            column: None,
+            message,
+        });
+        self.pack_finding(ctx, hook, stop)
     }
 
     /// A finding about the pack itself (`PACK.WHAT`): its mode selection or
