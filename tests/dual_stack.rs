@@ -231,14 +231,6 @@ fn an_ipv4_checks_finding_is_off_the_ipv6_path() {
         },
     );
     let dir = copy.path().to_str().unwrap();
-    let ids = |report: &Value, list: &str| -> Vec<String> {
-        report[list]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|f| f["id"].as_str().unwrap().to_owned())
-            .collect()
-    };
     let asked = |family: &str| {
         let (code, out) = diagnose(
             &[
@@ -252,15 +244,20 @@ fn an_ipv4_checks_finding_is_off_the_ipv6_path() {
     let (code, ipv4) = asked("ipv4");
     assert_eq!(code, Some(1), "{ipv4:#}");
     assert!(
-        ids(&ipv4, "findings").contains(&"flannel.route.remote-pod-cidr".to_owned()),
+        common::finding_ids(&ipv4, "findings")
+            .contains(&"flannel.route.remote-pod-cidr".to_owned()),
         "{ipv4:#}"
     );
     let (code, ipv6) = asked("ipv6");
     assert_eq!(code, Some(0), "{ipv6:#}");
     assert_eq!(ipv6["disposition"], "delivered", "{ipv6:#}");
-    assert!(ids(&ipv6, "findings").is_empty(), "{ipv6:#}");
     assert!(
-        ids(&ipv6, "off_path").contains(&"flannel.route.remote-pod-cidr".to_owned()),
+        common::finding_ids(&ipv6, "findings").is_empty(),
+        "{ipv6:#}"
+    );
+    assert!(
+        common::finding_ids(&ipv6, "off_path")
+            .contains(&"flannel.route.remote-pod-cidr".to_owned()),
         "{ipv6:#}"
     );
 }

@@ -133,12 +133,7 @@ fn finding_ids(snapshot: &str, from: &str, to: &str, extra: &[&str]) -> Vec<Stri
     args.extend(extra);
     let output = skoop(&args);
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
-    report["findings"]
-        .as_array()
-        .expect("findings")
-        .iter()
-        .map(|f| f["id"].as_str().expect("an id").to_owned())
-        .collect()
+    common::finding_ids(&report, "findings")
 }
 
 #[test]

@@ -22,16 +22,6 @@ fn text(args: &[&str]) -> (Option<i32>, String) {
     common::skoop(&all)
 }
 
-/// The ids of a report's `findings` (or `off_path`).
-fn ids(report: &Value, list: &str) -> Vec<String> {
-    report[list]
-        .as_array()
-        .expect("a list of findings")
-        .iter()
-        .map(|f| f["id"].as_str().expect("an id").to_owned())
-        .collect()
-}
-
 #[test]
 fn a_pod_the_flow_leaves_the_cluster_instead_of_reaching_is_not_delivered() {
     // Case 1: node-1's route to node-2's pod CIDR deleted (host-gw); the
@@ -73,8 +63,14 @@ fn a_finding_off_the_path_changes_neither_verdict_nor_exit_status() {
     ];
     let (code, report) = json(&args);
     assert_eq!(code, Some(0), "{report:#}");
-    assert_eq!(ids(&report, "findings"), Vec::<String>::new());
-    assert_eq!(ids(&report, "off_path"), ["flannel.vxlan.fdb"]);
+    assert_eq!(
+        common::finding_ids(&report, "findings"),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        common::finding_ids(&report, "off_path"),
+        ["flannel.vxlan.fdb"]
+    );
     let (code, out) = text(&args);
     assert_eq!(code, Some(0));
     assert!(
@@ -103,7 +99,7 @@ fn a_finding_off_the_path_changes_neither_verdict_nor_exit_status() {
         "default/web-3:8080",
     ]);
     assert_eq!(code, Some(1));
-    assert!(ids(&report, "findings").contains(&"flannel.vxlan.fdb".to_owned()));
+    assert!(common::finding_ids(&report, "findings").contains(&"flannel.vxlan.fdb".to_owned()));
 }
 
 #[test]
@@ -139,7 +135,7 @@ fn the_cause_comes_first_and_no_networkpolicy_finding_without_a_policy() {
         "svc/default/web-nobody",
     ]);
     assert_eq!(code, Some(1));
-    let ids = ids(&report, "findings");
+    let ids = common::finding_ids(&report, "findings");
     assert_eq!(
         ids,
         [

@@ -88,6 +88,16 @@ pub fn edit_text(path: &Path, edit: impl FnOnce(String) -> String) {
     fs::write(path, edit(text)).unwrap();
 }
 
+/// The ids of a `diagnose -o json` report's `findings` (or `off_path`).
+pub fn finding_ids(report: &Value, list: &str) -> Vec<String> {
+    report[list]
+        .as_array()
+        .expect("a list of findings")
+        .iter()
+        .map(|f| f["id"].as_str().expect("an id").to_owned())
+        .collect()
+}
+
 /// Loads a snapshot that must have no problems.
 pub fn load(dir: &Path) -> Arc<Snapshot> {
     let (snapshot, problems) = Snapshot::load(dir).unwrap();
