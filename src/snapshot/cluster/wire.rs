@@ -474,12 +474,12 @@ fn head(key: &str) -> u64 {
 }
 
 impl<'a> Keys<'a> {
-    fn contains(&self, key: &str, head: u64) -> bool {
+    /// Whether `key` (of head `head`) is one of the first few.
+    fn among_few(&self, key: &str, head: u64) -> bool {
         self.heads[..self.len]
             .iter()
             .zip(&self.few)
             .any(|(&h, &k)| h == head && k == key)
-            || (!self.many.is_empty() && self.many.contains(key))
     }
 
     pub fn insert<E: de::Error>(&mut self, key: Cow<'a, str>) -> Result<(), E> {
@@ -492,7 +492,7 @@ impl<'a> Keys<'a> {
                     let (last_head, last_key) = (self.heads[last], self.few[last]);
                     self.ascending = head > last_head || (head == last_head && key > last_key);
                 }
-                if !self.ascending && self.contains(key, head) {
+                if !self.ascending && (self.among_few(key, head) || self.many.contains(key)) {
                     return Err(duplicate());
                 }
                 self.few[self.len] = key;
@@ -501,7 +501,8 @@ impl<'a> Keys<'a> {
             }
             key => {
                 self.ascending = false;
-                if self.contains(&key, head) || !self.many.insert(key) {
+                // The set's insert says whether it held the key already.
+                if self.among_few(&key, head) || !self.many.insert(key) {
                     return Err(duplicate());
                 }
             }

@@ -371,25 +371,35 @@ struct Entries<'r, 'a> {
     done: bool,
 }
 
+impl Entries<'_, '_> {
+    /// Whether another element or entry follows: `false` once `close` is
+    /// read (and after), else past the comma before it.
+    fn another(&mut self, close: u8) -> Result<bool> {
+        if self.done {
+            return Ok(false);
+        }
+        if self.reader.peek()? == close {
+            self.reader.at += 1;
+            self.done = true;
+            return Ok(false);
+        }
+        if !std::mem::take(&mut self.first) {
+            self.reader.expect(b',')?;
+            // `[1,]` and `{"a":1,}` are not JSON.
+            if self.reader.peek()? == close {
+                return Err(Refused);
+            }
+        }
+        Ok(true)
+    }
+}
+
 impl<'de> SeqAccess<'de> for &mut Entries<'_, 'de> {
     type Error = Refused;
 
     fn next_element_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<Option<T::Value>> {
-        if self.done {
+        if !self.another(b']')? {
             return Ok(None);
-        }
-        let next = self.reader.peek()?;
-        if next == b']' {
-            self.reader.at += 1;
-            self.done = true;
-            return Ok(None);
-        }
-        if !std::mem::take(&mut self.first) {
-            self.reader.expect(b',')?;
-            // `[1,]` is not JSON.
-            if self.reader.peek()? == b']' {
-                return Err(Refused);
-            }
         }
         seed.deserialize(Value(&mut *self.reader)).map(Some)
     }
@@ -399,16 +409,8 @@ impl<'de> MapAccess<'de> for &mut Entries<'_, 'de> {
     type Error = Refused;
 
     fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>> {
-        if self.done {
+        if !self.another(b'}')? {
             return Ok(None);
-        }
-        if self.reader.peek()? == b'}' {
-            self.reader.at += 1;
-            self.done = true;
-            return Ok(None);
-        }
-        if !std::mem::take(&mut self.first) {
-            self.reader.expect(b',')?;
         }
         if self.reader.peek()? != b'"' {
             return Err(Refused);
