@@ -175,7 +175,7 @@ pub struct CheckRun<'p> {
 
 impl<'p> CheckRun<'p> {
     /// The pack's own finding, as a run of no check.
-    fn of_pack(pack: &'p Pack, finding: Finding) -> CheckRun<'p> {
+    pub fn of_pack(pack: &'p Pack, finding: Finding) -> CheckRun<'p> {
         CheckRun {
             pack,
             check: None,
@@ -628,9 +628,10 @@ impl LoadedPacks {
             };
             // A detect hook that failed leaves its pack applying on its
             // signs alone, and says so.
-            let detect_failed = (lends.is_none() && self.chosen_cni.is_none())
-                .then(|| self.detection(pack_index, pack, snapshot, |d| d.problem.clone()))
-                .flatten();
+            let detect_failed =
+                (pack.kind == PackKind::Cni && lends.is_none() && self.chosen_cni.is_none())
+                    .then(|| self.detection(pack_index, pack, snapshot, |d| d.problem.clone()))
+                    .flatten();
             if let Some(finding) = detect_failed {
                 runs.push(CheckRun::of_pack(pack, *finding));
             }

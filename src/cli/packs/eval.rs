@@ -156,44 +156,30 @@ fn run_pack(
     };
     // A detect hook that failed is the pack's own finding, as a diagnosis
     // reports it.
-    let detect_failed = detected.problem.map(|finding| CheckRun {
-        id: pack.name.clone(),
-        scope: "pack",
-        per_remote_node: false,
-        per_local_pod: false,
-        subjects: 1,
-        skipped: 0,
-        when: None,
-        findings: vec![*finding],
-        output: Vec::new(),
-    });
+    let detect_failed = (detected.problem).map(|finding| packs::CheckRun::of_pack(&pack, *finding));
     let checks = detect_failed
         .into_iter()
-        .chain(
-            loaded
-                .run_snapshot_checks(snapshot, &about, true)
-                .into_iter()
-                .map(|run| CheckRun {
-                    id: run
-                        .check
-                        .map_or_else(|| pack.name.clone(), |c| c.id.clone()),
-                    scope: run.check.map_or("pack", |c| c.scope.as_str()),
-                    per_remote_node: run
-                        .check
-                        .is_some_and(|c| c.for_each == Some(packs::ForEach::RemoteNodes)),
-                    per_local_pod: run
-                        .check
-                        .is_some_and(|c| c.for_each == Some(packs::ForEach::LocalPods)),
-                    subjects: run.subjects,
-                    skipped: run.skipped,
-                    when: run
-                        .check
-                        .and_then(|c| c.when.as_ref())
-                        .map(|w| w.source.clone()),
-                    findings: run.findings,
-                    output: run.output,
-                }),
-        )
+        .chain(loaded.run_snapshot_checks(snapshot, &about, true))
+        .map(|run| CheckRun {
+            id: run
+                .check
+                .map_or_else(|| pack.name.clone(), |c| c.id.clone()),
+            scope: run.check.map_or("pack", |c| c.scope.as_str()),
+            per_remote_node: run
+                .check
+                .is_some_and(|c| c.for_each == Some(packs::ForEach::RemoteNodes)),
+            per_local_pod: run
+                .check
+                .is_some_and(|c| c.for_each == Some(packs::ForEach::LocalPods)),
+            subjects: run.subjects,
+            skipped: run.skipped,
+            when: run
+                .check
+                .and_then(|c| c.when.as_ref())
+                .map(|w| w.source.clone()),
+            findings: run.findings,
+            output: run.output,
+        })
         .collect();
     Ok(PackRun {
         kind: pack.kind.as_str(),
